@@ -1,0 +1,1 @@
+"""robench's built-in plugins, registered through the same manager as third-party ones."""

@@ -1,0 +1,126 @@
+"""Register the built-in classifiers: an RBF SVM, an MLP and the CNN-1/2/3 family.
+
+These are the five learners of the source-aware partitioning paper (SVM, MLP, CNN-1, CNN-2,
+CNN-3). Importing this module must stay cheap because ``robench list`` imports it: torch and
+scikit-learn are imported only inside the ``build`` functions and ``fit``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from robench import hookimpl
+from robench.specs import ModelContext, ModelSpec
+
+#: Training budget used when the profile leaves a key out of ``ModelContext.train``.
+DEFAULT_TRAIN = {"max_epochs": 10, "patience": 3, "batch_size": 128, "lr": 1e-3,
+                 "weight_decay": 0.0}
+
+#: Output channels of the conv blocks of CNN-1, CNN-2 and CNN-3.
+CNN_CHANNELS = (32, 64, 128)
+
+
+class SVMClassifier:
+    """RBF support vector machine (scikit-learn ``SVC``, ``gamma="scale"``).
+
+    ``fit`` ignores the validation split: an SVM has no epochs to stop early or select, so
+    the validation data is used only to report ``val_accuracy_``. It exposes no feature
+    space, which ``has_features = False`` tells feature-space metrics.
+
+    Parameters
+    ----------
+    seed : int
+        Kept for the record; ``SVC`` without probability estimates is deterministic.
+    C : float
+        Regularisation strength passed to ``SVC``.
+    """
+
+    has_features = False
+
+    def __init__(self, *, seed: int = 0, C: float = 1.0):
+        self.seed = seed
+        self.C = C
+
+    def __repr__(self) -> str:
+        return f"SVMClassifier(seed={self.seed}, C={self.C})"
+
+    def fit(self, X, y, X_val, y_val) -> "SVMClassifier":
+        """Fit on (X, y); (X_val, y_val) only sets ``val_accuracy_``, it selects nothing."""
+        from sklearn.svm import SVC
+
+        self.model_ = SVC(kernel="rbf", gamma="scale", C=self.C, random_state=self.seed)
+        self.model_.fit(X, y)
+        self.history_ = []
+        self.n_epochs_ = 0
+        self.best_epoch_ = 0
+        self.train_accuracy_ = float(self.model_.score(X, y))
+        self.val_accuracy_ = (float(self.model_.score(X_val, y_val))
+                              if X_val is not None and len(X_val) else None)
+        return self
+
+    def predict(self, X):
+        """Return the predicted class of each row of ``X`` as int64."""
+        import numpy as np
+
+        return self.model_.predict(X).astype(np.int64)
+
+
+def _budget(ctx: ModelContext) -> dict:
+    """Return the training budget of ``ctx`` with defaults filled in."""
+    return {key: ctx.train.get(key, default) for key, default in DEFAULT_TRAIN.items()}
+
+
+def build_svm(ctx: ModelContext) -> SVMClassifier:
+    """Return an untrained RBF SVM."""
+    return SVMClassifier(seed=ctx.seed)
+
+
+def build_mlp(ctx: ModelContext):
+    """Return an untrained 256-128 ReLU MLP classifier."""
+    from robench.train import MLP, TorchClassifier
+
+    module = functools.partial(MLP, ctx.n_features, ctx.n_classes, hidden=(256, 128))
+    return TorchClassifier(module, seed=ctx.seed, **_budget(ctx))
+
+
+def build_cnn(ctx: ModelContext, depth: int):
+    """Return an untrained CNN with ``depth`` conv blocks (CNN-1, CNN-2 or CNN-3)."""
+    from robench.train import ConvNet, TorchClassifier
+
+    if ctx.image_shape is None:
+        raise ValueError(f"cnn-{depth} needs image data (ModelContext.image_shape is None)")
+    module = functools.partial(ConvNet, ctx.image_shape, ctx.n_classes,
+                               channels=CNN_CHANNELS[:depth], fc_width=128)
+    return TorchClassifier(module, seed=ctx.seed, **_budget(ctx))
+
+
+@hookimpl
+def register_models(register):
+    """Register svm, mlp, cnn-1, cnn-2 and cnn-3."""
+    register(ModelSpec(
+        name="svm",
+        build=build_svm,
+        description="RBF SVM (scikit-learn SVC, gamma='scale', C=1); ignores the validation "
+                    "split (no early stopping) and has no feature space",
+        version="1",
+        requires_image=False,
+    ))
+    register(ModelSpec(
+        name="mlp",
+        build=build_mlp,
+        description="MLP, two ReLU hidden layers 256-128, Adam, early stopping on validation "
+                    "accuracy; features: 128-d last hidden layer",
+        version="1",
+        requires_image=False,
+    ))
+    for depth in (1, 2, 3):
+        channels = "-".join(str(c) for c in CNN_CHANNELS[:depth])
+        register(ModelSpec(
+            name=f"cnn-{depth}",
+            build=functools.partial(build_cnn, depth=depth),
+            description=f"CNN-{depth}: {depth} conv3x3-ReLU-maxpool block(s) ({channels} "
+                        "channels), fc 128, Adam, early stopping on validation accuracy; "
+                        "features: 128-d fc layer",
+            version="1",
+            requires_image=True,
+        ))

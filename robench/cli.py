@@ -1,0 +1,416 @@
+"""The ``robench`` command line (one click group)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+
+import click
+
+from robench import __version__
+
+KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "executors")
+
+
+def _fail(message: str, code: int = 2):
+    click.secho(f"Error: {message}", fg="red", err=True)
+    sys.exit(code)
+
+
+def friendly_errors(fn):
+    """Turn expected user errors into a clear message and exit code 2, never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from robench.data import DatasetError
+        from robench.plugins import PluginError, UnknownComponentError
+        from robench.runner import ConfigError
+        from robench.sources import SourcesError
+        from robench.store import ReadOnlyQueryError
+
+        try:
+            return fn(*args, **kwargs)
+        except (UnknownComponentError, PluginError, ConfigError, SourcesError, DatasetError,
+                ReadOnlyQueryError, FileNotFoundError) as exc:
+            _fail(str(exc).strip("'\""))
+        except ValueError as exc:
+            _fail(str(exc))
+
+    return wrapper
+
+
+def db_option(fn):
+    """Add --db (default ./robench.db or $ROBENCH_DB)."""
+    return click.option(
+        "--db", "db_path", default=lambda: os.environ.get("ROBENCH_DB", "robench.db"),
+        show_default="robench.db or $ROBENCH_DB", type=click.Path(dir_okay=False),
+        help="SQLite results database.",
+    )(fn)
+
+
+def format_option(default="table"):
+    """Add --format table|csv|json."""
+    return click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]),
+                        default=default, show_default=True, help="Output format.")
+
+
+def _registry():
+    from robench.plugins import get_registry
+
+    return get_registry()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="robench")
+def cli():
+    """Measure how robust classifiers are to shift inside a data set.
+
+    \b
+    Example:
+      robench run --all              # every dataset x model x clusterer, quick profile
+      robench results --format json  # the stored scores
+      robench leaderboard            # leaderboard/index.html
+    """
+
+
+# ---------------------------------------------------------------------------------- run
+
+
+def _multi(name, short, kind):
+    return click.option(
+        f"--{name}", short, f"{kind}_names", multiple=True, metavar="NAME",
+        help=f"A {kind[:-1]} to use (repeatable; default: all). See `robench list {kind}`.",
+    )
+
+
+@cli.command()
+@click.option("--all", "run_all", is_flag=True,
+              help="Every applicable dataset x model x clusterer x metric.")
+@_multi("dataset", "-d", "datasets")
+@_multi("model", "-m", "models")
+@_multi("clusterer", "-c", "clusterers")
+@click.option("--metric", "metric_names", multiple=True, metavar="NAME",
+              help="A metric to compute (repeatable; default: all). See `robench list metrics`.")
+@click.option("--repeats", "-r", type=click.IntRange(min=1), default=None,
+              help="Repeats per partition kind (default: from the profile).")
+@click.option("--sources", "-k", "k", type=click.IntRange(min=2), default=None,
+              help="Sources (clusters) per class (default: 5).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of everything.")
+@click.option("--profile", type=click.Choice(["quick", "paper"]), default="quick",
+              show_default=True, help="quick: 3 repeats, short training; paper: 100 repeats.")
+@click.option("--executor", default=None, metavar="NAME",
+              help="Where trials run: local, process (default on a multi-core machine), "
+                   "or one a plugin adds.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per core).")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@db_option
+@friendly_errors
+def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
+        profile, executor, jobs, cache_dir, db_path):
+    """Run trials, store them, compute and print scores.
+
+    Trials already stored (same definition and versions) are not run again, so an
+    interrupted run resumes where it stopped.
+
+    \b
+    Examples:
+      robench run --all
+      robench run -d digits -m mlp -m cnn-2 --repeats 10
+      robench run -d synthetic-sources -c oracle --profile paper
+    """
+    from robench.cache import set_cache_dir
+    from robench.config import RunConfig, default_jobs
+
+    if not (run_all or datasets_names or models_names or clusterers_names or metric_names):
+        raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
+    if cache_dir:
+        set_cache_dir(cache_dir)
+    reg = _registry()
+    _report_broken_plugins(reg)
+    chosen = {}
+    for kind, given in (("datasets", datasets_names), ("models", models_names),
+                        ("clusterers", clusterers_names), ("metrics", metric_names)):
+        for n in given:
+            reg.get(kind, n)  # unknown names fail here with the known ones listed
+        chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
+    ncpu = os.cpu_count() or 1
+    if executor is None:
+        executor = "process" if ncpu > 1 and (jobs or default_jobs()) > 1 else "local"
+    reg.get("executors", executor)
+    cfg = RunConfig(
+        datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
+        metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
+        executor=executor, jobs=jobs or default_jobs(),
+        explicit={"datasets": list(datasets_names), "models": list(models_names),
+                  "clusterers": list(clusterers_names)},
+    )
+    from robench.runner import execute
+    from robench.store import Store
+
+    store = Store(db_path)
+    progress = _Progress()
+    command = "robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run"
+    try:
+        report = execute(cfg, reg, store, command=command, on_event=progress)
+    finally:
+        progress.close()
+    _print_skips(report.skipped)
+    _print_summary(report.scores)
+    if report.failed:
+        click.secho(f"\n{len(report.failed)} trial(s) failed:", fg="red", err=True)
+        for row in report.failed[:20]:
+            first = (row.get("error") or "").splitlines()[0] if row.get("error") else ""
+            click.echo(f"  {_trial_label(row)}: {first}", err=True)
+        if len(report.failed) > 20:
+            click.echo(f"  ... and {len(report.failed) - 20} more "
+                       "(robench query \"select * from trials where status='failed'\")", err=True)
+    click.echo(
+        f"\nrun {report.run_id}: {report.n_planned} trials planned, {report.n_cached} already "
+        f"stored, {report.n_ran} run, {len(report.failed)} failed, {len(report.skipped)} "
+        f"combination(s) skipped, {report.seconds:.1f} s. Results in {db_path}."
+    )
+    if report.interrupted:
+        click.secho("Interrupted: every finished trial is stored; run the same command to "
+                    "resume.", fg="yellow", err=True)
+        sys.exit(130)
+    if report.failed:
+        sys.exit(1)
+
+
+def _trial_label(row) -> str:
+    clus = f"/{row['clusterer']}" if row.get("clusterer") else ""
+    return f"{row['dataset']}/{row['model']}{clus} {row['kind']} #{row['repeat']}"
+
+
+class _Progress:
+    """Print the plan, then a progress bar over trials on stderr."""
+
+    def __init__(self):
+        self.bar = None
+
+    def __call__(self, event, **info):
+        if event == "planned":
+            click.echo(
+                f"{info['total']} trials planned: {info['cached']} already stored"
+                + (" (training nothing)" if info["todo"] == 0 else f", {info['todo']} to run")
+                + (f"; {len(info['skipped'])} combination(s) skipped" if info["skipped"] else ""),
+                err=True,
+            )
+            if info["todo"]:
+                self.bar = click.progressbar(length=info["todo"], label="trials",
+                                             file=sys.stderr, show_eta=True, show_pos=True,
+                                             item_show_func=lambda s: s)
+                self.bar.__enter__()
+        elif event == "prepare":
+            click.echo(f"finding sources: {info['dataset']} / {info['clusterer']}", err=True)
+        elif event == "prepare_failed":
+            click.secho(f"sources failed for {info['dataset']} / {info['clusterer']}: "
+                        f"{info['error']}", fg="red", err=True)
+        elif event == "trial" and self.bar is not None:
+            row = info["row"]
+            self.bar.update(1, _trial_label(row) + ("" if row["status"] == "ok" else " FAILED"))
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _report_broken_plugins(reg):
+    for info in reg.infos.values():
+        if info.status != "ok":
+            click.secho(f"warning: plugin '{info.name}' failed to load and is ignored: "
+                        f"{info.error} (see `robench plugins`)", fg="yellow", err=True)
+
+
+def _print_skips(skipped):
+    if not skipped:
+        return
+    click.echo("\nSkipped (not applicable, not counted as failures):")
+    by_reason = {}
+    for s in skipped:
+        by_reason.setdefault((s["metric"], s["reason"]), []).append(s["model"])
+    for (metric, reason), models in by_reason.items():
+        click.echo(f"  {metric}: {reason} ({len(models)} model(s))")
+
+
+def _pct(v):
+    return "   -  " if v is None else f"{100 * v:6.2f}"
+
+
+def _print_summary(scores):
+    """Print rho per data set and clusterer, models ranked best first."""
+    table = {}
+    for s in scores:
+        if s.metric != "rho":
+            continue
+        table.setdefault((s.dataset, s.clusterer), {}).setdefault(s.model, {})[s.score] = s
+    if not table:
+        return
+    for (dataset, clusterer), models in sorted(table.items()):
+        click.echo(f"\n{dataset} - sources by {clusterer}: ranked by rho = E[AccX]/E[AccI]")
+        click.echo(f"  {'#':>2} {'model':<14} {'rho':>6} {'95% CI':>15}   "
+                   f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
+        ranked = sorted(models.items(), key=lambda kv: -(kv[1]["rho"].value or -1))
+        for i, (model, sc) in enumerate(ranked, 1):
+            r = sc["rho"]
+            ci = "" if r.ci_low is None else f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
+            rho = "  -   " if r.value is None else f"{r.value:6.3f}"
+            click.echo(f"  {i:>2} {model:<14} {rho} {ci:>15}   {_pct(sc['acc_exclusive'].value)}"
+                       f"  {_pct(sc['acc_inclusive'].value)} {_pct(sc['acc_random'].value)}"
+                       f" {r.n or 0:>4}")
+
+
+# ------------------------------------------------------------------------------ results
+
+
+@cli.command()
+@click.option("--dataset", "-d", default=None, help="Only this data set.")
+@click.option("--metric", default=None, help="Only this metric.")
+@click.option("--model", "-m", default=None, help="Only this model.")
+@format_option()
+@db_option
+@friendly_errors
+def results(dataset, metric, model, fmt, db_path):
+    """Print stored scores.
+
+    \b
+    Examples:
+      robench results
+      robench results --dataset digits --metric rho --format json
+    """
+    from robench.store import Store
+
+    if not os.path.exists(db_path):
+        raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
+    rows = Store(db_path).scores(dataset=dataset, metric=metric, model=model)
+    cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
+            "higher_is_better", "metric_version", "run_id"]
+    out = [{c: r.get(c) for c in cols} for r in rows]
+    _emit(cols, [[r[c] for c in cols] for r in out], fmt, objects=out)
+
+
+def _emit(cols, rows, fmt, objects=None):
+    if fmt == "json":
+        click.echo(json.dumps(objects if objects is not None
+                              else [dict(zip(cols, r)) for r in rows], indent=2, default=str))
+    elif fmt == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout)
+        w.writerow(cols)
+        w.writerows(rows)
+    else:
+        if not rows:
+            click.echo("(no rows)")
+            return
+        cells = [[_cell(v) for v in r] for r in rows]
+        widths = [max(len(str(c)), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
+        click.echo("  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
+        click.echo("  ".join("-" * w for w in widths))
+        for r in cells:
+            click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+
+
+def _cell(v):
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:.4f}"
+    return str(v)
+
+
+# -------------------------------------------------------------------------------- query
+
+
+@cli.command()
+@click.argument("sql")
+@format_option()
+@db_option
+@friendly_errors
+def query(sql, fmt, db_path):
+    """Run a read-only SQL query on the results database.
+
+    Tables: runs, trials, scores, clusterings, skips. Writes are refused.
+
+    \b
+    Example:
+      robench query "select model, value from scores where metric='rho' and score='rho'"
+    """
+    from robench.store import query_readonly
+
+    cols, rows = query_readonly(db_path, sql)
+    _emit(cols, rows, fmt)
+
+
+# -------------------------------------------------------------------------- leaderboard
+
+
+@cli.command()
+@click.option("--out", "out_dir", default="leaderboard", show_default=True,
+              type=click.Path(file_okay=False), help="Directory of the static site.")
+@db_option
+@friendly_errors
+def leaderboard(out_dir, db_path):
+    """Build the static HTML leaderboard from the stored scores.
+
+    \b
+    Example:
+      robench leaderboard --out leaderboard && open leaderboard/index.html
+    """
+    from robench.leaderboard import build_leaderboard
+    from robench.store import Store
+
+    if not os.path.exists(db_path):
+        raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
+    path = build_leaderboard(Store(db_path), out_dir)
+    click.echo(f"wrote {path}")
+
+
+# -------------------------------------------------------------------------- list, plugins
+
+
+@cli.command("list")
+@click.argument("kind", required=False, type=click.Choice(KIND_NAMES))
+@friendly_errors
+def list_(kind):
+    """List registered components with a one-line description.
+
+    \b
+    Examples:
+      robench list
+      robench list models
+    """
+    reg = _registry()
+    for k in ([kind] if kind else KIND_NAMES):
+        click.echo(f"{k}:")
+        for spec in reg.all(k):
+            click.echo(f"  {spec.name:<18} {spec.description}  [{spec.plugin}]")
+
+
+@cli.command()
+@friendly_errors
+def plugins():
+    """List every plugin: name, version, status and the components it registers.
+
+    \b
+    Example:
+      robench plugins
+    """
+    reg = _registry()
+    for info in sorted(reg.infos.values(), key=lambda i: (i.source != "builtin", i.name)):
+        comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.components.items()))
+        status = click.style(info.status, fg="green" if info.status == "ok" else "red")
+        click.echo(f"{info.name} {info.version} [{info.source}] {status}")
+        if comps:
+            click.echo(f"    {comps}")
+        if info.error:
+            click.echo(f"    error: {info.error}")
+
+
+def main():  # pragma: no cover - console script entry
+    cli()

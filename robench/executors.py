@@ -1,0 +1,203 @@
+"""Executors: run trial specs and stream result rows back to the driver as they finish.
+
+A trial is a pure function of its spec (:func:`execute_trial`); executors differ only in
+where it runs. Only the driver writes the database: workers return plain dict rows. Every
+trial runs with one torch thread: on this kind of machine two single-threaded processes beat
+one two-threaded process, and a fixed thread count keeps results identical across executors.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import traceback
+from typing import Iterable, Iterator, Optional
+
+TRIAL_THREADS = 1
+_ENV = None  # the worker process's TrialEnv, built by _init_worker
+
+
+def _limit_threads() -> None:
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, str(TRIAL_THREADS))
+
+
+def _set_torch_threads() -> None:
+    import sys
+
+    if "torch" in sys.modules or _needs_torch():
+        from robench.train import set_torch_threads
+
+        set_torch_threads(TRIAL_THREADS)
+
+
+def _needs_torch() -> bool:
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec("torch") is not None
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _init_worker(recipe: dict, cache_dir: Optional[str]) -> None:
+    """Build the worker's registry from its recipe (plain data, never live plugin objects)."""
+    global _ENV
+    _limit_threads()
+    import sys
+
+    sys._robench_called_from_test = not recipe.get("load_entrypoints", True)
+    from robench.cache import set_cache_dir
+    from robench.plugins import make_registry
+    from robench.protocols.base import TrialEnv
+
+    if cache_dir:
+        set_cache_dir(cache_dir)
+    _set_torch_threads()
+    _ENV = TrialEnv(make_registry(**recipe))
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def execute_trial(spec: dict, env=None) -> dict:
+    """Run one trial spec and return its row; an exception becomes a failed row, never raised."""
+    from robench.protocols import get_protocol
+
+    env = env if env is not None else _ENV
+    row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
+                                "repeat", "seed", "params", "versions")}
+    row["spec"] = spec
+    try:
+        result = get_protocol(spec["protocol"]).run(spec, env)
+        row.update(result)
+        row["status"], row["error"] = "ok", None
+    except Exception as exc:  # noqa: BLE001 - invariant 6: a trial that raises is recorded
+        tb = traceback.format_exc(limit=6)
+        row.update(status="failed", error=f"{type(exc).__name__}: {exc}\n{tb}")
+    row["finished_at"] = _now()
+    return row
+
+
+def failed_row(spec: dict, error: str) -> dict:
+    """Return the row of a trial that could not run at all (e.g. its worker died)."""
+    row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
+                                "repeat", "seed", "params", "versions")}
+    row.update(spec=spec, status="failed", error=error, finished_at=_now())
+    return row
+
+
+class Executor:
+    """Base class: ``run(specs)`` yields result rows in completion order."""
+
+    name = "base"
+
+    def run(self, specs: Iterable[dict]) -> Iterator[dict]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release workers; safe to call twice."""
+
+
+class LocalExecutor(Executor):
+    """Run trials one after another in this process (simplest to debug)."""
+
+    name = "local"
+
+    def __init__(self, registry, jobs: int = 1, **_):
+        from robench.protocols.base import TrialEnv
+
+        self.env = TrialEnv(registry)
+
+    def run(self, specs):
+        _set_torch_threads()
+        for spec in specs:
+            yield execute_trial(spec, self.env)
+
+
+class ProcessExecutor(Executor):
+    """Run trials on a pool of ``jobs`` spawned worker processes with one torch thread each.
+
+    A worker that dies (killed, out of memory) breaks the pool; the trials then in flight are
+    retried one at a time in a fresh pool so the culprit is identified and recorded as failed
+    while the rest completes.
+    """
+
+    name = "process"
+
+    def __init__(self, registry, jobs: int = 2, **_):
+        if registry.recipe is None:
+            raise ValueError("the process executor needs a registry built by make_registry()")
+        self.recipe = registry.recipe
+        self.jobs = max(1, int(jobs))
+        self._pool = None
+
+    def _new_pool(self, workers: int):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        from robench.cache import cache_dir
+
+        # spawn, not fork: the driver may already hold OpenMP/torch thread pools, which do not
+        # survive fork reliably.
+        return ProcessPoolExecutor(
+            max_workers=workers, mp_context=mp.get_context("spawn"),
+            initializer=_init_worker, initargs=(self.recipe, str(cache_dir())),
+        )
+
+    def run(self, specs):
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        queue = list(specs)
+        isolate = False  # after a crash, run the survivors one at a time to find the culprit
+        while queue:
+            workers = 1 if isolate else min(self.jobs, len(queue))
+            # Keep at most 2 trials per worker queued so an interrupt cancels cheaply; when
+            # isolating a crash, exactly one so a broken pool names its trial.
+            limit = 1 if isolate else 2 * workers
+            self._pool = self._new_pool(workers)
+            futures = {}
+            todo = queue
+            queue = []
+            try:
+                it = iter(todo)
+                for spec in it:
+                    futures[self._pool.submit(execute_trial, spec)] = spec
+                    if len(futures) >= limit:
+                        break
+                while futures:
+                    done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                    broken = False
+                    for fut in done:
+                        spec = futures.pop(fut)
+                        try:
+                            yield fut.result()
+                        except BrokenProcessPool:
+                            broken = True
+                            if isolate:
+                                yield failed_row(spec, "worker process died while running this "
+                                                 "trial (killed or out of memory)")
+                            else:
+                                queue.append(spec)
+                    if broken:
+                        queue.extend(futures.values())
+                        queue.extend(it)
+                        futures.clear()
+                        isolate = True
+                        break
+                    for spec in it:
+                        futures[self._pool.submit(execute_trial, spec)] = spec
+                        if len(futures) >= limit:
+                            break
+            finally:
+                self._shutdown()
+
+    def _shutdown(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def close(self):
+        self._shutdown()

@@ -1,0 +1,210 @@
+"""The plugin manager: built-in plugins, guarded entry-point loading, the component registry."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.metadata
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import pluggy
+
+from robench import hookspecs
+from robench.specs import KINDS
+
+#: Built-in plugins, registered through the same manager as third-party ones.
+DEFAULT_PLUGINS = (
+    "robench.builtin.datasets",
+    "robench.builtin.models",
+    "robench.builtin.clusterers",
+    "robench.builtin.metrics",
+    "robench.builtin.executors",
+)
+
+ENTRY_POINT_GROUP = "robench"
+
+
+class PluginError(Exception):
+    """A plugin problem the user must fix (duplicate names, bad registrations)."""
+
+
+class UnknownComponentError(LookupError):
+    """A component name that no plugin registered; the message lists the known names."""
+
+    def __init__(self, kind: str, name: str, known: list):
+        self.kind, self.name, self.known = kind, name, sorted(known)
+        close = difflib.get_close_matches(name, self.known, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        singular = kind[:-1]
+        super().__init__(
+            f"unknown {singular} '{name}'.{hint} Known {kind}: {', '.join(self.known) or '(none)'}"
+            f" (see `robench list {kind}`)."
+        )
+
+
+@dataclass
+class PluginInfo:
+    """What ``robench plugins`` shows about one plugin."""
+
+    name: str
+    version: str = ""
+    status: str = "ok"  # ok | failed
+    error: str = ""
+    source: str = "builtin"  # builtin | entry point | test
+    components: dict = field(default_factory=dict)  # kind -> [names]
+
+
+def _called_from_test() -> bool:
+    # Set by tests/conftest.py so that tests never pick up installed third-party plugins.
+    return bool(getattr(sys, "_robench_called_from_test", False))
+
+
+def _dist_version(dist) -> str:
+    try:
+        return dist.version if dist is not None else ""
+    except Exception:  # pragma: no cover - broken metadata must not stop start-up
+        return ""
+
+
+def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool = True):
+    """Return a fresh plugin manager and the info of every plugin it tried to load."""
+    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+    pm.add_hookspecs(hookspecs)
+    infos: dict = {}
+    if builtins:
+        import robench
+
+        for modname in DEFAULT_PLUGINS:
+            mod = importlib.import_module(modname)
+            pm.register(mod, name=modname)
+            infos[modname] = PluginInfo(modname, robench.__version__, source="builtin")
+    if load_entrypoints is None:
+        load_entrypoints = not _called_from_test()
+    if load_entrypoints:
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            name = ep.name
+            version = _dist_version(getattr(ep, "dist", None))
+            try:
+                # pluggy's own load_setuptools_entrypoints does not guard ep.load(): one
+                # broken plugin would stop start-up, so load each one inside a try.
+                plugin = ep.load()
+                if pm.is_registered(plugin) or pm.get_plugin(name) is not None:
+                    continue
+                pm.register(plugin, name=name)
+                infos[name] = PluginInfo(name, version, source="entry point")
+            except Exception as exc:  # noqa: BLE001 - any import error is the plugin's
+                infos[name] = PluginInfo(
+                    name, version, status="failed",
+                    error=f"{type(exc).__name__}: {exc}", source="entry point",
+                )
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"a plugin implements a hook robench does not define: {exc}") from exc
+    return pm, infos
+
+
+class Registry:
+    """Every component registered by the plugins of one manager, by kind and name."""
+
+    def __init__(self, pm: pluggy.PluginManager, infos: Optional[dict] = None):
+        self.pm = pm
+        self.recipe: Optional[dict] = None  # set by make_registry; None = not rebuildable
+        self.infos = dict(infos or {})
+        self._by_kind: dict = {kind: {} for kind in KINDS}
+        for kind, (hookname, spec_cls) in KINDS.items():
+            hook = getattr(pm.hook, hookname)
+            for impl in hook.get_hookimpls():
+                self._collect(kind, spec_cls, impl)
+
+    def _collect(self, kind, spec_cls, impl):
+        plugin_name = impl.plugin_name
+        info = self.infos.setdefault(plugin_name, PluginInfo(plugin_name, source="test"))
+        table = self._by_kind[kind]
+
+        def register(spec):
+            if not isinstance(spec, spec_cls):
+                raise PluginError(
+                    f"plugin '{plugin_name}' registered {spec!r} with {KINDS[kind][0]}; "
+                    f"expected a {spec_cls.__name__}"
+                )
+            if spec.name in table:
+                other = table[spec.name].plugin
+                raise PluginError(
+                    f"duplicate {kind[:-1]} name '{spec.name}': registered by plugin "
+                    f"'{other}' and by plugin '{plugin_name}'. Rename one of them."
+                )
+            table[spec.name] = replace(spec, plugin=plugin_name)
+            info.components.setdefault(kind, []).append(spec.name)
+
+        try:
+            impl.function(register=register)
+        except PluginError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing hook disables that plugin only
+            info.status = "failed"
+            info.error = f"{KINDS[kind][0]} raised {type(exc).__name__}: {exc}"
+
+    def names(self, kind: str) -> list:
+        """Return the registered names of one kind, sorted."""
+        return sorted(self._by_kind[kind])
+
+    def all(self, kind: str) -> list:
+        """Return the specs of one kind, sorted by name."""
+        return [self._by_kind[kind][n] for n in self.names(kind)]
+
+    def get(self, kind: str, name: str):
+        """Return the spec called ``name`` or raise UnknownComponentError listing known names."""
+        try:
+            return self._by_kind[kind][name]
+        except KeyError:
+            raise UnknownComponentError(kind, name, list(self._by_kind[kind])) from None
+
+    def plugin_versions(self) -> dict:
+        """Return {plugin name: version} for every plugin that loaded."""
+        return {n: i.version for n, i in sorted(self.infos.items()) if i.status == "ok"}
+
+    def component_version(self, kind: str, name: str) -> str:
+        """Return 'plugin-version/component-version' for cache and trial keys."""
+        spec = self.get(kind, name)
+        info = self.infos.get(spec.plugin)
+        return f"{info.version if info else ''}/{spec.version}"
+
+
+def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins: bool = True) -> Registry:
+    """Build a registry from built-ins, entry points and extra plugin modules named by import path.
+
+    The arguments are kept as ``registry.recipe`` so a worker process can rebuild the same
+    registry from plain data (executors send the recipe, never live plugin objects).
+    """
+    pm, infos = make_plugin_manager(load_entrypoints=load_entrypoints, builtins=builtins)
+    for modname in modules:
+        pm.register(importlib.import_module(modname), name=modname)
+        infos[modname] = PluginInfo(modname, getattr(sys.modules[modname], "__version__", ""),
+                                    source="module")
+    registry = Registry(pm, infos)
+    registry.recipe = {
+        "modules": list(modules),
+        "load_entrypoints": load_entrypoints if load_entrypoints is not None else not _called_from_test(),
+        "builtins": builtins,
+    }
+    return registry
+
+
+_REGISTRY: Optional[Registry] = None
+
+
+def get_registry() -> Registry:
+    """Return the process-wide registry, building it (and loading plugins) on first use."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = make_registry()
+    return _REGISTRY
+
+
+def set_registry(registry: Optional[Registry]) -> None:
+    """Replace the process-wide registry (tests use this with a fresh manager)."""
+    global _REGISTRY
+    _REGISTRY = registry

@@ -1,0 +1,93 @@
+"""What every protocol shares: trial keys, the worker environment, fit-and-score."""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from robench.cache import content_key
+from robench.specs import ClustererSpec, DatasetSpec, ModelContext, ModelSpec
+
+
+@dataclass(frozen=True)
+class Combo:
+    """One (dataset, model, clusterer) combination a metric is evaluated on."""
+
+    dataset: DatasetSpec
+    model: ModelSpec
+    clusterer: Optional[ClustererSpec]
+
+
+def trial_key(spec: dict) -> str:
+    """Return the key of a trial: a hash of the sorted JSON of exactly what defines it."""
+    return content_key("trial", spec)
+
+
+def derived_seed(*parts: int) -> int:
+    """Return a 31-bit seed derived from integers (independent streams per tuple)."""
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+class TrialEnv:
+    """What a trial can reach in its worker: the registry and per-process data caches."""
+
+    def __init__(self, registry):
+        self.registry = registry
+        self._load = functools.lru_cache(maxsize=4)(self._load_dataset)
+
+    def _load_dataset(self, name: str):
+        return self.registry.get("datasets", name).load()
+
+    def dataset(self, name: str):
+        """Return the loaded data set ``name`` (loaded once per process)."""
+        return self._load(name)
+
+
+def accuracy_per_class(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> list:
+    """Return the accuracy of every class (None where the class has no test sample)."""
+    out = []
+    for c in range(n_classes):
+        m = y_true == c
+        out.append(float((y_pred[m] == c).mean()) if m.any() else None)
+    return out
+
+
+def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, *,
+                  seed: int, train_budget: dict) -> dict:
+    """Train a fresh model on train (early stopping on val) and score it on test.
+
+    The model's ``fit`` receives the training and validation partitions only; the test
+    indices are used after training, once, to measure accuracy (robench invariant 1).
+    """
+    X, y = dataset.X, dataset.y
+    ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, seed,
+                       dict(train_budget))
+    t0 = time.perf_counter()
+    model = model_spec.build(ctx)
+    model.fit(X[train_idx], y[train_idx], X[val_idx], y[val_idx])
+    pred = np.asarray(model.predict(X[test_idx]))
+    y_test = y[test_idx]
+    return {
+        "accuracy": float((pred == y_test).mean()),
+        "per_class": accuracy_per_class(y_test, pred, dataset.n_classes),
+        "train_accuracy": _maybe_float(getattr(model, "train_accuracy_", None)),
+        "val_accuracy": _maybe_float(getattr(model, "val_accuracy_", None)),
+        "n_train": int(len(train_idx)),
+        "n_val": int(len(val_idx)),
+        "n_test": int(len(test_idx)),
+        "epochs": int(getattr(model, "n_epochs_", 0) or 0),
+        "best_epoch": int(getattr(model, "best_epoch_", 0) or 0),
+        "history": list(getattr(model, "history_", []) or []),
+        "seconds": time.perf_counter() - t0,
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+    }
+
+
+def _maybe_float(v):
+    return None if v is None else float(v)

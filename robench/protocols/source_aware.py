@@ -1,0 +1,169 @@
+"""Source-aware protocol (Kilinc & Uysal): inclusive, exclusive and random partitions, rho.
+
+Per class the data are clustered into k sources. For every repeat r (seeded):
+
+* exclusive: per class one source drawn at random is the test set, none of it trains;
+* inclusive: ``test_size`` of every source of every class is test, the rest trains;
+* random: a source-unaware stratified split with the same test fraction (baseline E[Acc]).
+
+Validation for early stopping is carved (stratified, ``val_fraction``) from the training
+partition, never from the test partition (the paper's code picked the best epoch on the test
+partition; robench does not). The random baseline does not depend on the clusterer, so its
+trials carry ``clusterer = ""`` and are shared by every clusterer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from robench.protocols.base import Combo, derived_seed, fit_and_score, trial_key
+from robench.sources import find_sources, sources_key
+from robench.splitters import KIND_CODES, partition_rng, test_mask, validation_split
+
+NAME = "source-aware"
+VERSION = "1"
+KINDS = ("inclusive", "exclusive", "random")
+BOOTSTRAP_SAMPLES = 2000
+
+
+def plan(combo: Combo, cfg, registry) -> list:
+    """Return the trial specs of one (dataset, model, clusterer): R repeats of each kind."""
+    versions = {
+        "protocol": VERSION,
+        "dataset": registry.component_version("datasets", combo.dataset.name),
+        "model": registry.component_version("models", combo.model.name),
+    }
+    clus_version = registry.component_version("clusterers", combo.clusterer.name)
+    specs = []
+    for kind in KINDS:
+        source_aware = kind != "random"
+        for r in range(cfg.repeats):
+            spec = {
+                "protocol": NAME,
+                "dataset": combo.dataset.name,
+                "model": combo.model.name,
+                "clusterer": combo.clusterer.name if source_aware else "",
+                "kind": kind,
+                "repeat": r,
+                "seed": cfg.seed,
+                "params": {
+                    "k": cfg.k if source_aware else None,
+                    "test_size": cfg.test_size,
+                    "val_fraction": cfg.val_fraction,
+                    "train": cfg.train,
+                },
+                "versions": {**versions, **({"clusterer": clus_version} if source_aware else {})},
+            }
+            spec["key"] = trial_key(spec)
+            specs.append(spec)
+    return specs
+
+
+def prepare(combo: Combo, cfg, registry, dataset) -> dict:
+    """Find (or load from cache) the sources of the combination's data set; return a row."""
+    version = registry.component_version("clusterers", combo.clusterer.name)
+    src = find_sources(dataset, combo.clusterer, version, cfg.k, cfg.seed)
+    return {
+        "key": sources_key(dataset.fingerprint(), combo.clusterer.name, version, cfg.k, cfg.seed),
+        "dataset": combo.dataset.name,
+        "clusterer": combo.clusterer.name,
+        "k": int(cfg.k),
+        "seed": int(cfg.seed),
+        "fingerprint": dataset.fingerprint(),
+        "silhouette": src.silhouette,
+        "details": {
+            "k_per_class": src.k_per_class.tolist(),
+            "silhouette_per_class": [None if not np.isfinite(s) else float(s)
+                                     for s in src.silhouette_per_class],
+            "cache_hit": src.cache_hit,
+        },
+        "seconds": src.seconds,
+    }
+
+
+def partition(spec: dict, dataset, env_registry) -> tuple:
+    """Return (train, val, test) indices of a trial spec (pure function of the spec)."""
+    kind, r, seed = spec["kind"], spec["repeat"], spec["seed"]
+    params = spec["params"]
+    if kind == "random":
+        groups = None
+    else:
+        clus = env_registry.get("clusterers", spec["clusterer"])
+        groups = find_sources(dataset, clus, spec["versions"]["clusterer"], params["k"], seed).groups
+    mask = test_mask(kind, dataset.y, groups, seed=seed, repeat=r, test_size=params["test_size"])
+    train_all = np.flatnonzero(~mask)
+    fit_idx, val_idx = validation_split(train_all, dataset.y, params["val_fraction"],
+                                        partition_rng(seed, r, kind, 1))
+    return fit_idx, val_idx, np.flatnonzero(mask)
+
+
+def run(spec: dict, env) -> dict:
+    """Run one trial: partition, train with validation early stopping, score on test."""
+    dataset = env.dataset(spec["dataset"])
+    train_idx, val_idx, test_idx = partition(spec, dataset, env.registry)
+    model_spec = env.registry.get("models", spec["model"])
+    seed = derived_seed(spec["seed"], spec["repeat"], KIND_CODES[spec["kind"]])
+    return fit_and_score(model_spec, dataset, train_idx, val_idx, test_idx,
+                         seed=seed, train_budget=spec["params"]["train"])
+
+
+# --- the science: pure functions over accuracies -------------------------------------------
+
+
+def ratio_of_means(acc_x, acc_i) -> float:
+    """Return rho = E[AccX] / E[AccI] (paper eq. 3: 1 - (E[AccI] - E[AccX]) / E[AccI])."""
+    acc_x, acc_i = np.asarray(acc_x, float), np.asarray(acc_i, float)
+    mean_i = acc_i.mean()
+    return float(acc_x.mean() / mean_i) if mean_i > 0 else float("nan")
+
+
+def bootstrap_rho_ci(acc_x, acc_i, *, n_boot: int = BOOTSTRAP_SAMPLES, level: float = 0.95,
+                     seed: int = 0) -> tuple:
+    """Return the percentile bootstrap CI of rho over repeats.
+
+    Exclusive and inclusive repeats are independent partitions (repeat r of one kind is not
+    paired with repeat r of the other), so each list is resampled on its own and rho is
+    recomputed as a ratio of the resampled means.
+    """
+    acc_x, acc_i = np.asarray(acc_x, float), np.asarray(acc_i, float)
+    rng = np.random.default_rng(seed)
+    bx = acc_x[rng.integers(0, acc_x.size, (n_boot, acc_x.size))].mean(axis=1)
+    bi = acc_i[rng.integers(0, acc_i.size, (n_boot, acc_i.size))].mean(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = bx / bi
+    alpha = (1 - level) / 2
+    lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def bootstrap_mean_ci(values, *, n_boot: int = BOOTSTRAP_SAMPLES, level: float = 0.95,
+                      seed: int = 0) -> tuple:
+    """Return the percentile bootstrap CI of a mean over repeats."""
+    values = np.asarray(values, float)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, values.size, (n_boot, values.size))].mean(axis=1)
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def class_rho(per_class_x: list, per_class_i: list) -> list:
+    """Return per class (E[AccX_c], E[AccI_c], rho_c) from per-trial per-class accuracies.
+
+    A class missing from a trial's test set (None) is left out of that class's mean.
+    """
+    def col_means(rows):
+        arr = np.array([[np.nan if v is None else v for v in row] for row in rows], float)
+        with np.errstate(invalid="ignore"):
+            return np.nanmean(arr, axis=0) if arr.size else np.array([])
+
+    mx, mi = col_means(per_class_x), col_means(per_class_i)
+    out = []
+    for x, i in zip(mx, mi):
+        rho = x / i if np.isfinite(x) and np.isfinite(i) and i > 0 else None
+        out.append({
+            "acc_exclusive": None if not np.isfinite(x) else float(x),
+            "acc_inclusive": None if not np.isfinite(i) else float(i),
+            "rho": None if rho is None else float(rho),
+        })
+    return out

@@ -1,0 +1,230 @@
+"""Combinations -> trials -> executor -> store -> scores."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from robench.protocols import get_protocol
+from robench.protocols.base import Combo
+
+
+class ConfigError(ValueError):
+    """The requested run cannot be made; the message says what to change."""
+
+
+@dataclass
+class Group:
+    """One metric evaluated on one combination: the trials its scores are computed from."""
+
+    metric: object
+    combo: Combo
+    keys: list
+
+    @property
+    def key_dict(self) -> dict:
+        return {
+            "dataset": self.combo.dataset.name,
+            "model": self.combo.model.name,
+            "clusterer": self.combo.clusterer.name if self.combo.clusterer else "",
+        }
+
+
+@dataclass
+class Plan:
+    """What a run will do: the trials (deduplicated by key), metric groups and skips."""
+
+    specs: dict = field(default_factory=dict)  # key -> spec, in planning order
+    groups: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # dicts: dataset, model, clusterer, metric, reason
+    prepare: list = field(default_factory=list)  # (protocol, combo) needing driver-side work
+
+
+@dataclass
+class RunReport:
+    """What a run did."""
+
+    run_id: int
+    n_planned: int
+    n_cached: int
+    n_ran: int
+    failed: list
+    skipped: list
+    scores: list
+    seconds: float
+    interrupted: bool = False
+
+
+def _combos(cfg, registry, metric):
+    datasets = [registry.get("datasets", n) for n in cfg.datasets]
+    models = [registry.get("models", n) for n in cfg.models]
+    clusterers = [registry.get("clusterers", n) for n in cfg.clusterers] if metric.uses_clusterer else [None]
+    for d in datasets:
+        for m in models:
+            for c in clusterers:
+                reason = m.not_applicable(d) or (c.not_applicable(d) if c else None)
+                yield Combo(d, m, c), reason
+
+
+def plan_run(cfg, registry) -> Plan:
+    """Resolve names, drop inapplicable combinations (recorded with reasons) and plan trials.
+
+    A combination that cannot apply is skipped when it came from ``--all`` or a default; a
+    component the user named explicitly that cannot apply to any named data set is an error.
+    """
+    plan = Plan()
+    applicable_seen = {kind: set() for kind in ("datasets", "models", "clusterers")}
+    reasons = {}
+    for metric_name in cfg.metrics:
+        metric = registry.get("metrics", metric_name)
+        protocol = get_protocol(metric.protocol)
+        for combo, reason in _combos(cfg, registry, metric):
+            names = {"datasets": combo.dataset.name, "models": combo.model.name,
+                     "clusterers": combo.clusterer.name if combo.clusterer else None}
+            if reason:
+                plan.skipped.append({"dataset": names["datasets"], "model": names["models"],
+                                     "clusterer": names["clusterers"] or "",
+                                     "metric": metric.name, "reason": reason})
+                for kind, n in names.items():
+                    reasons.setdefault((kind, n), reason)
+                continue
+            for kind, n in names.items():
+                applicable_seen[kind].add(n)
+            keys = []
+            for spec in protocol.plan(combo, cfg, registry):
+                plan.specs.setdefault(spec["key"], spec)
+                keys.append(spec["key"])
+            plan.groups.append(Group(metric, combo, keys))
+            if combo.clusterer is not None and hasattr(protocol, "prepare"):
+                plan.prepare.append((protocol, combo))
+    for kind, names in (cfg.explicit or {}).items():
+        for n in names:
+            if kind in applicable_seen and n not in applicable_seen[kind] and (kind, n) in reasons:
+                raise ConfigError(
+                    f"{kind[:-1]} '{n}' cannot run on the requested data: {reasons[(kind, n)]}. "
+                    "Drop it or pick a data set it applies to (`robench list datasets`)."
+                )
+    return plan
+
+
+def execute(cfg, registry, store, *, command: str = "robench run",
+            on_event: Optional[Callable] = None) -> RunReport:
+    """Plan, run what is not stored yet, store every trial as it finishes, aggregate scores."""
+    from robench.cache import cache_dir
+
+    t0 = time.perf_counter()
+    emit = on_event or (lambda *a, **k: None)
+    plan = plan_run(cfg, registry)
+    keys = list(plan.specs)
+    done_keys = store.ok_trial_keys(keys)
+    todo = [plan.specs[k] for k in keys if k not in done_keys]
+    config = cfg.to_dict()
+    config["cache_dir"] = str(cache_dir())
+    run_id = store.start_run(command=command, seed=cfg.seed, config=config,
+                             plugin_versions=registry.plugin_versions())
+    for skip in plan.skipped:
+        store.save_skip(run_id=run_id, **skip)
+    emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
+         skipped=plan.skipped)
+
+    failed, interrupted, n_ran = [], False, 0
+    blocked = {}  # key -> error for trials whose shared preparation failed
+    try:
+        if todo:
+            _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit)
+            for key, err in blocked.items():
+                row = _blocked_row(plan.specs[key], err)
+                row["run_id"] = run_id
+                store.save_trial(row)
+                failed.append(row)
+                emit("trial", row=row)
+            runnable = [s for s in todo if s["key"] not in blocked]
+            executor = registry.get("executors", cfg.executor).create(registry, jobs=cfg.jobs)
+            try:
+                for row in executor.run(runnable):
+                    row["run_id"] = run_id
+                    store.save_trial(row)  # its own transaction: a crash loses only in-flight trials
+                    n_ran += 1
+                    if row["status"] != "ok":
+                        failed.append(row)
+                    emit("trial", row=row)
+            finally:
+                executor.close()
+    except KeyboardInterrupt:
+        interrupted = True
+
+    scores = [] if interrupted else _aggregate(plan, store, run_id)
+    status = "interrupted" if interrupted else ("failed" if failed else "ok")
+    store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
+                     n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),
+                     n_failed=len(failed), n_skipped=len(plan.skipped))
+    return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
+                     time.perf_counter() - t0, interrupted)
+
+
+def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):
+    """Do each combination's driver-side preparation (clustering) once, before any trial."""
+    todo_keys = {s["key"] for s in todo}
+    done = set()
+    for protocol, combo in plan.prepare:
+        ident = (protocol.NAME, combo.dataset.name, combo.clusterer.name)
+        group_keys = [g.keys for g in plan.groups if g.combo == combo]
+        needed = {k for ks in group_keys for k in ks} & todo_keys
+        if ident in done or not needed:
+            continue
+        done.add(ident)
+        emit("prepare", dataset=combo.dataset.name, clusterer=combo.clusterer.name)
+        try:
+            dataset = _load_dataset(registry, combo.dataset.name)
+            row = protocol.prepare(combo, cfg, registry, dataset)
+            row["run_id"] = run_id
+            store.save_clustering(row)
+        except Exception as exc:  # noqa: BLE001 - recorded against every trial that needed it
+            err = f"{type(exc).__name__}: {exc}"
+            emit("prepare_failed", dataset=combo.dataset.name, clusterer=combo.clusterer.name,
+                 error=err)
+            for g in plan.groups:
+                if g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer:
+                    for k in g.keys:
+                        spec = plan.specs[k]
+                        if k in todo_keys and spec["clusterer"] == combo.clusterer.name:
+                            blocked[k] = err
+
+
+_DATASETS: dict = {}
+
+
+def _load_dataset(registry, name):
+    key = (id(registry), name)
+    if key not in _DATASETS:
+        _DATASETS[key] = registry.get("datasets", name).load()
+    return _DATASETS[key]
+
+
+def _blocked_row(spec, error):
+    from robench.executors import failed_row
+
+    return failed_row(spec, error)
+
+
+def _aggregate(plan, store, run_id) -> list:
+    """Compute every group's scores from its stored trials and upsert them."""
+    all_scores, definitions = [], {}
+    for group in plan.groups:
+        rows = store.trials(keys=group.keys)
+        scores = group.metric.aggregate(group.key_dict, rows)
+        scores = [_with_direction(s, group.metric) for s in scores]
+        definitions[group.metric.name] = (group.metric.version, group.metric.definition)
+        all_scores.extend(scores)
+    if all_scores:
+        store.save_scores(all_scores, run_id, definitions)
+    return all_scores
+
+
+def _with_direction(score, metric):
+    from dataclasses import replace
+
+    if score.score == metric.name:
+        return replace(score, higher_is_better=metric.higher_is_better)
+    return score

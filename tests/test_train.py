@@ -1,0 +1,220 @@
+"""Tests for robench.train and the built-in models: early stopping, determinism, shapes."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from robench.builtin import models as builtin_models  # noqa: E402
+from robench.specs import ModelContext  # noqa: E402
+from robench.train import MLP, TorchClassifier, set_torch_threads  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _specs():
+    specs = []
+    builtin_models.register_models(specs.append)
+    return {spec.name: spec for spec in specs}
+
+
+def _blobs(n, n_features=2, seed=0):
+    """Return two linearly separable classes split on the sign of the first feature."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, n_features)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64)
+    return X, y
+
+
+def _mlp(seed=0, **budget):
+    params = {"max_epochs": 30, "patience": 3, "batch_size": 20, "lr": 0.01}
+    params.update(budget)
+    return TorchClassifier(lambda: MLP(2, 2, hidden=(16, 8)), seed=seed, **params)
+
+
+def _adversarial_validation():
+    """Return training data and a validation split labelled by the opposite rule.
+
+    The better the model learns the training rule, the worse it does on this validation set,
+    so validation accuracy peaks early and early stopping must restore an early epoch.
+    """
+    X, y = _blobs(200, seed=0)
+    X_val, y_val = _blobs(100, seed=1)
+    return X, y, X_val, 1 - y_val
+
+
+def _expected_best_epoch(history):
+    """Return the epoch with the highest val accuracy, ties to lower val loss, then earlier."""
+    best = max(history, key=lambda h: (h["val_accuracy"], -h["val_loss"], -h["epoch"]))
+    return best["epoch"]
+
+
+def test_early_stopping_restores_best_validation_epoch():
+    X, y, X_val, y_val = _adversarial_validation()
+    clf = _mlp().fit(X, y, X_val, y_val)
+    history = clf.history_
+
+    assert clf.best_epoch_ == _expected_best_epoch(history)
+    assert clf.best_epoch_ < clf.n_epochs_, "validation accuracy should peak before the end"
+    best_val = history[clf.best_epoch_ - 1]["val_accuracy"]
+    assert history[-1]["val_accuracy"] < best_val
+    # The restored weights, not the last epoch's, make the predictions.
+    assert clf.val_accuracy_ == pytest.approx(best_val)
+    assert np.mean(clf.predict(X_val) == y_val) == pytest.approx(best_val)
+
+    # A run cut at the best epoch ends with exactly the weights the full run restored.
+    cut = _mlp(max_epochs=clf.best_epoch_, patience=100).fit(X, y, X_val, y_val)
+    np.testing.assert_array_equal(cut.predict_proba(X_val), clf.predict_proba(X_val))
+    assert clf.train_accuracy_ == pytest.approx(np.mean(clf.predict(X) == y))
+
+
+def test_equal_validation_accuracy_is_broken_by_lower_validation_loss():
+    X, y = _blobs(200, seed=0)
+    # Points far from the boundary are classified right from the start, so every epoch ties
+    # on accuracy while the loss keeps falling as the model grows confident.
+    X_val = np.array([[4.0, 0.0], [-4.0, 0.0], [5.0, 1.0], [-5.0, -1.0]], dtype=np.float32)
+    y_val = np.array([1, 0, 1, 0])
+    clf = _mlp(max_epochs=6, patience=6).fit(X, y, X_val, y_val)
+    history = clf.history_
+
+    assert {h["val_accuracy"] for h in history} == {1.0}
+    losses = [h["val_loss"] for h in history]
+    assert clf.best_epoch_ == int(np.argmin(losses)) + 1 > 1
+
+
+def test_stops_after_patience_epochs_without_improvement():
+    X, y, X_val, y_val = _adversarial_validation()
+    for patience in (1, 2, 4):
+        clf = _mlp(patience=patience).fit(X, y, X_val, y_val)
+        assert clf.n_epochs_ == clf.best_epoch_ + patience
+        assert len(clf.history_) == clf.n_epochs_
+        assert [h["epoch"] for h in clf.history_] == list(range(1, clf.n_epochs_ + 1))
+
+
+def test_runs_max_epochs_when_patience_never_runs_out():
+    X, y = _blobs(100, seed=0)
+    X_val, y_val = _blobs(50, seed=1)
+    clf = _mlp(max_epochs=4, patience=10).fit(X, y, X_val, y_val)
+    assert clf.n_epochs_ == 4
+    assert set(clf.history_[0]) == {
+        "epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy"}
+
+
+def test_fit_refuses_missing_validation_split():
+    X, y = _blobs(40)
+    with pytest.raises(ValueError, match="validation"):
+        _mlp().fit(X, y, X[:0], y[:0])
+
+
+def test_same_seed_same_predictions_different_seed_different_weights():
+    X, y = _blobs(120, n_features=5, seed=3)
+    X_val, y_val = _blobs(40, n_features=5, seed=4)
+
+    def fit(seed):
+        clf = TorchClassifier(lambda: MLP(5, 2, hidden=(16, 8)), seed=seed, max_epochs=3,
+                              patience=3, batch_size=16, lr=0.01)
+        return clf.fit(X, y, X_val, y_val)
+
+    a, b, c = fit(7), fit(7), fit(8)
+    np.testing.assert_array_equal(a.predict_proba(X_val), b.predict_proba(X_val))
+    np.testing.assert_array_equal(a.predict(X_val), b.predict(X_val))
+    assert a.history_ == b.history_
+    wa = a.module_.state_dict()["head.weight"]
+    wc = c.module_.state_dict()["head.weight"]
+    assert not torch.equal(wa, wc)
+
+
+@pytest.mark.parametrize("name", ["cnn-1", "cnn-2", "cnn-3"])
+@pytest.mark.parametrize("image_shape", [(1, 8, 8), (1, 16, 16), (1, 28, 28), (3, 16, 16)])
+def test_cnn_shapes(name, image_shape):
+    n, n_classes = 24, 3
+    rng = np.random.default_rng(0)
+    X = rng.random((n, int(np.prod(image_shape))), dtype=np.float32)
+    y = np.arange(n) % n_classes
+    ctx = ModelContext(n_features=X.shape[1], n_classes=n_classes, image_shape=image_shape,
+                       seed=0, train={"max_epochs": 1, "patience": 1, "batch_size": 8})
+    clf = _specs()[name].build(ctx).fit(X[:16], y[:16], X[16:], y[16:])
+
+    assert clf.has_features is True
+    pred = clf.predict(X)
+    assert pred.shape == (n,) and pred.dtype == np.int64
+    proba = clf.predict_proba(X)
+    assert proba.shape == (n, n_classes)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-5)
+    assert clf.features(X).shape == (n, clf.module_.head.in_features) == (n, 128)
+    assert clf.features(X[:0]).shape == (0, 128)
+
+
+def test_mlp_features_are_penultimate_layer():
+    X, y = _blobs(60, n_features=10)
+    ctx = ModelContext(n_features=10, n_classes=2, image_shape=None, seed=0,
+                       train={"max_epochs": 2, "patience": 1})
+    clf = _specs()["mlp"].build(ctx).fit(X[:40], y[:40], X[40:], y[40:])
+    Z = clf.features(X)
+    assert Z.shape == (60, 128)
+    # The head applied to the features reproduces the logits, so they really are penultimate.
+    with torch.inference_mode():
+        logits = clf.module_.head(torch.from_numpy(Z))
+    np.testing.assert_array_equal(logits.argmax(1).numpy(), clf.predict(X))
+
+
+def test_svm_has_no_features_and_ignores_validation():
+    X, y = _blobs(80, n_features=4)
+    ctx = ModelContext(n_features=4, n_classes=2, image_shape=None, seed=0)
+    clf = _specs()["svm"].build(ctx)
+    assert clf.has_features is False
+    fitted = clf.fit(X[:60], y[:60], X[60:], y[60:])
+    # Different validation data must not change an SVM: it has nothing to select.
+    other = _specs()["svm"].build(ctx).fit(X[:60], y[:60], X[:5], 1 - y[:5])
+    np.testing.assert_array_equal(fitted.predict(X), other.predict(X))
+    assert fitted.predict(X).dtype == np.int64
+    assert fitted.history_ == [] and fitted.n_epochs_ == 0 and fitted.best_epoch_ == 0
+    assert 0.9 <= fitted.train_accuracy_ <= 1.0
+
+
+def test_register_models_names_and_image_requirement():
+    specs = _specs()
+    assert sorted(specs) == ["cnn-1", "cnn-2", "cnn-3", "mlp", "svm"]
+    assert {n for n, s in specs.items() if s.requires_image} == {"cnn-1", "cnn-2", "cnn-3"}
+
+
+def test_build_reads_budget_and_fills_defaults():
+    ctx = ModelContext(n_features=64, n_classes=10, image_shape=(1, 8, 8), seed=5,
+                       train={"max_epochs": 2, "batch_size": 32})
+    clf = _specs()["cnn-2"].build(ctx)
+    assert (clf.max_epochs, clf.batch_size, clf.seed) == (2, 32, 5)
+    assert clf.patience == builtin_models.DEFAULT_TRAIN["patience"]
+    assert clf.lr == builtin_models.DEFAULT_TRAIN["lr"]
+
+
+def test_cnn_refuses_tabular_context():
+    ctx = ModelContext(n_features=64, n_classes=10, image_shape=None, seed=0)
+    with pytest.raises(ValueError, match="image"):
+        _specs()["cnn-1"].build(ctx)
+
+
+def test_importing_builtin_models_does_not_import_torch_or_sklearn():
+    code = ("import sys, robench.builtin.models; "
+            "heavy = {'torch', 'sklearn'} & set(sys.modules); "
+            "assert not heavy, heavy")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_set_torch_threads():
+    before = torch.get_num_threads()
+    try:
+        set_torch_threads(1)
+        assert torch.get_num_threads() == 1
+        set_torch_threads(2)  # a second call must not fail on the inter-op pool
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
