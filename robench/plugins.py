@@ -93,17 +93,35 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
                 if pm.is_registered(plugin) or pm.get_plugin(name) is not None:
                     continue
                 pm.register(plugin, name=name)
+                try:
+                    check_hooks(pm)
+                except PluginError:
+                    pm.unregister(name=name)  # a misspelt hook disables only this plugin
+                    raise
                 infos[name] = PluginInfo(name, version, source="entry point")
             except Exception as exc:  # noqa: BLE001 - any import error is the plugin's
                 infos[name] = PluginInfo(
                     name, version, status="failed",
                     error=f"{type(exc).__name__}: {exc}", source="entry point",
                 )
+    check_hooks(pm)
+    return pm, infos
+
+
+def hook_names(pm) -> list:
+    """Return the names of every hook robench defines."""
+    return sorted(h for h in vars(pm.hook) if not h.startswith("_"))
+
+
+def check_hooks(pm) -> None:
+    """Raise PluginError if a registered plugin implements a hook robench does not define."""
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        raise PluginError(f"a plugin implements a hook robench does not define: {exc}") from exc
-    return pm, infos
+        raise PluginError(
+            f"plugin '{pm.get_name(exc.plugin)}' implements a hook robench does not define "
+            f"(misspelt?): {exc}. Known hooks: {', '.join(hook_names(pm))}"
+        ) from exc
 
 
 class Registry:
@@ -184,6 +202,7 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
         pm.register(importlib.import_module(modname), name=modname)
         infos[modname] = PluginInfo(modname, getattr(sys.modules[modname], "__version__", ""),
                                     source="module")
+    check_hooks(pm)
     registry = Registry(pm, infos)
     registry.recipe = {
         "modules": list(modules),

@@ -98,12 +98,13 @@ def plan_run(cfg, registry) -> Plan:
             plan.groups.append(Group(metric, combo, keys))
             if combo.clusterer is not None and hasattr(protocol, "prepare"):
                 plan.prepare.append((protocol, combo))
-    for kind, names in (cfg.explicit or {}).items():
-        for n in names:
-            if kind in applicable_seen and n not in applicable_seen[kind] and (kind, n) in reasons:
+    explicit = cfg.explicit or {}
+    for kind in ("clusterers", "models", "datasets"):  # the most specific culprit first
+        for n in explicit.get(kind, []):
+            if n not in applicable_seen[kind] and (kind, n) in reasons:
                 raise ConfigError(
-                    f"{kind[:-1]} '{n}' cannot run on the requested data: {reasons[(kind, n)]}. "
-                    "Drop it or pick a data set it applies to (`robench list datasets`)."
+                    f"{kind[:-1]} '{n}' cannot run on what was asked for: {reasons[(kind, n)]}. "
+                    "Drop it or pick a combination it applies to (`robench list`)."
                 )
     return plan
 

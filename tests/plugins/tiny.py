@@ -1,0 +1,98 @@
+"""Tiny, fast components for tests: a small data set with true sources and numpy models."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from robench import hookimpl
+from robench.data import Dataset
+from robench.executors import Executor, LocalExecutor
+from robench.specs import DatasetSpec, ExecutorSpec, ModelSpec
+
+#: Rows every "spy" model was fitted or validated on (in-process executors only).
+SEEN = {"fit": [], "val": [], "fit_calls": 0}
+
+
+def make_tiny(n_per_source: int = 12, n_classes: int = 3, n_sources: int = 3, seed: int = 0):
+    """Return a small tabular data set: class means plus a distinct offset per source."""
+    rng = np.random.default_rng(seed)
+    means = rng.normal(0, 3, (n_classes, 6))
+    offsets = rng.normal(0, 1.5, (n_classes * n_sources, 6))
+    groups = np.repeat(np.arange(n_classes * n_sources), n_per_source)
+    y = groups // n_sources
+    X = means[y] + offsets[groups] + rng.normal(0, 0.7, (groups.size, 6))
+    return Dataset("tiny", X, y, sources=groups)
+
+
+class Centroid:
+    """Nearest class centroid: deterministic, instant."""
+
+    has_features = False
+    history_: list = []
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def fit(self, X, y, X_val, y_val):
+        SEEN["fit_calls"] += 1
+        self.means_ = np.stack([X[y == c].mean(0) for c in range(self.ctx.n_classes)])
+        self.train_accuracy_ = float((self.predict(X) == y).mean())
+        self.val_accuracy_ = float((self.predict(X_val) == y_val).mean()) if len(y_val) else None
+        self.n_epochs_ = self.best_epoch_ = 1
+        return self
+
+    def predict(self, X):
+        d = ((X[:, None, :] - self.means_[None]) ** 2).sum(-1)
+        return d.argmin(1)
+
+
+class Spy(Centroid):
+    """Centroid that records every row it is given for fitting and validation."""
+
+    def fit(self, X, y, X_val, y_val):
+        SEEN["fit"].append(np.array(X))
+        SEEN["val"].append(np.array(X_val))
+        return super().fit(X, y, X_val, y_val)
+
+
+class Boom(Centroid):
+    """A model whose training always raises."""
+
+    def fit(self, X, y, X_val, y_val):
+        raise RuntimeError("boom: this model always fails")
+
+
+class InterruptAfter(Executor):
+    """Run N trials, then behave as if the user pressed Ctrl-C."""
+
+    name = "interrupt-after"
+    N = 3
+
+    def __init__(self, registry, jobs=1, **_):
+        self.inner = LocalExecutor(registry)
+
+    def run(self, specs):
+        for i, row in enumerate(self.inner.run(specs)):
+            if i == self.N:
+                raise KeyboardInterrupt
+            yield row
+
+
+@hookimpl
+def register_datasets(register):
+    register(DatasetSpec("tiny", make_tiny, "108 rows, 3 classes x 3 true sources.",
+                         has_sources=True))
+    register(DatasetSpec("tiny-nosrc", lambda: Dataset("tiny-nosrc", make_tiny().X, make_tiny().y),
+                         "The tiny data without source ids."))
+
+
+@hookimpl
+def register_models(register):
+    register(ModelSpec("centroid", Centroid, "Nearest class centroid."))
+    register(ModelSpec("spy", Spy, "Centroid that records what it was trained on."))
+    register(ModelSpec("boom", Boom, "Always fails in fit."))
+
+
+@hookimpl
+def register_executors(register):
+    register(ExecutorSpec("interrupt-after", InterruptAfter, "Raises Ctrl-C after 3 trials."))

@@ -1,0 +1,159 @@
+"""Plugin loading: built-ins, a broken entry point, duplicates, misspelt hooks, unknown names."""
+
+import importlib.metadata
+import types
+
+import pytest
+
+from robench import hookimpl
+from robench import plugins as plugins_mod
+from robench.plugins import (
+    PluginError,
+    Registry,
+    UnknownComponentError,
+    make_plugin_manager,
+    make_registry,
+)
+from robench.specs import DatasetSpec, ModelSpec
+
+
+def test_builtins_are_registered_through_the_manager():
+    reg = make_registry(load_entrypoints=False)
+    assert reg.names("datasets") == ["digits", "mnist-5k", "synthetic-sources"]
+    assert reg.names("models") == ["cnn-1", "cnn-2", "cnn-3", "mlp", "svm"]
+    assert reg.names("clusterers") == ["kmeans", "oracle"]
+    assert "rho" in reg.names("metrics")
+    assert {"local", "process"} <= set(reg.names("executors"))
+    assert reg.get("datasets", "digits").plugin == "robench.builtin.datasets"
+    assert all(i.status == "ok" for i in reg.infos.values())
+
+
+class _FakeEP:
+    def __init__(self, name, target):
+        self.name, self.target, self.dist = name, target, types.SimpleNamespace(version="9.9")
+
+    def load(self):
+        if isinstance(self.target, Exception):
+            raise self.target
+        return self.target
+
+
+class GoodPlugin:
+    @hookimpl
+    def register_models(self, register):
+        register(ModelSpec("good-model", lambda ctx: None, "from an entry point"))
+
+
+def test_broken_entry_point_is_reported_and_everything_else_loads(monkeypatch):
+    eps = [_FakeEP("broken", ImportError("No module named 'missing_dep'")),
+           _FakeEP("good", GoodPlugin())]
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: eps if group == "robench" else [])
+    pm, infos = make_plugin_manager(load_entrypoints=True)
+    reg = Registry(pm, infos)
+    assert infos["broken"].status == "failed"
+    assert "missing_dep" in infos["broken"].error
+    assert infos["good"].status == "ok" and infos["good"].version == "9.9"
+    assert "good-model" in reg.names("models")
+    assert "digits" in reg.names("datasets")
+
+
+def test_tests_do_not_load_installed_entry_points(monkeypatch):
+    called = []
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: called.append(group) or [])
+    make_plugin_manager()
+    assert called == []
+
+
+class DupPlugin:
+    @hookimpl
+    def register_datasets(self, register):
+        register(DatasetSpec("digits", lambda: None, "a second 'digits'"))
+
+
+def test_duplicate_name_is_an_error_naming_both_plugins():
+    pm, infos = make_plugin_manager(load_entrypoints=False)
+    pm.register(DupPlugin(), name="my-dup-plugin")
+    with pytest.raises(PluginError) as exc:
+        Registry(pm, infos)
+    msg = str(exc.value)
+    assert "robench.builtin.datasets" in msg and "my-dup-plugin" in msg and "'digits'" in msg
+
+
+class Misspelt:
+    @hookimpl
+    def register_model(self, register):  # missing "s"
+        pass
+
+
+def test_misspelt_hook_is_caught():
+    pm, _ = make_plugin_manager(load_entrypoints=False)
+    pm.register(Misspelt(), name="typo")
+    with pytest.raises(PluginError, match="register_model"):
+        plugins_mod.check_hooks(pm)
+
+
+class RaisingHook:
+    @hookimpl
+    def register_clusterers(self, register):
+        raise RuntimeError("cannot start")
+
+
+def test_a_hook_that_raises_disables_only_its_plugin():
+    pm, infos = make_plugin_manager(load_entrypoints=False)
+    pm.register(RaisingHook(), name="raiser")
+    reg = Registry(pm, infos)
+    assert reg.infos["raiser"].status == "failed"
+    assert "cannot start" in reg.infos["raiser"].error
+    assert "kmeans" in reg.names("clusterers")
+
+
+class WrongType:
+    @hookimpl
+    def register_metrics(self, register):
+        register("not a spec")
+
+
+def test_registering_the_wrong_type_says_what_was_expected():
+    pm, infos = make_plugin_manager(load_entrypoints=False)
+    pm.register(WrongType(), name="wrong")
+    with pytest.raises(PluginError, match="MetricSpec"):
+        Registry(pm, infos)
+
+
+def test_unknown_name_lists_known_names_and_closest_match():
+    reg = make_registry(load_entrypoints=False)
+    with pytest.raises(UnknownComponentError) as exc:
+        reg.get("models", "cnn2")
+    msg = str(exc.value)
+    assert "Did you mean 'cnn-2'?" in msg
+    assert "cnn-1, cnn-2, cnn-3, mlp, svm" in msg
+
+
+@pytest.mark.parametrize("bad", ["Digits", "my_data", "", "-x", "a b"])
+def test_component_names_are_slugs(bad):
+    with pytest.raises(ValueError, match="slug"):
+        DatasetSpec(bad, lambda: None, "bad")
+
+
+def test_registry_recipe_rebuilds_the_same_registry():
+    reg = make_registry(modules=["tests.plugins.tiny"], load_entrypoints=False)
+    again = make_registry(**reg.recipe)
+    assert again.names("models") == reg.names("models")
+    assert "tiny" in again.names("datasets")
+
+
+def test_component_version_combines_plugin_and_spec_versions():
+    reg = make_registry(load_entrypoints=False)
+    import robench
+
+    assert reg.component_version("models", "mlp") == f"{robench.__version__}/1"
+
+
+def test_entry_point_with_misspelt_hook_is_disabled_not_fatal(monkeypatch):
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: [_FakeEP("typo", Misspelt())] if group == "robench" else [])
+    pm, infos = make_plugin_manager(load_entrypoints=True)
+    assert infos["typo"].status == "failed" and "register_model" in infos["typo"].error
+    assert "digits" in Registry(pm, infos).names("datasets")
