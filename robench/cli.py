@@ -87,12 +87,14 @@ def _multi(name, short, kind):
 
 @cli.command()
 @click.option("--all", "run_all", is_flag=True,
-              help="Every applicable dataset x model x clusterer x metric.")
+              help="Every applicable dataset x model x clusterer x metric. Opt-in metrics "
+                   "(adequacy: slow) are included only with --profile paper or --metric NAME.")
 @_multi("dataset", "-d", "datasets")
 @_multi("model", "-m", "models")
 @_multi("clusterer", "-c", "clusterers")
 @click.option("--metric", "metric_names", multiple=True, metavar="NAME",
-              help="A metric to compute (repeatable; default: all). See `robench list metrics`.")
+              help="A metric to compute (repeatable; default: all, but the opt-in adequacy "
+                   "only with --profile paper). See `robench list metrics`.")
 @click.option("--repeats", "-r", type=click.IntRange(min=1), default=None,
               help="Repeats per partition kind (default: from the profile).")
 @click.option("--sources", "-k", "k", type=click.IntRange(min=2), default=None,
@@ -121,6 +123,10 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run --all
       robench run -d digits -m mlp -m cnn-2 --repeats 10
       robench run -d synthetic-sources -c oracle --profile paper
+      robench run -d digits -m mlp --metric adequacy --metric lost-test
+
+    The adequacy metric (training-size sweep) is slow, so in the quick profile it runs only
+    when named with --metric; --profile paper includes it in --all.
     """
     from robench.cache import set_cache_dir
     from robench.config import RunConfig, default_jobs
@@ -137,6 +143,9 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         for n in given:
             reg.get(kind, n)  # unknown names fail here with the known ones listed
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
+    if not metric_names:  # opt-in metrics (in_default_run=False) only in the paper profile
+        chosen["metrics"] = [m.name for m in reg.all("metrics")
+                             if m.in_default_run or profile == "paper"]
     ncpu = os.cpu_count() or 1
     if executor is None:
         executor = "process" if ncpu > 1 and (jobs or default_jobs()) > 1 else "local"
@@ -160,6 +169,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         progress.close()
     _print_skips(report.skipped)
     _print_summary(report.scores)
+    _print_adequacy([vars(s) for s in report.scores if s.metric == "adequacy"])
     if report.failed:
         click.secho(f"\n{len(report.failed)} trial(s) failed:", fg="red", err=True)
         for row in report.failed[:20]:
@@ -187,32 +197,50 @@ def _trial_label(row) -> str:
 
 
 class _Progress:
-    """Print the plan, then a progress bar over trials on stderr."""
+    """Print the plan, then progress over trials on stderr.
 
-    def __init__(self):
+    On a terminal this is a live bar; otherwise (CI logs, pipes) one line per trial with a
+    running count, so long runs show progress wherever their output goes.
+    """
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
         self.bar = None
+        self.total = self.done = 0
+        self.live = self.stream.isatty()
+
+    def echo(self, text, **style):
+        click.secho(text, file=self.stream, **style)
 
     def __call__(self, event, **info):
         if event == "planned":
-            click.echo(
+            self.total = info["todo"]
+            self.echo(
                 f"{info['total']} trials planned: {info['cached']} already stored"
                 + (" (training nothing)" if info["todo"] == 0 else f", {info['todo']} to run")
-                + (f"; {len(info['skipped'])} combination(s) skipped" if info["skipped"] else ""),
-                err=True,
+                + (f"; {len(info['skipped'])} combination(s) skipped" if info["skipped"] else "")
             )
-            if info["todo"]:
+            if info["todo"] and self.live:
                 self.bar = click.progressbar(length=info["todo"], label="trials",
-                                             file=sys.stderr, show_eta=True, show_pos=True,
+                                             file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
         elif event == "prepare":
-            click.echo(f"finding sources: {info['dataset']} / {info['clusterer']}", err=True)
+            self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
         elif event == "prepare_failed":
-            click.secho(f"sources failed for {info['dataset']} / {info['clusterer']}: "
-                        f"{info['error']}", fg="red", err=True)
-        elif event == "trial" and self.bar is not None:
+            self.echo(f"sources failed for {info['dataset']} / {info['clusterer']}: "
+                      f"{info['error']}", fg="red")
+        elif event == "trial":
             row = info["row"]
-            self.bar.update(1, _trial_label(row) + ("" if row["status"] == "ok" else " FAILED"))
+            self.done += 1
+            status = "ok" if row["status"] == "ok" else "FAILED"
+            if self.bar is not None:
+                self.bar.update(1, f"{_trial_label(row)} {status}")
+            else:
+                acc = f" acc {row['accuracy']:.4f}" if row.get("accuracy") is not None else ""
+                secs = f" {row['seconds']:.1f}s" if row.get("seconds") is not None else ""
+                self.echo(f"[{self.done:>{len(str(self.total))}}/{self.total}] "
+                          f"{_trial_label(row)} {status}{acc}{secs}")
 
     def close(self):
         if self.bar is not None:
@@ -265,6 +293,38 @@ def _print_summary(scores):
                        f" {r.n or 0:>4}")
 
 
+def _print_adequacy(rows):
+    """Print the adequacy sweep per (dataset, model, clusterer): sizes, interval, rho, classes."""
+    groups = {}
+    for s in rows:
+        groups.setdefault((s["dataset"], s["model"], s["clusterer"]), {})[s["score"]] = s
+    for (dataset, model, clusterer), sc in sorted(groups.items()):
+        summary = sc.get("worst_class_rho")
+        details = (summary or {}).get("details") or {}
+        click.echo(f"\n{dataset} / {model} - sources by {clusterer}: dataset adequacy "
+                   "(training-size sweep, test partitions fixed)")
+        click.echo(f"  {'size':>6} {'n':>6} {'E[AccX]':>7} {'E[AccI]':>7} {'rho':>6} "
+                   f"{'95% CI':>15} {'R':>3}")
+        for t in details.get("table", []):
+            ci = "" if t.get("ci_low") is None else f"[{t['ci_low']:.3f}, {t['ci_high']:.3f}]"
+            rho = "  -   " if t.get("rho") is None else f"{t['rho']:6.3f}"
+            n = "" if t.get("n_samples") is None else f"{t['n_samples']:.0f}"
+            capped = f"  ({t['n_capped']} capped)" if t.get("n_capped") else ""
+            click.echo(f"  {str(t['size']):>6} {n:>6} {_pct(t.get('acc_exclusive'))}  "
+                       f"{_pct(t.get('acc_inclusive'))} {rho} {ci:>15} {t.get('n', 0):>3}"
+                       + capped)
+        for kind in ("inclusive", "exclusive"):
+            e = sc.get(f"enough_{kind}")
+            if e and (e.get("details") or {}).get("reading"):
+                click.echo(f"  enough: {e['details']['reading']}")
+        ranking = [c for c in details.get("ranking", [])
+                   if c.get("rho") and c["rho"][-1] is not None]
+        if ranking:
+            click.echo("  least robust classes (rho at the full size):")
+            for c in ranking[:3]:
+                click.echo(f"    class {c['class']}: rho {c['rho'][-1]:.3f}  - {c['reading']}")
+
+
 # ------------------------------------------------------------------------------ results
 
 
@@ -282,12 +342,16 @@ def results(dataset, metric, model, fmt, db_path):
     Examples:
       robench results
       robench results --dataset digits --metric rho --format json
+      robench results --metric adequacy    # the training-size sweep as a table
     """
     from robench.store import Store
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
     rows = Store(db_path).scores(dataset=dataset, metric=metric, model=model)
+    if metric == "adequacy" and fmt == "table" and rows:
+        _print_adequacy(rows)
+        return
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
             "higher_is_better", "metric_version", "run_id"]
     out = [{c: r.get(c) for c in cols} for r in rows]

@@ -13,11 +13,15 @@ PROFILES = {
         "repeats": 3,
         "k": 5,
         "train": {"max_epochs": 8, "patience": 2, "batch_size": 128, "lr": 1e-3},
+        # the adequacy sweep (opt-in here): 2 repeats, sizes below the full partition
+        "adequacy": {"repeats": 2, "sizes": [100, 300, 1000]},
     },
     "paper": {
         "repeats": 100,
         "k": 5,
         "train": {"max_epochs": 40, "patience": 5, "batch_size": 128, "lr": 1e-3},
+        # repeats None = the profile's repeats; sizes of the paper's Table 2 (capped by the data)
+        "adequacy": {"repeats": None, "sizes": [100, 300, 1000, 3000, 10000, 30000]},
     },
 }
 DEFAULT_PROFILE = "quick"
@@ -43,6 +47,7 @@ class RunConfig:
     test_size: float = 0.2
     val_fraction: float = 0.1
     train: dict = field(default_factory=dict)
+    adequacy: dict = field(default_factory=dict)  # repeats, sizes of the adequacy sweep
     executor: str = "local"
     jobs: int = 1
     explicit: dict = field(default_factory=dict)  # kind -> names the user asked for by name
@@ -56,6 +61,7 @@ class RunConfig:
         if self.k is None:
             self.k = prof["k"]
         self.train = {**prof["train"], **(self.train or {})}
+        self.adequacy = {**prof.get("adequacy", {}), **(self.adequacy or {})}
         if self.repeats < 1:
             raise ValueError(f"--repeats must be at least 1, got {self.repeats}")
         if not 0 < self.test_size < 1:

@@ -20,6 +20,7 @@ DEFAULT_PLUGINS = (
     "robench.builtin.models",
     "robench.builtin.clusterers",
     "robench.builtin.metrics",
+    "robench.builtin.adequacy",
     "robench.builtin.executors",
 )
 
@@ -108,9 +109,10 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
     return pm, infos
 
 
-def hook_names(pm) -> list:
-    """Return the names of every hook robench defines."""
-    return sorted(h for h in vars(pm.hook) if not h.startswith("_"))
+def hook_names(pm=None) -> list:
+    """Return the names of every hook robench defines (from hookspecs, not from callers)."""
+    marker = f"{ENTRY_POINT_GROUP}_spec"
+    return sorted(n for n, f in vars(hookspecs).items() if hasattr(f, marker))
 
 
 def check_hooks(pm) -> None:
@@ -136,6 +138,14 @@ class Registry:
             hook = getattr(pm.hook, hookname)
             for impl in hook.get_hookimpls():
                 self._collect(kind, spec_cls, impl)
+        # A plugin whose hook raised is disabled whole: drop what it registered before failing.
+        failed = {n for n, i in self.infos.items() if i.status != "ok"}
+        for table in self._by_kind.values():
+            for name in [n for n, spec in table.items() if spec.plugin in failed]:
+                del table[name]
+        for name in failed:
+            self.infos[name].components = {}
+        self._datasets: dict = {}
 
     def _collect(self, kind, spec_cls, impl):
         plugin_name = impl.plugin_name
@@ -180,6 +190,12 @@ class Registry:
         except KeyError:
             raise UnknownComponentError(kind, name, list(self._by_kind[kind])) from None
 
+    def load_dataset(self, name: str):
+        """Return the loaded data set ``name``, loading it once per registry."""
+        if name not in self._datasets:
+            self._datasets[name] = self.get("datasets", name).load()
+        return self._datasets[name]
+
     def plugin_versions(self) -> dict:
         """Return {plugin name: version} for every plugin that loaded."""
         return {n: i.version for n, i in sorted(self.infos.items()) if i.status == "ok"}
@@ -199,7 +215,10 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
     """
     pm, infos = make_plugin_manager(load_entrypoints=load_entrypoints, builtins=builtins)
     for modname in modules:
-        pm.register(importlib.import_module(modname), name=modname)
+        module = importlib.import_module(modname)
+        if pm.is_registered(module):  # already loaded as an installed entry point
+            continue
+        pm.register(module, name=modname)
         infos[modname] = PluginInfo(modname, getattr(sys.modules[modname], "__version__", ""),
                                     source="module")
     check_hooks(pm)

@@ -177,7 +177,7 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):
         done.add(ident)
         emit("prepare", dataset=combo.dataset.name, clusterer=combo.clusterer.name)
         try:
-            dataset = _load_dataset(registry, combo.dataset.name)
+            dataset = registry.load_dataset(combo.dataset.name)
             row = protocol.prepare(combo, cfg, registry, dataset)
             row["run_id"] = run_id
             store.save_clustering(row)
@@ -191,16 +191,6 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):
                         spec = plan.specs[k]
                         if k in todo_keys and spec["clusterer"] == combo.clusterer.name:
                             blocked[k] = err
-
-
-_DATASETS: dict = {}
-
-
-def _load_dataset(registry, name):
-    key = (id(registry), name)
-    if key not in _DATASETS:
-        _DATASETS[key] = registry.get("datasets", name).load()
-    return _DATASETS[key]
 
 
 def _blocked_row(spec, error):

@@ -145,6 +145,7 @@ class MetricSpec:
     uses_clusterer: bool = True
     version: str = "1"
     plugin: str = ""
+    in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
 
     def __post_init__(self):
         check_slug(self.name)
@@ -152,7 +153,7 @@ class MetricSpec:
 
 @dataclass(frozen=True)
 class ExecutorSpec:
-    """An executor: ``create(jobs=N, **options)`` returns a :class:`robench.executors.Executor`."""
+    """An executor: ``create(registry, jobs=N, **options)`` returns a :class:`robench.executors.Executor`."""
 
     name: str
     create: Callable[..., Any]

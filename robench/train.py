@@ -15,9 +15,10 @@ import numpy as np
 import torch
 from torch import nn
 
-#: Rows per forward pass when evaluating; large enough to amortise Python overhead, small
-#: enough that a 3-block CNN on 28x28 inputs stays around 100 MB of activations.
-EVAL_BATCH_SIZE = 1024
+#: Rows per forward pass when evaluating. Measured with one thread on 28x28 inputs: CNNs ran
+#: 1.3-2x faster at 128-256 rows than at 1,024 or more (activations fit in cache) and the
+#: MLP was fastest at 256.
+EVAL_BATCH_SIZE = 256
 
 _interop_threads_set = False
 
@@ -77,6 +78,21 @@ class MLP(nn.Module):
         return self.head(self.features(x))
 
 
+class MaxPool2x2(nn.Module):
+    """Take the maximum of each 2x2 window (stride 2, odd edges dropped, like ``MaxPool2d(2)``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Pool ``x`` of shape (N, C, H, W) to (N, C, H // 2, W // 2)."""
+        if torch.is_grad_enabled() and x.requires_grad:
+            return nn.functional.max_pool2d(x, 2)
+        # Without autograd the argmax indices max_pool2d always computes are wasted work; on
+        # CPU they made it the slowest op of a CNN forward pass. Two strided maxima give the
+        # same values about 8x faster.
+        h, w = x.shape[-2] // 2 * 2, x.shape[-1] // 2 * 2
+        x = torch.maximum(x[..., 0:h:2, :w], x[..., 1:h:2, :w])
+        return torch.maximum(x[..., 0::2], x[..., 1::2])
+
+
 class ConvNet(nn.Module):
     """Stack of conv-ReLU-maxpool blocks, one ReLU fully connected layer and a linear head.
 
@@ -103,10 +119,13 @@ class ConvNet(nn.Module):
         c_in, h, w = self.image_shape
         blocks = []
         for c_out in channels:
-            blocks += [nn.Conv2d(c_in, c_out, kernel_size=3, padding=1), nn.ReLU()]
+            blocks.append(nn.Conv2d(c_in, c_out, kernel_size=3, padding=1))
             if min(h, w) // 2 >= 2:
-                blocks.append(nn.MaxPool2d(2))
+                # ReLU and max commute, so pooling first gives the same values and gradients
+                # as conv-ReLU-pool while ReLU touches a quarter of the activations.
+                blocks.append(MaxPool2x2())
                 h, w = h // 2, w // 2
+            blocks.append(nn.ReLU())
             c_in = c_out
         self.conv = nn.Sequential(*blocks)
         with torch.no_grad():

@@ -157,3 +157,36 @@ def test_entry_point_with_misspelt_hook_is_disabled_not_fatal(monkeypatch):
     pm, infos = make_plugin_manager(load_entrypoints=True)
     assert infos["typo"].status == "failed" and "register_model" in infos["typo"].error
     assert "digits" in Registry(pm, infos).names("datasets")
+
+
+class HalfThenRaise:
+    @hookimpl
+    def register_models(self, register):
+        register(ModelSpec("half", lambda ctx: None, "registered before the hook raised"))
+        raise RuntimeError("broke half way")
+
+
+def test_a_plugin_whose_hook_raised_registers_nothing():
+    pm, infos = make_plugin_manager(load_entrypoints=False)
+    pm.register(HalfThenRaise(), name="half-plugin")
+    reg = Registry(pm, infos)
+    assert "half" not in reg.names("models")
+    assert reg.infos["half-plugin"].status == "failed" and not reg.infos["half-plugin"].components
+
+
+def test_misspelt_hook_message_lists_only_real_hooks():
+    pm, _ = make_plugin_manager(load_entrypoints=False)
+    pm.register(Misspelt(), name="typo")
+    with pytest.raises(PluginError) as exc:
+        plugins_mod.check_hooks(pm)
+    known = str(exc.value).split("Known hooks:")[1]
+    assert "register_models" in known and "register_model," not in known
+
+
+def test_a_module_also_installed_as_entry_point_is_registered_once(monkeypatch):
+    import tests.plugins.tiny as tiny_mod
+
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: [_FakeEP("tiny-ep", tiny_mod)] if group == "robench" else [])
+    reg = make_registry(modules=["tests.plugins.tiny"], load_entrypoints=True)
+    assert "tiny" in reg.names("datasets")

@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 
 from robench.builtin import models as builtin_models  # noqa: E402
 from robench.specs import ModelContext  # noqa: E402
-from robench.train import MLP, TorchClassifier, set_torch_threads  # noqa: E402
+from robench.train import (  # noqa: E402
+    MLP, ConvNet, MaxPool2x2, TorchClassifier, set_torch_threads)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -218,3 +219,48 @@ def test_set_torch_threads():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("size", [(8, 8), (7, 7), (14, 9)])
+def test_maxpool_fast_path_equals_max_pool2d(size):
+    x = torch.randn(3, 4, *size)
+    expected = torch.nn.functional.max_pool2d(x, 2)
+    with torch.no_grad():
+        assert torch.equal(MaxPool2x2()(x), expected)
+    with torch.inference_mode():
+        assert torch.equal(MaxPool2x2()(x), expected)
+
+
+def test_convnet_matches_conv_relu_maxpool_reference():
+    torch.manual_seed(0)
+    net = ConvNet((1, 16, 16), 5, channels=(4, 8))
+    conv1, conv2 = (m for m in net.conv if isinstance(m, torch.nn.Conv2d))
+    fc = net.fc[1]
+    reference = torch.nn.Sequential(
+        conv1, torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        conv2, torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), fc, torch.nn.ReLU(), net.head)
+    x = torch.rand(6, 256)
+    # Training path: same logits and same gradients as the textbook block order.
+    net(x).square().sum().backward()
+    grads = [p.grad.clone() for p in net.parameters()]
+    net.zero_grad()
+    reference(x.view(6, 1, 16, 16)).square().sum().backward()
+    for g, p in zip(grads, net.parameters()):
+        torch.testing.assert_close(g, p.grad)
+    # Inference path (strided-maximum pooling): same logits.
+    with torch.inference_mode():
+        torch.testing.assert_close(net(x), reference(x.view(6, 1, 16, 16)))
+
+
+def test_svm_train_accuracy_equals_full_training_score():
+    # Noisy labels leave many training points misclassified, so the support-vector shortcut
+    # has something to get wrong.
+    rng = np.random.default_rng(0)
+    X, y = _blobs(300, n_features=4, seed=2)
+    y = np.where(rng.random(len(y)) < 0.3, 1 - y, y)
+    ctx = ModelContext(n_features=4, n_classes=2, image_shape=None, seed=0)
+    clf = _specs()["svm"].build(ctx).fit(X[:240], y[:240], X[240:], y[240:])
+    assert clf.train_accuracy_ < 0.95
+    assert clf.train_accuracy_ == pytest.approx(clf.model_.score(X[:240], y[:240]))
+    assert clf.val_accuracy_ == pytest.approx(clf.model_.score(X[240:], y[240:]))

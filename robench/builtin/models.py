@@ -53,10 +53,24 @@ class SVMClassifier:
         self.history_ = []
         self.n_epochs_ = 0
         self.best_epoch_ = 0
-        self.train_accuracy_ = float(self.model_.score(X, y))
+        self.train_accuracy_ = self._train_accuracy(X, y)
         self.val_accuracy_ = (float(self.model_.score(X_val, y_val))
                               if X_val is not None and len(X_val) else None)
         return self
+
+    def _train_accuracy(self, X, y) -> float:
+        """Return the accuracy on the training data, predicting only the support vectors.
+
+        A training point that is a support vector of none of the one-vs-one machines lies
+        outside every margin, so it wins all its pairwise votes and is classified correctly.
+        Predicting the support vectors alone gives the same number; with libsvm's per-sample
+        prediction that halves the cost on MNIST-sized data.
+        """
+        import numpy as np
+
+        sv = self.model_.support_
+        wrong = int(np.sum(self.model_.predict(X[sv]) != np.asarray(y)[sv]))
+        return 1.0 - wrong / len(y)
 
     def predict(self, X):
         """Return the predicted class of each row of ``X`` as int64."""

@@ -12,6 +12,8 @@ import importlib
 
 PROTOCOLS = {
     "source-aware": "robench.protocols.source_aware",
+    "adequacy": "robench.protocols.adequacy",
+    "random-split": "robench.protocols.random_split",
 }
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import socket
 import time
@@ -35,18 +34,14 @@ def derived_seed(*parts: int) -> int:
 
 
 class TrialEnv:
-    """What a trial can reach in its worker: the registry and per-process data caches."""
+    """What a trial can reach in its worker: the registry and its loaded data sets."""
 
     def __init__(self, registry):
         self.registry = registry
-        self._load = functools.lru_cache(maxsize=4)(self._load_dataset)
-
-    def _load_dataset(self, name: str):
-        return self.registry.get("datasets", name).load()
 
     def dataset(self, name: str):
-        """Return the loaded data set ``name`` (loaded once per process)."""
-        return self._load(name)
+        """Return the loaded data set ``name`` (loaded once per registry, so per worker)."""
+        return self.registry.load_dataset(name)
 
 
 def accuracy_per_class(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> list:

@@ -1,0 +1,183 @@
+"""Built-in metrics ``adequacy`` (training-size sweep, class-specific rho) and ``lost-test``."""
+
+from __future__ import annotations
+
+from robench import hookimpl
+from robench.specs import MetricSpec, Score
+
+ADEQUACY_DEFINITION = (
+    "Dataset adequacy (Kilinc & Uysal, section 5.2). For each repeat and each of the "
+    "source-inclusive and source-exclusive partitions, the test partition is exactly the "
+    "source-aware protocol's (same seed, repeat, kind); the model is trained on nested, "
+    "stratified, seeded subsets of that partition's training part (default sizes 100, 300, "
+    "1000, 3000 where the partition is larger, plus the full partition, which is the rho "
+    "metric's own trial). A size counts fit + validation samples; validation is carved from the "
+    "subset. Per size: E[AccX], E[AccI] (means over repeats, bootstrap CI) and rho = "
+    "E[AccX]/E[AccI] with a percentile bootstrap CI (2,000 resamples). enough_inclusive / "
+    "enough_exclusive: the smallest size from which E[AccI] (E[AccX]) stays within 1 point of "
+    "its full-size value. Per class: E[AccX_c], E[AccI_c], rho_c at every size (paper Figures "
+    "9-10); worst_class_rho is the lowest full-size rho_c, with every class ranked least robust "
+    "first and a one-line reading in its details."
+)
+
+LOST_TEST_DEFINITION = (
+    "Lost-test-set estimators on the source-aware protocol's stratified random splits (the "
+    "trials rho's E[Acc] uses). true_accuracy a: accuracy on the split's test set (N2 "
+    "samples); whole_data_accuracy p: accuracy on all N samples. alpha_in: the corrected batch "
+    "estimator alpha = k*(a_hat - p*(1 - 1/k)) (the blog post's 1/k factor is wrong), with "
+    "k = 10 batches of N2 samples drawn from the data set of which one is the real test set; "
+    "mean over 200 seeded simulations per trial (rmse in details: one draw's error). "
+    "alpha_out: the same when the real test set is not among the batches (then E[alpha] = p). "
+    "practical: a = (N*p - N1*(1 - eps1))/N2 with N1 = fit + validation samples and 1 - eps1 "
+    "the final model's accuracy on exactly those (reported train and validation accuracies); "
+    "practical_logged uses the training accuracy of the training log instead (torch models). "
+    "*_abs_error: mean over trials of |estimate - a| (lower is better); signed errors and "
+    "per-trial values are in details."
+)
+
+
+# --- adequacy ------------------------------------------------------------------------------
+
+
+def aggregate_adequacy(group: dict, trials: list) -> list:
+    """Turn one (dataset, model, clusterer)'s adequacy trials into per-size and class scores."""
+    from robench.protocols import adequacy as ad
+    from robench.protocols import source_aware as sa
+
+    base = dict(dataset=group["dataset"], model=group["model"], clusterer=group["clusterer"],
+                metric="adequacy")
+    curves = ad.size_curves(trials, clusterer=group["clusterer"])
+    n_failed = sum(1 for t in trials if t.get("status") != "ok")
+    scores, table = [], []
+    for c in curves:
+        label, xs, is_ = c["label"], c["acc_exclusive"], c["acc_inclusive"]
+        info = {"size": label, "n_samples": c["n_samples"], "n_capped": c["n_capped"]}
+        for kind, vals in (("exclusive", xs), ("inclusive", is_)):
+            lo, hi = sa.bootstrap_mean_ci(vals) if vals else (None, None)
+            scores.append(Score(**base, score=f"acc_{kind}@{label}", value=ad.mean_or_none(vals),
+                                ci_low=lo, ci_high=hi, n=len(vals),
+                                details={**info, "per_repeat": vals}))
+        if xs and is_:
+            rho = sa.ratio_of_means(xs, is_)
+            lo, hi = sa.bootstrap_rho_ci(xs, is_)
+            per_class = sa.class_rho(c["per_class_exclusive"], c["per_class_inclusive"])
+        else:
+            rho, lo, hi, per_class = None, None, None, []
+        scores.append(Score(**base, score=f"rho@{label}", value=rho, ci_low=lo, ci_high=hi,
+                            n=min(len(xs), len(is_)),
+                            details={**info, "acc_exclusive": ad.mean_or_none(xs),
+                                     "acc_inclusive": ad.mean_or_none(is_),
+                                     "per_class": per_class}))
+        table.append({**info, "acc_exclusive": ad.mean_or_none(xs),
+                      "acc_inclusive": ad.mean_or_none(is_), "rho": rho, "ci_low": lo,
+                      "ci_high": hi, "n": min(len(xs), len(is_))})
+
+    for kind, acc, likely in (("inclusive", "AccI", "likely"), ("exclusive", "AccX", "unlikely")):
+        hit = ad.enough_size(curves, kind)
+        value = None if hit is None else hit["n_samples"]
+        scores.append(Score(
+            **base, score=f"enough_{kind}", value=value, n=len(curves), higher_is_better=False,
+            details={"size": None if hit is None else hit["label"],
+                     "tolerance": ad.ENOUGH_TOLERANCE,
+                     "reading": (f"E[{acc}] ({likely} inputs) "
+                                 + _enough_text(hit, ad.ENOUGH_TOLERANCE)),
+                     "curve": [{"size": c["label"], "n_samples": c["n_samples"],
+                                "mean": ad.mean_or_none(c[f"acc_{kind}"])} for c in curves]},
+        ))
+
+    per_class = ad.class_curves(curves)
+    ranked = ad.rank_classes(per_class)
+    ranking = [{**c, "reading": ad.class_reading(c)} for c in ranked]
+    worst = next((c for c in ranking if c["rho"] and c["rho"][-1] is not None), None)
+    scores.append(Score(
+        **base, score="worst_class_rho", value=None if worst is None else worst["rho"][-1],
+        n=len(per_class),
+        details={"class": None if worst is None else worst["class"],
+                 "reading": None if worst is None else worst["reading"],
+                 "ranking": ranking, "table": table, "n_failed": n_failed},
+    ))
+    return scores
+
+
+def _enough_text(hit, tol: float) -> str:
+    if hit is None:
+        return "is unknown (no full-size trials)"
+    if hit["label"] == "full":
+        return f"reaches its full-size value only at the full size (~{hit['n_samples']:.0f})"
+    return f"is within {100 * tol:g} point of its full-size value from n = {hit['label']} on"
+
+
+# --- lost test set -------------------------------------------------------------------------
+
+
+#: Sub-scores of the lost-test metric and their direction.
+LOST_TEST_SCORES = (
+    ("true_accuracy", True), ("whole_data_accuracy", True),
+    ("alpha_in", True), ("alpha_in_abs_error", False),
+    ("alpha_out", True), ("alpha_out_abs_error", False),
+    ("practical", True), ("practical_abs_error", False),
+    ("practical_logged", True), ("practical_logged_abs_error", False),
+)
+
+
+def aggregate_lost_test(group: dict, trials: list) -> list:
+    """Estimate each random-split trial's test accuracy as if its test set were lost."""
+    from robench import estimators as est
+
+    base = dict(dataset=group["dataset"], model=group["model"], clusterer="", metric="lost-test")
+    usable = [t for t in trials if t.get("status") == "ok" and t.get("kind") == "random"
+              and t.get("correct") and t.get("all_accuracy") is not None]
+    per_trial = [est.lost_test_trial(t, seed=int(t.get("seed") or 0))
+                 for t in sorted(usable, key=lambda t: t["repeat"])]
+    summary = est.summarize_lost_test(per_trial)
+    skipped = len(trials) - len(usable)
+    scores = []
+    for name, higher in LOST_TEST_SCORES:
+        value, n = summary.get(name, (None, 0))
+        if not n and name.startswith("practical_logged"):
+            continue  # the model keeps no training log (e.g. the SVM)
+        details = {"k": est.LOST_TEST_K, "n_sims": est.LOST_TEST_SIMS,
+                   "per_trial": [t.get(name.replace("_abs_error", "")) for t in per_trial]}
+        stem = name.replace("_abs_error", "")
+        if name.endswith("_abs_error"):
+            details["mean_signed_error"] = summary[f"{stem}_error"][0]
+            details["per_trial"] = [None if t.get(stem) is None else t[stem] - t["true_accuracy"]
+                                    for t in per_trial]
+        if name == "alpha_in":
+            details.update(rmse_one_draw=summary["alpha_in_rmse"][0],
+                           a_hat=summary["a_hat_in"][0],
+                           blog_formula=summary["blog_alpha_in"][0])
+        if name == "alpha_out":
+            details["rmse_one_draw"] = summary["alpha_out_rmse"][0]
+        if name == "true_accuracy":
+            details.update(trials=per_trial, n_unusable=skipped)
+        scores.append(Score(**base, score=name, value=value, n=n, higher_is_better=higher,
+                            details=details))
+    return scores
+
+
+@hookimpl
+def register_metrics(register):
+    register(MetricSpec(
+        name="adequacy",
+        description="Dataset adequacy: E[AccX], E[AccI] and rho as the training set grows, "
+                    "per class too (opt-in in the quick profile: slow).",
+        protocol="adequacy",
+        aggregate=aggregate_adequacy,
+        definition=ADEQUACY_DEFINITION,
+        higher_is_better=True,
+        uses_clusterer=True,
+        version="1",
+        in_default_run=False,
+    ))
+    register(MetricSpec(
+        name="lost-test",
+        description="Lost-test-set estimators (corrected alpha, practical count identity) "
+                    "vs the true test accuracy of the random splits.",
+        protocol="random-split",
+        aggregate=aggregate_lost_test,
+        definition=LOST_TEST_DEFINITION,
+        higher_is_better=True,
+        uses_clusterer=False,
+        version="1",
+    ))

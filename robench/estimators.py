@@ -1,0 +1,196 @@
+"""Estimate a model's test accuracy when its test set is lost.
+
+The set-up (``../shared/papers/lost-test-set-estimator.txt``): a data set of N samples was
+split into N1 samples the model saw (here: fitted on *or* validated on) and N2 test samples,
+and nobody remembers which were which. Known: the model, the data set, N1, N2 and, from the
+training log, the model's accuracy on the part it saw.
+
+Two estimators of the lost test accuracy ``a``:
+
+* **batch estimator** (the blog post's): draw k batches of N2 samples from the whole data
+  set, measure the accuracy ``a_hat`` over all of them. If the real test set is one of the k
+  batches, ``E[a_hat] = a/k + p(1 - 1/k)`` where ``p`` is the accuracy on the whole data set,
+  so ``alpha = k·(a_hat - p(1 - 1/k))`` is unbiased. The post prints ``(1/k)·(...)``, which
+  has expectation ``a/k²``: :func:`blog_alpha` keeps that form only so a test can show it is
+  wrong. If the real test set is *not* among the batches (the realistic case: there are
+  C(N, N2) possible batches), every batch is a random sample, ``E[a_hat] = p`` and therefore
+  ``E[alpha] = k·(p - p + p/k) = p``: the estimator then returns the whole-data-set accuracy,
+  not the test accuracy.
+* **practical estimator**: the data set is the disjoint union of the seen part and the test
+  set, so the number of correct answers adds up exactly,
+  ``N·p = N1·(1 - eps1) + N2·a``, hence ``a = (N·p - N1·(1 - eps1)) / N2``. This is an
+  identity, not an approximation, provided N1 and eps1 describe the *same* samples: N1 is
+  every non-test sample (fit *and* validation parts, so that N = N1 + N2) and eps1 is the
+  final model's error on exactly those samples,
+  ``1 - eps1 = (n_fit·acc_fit + n_val·acc_val) / N1`` (see :func:`seen_accuracy`). Any error
+  in eps1 reaches ``a`` multiplied by N1/N2 (4x for an 80/20 split).
+
+Everything here is a pure function of numbers and boolean vectors; the ``lost-test`` metric
+(:mod:`robench.builtin.adequacy`) applies it to stored random-split trials.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import numpy as np
+
+#: Number of batches k the metric simulates (documented in docs/lost-test-set.md).
+LOST_TEST_K = 10
+#: Simulated sets of k batches per trial: enough to pin E[alpha] to ~0.3 points per trial.
+LOST_TEST_SIMS = 200
+
+
+def expected_a_hat(a: float, p: float, k: int) -> float:
+    """Return E[a_hat] = a/k + p(1 - 1/k) when the real test set is one of the k batches."""
+    return a / k + p * (1 - 1 / k)
+
+
+def alpha_estimate(a_hat, p, k: int):
+    """Return the corrected batch estimator alpha = k·(a_hat - p·(1 - 1/k)).
+
+    Unbiased for the test accuracy only if the real test set is one of the k batches; if it is
+    not, E[alpha] = p, the accuracy on the whole data set.
+    """
+    return k * (a_hat - p * (1 - 1 / k))
+
+
+def blog_alpha(a_hat, p, k: int):
+    """Return the estimator as the blog post prints it, (1/k)·(a_hat - p(1 - 1/k)); biased.
+
+    Its expectation is a/k², not a. Kept only so tests and docs can show the error.
+    """
+    return (a_hat - p * (1 - 1 / k)) / k
+
+
+def practical_estimate(n: int, p, n_seen: int, seen_acc, n_test: int):
+    """Return a = (N·p - N1·(1 - eps1)) / N2, the test accuracy implied by the counts.
+
+    ``n`` = N = N1 + N2 samples, ``p`` the accuracy on all of them, ``n_seen`` = N1 the
+    samples the model was fitted or validated on and ``seen_acc`` = 1 - eps1 its accuracy on
+    exactly those, ``n_test`` = N2. Works with :class:`fractions.Fraction` for exact checks.
+    """
+    if n != n_seen + n_test:
+        raise ValueError(f"N must equal N1 + N2: got N={n}, N1={n_seen}, N2={n_test}")
+    if n_test <= 0:
+        raise ValueError("N2 (the test-set size) must be positive")
+    return (n * p - n_seen * seen_acc) / n_test
+
+
+def seen_accuracy(n_fit: int, fit_acc, n_val: int, val_acc) -> Optional[float]:
+    """Return 1 - eps1 over the fit and validation parts together (None if one is unknown)."""
+    if fit_acc is None or (n_val and val_acc is None):
+        return None
+    n1 = n_fit + n_val
+    return (n_fit * fit_acc + (n_val * val_acc if n_val else 0)) / n1
+
+
+def simulate_batches(correct, n_test: int, k: int, *, test_correct: Optional[int], n_sims: int,
+                     rng: np.random.Generator) -> dict:
+    """Simulate the batch estimator ``n_sims`` times; return a_hat and alpha per simulation.
+
+    Each simulation draws k batches of ``n_test`` samples, each batch uniformly without
+    replacement from the whole data set (``correct`` is the per-sample correctness of the
+    model over all N samples). If ``test_correct`` is given, one of the k batches is the real
+    test set, which contributes exactly ``test_correct`` correct answers, and the other k - 1
+    are random; if it is None, all k batches are random (the real test set is not among them).
+    """
+    correct = np.asarray(correct, dtype=bool)
+    n = correct.size
+    if not 0 < n_test <= n:
+        raise ValueError(f"batch size N2={n_test} must be in 1..N={n}")
+    if k < 1 or n_sims < 1:
+        raise ValueError("k and n_sims must be at least 1")
+    n_random = k - 1 if test_correct is not None else k
+    counts = np.zeros(n_sims, dtype=np.int64)
+    for s in range(n_sims):
+        for _ in range(n_random):
+            counts[s] += int(correct[rng.choice(n, size=n_test, replace=False)].sum())
+    if test_correct is not None:
+        counts += int(test_correct)
+    p = float(correct.mean())
+    a_hat = counts / (k * n_test)
+    return {"a_hat": a_hat, "alpha": alpha_estimate(a_hat, p, k), "p": p, "k": k,
+            "n_sims": n_sims}
+
+
+def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_SIMS,
+                    seed: int = 0) -> dict:
+    """Return every estimate of one random-split trial's test accuracy next to the truth.
+
+    ``row`` is a stored trial row with ``accuracy`` (a), ``all_accuracy`` (p), ``correct``
+    (packed per-sample correctness over the data set), ``n_train``, ``n_val``, ``n_test``,
+    ``train_accuracy``, ``val_accuracy`` and, for torch models, ``history``/``best_epoch``.
+    """
+    from robench.protocols.base import unpack_bits
+
+    n_fit, n_val, n2 = int(row["n_train"]), int(row["n_val"]), int(row["n_test"])
+    n1 = n_fit + n_val
+    n = n1 + n2
+    a, p = float(row["accuracy"]), float(row["all_accuracy"])
+    correct = unpack_bits(row["correct"], n)
+    test_correct = int(round(a * n2))
+    rng = np.random.default_rng([int(seed), int(row.get("repeat") or 0), 7])
+    inside = simulate_batches(correct, n2, k, test_correct=test_correct, n_sims=n_sims, rng=rng)
+    outside = simulate_batches(correct, n2, k, test_correct=None, n_sims=n_sims, rng=rng)
+
+    def rmse(values):
+        return float(math.sqrt(np.mean((np.asarray(values) - a) ** 2)))
+
+    out = {
+        "repeat": row.get("repeat"),
+        "true_accuracy": a,
+        "whole_data_accuracy": p,
+        "n": n, "n_seen": n1, "n_test": n2, "k": k, "n_sims": n_sims,
+        "a_hat_in": float(inside["a_hat"].mean()),
+        "alpha_in": float(inside["alpha"].mean()),
+        "alpha_in_rmse": rmse(inside["alpha"]),
+        "alpha_out": float(outside["alpha"].mean()),
+        "alpha_out_rmse": rmse(outside["alpha"]),
+        "blog_alpha_in": float(blog_alpha(inside["a_hat"], p, k).mean()),
+    }
+    acc1 = seen_accuracy(n_fit, row.get("train_accuracy"), n_val, row.get("val_accuracy"))
+    out["seen_accuracy"] = acc1
+    out["practical"] = None if acc1 is None else float(practical_estimate(n, p, n1, acc1, n2))
+    logged = logged_train_accuracy(row)
+    acc1_logged = None if logged is None else seen_accuracy(n_fit, logged, n_val,
+                                                            row.get("val_accuracy"))
+    out["logged_train_accuracy"] = logged
+    out["practical_logged"] = (None if acc1_logged is None
+                               else float(practical_estimate(n, p, n1, acc1_logged, n2)))
+    return out
+
+
+def logged_train_accuracy(row: dict) -> Optional[float]:
+    """Return the training accuracy a training log shows for the restored epoch, if any.
+
+    Torch models log the accuracy averaged over the epoch's mini-batches *while the weights
+    changed*; it is what a practitioner usually remembers, and it is not the final model's
+    accuracy on the fit part. None for models without a log (e.g. the SVM).
+    """
+    history = row.get("history") or []
+    best = int(row.get("best_epoch") or 0)
+    if not history or best < 1 or best > len(history):
+        return None
+    value = history[best - 1].get("train_accuracy")
+    return None if value is None else float(value)
+
+
+def summarize_lost_test(per_trial: list) -> dict:
+    """Average each estimate and its error over trials; errors are estimate - true accuracy."""
+    def mean(key):
+        vals = [t[key] for t in per_trial if t.get(key) is not None]
+        return (float(np.mean(vals)), len(vals)) if vals else (None, 0)
+
+    out = {}
+    for key in ("true_accuracy", "whole_data_accuracy", "alpha_in", "alpha_out", "practical",
+                "practical_logged", "alpha_in_rmse", "alpha_out_rmse", "a_hat_in",
+                "blog_alpha_in"):
+        out[key] = mean(key)
+    for key in ("alpha_in", "alpha_out", "practical", "practical_logged", "blog_alpha_in"):
+        errs = [t[key] - t["true_accuracy"] for t in per_trial if t.get(key) is not None]
+        out[f"{key}_error"] = (float(np.mean(errs)), len(errs)) if errs else (None, 0)
+        out[f"{key}_abs_error"] = ((float(np.mean(np.abs(errs))), len(errs)) if errs
+                                   else (None, 0))
+    return out
