@@ -11,7 +11,7 @@ import click
 
 from robench import __version__
 
-KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "executors")
+KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "executors", "corruptions")
 
 
 def _fail(message: str, code: int = 2):
@@ -103,16 +103,19 @@ def _multi(name, short, kind):
 @click.option("--profile", type=click.Choice(["quick", "paper"]), default="quick",
               show_default=True, help="quick: 3 repeats, short training; paper: 100 repeats.")
 @click.option("--executor", default=None, metavar="NAME",
-              help="Where trials run: local, process (default on a multi-core machine), "
+              help="Where trials run: local, process (default on a multi-core machine), dask, "
                    "or one a plugin adds.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per core).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Dask scheduler to connect to with --executor dask, e.g. tcp://host:8786 "
+                   "(default: a local cluster on 127.0.0.1).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, cache_dir, db_path):
+        profile, executor, jobs, scheduler, cache_dir, db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -146,14 +149,23 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     if not metric_names:  # opt-in metrics (in_default_run=False) only in the paper profile
         chosen["metrics"] = [m.name for m in reg.all("metrics")
                              if m.in_default_run or profile == "paper"]
+    if not clusterers_names:  # likewise opt-in clusterers (multicut): named, or paper profile
+        chosen["clusterers"] = [c.name for c in reg.all("clusterers")
+                                if getattr(c, "in_default_run", True) or profile == "paper"]
+    if not models_names:  # likewise opt-in models (the VAE-VGMM paper's CNNs: slow)
+        chosen["models"] = [m.name for m in reg.all("models")
+                            if getattr(m, "in_default_run", True) or profile == "paper"]
     ncpu = os.cpu_count() or 1
     if executor is None:
         executor = "process" if ncpu > 1 and (jobs or default_jobs()) > 1 else "local"
     reg.get("executors", executor)
+    if scheduler and executor != "dask":
+        raise click.UsageError("--scheduler goes with --executor dask")
     cfg = RunConfig(
         datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
         metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
         executor=executor, jobs=jobs or default_jobs(),
+        executor_options={"scheduler": scheduler} if scheduler else {},
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
     )
@@ -170,6 +182,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     _print_skips(report.skipped)
     _print_summary(report.scores)
     _print_adequacy([vars(s) for s in report.scores if s.metric == "adequacy"])
+    _print_purity_ratio([vars(s) for s in report.scores if s.metric == "purity-ratio"])
+    _print_shifted_cv([vars(s) for s in report.scores if s.metric == "shifted-cv"])
     if report.failed:
         click.secho(f"\n{len(report.failed)} trial(s) failed:", fg="red", err=True)
         for row in report.failed[:20]:
@@ -325,6 +339,62 @@ def _print_adequacy(rows):
                 click.echo(f"    class {c['class']}: rho {c['rho'][-1]:.3f}  - {c['reading']}")
 
 
+def _print_purity_ratio(rows):
+    """Print the purity-ratio model table and the validation tables (R^2 / tau) per data set."""
+    from robench.builtin.clusterability import report_lines
+
+    for line in report_lines(rows):
+        click.echo(line)
+
+
+def _mean_std(mean, std):
+    if mean is None:
+        return "-"
+    return f"{100 * mean:.2f} ({'-' if std is None else f'{100 * std:.2f}'})"
+
+
+def _points(v):
+    return "-" if v is None else f"{100 * v:.2f}"
+
+
+def _print_shifted_cv(rows):
+    """Print shifted vs random K-fold CV per (dataset, clusterer), and the Wasserstein ratio."""
+    groups = {}
+    for s in rows:
+        groups.setdefault((s["dataset"], s["clusterer"]), {}).setdefault(s["model"], {})[
+            s["score"]] = s
+    for (dataset, clusterer), models in sorted(groups.items()):
+        click.echo(f"\n{dataset} - shifted-cv, sub-domains by {clusterer}: test accuracy %, "
+                   "mean (std) over folds; gap = validation - test")
+        click.echo(f"  {'model':<18} {'shifted':>14} {'random':>14} {'drop':>6} "
+                   f"{'gap shifted':>11} {'gap random':>10} {'std ratio':>9}")
+        for model, sc in sorted(models.items()):
+            if not model or "shifted-cv" not in sc:
+                continue
+            value = {k: (sc.get(k) or {}).get("value") for k in
+                     ("shifted-cv", "acc_random", "drop", "gap_shifted", "gap_random",
+                      "std_ratio")}
+            std = {k: ((sc.get(k) or {}).get("details") or {}).get("std")
+                   for k in ("shifted-cv", "acc_random")}
+            ratio = value["std_ratio"]
+            click.echo(
+                f"  {model:<18} {_mean_std(value['shifted-cv'], std['shifted-cv']):>14} "
+                f"{_mean_std(value['acc_random'], std['acc_random']):>14} "
+                f"{_points(value['drop']):>6} {_points(value['gap_shifted']):>11} "
+                f"{_points(value['gap_random']):>10} "
+                f"{'-' if ratio is None else f'{ratio:.1f}':>9}")
+        w = (models.get("") or {}).get("wasserstein_ratio")
+        if w is not None:
+            d = w.get("details") or {}
+            last = (d.get("repeats") or [{}])[-1]
+            means = [(last.get(k) or {}).get("mean_offdiagonal") for k in ("shifted", "random")]
+            shown = " / ".join("-" if m is None else f"{m:.3f}" for m in means)
+            v = w.get("value")
+            click.echo(f"  Wasserstein ratio, shifted / random folds (mean off-diagonal W1 in "
+                       f"a common VAE latent space): {'-' if v is None else f'{v:.3f}'} "
+                       f"({shown})" + (f"  error: {d['error']}" if d.get("error") else ""))
+
+
 # ------------------------------------------------------------------------------ results
 
 
@@ -343,6 +413,8 @@ def results(dataset, metric, model, fmt, db_path):
       robench results
       robench results --dataset digits --metric rho --format json
       robench results --metric adequacy    # the training-size sweep as a table
+      robench results --metric purity-ratio  # indicators and their validation (R^2, tau)
+      robench results --metric shifted-cv  # shifted vs random K-fold CV, Wasserstein ratio
     """
     from robench.store import Store
 
@@ -351,6 +423,12 @@ def results(dataset, metric, model, fmt, db_path):
     rows = Store(db_path).scores(dataset=dataset, metric=metric, model=model)
     if metric == "adequacy" and fmt == "table" and rows:
         _print_adequacy(rows)
+        return
+    if metric == "purity-ratio" and fmt == "table" and rows:
+        _print_purity_ratio(rows)
+        return
+    if metric == "shifted-cv" and fmt == "table" and rows:
+        _print_shifted_cv(rows)
         return
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
             "higher_is_better", "metric_version", "run_id"]

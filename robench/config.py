@@ -15,6 +15,22 @@ PROFILES = {
         "train": {"max_epochs": 8, "patience": 2, "batch_size": 128, "lr": 1e-3},
         # the adequacy sweep (opt-in here): 2 repeats, sizes below the full partition
         "adequacy": {"repeats": 2, "sizes": [100, 300, 1000]},
+        # purity-ratio (robench/protocols/clusterability.py): an 8-model zoo per image data
+        # set (the timm ResNet/ViT only in the paper profile: they cost the most); all 19
+        # corruptions x 5 severities on a 60-image stratified test subsample; attacks on 60
+        "clusterability": {
+            "zoo": ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-cnn-narrow",
+                    "zoo-cnn-dropout", "zoo-cnn-noise"],
+            "corruption_cap": 60, "attack_cap": 60, "multicut_cap": 500, "overlap_cap": 500,
+            "join_train_cap": 1000, "epsilons": [0.01, 0.03, 0.1, 0.2], "pgd_steps": 7,
+            "deepfool_iter": 20, "deepfool_grads": 3,
+        },
+        # shifted K-fold CV (VAE-VGMM paper) at smoke-test scale: 3 folds, 1 repeat, 2 epochs,
+        # 4 Monte Carlo samples, a 1-epoch common-latent VAE trained on at most 2,000 rows
+        "shifted_cv": {"folds": 3, "repeats": 1, "val_fraction": 0.2,
+                       "train": {"max_epochs": 2, "patience": 2, "mc_samples": 4},
+                       "vae_epochs": 1, "vae_max_train": 2000, "latent_dim": 62,
+                       "max_points": 1000},
     },
     "paper": {
         "repeats": 100,
@@ -22,6 +38,23 @@ PROFILES = {
         "train": {"max_epochs": 40, "patience": 5, "batch_size": 128, "lr": 1e-3},
         # repeats None = the profile's repeats; sizes of the paper's Table 2 (capped by the data)
         "adequacy": {"repeats": None, "sizes": [100, 300, 1000, 3000, 10000, 30000]},
+        # purity-ratio at full scale: the whole test split, a 12-model zoo, 7 epsilons
+        "clusterability": {
+            "zoo": ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-mlp-wide",
+                    "zoo-cnn-narrow", "zoo-cnn-wide", "zoo-cnn-dropout", "zoo-cnn-noise",
+                    "zoo-resnet", "zoo-vit"],
+            "corruption_cap": None, "attack_cap": 1000, "multicut_cap": 2000,
+            "overlap_cap": 2000, "join_train_cap": 2000,
+            "epsilons": [0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3], "pgd_steps": 40,
+            "deepfool_iter": 50, "deepfool_grads": 10,
+        },
+        # the paper's settings: 5 folds, repeat 1, 80/20 train/validation, 100 epochs (no early
+        # stop), batch 32 and a 20-epoch VAE with a 62-d latent space (both from its code)
+        "shifted_cv": {"folds": 5, "repeats": 1, "val_fraction": 0.2,
+                       "train": {"max_epochs": 100, "patience": 100, "batch_size": 32,
+                                 "mc_samples": 10},
+                       "vae_epochs": 20, "vae_max_train": None, "latent_dim": 62,
+                       "max_points": 2000},
     },
 }
 DEFAULT_PROFILE = "quick"
@@ -48,8 +81,11 @@ class RunConfig:
     val_fraction: float = 0.1
     train: dict = field(default_factory=dict)
     adequacy: dict = field(default_factory=dict)  # repeats, sizes of the adequacy sweep
+    clusterability: dict = field(default_factory=dict)  # zoo, caps, epsilons of purity-ratio
+    shifted_cv: dict = field(default_factory=dict)  # folds, repeats, training, VAE, Wasserstein
     executor: str = "local"
     jobs: int = 1
+    executor_options: dict = field(default_factory=dict)  # e.g. {"scheduler": ADDRESS}
     explicit: dict = field(default_factory=dict)  # kind -> names the user asked for by name
 
     def __post_init__(self):
@@ -62,6 +98,8 @@ class RunConfig:
             self.k = prof["k"]
         self.train = {**prof["train"], **(self.train or {})}
         self.adequacy = {**prof.get("adequacy", {}), **(self.adequacy or {})}
+        self.clusterability = {**prof.get("clusterability", {}), **(self.clusterability or {})}
+        self.shifted_cv = {**prof.get("shifted_cv", {}), **(self.shifted_cv or {})}
         if self.repeats < 1:
             raise ValueError(f"--repeats must be at least 1, got {self.repeats}")
         if not 0 < self.test_size < 1:

@@ -9,6 +9,7 @@ one two-threaded process, and a fixed thread count keeps results identical acros
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import os
 import traceback
 from typing import Iterable, Iterator, Optional
@@ -201,3 +202,94 @@ class ProcessExecutor(Executor):
 
     def close(self):
         self._shutdown()
+
+
+_DASK_ENVS: dict = {}
+
+
+def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str]) -> dict:
+    """Run a trial on a Dask worker, building (once per worker process) its registry."""
+    import json
+
+    key = json.dumps([recipe, cache_dir], sort_keys=True)
+    if key not in _DASK_ENVS:
+        _init_worker(recipe, cache_dir)
+        _DASK_ENVS[key] = _ENV
+    return execute_trial(spec, _DASK_ENVS[key])
+
+
+class DaskExecutor(Executor):
+    """Run trials on a Dask distributed cluster; results stream back as they finish.
+
+    With ``scheduler`` (an address such as ``tcp://10.0.0.5:8786``, e.g. a cluster started by
+    dask-jobqueue on SLURM or by dask-kubernetes) robench connects to it; without, it starts
+    a local cluster of ``jobs`` single-threaded worker processes bound to 127.0.0.1 (never
+    probing another address). Workers need robench and the run's plugins installed; they
+    rebuild the registry from its recipe and compute anything missing from their cache.
+    """
+
+    name = "dask"
+
+    def __init__(self, registry, jobs: int = 2, scheduler: Optional[str] = None, **_):
+        if registry.recipe is None:
+            raise ValueError("the dask executor needs a registry built by make_registry()")
+        try:
+            import distributed  # noqa: F401
+        except ImportError as exc:
+            raise ValueError("the dask executor needs dask.distributed: "
+                             "pip install 'robench[dask]'") from exc
+        self.recipe = registry.recipe
+        self.jobs = max(1, int(jobs))
+        self.scheduler = scheduler
+        self._client = self._cluster = None
+
+    def _connect(self):
+        from distributed import Client, LocalCluster
+
+        if self.scheduler:
+            try:
+                self._client = Client(self.scheduler, timeout="20s")
+            except OSError as exc:
+                raise ValueError(f"could not connect to the Dask scheduler at {self.scheduler}: "
+                                 f"{exc}") from exc
+        else:
+            _limit_threads()
+            self._cluster = LocalCluster(
+                host="127.0.0.1", n_workers=self.jobs, threads_per_worker=1, processes=True,
+                dashboard_address=None, silence_logs=logging.ERROR,
+            )
+            self._client = Client(self._cluster)
+
+    def run(self, specs):
+        from distributed import as_completed
+
+        from robench.cache import cache_dir
+
+        specs = list(specs)
+        if not specs:
+            return
+        self._connect()
+        futures = {}
+        for spec in specs:
+            fut = self._client.submit(execute_trial_on_worker, spec, self.recipe,
+                                      str(cache_dir()), key=f"trial-{spec['key']}", pure=False)
+            futures[fut] = spec
+        try:
+            for fut in as_completed(futures):
+                spec = futures[fut]
+                try:
+                    yield fut.result()
+                except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: record, go on
+                    yield failed_row(spec, f"{type(exc).__name__} on the Dask cluster: {exc}")
+        finally:
+            for fut in futures:
+                if not fut.done():
+                    fut.cancel()
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None

@@ -37,3 +37,8 @@ def register_metrics(register: Callable) -> None:
 @hookspec
 def register_executors(register: Callable) -> None:
     """Register trial executors: call ``register(robench.specs.ExecutorSpec(...))`` for each."""
+
+
+@hookspec
+def register_corruptions(register: Callable) -> None:
+    """Register image corruptions: call ``register(robench.specs.CorruptionSpec(...))`` for each."""

@@ -19,6 +19,9 @@ from robench.store import Store
 RHO_METRIC = "rho"
 RHO_SCORES = ("rho", "acc_exclusive", "acc_inclusive", "acc_random")
 
+#: The feature-space clusterability metric, shown as a model table and a validation table.
+PURITY_METRIC = "purity-ratio"
+
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
@@ -136,11 +139,23 @@ def _other_scores(scores: list[dict]) -> list[dict]:
     for s in scores:
         if s["metric"] == RHO_METRIC and s["score"] in RHO_SCORES:
             continue
+        if s["metric"] == PURITY_METRIC:  # shown in its own tables (_purity_ratio)
+            continue
         groups[(s["metric"], s["score"], s["clusterer"])].append(dict(s))
     rows: list[dict] = []
     for _, group in sorted(groups.items()):
         rows.extend(rank_rows(sorted(group, key=lambda r: r["model"])))
     return rows
+
+
+def _purity_ratio(scores: list[dict]) -> dict:
+    """Return the purity-ratio model table (ranked) and validation tables of one data set."""
+    from robench.builtin.clusterability import leaderboard_tables
+
+    tables = leaderboard_tables(scores)
+    if tables:
+        tables["models"] = rank_rows(sorted(tables["models"], key=lambda r: r["model"]))
+    return tables
 
 
 def _definitions(scores: list[dict]) -> list[dict]:
@@ -162,6 +177,7 @@ def leaderboard_context(scores: list[dict], runs: Iterable[dict]) -> dict:
             "name": name,
             "rho_tables": _rho_tables(rows),
             "other_scores": _other_scores(rows),
+            "purity": _purity_ratio(rows),
         }
         for name, rows in sorted(by_dataset.items())
     ]

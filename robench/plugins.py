@@ -22,6 +22,9 @@ DEFAULT_PLUGINS = (
     "robench.builtin.metrics",
     "robench.builtin.adequacy",
     "robench.builtin.executors",
+    "robench.builtin.corruptions",
+    "robench.builtin.clusterability",
+    "robench.builtin.vae_vgmm",
 )
 
 ENTRY_POINT_GROUP = "robench"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,6 +13,23 @@ from robench.cache import cached_arrays, content_key
 
 class SourcesError(ValueError):
     """The data set cannot be split into the requested sources; the message says why."""
+
+
+class Labels(np.ndarray):
+    """Cluster labels that carry ``info``, a JSON-able dict of what the clusterer did.
+
+    A clusterer's ``fit_predict`` may return one instead of a plain array (e.g. to record that
+    it had to repair an empty cluster); it behaves as an ordinary label array everywhere, and
+    :func:`find_sources` stores each class's ``info`` with the sources.
+    """
+
+    def __new__(cls, labels, info=None):
+        obj = np.asarray(labels).view(cls)
+        obj.info = dict(info or {})
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.info = getattr(obj, "info", None)
 
 
 @dataclass
@@ -24,6 +42,7 @@ class Sources:
     class_sizes: np.ndarray
     seconds: float
     cache_hit: bool
+    info: list = field(default_factory=list)  # per class: the clusterer's Labels.info, or None
 
     @property
     def silhouette(self) -> float:
@@ -74,12 +93,13 @@ def find_sources(dataset, clusterer_spec, clusterer_version: str, k: int, seed: 
         k_per_class = np.zeros(dataset.n_classes, dtype=np.int64)
         sil = np.full(dataset.n_classes, np.nan)
         offset = 0
+        infos = []
         for c in range(dataset.n_classes):
             idx = np.flatnonzero(y == c)
             true = dataset.sources[idx] if dataset.sources is not None else None
-            labels = np.asarray(
-                clusterer_spec.fit_predict(dataset.X[idx], k, seed=seed, true_sources=true)
-            )
+            raw = clusterer_spec.fit_predict(dataset.X[idx], k, seed=seed, true_sources=true)
+            infos.append(getattr(raw, "info", None))
+            labels = np.asarray(raw)
             _, labels = np.unique(labels, return_inverse=True)
             labels = labels.ravel()
             m = int(labels.max()) + 1
@@ -90,8 +110,10 @@ def find_sources(dataset, clusterer_spec, clusterer_version: str, k: int, seed: 
             groups[idx] = labels + offset
             offset += m
         return {"groups": groups, "k_per_class": k_per_class, "silhouette": sil,
-                "seconds": np.array(time.perf_counter() - t0)}
+                "seconds": np.array(time.perf_counter() - t0),
+                "info": np.array(json.dumps(infos, default=str))}
 
     arrays, hit = cached_arrays("sources", key, compute)
+    info = json.loads(str(arrays["info"])) if "info" in arrays else []
     return Sources(arrays["groups"], arrays["k_per_class"], arrays["silhouette"],
-                   np.bincount(y), float(arrays["seconds"]), hit)
+                   np.bincount(y), float(arrays["seconds"]), hit, info)

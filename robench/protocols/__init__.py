@@ -14,6 +14,8 @@ PROTOCOLS = {
     "source-aware": "robench.protocols.source_aware",
     "adequacy": "robench.protocols.adequacy",
     "random-split": "robench.protocols.random_split",
+    "clusterability": "robench.protocols.clusterability",
+    "shifted-cv": "robench.protocols.shifted_cv",
 }
 
 

@@ -1,0 +1,392 @@
+"""Built-in metric ``purity-ratio`` (feature-space clusterability) and clusterer ``multicut``."""
+
+from __future__ import annotations
+
+import json
+
+from robench import hookimpl
+from robench.specs import ClustererSpec, MetricSpec, Score
+
+METRIC = "purity-ratio"
+
+PURITY_RATIO_DEFINITION = (
+    "Feature-space clusterability as a robustness indicator (Ho et al., AAAI 2022). A reference "
+    "model is trained on the stratified random split of repeat 0 (validation carved from the "
+    "training part; early stopping on validation only); Model_ACC is its accuracy on the clean "
+    "test split. Its penultimate features of the test split are clustered by k-means (K = number "
+    "of classes, all test samples) and by a minimum-cost multicut (GAEC, bioimage-cpp) on the "
+    "symmetric 10-nearest-neighbour graph of at most multicut_cap stratified test samples, with "
+    "edge costs logit(p_join(d)) + bias, d the squared feature distance (eq. 4) and p_join a "
+    "logistic regression fitted on kNN edges of training features (same class = join; bias 0). "
+    "C_ACC: cluster accuracy with Hungarian matching (unmatched clusters count as errors); "
+    "C_purity: purity (eq. 5). p_acc_X = C_ACC^X / Model_ACC, p_purity_X = C_purity^X / "
+    "Model_ACC (eq. 8); the headline purity-ratio is the combined p_purity^(kmeans*multicut) = "
+    "C_purity^kmeans * C_purity^multicut / Model_ACC (eq. 10); p_acc_combined likewise. delta: "
+    "class overlap (mu_intra + sigma_intra) - (mu_inter + sigma_inter) of squared feature "
+    "distances (eq. 9, lower = better separated). Ground truth on image data sets: robustness = "
+    "ACC*_{s,c} / ACC_clean for the 19 corruptions (15 ImageNet-C + 4 extra, imagecorruptions-"
+    "imaug, images upscaled to 32 px) at 5 severities (eq. 6), corruption_robustness = ACC*_all / "
+    "ACC_clean (eq. 7), ACC_clean measured on the same stratified subsample; relative robust "
+    "accuracy under FGSM, PGD (L-inf, no random start) and DeepFool (ART; robust at eps if its "
+    "per-pixel L2 perturbation exceeds eps) per eps. Validation (model 'zoo'): across the data "
+    "set's zoo of models (profile knob clusterability.zoo), r2|<indicator>|<target> = squared Pearson "
+    "correlation (coefficient of determination of the least-squares line) and tau|<indicator>|"
+    "<target> = Kendall tau-b, for targets corruption (overall), corruption@s1..s5 and "
+    "<attack>@<eps>; tau for delta and delta is computed on -delta (lower delta should mean more "
+    "robust). Models without a feature space get value None with the reason; tabular data sets "
+    "get no corruption or attack scores (not applicable)."
+)
+
+#: Indicators validated against measured robustness (name -> sign for tau orientation).
+INDICATORS = {
+    "p_acc_kmeans": 1, "p_purity_kmeans": 1, "p_acc_multicut": 1, "p_purity_multicut": 1,
+    "p_acc_combined": 1, "purity-ratio": 1, "delta": -1, "model_acc": 1,
+}
+#: Sub-scores of every model, their indicator key and direction.
+MODEL_SCORES = (
+    ("model_acc", True), ("c_acc_kmeans", True), ("c_purity_kmeans", True),
+    ("c_acc_multicut", True), ("c_purity_multicut", True), ("p_acc_kmeans", True),
+    ("p_purity_kmeans", True), ("p_acc_multicut", True), ("p_purity_multicut", True),
+    ("p_acc_combined", True), ("delta", False),
+)
+ZOO_MODEL = "zoo"
+
+
+def _decode(value):
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return {}
+    return value or {}
+
+
+def model_rows(trials: list) -> dict:
+    """Return {model: row} of a group's clusterability trials, ``extra`` decoded."""
+    out = {}
+    for t in trials:
+        if t.get("protocol") != "clusterability":
+            continue
+        row = dict(t)
+        row["extra"] = _decode(row.get("extra"))
+        out[row["model"]] = row
+    return out
+
+
+def model_summary(row: dict) -> dict:
+    """Return the indicators and measured robustness of one trial row (pure)."""
+    from robench.protocols import clusterability as cl
+
+    extra = row.get("extra") or {}
+    ind = cl.indicators(extra)
+    ind["purity-ratio"] = ind.pop("p_purity_combined")
+    return {
+        "indicators": ind,
+        "corruption": cl.corruption_robustness(extra.get("corruptions") or {}),
+        "corruption_na": (extra.get("corruptions") or {}).get("not_applicable"),
+        "adversarial": cl.adversarial_robustness(extra.get("adversarial") or {}),
+        "adversarial_na": (extra.get("adversarial") or {}).get("not_applicable"),
+    }
+
+
+def targets(summary: dict) -> dict:
+    """Return {target name: measured robustness} of one model summary."""
+    out = {}
+    corr = summary["corruption"]
+    if corr.get("robustness") is not None:
+        out["corruption"] = corr["robustness"]
+        for s, v in (corr.get("per_severity") or {}).items():
+            out[f"corruption@s{s}"] = v
+    for attack, by_eps in (summary["adversarial"] or {}).items():
+        for eps, v in by_eps.items():
+            out[f"{attack}@{eps}"] = v
+    return out
+
+
+def validation(summaries: dict) -> list:
+    """Return one dict per (indicator, target): R^2, slope, Kendall tau, n, the points (pure)."""
+    import numpy as np
+
+    from robench.protocols import clusterability as cl
+
+    per_model = {m: (s["indicators"], targets(s)) for m, s in summaries.items()}
+    all_targets = sorted({t for _, tg in per_model.values() for t in tg},
+                         key=_target_order)
+    rows = []
+    for ind, sign in INDICATORS.items():
+        for target in all_targets:
+            pts = [(m, i[ind], tg[target]) for m, (i, tg) in sorted(per_model.items())
+                   if i.get(ind) is not None and tg.get(target) is not None]
+            xs = [p[1] for p in pts]
+            ys = [p[2] for p in pts]
+            r2 = cl.r_squared(xs, ys) if pts else None
+            slope = None
+            if r2 is not None and r2 == r2 and len(pts) >= 3:
+                slope = float(np.polyfit(xs, ys, 1)[0])
+            rows.append({
+                "indicator": ind, "target": target, "n": len(pts),
+                "r2": r2, "slope": slope,  # R^2 is blind to the sign: the slope says it
+                "tau": cl.kendall_tau([sign * x for x in xs], ys) if pts else None,
+                "points": [list(p) for p in pts],
+            })
+    return rows
+
+
+def _target_order(t: str):
+    if t == "corruption":
+        return (0, "", 0.0)
+    name, _, arg = t.partition("@")
+    rank = {"corruption": 1, "fgsm": 2, "pgd": 3, "deepfool": 4}.get(name, 5)
+    try:
+        val = float(arg.lstrip("s"))
+    except ValueError:
+        val = 0.0
+    return (rank, name, val)
+
+
+def zoo_of(rows: dict) -> set:
+    """Return the data set's zoo as planned (``spec["zoo"]`` of the newest trial row)."""
+    newest = sorted(rows.values(), key=lambda r: str(r.get("finished_at") or ""))
+    for row in reversed(newest):
+        spec = row.get("spec") or {}
+        if isinstance(spec, dict) and spec.get("zoo") is not None:
+            return set(spec["zoo"])
+    return set()
+
+
+def aggregate_purity_ratio(group: dict, trials: list) -> list:
+    """Turn a (dataset, model)'s reference trial and its zoo's into indicators and validation."""
+    dataset = group["dataset"]
+    rows = model_rows(trials)
+    scores, summaries = [], {}
+    for model, row in sorted(rows.items()):
+        base = dict(dataset=dataset, model=model, clusterer="", metric=METRIC)
+        zoo = bool((row.get("params") or {}).get("zoo_member"))
+        if row.get("status") != "ok":
+            err = (row.get("error") or "").splitlines()[0] if row.get("error") else "failed"
+            scores.append(Score(**base, score=METRIC, value=None,
+                                details={"error": err, "zoo_member": zoo}))
+            continue
+        reason = row.get("not_applicable") or row["extra"].get("not_applicable")
+        if reason:
+            scores.append(Score(**base, score=METRIC, value=None,
+                                details={"not_applicable": reason, "zoo_member": zoo}))
+            continue
+        summary = model_summary(row)
+        summaries[model] = summary
+        ind = summary["indicators"]
+        extra = row["extra"]
+        mc = {k: v for k, v in (extra.get("multicut") or {}).items() if k != "contingency"}
+        scores.append(Score(**base, score=METRIC, value=ind["purity-ratio"],
+                            n=extra.get("n_test"),
+                            details={"indicators": ind, "zoo_member": zoo, "multicut": mc,
+                                     "overlap": extra.get("overlap"),
+                                     "feature_dim": extra.get("feature_dim"),
+                                     "timings": extra.get("timings"),
+                                     "corruption_robustness": summary["corruption"].get(
+                                         "robustness")}))
+        for name, higher in MODEL_SCORES:
+            scores.append(Score(**base, score=name, value=ind.get(name), higher_is_better=higher,
+                                n=extra.get("n_test")))
+        corr = summary["corruption"]
+        if corr:
+            scores.append(Score(**base, score="corruption_robustness", value=corr["robustness"],
+                                n=corr.get("n"), details=corr))
+            scores.append(Score(**base, score="acc_corrupted_all", value=corr["acc_all"],
+                                n=corr.get("n"), details={"clean": corr["clean"]}))
+            for s, v in (corr.get("per_severity") or {}).items():
+                scores.append(Score(**base, score=f"corruption_robustness@s{s}", value=v,
+                                    n=corr.get("n")))
+        else:
+            scores.append(Score(**base, score="corruption_robustness", value=None,
+                                details={"not_applicable": summary["corruption_na"]}))
+        adv = summary["adversarial"]
+        if adv:
+            for attack, by_eps in adv.items():
+                for eps, v in by_eps.items():
+                    scores.append(Score(**base, score=f"{attack}@{eps}", value=v,
+                                        n=(extra.get("adversarial") or {}).get("n")))
+        else:
+            scores.append(Score(**base, score="adversarial_robustness", value=None,
+                                details={"not_applicable": summary["adversarial_na"]}))
+
+    base = dict(dataset=dataset, model=ZOO_MODEL, clusterer="", metric=METRIC)
+    zoo = zoo_of(rows)
+    table = validation({m: v for m, v in summaries.items() if m in zoo})
+    usable = [r for r in table if r["n"] >= 3]
+    if not usable:
+        reason = ("not applicable: no corruption or attack ground truth (tabular data set)"
+                  if summaries and not any(targets(s) for s in summaries.values())
+                  else "fewer than 3 models with indicators and measured robustness")
+        scores.append(Score(**base, score="validation", value=None, n=len(summaries),
+                            details={"not_applicable": reason}))
+        return scores
+    for r in usable:
+        common = {"indicator": r["indicator"], "target": r["target"], "points": r["points"],
+                  "slope": r["slope"]}
+        scores.append(Score(**base, score=f"r2|{r['indicator']}|{r['target']}", value=r["r2"],
+                            n=r["n"], details={**common, "tau": r["tau"]}))
+        scores.append(Score(**base, score=f"tau|{r['indicator']}|{r['target']}", value=r["tau"],
+                            n=r["n"], details={**common, "r2": r["r2"]}))
+    head = next((r for r in usable if r["indicator"] == METRIC and r["target"] == "corruption"),
+                None)
+    scores.append(Score(**base, score="validation", value=None if head is None else head["r2"],
+                        n=None if head is None else head["n"],
+                        details={"headline": "R^2 of purity-ratio vs corruption robustness",
+                                 "tau": None if head is None else head["tau"],
+                                 "models": sorted(summaries),
+                                 "table": [{k: v for k, v in r.items() if k != "points"}
+                                           for r in usable]}))
+    return scores
+
+
+def multicut_clusterer(Z, k, *, seed, true_sources=None):
+    """Cluster rows of Z by an unsupervised multicut aiming at k clusters (see robench.multicut)."""
+    from robench.multicut import multicut_fit_predict
+
+    return multicut_fit_predict(Z, k, seed=seed, true_sources=true_sources)
+
+
+@hookimpl
+def register_metrics(register):
+    register(MetricSpec(
+        name=METRIC,
+        description="Feature-space clusterability p_purity (k-means, multicut, combined eq. 10) "
+                    "vs corruption / adversarial robustness, validated across a model zoo.",
+        protocol="clusterability",
+        aggregate=aggregate_purity_ratio,
+        definition=PURITY_RATIO_DEFINITION,
+        higher_is_better=True,
+        uses_clusterer=False,
+        version="1",
+    ))
+
+
+@hookimpl
+def register_clusterers(register):
+    register(ClustererSpec(
+        "multicut", multicut_clusterer,
+        "Minimum-cost multicut (GAEC, bioimage-cpp) on the 10-NN graph, unsupervised costs "
+        "tuned to give ~k clusters; opt-in for source finding (not in --all's quick profile).",
+        version="1", in_default_run=False,
+    ))
+
+
+# --- text report (robench run / robench results) -----------------------------------------------
+
+
+def _f(v, pct=False, width=7):
+    if v is None or (isinstance(v, float) and v != v):
+        return "-".rjust(width)
+    return (f"{100 * v:.1f}" if pct else f"{v:.3f}").rjust(width)
+
+
+def report_lines(rows: list) -> list:
+    """Return the purity-ratio model and validation tables of score rows (dicts) as text."""
+    by_ds: dict = {}
+    for r in rows:
+        if r.get("metric") == METRIC:
+            by_ds.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
+    lines = []
+    for dataset, models in sorted(by_ds.items()):
+        zoo = models.pop(ZOO_MODEL, {})
+        lines.append(f"\n{dataset} - purity-ratio (feature-space clusterability, eq. 5-10); "
+                     "ranked by p_purity combined")
+        lines.append(f"  {'model':<16} {'Model_ACC':>9} {'p_pur km':>8} {'p_pur mc':>8} "
+                     f"{'combined':>8} {'p_acc km':>8} {'delta':>10} {'ACC*all/ACC':>11}")
+        ranked = sorted(models.items(), key=lambda kv: -(
+            (kv[1].get(METRIC) or {}).get("value") or -1))
+        for model, sc in ranked:
+            head = sc.get(METRIC) or {}
+            details = head.get("details") or {}
+            if head.get("value") is None:
+                why = details.get("not_applicable") or details.get("error") or "no value"
+                prefix = "not applicable: " if details.get("not_applicable") else ""
+                lines.append(f"  {model:<16} {prefix}{why}")
+                continue
+            g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
+            lines.append(f"  {model:<16} {_f(g('model_acc'), True, 9)} "
+                         f"{_f(g('p_purity_kmeans'), width=8)} {_f(g('p_purity_multicut'), width=8)} "
+                         f"{_f(head.get('value'), width=8)} {_f(g('p_acc_kmeans'), width=8)} "
+                         f"{_f(g('delta'), width=10)} {_f(g('corruption_robustness'), width=11)}")
+        val = zoo.get("validation") or {}
+        vdet = val.get("details") or {}
+        if val and val.get("value") is None and vdet.get("not_applicable"):
+            lines.append(f"  validation: not applicable: {vdet['not_applicable']}")
+            continue
+        pairs = {}
+        for name, r in zoo.items():
+            kind, _, rest = name.partition("|")
+            if kind in ("r2", "tau"):
+                ind, _, target = rest.partition("|")
+                pairs.setdefault(ind, {}).setdefault(target, {})[kind] = r.get("value")
+                pairs[ind][target]["n"] = r.get("n")
+        if not pairs:
+            continue
+        targets_all = sorted({t for d in pairs.values() for t in d}, key=_target_order)
+        corr = [t for t in targets_all if t.startswith("corruption")]
+        adv = [t for t in targets_all if not t.startswith("corruption")]
+        n = max((v.get("n") or 0) for d in pairs.values() for v in d.values())
+        for title, cols in (("corruption robustness", corr), ("adversarial robustness", adv)):
+            if not cols:
+                continue
+            lines.append(f"  validation vs {title} across {n} zoo models: R^2 / Kendall tau "
+                         "(paper, ImageNet-C: R^2 0.87, tau 0.79)")
+            lines.append("  " + f"{'indicator':<18}" + "".join(f"{c:>15}" for c in cols))
+            for ind in INDICATORS:
+                if ind not in pairs:
+                    continue
+                cells = []
+                for c in cols:
+                    v = pairs[ind].get(c) or {}
+                    cells.append(f"{_f(v.get('r2'), width=5).strip()}/"
+                                 f"{_f(v.get('tau'), width=5).strip()}".rjust(15))
+                lines.append("  " + f"{ind:<18}" + "".join(cells))
+    return lines
+
+
+def leaderboard_tables(rows: list) -> dict:
+    """Return the leaderboard context of one data set's purity-ratio score rows (dicts)."""
+    models: dict = {}
+    for r in rows:
+        if r.get("metric") == METRIC:
+            models.setdefault(r["model"], {})[r["score"]] = r
+    if not models:
+        return {}
+    zoo = models.pop(ZOO_MODEL, {})
+    table = []
+    for model, sc in models.items():
+        head = sc.get(METRIC) or {}
+        details = head.get("details") or {}
+        g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
+        table.append({
+            "model": model, "value": head.get("value"),
+            "higher_is_better": True, "zoo_member": bool(details.get("zoo_member")),
+            "note": details.get("not_applicable") or details.get("error"),
+            **{k: g(k) for k in ("model_acc", "p_purity_kmeans", "p_purity_multicut",
+                                 "p_acc_kmeans", "p_acc_multicut", "p_acc_combined", "delta",
+                                 "corruption_robustness", "acc_corrupted_all")},
+        })
+    pairs: dict = {}
+    for name, r in zoo.items():
+        kind, _, rest = name.partition("|")
+        if kind in ("r2", "tau"):
+            ind, _, target = rest.partition("|")
+            cell = pairs.setdefault(ind, {}).setdefault(target, {})
+            cell[kind], cell["n"] = r.get("value"), r.get("n")
+    targets_all = sorted({t for d in pairs.values() for t in d}, key=_target_order)
+    validation_tables = []
+    for title, cols in (("corruption robustness (ACC*/ACC_clean; overall and per severity)",
+                         [t for t in targets_all if t.startswith("corruption")]),
+                        ("adversarial robustness (relative robust accuracy per attack and eps)",
+                         [t for t in targets_all if not t.startswith("corruption")])):
+        if not cols:
+            continue
+        vrows = [{"indicator": ind,
+                  "n": max((c.get("n") or 0) for c in pairs[ind].values()),
+                  "cells": [pairs[ind].get(c, {}) for c in cols]}
+                 for ind in INDICATORS if ind in pairs]
+        validation_tables.append({"title": title, "columns": cols, "rows": vrows})
+    val = zoo.get("validation") or {}
+    return {"models": table, "validation": validation_tables,
+            "validation_note": (val.get("details") or {}).get("not_applicable")}

@@ -1,0 +1,107 @@
+"""Penultimate features of trained models, and reference models cached on disk.
+
+A classifier exposes its feature space with ``has_features = True`` and ``features(X)`` (the
+penultimate, pre-logit representation; see docs/plugin-hooks.md). Models without one (the RBF
+SVM) make feature-space scores "not applicable": :func:`feature_support` says why.
+
+A *reference model* is one model trained on a fixed (train, validation) split. Torch models
+(:class:`robench.train.TorchClassifier`) are cached by content key: their weights and training
+log go to ``<cache>/reference-models/<key>.npz``, so a rerun (e.g. after a protocol change that
+keeps the split and the training budget) rebuilds the trained model without training it.
+Features are cached the same way, keyed by the model's key and the rows they were computed on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import numpy as np
+
+from robench.cache import cached_arrays, content_key
+
+#: Rows per call of a non-torch model's ``features`` (torch models batch themselves).
+FEATURE_BATCH = 1024
+_STATE = "state::"
+
+
+def feature_support(classifier) -> Optional[str]:
+    """Return why ``classifier`` has no feature space, or None if it has one."""
+    if not getattr(classifier, "has_features", False) or not callable(
+            getattr(classifier, "features", None)):
+        return (f"{type(classifier).__name__} has no learned feature space "
+                "(has_features is False), so feature-space clusterability does not apply")
+    return None
+
+
+def features(classifier, X: np.ndarray, *, key: Optional[str] = None) -> np.ndarray:
+    """Return the penultimate features of rows ``X`` (float32), batched; cached if ``key``."""
+    reason = feature_support(classifier)
+    if reason:
+        raise ValueError(reason)
+
+    def compute():
+        if _is_torch(classifier):
+            Z = classifier.features(X)
+        else:
+            parts = [np.asarray(classifier.features(X[s:s + FEATURE_BATCH]))
+                     for s in range(0, max(len(X), 1), FEATURE_BATCH)]
+            Z = np.concatenate(parts) if parts else np.zeros((0, 0))
+        return {"Z": np.asarray(Z, dtype=np.float32).reshape(len(X), -1)}
+
+    if key is None:
+        return compute()["Z"]
+    arrays, _ = cached_arrays("features", key, compute)
+    return arrays["Z"]
+
+
+def features_key(model_key: str, X: np.ndarray) -> str:
+    """Return the cache key of a model's features on rows ``X``."""
+    import hashlib
+
+    digest = hashlib.sha256(np.ascontiguousarray(X, dtype=np.float32).tobytes()).hexdigest()[:20]
+    return content_key("features", model_key, list(X.shape), digest)
+
+
+def _is_torch(classifier) -> bool:
+    try:
+        from robench.train import TorchClassifier
+    except ImportError:  # pragma: no cover - torch missing
+        return False
+    return isinstance(classifier, TorchClassifier)
+
+
+_META_ATTRS = ("history_", "n_epochs_", "best_epoch_", "train_accuracy_", "val_accuracy_")
+
+
+def train_reference(classifier, X, y, X_val, y_val, *, key: Optional[str] = None) -> tuple:
+    """Fit ``classifier`` on (X, y) with validation (X_val, y_val); return (classifier, hit).
+
+    A torch classifier's trained weights and training log are cached under ``key``; on a hit the
+    module is rebuilt (seeded as in ``fit``) and the weights loaded instead of training.
+    Other classifiers are always fitted.
+    """
+    if key is None or not _is_torch(classifier):
+        return classifier.fit(X, y, X_val, y_val), False
+    import torch
+
+    def compute():
+        classifier.fit(X, y, X_val, y_val)
+        arrays = {f"{_STATE}{k}": v.detach().cpu().contiguous().numpy()
+                  for k, v in classifier.module_.state_dict().items()}
+        meta = {a: getattr(classifier, a, None) for a in _META_ATTRS}
+        arrays["meta"] = np.array(json.dumps(meta))
+        return arrays
+
+    arrays, hit = cached_arrays("reference-models", key, compute)
+    if hit:
+        torch.manual_seed(classifier.seed)
+        module = classifier.build_module()
+        state = {k[len(_STATE):]: torch.from_numpy(np.array(v)) for k, v in arrays.items()
+                 if k.startswith(_STATE)}
+        module.load_state_dict(state)
+        module.eval()
+        classifier.module_ = module
+        for attr, value in json.loads(str(arrays["meta"])).items():
+            setattr(classifier, attr, value)
+    return classifier, hit

@@ -1,0 +1,467 @@
+"""Feature-space clusterability (Ho et al., AAAI 2022): reference models, features, clusterings,
+corruption and adversarial robustness.
+
+One trial = one reference model of one (dataset, model) and everything computed from it:
+
+1. split: the source-aware protocol's stratified random split of repeat 0 (same seed, same
+   test fraction; validation carved from the training part), so the test split is never used
+   for training or early stopping;
+2. train the model (seeded; torch weights cached on disk by content key) and measure
+   Model_ACC on the clean test split;
+3. penultimate features of the test split (and of a stratified subsample of the training
+   split for the multicut's join model), cached by content key;
+4. k-means with K = number of classes on all test features (the ``kmeans`` clusterer);
+   minimum-cost multicut on the kNN graph of (at most ``multicut_cap``) test features with
+   costs learned on training features (:mod:`robench.multicut`); both stored as contingency
+   tables (cluster x class counts), from which cluster accuracy and purity are computed;
+5. the class-overlap baseline Delta on (at most ``overlap_cap``) test features (eq. 9);
+6. image data sets: accuracy on every registered corruption at 5 severities of a stratified
+   test subsample (``corruption_cap``; the corrupted images are cached and shared by every
+   model), and relative robust accuracy under FGSM, PGD and DeepFool over an ε grid on a
+   stratified test subsample (``attack_cap``; torch models only).
+
+A model without a feature space (``has_features`` False) is not trained: the trial records
+why the scores do not apply. Besides the metric's own model, every data set's *zoo* (profile
+knob ``clusterability.zoo``, see :mod:`robench.zoo`) is planned too, so that the indicators can
+be validated across models (R^2, Kendall tau) by the metric's aggregate.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import numpy as np
+
+from robench.cache import content_key
+from robench.protocols.base import Combo, derived_seed, trial_key
+from robench.splitters import KIND_CODES, partition_rng, test_mask, validation_split
+
+NAME = "clusterability"
+VERSION = "1"
+KIND = "reference"
+
+#: Knobs used when the profile names none (see robench/config.py PROFILES["..."]["clusterability"]).
+DEFAULTS = {
+    "zoo": [],
+    "corruptions": None,  # names of registered corruptions to use; None = every applicable one
+    "corruption_cap": 150,
+    "attack_cap": 200,
+    "multicut_cap": 500,
+    "overlap_cap": 500,
+    "join_train_cap": 1000,
+    "severities": [1, 2, 3, 4, 5],
+    "epsilons": [0.01, 0.03, 0.1, 0.2],
+    "attacks": ["fgsm", "pgd", "deepfool"],
+    "pgd_steps": 10,
+    "deepfool_iter": 30,
+    "deepfool_grads": 3,  # DeepFool linearises towards the top-3 classes (ART nb_grads)
+    "knn": 10,
+    "bias": 0.0,
+    "solver": "gaec",
+    "kmeans_n_init": 4,
+}
+
+
+def settings(cfg) -> dict:
+    """Return the protocol's knobs: DEFAULTS updated by the run's ``clusterability`` dict."""
+    knobs = {**DEFAULTS, **(getattr(cfg, "clusterability", None) or {})}
+    knobs["zoo"] = list(dict.fromkeys(knobs.get("zoo") or []))
+    return knobs
+
+
+# --- planning --------------------------------------------------------------------------------
+
+
+def _member(registry, name: str):
+    """Return ("registered", ModelSpec) or ("zoo", ZooMember) for a zoo name."""
+    from robench.zoo import ZOO
+
+    if name in registry.names("models"):
+        return "registered", registry.get("models", name)
+    if name in ZOO:
+        return "zoo", ZOO[name]
+    raise ValueError(f"unknown zoo member '{name}': neither a registered model nor one of "
+                     f"{', '.join(sorted(ZOO))}")
+
+
+def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
+    """Return the spec of the reference trial of one (dataset, model or zoo member)."""
+    from robench.zoo import ZOO_VERSION
+
+    knobs = settings(cfg)
+    source, _ = _member(registry, model_name)
+    corruptions = {}
+    if dataset_spec.is_image:
+        wanted = knobs.get("corruptions")
+        chosen = ([registry.get("corruptions", n) for n in wanted] if wanted is not None
+                  else registry.all("corruptions"))
+        corruptions = {c.name: registry.component_version("corruptions", c.name)
+                       for c in chosen if c.not_applicable(dataset_spec) is None}
+    analysis = {k: knobs[k] for k in DEFAULTS if k not in ("zoo", "corruptions")}
+    analysis["corruptions"] = sorted(corruptions)
+    spec = {
+        "protocol": NAME,
+        "dataset": dataset_spec.name,
+        "model": model_name,
+        "clusterer": "",
+        "kind": KIND,
+        "repeat": 0,
+        "seed": cfg.seed,
+        "params": {
+            "test_size": cfg.test_size,
+            "val_fraction": cfg.val_fraction,
+            "train": cfg.train,
+            "zoo_member": source == "zoo",
+            "analysis": analysis,
+        },
+        "versions": {
+            "protocol": VERSION,
+            "dataset": registry.component_version("datasets", dataset_spec.name),
+            "model": (registry.component_version("models", model_name)
+                      if source == "registered" else f"zoo/{ZOO_VERSION}"),
+            "kmeans": registry.component_version("clusterers", "kmeans"),
+            "corruptions": corruptions,
+        },
+    }
+    spec["key"] = trial_key(spec)
+    return spec
+
+
+def zoo_names(dataset_spec, cfg, registry) -> list:
+    """Return the zoo members that apply to the data set (image data sets only)."""
+    if not dataset_spec.is_image:
+        return []
+    names = []
+    for name in settings(cfg)["zoo"]:
+        source, member = _member(registry, name)
+        if source == "registered" and member.not_applicable(dataset_spec):
+            continue
+        names.append(name)
+    return names
+
+
+def plan(combo: Combo, cfg, registry) -> list:
+    """Return the combination's reference trial, then its data set's zoo trials.
+
+    Every spec also carries the data set's zoo (``spec["zoo"]``, added after the key is
+    computed: which models are validated together does not change what a trial computes), so
+    the metric's aggregate validates exactly the zoo, whichever model's group it runs for.
+    """
+    zoo = zoo_names(combo.dataset, cfg, registry)
+    specs = [trial_spec(combo.dataset, combo.model.name, cfg, registry)]
+    for name in zoo:
+        if name != combo.model.name:
+            specs.append(trial_spec(combo.dataset, name, cfg, registry))
+    for spec in specs:
+        spec["zoo"] = list(zoo)
+    return specs
+
+
+# --- the trial ---------------------------------------------------------------------------------
+
+
+def reference_split(y, *, seed: int, test_size: float, val_fraction: float) -> tuple:
+    """Return (fit, val, test) indices: the source-aware random split of repeat 0."""
+    mask = test_mask("random", y, None, seed=seed, repeat=0, test_size=test_size)
+    fit, val = validation_split(np.flatnonzero(~mask), y, val_fraction,
+                                partition_rng(seed, 0, "random", 1))
+    return fit, val, np.flatnonzero(mask)
+
+
+def _build(spec, registry, ctx):
+    from robench.zoo import ZOO
+
+    if spec["params"].get("zoo_member"):
+        return ZOO[spec["model"]].build(ctx)
+    return registry.get("models", spec["model"]).build(ctx)
+
+
+def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Return the (clusters x classes) count matrix of cluster labels against classes."""
+    labels = np.asarray(labels, dtype=np.int64)
+    _, labels = np.unique(labels, return_inverse=True)
+    m = int(labels.max()) + 1 if labels.size else 0
+    table = np.zeros((m, n_classes), dtype=np.int64)
+    np.add.at(table, (labels.ravel(), np.asarray(y, dtype=np.int64)), 1)
+    return table
+
+
+def run(spec: dict, env) -> dict:
+    """Run one reference trial (see the module docstring)."""
+    from robench.features import feature_support, features, features_key, train_reference
+    from robench.multicut import multicut_supervised, stratified_subsample
+    from robench.specs import ModelContext
+
+    t0 = time.perf_counter()
+    timings = {}
+    dataset = env.dataset(spec["dataset"])
+    params, knobs = spec["params"], spec["params"]["analysis"]
+    seed = int(spec["seed"])
+    X, y = dataset.X, dataset.y
+    fit, val, test = reference_split(y, seed=seed, test_size=params["test_size"],
+                                     val_fraction=params["val_fraction"])
+    train_seed = derived_seed(seed, 0, KIND_CODES["random"])
+    ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, train_seed,
+                       dict(params["train"]))
+    clf = _build(spec, env.registry, ctx)
+    base = {"n_train": int(len(fit)), "n_val": int(len(val)), "n_test": int(len(test)),
+            "worker": f"{socket.gethostname()}:{os.getpid()}"}
+    reason = feature_support(clf)
+    if reason:
+        return {**base, "accuracy": None, "not_applicable": reason,
+                "extra": {"not_applicable": reason}, "seconds": time.perf_counter() - t0}
+
+    model_key = content_key("reference-model", dataset.fingerprint(), spec["model"],
+                            spec["versions"]["model"], params["train"], params["test_size"],
+                            params["val_fraction"], seed)
+    clf, hit = train_reference(clf, X[fit], y[fit], X[val], y[val], key=model_key)
+    timings["train"] = time.perf_counter() - t0
+    pred = np.asarray(clf.predict(X[test]))
+    model_acc = float((pred == y[test]).mean())
+
+    t = time.perf_counter()
+    Z_test = features(clf, X[test], key=features_key(model_key, X[test]))
+    join_idx = fit[stratified_subsample(y[fit], knobs["join_train_cap"], seed)]
+    Z_train = features(clf, X[join_idx], key=features_key(model_key, X[join_idx]))
+    timings["features"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    km = env.registry.get("clusterers", "kmeans")
+    km_labels = km.fit_predict(Z_test, dataset.n_classes, seed=seed)
+    timings["kmeans"] = time.perf_counter() - t
+    t = time.perf_counter()
+    mc_sub = stratified_subsample(y[test], knobs["multicut_cap"], seed)
+    try:
+        mc_labels, mc_info = multicut_supervised(
+            Z_test[mc_sub], Z_train, y[join_idx], knn=int(knobs["knn"]),
+            bias=float(knobs["bias"]), solver=knobs["solver"], seed=seed)
+        mc_table = contingency(mc_labels, y[test][mc_sub], dataset.n_classes).tolist()
+    except ValueError as exc:
+        mc_info, mc_table = {"error": str(exc)}, None
+    timings["multicut"] = time.perf_counter() - t
+    ov_sub = stratified_subsample(y[test], knobs["overlap_cap"], seed)
+    overlap = class_overlap(Z_test[ov_sub], y[test][ov_sub])
+
+    extra = {
+        "model_acc": model_acc,
+        "n_test": int(len(test)),
+        "feature_dim": int(Z_test.shape[1]),
+        "model_cache_hit": bool(hit),
+        "kmeans": {"k": dataset.n_classes,
+                   "contingency": contingency(km_labels, y[test], dataset.n_classes).tolist()},
+        "multicut": {**mc_info, "n": int(len(mc_sub)), "contingency": mc_table},
+        "overlap": overlap,
+    }
+
+    if dataset.image_shape is None:
+        reason = f"data set '{dataset.name}' is not an image data set"
+        extra["corruptions"] = {"not_applicable": reason}
+        extra["adversarial"] = {"not_applicable": reason}
+    else:
+        t = time.perf_counter()
+        extra["corruptions"] = _corruption_accuracies(clf, dataset, test, spec, env, knobs)
+        timings["corruptions"] = time.perf_counter() - t
+        t = time.perf_counter()
+        extra["adversarial"] = _adversarial(clf, dataset, test, knobs, seed)
+        timings["adversarial"] = time.perf_counter() - t
+    extra["timings"] = timings
+    return {
+        **base,
+        "accuracy": model_acc,
+        "train_accuracy": _maybe_float(getattr(clf, "train_accuracy_", None)),
+        "val_accuracy": _maybe_float(getattr(clf, "val_accuracy_", None)),
+        "epochs": int(getattr(clf, "n_epochs_", 0) or 0),
+        "best_epoch": int(getattr(clf, "best_epoch_", 0) or 0),
+        "history": list(getattr(clf, "history_", []) or []),
+        "not_applicable": None,
+        "extra": extra,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def _maybe_float(v):
+    return None if v is None else float(v)
+
+
+def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
+    """Return clean and corrupted accuracy of ``clf`` on the corruption subsample."""
+    from robench.corruptions import corrupted_sets, index_hash
+    from robench.multicut import stratified_subsample
+
+    seed = int(spec["seed"])
+    idx = test[stratified_subsample(dataset.y[test], knobs["corruption_cap"], seed)]
+    shape = (len(idx),) + tuple(dataset.image_shape)
+    images = dataset.X[idx].reshape(shape)
+    y = dataset.y[idx]
+    specs = [env.registry.get("corruptions", n) for n in knobs["corruptions"]]
+    sets = corrupted_sets(images, specs, knobs["severities"], seed,
+                          fingerprint=dataset.fingerprint(), idx_key=index_hash(idx))
+    clean = float((np.asarray(clf.predict(dataset.X[idx])) == y).mean())
+    acc = {}
+    for sp in specs:
+        acc[sp.name] = [float((np.asarray(clf.predict(sets[(sp.name, s)].reshape(len(idx), -1)))
+                               == y).mean()) for s in knobs["severities"]]
+    return {"n": int(len(idx)), "clean": clean, "severities": list(knobs["severities"]),
+            "accuracy": acc, "imagenet_c": {sp.name: bool(sp.imagenet_c) for sp in specs}}
+
+
+def _adversarial(clf, dataset, test, knobs, seed) -> dict:
+    """Return robust accuracies under the attacks (torch models only)."""
+    from robench.attacks import robust_accuracies
+    from robench.multicut import stratified_subsample
+
+    module = getattr(clf, "module_", None)
+    if module is None:
+        return {"not_applicable": f"{type(clf).__name__} is not a torch model (no gradients)"}
+    idx = test[stratified_subsample(dataset.y[test], knobs["attack_cap"], seed)]
+    res = robust_accuracies(module, dataset.X[idx], dataset.y[idx], dataset.n_classes,
+                            knobs["epsilons"], attacks=knobs["attacks"],
+                            pgd_steps=int(knobs["pgd_steps"]),
+                            deepfool_iter=int(knobs["deepfool_iter"]),
+                            deepfool_grads=int(knobs.get("deepfool_grads", 10)))
+    res["n"] = int(len(idx))
+    res["epsilons"] = list(knobs["epsilons"])
+    return res
+
+
+# --- the science: pure functions ---------------------------------------------------------------
+
+
+def cluster_accuracy(table) -> float:
+    """Return cluster accuracy from a (clusters x classes) contingency table (Hungarian).
+
+    Each class is matched to at most one cluster and each cluster to at most one class so that
+    the matched counts are maximal (scipy's linear_sum_assignment); unmatched clusters count as
+    errors (the paper's Figure 3: the extra cluster is a false positive).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    table = np.asarray(table, dtype=np.int64)
+    n = table.sum()
+    if n == 0:
+        return float("nan")
+    rows, cols = linear_sum_assignment(table, maximize=True)
+    return float(table[rows, cols].sum() / n)
+
+
+def purity(table) -> float:
+    """Return purity (eq. 5): (1/N) sum over clusters of the count of its majority class."""
+    table = np.asarray(table, dtype=np.int64)
+    n = table.sum()
+    return float(table.max(axis=1).sum() / n) if n else float("nan")
+
+
+def class_overlap(Z: np.ndarray, y: np.ndarray) -> dict:
+    """Return Delta = (mu_intra + sigma_intra) - (mu_inter + sigma_inter) (eq. 9).
+
+    Distances are the squared Euclidean distances of eq. 4 over all pairs of distinct rows;
+    intra = both rows of one class, inter = of different classes. ``delta_normalized`` divides
+    Delta by mu_inter + sigma_inter (Delta itself depends on the scale of the feature space).
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y)
+    sq = (Z ** 2).sum(1)
+    D = np.maximum(sq[:, None] + sq[None, :] - 2 * Z @ Z.T, 0.0)
+    iu = np.triu_indices(len(y), k=1)
+    d = D[iu]
+    same = y[iu[0]] == y[iu[1]]
+    if not same.any() or same.all():
+        return {"delta": None, "delta_normalized": None}
+    intra, inter = d[same], d[~same]
+    mi, si, me, se = intra.mean(), intra.std(), inter.mean(), inter.std()
+    delta = (mi + si) - (me + se)
+    return {"delta": float(delta), "delta_normalized": float(delta / (me + se)) if me + se else None,
+            "mu_intra": float(mi), "sigma_intra": float(si), "mu_inter": float(me),
+            "sigma_inter": float(se), "n": int(len(y))}
+
+
+def indicators(extra: dict) -> dict:
+    """Return the paper's indicators (eq. 8, 10, 9) from a trial's ``extra`` dict.
+
+    p_acc_X = C_ACC^X / Model_ACC and p_purity_X = C_purity^X / Model_ACC for X in kmeans,
+    multicut; the combined forms multiply the two clusterers' scores over Model_ACC (eq. 10).
+    """
+    model_acc = extra.get("model_acc")
+    out = {"model_acc": model_acc}
+    for name in ("kmeans", "multicut"):
+        table = (extra.get(name) or {}).get("contingency")
+        out[f"c_acc_{name}"] = cluster_accuracy(table) if table else None
+        out[f"c_purity_{name}"] = purity(table) if table else None
+        out[f"n_clusters_{name}"] = len(table) if table else None
+
+    def ratio(num):
+        return num / model_acc if num is not None and model_acc else None
+
+    for name in ("kmeans", "multicut"):
+        out[f"p_acc_{name}"] = ratio(out[f"c_acc_{name}"])
+        out[f"p_purity_{name}"] = ratio(out[f"c_purity_{name}"])
+    both = all(out[f"c_acc_{n}"] is not None for n in ("kmeans", "multicut"))
+    out["p_acc_combined"] = ratio(out["c_acc_kmeans"] * out["c_acc_multicut"]) if both else None
+    out["p_purity_combined"] = (ratio(out["c_purity_kmeans"] * out["c_purity_multicut"])
+                                if both else None)
+    out["delta"] = (extra.get("overlap") or {}).get("delta")
+    return out
+
+
+def corruption_robustness(corr: dict) -> dict:
+    """Return robustness (eq. 6-7) from a trial's corruption accuracies.
+
+    ``acc_all`` is ACC*_all (eq. 7: mean over corruptions of the mean over severities);
+    ``robustness`` = ACC*_all / ACC_clean, ``per_severity[s]`` = mean over corruptions of
+    ACC*_{s,c} / ACC_clean, ``per_corruption[c][s]`` = ACC*_{s,c} / ACC_clean (eq. 6). ACC_clean is
+    the clean accuracy of the same images. ``imagenet_c`` restricts the mean to the 15 test
+    corruptions (the 4 extra left out) for comparison.
+    """
+    if not corr or corr.get("not_applicable") or not corr.get("accuracy"):
+        return {}
+    clean = corr["clean"]
+    acc = corr["accuracy"]
+    sev = corr["severities"]
+    mat = np.array([acc[c] for c in sorted(acc)], dtype=np.float64)  # corruptions x severities
+    acc_all = float(mat.mean())
+    c_names = sorted(acc)
+    ic = [i for i, c in enumerate(c_names) if (corr.get("imagenet_c") or {}).get(c, True)]
+    if not clean:  # nothing right on clean images: a ratio is undefined
+        return {"acc_all": acc_all, "clean": clean, "robustness": None, "per_severity": {},
+                "n": corr.get("n"), "undefined": "clean accuracy is 0"}
+    return {
+        "clean": clean,
+        "acc_all": acc_all,
+        "robustness": acc_all / clean,
+        "robustness_imagenet_c": float(mat[ic].mean()) / clean if ic else None,
+        "per_severity": {str(s): float(mat[:, j].mean()) / clean for j, s in enumerate(sev)},
+        "acc_per_severity": {str(s): float(mat[:, j].mean()) for j, s in enumerate(sev)},
+        "per_corruption": {c: [float(v) / clean for v in acc[c]] for c in c_names},
+        "n": corr.get("n"),
+    }
+
+
+def adversarial_robustness(adv: dict) -> dict:
+    """Return {attack: {eps: robust accuracy / clean accuracy}} (relative robust accuracy)."""
+    if not adv or adv.get("not_applicable") or not adv.get("clean"):
+        return {}
+    clean = adv["clean"]
+    return {a: {e: v / clean for e, v in adv[a].items()}
+            for a in ("fgsm", "pgd", "deepfool") if isinstance(adv.get(a), dict)}
+
+
+def r_squared(x, y) -> float:
+    """Return the coefficient of determination of the least-squares line of y on x (= r^2)."""
+    from scipy.stats import linregress
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(linregress(x, y).rvalue ** 2)
+
+
+def kendall_tau(x, y) -> float:
+    """Return Kendall's tau-b between x and y (scipy.stats.kendalltau)."""
+    from scipy.stats import kendalltau
+
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(kendalltau(x, y).statistic)

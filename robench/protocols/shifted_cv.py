@@ -1,0 +1,462 @@
+"""Shifted K-fold cross-validation (Sun et al., VAE-VGMM; Algorithms 1 and 2) vs random K-fold.
+
+Sub-domains are the run's clusterer's sources with k = K folds (``-c vae-vgmm`` is the paper's
+VAE + variational GMM; ``kmeans`` is a cheap stand-in). Per repeat r (Algorithm 2):
+
+* merge: per class, its K sub-domains are assigned to folds 0..K-1, in their cluster order when
+  ``repeats`` is 1 and in a seeded random order per (repeat, class) when ``repeats`` > 1; fold k
+  is the union over classes of the sub-domains assigned to it. Every class is in every fold and
+  a sub-domain is never split. A class with more than K sub-domains (only the ``oracle``, which
+  returns a data set's true sources) gets sub-domain j in fold j mod K; fewer than K is an error.
+* random: stratified K-fold (scikit-learn ``StratifiedKFold``, shuffled, seeded per repeat).
+
+Each fold is the test set once. The other folds are split at random, stratified by class, into
+train and validation (``val_fraction``, 20% as in the paper); the model is trained on train and
+early-stops / selects its epoch on validation only. The test fold is read after every epoch by
+an observer callback (``TorchClassifier.epoch_callback``) for the paper's learning curves, and
+once after training for the reported test accuracy; it never influences training.
+
+One more trial per (dataset, clusterer), kind ``wasserstein`` with model ``""``: pairwise
+Wasserstein-1 distances between the K folds in a common latent space (a VAE trained on all
+classes, :mod:`robench.vae`), for the shifted folds and for the random folds (exact earth
+mover's distance with POT, Euclidean ground cost, uniform weights; a fold is subsampled to
+``max_points`` points at random when larger; a distance is reported only if POT's network
+simplex converged, with ``numItermax`` raised tenfold up to 10^8 until it does).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import warnings
+
+import numpy as np
+
+from robench.protocols.base import Combo, accuracy_per_class, derived_seed, trial_key
+from robench.sources import find_sources, sources_key
+from robench.splitters import validation_split
+
+NAME = "shifted-cv"
+VERSION = "1"
+KINDS = ("shifted", "random")
+WASSERSTEIN = "wasserstein"
+#: Random-stream codes of this protocol's partitions (apart from the splitters' 1-3).
+KIND_CODES = {"shifted": 11, "random": 12, WASSERSTEIN: 13}
+#: POT's network simplex: first and last iteration budgets tried (raised tenfold in between).
+NUM_ITERMAX = 1_000_000
+MAX_NUM_ITERMAX = 100_000_000
+
+
+# --- planning --------------------------------------------------------------------------------
+
+
+def settings(cfg) -> dict:
+    """Return the shifted-cv settings of a run configuration (profile knobs, validated).
+
+    ``repeats`` is the profile's ``shifted_cv.repeats`` capped by ``cfg.repeats`` (so
+    ``--repeats 1`` shrinks it too); the training budget is ``cfg.train`` updated with
+    ``shifted_cv.train``.
+    """
+    knobs = dict(getattr(cfg, "shifted_cv", None) or {})
+    folds = int(knobs.get("folds", 5))
+    if folds < 2:
+        raise ValueError(f"shifted-cv needs at least 2 folds, got {folds}")
+    repeats = max(1, min(int(knobs.get("repeats", 1)), int(cfg.repeats)))
+    val_fraction = float(knobs.get("val_fraction", 0.2))
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"shifted-cv val_fraction must be in (0, 1), got {val_fraction}")
+    return {
+        "folds": folds,
+        "repeats": repeats,
+        "val_fraction": val_fraction,
+        "train": {**(cfg.train or {}), **(knobs.get("train") or {})},
+        "vae_epochs": int(knobs.get("vae_epochs", 20)),
+        "latent_dim": int(knobs.get("latent_dim", 62)),
+        "max_points": int(knobs.get("max_points", 2000)),
+        "vae_max_train": (None if knobs.get("vae_max_train") is None
+                          else int(knobs["vae_max_train"])),
+    }
+
+
+def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int, fold: int) -> dict:
+    """Return one fold trial's spec; random-CV trials carry no clusterer (shared by all)."""
+    s = settings(cfg)
+    shifted = kind == "shifted"
+    versions = {
+        "protocol": VERSION,
+        "dataset": registry.component_version("datasets", combo.dataset.name),
+        "model": registry.component_version("models", combo.model.name),
+    }
+    if shifted:
+        versions["clusterer"] = registry.component_version("clusterers", combo.clusterer.name)
+    spec = {
+        "protocol": NAME,
+        "dataset": combo.dataset.name,
+        "model": combo.model.name,
+        "clusterer": combo.clusterer.name if shifted else "",
+        "kind": kind,
+        "repeat": int(repeat),
+        "seed": cfg.seed,
+        "params": {"folds": s["folds"], "fold": int(fold), "n_repeats": s["repeats"],
+                   "val_fraction": s["val_fraction"], "train": s["train"]},
+        "versions": versions,
+    }
+    spec["key"] = trial_key(spec)
+    return spec
+
+
+def wasserstein_spec(combo: Combo, cfg, registry) -> dict:
+    """Return the spec of the (dataset, clusterer)'s fold-distance trial (no model)."""
+    s = settings(cfg)
+    spec = {
+        "protocol": NAME,
+        "dataset": combo.dataset.name,
+        "model": "",
+        "clusterer": combo.clusterer.name,
+        "kind": WASSERSTEIN,
+        "repeat": 0,
+        "seed": cfg.seed,
+        "params": {"folds": s["folds"], "n_repeats": s["repeats"], "vae_epochs": s["vae_epochs"],
+                   "vae_max_train": s["vae_max_train"], "latent_dim": s["latent_dim"],
+                   "max_points": s["max_points"]},
+        "versions": {
+            "protocol": VERSION,
+            "dataset": registry.component_version("datasets", combo.dataset.name),
+            "clusterer": registry.component_version("clusterers", combo.clusterer.name),
+        },
+    }
+    spec["key"] = trial_key(spec)
+    return spec
+
+
+def plan(combo: Combo, cfg, registry) -> list:
+    """Return K x repeats shifted and random fold trials, plus the fold-distance trial."""
+    if combo.clusterer is None:
+        raise ValueError("the shifted-cv protocol needs a clusterer (metric uses_clusterer)")
+    s = settings(cfg)
+    specs = [trial_spec(combo, cfg, registry, kind, r, f)
+             for kind in KINDS for r in range(s["repeats"]) for f in range(s["folds"])]
+    specs.append(wasserstein_spec(combo, cfg, registry))
+    return specs
+
+
+def prepare(combo: Combo, cfg, registry, dataset) -> dict:
+    """Find (or load from cache) the K sub-domains per class; return a clustering row."""
+    s = settings(cfg)
+    version = registry.component_version("clusterers", combo.clusterer.name)
+    src = find_sources(dataset, combo.clusterer, version, s["folds"], cfg.seed)
+    folds = merge_folds(dataset.y, src.groups, s["folds"], repeat=0, n_repeats=s["repeats"],
+                        seed=cfg.seed)
+    return {
+        "key": sources_key(dataset.fingerprint(), combo.clusterer.name, version, s["folds"],
+                           cfg.seed),
+        "dataset": combo.dataset.name,
+        "clusterer": combo.clusterer.name,
+        "k": s["folds"],
+        "seed": int(cfg.seed),
+        "fingerprint": dataset.fingerprint(),
+        "silhouette": src.silhouette,
+        "details": {
+            "k_per_class": src.k_per_class.tolist(),
+            "fold_sizes": np.bincount(folds, minlength=s["folds"]).tolist(),
+            "clusterer_info": src.info,
+            "cache_hit": src.cache_hit,
+            "protocol": NAME,
+        },
+        "seconds": src.seconds,
+    }
+
+
+# --- folds: pure functions -------------------------------------------------------------------
+
+
+def merge_folds(y, groups, n_folds: int, *, repeat: int, n_repeats: int, seed: int) -> np.ndarray:
+    """Return the fold (0..K-1) of every sample: Algorithm 2's merge of per-class sub-domains.
+
+    ``groups`` holds a sub-domain id per sample (unique across classes, as
+    :func:`robench.sources.find_sources` returns them). With ``n_repeats`` > 1 each class's
+    sub-domains are shuffled (seeded by seed, repeat and class) before the assignment, as
+    Algorithm 2 does for every repetition; with ``n_repeats`` = 1 they keep their order.
+    """
+    y, groups = np.asarray(y), np.asarray(groups)
+    folds = np.full(y.shape[0], -1, dtype=np.int64)
+    for c in np.unique(y):
+        in_c = y == c
+        subs = np.unique(groups[in_c])
+        if subs.size < n_folds:
+            raise ValueError(
+                f"class {c} has {subs.size} sub-domain(s) but shifted-cv needs one per fold "
+                f"({n_folds}); use fewer folds or a clusterer that returns k per class"
+            )
+        if n_repeats > 1:
+            rng = np.random.default_rng([int(seed), int(repeat), KIND_CODES["shifted"], int(c)])
+            subs = rng.permutation(subs)
+        for j, s in enumerate(subs):
+            folds[in_c & (groups == s)] = j % n_folds
+    return folds
+
+
+def random_folds(y, n_folds: int, *, repeat: int, seed: int) -> np.ndarray:
+    """Return the fold of every sample under stratified, shuffled K-fold (seeded per repeat)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.asarray(y)
+    folds = np.full(y.shape[0], -1, dtype=np.int64)
+    cv = StratifiedKFold(n_splits=n_folds, shuffle=True,
+                         random_state=derived_seed(seed, repeat, KIND_CODES["random"]))
+    for f, (_, test) in enumerate(cv.split(np.zeros((y.shape[0], 1)), y)):
+        folds[test] = f
+    return folds
+
+
+def fold_partition(folds, y, fold: int, val_fraction: float, rng: np.random.Generator) -> tuple:
+    """Return (train, val, test) indices: ``fold`` is test, the rest splits into train and val."""
+    folds = np.asarray(folds)
+    test = np.flatnonzero(folds == fold)
+    rest = np.flatnonzero(folds != fold)
+    train, val = validation_split(rest, y, val_fraction, rng)
+    return train, val, test
+
+
+def sample_folds(spec: dict, dataset, registry) -> np.ndarray:
+    """Return the folds of a trial spec's kind and repeat (pure function of the spec)."""
+    p = spec["params"]
+    if spec["kind"] == "random":
+        return random_folds(dataset.y, p["folds"], repeat=spec["repeat"], seed=spec["seed"])
+    clus = registry.get("clusterers", spec["clusterer"])
+    src = find_sources(dataset, clus, spec["versions"]["clusterer"], p["folds"], spec["seed"])
+    return merge_folds(dataset.y, src.groups, p["folds"], repeat=spec["repeat"],
+                       n_repeats=p["n_repeats"], seed=spec["seed"])
+
+
+def partition(spec: dict, dataset, registry) -> tuple:
+    """Return (train, val, test) indices of a fold trial spec (pure function of the spec)."""
+    p = spec["params"]
+    folds = sample_folds(spec, dataset, registry)
+    rng = np.random.default_rng([int(spec["seed"]), int(spec["repeat"]),
+                                 KIND_CODES[spec["kind"]], int(p["fold"]), 1])
+    return fold_partition(folds, dataset.y, p["fold"], p["val_fraction"], rng)
+
+
+# --- running ---------------------------------------------------------------------------------
+
+
+def _test_curve(X_test, y_test):
+    """Return an epoch callback that records test accuracy (observes; selects nothing)."""
+    def observe(clf, epoch):
+        return {"test_accuracy": float(np.mean(np.asarray(clf.predict(X_test)) == y_test))}
+    return observe
+
+
+def run(spec: dict, env) -> dict:
+    """Run one trial: a fold (train, early-stop on validation, score on the test fold) or the
+    fold-distance computation."""
+    if spec["kind"] == WASSERSTEIN:
+        return run_wasserstein(spec, env)
+    from robench.specs import ModelContext
+
+    dataset = env.dataset(spec["dataset"])
+    train, val, test = partition(spec, dataset, env.registry)
+    X, y = dataset.X, dataset.y
+    model_spec = env.registry.get("models", spec["model"])
+    seed = derived_seed(spec["seed"], spec["repeat"], KIND_CODES[spec["kind"]],
+                        spec["params"]["fold"])
+    ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, seed,
+                       dict(spec["params"]["train"]))
+    t0 = time.perf_counter()
+    model = model_spec.build(ctx)
+    if hasattr(model, "epoch_callback"):
+        model.epoch_callback = _test_curve(X[test], y[test])
+    model.fit(X[train], y[train], X[val], y[val])
+    pred = np.asarray(model.predict(X[test]))
+    history = list(getattr(model, "history_", []) or [])
+    last = history[-1] if history else {}
+    return {
+        "accuracy": float(np.mean(pred == y[test])),
+        "per_class": accuracy_per_class(y[test], pred, dataset.n_classes),
+        "train_accuracy": _maybe_float(getattr(model, "train_accuracy_", None)),
+        "val_accuracy": _maybe_float(getattr(model, "val_accuracy_", None)),
+        "last_val_accuracy": _maybe_float(last.get("val_accuracy")),
+        "last_test_accuracy": _maybe_float(last.get("test_accuracy")),
+        "n_train": len(train),
+        "n_val": len(val),
+        "n_test": len(test),
+        "epochs": int(getattr(model, "n_epochs_", 0) or 0),
+        "best_epoch": int(getattr(model, "best_epoch_", 0) or 0),
+        "history": history,
+        "seconds": time.perf_counter() - t0,
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+    }
+
+
+def _maybe_float(v):
+    return None if v is None else float(v)
+
+
+def run_wasserstein(spec: dict, env) -> dict:
+    """Compute the K x K fold distances of the shifted and the random folds, every repeat."""
+    from robench.vae import cached_latent_means
+
+    t0 = time.perf_counter()
+    dataset = env.dataset(spec["dataset"])
+    p = spec["params"]
+    arrays, hit = cached_latent_means(dataset.X, image_shape=dataset.image_shape,
+                                      latent_dim=p["latent_dim"], epochs=p["vae_epochs"],
+                                      seed=spec["seed"], max_train=p.get("vae_max_train"))
+    latent = arrays["means"]
+    clus = env.registry.get("clusterers", spec["clusterer"])
+    src = find_sources(dataset, clus, spec["versions"]["clusterer"], p["folds"], spec["seed"])
+    repeats = []
+    for r in range(p["n_repeats"]):
+        shifted = merge_folds(dataset.y, src.groups, p["folds"], repeat=r,
+                              n_repeats=p["n_repeats"], seed=spec["seed"])
+        rand = random_folds(dataset.y, p["folds"], repeat=r, seed=spec["seed"])
+        entry = {"repeat": r}
+        for name, folds in (("shifted", shifted), ("random", rand)):
+            rng = np.random.default_rng([int(spec["seed"]), r, KIND_CODES[WASSERSTEIN],
+                                         KIND_CODES[name]])
+            entry[name] = fold_distances(latent, folds, p["folds"], max_points=p["max_points"],
+                                         rng=rng)
+        entry["ratio"] = ratio_of_offdiagonal_means(entry["shifted"]["matrix"],
+                                                    entry["random"]["matrix"])
+        repeats.append(entry)
+    ratios = [e["ratio"] for e in repeats if e["ratio"] is not None]
+    return {
+        "details": {
+            "repeats": repeats,
+            "ratio": float(np.mean(ratios)) if ratios else None,
+            "latent": {"architecture": _architecture(dataset), "latent_dim": p["latent_dim"],
+                       "vae_epochs": p["vae_epochs"], "vae_train_rows": int(arrays["n_train"]),
+                       "final_loss": float(arrays["loss"][-1]),
+                       "vae_seconds": float(arrays["seconds"]), "cache_hit": bool(hit)},
+            "ground_cost": "euclidean",
+            "max_points": p["max_points"],
+        },
+        "seconds": time.perf_counter() - t0,
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+    }
+
+
+def _architecture(dataset) -> str:
+    from robench.vae import architecture
+
+    return architecture(dataset.n_features, dataset.image_shape)
+
+
+# --- Wasserstein distances: pure functions ---------------------------------------------------
+
+
+def wasserstein1(a, b, *, num_itermax: int = NUM_ITERMAX,
+                 max_num_itermax: int = MAX_NUM_ITERMAX) -> tuple:
+    """Return (W1 between the uniform empirical measures of point clouds a and b, info).
+
+    Exact optimal transport (POT's ``emd2``) with a Euclidean ground cost. POT stops early with
+    a warning when it reaches ``numItermax`` before optimality; the budget is then raised
+    tenfold until it converges or exceeds ``max_num_itermax``, and the value is None if it never
+    converged (``info`` says what happened: ``converged``, ``num_itermax``, ``warning``).
+    """
+    import ot  # ~5 s to import: only here
+
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    M = ot.dist(a, b, metric="euclidean")
+    wa, wb = ot.unif(a.shape[0]), ot.unif(b.shape[0])
+    it = int(num_itermax)
+    while True:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # read from the log instead
+            cost, log = ot.emd2(wa, wb, M, numItermax=it, log=True)
+        converged = log.get("result_code") == 1 and not log.get("warning")
+        if converged:
+            return float(cost), {"converged": True, "num_itermax": it}
+        if it * 10 > max_num_itermax:
+            return None, {"converged": False, "num_itermax": it, "warning": log.get("warning"),
+                          "result_code": log.get("result_code")}
+        it *= 10
+
+
+def fold_distances(latent, folds, n_folds: int, *, max_points: int,
+                   rng: np.random.Generator) -> dict:
+    """Return the K x K matrix of W1 distances between folds (None where POT did not converge).
+
+    A fold larger than ``max_points`` is subsampled at random (without replacement, once, the
+    same points for every pair). The matrix is symmetric with a zero diagonal.
+    """
+    latent, folds = np.asarray(latent), np.asarray(folds)
+    clouds, sizes = [], []
+    for f in range(n_folds):
+        idx = np.flatnonzero(folds == f)
+        sizes.append(int(idx.size))
+        if idx.size > max_points:
+            idx = np.sort(rng.choice(idx, size=max_points, replace=False))
+        clouds.append(latent[idx])
+    matrix = [[0.0 if i == j else None for j in range(n_folds)] for i in range(n_folds)]
+    not_converged = []
+    max_itermax = 0
+    for i in range(n_folds):
+        for j in range(i + 1, n_folds):
+            value, info = wasserstein1(clouds[i], clouds[j])
+            matrix[i][j] = matrix[j][i] = value
+            max_itermax = max(max_itermax, info["num_itermax"])
+            if value is None:
+                not_converged.append([i, j])
+    return {"matrix": matrix, "fold_sizes": sizes,
+            "points_used": [int(c.shape[0]) for c in clouds],
+            "not_converged": not_converged, "num_itermax": max_itermax,
+            "mean_offdiagonal": mean_offdiagonal(matrix)}
+
+
+def mean_offdiagonal(matrix) -> float | None:
+    """Return the mean of the off-diagonal entries that are not None (None if there are none)."""
+    vals = [v for i, row in enumerate(matrix) for j, v in enumerate(row)
+            if i != j and v is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def ratio_of_offdiagonal_means(shifted, random) -> float | None:
+    """Return mean off-diagonal distance of the shifted folds / that of the random folds."""
+    a, b = mean_offdiagonal(shifted), mean_offdiagonal(random)
+    return None if a is None or b is None or b <= 0 else a / b
+
+
+# --- the science: summaries over fold trials -------------------------------------------------
+
+
+def summarize(trials: list, clusterer: str) -> dict:
+    """Return per kind the fold accuracies (selected epoch and last epoch) and mean curves."""
+    out = {}
+    for kind in KINDS:
+        rows = sorted((t for t in trials if t.get("status") == "ok" and t.get("kind") == kind
+                       and (kind == "random" or t.get("clusterer") == clusterer)),
+                      key=lambda t: (t["repeat"], (t.get("params") or {}).get("fold", 0)))
+        out[kind] = {
+            "test": [float(t["accuracy"]) for t in rows],
+            "val": [t["val_accuracy"] for t in rows],
+            "train": [t["train_accuracy"] for t in rows],
+            "last_test": [t.get("last_test_accuracy") for t in rows],
+            "last_val": [t.get("last_val_accuracy") for t in rows],
+            "folds": [[t["repeat"], (t.get("params") or {}).get("fold")] for t in rows],
+            "curves": mean_curves([t.get("history") or [] for t in rows]),
+        }
+    return out
+
+
+def mean_curves(histories: list) -> dict:
+    """Return per epoch the mean train, validation and test accuracy over the folds that ran it."""
+    n = max((len(h) for h in histories), default=0)
+    curves = {"epoch": list(range(1, n + 1)), "train": [], "val": [], "test": []}
+    for e in range(n):
+        for name, key in (("train", "train_accuracy"), ("val", "val_accuracy"),
+                          ("test", "test_accuracy")):
+            vals = [h[e][key] for h in histories if len(h) > e and h[e].get(key) is not None]
+            curves[name].append(float(np.mean(vals)) if vals else None)
+    return curves
+
+
+def mean_std(values) -> tuple:
+    """Return (mean, sample standard deviation) of the non-None values; None where undefined."""
+    vals = np.array([v for v in values if v is not None], dtype=float)
+    if vals.size == 0:
+        return None, None
+    return float(vals.mean()), (float(vals.std(ddof=1)) if vals.size > 1 else None)
