@@ -103,16 +103,19 @@ def _multi(name, short, kind):
 @click.option("--profile", type=click.Choice(["quick", "paper"]), default="quick",
               show_default=True, help="quick: 3 repeats, short training; paper: 100 repeats.")
 @click.option("--executor", default=None, metavar="NAME",
-              help="Where trials run: local, process (default on a multi-core machine), "
+              help="Where trials run: local, process (default on a multi-core machine), dask, "
                    "or one a plugin adds.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
               help="Worker processes (default: one per core).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Dask scheduler to connect to with --executor dask, e.g. tcp://host:8786 "
+                   "(default: a local cluster on 127.0.0.1).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, cache_dir, db_path):
+        profile, executor, jobs, scheduler, cache_dir, db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -150,10 +153,13 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     if executor is None:
         executor = "process" if ncpu > 1 and (jobs or default_jobs()) > 1 else "local"
     reg.get("executors", executor)
+    if scheduler and executor != "dask":
+        raise click.UsageError("--scheduler goes with --executor dask")
     cfg = RunConfig(
         datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
         metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
         executor=executor, jobs=jobs or default_jobs(),
+        executor_options={"scheduler": scheduler} if scheduler else {},
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
     )

@@ -50,6 +50,7 @@ class RunConfig:
     adequacy: dict = field(default_factory=dict)  # repeats, sizes of the adequacy sweep
     executor: str = "local"
     jobs: int = 1
+    executor_options: dict = field(default_factory=dict)  # e.g. {"scheduler": ADDRESS}
     explicit: dict = field(default_factory=dict)  # kind -> names the user asked for by name
 
     def __post_init__(self):

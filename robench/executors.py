@@ -9,6 +9,7 @@ one two-threaded process, and a fixed thread count keeps results identical acros
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import os
 import traceback
 from typing import Iterable, Iterator, Optional
@@ -18,26 +19,21 @@ _ENV = None  # the worker process's TrialEnv, built by _init_worker
 
 
 def _limit_threads() -> None:
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(var, str(TRIAL_THREADS))
+    """Make every trial in this process use TRIAL_THREADS threads (torch, OpenMP, BLAS).
 
-
-def _set_torch_threads() -> None:
+    torch reads ROBENCH_TORCH_THREADS when robench.train is imported, so setting it costs
+    nothing in a process that never trains a torch model; if torch is already in use here,
+    its thread count is set at once.
+    """
     import sys
 
-    if "torch" in sys.modules or _needs_torch():
-        from robench.train import set_torch_threads
-
-        set_torch_threads(TRIAL_THREADS)
-
-
-def _needs_torch() -> bool:
-    try:
-        import importlib.util
-
-        return importlib.util.find_spec("torch") is not None
-    except Exception:  # noqa: BLE001
-        return False
+    os.environ["ROBENCH_TORCH_THREADS"] = str(TRIAL_THREADS)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, str(TRIAL_THREADS))
+    if "robench.train" in sys.modules:
+        sys.modules["robench.train"].set_torch_threads(TRIAL_THREADS)
+    elif "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(TRIAL_THREADS)
 
 
 def _init_worker(recipe: dict, cache_dir: Optional[str]) -> None:
@@ -53,7 +49,6 @@ def _init_worker(recipe: dict, cache_dir: Optional[str]) -> None:
 
     if cache_dir:
         set_cache_dir(cache_dir)
-    _set_torch_threads()
     _ENV = TrialEnv(make_registry(**recipe))
 
 
@@ -111,7 +106,7 @@ class LocalExecutor(Executor):
         self.env = TrialEnv(registry)
 
     def run(self, specs):
-        _set_torch_threads()
+        _limit_threads()
         for spec in specs:
             yield execute_trial(spec, self.env)
 
@@ -201,3 +196,109 @@ class ProcessExecutor(Executor):
 
     def close(self):
         self._shutdown()
+
+
+_DASK_ENVS: dict = {}
+
+
+def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str]) -> dict:
+    """Run a trial on a Dask worker, building (once per worker process) its registry."""
+    import json
+
+    key = json.dumps([recipe, cache_dir], sort_keys=True)
+    if key not in _DASK_ENVS:
+        _init_worker(recipe, cache_dir)
+        _DASK_ENVS[key] = _ENV
+    return execute_trial(spec, _DASK_ENVS[key])
+
+
+class DaskExecutor(Executor):
+    """Run trials on a Dask distributed cluster; results stream back as they finish.
+
+    With ``scheduler`` (an address such as ``tcp://10.0.0.5:8786``, e.g. a cluster started by
+    dask-jobqueue on SLURM or by dask-kubernetes) robench connects to it; without, it starts
+    a local cluster of ``jobs`` single-threaded worker processes bound to 127.0.0.1 (never
+    probing another address). Workers need robench and the run's plugins installed; they
+    rebuild the registry from its recipe and compute anything missing from their cache.
+    """
+
+    name = "dask"
+
+    def __init__(self, registry, jobs: int = 2, scheduler: Optional[str] = None, **_):
+        if registry.recipe is None:
+            raise ValueError("the dask executor needs a registry built by make_registry()")
+        try:
+            import distributed  # noqa: F401
+        except ImportError as exc:
+            raise ValueError("the dask executor needs dask.distributed: "
+                             "pip install 'robench[dask]'") from exc
+        self.recipe = registry.recipe
+        self.jobs = max(1, int(jobs))
+        self.scheduler = scheduler
+        self._client = self._cluster = None
+
+    def _connect(self):
+        from distributed import Client, LocalCluster
+
+        if self.scheduler:
+            try:
+                self._client = Client(self.scheduler, timeout="20s")
+            except OSError as exc:
+                raise ValueError(f"could not connect to the Dask scheduler at {self.scheduler}: "
+                                 f"{exc}") from exc
+        else:
+            _limit_threads()
+            self._cluster = LocalCluster(
+                host="127.0.0.1", n_workers=self.jobs, threads_per_worker=1, processes=True,
+                dashboard_address=None, silence_logs=logging.ERROR,
+            )
+            self._client = Client(self._cluster)
+
+    def run(self, specs):
+        from distributed import as_completed
+
+        specs = list(specs)
+        if not specs:
+            return
+        self._connect()
+        futures = {self._submit(spec): spec for spec in specs}
+        suspects = []
+        try:
+            for fut in as_completed(futures):
+                spec = futures[fut]
+                try:
+                    yield fut.result()
+                except Exception as exc:  # noqa: BLE001 - recorded, never raised
+                    if type(exc).__name__ == "KilledWorker":
+                        # Every task on a dying worker is reported killed, not only the one
+                        # that killed it: retry those one at a time to find the culprit.
+                        suspects.append(spec)
+                    else:
+                        yield failed_row(spec, f"{type(exc).__name__} on the Dask cluster: {exc}")
+            for spec in suspects:
+                fut = self._submit(spec, retry=True)
+                futures[fut] = spec
+                try:
+                    yield fut.result()
+                except Exception as exc:  # noqa: BLE001
+                    yield failed_row(spec, f"{type(exc).__name__}: the Dask worker running this "
+                                     f"trial died (killed or out of memory): {exc}")
+        finally:
+            for fut in futures:
+                if not fut.done():
+                    fut.cancel()
+
+    def _submit(self, spec, retry=False):
+        from robench.cache import cache_dir
+
+        key = f"trial-{spec['key']}" + ("-retry" if retry else "")
+        return self._client.submit(execute_trial_on_worker, spec, self.recipe, str(cache_dir()),
+                                   key=key, pure=False)
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None

@@ -141,7 +141,8 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 failed.append(row)
                 emit("trial", row=row)
             runnable = [s for s in todo if s["key"] not in blocked]
-            executor = registry.get("executors", cfg.executor).create(registry, jobs=cfg.jobs)
+            executor = registry.get("executors", cfg.executor).create(
+                registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
             try:
                 for row in executor.run(runnable):
                     row["run_id"] = run_id

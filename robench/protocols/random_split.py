@@ -10,7 +10,7 @@ combination without a clusterer. They run as source-aware trials (``spec["protoc
 from __future__ import annotations
 
 from robench.protocols import source_aware
-from robench.protocols.base import Combo, trial_key
+from robench.protocols.base import Combo
 
 NAME = "random-split"
 VERSION = source_aware.VERSION
@@ -19,32 +19,7 @@ KIND = "random"
 
 def plan(combo: Combo, cfg, registry) -> list:
     """Return the R random-split specs of one (dataset, model), keyed as source-aware's."""
-    versions = {
-        "protocol": source_aware.VERSION,
-        "dataset": registry.component_version("datasets", combo.dataset.name),
-        "model": registry.component_version("models", combo.model.name),
-    }
-    specs = []
-    for r in range(cfg.repeats):
-        spec = {
-            "protocol": source_aware.NAME,
-            "dataset": combo.dataset.name,
-            "model": combo.model.name,
-            "clusterer": "",
-            "kind": KIND,
-            "repeat": r,
-            "seed": cfg.seed,
-            "params": {
-                "k": None,
-                "test_size": cfg.test_size,
-                "val_fraction": cfg.val_fraction,
-                "train": cfg.train,
-            },
-            "versions": versions,
-        }
-        spec["key"] = trial_key(spec)
-        specs.append(spec)
-    return specs
+    return [source_aware.trial_spec(combo, cfg, registry, KIND, r) for r in range(cfg.repeats)]
 
 
 #: The trials are source-aware trials; this alias lets a spec be run through this module too.

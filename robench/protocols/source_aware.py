@@ -26,37 +26,41 @@ KINDS = ("inclusive", "exclusive", "random")
 BOOTSTRAP_SAMPLES = 2000
 
 
-def plan(combo: Combo, cfg, registry) -> list:
-    """Return the trial specs of one (dataset, model, clusterer): R repeats of each kind."""
+def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int) -> dict:
+    """Return the spec of one trial; random-split trials carry no clusterer (shared by all)."""
+    source_aware = kind != "random"
     versions = {
         "protocol": VERSION,
         "dataset": registry.component_version("datasets", combo.dataset.name),
         "model": registry.component_version("models", combo.model.name),
     }
-    clus_version = registry.component_version("clusterers", combo.clusterer.name)
-    specs = []
-    for kind in KINDS:
-        source_aware = kind != "random"
-        for r in range(cfg.repeats):
-            spec = {
-                "protocol": NAME,
-                "dataset": combo.dataset.name,
-                "model": combo.model.name,
-                "clusterer": combo.clusterer.name if source_aware else "",
-                "kind": kind,
-                "repeat": r,
-                "seed": cfg.seed,
-                "params": {
-                    "k": cfg.k if source_aware else None,
-                    "test_size": cfg.test_size,
-                    "val_fraction": cfg.val_fraction,
-                    "train": cfg.train,
-                },
-                "versions": {**versions, **({"clusterer": clus_version} if source_aware else {})},
-            }
-            spec["key"] = trial_key(spec)
-            specs.append(spec)
-    return specs
+    if source_aware:
+        versions["clusterer"] = registry.component_version("clusterers", combo.clusterer.name)
+    spec = {
+        "protocol": NAME,
+        "dataset": combo.dataset.name,
+        "model": combo.model.name,
+        "clusterer": combo.clusterer.name if source_aware else "",
+        "kind": kind,
+        "repeat": repeat,
+        "seed": cfg.seed,
+        "params": {
+            "k": cfg.k if source_aware else None,
+            "test_size": cfg.test_size,
+            "val_fraction": cfg.val_fraction,
+            "train": cfg.train,
+        },
+        "versions": versions,
+    }
+    spec["key"] = trial_key(spec)
+    return spec
+
+
+def plan(combo: Combo, cfg, registry) -> list:
+    """Return the trial specs of one (dataset, model, clusterer): R repeats of each kind."""
+    if combo.clusterer is None:
+        raise ValueError("the source-aware protocol needs a clusterer (metric uses_clusterer)")
+    return [trial_spec(combo, cfg, registry, kind, r) for kind in KINDS for r in range(cfg.repeats)]
 
 
 def prepare(combo: Combo, cfg, registry, dataset) -> dict:

@@ -91,8 +91,22 @@ def register_models(register):
     register(ModelSpec("centroid", Centroid, "Nearest class centroid."))
     register(ModelSpec("spy", Spy, "Centroid that records what it was trained on."))
     register(ModelSpec("boom", Boom, "Always fails in fit."))
+    register(ModelSpec("die", lambda ctx: DieInWorker(ctx), "Kills its worker process."))
 
 
 @hookimpl
 def register_executors(register):
     register(ExecutorSpec("interrupt-after", InterruptAfter, "Raises Ctrl-C after 3 trials."))
+
+
+class DieInWorker(Centroid):
+    """Kills its own process when fitted outside the main process (a crashed worker)."""
+
+    def fit(self, X, y, X_val, y_val):
+        import multiprocessing
+        import os
+        import signal
+
+        if multiprocessing.parent_process() is not None:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().fit(X, y, X_val, y_val)
