@@ -91,14 +91,11 @@ class MaxPool2x2(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Pool ``x`` of shape (N, C, H, W) to (N, C, H // 2, W // 2)."""
-        if torch.is_grad_enabled() and x.requires_grad:
-            return nn.functional.max_pool2d(x, 2)
-        # Without autograd the argmax indices max_pool2d always computes are wasted work; on
-        # CPU they made it the slowest op of a CNN forward pass. Two strided maxima give the
-        # same values about 8x faster.
-        h, w = x.shape[-2] // 2 * 2, x.shape[-1] // 2 * 2
-        x = torch.maximum(x[..., 0:h:2, :w], x[..., 1:h:2, :w])
-        return torch.maximum(x[..., 0::2], x[..., 1::2])
+        # On CPU, max_pool2d over NCHW memory runs a scalar loop and was the slowest op of a
+        # CNN training step (about 40% of it with one thread); over channels-last memory it
+        # is vectorised. The output stays channels-last so the following convolutions skip a
+        # conversion back: training epochs ran 20-25% faster this way, evaluation as fast.
+        return nn.functional.max_pool2d(x.contiguous(memory_format=torch.channels_last), 2)
 
 
 class ConvNet(nn.Module):
@@ -160,7 +157,8 @@ class TorchClassifier:
         Called with no arguments inside :meth:`fit`, after seeding, so initial weights depend
         only on ``seed``. Returns an ``nn.Module`` whose ``forward`` maps flat float32 rows to
         logits, with a ``features`` method (penultimate activations) and a ``head`` attribute
-        (the final ``nn.Linear``).
+        (the final ``nn.Linear``). If the module has a ``penalty(n_train)`` method, its value
+        is added to every mini-batch's training loss (Bayes by Backprop: KL(q || p) / N).
     seed : int
         Seeds weight initialisation and the per-epoch shuffling.
     max_epochs : int
@@ -173,6 +171,13 @@ class TorchClassifier:
         Adam learning rate.
     weight_decay : float
         Adam weight decay.
+    epoch_callback : callable or None
+        Called as ``epoch_callback(self, epoch)`` after every epoch, once the epoch's
+        validation result is recorded; a returned dict is added to that epoch's ``history_``
+        entry (existing keys are kept). It observes and cannot steer: the stopping and
+        restored-epoch decisions read the validation result alone, and torch's global random
+        state is restored after the call. The shifted-cv protocol records per-epoch test
+        accuracy this way, for learning curves only.
 
     Attributes
     ----------
@@ -195,7 +200,8 @@ class TorchClassifier:
     has_features = True
 
     def __init__(self, build_module, *, seed: int, max_epochs: int, patience: int,
-                 batch_size: int, lr: float, weight_decay: float = 0.0):
+                 batch_size: int, lr: float, weight_decay: float = 0.0,
+                 epoch_callback=None):
         self.build_module = build_module
         self.seed = seed
         self.max_epochs = max_epochs
@@ -203,6 +209,7 @@ class TorchClassifier:
         self.batch_size = batch_size
         self.lr = lr
         self.weight_decay = weight_decay
+        self.epoch_callback = epoch_callback
 
     def __repr__(self) -> str:
         return (
@@ -229,6 +236,7 @@ class TorchClassifier:
         Xt, yt = _as_inputs(X), _as_labels(y)
         Xv, yv = _as_inputs(X_val), _as_labels(y_val)
         n = Xt.shape[0]
+        penalty = getattr(module, "penalty", None)
 
         self.module_ = module
         self.history_ = []
@@ -242,6 +250,8 @@ class TorchClassifier:
                 xb, yb = Xt[idx], yt[idx]
                 logits = module(xb)
                 loss = loss_fn(logits, yb)
+                if penalty is not None:
+                    loss = loss + penalty(n)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
@@ -255,6 +265,8 @@ class TorchClassifier:
                 "val_loss": val_loss,
                 "val_accuracy": val_acc,
             })
+            if self.epoch_callback is not None:
+                self._observe_epoch(epoch)
             # Compare accuracy first, then the negated loss, so a tie in accuracy goes to the
             # better-calibrated epoch; a full tie keeps the earlier epoch.
             key = (val_acc, -val_loss)
@@ -273,6 +285,17 @@ class TorchClassifier:
         self.val_accuracy_ = best_key[0]
         self.train_accuracy_ = self._loss_and_accuracy(Xt, yt)[1]
         return self
+
+    def _observe_epoch(self, epoch: int) -> None:
+        """Run ``epoch_callback`` without letting it touch training's random stream."""
+        rng = torch.get_rng_state()
+        try:
+            extra = self.epoch_callback(self, epoch)
+        finally:
+            torch.set_rng_state(rng)
+        if extra:
+            entry = self.history_[-1]
+            entry.update({k: v for k, v in dict(extra).items() if k not in entry})
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "module_"):

@@ -130,6 +130,17 @@ def test_same_seed_same_predictions_different_seed_different_weights():
     assert not torch.equal(wa, wc)
 
 
+def test_cnn_same_seed_same_predictions():
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 64), dtype=np.float32)
+    y = np.arange(60) % 3
+    ctx = ModelContext(n_features=64, n_classes=3, image_shape=(1, 8, 8), seed=3,
+                       train={"max_epochs": 2, "patience": 2, "batch_size": 16})
+    a, b = (_specs()["cnn-3"].build(ctx).fit(X[:45], y[:45], X[45:], y[45:]) for _ in range(2))
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    np.testing.assert_array_equal(a.features(X), b.features(X))
+
+
 @pytest.mark.parametrize("name", ["cnn-1", "cnn-2", "cnn-3"])
 @pytest.mark.parametrize("image_shape", [(1, 8, 8), (1, 16, 16), (1, 28, 28), (3, 16, 16)])
 def test_cnn_shapes(name, image_shape):
@@ -222,13 +233,20 @@ def test_set_torch_threads():
 
 
 @pytest.mark.parametrize("size", [(8, 8), (7, 7), (14, 9)])
-def test_maxpool_fast_path_equals_max_pool2d(size):
+def test_maxpool2x2_equals_max_pool2d_values_and_gradients(size):
+    torch.manual_seed(0)
     x = torch.randn(3, 4, *size)
-    expected = torch.nn.functional.max_pool2d(x, 2)
-    with torch.no_grad():
-        assert torch.equal(MaxPool2x2()(x), expected)
+    x[:, :, :4, :4] = 0.5  # tied windows, as a constant image background produces
+    grad_out = torch.randn(3, 4, size[0] // 2, size[1] // 2)
+    ours, ref = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out = MaxPool2x2()(ours)
+    expected = torch.nn.functional.max_pool2d(ref, 2)
+    assert torch.equal(out, expected)
+    out.backward(grad_out)
+    expected.backward(grad_out)
+    assert torch.equal(ours.grad, ref.grad)
     with torch.inference_mode():
-        assert torch.equal(MaxPool2x2()(x), expected)
+        assert torch.equal(MaxPool2x2()(x), torch.nn.functional.max_pool2d(x, 2))
 
 
 def test_convnet_matches_conv_relu_maxpool_reference():
@@ -241,14 +259,13 @@ def test_convnet_matches_conv_relu_maxpool_reference():
         conv2, torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Flatten(), fc, torch.nn.ReLU(), net.head)
     x = torch.rand(6, 256)
-    # Training path: same logits and same gradients as the textbook block order.
+    # Same gradients as the textbook block order (ReLU before pooling, NCHW memory).
     net(x).square().sum().backward()
     grads = [p.grad.clone() for p in net.parameters()]
     net.zero_grad()
     reference(x.view(6, 1, 16, 16)).square().sum().backward()
     for g, p in zip(grads, net.parameters()):
         torch.testing.assert_close(g, p.grad)
-    # Inference path (strided-maximum pooling): same logits.
     with torch.inference_mode():
         torch.testing.assert_close(net(x), reference(x.view(6, 1, 16, 16)))
 

