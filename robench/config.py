@@ -12,7 +12,7 @@ PROFILES = {
     "quick": {
         "repeats": 3,
         "k": 5,
-        "train": {"max_epochs": 8, "patience": 2, "batch_size": 128, "lr": 1e-3},
+        "train": {"max_epochs": 4, "patience": 2, "batch_size": 64, "lr": 2e-3},
         # the adequacy sweep (opt-in here): 2 repeats, sizes below the full partition
         "adequacy": {"repeats": 2, "sizes": [100, 300, 1000]},
         # purity-ratio (robench/protocols/clusterability.py): an 8-model zoo per image data
@@ -35,7 +35,7 @@ PROFILES = {
     "paper": {
         "repeats": 100,
         "k": 5,
-        "train": {"max_epochs": 40, "patience": 5, "batch_size": 128, "lr": 1e-3},
+        "train": {"max_epochs": 60, "patience": 10, "batch_size": 64, "lr": 1e-3},
         # repeats None = the profile's repeats; sizes of the paper's Table 2 (capped by the data)
         "adequacy": {"repeats": None, "sizes": [100, 300, 1000, 3000, 10000, 30000]},
         # purity-ratio at full scale: the whole test split, a 12-model zoo, 7 epsilons

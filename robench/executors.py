@@ -19,26 +19,21 @@ _ENV = None  # the worker process's TrialEnv, built by _init_worker
 
 
 def _limit_threads() -> None:
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(var, str(TRIAL_THREADS))
+    """Make every trial in this process use TRIAL_THREADS threads (torch, OpenMP, BLAS).
 
-
-def _set_torch_threads() -> None:
+    torch reads ROBENCH_TORCH_THREADS when robench.train is imported, so setting it costs
+    nothing in a process that never trains a torch model; if torch is already in use here,
+    its thread count is set at once.
+    """
     import sys
 
-    if "torch" in sys.modules or _needs_torch():
-        from robench.train import set_torch_threads
-
-        set_torch_threads(TRIAL_THREADS)
-
-
-def _needs_torch() -> bool:
-    try:
-        import importlib.util
-
-        return importlib.util.find_spec("torch") is not None
-    except Exception:  # noqa: BLE001
-        return False
+    os.environ["ROBENCH_TORCH_THREADS"] = str(TRIAL_THREADS)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, str(TRIAL_THREADS))
+    if "robench.train" in sys.modules:
+        sys.modules["robench.train"].set_torch_threads(TRIAL_THREADS)
+    elif "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(TRIAL_THREADS)
 
 
 def _init_worker(recipe: dict, cache_dir: Optional[str]) -> None:
@@ -54,7 +49,6 @@ def _init_worker(recipe: dict, cache_dir: Optional[str]) -> None:
 
     if cache_dir:
         set_cache_dir(cache_dir)
-    _set_torch_threads()
     _ENV = TrialEnv(make_registry(**recipe))
 
 
@@ -112,7 +106,7 @@ class LocalExecutor(Executor):
         self.env = TrialEnv(registry)
 
     def run(self, specs):
-        _set_torch_threads()
+        _limit_threads()
         for spec in specs:
             yield execute_trial(spec, self.env)
 
@@ -263,28 +257,43 @@ class DaskExecutor(Executor):
     def run(self, specs):
         from distributed import as_completed
 
-        from robench.cache import cache_dir
-
         specs = list(specs)
         if not specs:
             return
         self._connect()
-        futures = {}
-        for spec in specs:
-            fut = self._client.submit(execute_trial_on_worker, spec, self.recipe,
-                                      str(cache_dir()), key=f"trial-{spec['key']}", pure=False)
-            futures[fut] = spec
+        futures = {self._submit(spec): spec for spec in specs}
+        suspects = []
         try:
             for fut in as_completed(futures):
                 spec = futures[fut]
                 try:
                     yield fut.result()
-                except Exception as exc:  # noqa: BLE001 - e.g. KilledWorker: record, go on
-                    yield failed_row(spec, f"{type(exc).__name__} on the Dask cluster: {exc}")
+                except Exception as exc:  # noqa: BLE001 - recorded, never raised
+                    if type(exc).__name__ == "KilledWorker":
+                        # Every task on a dying worker is reported killed, not only the one
+                        # that killed it: retry those one at a time to find the culprit.
+                        suspects.append(spec)
+                    else:
+                        yield failed_row(spec, f"{type(exc).__name__} on the Dask cluster: {exc}")
+            for spec in suspects:
+                fut = self._submit(spec, retry=True)
+                futures[fut] = spec
+                try:
+                    yield fut.result()
+                except Exception as exc:  # noqa: BLE001
+                    yield failed_row(spec, f"{type(exc).__name__}: the Dask worker running this "
+                                     f"trial died (killed or out of memory): {exc}")
         finally:
             for fut in futures:
                 if not fut.done():
                     fut.cancel()
+
+    def _submit(self, spec, retry=False):
+        from robench.cache import cache_dir
+
+        key = f"trial-{spec['key']}" + ("-retry" if retry else "")
+        return self._client.submit(execute_trial_on_worker, spec, self.recipe, str(cache_dir()),
+                                   key=key, pure=False)
 
     def close(self):
         if self._client is not None:

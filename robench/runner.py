@@ -140,7 +140,7 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 store.save_trial(row)
                 failed.append(row)
                 emit("trial", row=row)
-            runnable = [s for s in todo if s["key"] not in blocked]
+            runnable = longest_first([s for s in todo if s["key"] not in blocked], registry, store)
             executor = registry.get("executors", cfg.executor).create(
                 registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
             try:
@@ -163,6 +163,29 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                      n_failed=len(failed), n_skipped=len(plan.skipped))
     return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
                      time.perf_counter() - t0, interrupted)
+
+
+def longest_first(specs: list, registry, store) -> list:
+    """Order trials by expected duration, longest first, so no worker idles at the end.
+
+    The estimate is the mean time of earlier trials of the same (dataset, model, protocol)
+    where the store has some, else the data set's size (twice for image models, which are
+    convolutional and slower per sample). Order does not change results: each trial is a pure
+    function of its spec.
+    """
+    past = {}
+    for row in store.trial_seconds():
+        past[(row["dataset"], row["model"], row["protocol"])] = row["seconds"]
+
+    def cost(spec):
+        known = past.get((spec["dataset"], spec["model"], spec["protocol"]))
+        if known is not None:
+            return known
+        ds = registry.load_dataset(spec["dataset"])
+        image = registry.get("models", spec["model"]).requires_image
+        return 1e-6 * ds.X.size * (2.0 if image else 1.0)
+
+    return sorted(specs, key=cost, reverse=True)
 
 
 def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):

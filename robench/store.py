@@ -319,6 +319,12 @@ class Store:
 
     # -- trials -----------------------------------------------------------------------------
 
+    def trial_seconds(self) -> list:
+        """Return the mean seconds of successful trials per (dataset, model, protocol)."""
+        sql = ("SELECT dataset, model, protocol, AVG(seconds) AS seconds FROM trials "
+               "WHERE status = 'ok' AND seconds IS NOT NULL GROUP BY dataset, model, protocol")
+        return list(self._select(sql, []))
+
     def ok_trial_keys(self, keys: Iterable[str]) -> set[str]:
         """Return the subset of ``keys`` already stored with status 'ok'."""
         found: set[str] = set()

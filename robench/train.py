@@ -11,6 +11,8 @@ partition never influences training or selection).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import torch
 from torch import nn
@@ -36,6 +38,12 @@ def set_torch_threads(n: int) -> None:
         except RuntimeError:
             pass
         _interop_threads_set = True
+
+
+# Executors ask for a fixed thread count per trial through the environment, so a worker that
+# never trains a torch model never pays for importing torch (see robench.executors).
+if os.environ.get("ROBENCH_TORCH_THREADS"):
+    set_torch_threads(int(os.environ["ROBENCH_TORCH_THREADS"]))
 
 
 def _as_inputs(X) -> torch.Tensor:

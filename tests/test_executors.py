@@ -66,3 +66,61 @@ def test_a_killed_dask_worker_is_recorded_and_the_rest_completes(tiny_registry, 
     rows = store.trials()
     assert {r["model"] for r in rows if r["status"] == "failed"} == {"die"}
     assert len([r for r in rows if r["status"] == "ok"]) == 3
+
+
+def test_second_run_does_no_training_and_no_clustering(tiny_registry, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    from robench.store import Store
+    from tests.plugins import tiny
+
+    s = Store(tmp_path / "a.db")
+    execute(cfg(models=["centroid"]), tiny_registry, s)
+    assert s.clusterings()[0]["details"]["cache_hit"] is False
+
+    def no_clustering(*a, **k):
+        raise AssertionError("clustered again instead of using the cache")
+
+    spec = tiny_registry.get("clusterers", "kmeans")
+    tiny_registry._by_kind["clusterers"]["kmeans"] = replace(spec, fit_predict=no_clustering)
+    tiny.SEEN["fit_calls"] = 0
+    report = execute(cfg(models=["centroid"]), tiny_registry, s)
+    assert report.n_ran == 0 and tiny.SEEN["fit_calls"] == 0, "same database: nothing trained"
+    # a fresh database trains again, but its sources come from the on-disk cache
+    s2 = Store(tmp_path / "b.db")
+    report = execute(cfg(models=["centroid"]), tiny_registry, s2)
+    assert not report.failed and report.n_ran == 3
+    assert s2.clusterings()[0]["details"]["cache_hit"] is True
+
+
+def test_cache_and_trial_keys_change_with_parameters_and_versions(tiny_registry):
+    from dataclasses import replace
+
+    from robench.protocols import source_aware
+    from robench.protocols.base import Combo
+    from robench.sources import sources_key
+
+    base = sources_key("fp", "kmeans", "0.1.0/1", 5, 0)
+    assert base == sources_key("fp", "kmeans", "0.1.0/1", 5, 0)
+    for changed in [sources_key("fp2", "kmeans", "0.1.0/1", 5, 0),
+                    sources_key("fp", "kmeans", "0.1.0/2", 5, 0),
+                    sources_key("fp", "kmeans", "0.2.0/1", 5, 0),
+                    sources_key("fp", "kmeans", "0.1.0/1", 4, 0),
+                    sources_key("fp", "kmeans", "0.1.0/1", 5, 1)]:
+        assert changed != base
+
+    reg = tiny_registry
+    combo = Combo(reg.get("datasets", "tiny"), reg.get("models", "centroid"),
+                  reg.get("clusterers", "kmeans"))
+    key = lambda c=cfg(), r=reg: source_aware.trial_spec(combo, c, r, "exclusive", 0)["key"]  # noqa: E731
+    k0 = key()
+    assert k0 == key()
+    assert key(cfg(k=4)) != k0
+    assert key(cfg(seed=1)) != k0
+    assert key(cfg(train={"max_epochs": 4})) != k0
+    # a new plugin version (or a spec version bump) re-runs the plugin's trials
+    reg.infos["tests.plugins.tiny"].version = "2.0"
+    assert key() != k0
+    reg._by_kind["models"]["centroid"] = replace(reg.get("models", "centroid"), version="2")
+    assert key() != k0

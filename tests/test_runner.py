@@ -147,3 +147,18 @@ def test_random_baseline_is_shared_across_clusterers(tiny_registry):
     plan = plan_run(cfg(clusterers=["kmeans", "oracle"]), tiny_registry)
     kinds = [s["kind"] for s in plan.specs.values()]
     assert kinds.count("random") == 2 and kinds.count("exclusive") == 4
+
+
+def test_trials_run_longest_first(tiny_registry, store):
+    from robench.runner import longest_first
+
+    plan = plan_run(cfg(datasets=["tiny"], models=["centroid", "mlp"]), tiny_registry)
+    specs = list(plan.specs.values())
+    # cold: equal data, so order is stable; after a run the measured seconds decide
+    execute(cfg(models=["centroid", "mlp"], train={"max_epochs": 2, "batch_size": 16}),
+            tiny_registry, store)
+    ordered = longest_first(specs, tiny_registry, store)
+    secs = {r["model"]: r["seconds"] for r in store.trial_seconds()}
+    slow = max(secs, key=secs.get)
+    assert ordered[0]["model"] == slow
+    assert sorted(s["key"] for s in ordered) == sorted(s["key"] for s in specs)

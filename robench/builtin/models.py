@@ -19,7 +19,7 @@ DEFAULT_TRAIN = {"max_epochs": 4, "patience": 2, "batch_size": 64, "lr": 2e-3,
                  "weight_decay": 0.0}
 
 #: Output channels of the conv blocks of CNN-1, CNN-2 and CNN-3.
-CNN_CHANNELS = (32, 64, 128)
+CNN_CHANNELS = (16, 32, 64)
 
 
 class SVMClassifier:

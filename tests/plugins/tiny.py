@@ -13,15 +13,16 @@ from robench.specs import DatasetSpec, ExecutorSpec, ModelSpec
 SEEN = {"fit": [], "val": [], "fit_calls": 0}
 
 
-def make_tiny(n_per_source: int = 12, n_classes: int = 3, n_sources: int = 3, seed: int = 0):
+def make_tiny(n_per_source: int = 12, n_classes: int = 3, n_sources: int = 3, seed: int = 0,
+              *, dim: int = 6, spread: float = 3.0, noise: float = 0.7, name: str = "tiny"):
     """Return a small tabular data set: class means plus a distinct offset per source."""
     rng = np.random.default_rng(seed)
-    means = rng.normal(0, 3, (n_classes, 6))
-    offsets = rng.normal(0, 1.5, (n_classes * n_sources, 6))
+    means = rng.normal(0, spread, (n_classes, dim))
+    offsets = rng.normal(0, 1.5, (n_classes * n_sources, dim))
     groups = np.repeat(np.arange(n_classes * n_sources), n_per_source)
     y = groups // n_sources
-    X = means[y] + offsets[groups] + rng.normal(0, 0.7, (groups.size, 6))
-    return Dataset("tiny", X, y, sources=groups)
+    X = means[y] + offsets[groups] + rng.normal(0, noise, (groups.size, dim))
+    return Dataset(name, X, y, sources=groups)
 
 
 class Centroid:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from robench import hookimpl
-from robench.data import Dataset
 from robench.specs import DatasetSpec, ModelSpec
+from tests.plugins.tiny import make_tiny
 
 #: Training accuracy the toy model's "training log" under-reports by (a stale running mean).
 LOG_LAG = 0.05
@@ -14,13 +14,8 @@ LOG_LAG = 0.05
 
 def make_toy(n_per_source: int = 40, n_classes: int = 4, n_sources: int = 3, seed: int = 1):
     """Return 480 rows: 4 classes x 3 true sources, each source a shifted Gaussian blob."""
-    rng = np.random.default_rng(seed)
-    means = rng.normal(0, 2.5, (n_classes, 8))
-    offsets = rng.normal(0, 1.5, (n_classes * n_sources, 8))
-    groups = np.repeat(np.arange(n_classes * n_sources), n_per_source)
-    y = groups // n_sources
-    X = means[y] + offsets[groups] + rng.normal(0, 1.2, (groups.size, 8))
-    return Dataset("adequacy-toy", X, y, sources=groups)
+    return make_tiny(n_per_source, n_classes, n_sources, seed, dim=8, spread=2.5, noise=1.2,
+                     name="adequacy-toy")
 
 
 class ToyCentroid:
