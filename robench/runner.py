@@ -182,7 +182,10 @@ def longest_first(specs: list, registry, store) -> list:
         if known is not None:
             return known
         ds = registry.load_dataset(spec["dataset"])
-        image = registry.get("models", spec["model"]).requires_image
+        try:
+            image = registry.get("models", spec["model"]).requires_image
+        except LookupError:  # dataset-level trials have no model; zoo members are unregistered
+            image = False
         return 1e-6 * ds.X.size * (2.0 if image else 1.0)
 
     return sorted(specs, key=cost, reverse=True)
