@@ -146,6 +146,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         for n in given:
             reg.get(kind, n)  # unknown names fail here with the known ones listed
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
+    opt_in = {}  # components left out of this run because they are opt-in (slow)
+    for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
+                        ("models", models_names)):
+        if not given and profile != "paper":
+            opt_in[kind] = [c.name for c in reg.all(kind) if not getattr(c, "in_default_run", True)]
     if not metric_names:  # opt-in metrics (in_default_run=False) only in the paper profile
         chosen["metrics"] = [m.name for m in reg.all("metrics")
                              if m.in_default_run or profile == "paper"]
@@ -180,6 +185,10 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     finally:
         progress.close()
     _print_skips(report.skipped)
+    if any(opt_in.values()):
+        listed = "; ".join(f"{k}: {', '.join(v)}" for k, v in opt_in.items() if v)
+        click.echo(f"\nOpt-in, not run in the quick profile (slow): {listed}. Name them "
+                   "(--metric/-m/-c) or use --profile paper.")
     _print_summary(report.scores)
     _print_adequacy([vars(s) for s in report.scores if s.metric == "adequacy"])
     _print_purity_ratio([vars(s) for s in report.scores if s.metric == "purity-ratio"])
