@@ -8,6 +8,7 @@ one two-threaded process, and a fixed thread count keeps results identical acros
 
 from __future__ import annotations
 
+import abc
 import datetime as _dt
 import logging
 import os
@@ -83,13 +84,14 @@ def failed_row(spec: dict, error: str) -> dict:
     return row
 
 
-class Executor:
+class Executor(abc.ABC):
     """Base class: ``run(specs)`` yields result rows in completion order."""
 
     name = "base"
 
-    def run(self, specs: Iterable[dict]) -> Iterator[dict]:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def run(self, specs: Iterable[dict]) -> Iterator[dict]:
+        """Run every spec and yield its result row as soon as it is finished."""
 
     def close(self) -> None:
         """Release workers; safe to call twice."""
