@@ -179,5 +179,5 @@ def register_metrics(register):
         definition=LOST_TEST_DEFINITION,
         higher_is_better=True,
         uses_clusterer=False,
-        version="1",
+        version="2",  # 2: batches sampled as hypergeometric counts (same distribution)
     ))
