@@ -28,6 +28,31 @@ def trial_key(spec: dict) -> str:
     return content_key("trial", spec)
 
 
+def make_spec(protocol: str, version: str, combo: Combo, cfg, registry, *, kind: str,
+              repeat: int, params: dict, with_clusterer: bool) -> dict:
+    """Return a keyed trial spec; without a clusterer the trial is shared by every clusterer."""
+    versions = {
+        "protocol": version,
+        "dataset": registry.component_version("datasets", combo.dataset.name),
+        "model": registry.component_version("models", combo.model.name),
+    }
+    if with_clusterer:
+        versions["clusterer"] = registry.component_version("clusterers", combo.clusterer.name)
+    spec = {
+        "protocol": protocol,
+        "dataset": combo.dataset.name,
+        "model": combo.model.name,
+        "clusterer": combo.clusterer.name if with_clusterer else "",
+        "kind": kind,
+        "repeat": int(repeat),
+        "seed": cfg.seed,
+        "params": params,
+        "versions": versions,
+    }
+    spec["key"] = trial_key(spec)
+    return spec
+
+
 def derived_seed(*parts: int) -> int:
     """Return a 31-bit seed derived from integers (independent streams per tuple)."""
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] & 0x7FFFFFFF)

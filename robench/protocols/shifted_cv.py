@@ -33,7 +33,13 @@ import warnings
 
 import numpy as np
 
-from robench.protocols.base import Combo, accuracy_per_class, derived_seed, trial_key
+from robench.protocols.base import (
+    Combo,
+    accuracy_per_class,
+    derived_seed,
+    make_spec,
+    trial_key,
+)
 from robench.sources import find_sources, sources_key
 from robench.splitters import validation_split
 
@@ -82,28 +88,10 @@ def settings(cfg) -> dict:
 def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int, fold: int) -> dict:
     """Return one fold trial's spec; random-CV trials carry no clusterer (shared by all)."""
     s = settings(cfg)
-    shifted = kind == "shifted"
-    versions = {
-        "protocol": VERSION,
-        "dataset": registry.component_version("datasets", combo.dataset.name),
-        "model": registry.component_version("models", combo.model.name),
-    }
-    if shifted:
-        versions["clusterer"] = registry.component_version("clusterers", combo.clusterer.name)
-    spec = {
-        "protocol": NAME,
-        "dataset": combo.dataset.name,
-        "model": combo.model.name,
-        "clusterer": combo.clusterer.name if shifted else "",
-        "kind": kind,
-        "repeat": int(repeat),
-        "seed": cfg.seed,
-        "params": {"folds": s["folds"], "fold": int(fold), "n_repeats": s["repeats"],
-                   "val_fraction": s["val_fraction"], "train": s["train"]},
-        "versions": versions,
-    }
-    spec["key"] = trial_key(spec)
-    return spec
+    params = {"folds": s["folds"], "fold": int(fold), "n_repeats": s["repeats"],
+              "val_fraction": s["val_fraction"], "train": s["train"]}
+    return make_spec(NAME, VERSION, combo, cfg, registry, kind=kind, repeat=repeat,
+                     params=params, with_clusterer=kind == "shifted")
 
 
 def wasserstein_spec(combo: Combo, cfg, registry) -> dict:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from robench.protocols.base import Combo, derived_seed, fit_and_score, trial_key
+from robench.protocols.base import Combo, derived_seed, fit_and_score, make_spec
 from robench.sources import find_sources, sources_key
 from robench.splitters import KIND_CODES, partition_rng, test_mask, validation_split
 
@@ -29,31 +29,14 @@ BOOTSTRAP_SAMPLES = 2000
 def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int) -> dict:
     """Return the spec of one trial; random-split trials carry no clusterer (shared by all)."""
     source_aware = kind != "random"
-    versions = {
-        "protocol": VERSION,
-        "dataset": registry.component_version("datasets", combo.dataset.name),
-        "model": registry.component_version("models", combo.model.name),
+    params = {
+        "k": cfg.k if source_aware else None,
+        "test_size": cfg.test_size,
+        "val_fraction": cfg.val_fraction,
+        "train": cfg.train,
     }
-    if source_aware:
-        versions["clusterer"] = registry.component_version("clusterers", combo.clusterer.name)
-    spec = {
-        "protocol": NAME,
-        "dataset": combo.dataset.name,
-        "model": combo.model.name,
-        "clusterer": combo.clusterer.name if source_aware else "",
-        "kind": kind,
-        "repeat": repeat,
-        "seed": cfg.seed,
-        "params": {
-            "k": cfg.k if source_aware else None,
-            "test_size": cfg.test_size,
-            "val_fraction": cfg.val_fraction,
-            "train": cfg.train,
-        },
-        "versions": versions,
-    }
-    spec["key"] = trial_key(spec)
-    return spec
+    return make_spec(NAME, VERSION, combo, cfg, registry, kind=kind, repeat=repeat,
+                     params=params, with_clusterer=source_aware)
 
 
 def plan(combo: Combo, cfg, registry) -> list:
