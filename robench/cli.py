@@ -112,10 +112,15 @@ def _multi(name, short, kind):
                    "(default: a local cluster on 127.0.0.1).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
+              help="Override a protocol knob (repeatable), e.g. --set coverage.radius=0.8 or "
+                   "--set train.max_epochs=10; VALUE is JSON (a bare word is a string). "
+                   "Sections: " + ", ".join(("train", "adequacy", "clusterability", "shifted_cv",
+                                             "coverage")) + ".")
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, db_path):
+        profile, executor, jobs, scheduler, cache_dir, settings, db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -166,10 +171,13 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     reg.get("executors", executor)
     if scheduler and executor != "dask":
         raise click.UsageError("--scheduler goes with --executor dask")
+    from robench.config import parse_settings
+
+    overrides = parse_settings(settings, profile)
     cfg = RunConfig(
         datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
         metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
-        executor=executor, jobs=jobs or default_jobs(),
+        executor=executor, jobs=jobs or default_jobs(), **overrides,
         executor_options={"scheduler": scheduler} if scheduler else {},
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
@@ -193,6 +201,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     _print_adequacy([vars(s) for s in report.scores if s.metric == "adequacy"])
     _print_purity_ratio([vars(s) for s in report.scores if s.metric == "purity-ratio"])
     _print_shifted_cv([vars(s) for s in report.scores if s.metric == "shifted-cv"])
+    _print_coverage([vars(s) for s in report.scores if s.metric == "coverage"])
     if report.failed:
         click.secho(f"\n{len(report.failed)} trial(s) failed:", fg="red", err=True)
         for row in report.failed[:20]:
@@ -356,6 +365,14 @@ def _print_purity_ratio(rows):
         click.echo(line)
 
 
+def _print_coverage(rows):
+    """Print the coverage summary and the mixes x sizes accuracy tables per data set."""
+    from robench.builtin.coverage import report_lines
+
+    for line in report_lines(rows):
+        click.echo(line)
+
+
 def _mean_std(mean, std):
     if mean is None:
         return "-"
@@ -424,6 +441,7 @@ def results(dataset, metric, model, fmt, db_path):
       robench results --metric adequacy    # the training-size sweep as a table
       robench results --metric purity-ratio  # indicators and their validation (R^2, tau)
       robench results --metric shifted-cv  # shifted vs random K-fold CV, Wasserstein ratio
+      robench results --metric coverage    # EP/CP/BC/PBC, coverage-guided accuracy per mix
     """
     from robench.store import Store
 
@@ -438,6 +456,9 @@ def results(dataset, metric, model, fmt, db_path):
         return
     if metric == "shifted-cv" and fmt == "table" and rows:
         _print_shifted_cv(rows)
+        return
+    if metric == "coverage" and fmt == "table" and rows:
+        _print_coverage(rows)
         return
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
             "higher_is_better", "metric_version", "run_id"]

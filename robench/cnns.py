@@ -220,6 +220,15 @@ class PaperCNN(nn.Module):
         """Return the penultimate-layer activations (the head's input) of flat rows ``x``."""
         return self._features(x)
 
+    def conv_features(self, x: torch.Tensor) -> torch.Tensor:
+        """Return the last convolutional block's output, flattened (the coverage layer)."""
+        return self.conv(F.pad(x.view(x.shape[0], *INPUT_SHAPE), (_PAD, _PAD, _PAD, _PAD))
+                         ).flatten(1)
+
+    def from_conv_features(self, z: torch.Tensor) -> torch.Tensor:
+        """Return class logits from flattened :meth:`conv_features` ``z``."""
+        return self.head(self.fc(z))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return class logits for flat rows ``x``."""
         return self.head(self._features(x))
@@ -259,6 +268,22 @@ class BayesianPaperCNN(PaperCNN):
         self._set_sampling(False)
         try:
             return self._features(x)
+        finally:
+            self._set_sampling(True)
+
+    def conv_features(self, x: torch.Tensor) -> torch.Tensor:
+        """Return the last convolutional block's output with the posterior-mean weights."""
+        self._set_sampling(False)
+        try:
+            return super().conv_features(x)
+        finally:
+            self._set_sampling(True)
+
+    def from_conv_features(self, z: torch.Tensor) -> torch.Tensor:
+        """Return logits from conv features with the posterior-mean weights (deterministic)."""
+        self._set_sampling(False)
+        try:
+            return super().from_conv_features(z)
         finally:
             self._set_sampling(True)
 

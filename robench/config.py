@@ -31,6 +31,9 @@ PROFILES = {
                        "train": {"max_epochs": 2, "patience": 2, "mc_samples": 4},
                        "vae_epochs": 1, "vae_max_train": 2000, "latent_dim": 62,
                        "max_points": 1000},
+        # coverage (robench/protocols/coverage.py DEFAULTS): a 6-epoch decoder on at most
+        # 2,000 training rows
+        "coverage": {"decoder_epochs": 6, "decoder_train_cap": 2000},
     },
     "paper": {
         "repeats": 100,
@@ -55,6 +58,8 @@ PROFILES = {
                                  "mc_samples": 10},
                        "vae_epochs": 20, "vae_max_train": None, "latent_dim": 62,
                        "max_points": 2000},
+        # coverage: the decoder trained longer on every training row; more Monte Carlo samples
+        "coverage": {"decoder_epochs": 20, "decoder_train_cap": None, "shift_mc": 5000},
     },
 }
 DEFAULT_PROFILE = "quick"
@@ -83,6 +88,7 @@ class RunConfig:
     adequacy: dict = field(default_factory=dict)  # repeats, sizes of the adequacy sweep
     clusterability: dict = field(default_factory=dict)  # zoo, caps, epsilons of purity-ratio
     shifted_cv: dict = field(default_factory=dict)  # folds, repeats, training, VAE, Wasserstein
+    coverage: dict = field(default_factory=dict)  # r, thetas, mixes, sizes, decoder of coverage
     executor: str = "local"
     jobs: int = 1
     executor_options: dict = field(default_factory=dict)  # e.g. {"scheduler": ADDRESS}
@@ -100,6 +106,7 @@ class RunConfig:
         self.adequacy = {**prof.get("adequacy", {}), **(self.adequacy or {})}
         self.clusterability = {**prof.get("clusterability", {}), **(self.clusterability or {})}
         self.shifted_cv = {**prof.get("shifted_cv", {}), **(self.shifted_cv or {})}
+        self.coverage = {**prof.get("coverage", {}), **(self.coverage or {})}
         if self.repeats < 1:
             raise ValueError(f"--repeats must be at least 1, got {self.repeats}")
         if not 0 < self.test_size < 1:
@@ -108,3 +115,59 @@ class RunConfig:
     def to_dict(self) -> dict:
         """Return the configuration as plain JSON-able data."""
         return asdict(self)
+
+
+#: Sections ``robench run --set SECTION.KEY=VALUE`` can change, and the module whose
+#: ``DEFAULTS`` lists the section's knobs (None: the profile's dict lists them).
+SETTABLE = {
+    "train": None,
+    "adequacy": None,
+    "clusterability": "robench.protocols.clusterability",
+    "shifted_cv": None,
+    "coverage": "robench.protocols.coverage",
+}
+
+
+def known_knobs(section: str, profile: str = DEFAULT_PROFILE) -> list:
+    """Return the knob names of a ``--set`` section (profile keys and protocol defaults)."""
+    import importlib
+
+    names = set()
+    for prof in PROFILES.values():
+        names |= set((prof.get(section) or {}))
+    if section == "train":
+        names |= {"max_epochs", "patience", "batch_size", "lr", "weight_decay", "mc_samples"}
+    module = SETTABLE.get(section)
+    if module:
+        names |= set(getattr(importlib.import_module(module), "DEFAULTS", {}))
+    return sorted(names)
+
+
+def parse_settings(items, profile: str = DEFAULT_PROFILE) -> dict:
+    """Turn ``["coverage.radius=0.8", ...]`` into RunConfig keyword dicts; ValueError if bad.
+
+    VALUE is parsed as JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); anything else is taken as
+    a string. Unknown sections or knobs are errors that list the known ones.
+    """
+    import json
+
+    out: dict = {}
+    for item in items or ():
+        name, eq, raw = item.partition("=")
+        section, dot, knob = name.strip().partition(".")
+        if not eq or not dot or not knob:
+            raise ValueError(f"--set expects SECTION.KEY=VALUE, got '{item}' "
+                             "(e.g. --set coverage.radius=0.8)")
+        if section not in SETTABLE:
+            raise ValueError(f"--set: unknown section '{section}'; known: "
+                             f"{', '.join(SETTABLE)}")
+        known = known_knobs(section, profile)
+        if knob not in known:
+            raise ValueError(f"--set: unknown {section} knob '{knob}'; known: "
+                             f"{', '.join(known)}")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        out.setdefault(section, {})[knob] = value
+    return out

@@ -30,7 +30,7 @@ def feature_support(classifier) -> Optional[str]:
     if not getattr(classifier, "has_features", False) or not callable(
             getattr(classifier, "features", None)):
         return (f"{type(classifier).__name__} has no learned feature space "
-                "(has_features is False), so feature-space clusterability does not apply")
+                "(has_features is False), so feature-space metrics do not apply")
     return None
 
 

@@ -21,6 +21,8 @@ RHO_SCORES = ("rho", "acc_exclusive", "acc_inclusive", "acc_random")
 
 #: The feature-space clusterability metric, shown as a model table and a validation table.
 PURITY_METRIC = "purity-ratio"
+#: Coverage-guided accuracy, shown as a ranked table with per-mix curves and decoded examples.
+COVERAGE_METRIC = "coverage"
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -139,7 +141,7 @@ def _other_scores(scores: list[dict]) -> list[dict]:
     for s in scores:
         if s["metric"] == RHO_METRIC and s["score"] in RHO_SCORES:
             continue
-        if s["metric"] == PURITY_METRIC:  # shown in its own tables (_purity_ratio)
+        if s["metric"] in (PURITY_METRIC, COVERAGE_METRIC):  # shown in their own tables
             continue
         groups[(s["metric"], s["score"], s["clusterer"])].append(dict(s))
     rows: list[dict] = []
@@ -156,6 +158,24 @@ def _purity_ratio(scores: list[dict]) -> dict:
     if tables:
         tables["models"] = rank_rows(sorted(tables["models"], key=lambda r: r["model"]))
     return tables
+
+
+def _coverage(scores: list[dict]) -> dict:
+    """Return the coverage model table (ranked by coverage-guided accuracy) of one data set."""
+    from robench.builtin.coverage import leaderboard_tables, mix_order
+
+    tables = leaderboard_tables(scores)
+    if not tables:
+        return {}
+    models = rank_rows(sorted(tables["models"], key=lambda r: r["model"]))
+    mixes = mix_order({m for r in models for m in r["mixes"]})
+    sizes = sorted({int(s) for r in models for t in r["table"].values() for s in t})
+    knobs = next((r["knobs"] for r in models if r["knobs"]), {})
+    text = ", ".join(f"{k} = {v}" for k, v in knobs.items() if k in ("radius", "theta1",
+                                                                       "theta2", "step"))
+    size = next((r["size"] for r in models if r["size"]), None)
+    return {"models": models, "mixes": mixes, "sizes": sizes, "size": size or "the largest set of",
+            "knobs": f"Settings of these scores: {text}" if text else "Settings: see details"}
 
 
 def _definitions(scores: list[dict]) -> list[dict]:
@@ -178,6 +198,7 @@ def leaderboard_context(scores: list[dict], runs: Iterable[dict]) -> dict:
             "rho_tables": _rho_tables(rows),
             "other_scores": _other_scores(rows),
             "purity": _purity_ratio(rows),
+            "coverage": _coverage(rows),
         }
         for name, rows in sorted(by_dataset.items())
     ]

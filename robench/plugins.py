@@ -25,6 +25,7 @@ DEFAULT_PLUGINS = (
     "robench.builtin.corruptions",
     "robench.builtin.clusterability",
     "robench.builtin.vae_vgmm",
+    "robench.builtin.coverage",
 )
 
 ENTRY_POINT_GROUP = "robench"

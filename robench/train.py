@@ -143,6 +143,14 @@ class ConvNet(nn.Module):
         """Return the penultimate-layer activations of flat image rows ``x``."""
         return self.fc(self.conv(x.view(x.shape[0], *self.image_shape)))
 
+    def conv_features(self, x: torch.Tensor) -> torch.Tensor:
+        """Return the last convolutional block's output (after its pool and ReLU), flattened."""
+        return self.conv(x.view(x.shape[0], *self.image_shape)).flatten(1)
+
+    def from_conv_features(self, z: torch.Tensor) -> torch.Tensor:
+        """Return class logits from flattened :meth:`conv_features` ``z`` (the rest of the net)."""
+        return self.head(self.fc(z))
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return class logits for flat image rows ``x``."""
         return self.head(self.features(x))

@@ -16,6 +16,7 @@ PROTOCOLS = {
     "random-split": "robench.protocols.random_split",
     "clusterability": "robench.protocols.clusterability",
     "shifted-cv": "robench.protocols.shifted_cv",
+    "coverage": "robench.protocols.coverage",
 }
 
 

@@ -178,6 +178,41 @@ def _build(spec, registry, ctx):
     return registry.get("models", spec["model"]).build(ctx)
 
 
+def fit_reference(spec: dict, env, dataset, *, applicable=None) -> dict:
+    """Build and train (or load from the cache) the reference model of a trial spec.
+
+    The split is :func:`reference_split` of the spec's seed; the model is seeded like the
+    source-aware random repeat 0 and its weights are cached under a content key of the data set,
+    model, model version, training budget and split, so every protocol that trains the same
+    reference model (purity-ratio, coverage) trains it once. ``applicable(clf)`` returns why
+    the built model does not apply (then it is not trained). Returns a dict: fit, val, test,
+    clf, hit, model_key, not_applicable and ``base`` (the trial row's sizes and worker).
+    """
+    from robench.features import train_reference
+    from robench.specs import ModelContext
+
+    params, seed = spec["params"], int(spec["seed"])
+    X, y = dataset.X, dataset.y
+    fit, val, test = reference_split(y, seed=seed, test_size=params["test_size"],
+                                     val_fraction=params["val_fraction"])
+    train_seed = derived_seed(seed, 0, KIND_CODES["random"])
+    ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, train_seed,
+                       dict(params["train"]))
+    clf = _build(spec, env.registry, ctx)
+    out = {"fit": fit, "val": val, "test": test, "clf": clf, "hit": False, "model_key": None,
+           "base": {"n_train": int(len(fit)), "n_val": int(len(val)), "n_test": int(len(test)),
+                    "worker": f"{socket.gethostname()}:{os.getpid()}"},
+           "not_applicable": applicable(clf) if applicable else None}
+    if out["not_applicable"]:
+        return out
+    out["model_key"] = content_key("reference-model", dataset.fingerprint(), spec["model"],
+                                   spec["versions"]["model"], params["train"],
+                                   params["test_size"], params["val_fraction"], seed)
+    out["clf"], out["hit"] = train_reference(clf, X[fit], y[fit], X[val], y[val],
+                                             key=out["model_key"])
+    return out
+
+
 def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
     """Return the (clusters x classes) count matrix of cluster labels against classes."""
     labels = np.asarray(labels, dtype=np.int64)
@@ -190,33 +225,22 @@ def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray
 
 def run(spec: dict, env) -> dict:
     """Run one reference trial (see the module docstring)."""
-    from robench.features import feature_support, features, features_key, train_reference
+    from robench.features import feature_support, features, features_key
     from robench.multicut import multicut_supervised, stratified_subsample
-    from robench.specs import ModelContext
 
     t0 = time.perf_counter()
     timings = {}
     dataset = env.dataset(spec["dataset"])
-    params, knobs = spec["params"], spec["params"]["analysis"]
+    knobs = spec["params"]["analysis"]
     seed = int(spec["seed"])
     X, y = dataset.X, dataset.y
-    fit, val, test = reference_split(y, seed=seed, test_size=params["test_size"],
-                                     val_fraction=params["val_fraction"])
-    train_seed = derived_seed(seed, 0, KIND_CODES["random"])
-    ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, train_seed,
-                       dict(params["train"]))
-    clf = _build(spec, env.registry, ctx)
-    base = {"n_train": int(len(fit)), "n_val": int(len(val)), "n_test": int(len(test)),
-            "worker": f"{socket.gethostname()}:{os.getpid()}"}
-    reason = feature_support(clf)
-    if reason:
-        return {**base, "accuracy": None, "not_applicable": reason,
-                "extra": {"not_applicable": reason}, "seconds": time.perf_counter() - t0}
-
-    model_key = content_key("reference-model", dataset.fingerprint(), spec["model"],
-                            spec["versions"]["model"], params["train"], params["test_size"],
-                            params["val_fraction"], seed)
-    clf, hit = train_reference(clf, X[fit], y[fit], X[val], y[val], key=model_key)
+    ref = fit_reference(spec, env, dataset, applicable=feature_support)
+    fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
+    if ref["not_applicable"]:
+        return {**base, "accuracy": None, "not_applicable": ref["not_applicable"],
+                "extra": {"not_applicable": ref["not_applicable"]},
+                "seconds": time.perf_counter() - t0}
+    model_key, hit = ref["model_key"], ref["hit"]
     timings["train"] = time.perf_counter() - t0
     pred = np.asarray(clf.predict(X[test]))
     model_acc = float((pred == y[test]).mean())

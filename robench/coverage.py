@@ -1,0 +1,520 @@
+"""Coverage of a model's feature space and coverage-guided test generation (Mani et al., 2019).
+
+Everything here is a pure function of arrays (plus a seed), so it is tested on hand-made
+feature sets; :mod:`robench.protocols.coverage` runs it on a trained model.
+
+Feature space
+    The *coverage layer* is the output of the model's last convolutional block (after its
+    ReLU and pooling, flattened) where the model has one, otherwise the penultimate layer (the
+    input of the final linear layer). :func:`feature_space` finds it and pairs it with the
+    model's *own head*: the rest of the network, mapping coverage features to logits.
+
+Test-set quality (paper section 4.2), on the test split's features
+    ``EP_i = ns_i * nc / ns`` (eq. 3). ``CP_i`` = share of class-i test points whose normalized
+    distance to the class-i centroid of the *training* features is at most ``r`` (eq. 4), where
+    the normalized distance is ``||z - c_i|| / R_i`` and ``R_i`` the class's RMS training radius
+    ``sqrt(mean ||z_train - c_i||^2)``. ``BC_i`` = share of class-i test points whose confidence
+    (top softmax probability) is in ``[theta1, theta2]`` (eq. 5). ``PBC_ij`` = share of class-i
+    test points in that band whose most probable class other than i is j, so that
+    ``sum_j PBC_ij = BC_i``.
+
+Covariate shift (paper section 5.2, Figure 3)
+    Per class, a GMM on the training features and one on the test features (both projected on
+    the training features' leading principal components) and their Jensen-Shannon divergence
+    by Monte Carlo, divided by ln 2 so it lies in [0, 1].
+
+Generation (Algorithm 1)
+    Seeds are test points in a class's centroid region (normalized distance <= r) or boundary
+    band (confidence in [theta1, theta2]). A generated point is a seed plus isotropic Gaussian
+    noise of expected norm ``step * R_i``, accepted only if it is still in its seed's region
+    (else retried with the noise halved); its label is the seed's ground truth.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+#: centroid:boundary mixes (percent) and generated set sizes of the paper's Table 2.
+MIXES = ((0, 100), (30, 70), (50, 50), (70, 30), (100, 0))
+SIZES = (100, 300, 700, 1000)
+EVAL_BATCH = 1024
+
+
+def mix_name(mix) -> str:
+    """Return the name of a centroid:boundary mix, e.g. ``"30-70"``."""
+    return f"{int(mix[0])}-{int(mix[1])}"
+
+
+# --- the feature space -------------------------------------------------------------------------
+
+
+@dataclass
+class FeatureSpace:
+    """A model's coverage layer and its own head."""
+
+    layer: str  # "last-conv" or "penultimate"
+    description: str
+    encode: Callable[[np.ndarray], np.ndarray]  # input rows -> features (n, D)
+    logits: Callable[[np.ndarray], np.ndarray]  # features -> logits (n, classes)
+
+    def proba(self, Z: np.ndarray) -> np.ndarray:
+        """Return the head's softmax probabilities of features ``Z``."""
+        return softmax(self.logits(Z))
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Return row-wise softmax probabilities (float64)."""
+    L = np.asarray(logits, dtype=np.float64)
+    L = L - L.max(axis=1, keepdims=True)
+    E = np.exp(L)
+    return E / E.sum(axis=1, keepdims=True)
+
+
+def feature_space(classifier) -> tuple:
+    """Return (FeatureSpace, None) for a fitted classifier, or (None, why it has none).
+
+    A classifier may define ``coverage_space()`` returning a :class:`FeatureSpace` itself.
+    Torch classifiers (``module_``) use ``conv_features`` / ``from_conv_features`` when the
+    module has them (last convolutional block), else ``features`` and the ``head`` layer.
+    """
+    own = getattr(classifier, "coverage_space", None)
+    if callable(own):
+        return own(), None
+    module = getattr(classifier, "module_", None)
+    if module is None:
+        return None, (f"{type(classifier).__name__} has no learned feature space with a head "
+                      "to evaluate, so feature-space coverage does not apply")
+    import torch
+
+    if callable(getattr(module, "conv_features", None)) and callable(
+            getattr(module, "from_conv_features", None)):
+        enc, head, layer = module.conv_features, module.from_conv_features, "last-conv"
+        desc = "output of the last convolutional block (after ReLU and pooling), flattened"
+    elif callable(getattr(module, "features", None)) and isinstance(
+            getattr(module, "head", None), torch.nn.Module):
+        enc, head, layer = module.features, module.head, "penultimate"
+        desc = "penultimate layer (input of the final linear layer)"
+    else:
+        return None, (f"{type(module).__name__} exposes neither conv_features/"
+                      "from_conv_features nor features/head, so coverage does not apply")
+
+    def batched(fn):
+        def apply(A):
+            module.eval()
+            A = np.asarray(A, dtype=np.float32)
+            with torch.inference_mode():
+                parts = [fn(torch.from_numpy(A[s:s + EVAL_BATCH])).reshape(
+                    len(A[s:s + EVAL_BATCH]), -1).numpy()
+                    for s in range(0, max(len(A), 1), EVAL_BATCH)]
+            return np.concatenate(parts).astype(np.float32, copy=False)
+        return apply
+
+    return FeatureSpace(layer, desc, batched(enc), batched(head)), None
+
+
+# --- test-set quality metrics --------------------------------------------------------------------
+
+
+def equivalence_partitioning(y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Return EP_i = ns_i * nc / ns for every class (eq. 3); 1 everywhere for a balanced set."""
+    y = np.asarray(y, dtype=np.int64)
+    counts = np.bincount(y, minlength=n_classes).astype(np.float64)
+    return counts * n_classes / max(len(y), 1)
+
+
+def class_centroids(Z: np.ndarray, y: np.ndarray, n_classes: int) -> tuple:
+    """Return (centroids (nc, D), RMS radius (nc,)) of each class's rows; NaN for empty classes.
+
+    The RMS radius of class i is ``sqrt(mean_j ||z_j - c_i||^2)`` over its rows: the unit of the
+    normalized distance, so a typical training point of the class is at distance about 1.
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    cent = np.full((n_classes, Z.shape[1]), np.nan)
+    radius = np.full(n_classes, np.nan)
+    for c in range(n_classes):
+        rows = Z[y == c]
+        if len(rows):
+            cent[c] = rows.mean(axis=0)
+            radius[c] = math.sqrt(float(((rows - cent[c]) ** 2).sum(axis=1).mean()))
+    return cent, radius
+
+
+def normalized_distance(Z: np.ndarray, y: np.ndarray, centroids: np.ndarray,
+                        radius: np.ndarray) -> np.ndarray:
+    """Return ``||z_j - c_{y_j}|| / R_{y_j}`` for every row (inf where R is 0)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    d = np.sqrt(((Z - centroids[y]) ** 2).sum(axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = d / radius[y]
+    out[(radius[y] == 0) & (d == 0)] = 0.0
+    return out
+
+
+def class_rate(mask: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Return the share of each class's rows where ``mask`` holds (NaN for an empty class)."""
+    y = np.asarray(y, dtype=np.int64)
+    n = np.bincount(y, minlength=n_classes).astype(np.float64)
+    hits = np.bincount(y[np.asarray(mask, bool)], minlength=n_classes).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > 0, hits / np.maximum(n, 1), np.nan)
+
+
+def centroid_positioning(dist: np.ndarray, y: np.ndarray, n_classes: int, r: float) -> np.ndarray:
+    """Return CP_i: share of class-i rows with normalized centroid distance <= r (eq. 4)."""
+    return class_rate(np.asarray(dist) <= r, y, n_classes)
+
+
+def confidence(proba: np.ndarray) -> np.ndarray:
+    """Return each row's top class probability."""
+    return np.asarray(proba, dtype=np.float64).max(axis=1)
+
+
+def in_band(proba: np.ndarray, theta1: float, theta2: float) -> np.ndarray:
+    """Return whether each row's confidence lies in [theta1, theta2] (a boundary point)."""
+    conf = confidence(proba)
+    return (conf >= theta1) & (conf <= theta2)
+
+
+def boundary_conditioning(proba: np.ndarray, y: np.ndarray, n_classes: int, theta1: float,
+                          theta2: float) -> np.ndarray:
+    """Return BC_i: share of class-i rows with confidence in [theta1, theta2] (eq. 5)."""
+    return class_rate(in_band(proba, theta1, theta2), y, n_classes)
+
+
+def runner_up(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Return each row's most probable class other than its true class ``y``."""
+    P = np.array(proba, dtype=np.float64)
+    P[np.arange(len(P)), np.asarray(y, dtype=np.int64)] = -np.inf
+    return P.argmax(axis=1)
+
+
+def pairwise_boundary(proba: np.ndarray, y: np.ndarray, n_classes: int, theta1: float,
+                      theta2: float) -> np.ndarray:
+    """Return PBC (nc x nc): PBC_ij = share of class-i rows on the boundary towards class j.
+
+    A class-i row is on the boundary towards j when its confidence is in [theta1, theta2] and j
+    is its most probable class other than i. Rows sum to BC_i; the diagonal is 0; rows of empty
+    classes are NaN.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    band = in_band(proba, theta1, theta2)
+    other = runner_up(proba, y)
+    counts = np.zeros((n_classes, n_classes))
+    np.add.at(counts, (y[band], other[band]), 1.0)
+    n = np.bincount(y, minlength=n_classes).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n[:, None] > 0, counts / np.maximum(n, 1)[:, None], np.nan)
+
+
+def summarize_pbc(pbc: np.ndarray) -> dict:
+    """Return the mean PBC over ordered pairs i != j and the share of class pairs it covers.
+
+    A pair {i, j} is covered when the test set has at least one boundary point between them
+    (PBC_ij > 0 or PBC_ji > 0).
+    """
+    pbc = np.asarray(pbc, dtype=np.float64)
+    nc = pbc.shape[0]
+    off = ~np.eye(nc, dtype=bool)
+    vals = pbc[off]
+    vals = vals[np.isfinite(vals)]
+    sym = np.nan_to_num(pbc) + np.nan_to_num(pbc).T
+    iu = np.triu_indices(nc, k=1)
+    return {"mean": float(vals.mean()) if vals.size else None,
+            "pairs_covered": float((sym[iu] > 0).mean()) if iu[0].size else None}
+
+
+# --- covariate shift ---------------------------------------------------------------------------
+
+
+def gmm_js(A: np.ndarray, B: np.ndarray, *, n_components: int = 10,
+           covariance_type: str = "diag", n_mc: int = 2000, seed: int = 0) -> dict:
+    """Return the Jensen-Shannon divergence of GMMs fitted to A and to B, in [0, 1].
+
+    ``JS = (KL(P||M) + KL(Q||M)) / 2`` with ``M = (P + Q) / 2``, each KL by Monte Carlo over
+    ``n_mc`` samples drawn from P (resp. Q), divided by ln 2 (so 0 = same distribution, 1 =
+    disjoint supports). Each GMM has ``min(n_components, rows // 2)`` components. Returns
+    ``js`` (clipped to [0, 1]), its Monte Carlo standard error ``se`` and the components used.
+    """
+    from sklearn.mixture import GaussianMixture
+
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    k = max(1, min(int(n_components), len(A) // 2, len(B) // 2))
+
+    def fit(X, s):
+        return GaussianMixture(k, covariance_type=covariance_type, reg_covar=1e-4,
+                               random_state=s, max_iter=200).fit(X)
+
+    p, q = fit(A, seed), fit(B, seed + 1)
+    xp = p.sample(int(n_mc))[0]
+    xq = q.sample(int(n_mc))[0]
+    log2 = math.log(2.0)
+
+    def terms(x, own, other):
+        lo, lt = own.score_samples(x), other.score_samples(x)
+        return lo - (np.logaddexp(lo, lt) - log2)  # log own(x) - log m(x)
+
+    tp, tq = terms(xp, p, q), terms(xq, q, p)
+    js = 0.5 * (tp.mean() + tq.mean()) / log2
+    se = 0.5 * math.sqrt(tp.var(ddof=1) / len(tp) + tq.var(ddof=1) / len(tq)) / log2
+    return {"js": float(min(max(js, 0.0), 1.0)), "se": float(se), "components": int(k)}
+
+
+def covariate_shift(Z_train, y_train, Z_test, y_test, n_classes: int, *, dims: int = 10,
+                    n_components: int = 10, covariance_type: str = "diag", n_mc: int = 2000,
+                    seed: int = 0) -> dict:
+    """Return per-class train-vs-test GMM Jensen-Shannon divergence and a no-shift baseline.
+
+    Features are projected on the ``dims`` leading principal components of the training
+    features (a GMM in thousands of dimensions from a hundred points is not identifiable).
+    ``null[i]`` repeats the measure between a random part of class i's training rows, the size
+    of its test rows, and the rest: what the estimate gives with no shift at that sample size.
+    """
+    from sklearn.decomposition import PCA
+
+    Z_train = np.asarray(Z_train, dtype=np.float64)
+    Z_test = np.asarray(Z_test, dtype=np.float64)
+    y_train = np.asarray(y_train, dtype=np.int64)
+    y_test = np.asarray(y_test, dtype=np.int64)
+    d = max(1, min(int(dims), Z_train.shape[1], len(Z_train) - 1))
+    pca = PCA(d, random_state=seed).fit(Z_train)
+    P_train, P_test = pca.transform(Z_train), pca.transform(Z_test)
+    rng = np.random.default_rng(seed)
+    js, se, null = [], [], []
+    for c in range(n_classes):
+        a, b = P_train[y_train == c], P_test[y_test == c]
+        if len(a) < 4 or len(b) < 4:
+            js.append(None), se.append(None), null.append(None)
+            continue
+        r = gmm_js(a, b, n_components=n_components, covariance_type=covariance_type,
+                   n_mc=n_mc, seed=seed + 2 * c)
+        js.append(r["js"]), se.append(r["se"])
+        if len(a) >= len(b) + 4:
+            perm = rng.permutation(len(a))
+            r0 = gmm_js(a[perm[len(b):]], a[perm[:len(b)]], n_components=n_components,
+                        covariance_type=covariance_type, n_mc=n_mc, seed=seed + 2 * c + 1)
+            null.append(r0["js"])
+        else:
+            null.append(None)
+    return {"js": js, "se": se, "null": null, "dims": d,
+            "explained_variance": float(pca.explained_variance_ratio_.sum())}
+
+
+# --- coverage-guided generation --------------------------------------------------------------
+
+
+class NoSeeds(ValueError):
+    """A generated set needs seeds of a region that the test set does not have."""
+
+
+@dataclass
+class Regions:
+    """The centroid and boundary regions of a feature space, and how to stay inside them."""
+
+    centroids: np.ndarray  # (nc, D) class centroids of the training features
+    radius: np.ndarray  # (nc,) RMS training radius of each class
+    r: float
+    theta1: float
+    theta2: float
+    proba: Callable[[np.ndarray], np.ndarray]  # features -> softmax probabilities
+    clip_min: Optional[float] = None  # lower bound of the feature space (0 after a ReLU)
+
+    def in_centroid(self, Z, y) -> np.ndarray:
+        """Return whether each row is within r of its class centroid (normalized)."""
+        return normalized_distance(Z, y, self.centroids, self.radius) <= self.r
+
+    def in_boundary(self, Z, y=None) -> np.ndarray:
+        """Return whether each row's head confidence is in [theta1, theta2]."""
+        return in_band(self.proba(Z), self.theta1, self.theta2)
+
+    def inside(self, region: str, Z, y) -> np.ndarray:
+        """Return membership of ``region`` ("centroid" or "boundary")."""
+        return self.in_centroid(Z, y) if region == "centroid" else self.in_boundary(Z, y)
+
+
+def perturb_within(Z: np.ndarray, y: np.ndarray, region: str, regions: Regions, rng, *,
+                   step: float, max_tries: int) -> tuple:
+    """Return (Z', tries): seeds plus Gaussian noise that keeps every row in ``region``.
+
+    Row j gets noise of per-coordinate standard deviation ``step * R_{y_j} / sqrt(D)`` (expected
+    norm ``step * R``), clipped to the feature space's lower bound; rows that leave the region
+    are redrawn with the noise halved, up to ``max_tries`` draws; a row never accepted keeps
+    its seed unperturbed (``tries`` is then ``max_tries + 1``), which is in the region.
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    out = Z.copy()
+    tries = np.full(len(Z), max_tries + 1, dtype=np.int64)
+    todo = np.arange(len(Z))
+    sigma = step * regions.radius[y] / math.sqrt(max(Z.shape[1], 1))
+    for t in range(max_tries):
+        if not todo.size:
+            break
+        cand = Z[todo] + rng.standard_normal((todo.size, Z.shape[1])) * (
+            sigma[todo] * 0.5 ** t)[:, None]
+        if regions.clip_min is not None:
+            np.maximum(cand, regions.clip_min, out=cand)
+        ok = regions.inside(region, cand, y[todo])
+        out[todo[ok]] = cand[ok]
+        tries[todo[ok]] = t + 1
+        todo = todo[~ok]
+    return out, tries
+
+
+def allocate(total: int, classes: np.ndarray, rng) -> dict:
+    """Split ``total`` points as evenly as possible over ``classes`` (random remainder)."""
+    classes = np.asarray(classes)
+    if total <= 0:
+        return {}
+    if not classes.size:
+        raise NoSeeds("no class has seeds")
+    base, extra = divmod(int(total), len(classes))
+    counts = {int(c): base for c in classes}
+    for c in rng.choice(classes, size=extra, replace=False):
+        counts[int(c)] += 1
+    return counts
+
+
+def generate(Z_test: np.ndarray, y_test: np.ndarray, regions: Regions, mix, size: int, *,
+             seed: int, step: float = 0.1, max_tries: int = 12) -> dict:
+    """Generate one coverage-guided test set of ``size`` features (Algorithm 1).
+
+    ``mix = (c, b)`` percent: ``round(size * c / 100)`` points come from centroid seeds, the
+    rest from boundary seeds, each share split evenly over the classes that have seeds of that
+    region; a seed is drawn uniformly (with replacement) from its class's seeds and perturbed
+    within its region (:func:`perturb_within`). Returns Z, y (the seeds' ground truth), origin
+    ("c"/"b" per row), the seed indices and the acceptance statistics.
+    """
+    rng = np.random.default_rng(seed)
+    y_test = np.asarray(y_test, dtype=np.int64)
+    n_c = int(round(size * mix[0] / 100.0))
+    parts = []
+    for region, n, code in (("centroid", n_c, "c"), ("boundary", int(size) - n_c, "b")):
+        if n <= 0:
+            continue
+        member = regions.inside(region, Z_test, y_test)
+        seeded = np.unique(y_test[member])
+        if not seeded.size:
+            raise NoSeeds(f"the test set has no {region} point (needed by mix {mix_name(mix)})")
+        counts = allocate(n, seeded, rng)
+        idx = np.concatenate([rng.choice(np.flatnonzero(member & (y_test == c)), size=k)
+                              for c, k in sorted(counts.items()) if k])
+        Zg, tries = perturb_within(Z_test[idx], y_test[idx], region, regions, rng, step=step,
+                                   max_tries=max_tries)
+        parts.append((Zg, y_test[idx], np.full(len(idx), code), idx, tries))
+    Z = np.concatenate([p[0] for p in parts])
+    tries = np.concatenate([p[4] for p in parts])
+    return {"Z": Z, "y": np.concatenate([p[1] for p in parts]),
+            "origin": np.concatenate([p[2] for p in parts]),
+            "seed_index": np.concatenate([p[3] for p in parts]),
+            "unperturbed": int((tries > max_tries).sum()),
+            "mean_tries": float(tries.mean()) if tries.size else 0.0}
+
+
+def coverage_guided_accuracy(acc_by_mix: dict) -> Optional[float]:
+    """Return the mean of the mixes' accuracies (None if any mix has none)."""
+    vals = list(acc_by_mix.values())
+    if not vals or any(v is None for v in vals):
+        return None
+    return float(np.mean(vals))
+
+
+# --- seeing it: a decoder from features to images --------------------------------------------
+
+
+def train_decoder(Z: np.ndarray, images: np.ndarray, *, seed: int, epochs: int = 6,
+                  width: int = 16, batch_size: int = 64, lr: float = 2e-3):
+    """Train an up-convolutional decoder from features to images in [0, 1]; return it.
+
+    The architecture follows Dosovitskiy & Brox (2016) in small: standardised features, two
+    fully connected layers to a (2*width, H/4, W/4) map, two 4x4 stride-2 transposed
+    convolutions, a sigmoid; binary cross-entropy to the pixels (Adam).
+    """
+    import torch
+    from torch import nn
+
+    Z = np.asarray(Z, dtype=np.float32)
+    images = np.asarray(images, dtype=np.float32)
+    C, H, W = images.shape[1:]
+    h0, w0 = -(-H // 4), -(-W // 4)
+    mean = Z.mean(axis=0)
+    std = Z.std(axis=0) + 1e-6
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mean", torch.from_numpy(mean))
+            self.register_buffer("std", torch.from_numpy(std))
+            self.fc = nn.Sequential(nn.Linear(Z.shape[1], 256), nn.ReLU(),
+                                    nn.Linear(256, 2 * width * h0 * w0), nn.ReLU())
+            self.up = nn.Sequential(
+                nn.ConvTranspose2d(2 * width, width, 4, stride=2, padding=1), nn.ReLU(),
+                nn.ConvTranspose2d(width, C, 4, stride=2, padding=1))
+
+        def forward(self, z):  # logits of the pixels
+            h = self.fc((z - self.mean) / self.std).view(len(z), 2 * width, h0, w0)
+            return self.up(h)[:, :, :H, :W]
+
+    torch.manual_seed(seed)
+    dec = Decoder()
+    opt = torch.optim.Adam(dec.parameters(), lr=lr)
+    Zt, It = torch.from_numpy(Z), torch.from_numpy(images)
+    gen = torch.Generator().manual_seed(seed)
+    loss_fn = nn.BCEWithLogitsLoss()
+    dec.train()
+    for _ in range(int(epochs)):
+        order = torch.randperm(len(Zt), generator=gen)
+        for s in range(0, len(Zt), batch_size):
+            b = order[s:s + batch_size]
+            loss = loss_fn(dec(Zt[b]), It[b])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    dec.eval()
+    return dec
+
+
+def decode(decoder, Z: np.ndarray) -> np.ndarray:
+    """Return the decoder's images (n, C, H, W) in [0, 1] for features ``Z``."""
+    import torch
+
+    Z = np.asarray(Z, dtype=np.float32)
+    with torch.inference_mode():
+        parts = [torch.sigmoid(decoder(torch.from_numpy(Z[s:s + EVAL_BATCH]))).numpy()
+                 for s in range(0, max(len(Z), 1), EVAL_BATCH)]
+    return np.concatenate(parts)
+
+
+def png_strip(images: np.ndarray, *, scale: Optional[int] = None, gap: int = 1) -> str:
+    """Return one row of images (n, C, H, W) in [0, 1] as a base64 PNG (None -> blank cell).
+
+    Pixels are enlarged ``scale`` times (default: to at least 32 pixels a side, at least 2x).
+    """
+    from PIL import Image
+
+    cells = [None if im is None else np.asarray(im, dtype=np.float64) for im in images]
+    shape = next((c.shape for c in cells if c is not None), None)
+    if shape is None:
+        return ""
+    C, H, W = shape
+    scale = int(scale or max(2, -(-32 // H)))
+    h, w = H * scale, W * scale
+    canvas = np.full((h, len(cells) * (w + gap) - gap, 3), 255, dtype=np.uint8)
+    for j, cell in enumerate(cells):
+        if cell is None:
+            continue
+        px = np.clip(cell, 0.0, 1.0)
+        px = np.repeat(px, 3, axis=0) if C == 1 else px[:3]
+        px = np.kron(np.transpose(px, (1, 2, 0)), np.ones((scale, scale, 1)))
+        canvas[:, j * (w + gap): j * (w + gap) + w] = np.round(255 * px).astype(np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(canvas, "RGB").save(buf, format="PNG", optimize=True)
+    return base64.b64encode(buf.getvalue()).decode("ascii")

@@ -1,0 +1,291 @@
+"""Coverage testing (Mani et al., 2019): test-set quality in a model's feature space, covariate
+shift, and coverage-guided test generation.
+
+One trial = the reference model of one (dataset, model) and everything computed from it:
+
+1. the reference split and model of the purity-ratio protocol (same split, seed, training
+   budget and cache key, so the two metrics share one trained model);
+2. the coverage layer (:func:`robench.coverage.feature_space`: last convolutional block, or
+   the penultimate layer) of the training (fit) rows and of the test split;
+3. EP, CP, BC, PBC of the test split (and CP, BC of the training rows, for reference), with
+   centroids and radii from the training features;
+4. covariate shift per class (GMM + Jensen-Shannon, with a no-shift baseline);
+5. every (mix, size) coverage-guided set, generated from the test split's centroid and
+   boundary points and classified by the model's own head;
+6. image data sets: a decoder from coverage features to images trained on the training rows,
+   its legibility check on the test split, and one strip of decoded examples per mix.
+
+A model without a usable feature space and head (the RBF SVM) is not trained: the trial
+records why coverage does not apply.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from robench.protocols.base import Combo, derived_seed, trial_key
+from robench.protocols.clusterability import fit_reference
+
+NAME = "coverage"
+VERSION = "1"
+KIND = "reference"
+
+#: Knobs used when the profile names none; ``--set coverage.KEY=VALUE`` overrides any of them.
+#: Why these defaults: docs/coverage.md.
+DEFAULTS = {
+    "radius": 1.0,  # r: centroid region = normalized distance <= r (unit: class RMS radius)
+    "theta1": 0.4,  # boundary band: top softmax probability in [theta1, theta2]
+    "theta2": 0.6,
+    "mixes": [[0, 100], [30, 70], [50, 50], [70, 30], [100, 0]],  # centroid:boundary percent
+    "sizes": [100, 300, 700, 1000],
+    "step": 0.1,  # generation noise: expected norm step * R_i
+    "max_tries": 12,  # redraws (noise halved each time) before a seed is kept unperturbed
+    "shift_dims": 2,  # covariate shift: leading principal components of training features
+    "shift_components": 10,  # GMM components per class (the paper's 10)
+    "shift_covariance": "diag",
+    "shift_mc": 2000,  # Monte Carlo samples per distribution
+    "decoder_epochs": 6,  # 0 = no decoder images
+    "decoder_width": 16,
+    "decoder_train_cap": 2000,  # training rows (stratified) the decoder learns from
+    "decoder_legible": 0.8,  # legible if model accuracy on decoded test images >= this x clean
+}
+
+
+def settings(cfg) -> dict:
+    """Return the protocol's knobs: DEFAULTS updated by the run's ``coverage`` dict."""
+    return {**DEFAULTS, **(getattr(cfg, "coverage", None) or {})}
+
+
+def validate(knobs: dict) -> None:
+    """Raise ValueError naming the problem if the knobs cannot define the measures."""
+    if not knobs["radius"] > 0:
+        raise ValueError(f"coverage.radius must be > 0, got {knobs['radius']}")
+    if not 0 <= knobs["theta1"] <= knobs["theta2"] <= 1:
+        raise ValueError("coverage needs 0 <= theta1 <= theta2 <= 1, got "
+                         f"theta1={knobs['theta1']}, theta2={knobs['theta2']}")
+    for mix in knobs["mixes"]:
+        if len(mix) != 2 or min(mix) < 0 or sum(mix) != 100:
+            raise ValueError(f"coverage.mixes: every mix is [centroid %, boundary %] summing to "
+                             f"100, got {mix}")
+    if not knobs["sizes"] or min(knobs["sizes"]) < 1:
+        raise ValueError(f"coverage.sizes must be positive, got {knobs['sizes']}")
+
+
+def plan(combo: Combo, cfg, registry) -> list:
+    """Return the combination's one coverage trial."""
+    knobs = settings(cfg)
+    validate(knobs)
+    spec = {
+        "protocol": NAME,
+        "dataset": combo.dataset.name,
+        "model": combo.model.name,
+        "clusterer": "",
+        "kind": KIND,
+        "repeat": 0,
+        "seed": cfg.seed,
+        "params": {
+            "test_size": cfg.test_size,
+            "val_fraction": cfg.val_fraction,
+            "train": cfg.train,
+            "analysis": {k: knobs[k] for k in DEFAULTS},
+        },
+        "versions": {
+            "protocol": VERSION,
+            "dataset": registry.component_version("datasets", combo.dataset.name),
+            "model": registry.component_version("models", combo.model.name),
+        },
+    }
+    spec["key"] = trial_key(spec)
+    return [spec]
+
+
+def _space_support(clf):
+    """Return why ``clf`` cannot give a coverage layer before it is trained, or None."""
+    from robench.features import feature_support
+
+    return feature_support(clf)
+
+
+def _finite_list(a) -> list:
+    return [None if v is None or not np.isfinite(v) else float(v) for v in np.asarray(a, float)]
+
+
+def run(spec: dict, env) -> dict:
+    """Run one coverage trial (see the module docstring)."""
+    from robench import coverage as cov
+
+    t0 = time.perf_counter()
+    timings = {}
+    dataset = env.dataset(spec["dataset"])
+    knobs = spec["params"]["analysis"]
+    seed = int(spec["seed"])
+    nc = dataset.n_classes
+    X, y = dataset.X, dataset.y
+    ref = fit_reference(spec, env, dataset, applicable=_space_support)
+    fit, test, clf, base = ref["fit"], ref["test"], ref["clf"], ref["base"]
+
+    def not_applicable(reason):
+        return {**base, "accuracy": None, "not_applicable": reason,
+                "extra": {"not_applicable": reason}, "seconds": time.perf_counter() - t0}
+
+    if ref["not_applicable"]:
+        return not_applicable(ref["not_applicable"])
+    space, reason = cov.feature_space(clf)
+    if space is None:
+        return not_applicable(reason)
+    timings["train"] = time.perf_counter() - t0
+
+    t = time.perf_counter()
+    Z_fit, Z_test = space.encode(X[fit]), space.encode(X[test])
+    y_fit, y_test = y[fit], y[test]
+    P_fit, P_test = space.proba(Z_fit), space.proba(Z_test)
+    timings["features"] = time.perf_counter() - t
+    model_acc = float((P_test.argmax(1) == y_test).mean())
+
+    r, th1, th2 = float(knobs["radius"]), float(knobs["theta1"]), float(knobs["theta2"])
+    centroids, radius = cov.class_centroids(Z_fit, y_fit, nc)
+    d_test = cov.normalized_distance(Z_test, y_test, centroids, radius)
+    d_fit = cov.normalized_distance(Z_fit, y_fit, centroids, radius)
+    pbc = cov.pairwise_boundary(P_test, y_test, nc, th1, th2)
+    quality = {
+        "ep": _finite_list(cov.equivalence_partitioning(y_test, nc)),
+        "cp": _finite_list(cov.centroid_positioning(d_test, y_test, nc, r)),
+        "bc": _finite_list(cov.boundary_conditioning(P_test, y_test, nc, th1, th2)),
+        "pbc": [_finite_list(row) for row in pbc],
+        "pbc_summary": cov.summarize_pbc(pbc),
+        "cp_train": _finite_list(cov.centroid_positioning(d_fit, y_fit, nc, r)),
+        "bc_train": _finite_list(cov.boundary_conditioning(P_fit, y_fit, nc, th1, th2)),
+        "distance_quantiles_test": _finite_list(np.nanquantile(d_test, [0.1, 0.25, 0.5, 0.75,
+                                                                          0.9])),
+        "n_test_per_class": np.bincount(y_test, minlength=nc).tolist(),
+    }
+
+    t = time.perf_counter()
+    shift = cov.covariate_shift(Z_fit, y_fit, Z_test, y_test, nc, dims=int(knobs["shift_dims"]),
+                                n_components=int(knobs["shift_components"]),
+                                covariance_type=knobs["shift_covariance"],
+                                n_mc=int(knobs["shift_mc"]), seed=seed)
+    timings["covariate_shift"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    clip = 0.0 if float(Z_fit.min()) >= 0.0 else None
+    regions = cov.Regions(centroids, radius, r, th1, th2, space.proba, clip_min=clip)
+    generated, examples = {}, {}
+    for mix in knobs["mixes"]:
+        name = cov.mix_name(mix)
+        for size in knobs["sizes"]:
+            gseed = derived_seed(seed, 0xC0, int(mix[0]), int(size))
+            try:
+                g = cov.generate(Z_test, y_test, regions, mix, int(size), seed=gseed,
+                                 step=float(knobs["step"]), max_tries=int(knobs["max_tries"]))
+            except cov.NoSeeds as exc:
+                generated[f"{name}@{size}"] = {"accuracy": None, "error": str(exc)}
+                continue
+            pred = space.proba(g["Z"]).argmax(1)
+            right = pred == g["y"]
+            stay = np.where(g["origin"] == "c", regions.in_centroid(g["Z"], g["y"]),
+                            regions.in_boundary(g["Z"]))
+            generated[f"{name}@{size}"] = {
+                "accuracy": float(right.mean()),
+                "n": int(len(g["y"])),
+                "n_centroid": int((g["origin"] == "c").sum()),
+                "n_boundary": int((g["origin"] == "b").sum()),
+                "acc_centroid": _mean_or_none(right[g["origin"] == "c"]),
+                "acc_boundary": _mean_or_none(right[g["origin"] == "b"]),
+                "in_region": float(stay.mean()),
+                "unperturbed": g["unperturbed"],
+                "mean_tries": g["mean_tries"],
+                "ep": _finite_list(cov.equivalence_partitioning(g["y"], nc)),
+            }
+            if size == max(knobs["sizes"]):
+                examples[name] = g
+    timings["generation"] = time.perf_counter() - t
+
+    extra = {
+        "model_acc": model_acc,
+        "layer": space.layer,
+        "layer_description": space.description,
+        "feature_dim": int(Z_test.shape[1]),
+        "n_test": int(len(test)),
+        "n_fit": int(len(fit)),
+        "model_cache_hit": bool(ref["hit"]),
+        "clip_min": clip,
+        "knobs": {"radius": r, "theta1": th1, "theta2": th2, "step": float(knobs["step"]),
+                  "max_tries": int(knobs["max_tries"])},
+        "quality": quality,
+        "covariate_shift": shift,
+        "seeds": {"centroid": int(regions.in_centroid(Z_test, y_test).sum()),
+                  "boundary": int(regions.in_boundary(Z_test).sum())},
+        "generated": generated,
+    }
+    if dataset.image_shape is None:
+        extra["decoder"] = {"not_applicable": f"data set '{dataset.name}' is not an image data "
+                                              "set"}
+    elif int(knobs["decoder_epochs"]) <= 0:
+        extra["decoder"] = {"not_applicable": "decoder_epochs is 0"}
+    else:
+        t = time.perf_counter()
+        extra["decoder"] = _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test,
+                                         examples, knobs, seed)
+        timings["decoder"] = time.perf_counter() - t
+    extra["timings"] = timings
+    return {
+        **base,
+        "accuracy": model_acc,
+        "train_accuracy": _maybe_float(getattr(clf, "train_accuracy_", None)),
+        "val_accuracy": _maybe_float(getattr(clf, "val_accuracy_", None)),
+        "epochs": int(getattr(clf, "n_epochs_", 0) or 0),
+        "best_epoch": int(getattr(clf, "best_epoch_", 0) or 0),
+        "history": list(getattr(clf, "history_", []) or []),
+        "not_applicable": None,
+        "extra": extra,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def _mean_or_none(a):
+    return float(a.mean()) if len(a) else None
+
+
+def _maybe_float(v):
+    return None if v is None else float(v)
+
+
+def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs, seed) -> dict:
+    """Train the decoder, check it is legible, render one strip per mix (one column per class)."""
+    from robench import coverage as cov
+
+    from robench.multicut import stratified_subsample
+
+    shape = tuple(dataset.image_shape)
+    sub = stratified_subsample(dataset.y[fit], knobs["decoder_train_cap"], seed)
+    dec = cov.train_decoder(Z_fit[sub], dataset.X[fit[sub]].reshape((len(sub),) + shape),
+                            seed=derived_seed(seed, 0xDEC), epochs=int(knobs["decoder_epochs"]),
+                            width=int(knobs["decoder_width"]))
+    y_test = dataset.y[test]
+    recon = cov.decode(dec, Z_test)
+    originals = dataset.X[test].reshape(recon.shape)
+    clean = float((np.asarray(clf.predict(dataset.X[test])) == y_test).mean())
+    recognised = float((np.asarray(clf.predict(recon.reshape(len(recon), -1))) == y_test).mean())
+    legible = bool(clean > 0 and recognised >= float(knobs["decoder_legible"]) * clean)
+    nc = dataset.n_classes
+    first = [np.flatnonzero(y_test == c)[:1] for c in range(min(nc, 10))]
+    pick = [f[0] if f.size else None for f in first]
+    rows = [{"label": "test images", "png": cov.png_strip(
+                [originals[i] if i is not None else None for i in pick])},
+            {"label": "decoded from their features", "png": cov.png_strip(
+                [recon[i] if i is not None else None for i in pick])}]
+    for name, g in examples.items():
+        cells = []
+        images = cov.decode(dec, g["Z"])
+        for c in range(min(nc, 10)):
+            j = np.flatnonzero(g["y"] == c)
+            cells.append(images[j[0]] if j.size else None)
+        rows.append({"label": f"generated, mix {name}", "png": cov.png_strip(cells)})
+    return {"recognised": recognised, "clean": clean, "legible": legible,
+            "mse": float(((recon - originals) ** 2).mean()),
+            "rule": f"legible if the model classifies >= {knobs['decoder_legible']} x its clean "
+                    "accuracy of decoded test images correctly",
+            "columns": [str(c) for c in range(min(nc, 10))], "rows": rows}

@@ -1,0 +1,306 @@
+"""Coverage testing (Mani et al.): EP/CP/BC/PBC by hand, covariate shift, generation, the
+trained-model trend of Table 2, determinism, CLI and leaderboard."""
+
+import math
+
+import numpy as np
+import pytest
+
+from robench import coverage as cov
+
+# --- the measures on hand-made feature sets -----------------------------------------------------
+
+
+def test_equivalence_partitioning_eq_3():
+    ep = cov.equivalence_partitioning(np.array([0, 0, 0, 1]), 2)
+    assert ep.tolist() == [1.5, 0.5]  # ns_i * nc / ns = 3*2/4, 1*2/4
+    assert cov.equivalence_partitioning(np.array([0, 1, 2, 0, 1, 2]), 3).tolist() == [1, 1, 1]
+    assert cov.equivalence_partitioning(np.array([0, 0]), 2).tolist() == [2.0, 0.0]
+
+
+def _square():
+    """Training features of class 0 at (+-1, 0), (0, +-1): centroid 0, RMS radius 1; class 1
+    at (10 +- 2, 0): centroid (10, 0), RMS radius 2."""
+    Z = np.array([[1, 0], [-1, 0], [0, 1], [0, -1], [12, 0], [8, 0]], dtype=float)
+    y = np.array([0, 0, 0, 0, 1, 1])
+    return Z, y
+
+
+def test_centroids_radius_and_centroid_positioning_eq_4():
+    Z, y = _square()
+    cent, radius = cov.class_centroids(Z, y, 2)
+    assert np.allclose(cent, [[0, 0], [10, 0]]) and np.allclose(radius, [1, 2])
+    Zt = np.array([[0.5, 0], [0, 1.0], [2, 0], [11, 0], [10, 3]])
+    yt = np.array([0, 0, 0, 1, 1])
+    d = cov.normalized_distance(Zt, yt, cent, radius)
+    assert np.allclose(d, [0.5, 1.0, 2.0, 0.5, 1.5])
+    assert np.allclose(cov.centroid_positioning(d, yt, 2, 1.0), [2 / 3, 1 / 2])
+    assert np.allclose(cov.centroid_positioning(d, yt, 2, 0.4), [0, 0])
+    # an empty class has no CP (NaN), not 0
+    assert np.isnan(cov.centroid_positioning(d, yt, 3, 1.0)[2])
+
+
+def test_boundary_and_pairwise_boundary_eq_5():
+    P = np.array([
+        [0.50, 0.45, 0.05],  # class 0, conf .50 in band, runner-up 1
+        [0.40, 0.05, 0.55],  # class 0, conf .55 in band, most probable other than 0 is 2
+        [0.90, 0.05, 0.05],  # class 0, confident
+        [0.30, 0.35, 0.35],  # class 0, conf .35 below the band (3-way confusion)
+        [0.10, 0.60, 0.30],  # class 1, conf .60 on the band's edge: in, runner-up 2
+        [0.05, 0.90, 0.05],  # class 1, confident
+    ])
+    y = np.array([0, 0, 0, 0, 1, 1])
+    bc = cov.boundary_conditioning(P, y, 3, 0.4, 0.6)
+    assert np.allclose(bc[:2], [2 / 4, 1 / 2]) and np.isnan(bc[2])
+    pbc = cov.pairwise_boundary(P, y, 3, 0.4, 0.6)
+    assert np.allclose(pbc[0], [0, 1 / 4, 1 / 4])
+    assert np.allclose(pbc[1], [0, 0, 1 / 2])
+    assert np.allclose(np.nansum(pbc[:2], axis=1), bc[:2])  # rows sum to BC_i
+    s = cov.summarize_pbc(pbc)
+    # pairs {0,1}, {0,2}, {1,2} all have a boundary point
+    assert s["pairs_covered"] == 1.0
+    assert s["mean"] == pytest.approx((1 / 4 + 1 / 4 + 1 / 2) / 4)  # ordered pairs, rows 0-1
+
+
+# --- covariate shift --------------------------------------------------------------------------
+
+
+def _js_normal(mu: float) -> float:
+    """JS(N(0,1) || N(mu,1)) / ln 2 by quadrature."""
+    x = np.linspace(-12, 12 + mu, 200001)
+    p = np.exp(-x ** 2 / 2) / math.sqrt(2 * math.pi)
+    q = np.exp(-(x - mu) ** 2 / 2) / math.sqrt(2 * math.pi)
+    m = (p + q) / 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = lambda a: np.nansum(np.where(a > 0, a * np.log(a / m), 0)) * (x[1] - x[0])  # noqa
+    return 0.5 * (kl(p) + kl(q)) / math.log(2)
+
+
+def test_monte_carlo_js_matches_quadrature():
+    rng = np.random.default_rng(0)
+    A = rng.normal(0, 1, (20000, 1))
+    B = rng.normal(1.5, 1, (20000, 1))
+    r = cov.gmm_js(A, B, n_components=1, n_mc=20000, seed=0)
+    truth = _js_normal(1.5)
+    assert abs(r["js"] - truth) < max(4 * r["se"], 0.01), (r, truth)
+    same = cov.gmm_js(A, rng.normal(0, 1, (20000, 1)), n_components=1, n_mc=20000, seed=1)
+    assert same["js"] < 0.01
+    far = cov.gmm_js(A, rng.normal(50, 1, (2000, 1)), n_components=1, n_mc=2000, seed=2)
+    assert far["js"] > 0.99
+
+
+def test_covariate_shift_sees_a_shifted_class_and_reports_a_null():
+    rng = np.random.default_rng(1)
+    Zt = rng.normal(0, 1, (600, 5))
+    yt = np.repeat([0, 1], 300)
+    Zs = rng.normal(0, 1, (200, 5))
+    ys = np.repeat([0, 1], 100)
+    Zs[ys == 1, 0] += 4.0  # class 1 of the test set moved along the main axis
+    Zt[:, 0] *= 3  # make that axis the first principal component
+    Zs[:, 0] *= 3
+    out = cov.covariate_shift(Zt, yt, Zs, ys, 2, dims=2, n_components=3, n_mc=3000, seed=0)
+    assert out["js"][1] > out["js"][0] + 0.2
+    assert out["null"][0] is not None and abs(out["null"][0] - out["js"][0]) < 0.15
+
+
+# --- generation -------------------------------------------------------------------------------
+
+
+def _linear_space(seed=0):
+    """Two Gaussian classes in 2-D and a logistic head; boundary = the line x0 = x1."""
+    rng = np.random.default_rng(seed)
+    Z = np.concatenate([rng.normal([0, 3], 1, (300, 2)), rng.normal([3, 0], 1, (300, 2))])
+    y = np.repeat([0, 1], 300)
+    W = np.array([[-1.0, 1.0], [1.0, -1.0]])  # logit_1 - logit_0 = 2 (x0 - x1)
+
+    def proba(Zq):
+        return cov.softmax(np.asarray(Zq) @ W)
+
+    cent, radius = cov.class_centroids(Z, y, 2)
+    regions = cov.Regions(cent, radius, 1.0, 0.4, 0.6, proba)
+    return Z, y, regions, proba
+
+
+@pytest.mark.parametrize("mix", cov.MIXES)
+def test_generated_points_stay_in_their_region_and_carry_their_seed_label(mix):
+    Z, y, regions, proba = _linear_space()
+    g = cov.generate(Z, y, regions, mix, 300, seed=7, step=0.3)
+    n_c = round(300 * mix[0] / 100)
+    assert len(g["y"]) == 300 and (g["origin"] == "c").sum() == n_c
+    c, b = g["origin"] == "c", g["origin"] == "b"
+    assert regions.in_centroid(g["Z"][c], g["y"][c]).all()
+    assert regions.in_boundary(g["Z"][b]).all()
+    assert (g["y"] == y[g["seed_index"]]).all()  # the label is the seed's ground truth
+    moved = np.linalg.norm(g["Z"] - Z[g["seed_index"]], axis=1)
+    assert (moved > 0).mean() > 0.9  # perturbed, not copied
+    # every class with seeds gets an even share
+    for part in (c, b):
+        counts = np.bincount(g["y"][part], minlength=2)
+        assert counts.max() - counts.min() <= 1
+
+
+def test_generation_is_deterministic_per_seed():
+    Z, y, regions, _ = _linear_space()
+    a = cov.generate(Z, y, regions, (50, 50), 200, seed=3)
+    b = cov.generate(Z, y, regions, (50, 50), 200, seed=3)
+    c = cov.generate(Z, y, regions, (50, 50), 200, seed=4)
+    assert np.array_equal(a["Z"], b["Z"]) and np.array_equal(a["y"], b["y"])
+    assert not np.array_equal(a["Z"], c["Z"])
+
+
+def test_a_mix_without_seeds_is_an_error_and_the_headline_is_then_undefined():
+    Z, y, regions, _ = _linear_space()
+    narrow = cov.Regions(regions.centroids, regions.radius, 1.0, 0.49999, 0.5, regions.proba)
+    with pytest.raises(cov.NoSeeds, match="no boundary point"):
+        cov.generate(Z, y, narrow, (30, 70), 100, seed=0)
+    assert cov.generate(Z, y, narrow, (100, 0), 100, seed=0)["y"].size == 100
+    assert cov.coverage_guided_accuracy({"0-100": None, "100-0": 1.0}) is None
+    assert cov.coverage_guided_accuracy({"0-100": 0.5, "100-0": 1.0}) == 0.75
+
+
+def test_centroid_points_are_classified_better_than_boundary_points_by_a_linear_head():
+    Z, y, regions, proba = _linear_space()
+    acc = {}
+    for mix in ((0, 100), (100, 0)):
+        g = cov.generate(Z, y, regions, mix, 1000, seed=1)
+        acc[mix] = float((proba(g["Z"]).argmax(1) == g["y"]).mean())
+    assert acc[(100, 0)] > 0.95 and acc[(0, 100)] < 0.8
+
+
+# --- the feature space of the built-in models ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name,layer", [("mlp", "penultimate"), ("cnn-2", "last-conv"),
+                                        ("lenet", "last-conv"), ("bayesian-lenet", "last-conv")])
+def test_coverage_layer_and_head_reproduce_the_model(name, layer):
+    from robench.plugins import make_registry
+    from robench.specs import ModelContext
+
+    reg = make_registry(load_entrypoints=False)
+    ds = reg.load_dataset("mnist-5k")
+    idx = np.arange(0, 5000, 50)
+    ctx = ModelContext(ds.n_features, ds.n_classes, ds.image_shape, 0,
+                       {"max_epochs": 1, "patience": 1, "batch_size": 64, "lr": 1e-3})
+    clf = reg.get("models", name).build(ctx).fit(ds.X[idx], ds.y[idx], ds.X[idx], ds.y[idx])
+    space, reason = cov.feature_space(clf)
+    assert reason is None and space.layer == layer
+    Z = space.encode(ds.X[idx])
+    assert Z.ndim == 2 and len(Z) == len(idx)
+    if name != "bayesian-lenet":  # its predictions average MC samples; the head uses the mean
+        assert np.array_equal(space.proba(Z).argmax(1), clf.predict(ds.X[idx]))
+
+
+def test_models_without_a_head_are_not_applicable():
+    space, reason = cov.feature_space(object())
+    assert space is None and "does not apply" in reason
+
+
+# --- the protocol on a trained model ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def digits_trials(tmp_path_factory):
+    from robench.config import RunConfig
+    from robench.plugins import make_registry
+    from robench.protocols import coverage as P
+    from robench.protocols.base import Combo, TrialEnv
+
+    reg = make_registry(load_entrypoints=False)
+    cfg = RunConfig(datasets=["digits"], models=["mlp"], clusterers=[], metrics=["coverage"],
+                    train={"max_epochs": 6, "patience": 2},
+                    coverage={"decoder_epochs": 2, "sizes": [100, 1000], "shift_mc": 500})
+    combo = Combo(reg.get("datasets", "digits"), reg.get("models", "mlp"), None)
+    spec = P.plan(combo, cfg, reg)[0]
+    env = TrialEnv(reg)
+    return spec, P.run(spec, env), P.run(spec, env)
+
+
+def test_trained_model_follows_table_2_trend(digits_trials):
+    _, res, _ = digits_trials
+    gen = res["extra"]["generated"]
+    assert res["extra"]["layer"] == "penultimate"
+    # the paper's Table 2 trend: all-centroid sets are classified better than all-boundary
+    assert gen["100-0@1000"]["accuracy"] >= gen["0-100@1000"]["accuracy"]
+    assert gen["100-0@1000"]["accuracy"] > 0.9
+    for g in gen.values():  # every generated point stayed in its region
+        assert g["in_region"] == 1.0 and g["n"] in (100, 1000)
+    q = res["extra"]["quality"]
+    assert len(q["ep"]) == 10 and abs(np.mean(q["ep"]) - 1) < 1e-9
+    assert np.allclose(np.nansum(q["pbc"], axis=1), q["bc"])
+
+
+def test_protocol_is_reproducible_and_decoder_is_checked(digits_trials):
+    _, first, second = digits_trials
+    assert first["extra"]["generated"] == second["extra"]["generated"]
+    assert first["extra"]["quality"] == second["extra"]["quality"]
+    assert second["extra"]["model_cache_hit"]  # the reference model was loaded, not retrained
+    dec = first["extra"]["decoder"]
+    assert 0 <= dec["recognised"] <= 1 and isinstance(dec["legible"], bool)
+    assert [r["label"] for r in dec["rows"]][:2] == ["test images", "decoded from their features"]
+    assert len(dec["rows"]) == 2 + 5 and all(r["png"] for r in dec["rows"][:2])
+
+
+def test_aggregate_defines_the_headline_as_the_mean_over_mixes(digits_trials):
+    import json
+
+    from robench.builtin.coverage import aggregate_coverage
+
+    spec, res, _ = digits_trials
+    row = {**res, "protocol": "coverage", "status": "ok", "extra": json.dumps(res["extra"])}
+    scores = {s.score: s for s in aggregate_coverage({"dataset": "digits", "model": "mlp"},
+                                                     [row])}
+    per_mix = [scores[f"acc@{m}@1000"].value for m in ("0-100", "30-70", "50-50", "70-30",
+                                                        "100-0")]
+    assert scores["coverage"].value == pytest.approx(np.mean(per_mix))
+    assert scores["coverage"].details["knobs"]["radius"] == 1.0  # stored with the scores
+    assert scores["coverage"].details["layer"] == "penultimate"
+    for name in ("ep_min", "cp", "bc", "pbc", "pbc_pairs_covered", "covariate_shift"):
+        assert name in scores
+
+
+# --- runner, CLI, leaderboard -------------------------------------------------------------------
+
+
+def test_run_cli_results_and_leaderboard(tiny_registry, store, tmp_path):
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+    from robench.config import RunConfig
+    from robench.leaderboard import build_leaderboard
+    from robench.runner import execute
+
+    cfg = RunConfig(datasets=["digits"], models=["mlp", "centroid"], clusterers=[],
+                    metrics=["coverage"], executor="local",
+                    train={"max_epochs": 3, "patience": 1},
+                    coverage={"decoder_epochs": 1, "sizes": [50, 100], "shift_mc": 200})
+    report = execute(cfg, tiny_registry, store)
+    assert not report.failed, [f["error"] for f in report.failed]
+    sc = {(s.model, s.score): s for s in report.scores}
+    assert sc[("mlp", "coverage")].value is not None
+    assert "not apply" in sc[("centroid", "coverage")].details["not_applicable"]
+    out = CliRunner().invoke(cli, ["results", "--metric", "coverage", "--db",
+                                   str(tmp_path / "results.db")])
+    assert out.exit_code == 0, out.output
+    assert "cov-acc" in out.output and "100-0" in out.output and "not applicable" in out.output
+    html = build_leaderboard(store, tmp_path / "site").read_text()
+    assert "Coverage-guided accuracy" in html and "<polyline" in html
+    assert "data:image/png;base64," in html and "mean, over the five" in html
+
+
+def test_set_option_parses_and_rejects_unknown_knobs(tmp_path):
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+    from robench.config import parse_settings
+
+    assert parse_settings(["coverage.radius=0.8", "coverage.mixes=[[0,100],[100,0]]",
+                           "train.max_epochs=3"]) == {
+        "coverage": {"radius": 0.8, "mixes": [[0, 100], [100, 0]]}, "train": {"max_epochs": 3}}
+    with pytest.raises(ValueError, match="unknown coverage knob 'radus'.*radius"):
+        parse_settings(["coverage.radus=1"])
+    with pytest.raises(ValueError, match="known: train"):
+        parse_settings(["nope.x=1"])
+    out = CliRunner().invoke(cli, ["run", "-d", "digits", "--metric", "coverage", "--set",
+                                   "coverage.theta1=0.9", "--db", str(tmp_path / "r.db")])
+    assert out.exit_code != 0 and "theta1 <= theta2" in out.output
+    assert "Traceback" not in out.output
