@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
 from robench import hookimpl
+from robench.builtin.clusterability import _decode, _f  # JSON details, table cells
 from robench.specs import MetricSpec, Score
 
 METRIC = "coverage"
@@ -47,15 +46,6 @@ SUMMARY_SCORES = (
     ("pbc", True), ("pbc_pairs_covered", True), ("covariate_shift", False),
     ("covariate_shift_null", False), ("decoder_recognised", True),
 )
-
-
-def _decode(value):
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return {}
-    return value or {}
 
 
 def _mean(values):
@@ -164,12 +154,6 @@ def register_metrics(register):
 
 
 # --- text report (robench run / robench results) -----------------------------------------------
-
-
-def _f(v, pct=False, width=7):
-    if v is None or (isinstance(v, float) and v != v):
-        return "-".rjust(width)
-    return (f"{100 * v:.1f}" if pct else f"{v:.3f}").rjust(width)
 
 
 def _by_dataset(rows: list) -> dict:

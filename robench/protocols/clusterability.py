@@ -291,9 +291,14 @@ def run(spec: dict, env) -> dict:
         extra["adversarial"] = _adversarial(clf, dataset, test, knobs, seed)
         timings["adversarial"] = time.perf_counter() - t
     extra["timings"] = timings
+    return trial_row(base, clf, model_acc, extra, t0)
+
+
+def trial_row(base: dict, clf, accuracy: float, extra: dict, t0: float) -> dict:
+    """Return the stored row of a reference-model trial: sizes, accuracy, training log, extra."""
     return {
         **base,
-        "accuracy": model_acc,
+        "accuracy": accuracy,
         "train_accuracy": _maybe_float(getattr(clf, "train_accuracy_", None)),
         "val_accuracy": _maybe_float(getattr(clf, "val_accuracy_", None)),
         "epochs": int(getattr(clf, "n_epochs_", 0) or 0),

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from robench.protocols.base import Combo, derived_seed, trial_key
-from robench.protocols.clusterability import fit_reference
+from robench.protocols.clusterability import fit_reference, trial_row
 
 NAME = "coverage"
 VERSION = "1"
@@ -231,26 +231,11 @@ def run(spec: dict, env) -> dict:
                                          examples, knobs, seed)
         timings["decoder"] = time.perf_counter() - t
     extra["timings"] = timings
-    return {
-        **base,
-        "accuracy": model_acc,
-        "train_accuracy": _maybe_float(getattr(clf, "train_accuracy_", None)),
-        "val_accuracy": _maybe_float(getattr(clf, "val_accuracy_", None)),
-        "epochs": int(getattr(clf, "n_epochs_", 0) or 0),
-        "best_epoch": int(getattr(clf, "best_epoch_", 0) or 0),
-        "history": list(getattr(clf, "history_", []) or []),
-        "not_applicable": None,
-        "extra": extra,
-        "seconds": time.perf_counter() - t0,
-    }
+    return trial_row(base, clf, model_acc, extra, t0)
 
 
 def _mean_or_none(a):
     return float(a.mean()) if len(a) else None
-
-
-def _maybe_float(v):
-    return None if v is None else float(v)
 
 
 def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs, seed) -> dict:
