@@ -25,9 +25,10 @@ Covariate shift (paper section 5.2, Figure 3)
 
 Generation (Algorithm 1)
     Seeds are test points in a class's centroid region (normalized distance <= r) or boundary
-    band (confidence in [theta1, theta2]). A generated point is a seed plus isotropic Gaussian
-    noise of expected norm ``step * R_i``, accepted only if it is still in its seed's region
-    (else retried with the noise halved); its label is the seed's ground truth.
+    band (confidence in [theta1, theta2]). A generated point is a seed plus Gaussian noise
+    shaped like the class's per-coordinate spread, of expected norm ``step * R_i``, accepted
+    only if it is still in its seed's region (else retried with the noise halved); its label is
+    the seed's ground truth.
 """
 
 from __future__ import annotations
@@ -326,6 +327,7 @@ class Regions:
     theta2: float
     proba: Callable[[np.ndarray], np.ndarray]  # features -> softmax probabilities
     clip_min: Optional[float] = None  # lower bound of the feature space (0 after a ReLU)
+    spread: Optional[np.ndarray] = None  # (nc, D) per-coordinate std of each class's features
 
     def in_centroid(self, Z, y) -> np.ndarray:
         """Return whether each row is within r of its class centroid (normalized)."""
@@ -340,26 +342,48 @@ class Regions:
         return self.in_centroid(Z, y) if region == "centroid" else self.in_boundary(Z, y)
 
 
+def class_spread(Z: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """Return the per-coordinate standard deviation of each class's rows, (nc, D).
+
+    The squares of a row sum to the class's squared RMS radius (the trace of its covariance).
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y, dtype=np.int64)
+    out = np.zeros((n_classes, Z.shape[1]))
+    for c in range(n_classes):
+        rows = Z[y == c]
+        if len(rows):
+            out[c] = rows.std(axis=0)
+    return out
+
+
 def perturb_within(Z: np.ndarray, y: np.ndarray, region: str, regions: Regions, rng, *,
                    step: float, max_tries: int) -> tuple:
     """Return (Z', tries): seeds plus Gaussian noise that keeps every row in ``region``.
 
-    Row j gets noise of per-coordinate standard deviation ``step * R_{y_j} / sqrt(D)`` (expected
-    norm ``step * R``), clipped to the feature space's lower bound; rows that leave the region
-    are redrawn with the noise halved, up to ``max_tries`` draws; a row never accepted keeps
-    its seed unperturbed (``tries`` is then ``max_tries + 1``), which is in the region.
+    Row j of class i gets noise ``N(0, diag((step * s_i)^2))`` with ``s_i`` the per-coordinate
+    standard deviation of class i's training features (``regions.spread``), so the noise follows
+    the class's own variation (a unit that never fires for the class stays off) and its
+    expected norm is ``step * R_i``. Without ``spread`` the noise is isotropic with the same
+    expected norm. Candidates are clipped to the feature space's lower bound; rows that leave
+    the region are redrawn with the noise halved, up to ``max_tries`` draws; a row never
+    accepted keeps its seed unperturbed (``tries`` is then ``max_tries + 1``).
     """
     Z = np.asarray(Z, dtype=np.float64)
     y = np.asarray(y, dtype=np.int64)
     out = Z.copy()
     tries = np.full(len(Z), max_tries + 1, dtype=np.int64)
     todo = np.arange(len(Z))
-    sigma = step * regions.radius[y] / math.sqrt(max(Z.shape[1], 1))
+    if regions.spread is not None:
+        sigma = step * np.asarray(regions.spread, dtype=np.float64)[y]
+    else:
+        sigma = np.repeat((step * regions.radius[y] / math.sqrt(max(Z.shape[1], 1)))[:, None],
+                          Z.shape[1], axis=1)
     for t in range(max_tries):
         if not todo.size:
             break
         cand = Z[todo] + rng.standard_normal((todo.size, Z.shape[1])) * (
-            sigma[todo] * 0.5 ** t)[:, None]
+            sigma[todo] * 0.5 ** t)
         if regions.clip_min is not None:
             np.maximum(cand, regions.clip_min, out=cand)
         ok = regions.inside(region, cand, y[todo])

@@ -139,6 +139,23 @@ def test_generated_points_stay_in_their_region_and_carry_their_seed_label(mix):
         assert counts.max() - counts.min() <= 1
 
 
+def test_noise_follows_the_class_spread_and_keeps_dead_units_off():
+    rng = np.random.default_rng(0)
+    Z = np.abs(rng.normal(0, 1, (400, 3))) * np.array([1.0, 5.0, 0.0])  # unit 2 never fires
+    y = np.zeros(400, dtype=int)
+    cent, radius = cov.class_centroids(Z, y, 1)
+    spread = cov.class_spread(Z, y, 1)
+    assert np.allclose((spread ** 2).sum(1), radius ** 2)  # trace of the covariance = R^2
+    regions = cov.Regions(cent, radius, 10.0, 0.0, 1.0, lambda q: np.ones((len(q), 1)),
+                          clip_min=0.0, spread=spread)
+    seeds = np.repeat(cent, 2000, axis=0)
+    out, tries = cov.perturb_within(seeds, np.zeros(2000, dtype=int), "centroid", regions, rng,
+                                    step=0.5, max_tries=3)
+    assert (tries == 1).all() and (out[:, 2] == 0).all()  # the dead unit stays off
+    moved = out - seeds
+    assert moved[:, 1].std() == pytest.approx(5 * moved[:, 0].std(), rel=0.15)
+
+
 def test_generation_is_deterministic_per_seed():
     Z, y, regions, _ = _linear_space()
     a = cov.generate(Z, y, regions, (50, 50), 200, seed=3)

@@ -29,7 +29,8 @@ COVERAGE_DEFINITION = (
     "Coverage-guided generation (Algorithm 1): a set of size N at mix c:b takes round(N c/100) "
     "points from centroid-region seeds and the rest from boundary-band seeds of the test split, "
     "each share split evenly over the classes with seeds; each point = seed + Gaussian noise "
-    "of expected norm 0.1 R_i, redrawn with halved noise until it is still in its seed's "
+    "N(0, diag((0.1 s_i)^2)), s_i the per-coordinate std of class i's training features "
+    "(expected norm 0.1 R_i), clipped at 0 for a ReLU layer, redrawn with halved noise until it is still in its seed's "
     "region (a seed is kept after 12 misses); its label is the seed's ground truth; the model's "
     "own head (the layers after the coverage layer) classifies it. acc@<c>-<b>@<N> for mixes "
     "0-100, 30-70, 50-50, 70-30, 100-0 and N = 100, 300, 700, 1000. coverage (the ranked "
@@ -149,7 +150,7 @@ def register_metrics(register):
         definition=COVERAGE_DEFINITION,
         higher_is_better=True,
         uses_clusterer=False,
-        version="1",
+        version="2",  # 2: generation noise shaped by the class spread
     ))
 
 

@@ -29,7 +29,7 @@ from robench.protocols.base import Combo, derived_seed, trial_key
 from robench.protocols.clusterability import fit_reference, trial_row
 
 NAME = "coverage"
-VERSION = "1"
+VERSION = "2"  # 2: noise shaped by the class spread (was isotropic)
 KIND = "reference"
 
 #: Knobs used when the profile names none; ``--set coverage.KEY=VALUE`` overrides any of them.
@@ -171,7 +171,8 @@ def run(spec: dict, env) -> dict:
 
     t = time.perf_counter()
     clip = 0.0 if float(Z_fit.min()) >= 0.0 else None
-    regions = cov.Regions(centroids, radius, r, th1, th2, space.proba, clip_min=clip)
+    regions = cov.Regions(centroids, radius, r, th1, th2, space.proba, clip_min=clip,
+                          spread=cov.class_spread(Z_fit, y_fit, nc))
     generated, examples = {}, {}
     for mix in knobs["mixes"]:
         name = cov.mix_name(mix)
