@@ -238,20 +238,28 @@ def bench_flops(rows: list, extra: dict):
 # robench run --all
 
 
-def timed(cmd, env) -> float:
+def timed(cmd, env, output: list = None) -> float:
+    """Return the wall time of a command; its stdout is appended to ``output`` if given."""
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     dt = time.perf_counter() - t0
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    if output is not None:
+        output.append(proc.stdout)
     return dt
 
 
-def bench_run_all(rows: list):
+def bench_run_all(rows: list, keep=None):
     robench = [sys.executable, "-m", "robench"]
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "ROBENCH_CACHE_DIR": f"{tmp}/cache"}
-        cold = timed(robench + ["run", "--all", "--db", f"{tmp}/a.db"], env)
+        printed = []
+        cold = timed(robench + ["run", "--all", "--db", f"{tmp}/a.db"], env, printed)
+        if keep:  # the cold run's database and what it printed, e.g. to publish the leaderboard
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(f"{tmp}/a.db", Path(keep) / "robench.db")
+            (Path(keep) / "run-all.txt").write_text(printed[0])
         warm = timed(robench + ["run", "--all", "--db", f"{tmp}/a.db"], env)
         one = timed(robench + ["run", "--all", "-j", "1", "--db", f"{tmp}/b.db"], env)
         two = timed(robench + ["run", "--all", "-j", "2", "--db", f"{tmp}/c.db"], env)
@@ -308,6 +316,8 @@ def main():
     p.add_argument("--skip", action="append", choices=sections, default=[], help="skip sections")
     p.add_argument("--repeats", type=int, default=10, help="repeats for the naive comparison")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--keep", metavar="DIR", default=None,
+                   help="all: keep the cold run's database and printed output in DIR")
     args = p.parse_args()
     chosen = [s for s in (args.only or sections) if s not in args.skip]
     if "flops" in chosen and "naive" not in chosen:
@@ -326,7 +336,7 @@ def main():
         elif section == "flops":
             bench_flops(rows, extra)
         elif section == "all":
-            bench_run_all(rows)
+            bench_run_all(rows, args.keep)
         elif section == "scale":
             bench_scale(args.jobs, rows)
         elif section == "help":
