@@ -112,10 +112,13 @@ def _multi(name, short, kind):
                    "(default: a local cluster on 127.0.0.1).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--rescore", is_flag=True,
+              help="Recompute every score from its trials, even where the trials and the "
+                   "metric version are unchanged (by default those stored scores are reused).")
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, db_path):
+        profile, executor, jobs, scheduler, cache_dir, rescore, db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -181,7 +184,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     progress = _Progress()
     command = "robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run"
     try:
-        report = execute(cfg, reg, store, command=command, on_event=progress)
+        report = execute(cfg, reg, store, command=command, on_event=progress, rescore=rescore)
     finally:
         progress.close()
     _print_skips(report.skipped)
