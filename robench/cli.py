@@ -117,10 +117,13 @@ def _multi(name, short, kind):
                    "--set train.max_epochs=10; VALUE is JSON (a bare word is a string). "
                    "Sections: " + ", ".join(("train", "adequacy", "clusterability", "shifted_cv",
                                              "coverage")) + ".")
+@click.option("--rescore", is_flag=True,
+              help="Recompute every score from its trials, even where the trials and the "
+                   "metric version are unchanged (by default those stored scores are reused).")
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, settings, db_path):
+        profile, executor, jobs, scheduler, cache_dir, settings, rescore, db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -189,7 +192,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     progress = _Progress()
     command = "robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run"
     try:
-        report = execute(cfg, reg, store, command=command, on_event=progress)
+        report = execute(cfg, reg, store, command=command, on_event=progress, rescore=rescore)
     finally:
         progress.close()
     _print_skips(report.skipped)

@@ -5,6 +5,13 @@ second ``robench run`` with the same config rewrites nothing it does not have to
 driver process writes (invariant 5), and every finished trial is committed on its own, so a
 crash loses at most the trials that were still in flight.
 
+``score_groups`` holds, per metric and (dataset, model, clusterer), what its scores were
+computed from: a fingerprint of the inputs (the trial rows as stored, the metric's name,
+version and definition), the trial keys, and a digest of every score row written. A rerun
+whose inputs are unchanged reports the stored scores instead of computing them again; each
+score row's ``inputs`` column holds the fingerprint it was computed from, and its ``run_id``
+the run that computed it.
+
 This module must stay importable without torch: ``robench leaderboard`` and ``robench query``
 read results on machines that never trained anything.
 """
@@ -43,6 +50,7 @@ JSON_COLUMNS = {
     "runs": ("config", "plugin_versions"),
     "trials": ("params", "spec", "versions", "per_class", "history"),
     "scores": ("details",),
+    "score_groups": ("trial_keys", "scores"),
     "clusterings": ("details",),
     "skips": (),
 }
@@ -113,6 +121,20 @@ CREATE TABLE IF NOT EXISTS scores (
     higher_is_better INTEGER,
     definition TEXT,
     details TEXT,
+    computed_at TEXT,
+    inputs TEXT
+);
+CREATE TABLE IF NOT EXISTS score_groups (
+    key TEXT PRIMARY KEY,
+    run_id INTEGER,
+    dataset TEXT,
+    model TEXT,
+    clusterer TEXT,
+    metric TEXT,
+    metric_version TEXT,
+    inputs TEXT,
+    trial_keys TEXT,
+    scores TEXT,
     computed_at TEXT
 );
 CREATE TABLE IF NOT EXISTS clusterings (
@@ -154,6 +176,64 @@ def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str)
     """Return the primary key of one score row: sha256 of the JSON of what identifies it."""
     payload = json.dumps([dataset, model, clusterer or "", metric, score])
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def score_row(score: "Score", run_id: int, definitions: dict, computed_at: str,
+              inputs: Optional[str] = None) -> dict:
+    """Return the scores-table row of ``score``, encoded for SQLite.
+
+    ``definitions`` maps a metric name to ``(version, definition text)``; ``inputs`` is the
+    fingerprint of what the score was computed from (see ``score_groups``), if known.
+    """
+    s = score
+    if s.metric not in definitions:
+        raise ValueError(
+            f"no definition given for metric {s.metric!r}; every score row must say "
+            "which definition produced it"
+        )
+    version, definition = definitions[s.metric]
+    return _encode_row(
+        "scores",
+        {
+            "key": score_key(s.dataset, s.model, s.clusterer, s.metric, s.score),
+            "run_id": run_id,
+            "dataset": s.dataset,
+            "model": s.model,
+            "clusterer": s.clusterer or "",
+            "metric": s.metric,
+            "metric_version": str(version),
+            "score": s.score,
+            "value": s.value,
+            "ci_low": s.ci_low,
+            "ci_high": s.ci_high,
+            "n": s.n,
+            "higher_is_better": int(bool(s.higher_is_better)),
+            "definition": definition,
+            "details": dict(s.details or {}),
+            "computed_at": computed_at,
+            "inputs": inputs,
+        },
+    )
+
+
+#: Columns of a score row that carry its content (what a reused score must still match).
+_SCORE_CONTENT = ("key", "metric_version", "value", "ci_low", "ci_high", "n",
+                  "higher_is_better", "definition", "details")
+
+
+def _number(value: Any) -> Any:
+    # SQLite's column affinity turns 1 into 1.0 in a REAL column and 3.0 into 3 in an INTEGER
+    # one; compare numbers the way they come back.
+    if isinstance(value, (bool, int, float)):
+        value = float(value)
+        return int(value) if value.is_integer() else value
+    return value
+
+
+def score_digest(row: dict) -> str:
+    """Return a digest of a score row's content, as written by :func:`score_row` or as stored."""
+    content = [_number(row.get(c)) for c in _SCORE_CONTENT]
+    return hashlib.sha256(repr(content).encode("utf-8")).hexdigest()
 
 
 def _plain(value: Any) -> Any:
@@ -267,6 +347,15 @@ class Store:
         # WAL lets `robench leaderboard` or `robench query` read while a run is writing.
         self.db.enable_wal()
         self.db.executescript(SCHEMA)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring a database written by an older robench up to this schema (additive only)."""
+        with self._lock:
+            # scores.inputs (the fingerprint of what a score was computed from) came with
+            # score_groups; older rows keep NULL there and are recomputed on the next run.
+            if "inputs" not in self.db["scores"].columns_dict:
+                self.db.execute("ALTER TABLE scores ADD COLUMN inputs TEXT")
 
     def __enter__(self) -> "Store":
         return self
@@ -385,41 +474,50 @@ class Store:
         ``definitions`` maps a metric name to ``(version, definition text)``.
         """
         now = utc_now()
-        rows = []
-        for s in scores:
-            if s.metric not in definitions:
-                raise ValueError(
-                    f"no definition given for metric {s.metric!r}; every score row must say "
-                    "which definition produced it"
-                )
-            version, definition = definitions[s.metric]
-            rows.append(
-                _encode_row(
-                    "scores",
-                    {
-                        "key": score_key(s.dataset, s.model, s.clusterer, s.metric, s.score),
-                        "run_id": run_id,
-                        "dataset": s.dataset,
-                        "model": s.model,
-                        "clusterer": s.clusterer or "",
-                        "metric": s.metric,
-                        "metric_version": str(version),
-                        "score": s.score,
-                        "value": s.value,
-                        "ci_low": s.ci_low,
-                        "ci_high": s.ci_high,
-                        "n": s.n,
-                        "higher_is_better": int(bool(s.higher_is_better)),
-                        "definition": definition,
-                        "details": dict(s.details or {}),
-                        "computed_at": now,
-                    },
-                )
-            )
-        if not rows:
+        self.save_score_groups([score_row(s, run_id, definitions, now) for s in scores], [])
+
+    def save_score_groups(self, score_rows: list[dict], groups: list[dict]) -> None:
+        """Upsert score rows (from :func:`score_row`) and score-group records in one transaction.
+
+        A score-group record says what one metric's scores of one (dataset, model, clusterer)
+        were computed from: the fingerprint of their inputs (``inputs``), the trial keys, and
+        ``scores``, the ``[score key, digest]`` pairs in the order the metric returned them.
+        """
+        groups = [_encode_row("score_groups", g) for g in groups]
+        if not score_rows and not groups:
             return
         with self._lock, self.db.atomic():
-            self.db["scores"].upsert_all(rows, pk="key")
+            if score_rows:
+                self.db["scores"].upsert_all(score_rows, pk="key")
+            if groups:
+                self.db["score_groups"].upsert_all(groups, pk="key")
+
+    def score_groups(self, keys: Iterable[str]) -> dict[str, dict]:
+        """Return {key: score-group record, JSON decoded} for the stored ones among ``keys``."""
+        rows = self._select_keys("score_groups", keys)
+        return {row["key"]: _decode_row("score_groups", row) for row in rows}
+
+    def score_rows(self, keys: Iterable[str]) -> dict[str, dict]:
+        """Return {key: score row as stored (JSON not decoded)} for the stored ones among ``keys``."""
+        return {row["key"]: row for row in self._select_keys("scores", keys)}
+
+    def trial_digests(self, keys: Iterable[str]) -> dict[str, str]:
+        """Return {key: digest of the stored trial row} for the stored ones among ``keys``.
+
+        The digest covers every column as stored, so any rewrite of a trial (run again, another
+        status, a changed value) gives another digest.
+        """
+        out = {}
+        keys = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                sql = f"SELECT * FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
+                cursor = self.db.conn.execute(sql, chunk)
+                at = [d[0] for d in cursor.description].index("key")
+                for row in cursor:
+                    out[row[at]] = hashlib.sha256(repr(row).encode("utf-8")).hexdigest()
+        return out
 
     def scores(
         self,
@@ -502,6 +600,16 @@ class Store:
                 clauses.append(f'"{name}" = ?')
                 params.append(_plain(value))
         return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def _select_keys(self, table: str, keys: Iterable[str]) -> list[dict]:
+        """Return the rows of ``table`` whose ``key`` is among ``keys`` (not decoded)."""
+        rows = []
+        keys = list(dict.fromkeys(keys))
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            sql = f"SELECT * FROM {table} WHERE key IN ({', '.join('?' * len(chunk))})"
+            rows.extend(self._select(sql, chunk))
+        return rows
 
     def _select(self, sql: str, params: list) -> list[dict]:
         """Return all rows of a SELECT as dicts, read under the write lock."""
