@@ -181,8 +181,10 @@ def longest_first(specs: list, registry, store) -> list:
 
     The estimate is the mean time of earlier trials of the same (dataset, model, protocol)
     where the store has some, else the data set's size (twice for image models, which are
-    convolutional and slower per sample). Order does not change results: each trial is a pure
-    function of its spec.
+    convolutional and slower per sample). A protocol whose module lists others in ``AFTER``
+    (coverage: clusterability) has its trials placed after theirs: it loads what they train and
+    cache (the reference models), so running them side by side would train those twice. Order
+    does not change results: each trial is a pure function of its spec.
     """
     past = {}
     for row in store.trial_seconds():
@@ -199,7 +201,13 @@ def longest_first(specs: list, registry, store) -> list:
             image = False
         return 1e-6 * ds.X.size * (2.0 if image else 1.0)
 
-    return sorted(specs, key=cost, reverse=True)
+    present = {spec["protocol"] for spec in specs}
+
+    def tier(spec):
+        after = getattr(get_protocol(spec["protocol"]), "AFTER", ())
+        return 1 if present.intersection(after) else 0
+
+    return sorted(specs, key=lambda spec: (tier(spec), -cost(spec)))
 
 
 def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):

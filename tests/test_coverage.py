@@ -321,3 +321,29 @@ def test_set_option_parses_and_rejects_unknown_knobs(tmp_path):
                                    "coverage.theta1=0.9", "--db", str(tmp_path / "r.db")])
     assert out.exit_code != 0 and "theta1 <= theta2" in out.output
     assert "Traceback" not in out.output
+
+
+def test_coverage_runs_after_and_reuses_the_purity_ratio_reference_model(store):
+    from robench.config import RunConfig
+    from robench.plugins import make_registry
+    from robench.protocols import clusterability as cl
+    from robench.protocols import coverage as P
+    from robench.protocols.base import Combo, TrialEnv
+    from robench.runner import longest_first
+
+    reg = make_registry(load_entrypoints=False)
+    cfg = RunConfig(datasets=["digits"], models=["mlp"], clusterers=[], metrics=["coverage"],
+                    train={"max_epochs": 2, "patience": 1},
+                    clusterability={"zoo": [], "attacks": [], "corruptions": []},
+                    coverage={"decoder_epochs": 0, "sizes": [50], "shift_mc": 100})
+    ds = reg.get("datasets", "digits")
+    cov_spec = P.plan(Combo(ds, reg.get("models", "mlp"), None), cfg, reg)[0]
+    cl_spec = cl.trial_spec(ds, "mlp", cfg, reg)
+    # the coverage trial is far cheaper by size estimate only once it is known; order is by tier
+    assert [s["protocol"] for s in longest_first([cov_spec, cl_spec], reg, store)] == [
+        "clusterability", "coverage"]
+    env = TrialEnv(reg)
+    first = cl.run(cl_spec, env)
+    second = P.run(cov_spec, env)
+    assert not first["extra"]["model_cache_hit"] and second["extra"]["model_cache_hit"]
+    assert second["accuracy"] == first["accuracy"]  # the same model, trained once

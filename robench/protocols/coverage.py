@@ -31,6 +31,8 @@ from robench.protocols.clusterability import fit_reference, trial_row
 NAME = "coverage"
 VERSION = "2"  # 2: noise shaped by the class spread (was isotropic)
 KIND = "reference"
+#: Scheduled after these protocols' trials in a run: it reuses their cached reference models.
+AFTER = ("clusterability",)
 
 #: Knobs used when the profile names none; ``--set coverage.KEY=VALUE`` overrides any of them.
 #: Why these defaults: docs/coverage.md.
