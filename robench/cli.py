@@ -510,7 +510,7 @@ def _cell(v):
 def query(sql, fmt, db_path):
     """Run a read-only SQL query on the results database.
 
-    Tables: runs, trials, scores, clusterings, skips. Writes are refused.
+    Tables: runs, trials, scores, score_groups, clusterings, skips. Writes are refused.
 
     \b
     Example:

@@ -517,8 +517,13 @@ def decode(decoder, Z: np.ndarray) -> np.ndarray:
     return np.concatenate(parts)
 
 
+# Fill of a cell with nothing to show (a class with no seed in a region): distinct from the white
+# gaps between cells and from the black background of MNIST-like images.
+MISSING_GREY = 200
+
+
 def png_strip(images: np.ndarray, *, scale: Optional[int] = None, gap: int = 1) -> str:
-    """Return one row of images (n, C, H, W) in [0, 1] as a base64 PNG (None -> blank cell).
+    """Return one row of images (n, C, H, W) in [0, 1] as a base64 PNG (None -> a grey cell).
 
     Pixels are enlarged ``scale`` times (default: to at least 32 pixels a side, at least 2x).
     """
@@ -534,6 +539,7 @@ def png_strip(images: np.ndarray, *, scale: Optional[int] = None, gap: int = 1) 
     canvas = np.full((h, len(cells) * (w + gap) - gap, 3), 255, dtype=np.uint8)
     for j, cell in enumerate(cells):
         if cell is None:
+            canvas[:, j * (w + gap): j * (w + gap) + w] = MISSING_GREY
             continue
         px = np.clip(cell, 0.0, 1.0)
         px = np.repeat(px, 3, axis=0) if C == 1 else px[:3]

@@ -257,6 +257,21 @@ def test_protocol_is_reproducible_and_decoder_is_checked(digits_trials):
     assert len(dec["rows"]) == 2 + 5 and all(r["png"] for r in dec["rows"][:2])
 
 
+def test_png_strip_draws_images_and_greys_out_missing_cells():
+    import base64
+    import io
+
+    from PIL import Image
+
+    white, black = np.ones((1, 4, 4)), np.zeros((1, 4, 4))
+    png = cov.png_strip([white, None, black], scale=2, gap=1)
+    px = np.asarray(Image.open(io.BytesIO(base64.b64decode(png))))
+    assert px.shape == (8, 3 * 8 + 2, 3)
+    assert (px[:, :8] == 255).all() and (px[:, 18:] == 0).all()
+    assert (px[:, 9:17] == cov.MISSING_GREY).all()       # nothing generated for that class
+    assert cov.png_strip([None, None]) == ""               # nothing to draw at all
+
+
 def test_aggregate_defines_the_headline_as_the_mean_over_mixes(digits_trials):
     import json
 

@@ -61,6 +61,15 @@ def _decode(value):
     return value or {}
 
 
+def scores_by_model(rows: list, metric: str) -> dict:
+    """Return {model: {score: row}} of the score rows (dicts) of one metric."""
+    models: dict = {}
+    for r in rows:
+        if r.get("metric") == metric:
+            models.setdefault(r["model"], {})[r["score"]] = r
+    return models
+
+
 def model_rows(trials: list) -> dict:
     """Return {model: row} of a group's clusterability trials, ``extra`` decoded."""
     out = {}
@@ -347,10 +356,7 @@ def report_lines(rows: list) -> list:
 
 def leaderboard_tables(rows: list) -> dict:
     """Return the leaderboard context of one data set's purity-ratio score rows (dicts)."""
-    models: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            models.setdefault(r["model"], {})[r["score"]] = r
+    models = scores_by_model(rows, METRIC)
     if not models:
         return {}
     zoo = models.pop(ZOO_MODEL, {})

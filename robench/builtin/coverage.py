@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from robench import hookimpl
-from robench.builtin.clusterability import _decode, _f  # JSON details, table cells
+from robench.builtin.clusterability import _decode, _f, scores_by_model  # shared helpers
 from robench.specs import MetricSpec, Score
 
 METRIC = "coverage"
@@ -216,10 +216,7 @@ def report_lines(rows: list) -> list:
 
 def leaderboard_tables(rows: list) -> dict:
     """Return the leaderboard context of one data set's coverage score rows (dicts)."""
-    models: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            models.setdefault(r["model"], {})[r["score"]] = r
+    models = scores_by_model(rows, METRIC)
     if not models:
         return {}
     out = []
