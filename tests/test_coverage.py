@@ -184,6 +184,33 @@ def test_centroid_points_are_classified_better_than_boundary_points_by_a_linear_
     assert acc[(100, 0)] > 0.95 and acc[(0, 100)] < 0.8
 
 
+def test_all_boundary_accuracy_of_a_calibrated_head_is_its_confidence_not_chance():
+    """docs/coverage.md: 0-100 accuracy near 50%, not the paper's 0-10%, for a calibrated model.
+
+    Two unit Gaussians at (0, 3) and (3, 0): the true posterior's log-odds is 3 (x0 - x1), so a
+    head with exactly those logits is calibrated and, among boundary points (top probability in
+    [0.4, 0.6]), is right with probability equal to its mean confidence there (~0.55).
+    """
+    rng = np.random.default_rng(0)
+    n = 20000
+    Z = np.concatenate([rng.normal([0, 3], 1, (n, 2)), rng.normal([3, 0], 1, (n, 2))])
+    y = np.repeat([0, 1], n)
+    W = 1.5 * np.array([[-1.0, 1.0], [1.0, -1.0]])
+
+    def proba(Zq):
+        return cov.softmax(np.asarray(Zq) @ W)
+
+    cent, radius = cov.class_centroids(Z, y, 2)
+    regions = cov.Regions(cent, radius, 1.0, 0.4, 0.6, proba)
+    band = regions.in_boundary(Z)
+    confidence = proba(Z[band]).max(1).mean()
+    assert band.sum() > 250 and 0.5 < confidence < 0.6
+    g = cov.generate(Z, y, regions, (0, 100), 4000, seed=0)
+    acc = float((proba(g["Z"]).argmax(1) == g["y"]).mean())
+    se = math.sqrt(0.25 / band.sum())  # the seeds, not the 4000 draws, carry the uncertainty
+    assert abs(acc - confidence) < 4 * se and acc > 0.4
+
+
 # --- the feature space of the built-in models ---------------------------------------------------
 
 
