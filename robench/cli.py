@@ -294,11 +294,10 @@ def _print_skips(skipped):
     if not skipped:
         return
     click.echo("\nSkipped (not applicable, not counted as failures):")
-    by_reason = {}
-    for s in skipped:
-        by_reason.setdefault((s["metric"], s["reason"]), []).append(s["model"])
-    for (metric, reason), models in by_reason.items():
-        click.echo(f"  {metric}: {reason} ({len(models)} model(s))")
+    from robench.store import summarize_skips
+
+    for s in summarize_skips(skipped):
+        click.echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
 
 
 def _pct(v):

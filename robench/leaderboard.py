@@ -13,7 +13,7 @@ from typing import Iterable, Optional
 
 import jinja2
 
-from robench.store import Store
+from robench.store import Store, summarize_skips
 
 #: The metric and its sub-scores the main per-clusterer tables are built from.
 RHO_METRIC = "rho"
@@ -187,11 +187,27 @@ def _definitions(scores: list[dict]) -> list[dict]:
     ]
 
 
-def leaderboard_context(scores: list[dict], runs: Iterable[dict]) -> dict:
-    """Return the template context for score rows and the runs that produced them."""
+def _not_applicable(skips: list[dict], rows: list[dict]) -> list[dict]:
+    """Return the data set's recorded skips that no stored score contradicts, summarized."""
+    scored = {(r["model"], r.get("clusterer") or "", r["metric"]) for r in rows}
+    live = [s for s in skips if (s["model"], s["clusterer"], s["metric"]) not in scored]
+    return summarize_skips(live)
+
+
+def leaderboard_context(scores: list[dict], runs: Iterable[dict],
+                        skips: Iterable[dict] = ()) -> dict:
+    """Return the template context for score rows, the runs that produced them and the skips.
+
+    ``skips`` are the stored combinations that could not apply (store ``skips`` table); each data
+    set lists those without a score (a later run may have scored what an earlier one skipped).
+    """
     by_dataset: dict[str, list[dict]] = defaultdict(list)
     for s in scores:
         by_dataset[s["dataset"]].append(s)
+    skips_by_dataset: dict[str, list[dict]] = defaultdict(list)
+    for s in skips:
+        if s["dataset"] in by_dataset:
+            skips_by_dataset[s["dataset"]].append(s)
     datasets = [
         {
             "name": name,
@@ -199,6 +215,7 @@ def leaderboard_context(scores: list[dict], runs: Iterable[dict]) -> dict:
             "other_scores": _other_scores(rows),
             "purity": _purity_ratio(rows),
             "coverage": _coverage(rows),
+            "not_applicable": _not_applicable(skips_by_dataset[name], rows),
         }
         for name, rows in sorted(by_dataset.items())
     ]
@@ -216,7 +233,7 @@ def build_leaderboard(store: Store, out_dir) -> Path:
     run_ids = sorted({s["run_id"] for s in scores if s.get("run_id") is not None})
     runs = store.runs(run_ids) if run_ids else []
     html = _environment().get_template("leaderboard.html").render(
-        **leaderboard_context(scores, runs)
+        **leaderboard_context(scores, runs, store.skips())
     )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -65,7 +65,8 @@ def _combos(cfg, registry, metric):
     for d in datasets:
         for m in models:
             for c in clusterers:
-                reason = m.not_applicable(d) or (c.not_applicable(d) if c else None)
+                reason = (m.not_applicable_to(metric) or m.not_applicable(d)
+                          or (c.not_applicable(d) if c else None))
                 yield Combo(d, m, c), reason
 
 

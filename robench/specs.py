@@ -78,9 +78,20 @@ class ModelSpec:
     plugin: str = ""
     image_shapes: tuple = ()  # non-empty: the only (C, H, W) image shapes the model accepts
     in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
+    # False: its classifiers have no learned feature space, so metrics that need one
+    # (MetricSpec.needs_features) skip it when planning. None: not declared; the trial finds
+    # out from the built classifier (``has_features``) and records "not applicable".
+    has_features: Optional[bool] = None
 
     def __post_init__(self):
         check_slug(self.name)
+
+    def not_applicable_to(self, metric: "MetricSpec") -> Optional[str]:
+        """Return why ``metric`` cannot score this model whatever the data, or None."""
+        if metric.needs_features and self.has_features is False:
+            return (f"metric '{metric.name}' needs a learned feature space and model "
+                    f"'{self.name}' declares none (has_features=False)")
+        return None
 
     def not_applicable(self, dataset_spec: DatasetSpec) -> Optional[str]:
         """Return why this model cannot run on the data set, or None if it can."""
@@ -158,6 +169,7 @@ class MetricSpec:
     version: str = "1"
     plugin: str = ""
     in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
+    needs_features: bool = False  # True: models declaring has_features=False are skipped
 
     def __post_init__(self):
         check_slug(self.name)

@@ -141,3 +141,19 @@ def test_cli_start_up_does_not_import_heavy_libraries():
             "heavy = [m for m in ('torch', 'sklearn', 'scipy', 'ot', 'timm') if m in sys.modules]; "
             "print(heavy); assert not heavy, heavy")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_skips_are_grouped_by_reason_naming_what_the_reason_does_not(capsys):
+    from robench.cli import _print_skips
+
+    reason_ds = "clusterer 'oracle' needs true source ids and data set 'digits' has none"
+    reason_m = "metric 'coverage' needs a learned feature space and model 'svm' declares none"
+    _print_skips([
+        {"metric": "rho", "dataset": "digits", "model": "mlp", "reason": reason_ds},
+        {"metric": "rho", "dataset": "digits", "model": "svm", "reason": reason_ds},
+        {"metric": "coverage", "dataset": "digits", "model": "svm", "reason": reason_m},
+        {"metric": "coverage", "dataset": "mnist-5k", "model": "svm", "reason": reason_m},
+    ])
+    out = capsys.readouterr().out.splitlines()
+    assert out[2] == f"  rho: {reason_ds} (models: mlp, svm)"
+    assert out[3] == f"  coverage: {reason_m} (data sets: digits, mnist-5k)"

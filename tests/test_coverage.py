@@ -365,6 +365,32 @@ def test_set_option_parses_and_rejects_unknown_knobs(tmp_path):
     assert "Traceback" not in out.output
 
 
+def test_models_declaring_no_feature_space_are_skipped_when_planning_and_an_error_by_name():
+    from robench.config import RunConfig
+    from robench.features import feature_support
+    from robench.plugins import make_registry
+    from robench.runner import ConfigError, plan_run
+    from robench.specs import ModelContext
+
+    reg = make_registry(load_entrypoints=False)
+    base = dict(datasets=["digits"], clusterers=["kmeans"], repeats=1, executor="local")
+    plan = plan_run(RunConfig(models=["svm", "mlp"], metrics=["rho", "purity-ratio", "coverage"],
+                              **base), reg)
+    assert {(s["model"], s["metric"]) for s in plan.skipped} == {("svm", "purity-ratio"),
+                                                                 ("svm", "coverage")}
+    assert all("has_features=False" in s["reason"] for s in plan.skipped)
+    assert {g.metric.name for g in plan.groups if g.combo.model.name == "svm"} == {"rho"}
+    with pytest.raises(ConfigError, match="svm.*needs a learned feature space"):
+        plan_run(RunConfig(models=["svm"], metrics=["coverage"], explicit={"models": ["svm"]},
+                           **base), reg)
+    # the declaration agrees with what the built classifier says
+    ds = reg.load_dataset("digits")
+    for spec in reg.all("models"):
+        if spec.has_features is False:
+            clf = spec.build(ModelContext(ds.n_features, ds.n_classes, ds.image_shape, 0, {}))
+            assert feature_support(clf) is not None, spec.name
+
+
 def test_coverage_runs_after_and_reuses_the_purity_ratio_reference_model(store):
     from robench.config import RunConfig
     from robench.plugins import make_registry

@@ -143,3 +143,19 @@ def test_format_percent():
     assert format_percent(0.92634) == "92.63%"
     assert format_percent(None) == "—"
     assert format_percent(float("nan")) == "—"
+
+
+def test_leaderboard_lists_what_could_not_apply_unless_a_later_run_scored_it(filled, tmp_path):
+    reason = "clusterer 'oracle' needs true source ids and data set 'digits' has none"
+    for model in ("mlp", "logreg"):
+        filled.save_skip(dataset="digits", model=model, clusterer="oracle", metric="rho",
+                         reason=reason, run_id=1)
+    # stale: lenet/oracle on digits has scores (a later run scored it), so it is not listed
+    filled.save_skip(dataset="digits", model="lenet", clusterer="oracle", metric="rho",
+                     reason=reason, run_id=1)
+    filled.save_skip(dataset="other", model="mlp", clusterer="", metric="rho",
+                     reason="no scores for this data set", run_id=1)
+    html = build_leaderboard(filled, tmp_path / "site").read_text()
+    part = section(html, "<h3>Not applicable</h3>", "</ul>")
+    assert reason.replace("'", "&#39;") in part and "(models: logreg, mlp)" in part
+    assert "no scores for this data set" not in html  # a data set without scores has no section

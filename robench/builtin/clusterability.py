@@ -262,6 +262,7 @@ def register_metrics(register):
         name=METRIC,
         description="Feature-space clusterability p_purity (k-means, multicut, combined eq. 10) "
                     "vs corruption / adversarial robustness, validated across a model zoo.",
+        needs_features=True,
         protocol="clusterability",
         aggregate=aggregate_purity_ratio,
         definition=PURITY_RATIO_DEFINITION,

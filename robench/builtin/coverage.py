@@ -145,6 +145,7 @@ def register_metrics(register):
         name=METRIC,
         description="Coverage-guided accuracy: accuracy on feature-space test sets generated "
                     "from centroid and boundary points (5 mixes); EP/CP/BC/PBC, covariate shift.",
+        needs_features=True,
         protocol="coverage",
         aggregate=aggregate_coverage,
         definition=COVERAGE_DEFINITION,

@@ -120,6 +120,7 @@ def register_models(register):
                     "split (no early stopping) and has no feature space",
         version="1",
         requires_image=False,
+        has_features=False,
     ))
     register(ModelSpec(
         name="mlp",
