@@ -342,9 +342,13 @@ def main():
         elif section == "help":
             bench_help(rows)
     width = max(len(r[0]) for r in rows)
-    w2 = max(len(r[1]) for r in rows)
-    print(f"robench {robench.__version__} benchmark on {platform.node()}: {os.cpu_count()} cores, "
-          f"python {platform.python_version()}, {time.perf_counter() - t0:.0f} s in all")
+    w2 = max([len("measured")] + [len(r[1]) for r in rows])
+    from robench.store import platform_description
+
+    cpu = platform_description().partition("; CPU: ")[2]
+    print(f"robench {robench.__version__} benchmark on {platform.node()}: {os.cpu_count()} cores "
+          f"({cpu}), python {platform.python_version()}, "
+          f"{time.perf_counter() - t0:.0f} s in all")
     print(f"{'what':<{width}}  {'measured':<{w2}}  verdict")
     print(f"{'-' * width}  {'-' * w2}  {'-' * 30}")
     for what, measured, verdict in rows:

@@ -295,6 +295,40 @@ def _decode_row(table: str, row: dict) -> dict:
     return row
 
 
+#: Vector instruction sets, best first: torch and oneDNN pick kernels by the best one present,
+#: and kernels for different sets may round differently in the last bit.
+_VECTOR_ISAS = ("avx512f", "avx2", "avx", "asimd", "neon")
+
+
+def platform_description(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """Return the OS platform plus the CPU model and its best vector instruction set.
+
+    Trials are bit-identical across runs and executors on one machine, but torch dispatches
+    to kernels for the CPU's instruction set, so the same seed can give results differing in
+    the last bits (and, through early stopping, in a few predictions) on another CPU. Stored
+    with every run so such differences can be traced. Reads ``cpuinfo`` on Linux; elsewhere
+    falls back to :func:`platform.processor`.
+    """
+    model, flags = "", set()
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                if key in ("model name", "cpu model", "hardware") and not model:
+                    model = value.strip()
+                elif key in ("flags", "features") and not flags:
+                    flags = set(value.split())
+                if model and flags:
+                    break
+    except OSError:
+        pass
+    model = model or platform.processor() or platform.machine() or "unknown CPU"
+    isa = next((name for name in _VECTOR_ISAS if name in flags), None)
+    cpu = f"{model}, {isa}" if isa else model
+    return f"{platform.platform()}; CPU: {cpu}"
+
+
 def _torch_version() -> Optional[str]:
     """Return the installed torch version without importing torch, or None."""
     torch = sys.modules.get("torch")
@@ -377,7 +411,7 @@ class Store:
             "command": command,
             "robench_version": __version__,
             "python": platform.python_version(),
-            "platform": platform.platform(),
+            "platform": platform_description(),
             "torch_version": _torch_version(),
             "git_rev": _git_rev(),
             "seed": seed,

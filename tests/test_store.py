@@ -116,6 +116,21 @@ def test_start_and_finish_run_record_versions(store):
     assert (run["n_planned"], run["n_cached"], run["n_ok"], run["n_skipped"]) == (4, 1, 3, 2)
     second = store.start_run(command="robench run", seed=3, config={}, plugin_versions={})
     assert second > run_id
+    assert "; CPU: " in run["platform"]
+
+
+def test_platform_description_names_cpu_model_and_best_vector_isa(tmp_path):
+    from robench.store import platform_description
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Example CPU 9000\n"
+                       "flags\t\t: fpu sse2 avx avx2 avx512f fma\n\n"
+                       "processor\t: 1\nmodel name\t: Example CPU 9000\n")
+    assert platform_description(str(cpuinfo)).endswith("; CPU: Example CPU 9000, avx512f")
+    cpuinfo.write_text("model name\t: Older CPU\nflags\t: fpu sse2 avx\n")
+    assert platform_description(str(cpuinfo)).endswith("; CPU: Older CPU, avx")
+    # no cpuinfo (macOS, Windows): still names the platform and some processor
+    assert "; CPU: " in platform_description(str(tmp_path / "missing"))
 
 
 def test_finish_run_rejects_unknown_status_and_counters(store):
