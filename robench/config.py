@@ -58,8 +58,10 @@ PROFILES = {
                                  "mc_samples": 10},
                        "vae_epochs": 20, "vae_max_train": None, "latent_dim": 62,
                        "max_points": 2000},
-        # coverage: the decoder trained longer on every training row; more Monte Carlo samples
-        "coverage": {"decoder_epochs": 20, "decoder_train_cap": None, "shift_mc": 5000},
+        # coverage: 5 reference models; the decoder trained longer on every training row; more
+        # Monte Carlo samples
+        "coverage": {"repeats": 5, "decoder_epochs": 20, "decoder_train_cap": None,
+                     "shift_mc": 5000},
     },
 }
 DEFAULT_PROFILE = "quick"

@@ -317,6 +317,62 @@ def test_aggregate_defines_the_headline_as_the_mean_over_mixes(digits_trials):
         assert name in scores
 
 
+def _extra_with(headline_parts: dict, bc: float, seed: int) -> dict:
+    gen = {f"{mix}@100": {"accuracy": acc, "n": 100, "in_region": 1.0}
+           for mix, acc in headline_parts.items()}
+    return {"generated": gen, "quality": {"ep": [1.0, 1.0], "cp": [0.5, 0.5], "bc": [bc, bc]},
+            "layer": "penultimate", "model_acc": 0.9, "n_test": 50, "reference_seed": seed,
+            "decoder": {"recognised": 0.8} if seed == 0 else {"not_applicable": "repeat 0"}}
+
+
+def test_aggregate_averages_reference_models_with_a_student_t_interval():
+    import json
+
+    from robench.builtin.coverage import aggregate_coverage
+
+    mixes = ("0-100", "30-70", "50-50", "70-30", "100-0")
+    # per-repeat headlines 0.6, 0.7, 0.8 (each mix at the same accuracy)
+    rows = [{"protocol": "coverage", "status": "ok", "repeat": r,
+             "extra": json.dumps(_extra_with({m: acc for m in mixes}, bc=0.1 * (r + 1), seed=r))}
+            for r, acc in enumerate((0.6, 0.7, 0.8))]
+    rows.append({"protocol": "coverage", "status": "failed", "repeat": 3, "error": "boom\n..."})
+    sc = {s.score: s for s in aggregate_coverage({"dataset": "d", "model": "m"}, rows)}
+    head = sc["coverage"]
+    # mean 0.7, sample sd 0.1, t(0.975, 2 df) = 4.302653: half-width 4.302653 * 0.1 / sqrt(3)
+    assert head.value == pytest.approx(0.7) and head.n == 3
+    assert head.ci_low == pytest.approx(0.7 - 0.248414, abs=1e-6)
+    assert head.ci_high == pytest.approx(0.7 + 0.248414, abs=1e-6)
+    assert head.details["per_repeat"] == pytest.approx([0.6, 0.7, 0.8])
+    assert head.details["failed_repeats"] == {3: "boom"}
+    assert sc["acc@50-50@100"].value == pytest.approx(0.7)
+    assert sc["bc"].value == pytest.approx(0.2)            # summaries are means over repeats
+    assert sc["decoder_recognised"].value == 0.8            # the decoder is repeat 0's
+    # one reference model: its value, no interval
+    one = {s.score: s for s in aggregate_coverage({"dataset": "d", "model": "m"}, rows[:1])}
+    assert one["coverage"].value == pytest.approx(0.6) and one["coverage"].ci_low is None
+
+
+def test_repeats_plan_one_trial_per_reference_model_and_keep_repeat_0_key():
+    from robench.config import RunConfig
+    from robench.plugins import make_registry
+    from robench.protocols import coverage as P
+    from robench.protocols.base import Combo
+
+    reg = make_registry(load_entrypoints=False)
+    combo = Combo(reg.get("datasets", "digits"), reg.get("models", "mlp"), None)
+    def cfg(**knobs):
+        return RunConfig(datasets=["digits"], models=["mlp"], clusterers=[],
+                         metrics=["coverage"], coverage=knobs)
+
+    three = P.plan(combo, cfg(repeats=3), reg)
+    one = P.plan(combo, cfg(repeats=1), reg)
+    assert [s["repeat"] for s in three] == [0, 1, 2] and len({s["key"] for s in three}) == 3
+    assert three[0]["key"] == one[0]["key"]  # the repeat count is not a trial parameter
+    assert P.repeat_seed(0, 0) == 0 and len({P.repeat_seed(0, r) for r in range(3)}) == 3
+    with pytest.raises(ValueError, match="repeats must be an integer >= 1"):
+        P.plan(combo, cfg(repeats=0), reg)
+
+
 # --- runner, CLI, leaderboard -------------------------------------------------------------------
 
 
@@ -331,11 +387,13 @@ def test_run_cli_results_and_leaderboard(tiny_registry, store, tmp_path):
     cfg = RunConfig(datasets=["digits"], models=["mlp", "centroid"], clusterers=[],
                     metrics=["coverage"], executor="local",
                     train={"max_epochs": 3, "patience": 1},
-                    coverage={"decoder_epochs": 1, "sizes": [50, 100], "shift_mc": 200})
+                    coverage={"decoder_epochs": 1, "sizes": [50, 100], "shift_mc": 200,
+                              "repeats": 2})
     report = execute(cfg, tiny_registry, store)
     assert not report.failed, [f["error"] for f in report.failed]
     sc = {(s.model, s.score): s for s in report.scores}
-    assert sc[("mlp", "coverage")].value is not None
+    assert sc[("mlp", "coverage")].value is not None and sc[("mlp", "coverage")].n == 2
+    assert sc[("mlp", "coverage")].ci_low <= sc[("mlp", "coverage")].value
     assert "not apply" in sc[("centroid", "coverage")].details["not_applicable"]
     out = CliRunner().invoke(cli, ["results", "--metric", "coverage", "--db",
                                    str(tmp_path / "results.db")])
@@ -415,3 +473,11 @@ def test_coverage_runs_after_and_reuses_the_purity_ratio_reference_model(store):
     second = P.run(cov_spec, env)
     assert not first["extra"]["model_cache_hit"] and second["extra"]["model_cache_hit"]
     assert second["accuracy"] == first["accuracy"]  # the same model, trained once
+    # repeat 1 is another reference model (own seed, split and cache entry), reproducibly
+    rep1 = P.plan(Combo(ds, reg.get("models", "mlp"), None), cfg, reg)[1]
+    third, fourth = P.run(rep1, env), P.run(rep1, env)
+    assert not third["extra"]["model_cache_hit"] and fourth["extra"]["model_cache_hit"]
+    assert third["extra"]["reference_seed"] == P.repeat_seed(cfg.seed, 1) != cfg.seed
+    assert third["extra"]["generated"] == fourth["extra"]["generated"]
+    assert third["extra"]["quality"] != second["extra"]["quality"]
+    assert "repeat 0 only" in third["extra"]["decoder"]["not_applicable"]

@@ -9,9 +9,13 @@ from robench.specs import MetricSpec, Score
 METRIC = "coverage"
 
 COVERAGE_DEFINITION = (
-    "Coverage testing in a model's feature space (Mani et al., 2019). A reference model is "
-    "trained on the stratified random split of repeat 0 (the purity-ratio reference model; "
-    "validation carved from the training part). Coverage layer: the last convolutional block's "
+    "Coverage testing in a model's feature space (Mani et al., 2019). R reference models "
+    "(coverage.repeats, default 3): repeat 0 is trained on the stratified random split of "
+    "repeat 0 (the purity-ratio reference model; validation carved from the training part), "
+    "repeat r > 0 by the same recipe with another seed (another split, initialisation and "
+    "batch order). Everything below is computed per reference model; every score is the mean "
+    "over the R models, and the headline has a 95% Student-t CI over them (the spread of "
+    "retraining). Coverage layer: the last convolutional block's "
     "output (after ReLU and pooling, flattened) where the model has one, else the penultimate "
     "layer; 'layer' in the details says which. Centroids c_i and RMS radii R_i = sqrt(mean "
     "||z - c_i||^2) come from the training features of class i; normalized distance = "
@@ -35,7 +39,7 @@ COVERAGE_DEFINITION = (
     "own head (the layers after the coverage layer) classifies it. acc@<c>-<b>@<N> for mixes "
     "0-100, 30-70, 50-50, 70-30, 100-0 and N = 100, 300, 700, 1000. coverage (the ranked "
     "score) = coverage-guided accuracy = mean over the five mixes of the accuracy at the "
-    "largest N. Image data sets: a decoder (2 dense + 2 transposed-conv layers) from coverage "
+    "largest N, averaged over the R reference models. Image data sets (repeat 0): a decoder (2 dense + 2 transposed-conv layers) from coverage "
     "features to images shows generated examples per mix; decoder_recognised = the model's "
     "accuracy on decoded test images."
 )
@@ -96,46 +100,98 @@ def summarize(extra: dict) -> dict:
     }
 
 
+def t_interval(values, level: float = 0.95):
+    """Return (mean, low, high): the Student-t interval of a mean over a few repeats.
+
+    Used over reference models (3 by default), where a percentile bootstrap would only span the
+    observed range; low and high are None for a single value.
+    """
+    vals = [float(v) for v in values if v is not None]
+    if not vals:
+        return None, None, None
+    mean = sum(vals) / len(vals)
+    if len(vals) < 2:
+        return mean, None, None
+    from scipy import stats
+
+    sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5
+    half = float(stats.t.ppf(0.5 + level / 2, len(vals) - 1)) * sd / len(vals) ** 0.5
+    return mean, mean - half, mean + half
+
+
+def _mean_tables(tables: list) -> dict:
+    """Return the cell-wise mean of (mix -> size -> accuracy) tables, skipping missing cells."""
+    out: dict = {}
+    for mix in mix_order({m for t in tables for m in t}):
+        sizes = sorted({int(k) for t in tables for k in t.get(mix, {})})
+        out[mix] = {size: _mean([t.get(mix, {}).get(size) for t in tables]) for size in sizes}
+    return out
+
+
 def aggregate_coverage(group: dict, trials: list) -> list:
-    """Turn a (dataset, model)'s coverage trial into its scores."""
+    """Turn a (dataset, model)'s coverage trials (one per reference model) into its scores.
+
+    The headline and every per-mix, per-size and summary score are means over the repeats
+    that ran; the headline carries a Student-t CI over them. Details (layer, knobs, quality,
+    decoded examples) are those of repeat 0, the purity-ratio reference model.
+    """
     base = dict(dataset=group["dataset"], model=group["model"], clusterer="", metric=METRIC)
-    rows = [t for t in trials if t.get("protocol") == "coverage"]
-    if not rows:
+    latest = {}
+    for t in trials:
+        if t.get("protocol") == "coverage":
+            latest[int(t.get("repeat") or 0)] = t
+    if not latest:
         return []
-    row = rows[-1]
-    if row.get("status") != "ok":
-        err = (row.get("error") or "").splitlines()[0] if row.get("error") else "failed"
-        return [Score(**base, score=METRIC, value=None, details={"error": err})]
-    extra = _decode(row.get("extra"))
-    reason = row.get("not_applicable") or extra.get("not_applicable")
+    rows = [latest[r] for r in sorted(latest)]
+    ok = [r for r in rows if r.get("status") == "ok"]
+    failed = {int(r.get("repeat") or 0): (r.get("error") or "failed").splitlines()[0]
+              for r in rows if r.get("status") != "ok"}
+    if not ok:
+        return [Score(**base, score=METRIC, value=None, details={"error": failed[min(failed)]})]
+    extras = [_decode(r.get("extra")) for r in ok]
+    reason = ok[0].get("not_applicable") or extras[0].get("not_applicable")
     if reason:
         return [Score(**base, score=METRIC, value=None, details={"not_applicable": reason})]
-    s = summarize(extra)
+    summaries = [summarize(e) for e in extras]
+    s0, extra = summaries[0], extras[0]
+    headline, lo, hi = t_interval([s["headline"] for s in summaries])
+    by_mix = {m: _mean([s["by_mix"].get(m) for s in summaries]) for m in s0["by_mix"]}
     gen = extra.get("generated") or {}
-    missing = {k: g.get("error") for k, g in gen.items() if g.get("accuracy") is None}
-    q = extra.get("quality") or {}
+    missing = {k: g.get("error") for e in extras for k, g in (e.get("generated") or {}).items()
+               if g.get("accuracy") is None}
     dec = extra.get("decoder") or {}
     details = {
         "layer": extra.get("layer"), "layer_description": extra.get("layer_description"),
         "feature_dim": extra.get("feature_dim"), "knobs": extra.get("knobs"),
-        "by_mix": s["by_mix"], "size": s["largest"], "table": s["table"],
-        "quality": q, "covariate_shift": extra.get("covariate_shift"),
+        "by_mix": by_mix, "size": s0["largest"],
+        "table": _mean_tables([s["table"] for s in summaries]),
+        "repeats": len(ok), "per_repeat": [s["headline"] for s in summaries],
+        "repeat_ids": [int(r.get("repeat") or 0) for r in ok],
+        "reference_seeds": [e.get("reference_seed") for e in extras],
+        "failed_repeats": failed,
+        "quality": extra.get("quality"), "covariate_shift": extra.get("covariate_shift"),
         "seeds": extra.get("seeds"), "timings": extra.get("timings"),
         "decoder": {k: v for k, v in dec.items()},
     }
-    if s["headline"] is None:
+    if headline is None:
         details["not_computable"] = "; ".join(sorted(set(v for v in missing.values() if v))) or \
             "no generated set"
-    scores = [Score(**base, score=METRIC, value=s["headline"], n=s["largest"], details=details)]
+    scores = [Score(**base, score=METRIC, value=headline, ci_low=lo, ci_high=hi, n=len(ok),
+                    details=details)]
     for name, higher in SUMMARY_SCORES:
-        value = s["summary"].get(name)
-        if value is None and name == "decoder_recognised":
-            continue
+        if name == "decoder_recognised":  # the decoder is drawn for repeat 0 only
+            value = s0["summary"].get(name)
+            if value is None:
+                continue
+        else:
+            value = _mean([s["summary"].get(name) for s in summaries])
         scores.append(Score(**base, score=name, value=value, higher_is_better=higher,
                             n=extra.get("n_test")))
     for key, g in gen.items():
-        scores.append(Score(**base, score=f"acc@{key}", value=g.get("accuracy"), n=g.get("n"),
-                            details={k: v for k, v in g.items() if k != "accuracy"}))
+        per = [(e.get("generated") or {}).get(key, {}).get("accuracy") for e in extras]
+        scores.append(Score(**base, score=f"acc@{key}", value=_mean(per), n=g.get("n"),
+                            details={**{k: v for k, v in g.items() if k != "accuracy"},
+                                     "per_repeat": per}))
     return scores
 
 
@@ -151,7 +207,7 @@ def register_metrics(register):
         definition=COVERAGE_DEFINITION,
         higher_is_better=True,
         uses_clusterer=False,
-        version="2",  # 2: generation noise shaped by the class spread
+        version="3",  # 3: mean over reference models with a t CI; 2: class-spread noise
     ))
 
 
@@ -171,13 +227,23 @@ def _ranked(models: dict) -> list:
         -((kv[1].get(METRIC) or {}).get("value") or -1), kv[0]))
 
 
+def _ci(head: dict) -> str:
+    lo, hi = head.get("ci_low"), head.get("ci_high")
+    if lo is None or hi is None:
+        return "-"
+    return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
 def report_lines(rows: list) -> list:
     """Return the coverage tables (summary, then mixes x sizes) of score rows (dicts) as text."""
     lines = []
     for dataset, models in sorted(_by_dataset(rows).items()):
         lines.append(f"\n{dataset} - coverage (Mani et al.); ranked by coverage-guided accuracy "
-                     "(mean over mixes at the largest size); accuracies in %")
-        lines.append(f"  {'model':<18} {'layer':<11} {'cov-acc':>7} {'ACC':>6} {'EP min':>6} "
+                     "(mean over mixes at the largest size, then over R reference models; "
+                     "95% t CI over them); accuracies in %, every column a mean over the R "
+                     "models")
+        lines.append(f"  {'model':<18} {'layer':<11} {'cov-acc':>7} {'95% CI':>13} {'R':>2} "
+                     f"{'ACC':>6} {'EP min':>6} "
                      f"{'EP max':>6} {'CP':>6} {'BC':>6} {'PBC':>6} {'pairs':>6} {'shift':>6} "
                      f"{'null':>6}")
         tables = []
@@ -192,7 +258,8 @@ def report_lines(rows: list) -> list:
             g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
             lines.append(
                 f"  {model:<18} {str(det.get('layer') or '-'):<11} "
-                f"{_f(head.get('value'), True, 7)} {_f(g('model_acc'), True, 6)} "
+                f"{_f(head.get('value'), True, 7)} {_ci(head):>13} {head.get('n') or '-':>2} "
+                f"{_f(g('model_acc'), True, 6)} "
                 f"{_f(g('ep_min'), width=6)} {_f(g('ep_max'), width=6)} {_f(g('cp'), width=6)} "
                 f"{_f(g('bc'), width=6)} {_f(g('pbc'), width=6)} "
                 f"{_f(g('pbc_pairs_covered'), width=6)} {_f(g('covariate_shift'), width=6)} "
@@ -205,7 +272,7 @@ def report_lines(rows: list) -> list:
             sizes = sorted({int(s) for row in table.values() for s in row})
             if not sizes:
                 continue
-            lines.append(f"  {model}: accuracy (%) per generated set, rows = size, columns = "
+            lines.append(f"  {model}: accuracy (%) per generated set, mean over the R models; rows = size, columns = "
                          "centroid-boundary mix")
             mixes = mix_order(table)
             lines.append("    " + f"{'size':>6}" + "".join(f"{m:>9}" for m in mixes))
@@ -229,6 +296,8 @@ def leaderboard_tables(rows: list) -> dict:
         dec = det.get("decoder") or {}
         out.append({
             "model": model, "value": head.get("value"), "higher_is_better": True,
+            "ci_low": head.get("ci_low"), "ci_high": head.get("ci_high"),
+            "repeats": det.get("repeats"), "per_repeat": det.get("per_repeat") or [],
             "note": (f"not applicable: {det['not_applicable']}" if det.get("not_applicable")
                      else det.get("error") or det.get("not_computable")),
             "layer": det.get("layer"), "feature_dim": det.get("feature_dim"),

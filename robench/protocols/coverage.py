@@ -1,10 +1,13 @@
 """Coverage testing (Mani et al., 2019): test-set quality in a model's feature space, covariate
 shift, and coverage-guided test generation.
 
-One trial = the reference model of one (dataset, model) and everything computed from it:
+One trial = one reference model of a (dataset, model) and everything computed from it. A
+combination has ``repeats`` trials (default 3), so the score has a spread over retraining:
 
-1. the reference split and model of the purity-ratio protocol (same split, seed, training
-   budget and cache key, so the two metrics share one trained model);
+1. repeat 0: the reference split and model of the purity-ratio protocol (same split, seed,
+   training budget and cache key, so the two metrics share one trained model); repeat r > 0:
+   the same recipe with the seed :func:`repeat_seed` (another stratified split, another
+   initialisation and batch order, its own cached model);
 2. the coverage layer (:func:`robench.coverage.feature_space`: last convolutional block, or
    the penultimate layer) of the training (fit) rows and of the test split;
 3. EP, CP, BC, PBC of the test split (and CP, BC of the training rows, for reference), with
@@ -12,8 +15,9 @@ One trial = the reference model of one (dataset, model) and everything computed 
 4. covariate shift per class (GMM + Jensen-Shannon, with a no-shift baseline);
 5. every (mix, size) coverage-guided set, generated from the test split's centroid and
    boundary points and classified by the model's own head;
-6. image data sets: a decoder from coverage features to images trained on the training rows,
-   its legibility check on the test split, and one strip of decoded examples per mix.
+6. image data sets, repeat 0 only: a decoder from coverage features to images trained on the
+   training rows, its legibility check on the test split, and one strip of decoded examples
+   per mix.
 
 A model without a usable feature space and head (the RBF SVM) is not trained: the trial
 records why coverage does not apply.
@@ -37,6 +41,7 @@ AFTER = ("clusterability",)
 #: Knobs used when the profile names none; ``--set coverage.KEY=VALUE`` overrides any of them.
 #: Why these defaults: docs/coverage.md.
 DEFAULTS = {
+    "repeats": 3,  # reference models (seeds) per combination; the score is their mean, with a CI
     "radius": 1.0,  # r: centroid region = normalized distance <= r (unit: class RMS radius)
     "theta1": 0.4,  # boundary band: top softmax probability in [theta1, theta2]
     "theta2": 0.6,
@@ -71,27 +76,43 @@ def validate(knobs: dict) -> None:
         if len(mix) != 2 or min(mix) < 0 or sum(mix) != 100:
             raise ValueError(f"coverage.mixes: every mix is [centroid %, boundary %] summing to "
                              f"100, got {mix}")
+    if not isinstance(knobs["repeats"], int) or knobs["repeats"] < 1:
+        raise ValueError(f"coverage.repeats must be an integer >= 1, got {knobs['repeats']!r}")
     if not knobs["sizes"] or min(knobs["sizes"]) < 1:
         raise ValueError(f"coverage.sizes must be positive, got {knobs['sizes']}")
 
 
+#: Knobs that shape the plan, not a trial: kept out of the trial parameters (and keys).
+PLAN_KNOBS = ("repeats",)
+
+
+def repeat_seed(seed: int, repeat: int) -> int:
+    """Return the reference-model seed of a repeat: the run's seed for repeat 0 (the
+    purity-ratio reference model), an independent derived seed for every other repeat."""
+    return int(seed) if int(repeat) == 0 else derived_seed(int(seed), int(repeat), 0xC0FE)
+
+
 def plan(combo: Combo, cfg, registry) -> list:
-    """Return the combination's one coverage trial."""
+    """Return the combination's coverage trials, one per repeat (reference model)."""
     knobs = settings(cfg)
     validate(knobs)
+    return [_spec(combo, cfg, registry, knobs, r) for r in range(int(knobs["repeats"]))]
+
+
+def _spec(combo: Combo, cfg, registry, knobs: dict, repeat: int) -> dict:
     spec = {
         "protocol": NAME,
         "dataset": combo.dataset.name,
         "model": combo.model.name,
         "clusterer": "",
         "kind": KIND,
-        "repeat": 0,
+        "repeat": repeat,
         "seed": cfg.seed,
         "params": {
             "test_size": cfg.test_size,
             "val_fraction": cfg.val_fraction,
             "train": cfg.train,
-            "analysis": {k: knobs[k] for k in DEFAULTS},
+            "analysis": {k: knobs[k] for k in DEFAULTS if k not in PLAN_KNOBS},
         },
         "versions": {
             "protocol": VERSION,
@@ -100,7 +121,7 @@ def plan(combo: Combo, cfg, registry) -> list:
         },
     }
     spec["key"] = trial_key(spec)
-    return [spec]
+    return spec
 
 
 def _space_support(clf):
@@ -122,10 +143,11 @@ def run(spec: dict, env) -> dict:
     timings = {}
     dataset = env.dataset(spec["dataset"])
     knobs = spec["params"]["analysis"]
-    seed = int(spec["seed"])
+    repeat = int(spec.get("repeat") or 0)
+    seed = repeat_seed(spec["seed"], repeat)
     nc = dataset.n_classes
     X, y = dataset.X, dataset.y
-    ref = fit_reference(spec, env, dataset, applicable=_space_support)
+    ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=_space_support)
     fit, test, clf, base = ref["fit"], ref["test"], ref["clf"], ref["base"]
 
     def not_applicable(reason):
@@ -214,6 +236,7 @@ def run(spec: dict, env) -> dict:
         "n_test": int(len(test)),
         "n_fit": int(len(fit)),
         "model_cache_hit": bool(ref["hit"]),
+        "reference_seed": int(seed),  # split and training seed of this repeat's model
         "clip_min": clip,
         "knobs": {"radius": r, "theta1": th1, "theta2": th2, "step": float(knobs["step"]),
                   "max_tries": int(knobs["max_tries"])},
@@ -226,6 +249,8 @@ def run(spec: dict, env) -> dict:
     if dataset.image_shape is None:
         extra["decoder"] = {"not_applicable": f"data set '{dataset.name}' is not an image data "
                                               "set"}
+    elif repeat > 0:
+        extra["decoder"] = {"not_applicable": "decoded examples are drawn for repeat 0 only"}
     elif int(knobs["decoder_epochs"]) <= 0:
         extra["decoder"] = {"not_applicable": "decoder_epochs is 0"}
     else:
