@@ -347,6 +347,9 @@ def test_aggregate_averages_reference_models_with_a_student_t_interval():
     assert sc["acc@50-50@100"].value == pytest.approx(0.7)
     assert sc["bc"].value == pytest.approx(0.2)            # summaries are means over repeats
     assert sc["decoder_recognised"].value == 0.8            # the decoder is repeat 0's
+    from robench.builtin.coverage import t_interval
+
+    assert t_interval([0.5, 0.99, 0.98])[2] == 1.0 and t_interval([0.5, 0.01, 0.02])[1] == 0.0
     # one reference model: its value, no interval
     one = {s.score: s for s in aggregate_coverage({"dataset": "d", "model": "m"}, rows[:1])}
     assert one["coverage"].value == pytest.approx(0.6) and one["coverage"].ci_low is None

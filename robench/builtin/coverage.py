@@ -14,8 +14,9 @@ COVERAGE_DEFINITION = (
     "repeat 0 (the purity-ratio reference model; validation carved from the training part), "
     "repeat r > 0 by the same recipe with another seed (another split, initialisation and "
     "batch order). Everything below is computed per reference model; every score is the mean "
-    "over the R models, and the headline has a 95% Student-t CI over them (the spread of "
-    "retraining). Coverage layer: the last convolutional block's "
+    "over the R models, and the headline has a 95% Student-t CI over them, clipped to [0, 1] "
+    "(the spread over reference models: their splits, hence seeds, and their training). "
+    "Coverage layer: the last convolutional block's "
     "output (after ReLU and pooling, flattened) where the model has one, else the penultimate "
     "layer; 'layer' in the details says which. Centroids c_i and RMS radii R_i = sqrt(mean "
     "||z - c_i||^2) come from the training features of class i; normalized distance = "
@@ -101,7 +102,8 @@ def summarize(extra: dict) -> dict:
 
 
 def t_interval(values, level: float = 0.95):
-    """Return (mean, low, high): the Student-t interval of a mean over a few repeats.
+    """Return (mean, low, high): the Student-t interval of a mean accuracy over a few repeats,
+    clipped to [0, 1].
 
     Used over reference models (3 by default), where a percentile bootstrap would only span the
     observed range; low and high are None for a single value.
@@ -116,7 +118,7 @@ def t_interval(values, level: float = 0.95):
 
     sd = (sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)) ** 0.5
     half = float(stats.t.ppf(0.5 + level / 2, len(vals) - 1)) * sd / len(vals) ** 0.5
-    return mean, mean - half, mean + half
+    return mean, max(0.0, mean - half), min(1.0, mean + half)  # accuracies lie in [0, 1]
 
 
 def _mean_tables(tables: list) -> dict:
