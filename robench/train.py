@@ -238,8 +238,12 @@ class TorchClassifier:
         torch.manual_seed(self.seed)
         module = self.build_module()
         generator = torch.Generator().manual_seed(self.seed)
+        # fused: one pass over each parameter instead of one per element-wise Adam op. The
+        # unfused CPU step was half of an MLP trial (profile: 53%); fused, an mlp trial ran
+        # 1.5x faster (1.19 -> 0.79 s, one thread) and a cnn-2 trial as fast. It rounds
+        # differently from the unfused step, so the models that train here carry version 2.
         optimizer = torch.optim.Adam(module.parameters(), lr=self.lr,
-                                     weight_decay=self.weight_decay)
+                                     weight_decay=self.weight_decay, fused=True)
         loss_fn = nn.CrossEntropyLoss()
         Xt, yt = _as_inputs(X), _as_labels(y)
         Xv, yv = _as_inputs(X_val), _as_labels(y_val)

@@ -150,7 +150,8 @@ def test_component_version_combines_plugin_and_spec_versions():
     reg = make_registry(load_entrypoints=False)
     import robench
 
-    assert reg.component_version("models", "mlp") == f"{robench.__version__}/1"
+    assert reg.component_version("models", "svm") == f"{robench.__version__}/1"
+    assert reg.component_version("models", "mlp") == f"{robench.__version__}/2"
 
 
 def test_entry_point_with_misspelt_hook_is_disabled_not_fatal(monkeypatch):

@@ -127,7 +127,7 @@ def register_models(register):
         build=build_mlp,
         description="MLP, two ReLU hidden layers 256-128, Adam, early stopping on validation "
                     "accuracy; features: 128-d last hidden layer",
-        version="1",
+        version="2",  # 2: fused Adam step
         requires_image=False,
     ))
     for depth in (1, 2, 3):
@@ -138,6 +138,6 @@ def register_models(register):
             description=f"CNN-{depth}: {depth} conv3x3-ReLU-maxpool block(s) ({channels} "
                         "channels), fc 128, Adam, early stopping on validation accuracy; "
                         "features: 128-d fc layer",
-            version="1",
+            version="2",  # 2: fused Adam step
             requires_image=True,
         ))

@@ -165,14 +165,16 @@ def register_models(register):
             arch, functools.partial(build_paper_cnn, arch=arch, bayesian=False),
             f"{_DESCRIPTIONS[arch]}, ReLU, 28x28 zero-padded to 32x32, Adam, early stopping on "
             "validation (opt-in: slow)",
-            version="1", requires_image=True, image_shapes=((1, 28, 28),), in_default_run=False,
+            version="2",  # 2: fused Adam step
+            requires_image=True, image_shapes=((1, 28, 28),), in_default_run=False,
         ))
         register(ModelSpec(
             f"bayesian-{arch}", functools.partial(build_paper_cnn, arch=arch, bayesian=True),
             f"Bayesian {_DESCRIPTIONS[arch]}: Bayes by Backprop, local reparameterization "
             "(bayesian-torch layers), N(0,1) prior, softplus, KL/N, MC-averaged predictions "
             "(opt-in: slow)",
-            version="1", requires_image=True, image_shapes=((1, 28, 28),), in_default_run=False,
+            version="2",  # 2: fused Adam step
+            requires_image=True, image_shapes=((1, 28, 28),), in_default_run=False,
         ))
 
 
