@@ -16,7 +16,7 @@ Sections (each can be skipped):
 * help    - `robench --help` wall time.
 
 Usage:
-    python benchmarks/bench.py                      # everything (about 30-40 minutes)
+    python benchmarks/bench.py                      # everything (about 20-30 minutes on 2 cores)
     python benchmarks/bench.py --only naive --repeats 3
     python benchmarks/bench.py --skip all --skip scale
 """
