@@ -106,8 +106,8 @@ def bench_naive(repeats: int, jobs: int, rows: list, extra: dict):
     from robench.builtin.models import CNN_CHANNELS
     from robench.config import RunConfig
     from robench.plugins import make_registry
-    from robench.protocols import source_aware
-    from robench.protocols.base import derived_seed
+    from robench.families.source_aware import protocol as source_aware
+    from robench.seeds import derived_seed
     from robench.runner import execute
     from robench.splitters import KIND_CODES
     from robench.store import Store

@@ -19,7 +19,7 @@ sys._robench_called_from_test = True  # never pick up installed third-party plug
 def _trial(model: str):
     from robench.config import RunConfig
     from robench.plugins import make_registry
-    from robench.protocols.base import TrialEnv
+    from robench.trials import TrialEnv
     from robench.runner import plan_run
 
     reg = make_registry(load_entrypoints=False)
@@ -37,7 +37,7 @@ def phases(model: str, repeats: int = 3) -> None:
     import torch
 
     from robench import train
-    from robench.protocols import source_aware
+    from robench.families.source_aware import protocol as source_aware
 
     torch.set_num_threads(1)
     spec, env = _trial(model)
@@ -72,7 +72,7 @@ def ops(model: str) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from robench.protocols import source_aware
+    from robench.families.source_aware import protocol as source_aware
 
     torch.set_num_threads(1)
     spec, env = _trial(model)
@@ -84,9 +84,9 @@ def ops(model: str) -> None:
 
 def _ready_probe(_):
     t = time.time()
-    from robench.protocols import get_protocol
+    from robench.plugins import make_registry
 
-    get_protocol("source-aware")
+    make_registry(load_entrypoints=False).get("protocols", "source-aware")
     t1 = time.time()
     import torch
 

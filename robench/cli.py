@@ -10,8 +10,10 @@ import sys
 import click
 
 from robench import __version__
+from robench.config import DEFAULT_PROFILE, PROFILES
 
-KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "executors", "corruptions")
+KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "protocols", "executors",
+              "corruptions")
 
 
 def _fail(message: str, code: int = 2):
@@ -85,23 +87,41 @@ def _multi(name, short, kind):
     )
 
 
-@cli.command()
+class _RunCommand(click.Command):
+    """``robench run``, whose help ends with the knob sections the registered protocols add."""
+
+    def format_epilog(self, ctx, formatter):
+        super().format_epilog(ctx, formatter)
+        try:
+            from robench.config import knob_sections
+
+            sections = knob_sections(_registry())
+        except Exception:  # noqa: BLE001 - help must print even when a plugin is broken
+            return
+        with formatter.section("Knob sections (--set SECTION.KEY=VALUE; `robench knobs`)"):
+            formatter.write_dl([(name, f"{owner}: " + ", ".join(k.name for k in knobs))
+                                for name, (owner, knobs) in sorted(sections.items())])
+
+
+@cli.command(cls=_RunCommand)
 @click.option("--all", "run_all", is_flag=True,
-              help="Every applicable dataset x model x clusterer x metric. Opt-in metrics "
-                   "(adequacy: slow) are included only with --profile paper or --metric NAME.")
+              help="Every applicable dataset x model x clusterer x metric. Opt-in components "
+                   "(slow; `robench list` marks them) only with --profile paper or by name.")
 @_multi("dataset", "-d", "datasets")
 @_multi("model", "-m", "models")
 @_multi("clusterer", "-c", "clusterers")
 @click.option("--metric", "metric_names", multiple=True, metavar="NAME",
-              help="A metric to compute (repeatable; default: all, but the opt-in adequacy "
-                   "only with --profile paper). See `robench list metrics`.")
+              help="A metric to compute (repeatable; default: all but the opt-in ones, which "
+                   "run only by name or with --profile paper). See `robench list metrics`.")
 @click.option("--repeats", "-r", type=click.IntRange(min=1), default=None,
               help="Repeats per partition kind (default: from the profile).")
 @click.option("--sources", "-k", "k", type=click.IntRange(min=2), default=None,
-              help="Sources (clusters) per class (default: 5).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of everything.")
-@click.option("--profile", type=click.Choice(["quick", "paper"]), default="quick",
-              show_default=True, help="quick: 3 repeats, short training; paper: 100 repeats.")
+              help="Sources (clusters) per class (default: from the profile).")
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
+              help="Seed of everything.")
+@click.option("--profile", type=click.Choice(list(PROFILES)), default=DEFAULT_PROFILE,
+              show_default=True,
+              help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ".")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "
                    "or one a plugin adds.")
@@ -113,10 +133,9 @@ def _multi(name, short, kind):
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
 @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
-              help="Override a protocol knob (repeatable), e.g. --set coverage.radius=0.8 or "
-                   "--set train.max_epochs=10; VALUE is JSON (a bare word is a string). "
-                   "Sections: " + ", ".join(("train", "adequacy", "clusterability", "shifted_cv",
-                                             "coverage")) + ".")
+              help="Override a knob (repeatable), e.g. --set train.max_epochs=10; VALUE is "
+                   "JSON (a bare word is a string). The sections are listed below; "
+                   "`robench knobs` shows every knob with its type, default and profile values.")
 @click.option("--rescore", is_flag=True,
               help="Recompute every score from its trials, even where the trials and the "
                    "metric version are unchanged (by default those stored scores are reused).")
@@ -134,10 +153,10 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run --all
       robench run -d digits -m mlp -m cnn-2 --repeats 10
       robench run -d synthetic-sources -c oracle --profile paper
-      robench run -d digits -m mlp --metric adequacy --metric lost-test
+      robench run -d digits -m mlp --metric rho --set train.max_epochs=10
 
-    The adequacy metric (training-size sweep) is slow, so in the quick profile it runs only
-    when named with --metric; --profile paper includes it in --all.
+    Opt-in components (slow) run in the quick profile only when named; --profile paper
+    includes them in --all.
     """
     from robench.cache import set_cache_dir
     from robench.config import RunConfig, default_jobs
@@ -165,7 +184,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     if not clusterers_names:  # likewise opt-in clusterers (multicut): named, or paper profile
         chosen["clusterers"] = [c.name for c in reg.all("clusterers")
                                 if getattr(c, "in_default_run", True) or profile == "paper"]
-    if not models_names:  # likewise opt-in models (the VAE-VGMM paper's CNNs: slow)
+    if not models_names:  # likewise opt-in models (slow ones)
         chosen["models"] = [m.name for m in reg.all("models")
                             if getattr(m, "in_default_run", True) or profile == "paper"]
     ncpu = os.cpu_count() or 1
@@ -176,15 +195,15 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         raise click.UsageError("--scheduler goes with --executor dask")
     from robench.config import parse_settings
 
-    overrides = parse_settings(settings, profile)
     cfg = RunConfig(
         datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
         metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
-        executor=executor, jobs=jobs or default_jobs(), **overrides,
+        executor=executor, jobs=jobs or default_jobs(),
+        settings=parse_settings(settings, reg),
         executor_options={"scheduler": scheduler} if scheduler else {},
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
-    )
+    ).resolve(reg)
     from robench.runner import execute
     from robench.store import Store
 
@@ -200,11 +219,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         listed = "; ".join(f"{k}: {', '.join(v)}" for k, v in opt_in.items() if v)
         click.echo(f"\nOpt-in, not run in the quick profile (slow): {listed}. Name them "
                    "(--metric/-m/-c) or use --profile paper.")
-    _print_summary(report.scores)
-    _print_adequacy([vars(s) for s in report.scores if s.metric == "adequacy"])
-    _print_purity_ratio([vars(s) for s in report.scores if s.metric == "purity-ratio"])
-    _print_shifted_cv([vars(s) for s in report.scores if s.metric == "shifted-cv"])
-    _print_coverage([vars(s) for s in report.scores if s.metric == "coverage"])
+    _print_reports(reg, [vars(s) for s in report.scores])
     if report.failed:
         click.secho(f"\n{len(report.failed)} trial(s) failed:", fg="red", err=True)
         for row in report.failed[:20]:
@@ -300,127 +315,30 @@ def _print_skips(skipped):
         click.echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
 
 
-def _pct(v):
-    return "   -  " if v is None else f"{100 * v:6.2f}"
+def _print_reports(reg, rows, fmt="table"):
+    """Print each metric's report (its own, or a generic table), metrics in display order."""
+    by_metric: dict = {}
+    for r in rows:
+        by_metric.setdefault(r["metric"], []).append(r)
 
+    def order(name):
+        try:
+            spec = reg.get("metrics", name)
+        except LookupError:  # stored by a plugin that is not installed here
+            return (1000, name)
+        return (spec.display_order, name)
 
-def _print_summary(scores):
-    """Print rho per data set and clusterer, models ranked best first."""
-    table = {}
-    for s in scores:
-        if s.metric != "rho":
-            continue
-        table.setdefault((s.dataset, s.clusterer), {}).setdefault(s.model, {})[s.score] = s
-    if not table:
-        return
-    for (dataset, clusterer), models in sorted(table.items()):
-        click.echo(f"\n{dataset} - sources by {clusterer}: ranked by rho = E[AccX]/E[AccI]")
-        click.echo(f"  {'#':>2} {'model':<14} {'rho':>6} {'95% CI':>15}   "
-                   f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
-        ranked = sorted(models.items(), key=lambda kv: -(kv[1]["rho"].value or -1))
-        for i, (model, sc) in enumerate(ranked, 1):
-            r = sc["rho"]
-            ci = "" if r.ci_low is None else f"[{r.ci_low:.3f}, {r.ci_high:.3f}]"
-            rho = "  -   " if r.value is None else f"{r.value:6.3f}"
-            click.echo(f"  {i:>2} {model:<14} {rho} {ci:>15}   {_pct(sc['acc_exclusive'].value)}"
-                       f"  {_pct(sc['acc_inclusive'].value)} {_pct(sc['acc_random'].value)}"
-                       f" {r.n or 0:>4}")
-
-
-def _print_adequacy(rows):
-    """Print the adequacy sweep per (dataset, model, clusterer): sizes, interval, rho, classes."""
-    groups = {}
-    for s in rows:
-        groups.setdefault((s["dataset"], s["model"], s["clusterer"]), {})[s["score"]] = s
-    for (dataset, model, clusterer), sc in sorted(groups.items()):
-        summary = sc.get("worst_class_rho")
-        details = (summary or {}).get("details") or {}
-        click.echo(f"\n{dataset} / {model} - sources by {clusterer}: dataset adequacy "
-                   "(training-size sweep, test partitions fixed)")
-        click.echo(f"  {'size':>6} {'n':>6} {'E[AccX]':>7} {'E[AccI]':>7} {'rho':>6} "
-                   f"{'95% CI':>15} {'R':>3}")
-        for t in details.get("table", []):
-            ci = "" if t.get("ci_low") is None else f"[{t['ci_low']:.3f}, {t['ci_high']:.3f}]"
-            rho = "  -   " if t.get("rho") is None else f"{t['rho']:6.3f}"
-            n = "" if t.get("n_samples") is None else f"{t['n_samples']:.0f}"
-            capped = f"  ({t['n_capped']} capped)" if t.get("n_capped") else ""
-            click.echo(f"  {str(t['size']):>6} {n:>6} {_pct(t.get('acc_exclusive'))}  "
-                       f"{_pct(t.get('acc_inclusive'))} {rho} {ci:>15} {t.get('n', 0):>3}"
-                       + capped)
-        for kind in ("inclusive", "exclusive"):
-            e = sc.get(f"enough_{kind}")
-            if e and (e.get("details") or {}).get("reading"):
-                click.echo(f"  enough: {e['details']['reading']}")
-        ranking = [c for c in details.get("ranking", [])
-                   if c.get("rho") and c["rho"][-1] is not None]
-        if ranking:
-            click.echo("  least robust classes (rho at the full size):")
-            for c in ranking[:3]:
-                click.echo(f"    class {c['class']}: rho {c['rho'][-1]:.3f}  - {c['reading']}")
-
-
-def _print_purity_ratio(rows):
-    """Print the purity-ratio model table and the validation tables (R^2 / tau) per data set."""
-    from robench.builtin.clusterability import report_lines
-
-    for line in report_lines(rows):
-        click.echo(line)
-
-
-def _print_coverage(rows):
-    """Print the coverage summary and the mixes x sizes accuracy tables per data set."""
-    from robench.builtin.coverage import report_lines
-
-    for line in report_lines(rows):
-        click.echo(line)
-
-
-def _mean_std(mean, std):
-    if mean is None:
-        return "-"
-    return f"{100 * mean:.2f} ({'-' if std is None else f'{100 * std:.2f}'})"
-
-
-def _points(v):
-    return "-" if v is None else f"{100 * v:.2f}"
-
-
-def _print_shifted_cv(rows):
-    """Print shifted vs random K-fold CV per (dataset, clusterer), and the Wasserstein ratio."""
-    groups = {}
-    for s in rows:
-        groups.setdefault((s["dataset"], s["clusterer"]), {}).setdefault(s["model"], {})[
-            s["score"]] = s
-    for (dataset, clusterer), models in sorted(groups.items()):
-        click.echo(f"\n{dataset} - shifted-cv, sub-domains by {clusterer}: test accuracy %, "
-                   "mean (std) over folds; gap = validation - test")
-        click.echo(f"  {'model':<18} {'shifted':>14} {'random':>14} {'drop':>6} "
-                   f"{'gap shifted':>11} {'gap random':>10} {'std ratio':>9}")
-        for model, sc in sorted(models.items()):
-            if not model or "shifted-cv" not in sc:
-                continue
-            value = {k: (sc.get(k) or {}).get("value") for k in
-                     ("shifted-cv", "acc_random", "drop", "gap_shifted", "gap_random",
-                      "std_ratio")}
-            std = {k: ((sc.get(k) or {}).get("details") or {}).get("std")
-                   for k in ("shifted-cv", "acc_random")}
-            ratio = value["std_ratio"]
-            click.echo(
-                f"  {model:<18} {_mean_std(value['shifted-cv'], std['shifted-cv']):>14} "
-                f"{_mean_std(value['acc_random'], std['acc_random']):>14} "
-                f"{_points(value['drop']):>6} {_points(value['gap_shifted']):>11} "
-                f"{_points(value['gap_random']):>10} "
-                f"{'-' if ratio is None else f'{ratio:.1f}':>9}")
-        w = (models.get("") or {}).get("wasserstein_ratio")
-        if w is not None:
-            d = w.get("details") or {}
-            last = (d.get("repeats") or [{}])[-1]
-            means = [(last.get(k) or {}).get("mean_offdiagonal") for k in ("shifted", "random")]
-            shown = " / ".join("-" if m is None else f"{m:.3f}" for m in means)
-            v = w.get("value")
-            click.echo(f"  Wasserstein ratio, shifted / random folds (mean off-diagonal W1 in "
-                       f"a common VAE latent space): {'-' if v is None else f'{v:.3f}'} "
-                       f"({shown})" + (f"  error: {d['error']}" if d.get("error") else ""))
+    for name in sorted(by_metric, key=order):
+        try:
+            spec = reg.get("metrics", name)
+        except LookupError:
+            spec = None
+        if spec is not None and spec.report is not None:
+            for line in spec.report(by_metric[name]):
+                click.echo(line)
+        else:
+            click.echo(f"\n{name}:")
+            _emit_scores(by_metric[name], "table")
 
 
 # ------------------------------------------------------------------------------ results
@@ -437,31 +355,27 @@ def results(dataset, metric, model, fmt, db_path):
     """Print stored scores.
 
     \b
+    With --metric and the table format, the metric's own report is printed (each family
+    supplies one); otherwise one row per score.
+
+    \b
     Examples:
       robench results
       robench results --dataset digits --metric rho --format json
-      robench results --metric adequacy    # the training-size sweep as a table
-      robench results --metric purity-ratio  # indicators and their validation (R^2, tau)
-      robench results --metric shifted-cv  # shifted vs random K-fold CV, Wasserstein ratio
-      robench results --metric coverage    # EP/CP/BC/PBC, coverage-guided accuracy per mix
+      robench results --metric rho         # the metric's own report
     """
     from robench.store import Store
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
     rows = Store(db_path).scores(dataset=dataset, metric=metric, model=model)
-    if metric == "adequacy" and fmt == "table" and rows:
-        _print_adequacy(rows)
+    if fmt == "table" and rows and metric is not None:
+        _print_reports(_registry(), rows)
         return
-    if metric == "purity-ratio" and fmt == "table" and rows:
-        _print_purity_ratio(rows)
-        return
-    if metric == "shifted-cv" and fmt == "table" and rows:
-        _print_shifted_cv(rows)
-        return
-    if metric == "coverage" and fmt == "table" and rows:
-        _print_coverage(rows)
-        return
+    _emit_scores(rows, fmt)
+
+
+def _emit_scores(rows, fmt):
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
             "higher_is_better", "metric_version", "run_id"]
     out = [{c: r.get(c) for c in cols} for r in rows]
@@ -563,7 +477,46 @@ def list_(kind):
     for k in ([kind] if kind else KIND_NAMES):
         click.echo(f"{k}:")
         for spec in reg.all(k):
-            click.echo(f"  {spec.name:<18} {spec.description}  [{spec.plugin}]")
+            extra = ""
+            if k == "protocols" and spec.knobs:
+                extra = f" (knobs: --set {spec.section}.*)"
+            elif not getattr(spec, "in_default_run", True):
+                extra = " (opt-in)"
+            click.echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
+
+
+@cli.command()
+@click.argument("section", required=False)
+@friendly_errors
+def knobs(section):
+    """List the knobs of every section: type, default, per-profile values, what each does.
+
+    The core owns the `train` section; every other section belongs to a registered protocol.
+    Change one with `robench run --set SECTION.KEY=VALUE`.
+
+    \b
+    Examples:
+      robench knobs
+      robench knobs train
+    """
+    from robench.config import PROFILES, describe_knob, format_value, knob_sections
+
+    sections = knob_sections(_registry())
+    if section is not None and section not in sections:
+        import difflib
+
+        close = difflib.get_close_matches(section, list(sections), n=1)
+        raise click.BadParameter(
+            f"unknown section '{section}'." + (f" Did you mean '{close[0]}'?" if close else "")
+            + f" Known: {', '.join(sorted(sections))}", param_hint="SECTION")
+    for name, (owner, knob_list) in sorted(sections.items()):
+        if section is not None and name != section:
+            continue
+        click.echo(f"{name} ({owner}):")
+        for knob in knob_list:
+            values = ", ".join(f"{p} {format_value(knob.value_for(p))}" for p in PROFILES)
+            click.echo(f"  {name}.{knob.name} = {values}")
+            click.echo(f"      {describe_knob(knob)}; {knob.help}")
 
 
 @cli.command()

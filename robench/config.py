@@ -1,70 +1,55 @@
-"""Run configuration and the profiles that set its scale."""
+"""Run configuration: profiles, and knobs merged from the registered protocols.
+
+A knob's value in a run is, from weakest to strongest: its default, its profile's value,
+``--set SECTION.KEY=VALUE``. The core owns the ``train`` section (the training budget every
+model reads through ``ModelContext.train``); every other section belongs to the registered
+protocol that declares it (:class:`robench.specs.ProtocolSpec` ``section`` and ``knobs``).
+Values are typed and checked when parsed, so a bad value is refused before anything runs.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
-#: Training budget and repeats per profile. ``quick`` keeps ``robench run --all`` to a few
-#: minutes on 2 CPU cores; ``paper`` is the source-aware paper's scale (100 repeats).
+from robench.specs import UNSET, Knob
+
+#: Profiles, weakest first: what each is for. Knobs give per-profile values.
 PROFILES = {
-    "quick": {
-        "repeats": 3,
-        "k": 5,
-        "train": {"max_epochs": 4, "patience": 2, "batch_size": 64, "lr": 2e-3},
-        # the adequacy sweep (opt-in here): 2 repeats, sizes below the full partition
-        "adequacy": {"repeats": 2, "sizes": [100, 300, 1000]},
-        # purity-ratio (robench/protocols/clusterability.py): an 8-model zoo per image data
-        # set (the timm ResNet/ViT only in the paper profile: they cost the most); all 19
-        # corruptions x 5 severities on a 60-image stratified test subsample; attacks on 60
-        "clusterability": {
-            "zoo": ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-cnn-narrow",
-                    "zoo-cnn-dropout", "zoo-cnn-noise"],
-            "corruption_cap": 60, "attack_cap": 60, "multicut_cap": 500, "overlap_cap": 500,
-            "join_train_cap": 1000, "epsilons": [0.01, 0.03, 0.1, 0.2], "pgd_steps": 7,
-            "deepfool_iter": 20, "deepfool_grads": 3,
-        },
-        # shifted K-fold CV (VAE-VGMM paper) at smoke-test scale: 3 folds, 1 repeat, 2 epochs,
-        # 4 Monte Carlo samples, a 1-epoch common-latent VAE trained on at most 2,000 rows
-        "shifted_cv": {"folds": 3, "repeats": 1, "val_fraction": 0.2,
-                       "train": {"max_epochs": 2, "patience": 2, "mc_samples": 4},
-                       "vae_epochs": 1, "vae_max_train": 2000, "latent_dim": 62,
-                       "max_points": 1000},
-        # coverage (robench/protocols/coverage.py DEFAULTS): a 6-epoch decoder on at most
-        # 2,000 training rows
-        "coverage": {"decoder_epochs": 6, "decoder_train_cap": 2000},
-    },
-    "paper": {
-        "repeats": 100,
-        "k": 5,
-        "train": {"max_epochs": 60, "patience": 10, "batch_size": 64, "lr": 1e-3},
-        # repeats None = the profile's repeats; sizes of the paper's Table 2 (capped by the data)
-        "adequacy": {"repeats": None, "sizes": [100, 300, 1000, 3000, 10000, 30000]},
-        # purity-ratio at full scale: the whole test split, a 12-model zoo, 7 epsilons
-        "clusterability": {
-            "zoo": ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-mlp-wide",
-                    "zoo-cnn-narrow", "zoo-cnn-wide", "zoo-cnn-dropout", "zoo-cnn-noise",
-                    "zoo-resnet", "zoo-vit"],
-            "corruption_cap": None, "attack_cap": 1000, "multicut_cap": 2000,
-            "overlap_cap": 2000, "join_train_cap": 2000,
-            "epsilons": [0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3], "pgd_steps": 40,
-            "deepfool_iter": 50, "deepfool_grads": 10,
-        },
-        # the paper's settings: 5 folds, repeat 1, 80/20 train/validation, 100 epochs (no early
-        # stop), batch 32 and a 20-epoch VAE with a 62-d latent space (both from its code)
-        "shifted_cv": {"folds": 5, "repeats": 1, "val_fraction": 0.2,
-                       "train": {"max_epochs": 100, "patience": 100, "batch_size": 32,
-                                 "mc_samples": 10},
-                       "vae_epochs": 20, "vae_max_train": None, "latent_dim": 62,
-                       "max_points": 2000},
-        # coverage: 5 reference models; the decoder trained longer on every training row; more
-        # Monte Carlo samples
-        "coverage": {"repeats": 5, "decoder_epochs": 20, "decoder_train_cap": None,
-                     "shift_mc": 5000},
-    },
+    "quick": "minutes on 2 CPU cores: few repeats, short training (the default)",
+    "paper": "the papers' scale: 100 repeats, training to convergence; hours to days on a CPU",
 }
 DEFAULT_PROFILE = "quick"
+
+#: Repeats per partition kind and sources per class, per profile (``--repeats``, ``--sources``).
+REPEATS = {"quick": 3, "paper": 100}
+SOURCES = {"quick": 5, "paper": 5}
+
+#: The core's own section: the training budget handed to every model (``ModelContext.train``).
+#: ``weight_decay`` and ``mc_samples`` are unset unless asked for: a model uses its own default.
+TRAIN_SECTION = "train"
+TRAIN_KNOBS = (
+    Knob("max_epochs", "int", "upper bound on training epochs", default=4,
+         profiles={"paper": 60}, minimum=1),
+    Knob("patience", "int", "stop after this many epochs without a better validation result",
+         default=2, profiles={"paper": 10}, minimum=1),
+    Knob("batch_size", "int", "training mini-batch size", default=64, minimum=1),
+    Knob("lr", "float", "learning rate (Adam)", default=2e-3, profiles={"paper": 1e-3},
+         minimum=1e-12, maximum=10.0),
+    Knob("weight_decay", "float", "weight decay (Adam); unset: the model's own (0)",
+         minimum=0.0),
+    Knob("mc_samples", "int", "Monte Carlo samples of Bayesian models at prediction time; "
+         "unset: the model's own", minimum=1),
+)
+
+_MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch take any non-negative int; keep it portable
+
+
+class KnobError(ValueError):
+    """A ``--set`` value or a knob declaration is invalid; the message names the knob."""
 
 
 def default_jobs() -> int:
@@ -72,9 +57,180 @@ def default_jobs() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
+def knob_sections(registry) -> dict:
+    """Return {section: (owner, [Knob])}: the core's ``train`` and every protocol's section."""
+    sections = {TRAIN_SECTION: ("robench", list(TRAIN_KNOBS))}
+    for protocol in registry.all("protocols"):
+        if not protocol.knobs:
+            continue
+        if protocol.section in sections:
+            owner = sections[protocol.section][0]
+            raise KnobError(f"protocol '{protocol.name}' declares knob section "
+                            f"'{protocol.section}', already declared by {owner}")
+        sections[protocol.section] = (f"protocol '{protocol.name}'", list(protocol.knobs))
+    return sections
+
+
+def describe_knob(knob: Knob) -> str:
+    kind = f"list of {knob.items}" if knob.type == "list" and knob.items else knob.type
+    bounds = []
+    if knob.minimum is not None:
+        bounds.append(f">= {knob.minimum:g}")
+    if knob.maximum is not None:
+        bounds.append(f"<= {knob.maximum:g}")
+    if knob.choices:
+        bounds.append("one of " + ", ".join(map(str, knob.choices)))
+    if knob.nullable:
+        bounds.append("or null")
+    return kind + (f" ({'; '.join(bounds)})" if bounds else "")
+
+
+def format_value(value: Any) -> str:
+    """Return a knob value as it is written after ``--set KEY=`` (JSON), or 'unset'."""
+    return "unset" if value is UNSET else json.dumps(value)
+
+
+def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) -> Any:
+    """Return ``value`` if it fits ``knob``, else raise KnobError naming it, its type and default.
+
+    With ``convert`` (a value typed by a user) an int is accepted for a float knob and returned
+    as a float; declared defaults and profile values are checked but never converted, so what
+    they put into trial keys stays exactly as declared.
+    """
+
+    def fail(why: str):
+        raise KnobError(f"--set {section}.{knob.name}: {why}; expected {describe_knob(knob)} "
+                        f"(default {format_value(knob.default)})")
+
+    def scalar(v, kind, what="value"):
+        if kind == "int":
+            if isinstance(v, bool) or not isinstance(v, int):
+                fail(f"{what} {json.dumps(v)} is not an integer")
+        elif kind == "float":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                fail(f"{what} {json.dumps(v)} is not a number")
+            if v != v or v in (float("inf"), float("-inf")):
+                fail(f"{what} {v} is not finite")
+        elif kind == "bool":
+            if not isinstance(v, bool):
+                fail(f"{what} {json.dumps(v)} is not true or false")
+        elif kind == "str":
+            if not isinstance(v, str):
+                fail(f"{what} {json.dumps(v)} is not a string")
+            if knob.choices and v not in knob.choices:
+                close = difflib.get_close_matches(v, [str(c) for c in knob.choices], n=1)
+                fail(f"{what} '{v}' is not allowed" + (f" (did you mean '{close[0]}'?)"
+                                                       if close else ""))
+        elif kind == "list":
+            if not isinstance(v, list):
+                fail(f"{what} {json.dumps(v)} is not a list")
+        if kind in ("int", "float"):
+            if knob.minimum is not None and v < knob.minimum:
+                fail(f"{what} {v} is below the minimum {knob.minimum:g}")
+            if knob.maximum is not None and v > knob.maximum:
+                fail(f"{what} {v} is above the maximum {knob.maximum:g}")
+        if kind == "float" and convert:
+            v = float(v)
+        return v
+
+    if value is None:
+        if not knob.nullable:
+            fail("null is not allowed")
+        return None
+    if knob.type == "list":
+        if not isinstance(value, list):
+            fail(f"value {json.dumps(value)} is not a list")
+        if knob.items:
+            value = [scalar(v, knob.items, "item") for v in value]
+        return value
+    if knob.type == "dict":
+        if not isinstance(value, dict):
+            fail(f"value {json.dumps(value)} is not a JSON object")
+        return value
+    return scalar(value, knob.type)
+
+
+def parse_settings(items, registry) -> dict:
+    """Turn ``["train.lr=0.001", ...]`` into {section: {knob: value}}; KnobError if bad.
+
+    VALUE is parsed as JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); a bare word that is not
+    JSON is taken as a string. Unknown sections or knobs are errors that list the known ones;
+    a value of the wrong type or out of range is an error naming the knob, its type and default.
+    """
+    sections = knob_sections(registry)
+    out: dict = {}
+    for item in items or ():
+        name, eq, raw = item.partition("=")
+        section, dot, knob_name = name.strip().partition(".")
+        if not eq or not dot or not knob_name:
+            raise KnobError(f"--set expects SECTION.KEY=VALUE, got '{item}' "
+                            "(e.g. --set train.max_epochs=10; `robench knobs` lists them)")
+        if section not in sections:
+            close = difflib.get_close_matches(section, list(sections), n=1)
+            raise KnobError(f"--set: unknown section '{section}'."
+                            + (f" Did you mean '{close[0]}'?" if close else "")
+                            + f" Known: {', '.join(sorted(sections))} (`robench knobs`)")
+        knobs = {k.name: k for k in sections[section][1]}
+        if knob_name not in knobs:
+            close = difflib.get_close_matches(knob_name, list(knobs), n=1)
+            raise KnobError(f"--set: unknown {section} knob '{knob_name}'."
+                            + (f" Did you mean '{close[0]}'?" if close else "")
+                            + f" Known: {', '.join(sorted(knobs))} (`robench knobs {section}`)")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        out.setdefault(section, {})[knob_name] = check_value(section, knobs[knob_name], value,
+                                                              convert=True)
+    return out
+
+
+def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> dict:
+    """Return {section: {knob: value}}: defaults < profile < ``settings``; unset knobs left out.
+
+    Every protocol's cross-knob check runs on its section; a problem raises KnobError.
+    """
+    settings = settings or {}
+    sections = knob_sections(registry)
+    unknown = sorted(set(settings) - set(sections))
+    if unknown:
+        raise KnobError(f"unknown knob section(s) {', '.join(unknown)}; known: "
+                        f"{', '.join(sorted(sections))}")
+    out = {}
+    for section, (_, knobs) in sections.items():
+        given = dict(settings.get(section) or {})
+        names = {k.name for k in knobs}
+        if set(given) - names:
+            raise KnobError(f"unknown {section} knob(s) {', '.join(sorted(set(given) - names))};"
+                            f" known: {', '.join(sorted(names))}")
+        values = {}
+        for knob in knobs:
+            if knob.name in given:
+                values[knob.name] = check_value(section, knob, given[knob.name], convert=True)
+                continue
+            value = knob.value_for(profile)
+            if value is not UNSET:
+                values[knob.name] = check_value(section, knob, value)
+        out[section] = values
+    for protocol in registry.all("protocols"):
+        if protocol.check_knobs is not None and protocol.section in out:
+            try:
+                protocol.check_knobs(out[protocol.section])
+            except KnobError:
+                raise
+            except ValueError as exc:
+                raise KnobError(f"--set {protocol.section}: {exc}") from None
+    return out
+
+
 @dataclass
 class RunConfig:
-    """Everything that defines one ``robench run`` (stored with the run)."""
+    """Everything that defines one ``robench run`` (stored with the run).
+
+    ``settings`` are the explicit knob values (``--set``), by section; :meth:`resolve` merges
+    them with the registered knobs' defaults and profile values into ``knobs`` (which the
+    protocols read, e.g. ``cfg.knobs["train"]``) and checks them.
+    """
 
     datasets: list
     models: list
@@ -86,11 +242,8 @@ class RunConfig:
     seed: int = 0
     test_size: float = 0.2
     val_fraction: float = 0.1
-    train: dict = field(default_factory=dict)
-    adequacy: dict = field(default_factory=dict)  # repeats, sizes of the adequacy sweep
-    clusterability: dict = field(default_factory=dict)  # zoo, caps, epsilons of purity-ratio
-    shifted_cv: dict = field(default_factory=dict)  # folds, repeats, training, VAE, Wasserstein
-    coverage: dict = field(default_factory=dict)  # r, thetas, mixes, sizes, decoder of coverage
+    settings: dict = field(default_factory=dict)
+    knobs: dict = field(default_factory=dict)  # filled by resolve()
     executor: str = "local"
     jobs: int = 1
     executor_options: dict = field(default_factory=dict)  # e.g. {"scheduler": ADDRESS}
@@ -99,77 +252,34 @@ class RunConfig:
     def __post_init__(self):
         if self.profile not in PROFILES:
             raise ValueError(f"unknown profile '{self.profile}'; known: {', '.join(PROFILES)}")
-        prof = PROFILES[self.profile]
         if self.repeats is None:
-            self.repeats = prof["repeats"]
+            self.repeats = REPEATS[self.profile]
         if self.k is None:
-            self.k = prof["k"]
-        self.train = {**prof["train"], **(self.train or {})}
-        self.adequacy = {**prof.get("adequacy", {}), **(self.adequacy or {})}
-        self.clusterability = {**prof.get("clusterability", {}), **(self.clusterability or {})}
-        self.shifted_cv = {**prof.get("shifted_cv", {}), **(self.shifted_cv or {})}
-        self.coverage = {**prof.get("coverage", {}), **(self.coverage or {})}
-        if self.repeats < 1:
-            raise ValueError(f"--repeats must be at least 1, got {self.repeats}")
+            self.k = SOURCES[self.profile]
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
+            raise ValueError(f"--repeats must be an integer >= 1, got {self.repeats!r}")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 2:
+            raise ValueError(f"--sources must be an integer >= 2, got {self.k!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) \
+                or not 0 <= self.seed <= _MAX_SEED:
+            raise ValueError(f"--seed must be an integer in [0, {_MAX_SEED}], got {self.seed!r}")
         if not 0 < self.test_size < 1:
             raise ValueError(f"test_size must be in (0, 1), got {self.test_size}")
+        if not 0 < self.val_fraction < 1:
+            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+
+    def resolve(self, registry) -> "RunConfig":
+        """Fill ``knobs`` from the registry's knobs, the profile and ``settings``; return self."""
+        self.knobs = resolve_knobs(registry, self.profile, self.settings)
+        return self
+
+    @property
+    def train(self) -> dict:
+        """The training budget every model of the run gets (``ModelContext.train``)."""
+        if TRAIN_SECTION not in self.knobs:
+            raise RuntimeError("RunConfig.resolve(registry) has not been called yet")
+        return self.knobs[TRAIN_SECTION]
 
     def to_dict(self) -> dict:
         """Return the configuration as plain JSON-able data."""
         return asdict(self)
-
-
-#: Sections ``robench run --set SECTION.KEY=VALUE`` can change, and the module whose
-#: ``DEFAULTS`` lists the section's knobs (None: the profile's dict lists them).
-SETTABLE = {
-    "train": None,
-    "adequacy": None,
-    "clusterability": "robench.protocols.clusterability",
-    "shifted_cv": None,
-    "coverage": "robench.protocols.coverage",
-}
-
-
-def known_knobs(section: str, profile: str = DEFAULT_PROFILE) -> list:
-    """Return the knob names of a ``--set`` section (profile keys and protocol defaults)."""
-    import importlib
-
-    names = set()
-    for prof in PROFILES.values():
-        names |= set((prof.get(section) or {}))
-    if section == "train":
-        names |= {"max_epochs", "patience", "batch_size", "lr", "weight_decay", "mc_samples"}
-    module = SETTABLE.get(section)
-    if module:
-        names |= set(getattr(importlib.import_module(module), "DEFAULTS", {}))
-    return sorted(names)
-
-
-def parse_settings(items, profile: str = DEFAULT_PROFILE) -> dict:
-    """Turn ``["coverage.radius=0.8", ...]`` into RunConfig keyword dicts; ValueError if bad.
-
-    VALUE is parsed as JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); anything else is taken as
-    a string. Unknown sections or knobs are errors that list the known ones.
-    """
-    import json
-
-    out: dict = {}
-    for item in items or ():
-        name, eq, raw = item.partition("=")
-        section, dot, knob = name.strip().partition(".")
-        if not eq or not dot or not knob:
-            raise ValueError(f"--set expects SECTION.KEY=VALUE, got '{item}' "
-                             "(e.g. --set coverage.radius=0.8)")
-        if section not in SETTABLE:
-            raise ValueError(f"--set: unknown section '{section}'; known: "
-                             f"{', '.join(SETTABLE)}")
-        known = known_knobs(section, profile)
-        if knob not in known:
-            raise ValueError(f"--set: unknown {section} knob '{knob}'; known: "
-                             f"{', '.join(known)}")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        out.setdefault(section, {})[knob] = value
-    return out

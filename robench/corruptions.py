@@ -63,7 +63,7 @@ def family_of(name: str) -> str:
 
 
 def _seed_for(name: str, severity: int, seed: int) -> int:
-    from robench.protocols.base import derived_seed
+    from robench.seeds import derived_seed
 
     return derived_seed(seed, all_names().index(name) + 1, severity)
 

@@ -12,6 +12,7 @@ import abc
 import datetime as _dt
 import logging
 import os
+import socket
 import traceback
 from typing import Iterable, Iterator, Optional
 
@@ -46,7 +47,7 @@ def _init_worker(recipe: dict, cache_dir: Optional[str]) -> None:
     sys._robench_called_from_test = not recipe.get("load_entrypoints", True)
     from robench.cache import set_cache_dir
     from robench.plugins import make_registry
-    from robench.protocols.base import TrialEnv
+    from robench.trials import TrialEnv
 
     if cache_dir:
         set_cache_dir(cache_dir)
@@ -57,16 +58,20 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def worker_stamp() -> str:
+    """Return where a trial ran: host name and process id."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 def execute_trial(spec: dict, env=None) -> dict:
     """Run one trial spec and return its row; an exception becomes a failed row, never raised."""
-    from robench.protocols import get_protocol
-
     env = env if env is not None else _ENV
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
                                 "repeat", "seed", "params", "versions")}
     row["spec"] = spec
+    row["worker"] = worker_stamp()
     try:
-        result = get_protocol(spec["protocol"]).run(spec, env)
+        result = env.registry.get("protocols", spec["protocol"]).run(spec, env)
         row.update(result)
         row["status"], row["error"] = "ok", None
     except Exception as exc:  # noqa: BLE001 - invariant 6: a trial that raises is recorded
@@ -103,7 +108,7 @@ class LocalExecutor(Executor):
     name = "local"
 
     def __init__(self, registry, jobs: int = 1, **_):
-        from robench.protocols.base import TrialEnv
+        from robench.trials import TrialEnv
 
         self.env = TrialEnv(registry)
 

@@ -35,6 +35,11 @@ def register_metrics(register: Callable) -> None:
 
 
 @hookspec
+def register_protocols(register: Callable) -> None:
+    """Register protocols: call ``register(robench.specs.ProtocolSpec(...))`` for each."""
+
+
+@hookspec
 def register_executors(register: Callable) -> None:
     """Register trial executors: call ``register(robench.specs.ExecutorSpec(...))`` for each."""
 

@@ -1,7 +1,10 @@
 """Render the stored scores as one static, self-contained HTML leaderboard page.
 
 The page has no scripts and no external resources, so it works from ``file://`` and from any
-static host. Accuracies are stored as fractions in [0, 1] and shown as percentages.
+static host. Accuracies are stored as fractions in [0, 1] and shown as percentages. Each
+registered metric with a :class:`robench.specs.LeaderboardSection` supplies its own part of
+every data set's section (a context builder and a jinja2 template found through a loader
+chain); the scores of every other metric go to a generic, ranked table.
 """
 
 from __future__ import annotations
@@ -12,25 +15,23 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 import jinja2
+import markupsafe
 
 from robench.store import Store, summarize_skips
-
-#: The metric and its sub-scores the main per-clusterer tables are built from.
-RHO_METRIC = "rho"
-RHO_SCORES = ("rho", "acc_exclusive", "acc_inclusive", "acc_random")
-
-#: The feature-space clusterability metric, shown as a model table and a validation table.
-PURITY_METRIC = "purity-ratio"
-#: Coverage-guided accuracy, shown as a ranked table with per-mix curves and decoded examples.
-COVERAGE_METRIC = "coverage"
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def _environment() -> jinja2.Environment:
-    """Return the jinja2 environment with autoescaping and the number filters."""
+def _environment(sections: dict) -> jinja2.Environment:
+    """Return the jinja2 environment: autoescaping, the number filters, and a loader chain of
+    the core templates and, under ``<metric>/``, each metric section's template folder."""
+    loader = jinja2.ChoiceLoader([
+        jinja2.FileSystemLoader(str(_TEMPLATES)),
+        jinja2.PrefixLoader({name: jinja2.FileSystemLoader(str(section.templates))
+                             for name, section in sections.items()}),
+    ])
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(_TEMPLATES)),
+        loader=loader,
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -82,100 +83,15 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
     return ranked
 
 
-def _interval_bar(low, high) -> Optional[dict]:
-    """Return left/width percentages of the [low, high] accuracy interval, clamped to [0, 100]."""
-    if not (_finite(low) and _finite(high)):
-        return None
-    low, high = sorted((low, high))
-    left = min(max(low * 100, 0.0), 100.0)
-    right = min(max(high * 100, 0.0), 100.0)
-    # A zero-width interval would vanish; keep a hairline so the reader still sees where it is.
-    return {"left": round(left, 2), "width": round(max(right - left, 0.4), 2)}
-
-
-def _rho_tables(scores: list[dict]) -> list[dict]:
-    """Return one ranked table per clusterer from the rho metric's sub-scores."""
-    by_group: dict[tuple, dict[str, dict]] = defaultdict(dict)
-    for s in scores:
-        if s["metric"] == RHO_METRIC and s["score"] in RHO_SCORES:
-            by_group[(s["clusterer"], s["model"])][s["score"]] = s
-
-    by_clusterer: dict[str, list[dict]] = defaultdict(list)
-    for (clusterer, model), parts in by_group.items():
-        rho = parts.get("rho")
-        if rho is None:
-            continue
-        acc_x = (parts.get("acc_exclusive") or {}).get("value")
-        acc_i = (parts.get("acc_inclusive") or {}).get("value")
-        acc_r = (parts.get("acc_random") or {}).get("value")
-        by_clusterer[clusterer].append(
-            {
-                "model": model,
-                "value": rho["value"],
-                "ci_low": rho["ci_low"],
-                "ci_high": rho["ci_high"],
-                "n": rho["n"],
-                "higher_is_better": rho["higher_is_better"],
-                "acc_exclusive": acc_x,
-                "acc_inclusive": acc_i,
-                "acc_random": acc_r,
-                "bar": _interval_bar(acc_x, acc_i),
-                "random_mark": (
-                    round(min(max(acc_r * 100, 0.0), 100.0), 2) if _finite(acc_r) else None
-                ),
-            }
-        )
-    return [
-        {
-            "clusterer": clusterer or "(none)",
-            # sorting by name first makes tied ranks list in a stable, readable order
-            "rows": rank_rows(sorted(rows, key=lambda r: r["model"])),
-        }
-        for clusterer, rows in sorted(by_clusterer.items())
-    ]
-
-
 def _other_scores(scores: list[dict]) -> list[dict]:
-    """Return every score not shown in the rho tables, ranked within (metric, score, clusterer)."""
+    """Return scores ranked within (metric, score, clusterer): those without their own section."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for s in scores:
-        if s["metric"] == RHO_METRIC and s["score"] in RHO_SCORES:
-            continue
-        if s["metric"] in (PURITY_METRIC, COVERAGE_METRIC):  # shown in their own tables
-            continue
         groups[(s["metric"], s["score"], s["clusterer"])].append(dict(s))
     rows: list[dict] = []
     for _, group in sorted(groups.items()):
         rows.extend(rank_rows(sorted(group, key=lambda r: r["model"])))
     return rows
-
-
-def _purity_ratio(scores: list[dict]) -> dict:
-    """Return the purity-ratio model table (ranked) and validation tables of one data set."""
-    from robench.builtin.clusterability import leaderboard_tables
-
-    tables = leaderboard_tables(scores)
-    if tables:
-        tables["models"] = rank_rows(sorted(tables["models"], key=lambda r: r["model"]))
-    return tables
-
-
-def _coverage(scores: list[dict]) -> dict:
-    """Return the coverage model table (ranked by coverage-guided accuracy) of one data set."""
-    from robench.builtin.coverage import leaderboard_tables, mix_order
-
-    tables = leaderboard_tables(scores)
-    if not tables:
-        return {}
-    models = rank_rows(sorted(tables["models"], key=lambda r: r["model"]))
-    mixes = mix_order({m for r in models for m in r["mixes"]})
-    sizes = sorted({int(s) for r in models for t in r["table"].values() for s in t})
-    knobs = next((r["knobs"] for r in models if r["knobs"]), {})
-    text = ", ".join(f"{k} = {v}" for k, v in knobs.items() if k in ("radius", "theta1",
-                                                                       "theta2", "step"))
-    size = next((r["size"] for r in models if r["size"]), None)
-    return {"models": models, "mixes": mixes, "sizes": sizes, "size": size or "the largest set of",
-            "knobs": f"Settings of these scores: {text}" if text else "Settings: see details"}
 
 
 def _definitions(scores: list[dict]) -> list[dict]:
@@ -194,13 +110,29 @@ def _not_applicable(skips: list[dict], rows: list[dict]) -> list[dict]:
     return summarize_skips(live)
 
 
-def leaderboard_context(scores: list[dict], runs: Iterable[dict],
-                        skips: Iterable[dict] = ()) -> dict:
+def _sections(registry) -> dict:
+    """Return {metric name: LeaderboardSection} of the registered metrics, in display order."""
+    metrics = sorted((m for m in registry.all("metrics") if m.leaderboard is not None),
+                     key=lambda m: (m.display_order, m.name))
+    return {m.name: m.leaderboard for m in metrics}
+
+
+def leaderboard_context(scores: list[dict], runs: Iterable[dict], skips: Iterable[dict] = (),
+                        registry=None, env: Optional[jinja2.Environment] = None) -> dict:
     """Return the template context for score rows, the runs that produced them and the skips.
 
-    ``skips`` are the stored combinations that could not apply (store ``skips`` table); each data
-    set lists those without a score (a later run may have scored what an earlier one skipped).
+    Every registered metric with a leaderboard section renders its part of each data set
+    (``ds["sections"]``: title, metric and ``html``); the scores of other metrics (no section,
+    or not registered here) go to ``ds["other_scores"]``. ``skips`` are the stored
+    combinations that could not apply; each data set lists those without a score (a later run
+    may have scored what an earlier one skipped).
     """
+    if registry is None:
+        from robench.plugins import get_registry
+
+        registry = get_registry()
+    sections = _sections(registry)
+    env = env or _environment(sections)
     by_dataset: dict[str, list[dict]] = defaultdict(list)
     for s in scores:
         by_dataset[s["dataset"]].append(s)
@@ -208,17 +140,26 @@ def leaderboard_context(scores: list[dict], runs: Iterable[dict],
     for s in skips:
         if s["dataset"] in by_dataset:
             skips_by_dataset[s["dataset"]].append(s)
-    datasets = [
-        {
+    datasets = []
+    for name, rows in sorted(by_dataset.items()):
+        parts, shown = [], set()
+        for metric, section in sections.items():
+            mine = [r for r in rows if r["metric"] == metric]
+            context = section.build(mine) if mine else None
+            if not context:
+                continue
+            template = env.get_template(f"{metric}/{section.template}")
+            html = template.render(section=context, dataset=name,
+                                   metric=registry.get("metrics", metric))
+            parts.append({"metric": metric, "title": section.title, "context": context,
+                          "html": markupsafe.Markup(html)})
+            shown.add(metric)
+        datasets.append({
             "name": name,
-            "rho_tables": _rho_tables(rows),
-            "other_scores": _other_scores(rows),
-            "purity": _purity_ratio(rows),
-            "coverage": _coverage(rows),
+            "sections": parts,
+            "other_scores": _other_scores([r for r in rows if r["metric"] not in shown]),
             "not_applicable": _not_applicable(skips_by_dataset[name], rows),
-        }
-        for name, rows in sorted(by_dataset.items())
-    ]
+        })
     return {
         "datasets": datasets,
         "definitions": _definitions(scores),
@@ -227,13 +168,18 @@ def leaderboard_context(scores: list[dict], runs: Iterable[dict],
     }
 
 
-def build_leaderboard(store: Store, out_dir) -> Path:
+def build_leaderboard(store: Store, out_dir, registry=None) -> Path:
     """Write the leaderboard for every score in ``store`` to ``out_dir/index.html``; return it."""
+    if registry is None:
+        from robench.plugins import get_registry
+
+        registry = get_registry()
     scores = store.scores()
     run_ids = sorted({s["run_id"] for s in scores if s.get("run_id") is not None})
     runs = store.runs(run_ids) if run_ids else []
-    html = _environment().get_template("leaderboard.html").render(
-        **leaderboard_context(scores, runs, store.skips())
+    env = _environment(_sections(registry))
+    html = env.get_template("leaderboard.html").render(
+        **leaderboard_context(scores, runs, store.skips(), registry=registry, env=env)
     )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -19,13 +19,12 @@ DEFAULT_PLUGINS = (
     "robench.builtin.datasets",
     "robench.builtin.models",
     "robench.builtin.clusterers",
-    "robench.builtin.metrics",
-    "robench.builtin.adequacy",
     "robench.builtin.executors",
     "robench.builtin.corruptions",
-    "robench.builtin.clusterability",
-    "robench.builtin.vae_vgmm",
-    "robench.builtin.coverage",
+    "robench.families.source_aware",
+    "robench.families.purity_ratio",
+    "robench.families.shifted_cv",
+    "robench.families.coverage",
 )
 
 ENTRY_POINT_GROUP = "robench"

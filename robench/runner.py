@@ -6,8 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from robench.protocols import get_protocol
-from robench.protocols.base import Combo
+from robench.trials import Combo
 
 
 class ConfigError(ValueError):
@@ -77,11 +76,13 @@ def plan_run(cfg, registry) -> Plan:
     component the user named explicitly that cannot apply to any named data set is an error.
     """
     plan = Plan()
+    if not cfg.knobs:
+        cfg.resolve(registry)
     applicable_seen = {kind: set() for kind in ("datasets", "models", "clusterers")}
     reasons = {}
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
-        protocol = get_protocol(metric.protocol)
+        protocol = registry.get("protocols", metric.protocol)
         for combo, reason in _combos(cfg, registry, metric):
             names = {"datasets": combo.dataset.name, "models": combo.model.name,
                      "clusterers": combo.clusterer.name if combo.clusterer else None}
@@ -99,7 +100,7 @@ def plan_run(cfg, registry) -> Plan:
                 plan.specs.setdefault(spec["key"], spec)
                 keys.append(spec["key"])
             plan.groups.append(Group(metric, combo, keys))
-            if combo.clusterer is not None and hasattr(protocol, "prepare"):
+            if combo.clusterer is not None and protocol.prepare is not None:
                 plan.prepare.append((protocol, combo))
     explicit = cfg.explicit or {}
     for kind in ("clusterers", "models", "datasets"):  # the most specific culprit first
@@ -182,10 +183,10 @@ def longest_first(specs: list, registry, store) -> list:
 
     The estimate is the mean time of earlier trials of the same (dataset, model, protocol)
     where the store has some, else the data set's size (twice for image models, which are
-    convolutional and slower per sample). A protocol whose module lists others in ``AFTER``
-    (coverage: clusterability) has its trials placed after theirs: it loads what they train and
-    cache (the reference models), so running them side by side would train those twice. Order
-    does not change results: each trial is a pure function of its spec.
+    convolutional and slower per sample). A protocol that lists others in ``after`` has its
+    trials placed after theirs: it loads what they train and cache (e.g. reference models), so
+    running them side by side would train those twice. Order does not change results: each
+    trial is a pure function of its spec.
     """
     past = {}
     for row in store.trial_seconds():
@@ -205,7 +206,7 @@ def longest_first(specs: list, registry, store) -> list:
     present = {spec["protocol"] for spec in specs}
 
     def tier(spec):
-        after = getattr(get_protocol(spec["protocol"]), "AFTER", ())
+        after = registry.get("protocols", spec["protocol"]).after
         return 1 if present.intersection(after) else 0
 
     return sorted(specs, key=lambda spec: (tier(spec), -cost(spec)))
@@ -216,7 +217,7 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):
     todo_keys = {s["key"] for s in todo}
     done = set()
     for protocol, combo in plan.prepare:
-        ident = (protocol.NAME, combo.dataset.name, combo.clusterer.name)
+        ident = (protocol.name, combo.dataset.name, combo.clusterer.name)
         group_keys = [g.keys for g in plan.groups if g.combo == combo]
         needed = {k for ks in group_keys for k in ks} & todo_keys
         if ident in done or not needed:

@@ -151,12 +151,37 @@ class Score:
 
 
 @dataclass(frozen=True)
+class LeaderboardSection:
+    """What a metric adds to each data set's part of the leaderboard.
+
+    ``build(rows)`` gets the data set's stored score rows of the metric (dicts, JSON decoded)
+    and returns the context of its section, or None to show nothing. The section is the jinja2
+    template ``template``, found in the folder ``templates`` (an absolute path, usually
+    ``Path(__file__).parent / "templates"``) and rendered with ``section`` (that context),
+    ``dataset`` (the data set's name) and ``metric`` (this :class:`MetricSpec`); it may
+    ``{% import "macros.html" as m %}`` the core's macros and use the ``pct`` and ``num``
+    filters. Everything is autoescaped.
+    """
+
+    build: Callable[[list], Optional[dict]]
+    template: str
+    templates: str
+    title: str = ""
+
+
+@dataclass(frozen=True)
 class MetricSpec:
     """A metric: the trials of one protocol, grouped, turned into scores.
 
     ``aggregate(group, trials)`` gets the group's key (a dict with dataset, model and, if
-    ``uses_clusterer``, clusterer) and the finished trial rows of that group (dicts as stored),
-    and returns a list of :class:`Score`.
+    ``uses_clusterer``, clusterer) and the finished trial rows of that group (dicts as stored,
+    JSON columns decoded), and returns a list of :class:`Score`. ``protocol`` names a
+    registered :class:`ProtocolSpec`.
+
+    ``report(rows)``, if given, returns the text lines ``robench run`` and ``robench results``
+    print for the metric's score rows (dicts); without one they print a generic table.
+    ``leaderboard``, if given, is the metric's own leaderboard section; without one its scores
+    go to the generic table. Reports and sections are shown in ``display_order`` (then name).
     """
 
     name: str
@@ -170,9 +195,114 @@ class MetricSpec:
     plugin: str = ""
     in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
     needs_features: bool = False  # True: models declaring has_features=False are skipped
+    report: Optional[Callable[[list], list]] = None
+    leaderboard: Optional[LeaderboardSection] = None
+    display_order: int = 100
 
     def __post_init__(self):
         check_slug(self.name)
+
+
+class _Unset:
+    """The default of a knob that is not set unless asked for (the component decides)."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+#: Default of a :class:`Knob` that has no value unless a profile or ``--set`` gives one.
+UNSET = _Unset()
+
+#: Knob types: what ``--set SECTION.KEY=VALUE`` accepts for each.
+KNOB_TYPES = ("int", "float", "bool", "str", "list", "dict")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One setting of a protocol, changed with ``robench run --set SECTION.NAME=VALUE``.
+
+    Parameters
+    ----------
+    name : str
+        The knob's name within its section.
+    type : str
+        One of ``int``, ``float``, ``bool``, ``str``, ``list``, ``dict``.
+    help : str
+        One line saying what it does (``robench knobs`` prints it).
+    default : object
+        Its value when the run's profile gives none; :data:`UNSET` means it is left out (the
+        component that reads it decides).
+    profiles : dict
+        Profile name -> value, e.g. ``{"quick": 4, "paper": 60}``.
+    minimum, maximum : float, optional
+        Inclusive bounds of an int or float, or of every number in a list.
+    items : str, optional
+        The type of a list's items (``int``, ``float``, ``str`` or ``list``).
+    choices : tuple, optional
+        The values a str knob (or a list of str's items) may take.
+    nullable : bool
+        Whether ``null`` (None) is a valid value.
+    """
+
+    name: str
+    type: str
+    help: str
+    default: Any = UNSET
+    profiles: dict = field(default_factory=dict)
+    minimum: Optional[float] = None
+    maximum: Optional[float] = None
+    items: Optional[str] = None
+    choices: Optional[tuple] = None
+    nullable: bool = False
+
+    def __post_init__(self):
+        if not re.match(r"^[a-z][a-z0-9_]*$", self.name):
+            raise ValueError(f"knob name {self.name!r} must be lowercase letters, digits, '_'")
+        if self.type not in KNOB_TYPES:
+            raise ValueError(f"knob {self.name!r}: type must be one of {KNOB_TYPES}, "
+                             f"got {self.type!r}")
+
+    def value_for(self, profile: str) -> Any:
+        """Return the knob's value in ``profile`` (its default where the profile gives none)."""
+        return self.profiles.get(profile, self.default)
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    """A protocol: how a metric's trials are planned and run.
+
+    ``plan(combo, cfg, registry)`` returns the keyed trial specs of one combination
+    (:func:`robench.trials.make_spec` builds one); ``run(spec, env)`` runs one trial in a
+    worker and returns its row (a pure function of the spec); ``prepare(combo, cfg, registry,
+    dataset)``, if given, does driver-side work shared by a combination's trials (finding
+    sources) before any trial runs and returns a clustering row. Trials of a protocol listed
+    in ``after`` run first when both are in a run (they produce what this one reuses).
+
+    ``knobs`` are the protocol's settings, in the ``--set`` section ``section``; the run's
+    resolved values are ``cfg.knobs[section]``. ``check_knobs(values)``, if given, raises
+    ValueError when values that are each valid do not fit together.
+    """
+
+    name: str
+    plan: Callable[..., list]
+    run: Callable[..., dict]
+    description: str
+    version: str = "1"
+    prepare: Optional[Callable[..., dict]] = None
+    after: tuple = ()
+    section: str = ""
+    knobs: tuple = ()
+    check_knobs: Optional[Callable[[dict], None]] = None
+    plugin: str = ""
+
+    def __post_init__(self):
+        check_slug(self.name)
+        if self.knobs and not re.match(r"^[a-z][a-z0-9_]*$", self.section):
+            raise ValueError(f"protocol {self.name!r} declares knobs without a valid section "
+                             f"name (lowercase letters, digits, '_'), got {self.section!r}")
+        names = [k.name for k in self.knobs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"protocol {self.name!r} declares a knob twice: {names}")
 
 
 @dataclass(frozen=True)
@@ -224,6 +354,7 @@ KINDS = {
     "models": ("register_models", ModelSpec),
     "clusterers": ("register_clusterers", ClustererSpec),
     "metrics": ("register_metrics", MetricSpec),
+    "protocols": ("register_protocols", ProtocolSpec),
     "executors": ("register_executors", ExecutorSpec),
     "corruptions": ("register_corruptions", CorruptionSpec),
 }

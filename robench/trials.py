@@ -1,15 +1,19 @@
-"""What every protocol shares: trial keys, the worker environment, fit-and-score."""
+"""What every protocol shares: combinations, trial specs and keys, the worker environment,
+fit-and-score.
+
+A protocol (:class:`robench.specs.ProtocolSpec`) plans trial specs with :func:`make_spec` and
+runs each in a worker, where :class:`TrialEnv` gives it the registry and the loaded data sets.
+"""
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
 
+from robench.bits import pack_bits
 from robench.cache import content_key
 from robench.specs import ClustererSpec, DatasetSpec, ModelContext, ModelSpec
 
@@ -51,11 +55,6 @@ def make_spec(protocol: str, version: str, combo: Combo, cfg, registry, *, kind:
     }
     spec["key"] = trial_key(spec)
     return spec
-
-
-def derived_seed(*parts: int) -> int:
-    """Return a 31-bit seed derived from integers (independent streams per tuple)."""
-    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0] & 0x7FFFFFFF)
 
 
 class TrialEnv:
@@ -110,22 +109,7 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
         "best_epoch": int(getattr(model, "best_epoch_", 0) or 0),
         "history": list(getattr(model, "history_", []) or []),
         "seconds": time.perf_counter() - t0,
-        "worker": f"{socket.gethostname()}:{os.getpid()}",
     }
-
-
-def pack_bits(mask: np.ndarray) -> str:
-    """Return a boolean vector as base64 of its packed bits (compact enough to store per trial)."""
-    import base64
-
-    return base64.b64encode(np.packbits(np.asarray(mask, dtype=bool)).tobytes()).decode("ascii")
-
-
-def unpack_bits(text: str, n: int) -> np.ndarray:
-    """Return the boolean vector of length ``n`` stored by :func:`pack_bits`."""
-    import base64
-
-    return np.unpackbits(np.frombuffer(base64.b64decode(text), dtype=np.uint8), count=n).astype(bool)
 
 
 def _maybe_float(v):

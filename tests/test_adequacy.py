@@ -4,11 +4,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from robench.builtin.adequacy import aggregate_adequacy
+from robench.families.source_aware.metrics import aggregate_adequacy
 from robench.cli import cli
-from robench.config import RunConfig
-from robench.protocols import adequacy, random_split, source_aware
-from robench.protocols.base import Combo, TrialEnv
+from tests.helpers import run_config
+from robench.families.source_aware import adequacy, random_split
+from robench.families.source_aware import protocol as source_aware
+from robench.trials import Combo, TrialEnv
 from robench.runner import RunReport, execute
 from robench.splitters import partition_rng
 
@@ -30,7 +31,7 @@ def config(**kw):
                 metrics=["adequacy"], repeats=2, k=3, adequacy={"sizes": SIZES},
                 executor="local")
     base.update(kw)
-    return RunConfig(**base)
+    return run_config(**base)
 
 
 def combo(reg, clusterer="oracle"):
@@ -87,10 +88,10 @@ def test_every_prefix_of_the_stratified_order_is_stratified():
 
 def test_sizes_and_repeats_follow_the_profile_and_the_data():
     assert adequacy.usable_sizes([100, 300, 1000, 3000], 1797, 0.2, 5) == [100, 300, 1000]
-    quick = RunConfig(datasets=[], models=[], clusterers=[], metrics=[])
+    quick = run_config(datasets=[], models=[], clusterers=[], metrics=[])
     assert adequacy.settings(quick) == (2, [100, 300, 1000])
-    assert adequacy.settings(RunConfig([], [], [], [], repeats=1))[0] == 1
-    paper = RunConfig([], [], [], [], profile="paper")
+    assert adequacy.settings(run_config([], [], [], [], repeats=1))[0] == 1
+    paper = run_config([], [], [], [], profile="paper")
     assert adequacy.settings(paper) == (100, [100, 300, 1000, 3000, 10000, 30000])
 
 

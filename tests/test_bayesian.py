@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from robench.cnns import BayesianPaperCNN, PaperCNN, _bayes_layers
+from robench.families.shifted_cv.cnns import BayesianPaperCNN, PaperCNN, _bayes_layers
 
 
 @pytest.fixture(autouse=True)
@@ -114,7 +114,7 @@ def test_bayesian_classifier_trains_with_the_kl_term_and_predicts(tiny_registry)
 
 
 def test_paper_cnns_apply_only_to_28x28_single_channel_images(tiny_registry):
-    from robench.config import RunConfig
+    from tests.helpers import run_config
     from robench.runner import ConfigError, plan_run
 
     reg = tiny_registry
@@ -126,12 +126,12 @@ def test_paper_cnns_apply_only_to_28x28_single_channel_images(tiny_registry):
         reason = spec.not_applicable(reg.get("datasets", "digits"))
         assert "1x28x28" in reason and "1x8x8" in reason
         assert "tabular" in spec.not_applicable(reg.get("datasets", "tiny"))
-    cfg = RunConfig(datasets=["digits", "mnist-5k"], models=["lenet"], clusterers=["kmeans"],
+    cfg = run_config(datasets=["digits", "mnist-5k"], models=["lenet"], clusterers=["kmeans"],
                     metrics=["shifted-cv"], executor="local")
     plan = plan_run(cfg, reg)
     assert [(s["dataset"], s["model"]) for s in plan.skipped] == [("digits", "lenet")]
     with pytest.raises(ConfigError, match="1x28x28"):
-        plan_run(RunConfig(datasets=["digits"], models=["lenet"], clusterers=["kmeans"],
+        plan_run(run_config(datasets=["digits"], models=["lenet"], clusterers=["kmeans"],
                            metrics=["rho"], executor="local",
                            explicit={"models": ["lenet"], "datasets": ["digits"]}), reg)
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from robench.builtin.clusterability import validation
-from robench.protocols import clusterability as cl
+from robench.families.purity_ratio.metric import validation
+from robench.families.purity_ratio import protocol as cl
 
 # The paper's Figure 3: 4 clusters, 3 classes, 15 items. Rows are clusters, columns classes.
 FIGURE_3 = [[4, 1, 0],
@@ -105,9 +105,8 @@ def clus_registry():
 
 
 def _config(datasets, models, zoo, **knobs):
-    from robench.config import RunConfig
-
-    return RunConfig(
+    from tests.helpers import run_config
+    return run_config(
         datasets=datasets, models=models, clusterers=["kmeans"], metrics=["purity-ratio"],
         executor="local",
         train={"max_epochs": 15, "patience": 15, "lr": 0.01, "batch_size": 32},
@@ -168,8 +167,8 @@ def test_tabular_data_set_is_visibly_not_applicable(clus_registry, store):
 
 
 def test_reference_model_state_is_cached(clus_registry, tmp_path, monkeypatch):
-    from robench.config import RunConfig
-    from robench.protocols.base import TrialEnv
+    from tests.helpers import run_config
+    from robench.trials import TrialEnv
 
     monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "fresh-cache"))
 
@@ -181,6 +180,8 @@ def test_reference_model_state_is_cached(clus_registry, tmp_path, monkeypatch):
     assert not first["extra"]["model_cache_hit"] and second["extra"]["model_cache_hit"]
     assert first["accuracy"] == second["accuracy"]
     assert first["extra"]["kmeans"] == second["extra"]["kmeans"]
+    from robench.config import RunConfig
+
     assert isinstance(cfg, RunConfig)
 
 
@@ -205,7 +206,7 @@ def test_purity_ratio_cli_and_leaderboard(clus_registry, store, tmp_path):
 def test_attacks_reduce_accuracy_and_deepfool_runs():
     import torch
 
-    from robench.attacks import robust_accuracies
+    from robench.families.purity_ratio.attacks import robust_accuracies
 
     torch.manual_seed(0)
     rng = np.random.default_rng(0)

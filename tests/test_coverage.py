@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from robench import coverage as cov
+from robench.families.coverage import science as cov
 
 # --- the measures on hand-made feature sets -----------------------------------------------------
 
@@ -244,13 +244,13 @@ def test_models_without_a_head_are_not_applicable():
 
 @pytest.fixture(scope="module")
 def digits_trials(tmp_path_factory):
-    from robench.config import RunConfig
+    from tests.helpers import run_config
     from robench.plugins import make_registry
-    from robench.protocols import coverage as P
-    from robench.protocols.base import Combo, TrialEnv
+    from robench.families.coverage import protocol as P
+    from robench.trials import Combo, TrialEnv
 
     reg = make_registry(load_entrypoints=False)
-    cfg = RunConfig(datasets=["digits"], models=["mlp"], clusterers=[], metrics=["coverage"],
+    cfg = run_config(datasets=["digits"], models=["mlp"], clusterers=[], metrics=["coverage"],
                     train={"max_epochs": 6, "patience": 2},
                     coverage={"decoder_epochs": 2, "sizes": [100, 1000], "shift_mc": 500})
     combo = Combo(reg.get("datasets", "digits"), reg.get("models", "mlp"), None)
@@ -302,7 +302,7 @@ def test_png_strip_draws_images_and_greys_out_missing_cells():
 def test_aggregate_defines_the_headline_as_the_mean_over_mixes(digits_trials):
     import json
 
-    from robench.builtin.coverage import aggregate_coverage
+    from robench.families.coverage.metric import aggregate_coverage
 
     spec, res, _ = digits_trials
     row = {**res, "protocol": "coverage", "status": "ok", "extra": json.dumps(res["extra"])}
@@ -328,7 +328,7 @@ def _extra_with(headline_parts: dict, bc: float, seed: int) -> dict:
 def test_aggregate_averages_reference_models_with_a_student_t_interval():
     import json
 
-    from robench.builtin.coverage import aggregate_coverage
+    from robench.families.coverage.metric import aggregate_coverage
 
     mixes = ("0-100", "30-70", "50-50", "70-30", "100-0")
     # per-repeat headlines 0.6, 0.7, 0.8 (each mix at the same accuracy)
@@ -347,7 +347,7 @@ def test_aggregate_averages_reference_models_with_a_student_t_interval():
     assert sc["acc@50-50@100"].value == pytest.approx(0.7)
     assert sc["bc"].value == pytest.approx(0.2)            # summaries are means over repeats
     assert sc["decoder_recognised"].value == 0.8            # the decoder is repeat 0's
-    from robench.builtin.coverage import t_interval
+    from robench.families.coverage.metric import t_interval
 
     assert t_interval([0.5, 0.99, 0.98])[2] == 1.0 and t_interval([0.5, 0.01, 0.02])[1] == 0.0
     # one reference model: its value, no interval
@@ -356,15 +356,15 @@ def test_aggregate_averages_reference_models_with_a_student_t_interval():
 
 
 def test_repeats_plan_one_trial_per_reference_model_and_keep_repeat_0_key():
-    from robench.config import RunConfig
+    from tests.helpers import run_config
     from robench.plugins import make_registry
-    from robench.protocols import coverage as P
-    from robench.protocols.base import Combo
+    from robench.families.coverage import protocol as P
+    from robench.trials import Combo
 
     reg = make_registry(load_entrypoints=False)
     combo = Combo(reg.get("datasets", "digits"), reg.get("models", "mlp"), None)
     def cfg(**knobs):
-        return RunConfig(datasets=["digits"], models=["mlp"], clusterers=[],
+        return run_config(datasets=["digits"], models=["mlp"], clusterers=[],
                          metrics=["coverage"], coverage=knobs)
 
     three = P.plan(combo, cfg(repeats=3), reg)
@@ -372,8 +372,8 @@ def test_repeats_plan_one_trial_per_reference_model_and_keep_repeat_0_key():
     assert [s["repeat"] for s in three] == [0, 1, 2] and len({s["key"] for s in three}) == 3
     assert three[0]["key"] == one[0]["key"]  # the repeat count is not a trial parameter
     assert P.repeat_seed(0, 0) == 0 and len({P.repeat_seed(0, r) for r in range(3)}) == 3
-    with pytest.raises(ValueError, match="repeats must be an integer >= 1"):
-        P.plan(combo, cfg(repeats=0), reg)
+    with pytest.raises(ValueError, match="coverage.repeats: value 0 is below the minimum 1"):
+        cfg(repeats=0)  # refused when the configuration is resolved, before any planning
 
 
 # --- runner, CLI, leaderboard -------------------------------------------------------------------
@@ -383,11 +383,11 @@ def test_run_cli_results_and_leaderboard(tiny_registry, store, tmp_path):
     from click.testing import CliRunner
 
     from robench.cli import cli
-    from robench.config import RunConfig
+    from tests.helpers import run_config
     from robench.leaderboard import build_leaderboard
     from robench.runner import execute
 
-    cfg = RunConfig(datasets=["digits"], models=["mlp", "centroid"], clusterers=[],
+    cfg = run_config(datasets=["digits"], models=["mlp", "centroid"], clusterers=[],
                     metrics=["coverage"], executor="local",
                     train={"max_epochs": 3, "patience": 1},
                     coverage={"decoder_epochs": 1, "sizes": [50, 100], "shift_mc": 200,
@@ -412,14 +412,16 @@ def test_set_option_parses_and_rejects_unknown_knobs(tmp_path):
 
     from robench.cli import cli
     from robench.config import parse_settings
+    from robench.plugins import make_registry
 
+    reg = make_registry(load_entrypoints=False)
     assert parse_settings(["coverage.radius=0.8", "coverage.mixes=[[0,100],[100,0]]",
-                           "train.max_epochs=3"]) == {
+                           "train.max_epochs=3"], reg) == {
         "coverage": {"radius": 0.8, "mixes": [[0, 100], [100, 0]]}, "train": {"max_epochs": 3}}
     with pytest.raises(ValueError, match="unknown coverage knob 'radus'.*radius"):
-        parse_settings(["coverage.radus=1"])
-    with pytest.raises(ValueError, match="known: train"):
-        parse_settings(["nope.x=1"])
+        parse_settings(["coverage.radus=1"], reg)
+    with pytest.raises(ValueError, match="Known:.*train"):
+        parse_settings(["nope.x=1"], reg)
     out = CliRunner().invoke(cli, ["run", "-d", "digits", "--metric", "coverage", "--set",
                                    "coverage.theta1=0.9", "--db", str(tmp_path / "r.db")])
     assert out.exit_code != 0 and "theta1 <= theta2" in out.output
@@ -427,7 +429,7 @@ def test_set_option_parses_and_rejects_unknown_knobs(tmp_path):
 
 
 def test_models_declaring_no_feature_space_are_skipped_when_planning_and_an_error_by_name():
-    from robench.config import RunConfig
+    from tests.helpers import run_config
     from robench.features import feature_support
     from robench.plugins import make_registry
     from robench.runner import ConfigError, plan_run
@@ -435,14 +437,14 @@ def test_models_declaring_no_feature_space_are_skipped_when_planning_and_an_erro
 
     reg = make_registry(load_entrypoints=False)
     base = dict(datasets=["digits"], clusterers=["kmeans"], repeats=1, executor="local")
-    plan = plan_run(RunConfig(models=["svm", "mlp"], metrics=["rho", "purity-ratio", "coverage"],
+    plan = plan_run(run_config(models=["svm", "mlp"], metrics=["rho", "purity-ratio", "coverage"],
                               **base), reg)
     assert {(s["model"], s["metric"]) for s in plan.skipped} == {("svm", "purity-ratio"),
                                                                  ("svm", "coverage")}
     assert all("has_features=False" in s["reason"] for s in plan.skipped)
     assert {g.metric.name for g in plan.groups if g.combo.model.name == "svm"} == {"rho"}
     with pytest.raises(ConfigError, match="svm.*needs a learned feature space"):
-        plan_run(RunConfig(models=["svm"], metrics=["coverage"], explicit={"models": ["svm"]},
+        plan_run(run_config(models=["svm"], metrics=["coverage"], explicit={"models": ["svm"]},
                            **base), reg)
     # the declaration agrees with what the built classifier says
     ds = reg.load_dataset("digits")
@@ -453,15 +455,15 @@ def test_models_declaring_no_feature_space_are_skipped_when_planning_and_an_erro
 
 
 def test_coverage_runs_after_and_reuses_the_purity_ratio_reference_model(store):
-    from robench.config import RunConfig
+    from tests.helpers import run_config
     from robench.plugins import make_registry
-    from robench.protocols import clusterability as cl
-    from robench.protocols import coverage as P
-    from robench.protocols.base import Combo, TrialEnv
+    from robench.families.purity_ratio import protocol as cl
+    from robench.families.coverage import protocol as P
+    from robench.trials import Combo, TrialEnv
     from robench.runner import longest_first
 
     reg = make_registry(load_entrypoints=False)
-    cfg = RunConfig(datasets=["digits"], models=["mlp"], clusterers=[], metrics=["coverage"],
+    cfg = run_config(datasets=["digits"], models=["mlp"], clusterers=[], metrics=["coverage"],
                     train={"max_epochs": 2, "patience": 1},
                     clusterability={"zoo": [], "attacks": [], "corruptions": []},
                     coverage={"decoder_epochs": 0, "sizes": [50], "shift_mc": 100})

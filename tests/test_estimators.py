@@ -5,8 +5,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from robench import estimators as est
-from robench.protocols.base import pack_bits
+from robench.families.source_aware import estimators as est
+from robench.bits import pack_bits
 
 N, N2, K, SIMS = 1000, 200, 5, 3000
 

@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from robench.config import RunConfig
+from tests.helpers import run_config
 from robench.runner import execute
 
 
@@ -13,7 +13,7 @@ def cfg(**kw):
                 metrics=["rho"], repeats=1, k=3, executor="local", jobs=2,
                 train={"max_epochs": 3, "patience": 1, "batch_size": 32})
     base.update(kw)
-    return RunConfig(**base)
+    return run_config(**base)
 
 
 def stored(store):
@@ -97,8 +97,8 @@ def test_second_run_does_no_training_and_no_clustering(tiny_registry, tmp_path, 
 def test_cache_and_trial_keys_change_with_parameters_and_versions(tiny_registry):
     from dataclasses import replace
 
-    from robench.protocols import source_aware
-    from robench.protocols.base import Combo
+    from robench.families.source_aware import protocol as source_aware
+    from robench.trials import Combo
     from robench.sources import sources_key
 
     base = sources_key("fp", "kmeans", "0.1.0/1", 5, 0)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from robench import hookimpl
-from robench.config import RunConfig
+from tests.helpers import run_config
 from robench.data import Dataset
 from robench.executors import Executor, LocalExecutor
 from robench.plugins import Registry, make_plugin_manager
@@ -151,6 +151,57 @@ def test_register_executors():
     executor.close()
 
 
+def test_register_protocols(tmp_path, monkeypatch):
+    """A plugin adds a whole family: protocol with knobs, metric, CLI report, leaderboard."""
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+    from robench.config import parse_settings
+    from robench.leaderboard import build_leaderboard
+    from robench.plugins import make_registry, set_registry
+    from tests.plugins import holdout_family
+
+    reg = make_registry(modules=["tests.plugins.tiny", "tests.plugins.holdout_family"],
+                        load_entrypoints=False)
+    spec = reg.get("protocols", "holdout")
+    assert spec.plugin == "tests.plugins.holdout_family" and spec is not holdout_family.PROTOCOL
+    assert reg.infos["tests.plugins.holdout_family"].components == {
+        "metrics": ["holdout-acc"], "protocols": ["holdout"]}
+    # knobs come from the registry: defaults < profile < --set, typed when parsed
+    assert run_config(registry=reg).knobs["holdout"] == {"repeats": 2, "test_size": 0.25}
+    assert run_config(registry=reg, profile="paper").knobs["holdout"]["repeats"] == 10
+    assert parse_settings(["holdout.test_size=0.5"], reg) == {"holdout": {"test_size": 0.5}}
+    with pytest.raises(ValueError, match=r"holdout.repeats: value \"x\" is not an integer"):
+        parse_settings(['holdout.repeats="x"'], reg)
+    with pytest.raises(ValueError, match="above 50"):
+        run_config(registry=reg, holdout={"repeats": 60})
+
+    set_registry(reg)
+    try:
+        db = str(tmp_path / "r.db")
+        runner = CliRunner()
+        out = runner.invoke(cli, ["knobs", "holdout"])
+        assert out.exit_code == 0 and "holdout.test_size = quick 0.25, paper 0.25" in out.output
+        out = runner.invoke(cli, ["list", "protocols"])
+        assert "holdout" in out.output and "--set holdout.*" in out.output
+        out = runner.invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "--metric",
+                                  "holdout-acc", "--set", "holdout.repeats=3", "--executor",
+                                  "local", "--db", db])
+        assert out.exit_code == 0, out.output
+        assert "3 trials planned" in out.output and "HOLDOUT REPORT tiny/centroid" in out.output
+        out = runner.invoke(cli, ["results", "--metric", "holdout-acc", "--db", db])
+        assert out.output.startswith("HOLDOUT REPORT tiny/centroid")
+        out = runner.invoke(cli, ["run", "-d", "tiny", "--metric", "holdout-acc", "--set",
+                                  "holdout.test_size=2", "--db", db])
+        assert out.exit_code == 2 and "holdout.test_size: value 2 is above the maximum 0.9" \
+            in out.output and "Traceback" not in out.output
+        with Store(db) as store:
+            html = build_leaderboard(store, tmp_path / "site", registry=reg).read_text()
+        assert "<h3>Hold-out accuracy on tiny</h3>" in html and 'class="holdout"' in html
+    finally:
+        set_registry(None)
+
+
 def test_plugin_components_run_end_to_end(tmp_path, monkeypatch):
     """A third-party dataset, clusterer, metric and executor work together through the runner."""
     monkeypatch.setattr(RecordingExecutor, "ran", [])
@@ -159,7 +210,7 @@ def test_plugin_components_run_end_to_end(tmp_path, monkeypatch):
         "datasets": ["two-blobs"], "clusterers": ["rank-bins"],
         "metrics": ["mean-exclusive"], "executors": ["recording"],
     }
-    cfg = RunConfig(datasets=["two-blobs"], models=["svm"], clusterers=["rank-bins"],
+    cfg = run_config(datasets=["two-blobs"], models=["svm"], clusterers=["rank-bins"],
                     metrics=["mean-exclusive"], repeats=2, k=2, executor="recording", jobs=1)
     with Store(tmp_path / "r.db") as store:
         report = execute(cfg, reg, store)

@@ -1,12 +1,12 @@
-"""rho and its CI against values derived by hand (DESIGN.md invariant 3)."""
+"""rho and its CI against values derived by hand (the rho invariant: eq. 3, every repeat stored)."""
 
 import itertools
 
 import numpy as np
 import pytest
 
-from robench.builtin.metrics import aggregate_rho
-from robench.protocols.source_aware import (
+from robench.families.source_aware.rho import aggregate_rho
+from robench.families.source_aware.protocol import (
     bootstrap_mean_ci,
     bootstrap_rho_ci,
     class_rho,

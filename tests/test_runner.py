@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from robench.config import RunConfig
-from robench.protocols import source_aware
+from tests.helpers import run_config
+from robench.families.source_aware import protocol as source_aware
 from robench.runner import ConfigError, execute, plan_run
 from tests.plugins import tiny
 
@@ -13,7 +13,7 @@ def cfg(**kw):
     base = dict(datasets=["tiny"], models=["centroid"], clusterers=["kmeans"], metrics=["rho"],
                 repeats=2, k=3, executor="local")
     base.update(kw)
-    return RunConfig(**base)
+    return run_config(**base)
 
 
 def test_run_stores_trials_and_scores_then_rerun_trains_nothing(tiny_registry, store):
@@ -51,7 +51,7 @@ def test_test_partition_never_reaches_fit_or_early_stopping(tiny_registry, store
     execute(cfg(models=["spy"], repeats=3), tiny_registry, store)
     rows = store.trials()
     assert len(tiny.SEEN["fit"]) == len(rows) == 9
-    from robench.protocols.base import TrialEnv
+    from robench.trials import TrialEnv
 
     ds = TrialEnv(tiny_registry).dataset("tiny")
     as_set = lambda X: frozenset(r.tobytes() for r in X)  # noqa: E731

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from robench.config import RunConfig
-from robench.protocols import shifted_cv as sc
+from tests.helpers import run_config
+from robench.families.shifted_cv import protocol as sc
 from robench.runner import execute, plan_run
 from tests.plugins import tiny
 
@@ -121,7 +121,7 @@ def cfg(**kw):
                 shifted_cv={"folds": 3, "repeats": 2, "vae_epochs": 1, "max_points": 40,
                             "vae_max_train": None})
     base.update(kw)
-    return RunConfig(**base)
+    return run_config(**base)
 
 
 def test_plan_shares_random_folds_across_clusterers_and_caps_repeats(tiny_registry):
@@ -174,7 +174,7 @@ def test_test_fold_never_reaches_fit_or_validation(tiny_registry, store):
     tiny.SEEN["fit"].clear()
     tiny.SEEN["val"].clear()
     execute(cfg(models=["spy"]), tiny_registry, store)
-    from robench.protocols.base import TrialEnv
+    from robench.trials import TrialEnv
 
     ds = TrialEnv(tiny_registry).dataset("tiny")
     as_set = lambda X: frozenset(r.tobytes() for r in X)

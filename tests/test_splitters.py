@@ -1,4 +1,4 @@
-"""Partition invariants (DESIGN.md 2 and 4) on random inputs, and the sklearn contract."""
+"""Partition invariants (disjoint, covering, seeded) on random inputs, and the sklearn contract."""
 
 import numpy as np
 import pytest

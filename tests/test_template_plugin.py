@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robench.config import RunConfig
+from tests.helpers import run_config
 from robench.plugins import make_registry
 from robench.runner import execute
 from robench.specs import ModelContext
@@ -48,7 +48,7 @@ def test_template_model_runs_through_the_runner(monkeypatch, tmp_path):
     # The small data set with true sources from tests/plugins/tiny.py keeps this fast.
     monkeypatch.syspath_prepend(str(TEMPLATE))
     registry = make_registry(modules=["tests.plugins.tiny", MODULE], load_entrypoints=False)
-    cfg = RunConfig(datasets=["tiny"], models=["logreg"], clusterers=["oracle"],
+    cfg = run_config(datasets=["tiny"], models=["logreg"], clusterers=["oracle"],
                     metrics=["rho"], repeats=2, executor="local", jobs=1)
     with Store(tmp_path / "r.db") as store:
         report = execute(cfg, registry, store)

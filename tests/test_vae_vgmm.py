@@ -6,8 +6,8 @@ import sys
 import numpy as np
 import pytest
 
-from robench.builtin import vae_vgmm as vv
-from robench.config import RunConfig
+from robench.families.shifted_cv import clusterer as vv
+from tests.helpers import run_config
 from robench.runner import execute
 
 
@@ -59,7 +59,7 @@ def test_clusterer_caches_its_vae_and_returns_labels_with_info():
 
 
 def test_conv_vae_is_the_papers_for_28x28_and_encodes_every_row():
-    from robench.vae import ConvVAE28, architecture, train_vae
+    from robench.families.shifted_cv.vae import ConvVAE28, architecture, train_vae
 
     assert architecture(784, (1, 28, 28)) == "conv28" and architecture(64, (1, 8, 8)) == "mlp"
     rng = np.random.default_rng(0)
@@ -90,7 +90,7 @@ def test_find_sources_keeps_the_clusterers_info_and_source_aware_can_use_it(tiny
     cached = find_sources(ds, spec, version, 3, 0)
     assert cached.cache_hit and cached.info == src.info
     # usable wherever a clusterer is: the source-aware protocol's rho
-    cfg = RunConfig(datasets=["tiny"], models=["centroid"], clusterers=["vae-vgmm"],
+    cfg = run_config(datasets=["tiny"], models=["centroid"], clusterers=["vae-vgmm"],
                     metrics=["rho"], repeats=2, k=3, executor="local")
     report = execute(cfg, tiny_registry, store)
     assert not report.failed

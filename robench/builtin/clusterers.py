@@ -1,4 +1,4 @@
-"""Built-in clusterers: k-means++ and the oracle that reads true source ids."""
+"""Built-in clusterers: k-means++, the oracle that reads true source ids, and a multicut."""
 
 from __future__ import annotations
 
@@ -24,6 +24,13 @@ def oracle_fit_predict(Z, k: int, *, seed: int, true_sources=None) -> np.ndarray
     return labels.ravel()
 
 
+def multicut_fit_predict(Z, k, *, seed, true_sources=None):
+    """Cluster rows of Z by an unsupervised multicut aiming at k clusters (see robench.multicut)."""
+    from robench.multicut import multicut_fit_predict as fit_predict
+
+    return fit_predict(Z, k, seed=seed, true_sources=true_sources)
+
+
 @hookimpl
 def register_clusterers(register):
     register(ClustererSpec(
@@ -35,4 +42,10 @@ def register_clusterers(register):
         "oracle", oracle_fit_predict,
         "The data set's true source ids (only for data sets that have them; k is ignored).",
         version="1", requires_true_sources=True,
+    ))
+    register(ClustererSpec(
+        "multicut", multicut_fit_predict,
+        "Minimum-cost multicut (GAEC, bioimage-cpp) on the 10-NN graph, unsupervised costs "
+        "tuned to give ~k clusters; opt-in for source finding (not in --all's quick profile).",
+        version="1", in_default_run=False,
     ))

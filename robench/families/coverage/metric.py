@@ -1,10 +1,9 @@
-"""Built-in metric ``coverage``: feature-space coverage and coverage-guided accuracy."""
+"""The ``coverage`` metric (Mani et al.): feature-space coverage and coverage-guided accuracy."""
 
 from __future__ import annotations
 
-from robench import hookimpl
-from robench.builtin.clusterability import _decode, _f, scores_by_model  # shared helpers
-from robench.specs import MetricSpec, Score
+from robench.formatting import as_dict
+from robench.specs import Score
 
 METRIC = "coverage"
 
@@ -76,7 +75,7 @@ def summarize(extra: dict) -> dict:
     sizes = sorted({s for row in table.values() for s in row})
     largest = sizes[-1] if sizes else None
     by_mix = {m: table[m].get(largest) for m in mix_order(table)}
-    from robench.coverage import coverage_guided_accuracy
+    from robench.families.coverage.science import coverage_guided_accuracy
 
     ep = [v for v in q.get("ep") or [] if v is not None]
     dec = extra.get("decoder") or {}
@@ -150,7 +149,7 @@ def aggregate_coverage(group: dict, trials: list) -> list:
               for r in rows if r.get("status") != "ok"}
     if not ok:
         return [Score(**base, score=METRIC, value=None, details={"error": failed[min(failed)]})]
-    extras = [_decode(r.get("extra")) for r in ok]
+    extras = [as_dict(r.get("extra")) for r in ok]
     reason = ok[0].get("not_applicable") or extras[0].get("not_applicable")
     if reason:
         return [Score(**base, score=METRIC, value=None, details={"not_applicable": reason})]
@@ -195,131 +194,3 @@ def aggregate_coverage(group: dict, trials: list) -> list:
                             details={**{k: v for k, v in g.items() if k != "accuracy"},
                                      "per_repeat": per}))
     return scores
-
-
-@hookimpl
-def register_metrics(register):
-    register(MetricSpec(
-        name=METRIC,
-        description="Coverage-guided accuracy: accuracy on feature-space test sets generated "
-                    "from centroid and boundary points (5 mixes); EP/CP/BC/PBC, covariate shift.",
-        needs_features=True,
-        protocol="coverage",
-        aggregate=aggregate_coverage,
-        definition=COVERAGE_DEFINITION,
-        higher_is_better=True,
-        uses_clusterer=False,
-        version="3",  # 3: mean over reference models with a t CI; 2: class-spread noise
-    ))
-
-
-# --- text report (robench run / robench results) -----------------------------------------------
-
-
-def _by_dataset(rows: list) -> dict:
-    out: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
-    return out
-
-
-def _ranked(models: dict) -> list:
-    return sorted(models.items(), key=lambda kv: (
-        -((kv[1].get(METRIC) or {}).get("value") or -1), kv[0]))
-
-
-def _ci(head: dict) -> str:
-    lo, hi = head.get("ci_low"), head.get("ci_high")
-    if lo is None or hi is None:
-        return "-"
-    return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
-def report_lines(rows: list) -> list:
-    """Return the coverage tables (summary, then mixes x sizes) of score rows (dicts) as text."""
-    lines = []
-    for dataset, models in sorted(_by_dataset(rows).items()):
-        lines.append(f"\n{dataset} - coverage (Mani et al.); ranked by coverage-guided accuracy "
-                     "(mean over mixes at the largest size, then over R reference models; "
-                     "95% t CI over them); accuracies in %, every column a mean over the R "
-                     "models")
-        lines.append(f"  {'model':<18} {'layer':<11} {'cov-acc':>7} {'95% CI':>13} {'R':>2} "
-                     f"{'ACC':>6} {'EP min':>6} "
-                     f"{'EP max':>6} {'CP':>6} {'BC':>6} {'PBC':>6} {'pairs':>6} {'shift':>6} "
-                     f"{'null':>6}")
-        tables = []
-        for model, sc in _ranked(models):
-            head = sc.get(METRIC) or {}
-            det = _decode(head.get("details"))
-            if head.get("value") is None and (det.get("not_applicable") or det.get("error")):
-                why = det.get("not_applicable") or det.get("error")
-                prefix = "not applicable: " if det.get("not_applicable") else ""
-                lines.append(f"  {model:<18} {prefix}{why}")
-                continue
-            g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-            lines.append(
-                f"  {model:<18} {str(det.get('layer') or '-'):<11} "
-                f"{_f(head.get('value'), True, 7)} {_ci(head):>13} {head.get('n') or '-':>2} "
-                f"{_f(g('model_acc'), True, 6)} "
-                f"{_f(g('ep_min'), width=6)} {_f(g('ep_max'), width=6)} {_f(g('cp'), width=6)} "
-                f"{_f(g('bc'), width=6)} {_f(g('pbc'), width=6)} "
-                f"{_f(g('pbc_pairs_covered'), width=6)} {_f(g('covariate_shift'), width=6)} "
-                f"{_f(g('covariate_shift_null'), width=6)}")
-            if det.get("not_computable"):
-                lines.append(f"  {'':<18} coverage-guided accuracy not computable: "
-                             f"{det['not_computable']}")
-            tables.append((model, det.get("table") or {}))
-        for model, table in tables:
-            sizes = sorted({int(s) for row in table.values() for s in row})
-            if not sizes:
-                continue
-            lines.append(f"  {model}: accuracy (%) per generated set, mean over the R models; rows = size, columns = "
-                         "centroid-boundary mix")
-            mixes = mix_order(table)
-            lines.append("    " + f"{'size':>6}" + "".join(f"{m:>9}" for m in mixes))
-            for size in sizes:
-                cells = [table[m].get(str(size), table[m].get(size)) for m in mixes]
-                lines.append("    " + f"{size:>6}" + "".join(_f(c, True, 9) for c in cells))
-    return lines
-
-
-def leaderboard_tables(rows: list) -> dict:
-    """Return the leaderboard context of one data set's coverage score rows (dicts)."""
-    models = scores_by_model(rows, METRIC)
-    if not models:
-        return {}
-    out = []
-    for model, sc in models.items():
-        head = sc.get(METRIC) or {}
-        det = _decode(head.get("details"))
-        g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-        by_mix = det.get("by_mix") or {}
-        dec = det.get("decoder") or {}
-        out.append({
-            "model": model, "value": head.get("value"), "higher_is_better": True,
-            "ci_low": head.get("ci_low"), "ci_high": head.get("ci_high"),
-            "repeats": det.get("repeats"), "per_repeat": det.get("per_repeat") or [],
-            "note": (f"not applicable: {det['not_applicable']}" if det.get("not_applicable")
-                     else det.get("error") or det.get("not_computable")),
-            "layer": det.get("layer"), "feature_dim": det.get("feature_dim"),
-            "mixes": mix_order(by_mix), "by_mix": by_mix, "size": det.get("size"),
-            "curve": _curve(by_mix),
-            "table": det.get("table") or {},
-            "knobs": det.get("knobs") or {},
-            "decoder": dec if dec.get("rows") or dec.get("not_applicable") else None,
-            **{k: g(k) for k, _ in SUMMARY_SCORES},
-        })
-    return {"models": out}
-
-
-def _curve(by_mix: dict, width: int = 120, height: int = 36) -> dict:
-    """Return SVG polyline points of accuracy (0-100% bottom-top) against the centroid share."""
-    pts = []
-    for m in mix_order(by_mix):
-        v = by_mix[m]
-        if v is None:
-            continue
-        x = float(m.split("-")[0]) / 100.0
-        pts.append(f"{2 + x * (width - 4):.1f},{2 + (1 - v) * (height - 4):.1f}")
-    return {"points": " ".join(pts), "width": width, "height": height}

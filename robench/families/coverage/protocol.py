@@ -8,7 +8,7 @@ combination has ``repeats`` trials (default 3), so the score has a spread over r
    training budget and cache key, so the two metrics share one trained model); repeat r > 0:
    the same recipe with the seed :func:`repeat_seed` (another stratified split, another
    initialisation and batch order, its own cached model);
-2. the coverage layer (:func:`robench.coverage.feature_space`: last convolutional block, or
+2. the coverage layer (:func:`robench.families.coverage.science.feature_space`: last convolutional block, or
    the penultimate layer) of the training (fit) rows and of the test split;
 3. EP, CP, BC, PBC of the test split (and CP, BC of the training rows, for reference), with
    centroids and radii from the training features;
@@ -29,8 +29,10 @@ import time
 
 import numpy as np
 
-from robench.protocols.base import Combo, derived_seed, trial_key
-from robench.protocols.clusterability import fit_reference, trial_row
+from robench.reference import fit_reference, not_applicable_row, trial_row
+from robench.seeds import derived_seed
+from robench.specs import Knob
+from robench.trials import Combo, trial_key
 
 NAME = "coverage"
 VERSION = "2"  # 2: noise shaped by the class spread (was isotropic)
@@ -38,31 +40,47 @@ KIND = "reference"
 #: Scheduled after these protocols' trials in a run: it reuses their cached reference models.
 AFTER = ("clusterability",)
 
-#: Knobs used when the profile names none; ``--set coverage.KEY=VALUE`` overrides any of them.
-#: Why these defaults: docs/coverage.md.
-DEFAULTS = {
-    "repeats": 3,  # reference models (seeds) per combination; the score is their mean, with a CI
-    "radius": 1.0,  # r: centroid region = normalized distance <= r (unit: class RMS radius)
-    "theta1": 0.4,  # boundary band: top softmax probability in [theta1, theta2]
-    "theta2": 0.6,
-    "mixes": [[0, 100], [30, 70], [50, 50], [70, 30], [100, 0]],  # centroid:boundary percent
-    "sizes": [100, 300, 700, 1000],
-    "step": 0.1,  # generation noise: expected norm step * R_i
-    "max_tries": 12,  # redraws (noise halved each time) before a seed is kept unperturbed
-    "shift_dims": 2,  # covariate shift: leading principal components of training features
-    "shift_components": 10,  # GMM components per class (the paper's 10)
-    "shift_covariance": "diag",
-    "shift_mc": 2000,  # Monte Carlo samples per distribution
-    "decoder_epochs": 6,  # 0 = no decoder images
-    "decoder_width": 16,
-    "decoder_train_cap": 2000,  # training rows (stratified) the decoder learns from
-    "decoder_legible": 0.8,  # legible if model accuracy on decoded test images >= this x clean
-}
+SECTION = "coverage"
+
+#: The protocol's knobs (``--set coverage.KEY=VALUE``). Why these defaults: docs/coverage.md.
+KNOBS = (
+    Knob("repeats", "int", "reference models (seeds) per combination; the score is their mean "
+         "with a t interval", default=3, profiles={"paper": 5}, minimum=1),
+    Knob("radius", "float", "r: centroid region = normalized distance <= r (unit: class RMS "
+         "radius)", default=1.0, minimum=1e-9),
+    Knob("theta1", "float", "boundary band: top softmax probability >= theta1", default=0.4,
+         minimum=0.0, maximum=1.0),
+    Knob("theta2", "float", "boundary band: top softmax probability <= theta2", default=0.6,
+         minimum=0.0, maximum=1.0),
+    Knob("mixes", "list", "centroid:boundary percent of each generated set",
+         default=[[0, 100], [30, 70], [50, 50], [70, 30], [100, 0]], items="list"),
+    Knob("sizes", "list", "sizes of the generated sets", default=[100, 300, 700, 1000],
+         items="int", minimum=1),
+    Knob("step", "float", "generation noise: expected norm step * R_i", default=0.1,
+         minimum=0.0),
+    Knob("max_tries", "int", "redraws (noise halved each time) before a seed is kept "
+         "unperturbed", default=12, minimum=1),
+    Knob("shift_dims", "int", "covariate shift: leading principal components of training "
+         "features", default=2, minimum=1),
+    Knob("shift_components", "int", "GMM components per class (the paper's 10)", default=10,
+         minimum=1),
+    Knob("shift_covariance", "str", "GMM covariance type", default="diag",
+         choices=("full", "tied", "diag", "spherical")),
+    Knob("shift_mc", "int", "Monte Carlo samples per distribution", default=2000,
+         profiles={"paper": 5000}, minimum=10),
+    Knob("decoder_epochs", "int", "epochs of the decoder that draws generated points; 0: no "
+         "images", default=6, profiles={"paper": 20}, minimum=0),
+    Knob("decoder_width", "int", "channels of the decoder", default=16, minimum=1),
+    Knob("decoder_train_cap", "int", "training rows (stratified) the decoder learns from; "
+         "null: all", default=2000, profiles={"paper": None}, minimum=1, nullable=True),
+    Knob("decoder_legible", "float", "legible if the model's accuracy on decoded test images "
+         ">= this x clean", default=0.8, minimum=0.0, maximum=1.0),
+)
 
 
 def settings(cfg) -> dict:
-    """Return the protocol's knobs: DEFAULTS updated by the run's ``coverage`` dict."""
-    return {**DEFAULTS, **(getattr(cfg, "coverage", None) or {})}
+    """Return the run's resolved ``coverage`` knobs."""
+    return dict(cfg.knobs[SECTION])
 
 
 def validate(knobs: dict) -> None:
@@ -73,9 +91,11 @@ def validate(knobs: dict) -> None:
         raise ValueError("coverage needs 0 <= theta1 <= theta2 <= 1, got "
                          f"theta1={knobs['theta1']}, theta2={knobs['theta2']}")
     for mix in knobs["mixes"]:
-        if len(mix) != 2 or min(mix) < 0 or sum(mix) != 100:
-            raise ValueError(f"coverage.mixes: every mix is [centroid %, boundary %] summing to "
-                             f"100, got {mix}")
+        if (not isinstance(mix, list) or len(mix) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) for v in mix)
+                or min(mix) < 0 or sum(mix) != 100):
+            raise ValueError(f"coverage.mixes: every mix is [centroid %, boundary %], two "
+                             f"integers summing to 100, got {mix}")
     if not isinstance(knobs["repeats"], int) or knobs["repeats"] < 1:
         raise ValueError(f"coverage.repeats must be an integer >= 1, got {knobs['repeats']!r}")
     if not knobs["sizes"] or min(knobs["sizes"]) < 1:
@@ -112,7 +132,7 @@ def _spec(combo: Combo, cfg, registry, knobs: dict, repeat: int) -> dict:
             "test_size": cfg.test_size,
             "val_fraction": cfg.val_fraction,
             "train": cfg.train,
-            "analysis": {k: knobs[k] for k in DEFAULTS if k not in PLAN_KNOBS},
+            "analysis": {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS},
         },
         "versions": {
             "protocol": VERSION,
@@ -137,7 +157,7 @@ def _finite_list(a) -> list:
 
 def run(spec: dict, env) -> dict:
     """Run one coverage trial (see the module docstring)."""
-    from robench import coverage as cov
+    from robench.families.coverage import science as cov
 
     t0 = time.perf_counter()
     timings = {}
@@ -151,8 +171,7 @@ def run(spec: dict, env) -> dict:
     fit, test, clf, base = ref["fit"], ref["test"], ref["clf"], ref["base"]
 
     def not_applicable(reason):
-        return {**base, "accuracy": None, "not_applicable": reason,
-                "extra": {"not_applicable": reason}, "seconds": time.perf_counter() - t0}
+        return not_applicable_row(base, reason, t0)
 
     if ref["not_applicable"]:
         return not_applicable(ref["not_applicable"])
@@ -268,7 +287,7 @@ def _mean_or_none(a):
 
 def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs, seed) -> dict:
     """Train the decoder, check it is legible, render one strip per mix (one column per class)."""
-    from robench import coverage as cov
+    from robench.families.coverage import science as cov
 
     from robench.multicut import stratified_subsample
 

@@ -1,7 +1,7 @@
 """Coverage of a model's feature space and coverage-guided test generation (Mani et al., 2019).
 
 Everything here is a pure function of arrays (plus a seed), so it is tested on hand-made
-feature sets; :mod:`robench.protocols.coverage` runs it on a trained model.
+feature sets; :mod:`robench.families.coverage.protocol` runs it on a trained model.
 
 Feature space
     The *coverage layer* is the output of the model's last convolutional block (after its

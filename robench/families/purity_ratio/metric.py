@@ -1,11 +1,11 @@
-"""Built-in metric ``purity-ratio`` (feature-space clusterability) and clusterer ``multicut``."""
+"""The ``purity-ratio`` metric (Ho et al.): indicators per model and their validation across a zoo."""
 
 from __future__ import annotations
 
 import json
 
-from robench import hookimpl
-from robench.specs import ClustererSpec, MetricSpec, Score
+from robench.formatting import as_dict
+from robench.specs import Score
 
 METRIC = "purity-ratio"
 
@@ -52,24 +52,6 @@ MODEL_SCORES = (
 ZOO_MODEL = "zoo"
 
 
-def _decode(value):
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return {}
-    return value or {}
-
-
-def scores_by_model(rows: list, metric: str) -> dict:
-    """Return {model: {score: row}} of the score rows (dicts) of one metric."""
-    models: dict = {}
-    for r in rows:
-        if r.get("metric") == metric:
-            models.setdefault(r["model"], {})[r["score"]] = r
-    return models
-
-
 def model_rows(trials: list) -> dict:
     """Return {model: row} of a group's clusterability trials, ``extra`` decoded."""
     out = {}
@@ -77,14 +59,14 @@ def model_rows(trials: list) -> dict:
         if t.get("protocol") != "clusterability":
             continue
         row = dict(t)
-        row["extra"] = _decode(row.get("extra"))
+        row["extra"] = as_dict(row.get("extra"))
         out[row["model"]] = row
     return out
 
 
 def model_summary(row: dict) -> dict:
     """Return the indicators and measured robustness of one trial row (pure)."""
-    from robench.protocols import clusterability as cl
+    from robench.families.purity_ratio import protocol as cl
 
     extra = row.get("extra") or {}
     ind = cl.indicators(extra)
@@ -116,7 +98,7 @@ def validation(summaries: dict) -> list:
     """Return one dict per (indicator, target): R^2, slope, Kendall tau, n, the points (pure)."""
     import numpy as np
 
-    from robench.protocols import clusterability as cl
+    from robench.families.purity_ratio import protocol as cl
 
     per_model = {m: (s["indicators"], targets(s)) for m, s in summaries.items()}
     all_targets = sorted({t for _, tg in per_model.values() for t in tg},
@@ -247,153 +229,3 @@ def aggregate_purity_ratio(group: dict, trials: list) -> list:
                                  "table": [{k: v for k, v in r.items() if k != "points"}
                                            for r in usable]}))
     return scores
-
-
-def multicut_clusterer(Z, k, *, seed, true_sources=None):
-    """Cluster rows of Z by an unsupervised multicut aiming at k clusters (see robench.multicut)."""
-    from robench.multicut import multicut_fit_predict
-
-    return multicut_fit_predict(Z, k, seed=seed, true_sources=true_sources)
-
-
-@hookimpl
-def register_metrics(register):
-    register(MetricSpec(
-        name=METRIC,
-        description="Feature-space clusterability p_purity (k-means, multicut, combined eq. 10) "
-                    "vs corruption / adversarial robustness, validated across a model zoo.",
-        needs_features=True,
-        protocol="clusterability",
-        aggregate=aggregate_purity_ratio,
-        definition=PURITY_RATIO_DEFINITION,
-        higher_is_better=True,
-        uses_clusterer=False,
-        version="1",
-    ))
-
-
-@hookimpl
-def register_clusterers(register):
-    register(ClustererSpec(
-        "multicut", multicut_clusterer,
-        "Minimum-cost multicut (GAEC, bioimage-cpp) on the 10-NN graph, unsupervised costs "
-        "tuned to give ~k clusters; opt-in for source finding (not in --all's quick profile).",
-        version="1", in_default_run=False,
-    ))
-
-
-# --- text report (robench run / robench results) -----------------------------------------------
-
-
-def _f(v, pct=False, width=7):
-    if v is None or (isinstance(v, float) and v != v):
-        return "-".rjust(width)
-    return (f"{100 * v:.1f}" if pct else f"{v:.3f}").rjust(width)
-
-
-def report_lines(rows: list) -> list:
-    """Return the purity-ratio model and validation tables of score rows (dicts) as text."""
-    by_ds: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            by_ds.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
-    lines = []
-    for dataset, models in sorted(by_ds.items()):
-        zoo = models.pop(ZOO_MODEL, {})
-        lines.append(f"\n{dataset} - purity-ratio (feature-space clusterability, eq. 5-10); "
-                     "ranked by p_purity combined")
-        lines.append(f"  {'model':<16} {'Model_ACC':>9} {'p_pur km':>8} {'p_pur mc':>8} "
-                     f"{'combined':>8} {'p_acc km':>8} {'delta':>10} {'ACC*all/ACC':>11}")
-        ranked = sorted(models.items(), key=lambda kv: -(
-            (kv[1].get(METRIC) or {}).get("value") or -1))
-        for model, sc in ranked:
-            head = sc.get(METRIC) or {}
-            details = head.get("details") or {}
-            if head.get("value") is None:
-                why = details.get("not_applicable") or details.get("error") or "no value"
-                prefix = "not applicable: " if details.get("not_applicable") else ""
-                lines.append(f"  {model:<16} {prefix}{why}")
-                continue
-            g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-            lines.append(f"  {model:<16} {_f(g('model_acc'), True, 9)} "
-                         f"{_f(g('p_purity_kmeans'), width=8)} {_f(g('p_purity_multicut'), width=8)} "
-                         f"{_f(head.get('value'), width=8)} {_f(g('p_acc_kmeans'), width=8)} "
-                         f"{_f(g('delta'), width=10)} {_f(g('corruption_robustness'), width=11)}")
-        val = zoo.get("validation") or {}
-        vdet = val.get("details") or {}
-        if val and val.get("value") is None and vdet.get("not_applicable"):
-            lines.append(f"  validation: not applicable: {vdet['not_applicable']}")
-            continue
-        pairs = {}
-        for name, r in zoo.items():
-            kind, _, rest = name.partition("|")
-            if kind in ("r2", "tau"):
-                ind, _, target = rest.partition("|")
-                pairs.setdefault(ind, {}).setdefault(target, {})[kind] = r.get("value")
-                pairs[ind][target]["n"] = r.get("n")
-        if not pairs:
-            continue
-        targets_all = sorted({t for d in pairs.values() for t in d}, key=_target_order)
-        corr = [t for t in targets_all if t.startswith("corruption")]
-        adv = [t for t in targets_all if not t.startswith("corruption")]
-        n = max((v.get("n") or 0) for d in pairs.values() for v in d.values())
-        for title, cols in (("corruption robustness", corr), ("adversarial robustness", adv)):
-            if not cols:
-                continue
-            lines.append(f"  validation vs {title} across {n} zoo models: R^2 / Kendall tau "
-                         "(paper, ImageNet-C: R^2 0.87, tau 0.79)")
-            lines.append("  " + f"{'indicator':<18}" + "".join(f"{c:>15}" for c in cols))
-            for ind in INDICATORS:
-                if ind not in pairs:
-                    continue
-                cells = []
-                for c in cols:
-                    v = pairs[ind].get(c) or {}
-                    cells.append(f"{_f(v.get('r2'), width=5).strip()}/"
-                                 f"{_f(v.get('tau'), width=5).strip()}".rjust(15))
-                lines.append("  " + f"{ind:<18}" + "".join(cells))
-    return lines
-
-
-def leaderboard_tables(rows: list) -> dict:
-    """Return the leaderboard context of one data set's purity-ratio score rows (dicts)."""
-    models = scores_by_model(rows, METRIC)
-    if not models:
-        return {}
-    zoo = models.pop(ZOO_MODEL, {})
-    table = []
-    for model, sc in models.items():
-        head = sc.get(METRIC) or {}
-        details = head.get("details") or {}
-        g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-        table.append({
-            "model": model, "value": head.get("value"),
-            "higher_is_better": True, "zoo_member": bool(details.get("zoo_member")),
-            "note": details.get("not_applicable") or details.get("error"),
-            **{k: g(k) for k in ("model_acc", "p_purity_kmeans", "p_purity_multicut",
-                                 "p_acc_kmeans", "p_acc_multicut", "p_acc_combined", "delta",
-                                 "corruption_robustness", "acc_corrupted_all")},
-        })
-    pairs: dict = {}
-    for name, r in zoo.items():
-        kind, _, rest = name.partition("|")
-        if kind in ("r2", "tau"):
-            ind, _, target = rest.partition("|")
-            cell = pairs.setdefault(ind, {}).setdefault(target, {})
-            cell[kind], cell["n"] = r.get("value"), r.get("n")
-    targets_all = sorted({t for d in pairs.values() for t in d}, key=_target_order)
-    validation_tables = []
-    for title, cols in (("corruption robustness (ACC*/ACC_clean; overall and per severity)",
-                         [t for t in targets_all if t.startswith("corruption")]),
-                        ("adversarial robustness (relative robust accuracy per attack and eps)",
-                         [t for t in targets_all if not t.startswith("corruption")])):
-        if not cols:
-            continue
-        vrows = [{"indicator": ind,
-                  "n": max((c.get("n") or 0) for c in pairs[ind].values()),
-                  "cells": [pairs[ind].get(c, {}) for c in cols]}
-                 for ind in INDICATORS if ind in pairs]
-        validation_tables.append({"title": title, "columns": cols, "rows": vrows})
-    val = zoo.get("validation") or {}
-    return {"models": table, "validation": validation_tables,
-            "validation_note": (val.get("details") or {}).get("not_applicable")}

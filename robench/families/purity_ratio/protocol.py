@@ -22,51 +22,78 @@ One trial = one reference model of one (dataset, model) and everything computed 
 
 A model without a feature space (``has_features`` False) is not trained: the trial records
 why the scores do not apply. Besides the metric's own model, every data set's *zoo* (profile
-knob ``clusterability.zoo``, see :mod:`robench.zoo`) is planned too, so that the indicators can
+knob ``clusterability.zoo``, see :mod:`robench.families.purity_ratio.zoo`) is planned too, so that the indicators can
 be validated across models (R^2, Kendall tau) by the metric's aggregate.
 """
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 
 import numpy as np
 
-from robench.cache import content_key
-from robench.protocols.base import Combo, derived_seed, trial_key
-from robench.splitters import KIND_CODES, partition_rng, test_mask, validation_split
+from robench.reference import fit_reference, not_applicable_row, trial_row
+from robench.specs import Knob
+from robench.trials import Combo, trial_key
 
 NAME = "clusterability"
 VERSION = "1"
 KIND = "reference"
 
-#: Knobs used when the profile names none (see robench/config.py PROFILES["..."]["clusterability"]).
-DEFAULTS = {
-    "zoo": [],
-    "corruptions": None,  # names of registered corruptions to use; None = every applicable one
-    "corruption_cap": 150,
-    "attack_cap": 200,
-    "multicut_cap": 500,
-    "overlap_cap": 500,
-    "join_train_cap": 1000,
-    "severities": [1, 2, 3, 4, 5],
-    "epsilons": [0.01, 0.03, 0.1, 0.2],
-    "attacks": ["fgsm", "pgd", "deepfool"],
-    "pgd_steps": 10,
-    "deepfool_iter": 30,
-    "deepfool_grads": 3,  # DeepFool linearises towards the top-3 classes (ART nb_grads)
-    "knn": 10,
-    "bias": 0.0,
-    "solver": "gaec",
-    "kmeans_n_init": 4,
-}
+SECTION = "clusterability"
+_ZOO_QUICK = ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-cnn-narrow",
+              "zoo-cnn-dropout", "zoo-cnn-noise"]
+_ZOO_PAPER = ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-mlp-wide",
+              "zoo-cnn-narrow", "zoo-cnn-wide", "zoo-cnn-dropout", "zoo-cnn-noise",
+              "zoo-resnet", "zoo-vit"]
+
+#: The protocol's knobs (``--set clusterability.KEY=VALUE``). The quick profile validates over
+#: an 8-model zoo (the timm ResNet/ViT only in the paper profile: they cost the most) with all
+#: 19 corruptions x 5 severities on a 60-image stratified test subsample and attacks on 60;
+#: the paper profile uses the whole test split, a 12-model zoo and 7 epsilons.
+KNOBS = (
+    Knob("zoo", "list", "models validated together (registered models or zoo members, "
+         "see robench.families.purity_ratio.zoo)", default=[], items="str",
+         profiles={"quick": _ZOO_QUICK, "paper": _ZOO_PAPER}),
+    Knob("corruptions", "list", "registered corruptions to measure; null: every applicable one",
+         default=None, items="str", nullable=True),
+    Knob("corruption_cap", "int", "stratified test images corrupted per data set; null: all",
+         default=150, profiles={"quick": 60, "paper": None}, minimum=1, nullable=True),
+    Knob("attack_cap", "int", "stratified test images attacked per model", default=200,
+         profiles={"quick": 60, "paper": 1000}, minimum=1),
+    Knob("multicut_cap", "int", "test points the multicut clusters", default=500,
+         profiles={"paper": 2000}, minimum=2),
+    Knob("overlap_cap", "int", "test points of the class-overlap baseline Delta", default=500,
+         profiles={"paper": 2000}, minimum=2),
+    Knob("join_train_cap", "int", "training points the multicut's join model learns from",
+         default=1000, profiles={"paper": 2000}, minimum=2),
+    Knob("severities", "list", "corruption severities", default=[1, 2, 3, 4, 5], items="int",
+         minimum=1, maximum=5),
+    Knob("epsilons", "list", "L-inf attack budgets (images in [0, 1])",
+         default=[0.01, 0.03, 0.1, 0.2],
+         profiles={"paper": [0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3]}, items="float",
+         minimum=0.0, maximum=1.0),
+    Knob("attacks", "list", "adversarial attacks", default=["fgsm", "pgd", "deepfool"],
+         items="str", choices=("fgsm", "pgd", "deepfool")),
+    Knob("pgd_steps", "int", "PGD iterations", default=10,
+         profiles={"quick": 7, "paper": 40}, minimum=1),
+    Knob("deepfool_iter", "int", "DeepFool iterations", default=30,
+         profiles={"quick": 20, "paper": 50}, minimum=1),
+    Knob("deepfool_grads", "int", "classes DeepFool linearises towards (ART nb_grads)",
+         default=3, profiles={"paper": 10}, minimum=1),
+    Knob("knn", "int", "neighbours of the multicut's kNN graph", default=10, minimum=1),
+    Knob("bias", "float", "bias added to the multicut's edge costs (0: p_join = 0.5 boundary)",
+         default=0.0),
+    Knob("solver", "str", "multicut solver", default="gaec", choices=("gaec", "gaec+kl")),
+    Knob("kmeans_n_init", "int", "k-means restarts on the features", default=4, minimum=1),
+)
+#: Knobs that choose what is measured together rather than what a trial computes.
+PLAN_KNOBS = ("zoo", "corruptions")
 
 
 def settings(cfg) -> dict:
-    """Return the protocol's knobs: DEFAULTS updated by the run's ``clusterability`` dict."""
-    knobs = {**DEFAULTS, **(getattr(cfg, "clusterability", None) or {})}
+    """Return the run's resolved ``clusterability`` knobs, the zoo without duplicates."""
+    knobs = dict(cfg.knobs[SECTION])
     knobs["zoo"] = list(dict.fromkeys(knobs.get("zoo") or []))
     return knobs
 
@@ -76,7 +103,7 @@ def settings(cfg) -> dict:
 
 def _member(registry, name: str):
     """Return ("registered", ModelSpec) or ("zoo", ZooMember) for a zoo name."""
-    from robench.zoo import ZOO
+    from robench.families.purity_ratio.zoo import ZOO
 
     if name in registry.names("models"):
         return "registered", registry.get("models", name)
@@ -88,7 +115,7 @@ def _member(registry, name: str):
 
 def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
     """Return the spec of the reference trial of one (dataset, model or zoo member)."""
-    from robench.zoo import ZOO_VERSION
+    from robench.families.purity_ratio.zoo import ZOO_VERSION
 
     knobs = settings(cfg)
     source, _ = _member(registry, model_name)
@@ -99,7 +126,7 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
                   else registry.all("corruptions"))
         corruptions = {c.name: registry.component_version("corruptions", c.name)
                        for c in chosen if c.not_applicable(dataset_spec) is None}
-    analysis = {k: knobs[k] for k in DEFAULTS if k not in ("zoo", "corruptions")}
+    analysis = {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS}
     analysis["corruptions"] = sorted(corruptions)
     spec = {
         "protocol": NAME,
@@ -162,55 +189,13 @@ def plan(combo: Combo, cfg, registry) -> list:
 # --- the trial ---------------------------------------------------------------------------------
 
 
-def reference_split(y, *, seed: int, test_size: float, val_fraction: float) -> tuple:
-    """Return (fit, val, test) indices: the source-aware random split of repeat 0."""
-    mask = test_mask("random", y, None, seed=seed, repeat=0, test_size=test_size)
-    fit, val = validation_split(np.flatnonzero(~mask), y, val_fraction,
-                                partition_rng(seed, 0, "random", 1))
-    return fit, val, np.flatnonzero(mask)
-
-
-def _build(spec, registry, ctx):
-    from robench.zoo import ZOO
+def _build(spec, registry):
+    """Return the builder of a trial's model: a registered model or a zoo member."""
+    from robench.families.purity_ratio.zoo import ZOO
 
     if spec["params"].get("zoo_member"):
-        return ZOO[spec["model"]].build(ctx)
-    return registry.get("models", spec["model"]).build(ctx)
-
-
-def fit_reference(spec: dict, env, dataset, *, applicable=None) -> dict:
-    """Build and train (or load from the cache) the reference model of a trial spec.
-
-    The split is :func:`reference_split` of the spec's seed; the model is seeded like the
-    source-aware random repeat 0 and its weights are cached under a content key of the data set,
-    model, model version, training budget and split, so every protocol that trains the same
-    reference model (purity-ratio, coverage) trains it once. ``applicable(clf)`` returns why
-    the built model does not apply (then it is not trained). Returns a dict: fit, val, test,
-    clf, hit, model_key, not_applicable and ``base`` (the trial row's sizes and worker).
-    """
-    from robench.features import train_reference
-    from robench.specs import ModelContext
-
-    params, seed = spec["params"], int(spec["seed"])
-    X, y = dataset.X, dataset.y
-    fit, val, test = reference_split(y, seed=seed, test_size=params["test_size"],
-                                     val_fraction=params["val_fraction"])
-    train_seed = derived_seed(seed, 0, KIND_CODES["random"])
-    ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, train_seed,
-                       dict(params["train"]))
-    clf = _build(spec, env.registry, ctx)
-    out = {"fit": fit, "val": val, "test": test, "clf": clf, "hit": False, "model_key": None,
-           "base": {"n_train": int(len(fit)), "n_val": int(len(val)), "n_test": int(len(test)),
-                    "worker": f"{socket.gethostname()}:{os.getpid()}"},
-           "not_applicable": applicable(clf) if applicable else None}
-    if out["not_applicable"]:
-        return out
-    out["model_key"] = content_key("reference-model", dataset.fingerprint(), spec["model"],
-                                   spec["versions"]["model"], params["train"],
-                                   params["test_size"], params["val_fraction"], seed)
-    out["clf"], out["hit"] = train_reference(clf, X[fit], y[fit], X[val], y[val],
-                                             key=out["model_key"])
-    return out
+        return ZOO[spec["model"]].build
+    return registry.get("models", spec["model"]).build
 
 
 def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -234,12 +219,11 @@ def run(spec: dict, env) -> dict:
     knobs = spec["params"]["analysis"]
     seed = int(spec["seed"])
     X, y = dataset.X, dataset.y
-    ref = fit_reference(spec, env, dataset, applicable=feature_support)
+    ref = fit_reference(spec, env, dataset, applicable=feature_support,
+                        build=_build(spec, env.registry))
     fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
     if ref["not_applicable"]:
-        return {**base, "accuracy": None, "not_applicable": ref["not_applicable"],
-                "extra": {"not_applicable": ref["not_applicable"]},
-                "seconds": time.perf_counter() - t0}
+        return not_applicable_row(base, ref["not_applicable"], t0)
     model_key, hit = ref["model_key"], ref["hit"]
     timings["train"] = time.perf_counter() - t0
     pred = np.asarray(clf.predict(X[test]))
@@ -294,26 +278,6 @@ def run(spec: dict, env) -> dict:
     return trial_row(base, clf, model_acc, extra, t0)
 
 
-def trial_row(base: dict, clf, accuracy: float, extra: dict, t0: float) -> dict:
-    """Return the stored row of a reference-model trial: sizes, accuracy, training log, extra."""
-    return {
-        **base,
-        "accuracy": accuracy,
-        "train_accuracy": _maybe_float(getattr(clf, "train_accuracy_", None)),
-        "val_accuracy": _maybe_float(getattr(clf, "val_accuracy_", None)),
-        "epochs": int(getattr(clf, "n_epochs_", 0) or 0),
-        "best_epoch": int(getattr(clf, "best_epoch_", 0) or 0),
-        "history": list(getattr(clf, "history_", []) or []),
-        "not_applicable": None,
-        "extra": extra,
-        "seconds": time.perf_counter() - t0,
-    }
-
-
-def _maybe_float(v):
-    return None if v is None else float(v)
-
-
 def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     """Return clean and corrupted accuracy of ``clf`` on the corruption subsample."""
     from robench.corruptions import corrupted_sets, index_hash
@@ -338,7 +302,7 @@ def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
 
 def _adversarial(clf, dataset, test, knobs, seed) -> dict:
     """Return robust accuracies under the attacks (torch models only)."""
-    from robench.attacks import robust_accuracies
+    from robench.families.purity_ratio.attacks import robust_accuracies
     from robench.multicut import stratified_subsample
 
     module = getattr(clf, "module_", None)

@@ -18,7 +18,7 @@ once after training for the reported test accuracy; it never influences training
 
 One more trial per (dataset, clusterer), kind ``wasserstein`` with model ``""``: pairwise
 Wasserstein-1 distances between the K folds in a common latent space (a VAE trained on all
-classes, :mod:`robench.vae`), for the shifted folds and for the random folds (exact earth
+classes, :mod:`robench.families.shifted_cv.vae`), for the shifted folds and for the random folds (exact earth
 mover's distance with POT, Euclidean ground cost, uniform weights; a fold is subsampled to
 ``max_points`` points at random when larger; a distance is reported only if POT's network
 simplex converged, with ``numItermax`` raised tenfold up to 10^8 until it does).
@@ -26,20 +26,14 @@ simplex converged, with ``numItermax`` raised tenfold up to 10^8 until it does).
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 import warnings
 
 import numpy as np
 
-from robench.protocols.base import (
-    Combo,
-    accuracy_per_class,
-    derived_seed,
-    make_spec,
-    trial_key,
-)
+from robench.seeds import derived_seed
+from robench.specs import Knob
+from robench.trials import Combo, accuracy_per_class, make_spec, trial_key
 from robench.sources import find_sources, sources_key
 from robench.splitters import validation_split
 
@@ -57,30 +51,63 @@ MAX_NUM_ITERMAX = 100_000_000
 # --- planning --------------------------------------------------------------------------------
 
 
-def settings(cfg) -> dict:
-    """Return the shifted-cv settings of a run configuration (profile knobs, validated).
+SECTION = "shifted_cv"
 
-    ``repeats`` is the profile's ``shifted_cv.repeats`` capped by ``cfg.repeats`` (so
+#: The protocol's knobs (``--set shifted_cv.KEY=VALUE``). The quick profile is a smoke-test
+#: scale (3 folds, 2 epochs, 4 Monte Carlo samples, a 1-epoch common-latent VAE on at most
+#: 2,000 rows); the paper profile has the paper's settings (5 folds, 80/20 train/validation,
+#: 100 epochs with no early stop, batch 32, a 20-epoch VAE with a 62-d latent space, from its
+#: code).
+KNOBS = (
+    Knob("folds", "int", "K: sub-domains per class, merged into K folds", default=5,
+         profiles={"quick": 3}, minimum=2),
+    Knob("repeats", "int", "repeats of the K-fold CV (capped by --repeats)", default=1,
+         minimum=1),
+    Knob("val_fraction", "float", "validation share carved from each training part",
+         default=0.2, minimum=1e-6, maximum=1 - 1e-6),
+    Knob("train", "dict", "training budget of the fold models, over the run's `train` "
+         "section (same keys)", default={},
+         profiles={"quick": {"max_epochs": 2, "patience": 2, "mc_samples": 4},
+                   "paper": {"max_epochs": 100, "patience": 100, "batch_size": 32,
+                             "mc_samples": 10}}),
+    Knob("vae_epochs", "int", "epochs of the common-latent VAE of the Wasserstein distances",
+         default=20, profiles={"quick": 1}, minimum=1),
+    Knob("vae_max_train", "int", "rows the VAE trains on; null: all", default=None,
+         profiles={"quick": 2000}, minimum=1, nullable=True),
+    Knob("latent_dim", "int", "latent dimensions of that VAE", default=62, minimum=1),
+    Knob("max_points", "int", "points per fold in a Wasserstein distance", default=2000,
+         profiles={"quick": 1000}, minimum=2),
+)
+
+
+def check_knobs(knobs: dict) -> None:
+    """Raise ValueError if the nested ``train`` budget has an unknown key or a bad value."""
+    from robench.config import TRAIN_KNOBS, check_value
+
+    train = {k.name: k for k in TRAIN_KNOBS}
+    for name, value in (knobs.get("train") or {}).items():
+        if name not in train:
+            raise ValueError(f"train: unknown key '{name}'; known: {', '.join(sorted(train))}")
+        check_value("shifted_cv.train", train[name], value)
+
+
+def settings(cfg) -> dict:
+    """Return the shifted-cv settings of a run configuration (resolved knobs).
+
+    ``repeats`` is the ``shifted_cv.repeats`` knob capped by ``cfg.repeats`` (so
     ``--repeats 1`` shrinks it too); the training budget is ``cfg.train`` updated with
     ``shifted_cv.train``.
     """
-    knobs = dict(getattr(cfg, "shifted_cv", None) or {})
-    folds = int(knobs.get("folds", 5))
-    if folds < 2:
-        raise ValueError(f"shifted-cv needs at least 2 folds, got {folds}")
-    repeats = max(1, min(int(knobs.get("repeats", 1)), int(cfg.repeats)))
-    val_fraction = float(knobs.get("val_fraction", 0.2))
-    if not 0 < val_fraction < 1:
-        raise ValueError(f"shifted-cv val_fraction must be in (0, 1), got {val_fraction}")
+    knobs = cfg.knobs[SECTION]
     return {
-        "folds": folds,
-        "repeats": repeats,
-        "val_fraction": val_fraction,
-        "train": {**(cfg.train or {}), **(knobs.get("train") or {})},
-        "vae_epochs": int(knobs.get("vae_epochs", 20)),
-        "latent_dim": int(knobs.get("latent_dim", 62)),
-        "max_points": int(knobs.get("max_points", 2000)),
-        "vae_max_train": (None if knobs.get("vae_max_train") is None
+        "folds": int(knobs["folds"]),
+        "repeats": max(1, min(int(knobs["repeats"]), int(cfg.repeats))),
+        "val_fraction": float(knobs["val_fraction"]),
+        "train": {**cfg.train, **(knobs["train"] or {})},
+        "vae_epochs": int(knobs["vae_epochs"]),
+        "latent_dim": int(knobs["latent_dim"]),
+        "max_points": int(knobs["max_points"]),
+        "vae_max_train": (None if knobs["vae_max_train"] is None
                           else int(knobs["vae_max_train"])),
     }
 
@@ -274,7 +301,6 @@ def run(spec: dict, env) -> dict:
         "best_epoch": int(getattr(model, "best_epoch_", 0) or 0),
         "history": history,
         "seconds": time.perf_counter() - t0,
-        "worker": f"{socket.gethostname()}:{os.getpid()}",
     }
 
 
@@ -284,7 +310,7 @@ def _maybe_float(v):
 
 def run_wasserstein(spec: dict, env) -> dict:
     """Compute the K x K fold distances of the shifted and the random folds, every repeat."""
-    from robench.vae import cached_latent_means
+    from robench.families.shifted_cv.vae import cached_latent_means
 
     t0 = time.perf_counter()
     dataset = env.dataset(spec["dataset"])
@@ -322,12 +348,11 @@ def run_wasserstein(spec: dict, env) -> dict:
             "max_points": p["max_points"],
         },
         "seconds": time.perf_counter() - t0,
-        "worker": f"{socket.gethostname()}:{os.getpid()}",
     }
 
 
 def _architecture(dataset) -> str:
-    from robench.vae import architecture
+    from robench.families.shifted_cv.vae import architecture
 
     return architecture(dataset.n_features, dataset.image_shape)
 

@@ -2,7 +2,7 @@
 
 For every repeat r and kind (inclusive, exclusive) the test partition is *exactly* the
 source-aware protocol's (same seed, repeat and kind: it is computed by
-:func:`robench.protocols.source_aware.partition`). The training partition is then cut down to
+:func:`robench.families.source_aware.protocol.partition`). The training partition is then cut down to
 nested, stratified subsets: one seeded, stratified ordering of the training partition per
 (seed, repeat, kind) is drawn once, and a subset of size n is its first n samples, so a larger
 subset contains every smaller one. Validation for early stopping is carved from the subset
@@ -26,9 +26,11 @@ import math
 
 import numpy as np
 
-from robench.protocols import source_aware
-from robench.protocols.base import Combo, derived_seed, fit_and_score, trial_key
+from robench.families.source_aware import protocol as source_aware
+from robench.seeds import derived_seed
+from robench.specs import Knob
 from robench.splitters import KIND_CODES, partition_rng, validation_split
+from robench.trials import Combo, fit_and_score, trial_key
 
 NAME = "adequacy"
 VERSION = "1"
@@ -45,13 +47,26 @@ FULL = "full"
 # --- planning --------------------------------------------------------------------------------
 
 
+SECTION = "adequacy"
+
+#: The sweep's knobs (``--set adequacy.KEY=VALUE``); repeats null = the run's repeats.
+KNOBS = (
+    Knob("repeats", "int", "repeats per size (capped by --repeats); null: the run's repeats",
+         default=None, profiles={"quick": 2}, minimum=1, nullable=True),
+    Knob("sizes", "list", "nominal training sizes of the sweep (below the full partition)",
+         default=list(DEFAULT_SIZES),
+         profiles={"quick": [100, 300, 1000], "paper": [100, 300, 1000, 3000, 10000, 30000]},
+         items="int", minimum=2),
+)
+
+
 def settings(cfg) -> tuple:
     """Return (repeats, nominal sizes) of the adequacy sweep for a run configuration.
 
-    Repeats are the profile's ``adequacy.repeats`` capped by ``cfg.repeats`` (so ``--repeats
-    1`` also shrinks the sweep); ``None`` means ``cfg.repeats``.
+    Repeats are the ``adequacy.repeats`` knob capped by ``cfg.repeats`` (so ``--repeats 1``
+    also shrinks the sweep); ``None`` means ``cfg.repeats``.
     """
-    knobs = dict(getattr(cfg, "adequacy", None) or {})
+    knobs = cfg.knobs[SECTION]
     wanted = knobs.get("repeats")
     repeats = cfg.repeats if wanted is None else max(1, min(int(wanted), cfg.repeats))
     sizes = sorted({int(s) for s in (knobs.get("sizes") or DEFAULT_SIZES)})

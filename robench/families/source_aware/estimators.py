@@ -1,6 +1,6 @@
 """Estimate a model's test accuracy when its test set is lost.
 
-The set-up (``../shared/papers/lost-test-set-estimator.txt``): a data set of N samples was
+The set-up (the blog post "What If You Lose Your Test Set?", 2017): a data set of N samples was
 split into N1 samples the model saw (here: fitted on *or* validated on) and N2 test samples,
 and nobody remembers which were which. Known: the model, the data set, N1, N2 and, from the
 training log, the model's accuracy on the part it saw.
@@ -26,7 +26,7 @@ Two estimators of the lost test accuracy ``a``:
   in eps1 reaches ``a`` multiplied by N1/N2 (4x for an 80/20 split).
 
 Everything here is a pure function of numbers and boolean vectors; the ``lost-test`` metric
-(:mod:`robench.builtin.adequacy`) applies it to stored random-split trials.
+(:mod:`robench.families.source_aware.metrics`) applies it to stored random-split trials.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
     (packed per-sample correctness over the data set), ``n_train``, ``n_val``, ``n_test``,
     ``train_accuracy``, ``val_accuracy`` and, for torch models, ``history``/``best_epoch``.
     """
-    from robench.protocols.base import unpack_bits
+    from robench.bits import unpack_bits
 
     n_fit, n_val, n2 = int(row["n_train"]), int(row["n_val"]), int(row["n_test"])
     n1 = n_fit + n_val

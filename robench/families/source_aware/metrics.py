@@ -1,9 +1,8 @@
-"""Built-in metrics ``adequacy`` (training-size sweep, class-specific rho) and ``lost-test``."""
+"""The ``adequacy`` (training-size sweep, class-specific rho) and ``lost-test`` metrics."""
 
 from __future__ import annotations
 
-from robench import hookimpl
-from robench.specs import MetricSpec, Score
+from robench.specs import Score
 
 ADEQUACY_DEFINITION = (
     "Dataset adequacy (Kilinc & Uysal, section 5.2). For each repeat and each of the "
@@ -41,8 +40,8 @@ LOST_TEST_DEFINITION = (
 
 def aggregate_adequacy(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s adequacy trials into per-size and class scores."""
-    from robench.protocols import adequacy as ad
-    from robench.protocols import source_aware as sa
+    from robench.families.source_aware import adequacy as ad
+    from robench.families.source_aware import protocol as sa
 
     base = dict(dataset=group["dataset"], model=group["model"], clusterer=group["clusterer"],
                 metric="adequacy")
@@ -122,7 +121,7 @@ LOST_TEST_SCORES = (
 
 def aggregate_lost_test(group: dict, trials: list) -> list:
     """Estimate each random-split trial's test accuracy as if its test set were lost."""
-    from robench import estimators as est
+    from robench.families.source_aware import estimators as est
 
     base = dict(dataset=group["dataset"], model=group["model"], clusterer="", metric="lost-test")
     usable = [t for t in trials if t.get("status") == "ok" and t.get("kind") == "random"
@@ -154,30 +153,3 @@ def aggregate_lost_test(group: dict, trials: list) -> list:
         scores.append(Score(**base, score=name, value=value, n=n, higher_is_better=higher,
                             details=details))
     return scores
-
-
-@hookimpl
-def register_metrics(register):
-    register(MetricSpec(
-        name="adequacy",
-        description="Dataset adequacy: E[AccX], E[AccI] and rho as the training set grows, "
-                    "per class too (opt-in in the quick profile: slow).",
-        protocol="adequacy",
-        aggregate=aggregate_adequacy,
-        definition=ADEQUACY_DEFINITION,
-        higher_is_better=True,
-        uses_clusterer=True,
-        version="1",
-        in_default_run=False,
-    ))
-    register(MetricSpec(
-        name="lost-test",
-        description="Lost-test-set estimators (corrected alpha, practical count identity) "
-                    "vs the true test accuracy of the random splits.",
-        protocol="random-split",
-        aggregate=aggregate_lost_test,
-        definition=LOST_TEST_DEFINITION,
-        higher_is_better=True,
-        uses_clusterer=False,
-        version="2",  # 2: batches sampled as hypergeometric counts (same distribution)
-    ))

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from robench.protocols.base import Combo, derived_seed, fit_and_score, make_spec
+from robench.seeds import derived_seed
+from robench.trials import Combo, fit_and_score, make_spec
 from robench.sources import find_sources, sources_key
 from robench.splitters import KIND_CODES, partition_rng, test_mask, validation_split
 

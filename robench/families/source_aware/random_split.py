@@ -9,8 +9,8 @@ combination without a clusterer. They run as source-aware trials (``spec["protoc
 
 from __future__ import annotations
 
-from robench.protocols import source_aware
-from robench.protocols.base import Combo
+from robench.families.source_aware import protocol as source_aware
+from robench.trials import Combo
 
 NAME = "random-split"
 VERSION = source_aware.VERSION

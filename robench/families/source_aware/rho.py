@@ -1,9 +1,8 @@
-"""Built-in metrics."""
+"""The ``rho`` metric (Kilinc & Uysal): E[AccX]/E[AccI] from source-aware trials."""
 
 from __future__ import annotations
 
-from robench import hookimpl
-from robench.specs import MetricSpec, Score
+from robench.specs import Score
 
 RHO_DEFINITION = (
     "rho = E[AccX] / E[AccI] (source-aware robustness, Kilinc & Uysal eq. 3): the mean test "
@@ -19,7 +18,7 @@ RHO_DEFINITION = (
 
 def aggregate_rho(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s source-aware trials into rho and its interval."""
-    from robench.protocols import source_aware as sa
+    from robench.families.source_aware import protocol as sa
 
     ok = [t for t in trials if t["status"] == "ok"]
     clus = group["clusterer"]
@@ -60,17 +59,3 @@ def aggregate_rho(group: dict, trials: list) -> list:
     scores.insert(0, Score(**base, score="rho", value=rho, ci_low=lo, ci_high=hi, n=n,
                            details=details))
     return scores
-
-
-@hookimpl
-def register_metrics(register):
-    register(MetricSpec(
-        name="rho",
-        description="Source-aware robustness E[AccX]/E[AccI] with the interval and a bootstrap CI.",
-        protocol="source-aware",
-        aggregate=aggregate_rho,
-        definition=RHO_DEFINITION,
-        higher_is_better=True,
-        uses_clusterer=True,
-        version="1",
-    ))

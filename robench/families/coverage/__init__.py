@@ -1,0 +1,46 @@
+"""Family ``coverage`` (Mani et al.): coverage testing in a model's feature space.
+
+Registers the ``coverage`` protocol (R reference models per data set and model; EP, CP, BC,
+PBC of the test split, covariate shift, coverage-guided generation and a decoder) and the
+``coverage`` metric (coverage-guided accuracy).
+"""
+
+from __future__ import annotations
+
+from robench import hookimpl
+from robench.families.coverage import leaderboard, metric, protocol, report
+from robench.specs import LeaderboardSection, MetricSpec, ProtocolSpec
+
+
+@hookimpl
+def register_protocols(register):
+    """Register coverage (after clusterability: it reuses that protocol's reference models)."""
+    register(ProtocolSpec(
+        name=protocol.NAME, version=protocol.VERSION, plan=protocol.plan, run=protocol.run,
+        after=protocol.AFTER, section=protocol.SECTION, knobs=protocol.KNOBS,
+        check_knobs=protocol.validate,
+        description="R reference models per (data set, model): test-set coverage (EP, CP, BC, "
+                    "PBC), covariate shift, and coverage-guided generated test sets.",
+    ))
+
+
+@hookimpl
+def register_metrics(register):
+    """Register coverage."""
+    register(MetricSpec(
+        name=metric.METRIC,
+        description="Coverage-guided accuracy: accuracy on feature-space test sets generated "
+                    "from centroid and boundary points (5 mixes); EP/CP/BC/PBC, covariate shift.",
+        needs_features=True,
+        protocol=protocol.NAME,
+        aggregate=metric.aggregate_coverage,
+        definition=metric.COVERAGE_DEFINITION,
+        higher_is_better=True,
+        uses_clusterer=False,
+        version="3",  # 3: mean over reference models with a t CI; 2: class-spread noise
+        report=report.report_lines,
+        leaderboard=LeaderboardSection(build=leaderboard.section, template="coverage.html",
+                                       templates=leaderboard.TEMPLATES,
+                                       title="Coverage-guided accuracy"),
+        display_order=30,
+    ))

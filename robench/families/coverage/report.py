@@ -1,0 +1,74 @@
+"""Text report of the coverage metric (``robench run`` and ``robench results``)."""
+
+from __future__ import annotations
+
+from robench.families.coverage.metric import METRIC, mix_order
+from robench.formatting import as_dict
+from robench.formatting import fixed as _f
+
+def _by_dataset(rows: list) -> dict:
+    out: dict = {}
+    for r in rows:
+        if r.get("metric") == METRIC:
+            out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
+    return out
+
+
+def _ranked(models: dict) -> list:
+    return sorted(models.items(), key=lambda kv: (
+        -((kv[1].get(METRIC) or {}).get("value") or -1), kv[0]))
+
+
+def _ci(head: dict) -> str:
+    lo, hi = head.get("ci_low"), head.get("ci_high")
+    if lo is None or hi is None:
+        return "-"
+    return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def report_lines(rows: list) -> list:
+    """Return the coverage tables (summary, then mixes x sizes) of score rows (dicts) as text."""
+    lines = []
+    for dataset, models in sorted(_by_dataset(rows).items()):
+        lines.append(f"\n{dataset} - coverage (Mani et al.); ranked by coverage-guided accuracy "
+                     "(mean over mixes at the largest size, then over R reference models; "
+                     "95% t CI over them); accuracies in %, every column a mean over the R "
+                     "models")
+        lines.append(f"  {'model':<18} {'layer':<11} {'cov-acc':>7} {'95% CI':>13} {'R':>2} "
+                     f"{'ACC':>6} {'EP min':>6} "
+                     f"{'EP max':>6} {'CP':>6} {'BC':>6} {'PBC':>6} {'pairs':>6} {'shift':>6} "
+                     f"{'null':>6}")
+        tables = []
+        for model, sc in _ranked(models):
+            head = sc.get(METRIC) or {}
+            det = as_dict(head.get("details"))
+            if head.get("value") is None and (det.get("not_applicable") or det.get("error")):
+                why = det.get("not_applicable") or det.get("error")
+                prefix = "not applicable: " if det.get("not_applicable") else ""
+                lines.append(f"  {model:<18} {prefix}{why}")
+                continue
+            g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
+            lines.append(
+                f"  {model:<18} {str(det.get('layer') or '-'):<11} "
+                f"{_f(head.get('value'), True, 7)} {_ci(head):>13} {head.get('n') or '-':>2} "
+                f"{_f(g('model_acc'), True, 6)} "
+                f"{_f(g('ep_min'), width=6)} {_f(g('ep_max'), width=6)} {_f(g('cp'), width=6)} "
+                f"{_f(g('bc'), width=6)} {_f(g('pbc'), width=6)} "
+                f"{_f(g('pbc_pairs_covered'), width=6)} {_f(g('covariate_shift'), width=6)} "
+                f"{_f(g('covariate_shift_null'), width=6)}")
+            if det.get("not_computable"):
+                lines.append(f"  {'':<18} coverage-guided accuracy not computable: "
+                             f"{det['not_computable']}")
+            tables.append((model, det.get("table") or {}))
+        for model, table in tables:
+            sizes = sorted({int(s) for row in table.values() for s in row})
+            if not sizes:
+                continue
+            lines.append(f"  {model}: accuracy (%) per generated set, mean over the R models; rows = size, columns = "
+                         "centroid-boundary mix")
+            mixes = mix_order(table)
+            lines.append("    " + f"{'size':>6}" + "".join(f"{m:>9}" for m in mixes))
+            for size in sizes:
+                cells = [table[m].get(str(size), table[m].get(size)) for m in mixes]
+                lines.append("    " + f"{size:>6}" + "".join(_f(c, True, 9) for c in cells))
+    return lines

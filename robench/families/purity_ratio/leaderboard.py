@@ -1,0 +1,65 @@
+"""Leaderboard section of the purity-ratio metric: the model table and the validation tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, _target_order
+from robench.formatting import scores_by_model
+
+TEMPLATES = str(Path(__file__).resolve().parent / "templates")
+
+
+def leaderboard_tables(rows: list) -> dict:
+    """Return the leaderboard context of one data set's purity-ratio score rows (dicts)."""
+    models = scores_by_model(rows, METRIC)
+    if not models:
+        return {}
+    zoo = models.pop(ZOO_MODEL, {})
+    table = []
+    for model, sc in models.items():
+        head = sc.get(METRIC) or {}
+        details = head.get("details") or {}
+        g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
+        table.append({
+            "model": model, "value": head.get("value"),
+            "higher_is_better": True, "zoo_member": bool(details.get("zoo_member")),
+            "note": details.get("not_applicable") or details.get("error"),
+            **{k: g(k) for k in ("model_acc", "p_purity_kmeans", "p_purity_multicut",
+                                 "p_acc_kmeans", "p_acc_multicut", "p_acc_combined", "delta",
+                                 "corruption_robustness", "acc_corrupted_all")},
+        })
+    pairs: dict = {}
+    for name, r in zoo.items():
+        kind, _, rest = name.partition("|")
+        if kind in ("r2", "tau"):
+            ind, _, target = rest.partition("|")
+            cell = pairs.setdefault(ind, {}).setdefault(target, {})
+            cell[kind], cell["n"] = r.get("value"), r.get("n")
+    targets_all = sorted({t for d in pairs.values() for t in d}, key=_target_order)
+    validation_tables = []
+    for title, cols in (("corruption robustness (ACC*/ACC_clean; overall and per severity)",
+                         [t for t in targets_all if t.startswith("corruption")]),
+                        ("adversarial robustness (relative robust accuracy per attack and eps)",
+                         [t for t in targets_all if not t.startswith("corruption")])):
+        if not cols:
+            continue
+        vrows = [{"indicator": ind,
+                  "n": max((c.get("n") or 0) for c in pairs[ind].values()),
+                  "cells": [pairs[ind].get(c, {}) for c in cols]}
+                 for ind in INDICATORS if ind in pairs]
+        validation_tables.append({"title": title, "columns": cols, "rows": vrows})
+    val = zoo.get("validation") or {}
+    return {"models": table, "validation": validation_tables,
+            "validation_note": (val.get("details") or {}).get("not_applicable")}
+
+
+def section(rows: list):
+    """Return the purity-ratio section of one data set (models ranked), or None without scores."""
+    from robench.leaderboard import rank_rows
+
+    tables = leaderboard_tables(rows)
+    if not tables:
+        return None
+    tables["models"] = rank_rows(sorted(tables["models"], key=lambda r: r["model"]))
+    return tables

@@ -1,0 +1,84 @@
+"""Family ``source-aware`` (Kilinc & Uysal): robustness to unseen sources inside a data set.
+
+Registers the ``source-aware`` protocol (source-inclusive, source-exclusive and random
+partitions), the ``random-split`` protocol (its random partitions alone) and the
+``adequacy`` protocol (training-size sweep), and the metrics built on them: ``rho``,
+``adequacy`` and ``lost-test`` (estimating test accuracy when the test set is lost).
+"""
+
+from __future__ import annotations
+
+from robench import hookimpl
+from robench.families.source_aware import (adequacy, leaderboard, metrics, protocol,
+                                           random_split, report, rho)
+from robench.specs import LeaderboardSection, MetricSpec, ProtocolSpec
+
+
+@hookimpl
+def register_protocols(register):
+    """Register source-aware, random-split and adequacy."""
+    register(ProtocolSpec(
+        name=protocol.NAME, version=protocol.VERSION, plan=protocol.plan, run=protocol.run,
+        prepare=protocol.prepare,
+        description="Per class k sources by clustering; R repeats each of source-inclusive, "
+                    "source-exclusive and stratified random train/test partitions.",
+    ))
+    register(ProtocolSpec(
+        name=random_split.NAME, version=random_split.VERSION, plan=random_split.plan,
+        run=random_split.run,
+        description="The source-aware protocol's stratified random splits alone (same trials, "
+                    "shared by key), for metrics that need no clusterer.",
+    ))
+    register(ProtocolSpec(
+        name=adequacy.NAME, version=adequacy.VERSION, plan=adequacy.plan, run=adequacy.run,
+        prepare=adequacy.prepare, section=adequacy.SECTION, knobs=adequacy.KNOBS,
+        description="Nested, stratified subsets of each source-aware training partition "
+                    "(test partitions fixed): the training-size sweep.",
+    ))
+
+
+@hookimpl
+def register_metrics(register):
+    """Register rho, adequacy and lost-test."""
+    register(MetricSpec(
+        name="rho",
+        description="Source-aware robustness E[AccX]/E[AccI] with the interval and a bootstrap CI.",
+        protocol=protocol.NAME,
+        aggregate=rho.aggregate_rho,
+        definition=rho.RHO_DEFINITION,
+        higher_is_better=True,
+        uses_clusterer=True,
+        version="1",
+        report=report.rho_lines,
+        leaderboard=LeaderboardSection(build=leaderboard.section, template="rho.html",
+                                       templates=leaderboard.TEMPLATES,
+                                       title="Robustness rho"),
+        display_order=10,
+    ))
+    register(MetricSpec(
+        name="adequacy",
+        description="Dataset adequacy: E[AccX], E[AccI] and rho as the training set grows, "
+                    "per class too (opt-in in the quick profile: slow).",
+        protocol=adequacy.NAME,
+        aggregate=metrics.aggregate_adequacy,
+        definition=metrics.ADEQUACY_DEFINITION,
+        higher_is_better=True,
+        uses_clusterer=True,
+        version="1",
+        in_default_run=False,
+        report=report.adequacy_lines,
+        display_order=60,
+    ))
+    register(MetricSpec(
+        name="lost-test",
+        description="Lost-test-set estimators (corrected alpha, practical count identity) "
+                    "vs the true test accuracy of the random splits.",
+        protocol=random_split.NAME,
+        aggregate=metrics.aggregate_lost_test,
+        definition=metrics.LOST_TEST_DEFINITION,
+        higher_is_better=True,
+        uses_clusterer=False,
+        version="2",  # 2: batches sampled as hypergeometric counts (same distribution)
+        report=report.lost_test_lines,
+        display_order=50,
+    ))

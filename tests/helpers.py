@@ -1,0 +1,27 @@
+"""Small helpers shared by the test modules."""
+
+from __future__ import annotations
+
+from robench.config import RunConfig, knob_sections
+
+
+def run_config(*args, registry=None, **kw) -> RunConfig:
+    """Return a resolved RunConfig; keyword arguments named like a knob section are settings.
+
+    ``run_config(datasets=..., train={"max_epochs": 1})`` is
+    ``RunConfig(datasets=..., settings={"train": {"max_epochs": 1}}).resolve(registry)``, with
+    the registry of the built-ins when none is given.
+    """
+    from robench.plugins import get_registry
+
+    registry = registry or get_registry()
+    sections = knob_sections(registry)
+    settings = dict(kw.pop("settings", {}) or {})
+    for name in list(kw):
+        if name in sections:
+            settings[name] = kw.pop(name)
+    if args:
+        kw.update(dict(zip(("datasets", "models", "clusterers", "metrics"), args)))
+    for kind in ("datasets", "models", "clusterers", "metrics"):
+        kw.setdefault(kind, [])
+    return RunConfig(settings=settings, **kw).resolve(registry)
