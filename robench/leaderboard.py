@@ -13,7 +13,8 @@ from typing import Iterable, Optional
 
 import jinja2
 
-from robench.store import Store, summarize_skips
+from robench.skips import summarize_skips
+from robench.store import Store
 
 #: The metric and its sub-scores the main per-clusterer tables are built from.
 RHO_METRIC = "rho"
