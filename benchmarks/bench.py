@@ -343,7 +343,7 @@ def main():
             bench_help(rows)
     width = max(len(r[0]) for r in rows)
     w2 = max([len("measured")] + [len(r[1]) for r in rows])
-    from robench.store import platform_description
+    from robench.provenance import platform_description
 
     cpu = platform_description().partition("; CPU: ")[2]
     print(f"robench {robench.__version__} benchmark on {platform.node()}: {os.cpu_count()} cores "

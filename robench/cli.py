@@ -30,7 +30,7 @@ def friendly_errors(fn):
         from robench.plugins import PluginError, UnknownComponentError
         from robench.runner import ConfigError
         from robench.sources import SourcesError
-        from robench.store import ReadOnlyQueryError
+        from robench.readonly import ReadOnlyQueryError
 
         try:
             return fn(*args, **kwargs)
@@ -309,7 +309,7 @@ def _print_skips(skipped):
     if not skipped:
         return
     click.echo("\nSkipped (not applicable, not counted as failures):")
-    from robench.store import summarize_skips
+    from robench.skips import summarize_skips
 
     for s in summarize_skips(skipped):
         click.echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
@@ -429,7 +429,7 @@ def query(sql, fmt, db_path):
     Example:
       robench query "select model, value from scores where metric='rho' and score='rho'"
     """
-    from robench.store import query_readonly
+    from robench.readonly import query_readonly
 
     cols, rows = query_readonly(db_path, sql)
     _emit(cols, rows, fmt)

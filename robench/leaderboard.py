@@ -17,7 +17,8 @@ from typing import Iterable, Optional
 import jinja2
 import markupsafe
 
-from robench.store import Store, summarize_skips
+from robench.skips import summarize_skips
+from robench.store import Store
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 

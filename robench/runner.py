@@ -118,7 +118,7 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     """Plan, run what is not stored yet, store every trial as it finishes, aggregate scores.
 
     Scores whose inputs did not change since they were stored are reused, not recomputed
-    (see :func:`_aggregate`); ``rescore`` recomputes them all.
+    (see :func:`robench.scoring.score_groups`); ``rescore`` recomputes them all.
     """
     from robench.cache import cache_dir
 
@@ -166,10 +166,12 @@ def execute(cfg, registry, store, *, command: str = "robench run",
 
     scores, n_aggregated, n_reused = [], 0, 0
     if not interrupted:
+        from robench.scoring import score_groups
+
         versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
                     for g in plan.groups}
-        scores, n_aggregated, n_reused = _aggregate(plan, store, run_id, versions=versions,
-                                                    rescore=rescore)
+        scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
+                                                      versions=versions, rescore=rescore)
     status = "interrupted" if interrupted else ("failed" if failed else "ok")
     store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
                      n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),
@@ -245,120 +247,3 @@ def _blocked_row(spec, error):
     from robench.executors import failed_row
 
     return failed_row(spec, error)
-
-
-def _aggregate(plan, store, run_id, *, versions: Optional[dict] = None,
-               rescore: bool = False) -> tuple:
-    """Compute every group's scores from its stored trials and upsert them; return
-    (scores, n_aggregated, n_reused).
-
-    A group whose inputs are unchanged since its scores were stored (same trials, each stored
-    row the same, same metric name, version and definition) is not aggregated again: its
-    stored scores are reported as they are, still tagged with the run that computed them.
-    Any change (a new, re-run or failed trial, another metric version, a score row deleted or
-    overwritten since) computes the group afresh; ``rescore`` computes every group afresh.
-    """
-    from robench.store import score_digest, score_row, utc_now
-
-    versions = versions or {}
-    now = utc_now()
-    digests = store.trial_digests({k for g in plan.groups for k in g.keys})
-    records = {} if rescore else store.score_groups(_group_key(g) for g in plan.groups)
-    stored = store.score_rows({k for r in records.values() for k, _ in r.get("scores") or []})
-    definitions = {g.metric.name: (g.metric.version, g.metric.definition) for g in plan.groups}
-    written, written_scores = {}, {}  # score key -> digest / Score this run writes
-    all_scores, score_rows, group_rows = [], [], []
-    n_aggregated = n_reused = 0
-
-    stored_digests, stored_scores = {}, {}  # each stored row digested and decoded once
-
-    def current(k):  # the digest of score k as it will be once this run's writes are done
-        if k in written:
-            return written[k]
-        if k not in stored_digests:
-            stored_digests[k] = score_digest(stored[k]) if k in stored else None
-        return stored_digests[k]
-
-    def reused(k):
-        if k in written:
-            return written_scores[k]
-        if k not in stored_scores:
-            stored_scores[k] = _stored_score(stored[k])
-        return stored_scores[k]
-
-    for group in plan.groups:
-        metric = group.metric
-        gkey = _group_key(group)
-        inputs = _inputs_fingerprint(group, digests, versions.get(metric.name, ""))
-        record = records.get(gkey)
-        if record is not None and record.get("inputs") == inputs:
-            pairs = record.get("scores") or []
-            if all(current(k) == d for k, d in pairs):
-                all_scores.extend(reused(k) for k, _ in pairs)
-                n_reused += 1
-                continue
-        rows = store.trials(keys=group.keys)
-        scores = [_with_direction(s, metric) for s in metric.aggregate(group.key_dict, rows)]
-        pairs = []
-        for s in scores:
-            row = score_row(s, run_id, definitions, now, inputs)
-            digest = score_digest(row)
-            written[row["key"]] = digest
-            written_scores[row["key"]] = s
-            score_rows.append(row)
-            pairs.append([row["key"], digest])
-        group_rows.append({"key": gkey, "run_id": run_id, **group.key_dict, "metric": metric.name,
-                           "metric_version": str(metric.version), "inputs": inputs,
-                           "trial_keys": sorted(set(group.keys)), "scores": pairs,
-                           "computed_at": now})
-        all_scores.extend(scores)
-        n_aggregated += 1
-    store.save_score_groups(score_rows, group_rows)
-    return all_scores, n_aggregated, n_reused
-
-
-def _group_key(group) -> str:
-    """Return the key of a group's score-group record: metric and combination."""
-    from robench.cache import content_key
-
-    return content_key("score-group", group.metric.name, group.key_dict)
-
-
-def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
-    """Return a hash of everything a group's aggregate reads: its trials as stored, the group
-    and the metric's identity (name, plugin and metric version, definition, robench version)."""
-    import hashlib
-    import json
-
-    from robench import __version__
-
-    metric = group.metric
-    payload = {
-        "metric": [metric.name, str(metric.version), metric.plugin, component_version,
-                   hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()],
-        "robench": __version__,
-        "group": group.key_dict,
-        "trials": sorted((k, digests.get(k)) for k in set(group.keys)),
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
-
-
-def _stored_score(row: dict):
-    """Return the Score a stored score row holds (JSON decoded)."""
-    from robench.specs import Score
-    from robench.store import _decode_row
-
-    row = _decode_row("scores", dict(row))
-    fields = ("dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high",
-              "n", "higher_is_better")
-    details = row.get("details")
-    return Score(**{f: row[f] for f in fields},
-                 details=details if isinstance(details, dict) else {})
-
-
-def _with_direction(score, metric):
-    from dataclasses import replace
-
-    if score.score == metric.name:
-        return replace(score, higher_is_better=metric.higher_is_better)
-    return score

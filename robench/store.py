@@ -1,42 +1,37 @@
-"""SQLite results store: runs, trials, scores, clusterings and skips, written with upserts.
+"""The SQLite results database: its schema, and reading and writing its rows.
 
+Tables: ``runs``, ``trials``, ``scores``, ``score_groups``, ``clusterings`` and ``skips``.
 Every result row has a hashed or compound primary key and is written with an upsert, so a
 second ``robench run`` with the same config rewrites nothing it does not have to. Only the
 driver process writes (invariant 5), and every finished trial is committed on its own, so a
 crash loses at most the trials that were still in flight.
 
-``score_groups`` holds, per metric and (dataset, model, clusterer), what its scores were
-computed from: a fingerprint of the inputs (the trial rows as stored, the metric's name,
-version and definition), the trial keys, and a digest of every score row written. A rerun
-whose inputs are unchanged reports the stored scores instead of computing them again; each
-score row's ``inputs`` column holds the fingerprint it was computed from, and its ``run_id``
-the run that computed it.
+Every column is declared in :data:`SCHEMA`; a row with any other key is refused. Columns
+listed in :data:`JSON_COLUMNS` hold JSON text: encoded on write, decoded on read. What a
+protocol records beyond the declared trial columns goes in the trial's ``extra`` dict. A
+declared column that a file written by an older robench lacks is added when a row with a
+value for it is written, never when the file is opened.
 
-This module must stay importable without torch: ``robench leaderboard`` and ``robench query``
+What a score is computed from and when it is reused is :mod:`robench.scoring`'s business;
+what a run records about its machine is :mod:`robench.provenance`'s.
+
+This module must stay importable without torch: ``robench leaderboard`` and ``robench results``
 read results on machines that never trained anything.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
 import math
-import platform
 import sqlite3
-import subprocess
-import sys
 import threading
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Optional
+from typing import Any, Iterable, Optional
 
 import sqlite_utils
 
-from robench import __version__
-
-if TYPE_CHECKING:  # pragma: no cover
-    from robench.specs import Score
+from robench.provenance import run_environment, utc_now
 
 #: Run statuses, in the order a run can move through them.
 RUN_STATUSES = ("running", "ok", "failed", "interrupted")
@@ -44,16 +39,6 @@ RUN_STATUSES = ("running", "ok", "failed", "interrupted")
 TRIAL_STATUSES = ("ok", "failed")
 #: Counters ``finish_run`` accepts.
 RUN_COUNTS = ("n_planned", "n_cached", "n_ok", "n_failed", "n_skipped")
-
-#: Columns that hold JSON text, per table; they are encoded on write and decoded on read.
-JSON_COLUMNS = {
-    "runs": ("config", "plugin_versions"),
-    "trials": ("params", "spec", "versions", "per_class", "history"),
-    "scores": ("details",),
-    "score_groups": ("trial_keys", "scores"),
-    "clusterings": ("details",),
-    "skips": (),
-}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -103,7 +88,15 @@ CREATE TABLE IF NOT EXISTS trials (
     history TEXT,
     seconds REAL,
     worker TEXT,
-    finished_at TEXT
+    finished_at TEXT,
+    -- written by some protocols only, in the order older files gained them
+    all_accuracy REAL,  -- accuracy on the whole data set, training rows included
+    correct TEXT,  -- per-row correctness on the whole data set: packed bits, base64
+    last_val_accuracy REAL,  -- at the last epoch rather than the best one
+    last_test_accuracy REAL,
+    details TEXT,  -- JSON: what a trial that trains no model measured
+    not_applicable TEXT,  -- why a trial had nothing to measure (it still counts as ok)
+    extra TEXT  -- JSON: a protocol's own results beyond the columns above
 );
 CREATE TABLE IF NOT EXISTS scores (
     key TEXT PRIMARY KEY,
@@ -163,77 +156,40 @@ CREATE INDEX IF NOT EXISTS idx_trials_group ON trials (dataset, model, clusterer
 CREATE INDEX IF NOT EXISTS idx_scores_dataset_metric ON scores (dataset, metric);
 """
 
+#: Columns that hold JSON text, per table; they are encoded on write and decoded on read.
+JSON_COLUMNS = {
+    "runs": ("config", "plugin_versions"),
+    "trials": ("params", "spec", "versions", "per_class", "history", "details", "extra"),
+    "scores": ("details",),
+    "score_groups": ("trial_keys", "scores"),
+    "clusterings": ("details",),
+    "skips": (),
+}
+
+#: Per table, the JSON column where data of a protocol's own belongs (named when refusing a
+#: row with an undeclared column).
+_OPEN_COLUMNS = {"trials": "extra", "scores": "details", "clusterings": "details"}
+
+
+def _declared_columns(schema: str) -> dict[str, dict[str, str]]:
+    """Return {table: {column: declared type}} of the tables ``schema`` creates, in order."""
+    # SQLite parses the schema itself, so the SQL above stays the one declaration.
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(schema)
+        tables = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        return {table: {row[1]: row[2] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+                for table in tables}
+    finally:
+        conn.close()
+
+
+#: Every table's declared columns with their SQLite types, in schema order.
+COLUMNS = _declared_columns(SCHEMA)
+
 # SQLite's default limit on bound parameters is 999 in older builds; stay well below it.
 _CHUNK = 500
-
-
-def utc_now() -> str:
-    """Return the current time as an ISO 8601 UTC string with second precision."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str) -> str:
-    """Return the primary key of one score row: sha256 of the JSON of what identifies it."""
-    payload = json.dumps([dataset, model, clusterer or "", metric, score])
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
-def score_row(score: "Score", run_id: int, definitions: dict, computed_at: str,
-              inputs: Optional[str] = None) -> dict:
-    """Return the scores-table row of ``score``, encoded for SQLite.
-
-    ``definitions`` maps a metric name to ``(version, definition text)``; ``inputs`` is the
-    fingerprint of what the score was computed from (see ``score_groups``), if known.
-    """
-    s = score
-    if s.metric not in definitions:
-        raise ValueError(
-            f"no definition given for metric {s.metric!r}; every score row must say "
-            "which definition produced it"
-        )
-    version, definition = definitions[s.metric]
-    return _encode_row(
-        "scores",
-        {
-            "key": score_key(s.dataset, s.model, s.clusterer, s.metric, s.score),
-            "run_id": run_id,
-            "dataset": s.dataset,
-            "model": s.model,
-            "clusterer": s.clusterer or "",
-            "metric": s.metric,
-            "metric_version": str(version),
-            "score": s.score,
-            "value": s.value,
-            "ci_low": s.ci_low,
-            "ci_high": s.ci_high,
-            "n": s.n,
-            "higher_is_better": int(bool(s.higher_is_better)),
-            "definition": definition,
-            "details": dict(s.details or {}),
-            "computed_at": computed_at,
-            "inputs": inputs,
-        },
-    )
-
-
-#: Columns of a score row that carry its content (what a reused score must still match).
-_SCORE_CONTENT = ("key", "metric_version", "value", "ci_low", "ci_high", "n",
-                  "higher_is_better", "definition", "details")
-
-
-def _number(value: Any) -> Any:
-    # SQLite's column affinity turns 1 into 1.0 in a REAL column and 3.0 into 3 in an INTEGER
-    # one; compare numbers the way they come back.
-    if isinstance(value, (bool, int, float)):
-        value = float(value)
-        return int(value) if value.is_integer() else value
-    return value
-
-
-def score_digest(row: dict) -> str:
-    """Return a digest of a score row's content, as written by :func:`score_row` or as stored."""
-    content = [_number(row.get(c)) for c in _SCORE_CONTENT]
-    return hashlib.sha256(repr(content).encode("utf-8")).hexdigest()
 
 
 def _plain(value: Any) -> Any:
@@ -271,8 +227,22 @@ def _decode_json(text: Any) -> Any:
         return text
 
 
-def _encode_row(table: str, row: dict) -> dict:
-    """Return a copy of ``row`` ready for SQLite: JSON columns encoded, scalars made plain."""
+def encode_row(table: str, row: dict) -> dict:
+    """Return a copy of ``row`` ready for SQLite: JSON columns encoded, scalars made plain.
+
+    Encoding an encoded row changes nothing. Raises ValueError for a key that is not a
+    declared column of ``table``, and for a dict or list in a column that is not JSON.
+    """
+    declared = COLUMNS[table]
+    unknown = [name for name in row if name not in declared]
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        where = (f"data of a protocol's own belongs in the JSON column '{_OPEN_COLUMNS[table]}'"
+                 if table in _OPEN_COLUMNS else f"its columns are {', '.join(declared)}")
+        raise ValueError(
+            f"a {table} row has undeclared column(s) {names}: {where} (a new column must be "
+            "declared in robench.store.SCHEMA)"
+        )
     json_columns = JSON_COLUMNS[table]
     out = {}
     for name, value in row.items():
@@ -280,80 +250,23 @@ def _encode_row(table: str, row: dict) -> dict:
             out[name] = _encode_json(value)
             continue
         value = _plain(value)
-        # an extra column may carry a numpy array or a dict; SQLite can only bind scalars
-        out[name] = _encode_json(value) if isinstance(value, (dict, list)) else value
+        if isinstance(value, (dict, list)):
+            raise ValueError(
+                f"column '{name}' of {table} holds a single value, not a {type(value).__name__}; "
+                f"JSON columns of {table}: {', '.join(json_columns) or 'none'}"
+            )
+        out[name] = value
     return out
 
 
-def _decode_row(table: str, row: dict) -> dict:
-    """Return ``row`` with its JSON columns decoded back to Python values."""
+def decode_row(table: str, row: dict) -> dict:
+    """Return ``row`` with its JSON columns decoded back to Python values (in place)."""
     for name in JSON_COLUMNS[table]:
         if name in row:
             row[name] = _decode_json(row[name])
     if table == "scores" and row.get("higher_is_better") is not None:
         row["higher_is_better"] = bool(row["higher_is_better"])
     return row
-
-
-#: Vector instruction sets, best first: torch and oneDNN pick kernels by the best one present,
-#: and kernels for different sets may round differently in the last bit.
-_VECTOR_ISAS = ("avx512f", "avx2", "avx", "asimd", "neon")
-
-
-def platform_description(cpuinfo: str = "/proc/cpuinfo") -> str:
-    """Return the OS platform plus the CPU model and its best vector instruction set.
-
-    Trials are bit-identical across runs and executors on one machine, but torch dispatches
-    to kernels for the CPU's instruction set, so the same seed can give results differing in
-    the last bits (and, through early stopping, in a few predictions) on another CPU. Stored
-    with every run so such differences can be traced. Reads ``cpuinfo`` on Linux; elsewhere
-    falls back to :func:`platform.processor`.
-    """
-    model, flags = "", set()
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                key = key.strip().lower()
-                if key in ("model name", "cpu model", "hardware") and not model:
-                    model = value.strip()
-                elif key in ("flags", "features") and not flags:
-                    flags = set(value.split())
-                if model and flags:
-                    break
-    except OSError:
-        pass
-    model = model or platform.processor() or platform.machine() or "unknown CPU"
-    isa = next((name for name in _VECTOR_ISAS if name in flags), None)
-    cpu = f"{model}, {isa}" if isa else model
-    return f"{platform.platform()}; CPU: {cpu}"
-
-
-def _torch_version() -> Optional[str]:
-    """Return the installed torch version without importing torch, or None."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        return getattr(torch, "__version__", None)
-    try:
-        return importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _git_rev() -> Optional[str]:
-    """Return the git commit of the robench source tree, or None outside a checkout."""
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=3,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    rev = result.stdout.strip()
-    return rev if result.returncode == 0 and rev else None
 
 
 class Store:
@@ -409,17 +322,13 @@ class Store:
             "started_at": utc_now(),
             "status": "running",
             "command": command,
-            "robench_version": __version__,
-            "python": platform.python_version(),
-            "platform": platform_description(),
-            "torch_version": _torch_version(),
-            "git_rev": _git_rev(),
+            **run_environment(),
             "seed": seed,
             "config": config,
             "plugin_versions": plugin_versions,
         }
         with self._lock, self.db.atomic():
-            table = self.db["runs"].insert(_encode_row("runs", row))
+            table = self.db["runs"].insert(encode_row("runs", row))
         return int(table.last_pk)
 
     def finish_run(self, run_id: int, status: str, **counts: int) -> None:
@@ -438,7 +347,7 @@ class Store:
         """Return run rows (all, or those with the given ids), oldest first, JSON decoded."""
         where, params = self._where("runs", {} if ids is None else {"id": list(ids)})
         rows = self._select(f"SELECT * FROM runs {where} ORDER BY id", params)
-        return [_decode_row("runs", row) for row in rows]
+        return [decode_row("runs", row) for row in rows]
 
     # -- trials -----------------------------------------------------------------------------
 
@@ -460,7 +369,11 @@ class Store:
         return found
 
     def save_trial(self, row: dict) -> None:
-        """Upsert one trial row by its ``key`` and commit it at once."""
+        """Upsert one trial row by its ``key`` and commit it at once.
+
+        Every key must be a declared column (ValueError otherwise); what a protocol records
+        beyond them goes in ``extra``, a dict.
+        """
         if not row.get("key"):
             raise ValueError("a trial row needs a non-empty 'key'")
         status = row.get("status")
@@ -470,9 +383,10 @@ class Store:
         # '' rather than NULL keeps (dataset, model, clusterer) comparable with '=' and unique
         row["clusterer"] = row.get("clusterer") or ""
         row.setdefault("finished_at", utc_now())
+        row = encode_row("trials", row)
         with self._lock, self.db.atomic():
-            # alter=True: a protocol may record an extra field without a schema migration
-            self.db["trials"].upsert(_encode_row("trials", row), pk="key", alter=True)
+            (row,) = self._fit_to_file("trials", [row])
+            self.db["trials"].upsert(row, pk="key")
 
     def trials(self, keys: Optional[Iterable[str]] = None, **filters: Any) -> list[dict]:
         """Return trial rows, JSON decoded, optionally only ``keys`` and matching ``filters``.
@@ -498,38 +412,33 @@ class Store:
             rows.sort(
                 key=lambda r: tuple((r[c] is None, 0 if r[c] is None else r[c]) for c in columns)
             )
-        return [_decode_row("trials", row) for row in rows]
+        return [decode_row("trials", row) for row in rows]
 
     # -- scores -----------------------------------------------------------------------------
 
-    def save_scores(self, scores: list["Score"], run_id: int, definitions: dict) -> None:
-        """Upsert scores by key in one transaction, each tagged with its metric's definition.
-
-        ``definitions`` maps a metric name to ``(version, definition text)``.
-        """
-        now = utc_now()
-        self.save_score_groups([score_row(s, run_id, definitions, now) for s in scores], [])
-
     def save_score_groups(self, score_rows: list[dict], groups: list[dict]) -> None:
-        """Upsert score rows (from :func:`score_row`) and score-group records in one transaction.
+        """Upsert score rows and score-group records in one transaction.
 
-        A score-group record says what one metric's scores of one (dataset, model, clusterer)
-        were computed from: the fingerprint of their inputs (``inputs``), the trial keys, and
-        ``scores``, the ``[score key, digest]`` pairs in the order the metric returned them.
+        Score rows come from :func:`robench.scoring.score_row`. A score-group record says what
+        one metric's scores of one (dataset, model, clusterer) were computed from: the
+        fingerprint of their inputs (``inputs``), the trial keys, and ``scores``, the
+        ``[score key, digest]`` pairs in the order the metric returned them.
         """
-        groups = [_encode_row("score_groups", g) for g in groups]
+        score_rows = [encode_row("scores", row) for row in score_rows]
+        groups = [encode_row("score_groups", g) for g in groups]
         if not score_rows and not groups:
             return
         with self._lock, self.db.atomic():
             if score_rows:
-                self.db["scores"].upsert_all(score_rows, pk="key")
+                self.db["scores"].upsert_all(self._fit_to_file("scores", score_rows), pk="key")
             if groups:
-                self.db["score_groups"].upsert_all(groups, pk="key")
+                self.db["score_groups"].upsert_all(self._fit_to_file("score_groups", groups),
+                                                   pk="key")
 
     def score_groups(self, keys: Iterable[str]) -> dict[str, dict]:
         """Return {key: score-group record, JSON decoded} for the stored ones among ``keys``."""
         rows = self._select_keys("score_groups", keys)
-        return {row["key"]: _decode_row("score_groups", row) for row in rows}
+        return {row["key"]: decode_row("score_groups", row) for row in rows}
 
     def score_rows(self, keys: Iterable[str]) -> dict[str, dict]:
         """Return {key: score row as stored (JSON not decoded)} for the stored ones among ``keys``."""
@@ -539,7 +448,8 @@ class Store:
         """Return {key: digest of the stored trial row} for the stored ones among ``keys``.
 
         The digest covers every column as stored, so any rewrite of a trial (run again, another
-        status, a changed value) gives another digest.
+        status, a changed value) gives another digest; :mod:`robench.scoring` fingerprints a
+        score group's inputs with the digests of its trials.
         """
         out = {}
         keys = list(dict.fromkeys(keys))
@@ -563,7 +473,7 @@ class Store:
         filters = {"dataset": dataset, "metric": metric, "model": model}
         where, params = self._where("scores", {k: v for k, v in filters.items() if v is not None})
         sql = f"SELECT * FROM scores {where} ORDER BY dataset, metric, clusterer, model, score"
-        return [_decode_row("scores", row) for row in self._select(sql, params)]
+        return [decode_row("scores", row) for row in self._select(sql, params)]
 
     # -- clusterings and skips --------------------------------------------------------------
 
@@ -573,14 +483,16 @@ class Store:
             raise ValueError("a clustering row needs a non-empty 'key'")
         row = dict(row)
         row.setdefault("created_at", utc_now())
+        row = encode_row("clusterings", row)
         with self._lock, self.db.atomic():
-            self.db["clusterings"].upsert(_encode_row("clusterings", row), pk="key", alter=True)
+            (row,) = self._fit_to_file("clusterings", [row])
+            self.db["clusterings"].upsert(row, pk="key")
 
     def clusterings(self, **filters: Any) -> list[dict]:
         """Return clustering rows, JSON decoded, matching ``filters``."""
         where, params = self._where("clusterings", filters)
         sql = f"SELECT * FROM clusterings {where} ORDER BY dataset, clusterer, k, seed, key"
-        return [_decode_row("clusterings", row) for row in self._select(sql, params)]
+        return [decode_row("clusterings", row) for row in self._select(sql, params)]
 
     def save_skip(
         self,
@@ -611,6 +523,27 @@ class Store:
         return self._select(sql, params)
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _fit_to_file(self, table: str, rows: list[dict]) -> list[dict]:
+        """Return encoded ``rows`` ready for this file's ``table``, which may be older.
+
+        A declared column the file lacks is added (ALTER TABLE ADD COLUMN) when a row has a
+        value for it; a NULL for it is dropped instead. Called inside the write's transaction,
+        never at open: a new column changes every stored row as ``SELECT *`` returns it, so
+        every trial digest and score-group fingerprint (:mod:`robench.scoring`) of an older
+        file would change, whether or not anything needed the column.
+        """
+        present = set(self.db[table].columns_dict)
+        missing = [name for name in COLUMNS[table] if name not in present]
+        if not missing:
+            return rows
+        used = {name for row in rows for name, value in row.items() if value is not None}
+        for name in missing:
+            if name in used:
+                sqltype = COLUMNS[table][name]
+                self.db.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {sqltype}')
+        unused = set(missing) - used
+        return [{k: v for k, v in row.items() if k not in unused} for row in rows]
 
     def _where(self, table: str, filters: dict) -> tuple[str, list]:
         """Return a WHERE clause and its parameters for column filters on ``table``."""
@@ -653,151 +586,3 @@ class Store:
         with self._lock:
             return [dict(row) for row in self.db.query(sql, params)]
 
-
-# -- read-only SQL for `robench query` --------------------------------------------------------
-
-
-class ReadOnlyQueryError(Exception):
-    """A statement given to the read-only query interface would change the database."""
-
-
-# Statements refused by their first keyword before SQLite sees them; some (VACUUM INTO, REINDEX)
-# act before, or without, any authorizer callback.
-_WRITE_KEYWORDS = {
-    "INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "DROP", "CREATE", "ALTER", "ATTACH",
-    "DETACH", "VACUUM", "REINDEX", "ANALYZE", "BEGIN", "COMMIT", "END", "ROLLBACK",
-    "SAVEPOINT", "RELEASE",
-}  # fmt: skip
-
-# SQLite authorizer action codes (sqlite3.h); Python's module names some of them ambiguously.
-_DENIED_ACTIONS = {
-    1: "CREATE INDEX", 2: "CREATE TABLE", 3: "CREATE INDEX", 4: "CREATE TABLE",
-    5: "CREATE TRIGGER", 6: "CREATE VIEW", 7: "CREATE TRIGGER", 8: "CREATE VIEW",
-    9: "DELETE", 10: "DROP INDEX", 11: "DROP TABLE", 12: "DROP INDEX", 13: "DROP TABLE",
-    14: "DROP TRIGGER", 15: "DROP VIEW", 16: "DROP TRIGGER", 17: "DROP VIEW", 18: "INSERT",
-    22: "transaction", 23: "UPDATE", 24: "ATTACH", 25: "DETACH", 26: "ALTER TABLE",
-    27: "REINDEX", 28: "ANALYZE", 29: "CREATE VIRTUAL TABLE", 30: "DROP VIRTUAL TABLE",
-    32: "SAVEPOINT",
-}  # fmt: skip
-_PRAGMA = 19
-_UPDATE = 23
-# SQLite reports its own schema bookkeeping as UPDATEs of these while preparing plain reads
-# such as SELECT ... FROM pragma_table_info(...); a user cannot write them without a CREATE.
-_SCHEMA_TABLES = {"sqlite_master", "sqlite_temp_master", "sqlite_schema", "sqlite_temp_schema"}
-# PRAGMAs that only read. Anything else (an assignment, or a side effect like wal_checkpoint
-# or optimize) is refused.
-_READ_PRAGMAS = {
-    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
-    "database_list", "collation_list", "function_list", "module_list", "pragma_list",
-    "compile_options", "page_count", "page_size", "freelist_count", "data_version",
-    "encoding", "user_version", "schema_version", "application_id", "journal_mode",
-    "foreign_keys", "query_only", "auto_vacuum",
-}  # fmt: skip
-_READ_PRAGMAS_WITH_ARGUMENT = {
-    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
-}  # fmt: skip
-
-
-def _first_keyword(sql: str) -> str:
-    """Return the first SQL keyword of ``sql``, upper-cased, skipping whitespace and comments."""
-    i, n = 0, len(sql)
-    while i < n:
-        if sql[i].isspace() or sql[i] in ";\ufeff":
-            i += 1
-        elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = n if end == -1 else end + 1
-        elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            i = n if end == -1 else end + 2
-        else:
-            break
-    j = i
-    while j < n and (sql[j].isalnum() or sql[j] == "_"):
-        j += 1
-    return sql[i:j].upper()
-
-
-def _refusal(kind: str) -> ReadOnlyQueryError:
-    """Return the error for a refused statement of the given kind."""
-    return ReadOnlyQueryError(
-        f"the query interface is read-only: refused a {kind} statement "
-        "(only SELECT, WITH ... SELECT, EXPLAIN and read-only PRAGMAs are allowed)"
-    )
-
-
-def query_readonly(path, sql: str, params=()) -> tuple[list[str], list[tuple]]:
-    """Run one read-only SQL statement on the results database; return (columns, rows).
-
-    Raises ReadOnlyQueryError for any statement that would write, FileNotFoundError if the
-    database does not exist and ValueError (with SQLite's message) for invalid SQL.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no results database at {path}; run `robench run` first to create it"
-        )
-    keyword = _first_keyword(sql)
-    if keyword in _WRITE_KEYWORDS:
-        raise _refusal(keyword)
-
-    refused: list[str] = []
-
-    def authorize(action, arg1, arg2, db_name, trigger):
-        # Prepare-time veto: a refused statement never runs, so the file cannot change.
-        if action == _UPDATE and arg1 in _SCHEMA_TABLES:
-            return sqlite3.SQLITE_OK
-        if action in _DENIED_ACTIONS:
-            refused.append(_DENIED_ACTIONS[action])
-            return sqlite3.SQLITE_DENY
-        if action == _PRAGMA:
-            name = (arg1 or "").lower()
-            allowed = name in _READ_PRAGMAS and (
-                arg2 is None or name in _READ_PRAGMAS_WITH_ARGUMENT
-            )
-            if not allowed:
-                refused.append(f"PRAGMA {name}" + ("" if arg2 is None else f" = {arg2}"))
-                return sqlite3.SQLITE_DENY
-        return sqlite3.SQLITE_OK
-
-    # mode=ro and query_only are the backstops; the authorizer is what names the refusal.
-    # as_uri() percent-encodes the path, so a '?' or '#' in a directory name cannot break it
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        conn.execute("PRAGMA query_only = ON")
-        conn.set_authorizer(authorize)
-        try:
-            cursor = conn.execute(sql, params)
-            columns = [d[0] for d in cursor.description or ()]
-            rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
-        except (sqlite3.Error, sqlite3.Warning) as exc:
-            if refused:
-                raise _refusal(refused[0]) from None
-            if "readonly" in str(exc) or "read-only" in str(exc):
-                raise _refusal(keyword or "write") from None
-            raise ValueError(f"SQL error: {exc}") from None
-        return columns, rows
-    finally:
-        conn.close()
-
-
-def summarize_skips(skipped: Iterable[dict]) -> list[dict]:
-    """Group skip rows by (metric, reason); name what each reason does not already name.
-
-    Returns dicts with ``metric``, ``reason`` and ``where`` ("models: a, b" and/or "data sets:
-    x, y", empty when the reason names them all), in first-seen order.
-    """
-    groups: dict = {}
-    for s in skipped:
-        groups.setdefault((s["metric"], s["reason"]), []).append(s)
-    out = []
-    for (metric, reason), rows in groups.items():
-        where = []
-        for kind, label in (("model", "models"), ("dataset", "data sets")):
-            names = sorted({r[kind] for r in rows if r.get(kind)})
-            if names and not all(f"'{n}'" in reason for n in names):
-                where.append(f"{label}: {', '.join(names)}")
-        out.append({"metric": metric, "reason": reason, "where": "; ".join(where)})
-    return out

@@ -5,6 +5,7 @@ import re
 import pytest
 
 from robench.leaderboard import build_leaderboard, format_percent, rank_rows
+from robench.scoring import save_scores
 from robench.specs import Score
 from robench.store import Store
 
@@ -46,7 +47,8 @@ def filled(store):
             Score("digits", "lenet", "", "error-gap", "gap", 0.01, higher_is_better=False),
         ]
     )
-    store.save_scores(
+    save_scores(
+        store,
         scores,
         run_id,
         {

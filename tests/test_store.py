@@ -1,6 +1,5 @@
-"""Tests for the SQLite results store and the read-only query interface."""
+"""Tests for the SQLite results store: schema, declared columns, reading and writing rows."""
 
-import hashlib
 import json
 import sqlite3
 import subprocess
@@ -9,7 +8,7 @@ import sys
 import pytest
 
 from robench.specs import Score
-from robench.store import ReadOnlyQueryError, Store, query_readonly, score_key
+from robench.store import COLUMNS, JSON_COLUMNS, SCHEMA, Store, decode_row, encode_row
 
 DEFINITIONS = {"rho": ("1", "rho = E[AccX] / E[AccI] over R repeats")}
 
@@ -65,19 +64,6 @@ def store(tmp_path):
     s.close()
 
 
-def file_sha256(path):
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def row_counts(path):
-    conn = sqlite3.connect(path)
-    try:
-        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
-    finally:
-        conn.close()
-
-
 def test_store_creates_parent_dir_schema_and_wal(tmp_path):
     path = tmp_path / "a" / "b" / "robench.db"
     with Store(path) as store:
@@ -93,7 +79,8 @@ def test_store_creates_parent_dir_schema_and_wal(tmp_path):
 
 
 def test_store_imports_without_torch():
-    code = "import sys, robench.store, robench.leaderboard; print('torch' in sys.modules)"
+    code = ("import sys, robench.store, robench.scoring, robench.readonly, robench.provenance, "
+            "robench.skips, robench.leaderboard; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -117,20 +104,6 @@ def test_start_and_finish_run_record_versions(store):
     second = store.start_run(command="robench run", seed=3, config={}, plugin_versions={})
     assert second > run_id
     assert "; CPU: " in run["platform"]
-
-
-def test_platform_description_names_cpu_model_and_best_vector_isa(tmp_path):
-    from robench.store import platform_description
-
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nmodel name\t: Example CPU 9000\n"
-                       "flags\t\t: fpu sse2 avx avx2 avx512f fma\n\n"
-                       "processor\t: 1\nmodel name\t: Example CPU 9000\n")
-    assert platform_description(str(cpuinfo)).endswith("; CPU: Example CPU 9000, avx512f")
-    cpuinfo.write_text("model name\t: Older CPU\nflags\t: fpu sse2 avx\n")
-    assert platform_description(str(cpuinfo)).endswith("; CPU: Older CPU, avx")
-    # no cpuinfo (macOS, Windows): still names the platform and some processor
-    assert "; CPU: " in platform_description(str(tmp_path / "missing"))
 
 
 def test_finish_run_rejects_unknown_status_and_counters(store):
@@ -199,40 +172,6 @@ def test_trials_filters_and_keys(store):
         store.trials(**{"kind; DROP TABLE trials": 1})
 
 
-def test_save_scores_upserts_by_key(store):
-    run1 = store.start_run(command="x", seed=0, config={}, plugin_versions={})
-    store.save_scores(rho_scores(rho=0.9), run1, DEFINITIONS)
-    assert len(store.scores()) == 4
-    run2 = store.start_run(command="x", seed=0, config={}, plugin_versions={})
-    store.save_scores(rho_scores(rho=0.7), run2, DEFINITIONS)
-    rows = store.scores(dataset="digits", metric="rho")
-    assert len(rows) == 4
-    rho = next(r for r in rows if r["score"] == "rho")
-    assert rho["value"] == pytest.approx(0.7) and rho["run_id"] == run2
-    assert rho["ci_low"] == pytest.approx(0.65) and rho["n"] == 5
-    assert rho["higher_is_better"] is True
-    assert rho["metric_version"] == "1" and rho["definition"].startswith("rho =")
-    assert rho["key"] == score_key("digits", "mlp", "kmeans", "rho", "rho")
-    random = next(r for r in rows if r["score"] == "acc_random")
-    assert random["details"] == {"note": "x"} and random["clusterer"] == ""
-
-
-def test_save_scores_nan_value_is_null_and_filters_work(store):
-    store.save_scores(
-        [Score("digits", "cnn", "kmeans", "rho", "rho", float("nan"))] + rho_scores(), 1,
-        DEFINITIONS,
-    )
-    assert store.scores(model="cnn")[0]["value"] is None
-    assert len(store.scores(model="mlp")) == 4
-    assert store.scores(dataset="other") == []
-
-
-def test_save_scores_requires_a_definition(store):
-    with pytest.raises(ValueError, match="definition"):
-        store.save_scores(rho_scores(), 1, {})
-    assert store.scores() == []
-
-
 def test_save_clustering_and_skip_upsert(store):
     row = {"key": "c1", "run_id": 1, "dataset": "digits", "clusterer": "kmeans", "k": 5,
            "seed": 0, "fingerprint": "abc", "silhouette": 0.2,
@@ -248,97 +187,6 @@ def test_save_clustering_and_skip_upsert(store):
                     reason="still no true sources", run_id=2)
     (skip,) = store.skips()
     assert skip["reason"] == "still no true sources" and skip["run_id"] == 2
-
-
-# -- query_readonly ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def filled_db(tmp_path):
-    path = tmp_path / "robench.db"
-    with Store(path) as store:
-        store.save_trial(trial_row("t1"))
-        store.save_trial(trial_row("t2", repeat=1))
-        store.save_scores(rho_scores(), 1, DEFINITIONS)
-    return path
-
-
-def test_query_readonly_select(filled_db):
-    columns, rows = query_readonly(
-        filled_db, "SELECT key, repeat FROM trials WHERE repeat >= ? ORDER BY key", (0,)
-    )
-    assert columns == ["key", "repeat"]
-    assert rows == [("t1", 0), ("t2", 1)]
-    columns, rows = query_readonly(
-        filled_db, "WITH r AS (SELECT value FROM scores WHERE score = 'rho') SELECT * FROM r"
-    )
-    assert columns == ["value"] and len(rows) == 1
-    columns, _ = query_readonly(filled_db, "PRAGMA table_info(trials)")
-    assert "name" in columns
-
-
-@pytest.mark.parametrize(
-    "sql, kind",
-    [
-        ("INSERT INTO trials (key) VALUES ('evil')", "INSERT"),
-        ("UPDATE trials SET accuracy = 0", "UPDATE"),
-        ("DELETE FROM trials", "DELETE"),
-        ("DROP TABLE trials", "DROP"),
-        ("CREATE TABLE evil (x)", "CREATE"),
-        ("WITH doomed AS (SELECT key FROM trials) DELETE FROM trials "
-         "WHERE key IN (SELECT key FROM doomed)", "DELETE"),
-        ("  /* sneaky */ -- comment\n delete from scores", "DELETE"),
-        ("REPLACE INTO trials (key) VALUES ('t1')", "REPLACE"),
-        ("ALTER TABLE trials ADD COLUMN evil TEXT", "ALTER"),
-        ("ATTACH DATABASE 'other.db' AS other", "ATTACH"),
-        ("VACUUM", "VACUUM"),
-        ("PRAGMA journal_mode = delete", "PRAGMA"),
-        ("PRAGMA query_only = OFF", "PRAGMA"),
-        ("PRAGMA wal_checkpoint", "PRAGMA"),
-        ("CREATE TEMP TABLE scratch (x)", "CREATE"),
-    ],
-)
-def test_query_readonly_refuses_writes_and_leaves_db_unchanged(filled_db, sql, kind):
-    before_hash, before_counts = file_sha256(filled_db), row_counts(filled_db)
-    with pytest.raises(ReadOnlyQueryError, match="read-only") as info:
-        query_readonly(filled_db, sql)
-    assert kind in str(info.value)
-    assert file_sha256(filled_db) == before_hash
-    assert row_counts(filled_db) == before_counts
-
-
-def test_query_readonly_vacuum_into_creates_no_file(filled_db, tmp_path):
-    target = tmp_path / "copy.db"
-    with pytest.raises(ReadOnlyQueryError, match="VACUUM"):
-        query_readonly(filled_db, f"VACUUM INTO '{target}'")
-    assert not target.exists()
-
-
-def test_query_readonly_second_statement_never_runs(filled_db):
-    before = row_counts(filled_db)
-    with pytest.raises((ValueError, ReadOnlyQueryError)):
-        query_readonly(filled_db, "SELECT 1; DELETE FROM trials")
-    assert row_counts(filled_db) == before
-
-
-def test_query_readonly_missing_db(tmp_path):
-    missing = tmp_path / "nope.db"
-    with pytest.raises(FileNotFoundError, match="robench run") as info:
-        query_readonly(missing, "SELECT 1")
-    assert str(missing) in str(info.value)
-    assert not missing.exists()
-
-
-def test_query_readonly_syntax_error_is_value_error(filled_db):
-    with pytest.raises(ValueError, match="syntax error"):
-        query_readonly(filled_db, "SELEC * FROM trials")
-    with pytest.raises(ValueError, match="no such table"):
-        query_readonly(filled_db, "SELECT * FROM nope")
-
-
-def test_score_key_is_sha256_of_identity():
-    expected = hashlib.sha256(json.dumps(["d", "m", "", "rho", "rho"]).encode()).hexdigest()
-    assert score_key("d", "m", "", "rho", "rho") == expected
 
 
 def test_save_trial_accepts_numpy_values(store):
@@ -359,3 +207,82 @@ def test_save_trial_from_several_threads(store):
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda i: store.save_trial(trial_row(f"t{i}", repeat=i)), range(40)))
     assert len(store.ok_trial_keys(f"t{i}" for i in range(40))) == 40
+
+
+# -- declared columns -------------------------------------------------------------------------
+
+
+def _columns(path, table):
+    conn = sqlite3.connect(path)
+    try:
+        return [(row[1], row[2]) for row in conn.execute(f"PRAGMA table_info({table})")]
+    finally:
+        conn.close()
+
+
+def test_every_table_and_json_column_is_declared():
+    assert set(JSON_COLUMNS) == set(COLUMNS)
+    for table, names in JSON_COLUMNS.items():
+        assert set(names) <= set(COLUMNS[table]), table
+    assert "CREATE TABLE IF NOT EXISTS trials" in SCHEMA
+
+
+def test_every_column_older_robench_added_on_the_fly_is_declared():
+    # written by every protocol before columns had to be declared (alter=True added them)
+    from tests.test_keys_stable import FIXTURES
+
+    path = FIXTURES / "pre_open_core.db"
+    for table in COLUMNS:
+        assert {name for name, _ in _columns(path, table)} <= set(COLUMNS[table]), table
+
+
+def test_protocol_columns_round_trip_and_json_ones_come_back_decoded(store):
+    store.save_trial(trial_row(
+        "t1", all_accuracy=0.8, correct="/w==", last_val_accuracy=0.7, last_test_accuracy=0.6,
+        not_applicable=None, extra={"kmeans": {"k": 3}, "z": [1, float("nan")]},
+        details={"ratio": 1.5},
+    ))
+    (row,) = store.trials()
+    assert row["extra"] == {"kmeans": {"k": 3}, "z": [1, None]}
+    assert row["details"] == {"ratio": 1.5}
+    assert (row["all_accuracy"], row["correct"], row["last_test_accuracy"]) == (0.8, "/w==", 0.6)
+    raw = store.db.execute("SELECT extra FROM trials").fetchone()[0]
+    assert raw == '{"kmeans": {"k": 3}, "z": [1, null]}'
+
+
+def test_a_row_with_an_undeclared_column_is_refused_and_nothing_is_written(store):
+    with pytest.raises(ValueError, match=r"'coolness'.*'extra'"):
+        store.save_trial(trial_row("t1", coolness=0.9))
+    with pytest.raises(ValueError, match=r"'k_per_class'.*'details'"):
+        store.save_clustering({"key": "c1", "dataset": "digits", "k_per_class": [3, 3]})
+    with pytest.raises(ValueError, match="single value"):
+        store.save_trial(trial_row("t1", accuracy=[0.5, 0.6]))
+    assert store.trials() == [] and store.clusterings() == []
+    assert "coolness" not in store.db["trials"].columns_dict
+
+
+def test_encoding_an_encoded_row_changes_nothing():
+    row = encode_row("trials", trial_row("t1", extra={"a": 1}))
+    assert encode_row("trials", row) == row
+    assert decode_row("trials", dict(row))["extra"] == {"a": 1}
+
+
+def test_an_older_file_gains_a_declared_column_only_when_a_row_uses_it(tmp_path):
+    path = tmp_path / "old.db"
+    Store(path).close()
+    conn = sqlite3.connect(path)
+    for name in ("extra", "not_applicable", "details"):  # as a file from before they existed
+        conn.execute(f"ALTER TABLE trials DROP COLUMN {name}")
+    conn.commit()
+    conn.close()
+    old = _columns(path, "trials")
+
+    with Store(path) as store:  # opening adds nothing: it would change every trial digest
+        assert _columns(path, "trials") == old
+        store.save_trial(trial_row("t1", not_applicable=None))  # a NULL needs no column
+        assert _columns(path, "trials") == old
+        assert "extra" not in store.trials()[0]
+        store.save_trial(trial_row("t2", repeat=1, extra={"a": 1}))
+        assert _columns(path, "trials") == old + [("extra", "TEXT")]
+        assert store.trials(keys=["t2"])[0]["extra"] == {"a": 1}
+        assert store.trials(keys=["t1"])[0]["extra"] is None

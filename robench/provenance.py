@@ -1,0 +1,99 @@
+"""What a run records about where and when it ran: time, machine, versions, source revision.
+
+Every result row traces back to its run (``runs`` table); these are the facts about the
+environment that a run row holds, so a difference between two machines' results can be
+explained. Stays importable without torch: the torch version is read from package metadata
+unless torch is already imported.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from robench import __version__
+
+#: Vector instruction sets, best first: torch and oneDNN pick kernels by the best one present,
+#: and kernels for different sets may round differently in the last bit.
+_VECTOR_ISAS = ("avx512f", "avx2", "avx", "asimd", "neon")
+
+
+def utc_now() -> str:
+    """Return the current time as an ISO 8601 UTC string with second precision."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def platform_description(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """Return the OS platform plus the CPU model and its best vector instruction set.
+
+    Trials are bit-identical across runs and executors on one machine, but torch dispatches
+    to kernels for the CPU's instruction set, so the same seed can give results differing in
+    the last bits (and, through early stopping, in a few predictions) on another CPU. Stored
+    with every run so such differences can be traced. Reads ``cpuinfo`` on Linux; elsewhere
+    falls back to :func:`platform.processor`.
+    """
+    model, flags = "", set()
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key = key.strip().lower()
+                if key in ("model name", "cpu model", "hardware") and not model:
+                    model = value.strip()
+                elif key in ("flags", "features") and not flags:
+                    flags = set(value.split())
+                if model and flags:
+                    break
+    except OSError:
+        pass
+    model = model or platform.processor() or platform.machine() or "unknown CPU"
+    isa = next((name for name in _VECTOR_ISAS if name in flags), None)
+    cpu = f"{model}, {isa}" if isa else model
+    return f"{platform.platform()}; CPU: {cpu}"
+
+
+def torch_version() -> Optional[str]:
+    """Return the installed torch version without importing torch, or None."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        return getattr(torch, "__version__", None)
+    try:
+        return importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def git_revision() -> Optional[str]:
+    """Return the git commit of the robench source tree, or None outside a checkout."""
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=3,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    rev = result.stdout.strip()
+    return rev if result.returncode == 0 and rev else None
+
+
+def run_environment() -> dict:
+    """Return the columns of a run row that say where it ran.
+
+    robench, Python and torch versions, the platform with its CPU (see
+    :func:`platform_description`) and the git revision of the robench source, if any.
+    """
+    return {
+        "robench_version": __version__,
+        "python": platform.python_version(),
+        "platform": platform_description(),
+        "torch_version": torch_version(),
+        "git_rev": git_revision(),
+    }

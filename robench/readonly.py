@@ -1,0 +1,138 @@
+"""Read-only SQL on the results database, for ``robench query``.
+
+A statement is refused before it runs if it would change the file: by its first keyword (some
+statements act before, or without, any authorizer callback), then by an SQLite authorizer
+that vetoes every write action and every PRAGMA that is not a plain read. The connection is
+also opened ``mode=ro`` with ``query_only`` on, as backstops.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+
+class ReadOnlyQueryError(Exception):
+    """A statement given to the read-only query interface would change the database."""
+
+
+# Statements refused by their first keyword before SQLite sees them; some (VACUUM INTO, REINDEX)
+# act before, or without, any authorizer callback.
+_WRITE_KEYWORDS = {
+    "INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "DROP", "CREATE", "ALTER", "ATTACH",
+    "DETACH", "VACUUM", "REINDEX", "ANALYZE", "BEGIN", "COMMIT", "END", "ROLLBACK",
+    "SAVEPOINT", "RELEASE",
+}  # fmt: skip
+
+# SQLite authorizer action codes (sqlite3.h); Python's module names some of them ambiguously.
+_DENIED_ACTIONS = {
+    1: "CREATE INDEX", 2: "CREATE TABLE", 3: "CREATE INDEX", 4: "CREATE TABLE",
+    5: "CREATE TRIGGER", 6: "CREATE VIEW", 7: "CREATE TRIGGER", 8: "CREATE VIEW",
+    9: "DELETE", 10: "DROP INDEX", 11: "DROP TABLE", 12: "DROP INDEX", 13: "DROP TABLE",
+    14: "DROP TRIGGER", 15: "DROP VIEW", 16: "DROP TRIGGER", 17: "DROP VIEW", 18: "INSERT",
+    22: "transaction", 23: "UPDATE", 24: "ATTACH", 25: "DETACH", 26: "ALTER TABLE",
+    27: "REINDEX", 28: "ANALYZE", 29: "CREATE VIRTUAL TABLE", 30: "DROP VIRTUAL TABLE",
+    32: "SAVEPOINT",
+}  # fmt: skip
+_PRAGMA = 19
+_UPDATE = 23
+# SQLite reports its own schema bookkeeping as UPDATEs of these while preparing plain reads
+# such as SELECT ... FROM pragma_table_info(...); a user cannot write them without a CREATE.
+_SCHEMA_TABLES = {"sqlite_master", "sqlite_temp_master", "sqlite_schema", "sqlite_temp_schema"}
+# PRAGMAs that only read. Anything else (an assignment, or a side effect like wal_checkpoint
+# or optimize) is refused.
+_READ_PRAGMAS = {
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+    "database_list", "collation_list", "function_list", "module_list", "pragma_list",
+    "compile_options", "page_count", "page_size", "freelist_count", "data_version",
+    "encoding", "user_version", "schema_version", "application_id", "journal_mode",
+    "foreign_keys", "query_only", "auto_vacuum",
+}  # fmt: skip
+_READ_PRAGMAS_WITH_ARGUMENT = {
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+}  # fmt: skip
+
+
+def _first_keyword(sql: str) -> str:
+    """Return the first SQL keyword of ``sql``, upper-cased, skipping whitespace and comments."""
+    i, n = 0, len(sql)
+    while i < n:
+        if sql[i].isspace() or sql[i] in ";\ufeff":
+            i += 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end == -1 else end + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = n if end == -1 else end + 2
+        else:
+            break
+    j = i
+    while j < n and (sql[j].isalnum() or sql[j] == "_"):
+        j += 1
+    return sql[i:j].upper()
+
+
+def _refusal(kind: str) -> ReadOnlyQueryError:
+    """Return the error for a refused statement of the given kind."""
+    return ReadOnlyQueryError(
+        f"the query interface is read-only: refused a {kind} statement "
+        "(only SELECT, WITH ... SELECT, EXPLAIN and read-only PRAGMAs are allowed)"
+    )
+
+
+def query_readonly(path, sql: str, params=()) -> tuple[list[str], list[tuple]]:
+    """Run one read-only SQL statement on the results database; return (columns, rows).
+
+    Raises ReadOnlyQueryError for any statement that would write, FileNotFoundError if the
+    database does not exist and ValueError (with SQLite's message) for invalid SQL.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no results database at {path}; run `robench run` first to create it"
+        )
+    keyword = _first_keyword(sql)
+    if keyword in _WRITE_KEYWORDS:
+        raise _refusal(keyword)
+
+    refused: list[str] = []
+
+    def authorize(action, arg1, arg2, db_name, trigger):
+        # Prepare-time veto: a refused statement never runs, so the file cannot change.
+        if action == _UPDATE and arg1 in _SCHEMA_TABLES:
+            return sqlite3.SQLITE_OK
+        if action in _DENIED_ACTIONS:
+            refused.append(_DENIED_ACTIONS[action])
+            return sqlite3.SQLITE_DENY
+        if action == _PRAGMA:
+            name = (arg1 or "").lower()
+            allowed = name in _READ_PRAGMAS and (
+                arg2 is None or name in _READ_PRAGMAS_WITH_ARGUMENT
+            )
+            if not allowed:
+                refused.append(f"PRAGMA {name}" + ("" if arg2 is None else f" = {arg2}"))
+                return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    # mode=ro and query_only are the backstops; the authorizer is what names the refusal.
+    # as_uri() percent-encodes the path, so a '?' or '#' in a directory name cannot break it
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        conn.set_authorizer(authorize)
+        try:
+            cursor = conn.execute(sql, params)
+            columns = [d[0] for d in cursor.description or ()]
+            rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+        except (sqlite3.Error, sqlite3.Warning) as exc:
+            if refused:
+                raise _refusal(refused[0]) from None
+            if "readonly" in str(exc) or "read-only" in str(exc):
+                raise _refusal(keyword or "write") from None
+            raise ValueError(f"SQL error: {exc}") from None
+        return columns, rows
+    finally:
+        conn.close()

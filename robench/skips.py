@@ -1,0 +1,29 @@
+"""Skipped combinations, summarised for people: the CLI after a run and the leaderboard page.
+
+A run records every (dataset, model, clusterer, metric) combination that could not apply, one
+row each (``skips`` table); shown one by one they bury the few distinct reasons.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+
+def summarize_skips(skipped: Iterable[dict]) -> list[dict]:
+    """Group skip rows by (metric, reason); name what each reason does not already name.
+
+    Returns dicts with ``metric``, ``reason`` and ``where`` ("models: a, b" and/or "data sets:
+    x, y", empty when the reason names them all), in first-seen order.
+    """
+    groups: dict = {}
+    for s in skipped:
+        groups.setdefault((s["metric"], s["reason"]), []).append(s)
+    out = []
+    for (metric, reason), rows in groups.items():
+        where = []
+        for kind, label in (("model", "models"), ("dataset", "data sets")):
+            names = sorted({r[kind] for r in rows if r.get(kind)})
+            if names and not all(f"'{n}'" in reason for n in names):
+                where.append(f"{label}: {', '.join(names)}")
+        out.append({"metric": metric, "reason": reason, "where": "; ".join(where)})
+    return out
