@@ -1,7 +1,6 @@
 """The reference model: one model per (data set, model, seed) trained on a standard split.
 
-Metrics that read a trained model's feature space (purity-ratio, coverage, plugins such as
-corruption accuracy) share it: the split is the random-split partition of repeat 0 (validation
+Metrics that read a trained model (its feature space, its corruption robustness) share it: the split is the random-split partition of repeat 0 (validation
 carved from the training part, never from test), the model is seeded like the random-split
 trial of repeat 0, and its weights are cached under a content key of what defines it, so every
 protocol that asks for the same reference model trains it once.

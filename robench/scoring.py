@@ -203,19 +203,6 @@ def _group_key(group) -> str:
     return content_key("score-group", group.metric.name, group.key_dict)
 
 
-#: The plugin each built-in metric was registered by when its fingerprints were first computed.
-#: The metrics moved into robench/families/ without changing what they compute, so their
-#: fingerprints keep naming the old plugin module and stored scores stay reusable.
-_FINGERPRINT_PLUGIN = {
-    ("rho", "robench.families.source_aware"): "robench.builtin.metrics",
-    ("adequacy", "robench.families.source_aware"): "robench.builtin.adequacy",
-    ("lost-test", "robench.families.source_aware"): "robench.builtin.adequacy",
-    ("purity-ratio", "robench.families.purity_ratio"): "robench.builtin.clusterability",
-    ("shifted-cv", "robench.families.shifted_cv"): "robench.builtin.vae_vgmm",
-    ("coverage", "robench.families.coverage"): "robench.builtin.coverage",
-}
-
-
 def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
     """Return a hash of everything a group's aggregate reads.
 
@@ -225,7 +212,7 @@ def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
     metric = group.metric
     payload = {
         "metric": [metric.name, str(metric.version),
-                   _FINGERPRINT_PLUGIN.get((metric.name, metric.plugin), metric.plugin),
+                   metric.moved_from or metric.plugin,
                    component_version,
                    hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()],
         "robench": __version__,

@@ -198,6 +198,10 @@ class MetricSpec:
     report: Optional[Callable[[list], list]] = None
     leaderboard: Optional[LeaderboardSection] = None
     display_order: int = 100
+    # The plugin that registered this metric before it moved to another plugin or module with
+    # no change to what it computes: score fingerprints keep naming it, so scores stored
+    # before the move are reused instead of recomputed.
+    moved_from: str = ""
 
     def __post_init__(self):
         check_slug(self.name)

@@ -91,7 +91,7 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
     model = model_spec.build(ctx)
     model.fit(X[train_idx], y[train_idx], X[val_idx], y[val_idx])
     # One prediction pass over the whole data set gives test accuracy and, for free, the
-    # whole-data-set accuracy and per-sample correctness the lost-test-set estimators need.
+    # whole-data-set accuracy and per-sample correctness (what estimators of a lost test set read).
     correct_all = np.asarray(model.predict(X)) == y
     pred = np.where(correct_all[test_idx], y[test_idx], -1)
     y_test = y[test_idx]

@@ -39,6 +39,7 @@ def register_metrics(register):
         uses_clusterer=False,
         version="3",  # 3: mean over reference models with a t CI; 2: class-spread noise
         report=report.report_lines,
+        moved_from="robench.builtin.coverage",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="coverage.html",
                                        templates=leaderboard.TEMPLATES,
                                        title="Coverage-guided accuracy"),

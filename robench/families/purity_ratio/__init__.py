@@ -40,6 +40,7 @@ def register_metrics(register):
         uses_clusterer=False,
         version="1",
         report=report.report_lines,
+        moved_from="robench.builtin.clusterability",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="purity_ratio.html",
                                        templates=leaderboard.TEMPLATES,
                                        title="Feature-space clusterability"),

@@ -41,6 +41,7 @@ def register_metrics(register):
         uses_clusterer=True,
         version="1",
         report=report.report_lines,
+        moved_from="robench.builtin.vae_vgmm",
         display_order=40,
     ))
 

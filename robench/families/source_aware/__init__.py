@@ -50,6 +50,7 @@ def register_metrics(register):
         uses_clusterer=True,
         version="1",
         report=report.rho_lines,
+        moved_from="robench.builtin.metrics",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="rho.html",
                                        templates=leaderboard.TEMPLATES,
                                        title="Robustness rho"),
@@ -67,6 +68,7 @@ def register_metrics(register):
         version="1",
         in_default_run=False,
         report=report.adequacy_lines,
+        moved_from="robench.builtin.adequacy",
         display_order=60,
     ))
     register(MetricSpec(
@@ -80,5 +82,6 @@ def register_metrics(register):
         uses_clusterer=False,
         version="2",  # 2: batches sampled as hypergeometric counts (same distribution)
         report=report.lost_test_lines,
+        moved_from="robench.builtin.adequacy",
         display_order=50,
     ))
