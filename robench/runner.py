@@ -65,6 +65,7 @@ def _combos(cfg, registry, metric):
         for m in models:
             for c in clusterers:
                 reason = (m.not_applicable_to(metric) or m.not_applicable(d)
+                          or (metric.applies_to(d, m) if metric.applies_to else None)
                           or (c.not_applicable(d) if c else None))
                 yield Combo(d, m, c), reason
 

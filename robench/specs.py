@@ -195,6 +195,10 @@ class MetricSpec:
     plugin: str = ""
     in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
     needs_features: bool = False  # True: models declaring has_features=False are skipped
+    # applies_to(dataset_spec, model_spec) -> None, or why the metric cannot score that
+    # combination whatever the run (e.g. "needs images"): such combinations are skipped when
+    # planning and listed with the reason.
+    applies_to: Optional[Callable[["DatasetSpec", "ModelSpec"], Optional[str]]] = None
     report: Optional[Callable[[list], list]] = None
     leaderboard: Optional[LeaderboardSection] = None
     display_order: int = 100

@@ -195,6 +195,20 @@ def test_register_protocols(tmp_path, monkeypatch):
                                   "holdout.test_size=2", "--db", db])
         assert out.exit_code == 2 and "holdout.test_size: value 2 is above the maximum 0.9" \
             in out.output and "Traceback" not in out.output
+        # applies_to: a combination the metric cannot score is skipped with its reason
+        import dataclasses
+
+        picky = dataclasses.replace(reg.get("metrics", "holdout-acc"),
+                                    applies_to=lambda d, m: f"no {m.name} on {d.name}")
+        monkeypatch.setitem(reg._by_kind["metrics"], "holdout-acc", picky)
+        out = runner.invoke(cli, ["run", "--metric", "holdout-acc", "--executor", "local",
+                                  "--db", db])
+        assert out.exit_code == 0 and "0 trials planned" in out.output
+        assert "holdout-acc: no centroid on tiny" in out.output  # listed as skipped
+        out = runner.invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "--metric",
+                                  "holdout-acc", "--db", db])
+        assert out.exit_code == 2 and "no centroid on tiny" in out.output  # by name: an error
+        monkeypatch.undo()
         with Store(db) as store:
             html = build_leaderboard(store, tmp_path / "site", registry=reg).read_text()
         assert "<h3>Hold-out accuracy on tiny</h3>" in html and 'class="holdout"' in html
