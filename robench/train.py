@@ -17,6 +17,13 @@ import numpy as np
 import torch
 from torch import nn
 
+#: Training budget used where ``ModelContext.train`` leaves a key out: the quick budget, which
+#: on 4,000 MNIST digits reached higher validation accuracy than 8 epochs at batch 128 and lr
+#: 1e-3 in half the time (a CNN epoch costs the same at batch 64 or 256). Its keys are exactly
+#: the budget arguments of :class:`TorchClassifier`.
+DEFAULT_TRAIN = {"max_epochs": 4, "patience": 2, "batch_size": 64, "lr": 2e-3,
+                 "weight_decay": 0.0}
+
 #: Rows per forward pass when evaluating. Measured with one thread on 28x28 inputs: CNNs ran
 #: 1.3-2x faster at 128-256 rows than at 1,024 or more (activations fit in cache) and the
 #: MLP was fastest at 256.
@@ -44,6 +51,26 @@ def set_torch_threads(n: int) -> None:
 # never trains a torch model never pays for importing torch (see robench.executors).
 if os.environ.get("ROBENCH_TORCH_THREADS"):
     set_torch_threads(int(os.environ["ROBENCH_TORCH_THREADS"]))
+
+
+def training_budget(train: dict) -> dict:
+    """Return the training budget in ``train`` with defaults filled and unknown keys dropped.
+
+    Parameters
+    ----------
+    train : dict
+        A profile's training knobs, usually ``ModelContext.train``. It may hold keys that are
+        not a :class:`TorchClassifier` budget argument (e.g. ``mc_samples``, which the
+        shifted-cv protocol sends to every model); they are left out.
+
+    Returns
+    -------
+    dict
+        One value for every key of :data:`DEFAULT_TRAIN`, taken from ``train`` where it has
+        one; ready for ``TorchClassifier(build_module, seed=..., **budget)``.
+    """
+    train = train or {}
+    return {key: train.get(key, default) for key, default in DEFAULT_TRAIN.items()}
 
 
 def _as_inputs(X) -> torch.Tensor:
@@ -218,6 +245,41 @@ class TorchClassifier:
         self.lr = lr
         self.weight_decay = weight_decay
         self.epoch_callback = epoch_callback
+
+    @classmethod
+    def from_context(cls, ctx, build_module, **overrides) -> "TorchClassifier":
+        """Return an untrained classifier for the trial ``ctx`` describes.
+
+        The training budget comes from ``ctx.train`` (:func:`training_budget`: defaults for
+        missing keys, keys it does not use ignored) and the seed from ``ctx.seed``, so a model
+        plugin's ``build`` can be one line.
+
+        Parameters
+        ----------
+        ctx : robench.specs.ModelContext
+            What robench tells the model factory about the trial.
+        build_module : callable
+            Called as ``build_module(ctx)`` inside :meth:`fit`, after seeding; returns a fresh
+            ``nn.Module`` as described in the class docstring (``forward`` to logits,
+            ``features``, ``head``).
+        **overrides
+            Constructor arguments that win over the context: a budget value (``lr=1e-3``),
+            ``seed``, ``weight_decay`` or ``epoch_callback``.
+
+        Returns
+        -------
+        TorchClassifier
+            Its ``build_module`` is ``functools.partial(build_module, ctx)``.
+
+        Examples
+        --------
+        >>> def build(ctx):  # doctest: +SKIP
+        ...     return TorchClassifier.from_context(ctx, build_module, lr=1e-3)
+        """
+        import functools
+
+        params = {"seed": ctx.seed, **training_budget(ctx.train), **overrides}
+        return cls(functools.partial(build_module, ctx), **params)
 
     def __repr__(self) -> str:
         return (

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from robench.builtin import models as builtin_models  # noqa: E402
 from robench.specs import ModelContext  # noqa: E402
 from robench.train import (  # noqa: E402
-    MLP, ConvNet, MaxPool2x2, TorchClassifier, set_torch_threads)
+    DEFAULT_TRAIN, MLP, ConvNet, MaxPool2x2, TorchClassifier, set_torch_threads, training_budget)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -200,8 +200,58 @@ def test_build_reads_budget_and_fills_defaults():
                        train={"max_epochs": 2, "batch_size": 32})
     clf = _specs()["cnn-2"].build(ctx)
     assert (clf.max_epochs, clf.batch_size, clf.seed) == (2, 32, 5)
-    assert clf.patience == builtin_models.DEFAULT_TRAIN["patience"]
-    assert clf.lr == builtin_models.DEFAULT_TRAIN["lr"]
+    assert clf.patience == DEFAULT_TRAIN["patience"]
+    assert clf.lr == DEFAULT_TRAIN["lr"]
+
+
+def test_training_budget_fills_defaults_and_drops_unknown_keys():
+    assert training_budget({}) == DEFAULT_TRAIN
+    assert training_budget(None) == DEFAULT_TRAIN
+    got = training_budget({"max_epochs": 9, "mc_samples": 4, "future_knob": "x"})
+    assert got == {**DEFAULT_TRAIN, "max_epochs": 9}
+    # the values the built-in models trained with before the budget moved here (trial keys
+    # and stored results depend on them)
+    assert DEFAULT_TRAIN == {"max_epochs": 4, "patience": 2, "batch_size": 64, "lr": 2e-3,
+                             "weight_decay": 0.0}
+
+
+def test_builtin_budget_is_training_budget():
+    # shifted-cv sends mc_samples to every model; the budget handed to TorchClassifier is the
+    # same as before: defaults filled, unknown keys dropped
+    train = {"max_epochs": 2, "patience": 2, "mc_samples": 4}
+    ctx = ModelContext(64, 10, (1, 8, 8), seed=1, train=train)
+    clf = _specs()["mlp"].build(ctx)
+    assert (clf.max_epochs, clf.patience, clf.batch_size, clf.lr, clf.weight_decay) == (
+        2, 2, DEFAULT_TRAIN["batch_size"], DEFAULT_TRAIN["lr"], DEFAULT_TRAIN["weight_decay"])
+
+
+def test_from_context_reads_the_budget_and_seed_ignores_unknown_knobs():
+    seen = []
+
+    def build_module(ctx):
+        seen.append(ctx)
+        return MLP(ctx.n_features, ctx.n_classes, hidden=(8,))
+
+    ctx = ModelContext(2, 2, None, seed=7, train={"max_epochs": 3, "lr": 0.05, "mc_samples": 4})
+    clf = TorchClassifier.from_context(ctx, build_module)
+    assert (clf.seed, clf.max_epochs, clf.lr) == (7, 3, 0.05)
+    assert (clf.patience, clf.batch_size, clf.weight_decay) == (
+        DEFAULT_TRAIN["patience"], DEFAULT_TRAIN["batch_size"], DEFAULT_TRAIN["weight_decay"])
+    X, y = _blobs(120)
+    clf.fit(X[:80], y[:80], X[80:100], y[80:100])
+    assert seen == [ctx] and clf.predict(X[100:]).dtype == np.int64
+    # the same as the explicit constructor with the same budget and seed
+    same = TorchClassifier(lambda: MLP(2, 2, hidden=(8,)), seed=7,
+                           **training_budget(ctx.train)).fit(X[:80], y[:80], X[80:100], y[80:100])
+    np.testing.assert_array_equal(clf.predict(X), same.predict(X))
+
+
+def test_from_context_overrides_win():
+    ctx = ModelContext(2, 2, None, seed=7, train={"max_epochs": 3, "lr": 0.05})
+    clf = TorchClassifier.from_context(ctx, lambda c: MLP(2, 2), lr=1e-3, seed=11, patience=5)
+    assert (clf.seed, clf.lr, clf.patience, clf.max_epochs) == (11, 1e-3, 5, 3)
+    with pytest.raises(TypeError):
+        TorchClassifier.from_context(ctx, lambda c: MLP(2, 2), mc_samples=3)
 
 
 def test_cnn_refuses_tabular_context():

@@ -41,6 +41,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from robench.features import FeatureSpace, feature_space, softmax  # noqa: F401 (re-exported)
+
 #: centroid:boundary mixes (percent) and generated set sizes of the paper's Table 2.
 MIXES = ((0, 100), (30, 70), (50, 50), (70, 30), (100, 0))
 SIZES = (100, 300, 700, 1000)
@@ -52,71 +54,7 @@ def mix_name(mix) -> str:
     return f"{int(mix[0])}-{int(mix[1])}"
 
 
-# --- the feature space -------------------------------------------------------------------------
-
-
-@dataclass
-class FeatureSpace:
-    """A model's coverage layer and its own head."""
-
-    layer: str  # "last-conv" or "penultimate"
-    description: str
-    encode: Callable[[np.ndarray], np.ndarray]  # input rows -> features (n, D)
-    logits: Callable[[np.ndarray], np.ndarray]  # features -> logits (n, classes)
-
-    def proba(self, Z: np.ndarray) -> np.ndarray:
-        """Return the head's softmax probabilities of features ``Z``."""
-        return softmax(self.logits(Z))
-
-
-def softmax(logits: np.ndarray) -> np.ndarray:
-    """Return row-wise softmax probabilities (float64)."""
-    L = np.asarray(logits, dtype=np.float64)
-    L = L - L.max(axis=1, keepdims=True)
-    E = np.exp(L)
-    return E / E.sum(axis=1, keepdims=True)
-
-
-def feature_space(classifier) -> tuple:
-    """Return (FeatureSpace, None) for a fitted classifier, or (None, why it has none).
-
-    A classifier may define ``coverage_space()`` returning a :class:`FeatureSpace` itself.
-    Torch classifiers (``module_``) use ``conv_features`` / ``from_conv_features`` when the
-    module has them (last convolutional block), else ``features`` and the ``head`` layer.
-    """
-    own = getattr(classifier, "coverage_space", None)
-    if callable(own):
-        return own(), None
-    module = getattr(classifier, "module_", None)
-    if module is None:
-        return None, (f"{type(classifier).__name__} has no learned feature space with a head "
-                      "to evaluate, so feature-space coverage does not apply")
-    import torch
-
-    if callable(getattr(module, "conv_features", None)) and callable(
-            getattr(module, "from_conv_features", None)):
-        enc, head, layer = module.conv_features, module.from_conv_features, "last-conv"
-        desc = "output of the last convolutional block (after ReLU and pooling), flattened"
-    elif callable(getattr(module, "features", None)) and isinstance(
-            getattr(module, "head", None), torch.nn.Module):
-        enc, head, layer = module.features, module.head, "penultimate"
-        desc = "penultimate layer (input of the final linear layer)"
-    else:
-        return None, (f"{type(module).__name__} exposes neither conv_features/"
-                      "from_conv_features nor features/head, so coverage does not apply")
-
-    def batched(fn):
-        def apply(A):
-            module.eval()
-            A = np.asarray(A, dtype=np.float32)
-            with torch.inference_mode():
-                parts = [fn(torch.from_numpy(A[s:s + EVAL_BATCH])).reshape(
-                    len(A[s:s + EVAL_BATCH]), -1).numpy()
-                    for s in range(0, max(len(A), 1), EVAL_BATCH)]
-            return np.concatenate(parts).astype(np.float32, copy=False)
-        return apply
-
-    return FeatureSpace(layer, desc, batched(enc), batched(head)), None
+# --- the feature space: robench.features.feature_space (a model's layer and its own head) ------
 
 
 # --- test-set quality metrics --------------------------------------------------------------------

@@ -38,16 +38,10 @@ class ZooMember:
     requires_image: bool = True
 
 
-def _budget(ctx):
-    from robench.builtin.models import _budget as builtin_budget
-
-    return builtin_budget(ctx)
-
-
 def _classifier(ctx, module_factory):
-    from robench.train import TorchClassifier
+    from robench.train import TorchClassifier, training_budget
 
-    return TorchClassifier(module_factory, seed=ctx.seed, **_budget(ctx))
+    return TorchClassifier(module_factory, seed=ctx.seed, **training_budget(ctx.train))
 
 
 def _mlp(ctx, hidden):

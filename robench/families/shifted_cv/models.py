@@ -15,10 +15,9 @@ ARCHITECTURES = ("lenet", "alexnet", "3conv3fc")
 
 def build_paper_cnn(ctx: ModelContext, arch: str, bayesian: bool):
     """Return an untrained paper CNN (Bayesian: LRT layers, softplus, MC predictions)."""
-    from robench.builtin.models import _budget
     from robench.families.shifted_cv.cnns import (DEFAULT_MC_SAMPLES, INPUT_SHAPE,
                                                   BayesianPaperCNN, PaperCNN)
-    from robench.train import TorchClassifier
+    from robench.train import TorchClassifier, training_budget
 
     if tuple(ctx.image_shape or ()) != INPUT_SHAPE:
         raise ValueError(f"{arch} needs 1x28x28 images, got image_shape {ctx.image_shape}")
@@ -27,4 +26,4 @@ def build_paper_cnn(ctx: ModelContext, arch: str, bayesian: bool):
         module = functools.partial(BayesianPaperCNN, arch, ctx.n_classes, mc_samples=mc)
     else:
         module = functools.partial(PaperCNN, arch, ctx.n_classes)
-    return TorchClassifier(module, seed=ctx.seed, **_budget(ctx))
+    return TorchClassifier(module, seed=ctx.seed, **training_budget(ctx.train))
