@@ -14,7 +14,15 @@ prepared here:
   for and the model sees its own input size;
 * the library draws from numpy's *global* generator: it is seeded once per (corruption,
   severity, seed) before the images are processed in order, and restored afterwards;
-  glass_blur and impulse_noise take their own seed argument, derived the same way.
+  glass_blur and impulse_noise take their own seed argument, derived the same way;
+* ``spatter`` is robench's own copy of the library's function (:func:`spatter`), identical
+  except for one division: the library normalises the liquid mask by its maximum, which is 0
+  when no liquid is drawn anywhere on the image (about 2% of 32 px images at severity 1), and
+  0/0 made those images entirely NaN.
+
+Every corrupted array is checked where it is made: a non-finite value (NaN or inf) raises
+:class:`NonFiniteError` naming the corruption, the severity and how many images are affected,
+instead of reaching a model (torch models predict a class for NaN input without complaint).
 
 A corrupted test set depends only on the data (not on a model), so it is computed once and
 cached by content key (:func:`corrupted_set`); concurrent workers share the work through
@@ -47,6 +55,32 @@ MIN_SIDE = 32
 #: Functions that take an explicit ``seed`` argument besides the global generator.
 _SEEDED = {"glass_blur", "impulse_noise"}
 _NAMESPACE = "corruptions"
+
+
+class NonFiniteError(ValueError):
+    """A corrupted (or attacked) array holds NaN or inf values."""
+
+
+def nonfinite_rows(arrays) -> int:
+    """Return how many rows (images) of ``arrays`` hold at least one NaN or inf value."""
+    a = np.asarray(arrays)
+    if a.size == 0:
+        return 0
+    return int((~np.isfinite(a.reshape(a.shape[0], -1))).any(axis=1).sum())
+
+
+def check_finite(arrays, what: str):
+    """Return ``arrays`` unchanged, or raise :class:`NonFiniteError` saying ``what`` they are.
+
+    ``what`` names the array's producer (e.g. "corruption 'spatter' at severity 1"); the
+    message adds how many of the images are affected.
+    """
+    bad = nonfinite_rows(arrays)
+    if bad:
+        n = int(np.asarray(arrays).shape[0])
+        raise NonFiniteError(f"{what}: {bad} of {n} images hold non-finite values (NaN or "
+                             "inf); refusing to hand them to a model")
+    return arrays
 
 
 def all_names() -> list:
@@ -88,6 +122,9 @@ def _library(name: str):
     import imagecorruptions.corruptions as lib
     from imagecorruptions import corruption_dict
 
+    if name == "spatter":
+        yield spatter
+        return
     fn = corruption_dict[name]
     if name != "frost":
         yield fn
@@ -103,11 +140,85 @@ def _library(name: str):
 _CACHED_CV2: dict = {}
 
 
+def spatter(x, severity: int = 1) -> np.ndarray:
+    """Return the library's ``spatter`` of PIL image ``x`` in [0, 255], with the 0/0 fixed.
+
+    A line-for-line copy of ``imagecorruptions.corruptions.spatter`` (imagecorruptions-imaug
+    1.1.5; Hendrycks & Dietterich, "Benchmarking Neural Network Robustness to Common
+    Corruptions and Perturbations", ICLR 2019, arXiv:1903.12261): the same parameters, the
+    same draws from numpy's global generator in the same order, so every image the library
+    handles is reproduced bit for bit. One change: in the water branch (severities 1-3) the
+    mask ``m`` is divided by its per-channel maximum to peak at 1; where that maximum is 0 no
+    liquid reaches any pixel, there is nothing to normalise, and the mask stays 0, so the
+    image comes back with no spatter at all (the library computes 0/0 = NaN there and returns
+    an all-NaN image). The mud branch (severities 4-5) has no division and is unchanged.
+    """
+    import cv2
+    from imagecorruptions.corruptions import rgb2gray
+    from skimage.filters import gaussian
+
+    c = [(0.65, 0.3, 4, 0.69, 0.6, 0),
+         (0.65, 0.3, 3, 0.68, 0.6, 0),
+         (0.65, 0.3, 2, 0.68, 0.5, 0),
+         (0.65, 0.3, 1, 0.65, 1.5, 1),
+         (0.67, 0.4, 1, 0.65, 1.5, 1)][severity - 1]
+    x_pil = x
+    x = np.array(x, dtype=np.float32) / 255.
+
+    liquid_layer = np.random.normal(size=x.shape[:2], loc=c[0], scale=c[1])
+    liquid_layer = gaussian(liquid_layer, sigma=c[2])
+    liquid_layer[liquid_layer < c[3]] = 0
+    if c[5] == 0:
+        liquid_layer = (liquid_layer * 255).astype(np.uint8)
+        dist = 255 - cv2.Canny(liquid_layer, 50, 150)
+        dist = cv2.distanceTransform(dist, cv2.DIST_L2, 5)
+        _, dist = cv2.threshold(dist, 20, 20, cv2.THRESH_TRUNC)
+        dist = cv2.blur(dist, (3, 3)).astype(np.uint8)
+        dist = cv2.equalizeHist(dist)
+        ker = np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]])
+        dist = cv2.filter2D(dist, cv2.CV_8U, ker)
+        dist = cv2.blur(dist, (3, 3)).astype(np.float32)
+
+        m = cv2.cvtColor(liquid_layer * dist, cv2.COLOR_GRAY2BGRA)
+        peak = np.max(m, axis=(0, 1))
+        # The fix: a channel whose peak is 0 is all 0 (no liquid): leave it 0 instead of 0/0.
+        m = np.divide(m, peak, out=np.zeros_like(m), where=peak > 0)
+        m *= c[4]
+        # water is pale turquoise
+        color = np.concatenate((175 / 255. * np.ones_like(m[..., :1]),
+                                238 / 255. * np.ones_like(m[..., :1]),
+                                238 / 255. * np.ones_like(m[..., :1])), axis=2)
+        color = cv2.cvtColor(color, cv2.COLOR_BGR2BGRA)
+
+        if len(x.shape) < 3 or x.shape[2] < 3:
+            add_spatter_color = cv2.cvtColor(np.clip(m * color, 0, 1), cv2.COLOR_BGRA2BGR)
+            add_spatter_gray = rgb2gray(add_spatter_color)
+            return np.clip(x + add_spatter_gray, 0, 1) * 255
+        x = cv2.cvtColor(x, cv2.COLOR_BGR2BGRA)
+        return cv2.cvtColor(np.clip(x + m * color, 0, 1), cv2.COLOR_BGRA2BGR) * 255
+
+    m = np.where(liquid_layer > c[3], 1, 0)
+    m = gaussian(m.astype(np.float32), sigma=c[4])
+    m[m < 0.8] = 0
+    x_rgb = np.array(x_pil.convert('RGB'))
+    # mud brown
+    color = np.concatenate((63 / 255. * np.ones_like(x_rgb[..., :1]),
+                            42 / 255. * np.ones_like(x_rgb[..., :1]),
+                            20 / 255. * np.ones_like(x_rgb[..., :1])), axis=2)
+    color *= m[..., np.newaxis]
+    if len(x.shape) < 3 or x.shape[2] < 3:
+        x *= (1 - m)
+        return np.clip(x + rgb2gray(color), 0, 1) * 255
+    x *= (1 - m[..., np.newaxis])
+    return np.clip(x + color, 0, 1) * 255
+
+
 def corrupt_images(images: np.ndarray, name: str, severity: int, seed: int) -> np.ndarray:
     """Return ``images`` (n, C, H, W) in [0, 1] corrupted by library corruption ``name``.
 
     Deterministic given (images, name, severity, seed); numpy's global generator is restored
-    afterwards. C must be 1 or 3.
+    afterwards. C must be 1 or 3. Raises :class:`NonFiniteError` if the input or the output
+    holds a NaN or inf (naming the corruption, the severity and the number of bad images).
     """
     import cv2
     from PIL import Image
@@ -117,6 +228,8 @@ def corrupt_images(images: np.ndarray, name: str, severity: int, seed: int) -> n
         raise ValueError(f"images must be (n, C, H, W) with C in (1, 3), got {images.shape}")
     if severity not in SEVERITIES:
         raise ValueError(f"severity must be in 1..5, got {severity}")
+    # A NaN input would come out NaN and be blamed on the corruption: name it as the input's.
+    check_finite(images, f"input of corruption '{name}' (before corrupting)")
     n, c, h, w = images.shape
     up = min(h, w) < MIN_SIDE
     scale = MIN_SIDE / min(h, w)
@@ -148,7 +261,7 @@ def corrupt_images(images: np.ndarray, name: str, severity: int, seed: int) -> n
                 out[i] = np.clip(res, 0.0, 1.0).transpose(2, 0, 1)
     finally:
         np.random.set_state(state)
-    return out
+    return check_finite(out, f"corruption '{name}' at severity {severity}")
 
 
 def library_version() -> str:
@@ -197,8 +310,7 @@ def corrupted_sets(images: np.ndarray, specs: list, severities, seed: int, *, fi
                 if not _try_lock(lock, timeout):
                     continue
             try:
-                arrays, _ = cached_arrays(_NAMESPACE, key, lambda sp=sp: {
-                    f"s{s}": sp.apply(images, s, seed) for s in severities})
+                arrays = _finite_entry(key, sp, images, severities, seed)
             finally:
                 lock.unlink(missing_ok=True)
             for s in severities:
@@ -210,6 +322,27 @@ def corrupted_sets(images: np.ndarray, specs: list, severities, seed: int, *, fi
                 raise TimeoutError(f"corruptions {sorted(pending)} stayed locked")
             time.sleep(poll)
     return out
+
+
+def _finite_entry(key: str, sp, images: np.ndarray, severities: list, seed: int) -> dict:
+    """Return one corruption's cached severities, computed (and checked finite) if missing.
+
+    A plugin's ``apply`` is checked like the built-in corruptions. A cached entry holding a
+    non-finite value was stored before this check existed (its spec's version was not bumped):
+    it is deleted and recomputed, so a stale NaN set is never reused; if the recomputation is
+    not finite either, the check raises.
+    """
+    def compute():
+        return {f"s{s}": check_finite(
+            sp.apply(images, s, seed),
+            f"corruption '{sp.name}' (plugin '{sp.plugin}', version {sp.version}) at "
+            f"severity {s}") for s in severities}
+
+    arrays, hit = cached_arrays(_NAMESPACE, key, compute)
+    if hit and any(nonfinite_rows(a) for a in arrays.values()):
+        (cache_dir() / _NAMESPACE / f"{key}.npz").unlink(missing_ok=True)
+        arrays, _ = cached_arrays(_NAMESPACE, key, compute)
+    return arrays
 
 
 def _try_lock(lock: Path, timeout: float) -> bool:

@@ -104,3 +104,171 @@ def test_corrupted_sets_are_cached_and_shared(tmp_path):
     assert calls == [1, 5]  # computed once, then read from the cache
     np.testing.assert_array_equal(a[("counting", 5)], b[("counting", 5)])
     np.testing.assert_allclose(a[("counting", 5)], 1 - x)
+
+
+# --- finite outputs: spatter's empty mask, and the check where arrays are made ---------------
+
+
+@pytest.fixture(scope="module")
+def digits300():
+    from sklearn.datasets import load_digits
+
+    return (load_digits().data[:300].reshape(-1, 1, 8, 8) / 16).astype(np.float32)
+
+
+def test_stored_spatter_sets_for_digits_are_finite(digits300):
+    # imagecorruptions-imaug's spatter returned 5-7 all-NaN images of these 300 at severity 1
+    # (seeds 0-2): its mask is divided by its maximum, 0 when no liquid is drawn. The sets are
+    # computed here (corrupt_images through the registered spec) and read back from the cache.
+    from robench.builtin.corruptions import VERSIONS
+    from robench.plugins import make_registry
+
+    spec = make_registry(load_entrypoints=False).get("corruptions", "spatter")
+    for seed in range(3):
+        sets = corrupted_sets(digits300, [spec], [1, 2, 3, 4, 5], seed, fingerprint="digits",
+                              idx_key=index_hash(np.arange(300)))
+        assert all(np.isfinite(a).all() for a in sets.values()), seed
+        assert all(0 <= a.min() and a.max() <= 1 for a in sets.values())
+    # a new version: the cache keys (and trial keys) of the NaN sets made at version 1 differ
+    assert spec.version == VERSIONS["spatter"] == "2"
+
+
+def _library_spatter_pairs(severity, n=60, seed=0):
+    """Return (library outputs, robench outputs, inputs) of spatter on n upscaled digits,
+    each run from the same global-generator state."""
+    import cv2
+    from imagecorruptions import corruption_dict
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    from robench.corruptions import spatter
+
+    imgs = []
+    for d in load_digits().data[:n].reshape(-1, 8, 8) / 16:
+        up = cv2.resize(np.clip(d * 255 + 0.5, 0, 255).astype(np.uint8), (32, 32),
+                        interpolation=cv2.INTER_LINEAR)
+        imgs.append(Image.fromarray(np.repeat(up[:, :, None], 3, axis=2)))
+    outs = []
+    for fn in (corruption_dict["spatter"], spatter):
+        state = np.random.get_state()
+        np.random.seed(seed)
+        try:
+            with np.errstate(invalid="ignore"):
+                outs.append([np.asarray(fn(im, severity), dtype=np.float64) for im in imgs])
+        finally:
+            np.random.set_state(state)
+    return outs[0], outs[1], imgs
+
+
+@pytest.mark.parametrize("severity", [1, 2, 3, 4, 5])
+def test_robench_spatter_is_the_library_spatter_where_that_is_finite(severity):
+    lib, ours, imgs = _library_spatter_pairs(severity, seed=1)  # seed 1: 2 empty masks at s=1
+    empty = 0
+    for a, b, im in zip(lib, ours, imgs):
+        if np.isfinite(a).all():
+            np.testing.assert_array_equal(a, b)  # bit for bit: same draws, same arithmetic
+        else:
+            # the library's all-NaN image is, by the corruption's meaning, no spatter at all
+            assert np.isnan(a).all()
+            np.testing.assert_allclose(b, np.asarray(im, dtype=np.float64), atol=1e-3)
+            empty += 1
+    if severity == 1:
+        assert empty >= 1  # the case the fix is about occurs in this sample
+
+
+def test_a_nan_made_by_a_corruption_is_refused_with_its_name_severity_and_count(monkeypatch):
+    import contextlib
+
+    import robench.corruptions as corr
+
+    def poisoned(image, severity):
+        out = np.asarray(image, dtype=np.float32).copy()
+        poisoned.calls += 1
+        if poisoned.calls == 2:
+            out[3, 4, 0] = np.nan  # one pixel of the second image
+        return out
+
+    poisoned.calls = 0
+
+    @contextlib.contextmanager
+    def fake_library(name):
+        yield poisoned
+
+    monkeypatch.setattr(corr, "_library", fake_library)
+    with pytest.raises(corr.NonFiniteError,
+                       match=r"corruption 'contrast' at severity 2: 1 of 3 images"):
+        corrupt_images(images(3), "contrast", 2, seed=0)
+
+
+def test_a_nan_input_is_named_as_the_input():
+    from robench.corruptions import NonFiniteError
+
+    x = images(2)
+    x[1, 0, 0, 0] = np.inf
+    with pytest.raises(NonFiniteError, match=r"input of corruption 'contrast'.*1 of 2"):
+        corrupt_images(x, "contrast", 1, seed=0)
+
+
+def test_a_plugin_corruption_that_makes_nan_is_refused_and_not_cached():
+    from robench.cache import cache_dir
+    from robench.corruptions import NonFiniteError, corrupted_key
+
+    def nan_at_5(images, severity, seed):
+        out = invert(images, severity, seed)
+        if severity == 5:
+            out[0] = np.nan
+        return out
+
+    spec = CorruptionSpec("nan-at-5", nan_at_5, "breaks at 5", plugin="p", version="3")
+    with pytest.raises(NonFiniteError, match=r"'nan-at-5' \(plugin 'p', version 3\) at "
+                                             r"severity 5: 1 of 2 images"):
+        corrupted_sets(images(2), [spec], [1, 5], 0, fingerprint="fp",
+                       idx_key=index_hash([0, 1]))
+    key = corrupted_key("fp", index_hash([0, 1]), "nan-at-5", "p/3", [1, 5], 0)
+    assert not (cache_dir() / "corruptions" / f"{key}.npz").exists()
+
+
+def test_a_stale_cached_nan_set_is_recomputed_not_reused():
+    from robench.cache import cache_dir
+    from robench.corruptions import corrupted_key
+
+    spec = CorruptionSpec("inv", invert, "invert", plugin="p")
+    x = images(2)
+    kw = dict(fingerprint="fp", idx_key=index_hash([0, 1]))
+    key = corrupted_key("fp", kw["idx_key"], "inv", "p/1", [1, 5], 0)
+    path = cache_dir() / "corruptions" / f"{key}.npz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stale = invert(x, 5, 0)
+    stale[1] = np.nan  # what an entry written before the check could hold
+    np.savez(path, s1=invert(x, 1, 0), s5=stale)
+    out = corrupted_sets(x, [spec], [1, 5], 0, **kw)
+    assert np.isfinite(out[("inv", 5)]).all()
+    np.testing.assert_allclose(out[("inv", 5)], 1 - x)
+    with np.load(path) as npz:
+        assert np.isfinite(npz["s5"]).all()  # the entry was rewritten
+
+
+def test_adversarial_examples_are_checked_finite():
+    # Attacks live in robench/attacks.py; their check is the same as the corruptions'.
+    import torch
+
+    from robench.families.purity_ratio.attacks import fgsm, pgd, robust_accuracies
+    from robench.corruptions import NonFiniteError
+
+    torch.manual_seed(0)
+    module = torch.nn.Linear(4, 3)
+    X = np.random.default_rng(0).uniform(0, 1, (5, 4)).astype(np.float32)
+    y = np.array([0, 1, 2, 0, 1])
+    assert np.isfinite(fgsm(module, X, y, 0.1)).all()  # a healthy model passes
+    with torch.no_grad():
+        module.weight[1, 2] = float("nan")  # a diverged weight: NaN logits, NaN gradients
+    # torch.sign(nan) == 0: unchecked, FGSM would return X itself and call it an attack
+    with pytest.raises(NonFiniteError, match=r"attack 'fgsm' at eps=0.1: the loss gradient "
+                                             r"is non-finite .* for 5 of 5 inputs"):
+        fgsm(module, X, y, 0.1)
+    with pytest.raises(NonFiniteError, match=r"attack 'pgd' at eps=0.1: the loss gradient"):
+        pgd(module, X, y, 0.1, steps=3)
+    Xn = X.copy()
+    Xn[2, 0] = np.nan
+    with pytest.raises(NonFiniteError, match=r"input of the attacks.*1 of 5"):
+        robust_accuracies(torch.nn.Linear(4, 3), Xn, y, 3, [0.1], attacks=["fgsm"])

@@ -110,3 +110,36 @@ def test_lost_test_trial_on_a_stored_row(synthetic):
     summary = est.summarize_lost_test([out])
     assert summary["practical_abs_error"][0] == pytest.approx(0, abs=1e-12)
     assert summary["alpha_out_error"][0] == pytest.approx(0.2, abs=0.03)
+
+
+def test_the_practical_identity_is_labelled_an_oracle_and_a_realistic_estimate_is_headlined(
+        synthetic):
+    # `practical` uses the exact fit/validation rows, which the premise says are lost: it
+    # cannot fail, so it is a consistency check, never the headline.
+    assert est.ESTIMATORS["practical"]["role"] == "oracle consistency check"
+    assert est.ESTIMATORS["alpha_in"]["role"] == "oracle"
+    assert est.ESTIMATORS[est.HEADLINE]["role"] == "realistic"
+    assert est.HEADLINE == "practical_logged"
+    assert {k for k, v in est.ESTIMATORS.items() if v["role"] == "realistic"} == {
+        "practical_logged", "alpha_out"}
+    correct, is_test = synthetic
+    seen = ~is_test
+    row = {"repeat": 0, "accuracy": float(correct[is_test].mean()),
+           "all_accuracy": float(correct.mean()), "correct": pack_bits(correct),
+           "n_train": int(seen.sum()), "n_val": 0, "n_test": int(is_test.sum()),
+           "train_accuracy": float(correct[seen].mean()), "val_accuracy": None,
+           "history": [{"train_accuracy": 0.90}], "best_epoch": 1}
+    out = est.lost_test_trial(row, k=K, n_sims=50)
+    assert out["headline_estimator"] == "practical_logged"
+    assert out["headline"] == out["practical_logged"] != pytest.approx(out["true_accuracy"])
+    assert out["practical"] == pytest.approx(out["true_accuracy"], abs=1e-12)  # by construction
+    assert set(est.ESTIMATORS) <= set(out)  # every labelled estimate is in a trial's output
+    no_log = est.lost_test_trial({**row, "history": []}, k=K, n_sims=50)
+    assert no_log["headline"] is None
+
+
+def test_the_realistic_estimator_errs_by_n1_over_n2_times_the_logs_error():
+    # N = 1000, N2 = 200, N1 = 800, p = .9, true seen accuracy .95 -> a = (900 - 760)/200 = .70
+    # a log that shows .93 instead of .95 (-0.02) gives (900 - 744)/200 = .78 = a + 4 x .02
+    assert est.practical_estimate(1000, 0.9, 800, 0.95, 200) == pytest.approx(0.70)
+    assert est.practical_estimate(1000, 0.9, 800, 0.93, 200) == pytest.approx(0.78)

@@ -1,4 +1,10 @@
-"""Register the 19 image corruptions of ImageNet-C (15 test + 4 extra), 5 severities each."""
+"""Register the 19 image corruptions of ImageNet-C (15 test + 4 extra), 5 severities each.
+
+Versions: every corruption is at version 1 except ``spatter`` at 2 (robench's own copy of the
+library's function, which returned all-NaN images when no liquid was drawn: see
+:func:`robench.corruptions.spatter`). A version is part of the corrupted-set cache key and of
+every trial key that uses the corruption, so bumping it recomputes exactly what it changed.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,11 @@ def _apply(images, severity: int, seed: int, *, library_name: str):
     return corrupt_images(images, library_name, severity, seed)
 
 
+#: Library names whose output changed since version 1, with their current version.
+VERSIONS = {"spatter": "2"}  # 2: no all-NaN images when the liquid mask is empty
+_NOTES = {"spatter": "; robench's copy, an empty liquid mask means no spatter"}
+
+
 @hookimpl
 def register_corruptions(register):
     """Register gaussian-noise ... saturate (imagecorruptions-imaug, called per image)."""
@@ -25,9 +36,9 @@ def register_corruptions(register):
                 name=lib_name.replace("_", "-"),
                 apply=functools.partial(_apply, library_name=lib_name),
                 description=(f"{'ImageNet-C' if family != 'extra' else 'ImageNet-C extra'} "
-                             f"{family} corruption '{lib_name}' (imagecorruptions-imaug), "
-                             "severities 1-5"),
-                version="1",
+                             f"{family} corruption '{lib_name}' (imagecorruptions-imaug"
+                             f"{_NOTES.get(lib_name, '')}), severities 1-5"),
+                version=VERSIONS.get(lib_name, "1"),
                 severities=5,
                 family=family,
                 imagenet_c=family != "extra",

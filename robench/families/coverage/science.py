@@ -25,7 +25,18 @@ Covariate shift (paper section 5.2, Figure 3)
 
 Generation (Algorithm 1)
     Seeds are test points in a class's centroid region (normalized distance <= r) or boundary
-    band (confidence in [theta1, theta2]). A generated point is a seed plus Gaussian noise
+    region. Two boundary rules (``Regions.boundary_rule``):
+
+    * ``"band"`` (robench's first reading, the default until the protocol switches): top
+      softmax probability in [theta1, theta2], the band of BC (eq. 5);
+    * ``"paper"``: Algorithm 1's own rule, lines 2 and 10: "wc_l <- weak class lower
+      boundary confidence value less than theta2" and "bc_i <- boundary condition for i
+      samples i.e. <= wc_l", the *weakly misclassified* points of section 4.1: the
+      probability of the point's **true** class is at most ``wc_l`` (:func:`paper_boundary`).
+      The band rule keeps confident points whose top class is wrong out and admits points
+      whose true class is the top one at 0.6; the paper's rule is about the true class.
+
+    A generated point is a seed plus Gaussian noise
     shaped like the class's per-coordinate spread, of expected norm ``step * R_i``, accepted
     only if it is still in its seed's region (else retried with the noise halved); its label is
     the seed's ground truth.
@@ -42,6 +53,14 @@ from typing import Callable, Optional
 import numpy as np
 
 from robench.features import FeatureSpace, feature_space, softmax  # noqa: F401 (re-exported)
+
+#: wc_l of Algorithm 1 (true-class probability at or below which a point is a boundary seed).
+#: The paper gives no value, only "less than theta2"; 0.5 is robench's: a point whose true
+#: class has at most even odds is at or past the two-class tie with it (misclassified unless
+#: the rest of the mass is spread over several classes), and 0.5 < theta2 = 0.6.
+PAPER_WC_L = 0.5
+#: Boundary rules of :class:`Regions`: today's confidence band, and Algorithm 1's.
+BOUNDARY_RULES = ("band", "paper")
 
 #: centroid:boundary mixes (percent) and generated set sizes of the paper's Table 2.
 MIXES = ((0, 100), (30, 70), (50, 50), (70, 30), (100, 0))
@@ -120,6 +139,31 @@ def in_band(proba: np.ndarray, theta1: float, theta2: float) -> np.ndarray:
     """Return whether each row's confidence lies in [theta1, theta2] (a boundary point)."""
     conf = confidence(proba)
     return (conf >= theta1) & (conf <= theta2)
+
+
+def true_class_confidence(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Return each row's probability of its true class ``y``."""
+    P = np.asarray(proba, dtype=np.float64)
+    return P[np.arange(len(P)), np.asarray(y, dtype=np.int64)]
+
+
+def paper_boundary(proba: np.ndarray, y: np.ndarray, wc_l: float = PAPER_WC_L) -> np.ndarray:
+    """Return whether each row is a boundary point by Algorithm 1: true-class probability <= wc_l.
+
+    Mani et al., "Coverage Testing of Deep Learning Models using Dataset Characterization",
+    arXiv:1911.07309, Algorithm 1 lines 2 and 10 (``bc_i``: the samples of class i with
+    confidence "<= wc_l", wc_l below theta2) and section 4.1 ("weakly misclassified points").
+    Unlike :func:`in_band`, it needs the labels: a point confidently classified as another
+    class is a boundary point here (its true class has little probability), and a point
+    whose true class is on top at 0.6 is not.
+    """
+    return true_class_confidence(proba, y) <= wc_l
+
+
+def paper_boundary_conditioning(proba: np.ndarray, y: np.ndarray, n_classes: int,
+                                wc_l: float = PAPER_WC_L) -> np.ndarray:
+    """Return bc_i of Algorithm 1: share of class-i rows with true-class probability <= wc_l."""
+    return class_rate(paper_boundary(proba, y, wc_l), y, n_classes)
 
 
 def boundary_conditioning(proba: np.ndarray, y: np.ndarray, n_classes: int, theta1: float,
@@ -266,13 +310,29 @@ class Regions:
     proba: Callable[[np.ndarray], np.ndarray]  # features -> softmax probabilities
     clip_min: Optional[float] = None  # lower bound of the feature space (0 after a ReLU)
     spread: Optional[np.ndarray] = None  # (nc, D) per-coordinate std of each class's features
+    boundary_rule: str = "band"  # "band": confidence in [theta1, theta2]; "paper": Algorithm 1
+    wc_l: float = PAPER_WC_L  # the "paper" rule's bound on the true-class probability
+
+    def __post_init__(self):
+        if self.boundary_rule not in BOUNDARY_RULES:
+            raise ValueError(f"unknown boundary rule {self.boundary_rule!r}; use one of "
+                             f"{BOUNDARY_RULES}")
 
     def in_centroid(self, Z, y) -> np.ndarray:
         """Return whether each row is within r of its class centroid (normalized)."""
         return normalized_distance(Z, y, self.centroids, self.radius) <= self.r
 
     def in_boundary(self, Z, y=None) -> np.ndarray:
-        """Return whether each row's head confidence is in [theta1, theta2]."""
+        """Return whether each row is a boundary point under ``boundary_rule``.
+
+        "band": head confidence in [theta1, theta2] (``y`` unused); "paper": head probability
+        of the true class ``y`` at most ``wc_l`` (``y`` required).
+        """
+        if self.boundary_rule == "paper":
+            if y is None:
+                raise ValueError("the paper's boundary rule (true-class probability <= wc_l) "
+                                 "needs the labels: call in_boundary(Z, y)")
+            return paper_boundary(self.proba(Z), y, self.wc_l)
         return in_band(self.proba(Z), self.theta1, self.theta2)
 
     def inside(self, region: str, Z, y) -> np.ndarray:

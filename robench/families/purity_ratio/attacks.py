@@ -22,6 +22,13 @@ Threat models (inputs are images in [0, 1]):
 Robust accuracy at ε is the fraction of samples still classified correctly; *relative* robust
 accuracy divides it by the clean accuracy of the same samples (paper eq. 6 with an attack in
 place of a corruption).
+
+Every array is checked finite where it is made: the inputs before attacking, each FGSM/PGD
+loss gradient (``torch.sign`` maps NaN to 0, so a NaN gradient from a diverged model would
+leave the input unperturbed and report clean accuracy as robust accuracy) and each attack's
+adversarial examples (a torch model classifies NaN input without complaint). A non-finite
+value raises :class:`robench.corruptions.NonFiniteError` naming the attack, ε and the number
+of bad inputs.
 """
 
 from __future__ import annotations
@@ -29,6 +36,12 @@ from __future__ import annotations
 import numpy as np
 
 ATTACKS = ("fgsm", "pgd", "deepfool")
+
+
+def _finite(arrays, what: str):
+    from robench.corruptions import check_finite
+
+    return check_finite(arrays, what)
 
 
 def _torch_inputs(X):
@@ -48,12 +61,20 @@ def _predict(module, X, batch: int = 256) -> np.ndarray:
     return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
 
 
-def _grad_sign(module, x, y):
+def _grad_sign(module, x, y, what: str = "attack"):
     import torch
 
     x = x.clone().requires_grad_(True)
     loss = torch.nn.functional.cross_entropy(module(x), y, reduction="sum")
     (grad,) = torch.autograd.grad(loss, x)
+    # torch.sign(nan) is 0: a NaN gradient (NaN logits or loss) would silently leave the input
+    # unperturbed and report the clean accuracy as robust accuracy. Refuse it instead.
+    bad = int((~torch.isfinite(grad.reshape(len(grad), -1))).any(1).sum())
+    if bad:
+        from robench.corruptions import NonFiniteError
+
+        raise NonFiniteError(f"{what}: the loss gradient is non-finite (NaN or inf) for {bad} "
+                             f"of {len(grad)} inputs; the model's logits or loss are not finite")
     return grad.sign()
 
 
@@ -66,8 +87,10 @@ def fgsm(module, X, y, eps: float, batch: int = 256) -> np.ndarray:
     out = []
     for s in range(0, X.shape[0], batch):
         xb, yb = X[s:s + batch], y[s:s + batch]
-        out.append((xb + eps * _grad_sign(module, xb, yb)).clamp(0.0, 1.0).detach())
-    return torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
+        out.append((xb + eps * _grad_sign(module, xb, yb, f"attack 'fgsm' at eps={eps}"))
+                   .clamp(0.0, 1.0).detach())
+    adv = torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
+    return _finite(adv, f"attack 'fgsm' at eps={eps}")
 
 
 def pgd(module, X, y, eps: float, steps: int = 10, batch: int = 256) -> np.ndarray:
@@ -82,10 +105,11 @@ def pgd(module, X, y, eps: float, steps: int = 10, batch: int = 256) -> np.ndarr
         x0, yb = X[s:s + batch], y[s:s + batch]
         x = x0.clone()
         for _ in range(int(steps)):
-            x = x + alpha * _grad_sign(module, x, yb)
+            x = x + alpha * _grad_sign(module, x, yb, f"attack 'pgd' at eps={eps}")
             x = torch.min(torch.max(x, x0 - eps), x0 + eps).clamp(0.0, 1.0).detach()
         out.append(x)
-    return torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
+    adv = torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
+    return _finite(adv, f"attack 'pgd' at eps={eps} ({int(steps)} steps)")
 
 
 def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: float = 0.02,
@@ -108,7 +132,7 @@ def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: 
     attack = DeepFool(clf, max_iter=int(max_iter), epsilon=float(overshoot),
                       nb_grads=int(min(nb_grads, n_classes)), batch_size=int(batch),
                       verbose=False)
-    x_adv = attack.generate(X).astype(np.float32)
+    x_adv = _finite(attack.generate(X).astype(np.float32), "attack 'deepfool'")
     norms = np.sqrt(((x_adv - X) ** 2).sum(1) / X.shape[1])
     return norms, _predict(module, torch.from_numpy(x_adv))
 
@@ -119,6 +143,7 @@ def robust_accuracies(module, X, y, n_classes: int, epsilons, *, attacks=ATTACKS
     import torch
 
     y = np.asarray(y)
+    _finite(np.asarray(X), "input of the attacks (before attacking)")
     clean_pred = _predict(module, _torch_inputs(X))
     correct = clean_pred == y
     out = {"clean": float(correct.mean()) if y.size else None}

@@ -25,6 +25,23 @@ Two estimators of the lost test accuracy ``a``:
   ``1 - eps1 = (n_fit·acc_fit + n_val·acc_val) / N1`` (see :func:`seen_accuracy`). Any error
   in eps1 reaches ``a`` multiplied by N1/N2 (4x for an 80/20 split).
 
+What each estimate can tell (:data:`ESTIMATORS`; the headline is :data:`HEADLINE`):
+
+* ``practical`` is an **oracle consistency check**, not an estimator: it is computed from the
+  exact fit and validation rows and the final model's accuracy on them, which is precisely
+  what the premise says is lost. Given those, the identity above returns the test accuracy
+  exactly, so it cannot fail; it checks robench's bookkeeping (N1 = fit + validation, eps1
+  on the same rows), nothing about estimating a lost test set.
+* ``practical_logged`` is the **realistic estimator** and the headline: the same identity
+  fed only with what a practitioner still has (N, p, the part sizes, the training accuracy
+  the training log shows for the restored epoch and the logged validation accuracy). It can
+  fail, and does by exactly -(N1/N2) times the log's error on the fit part.
+* ``alpha_out`` is the corrected batch estimator as it can actually be used (the real test
+  set is not among the batches): it estimates p, not a. ``alpha_in`` assumes the real test
+  set is one of the batches (an oracle: it is unbiased for a, but whoever knows which batch
+  it is has the test set). ``blog_alpha_in`` is the post's printed 1/k form, kept to show
+  that it is biased (expectation a/k²).
+
 Everything here is a pure function of numbers and boolean vectors; the ``lost-test`` metric
 (:mod:`robench.families.source_aware.metrics`) applies it to stored random-split trials.
 """
@@ -40,6 +57,42 @@ import numpy as np
 LOST_TEST_K = 10
 #: Simulated sets of k batches per trial: enough to pin E[alpha] to ~0.3 points per trial.
 LOST_TEST_SIMS = 200
+
+#: What each estimate of :func:`lost_test_trial` is: its role and a one-line label (for
+#: tables, the leaderboard and docs). Only "realistic" estimates use nothing the premise says
+#: is lost; "oracle" ones use the lost split and cannot tell how well a lost test set is
+#: recovered.
+ESTIMATORS = {
+    "practical_logged": {
+        "role": "realistic",
+        "label": "identity N·p = N1·(1 - eps1) + N2·a with eps1 from the training log "
+                 "(restored epoch) and the logged validation accuracy: what a practitioner "
+                 "has; biased by -(N1/N2) x the log's error",
+    },
+    "alpha_out": {
+        "role": "realistic",
+        "label": "corrected batch estimator k·(a_hat - p(1 - 1/k)) with random batches (the "
+                 "real test set is practically never among them): estimates p, not a",
+    },
+    "practical": {
+        "role": "oracle consistency check",
+        "label": "identity fed with the exact fit/validation rows and the final model's "
+                 "accuracy on them, i.e. the lost split itself: equals a by construction, "
+                 "cannot fail",
+    },
+    "alpha_in": {
+        "role": "oracle",
+        "label": "corrected batch estimator with the real test set planted among the k "
+                 "batches: unbiased for a, but needs the lost test set",
+    },
+    "blog_alpha_in": {
+        "role": "counterexample",
+        "label": "the blog post's printed (1/k)·(a_hat - p(1 - 1/k)): expectation a/k², "
+                 "biased",
+    },
+}
+#: The estimate to headline: realistic, and able to fail.
+HEADLINE = "practical_logged"
 
 
 def expected_a_hat(a: float, p: float, k: int) -> float:
@@ -70,6 +123,11 @@ def practical_estimate(n: int, p, n_seen: int, seen_acc, n_test: int):
     ``n`` = N = N1 + N2 samples, ``p`` the accuracy on all of them, ``n_seen`` = N1 the
     samples the model was fitted or validated on and ``seen_acc`` = 1 - eps1 its accuracy on
     exactly those, ``n_test`` = N2. Works with :class:`fractions.Fraction` for exact checks.
+
+    Fed with the final model's exact accuracy on the exact seen rows (``practical``), this is
+    an oracle consistency check: those rows are what the premise says is lost, and the
+    identity then returns the test accuracy by construction. Fed with what a training log
+    remembers (``practical_logged``), it is the realistic estimator (see :data:`ESTIMATORS`).
     """
     if n != n_seen + n_test:
         raise ValueError(f"N must equal N1 + N2: got N={n}, N1={n_seen}, N2={n_test}")
@@ -126,6 +184,8 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
     ``row`` is a stored trial row with ``accuracy`` (a), ``all_accuracy`` (p), ``correct``
     (packed per-sample correctness over the data set), ``n_train``, ``n_val``, ``n_test``,
     ``train_accuracy``, ``val_accuracy`` and, for torch models, ``history``/``best_epoch``.
+    ``headline`` repeats the :data:`HEADLINE` estimate (None for a model without a training
+    log); :data:`ESTIMATORS` says which keys are realistic and which are oracles.
     """
     from robench.bits import unpack_bits
 
@@ -163,6 +223,8 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
     out["logged_train_accuracy"] = logged
     out["practical_logged"] = (None if acc1_logged is None
                                else float(practical_estimate(n, p, n1, acc1_logged, n2)))
+    out["headline"] = out[HEADLINE]
+    out["headline_estimator"] = HEADLINE
     return out
 
 
