@@ -249,7 +249,7 @@ def test_a_stale_cached_nan_set_is_recomputed_not_reused():
 
 
 def test_adversarial_examples_are_checked_finite():
-    # Attacks live in robench/attacks.py; their check is the same as the corruptions'.
+    # Attacks live in robench/families/purity_ratio/attacks.py; their check is the same as the corruptions'.
     import torch
 
     from robench.families.purity_ratio.attacks import fgsm, pgd, robust_accuracies
