@@ -280,6 +280,7 @@ def run(spec: dict, env) -> dict:
 
 def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     """Return clean and corrupted accuracy of ``clf`` on the corruption subsample."""
+    from robench.boundary import check_model_input
     from robench.corruptions import corrupted_sets, index_hash
     from robench.multicut import stratified_subsample
 
@@ -294,8 +295,11 @@ def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     clean = float((np.asarray(clf.predict(dataset.X[idx])) == y).mean())
     acc = {}
     for sp in specs:
-        acc[sp.name] = [float((np.asarray(clf.predict(sets[(sp.name, s)].reshape(len(idx), -1)))
-                               == y).mean()) for s in knobs["severities"]]
+        acc[sp.name] = []
+        for s in knobs["severities"]:
+            rows = check_model_input(sets[(sp.name, s)].reshape(len(idx), -1), spec["model"],
+                                     f"images of corruption '{sp.name}' at severity {s}")
+            acc[sp.name].append(float((np.asarray(clf.predict(rows)) == y).mean()))
     return {"n": int(len(idx)), "clean": clean, "severities": list(knobs["severities"]),
             "accuracy": acc, "imagenet_c": {sp.name: bool(sp.imagenet_c) for sp in specs}}
 
