@@ -186,6 +186,11 @@ def test_runner_end_to_end_shares_full_size_trials_and_reruns_nothing(reg, store
     assert scores[("lost-test", "practical_abs_error")].value == pytest.approx(0, abs=1e-9)
     lag = scores[("lost-test", "practical_logged_abs_error")].value
     assert lag > 0.05, "a stale training-log accuracy is amplified by N1/N2"
+    # the headline is the realistic estimator's error, not the oracle identity's (always 0)
+    head = scores[("lost-test", "lost-test")]
+    assert head.value == pytest.approx(lag) and head.higher_is_better is False
+    assert head.details["estimator"] == "practical_logged" and head.details["role"] == "realistic"
+    assert scores[("lost-test", "practical")].details["role"] == "oracle consistency check"
     assert scores[("lost-test", "alpha_out_abs_error")].value > 0
 
     again = execute(cfg, reg, store)
