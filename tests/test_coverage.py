@@ -273,6 +273,27 @@ def test_trained_model_follows_table_2_trend(digits_trials):
     assert np.allclose(np.nansum(q["pbc"], axis=1), q["bc"])
 
 
+def test_boundary_seeds_follow_the_papers_rule_by_default(digits_trials):
+    """Algorithm 1: boundary seeds are weakly misclassified (true-class probability <= wc_l).
+
+    Every generated boundary point stays where the true class has probability <= 0.5, so the
+    model can call it right only where no other class beats that: the all-boundary set's
+    accuracy is far below the band rule's (top probability in [0.4, 0.6]: right about half
+    the time for a calibrated model) -- Table 2's low all-boundary level.
+    """
+    spec, res, _ = digits_trials
+    extra = res["extra"]
+    assert spec["params"]["analysis"]["boundary_rule"] == "paper"  # in the trial's key
+    assert extra["knobs"]["boundary_rule"] == "paper" and extra["knobs"]["wc_l"] == 0.5
+    seeds = extra["seeds"]
+    assert seeds["rule"] == "paper" and seeds["boundary"] == seeds["boundary_paper"]
+    assert 0 < seeds["boundary_paper"] < seeds["n_test"] and seeds["boundary_band"] > 0
+    gen = extra["generated"]
+    assert gen["0-100@1000"]["in_region"] == 1.0
+    assert gen["0-100@1000"]["accuracy"] < 0.5
+    assert len(extra["quality"]["bc_paper"]) == 10
+
+
 def test_protocol_is_reproducible_and_decoder_is_checked(digits_trials):
     _, first, second = digits_trials
     assert first["extra"]["generated"] == second["extra"]["generated"]
@@ -313,8 +334,12 @@ def test_aggregate_defines_the_headline_as_the_mean_over_mixes(digits_trials):
     assert scores["coverage"].value == pytest.approx(np.mean(per_mix))
     assert scores["coverage"].details["knobs"]["radius"] == 1.0  # stored with the scores
     assert scores["coverage"].details["layer"] == "penultimate"
-    for name in ("ep_min", "cp", "bc", "pbc", "pbc_pairs_covered", "covariate_shift"):
+    for name in ("ep_min", "cp", "bc", "pbc", "pbc_pairs_covered", "covariate_shift",
+                 "bc_paper", "boundary_share_paper", "boundary_share_band"):
         assert name in scores
+    seeds = res["extra"]["seeds"]
+    assert scores["boundary_share_paper"].value == pytest.approx(
+        seeds["boundary_paper"] / seeds["n_test"])
 
 
 def _extra_with(headline_parts: dict, bc: float, seed: int) -> dict:

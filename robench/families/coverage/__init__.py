@@ -37,7 +37,9 @@ def register_metrics(register):
         definition=metric.COVERAGE_DEFINITION,
         higher_is_better=True,
         uses_clusterer=False,
-        version="3",  # 3: mean over reference models with a t CI; 2: class-spread noise
+        # 4: boundary seeds by the paper rule by default, both rules reported; 3: mean over
+        # reference models with a t CI; 2: class-spread noise
+        version="4",
         report=report.report_lines,
         moved_from="robench.builtin.coverage",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="coverage.html",

@@ -22,7 +22,10 @@ COVERAGE_DEFINITION = (
     "||z - c_i|| / R_i. On the test split: EP_i = ns_i * nc / ns (eq. 3); CP_i = share of "
     "class-i test points with normalized distance <= r (eq. 4); BC_i = share with confidence "
     "(top softmax probability) in [theta1, theta2] (eq. 5); PBC_ij = share of class-i test "
-    "points in that band whose most probable other class is j (sum_j PBC_ij = BC_i). Defaults "
+    "points in that band whose most probable other class is j (sum_j PBC_ij = BC_i); bc_paper: "
+    "the same share under the paper's rule (Algorithm 1: true-class probability <= wc_l, "
+    "default 0.5). boundary_share_paper / boundary_share_band: the share of all test points "
+    "that are boundary seeds under each rule. Defaults "
     "r = 1, [theta1, theta2] = [0.4, 0.6] (stored with the scores; docs/coverage.md). Scores: "
     "ep_min, ep_max, cp and bc (means over classes), pbc (mean over ordered pairs i != j), "
     "pbc_pairs_covered (share of class pairs with a boundary test point). covariate_shift: per "
@@ -31,7 +34,9 @@ COVERAGE_DEFINITION = (
     "Carlo (2,000 samples each) / ln 2 in [0, 1], mean over classes; covariate_shift_null is "
     "the same between two disjoint parts of the training rows (no shift, same sizes). "
     "Coverage-guided generation (Algorithm 1): a set of size N at mix c:b takes round(N c/100) "
-    "points from centroid-region seeds and the rest from boundary-band seeds of the test split, "
+    "points from centroid-region seeds and the rest from boundary seeds of the test split (version "
+    "4: by the paper's rule, weakly misclassified points, knob boundary_rule; the top-"
+    "probability band [theta1, theta2] with boundary_rule=band), "
     "each share split evenly over the classes with seeds; each point = seed + Gaussian noise "
     "N(0, diag((0.1 s_i)^2)), s_i the per-coordinate std of class i's training features "
     "(expected norm 0.1 R_i), clipped at 0 for a ReLU layer, redrawn with halved noise until it is still in its seed's "
@@ -48,6 +53,7 @@ COVERAGE_DEFINITION = (
 #: The paper's ideals: EP near 1, CP towards 0 (not all at the centroid), BC and PBC high.
 SUMMARY_SCORES = (
     ("model_acc", True), ("ep_min", True), ("ep_max", False), ("cp", False), ("bc", True),
+    ("bc_paper", True), ("boundary_share_paper", True), ("boundary_share_band", True),
     ("pbc", True), ("pbc_pairs_covered", True), ("covariate_shift", False),
     ("covariate_shift_null", False), ("decoder_recognised", True),
 )
@@ -79,6 +85,12 @@ def summarize(extra: dict) -> dict:
 
     ep = [v for v in q.get("ep") or [] if v is not None]
     dec = extra.get("decoder") or {}
+    seeds = extra.get("seeds") or {}
+
+    def share(key):
+        n = seeds.get("n_test")
+        return seeds[key] / n if n and seeds.get(key) is not None else None
+
     return {
         "headline": coverage_guided_accuracy(by_mix),
         "by_mix": by_mix,
@@ -91,6 +103,9 @@ def summarize(extra: dict) -> dict:
             "ep_max": max(ep) if ep else None,
             "cp": _mean(q.get("cp")),
             "bc": _mean(q.get("bc")),
+            "bc_paper": _mean(q.get("bc_paper")),
+            "boundary_share_paper": share("boundary_paper"),
+            "boundary_share_band": share("boundary_band"),
             "pbc": (q.get("pbc_summary") or {}).get("mean"),
             "pbc_pairs_covered": (q.get("pbc_summary") or {}).get("pairs_covered"),
             "covariate_shift": _mean(shift.get("js")),

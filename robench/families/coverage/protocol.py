@@ -36,7 +36,9 @@ from robench.specs import Knob
 from robench.trials import Combo, trial_key
 
 NAME = "coverage"
-VERSION = "2"  # 2: noise shaped by the class spread (was isotropic)
+# 2: noise shaped by the class spread (was isotropic); 3: boundary seeds by the paper's rule
+# (Algorithm 1: true-class probability <= wc_l) by default, the band as an option
+VERSION = "3"
 KIND = "reference"
 #: Scheduled after these protocols' trials in a run: it reuses their cached reference models.
 AFTER = ("clusterability",)
@@ -49,6 +51,11 @@ KNOBS = (
          "with a t interval", default=3, profiles={"paper": 5}, minimum=1),
     Knob("radius", "float", "r: centroid region = normalized distance <= r (unit: class RMS "
          "radius)", default=1.0, minimum=1e-9),
+    Knob("boundary_rule", "str", "boundary seeds: 'paper' (Algorithm 1: weakly misclassified, "
+         "true-class probability <= wc_l) or 'band' (top probability in [theta1, theta2]); "
+         "both are reported", default="paper", choices=("paper", "band")),
+    Knob("wc_l", "float", "the paper rule's bound on the true-class probability (the paper "
+         "gives none, only wc_l < theta2)", default=0.5, minimum=0.0, maximum=1.0),
     Knob("theta1", "float", "boundary band: top softmax probability >= theta1", default=0.4,
          minimum=0.0, maximum=1.0),
     Knob("theta2", "float", "boundary band: top softmax probability <= theta2", default=0.6,
@@ -193,10 +200,12 @@ def run(spec: dict, env) -> dict:
     d_test = cov.normalized_distance(Z_test, y_test, centroids, radius)
     d_fit = cov.normalized_distance(Z_fit, y_fit, centroids, radius)
     pbc = cov.pairwise_boundary(P_test, y_test, nc, th1, th2)
+    rule, wc_l = knobs.get("boundary_rule", "band"), float(knobs.get("wc_l", cov.PAPER_WC_L))
     quality = {
         "ep": _finite_list(cov.equivalence_partitioning(y_test, nc)),
         "cp": _finite_list(cov.centroid_positioning(d_test, y_test, nc, r)),
         "bc": _finite_list(cov.boundary_conditioning(P_test, y_test, nc, th1, th2)),
+        "bc_paper": _finite_list(cov.paper_boundary_conditioning(P_test, y_test, nc, wc_l)),
         "pbc": [_finite_list(row) for row in pbc],
         "pbc_summary": cov.summarize_pbc(pbc),
         "cp_train": _finite_list(cov.centroid_positioning(d_fit, y_fit, nc, r)),
@@ -216,7 +225,8 @@ def run(spec: dict, env) -> dict:
     t = time.perf_counter()
     clip = 0.0 if float(Z_fit.min()) >= 0.0 else None
     regions = cov.Regions(centroids, radius, r, th1, th2, space.proba, clip_min=clip,
-                          spread=cov.class_spread(Z_fit, y_fit, nc))
+                          spread=cov.class_spread(Z_fit, y_fit, nc), boundary_rule=rule,
+                          wc_l=wc_l)
     generated, examples = {}, {}
     for mix in knobs["mixes"]:
         name = cov.mix_name(mix)
@@ -231,7 +241,7 @@ def run(spec: dict, env) -> dict:
             pred = space.proba(g["Z"]).argmax(1)
             right = pred == g["y"]
             stay = np.where(g["origin"] == "c", regions.in_centroid(g["Z"], g["y"]),
-                            regions.in_boundary(g["Z"]))
+                            regions.in_boundary(g["Z"], g["y"]))
             generated[f"{name}@{size}"] = {
                 "accuracy": float(right.mean()),
                 "n": int(len(g["y"])),
@@ -259,11 +269,15 @@ def run(spec: dict, env) -> dict:
         "reference_seed": int(seed),  # split and training seed of this repeat's model
         "clip_min": clip,
         "knobs": {"radius": r, "theta1": th1, "theta2": th2, "step": float(knobs["step"]),
-                  "max_tries": int(knobs["max_tries"])},
+                  "max_tries": int(knobs["max_tries"]), "boundary_rule": rule, "wc_l": wc_l},
         "quality": quality,
         "covariate_shift": shift,
         "seeds": {"centroid": int(regions.in_centroid(Z_test, y_test).sum()),
-                  "boundary": int(regions.in_boundary(Z_test).sum())},
+                  "boundary": int(regions.in_boundary(Z_test, y_test).sum()),
+                  # both rules, whichever generates: how many test points each calls boundary
+                  "boundary_paper": int(cov.paper_boundary(P_test, y_test, wc_l).sum()),
+                  "boundary_band": int(cov.in_band(P_test, th1, th2).sum()),
+                  "n_test": int(len(test)), "rule": rule},
         "generated": generated,
     }
     if dataset.image_shape is None:

@@ -56,6 +56,13 @@ def report_lines(rows: list) -> list:
                 f"{_f(g('bc'), width=6)} {_f(g('pbc'), width=6)} "
                 f"{_f(g('pbc_pairs_covered'), width=6)} {_f(g('covariate_shift'), width=6)} "
                 f"{_f(g('covariate_shift_null'), width=6)}")
+            knobs = det.get("knobs") or {}
+            lines.append(f"  {'':<18} boundary seeds by the {knobs.get('boundary_rule', 'band')}"
+                         f" rule; share of test points that are boundary: paper rule "
+                         f"(true-class p <= {knobs.get('wc_l', 0.5)}) "
+                         f"{_f(g('boundary_share_paper'), True, 5).strip()}%, band "
+                         f"[{knobs.get('theta1')}, {knobs.get('theta2')}] "
+                         f"{_f(g('boundary_share_band'), True, 5).strip()}%")
             if det.get("not_computable"):
                 lines.append(f"  {'':<18} coverage-guided accuracy not computable: "
                              f"{det['not_computable']}")
