@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+# The finiteness checks live at the model boundary (robench.boundary); re-exported here.
+from robench.boundary import NonFiniteError, check_finite, nonfinite_rows  # noqa: F401
 from robench.cache import cache_dir, cached_arrays, content_key
 
 #: The 15 ImageNet-C test corruptions, by family, then the 4 extra ("validation") ones.
@@ -55,32 +57,6 @@ MIN_SIDE = 32
 #: Functions that take an explicit ``seed`` argument besides the global generator.
 _SEEDED = {"glass_blur", "impulse_noise"}
 _NAMESPACE = "corruptions"
-
-
-class NonFiniteError(ValueError):
-    """A corrupted (or attacked) array holds NaN or inf values."""
-
-
-def nonfinite_rows(arrays) -> int:
-    """Return how many rows (images) of ``arrays`` hold at least one NaN or inf value."""
-    a = np.asarray(arrays)
-    if a.size == 0:
-        return 0
-    return int((~np.isfinite(a.reshape(a.shape[0], -1))).any(axis=1).sum())
-
-
-def check_finite(arrays, what: str):
-    """Return ``arrays`` unchanged, or raise :class:`NonFiniteError` saying ``what`` they are.
-
-    ``what`` names the array's producer (e.g. "corruption 'spatter' at severity 1"); the
-    message adds how many of the images are affected.
-    """
-    bad = nonfinite_rows(arrays)
-    if bad:
-        n = int(np.asarray(arrays).shape[0])
-        raise NonFiniteError(f"{what}: {bad} of {n} images hold non-finite values (NaN or "
-                             "inf); refusing to hand them to a model")
-    return arrays
 
 
 def all_names() -> list:

@@ -19,6 +19,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from robench.boundary import check_model_input
 from robench.cache import cached_arrays, content_key
 
 #: Rows per call of a non-torch model's ``features`` (torch models batch themselves).
@@ -40,6 +41,7 @@ def features(classifier, X: np.ndarray, *, key: Optional[str] = None) -> np.ndar
     reason = feature_support(classifier)
     if reason:
         raise ValueError(reason)
+    check_model_input(X, type(classifier).__name__, "rows whose features are read")
 
     def compute():
         if _is_torch(classifier):

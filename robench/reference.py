@@ -56,6 +56,9 @@ def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> d
     out["model_key"] = content_key("reference-model", dataset.fingerprint(), spec["model"],
                                    spec["versions"]["model"], params["train"],
                                    params["test_size"], params["val_fraction"], seed)
+    from robench.boundary import check_model_input
+
+    check_model_input(X, spec["model"], f"rows of data set '{dataset.name}'")
     out["clf"], out["hit"] = train_reference(clf, X[fit], y[fit], X[val], y[val],
                                              key=out["model_key"])
     return out

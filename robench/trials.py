@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 
 from robench.bits import pack_bits
+from robench.boundary import check_model_input
 from robench.cache import content_key
 from robench.specs import ClustererSpec, DatasetSpec, ModelContext, ModelSpec
 
@@ -89,6 +90,9 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
                        dict(train_budget))
     t0 = time.perf_counter()
     model = model_spec.build(ctx)
+    # The whole data set is handed to the model (fit, validation, then one prediction pass):
+    # check it once at the boundary.
+    check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")
     model.fit(X[train_idx], y[train_idx], X[val_idx], y[val_idx])
     # One prediction pass over the whole data set gives test accuracy and, for free, the
     # whole-data-set accuracy and per-sample correctness (what estimators of a lost test set read).

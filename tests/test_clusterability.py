@@ -93,6 +93,51 @@ def test_validation_orients_delta_and_counts_models():
     assert rows[("p_acc_kmeans", "corruption")]["n"] == 0
 
 
+def _summaries(pr, delta, acc, robustness):
+    return {m: {"indicators": {"purity-ratio": p, "delta": d, "model_acc": a},
+                "corruption": {"robustness": r}, "adversarial": {}}
+            for m, p, d, a, r in zip("abcde", pr, delta, acc, robustness)}
+
+
+def test_validation_reports_signed_r_and_a_reversed_relation_fails():
+    from robench.families.purity_ratio.metric import validation_verdict
+
+    rob = [0.50, 0.60, 0.62, 0.75, 0.90]
+    # purity-ratio falls as robustness rises: R^2 is high, but the relation is reversed
+    rev = _summaries([0.9, 0.8, 0.78, 0.6, 0.4], [0.5, 0.4, 0.3, 0.2, 0.1],
+                     [0.90, 0.91, 0.92, 0.93, 0.95], rob)
+    rows = validation(rev)
+    head = next(r for r in rows if r["indicator"] == "purity-ratio" and r["target"] == "corruption")
+    assert head["r2"] > 0.9 and head["r"] == pytest.approx(-np.sqrt(head["r2"]))
+    assert head["r"] == pytest.approx(stats.pearsonr([0.9, 0.8, 0.78, 0.6, 0.4], rob).statistic)
+    v = validation_verdict(rows)
+    assert v["holds"] is False and "r = -" in v["reason"]
+    # baselines beside it: Delta oriented (-delta rises with robustness: r > 0), Model_ACC
+    assert v["baselines"]["delta"]["r"] > 0.9 and v["baselines"]["model_acc"]["r"] > 0.9
+    assert v["beats_baselines"] is False
+    # the same zoo with purity-ratio rising: holds
+    fwd = _summaries([0.4, 0.6, 0.65, 0.8, 0.9], [0.5, 0.4, 0.3, 0.2, 0.1],
+                     [0.90, 0.95, 0.91, 0.93, 0.92], rob)
+    v = validation_verdict(validation(fwd))
+    assert v["holds"] is True and v["tau"] == pytest.approx(1.0)
+    # fewer than 3 models: undecided
+    few = {m: s for m, s in fwd.items() if m in "ab"}
+    assert validation_verdict(validation(few))["holds"] is None
+
+
+def test_multicut_defaults_are_calibrated_on_the_complete_graph():
+    from robench.families.purity_ratio import protocol as cp
+    from tests.helpers import run_config
+
+    knobs = run_config(datasets=["digits"], models=["mlp"],
+                       metrics=["purity-ratio"]).knobs[cp.SECTION]
+    assert (knobs["bias_mode"], knobs["graph"], knobs["scale"]) == (
+        "calibrated", "complete", "knn-median")
+    assert cp.multicut_bias(knobs) == "calibrated"
+    assert cp.multicut_bias({**knobs, "bias_mode": "fixed", "bias": 1.5}) == 1.5
+    assert cp.VERSION == "2"
+
+
 @pytest.fixture
 def clus_registry():
     from robench.plugins import make_registry, set_registry
@@ -124,8 +169,10 @@ def _scores(report):
 def test_end_to_end_image_run_through_the_runner(clus_registry, store):
     from robench.runner import execute
 
+    # scale "none": with 10 test points per class and knn = 10 the median kNN edge joins two
+    # classes, so the knn-median unit (the default, meant for >= 30 points per class) merges all
     cfg = _config(["tiny-images"], ["feat-centroid", "feat-collapsed", "feat-none"],
-                  ["zoo-mlp-narrow", "mlp", "zoo-cnn-narrow", "feat-centroid"])
+                  ["zoo-mlp-narrow", "mlp", "zoo-cnn-narrow", "feat-centroid"], scale="none")
     report = execute(cfg, clus_registry, store)
     assert not report.failed, [f["error"] for f in report.failed]
     assert report.n_planned == 6  # 3 models + 3 more zoo members, each trained once
@@ -145,6 +192,14 @@ def test_end_to_end_image_run_through_the_runner(clus_registry, store):
     # validation across the models of the data set, stored as scores of model "zoo"
     r2 = sc[("zoo", "r2|purity-ratio|corruption")]
     assert r2.n == 4 and (r2.value is None or np.isnan(r2.value) or 0 <= r2.value <= 1)
+    r = sc[("zoo", "r|purity-ratio|corruption")]
+    assert r.value is None or r.value ** 2 == pytest.approx(r2.value)
+    holds = sc[("zoo", "validation_holds")]
+    assert holds.value in (None, 0.0, 1.0) and holds.details["reason"]
+    assert sc[("zoo", "validation")].value == r.value
+    # the multicut's granularity is stored with the scores
+    nc = sc[("feat-centroid", "n_clusters_multicut")]
+    assert nc.value >= 1 and nc.details["bias_mode"] == "calibrated"
     assert ("zoo", "tau|delta|corruption@s5") in sc and ("zoo", "r2|p_acc_kmeans|fgsm@0.05") in sc
     stored = store.scores(dataset="tiny-images", metric="purity-ratio", model="zoo")
     assert any(r["score"] == "validation" for r in stored)

@@ -29,6 +29,7 @@ import time
 
 import numpy as np
 
+from robench.boundary import check_model_input
 from robench.reference import fit_reference, not_applicable_row, trial_row
 from robench.seeds import derived_seed
 from robench.specs import Knob
@@ -300,7 +301,9 @@ def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs
     recon = cov.decode(dec, Z_test)
     originals = dataset.X[test].reshape(recon.shape)
     clean = float((np.asarray(clf.predict(dataset.X[test])) == y_test).mean())
-    recognised = float((np.asarray(clf.predict(recon.reshape(len(recon), -1))) == y_test).mean())
+    decoded = check_model_input(recon.reshape(len(recon), -1), type(clf).__name__,
+                                "images decoded from test features")
+    recognised = float((np.asarray(clf.predict(decoded)) == y_test).mean())
     legible = bool(clean > 0 and recognised >= float(knobs["decoder_legible"]) * clean)
     nc = dataset.n_classes
     first = [np.flatnonzero(y_test == c)[:1] for c in range(min(nc, 10))]

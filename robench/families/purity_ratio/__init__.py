@@ -38,7 +38,7 @@ def register_metrics(register):
         definition=metric.PURITY_RATIO_DEFINITION,
         higher_is_better=True,
         uses_clusterer=False,
-        version="1",
+        version="2",  # 2: validation = signed r with a verdict; calibrated multicut
         report=report.report_lines,
         moved_from="robench.builtin.clusterability",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="purity_ratio.html",

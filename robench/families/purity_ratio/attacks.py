@@ -27,7 +27,7 @@ Every array is checked finite where it is made: the inputs before attacking, eac
 loss gradient (``torch.sign`` maps NaN to 0, so a NaN gradient from a diverged model would
 leave the input unperturbed and report clean accuracy as robust accuracy) and each attack's
 adversarial examples (a torch model classifies NaN input without complaint). A non-finite
-value raises :class:`robench.corruptions.NonFiniteError` naming the attack, ε and the number
+value raises :class:`robench.boundary.NonFiniteError` naming the attack, ε and the number
 of bad inputs.
 """
 
@@ -39,7 +39,7 @@ ATTACKS = ("fgsm", "pgd", "deepfool")
 
 
 def _finite(arrays, what: str):
-    from robench.corruptions import check_finite
+    from robench.boundary import check_finite
 
     return check_finite(arrays, what)
 
@@ -71,7 +71,7 @@ def _grad_sign(module, x, y, what: str = "attack"):
     # unperturbed and report the clean accuracy as robust accuracy. Refuse it instead.
     bad = int((~torch.isfinite(grad.reshape(len(grad), -1))).any(1).sum())
     if bad:
-        from robench.corruptions import NonFiniteError
+        from robench.boundary import NonFiniteError
 
         raise NonFiniteError(f"{what}: the loss gradient is non-finite (NaN or inf) for {bad} "
                              f"of {len(grad)} inputs; the model's logits or loss are not finite")

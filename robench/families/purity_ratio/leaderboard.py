@@ -32,7 +32,7 @@ def leaderboard_tables(rows: list) -> dict:
     pairs: dict = {}
     for name, r in zoo.items():
         kind, _, rest = name.partition("|")
-        if kind in ("r2", "tau"):
+        if kind in ("r2", "r", "tau"):
             ind, _, target = rest.partition("|")
             cell = pairs.setdefault(ind, {}).setdefault(target, {})
             cell[kind], cell["n"] = r.get("value"), r.get("n")
@@ -50,8 +50,10 @@ def leaderboard_tables(rows: list) -> dict:
                  for ind in INDICATORS if ind in pairs]
         validation_tables.append({"title": title, "columns": cols, "rows": vrows})
     val = zoo.get("validation") or {}
+    holds = zoo.get("validation_holds") or {}
     return {"models": table, "validation": validation_tables,
-            "validation_note": (val.get("details") or {}).get("not_applicable")}
+            "validation_note": (val.get("details") or {}).get("not_applicable"),
+            "verdict": holds.get("details") or None}
 
 
 def section(rows: list):

@@ -15,9 +15,14 @@ PURITY_RATIO_DEFINITION = (
     "training part; early stopping on validation only); Model_ACC is its accuracy on the clean "
     "test split. Its penultimate features of the test split are clustered by k-means (K = number "
     "of classes, all test samples) and by a minimum-cost multicut (GAEC, bioimage-cpp) on the "
-    "symmetric 10-nearest-neighbour graph of at most multicut_cap stratified test samples, with "
-    "edge costs logit(p_join(d)) + bias, d the squared feature distance (eq. 4) and p_join a "
-    "logistic regression fitted on kNN edges of training features (same class = join; bias 0). "
+    "complete graph (the paper's; knob graph) of at most multicut_cap stratified test samples, "
+    "with edge costs logit(p_join(d)) + bias, d the squared feature distance in units of the "
+    "point set's median kNN-edge distance (knob scale; eq. 4) and p_join a logistic regression "
+    "fitted on pairs of training features (same class = join); the bias is calibrated on "
+    "training features (knob bias_mode): the one whose partition of a test-sized training "
+    "subsample has an effective number of clusters closest to the number of classes (the "
+    "paper estimates the boundary empirically; bias 0 fragmented real features into clusters "
+    "of ~3 points, purity ~1 for every model); n_clusters_multicut is stored with the scores. "
     "C_ACC: cluster accuracy with Hungarian matching (unmatched clusters count as errors); "
     "C_purity: purity (eq. 5). p_acc_X = C_ACC^X / Model_ACC, p_purity_X = C_purity^X / "
     "Model_ACC (eq. 8); the headline purity-ratio is the combined p_purity^(kmeans*multicut) = "
@@ -29,11 +34,14 @@ PURITY_RATIO_DEFINITION = (
     "ACC_clean (eq. 7), ACC_clean measured on the same stratified subsample; relative robust "
     "accuracy under FGSM, PGD (L-inf, no random start) and DeepFool (ART; robust at eps if its "
     "per-pixel L2 perturbation exceeds eps) per eps. Validation (model 'zoo'): across the data "
-    "set's zoo of models (profile knob clusterability.zoo), r2|<indicator>|<target> = squared Pearson "
-    "correlation (coefficient of determination of the least-squares line) and tau|<indicator>|"
-    "<target> = Kendall tau-b, for targets corruption (overall), corruption@s1..s5 and "
-    "<attack>@<eps>; tau for delta and delta is computed on -delta (lower delta should mean more "
-    "robust). Models without a feature space get value None with the reason; tabular data sets "
+    "set's zoo of models (profile knob clusterability.zoo), r|<indicator>|<target> = signed Pearson "
+    "correlation, r2|<indicator>|<target> = its square (unsigned: a reversed relation has a high "
+    "R^2) and tau|<indicator>|<target> = Kendall tau-b, for targets corruption (overall), "
+    "corruption@s1..s5 and <attack>@<eps>; r and tau of delta are computed on -delta (lower "
+    "delta should mean more robust). The headline 'validation' is r of purity-ratio vs "
+    "corruption robustness (version 2; version 1 reported R^2), with the baselines Delta and "
+    "Model_ACC beside it; 'validation_holds' is 1 when r > 0 and tau > 0, 0 otherwise, None "
+    "when undecidable (fewer than 3 models, no spread). Models without a feature space get value None with the reason; tabular data sets "
     "get no corruption or attack scores (not applicable)."
 )
 
@@ -114,9 +122,11 @@ def validation(summaries: dict) -> list:
             slope = None
             if r2 is not None and r2 == r2 and len(pts) >= 3:
                 slope = float(np.polyfit(xs, ys, 1)[0])
+            r = cl.pearson_r([sign * x for x in xs], ys) if pts else None
             rows.append({
                 "indicator": ind, "target": target, "n": len(pts),
-                "r2": r2, "slope": slope,  # R^2 is blind to the sign: the slope says it
+                "r2": r2, "slope": slope,  # R^2 is blind to the sign: the slope and r say it
+                "r": None if r is None or r != r else r,
                 "tau": cl.kendall_tau([sign * x for x in xs], ys) if pts else None,
                 "points": [list(p) for p in pts],
             })
@@ -179,6 +189,14 @@ def aggregate_purity_ratio(group: dict, trials: list) -> list:
         for name, higher in MODEL_SCORES:
             scores.append(Score(**base, score=name, value=ind.get(name), higher_is_better=higher,
                                 n=extra.get("n_test")))
+        # the multicut's granularity, without which its purity cannot be read (~1 for fragments)
+        scores.append(Score(**base, score="n_clusters_multicut",
+                            value=ind.get("n_clusters_multicut"), n=mc.get("n"),
+                            details={"n_classes": len((extra.get("kmeans") or {}).get(
+                                         "contingency") or []) or None,
+                                     **{k: mc.get(k) for k in ("n_singletons", "bias",
+                                                                "bias_mode", "graph", "scale",
+                                                                "calibration")}}))
         corr = summary["corruption"]
         if corr:
             scores.append(Score(**base, score="corruption_robustness", value=corr["robustness"],
@@ -216,16 +234,67 @@ def aggregate_purity_ratio(group: dict, trials: list) -> list:
         common = {"indicator": r["indicator"], "target": r["target"], "points": r["points"],
                   "slope": r["slope"]}
         scores.append(Score(**base, score=f"r2|{r['indicator']}|{r['target']}", value=r["r2"],
-                            n=r["n"], details={**common, "tau": r["tau"]}))
+                            n=r["n"], details={**common, "tau": r["tau"], "r": r["r"]}))
+        scores.append(Score(**base, score=f"r|{r['indicator']}|{r['target']}", value=r["r"],
+                            n=r["n"], details={**common, "tau": r["tau"], "r2": r["r2"]}))
         scores.append(Score(**base, score=f"tau|{r['indicator']}|{r['target']}", value=r["tau"],
-                            n=r["n"], details={**common, "r2": r["r2"]}))
+                            n=r["n"], details={**common, "r2": r["r2"], "r": r["r"]}))
     head = next((r for r in usable if r["indicator"] == METRIC and r["target"] == "corruption"),
                 None)
-    scores.append(Score(**base, score="validation", value=None if head is None else head["r2"],
+    verdict = validation_verdict(usable)
+    scores.append(Score(**base, score="validation", value=None if head is None else head["r"],
                         n=None if head is None else head["n"],
-                        details={"headline": "R^2 of purity-ratio vs corruption robustness",
+                        details={"headline": "signed Pearson r of purity-ratio vs corruption "
+                                             "robustness across the zoo",
+                                 "r2": None if head is None else head["r2"],
                                  "tau": None if head is None else head["tau"],
+                                 "slope": None if head is None else head["slope"],
+                                 "holds": verdict["holds"], "reason": verdict["reason"],
+                                 "baselines": verdict["baselines"],
                                  "models": sorted(summaries),
                                  "table": [{k: v for k, v in r.items() if k != "points"}
                                            for r in usable]}))
+    scores.append(Score(**base, score="validation_holds",
+                        value=None if verdict["holds"] is None else float(verdict["holds"]),
+                        n=None if head is None else head["n"], details=verdict))
     return scores
+
+
+#: Baselines shown beside purity-ratio in every validation (the paper's Delta, and accuracy).
+BASELINES = ("delta", "model_acc")
+
+
+def validation_verdict(table: list, target: str = "corruption") -> dict:
+    """Return whether purity-ratio predicts ``target`` robustness across the zoo, and why.
+
+    Holds when the relation has the paper's sign in both measures: Pearson r > 0 (the slope of
+    robustness on purity-ratio is positive) and Kendall tau > 0. R^2 alone cannot decide it: a
+    reversed relation (r = -0.9) has R^2 0.81. Undecided (None) without the purity-ratio row or
+    with a NaN r or tau (fewer than 3 models, or no spread). ``baselines`` holds r, tau, R^2
+    of Delta (oriented: -Delta) and Model_ACC on the same target, and ``beats_baselines``
+    whether purity-ratio's r exceeds every baseline's.
+    """
+    rows = {r["indicator"]: r for r in table if r["target"] == target}
+    head = rows.get(METRIC)
+    baselines = {b: {k: rows[b].get(k) for k in ("r", "tau", "r2", "n")}
+                 for b in BASELINES if b in rows}
+    out = {"target": target, "holds": None, "baselines": baselines, "beats_baselines": None,
+           "r": None, "tau": None, "n": None}
+    if head is None:
+        out["reason"] = f"no purity-ratio vs {target} row (fewer than 3 models measured)"
+        return out
+    r, tau = head.get("r"), head.get("tau")
+    tau = None if tau is None or tau != tau else tau
+    out.update(r=r, tau=tau, n=head["n"])
+    if r is None or tau is None:
+        out["reason"] = "r or tau undefined (no spread in the indicator or the robustness)"
+        return out
+    out["holds"] = bool(r > 0 and tau > 0)
+    others = [b["r"] for b in baselines.values() if b.get("r") is not None]
+    out["beats_baselines"] = bool(others) and all(r > o for o in others)
+    sign = "positive" if out["holds"] else "not positive in both r and tau"
+    out["reason"] = (f"purity-ratio vs {target} robustness over {head['n']} models: r = "
+                     f"{r:+.2f}, tau = {tau:+.2f} ({sign})"
+                     + "".join(f"; {b}: r = {v['r']:+.2f}" for b, v in baselines.items()
+                               if v.get("r") is not None))
+    return out

@@ -11,9 +11,11 @@ One trial = one reference model of one (dataset, model) and everything computed 
 3. penultimate features of the test split (and of a stratified subsample of the training
    split for the multicut's join model), cached by content key;
 4. k-means with K = number of classes on all test features (the ``kmeans`` clusterer);
-   minimum-cost multicut on the kNN graph of (at most ``multicut_cap``) test features with
-   costs learned on training features (:mod:`robench.multicut`); both stored as contingency
-   tables (cluster x class counts), from which cluster accuracy and purity are computed;
+   minimum-cost multicut on the complete graph (knob ``graph``) of (at most ``multicut_cap``)
+   test features with costs learned on training features, distances in their kNN unit (knob
+   ``scale``) and the boundary calibrated on training features (knob ``bias_mode``; see
+   :mod:`robench.multicut`); both stored as contingency tables (cluster x class counts), from
+   which cluster accuracy and purity are computed, with the multicut's ``n_clusters``;
 5. the class-overlap baseline Delta on (at most ``overlap_cap``) test features (eq. 9);
 6. image data sets: accuracy on every registered corruption at 5 severities of a stratified
    test subsample (``corruption_cap``; the corrupted images are cached and shared by every
@@ -37,7 +39,9 @@ from robench.specs import Knob
 from robench.trials import Combo, trial_key
 
 NAME = "clusterability"
-VERSION = "1"
+#: 2: the multicut's boundary is calibrated on training features on the complete graph in the
+#: kNN distance unit by default (bias 0 fragmented the features into clusters of ~3 points).
+VERSION = "2"
 KIND = "reference"
 
 SECTION = "clusterability"
@@ -82,8 +86,19 @@ KNOBS = (
     Knob("deepfool_grads", "int", "classes DeepFool linearises towards (ART nb_grads)",
          default=3, profiles={"paper": 10}, minimum=1),
     Knob("knn", "int", "neighbours of the multicut's kNN graph", default=10, minimum=1),
-    Knob("bias", "float", "bias added to the multicut's edge costs (0: p_join = 0.5 boundary)",
-         default=0.0),
+    Knob("bias_mode", "str", "multicut boundary: 'calibrated' (bias searched on training "
+         "features so the effective number of clusters is closest to the classes; the paper "
+         "estimates it empirically) or 'fixed' (the bias knob)", default="calibrated",
+         choices=("calibrated", "fixed")),
+    Knob("bias", "float", "bias added to the multicut's edge costs when bias_mode is 'fixed' "
+         "(0: p_join = 0.5 boundary, which fragments real features)", default=0.0),
+    Knob("graph", "str", "multicut graph: 'complete' (the paper's, every pair) or 'knn'",
+         default="complete", choices=("complete", "knn")),
+    Knob("scale", "str", "multicut distance unit: 'knn-median' (the median kNN-edge distance "
+         "of the point set itself; needs several times knn points per class, else the "
+         "median edge spans classes and everything merges) or 'none' (raw squared "
+         "distances)", default="knn-median",
+         choices=("knn-median", "none")),
     Knob("solver", "str", "multicut solver", default="gaec", choices=("gaec", "gaec+kl")),
     Knob("kmeans_n_init", "int", "k-means restarts on the features", default=4, minimum=1),
 )
@@ -198,6 +213,13 @@ def _build(spec, registry):
     return registry.get("models", spec["model"]).build
 
 
+def multicut_bias(knobs: dict):
+    """Return the multicut's ``bias`` argument: "calibrated" or the fixed number."""
+    if knobs.get("bias_mode", "fixed") == "calibrated":
+        return "calibrated"
+    return float(knobs["bias"])
+
+
 def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
     """Return the (clusters x classes) count matrix of cluster labels against classes."""
     labels = np.asarray(labels, dtype=np.int64)
@@ -244,7 +266,8 @@ def run(spec: dict, env) -> dict:
     try:
         mc_labels, mc_info = multicut_supervised(
             Z_test[mc_sub], Z_train, y[join_idx], knn=int(knobs["knn"]),
-            bias=float(knobs["bias"]), solver=knobs["solver"], seed=seed)
+            bias=multicut_bias(knobs), solver=knobs["solver"], seed=seed,
+            graph=knobs.get("graph", "knn"), scale=knobs.get("scale", "none"))
         mc_table = contingency(mc_labels, y[test][mc_sub], dataset.n_classes).tolist()
     except ValueError as exc:
         mc_info, mc_table = {"error": str(exc)}, None
@@ -280,6 +303,7 @@ def run(spec: dict, env) -> dict:
 
 def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     """Return clean and corrupted accuracy of ``clf`` on the corruption subsample."""
+    from robench.boundary import check_model_input
     from robench.corruptions import corrupted_sets, index_hash
     from robench.multicut import stratified_subsample
 
@@ -294,8 +318,11 @@ def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     clean = float((np.asarray(clf.predict(dataset.X[idx])) == y).mean())
     acc = {}
     for sp in specs:
-        acc[sp.name] = [float((np.asarray(clf.predict(sets[(sp.name, s)].reshape(len(idx), -1)))
-                               == y).mean()) for s in knobs["severities"]]
+        acc[sp.name] = []
+        for s in knobs["severities"]:
+            rows = check_model_input(sets[(sp.name, s)].reshape(len(idx), -1), spec["model"],
+                                     f"images of corruption '{sp.name}' at severity {s}")
+            acc[sp.name].append(float((np.asarray(clf.predict(rows)) == y).mean()))
     return {"n": int(len(idx)), "clean": clean, "severities": list(knobs["severities"]),
             "accuracy": acc, "imagenet_c": {sp.name: bool(sp.imagenet_c) for sp in specs}}
 
@@ -448,6 +475,14 @@ def r_squared(x, y) -> float:
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
     return float(linregress(x, y).rvalue ** 2)
+
+
+def pearson_r(x, y) -> float:
+    """Return Pearson's signed correlation r of x and y (NaN with < 3 points or no spread)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 def kendall_tau(x, y) -> float:

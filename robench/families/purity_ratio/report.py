@@ -41,7 +41,7 @@ def report_lines(rows: list) -> list:
         pairs = {}
         for name, r in zoo.items():
             kind, _, rest = name.partition("|")
-            if kind in ("r2", "tau"):
+            if kind in ("r", "tau"):
                 ind, _, target = rest.partition("|")
                 pairs.setdefault(ind, {}).setdefault(target, {})[kind] = r.get("value")
                 pairs[ind][target]["n"] = r.get("n")
@@ -54,8 +54,8 @@ def report_lines(rows: list) -> list:
         for title, cols in (("corruption robustness", corr), ("adversarial robustness", adv)):
             if not cols:
                 continue
-            lines.append(f"  validation vs {title} across {n} zoo models: R^2 / Kendall tau "
-                         "(paper, ImageNet-C: R^2 0.87, tau 0.79)")
+            lines.append(f"  validation vs {title} across {n} zoo models: signed r / Kendall "
+                         "tau (paper, ImageNet-C: R^2 0.87, tau 0.79)")
             lines.append("  " + f"{'indicator':<18}" + "".join(f"{c:>15}" for c in cols))
             for ind in INDICATORS:
                 if ind not in pairs:
@@ -63,7 +63,11 @@ def report_lines(rows: list) -> list:
                 cells = []
                 for c in cols:
                     v = pairs[ind].get(c) or {}
-                    cells.append(f"{_f(v.get('r2'), width=5).strip()}/"
+                    cells.append(f"{_f(v.get('r'), width=5).strip()}/"
                                  f"{_f(v.get('tau'), width=5).strip()}".rjust(15))
                 lines.append("  " + f"{ind:<18}" + "".join(cells))
+        verdict = (zoo.get("validation_holds") or {}).get("details") or {}
+        if verdict.get("reason"):
+            word = {True: "holds", False: "does not hold"}.get(verdict.get("holds"), "undecided")
+            lines.append(f"  validation {word}: {verdict['reason']}")
     return lines

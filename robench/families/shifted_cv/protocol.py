@@ -269,6 +269,7 @@ def run(spec: dict, env) -> dict:
     fold-distance computation."""
     if spec["kind"] == WASSERSTEIN:
         return run_wasserstein(spec, env)
+    from robench.boundary import check_model_input
     from robench.specs import ModelContext
 
     dataset = env.dataset(spec["dataset"])
@@ -280,6 +281,7 @@ def run(spec: dict, env) -> dict:
     ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, seed,
                        dict(spec["params"]["train"]))
     t0 = time.perf_counter()
+    check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")
     model = model_spec.build(ctx)
     if hasattr(model, "epoch_callback"):
         model.epoch_callback = _test_curve(X[test], y[test])

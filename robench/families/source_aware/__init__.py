@@ -42,13 +42,13 @@ def register_metrics(register):
     """Register rho, adequacy and lost-test."""
     register(MetricSpec(
         name="rho",
-        description="Source-aware robustness E[AccX]/E[AccI] with the interval and a bootstrap CI.",
+        description="Source-aware robustness E[AccX]/E[AccI] with the interval and Fieller's CI.",
         protocol=protocol.NAME,
         aggregate=rho.aggregate_rho,
         definition=rho.RHO_DEFINITION,
         higher_is_better=True,
         uses_clusterer=True,
-        version="1",
+        version=rho.VERSION,  # 2: Fieller / t intervals (the bootstrap under-covered)
         report=report.rho_lines,
         moved_from="robench.builtin.metrics",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="rho.html",
@@ -65,7 +65,7 @@ def register_metrics(register):
         definition=metrics.ADEQUACY_DEFINITION,
         higher_is_better=True,
         uses_clusterer=True,
-        version="1",
+        version="2",  # 2: Fieller / t intervals, as rho
         in_default_run=False,
         report=report.adequacy_lines,
         moved_from="robench.builtin.adequacy",

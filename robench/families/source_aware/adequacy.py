@@ -15,7 +15,7 @@ The full-size point of the curve *is* the source-aware trial of the same (seed, 
 :func:`plan` returns that trial's spec, so it is shared by key with the ``rho`` metric and
 trained once. Smaller sizes are trials of this protocol, keyed per size.
 
-Scores per size: E[AccI], E[AccX], rho with a bootstrap CI; the smallest size from which
+Scores per size: E[AccI], E[AccX] (t CIs), rho with Fieller's CI; the smallest size from which
 E[AccI] (and, separately, E[AccX]) stays within 1 point of its full-size value; per class the
 interval and rho at every size, and a ranking of the least robust classes with a reading.
 """

@@ -65,10 +65,31 @@ def rho_tables(scores: list) -> list:
         {
             "clusterer": clusterer or "(none)",
             # sorting by name first makes tied ranks list in a stable, readable order
-            "rows": rank_rows(sorted(rows, key=lambda r: r["model"])),
+            "rows": tie_ranked(rank_rows(sorted(rows, key=lambda r: r["model"]))),
         }
         for clusterer, rows in sorted(by_clusterer.items())
     ]
+
+
+def tie_ranked(rows: list) -> list:
+    """Return ``rows`` (best first) re-ranked so that overlapping intervals share a rank.
+
+    :func:`robench.intervals.tie_ranks`: a model whose 95% interval overlaps its block
+    leader's takes the leader's rank (1, 1, 3, ...), so the table does not print an order the
+    repeats cannot decide. ``tied`` marks a row that shares its rank.
+    """
+    from robench.intervals import tie_ranks
+
+    higher = all(r.get("higher_is_better", True) for r in rows)
+    ranks = tie_ranks([r["value"] for r in rows], [r["ci_low"] for r in rows],
+                      [r["ci_high"] for r in rows], higher_is_better=higher)
+    counts: dict = defaultdict(int)
+    for rank in ranks:
+        counts[rank] += 1
+    for row, rank in zip(rows, ranks):
+        row["rank"] = rank
+        row["tied"] = rank is not None and counts[rank] > 1
+    return rows
 
 
 def section(rows: list):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from robench.families.source_aware.rho import mean_score_interval, rho_interval
 from robench.specs import Score
 
 ADEQUACY_DEFINITION = (
@@ -11,8 +12,9 @@ ADEQUACY_DEFINITION = (
     "stratified, seeded subsets of that partition's training part (default sizes 100, 300, "
     "1000, 3000 where the partition is larger, plus the full partition, which is the rho "
     "metric's own trial). A size counts fit + validation samples; validation is carved from the "
-    "subset. Per size: E[AccX], E[AccI] (means over repeats, bootstrap CI) and rho = "
-    "E[AccX]/E[AccI] with a percentile bootstrap CI (2,000 resamples). enough_inclusive / "
+    "subset. Per size: E[AccX], E[AccI] (means over repeats, Student-t CI clipped to [0, 1]) and "
+    "rho = E[AccX]/E[AccI] with Fieller's CI (version 2; version 1 used a percentile "
+    "bootstrap, which under-covers at a few repeats); None with the reason where undefined. enough_inclusive / "
     "enough_exclusive: the smallest size from which E[AccI] (E[AccX]) stays within 1 point of "
     "its full-size value. Per class: E[AccX_c], E[AccI_c], rho_c at every size (paper Figures "
     "9-10); worst_class_rho is the lowest full-size rho_c, with every class ranked least robust "
@@ -52,21 +54,21 @@ def aggregate_adequacy(group: dict, trials: list) -> list:
         label, xs, is_ = c["label"], c["acc_exclusive"], c["acc_inclusive"]
         info = {"size": label, "n_samples": c["n_samples"], "n_capped": c["n_capped"]}
         for kind, vals in (("exclusive", xs), ("inclusive", is_)):
-            lo, hi = sa.bootstrap_mean_ci(vals) if vals else (None, None)
+            lo, hi, interval = mean_score_interval(vals)
             scores.append(Score(**base, score=f"acc_{kind}@{label}", value=ad.mean_or_none(vals),
                                 ci_low=lo, ci_high=hi, n=len(vals),
-                                details={**info, "per_repeat": vals}))
+                                details={**info, "per_repeat": vals, "interval": interval}))
         if xs and is_:
             rho = sa.ratio_of_means(xs, is_)
-            lo, hi = sa.bootstrap_rho_ci(xs, is_)
+            lo, hi, interval = rho_interval(xs, is_)
             per_class = sa.class_rho(c["per_class_exclusive"], c["per_class_inclusive"])
         else:
-            rho, lo, hi, per_class = None, None, None, []
+            rho, lo, hi, per_class, interval = None, None, None, [], None
         scores.append(Score(**base, score=f"rho@{label}", value=rho, ci_low=lo, ci_high=hi,
                             n=min(len(xs), len(is_)),
                             details={**info, "acc_exclusive": ad.mean_or_none(xs),
                                      "acc_inclusive": ad.mean_or_none(is_),
-                                     "per_class": per_class}))
+                                     "per_class": per_class, "interval": interval}))
         table.append({**info, "acc_exclusive": ad.mean_or_none(xs),
                       "acc_inclusive": ad.mean_or_none(is_), "rho": rho, "ci_low": lo,
                       "ci_high": hi, "n": min(len(xs), len(is_))})

@@ -24,7 +24,6 @@ from robench.splitters import KIND_CODES, partition_rng, test_mask, validation_s
 NAME = "source-aware"
 VERSION = "1"
 KINDS = ("inclusive", "exclusive", "random")
-BOOTSTRAP_SAMPLES = 2000
 
 
 def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int) -> dict:
@@ -103,36 +102,6 @@ def ratio_of_means(acc_x, acc_i) -> float:
     acc_x, acc_i = np.asarray(acc_x, float), np.asarray(acc_i, float)
     mean_i = acc_i.mean()
     return float(acc_x.mean() / mean_i) if mean_i > 0 else float("nan")
-
-
-def bootstrap_rho_ci(acc_x, acc_i, *, n_boot: int = BOOTSTRAP_SAMPLES, level: float = 0.95,
-                     seed: int = 0) -> tuple:
-    """Return the percentile bootstrap CI of rho over repeats.
-
-    Exclusive and inclusive repeats are independent partitions (repeat r of one kind is not
-    paired with repeat r of the other), so each list is resampled on its own and rho is
-    recomputed as a ratio of the resampled means.
-    """
-    acc_x, acc_i = np.asarray(acc_x, float), np.asarray(acc_i, float)
-    rng = np.random.default_rng(seed)
-    bx = acc_x[rng.integers(0, acc_x.size, (n_boot, acc_x.size))].mean(axis=1)
-    bi = acc_i[rng.integers(0, acc_i.size, (n_boot, acc_i.size))].mean(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = bx / bi
-    alpha = (1 - level) / 2
-    lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
-    return float(lo), float(hi)
-
-
-def bootstrap_mean_ci(values, *, n_boot: int = BOOTSTRAP_SAMPLES, level: float = 0.95,
-                      seed: int = 0) -> tuple:
-    """Return the percentile bootstrap CI of a mean over repeats."""
-    values = np.asarray(values, float)
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, (n_boot, values.size))].mean(axis=1)
-    alpha = (1 - level) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return float(lo), float(hi)
 
 
 def class_rho(per_class_x: list, per_class_i: list) -> list:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from robench.intervals import tie_ranks
+
 
 def _pct(v):
     return "   -  " if v is None else f"{100 * v:6.2f}"
@@ -17,17 +19,23 @@ def rho_lines(rows: list) -> list:
             s["score"]] = s
     lines = []
     for (dataset, clusterer), models in sorted(table.items()):
-        lines.append(f"\n{dataset} - sources by {clusterer}: ranked by rho = E[AccX]/E[AccI]")
+        lines.append(f"\n{dataset} - sources by {clusterer}: ranked by rho = E[AccX]/E[AccI] "
+                     "(overlapping 95% CIs share a rank)")
         lines.append(f"  {'#':>2} {'model':<14} {'rho':>6} {'95% CI':>15}   "
                      f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
         complete = {m: sc for m, sc in models.items() if "rho" in sc}
         ranked = sorted(complete.items(), key=lambda kv: -(kv[1]["rho"].get("value") or -1))
-        for i, (model, sc) in enumerate(ranked, 1):
+        # models whose intervals overlap their rank's leader share its rank (robench.intervals)
+        ranks = tie_ranks([sc["rho"].get("value") for _, sc in ranked],
+                          [sc["rho"].get("ci_low") for _, sc in ranked],
+                          [sc["rho"].get("ci_high") for _, sc in ranked])
+        for i, (model, sc) in zip(ranks, ranked):
             r = sc["rho"]
             value = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
             ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
             rho = "  -   " if r.get("value") is None else f"{r['value']:6.3f}"
-            lines.append(f"  {i:>2} {model:<14} {rho} {ci:>15}   {_pct(value('acc_exclusive'))}"
+            rank = "-" if i is None else str(i)
+            lines.append(f"  {rank:>2} {model:<14} {rho} {ci:>15}   {_pct(value('acc_exclusive'))}"
                          f"  {_pct(value('acc_inclusive'))} {_pct(value('acc_random'))}"
                          f" {r.get('n') or 0:>4}")
     return lines

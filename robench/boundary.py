@@ -1,0 +1,74 @@
+"""Checks at the model boundary: every array handed to a model is finite.
+
+robench invariant 7: what a plugin gives robench is checked where it enters, and so is what
+robench hands a plugin. A torch model predicts a class for a NaN image without complaint and a
+scikit-learn model fails with "Input X contains NaN", so a non-finite array that reaches a
+model either poisons an accuracy silently or fails a trial with a message that names neither
+the array nor its producer. The checks here refuse it first, naming both.
+
+* :func:`check_finite`: where an array is *made* (a corruption, an attack): raise
+  :class:`NonFiniteError` naming its producer.
+* :func:`check_model_input`: where an array is *handed to a model* (fit, predict, features):
+  raise :class:`NonFiniteModelInput` naming the model and what the array is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class NonFiniteError(ValueError):
+    """A made array (corrupted or attacked images) holds NaN or inf values."""
+
+
+class NonFiniteModelInput(NonFiniteError):
+    """An array about to be handed to a model holds NaN or inf values."""
+
+
+def nonfinite_rows(arrays) -> int:
+    """Return how many rows of ``arrays`` (first axis) hold at least one NaN or inf value."""
+    a = np.asarray(arrays)
+    if a.size == 0:
+        return 0
+    if not np.issubdtype(a.dtype, np.floating) and not np.issubdtype(a.dtype, np.complexfloating):
+        return 0  # integers and booleans cannot hold NaN or inf
+    if a.ndim == 0:
+        return int(not np.isfinite(a))
+    return int((~np.isfinite(a.reshape(a.shape[0], -1))).any(axis=1).sum())
+
+
+def check_finite(arrays, what: str):
+    """Return ``arrays`` unchanged, or raise :class:`NonFiniteError` saying ``what`` they are.
+
+    ``what`` names the array's producer (e.g. "corruption 'spatter' at severity 1"); the
+    message adds how many of the images are affected.
+    """
+    bad = nonfinite_rows(arrays)
+    if bad:
+        n = int(np.asarray(arrays).shape[0])
+        raise NonFiniteError(f"{what}: {bad} of {n} images hold non-finite values (NaN or "
+                             "inf); refusing to hand them to a model")
+    return arrays
+
+
+def check_model_input(arrays, model: str, what: str):
+    """Return ``arrays`` unchanged, or raise :class:`NonFiniteModelInput`.
+
+    Parameters
+    ----------
+    arrays : array-like
+        What is about to be handed to the model (rows on the first axis).
+    model : str
+        The model's name (the registered component, or a zoo member).
+    what : str
+        What the rows are and where they come from, e.g. "test rows of data set 'digits'"
+        or "corruption 'spatter' at severity 1".
+    """
+    bad = nonfinite_rows(arrays)
+    if bad:
+        n = int(np.asarray(arrays).shape[0]) if np.ndim(arrays) else 1
+        raise NonFiniteModelInput(
+            f"model '{model}' was about to receive {what} of which {bad} of {n} rows hold NaN "
+            "or inf values; refused at the model boundary (every array handed to a model must "
+            "be finite): fix the producer of these rows")
+    return arrays
