@@ -1,0 +1,48 @@
+"""Text report of the mce metric (``robench run`` and ``robench results --metric mce``)."""
+
+from __future__ import annotations
+
+from robench.formatting import fixed as _f
+
+from robench_corruption.metric import METRIC
+
+
+def _by_dataset(rows: list) -> dict:
+    out: dict = {}
+    for r in rows:
+        if r.get("metric") == METRIC:
+            out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
+    return out
+
+
+def report_lines(rows: list) -> list:
+    """Return one table per data set: models ranked by mCE (lower is better)."""
+    lines = []
+    for dataset, models in sorted(_by_dataset(rows).items()):
+        heads = [m.get(METRIC) or {} for m in models.values()]
+        baseline = next(((h.get("details") or {}).get("baseline") for h in heads
+                         if (h.get("details") or {}).get("baseline")), "?")
+        lines.append(f"\n{dataset} - mCE (Hendrycks & Dietterich), baseline '{baseline}' = 1; "
+                     "ranked by mCE, lower is better")
+        lines.append(f"  {'model':<16} {'mCE':>7} {'rel mCE':>7} {'clean':>7} "
+                     f"{'corr acc':>8} {'worst CE':>22}")
+        ranked = sorted(models.items(), key=lambda kv: (
+            (kv[1].get(METRIC) or {}).get("value") is None,
+            (kv[1].get(METRIC) or {}).get("value") or 0.0, kv[0]))
+        for model, sc in ranked:
+            head = sc.get(METRIC) or {}
+            details = head.get("details") or {}
+            if head.get("value") is None:
+                why = details.get("not_applicable") or details.get("error") or "no value"
+                lines.append(f"  {model:<16} {why}")
+                continue
+            g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
+            ce = {k: v for k, v in (details.get("ce") or {}).items() if v is not None}
+            worst = max(ce, key=ce.get) if ce else None
+            worst_txt = f"{worst} {ce[worst]:.2f}" if worst else "-"
+            lines.append(f"  {model:<16} {_f(head['value'], width=7)} "
+                         f"{_f(g('relative_mce'), width=7)} {_f(g('clean_accuracy'), True, 7)} "
+                         f"{_f(g('corruption_accuracy'), True, 8)} {worst_txt:>22}")
+        lines.append(f"  n = {heads[0].get('n') if heads else '?'} test images per corruption "
+                     "and severity")
+    return lines
