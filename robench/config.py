@@ -20,22 +20,24 @@ from robench.specs import UNSET, Knob
 #: Profiles, weakest first: what each is for. Knobs give per-profile values.
 PROFILES = {
     "quick": "minutes on 2 CPU cores: few repeats, short training (the default)",
+    "standard": "enough repeats and epochs that intervals decide orderings: 8 repeats, up to "
+                "12 epochs, otherwise the quick profile's knobs (docs/profile.md: its time)",
     "paper": "the papers' scale: 100 repeats, training to convergence; hours to days on a CPU",
 }
 DEFAULT_PROFILE = "quick"
 
 #: Repeats per partition kind and sources per class, per profile (``--repeats``, ``--sources``).
-REPEATS = {"quick": 3, "paper": 100}
-SOURCES = {"quick": 5, "paper": 5}
+REPEATS = {"quick": 3, "standard": 8, "paper": 100}
+SOURCES = {"quick": 5, "standard": 5, "paper": 5}
 
 #: The core's own section: the training budget handed to every model (``ModelContext.train``).
 #: ``weight_decay`` and ``mc_samples`` are unset unless asked for: a model uses its own default.
 TRAIN_SECTION = "train"
 TRAIN_KNOBS = (
     Knob("max_epochs", "int", "upper bound on training epochs", default=4,
-         profiles={"paper": 60}, minimum=1),
+         profiles={"standard": 12, "paper": 60}, minimum=1),
     Knob("patience", "int", "stop after this many epochs without a better validation result",
-         default=2, profiles={"paper": 10}, minimum=1),
+         default=2, profiles={"standard": 3, "paper": 10}, minimum=1),
     Knob("batch_size", "int", "training mini-batch size", default=64, minimum=1),
     Knob("lr", "float", "learning rate (Adam)", default=2e-3, profiles={"paper": 1e-3},
          minimum=1e-12, maximum=10.0),

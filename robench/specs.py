@@ -271,8 +271,21 @@ class Knob:
                              f"got {self.type!r}")
 
     def value_for(self, profile: str) -> Any:
-        """Return the knob's value in ``profile`` (its default where the profile gives none)."""
-        return self.profiles.get(profile, self.default)
+        """Return the knob's value in ``profile``.
+
+        A profile that gives none takes its fallback's (:data:`PROFILE_FALLBACK`: ``standard``
+        falls back to ``quick``), else the default.
+        """
+        while profile is not None:
+            if profile in self.profiles:
+                return self.profiles[profile]
+            profile = PROFILE_FALLBACK.get(profile)
+        return self.default
+
+
+#: A profile whose knob values default to another's where a knob gives none for it:
+#: ``standard`` is the quick profile with more repeats and epochs (robench.config.PROFILES).
+PROFILE_FALLBACK = {"standard": "quick"}
 
 
 @dataclass(frozen=True)
