@@ -181,7 +181,7 @@ def test_register_protocols(tmp_path, monkeypatch):
         db = str(tmp_path / "r.db")
         runner = CliRunner()
         out = runner.invoke(cli, ["knobs", "holdout"])
-        assert out.exit_code == 0 and "holdout.test_size = quick 0.25, paper 0.25" in out.output
+        assert out.exit_code == 0 and "holdout.test_size = quick 0.25, standard 0.25, paper 0.25" in out.output
         out = runner.invoke(cli, ["list", "protocols"])
         assert "holdout" in out.output and "--set holdout.*" in out.output
         out = runner.invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "--metric",

@@ -26,7 +26,7 @@ def test_knobs_and_listing(registry):
     runner = CliRunner()
     out = runner.invoke(cli, ["knobs", "corruption"])
     assert out.exit_code == 0 and 'corruption.baseline = quick "mlp"' in out.output
-    assert "corruption.cap = quick 60, paper null" in out.output
+    assert "corruption.cap = quick 60, standard 60, paper null" in out.output
     assert "--set corruption.*" in runner.invoke(cli, ["list", "protocols"]).output
     assert "mce" in runner.invoke(cli, ["list", "metrics"]).output
 
