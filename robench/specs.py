@@ -202,6 +202,9 @@ class MetricSpec:
     report: Optional[Callable[[list], list]] = None
     leaderboard: Optional[LeaderboardSection] = None
     display_order: int = 100
+    # claims(score_rows) -> [robench.claims.Claim]: the paper's claims this metric's scores
+    # decide (holds / does not hold / undecided, with the evidence); docs/claims.md lists them
+    claims: Optional[Callable[[list], list]] = None
     # The plugin that registered this metric before it moved to another plugin or module with
     # no change to what it computes: score fingerprints keep naming it, so scores stored
     # before the move are reused instead of recomputed.

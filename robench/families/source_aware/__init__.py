@@ -9,7 +9,7 @@ partitions), the ``random-split`` protocol (its random partitions alone) and the
 from __future__ import annotations
 
 from robench import hookimpl
-from robench.families.source_aware import (adequacy, leaderboard, metrics, protocol,
+from robench.families.source_aware import (adequacy, docs, leaderboard, metrics, protocol,
                                            random_split, report, rho)
 from robench.specs import LeaderboardSection, MetricSpec, ProtocolSpec
 
@@ -50,6 +50,7 @@ def register_metrics(register):
         uses_clusterer=True,
         version=rho.VERSION,  # 2: Fieller / t intervals (the bootstrap under-covered)
         report=report.rho_lines,
+        claims=docs.rho_claims,
         moved_from="robench.builtin.metrics",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="rho.html",
                                        templates=leaderboard.TEMPLATES,

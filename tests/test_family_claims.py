@@ -1,0 +1,108 @@
+"""Paper claims decided on hand-built score tables: holds, does not hold, undecided."""
+
+import pytest
+
+from robench.claims import FAILS, HOLDS, UNDECIDED, Claim, compare, evaluate, within
+from robench.families.source_aware.docs import rho_claims
+
+
+def row(model, score, value, lo=None, hi=None, dataset="mnist-5k", metric="rho",
+        clusterer="kmeans"):
+    return {"dataset": dataset, "model": model, "clusterer": clusterer, "metric": metric,
+            "score": score, "value": value, "ci_low": lo, "ci_high": hi}
+
+
+def test_compare_and_within_decide_only_what_the_intervals_decide():
+    a, b = row("a", "x", 0.9, 0.88, 0.92), row("b", "x", 0.8, 0.78, 0.82)
+    assert compare(a, b)[0] == HOLDS and compare(b, a)[0] == FAILS
+    assert compare(a, row("c", "x", 0.87, 0.85, 0.89))[0] == UNDECIDED  # overlap
+    assert compare(a, row("c", "x", 0.1))[0] == UNDECIDED  # no interval: no decision
+    assert within(row("a", "x", 0.1, 0.08, 0.12), 0.05, 0.15)[0] == HOLDS
+    assert within(row("a", "x", 0.5, 0.45, 0.55), 0.05, 0.15)[0] == FAILS
+    assert within(row("a", "x", 0.15, 0.1, 0.2), 0.05, 0.15)[0] == UNDECIDED
+    with pytest.raises(ValueError, match="verdict"):
+        Claim("p", "c", "f", "d", "f", "maybe", "why")
+
+
+def _capacity(rhos):
+    return [row(m, "rho", v, lo, hi) for m, (v, lo, hi) in rhos.items()]
+
+
+def _by_claim(claims, word):
+    (c,) = [c for c in claims if word in c.claim]
+    return c
+
+
+def test_rho_capacity_claim_holds_fails_or_is_undecided():
+    ordered = {"svm": (0.80, 0.78, 0.82), "mlp": (0.85, 0.83, 0.87),
+               "cnn-1": (0.90, 0.88, 0.92)}
+    c = _by_claim(rho_claims(_capacity(ordered)), "capacity")
+    assert c.verdict == HOLDS and c.dataset == "mnist-5k" and "svm 0.800" in c.figure
+    # the quick run's SVM > MLP, decided: does not hold
+    reversed_ = {**ordered, "svm": (0.90, 0.89, 0.91), "mlp": (0.85, 0.84, 0.86)}
+    c = _by_claim(rho_claims(_capacity(reversed_)), "capacity")
+    assert c.verdict == FAILS and "svm -> mlp: does not hold" in c.why
+    # overlapping intervals (R = 3): undecided
+    wide = {m: (v, v - 0.1, v + 0.1) for m, (v, _, _) in ordered.items()}
+    assert _by_claim(rho_claims(_capacity(wide)), "capacity").verdict == UNDECIDED
+
+
+def test_inclusive_above_exclusive_and_inclusive_like_random():
+    rows = [row("mlp", "acc_inclusive", 0.97, 0.96, 0.98),
+            row("mlp", "acc_exclusive", 0.85, 0.80, 0.90),
+            row("mlp", "acc_random", 0.968, 0.955, 0.981),
+            row("svm", "acc_inclusive", 0.95, 0.94, 0.96),
+            row("svm", "acc_exclusive", 0.94, 0.90, 0.98),  # overlaps: undecided
+            row("svm", "acc_random", 0.90, 0.89, 0.91)]  # disjoint from inclusive: fails
+    claims = rho_claims(rows)
+    gap = _by_claim(claims, "E[AccI] > E[AccX]")
+    assert gap.verdict == UNDECIDED and "1 of 2" in gap.why
+    same = _by_claim(claims, "random split")
+    assert same.verdict == FAILS and "disjoint" in same.evidence["svm"]
+    assert "overlap, both narrower" in same.evidence["mlp"]
+
+
+def test_evaluate_collects_the_registered_claims():
+    from robench.plugins import get_registry
+
+    rows = _capacity({"svm": (0.80, 0.78, 0.82), "mlp": (0.85, 0.83, 0.87)})
+    rows.append(row("svm", "rho", 0.1, dataset="other", metric="adequacy"))  # other metric
+    claims = evaluate(get_registry(), rows)
+    assert [c.verdict for c in claims if "capacity" in c.claim] == [HOLDS]
+
+
+def test_purity_ratio_claims_read_the_validation_verdict():
+    from robench.families.purity_ratio.docs import purity_claims
+
+    def holds(value, r, tau, beats):
+        return {"dataset": "digits", "model": "zoo", "metric": "purity-ratio",
+                "score": "validation_holds", "value": value,
+                "details": {"holds": value if value is None else bool(value), "r": r,
+                            "tau": tau, "n": 8, "reason": "why", "beats_baselines": beats,
+                            "baselines": {"delta": {"r": 0.9}, "model_acc": {"r": 0.5}}}}
+
+    c = purity_claims([holds(0.0, -0.92, -0.71, False)])
+    assert [x.verdict for x in c] == [FAILS, FAILS] and "r = -0.92" in c[0].figure
+    c = purity_claims([holds(1.0, 0.95, 0.8, True)])
+    assert [x.verdict for x in c] == [HOLDS, HOLDS]
+    c = purity_claims([holds(None, None, None, None)])
+    assert [x.verdict for x in c] == [UNDECIDED, UNDECIDED]
+
+
+def test_coverage_claims_decide_table_2_from_the_reference_models():
+    from robench.families.coverage.docs import coverage_claims
+
+    def acc(mix, per):
+        return {"dataset": "digits", "model": "mlp", "metric": "coverage",
+                "score": f"acc@{mix}@1000", "value": sum(per) / len(per),
+                "details": {"per_repeat": per}}
+
+    head = {"dataset": "digits", "model": "mlp", "metric": "coverage", "score": "coverage",
+            "value": 0.5, "details": {"size": 1000, "knobs": {"boundary_rule": "paper"},
+                                      "quality": {"ep": [1.0] * 10}}}
+    rows = [head, acc("100-0", [0.99, 0.98, 0.985]), acc("0-100", [0.10, 0.12, 0.08])]
+    trend, level = coverage_claims(rows)
+    assert trend.verdict == HOLDS and level.verdict == HOLDS  # 10% +- t: inside [0, 20%]
+    rows[2] = acc("0-100", [0.50, 0.55, 0.52])  # the band rule's level: far above chance
+    trend, level = coverage_claims(rows)
+    assert trend.verdict == HOLDS and level.verdict == FAILS
