@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -441,22 +442,33 @@ def query(sql, fmt, db_path):
 @cli.command()
 @click.option("--out", "out_dir", default="leaderboard", show_default=True,
               type=click.Path(file_okay=False), help="Directory of the static site.")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Models per data set on the index; every model is on the data set's page.")
 @db_option
 @friendly_errors
-def leaderboard(out_dir, db_path):
-    """Build the static HTML leaderboard from the stored scores.
+def leaderboard(out_dir, top, db_path):
+    """Build the static leaderboard site from the stored scores.
+
+    Writes index.html (an overview per data set), a page per data set and per model,
+    models.html, methods.html, plots/*.svg, images/*.png, scores.json and scores.csv. Links
+    are relative: open it from disk or publish the folder on any static host. The same
+    database gives the same bytes.
 
     \b
     Example:
-      robench leaderboard --out leaderboard && open leaderboard/index.html
+      robench leaderboard --out leaderboard --top 10 && open leaderboard/index.html
     """
-    from robench.leaderboard import build_leaderboard
+    from robench.site import build_site
     from robench.store import Store
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
-    path = build_leaderboard(Store(db_path), out_dir)
-    click.echo(f"wrote {path}")
+    out = Path(out_dir)
+    with Store(db_path) as store:
+        path = build_site(store, out, top=top)
+    pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
+    click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
+               f"({out / 'methods.html'}, {out / 'scores.json'})")
 
 
 # -------------------------------------------------------------------------- list, plugins
