@@ -105,7 +105,7 @@ def check_readable(conn, path) -> int:
     return version
 
 
-def migrate(path, schema: str) -> list[tuple[int, str]]:
+def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
     """Create or migrate the database at ``path`` to :data:`CURRENT`; return the steps applied.
 
     ``schema`` is :data:`robench.store.SCHEMA` (``CREATE ... IF NOT EXISTS`` statements). A new
@@ -114,7 +114,7 @@ def migrate(path, schema: str) -> list[tuple[int, str]]:
     newer than this robench.
     """
     path = Path(path)
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=30)
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
     try:
         try:
             conn.execute("BEGIN IMMEDIATE")
