@@ -100,9 +100,25 @@ def _sections(registry) -> dict:
     return {m.name: m.leaderboard for m in metrics}
 
 
-def build_leaderboard(store: Store, out_dir, registry=None, top: Optional[int] = None) -> Path:
+def chosen_configurations(store: Store, config: Optional[str] = None) -> tuple[list, dict]:
+    """Return (the scores the leaderboard shows, {(dataset, metric): Choice}).
+
+    One configuration per table (:func:`robench.configurations.choose`: the one covering the
+    most models x clusterers, ties to the latest; ``config`` picks one by id, prefix, label
+    or 'legacy'). ``Choice.label`` and ``Choice.text`` say which one a table shows.
+    """
+    from robench.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
+
+    labels = {i: row.get("label") or i for i, row in store.configurations().items()}
+    labels.setdefault(LEGACY, LEGACY_LABEL)
+    return table_configurations(store.scores(), labels, resolve(config, labels))
+
+
+def build_leaderboard(store: Store, out_dir, registry=None, top: Optional[int] = None,
+                      config: Optional[str] = None) -> Path:
     """Write the leaderboard site for every score in ``store`` to ``out_dir``; return its
-    index.html. See :func:`robench.site.build_site`."""
+    index.html. Each table shows one configuration (:func:`chosen_configurations`). See
+    :func:`robench.site.build_site`."""
     from robench.site import DEFAULT_TOP, build_site
 
-    return build_site(store, out_dir, registry=registry, top=top or DEFAULT_TOP)
+    return build_site(store, out_dir, registry=registry, top=top or DEFAULT_TOP, config=config)

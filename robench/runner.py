@@ -25,6 +25,7 @@ class Group:
     #: metric's aggregate. Both empty for a plain run (fingerprints as before).
     options: dict = field(default_factory=dict)
     finish: Optional[Callable] = None
+    configuration: Optional[str] = None  # robench.configurations id its scores are stored under
 
     @property
     def key_dict(self) -> dict:
@@ -43,6 +44,7 @@ class Plan:
     groups: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # dicts: dataset, model, clusterer, metric, reason
     prepare: list = field(default_factory=list)  # (protocol, combo) needing driver-side work
+    configurations: dict = field(default_factory=dict)  # id -> description (per metric)
 
 
 @dataclass
@@ -87,9 +89,14 @@ def plan_run(cfg, registry) -> Plan:
         cfg.resolve(registry)
     applicable_seen = {kind: set() for kind in ("datasets", "models", "clusterers")}
     reasons = {}
+    from robench import configurations
+
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
         protocol = registry.get("protocols", metric.protocol)
+        description = configurations.describe(cfg, metric, registry)
+        config_id = configurations.fingerprint(description)
+        plan.configurations[config_id] = description
         for combo, reason in _combos(cfg, registry, metric):
             names = {"datasets": combo.dataset.name, "models": combo.model.name,
                      "clusterers": combo.clusterer.name if combo.clusterer else None}
@@ -106,9 +113,10 @@ def plan_run(cfg, registry) -> Plan:
             for spec in protocol.plan(combo, cfg, registry):
                 plan.specs.setdefault(spec["key"], spec)
                 keys.append(spec["key"])
-            plan.groups.append(Group(metric, combo, keys))
+            plan.groups.append(Group(metric, combo, keys, configuration=config_id))
             if combo.clusterer is not None and protocol.prepare is not None:
                 plan.prepare.append((protocol, combo))
+    _check_sources_fit(plan, cfg, registry)
     explicit = cfg.explicit or {}
     for kind in ("clusterers", "models", "datasets"):  # the most specific culprit first
         for n in explicit.get(kind, []):
@@ -118,6 +126,30 @@ def plan_run(cfg, registry) -> Plan:
                     "Drop it or pick a combination it applies to (`robench list`)."
                 )
     return plan
+
+
+def _check_sources_fit(plan: Plan, cfg, registry) -> None:
+    """Raise ConfigError if a class is too small for the sources a protocol will split it into.
+
+    Checked while planning, so nothing runs or is stored; without it every trial of the
+    combination would be recorded as failed.
+    """
+    from robench.sources import SourcesError, check_class_sizes
+
+    seen = set()
+    for protocol, combo in plan.prepare:
+        if protocol.sources_per_class is None or combo.clusterer.requires_true_sources:
+            continue
+        k = int(protocol.sources_per_class(cfg))
+        if (combo.dataset.name, k) in seen:
+            continue
+        seen.add((combo.dataset.name, k))
+        ds = registry.load_dataset(combo.dataset.name)
+        try:
+            check_class_sizes(ds.y, k, ds.class_names)
+        except SourcesError as exc:
+            raise ConfigError(f"data set '{combo.dataset.name}' ({protocol.name}, clusterer "
+                              f"'{combo.clusterer.name}'): {exc}") from None
 
 
 def execute(cfg, registry, store, *, command: str = "robench run",
@@ -143,6 +175,10 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     config["cache_dir"] = str(cache_dir())
     run_id = store.start_run(command=command, seed=cfg.seed, config=config,
                              plugin_versions=registry.plugin_versions())
+    from robench.configurations import configuration_row
+
+    for description in plan.configurations.values():
+        store.save_configuration(configuration_row(description, run_id))
     for skip in plan.skipped:
         store.save_skip(run_id=run_id, **skip)
     emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),

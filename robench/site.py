@@ -33,8 +33,9 @@ from typing import Optional
 import jinja2
 import markupsafe
 
-from robench.leaderboard import (_environment, _not_applicable, _sections, format_number,
-                                 format_percent, rank_rows)
+from robench.leaderboard import (_environment, _not_applicable, _sections,
+                                 chosen_configurations, format_number, format_percent,
+                                 rank_rows)
 from robench.store import Store
 
 DEFAULT_TOP = 20
@@ -113,8 +114,12 @@ def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jin
 # ---------------------------------------------------------------------------------- data
 
 
-def _configuration(rows: list, runs: dict) -> str:
-    """Return a label of the configuration behind score rows: runs, profile, repeats, seed."""
+def _configuration(rows: list, runs: dict, choice=None) -> str:
+    """Return the label of the configuration behind one table's score rows: the chosen
+    configuration's (:mod:`robench.configurations`) where there is one, else the runs,
+    profile, seed and n of the rows."""
+    if choice is not None:
+        return choice.text
     ids = sorted({r["run_id"] for r in rows if r.get("run_id") is not None})
     parts = []
     if ids:
@@ -276,15 +281,21 @@ def _model_meta(name: str, registry) -> dict:
 # ---------------------------------------------------------------------------------- build
 
 
-def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP) -> Path:
-    """Write the static leaderboard site for every score in ``store``; return index.html."""
+def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
+               config: Optional[str] = None) -> Path:
+    """Write the static leaderboard site of ``store``'s scores; return index.html.
+
+    Each table (data set, metric) shows one configuration, chosen by
+    :func:`robench.leaderboard.chosen_configurations` (``config`` picks one) and labelled.
+    """
     if registry is None:
         from robench.plugins import get_registry
 
         registry = get_registry()
     if top < 1:
         raise ValueError(f"--top must be at least 1, got {top}")
-    scores = _json_safe(store.scores())
+    chosen, choices = chosen_configurations(store, config)
+    scores = _json_safe(chosen)
     run_ids = sorted({s["run_id"] for s in scores if s.get("run_id") is not None})
     runs = {r["id"]: r for r in (store.runs(run_ids) if run_ids else [])}
     sections = _sections(registry)
@@ -319,10 +330,11 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP) -> 
                 root="../")
             parts.append({"metric": metric, "title": section.title or metric,
                           "id": f"section-{page_slug(metric)}", "html": markupsafe.Markup(html),
-                          "configuration": _configuration(mine, runs)})
+                          "configuration": _configuration(mine, runs,
+                                                          choices.get((name, metric)))})
             tables_used.append({"dataset": name, "metric": metric,
                                 "title": section.title or metric,
-                                "configuration": _configuration(mine, runs)})
+                                "configuration": parts[-1]["configuration"]})
             shown.add(metric)
             if section.plots is not None:
                 chosen = [r for r in mine if r["model"] in set(top_models)]
@@ -333,11 +345,15 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP) -> 
         for metric in sorted({r["metric"] for r in other}):
             tables_used.append({"dataset": name, "metric": metric, "title": metric,
                                 "configuration": _configuration(
-                                    [r for r in other if r["metric"] == metric], runs)})
+                                    [r for r in other if r["metric"] == metric], runs,
+                                    choices.get((name, metric)))})
         for r in rows:
             if r["model"] in model_pages:
                 per_model[r["model"]].append(r)
+        configurations = [{"metric": t["metric"], "text": t["configuration"]}
+                          for t in tables_used if t["dataset"] == name]
         datasets.append({"name": name, "slug": slug, "overview": overview,
+                         "configurations": configurations,
                          "top_models": top_models, "top_set": set(top_models), "sections": parts, "plots": plots,
                          "other": _pivot_other(other),
                          "not_applicable": _not_applicable(skips[name], rows),
