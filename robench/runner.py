@@ -25,6 +25,7 @@ class Group:
     #: metric's aggregate. Both empty for a plain run (fingerprints as before).
     options: dict = field(default_factory=dict)
     finish: Optional[Callable] = None
+    configuration: Optional[str] = None  # robench.configurations id its scores are stored under
 
     @property
     def key_dict(self) -> dict:
@@ -43,6 +44,7 @@ class Plan:
     groups: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # dicts: dataset, model, clusterer, metric, reason
     prepare: list = field(default_factory=list)  # (protocol, combo) needing driver-side work
+    configurations: dict = field(default_factory=dict)  # id -> description (per metric)
 
 
 @dataclass
@@ -87,9 +89,14 @@ def plan_run(cfg, registry) -> Plan:
         cfg.resolve(registry)
     applicable_seen = {kind: set() for kind in ("datasets", "models", "clusterers")}
     reasons = {}
+    from robench import configurations
+
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
         protocol = registry.get("protocols", metric.protocol)
+        description = configurations.describe(cfg, metric, registry)
+        config_id = configurations.fingerprint(description)
+        plan.configurations[config_id] = description
         for combo, reason in _combos(cfg, registry, metric):
             names = {"datasets": combo.dataset.name, "models": combo.model.name,
                      "clusterers": combo.clusterer.name if combo.clusterer else None}
@@ -106,7 +113,7 @@ def plan_run(cfg, registry) -> Plan:
             for spec in protocol.plan(combo, cfg, registry):
                 plan.specs.setdefault(spec["key"], spec)
                 keys.append(spec["key"])
-            plan.groups.append(Group(metric, combo, keys))
+            plan.groups.append(Group(metric, combo, keys, configuration=config_id))
             if combo.clusterer is not None and protocol.prepare is not None:
                 plan.prepare.append((protocol, combo))
     explicit = cfg.explicit or {}
@@ -148,6 +155,10 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                              plugin_versions=registry.plugin_versions())
     finished = False
     try:
+        from robench.configurations import configuration_row
+
+        for description in plan.configurations.values():
+            store.save_configuration(configuration_row(description, run_id))
         for skip in plan.skipped:
             store.save_skip(run_id=run_id, **skip)
         emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
