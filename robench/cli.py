@@ -195,8 +195,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     chosen = {}
     for kind, given in (("datasets", datasets_names), ("models", models_names),
                         ("clusterers", clusterers_names), ("metrics", metric_names)):
-        for n in given:
-            reg.get(kind, n)  # unknown names fail here with the known ones listed
+        # unknown names fail here with the known ones listed; a data set reference
+        # (npz:PATH, ...) is read and checked here and named by its canonical form
+        given = [reg.get(kind, n).name for n in given]
+        if kind == "datasets":
+            datasets_names = given
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
     opt_in = {}  # components left out of this run because they are opt-in (slow)
     for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
@@ -583,6 +586,11 @@ def list_(kind):
             elif not getattr(spec, "in_default_run", True):
                 extra = " (opt-in)"
             click.echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
+        if k == "datasets" and reg.all("resolvers"):
+            click.echo("  by reference, no plugin needed (-d SCHEME:...):")
+            for r in reg.all("resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
 
 
 @cli.command()

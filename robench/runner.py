@@ -116,6 +116,7 @@ def plan_run(cfg, registry) -> Plan:
             plan.groups.append(Group(metric, combo, keys, configuration=config_id))
             if combo.clusterer is not None and protocol.prepare is not None:
                 plan.prepare.append((protocol, combo))
+    _check_sources_fit(plan, cfg, registry)
     explicit = cfg.explicit or {}
     for kind in ("clusterers", "models", "datasets"):  # the most specific culprit first
         for n in explicit.get(kind, []):
@@ -125,6 +126,30 @@ def plan_run(cfg, registry) -> Plan:
                     "Drop it or pick a combination it applies to (`robench list`)."
                 )
     return plan
+
+
+def _check_sources_fit(plan: Plan, cfg, registry) -> None:
+    """Raise ConfigError if a class is too small for the sources a protocol will split it into.
+
+    Checked while planning, so nothing runs or is stored; without it every trial of the
+    combination would be recorded as failed.
+    """
+    from robench.sources import SourcesError, check_class_sizes
+
+    seen = set()
+    for protocol, combo in plan.prepare:
+        if protocol.sources_per_class is None or combo.clusterer.requires_true_sources:
+            continue
+        k = int(protocol.sources_per_class(cfg))
+        if (combo.dataset.name, k) in seen:
+            continue
+        seen.add((combo.dataset.name, k))
+        ds = registry.load_dataset(combo.dataset.name)
+        try:
+            check_class_sizes(ds.y, k, ds.class_names)
+        except SourcesError as exc:
+            raise ConfigError(f"data set '{combo.dataset.name}' ({protocol.name}, clusterer "
+                              f"'{combo.clusterer.name}'): {exc}") from None
 
 
 def execute(cfg, registry, store, *, command: str = "robench run",
