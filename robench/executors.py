@@ -45,16 +45,13 @@ def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None) -> None
     takes one GPU id from it and sees only that GPU (robench.devices.claim_worker_gpu).
     """
     global _ENV
-<<<<<<< HEAD
     if gpu_queue is not None:
         from robench.devices import claim_worker_gpu
 
         claim_worker_gpu(gpu_queue.get(timeout=60))
-=======
     from robench.liveness import watch_parent
 
     watch_parent()  # a worker outliving a killed driver would hold its memory for ever
->>>>>>> main
     _limit_threads()
     import sys
 
