@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -31,11 +32,13 @@ def friendly_errors(fn):
         from robench.runner import ConfigError
         from robench.sources import SourcesError
         from robench.readonly import ReadOnlyQueryError
+        from robench.configurations import ConfigurationError
+        from robench.migrations import SchemaError
 
         try:
             return fn(*args, **kwargs)
         except (UnknownComponentError, PluginError, ConfigError, SourcesError, DatasetError,
-                ReadOnlyQueryError, FileNotFoundError) as exc:
+                ReadOnlyQueryError, FileNotFoundError, ConfigurationError, SchemaError) as exc:
             _fail(str(exc).strip("'\""))
         except ValueError as exc:
             _fail(str(exc))
@@ -49,6 +52,16 @@ def db_option(fn):
         "--db", "db_path", default=lambda: os.environ.get("ROBENCH_DB", "robench.db"),
         show_default="robench.db or $ROBENCH_DB", type=click.Path(dir_okay=False),
         help="SQLite results database.",
+    )(fn)
+
+
+def config_option(fn):
+    """Add --config (which configuration each table shows)."""
+    return click.option(
+        "--config", "config", default=None, metavar="ID|LABEL|legacy|all",
+        help="Which configuration (profile, repeats, sources, seed, knobs) each table shows: "
+             "an id or unique id prefix, a label, 'legacy', or 'all'. Default: per table, the "
+             "one covering the most models x clusterers, ties to the latest.",
     )(fn)
 
 
@@ -132,6 +145,12 @@ class _RunCommand(click.Command):
                    "(default: a local cluster on 127.0.0.1).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--device", default=lambda: os.environ.get("ROBENCH_DEVICE", "auto"),
+              show_default="auto or $ROBENCH_DEVICE", metavar="auto|cpu|cuda|cuda:N|mps",
+              help="Where torch models train and predict. auto: the GPU when one is visible, "
+                   "else the CPU. With --executor process and several GPUs, each worker gets "
+                   "one. Not part of trial keys (results differ only in the last bits); every "
+                   "trial records its device.")
 @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
               help="Override a knob (repeatable), e.g. --set train.max_epochs=10; VALUE is "
                    "JSON (a bare word is a string). The sections are listed below; "
@@ -151,8 +170,8 @@ class _RunCommand(click.Command):
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, settings, until, precision, rescore,
-        db_path):
+        profile, executor, jobs, scheduler, cache_dir, device, settings, until, precision,
+        rescore, db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -165,6 +184,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run -d synthetic-sources -c oracle --profile paper
       robench run -d digits -m mlp --metric rho --set train.max_epochs=10
       robench run -d mnist-5k --metric rho --profile paper --until decided
+      robench run -d digits -m cnn-2 --device cuda
 
     Opt-in components (slow) run in the quick profile only when named; --profile paper
     includes them in --all.
@@ -176,6 +196,9 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
     if precision is not None and until != "decided":
         raise click.UsageError("--precision goes with --until decided")
+    from robench.devices import resolve_device
+
+    device = resolve_device(device)  # a device that is not here fails now, exit 2
     if cache_dir:
         set_cache_dir(cache_dir)
     reg = _registry()
@@ -183,8 +206,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     chosen = {}
     for kind, given in (("datasets", datasets_names), ("models", models_names),
                         ("clusterers", clusterers_names), ("metrics", metric_names)):
-        for n in given:
-            reg.get(kind, n)  # unknown names fail here with the known ones listed
+        # unknown names fail here with the known ones listed; a data set reference
+        # (npz:PATH, ...) is read and checked here and named by its canonical form
+        given = [reg.get(kind, n).name for n in given]
+        if kind == "datasets":
+            datasets_names = given
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
     opt_in = {}  # components left out of this run because they are opt-in (slow)
     for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
@@ -211,7 +237,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     cfg = RunConfig(
         datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
         metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
-        executor=executor, jobs=jobs or default_jobs(),
+        executor=executor, jobs=jobs or default_jobs(), device=device,
         settings=parse_settings(settings, reg),
         executor_options={"scheduler": scheduler} if scheduler else {},
         explicit={"datasets": list(datasets_names), "models": list(models_names),
@@ -311,6 +337,11 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "killed_runs":
+            for r in info["runs"]:
+                self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
+                          "without finishing: its process is gone (killed?); marked 'killed'. "
+                          "Its finished trials are stored and are not run again.", fg="yellow")
         elif event == "look":
             self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
                       f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
@@ -390,37 +421,72 @@ def _print_reports(reg, rows, fmt="table"):
 @click.option("--dataset", "-d", default=None, help="Only this data set.")
 @click.option("--metric", default=None, help="Only this metric.")
 @click.option("--model", "-m", default=None, help="Only this model.")
+@config_option
 @format_option()
 @db_option
 @friendly_errors
-def results(dataset, metric, model, fmt, db_path):
-    """Print stored scores.
+def results(dataset, metric, model, config, fmt, db_path):
+    """Print stored scores, one configuration per table (data set, metric).
 
     \b
     With --metric and the table format, the metric's own report is printed (each family
-    supplies one); otherwise one row per score.
+    supplies one); otherwise one row per score. Each table shows the scores of one
+    configuration (see --config); which one is said above it.
 
     \b
     Examples:
       robench results
       robench results --dataset digits --metric rho --format json
       robench results --metric rho         # the metric's own report
+      robench results --config all         # every configuration, labelled
     """
     from robench.store import Store
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
-    rows = Store(db_path).scores(dataset=dataset, metric=metric, model=model)
+    store = Store(db_path)
+    rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
+    if model is not None:
+        rows = [r for r in rows if r["model"] == model]
+    if fmt == "table":
+        for choice in sorted(choices.values(), key=lambda c: (c.dataset, c.metric)):
+            if any(r["dataset"] == choice.dataset and r["metric"] == choice.metric for r in rows):
+                click.echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
     if fmt == "table" and rows and metric is not None:
         _print_reports(_registry(), rows)
         return
     _emit_scores(rows, fmt)
 
 
+def _chosen_scores(store, config, **filters):
+    """Return (score rows of each table's chosen configuration, {(dataset, metric): Choice}).
+
+    Every row gets ``configuration_label``. The choice is made over all models of a table, so
+    filtering by model afterwards does not change which configuration a table shows.
+    """
+    from robench.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
+
+    labels = {i: row.get("label") or i for i, row in store.configurations().items()}
+    labels.setdefault(LEGACY, LEGACY_LABEL)
+    rows = store.scores(**filters)
+    rows, choices = table_configurations(rows, labels, resolve(config, labels))
+    for row in rows:
+        row["configuration_label"] = labels.get(row["configuration"], row["configuration"])
+    return rows, choices
+
+
 def _emit_scores(rows, fmt):
+    from robench.configurations import short
+
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
-            "higher_is_better", "metric_version", "run_id"]
+            "higher_is_better", "metric_version", "configuration", "run_id"]
     out = [{c: r.get(c) for c in cols} for r in rows]
+    if fmt == "json":
+        for obj, r in zip(out, rows):
+            obj["configuration_label"] = r.get("configuration_label")
+    elif fmt == "table":
+        for obj in out:
+            obj["configuration"] = short(obj["configuration"] or "")
     _emit(cols, [[r[c] for c in cols] for r in out], fmt, objects=out)
 
 
@@ -483,22 +549,40 @@ def query(sql, fmt, db_path):
 @cli.command()
 @click.option("--out", "out_dir", default="leaderboard", show_default=True,
               type=click.Path(file_okay=False), help="Directory of the static site.")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Models per data set on the index; every model is on the data set's page.")
+@config_option
 @db_option
 @friendly_errors
-def leaderboard(out_dir, db_path):
-    """Build the static HTML leaderboard from the stored scores.
+def leaderboard(out_dir, top, config, db_path):
+    """Build the static leaderboard site from the stored scores.
+
+    Writes index.html (an overview per data set), a page per data set and per model,
+    models.html, methods.html, plots/*.svg, images/*.png, scores.json and scores.csv. Links
+    are relative: open it from disk or publish the folder on any static host. The same
+    database gives the same bytes.
+
+    Each table (data set, metric) ranks the scores of one configuration and names it; by
+    default the one covering the most models x clusterers (ties: the latest).
 
     \b
     Example:
-      robench leaderboard --out leaderboard && open leaderboard/index.html
+      robench leaderboard --out leaderboard --top 10 && open leaderboard/index.html
     """
-    from robench.leaderboard import build_leaderboard
+    from robench.site import build_site
     from robench.store import Store
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
-    path = build_leaderboard(Store(db_path), out_dir)
-    click.echo(f"wrote {path}")
+    if config == "all":
+        raise click.BadParameter("a leaderboard ranks one configuration per table; give an "
+                                 "id, a label or 'legacy'", param_hint="--config")
+    out = Path(out_dir)
+    with Store(db_path) as store:
+        path = build_site(store, out, top=top, config=config)
+    pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
+    click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
+               f"({out / 'methods.html'}, {out / 'scores.json'})")
 
 
 # -------------------------------------------------------------------------- list, plugins
@@ -525,6 +609,11 @@ def list_(kind):
             elif not getattr(spec, "in_default_run", True):
                 extra = " (opt-in)"
             click.echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
+        if k == "datasets" and reg.all("resolvers"):
+            click.echo("  by reference, no plugin needed (-d SCHEME:...):")
+            for r in reg.all("resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
 
 
 @cli.command()

@@ -190,7 +190,10 @@ def test_register_protocols(tmp_path, monkeypatch):
         assert out.exit_code == 0, out.output
         assert "3 trials planned" in out.output and "HOLDOUT REPORT tiny/centroid" in out.output
         out = runner.invoke(cli, ["results", "--metric", "holdout-acc", "--db", db])
-        assert out.output.startswith("HOLDOUT REPORT tiny/centroid")
+        label, report = out.output.split("\n", 1)  # which configuration, then the report
+        assert label.startswith("tiny / holdout-acc: configuration quick R=3 k=5 seed=0 "
+                                "(holdout.repeats=3)")
+        assert report.startswith("HOLDOUT REPORT tiny/centroid")
         out = runner.invoke(cli, ["run", "-d", "tiny", "--metric", "holdout-acc", "--set",
                                   "holdout.test_size=2", "--db", db])
         assert out.exit_code == 2 and "holdout.test_size: value 2 is above the maximum 0.9" \
@@ -210,7 +213,8 @@ def test_register_protocols(tmp_path, monkeypatch):
         assert out.exit_code == 2 and "no centroid on tiny" in out.output  # by name: an error
         monkeypatch.undo()
         with Store(db) as store:
-            html = build_leaderboard(store, tmp_path / "site", registry=reg).read_text()
+            build_leaderboard(store, tmp_path / "site", registry=reg)
+            html = (tmp_path / "site" / "datasets" / "tiny.html").read_text()
         assert "<h3>Hold-out accuracy on tiny</h3>" in html and 'class="holdout"' in html
     finally:
         set_registry(None)
