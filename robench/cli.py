@@ -144,6 +144,9 @@ class _RunCommand(click.Command):
                    "(default: a local cluster on 127.0.0.1).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where torchvision:NAME data sets are read from (default: "
+                   "$ROBENCH_DATA_DIR or ~/.local/share/robench).")
 @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
               help="Override a knob (repeatable), e.g. --set train.max_epochs=10; VALUE is "
                    "JSON (a bare word is a string). The sections are listed below; "
@@ -163,8 +166,8 @@ class _RunCommand(click.Command):
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, settings, until, precision, rescore,
-        db_path):
+        profile, executor, jobs, scheduler, cache_dir, data_dir, settings, until, precision,
+        rescore, db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -190,6 +193,10 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         raise click.UsageError("--precision goes with --until decided")
     if cache_dir:
         set_cache_dir(cache_dir)
+    if data_dir:
+        from robench.builtin.torchvision_data import set_data_dir
+
+        set_data_dir(data_dir)
     reg = _registry()
     _report_broken_plugins(reg)
     chosen = {}
@@ -555,6 +562,41 @@ def leaderboard(out_dir, config, db_path):
                                  "id, a label or 'legacy'", param_hint="--config")
     path = build_leaderboard(Store(db_path), out_dir, config=config)
     click.echo(f"wrote {path}")
+
+
+# ---------------------------------------------------------------------------------- data
+
+
+@cli.group()
+def data():
+    """Get data sets that robench reads by reference (torchvision:NAME)."""
+
+
+@data.command("fetch")
+@click.argument("name")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where to put the files (default: $ROBENCH_DATA_DIR or "
+                   "~/.local/share/robench); `robench run --data-dir` reads them there.")
+@friendly_errors
+def data_fetch(name, data_dir):
+    """Download a torchvision data set (NAME as in torchvision:NAME) with torchvision.
+
+    Files already there are kept. Offline, the error names the files to copy in by hand.
+
+    \b
+    Examples:
+      robench data fetch fashion-mnist
+      robench data fetch cifar10 --data-dir /shared/data
+      robench run -d torchvision:cifar10 --data-dir /shared/data -m cnn-2
+    """
+    from robench.builtin.torchvision_data import data_dir as current, fetch, set_data_dir
+
+    if data_dir:
+        set_data_dir(data_dir)
+    root = current()
+    files = fetch(name.lower(), root)
+    click.echo(f"{name}: {len(files)} file(s) under {root}; use -d torchvision:{name.lower()}"
+               + (f" --data-dir {data_dir}" if data_dir else ""))
 
 
 # -------------------------------------------------------------------------- list, plugins
