@@ -332,6 +332,11 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "killed_runs":
+            for r in info["runs"]:
+                self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
+                          "without finishing: its process is gone (killed?); marked 'killed'. "
+                          "Its finished trials are stored and are not run again.", fg="yellow")
         elif event == "look":
             self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
                       f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -34,10 +35,13 @@ from typing import Any, Iterable, Optional
 
 import sqlite_utils
 
+from robench.liveness import host_name, process_running, process_started
 from robench.provenance import run_environment, utc_now
 
 #: Run statuses, in the order a run can move through them.
-RUN_STATUSES = ("running", "ok", "failed", "interrupted")
+#: 'killed': its process ended without finishing it (kill -9, power cut); marked so by the next
+#: run on the same host (:meth:`Store.mark_killed_runs`).
+RUN_STATUSES = ("running", "ok", "failed", "interrupted", "killed")
 #: Trial statuses; only 'ok' trials count as cached.
 TRIAL_STATUSES = ("ok", "failed")
 #: Counters ``finish_run`` accepts.
@@ -62,7 +66,10 @@ CREATE TABLE IF NOT EXISTS runs (
     n_cached INTEGER,
     n_ok INTEGER,
     n_failed INTEGER,
-    n_skipped INTEGER
+    n_skipped INTEGER,
+    host TEXT,  -- where the driver ran: host name, process id and the process's start time
+    pid INTEGER,
+    pid_started TEXT
 );
 CREATE TABLE IF NOT EXISTS trials (
     key TEXT PRIMARY KEY,
@@ -374,10 +381,34 @@ class Store:
             "seed": seed,
             "config": config,
             "plugin_versions": plugin_versions,
+            "host": host_name(),
+            "pid": os.getpid(),
+            "pid_started": process_started(os.getpid()),
         }
         with self._write():
-            table = self.db["runs"].insert(encode_row("runs", row))
+            (row,) = self._fit_to_file("runs", [encode_row("runs", row)])
+            table = self.db["runs"].insert(row)
         return int(table.last_pk)
+
+    def mark_killed_runs(self) -> list[dict]:
+        """Mark ``killed`` every run of this host still ``running`` whose process is gone.
+
+        Returns the rows marked (id, pid, started_at). Runs of another host, or written by a
+        robench that did not record its process, are left as they are: nothing here can tell.
+        """
+        if "pid" not in self.db["runs"].columns_dict:
+            return []
+        with self._write():
+            cursor = self.db.conn.execute(
+                "SELECT id, pid, pid_started, started_at FROM runs "
+                "WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host_name()])
+            rows = [dict(zip(("id", "pid", "pid_started", "started_at"), r)) for r in cursor]
+            killed = [r for r in rows if not process_running(r["pid"], r["pid_started"])]
+            now = utc_now()
+            for r in killed:
+                self.db.conn.execute("UPDATE runs SET status = 'killed', finished_at = ? "
+                                     "WHERE id = ? AND status = 'running'", [now, r["id"]])
+        return killed
 
     def finish_run(self, run_id: int, status: str, **counts: int) -> None:
         """Mark a run finished with ``status`` and its trial counters (n_planned, n_ok, ...)."""
