@@ -150,6 +150,9 @@ class _RunCommand(click.Command):
                    "limit). Not part of any trial key.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where torchvision:NAME data sets are read from (default: "
+                   "$ROBENCH_DATA_DIR or ~/.local/share/robench).")
 @click.option("--device", default=lambda: os.environ.get("ROBENCH_DEVICE", "auto"),
               show_default="auto or $ROBENCH_DEVICE", metavar="auto|cpu|cuda|cuda:N|mps",
               help="Where torch models train and predict. auto: the GPU when one is visible, "
@@ -175,9 +178,10 @@ class _RunCommand(click.Command):
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, trial_timeout, cache_dir, device, settings, until,
+        profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
         precision,
-        rescore, db_path):
+        rescore, db_path,
+        trial_timeout):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -207,6 +211,10 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     device = resolve_device(device)  # a device that is not here fails now, exit 2
     if cache_dir:
         set_cache_dir(cache_dir)
+    if data_dir:
+        from robench.builtin.torchvision_data import set_data_dir
+
+        set_data_dir(data_dir)
     reg = _registry()
     _report_broken_plugins(reg)
     chosen = {}
@@ -304,8 +312,9 @@ def _print_adaptive(tables):
                f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
                f"looks: {', '.join(map(str, tables[0]['looks_planned']))})")
     for t in tables:
-        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['repeats']} of {t['max_repeats']} "
-                   f"repeats, {t['stopped']}")
+        reps = ", ".join(f"{m} {r}" for m, r in t["repeats_by_model"].items())
+        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['stopped']}; repeats of at most "
+                   f"{t['max_repeats']}: {reps} ({t['trials']} trials)")
 
 
 def _trial_label(row) -> str:
@@ -352,8 +361,8 @@ class _Progress:
             self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
                       f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
         elif event == "decided":
-            self.echo(f"{info['table']}: stopped at {info['repeats']} repeats "
-                      f"({info['reason']})")
+            reps = ", ".join(f"{m} {r}" for m, r in info["repeats"].items())
+            self.echo(f"{info['table']}: stopped ({info['reason']}); repeats: {reps}")
         elif event == "prepare":
             self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
         elif event == "prepare_failed":
@@ -589,6 +598,41 @@ def leaderboard(out_dir, top, config, db_path):
     pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
     click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
                f"({out / 'methods.html'}, {out / 'scores.json'})")
+
+
+# ---------------------------------------------------------------------------------- data
+
+
+@cli.group()
+def data():
+    """Get data sets that robench reads by reference (torchvision:NAME)."""
+
+
+@data.command("fetch")
+@click.argument("name")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where to put the files (default: $ROBENCH_DATA_DIR or "
+                   "~/.local/share/robench); `robench run --data-dir` reads them there.")
+@friendly_errors
+def data_fetch(name, data_dir):
+    """Download a torchvision data set (NAME as in torchvision:NAME) with torchvision.
+
+    Files already there are kept. Offline, the error names the files to copy in by hand.
+
+    \b
+    Examples:
+      robench data fetch fashion-mnist
+      robench data fetch cifar10 --data-dir /shared/data
+      robench run -d torchvision:cifar10 --data-dir /shared/data -m cnn-2
+    """
+    from robench.builtin.torchvision_data import data_dir as current, fetch, set_data_dir
+
+    if data_dir:
+        set_data_dir(data_dir)
+    root = current()
+    files = fetch(name.lower(), root)
+    click.echo(f"{name}: {len(files)} file(s) under {root}; use -d torchvision:{name.lower()}"
+               + (f" --data-dir {data_dir}" if data_dir else ""))
 
 
 # -------------------------------------------------------------------------- list, plugins

@@ -357,7 +357,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
                          "top_models": top_models, "top_set": set(top_models), "sections": parts, "plots": plots,
                          "other": _pivot_other(other),
                          "not_applicable": _not_applicable(skips[name], rows),
-                         "n_models": len({r["model"] for r in rows})})
+                         "n_models": len({r["model"] for r in rows} - pseudo)})
 
     common = {"n_scores": len(scores), "runs": [runs[i] for i in sorted(runs)]}
     pages["index.html"] = env.get_template("index.html").render(
