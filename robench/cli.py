@@ -143,6 +143,11 @@ class _RunCommand(click.Command):
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler to connect to with --executor dask, e.g. tcp://host:8786 "
                    "(default: a local cluster on 127.0.0.1).")
+@click.option("--trial-timeout", type=click.FloatRange(min=0, max=1e7), default=None,
+              metavar="SECONDS",
+              help="Stop a trial that runs longer and record it as failed; the run goes on "
+                   "(default: the profile's, quick 900, standard 3600, paper 14400; 0: no "
+                   "limit). Not part of any trial key.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
@@ -175,7 +180,8 @@ class _RunCommand(click.Command):
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
         profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
         precision,
-        rescore, db_path):
+        rescore, db_path,
+        trial_timeout):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -248,6 +254,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         executor=executor, jobs=jobs or default_jobs(), device=device,
         settings=parse_settings(settings, reg),
         executor_options={"scheduler": scheduler} if scheduler else {},
+        trial_timeout=trial_timeout,
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
     ).resolve(reg)

@@ -75,6 +75,11 @@ def register_metrics(register):
         version="2",  # 2: Fieller / t intervals, as rho
         in_default_run=False,
         report=report.adequacy_lines,
+        leaderboard=LeaderboardSection(build=leaderboard.adequacy_section,
+                                       template="adequacy.html",
+                                       templates=leaderboard.TEMPLATES,
+                                       title="Dataset adequacy",
+                                       plots=leaderboard.adequacy_plots),
         moved_from="robench.builtin.adequacy",
         references=(("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
                      "Cross-validation (2019)", ""),),
