@@ -37,6 +37,10 @@ def friendly_errors(fn):
 
         try:
             return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1; a Ctrl-C is 130 everywhere in robench
+            click.secho("Interrupted.", fg="yellow", err=True)
+            sys.exit(130)
         except (UnknownComponentError, PluginError, ConfigError, SourcesError, DatasetError,
                 ReadOnlyQueryError, FileNotFoundError, ConfigurationError, SchemaError) as exc:
             _fail(str(exc).strip("'\""))
@@ -258,12 +262,16 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
     ).resolve(reg)
-    from robench.runner import execute
+    from robench.provenance import redact_secrets
+    from robench.runner import execute, plan_run
     from robench.store import Store
 
+    # Planned before the database is opened: a run that cannot be made (a bad value, only
+    # broken data sets) exits 2 with the file untouched, or not created.
+    plan = plan_run(cfg, reg)
     store = Store(db_path)
     progress = _Progress()
-    command = "robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run"
+    command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     try:
         if until == "decided":
             from robench.adaptive import run_until_decided
@@ -274,7 +282,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
                                        precision=PRECISION if precision is None else precision)
         else:
             report = execute(cfg, reg, store, command=command, on_event=progress,
-                             rescore=rescore)
+                             rescore=rescore, plan=plan)
     finally:
         progress.close()
     _print_skips(report.skipped)
@@ -352,6 +360,8 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "dataset_failed":
+            self.echo(f"skipped: {info['reason']}", fg="red")
         elif event == "killed_runs":
             for r in info["runs"]:
                 self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
