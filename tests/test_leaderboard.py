@@ -388,3 +388,14 @@ def test_adequacy_curves_where_stored(store, tmp_path):
     model = read(tmp_path, "models/mlp.html")
     assert "mlp: accuracy as the training set grows (kmeans)" in model
     check_links(tmp_path)
+
+
+def test_no_interval_is_shown_where_none_is_defined(store, tmp_path):
+    run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+    scores = rho_scores("mlp", 0.9, 0.81, 0.9, 0.9)
+    scores[0] = Score("digits", "mlp", "kmeans", "rho", "rho", 0.9, None, None, n=1)
+    save_scores(store, scores, run_id, {"rho": ("2", "rho")})
+    build_site(store, tmp_path)
+    for name in ("index.html", "datasets/digits.html", "models/mlp.html"):
+        html = read(tmp_path, name)
+        assert "0.900" in html and "[—" not in html and "—]" not in html, name
