@@ -478,7 +478,8 @@ def report(out_dir, label, check, db_path):
     directory's Markdown files is re-rendered from the database (read-only) and stamped with
     the database, profile, commit and machine; the prose around it is left alone. NAME is
     report:METRIC[:DATASET], scores:METRIC[:DATASET[:SCORE,...]], claims[:METRIC], runs or
-    seconds (robench/docgen.py).
+    seconds, optionally NAME@PROFILE: only that profile's runs, and left as it is when the
+    database has none (robench/docgen.py).
 
     \b
     Examples:
@@ -491,10 +492,12 @@ def report(out_dir, label, check, db_path):
     if not done:
         click.echo(f"no generated blocks in {out_dir}/*.md")
         return
-    stale = [p for p, _, changed in done if changed]
-    for path, names, changed in done:
+    stale = [p for p, _, changed, _ in done if changed]
+    for path, names, changed, kept in done:
         state = ("stale" if check else "rewritten") if changed else "up to date"
-        click.echo(f"{path}: {len(names)} block(s) {state}")
+        click.echo(f"{path}: {len(names)} block(s) {state}"
+                   + (f"; kept {', '.join(kept)} (no run of that profile in the database)"
+                      if kept else ""))
     if check and stale:
         sys.exit(1)
 

@@ -20,6 +20,10 @@ Block names (``KIND[:ARG[:ARG]]``):
     A Markdown table of the stored score rows, with their intervals.
 ``claims[:METRIC]``
     The papers' claims decided on the scores (:mod:`robench.claims`), one row each.
+``NAME@PROFILE``
+    Any of these from the runs of one profile only; left as it is when the database has no
+    run of that profile (so ``docs/claims.md``, pinned to ``standard``, survives a quick
+    ``run --all``).
 ``runs``
     The runs in the database: command, profile, commit, machine, wall time, trials.
 ``seconds``
@@ -63,13 +67,47 @@ class Results:
     label: str
     scores: list
     runs: dict
-    seconds: list = field(default_factory=list)
+    trials: list = field(default_factory=list)
+
+    def profile_of(self, run_id) -> str:
+        """Return the profile of a run ("?" if unknown)."""
+        run = self.runs.get(run_id)
+        return _profile(run) if run else "?"
+
+    def only(self, profile: Optional[str]) -> "Results":
+        """Return the results of the runs with this profile (all of them for None)."""
+        if profile is None:
+            return self
+        keep = {i for i in self.runs if self.profile_of(i) == profile}
+        return Results(self.label, [r for r in self.scores if r.get("run_id") in keep],
+                       {i: r for i, r in self.runs.items() if i in keep},
+                       [t for t in self.trials if t.get("run_id") in keep])
 
     def rows(self, metric: Optional[str] = None, dataset: Optional[str] = None) -> list:
-        """Return the score rows, optionally of one metric and data set."""
-        return [r for r in self.scores
-                if (metric is None or r["metric"] == metric)
-                and (dataset is None or r["dataset"] == dataset)]
+        """Return the score rows, optionally of one metric and data set.
+
+        Where the database holds the same score from several configurations (e.g. a quick
+        and a standard run), only the latest run's row is returned.
+        """
+        latest: dict = {}
+        for r in self.scores:
+            if (metric is not None and r["metric"] != metric) or (
+                    dataset is not None and r["dataset"] != dataset):
+                continue
+            ident = (r["dataset"], r["model"], r["clusterer"] or "", r["metric"], r["score"])
+            if ident not in latest or (r.get("run_id") or 0) >= (latest[ident].get("run_id")
+                                                                   or 0):
+                latest[ident] = r
+        return list(latest.values())
+
+    def seconds(self) -> list:
+        """Return trial seconds per (data set, protocol, model): trials, total, mean."""
+        groups: dict = {}
+        for t in self.trials:
+            groups.setdefault((t["dataset"], t["protocol"], t["model"] or ""), []).append(
+                float(t["seconds"]))
+        return [{"dataset": d, "protocol": p, "model": m, "trials": len(v), "total": sum(v),
+                 "mean": sum(v) / len(v)} for (d, p, m), v in sorted(groups.items())]
 
 
 def load(path, label: Optional[str] = None) -> Results:
@@ -88,15 +126,14 @@ def load(path, label: Optional[str] = None) -> Results:
                 "SELECT * FROM scores ORDER BY dataset, metric, clusterer, model, score")]
             runs = {r["id"]: decode_row("runs", dict(r))
                     for r in conn.execute("SELECT * FROM runs ORDER BY id")}
-            seconds = [dict(r) for r in conn.execute(
-                "SELECT dataset, protocol, model, COUNT(*) AS trials, SUM(seconds) AS total, "
-                "AVG(seconds) AS mean FROM trials WHERE status = 'ok' AND seconds IS NOT NULL "
-                "GROUP BY dataset, protocol, model ORDER BY dataset, protocol, model")]
+            trials = [dict(r) for r in conn.execute(
+                "SELECT run_id, dataset, protocol, model, seconds FROM trials "
+                "WHERE status = 'ok' AND seconds IS NOT NULL")]
         except sqlite3.DatabaseError as exc:
             raise DocgenError(f"{path} is not a robench results database ({exc})") from None
     finally:
         conn.close()
-    return Results(label or str(path), scores, runs, seconds)
+    return Results(label or str(path), scores, runs, trials)
 
 
 # -- stamps ---------------------------------------------------------------------------------
@@ -219,10 +256,6 @@ def render_claims(results: Results, registry, metric: Optional[str]) -> list:
 
     rows = results.rows(metric)
     claims = evaluate(registry, rows)
-    if metric is not None:
-        spec = _metric(registry, metric)
-        if spec is None:
-            raise DocgenError(f"no metric '{metric}' is registered")
     if not claims:
         return [stamp(results, rows), ""] + _missing("scores that decide a claim",
                                                      metric or "NAME")
@@ -257,17 +290,54 @@ def render_runs(results: Results) -> list:
 
 def render_seconds(results: Results) -> list:
     """Return the lines of a ``seconds`` block: trial seconds per data set, protocol, model."""
-    table = [[r["dataset"], r["protocol"], r["model"], r["trials"], f"{r['total']:.1f}",
-              f"{r['mean']:.2f}"] for r in results.seconds]
-    total = sum(r["total"] for r in results.seconds)
-    return [stamp(results), "", f"{sum(r['trials'] for r in results.seconds)} trials, "
+    groups = results.seconds()
+    table = [[r["dataset"], r["protocol"], r["model"] or "-", r["trials"], f"{r['total']:.1f}",
+              f"{r['mean']:.2f}"] for r in groups]
+    total = sum(r["total"] for r in groups)
+    return [stamp(results), "", f"{sum(r['trials'] for r in groups)} trials, "
             f"{total:.0f} worker-seconds in all (one worker's seconds; runs use one worker per "
             "core).", ""] + _md_table(
         ["data set", "protocol", "model", "trials", "seconds", "per trial"], table)
 
 
-def render(name: str, results: Results, registry) -> list:
-    """Return the lines of the block called ``name`` (without its markers)."""
+def split_name(name: str) -> tuple:
+    """Return (block name, profile or None) of ``NAME[@PROFILE]``."""
+    base, at, profile = name.partition("@")
+    return base.strip(), (profile.strip() or None) if at else None
+
+
+def render(name: str, results: Results, registry) -> Optional[list]:
+    """Return the lines of the block called ``name`` (without its markers).
+
+    ``NAME@PROFILE`` renders only what runs of that profile stored, and returns None (keep
+    the block as it is) when the database holds no such run: a page of standard-profile
+    figures is not overwritten by a quick run's database.
+    """
+    from robench.config import PROFILES
+
+    name, profile = split_name(name)
+    if profile is not None:
+        if profile not in PROFILES:
+            raise DocgenError(f"block '{name}@{profile}': unknown profile '{profile}'; known: "
+                              + ", ".join(PROFILES))
+        results = results.only(profile)
+        if not results.runs:
+            _check_name(name, registry)
+            return None
+    _check_name(name, registry)
+    kind, *args = [part.strip() for part in name.split(":")]
+    if kind in ("report", "scores"):
+        dataset = args[1] if len(args) > 1 and args[1] else None
+        if kind == "report":
+            return render_report(results, registry, args[0], dataset)
+        names = [s for s in args[2].split(",") if s] if len(args) > 2 else None
+        return render_scores(results, args[0], dataset, names)
+    if kind == "claims":
+        return render_claims(results, registry, args[0] if args else None)
+    return render_runs(results) if kind == "runs" else render_seconds(results)
+
+
+def _check_name(name: str, registry) -> None:
     kind, *args = [part.strip() for part in name.split(":")]
     if kind not in KINDS:
         raise DocgenError(f"unknown block '{name}'; blocks are "
@@ -277,16 +347,11 @@ def render(name: str, results: Results, registry) -> list:
             raise DocgenError(f"block '{name}' needs a metric: {kind}:METRIC[:DATASET]")
         if _metric(registry, args[0]) is None:
             raise DocgenError(f"block '{name}': no metric '{args[0]}' is registered")
-        dataset = args[1] if len(args) > 1 and args[1] else None
-        if kind == "report":
-            return render_report(results, registry, args[0], dataset)
-        names = [s for s in args[2].split(",") if s] if len(args) > 2 else None
-        return render_scores(results, args[0], dataset, names)
-    if kind == "claims":
-        return render_claims(results, registry, args[0] if args else None)
-    if args:
+    elif kind == "claims":
+        if args and _metric(registry, args[0]) is None:
+            raise DocgenError(f"block '{name}': no metric '{args[0]}' is registered")
+    elif args:
         raise DocgenError(f"block '{name}' takes no arguments")
-    return render_runs(results) if kind == "runs" else render_seconds(results)
 
 
 # -- files ----------------------------------------------------------------------------------
@@ -308,8 +373,13 @@ def check_markers(text: str, where: str) -> None:
         raise DocgenError(f"{where}: a generated block is not closed with '{CLOSE_MARK}'")
 
 
-def rewrite(text: str, results: Results, registry, where: str = "<text>") -> tuple:
-    """Return (new text, block names) with every generated block of ``text`` re-rendered."""
+def rewrite(text: str, results: Results, registry, where: str = "<text>",
+            kept: Optional[list] = None) -> tuple:
+    """Return (new text, block names) with every generated block of ``text`` re-rendered.
+
+    Blocks pinned to a profile the database has no run of are left as they are and their
+    names appended to ``kept``.
+    """
     check_markers(text, where)
     names = []
 
@@ -320,6 +390,10 @@ def rewrite(text: str, results: Results, registry, where: str = "<text>") -> tup
             body = render(name, results, registry)
         except DocgenError as exc:
             raise DocgenError(f"{where}: {exc}") from None
+        if body is None:
+            if kept is not None:
+                kept.append(name)
+            return match.group(0)
         return f"{match.group('open')}\n" + "\n".join(body) + f"\n{match.group('close')}"
 
     return BLOCK.sub(sub, text), names
@@ -329,8 +403,9 @@ def generate(db_path, out_dir, registry=None, label: Optional[str] = None,
              check: bool = False) -> list:
     """Rewrite the generated blocks of every ``*.md`` under ``out_dir`` from ``db_path``.
 
-    Returns ``[(path, block names, changed)]`` for the files that have blocks. With
-    ``check``, nothing is written (changed says which files are stale).
+    Returns ``[(path, block names, changed, kept)]`` for the files that have blocks, ``kept``
+    naming the blocks pinned to a profile the database has no run of (left as they are).
+    With ``check``, nothing is written (changed says which files are stale).
     """
     if registry is None:
         from robench.plugins import get_registry
@@ -345,15 +420,16 @@ def generate(db_path, out_dir, registry=None, label: Optional[str] = None,
         text = path.read_text(encoding="utf-8")
         if "<!-- generated:" not in text:
             continue
-        new, names = rewrite(text, results, registry, where=str(path))
+        kept: list = []
+        new, names = rewrite(text, results, registry, where=str(path), kept=kept)
         changed = new != text
         if changed and not check:
             path.write_text(new, encoding="utf-8")
-        done.append((path, names, changed))
+        done.append((path, names, changed, kept))
     return done
 
 
 def as_json(done: list) -> str:
     """Return ``generate``'s result as JSON (for scripts)."""
-    return json.dumps([{"file": str(p), "blocks": n, "changed": c} for p, n, c in done],
-                      indent=2)
+    return json.dumps([{"file": str(p), "blocks": n, "changed": c, "kept": k}
+                       for p, n, c, k in done], indent=2)

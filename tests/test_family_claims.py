@@ -1,5 +1,7 @@
 """Paper claims decided on hand-built score tables: holds, does not hold, undecided."""
 
+import math
+
 import pytest
 
 from robench.claims import FAILS, HOLDS, UNDECIDED, Claim, compare, evaluate, within
@@ -79,14 +81,32 @@ def test_purity_ratio_claims_read_the_validation_verdict():
                 "score": "validation_holds", "value": value,
                 "details": {"holds": value if value is None else bool(value), "r": r,
                             "tau": tau, "n": 8, "reason": "why", "beats_baselines": beats,
-                            "baselines": {"delta": {"r": 0.9}, "model_acc": {"r": 0.5}}}}
+                            "baselines": {"delta": {"r": 0.9}, "model_acc": {"r": 0.0}}}}
 
+    # r = -0.92 over 8 models: Fisher's interval [-0.99, -0.61] lies below 0, and below
+    # the baselines' (delta +0.9: [0.53, 0.98]); a reversed relation does not hold
     c = purity_claims([holds(0.0, -0.92, -0.71, False)])
-    assert [x.verdict for x in c] == [FAILS, FAILS] and "r = -0.92" in c[0].figure
+    assert [x.verdict for x in c] == [FAILS, FAILS] and "r = -0.92 [-0.99, -0.61]" in c[0].figure
+    # r = 0.95 ([0.74, 0.99]) beats model_acc (0.0: [-0.70, 0.70]) on the intervals but not
+    # delta (0.9: [0.53, 0.98])
     c = purity_claims([holds(1.0, 0.95, 0.8, True)])
-    assert [x.verdict for x in c] == [HOLDS, HOLDS]
+    assert [x.verdict for x in c] == [HOLDS, UNDECIDED]
+    assert "overlaps delta's" in c[1].why and "above model_acc's" in c[1].why
+    # a positive r whose interval contains 0 at 8 models decides nothing
+    c = purity_claims([holds(1.0, 0.6, 0.4, True)])
+    assert c[0].verdict == UNDECIDED and "contains 0" in c[0].why
     c = purity_claims([holds(None, None, None, None)])
     assert [x.verdict for x in c] == [UNDECIDED, UNDECIDED]
+
+
+def test_fisher_interval_of_r_matches_hand_values():
+    from robench.families.purity_ratio.docs import r_interval
+
+    lo, hi = r_interval(0.5, 8)  # atanh(0.5) = 0.5493, se = 1/sqrt(5) = 0.4472
+    assert lo == pytest.approx(math.tanh(0.5493061 - 1.959964 * 0.4472136), abs=1e-6)
+    assert hi == pytest.approx(math.tanh(0.5493061 + 1.959964 * 0.4472136), abs=1e-6)
+    assert (round(lo, 3), round(hi, 3)) == (-0.316, 0.891)
+    assert r_interval(0.5, 3) == (None, None) and r_interval(1.0, 8) == (None, None)
 
 
 def test_coverage_claims_decide_table_2_from_the_reference_models():

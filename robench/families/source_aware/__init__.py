@@ -69,6 +69,7 @@ def register_metrics(register):
         version="2",  # 2: Fieller / t intervals, as rho
         in_default_run=False,
         report=report.adequacy_lines,
+        claims=docs.adequacy_claims,
         moved_from="robench.builtin.adequacy",
         display_order=60,
     ))
@@ -85,6 +86,7 @@ def register_metrics(register):
         version="3",
         higher_is_better=False,
         report=report.lost_test_lines,
+        claims=docs.lost_test_claims,
         moved_from="robench.builtin.adequacy",
         display_order=50,
     ))
