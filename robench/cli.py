@@ -136,13 +136,23 @@ class _RunCommand(click.Command):
               help="Override a knob (repeatable), e.g. --set train.max_epochs=10; VALUE is "
                    "JSON (a bare word is a string). The sections are listed below; "
                    "`robench knobs` shows every knob with its type, default and profile values.")
+@click.option("--until", "until", type=click.Choice(["fixed", "decided"]), default="fixed",
+              show_default=True,
+              help="fixed: every repeat at once. decided: rho tables in rounds of 3, 6, 12, ... "
+                   "repeats up to --repeats (or the profile's), intervals at a level corrected "
+                   "for the looks; a table stops once every adjacent pair of models is "
+                   "separated or narrower than --precision (docs/profile.md).")
+@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --until decided: a pair of models whose rho intervals both have a "
+                   "half-width below this counts as decided (default 0.01).")
 @click.option("--rescore", is_flag=True,
               help="Recompute every score from its trials, even where the trials and the "
                    "metric version are unchanged (by default those stored scores are reused).")
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, settings, rescore, db_path):
+        profile, executor, jobs, scheduler, cache_dir, settings, until, precision, rescore,
+        db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -154,6 +164,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run -d digits -m mlp -m cnn-2 --repeats 10
       robench run -d synthetic-sources -c oracle --profile paper
       robench run -d digits -m mlp --metric rho --set train.max_epochs=10
+      robench run -d mnist-5k --metric rho --profile paper --until decided
 
     Opt-in components (slow) run in the quick profile only when named; --profile paper
     includes them in --all.
@@ -163,6 +174,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
 
     if not (run_all or datasets_names or models_names or clusterers_names or metric_names):
         raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
+    if precision is not None and until != "decided":
+        raise click.UsageError("--precision goes with --until decided")
     if cache_dir:
         set_cache_dir(cache_dir)
     reg = _registry()
@@ -211,7 +224,16 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     progress = _Progress()
     command = "robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run"
     try:
-        report = execute(cfg, reg, store, command=command, on_event=progress, rescore=rescore)
+        if until == "decided":
+            from robench.adaptive import run_until_decided
+            from robench.sequential import PRECISION
+
+            report = run_until_decided(cfg, reg, store, command=command, on_event=progress,
+                                       rescore=rescore,
+                                       precision=PRECISION if precision is None else precision)
+        else:
+            report = execute(cfg, reg, store, command=command, on_event=progress,
+                             rescore=rescore)
     finally:
         progress.close()
     _print_skips(report.skipped)
@@ -220,6 +242,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         click.echo(f"\nOpt-in, not run in the quick profile (slow): {listed}. Name them "
                    "(--metric/-m/-c) or use --profile paper.")
     _print_reports(reg, [vars(s) for s in report.scores])
+    _print_adaptive(report.adaptive)
     if report.failed:
         click.secho(f"\n{len(report.failed)} trial(s) failed:", fg="red", err=True)
         for row in report.failed[:20]:
@@ -239,6 +262,17 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         sys.exit(130)
     if report.failed:
         sys.exit(1)
+
+
+def _print_adaptive(tables):
+    if not tables:
+        return
+    click.echo("\nAdaptive repeats (--until decided): intervals above at level "
+               f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
+               f"looks: {', '.join(map(str, tables[0]['looks_planned']))})")
+    for t in tables:
+        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['repeats']} of {t['max_repeats']} "
+                   f"repeats, {t['stopped']}")
 
 
 def _trial_label(row) -> str:
@@ -264,7 +298,8 @@ class _Progress:
 
     def __call__(self, event, **info):
         if event == "planned":
-            self.total = info["todo"]
+            self.close()  # a run in rounds (--until decided) plans once per round
+            self.total, self.done = info["todo"], 0
             self.echo(
                 f"{info['total']} trials planned: {info['cached']} already stored"
                 + (" (training nothing)" if info["todo"] == 0 else f", {info['todo']} to run")
@@ -275,6 +310,12 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "look":
+            self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
+                      f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
+        elif event == "decided":
+            self.echo(f"{info['table']}: stopped at {info['repeats']} repeats "
+                      f"({info['reason']})")
         elif event == "prepare":
             self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
         elif event == "prepare_failed":

@@ -71,6 +71,7 @@ def execute_trial(spec: dict, env=None) -> dict:
     row["spec"] = spec
     row["worker"] = worker_stamp()
     try:
+        check_same_data(spec, env)
         result = env.registry.get("protocols", spec["protocol"]).run(spec, env)
         row.update(result)
         row["status"], row["error"] = "ok", None
@@ -79,6 +80,22 @@ def execute_trial(spec: dict, env=None) -> dict:
         row.update(status="failed", error=f"{type(exc).__name__}: {exc}\n{tb}")
     row["finished_at"] = _now()
     return row
+
+
+def check_same_data(spec: dict, env) -> None:
+    """Raise if the data a trial would read is not the data its key was planned on.
+
+    A file replaced between planning and the trial (or a worker reading another copy) would
+    otherwise store results under a key that names other data.
+    """
+    planned = (spec.get("versions") or {}).get("dataset_content")
+    if planned is None or not spec.get("dataset"):
+        return
+    found = env.registry.dataset_fingerprint(spec["dataset"])
+    if found != planned:
+        raise RuntimeError(
+            f"data set '{spec['dataset']}' changed since the run was planned (content "
+            f"{found}, planned on {planned}); run again to plan on the current data")
 
 
 def failed_row(spec: dict, error: str) -> dict:

@@ -199,6 +199,28 @@ class Registry:
             self._datasets[name] = self.get("datasets", name).load()
         return self._datasets[name]
 
+    def dataset_fingerprint(self, name: str) -> str:
+        """Return the content fingerprint of data set ``name`` (hash of X, y, sources, shape).
+
+        The loaded data's own fingerprint where it is loaded, else the spec's ``fingerprint``
+        (cheap for files: cached by size and mtime), else the data is loaded and hashed.
+        """
+        if name in self._datasets:
+            return self._datasets[name].fingerprint()
+        spec = self.get("datasets", name)
+        if spec.fingerprint is not None:
+            return spec.fingerprint()
+        return self.load_dataset(name).fingerprint()
+
+    def dataset_versions(self, name: str) -> dict:
+        """Return what identifies data set ``name`` in a trial's ``versions``.
+
+        ``dataset`` is the plugin and component version, ``dataset_content`` the content
+        fingerprint: replacing the data under the same name changes every key built on it.
+        """
+        return {"dataset": self.component_version("datasets", name),
+                "dataset_content": self.dataset_fingerprint(name)}
+
     def plugin_versions(self) -> dict:
         """Return {plugin name: version} for every plugin that loaded."""
         return {n: i.version for n, i in sorted(self.infos.items()) if i.status == "ok"}

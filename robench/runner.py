@@ -20,6 +20,11 @@ class Group:
     metric: object
     combo: Combo
     keys: list
+    #: Set by a driver that changes how the group is scored (robench.adaptive): ``options``
+    #: (JSON-able) enters the inputs fingerprint, ``finish(scores) -> scores`` runs after the
+    #: metric's aggregate. Both empty for a plain run (fingerprints as before).
+    options: dict = field(default_factory=dict)
+    finish: Optional[Callable] = None
 
     @property
     def key_dict(self) -> dict:
@@ -55,6 +60,7 @@ class RunReport:
     interrupted: bool = False
     n_aggregated: int = 0  # groups whose scores were computed in this run
     n_reused: int = 0  # groups whose inputs were unchanged: stored scores reported as they are
+    adaptive: list = field(default_factory=list)  # --until decided: each rho table's decision
 
 
 def _combos(cfg, registry, metric):
@@ -115,17 +121,21 @@ def plan_run(cfg, registry) -> Plan:
 
 
 def execute(cfg, registry, store, *, command: str = "robench run",
-            on_event: Optional[Callable] = None, rescore: bool = False) -> RunReport:
+            on_event: Optional[Callable] = None, rescore: bool = False,
+            plan: Optional[Plan] = None, score: bool = True) -> RunReport:
     """Plan, run what is not stored yet, store every trial as it finishes, aggregate scores.
 
     Scores whose inputs did not change since they were stored are reused, not recomputed
-    (see :func:`robench.scoring.score_groups`); ``rescore`` recomputes them all.
+    (see :func:`robench.scoring.score_groups`); ``rescore`` recomputes them all. A driver
+    may pass its own ``plan`` (e.g. one round of :mod:`robench.adaptive`) and ``score=False``
+    to run and store the trials only.
     """
     from robench.cache import cache_dir
 
     t0 = time.perf_counter()
     emit = on_event or (lambda *a, **k: None)
-    plan = plan_run(cfg, registry)
+    if plan is None:
+        plan = plan_run(cfg, registry)
     keys = list(plan.specs)
     done_keys = store.ok_trial_keys(keys)
     todo = [plan.specs[k] for k in keys if k not in done_keys]
@@ -166,7 +176,7 @@ def execute(cfg, registry, store, *, command: str = "robench run",
         interrupted = True
 
     scores, n_aggregated, n_reused = [], 0, 0
-    if not interrupted:
+    if score and not interrupted:
         from robench.scoring import score_groups
 
         versions = {g.metric.name: registry.component_version("metrics", g.metric.name)

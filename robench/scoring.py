@@ -180,6 +180,9 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
                 continue
         rows = store.trials(keys=group.keys)
         scores = [_with_direction(s, metric) for s in metric.aggregate(group.key_dict, rows)]
+        finish = getattr(group, "finish", None)
+        if finish is not None:
+            scores = list(finish(scores))
         pairs = []
         for s in scores:
             row = score_row(s, run_id, definitions, now, inputs)
@@ -219,6 +222,9 @@ def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
         "group": group.key_dict,
         "trials": sorted((k, digests.get(k)) for k in set(group.keys)),
     }
+    options = getattr(group, "options", None)
+    if options:  # absent for a plain run: its fingerprints stay what they were
+        payload["options"] = options
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
 
 

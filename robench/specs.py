@@ -61,6 +61,10 @@ class DatasetSpec:
     is_image: bool = False
     plugin: str = ""
     image_shape: Optional[tuple] = None  # (C, H, W) when known without loading; read by ModelSpec.image_shapes
+    # fingerprint() -> the content fingerprint of what load() returns, without loading it
+    # where that is cheaper (a file's hash cached by size and mtime); None: the registry
+    # loads the data and hashes it (Dataset.fingerprint).
+    fingerprint: Optional[Callable[[], str]] = None
 
     def __post_init__(self):
         check_slug(self.name)

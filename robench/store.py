@@ -26,6 +26,7 @@ import json
 import math
 import sqlite3
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -188,6 +189,10 @@ def _declared_columns(schema: str) -> dict[str, dict[str, str]]:
 #: Every table's declared columns with their SQLite types, in schema order.
 COLUMNS = _declared_columns(SCHEMA)
 
+#: Seconds a write waits for another process's write lock (two runs on one file) before
+#: failing with "database is locked".
+BUSY_TIMEOUT = 60.0
+
 # SQLite's default limit on bound parameters is 999 in older builds; stay well below it.
 _CHUNK = 500
 
@@ -288,17 +293,49 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # The runner may hand finished trials over from an executor's callback thread; the lock
         # below serialises those writes on this single connection.
-        conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT)
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.RLock()
         # WAL lets `robench leaderboard` or `robench query` read while a run is writing.
         self.db.enable_wal()
-        self.db.executescript(SCHEMA)
+        with self._write():
+            self.db.executescript(SCHEMA)
         self._migrate()
+
+    @contextmanager
+    def _write(self):
+        """Hold this connection's lock and SQLite's write lock: one transaction, committed at exit.
+
+        The transaction starts with ``BEGIN IMMEDIATE``. A deferred ``BEGIN`` (what
+        sqlite-utils' ``atomic()`` opens) takes the write lock only at its first write, and in
+        WAL mode that upgrade fails at once with "database is locked" when another process is
+        writing: the busy timeout does not apply to it. ``BEGIN IMMEDIATE`` waits up to
+        :data:`BUSY_TIMEOUT` seconds for the lock instead, so two runs on one file take turns.
+        Nested, it is a savepoint of the enclosing transaction.
+        """
+        with self._lock:
+            conn = self.db.conn
+            if conn.in_transaction:
+                with self.db.atomic():
+                    yield
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def _migrate(self) -> None:
         """Bring a database written by an older robench up to this schema (additive only)."""
-        with self._lock:
+        with self._write():
             # scores.inputs (the fingerprint of what a score was computed from) came with
             # score_groups; older rows keep NULL there and are recomputed on the next run.
             if "inputs" not in self.db["scores"].columns_dict:
@@ -327,7 +364,7 @@ class Store:
             "config": config,
             "plugin_versions": plugin_versions,
         }
-        with self._lock, self.db.atomic():
+        with self._write():
             table = self.db["runs"].insert(encode_row("runs", row))
         return int(table.last_pk)
 
@@ -340,7 +377,7 @@ class Store:
             raise ValueError(f"unknown run counters {unknown}; expected some of {RUN_COUNTS}")
         updates = {"finished_at": utc_now(), "status": status}
         updates.update({name: _plain(value) for name, value in counts.items()})
-        with self._lock, self.db.atomic():
+        with self._write():
             self.db["runs"].update(run_id, updates)
 
     def runs(self, ids: Optional[Iterable[int]] = None) -> list[dict]:
@@ -384,7 +421,7 @@ class Store:
         row["clusterer"] = row.get("clusterer") or ""
         row.setdefault("finished_at", utc_now())
         row = encode_row("trials", row)
-        with self._lock, self.db.atomic():
+        with self._write():
             (row,) = self._fit_to_file("trials", [row])
             self.db["trials"].upsert(row, pk="key")
 
@@ -428,7 +465,7 @@ class Store:
         groups = [encode_row("score_groups", g) for g in groups]
         if not score_rows and not groups:
             return
-        with self._lock, self.db.atomic():
+        with self._write():
             if score_rows:
                 self.db["scores"].upsert_all(self._fit_to_file("scores", score_rows), pk="key")
             if groups:
@@ -484,7 +521,7 @@ class Store:
         row = dict(row)
         row.setdefault("created_at", utc_now())
         row = encode_row("clusterings", row)
-        with self._lock, self.db.atomic():
+        with self._write():
             (row,) = self._fit_to_file("clusterings", [row])
             self.db["clusterings"].upsert(row, pk="key")
 
@@ -513,7 +550,7 @@ class Store:
             "reason": reason,
             "run_id": run_id,
         }
-        with self._lock, self.db.atomic():
+        with self._write():
             self.db["skips"].upsert(row, pk=("dataset", "model", "clusterer", "metric"))
 
     def skips(self, **filters: Any) -> list[dict]:

@@ -38,7 +38,7 @@ def make_spec(protocol: str, version: str, combo: Combo, cfg, registry, *, kind:
     """Return a keyed trial spec; without a clusterer the trial is shared by every clusterer."""
     versions = {
         "protocol": version,
-        "dataset": registry.component_version("datasets", combo.dataset.name),
+        **registry.dataset_versions(combo.dataset.name),
         "model": registry.component_version("models", combo.model.name),
     }
     if with_clusterer:

@@ -157,3 +157,18 @@ def test_skips_are_grouped_by_reason_naming_what_the_reason_does_not(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[2] == f"  rho: {reason_ds} (models: mlp, svm)"
     assert out[3] == f"  coverage: {reason_m} (data sets: digits, mnist-5k)"
+
+
+def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_registry,
+                                                                   tmp_path):
+    db = str(tmp_path / "r.db")
+    args = ["-d", "tiny", "-m", "centroid", "-m", "spy", "-c", "kmeans", "-k", "3", "-r", "6",
+            "--executor", "local", "--db", db, "--metric", "rho"]
+    res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9"])
+    assert res.exit_code == 0, res.output
+    assert "(overlapping 97.5% CIs share a rank)" in res.output
+    assert "tiny / kmeans: 6 of 6 repeats, maximum repeats reached, undecided" in res.output
+    bad = runner.invoke(cli, ["run", *args, "--precision", "0.1"])
+    assert bad.exit_code == 2 and "--precision goes with --until decided" in bad.output
+    bad = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "0"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output

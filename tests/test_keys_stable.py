@@ -73,12 +73,18 @@ def _intentional(db, before: set) -> dict:
     rows = _table(db, "SELECT key, protocol, dataset, model, clusterer, kind, repeat, spec "
                       "FROM trials")
     identity = lambda r: tuple(r[1:7])  # noqa: E731
-    old = {identity(r): json.loads(r[7]) for r in rows if r[0] in before}
+    old = {}
+    for r in rows:
+        if r[0] in before:
+            old.setdefault(identity(r), []).append(json.loads(r[7]))
     out = {}
     for r in rows:
         if r[0] not in before:
-            new, prev = json.loads(r[7]), old[identity(r)]
-            out[r[0]] = [d for d in _differences(prev, new) if d[0] != "key"]
+            # several stored trials can share the identity (shifted-cv's folds differ in
+            # params.fold): compare with the closest one
+            new = json.loads(r[7])
+            out[r[0]] = min(([d for d in _differences(prev, new) if d[0] != "key"]
+                             for prev in old[identity(r)]), key=len)
     return out
 
 

@@ -95,7 +95,7 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
         },
         "versions": {
             "protocol": VERSION,
-            "dataset": registry.component_version("datasets", dataset_spec.name),
+            **registry.dataset_versions(dataset_spec.name),
             "model": registry.component_version("models", model_name),
             "corruptions": corruptions,
         },

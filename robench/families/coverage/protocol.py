@@ -145,7 +145,7 @@ def _spec(combo: Combo, cfg, registry, knobs: dict, repeat: int) -> dict:
         },
         "versions": {
             "protocol": VERSION,
-            "dataset": registry.component_version("datasets", combo.dataset.name),
+            **registry.dataset_versions(combo.dataset.name),
             "model": registry.component_version("models", combo.model.name),
         },
     }

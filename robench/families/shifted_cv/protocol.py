@@ -140,7 +140,7 @@ def wasserstein_spec(combo: Combo, cfg, registry) -> dict:
                    "max_points": s["max_points"]},
         "versions": {
             "protocol": VERSION,
-            "dataset": registry.component_version("datasets", combo.dataset.name),
+            **registry.dataset_versions(combo.dataset.name),
             "clusterer": registry.component_version("clusterers", combo.clusterer.name),
         },
     }

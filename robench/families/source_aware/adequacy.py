@@ -105,7 +105,7 @@ def plan(combo: Combo, cfg, registry) -> list:
         sizes = usable_sizes(sizes, n, cfg.test_size, cfg.k)
     versions = {
         "protocol": VERSION,
-        "dataset": registry.component_version("datasets", combo.dataset.name),
+        **registry.dataset_versions(combo.dataset.name),
         "model": registry.component_version("models", combo.model.name),
         "clusterer": registry.component_version("clusterers", combo.clusterer.name),
     }

@@ -9,6 +9,17 @@ def _pct(v):
     return "   -  " if v is None else f"{100 * v:6.2f}"
 
 
+def _ci_name(models: dict) -> str:
+    """Return "95% CI", or the level of a table run with --until decided (its details say)."""
+    for sc in models.values():
+        details = (sc.get("rho") or {}).get("details") or {}
+        if isinstance(details, dict) and details.get("adaptive"):
+            level = (details.get("interval") or {}).get("level")
+            if level:
+                return f"{100 * level:.3g}% CI"
+    return "95% CI"
+
+
 def rho_lines(rows: list) -> list:
     """Return rho per data set and clusterer, models ranked best first, as text lines."""
     table: dict = {}
@@ -19,9 +30,10 @@ def rho_lines(rows: list) -> list:
             s["score"]] = s
     lines = []
     for (dataset, clusterer), models in sorted(table.items()):
+        ci_name = _ci_name(models)
         lines.append(f"\n{dataset} - sources by {clusterer}: ranked by rho = E[AccX]/E[AccI] "
-                     "(overlapping 95% CIs share a rank)")
-        lines.append(f"  {'#':>2} {'model':<14} {'rho':>6} {'95% CI':>15}   "
+                     f"(overlapping {ci_name}s share a rank)")
+        lines.append(f"  {'#':>2} {'model':<14} {'rho':>6} {ci_name:>15}   "
                      f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
         complete = {m: sc for m, sc in models.items() if "rho" in sc}
         ranked = sorted(complete.items(), key=lambda kv: -(kv[1]["rho"].get("value") or -1))

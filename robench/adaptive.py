@@ -1,0 +1,192 @@
+"""``robench run --until decided``: repeats in rounds until every rho table's order is decided.
+
+A rho table is one (data set, clusterer) with its models ranked by rho. The run looks at the
+tables after 3, 6, 12, ... repeats (:func:`robench.sequential.looks`, up to ``--repeats`` or
+the profile's repeats); at every look each model's rho interval is Fieller's at the corrected
+level ``1 - 0.05 / K`` for the K planned looks (:mod:`robench.sequential`: the reported
+interval keeps >= 95% coverage whatever look the run stops at). A table stops when every
+adjacent pair of models (ordered by rho) is separated (intervals do not overlap) or both of
+its intervals are narrower than ``--precision`` (half-width), or at the maximum. Only tables
+still undecided get more repeats.
+
+Repeats are trials keyed by their index, so a later look only runs the repeats the earlier
+ones did not, and an interrupted run resumes from the store: rerunning replays the same looks
+on the same stored trials, hence the same decisions. Every score of a table records
+``details.adaptive`` (repeats used, planned looks and those taken, level, why it stopped, the
+adjacent pairs); the rho and accuracy intervals it stores are the corrected-level ones.
+
+Metrics other than rho asked for in the same run are run once at the maximum repeats, as a
+plain run would (``--metric rho`` runs rho alone).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Callable, Optional
+
+from robench.runner import ConfigError, Plan, RunReport, execute, plan_run
+from robench.sequential import ALPHA, PRECISION, Entry, corrected_level, decide, looks, stop_reason
+
+METRIC = "rho"
+
+
+def annotate(scores: list, level: float, adaptive: dict) -> list:
+    """Return rho scores with intervals at ``level`` and ``details.adaptive`` on every score.
+
+    The fixed-sample 95% interval the metric computed is kept in ``details`` as
+    ``interval_fixed_sample``: after a sequential stop it does not have its nominal coverage.
+    """
+    from robench.intervals import mean_interval, ratio_interval
+
+    out = []
+    for s in scores:
+        details = dict(s.details or {})
+        if s.score == METRIC and details.get("acc_exclusive") and details.get("acc_inclusive"):
+            iv = ratio_interval(details["acc_exclusive"], details["acc_inclusive"], level)
+        elif s.score.startswith("acc_") and "per_repeat" in details:
+            iv = mean_interval(details["per_repeat"], level, bounds=(0.0, 1.0))
+        else:
+            iv = None
+        if iv is not None:
+            details["interval_fixed_sample"] = details.get("interval")
+            details["interval"] = iv.as_dict()
+            s = replace(s, ci_low=iv.low, ci_high=iv.high)
+        details["adaptive"] = adaptive
+        out.append(replace(s, details=details))
+    return out
+
+
+def _table_plan(cfg, registry, table: tuple, n: int) -> Plan:
+    dataset, clusterer = table
+    sub = replace(cfg, metrics=[METRIC], datasets=[dataset], clusterers=[clusterer], repeats=n,
+                  explicit={})
+    return plan_run(sub, registry)
+
+
+def _merge(plans: list) -> Plan:
+    merged = Plan()
+    for p in plans:
+        for k, spec in p.specs.items():
+            merged.specs.setdefault(k, spec)
+        merged.groups.extend(p.groups)
+        merged.skipped.extend(p.skipped)
+        merged.prepare.extend(x for x in p.prepare if x not in merged.prepare)
+    return merged
+
+
+def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
+                      alpha: float = ALPHA, command: str = "robench run --until decided",
+                      on_event: Optional[Callable] = None, rescore: bool = False) -> RunReport:
+    """Run rho's tables look by look until each is decided; return the run's report.
+
+    ``cfg.repeats`` is the maximum. The report counts the trials of every round; its
+    ``scores`` are the final rho scores (annotated, :func:`annotate`) and the scores of any
+    other metric in ``cfg.metrics``; ``adaptive`` (an attribute added to the report) lists
+    each table's decision.
+    """
+    if METRIC not in cfg.metrics:
+        raise ConfigError("--until decided stops rho tables: ask for the rho metric "
+                          "(--metric rho, or no --metric)")
+    if not precision > 0:
+        raise ConfigError(f"--precision must be > 0, got {precision}")
+    t0 = time.perf_counter()
+    emit = on_event or (lambda *a, **k: None)
+    if not cfg.knobs:
+        cfg.resolve(registry)
+    plan_looks = looks(cfg.repeats)
+    level = corrected_level(len(plan_looks), alpha)
+    totals = {"keys": set(), "ran": 0}
+    failed, skipped, scores = [], [], []
+    report = None
+
+    others = [m for m in cfg.metrics if m != METRIC]
+    if others:
+        other_cfg = replace(cfg, metrics=others)
+        other_plan = plan_run(other_cfg, registry)
+        report = execute(other_cfg, registry, store, command=command, on_event=on_event,
+                         rescore=rescore, plan=other_plan)
+        _add(totals, report, other_plan)
+        failed += report.failed
+        skipped += report.skipped
+        scores += report.scores
+        if report.interrupted:
+            return _final(report, totals, failed, skipped, scores, t0, [])
+
+    first = plan_run(replace(cfg, metrics=[METRIC], repeats=plan_looks[0]), registry)
+    skipped += first.skipped
+    tables = list(dict.fromkeys((g.combo.dataset.name, g.combo.clusterer.name)
+                                for g in first.groups))
+    if not tables:  # nothing applicable: a plain run records the skips
+        report = execute(replace(cfg, metrics=[METRIC], repeats=plan_looks[0]), registry, store,
+                         command=command, on_event=on_event, plan=first)
+        _add(totals, report, first)
+        return _final(report, totals, failed + report.failed, skipped, scores, t0, [])
+    pending = list(tables)
+    history = {t: [] for t in tables}
+    final = {}  # table -> (groups, adaptive details)
+    rho = registry.get("metrics", METRIC)
+    for j, n in enumerate(plan_looks):
+        if not pending:
+            break
+        emit("look", look=j + 1, looks=len(plan_looks), repeats=n,
+             tables=[f"{d}/{c}" for d, c in pending])
+        plans = {t: _table_plan(cfg, registry, t, n) for t in pending}
+        merged = _merge(list(plans.values()))
+        merged.skipped = []
+        report = execute(replace(cfg, metrics=[METRIC], repeats=n), registry, store,
+                         command=command, on_event=on_event, plan=merged, score=False)
+        _add(totals, report, merged)
+        failed += report.failed
+        if report.interrupted:
+            return _final(report, totals, failed, skipped, scores, t0, [])
+        for t in list(pending):
+            entries = []
+            for g in plans[t].groups:
+                rows = store.trials(keys=g.keys)
+                sc = annotate(rho.aggregate(g.key_dict, rows), level, {})
+                head = next(s for s in sc if s.score == METRIC)
+                entries.append(Entry(g.combo.model.name, head.value, head.ci_low, head.ci_high))
+            decision = decide(entries, precision, rho.higher_is_better)
+            reason = stop_reason(decision, n, plan_looks[-1])
+            history[t].append({"repeats": n, "decided": decision["decided"],
+                               "undecided_pairs": [p["pair"] for p in decision["pairs"]
+                                                   if p["status"] == "undecided"]})
+            if reason is None:
+                continue
+            pending.remove(t)
+            adaptive = {
+                "repeats": n, "max_repeats": plan_looks[-1], "looks_planned": plan_looks,
+                "looks_taken": plan_looks[:j + 1], "level": level, "alpha": alpha,
+                "precision": precision, "stopped": reason, "order": decision["order"],
+                "pairs": decision["pairs"], "history": history[t],
+            }
+            groups = [replace(g, options={"adaptive": {k: adaptive[k] for k in (
+                "repeats", "looks_planned", "level", "precision")}},
+                finish=lambda s, a=adaptive: annotate(s, level, a)) for g in plans[t].groups]
+            final[t] = (groups, adaptive)
+            emit("decided", table=f"{t[0]}/{t[1]}", repeats=n, reason=reason)
+
+    from robench.scoring import score_groups
+
+    groups = [g for t in tables if t in final for g in final[t][0]]
+    versions = {METRIC: registry.component_version("metrics", METRIC)}
+    rho_scores, _, _ = score_groups(groups, store, report.run_id, versions=versions,
+                                    rescore=rescore)
+    scores += rho_scores
+    return _final(report, totals, failed, skipped, scores, t0,
+                  [{"dataset": t[0], "clusterer": t[1], **final[t][1]} for t in tables
+                   if t in final])
+
+
+def _add(totals: dict, report: RunReport, plan: Plan) -> None:
+    totals["keys"].update(plan.specs)
+    totals["ran"] += report.n_ran
+
+
+def _final(report, totals, failed, skipped, scores, t0, tables) -> RunReport:
+    """Return one report for every round: distinct trials planned, run and stored before."""
+    n_planned = len(totals["keys"])
+    return RunReport(report.run_id, n_planned, n_planned - totals["ran"], totals["ran"], failed,
+                     skipped, scores, time.perf_counter() - t0, report.interrupted,
+                     adaptive=tables)

@@ -1,0 +1,88 @@
+"""``--until decided`` end to end on the tiny plugin: rounds, reuse, resume, details.adaptive."""
+
+import pytest
+
+from tests.helpers import run_config
+from robench.adaptive import annotate, run_until_decided
+from robench.runner import ConfigError, execute
+from robench.specs import Score
+
+
+def cfg(**kw):
+    base = dict(datasets=["tiny"], models=["centroid", "spy"], clusterers=["kmeans"],
+                metrics=["rho"], repeats=6, k=3, executor="local")
+    base.update(kw)
+    return run_config(**base)
+
+
+def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, store):
+    events = []
+    report = run_until_decided(cfg(), tiny_registry, store, precision=1e-9,
+                               on_event=lambda e, **k: events.append((e, k)))
+    looks = [k["repeats"] for e, k in events if e == "look"]
+    assert looks == [3, 6]
+    planned = [k["todo"] for e, k in events if e == "planned"]
+    assert planned == [18, 18], "the second look runs only repeats 3-5 of each kind and model"
+    # random trials are shared: 2 models x 3 kinds x 6 repeats = 36 distinct trials
+    assert report.n_ran == 36 and report.n_planned == 36
+    rho = [s for s in store.scores(metric="rho")]
+    assert {s["score"] for s in rho} == {"rho", "acc_exclusive", "acc_inclusive", "acc_random"}
+    for s in rho:
+        ad = s["details"]["adaptive"]
+        assert ad["repeats"] == 6 and ad["looks_taken"] == [3, 6]
+        assert ad["stopped"] == "maximum repeats reached, undecided"
+        assert ad["level"] == pytest.approx(1 - 0.05 / 2)
+        assert s["n"] == 6
+    head = next(s for s in rho if s["score"] == "rho" and s["model"] == "centroid")
+    assert head["details"]["interval"]["level"] == pytest.approx(0.975)
+    assert head["details"]["interval_fixed_sample"]["level"] == pytest.approx(0.95)
+    assert head["ci_low"] < head["details"]["interval_fixed_sample"]["low"]
+    assert report.adaptive[0]["dataset"] == "tiny"
+
+    again = run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
+    assert again.n_ran == 0, "a rerun (or a resumed run) trains nothing"
+    assert [t["stopped"] for t in again.adaptive] == [t["stopped"] for t in report.adaptive]
+
+
+def test_a_decided_table_stops_at_the_first_look(tiny_registry, store):
+    report = run_until_decided(cfg(repeats=100), tiny_registry, store, precision=10.0)
+    assert report.n_ran == 18 and report.adaptive[0]["repeats"] == 3
+    # centroid and spy are the same model: their intervals coincide, so only precision decides
+    assert report.adaptive[0]["stopped"] == "every interval narrower than the precision"
+    assert report.adaptive[0]["looks_planned"] == [3, 6, 12, 24, 48, 100]
+
+
+def test_resume_after_a_plain_run_reuses_its_trials(tiny_registry, store):
+    execute(cfg(repeats=3), tiny_registry, store)
+    report = run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
+    assert report.n_ran == 18
+
+
+def test_plain_run_after_adaptive_rescores_at_its_own_level(tiny_registry, store):
+    run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
+    execute(cfg(), tiny_registry, store)  # same trials, plain 95% intervals
+    head = next(s for s in store.scores(metric="rho") if s["score"] == "rho")
+    assert "adaptive" not in head["details"] and head["details"]["interval"]["level"] == 0.95
+
+
+def test_needs_rho_and_a_positive_precision(tiny_registry, store):
+    with pytest.raises(ConfigError, match="rho"):
+        run_until_decided(cfg(metrics=["lost-test"]), tiny_registry, store)
+    with pytest.raises(ConfigError, match="precision"):
+        run_until_decided(cfg(), tiny_registry, store, precision=0)
+
+
+def test_annotate_widens_rho_and_accuracy_intervals():
+    xs, is_ = [0.7, 0.8, 0.75, 0.78], [0.95, 0.96, 0.94, 0.955]
+    base = dict(dataset="d", model="m", clusterer="c", metric="rho")
+    scores = [Score(**base, score="rho", value=0.8, ci_low=0.7, ci_high=0.9, n=4,
+                    details={"acc_exclusive": xs, "acc_inclusive": is_,
+                             "interval": {"level": 0.95}}),
+              Score(**base, score="acc_exclusive", value=0.7575, ci_low=0, ci_high=1, n=4,
+                    details={"per_repeat": xs})]
+    out = annotate(scores, 0.99, {"repeats": 4})
+    from robench.intervals import mean_interval, ratio_interval
+
+    assert out[0].ci_low == pytest.approx(ratio_interval(xs, is_, 0.99).low)
+    assert out[1].ci_high == pytest.approx(mean_interval(xs, 0.99, bounds=(0, 1)).high)
+    assert all(s.details["adaptive"] == {"repeats": 4} for s in out)
