@@ -31,11 +31,13 @@ def friendly_errors(fn):
         from robench.runner import ConfigError
         from robench.sources import SourcesError
         from robench.readonly import ReadOnlyQueryError
+        from robench.configurations import ConfigurationError
+        from robench.migrations import SchemaError
 
         try:
             return fn(*args, **kwargs)
         except (UnknownComponentError, PluginError, ConfigError, SourcesError, DatasetError,
-                ReadOnlyQueryError, FileNotFoundError) as exc:
+                ReadOnlyQueryError, FileNotFoundError, ConfigurationError, SchemaError) as exc:
             _fail(str(exc).strip("'\""))
         except ValueError as exc:
             _fail(str(exc))
@@ -49,6 +51,16 @@ def db_option(fn):
         "--db", "db_path", default=lambda: os.environ.get("ROBENCH_DB", "robench.db"),
         show_default="robench.db or $ROBENCH_DB", type=click.Path(dir_okay=False),
         help="SQLite results database.",
+    )(fn)
+
+
+def config_option(fn):
+    """Add --config (which configuration each table shows)."""
+    return click.option(
+        "--config", "config", default=None, metavar="ID|LABEL|legacy|all",
+        help="Which configuration (profile, repeats, sources, seed, knobs) each table shows: "
+             "an id or unique id prefix, a label, 'legacy', or 'all'. Default: per table, the "
+             "one covering the most models x clusterers, ties to the latest.",
     )(fn)
 
 
@@ -183,8 +195,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     chosen = {}
     for kind, given in (("datasets", datasets_names), ("models", models_names),
                         ("clusterers", clusterers_names), ("metrics", metric_names)):
-        for n in given:
-            reg.get(kind, n)  # unknown names fail here with the known ones listed
+        # unknown names fail here with the known ones listed; a data set reference
+        # (npz:PATH, ...) is read and checked here and named by its canonical form
+        given = [reg.get(kind, n).name for n in given]
+        if kind == "datasets":
+            datasets_names = given
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
     opt_in = {}  # components left out of this run because they are opt-in (slow)
     for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
@@ -310,6 +325,11 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "killed_runs":
+            for r in info["runs"]:
+                self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
+                          "without finishing: its process is gone (killed?); marked 'killed'. "
+                          "Its finished trials are stored and are not run again.", fg="yellow")
         elif event == "look":
             self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
                       f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
@@ -389,37 +409,72 @@ def _print_reports(reg, rows, fmt="table"):
 @click.option("--dataset", "-d", default=None, help="Only this data set.")
 @click.option("--metric", default=None, help="Only this metric.")
 @click.option("--model", "-m", default=None, help="Only this model.")
+@config_option
 @format_option()
 @db_option
 @friendly_errors
-def results(dataset, metric, model, fmt, db_path):
-    """Print stored scores.
+def results(dataset, metric, model, config, fmt, db_path):
+    """Print stored scores, one configuration per table (data set, metric).
 
     \b
     With --metric and the table format, the metric's own report is printed (each family
-    supplies one); otherwise one row per score.
+    supplies one); otherwise one row per score. Each table shows the scores of one
+    configuration (see --config); which one is said above it.
 
     \b
     Examples:
       robench results
       robench results --dataset digits --metric rho --format json
       robench results --metric rho         # the metric's own report
+      robench results --config all         # every configuration, labelled
     """
     from robench.store import Store
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
-    rows = Store(db_path).scores(dataset=dataset, metric=metric, model=model)
+    store = Store(db_path)
+    rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
+    if model is not None:
+        rows = [r for r in rows if r["model"] == model]
+    if fmt == "table":
+        for choice in sorted(choices.values(), key=lambda c: (c.dataset, c.metric)):
+            if any(r["dataset"] == choice.dataset and r["metric"] == choice.metric for r in rows):
+                click.echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
     if fmt == "table" and rows and metric is not None:
         _print_reports(_registry(), rows)
         return
     _emit_scores(rows, fmt)
 
 
+def _chosen_scores(store, config, **filters):
+    """Return (score rows of each table's chosen configuration, {(dataset, metric): Choice}).
+
+    Every row gets ``configuration_label``. The choice is made over all models of a table, so
+    filtering by model afterwards does not change which configuration a table shows.
+    """
+    from robench.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
+
+    labels = {i: row.get("label") or i for i, row in store.configurations().items()}
+    labels.setdefault(LEGACY, LEGACY_LABEL)
+    rows = store.scores(**filters)
+    rows, choices = table_configurations(rows, labels, resolve(config, labels))
+    for row in rows:
+        row["configuration_label"] = labels.get(row["configuration"], row["configuration"])
+    return rows, choices
+
+
 def _emit_scores(rows, fmt):
+    from robench.configurations import short
+
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
-            "higher_is_better", "metric_version", "run_id"]
+            "higher_is_better", "metric_version", "configuration", "run_id"]
     out = [{c: r.get(c) for c in cols} for r in rows]
+    if fmt == "json":
+        for obj, r in zip(out, rows):
+            obj["configuration_label"] = r.get("configuration_label")
+    elif fmt == "table":
+        for obj in out:
+            obj["configuration"] = short(obj["configuration"] or "")
     _emit(cols, [[r[c] for c in cols] for r in out], fmt, objects=out)
 
 
@@ -482,10 +537,14 @@ def query(sql, fmt, db_path):
 @cli.command()
 @click.option("--out", "out_dir", default="leaderboard", show_default=True,
               type=click.Path(file_okay=False), help="Directory of the static site.")
+@config_option
 @db_option
 @friendly_errors
-def leaderboard(out_dir, db_path):
+def leaderboard(out_dir, config, db_path):
     """Build the static HTML leaderboard from the stored scores.
+
+    Each table (data set, metric) ranks the scores of one configuration and names it; by
+    default the one covering the most models x clusterers (ties: the latest).
 
     \b
     Example:
@@ -496,7 +555,10 @@ def leaderboard(out_dir, db_path):
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
-    path = build_leaderboard(Store(db_path), out_dir)
+    if config == "all":
+        raise click.BadParameter("a leaderboard ranks one configuration per table; give an "
+                                 "id, a label or 'legacy'", param_hint="--config")
+    path = build_leaderboard(Store(db_path), out_dir, config=config)
     click.echo(f"wrote {path}")
 
 
@@ -567,6 +629,11 @@ def list_(kind):
             elif not getattr(spec, "in_default_run", True):
                 extra = " (opt-in)"
             click.echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
+        if k == "datasets" and reg.all("resolvers"):
+            click.echo("  by reference, no plugin needed (-d SCHEME:...):")
+            for r in reg.all("resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
 
 
 @cli.command()

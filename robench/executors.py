@@ -41,6 +41,9 @@ def _limit_threads() -> None:
 def _init_worker(recipe: dict, cache_dir: Optional[str]) -> None:
     """Build the worker's registry from its recipe (plain data, never live plugin objects)."""
     global _ENV
+    from robench.liveness import watch_parent
+
+    watch_parent()  # a worker outliving a killed driver would hold its memory for ever
     _limit_threads()
     import sys
 

@@ -118,15 +118,31 @@ def _sections(registry) -> dict:
     return {m.name: m.leaderboard for m in metrics}
 
 
+def chosen_configurations(store: Store, config: Optional[str] = None) -> tuple[list, dict]:
+    """Return (the scores the leaderboard shows, {(dataset, metric): Choice}).
+
+    One configuration per table (:func:`robench.configurations.choose`: the one covering the
+    most models x clusterers, ties to the latest; ``config`` picks one by id, prefix, label
+    or 'legacy'). ``Choice.label`` and ``Choice.text`` say which one a table shows.
+    """
+    from robench.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
+
+    labels = {i: row.get("label") or i for i, row in store.configurations().items()}
+    labels.setdefault(LEGACY, LEGACY_LABEL)
+    return table_configurations(store.scores(), labels, resolve(config, labels))
+
+
 def leaderboard_context(scores: list[dict], runs: Iterable[dict], skips: Iterable[dict] = (),
-                        registry=None, env: Optional[jinja2.Environment] = None) -> dict:
+                        registry=None, env: Optional[jinja2.Environment] = None,
+                        choices: Optional[dict] = None) -> dict:
     """Return the template context for score rows, the runs that produced them and the skips.
 
     Every registered metric with a leaderboard section renders its part of each data set
     (``ds["sections"]``: title, metric and ``html``); the scores of other metrics (no section,
     or not registered here) go to ``ds["other_scores"]``. ``skips`` are the stored
     combinations that could not apply; each data set lists those without a score (a later run
-    may have scored what an earlier one skipped).
+    may have scored what an earlier one skipped). ``choices`` ({(dataset, metric): Choice},
+    from :func:`chosen_configurations`) label each data set's tables (``ds["configurations"]``).
     """
     if registry is None:
         from robench.plugins import get_registry
@@ -160,6 +176,8 @@ def leaderboard_context(scores: list[dict], runs: Iterable[dict], skips: Iterabl
             "sections": parts,
             "other_scores": _other_scores([r for r in rows if r["metric"] not in shown]),
             "not_applicable": _not_applicable(skips_by_dataset[name], rows),
+            "configurations": [{"metric": c.metric, "label": c.label, "text": c.text}
+                               for (d, _), c in sorted((choices or {}).items()) if d == name],
         })
     return {
         "datasets": datasets,
@@ -169,18 +187,22 @@ def leaderboard_context(scores: list[dict], runs: Iterable[dict], skips: Iterabl
     }
 
 
-def build_leaderboard(store: Store, out_dir, registry=None) -> Path:
-    """Write the leaderboard for every score in ``store`` to ``out_dir/index.html``; return it."""
+def build_leaderboard(store: Store, out_dir, registry=None, config: Optional[str] = None) -> Path:
+    """Write the leaderboard of ``store``'s scores to ``out_dir/index.html``; return it.
+
+    Each table shows one configuration (see :func:`chosen_configurations`).
+    """
     if registry is None:
         from robench.plugins import get_registry
 
         registry = get_registry()
-    scores = store.scores()
+    scores, choices = chosen_configurations(store, config)
     run_ids = sorted({s["run_id"] for s in scores if s.get("run_id") is not None})
     runs = store.runs(run_ids) if run_ids else []
     env = _environment(_sections(registry))
     html = env.get_template("leaderboard.html").render(
-        **leaderboard_context(scores, runs, store.skips(), registry=registry, env=env)
+        **leaderboard_context(scores, runs, store.skips(), registry=registry, env=env,
+                              choices=choices)
     )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ class Group:
     #: metric's aggregate. Both empty for a plain run (fingerprints as before).
     options: dict = field(default_factory=dict)
     finish: Optional[Callable] = None
+    configuration: Optional[str] = None  # robench.configurations id its scores are stored under
 
     @property
     def key_dict(self) -> dict:
@@ -43,6 +44,7 @@ class Plan:
     groups: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # dicts: dataset, model, clusterer, metric, reason
     prepare: list = field(default_factory=list)  # (protocol, combo) needing driver-side work
+    configurations: dict = field(default_factory=dict)  # id -> description (per metric)
 
 
 @dataclass
@@ -87,9 +89,14 @@ def plan_run(cfg, registry) -> Plan:
         cfg.resolve(registry)
     applicable_seen = {kind: set() for kind in ("datasets", "models", "clusterers")}
     reasons = {}
+    from robench import configurations
+
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
         protocol = registry.get("protocols", metric.protocol)
+        description = configurations.describe(cfg, metric, registry)
+        config_id = configurations.fingerprint(description)
+        plan.configurations[config_id] = description
         for combo, reason in _combos(cfg, registry, metric):
             names = {"datasets": combo.dataset.name, "models": combo.model.name,
                      "clusterers": combo.clusterer.name if combo.clusterer else None}
@@ -106,9 +113,10 @@ def plan_run(cfg, registry) -> Plan:
             for spec in protocol.plan(combo, cfg, registry):
                 plan.specs.setdefault(spec["key"], spec)
                 keys.append(spec["key"])
-            plan.groups.append(Group(metric, combo, keys))
+            plan.groups.append(Group(metric, combo, keys, configuration=config_id))
             if combo.clusterer is not None and protocol.prepare is not None:
                 plan.prepare.append((protocol, combo))
+    _check_sources_fit(plan, cfg, registry)
     explicit = cfg.explicit or {}
     for kind in ("clusterers", "models", "datasets"):  # the most specific culprit first
         for n in explicit.get(kind, []):
@@ -118,6 +126,30 @@ def plan_run(cfg, registry) -> Plan:
                     "Drop it or pick a combination it applies to (`robench list`)."
                 )
     return plan
+
+
+def _check_sources_fit(plan: Plan, cfg, registry) -> None:
+    """Raise ConfigError if a class is too small for the sources a protocol will split it into.
+
+    Checked while planning, so nothing runs or is stored; without it every trial of the
+    combination would be recorded as failed.
+    """
+    from robench.sources import SourcesError, check_class_sizes
+
+    seen = set()
+    for protocol, combo in plan.prepare:
+        if protocol.sources_per_class is None or combo.clusterer.requires_true_sources:
+            continue
+        k = int(protocol.sources_per_class(cfg))
+        if (combo.dataset.name, k) in seen:
+            continue
+        seen.add((combo.dataset.name, k))
+        ds = registry.load_dataset(combo.dataset.name)
+        try:
+            check_class_sizes(ds.y, k, ds.class_names)
+        except SourcesError as exc:
+            raise ConfigError(f"data set '{combo.dataset.name}' ({protocol.name}, clusterer "
+                              f"'{combo.clusterer.name}'): {exc}") from None
 
 
 def execute(cfg, registry, store, *, command: str = "robench run",
@@ -134,6 +166,9 @@ def execute(cfg, registry, store, *, command: str = "robench run",
 
     t0 = time.perf_counter()
     emit = on_event or (lambda *a, **k: None)
+    killed = store.mark_killed_runs()
+    if killed:
+        emit("killed_runs", runs=killed)
     if plan is None:
         plan = plan_run(cfg, registry)
     keys = list(plan.specs)
@@ -143,50 +178,67 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     config["cache_dir"] = str(cache_dir())
     run_id = store.start_run(command=command, seed=cfg.seed, config=config,
                              plugin_versions=registry.plugin_versions())
-    for skip in plan.skipped:
-        store.save_skip(run_id=run_id, **skip)
-    emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
-         skipped=plan.skipped)
-
-    failed, interrupted, n_ran = [], False, 0
-    blocked = {}  # key -> error for trials whose shared preparation failed
+    finished = False
     try:
-        if todo:
-            _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit)
-            for key, err in blocked.items():
-                row = _blocked_row(plan.specs[key], err)
-                row["run_id"] = run_id
-                store.save_trial(row)
-                failed.append(row)
-                emit("trial", row=row)
-            runnable = longest_first([s for s in todo if s["key"] not in blocked], registry, store)
-            executor = registry.get("executors", cfg.executor).create(
-                registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
-            try:
-                for row in executor.run(runnable):
+        from robench.configurations import configuration_row
+
+        for description in plan.configurations.values():
+            store.save_configuration(configuration_row(description, run_id))
+        for skip in plan.skipped:
+            store.save_skip(run_id=run_id, **skip)
+        emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
+             skipped=plan.skipped)
+
+        failed, interrupted, n_ran = [], False, 0
+        blocked = {}  # key -> error for trials whose shared preparation failed
+        try:
+            if todo:
+                _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit)
+                for key, err in blocked.items():
+                    row = _blocked_row(plan.specs[key], err)
                     row["run_id"] = run_id
-                    store.save_trial(row)  # its own transaction: a crash loses only in-flight trials
-                    n_ran += 1
-                    if row["status"] != "ok":
-                        failed.append(row)
+                    store.save_trial(row)
+                    failed.append(row)
                     emit("trial", row=row)
-            finally:
-                executor.close()
-    except KeyboardInterrupt:
-        interrupted = True
+                runnable = longest_first([s for s in todo if s["key"] not in blocked],
+                                         registry, store)
+                executor = registry.get("executors", cfg.executor).create(
+                    registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
+                try:
+                    for row in executor.run(runnable):
+                        row["run_id"] = run_id
+                        # its own transaction: a crash loses only the trials in flight
+                        store.save_trial(row)
+                        n_ran += 1
+                        if row["status"] != "ok":
+                            failed.append(row)
+                        emit("trial", row=row)
+                finally:
+                    executor.close()
+        except KeyboardInterrupt:
+            interrupted = True
 
-    scores, n_aggregated, n_reused = [], 0, 0
-    if score and not interrupted:
-        from robench.scoring import score_groups
+        scores, n_aggregated, n_reused = [], 0, 0
+        if score and not interrupted:
+            from robench.scoring import score_groups
 
-        versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
-                    for g in plan.groups}
-        scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
-                                                      versions=versions, rescore=rescore)
-    status = "interrupted" if interrupted else ("failed" if failed else "ok")
-    store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
-                     n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),
-                     n_failed=len(failed), n_skipped=len(plan.skipped))
+            versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
+                        for g in plan.groups}
+            scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
+                                                          versions=versions, rescore=rescore)
+        status = "interrupted" if interrupted else ("failed" if failed else "ok")
+        store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
+                         n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),
+                         n_failed=len(failed), n_skipped=len(plan.skipped))
+        finished = True
+    finally:
+        if not finished:
+            # whatever stopped it (a bug, an error the run could not contain), the run row
+            # must not stay 'running'
+            try:
+                store.finish_run(run_id, "failed")
+            except Exception:  # noqa: BLE001 - the original error is the one to report
+                pass
     return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
                      time.perf_counter() - t0, interrupted, n_aggregated, n_reused)
 

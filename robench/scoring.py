@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from robench import __version__
 from robench.cache import content_key
+from robench.configurations import LEGACY
 from robench.provenance import utc_now
 from robench.specs import Score
 from robench.store import decode_row, encode_row
@@ -35,18 +36,28 @@ _SCORE_CONTENT = ("key", "metric_version", "value", "ci_low", "ci_high", "n",
                   "higher_is_better", "definition", "details")
 
 
-def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str) -> str:
-    """Return the primary key of one score row: sha256 of the JSON of what identifies it."""
-    payload = json.dumps([dataset, model, clusterer or "", metric, score])
+def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str,
+              configuration: Optional[str] = None) -> str:
+    """Return the primary key of one score row: sha256 of the JSON of what identifies it.
+
+    ``configuration`` is the id of what its trials were run with
+    (:func:`robench.configurations.fingerprint`); without one (or ``legacy``) the key is the
+    one robench wrote before configurations were part of a score's identity.
+    """
+    identity = [dataset, model, clusterer or "", metric, score]
+    if configuration is not None and configuration != LEGACY:
+        identity.append(configuration)
+    payload = json.dumps(identity)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def score_row(score: Score, run_id: int, definitions: dict, computed_at: str,
-              inputs: Optional[str] = None) -> dict:
+              inputs: Optional[str] = None, configuration: Optional[str] = None) -> dict:
     """Return the scores-table row of ``score``, encoded for SQLite.
 
     ``definitions`` maps a metric name to ``(version, definition text)``; ``inputs`` is the
-    fingerprint of what the score was computed from (see :func:`score_groups`), if known.
+    fingerprint of what the score was computed from (see :func:`score_groups`), if known;
+    ``configuration`` the id of what its trials were run with (None: ``legacy``).
     """
     s = score
     if s.metric not in definitions:
@@ -58,7 +69,7 @@ def score_row(score: Score, run_id: int, definitions: dict, computed_at: str,
     return encode_row(
         "scores",
         {
-            "key": score_key(s.dataset, s.model, s.clusterer, s.metric, s.score),
+            "key": score_key(s.dataset, s.model, s.clusterer, s.metric, s.score, configuration),
             "run_id": run_id,
             "dataset": s.dataset,
             "model": s.model,
@@ -75,6 +86,7 @@ def score_row(score: Score, run_id: int, definitions: dict, computed_at: str,
             "details": dict(s.details or {}),
             "computed_at": computed_at,
             "inputs": inputs,
+            "configuration": configuration or LEGACY,
         },
     )
 
@@ -94,15 +106,18 @@ def score_digest(row: dict) -> str:
     return hashlib.sha256(repr(content).encode("utf-8")).hexdigest()
 
 
-def save_scores(store: "Store", scores: list[Score], run_id: int, definitions: dict) -> None:
+def save_scores(store: "Store", scores: list[Score], run_id: int, definitions: dict,
+                configuration: Optional[str] = None) -> None:
     """Upsert scores by key in one transaction, each tagged with its metric's definition.
 
-    ``definitions`` maps a metric name to ``(version, definition text)``. No score-group
-    record is written: a run's scores go through :func:`score_groups`; this is for scores
-    computed elsewhere.
+    ``definitions`` maps a metric name to ``(version, definition text)``; ``configuration``
+    is the id the scores are stored under (None: ``legacy``). No score-group record is
+    written: a run's scores go through :func:`score_groups`; this is for scores computed
+    elsewhere.
     """
     now = utc_now()
-    store.save_score_groups([score_row(s, run_id, definitions, now) for s in scores], [])
+    store.save_score_groups([score_row(s, run_id, definitions, now, configuration=configuration)
+                             for s in scores], [])
 
 
 def score_groups(groups: Iterable, store: "Store", run_id: int, *,
@@ -113,8 +128,9 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
     ----------
     groups : iterable of groups
         Each has ``metric`` (a :class:`robench.specs.MetricSpec`), ``key_dict`` (its
-        ``dataset``, ``model`` and ``clusterer``, ``""`` for none) and ``keys`` (its trial
-        keys), like the runner's ``Group``.
+        ``dataset``, ``model`` and ``clusterer``, ``""`` for none), ``keys`` (its trial
+        keys) and optionally ``configuration`` (the id its scores are stored under), like the
+        runner's ``Group``.
     store : Store
         The results database the trials are stored in; score rows and score-group records
         are upserted into it in one transaction.
@@ -184,8 +200,9 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
         if finish is not None:
             scores = list(finish(scores))
         pairs = []
+        config = getattr(group, "configuration", None)
         for s in scores:
-            row = score_row(s, run_id, definitions, now, inputs)
+            row = score_row(s, run_id, definitions, now, inputs, config)
             digest = score_digest(row)
             written[row["key"]] = digest
             written_scores[row["key"]] = s
@@ -194,7 +211,7 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
         group_rows.append({"key": gkey, "run_id": run_id, **group.key_dict, "metric": metric.name,
                            "metric_version": str(metric.version), "inputs": inputs,
                            "trial_keys": sorted(set(group.keys)), "scores": pairs,
-                           "computed_at": now})
+                           "computed_at": now, "configuration": config or LEGACY})
         all_scores.extend(scores)
         n_aggregated += 1
     store.save_score_groups(score_rows, group_rows)
@@ -202,8 +219,11 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
 
 
 def _group_key(group) -> str:
-    """Return the key of a group's score-group record: metric and combination."""
-    return content_key("score-group", group.metric.name, group.key_dict)
+    """Return the key of a group's score-group record: metric, combination, configuration."""
+    config = getattr(group, "configuration", None)
+    if config is None or config == LEGACY:
+        return content_key("score-group", group.metric.name, group.key_dict)
+    return content_key("score-group", group.metric.name, group.key_dict, config)
 
 
 def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:

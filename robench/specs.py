@@ -67,6 +67,34 @@ class DatasetSpec:
     fingerprint: Optional[Callable[[], str]] = None
 
     def __post_init__(self):
+        # A registered data set is a slug; one resolved from a reference (SCHEME:TARGET, see
+        # ResolverSpec) is named by its canonical reference, whose scheme is a slug.
+        check_slug(self.name.split(":", 1)[0] if ":" in self.name else self.name)
+
+
+@dataclass(frozen=True)
+class ResolverSpec:
+    """A data set reference scheme: ``-d SCHEME:TARGET?KEY=VALUE&...`` needs no plugin per data set.
+
+    ``resolve(target, options)`` returns the :class:`DatasetSpec` of the data ``target`` names
+    (its ``name`` is replaced by the canonical reference), raising
+    :class:`robench.data.DatasetError` with a one-line reason when it cannot (a missing file:
+    say which and where it should be). ``target`` is an absolute path when ``takes_path``
+    (relative paths are resolved against the working directory first); ``options`` holds the
+    query's keys, each one of ``options`` (others are refused before ``resolve`` is called).
+    ``syntax`` is the one-line usage ``robench list datasets`` shows.
+    """
+
+    name: str  # the scheme, e.g. "npz"
+    resolve: Callable[[str, dict], DatasetSpec]
+    description: str
+    syntax: str
+    options: tuple = ()
+    takes_path: bool = True
+    version: str = "1"
+    plugin: str = ""
+
+    def __post_init__(self):
         check_slug(self.name)
 
 
@@ -321,6 +349,10 @@ class ProtocolSpec:
     section: str = ""
     knobs: tuple = ()
     check_knobs: Optional[Callable[[dict], None]] = None
+    # sources_per_class(cfg) -> k: how many sources ``prepare`` splits each class into. The
+    # runner refuses a data set with a class too small for k sources of 2+ samples before
+    # anything runs or is stored (clusterers that read true sources are exempt).
+    sources_per_class: Optional[Callable[[Any], int]] = None
     plugin: str = ""
 
     def __post_init__(self):
@@ -385,4 +417,5 @@ KINDS = {
     "protocols": ("register_protocols", ProtocolSpec),
     "executors": ("register_executors", ExecutorSpec),
     "corruptions": ("register_corruptions", CorruptionSpec),
+    "resolvers": ("register_dataset_resolvers", ResolverSpec),
 }

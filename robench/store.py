@@ -1,6 +1,8 @@
 """The SQLite results database: its schema, and reading and writing its rows.
 
-Tables: ``runs``, ``trials``, ``scores``, ``score_groups``, ``clusterings`` and ``skips``.
+Tables: ``runs``, ``trials``, ``scores``, ``score_groups``, ``clusterings``, ``skips`` and
+``configurations`` (what a score's trials were run with: :mod:`robench.configurations`). The
+schema version and the steps from older files are :mod:`robench.migrations`'.
 Every result row has a hashed or compound primary key and is written with an upsert, so a
 second ``robench run`` with the same config rewrites nothing it does not have to. Only the
 driver process writes (invariant 5), and every finished trial is committed on its own, so a
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -32,10 +35,13 @@ from typing import Any, Iterable, Optional
 
 import sqlite_utils
 
+from robench.liveness import host_name, process_running, process_started
 from robench.provenance import run_environment, utc_now
 
 #: Run statuses, in the order a run can move through them.
-RUN_STATUSES = ("running", "ok", "failed", "interrupted")
+#: 'killed': its process ended without finishing it (kill -9, power cut); marked so by the next
+#: run on the same host (:meth:`Store.mark_killed_runs`).
+RUN_STATUSES = ("running", "ok", "failed", "interrupted", "killed")
 #: Trial statuses; only 'ok' trials count as cached.
 TRIAL_STATUSES = ("ok", "failed")
 #: Counters ``finish_run`` accepts.
@@ -60,7 +66,10 @@ CREATE TABLE IF NOT EXISTS runs (
     n_cached INTEGER,
     n_ok INTEGER,
     n_failed INTEGER,
-    n_skipped INTEGER
+    n_skipped INTEGER,
+    host TEXT,  -- where the driver ran: host name, process id and the process's start time
+    pid INTEGER,
+    pid_started TEXT
 );
 CREATE TABLE IF NOT EXISTS trials (
     key TEXT PRIMARY KEY,
@@ -116,7 +125,8 @@ CREATE TABLE IF NOT EXISTS scores (
     definition TEXT,
     details TEXT,
     computed_at TEXT,
-    inputs TEXT
+    inputs TEXT,
+    configuration TEXT  -- configurations.id: what its trials were run with ('legacy': unknown)
 );
 CREATE TABLE IF NOT EXISTS score_groups (
     key TEXT PRIMARY KEY,
@@ -129,7 +139,20 @@ CREATE TABLE IF NOT EXISTS score_groups (
     inputs TEXT,
     trial_keys TEXT,
     scores TEXT,
-    computed_at TEXT
+    computed_at TEXT,
+    configuration TEXT
+);
+CREATE TABLE IF NOT EXISTS configurations (
+    id TEXT PRIMARY KEY,  -- fingerprint (robench.configurations), or 'legacy'
+    label TEXT,
+    profile TEXT,
+    repeats INTEGER,
+    sources INTEGER,
+    seed INTEGER,
+    knobs TEXT,  -- JSON: {section: {knob: value}} of the sections the metric's trials read
+    description TEXT,  -- JSON: everything the fingerprint covers
+    run_id INTEGER,  -- the run that first recorded it
+    created_at TEXT
 );
 CREATE TABLE IF NOT EXISTS clusterings (
     key TEXT PRIMARY KEY,
@@ -155,6 +178,7 @@ CREATE TABLE IF NOT EXISTS skips (
 );
 CREATE INDEX IF NOT EXISTS idx_trials_group ON trials (dataset, model, clusterer, protocol);
 CREATE INDEX IF NOT EXISTS idx_scores_dataset_metric ON scores (dataset, metric);
+CREATE INDEX IF NOT EXISTS idx_scores_configuration ON scores (configuration);
 """
 
 #: Columns that hold JSON text, per table; they are encoded on write and decoded on read.
@@ -165,6 +189,7 @@ JSON_COLUMNS = {
     "score_groups": ("trial_keys", "scores"),
     "clusterings": ("details",),
     "skips": (),
+    "configurations": ("knobs", "description"),
 }
 
 #: Per table, the JSON column where data of a protocol's own belongs (named when refusing a
@@ -291,6 +316,10 @@ class Store:
     def __init__(self, path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # An older file is migrated (or a new one created) before this connection opens it.
+        from robench.migrations import migrate
+
+        migrate(self.path, SCHEMA, timeout=BUSY_TIMEOUT)
         # The runner may hand finished trials over from an executor's callback thread; the lock
         # below serialises those writes on this single connection.
         conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT)
@@ -298,9 +327,6 @@ class Store:
         self._lock = threading.RLock()
         # WAL lets `robench leaderboard` or `robench query` read while a run is writing.
         self.db.enable_wal()
-        with self._write():
-            self.db.executescript(SCHEMA)
-        self._migrate()
 
     @contextmanager
     def _write(self):
@@ -333,14 +359,6 @@ class Store:
                     conn.execute("ROLLBACK")
                 raise
 
-    def _migrate(self) -> None:
-        """Bring a database written by an older robench up to this schema (additive only)."""
-        with self._write():
-            # scores.inputs (the fingerprint of what a score was computed from) came with
-            # score_groups; older rows keep NULL there and are recomputed on the next run.
-            if "inputs" not in self.db["scores"].columns_dict:
-                self.db.execute("ALTER TABLE scores ADD COLUMN inputs TEXT")
-
     def __enter__(self) -> "Store":
         return self
 
@@ -363,10 +381,34 @@ class Store:
             "seed": seed,
             "config": config,
             "plugin_versions": plugin_versions,
+            "host": host_name(),
+            "pid": os.getpid(),
+            "pid_started": process_started(os.getpid()),
         }
         with self._write():
-            table = self.db["runs"].insert(encode_row("runs", row))
+            (row,) = self._fit_to_file("runs", [encode_row("runs", row)])
+            table = self.db["runs"].insert(row)
         return int(table.last_pk)
+
+    def mark_killed_runs(self) -> list[dict]:
+        """Mark ``killed`` every run of this host still ``running`` whose process is gone.
+
+        Returns the rows marked (id, pid, started_at). Runs of another host, or written by a
+        robench that did not record its process, are left as they are: nothing here can tell.
+        """
+        if "pid" not in self.db["runs"].columns_dict:
+            return []
+        with self._write():
+            cursor = self.db.conn.execute(
+                "SELECT id, pid, pid_started, started_at FROM runs "
+                "WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host_name()])
+            rows = [dict(zip(("id", "pid", "pid_started", "started_at"), r)) for r in cursor]
+            killed = [r for r in rows if not process_running(r["pid"], r["pid_started"])]
+            now = utc_now()
+            for r in killed:
+                self.db.conn.execute("UPDATE runs SET status = 'killed', finished_at = ? "
+                                     "WHERE id = ? AND status = 'running'", [now, r["id"]])
+        return killed
 
     def finish_run(self, run_id: int, status: str, **counts: int) -> None:
         """Mark a run finished with ``status`` and its trial counters (n_planned, n_ok, ...)."""
@@ -505,12 +547,36 @@ class Store:
         dataset: Optional[str] = None,
         metric: Optional[str] = None,
         model: Optional[str] = None,
+        configuration: Optional[str] = None,
     ) -> list[dict]:
-        """Return score rows, JSON decoded, optionally filtered by dataset, metric and model."""
-        filters = {"dataset": dataset, "metric": metric, "model": model}
+        """Return score rows, JSON decoded, optionally filtered by dataset, metric, model and
+        configuration id; a score stored before configurations were recorded has 'legacy'."""
+        from robench.configurations import LEGACY
+
+        filters = {"dataset": dataset, "metric": metric, "model": model,
+                   "configuration": configuration}
         where, params = self._where("scores", {k: v for k, v in filters.items() if v is not None})
-        sql = f"SELECT * FROM scores {where} ORDER BY dataset, metric, clusterer, model, score"
-        return [decode_row("scores", row) for row in self._select(sql, params)]
+        sql = (f"SELECT * FROM scores {where} "
+               "ORDER BY dataset, metric, clusterer, model, score, run_id")
+        rows = [decode_row("scores", row) for row in self._select(sql, params)]
+        for row in rows:
+            row["configuration"] = row.get("configuration") or LEGACY
+        return rows
+
+    # -- configurations ---------------------------------------------------------------------
+
+    def save_configuration(self, row: dict) -> None:
+        """Insert a configurations row (robench.configurations.configuration_row) if new."""
+        row = dict(row)
+        row.setdefault("created_at", utc_now())
+        row = encode_row("configurations", row)
+        with self._write():
+            self.db["configurations"].insert(row, pk="id", ignore=True)
+
+    def configurations(self) -> dict[str, dict]:
+        """Return {id: configurations row, JSON decoded}."""
+        rows = self._select("SELECT * FROM configurations ORDER BY created_at, id", [])
+        return {row["id"]: decode_row("configurations", row) for row in rows}
 
     # -- clusterings and skips --------------------------------------------------------------
 

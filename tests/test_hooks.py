@@ -190,7 +190,10 @@ def test_register_protocols(tmp_path, monkeypatch):
         assert out.exit_code == 0, out.output
         assert "3 trials planned" in out.output and "HOLDOUT REPORT tiny/centroid" in out.output
         out = runner.invoke(cli, ["results", "--metric", "holdout-acc", "--db", db])
-        assert out.output.startswith("HOLDOUT REPORT tiny/centroid")
+        label, report = out.output.split("\n", 1)  # which configuration, then the report
+        assert label.startswith("tiny / holdout-acc: configuration quick R=3 k=5 seed=0 "
+                                "(holdout.repeats=3)")
+        assert report.startswith("HOLDOUT REPORT tiny/centroid")
         out = runner.invoke(cli, ["run", "-d", "tiny", "--metric", "holdout-acc", "--set",
                                   "holdout.test_size=2", "--db", db])
         assert out.exit_code == 2 and "holdout.test_size: value 2 is above the maximum 0.9" \

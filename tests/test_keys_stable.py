@@ -12,6 +12,13 @@ again must differ from its stored predecessor in exactly those spec paths, so an
 key change still fails here. A metric whose definition changed (its version bumped) is listed
 in ``intentional_metrics`` (metric, old and new version, why): its score groups are
 re-aggregated from the same trials, and only those of such metrics may be.
+
+A change to what identifies a *score* is listed in ``intentional_scores`` (change, schema
+version, why). Since schema 1 a score's key includes its configuration: the fixture's scores
+become configuration ``legacy`` and must stay exactly as stored (every column they had), and
+the rerun stores each group anew under its configuration. Such a re-keyed group must have the
+same trials as its legacy predecessor and, unless its metric's version intentionally changed,
+the same values; a command run a second time must reuse every group.
 """
 
 import json
@@ -88,15 +95,37 @@ def _intentional(db, before: set) -> dict:
     return out
 
 
-def _changed_groups(db, stored_groups: list) -> list:
-    """Return (metric, old version, new version) of every score group not reused as stored."""
-    cols = [c[1] for c in _table(db, "PRAGMA table_info(score_groups)")]
+def _changed_groups(db, stored_groups: list, cols: list) -> list:
+    """Return (metric, old version, new version) of every score group not reused as stored.
+
+    ``cols`` are the columns the stored groups had; a group with the same trials and metric
+    version as its legacy predecessor but a configuration of its own is a re-keyed group
+    (metric, version, version, 'rekeyed')."""
     ident = lambda r: tuple(r[cols.index(c)] for c in ("dataset", "model", "clusterer",  # noqa
                                                         "metric"))
     version, trials = cols.index("metric_version"), cols.index("trial_keys")
     old = {ident(r): r for r in stored_groups}
     old_rows = set(stored_groups)
     out = []
+    names = ", ".join(f'"{c}"' for c in cols)
+    present = [c[1] for c in _table(db, "PRAGMA table_info(score_groups)")]
+    legacy = "configuration = 'legacy'" if "configuration" in present else "1"
+    for r in _table(db, f"SELECT {names} FROM score_groups WHERE {legacy} ORDER BY key"):
+        assert r in old_rows, f"a legacy score group changed: {r}"
+    if "configuration" not in present:
+        legacy_rows = []
+    else:
+        legacy_rows = _table(db, f"SELECT {names} FROM score_groups WHERE NOT ({legacy}) "
+                                 "ORDER BY key")
+        for r in legacy_rows:
+            prev = old.get(ident(r))
+            if prev is not None and prev[version] == r[version] and prev[trials] == r[trials]:
+                out.append((ident(r)[3], r[version], r[version], "rekeyed"))
+            elif prev is None or prev[version] == r[version]:
+                continue  # new, or re-scored because its trials intentionally changed
+            else:
+                out.append((ident(r)[3], prev[version], r[version]))
+        return out
     for r in _table(db, "SELECT * FROM score_groups ORDER BY key"):
         prev = old.get(ident(r))
         if r in old_rows or (prev is not None and prev[version] == r[version]
@@ -104,6 +133,29 @@ def _changed_groups(db, stored_groups: list) -> list:
             continue  # reused, or re-scored because its trials intentionally changed
         out.append((ident(r)[3], None if prev is None else prev[version], r[version]))
     return out
+
+
+def _check_rekeyed_scores(db, stored_scores, cols, changed_metrics):
+    """Legacy scores are kept as stored; a re-keyed score has its legacy value unless its metric
+    intentionally changed."""
+    names = ", ".join(f'"{c}"' for c in cols)
+    legacy = _table(db, f"SELECT {names} FROM scores WHERE configuration = 'legacy' ORDER BY key")
+    assert legacy == stored_scores, "legacy scores changed"
+    at = {c: cols.index(c) for c in cols}
+    ident = lambda r: tuple(r[at[c]] for c in ("dataset", "model", "clusterer", "metric",  # noqa
+                                               "score"))
+    old = {ident(r): r for r in stored_scores}
+    new = _table(db, f"SELECT {names} FROM scores WHERE configuration != 'legacy'")
+    compared = 0
+    for r in new:
+        prev = old.get(ident(r))
+        if prev is None or r[at["metric"]] in changed_metrics:
+            continue
+        for c in ("value", "ci_low", "ci_high", "n", "metric_version"):
+            assert r[at[c]] == prev[at[c]], (ident(r), c, prev[at[c]], r[at[c]])
+        assert r[at["key"]] != prev[at["key"]]
+        compared += 1
+    assert compared > 0
 
 
 def test_the_pre_open_core_database_reruns_with_nothing_to_run_or_score(fixture_commands):
@@ -119,6 +171,7 @@ def test_the_pre_open_core_database_reruns_with_nothing_to_run_or_score(fixture_
         if "protocol" in c:
             per_protocol.setdefault(c["protocol"], set()).add((c["path"], c["from"], c["to"]))
     columns = _table(db, "PRAGMA table_info(trials)")
+    columns_before = {t: _table(db, f"PRAGMA table_info({t})") for t in ("scores", "score_groups")}
     stored = {t: _table(db, f"SELECT * FROM {t} ORDER BY key")
               for t in ("trials", "scores", "score_groups")}
     before = {row[0] for row in stored["trials"]}
@@ -135,16 +188,28 @@ def test_the_pre_open_core_database_reruns_with_nothing_to_run_or_score(fixture_
         assert diffs and set(diffs) <= ok, (
             f"trial {key} was planned anew; its spec differs from the stored one in {diffs}, "
             f"not only in the intentional changes {sorted(allowed)}")
-    metric_changes = _changed_groups(db, stored["score_groups"])
+    group_cols = [c[1] for c in columns_before["score_groups"]]
+    metric_changes = _changed_groups(db, stored["score_groups"], group_cols)
+    rekeyed = {m[0] for m in metric_changes if m[-1] == "rekeyed"}
+    if rekeyed:
+        assert about.get("intentional_scores"), (
+            f"score groups of {sorted(rekeyed)} were stored anew from the same trials, and no "
+            "intentional_scores entry says why score identity changed")
+        _check_rekeyed_scores(db, stored["scores"], [c[1] for c in columns_before["scores"]],
+                              {m["metric"] for m in about.get("intentional_metrics", [])})
+        metric_changes = [m for m in metric_changes if m[-1] != "rekeyed"]
     allowed_metrics = {(m["metric"], m["from"], m["to"])
                        for m in about.get("intentional_metrics", [])}
     assert set(metric_changes) <= allowed_metrics, (
         f"score groups re-aggregated for {sorted(set(metric_changes))}, not only for the "
         f"intentional metric changes {sorted(allowed_metrics)}")
-    for argv, report in zip(commands, reports):
+    for i, (argv, report) in enumerate(zip(commands, reports)):
         assert not report.failed and not report.interrupted, argv
         assert report.n_cached + report.n_ran == report.n_planned > 0, argv
-        if report.n_ran == 0:  # no trial changed: scores are reused or intentionally re-scored
+        again = argv in commands[:i]
+        if rekeyed and again:  # a command's second run reuses every group its first stored
+            assert report.n_aggregated == 0 and report.n_reused > 0, argv
+        elif report.n_ran == 0 and not rekeyed:  # scores reused or intentionally re-scored
             assert report.n_reused > 0, argv
             assert report.n_aggregated == 0 or allowed_metrics, argv
     assert sum(r.n_ran for r in reports) == len(changed)

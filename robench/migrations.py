@@ -1,0 +1,162 @@
+"""Schema versions of the results database and the migrations between them.
+
+The schema version is SQLite's ``PRAGMA user_version``; ``PRAGMA application_id`` marks the
+file as a robench database (:data:`APPLICATION_ID`). A file written before versions were
+recorded has version 0. Opening a database to write (``robench run``, ``robench merge``) or
+``robench migrate`` brings it to :data:`CURRENT` in one ``BEGIN IMMEDIATE`` transaction: either
+every step applies or none does, and two processes opening an old file at once migrate it once.
+Read commands never migrate (they open the file read-only) and read every version.
+
+Each step in :data:`MIGRATIONS` is ``(version it produces, summary, function(conn))``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Callable
+
+#: ``PRAGMA application_id`` of a robench results database: "RBNC" as a big-endian int32.
+APPLICATION_ID = 0x52424E43
+
+
+class SchemaError(ValueError):
+    """The file is not a robench database this version can use; the message says why."""
+
+
+def _statements(script: str) -> list[str]:
+    """Split an SQL script into complete statements (executescript would COMMIT first)."""
+    out, current = [], []
+    for line in script.splitlines(keepends=True):
+        current.append(line)
+        text = "".join(current)
+        if sqlite3.complete_statement(text):
+            out.append(text.strip())
+            current = []
+    rest = "".join(current).strip()
+    if rest and not rest.startswith("--"):
+        out.append(rest)
+    return [s for s in out if s.strip(" ;\n")]
+
+
+def _columns(conn, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+def _tables(conn) -> set[str]:
+    return {row[0] for row in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+
+
+def _to_v1(conn) -> None:
+    """Scores and score groups gain ``configuration``; stored ones become ``legacy``."""
+    from robench.configurations import LEGACY, LEGACY_LABEL
+
+    for table in ("scores", "score_groups"):
+        if "configuration" not in _columns(conn, table):
+            conn.execute(f'ALTER TABLE "{table}" ADD COLUMN configuration TEXT')
+        conn.execute(f'UPDATE "{table}" SET configuration = ? WHERE configuration IS NULL',
+                     (LEGACY,))
+    if "inputs" not in _columns(conn, "scores"):
+        conn.execute("ALTER TABLE scores ADD COLUMN inputs TEXT")
+    n_legacy = conn.execute("SELECT count(*) FROM scores").fetchone()[0]
+    if n_legacy:
+        conn.execute(
+            "INSERT OR IGNORE INTO configurations (id, label, description) VALUES (?, ?, ?)",
+            (LEGACY, LEGACY_LABEL, '{"legacy": true}'))
+
+
+#: (version produced, summary, step). A step runs after the current SCHEMA's missing tables
+#: were created, so it may fill new tables; it must not assume columns added by later steps.
+MIGRATIONS: list[tuple[int, str, Callable]] = [
+    (1, "score identity includes its configuration (scores.configuration, configurations "
+        "table); stored scores become configuration 'legacy'", _to_v1),
+]
+#: The schema version this robench writes.
+CURRENT = MIGRATIONS[-1][0]
+
+
+def schema_version(conn) -> int:
+    """Return the file's ``PRAGMA user_version``."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def check_readable(conn, path) -> int:
+    """Return the schema version of an open database; SchemaError if it is not robench's.
+
+    A file with another application id, or without the ``runs`` and ``scores`` tables, or
+    with a version newer than this robench knows, is refused with a message naming ``path``.
+    """
+    try:
+        app = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        version = schema_version(conn)
+        tables = _tables(conn)
+    except sqlite3.DatabaseError as exc:
+        raise SchemaError(f"{path} is not an SQLite database ({exc})") from None
+    if app not in (0, APPLICATION_ID):
+        raise SchemaError(f"{path} is an SQLite database of another application "
+                          f"(application_id {app:#x}), not a robench results database")
+    if not {"runs", "scores"} <= tables:
+        raise SchemaError(f"{path} is not a robench results database (it has no runs and "
+                          "scores tables)")
+    if version > CURRENT:
+        raise SchemaError(f"{path} has schema version {version}, newer than this robench "
+                          f"knows ({CURRENT}); upgrade robench to use it")
+    return version
+
+
+def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
+    """Create or migrate the database at ``path`` to :data:`CURRENT`; return the steps applied.
+
+    ``schema`` is :data:`robench.store.SCHEMA` (``CREATE ... IF NOT EXISTS`` statements). A new
+    file gets it at once; an older file first gains what the steps add, then the schema's
+    missing tables and indexes. SchemaError for a file that is not a robench database or is
+    newer than this robench.
+    """
+    path = Path(path)
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
+    try:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.DatabaseError as exc:
+            raise SchemaError(f"{path} is not an SQLite database ({exc})") from None
+        try:
+            applied = _migrate_locked(conn, path, schema)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return applied
+    finally:
+        conn.close()
+
+
+def _migrate_locked(conn, path, schema: str) -> list[tuple[int, str]]:
+    tables = _tables(conn)
+    if not tables:  # a new file: the current schema as it is
+        for statement in _statements(schema):
+            conn.execute(statement)
+        _stamp(conn, CURRENT)
+        return []
+    version = check_readable(conn, path)
+    statements = _statements(schema)
+    creates = [s for s in statements if s.upper().startswith("CREATE TABLE")]
+    for statement in creates:  # new tables first; columns of old ones come from the steps
+        conn.execute(statement)
+    if version == CURRENT:
+        return []
+    applied = []
+    for target, summary, step in MIGRATIONS:
+        if target > version:
+            step(conn)
+            applied.append((target, summary))
+    for statement in statements:  # indexes and views, now that every column exists
+        if not statement.upper().startswith("CREATE TABLE"):
+            conn.execute(statement)
+    _stamp(conn, CURRENT)
+    return applied
+
+
+def _stamp(conn, version: int) -> None:
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {int(version)}")
