@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from robench.claims import FAILS, HOLDS, UNDECIDED, Claim, compare, fmt
+from robench.claims import combine as _combine
 from robench.intervals import LEVEL, mean_interval, ratio_interval
 
 PAPER = "Variational resampling under distribution shift (Sun et al.)"
-
-
-def _combine(verdicts: list) -> str:
-    if verdicts and all(v == HOLDS for v in verdicts):
-        return HOLDS
-    if any(v == FAILS for v in verdicts):
-        return FAILS
-    return UNDECIDED
 
 
 def sd_ratio_interval(a: list, b: list, level: float = LEVEL) -> tuple:
@@ -31,7 +26,7 @@ def sd_ratio_interval(a: list, b: list, level: float = LEVEL) -> tuple:
     b = [float(v) for v in b if v is not None]
     if len(a) < 2 or len(b) < 2:
         return None, None, None
-    sa, sb = float(stats.tstd(a)), float(stats.tstd(b))
+    sa, sb = float(np.std(a, ddof=1)), float(np.std(b, ddof=1))
     if sb <= 0 or not math.isfinite(sa / sb):
         return None, None, None
     r = sa / sb

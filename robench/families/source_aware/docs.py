@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from robench.claims import FAILS, HOLDS, UNDECIDED, Claim, compare, fmt
+from robench.claims import combine as _combine
 
 PAPER = "Source-aware partitioning (Kilinc & Uysal)"
 #: The paper's capacity order on MNIST (rho rises with capacity: SVM < MLP < CNN-1..3).
@@ -19,14 +20,6 @@ def _table(rows: list, clusterer: str = "kmeans") -> dict:
             continue
         out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
     return out
-
-
-def _combine(verdicts: list) -> str:
-    if verdicts and all(v == HOLDS for v in verdicts):
-        return HOLDS
-    if any(v == FAILS for v in verdicts):
-        return FAILS
-    return UNDECIDED
 
 
 def rho_claims(rows: list) -> list:
