@@ -144,6 +144,12 @@ class _RunCommand(click.Command):
                    "(default: a local cluster on 127.0.0.1).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--device", default=lambda: os.environ.get("ROBENCH_DEVICE", "auto"),
+              show_default="auto or $ROBENCH_DEVICE", metavar="auto|cpu|cuda|cuda:N|mps",
+              help="Where torch models train and predict. auto: the GPU when one is visible, "
+                   "else the CPU. With --executor process and several GPUs, each worker gets "
+                   "one. Not part of trial keys (results differ only in the last bits); every "
+                   "trial records its device.")
 @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
               help="Override a knob (repeatable), e.g. --set train.max_epochs=10; VALUE is "
                    "JSON (a bare word is a string). The sections are listed below; "
@@ -163,8 +169,8 @@ class _RunCommand(click.Command):
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, settings, until, precision, rescore,
-        db_path):
+        profile, executor, jobs, scheduler, cache_dir, device, settings, until, precision,
+        rescore, db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -177,6 +183,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run -d synthetic-sources -c oracle --profile paper
       robench run -d digits -m mlp --metric rho --set train.max_epochs=10
       robench run -d mnist-5k --metric rho --profile paper --until decided
+      robench run -d digits -m cnn-2 --device cuda
 
     Opt-in components (slow) run in the quick profile only when named; --profile paper
     includes them in --all.
@@ -188,6 +195,9 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
     if precision is not None and until != "decided":
         raise click.UsageError("--precision goes with --until decided")
+    from robench.devices import resolve_device
+
+    device = resolve_device(device)  # a device that is not here fails now, exit 2
     if cache_dir:
         set_cache_dir(cache_dir)
     reg = _registry()
@@ -226,7 +236,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     cfg = RunConfig(
         datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
         metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
-        executor=executor, jobs=jobs or default_jobs(),
+        executor=executor, jobs=jobs or default_jobs(), device=device,
         settings=parse_settings(settings, reg),
         executor_options={"scheduler": scheduler} if scheduler else {},
         explicit={"datasets": list(datasets_names), "models": list(models_names),

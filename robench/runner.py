@@ -173,7 +173,9 @@ def execute(cfg, registry, store, *, command: str = "robench run",
         plan = plan_run(cfg, registry)
     keys = list(plan.specs)
     done_keys = store.ok_trial_keys(keys)
-    todo = [plan.specs[k] for k in keys if k not in done_keys]
+    # The device rides in each spec to the worker but is not part of the key: a trial stored
+    # on one device is found stored on another (robench.devices says why).
+    todo = [dict(plan.specs[k], device=cfg.device) for k in keys if k not in done_keys]
     config = cfg.to_dict()
     config["cache_dir"] = str(cache_dir())
     run_id = store.start_run(command=command, seed=cfg.seed, config=config,

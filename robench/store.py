@@ -106,7 +106,8 @@ CREATE TABLE IF NOT EXISTS trials (
     last_test_accuracy REAL,
     details TEXT,  -- JSON: what a trial that trains no model measured
     not_applicable TEXT,  -- why a trial had nothing to measure (it still counts as ok)
-    extra TEXT  -- JSON: a protocol's own results beyond the columns above
+    extra TEXT,  -- JSON: a protocol's own results beyond the columns above
+    device TEXT  -- where the trial's torch work ran (cpu, cuda:N, mps); not part of its key
 );
 CREATE TABLE IF NOT EXISTS scores (
     key TEXT PRIMARY KEY,
@@ -180,6 +181,11 @@ CREATE INDEX IF NOT EXISTS idx_trials_group ON trials (dataset, model, clusterer
 CREATE INDEX IF NOT EXISTS idx_scores_dataset_metric ON scores (dataset, metric);
 CREATE INDEX IF NOT EXISTS idx_scores_configuration ON scores (configuration);
 """
+
+#: Trial columns left out of a trial's digest (Store.trial_digests): added after rows were
+#: stored, so digesting them (NULL in old rows) would make every stored score look stale, and
+#: recording where a trial ran, not what it computed (a rerun changes other columns anyway).
+_UNDIGESTED = ("device",)
 
 #: Columns that hold JSON text, per table; they are encoded on write and decoded on read.
 JSON_COLUMNS = {
@@ -537,8 +543,11 @@ class Store:
                 chunk = keys[start : start + _CHUNK]
                 sql = f"SELECT * FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
                 cursor = self.db.conn.execute(sql, chunk)
-                at = [d[0] for d in cursor.description].index("key")
+                names = [d[0] for d in cursor.description]
+                at = names.index("key")
+                keep = [i for i, n in enumerate(names) if n not in _UNDIGESTED]
                 for row in cursor:
+                    row = tuple(row[i] for i in keep) if len(keep) < len(row) else row
                     out[row[at]] = hashlib.sha256(repr(row).encode("utf-8")).hexdigest()
         return out
 
