@@ -44,6 +44,9 @@ def register_metrics(register):
         report=report.report_lines,
         claims=docs.shifted_cv_claims,
         moved_from="robench.builtin.vae_vgmm",
+        references=(("Xudong Sun, Alexej Gossmann, Yu Wang and Bernd Bischl, Variational "
+                     "Resampling Based Assessment of Deep Neural Networks under Distribution "
+                     "Shift (IEEE SSCI 2019)", "https://arxiv.org/abs/1906.02972"),),
         display_order=40,
     ))
 
