@@ -6,7 +6,13 @@ Sections (each can be skipped):
             exclusive and random) through robench's process executor vs a naive reference
             written here the way a researcher would: a sequential PyTorch loop per trial over
             a TensorDataset DataLoader with default threads, same epochs, same early-stopping
-            rule and the same partitions. Reports the speed-up and whether the accuracies agree.
+            rule and the same partitions, cnn-2 as a textbook NCHW module (same layers, same
+            initial weights); and again with robench's own (channels-last) module, which
+            isolates the harness's gain. Reports the speed-ups and whether the accuracies
+            agree. With --old CHECKOUT the same trials also run on that checkout's robench.
+* startup - the first vs the next cnn-2 trial in a fresh process (old code and this one).
+* adaptive - mnist-5k x the five built-in models: --until decided vs fixed repeats.
+* projection - run --all --profile paper projected from the all section's trial seconds.
 * flops   - achieved training throughput of those robench trials in FLOP/s against this
             machine's peak, measured as a large fp32 matmul on all cores in the same run.
 * all     - `robench run --all` (default profile): cold wall time (empty cache and database),
@@ -161,20 +167,49 @@ def bench_naive(repeats: int, jobs: int, rows: list, extra: dict, old=None):
     robench_s, trials = part["seconds"], part["trials"]
     ds = load_mnist_5k()
     shape = ds.image_shape
+    def textbook_cnn():
+        """cnn-2 as a research script writes it: NCHW, nn.MaxPool2d; robench's layers and
+        their creation order (so the same initial weights), pool before ReLU like ConvNet."""
+        from torch import nn
+
+        c1, c2 = CNN_CHANNELS[:2]
+        h, w = shape[1] // 4, shape[2] // 4
+        return nn.Sequential(
+            nn.Unflatten(1, tuple(shape)),
+            nn.Conv2d(shape[0], c1, 3, padding=1), nn.MaxPool2d(2), nn.ReLU(),
+            nn.Conv2d(c1, c2, 3, padding=1), nn.MaxPool2d(2), nn.ReLU(),
+            nn.Flatten(), nn.Linear(c2 * h * w, 128), nn.ReLU(), nn.Linear(128, ds.n_classes))
+
     modules = {
         "mlp": lambda: MLP(ds.n_features, ds.n_classes, hidden=(256, 128)),
-        "cnn-2": lambda: ConvNet(shape, ds.n_classes, channels=CNN_CHANNELS[:2], fc_width=128),
+        "cnn-2": textbook_cnn,
     }
     naive = {}
     torch.set_num_threads(os.cpu_count() or 1)  # a research script leaves torch's default
+    seconds = {"mlp": 0.0, "cnn-2": 0.0}
+
+    def naive_loop(module_for, models):
+        out = {}
+        for t in trials:
+            if t["model"] not in models:
+                continue
+            fit_idx, val_idx, test_idx = source_aware.partition(t["spec"], ds, reg)
+            seed = derived_seed(t["seed"], t["repeat"], KIND_CODES[t["kind"]])
+            t1 = time.perf_counter()
+            out[t["key"]] = naive_trial(module_for[t["model"]], ds.X, ds.y, fit_idx, val_idx,
+                                        test_idx, seed=seed, budget=t["params"]["train"])
+            seconds[t["model"]] += time.perf_counter() - t1
+        return out
+
     t0 = time.perf_counter()
-    for t in trials:
-        fit_idx, val_idx, test_idx = source_aware.partition(t["spec"], ds, reg)
-        seed = derived_seed(t["seed"], t["repeat"], KIND_CODES[t["kind"]])
-        acc = naive_trial(modules[t["model"]], ds.X, ds.y, fit_idx, val_idx, test_idx,
-                          seed=seed, budget=t["params"]["train"])
-        naive[t["key"]] = acc
+    naive = naive_loop(modules, ("mlp", "cnn-2"))
     naive_s = time.perf_counter() - t0
+    naive_mlp_s = seconds["mlp"]
+    # the same loop with robench's own (channels-last) cnn-2 module: the harness's gain alone
+    seconds["cnn-2"] = 0.0
+    naive_loop({"cnn-2": lambda: ConvNet(shape, ds.n_classes, channels=CNN_CHANNELS[:2],
+                                         fc_width=128)}, ("cnn-2",))
+    same_module_s = naive_mlp_s + seconds["cnn-2"]
 
     for model in ("mlp", "cnn-2"):
         for kind in ("inclusive", "exclusive", "random"):
@@ -191,6 +226,9 @@ def bench_naive(repeats: int, jobs: int, rows: list, extra: dict, old=None):
     rows.append(("source-aware mnist-5k mlp+cnn-2",
                  f"robench {robench_s:.1f} s ({len(trials)} trials, {jobs} workers) vs naive "
                  f"{naive_s:.1f} s", f"speed-up {ratio:.2f}x (goal {GOALS['naive']})"))
+    rows.append(("... naive loop with robench's cnn-2 module",
+                 f"robench {robench_s:.1f} s vs naive {same_module_s:.1f} s",
+                 f"speed-up {same_module_s / robench_s:.2f}x (harness alone, same kernels)"))
     extra["trials"] = trials
     extra["robench_s"] = robench_s
     extra["new_trial_seconds"] = part["trial_seconds"]
@@ -558,7 +596,7 @@ def bench_help(rows: list):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sections = ["naive", "flops", "startup", "adaptive", "all", "projection", "scale", "help"]
+    sections = ["naive", "flops", "startup", "help", "adaptive", "all", "projection", "scale"]
     p.add_argument("--only", action="append", choices=sections, help="run only these sections")
     p.add_argument("--skip", action="append", choices=sections, default=[], help="skip sections")
     p.add_argument("--repeats", type=int, default=10, help="repeats for the naive comparison")
@@ -585,6 +623,7 @@ def main():
         chosen.insert(0, "naive")
 
     rows, extra = [], {}
+    done = 0
     t0 = time.perf_counter()
     for section in chosen:
         print(f"... {section} ({time.perf_counter() - t0:.0f} s so far)", file=sys.stderr,
@@ -596,6 +635,9 @@ def main():
 
             traceback.print_exc()
             rows.append((section, "FAILED", f"{type(exc).__name__}: {exc}"[:200]))
+        for what, measured, verdict in rows[done:]:  # as they come: a long run killed late
+            print(f"  {what} | {measured} | {verdict}", file=sys.stderr, flush=True)
+        done = len(rows)
     _print_table(rows, t0)
 
 
