@@ -59,6 +59,19 @@ def annotate(scores: list, level: float, adaptive: dict) -> list:
     return out
 
 
+def to_extend(models: list, decision: dict) -> list:
+    """Return the models of a table that get the next look's repeats.
+
+    Those in an undecided adjacent pair (a model that stopped comes back if a new neighbour
+    leaves it undecided); every model of an undecided table without such a pair (one model
+    whose interval is still too wide or undefined).
+    """
+    open_pairs = [p["pair"] for p in decision["pairs"] if p["status"] == "undecided"]
+    if not decision["decided"] and not open_pairs:
+        return list(models)
+    return [m for m in models if any(m in pair for pair in open_pairs)]
+
+
 def _table_plan(cfg, registry, table: tuple, model: str, n: int) -> Plan:
     dataset, clusterer = table
     sub = replace(cfg, metrics=[METRIC], datasets=[dataset], clusterers=[clusterer],
@@ -161,11 +174,7 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
             repeats = {m: current[(t, m)][1] for m in models[t]}
             history[t].append({"look": n, "repeats": repeats, "decided": decision["decided"],
                                "undecided_pairs": open_pairs})
-            # only models in an undecided adjacent pair get the next look's repeats (a model
-            # that stopped comes back if a new neighbour leaves it undecided)
-            need[t] = [m for m in models[t] if any(m in pair for pair in open_pairs)]
-            if reason is None and not need[t]:  # an undefined single interval: more repeats
-                need[t] = list(models[t])
+            need[t] = to_extend(models[t], decision)
             if reason is None:
                 continue
             pending.remove(t)

@@ -86,3 +86,15 @@ def test_annotate_widens_rho_and_accuracy_intervals():
     assert out[0].ci_low == pytest.approx(ratio_interval(xs, is_, 0.99).low)
     assert out[1].ci_high == pytest.approx(mean_interval(xs, 0.99, bounds=(0, 1)).high)
     assert all(s.details["adaptive"] == {"repeats": 4} for s in out)
+
+
+def test_only_models_of_undecided_pairs_get_more_repeats():
+    from robench.adaptive import to_extend
+    from robench.sequential import Entry, decide
+
+    entries = [Entry("a", 0.95, 0.94, 0.96), Entry("b", 0.90, 0.85, 0.93),
+               Entry("c", 0.89, 0.84, 0.92), Entry("d", 0.70, 0.60, 0.80)]
+    decision = decide(entries, 0.01)
+    assert to_extend(["a", "b", "c", "d"], decision) == ["b", "c"]
+    assert to_extend(["a"], decide([Entry("a", 0.9, 0.8, 1.0)], 0.01)) == ["a"]
+    assert to_extend(["a"], decide([Entry("a", 0.9, 0.895, 0.905)], 0.01)) == []
