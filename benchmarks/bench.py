@@ -501,8 +501,20 @@ def bench_projection(rows: list, extra: dict, jobs: int):
     from robench.runner import plan_run
 
     measured = extra.get("all_trials")
+    if not measured and extra.get("seconds_db"):  # a run --all database made elsewhere
+        import sqlite3
+
+        con = sqlite3.connect(f"file:{extra['seconds_db']}?mode=ro", uri=True)
+        measured = con.execute(
+            "SELECT protocol, dataset, model, count(*), sum(seconds), sum(epochs) "
+            "FROM trials WHERE status = 'ok' GROUP BY 1, 2, 3").fetchall()
+        run = con.execute("SELECT started_at, finished_at, n_planned FROM runs "
+                          "ORDER BY id DESC LIMIT 1").fetchone()
+        con.close()
+        rows.append(("projection's trial seconds from", extra["seconds_db"],
+                     f"run --all {run[0]} to {run[1]}, {run[2]} trials"))
     if not measured:
-        rows.append(("paper projection", "needs the all section", ""))
+        rows.append(("paper projection", "needs the all section or --seconds-db", ""))
         return
     reg = make_registry(load_entrypoints=False)
     cfg = RunConfig(datasets=reg.names("datasets"), models=reg.names("models"),
@@ -610,6 +622,9 @@ def main():
                    help="adaptive: the maximum repeats (and the fixed design's repeats)")
     p.add_argument("--no-workers", action="store_true",
                    help="all: skip the 1 vs 2 workers comparison (two more full runs)")
+    p.add_argument("--seconds-db", metavar="DB", default=None,
+                   help="projection: per-trial seconds from this run --all database when the "
+                        "all section is not run")
     p.add_argument("--robench-part", nargs=2, type=int, metavar=("R", "J"),
                    help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -622,7 +637,7 @@ def main():
     if "flops" in chosen and "naive" not in chosen:
         chosen.insert(0, "naive")
 
-    rows, extra = [], {}
+    rows, extra = [], {"seconds_db": args.seconds_db}
     done = 0
     t0 = time.perf_counter()
     for section in chosen:
