@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -142,8 +143,16 @@ class _RunCommand(click.Command):
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler to connect to with --executor dask, e.g. tcp://host:8786 "
                    "(default: a local cluster on 127.0.0.1).")
+@click.option("--trial-timeout", type=click.FloatRange(min=0, max=1e7), default=None,
+              metavar="SECONDS",
+              help="Stop a trial that runs longer and record it as failed; the run goes on "
+                   "(default: the profile's, quick 900, standard 3600, paper 14400; 0: no "
+                   "limit). Not part of any trial key.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where torchvision:NAME data sets are read from (default: "
+                   "$ROBENCH_DATA_DIR or ~/.local/share/robench).")
 @click.option("--device", default=lambda: os.environ.get("ROBENCH_DEVICE", "auto"),
               show_default="auto or $ROBENCH_DEVICE", metavar="auto|cpu|cuda|cuda:N|mps",
               help="Where torch models train and predict. auto: the GPU when one is visible, "
@@ -169,8 +178,10 @@ class _RunCommand(click.Command):
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, device, settings, until, precision,
-        rescore, db_path):
+        profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
+        precision,
+        rescore, db_path,
+        trial_timeout):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -200,6 +211,10 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     device = resolve_device(device)  # a device that is not here fails now, exit 2
     if cache_dir:
         set_cache_dir(cache_dir)
+    if data_dir:
+        from robench.builtin.torchvision_data import set_data_dir
+
+        set_data_dir(data_dir)
     reg = _registry()
     _report_broken_plugins(reg)
     chosen = {}
@@ -241,6 +256,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         executor=executor, jobs=jobs or default_jobs(), device=device,
         settings=parse_settings(settings, reg),
         executor_options={"scheduler": scheduler} if scheduler else {},
+        trial_timeout=trial_timeout,
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
     ).resolve(reg)
@@ -298,8 +314,9 @@ def _print_adaptive(tables):
                f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
                f"looks: {', '.join(map(str, tables[0]['looks_planned']))})")
     for t in tables:
-        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['repeats']} of {t['max_repeats']} "
-                   f"repeats, {t['stopped']}")
+        reps = ", ".join(f"{m} {r}" for m, r in t["repeats_by_model"].items())
+        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['stopped']}; repeats of at most "
+                   f"{t['max_repeats']}: {reps} ({t['trials']} trials)")
 
 
 def _trial_label(row) -> str:
@@ -346,8 +363,8 @@ class _Progress:
             self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
                       f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
         elif event == "decided":
-            self.echo(f"{info['table']}: stopped at {info['repeats']} repeats "
-                      f"({info['reason']})")
+            reps = ", ".join(f"{m} {r}" for m, r in info["repeats"].items())
+            self.echo(f"{info['table']}: stopped ({info['reason']}); repeats: {reps}")
         elif event == "prepare":
             self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
         elif event == "prepare_failed":
@@ -549,20 +566,27 @@ def query(sql, fmt, db_path):
 @cli.command()
 @click.option("--out", "out_dir", default="leaderboard", show_default=True,
               type=click.Path(file_okay=False), help="Directory of the static site.")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Models per data set on the index; every model is on the data set's page.")
 @config_option
 @db_option
 @friendly_errors
-def leaderboard(out_dir, config, db_path):
-    """Build the static HTML leaderboard from the stored scores.
+def leaderboard(out_dir, top, config, db_path):
+    """Build the static leaderboard site from the stored scores.
+
+    Writes index.html (an overview per data set), a page per data set and per model,
+    models.html, methods.html, plots/*.svg, images/*.png, scores.json and scores.csv. Links
+    are relative: open it from disk or publish the folder on any static host. The same
+    database gives the same bytes.
 
     Each table (data set, metric) ranks the scores of one configuration and names it; by
     default the one covering the most models x clusterers (ties: the latest).
 
     \b
     Example:
-      robench leaderboard --out leaderboard && open leaderboard/index.html
+      robench leaderboard --out leaderboard --top 10 && open leaderboard/index.html
     """
-    from robench.leaderboard import build_leaderboard
+    from robench.site import build_site
     from robench.store import Store
 
     if not os.path.exists(db_path):
@@ -570,8 +594,47 @@ def leaderboard(out_dir, config, db_path):
     if config == "all":
         raise click.BadParameter("a leaderboard ranks one configuration per table; give an "
                                  "id, a label or 'legacy'", param_hint="--config")
-    path = build_leaderboard(Store(db_path), out_dir, config=config)
-    click.echo(f"wrote {path}")
+    out = Path(out_dir)
+    with Store(db_path) as store:
+        path = build_site(store, out, top=top, config=config)
+    pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
+    click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
+               f"({out / 'methods.html'}, {out / 'scores.json'})")
+
+
+# ---------------------------------------------------------------------------------- data
+
+
+@cli.group()
+def data():
+    """Get data sets that robench reads by reference (torchvision:NAME)."""
+
+
+@data.command("fetch")
+@click.argument("name")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where to put the files (default: $ROBENCH_DATA_DIR or "
+                   "~/.local/share/robench); `robench run --data-dir` reads them there.")
+@friendly_errors
+def data_fetch(name, data_dir):
+    """Download a torchvision data set (NAME as in torchvision:NAME) with torchvision.
+
+    Files already there are kept. Offline, the error names the files to copy in by hand.
+
+    \b
+    Examples:
+      robench data fetch fashion-mnist
+      robench data fetch cifar10 --data-dir /shared/data
+      robench run -d torchvision:cifar10 --data-dir /shared/data -m cnn-2
+    """
+    from robench.builtin.torchvision_data import data_dir as current, fetch, set_data_dir
+
+    if data_dir:
+        set_data_dir(data_dir)
+    root = current()
+    files = fetch(name.lower(), root)
+    click.echo(f"{name}: {len(files)} file(s) under {root}; use -d torchvision:{name.lower()}"
+               + (f" --data-dir {data_dir}" if data_dir else ""))
 
 
 # -------------------------------------------------------------------------- list, plugins

@@ -18,6 +18,7 @@ from robench.specs import KINDS, ModelResolverSpec
 DEFAULT_PLUGINS = (
     "robench.builtin.datasets",
     "robench.builtin.references",
+    "robench.builtin.torchvision_data",
     "robench.builtin.models",
     "robench.builtin.timm_models",
     "robench.builtin.clusterers",

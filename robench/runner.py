@@ -206,6 +206,7 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                                          registry, store)
                 executor = registry.get("executors", cfg.executor).create(
                     registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
+                executor.trial_timeout = cfg.trial_timeout or None
                 try:
                     for row in executor.run(runnable):
                         row["run_id"] = run_id

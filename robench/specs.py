@@ -130,6 +130,10 @@ class ModelSpec:
     # (MetricSpec.needs_features) skip it when planning. None: not declared; the trial finds
     # out from the built classifier (``has_features``) and records "not applicable".
     has_features: Optional[bool] = None
+    # Shown on the leaderboard's model page: a link to the model's paper, code or card, and
+    # its number of trainable parameters where the plugin knows it.
+    url: str = ""
+    params: Optional[int] = None
 
     def __post_init__(self):
         # A registered model is a slug; one resolved from a reference (SCHEME:TARGET, see
@@ -211,12 +215,27 @@ class LeaderboardSection:
     ``dataset`` (the data set's name) and ``metric`` (this :class:`MetricSpec`); it may
     ``{% import "macros.html" as m %}`` the core's macros and use the ``pct`` and ``num``
     filters. Everything is autoescaped.
+
+    The static site (:mod:`robench.site`) reads three more, all optional:
+
+    ``headline(rows)`` returns the metric's column of the index's overview table for one data
+    set: ``{"label": ..., "note": ..., "rows": [{"model", "value", "ci_low", "ci_high",
+    "rank", "tied", "higher_is_better", **columns}]}`` or None; ``columns`` lists the extra
+    keys shown beside the headline as ``(key, label, format)`` with format ``"pct"`` or
+    ``"num"``. ``plots(rows)`` returns plot descriptions (see :mod:`robench.plots`) drawn as
+    SVG files; one with a ``"model"`` key goes on that model's page, the others on the data
+    set's page. ``pseudo_models`` are names under which the metric stores data-set-level
+    scores (not models): they get no model page.
     """
 
     build: Callable[[list], Optional[dict]]
     template: str
     templates: str
     title: str = ""
+    headline: Optional[Callable[[list], Optional[dict]]] = None
+    columns: tuple = ()
+    plots: Optional[Callable[[list], list]] = None
+    pseudo_models: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -259,6 +278,9 @@ class MetricSpec:
     # no change to what it computes: score fingerprints keep naming it, so scores stored
     # before the move are reused instead of recomputed.
     moved_from: str = ""
+    # The papers behind the metric as (title, url) pairs (url may be ""): the leaderboard's
+    # methods page lists them.
+    references: tuple = ()
 
     def __post_init__(self):
         check_slug(self.name)

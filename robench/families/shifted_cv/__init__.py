@@ -43,6 +43,9 @@ def register_metrics(register):
         version="1",
         report=report.report_lines,
         moved_from="robench.builtin.vae_vgmm",
+        references=(("Xudong Sun, Alexej Gossmann, Yu Wang and Bernd Bischl, Variational "
+                     "Resampling Based Assessment of Deep Neural Networks under Distribution "
+                     "Shift (IEEE SSCI 2019)", "https://arxiv.org/abs/1906.02972"),),
         display_order=40,
     ))
 

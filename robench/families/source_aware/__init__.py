@@ -55,7 +55,12 @@ def register_metrics(register):
         moved_from="robench.builtin.metrics",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="rho.html",
                                        templates=leaderboard.TEMPLATES,
-                                       title="Robustness rho"),
+                                       title="Robustness rho",
+                                       headline=leaderboard.headline,
+                                       columns=leaderboard.HEADLINE_COLUMNS,
+                                       plots=leaderboard.plots),
+        references=(("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
+                     "Cross-validation (2019)", ""),),
         display_order=10,
     ))
     register(MetricSpec(
@@ -70,7 +75,14 @@ def register_metrics(register):
         version="2",  # 2: Fieller / t intervals, as rho
         in_default_run=False,
         report=report.adequacy_lines,
+        leaderboard=LeaderboardSection(build=leaderboard.adequacy_section,
+                                       template="adequacy.html",
+                                       templates=leaderboard.TEMPLATES,
+                                       title="Dataset adequacy",
+                                       plots=leaderboard.adequacy_plots),
         moved_from="robench.builtin.adequacy",
+        references=(("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
+                     "Cross-validation (2019)", ""),),
         display_order=60,
     ))
     register(MetricSpec(
@@ -87,5 +99,7 @@ def register_metrics(register):
         higher_is_better=False,
         report=report.lost_test_lines,
         moved_from="robench.builtin.adequacy",
+        references=(("What If You Lose Your Test Set? (blog post, 2017-02-16); robench "
+                     "implements the corrected estimator", ""),),
         display_order=50,
     ))

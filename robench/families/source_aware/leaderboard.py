@@ -44,6 +44,7 @@ def rho_tables(scores: list) -> list:
         acc_x = (parts.get("acc_exclusive") or {}).get("value")
         acc_i = (parts.get("acc_inclusive") or {}).get("value")
         acc_r = (parts.get("acc_random") or {}).get("value")
+        inc = parts.get("acc_inclusive") or {}
         by_clusterer[clusterer].append(
             {
                 "model": model,
@@ -55,6 +56,8 @@ def rho_tables(scores: list) -> list:
                 "acc_exclusive": acc_x,
                 "acc_inclusive": acc_i,
                 "acc_random": acc_r,
+                "acc_inclusive_low": inc.get("ci_low"),
+                "acc_inclusive_high": inc.get("ci_high"),
                 "bar": _interval_bar(acc_x, acc_i),
                 "random_mark": (
                     round(min(max(acc_r * 100, 0.0), 100.0), 2) if _finite(acc_r) else None
@@ -96,3 +99,132 @@ def section(rows: list):
     """Return the rho section of one data set (its tables), or None without rho scores."""
     tables = rho_tables(rows)
     return {"tables": tables} if tables else None
+
+
+HEADLINE_COLUMNS = (("acc_exclusive", "E[AccX]", "pct"), ("acc_inclusive", "E[AccI]", "pct"),
+                    ("acc_random", "random split", "pct"))
+
+
+def _main_table(tables: list) -> Optional[dict]:
+    """Return the table of the headline clusterer: k-means where scored, else the first."""
+    return next((t for t in tables if t["clusterer"] == "kmeans"), tables[0] if tables else None)
+
+
+def headline(rows: list) -> Optional[dict]:
+    """Return rho's column of the overview: the k-means table (tie ranks), accuracies beside."""
+    table = _main_table(rho_tables(rows))
+    if table is None:
+        return None
+    return {"label": f"rho ({table['clusterer']})", "format": "num", "rows": table["rows"],
+            "note": "E[AccX]/E[AccI] with Fieller's 95% interval; read it with E[AccX], "
+                    "E[AccI] and the random-split accuracy beside it, since a weak model can "
+                    "have a high ratio."}
+
+
+def plots(rows: list) -> list:
+    """Return rho's plots per clusterer: rho against E[AccI] with whiskers, and the
+    [E[AccX], E[AccI]] intervals on a zoomed axis with the random-split accuracy marked."""
+    out = []
+    for table in rho_tables(rows):
+        c = table["clusterer"]
+        out.append({
+            "kind": "scatter", "title": f"Robustness vs accuracy (clusterer {c})",
+            "alt": (f"Scatter plot of rho (vertical) against E[AccI] (horizontal) for "
+                    f"{len(table['rows'])} models, clusterer {c}, with 95% interval whiskers; "
+                    "the exact values are in the overview table."),
+            "caption": "rho with its 95% interval (vertical whiskers) against source-inclusive "
+                       "accuracy E[AccI] (horizontal whiskers where stored): up is more robust, "
+                       "right is more accurate",
+            "xlabel": "E[AccI] (source-inclusive accuracy)", "ylabel": "rho = E[AccX]/E[AccI]",
+            "percent": ("x",),
+            "points": [{"label": r["model"], "x": r["acc_inclusive"], "y": r["value"],
+                        "x_low": r["acc_inclusive_low"], "x_high": r["acc_inclusive_high"],
+                        "y_low": r["ci_low"], "y_high": r["ci_high"]} for r in table["rows"]],
+        })
+        out.append({
+            "kind": "intervals", "title": f"Accuracy interval [E[AccX], E[AccI]] (clusterer {c})",
+            "alt": (f"Horizontal bars from E[AccX] to E[AccI] for {len(table['rows'])} models, "
+                    f"clusterer {c}, best rho first, with the random-split accuracy marked; the "
+                    "axis is zoomed to the values."),
+            "caption": "bar from E[AccX] to E[AccI], tick at the random-split accuracy; the "
+                       "axis is zoomed to the data, not 0-100%",
+            "xlabel": "accuracy", "percent": ("x",),
+            "rows": [{"label": r["model"], "low": r["acc_exclusive"], "high": r["acc_inclusive"],
+                      "mark": r["acc_random"]} for r in table["rows"]],
+        })
+    return out
+
+
+def adequacy_tables(rows: list) -> list:
+    """Return the adequacy sweep per (model, clusterer): the size table, the 'enough'
+    readings and the three least robust classes (from the ``worst_class_rho`` details)."""
+    groups: dict = defaultdict(dict)
+    for s in rows:
+        if s["metric"] == "adequacy":
+            groups[(s["model"], s["clusterer"] or "")][s["score"]] = s
+    out = []
+    for (model, clusterer), sc in sorted(groups.items()):
+        details = (sc.get("worst_class_rho") or {}).get("details") or {}
+        table = [t for t in details.get("table") or [] if isinstance(t, dict)]
+        if not table:
+            continue
+        readings = [((sc.get(f"enough_{kind}") or {}).get("details") or {}).get("reading")
+                    for kind in ("inclusive", "exclusive")]
+        classes = [c for c in details.get("ranking") or []
+                   if isinstance(c, dict) and c.get("rho") and c["rho"][-1] is not None][:3]
+        out.append({"model": model, "clusterer": clusterer or "(none)", "table": table,
+                    "readings": [r for r in readings if r],
+                    "classes": [{"class": c.get("class"), "rho": c["rho"][-1],
+                                 "reading": c.get("reading", "")} for c in classes]})
+    return out
+
+
+def adequacy_section(rows: list):
+    """Return the adequacy section of one data set, or None without a stored sweep."""
+    tables = adequacy_tables(rows)
+    if not tables:
+        return None
+    sizes = []
+    for t in tables:
+        t["cells"] = {str(r.get("size")): r for r in t["table"]}
+        for r in t["table"]:
+            if str(r.get("size")) not in sizes:
+                sizes.append(str(r.get("size")))
+    return {"models": tables, "sizes": sizes}
+
+
+def _size_axis(table: list) -> list:
+    return [t.get("n_samples") for t in table]
+
+
+def adequacy_plots(rows: list) -> list:
+    """Return adequacy curves: rho against the training size per model (the data set's plot)
+    and, per model, E[AccX] and E[AccI] against the training size."""
+    tables = adequacy_tables(rows)
+    if not tables:
+        return []
+    out = [{"kind": "lines", "title": "Dataset adequacy: rho as the training set grows",
+            "alt": (f"Line plot of rho (vertical) against the number of training samples "
+                    f"(horizontal) for {len(tables)} model and clusterer pairs, with 95% "
+                    "interval bands; values in the adequacy table."),
+            "caption": "rho with its 95% interval (band) per training size; a curve still "
+                       "rising at the right says more data of the same sources would help",
+            "xlabel": "training samples", "ylabel": "rho",
+            "series": [{"label": f"{t['model']} ({t['clusterer']})", "x": _size_axis(t["table"]),
+                        "y": [r.get("rho") for r in t["table"]],
+                        "y_low": [r.get("ci_low") for r in t["table"]],
+                        "y_high": [r.get("ci_high") for r in t["table"]]}
+                       for t in tables][:8]}]
+    for t in tables:
+        out.append({"kind": "lines", "model": t["model"],
+                    "title": f"{t['model']}: accuracy as the training set grows ({t['clusterer']})",
+                    "alt": (f"Line plot of {t['model']}'s E[AccX] and E[AccI] against the number "
+                            "of training samples; values in the adequacy table."),
+                    "caption": "source-exclusive (E[AccX]) and source-inclusive (E[AccI]) "
+                               "accuracy per training size",
+                    "xlabel": "training samples", "ylabel": "accuracy", "percent": ("y",),
+                    "series": [{"label": "E[AccX]", "x": _size_axis(t["table"]),
+                                "y": [r.get("acc_exclusive") for r in t["table"]]},
+                               {"label": "E[AccI]", "x": _size_axis(t["table"]),
+                                "y": [r.get("acc_inclusive") for r in t["table"]]}]})
+    return out
