@@ -37,6 +37,10 @@ def friendly_errors(fn):
 
         try:
             return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1; a Ctrl-C is 130 everywhere in robench
+            click.secho("Interrupted.", fg="yellow", err=True)
+            sys.exit(130)
         except (UnknownComponentError, PluginError, ConfigError, SourcesError, DatasetError,
                 ReadOnlyQueryError, FileNotFoundError, ConfigurationError, SchemaError) as exc:
             _fail(str(exc).strip("'\""))
@@ -260,12 +264,16 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
     ).resolve(reg)
-    from robench.runner import execute
+    from robench.provenance import redact_secrets
+    from robench.runner import execute, plan_run
     from robench.store import Store
 
+    # Planned before the database is opened: a run that cannot be made (a bad value, only
+    # broken data sets) exits 2 with the file untouched, or not created.
+    plan = plan_run(cfg, reg)
     store = Store(db_path)
     progress = _Progress()
-    command = "robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run"
+    command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     try:
         if until == "decided":
             from robench.adaptive import run_until_decided
@@ -276,7 +284,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
                                        precision=PRECISION if precision is None else precision)
         else:
             report = execute(cfg, reg, store, command=command, on_event=progress,
-                             rescore=rescore)
+                             rescore=rescore, plan=plan)
     finally:
         progress.close()
     _print_skips(report.skipped)
@@ -354,6 +362,8 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "dataset_failed":
+            self.echo(f"skipped: {info['reason']}", fg="red")
         elif event == "killed_runs":
             for r in info["runs"]:
                 self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
@@ -635,6 +645,49 @@ def data_fetch(name, data_dir):
     files = fetch(name.lower(), root)
     click.echo(f"{name}: {len(files)} file(s) under {root}; use -d torchvision:{name.lower()}"
                + (f" --data-dir {data_dir}" if data_dir else ""))
+
+
+# ------------------------------------------------------------------------------- report
+
+
+@cli.command()
+@click.option("--out", "out_dir", default="docs", show_default=True,
+              type=click.Path(file_okay=False), help="Directory whose *.md blocks to rewrite.")
+@click.option("--label", default=None, metavar="NAME",
+              help="The database's name in the stamps (default: the --db path as given).")
+@click.option("--check", is_flag=True,
+              help="Write nothing; exit 1 if a generated block differs from the database.")
+@db_option
+@friendly_errors
+def report(out_dir, label, check, db_path):
+    """Rewrite the generated figures of the docs from a results database.
+
+    Every block between `<!-- generated: NAME -->` and `<!-- /generated -->` in the
+    directory's Markdown files is re-rendered from the database (read-only) and stamped with
+    the database, profile, commit and machine; the prose around it is left alone. NAME is
+    report:METRIC[:DATASET], scores:METRIC[:DATASET[:SCORE,...]], claims[:METRIC], runs or
+    seconds, optionally NAME@PROFILE: only that profile's runs, and left as it is when the
+    database has none (robench/docgen.py).
+
+    \b
+    Examples:
+      robench run --all && robench report --db robench.db --out docs
+      robench report --db docs/data/standard.db --out docs --check
+    """
+    from robench.docgen import generate
+
+    done = generate(db_path, out_dir, _registry(), label=label or db_path, check=check)
+    if not done:
+        click.echo(f"no generated blocks in {out_dir}/*.md")
+        return
+    stale = [p for p, _, changed, _ in done if changed]
+    for path, names, changed, kept in done:
+        state = ("stale" if check else "rewritten") if changed else "up to date"
+        click.echo(f"{path}: {len(names)} block(s) {state}"
+                   + (f"; kept {', '.join(kept)} (no run of that profile in the database)"
+                      if kept else ""))
+    if check and stale:
+        sys.exit(1)
 
 
 # -------------------------------------------------------------------------- list, plugins
