@@ -37,6 +37,10 @@ def friendly_errors(fn):
 
         try:
             return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1; a Ctrl-C is 130 everywhere in robench
+            click.secho("Interrupted.", fg="yellow", err=True)
+            sys.exit(130)
         except (UnknownComponentError, PluginError, ConfigError, SourcesError, DatasetError,
                 ReadOnlyQueryError, FileNotFoundError, ConfigurationError, SchemaError) as exc:
             _fail(str(exc).strip("'\""))
@@ -143,6 +147,11 @@ class _RunCommand(click.Command):
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler to connect to with --executor dask, e.g. tcp://host:8786 "
                    "(default: a local cluster on 127.0.0.1).")
+@click.option("--trial-timeout", type=click.FloatRange(min=0, max=1e7), default=None,
+              metavar="SECONDS",
+              help="Stop a trial that runs longer and record it as failed; the run goes on "
+                   "(default: the profile's, quick 900, standard 3600, paper 14400; 0: no "
+                   "limit). Not part of any trial key.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
@@ -175,7 +184,8 @@ class _RunCommand(click.Command):
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
         profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
         precision,
-        rescore, db_path):
+        rescore, db_path,
+        trial_timeout):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -219,6 +229,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         given = [reg.get(kind, n).name for n in given]
         if kind == "datasets":
             datasets_names = given
+        elif kind == "models":  # a model reference (timm:ARCH) likewise
+            models_names = given
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
     opt_in = {}  # components left out of this run because they are opt-in (slow)
     for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
@@ -248,15 +260,20 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         executor=executor, jobs=jobs or default_jobs(), device=device,
         settings=parse_settings(settings, reg),
         executor_options={"scheduler": scheduler} if scheduler else {},
+        trial_timeout=trial_timeout,
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
     ).resolve(reg)
-    from robench.runner import execute
+    from robench.provenance import redact_secrets
+    from robench.runner import execute, plan_run
     from robench.store import Store
 
+    # Planned before the database is opened: a run that cannot be made (a bad value, only
+    # broken data sets) exits 2 with the file untouched, or not created.
+    plan = plan_run(cfg, reg)
     store = Store(db_path)
     progress = _Progress()
-    command = "robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run"
+    command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     try:
         if until == "decided":
             from robench.adaptive import run_until_decided
@@ -267,7 +284,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
                                        precision=PRECISION if precision is None else precision)
         else:
             report = execute(cfg, reg, store, command=command, on_event=progress,
-                             rescore=rescore)
+                             rescore=rescore, plan=plan)
     finally:
         progress.close()
     _print_skips(report.skipped)
@@ -305,8 +322,9 @@ def _print_adaptive(tables):
                f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
                f"looks: {', '.join(map(str, tables[0]['looks_planned']))})")
     for t in tables:
-        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['repeats']} of {t['max_repeats']} "
-                   f"repeats, {t['stopped']}")
+        reps = ", ".join(f"{m} {r}" for m, r in t["repeats_by_model"].items())
+        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['stopped']}; repeats of at most "
+                   f"{t['max_repeats']}: {reps} ({t['trials']} trials)")
 
 
 def _trial_label(row) -> str:
@@ -344,6 +362,8 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "dataset_failed":
+            self.echo(f"skipped: {info['reason']}", fg="red")
         elif event == "killed_runs":
             for r in info["runs"]:
                 self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
@@ -353,8 +373,8 @@ class _Progress:
             self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
                       f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
         elif event == "decided":
-            self.echo(f"{info['table']}: stopped at {info['repeats']} repeats "
-                      f"({info['reason']})")
+            reps = ", ".join(f"{m} {r}" for m, r in info["repeats"].items())
+            self.echo(f"{info['table']}: stopped ({info['reason']}); repeats: {reps}")
         elif event == "prepare":
             self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
         elif event == "prepare_failed":
@@ -627,6 +647,49 @@ def data_fetch(name, data_dir):
                + (f" --data-dir {data_dir}" if data_dir else ""))
 
 
+# ------------------------------------------------------------------------------- report
+
+
+@cli.command()
+@click.option("--out", "out_dir", default="docs", show_default=True,
+              type=click.Path(file_okay=False), help="Directory whose *.md blocks to rewrite.")
+@click.option("--label", default=None, metavar="NAME",
+              help="The database's name in the stamps (default: the --db path as given).")
+@click.option("--check", is_flag=True,
+              help="Write nothing; exit 1 if a generated block differs from the database.")
+@db_option
+@friendly_errors
+def report(out_dir, label, check, db_path):
+    """Rewrite the generated figures of the docs from a results database.
+
+    Every block between `<!-- generated: NAME -->` and `<!-- /generated -->` in the
+    directory's Markdown files is re-rendered from the database (read-only) and stamped with
+    the database, profile, commit and machine; the prose around it is left alone. NAME is
+    report:METRIC[:DATASET], scores:METRIC[:DATASET[:SCORE,...]], claims[:METRIC], runs or
+    seconds, optionally NAME@PROFILE: only that profile's runs, and left as it is when the
+    database has none (robench/docgen.py).
+
+    \b
+    Examples:
+      robench run --all && robench report --db robench.db --out docs
+      robench report --db docs/data/standard.db --out docs --check
+    """
+    from robench.docgen import generate
+
+    done = generate(db_path, out_dir, _registry(), label=label or db_path, check=check)
+    if not done:
+        click.echo(f"no generated blocks in {out_dir}/*.md")
+        return
+    stale = [p for p, _, changed, _ in done if changed]
+    for path, names, changed, kept in done:
+        state = ("stale" if check else "rewritten") if changed else "up to date"
+        click.echo(f"{path}: {len(names)} block(s) {state}"
+                   + (f"; kept {', '.join(kept)} (no run of that profile in the database)"
+                      if kept else ""))
+    if check and stale:
+        sys.exit(1)
+
+
 # -------------------------------------------------------------------------- list, plugins
 
 
@@ -656,6 +719,16 @@ def list_(kind):
             for r in reg.all("resolvers"):
                 click.echo(f"    {r.syntax}")
                 click.echo(f"        {r.description}  [{r.plugin}]")
+        if k == "models" and reg.all("model-resolvers"):
+            click.echo("  by reference, no plugin needed (-m SCHEME:...):")
+            for r in reg.all("model-resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
+                if r.examples:
+                    click.echo(f"        e.g. {', '.join(r.examples)}")
+            if any(r.name == "timm" for r in reg.all("model-resolvers")):
+                click.echo("    any timm architecture name works: python -c \"import timm; "
+                           "print(timm.list_models())\" lists them")
 
 
 @cli.command()
