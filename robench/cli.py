@@ -145,6 +145,12 @@ class _RunCommand(click.Command):
                    "(default: a local cluster on 127.0.0.1).")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--device", default=lambda: os.environ.get("ROBENCH_DEVICE", "auto"),
+              show_default="auto or $ROBENCH_DEVICE", metavar="auto|cpu|cuda|cuda:N|mps",
+              help="Where torch models train and predict. auto: the GPU when one is visible, "
+                   "else the CPU. With --executor process and several GPUs, each worker gets "
+                   "one. Not part of trial keys (results differ only in the last bits); every "
+                   "trial records its device.")
 @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
               help="Override a knob (repeatable), e.g. --set train.max_epochs=10; VALUE is "
                    "JSON (a bare word is a string). The sections are listed below; "
@@ -164,8 +170,8 @@ class _RunCommand(click.Command):
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, settings, until, precision, rescore,
-        db_path):
+        profile, executor, jobs, scheduler, cache_dir, device, settings, until, precision,
+        rescore, db_path):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -178,6 +184,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run -d synthetic-sources -c oracle --profile paper
       robench run -d digits -m mlp --metric rho --set train.max_epochs=10
       robench run -d mnist-5k --metric rho --profile paper --until decided
+      robench run -d digits -m cnn-2 --device cuda
 
     Opt-in components (slow) run in the quick profile only when named; --profile paper
     includes them in --all.
@@ -189,6 +196,9 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
     if precision is not None and until != "decided":
         raise click.UsageError("--precision goes with --until decided")
+    from robench.devices import resolve_device
+
+    device = resolve_device(device)  # a device that is not here fails now, exit 2
     if cache_dir:
         set_cache_dir(cache_dir)
     reg = _registry()
@@ -196,8 +206,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     chosen = {}
     for kind, given in (("datasets", datasets_names), ("models", models_names),
                         ("clusterers", clusterers_names), ("metrics", metric_names)):
-        for n in given:
-            reg.get(kind, n)  # unknown names fail here with the known ones listed
+        # unknown names fail here with the known ones listed; a data set reference
+        # (npz:PATH, ...) is read and checked here and named by its canonical form
+        given = [reg.get(kind, n).name for n in given]
+        if kind == "datasets":
+            datasets_names = given
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
     opt_in = {}  # components left out of this run because they are opt-in (slow)
     for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
@@ -224,7 +237,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     cfg = RunConfig(
         datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
         metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
-        executor=executor, jobs=jobs or default_jobs(),
+        executor=executor, jobs=jobs or default_jobs(), device=device,
         settings=parse_settings(settings, reg),
         executor_options={"scheduler": scheduler} if scheduler else {},
         explicit={"datasets": list(datasets_names), "models": list(models_names),
@@ -323,6 +336,11 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "killed_runs":
+            for r in info["runs"]:
+                self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
+                          "without finishing: its process is gone (killed?); marked 'killed'. "
+                          "Its finished trials are stored and are not run again.", fg="yellow")
         elif event == "look":
             self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
                       f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
@@ -531,20 +549,27 @@ def query(sql, fmt, db_path):
 @cli.command()
 @click.option("--out", "out_dir", default="leaderboard", show_default=True,
               type=click.Path(file_okay=False), help="Directory of the static site.")
+@click.option("--top", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Models per data set on the index; every model is on the data set's page.")
 @config_option
 @db_option
 @friendly_errors
-def leaderboard(out_dir, config, db_path):
-    """Build the static HTML leaderboard from the stored scores.
+def leaderboard(out_dir, top, config, db_path):
+    """Build the static leaderboard site from the stored scores.
+
+    Writes index.html (an overview per data set), a page per data set and per model,
+    models.html, methods.html, plots/*.svg, images/*.png, scores.json and scores.csv. Links
+    are relative: open it from disk or publish the folder on any static host. The same
+    database gives the same bytes.
 
     Each table (data set, metric) ranks the scores of one configuration and names it; by
     default the one covering the most models x clusterers (ties: the latest).
 
     \b
     Example:
-      robench leaderboard --out leaderboard && open leaderboard/index.html
+      robench leaderboard --out leaderboard --top 10 && open leaderboard/index.html
     """
-    from robench.leaderboard import build_leaderboard
+    from robench.site import build_site
     from robench.store import Store
 
     if not os.path.exists(db_path):
@@ -552,8 +577,12 @@ def leaderboard(out_dir, config, db_path):
     if config == "all":
         raise click.BadParameter("a leaderboard ranks one configuration per table; give an "
                                  "id, a label or 'legacy'", param_hint="--config")
-    path = build_leaderboard(Store(db_path), out_dir, config=config)
-    click.echo(f"wrote {path}")
+    out = Path(out_dir)
+    with Store(db_path) as store:
+        path = build_site(store, out, top=top, config=config)
+    pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
+    click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
+               f"({out / 'methods.html'}, {out / 'scores.json'})")
 
 
 # ------------------------------------------------------------------------------ migrate
@@ -617,6 +646,11 @@ def list_(kind):
             elif not getattr(spec, "in_default_run", True):
                 extra = " (opt-in)"
             click.echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
+        if k == "datasets" and reg.all("resolvers"):
+            click.echo("  by reference, no plugin needed (-d SCHEME:...):")
+            for r in reg.all("resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
 
 
 @cli.command()

@@ -248,6 +248,7 @@ class RunConfig:
     knobs: dict = field(default_factory=dict)  # filled by resolve()
     executor: str = "local"
     jobs: int = 1
+    device: str = "cpu"  # resolved: cpu | cuda | cuda:N | mps (robench.devices.resolve_device)
     executor_options: dict = field(default_factory=dict)  # e.g. {"scheduler": ADDRESS}
     explicit: dict = field(default_factory=dict)  # kind -> names the user asked for by name
 
@@ -267,6 +268,13 @@ class RunConfig:
             raise ValueError(f"--seed must be an integer in [0, {_MAX_SEED}], got {self.seed!r}")
         if not 0 < self.test_size < 1:
             raise ValueError(f"test_size must be in (0, 1), got {self.test_size}")
+        from robench.devices import check_syntax
+
+        self.device = check_syntax(self.device)
+        if self.device == "auto":
+            from robench.devices import resolve_device
+
+            self.device = resolve_device(self.device)
         if not 0 < self.val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
 

@@ -38,9 +38,20 @@ def _limit_threads() -> None:
         sys.modules["torch"].set_num_threads(TRIAL_THREADS)
 
 
-def _init_worker(recipe: dict, cache_dir: Optional[str]) -> None:
-    """Build the worker's registry from its recipe (plain data, never live plugin objects)."""
+def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None) -> None:
+    """Build the worker's registry from its recipe (plain data, never live plugin objects).
+
+    With ``gpu_queue`` (the process executor's, when several GPUs are visible) the worker
+    takes one GPU id from it and sees only that GPU (robench.devices.claim_worker_gpu).
+    """
     global _ENV
+    if gpu_queue is not None:
+        from robench.devices import claim_worker_gpu
+
+        claim_worker_gpu(gpu_queue.get(timeout=60))
+    from robench.liveness import watch_parent
+
+    watch_parent()  # a worker outliving a killed driver would hold its memory for ever
     _limit_threads()
     import sys
 
@@ -63,16 +74,26 @@ def worker_stamp() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _keyed(spec: dict) -> dict:
+    """Return the spec as stored: what its key hashes (the device has its own column)."""
+    return {k: v for k, v in spec.items() if k != "device"}
+
+
 def execute_trial(spec: dict, env=None) -> dict:
     """Run one trial spec and return its row; an exception becomes a failed row, never raised."""
     env = env if env is not None else _ENV
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
                                 "repeat", "seed", "params", "versions")}
-    row["spec"] = spec
+    row["spec"] = _keyed(spec)
     row["worker"] = worker_stamp()
     try:
+        from robench.devices import device_label, using_device
+
         check_same_data(spec, env)
-        result = env.registry.get("protocols", spec["protocol"]).run(spec, env)
+        # The device travels in the spec but not in its key (robench.devices says why).
+        with using_device(spec.get("device")):
+            row["device"] = device_label()
+            result = env.registry.get("protocols", spec["protocol"]).run(spec, env)
         row.update(result)
         row["status"], row["error"] = "ok", None
     except Exception as exc:  # noqa: BLE001 - invariant 6: a trial that raises is recorded
@@ -102,7 +123,11 @@ def failed_row(spec: dict, error: str) -> dict:
     """Return the row of a trial that could not run at all (e.g. its worker died)."""
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
                                 "repeat", "seed", "params", "versions")}
-    row.update(spec=spec, status="failed", error=error, finished_at=_now())
+    row.update(spec=_keyed(spec), status="failed", error=error, finished_at=_now())
+    if spec.get("device"):
+        from robench.devices import device_label
+
+        row["device"] = device_label(spec["device"]) if spec["device"] != "cuda" else "cuda"
     return row
 
 
@@ -141,6 +166,10 @@ class ProcessExecutor(Executor):
     A worker that dies (killed, out of memory) breaks the pool; the trials then in flight are
     retried one at a time in a fresh pool so the culprit is identified and recorded as failed
     while the rest completes.
+
+    On the ``cuda`` device with several GPUs visible, each worker sees exactly one GPU
+    (``CUDA_VISIBLE_DEVICES``, round robin over the visible ones), so ``-j`` workers spread
+    over the GPUs instead of all landing on the first.
     """
 
     name = "process"
@@ -152,17 +181,25 @@ class ProcessExecutor(Executor):
         self.jobs = max(1, int(jobs))
         self._pool = None
 
-    def _new_pool(self, workers: int):
+    def _new_pool(self, workers: int, device: Optional[str] = None):
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
         from robench.cache import cache_dir
+        from robench.devices import worker_gpus
 
         # spawn, not fork: the driver may already hold OpenMP/torch thread pools, which do not
-        # survive fork reliably.
+        # survive fork reliably (nor does CUDA).
+        ctx = mp.get_context("spawn")
+        gpu_queue = None
+        gpus = worker_gpus(device, workers) if device else []
+        if gpus:  # one GPU per worker: each takes one id from the queue as it starts
+            gpu_queue = ctx.Queue()
+            for gpu in gpus:
+                gpu_queue.put(gpu)
         return ProcessPoolExecutor(
-            max_workers=workers, mp_context=mp.get_context("spawn"),
-            initializer=_init_worker, initargs=(self.recipe, str(cache_dir())),
+            max_workers=workers, mp_context=ctx,
+            initializer=_init_worker, initargs=(self.recipe, str(cache_dir()), gpu_queue),
         )
 
     def run(self, specs):
@@ -170,13 +207,15 @@ class ProcessExecutor(Executor):
         from concurrent.futures.process import BrokenProcessPool
 
         queue = list(specs)
+        # The run's device (one per run; robench.runner puts it in every spec).
+        device = next((s.get("device") for s in queue if s.get("device")), None)
         isolate = False  # after a crash, run the survivors one at a time to find the culprit
         while queue:
             workers = 1 if isolate else min(self.jobs, len(queue))
             # Keep at most 2 trials per worker queued so an interrupt cancels cheaply; when
             # isolating a crash, exactly one so a broken pool names its trial.
             limit = 1 if isolate else 2 * workers
-            self._pool = self._new_pool(workers)
+            self._pool = self._new_pool(workers, device)
             futures = {}
             todo = queue
             queue = []

@@ -103,8 +103,12 @@ def train_reference(classifier, X, y, X_val, y_val, *, key: Optional[str] = None
         state = {k[len(_STATE):]: torch.from_numpy(np.array(v)) for k, v in arrays.items()
                  if k.startswith(_STATE)}
         module.load_state_dict(state)
-        module.eval()
+        from robench.devices import torch_device
+
+        device = torch_device()
+        module.to(device).eval()
         classifier.module_ = module
+        classifier.device_ = str(device)
         for attr, value in json.loads(str(arrays["meta"])).items():
             setattr(classifier, attr, value)
     return classifier, hit
@@ -166,13 +170,16 @@ def feature_space(classifier) -> tuple:
         return None, (f"{type(module).__name__} exposes neither conv_features/"
                       "from_conv_features nor features/head, so coverage does not apply")
 
+    from robench.devices import module_device
+
     def batched(fn):
         def apply(A):
             module.eval()
+            device = module_device(module)
             A = np.asarray(A, dtype=np.float32)
             with torch.inference_mode():
-                parts = [fn(torch.from_numpy(A[s:s + SPACE_BATCH])).reshape(
-                    len(A[s:s + SPACE_BATCH]), -1).numpy()
+                parts = [fn(torch.from_numpy(A[s:s + SPACE_BATCH]).to(device)).reshape(
+                    len(A[s:s + SPACE_BATCH]), -1).cpu().numpy()
                     for s in range(0, max(len(A), 1), SPACE_BATCH)]
             return np.concatenate(parts).astype(np.float32, copy=False)
         return apply

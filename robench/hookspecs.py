@@ -47,3 +47,8 @@ def register_executors(register: Callable) -> None:
 @hookspec
 def register_corruptions(register: Callable) -> None:
     """Register image corruptions: call ``register(robench.specs.CorruptionSpec(...))`` for each."""
+
+
+@hookspec
+def register_dataset_resolvers(register: Callable) -> None:
+    """Register data set reference schemes: call ``register(robench.specs.ResolverSpec(...))``."""

@@ -1,18 +1,16 @@
-"""Render the stored scores as one static, self-contained HTML leaderboard page.
+"""The leaderboard's shared pieces: number formats, ranking, and the jinja2 environment.
 
-The page has no scripts and no external resources, so it works from ``file://`` and from any
-static host. Accuracies are stored as fractions in [0, 1] and shown as percentages. Each
-registered metric with a :class:`robench.specs.LeaderboardSection` supplies its own part of
-every data set's section (a context builder and a jinja2 template found through a loader
-chain); the scores of every other metric go to a generic, ranked table.
+Accuracies are stored as fractions in [0, 1] and shown as percentages. Each registered metric
+with a :class:`robench.specs.LeaderboardSection` supplies its own part of every data set's
+page (a context builder and a jinja2 template found through a loader chain).
+:func:`build_leaderboard` writes the static site (:mod:`robench.site`).
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Optional
 
 import jinja2
 import markupsafe
@@ -40,6 +38,10 @@ def _environment(sections: dict) -> jinja2.Environment:
     )
     env.filters["pct"] = format_percent
     env.filters["num"] = format_number
+    # The site (robench.site) replaces these two: a model's name links to its page and a
+    # decoded image becomes a file; here a name is text and an image stays inline.
+    env.filters["model"] = markupsafe.escape
+    env.filters["png_src"] = lambda png: f"data:image/png;base64,{png}"
     return env
 
 
@@ -84,26 +86,6 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
     return ranked
 
 
-def _other_scores(scores: list[dict]) -> list[dict]:
-    """Return scores ranked within (metric, score, clusterer): those without their own section."""
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for s in scores:
-        groups[(s["metric"], s["score"], s["clusterer"])].append(dict(s))
-    rows: list[dict] = []
-    for _, group in sorted(groups.items()):
-        rows.extend(rank_rows(sorted(group, key=lambda r: r["model"])))
-    return rows
-
-
-def _definitions(scores: list[dict]) -> list[dict]:
-    """Return each distinct (metric, version, definition) that produced a stored score."""
-    seen = {(s["metric"], s["metric_version"] or "", s["definition"] or "") for s in scores}
-    return [
-        {"metric": metric, "version": version, "definition": definition}
-        for metric, version, definition in sorted(seen)
-    ]
-
-
 def _not_applicable(skips: list[dict], rows: list[dict]) -> list[dict]:
     """Return the data set's recorded skips that no stored score contradicts, summarized."""
     scored = {(r["model"], r.get("clusterer") or "", r["metric"]) for r in rows}
@@ -132,80 +114,11 @@ def chosen_configurations(store: Store, config: Optional[str] = None) -> tuple[l
     return table_configurations(store.scores(), labels, resolve(config, labels))
 
 
-def leaderboard_context(scores: list[dict], runs: Iterable[dict], skips: Iterable[dict] = (),
-                        registry=None, env: Optional[jinja2.Environment] = None,
-                        choices: Optional[dict] = None) -> dict:
-    """Return the template context for score rows, the runs that produced them and the skips.
+def build_leaderboard(store: Store, out_dir, registry=None, top: Optional[int] = None,
+                      config: Optional[str] = None) -> Path:
+    """Write the leaderboard site for every score in ``store`` to ``out_dir``; return its
+    index.html. Each table shows one configuration (:func:`chosen_configurations`). See
+    :func:`robench.site.build_site`."""
+    from robench.site import DEFAULT_TOP, build_site
 
-    Every registered metric with a leaderboard section renders its part of each data set
-    (``ds["sections"]``: title, metric and ``html``); the scores of other metrics (no section,
-    or not registered here) go to ``ds["other_scores"]``. ``skips`` are the stored
-    combinations that could not apply; each data set lists those without a score (a later run
-    may have scored what an earlier one skipped). ``choices`` ({(dataset, metric): Choice},
-    from :func:`chosen_configurations`) label each data set's tables (``ds["configurations"]``).
-    """
-    if registry is None:
-        from robench.plugins import get_registry
-
-        registry = get_registry()
-    sections = _sections(registry)
-    env = env or _environment(sections)
-    by_dataset: dict[str, list[dict]] = defaultdict(list)
-    for s in scores:
-        by_dataset[s["dataset"]].append(s)
-    skips_by_dataset: dict[str, list[dict]] = defaultdict(list)
-    for s in skips:
-        if s["dataset"] in by_dataset:
-            skips_by_dataset[s["dataset"]].append(s)
-    datasets = []
-    for name, rows in sorted(by_dataset.items()):
-        parts, shown = [], set()
-        for metric, section in sections.items():
-            mine = [r for r in rows if r["metric"] == metric]
-            context = section.build(mine) if mine else None
-            if not context:
-                continue
-            template = env.get_template(f"{metric}/{section.template}")
-            html = template.render(section=context, dataset=name,
-                                   metric=registry.get("metrics", metric))
-            parts.append({"metric": metric, "title": section.title, "context": context,
-                          "html": markupsafe.Markup(html)})
-            shown.add(metric)
-        datasets.append({
-            "name": name,
-            "sections": parts,
-            "other_scores": _other_scores([r for r in rows if r["metric"] not in shown]),
-            "not_applicable": _not_applicable(skips_by_dataset[name], rows),
-            "configurations": [{"metric": c.metric, "label": c.label, "text": c.text}
-                               for (d, _), c in sorted((choices or {}).items()) if d == name],
-        })
-    return {
-        "datasets": datasets,
-        "definitions": _definitions(scores),
-        "runs": sorted(runs, key=lambda r: r["id"]),
-        "n_scores": len(scores),
-    }
-
-
-def build_leaderboard(store: Store, out_dir, registry=None, config: Optional[str] = None) -> Path:
-    """Write the leaderboard of ``store``'s scores to ``out_dir/index.html``; return it.
-
-    Each table shows one configuration (see :func:`chosen_configurations`).
-    """
-    if registry is None:
-        from robench.plugins import get_registry
-
-        registry = get_registry()
-    scores, choices = chosen_configurations(store, config)
-    run_ids = sorted({s["run_id"] for s in scores if s.get("run_id") is not None})
-    runs = store.runs(run_ids) if run_ids else []
-    env = _environment(_sections(registry))
-    html = env.get_template("leaderboard.html").render(
-        **leaderboard_context(scores, runs, store.skips(), registry=registry, env=env,
-                              choices=choices)
-    )
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "index.html"
-    path.write_text(html, encoding="utf-8")
-    return path
+    return build_site(store, out_dir, registry=registry, top=top or DEFAULT_TOP, config=config)

@@ -17,6 +17,7 @@ from robench.specs import KINDS
 #: Built-in plugins, registered through the same manager as third-party ones.
 DEFAULT_PLUGINS = (
     "robench.builtin.datasets",
+    "robench.builtin.references",
     "robench.builtin.models",
     "robench.builtin.clusterers",
     "robench.builtin.executors",
@@ -149,6 +150,7 @@ class Registry:
         for name in failed:
             self.infos[name].components = {}
         self._datasets: dict = {}
+        self._resolved: dict = {}  # reference as given or canonical -> its DatasetSpec
 
     def _collect(self, kind, spec_cls, impl):
         plugin_name = impl.plugin_name
@@ -161,6 +163,11 @@ class Registry:
                     f"plugin '{plugin_name}' registered {spec!r} with {KINDS[kind][0]}; "
                     f"expected a {spec_cls.__name__}"
                 )
+            if kind == "datasets" and ":" in spec.name:
+                raise PluginError(
+                    f"plugin '{plugin_name}' registered data set '{spec.name}': a registered "
+                    "name is a slug; SCHEME:TARGET references come from dataset resolvers "
+                    "(register_dataset_resolvers)")
             if spec.name in table:
                 other = table[spec.name].plugin
                 raise PluginError(
@@ -191,7 +198,22 @@ class Registry:
         try:
             return self._by_kind[kind][name]
         except KeyError:
+            if kind == "datasets" and isinstance(name, str) and ":" in name:
+                return self.resolve_dataset(name)
             raise UnknownComponentError(kind, name, list(self._by_kind[kind])) from None
+
+    def resolve_dataset(self, reference: str):
+        """Return the DatasetSpec of a ``SCHEME:TARGET?KEY=VALUE`` reference, resolved once.
+
+        Its name is the canonical reference (absolute path, options sorted), so the same data
+        named two ways is one data set, and a worker resolves the name it is sent the same way.
+        """
+        if reference not in self._resolved:
+            from robench.references import resolve
+
+            spec = resolve(self, reference)
+            self._resolved[reference] = self._resolved.setdefault(spec.name, spec)
+        return self._resolved[reference]
 
     def load_dataset(self, name: str):
         """Return the loaded data set ``name``, loading it once per registry."""

@@ -116,6 +116,7 @@ def plan_run(cfg, registry) -> Plan:
             plan.groups.append(Group(metric, combo, keys, configuration=config_id))
             if combo.clusterer is not None and protocol.prepare is not None:
                 plan.prepare.append((protocol, combo))
+    _check_sources_fit(plan, cfg, registry)
     explicit = cfg.explicit or {}
     for kind in ("clusterers", "models", "datasets"):  # the most specific culprit first
         for n in explicit.get(kind, []):
@@ -125,6 +126,30 @@ def plan_run(cfg, registry) -> Plan:
                     "Drop it or pick a combination it applies to (`robench list`)."
                 )
     return plan
+
+
+def _check_sources_fit(plan: Plan, cfg, registry) -> None:
+    """Raise ConfigError if a class is too small for the sources a protocol will split it into.
+
+    Checked while planning, so nothing runs or is stored; without it every trial of the
+    combination would be recorded as failed.
+    """
+    from robench.sources import SourcesError, check_class_sizes
+
+    seen = set()
+    for protocol, combo in plan.prepare:
+        if protocol.sources_per_class is None or combo.clusterer.requires_true_sources:
+            continue
+        k = int(protocol.sources_per_class(cfg))
+        if (combo.dataset.name, k) in seen:
+            continue
+        seen.add((combo.dataset.name, k))
+        ds = registry.load_dataset(combo.dataset.name)
+        try:
+            check_class_sizes(ds.y, k, ds.class_names)
+        except SourcesError as exc:
+            raise ConfigError(f"data set '{combo.dataset.name}' ({protocol.name}, clusterer "
+                              f"'{combo.clusterer.name}'): {exc}") from None
 
 
 def execute(cfg, registry, store, *, command: str = "robench run",
@@ -141,66 +166,84 @@ def execute(cfg, registry, store, *, command: str = "robench run",
 
     t0 = time.perf_counter()
     emit = on_event or (lambda *a, **k: None)
+    killed = store.mark_killed_runs()
+    if killed:
+        emit("killed_runs", runs=killed)
     if plan is None:
         plan = plan_run(cfg, registry)
     keys = list(plan.specs)
     done_keys = store.ok_trial_keys(keys)
-    todo = [plan.specs[k] for k in keys if k not in done_keys]
+    # The device rides in each spec to the worker but is not part of the key: a trial stored
+    # on one device is found stored on another (robench.devices says why).
+    todo = [dict(plan.specs[k], device=cfg.device) for k in keys if k not in done_keys]
     config = cfg.to_dict()
     config["cache_dir"] = str(cache_dir())
     run_id = store.start_run(command=command, seed=cfg.seed, config=config,
                              plugin_versions=registry.plugin_versions())
-    from robench.configurations import configuration_row
-
-    for description in plan.configurations.values():
-        store.save_configuration(configuration_row(description, run_id))
-    for skip in plan.skipped:
-        store.save_skip(run_id=run_id, **skip)
-    emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
-         skipped=plan.skipped)
-
-    failed, interrupted, n_ran = [], False, 0
-    blocked = {}  # key -> error for trials whose shared preparation failed
-    clustering = {}  # trial key -> key of the clustering its partitions come from
+    finished = False
     try:
-        if todo:
-            _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering)
-            for key, err in blocked.items():
-                row = _blocked_row(plan.specs[key], err)
-                row["run_id"] = run_id
-                store.save_trial(row)
-                failed.append(row)
-                emit("trial", row=row)
-            runnable = longest_first([s for s in todo if s["key"] not in blocked], registry, store)
-            executor = registry.get("executors", cfg.executor).create(
-                registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
-            try:
-                for row in executor.run(runnable):
+        from robench.configurations import configuration_row
+
+        for description in plan.configurations.values():
+            store.save_configuration(configuration_row(description, run_id))
+        for skip in plan.skipped:
+            store.save_skip(run_id=run_id, **skip)
+        emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
+             skipped=plan.skipped)
+
+        failed, interrupted, n_ran = [], False, 0
+        blocked = {}  # key -> error for trials whose shared preparation failed
+        clustering = {}  # trial key -> key of the clustering its partitions come from
+        try:
+            if todo:
+                _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering)
+                for key, err in blocked.items():
+                    row = _blocked_row(plan.specs[key], err)
                     row["run_id"] = run_id
-                    if row.get("key") in clustering:
-                        row["clustering"] = clustering[row["key"]]
-                    store.save_trial(row)  # its own transaction: a crash loses only in-flight trials
-                    n_ran += 1
-                    if row["status"] != "ok":
-                        failed.append(row)
+                    store.save_trial(row)
+                    failed.append(row)
                     emit("trial", row=row)
-            finally:
-                executor.close()
-    except KeyboardInterrupt:
-        interrupted = True
+                runnable = longest_first([s for s in todo if s["key"] not in blocked],
+                                         registry, store)
+                executor = registry.get("executors", cfg.executor).create(
+                    registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
+                try:
+                    for row in executor.run(runnable):
+                        row["run_id"] = run_id
+                        if row.get("key") in clustering:
+                            row["clustering"] = clustering[row["key"]]
+                        # its own transaction: a crash loses only the trials in flight
+                        store.save_trial(row)
+                        n_ran += 1
+                        if row["status"] != "ok":
+                            failed.append(row)
+                        emit("trial", row=row)
+                finally:
+                    executor.close()
+        except KeyboardInterrupt:
+            interrupted = True
 
-    scores, n_aggregated, n_reused = [], 0, 0
-    if score and not interrupted:
-        from robench.scoring import score_groups
+        scores, n_aggregated, n_reused = [], 0, 0
+        if score and not interrupted:
+            from robench.scoring import score_groups
 
-        versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
-                    for g in plan.groups}
-        scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
-                                                      versions=versions, rescore=rescore)
-    status = "interrupted" if interrupted else ("failed" if failed else "ok")
-    store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
-                     n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),
-                     n_failed=len(failed), n_skipped=len(plan.skipped))
+            versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
+                        for g in plan.groups}
+            scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
+                                                          versions=versions, rescore=rescore)
+        status = "interrupted" if interrupted else ("failed" if failed else "ok")
+        store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
+                         n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),
+                         n_failed=len(failed), n_skipped=len(plan.skipped))
+        finished = True
+    finally:
+        if not finished:
+            # whatever stopped it (a bug, an error the run could not contain), the run row
+            # must not stay 'running'
+            try:
+                store.finish_run(run_id, "failed")
+            except Exception:  # noqa: BLE001 - the original error is the one to report
+                pass
     return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
                      time.perf_counter() - t0, interrupted, n_aggregated, n_reused)
 

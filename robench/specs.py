@@ -67,6 +67,34 @@ class DatasetSpec:
     fingerprint: Optional[Callable[[], str]] = None
 
     def __post_init__(self):
+        # A registered data set is a slug; one resolved from a reference (SCHEME:TARGET, see
+        # ResolverSpec) is named by its canonical reference, whose scheme is a slug.
+        check_slug(self.name.split(":", 1)[0] if ":" in self.name else self.name)
+
+
+@dataclass(frozen=True)
+class ResolverSpec:
+    """A data set reference scheme: ``-d SCHEME:TARGET?KEY=VALUE&...`` needs no plugin per data set.
+
+    ``resolve(target, options)`` returns the :class:`DatasetSpec` of the data ``target`` names
+    (its ``name`` is replaced by the canonical reference), raising
+    :class:`robench.data.DatasetError` with a one-line reason when it cannot (a missing file:
+    say which and where it should be). ``target`` is an absolute path when ``takes_path``
+    (relative paths are resolved against the working directory first); ``options`` holds the
+    query's keys, each one of ``options`` (others are refused before ``resolve`` is called).
+    ``syntax`` is the one-line usage ``robench list datasets`` shows.
+    """
+
+    name: str  # the scheme, e.g. "npz"
+    resolve: Callable[[str, dict], DatasetSpec]
+    description: str
+    syntax: str
+    options: tuple = ()
+    takes_path: bool = True
+    version: str = "1"
+    plugin: str = ""
+
+    def __post_init__(self):
         check_slug(self.name)
 
 
@@ -86,6 +114,10 @@ class ModelSpec:
     # (MetricSpec.needs_features) skip it when planning. None: not declared; the trial finds
     # out from the built classifier (``has_features``) and records "not applicable".
     has_features: Optional[bool] = None
+    # Shown on the leaderboard's model page: a link to the model's paper, code or card, and
+    # its number of trainable parameters where the plugin knows it.
+    url: str = ""
+    params: Optional[int] = None
 
     def __post_init__(self):
         check_slug(self.name)
@@ -165,12 +197,27 @@ class LeaderboardSection:
     ``dataset`` (the data set's name) and ``metric`` (this :class:`MetricSpec`); it may
     ``{% import "macros.html" as m %}`` the core's macros and use the ``pct`` and ``num``
     filters. Everything is autoescaped.
+
+    The static site (:mod:`robench.site`) reads three more, all optional:
+
+    ``headline(rows)`` returns the metric's column of the index's overview table for one data
+    set: ``{"label": ..., "note": ..., "rows": [{"model", "value", "ci_low", "ci_high",
+    "rank", "tied", "higher_is_better", **columns}]}`` or None; ``columns`` lists the extra
+    keys shown beside the headline as ``(key, label, format)`` with format ``"pct"`` or
+    ``"num"``. ``plots(rows)`` returns plot descriptions (see :mod:`robench.plots`) drawn as
+    SVG files; one with a ``"model"`` key goes on that model's page, the others on the data
+    set's page. ``pseudo_models`` are names under which the metric stores data-set-level
+    scores (not models): they get no model page.
     """
 
     build: Callable[[list], Optional[dict]]
     template: str
     templates: str
     title: str = ""
+    headline: Optional[Callable[[list], Optional[dict]]] = None
+    columns: tuple = ()
+    plots: Optional[Callable[[list], list]] = None
+    pseudo_models: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -213,6 +260,9 @@ class MetricSpec:
     # no change to what it computes: score fingerprints keep naming it, so scores stored
     # before the move are reused instead of recomputed.
     moved_from: str = ""
+    # The papers behind the metric as (title, url) pairs (url may be ""): the leaderboard's
+    # methods page lists them.
+    references: tuple = ()
 
     def __post_init__(self):
         check_slug(self.name)
@@ -321,6 +371,10 @@ class ProtocolSpec:
     section: str = ""
     knobs: tuple = ()
     check_knobs: Optional[Callable[[dict], None]] = None
+    # sources_per_class(cfg) -> k: how many sources ``prepare`` splits each class into. The
+    # runner refuses a data set with a class too small for k sources of 2+ samples before
+    # anything runs or is stored (clusterers that read true sources are exempt).
+    sources_per_class: Optional[Callable[[Any], int]] = None
     plugin: str = ""
 
     def __post_init__(self):
@@ -385,4 +439,5 @@ KINDS = {
     "protocols": ("register_protocols", ProtocolSpec),
     "executors": ("register_executors", ExecutorSpec),
     "corruptions": ("register_corruptions", CorruptionSpec),
+    "resolvers": ("register_dataset_resolvers", ResolverSpec),
 }

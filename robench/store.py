@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -34,10 +35,13 @@ from typing import Any, Iterable, Optional
 
 import sqlite_utils
 
+from robench.liveness import host_name, process_running, process_started
 from robench.provenance import run_environment, utc_now
 
 #: Run statuses, in the order a run can move through them.
-RUN_STATUSES = ("running", "ok", "failed", "interrupted")
+#: 'killed': its process ended without finishing it (kill -9, power cut); marked so by the next
+#: run on the same host (:meth:`Store.mark_killed_runs`).
+RUN_STATUSES = ("running", "ok", "failed", "interrupted", "killed")
 #: Trial statuses; only 'ok' trials count as cached.
 TRIAL_STATUSES = ("ok", "failed")
 #: Counters ``finish_run`` accepts.
@@ -61,6 +65,9 @@ CREATE TABLE IF NOT EXISTS runs (
     platform TEXT,
     torch_version TEXT,
     git_rev TEXT,
+    host TEXT,  -- where the driver ran: host name, process id and the process's start time
+    pid INTEGER,
+    pid_started TEXT,
     config TEXT,  -- JSON: the run's configuration (robench.config.RunConfig)
     plugin_versions TEXT  -- JSON: {plugin: version}
 );
@@ -133,7 +140,8 @@ CREATE TABLE IF NOT EXISTS trials (
     last_test_accuracy REAL,
     details TEXT,  -- JSON: what a trial that trains no model measured
     not_applicable TEXT,  -- why a trial had nothing to measure (it still counts as ok)
-    extra TEXT  -- JSON: a protocol's own results beyond the columns above
+    extra TEXT,  -- JSON: a protocol's own results beyond the columns above
+    device TEXT  -- where the trial's torch work ran (cpu, cuda:N, mps); not part of its key
 );
 CREATE TABLE IF NOT EXISTS scores (
     dataset TEXT,
@@ -225,6 +233,11 @@ CREATE VIEW IF NOT EXISTS trial_summary AS
     FROM trials
     GROUP BY dataset, model, clusterer, protocol, kind;
 """
+
+#: Trial columns left out of a trial's digest (Store.trial_digests): added after rows were
+#: stored, so digesting them (NULL in old rows) would make every stored score look stale, and
+#: recording where a trial ran, not what it computed (a rerun changes other columns anyway).
+_UNDIGESTED = ("device",)
 
 #: Columns that hold JSON text, per table; they are encoded on write and decoded on read.
 JSON_COLUMNS = {
@@ -430,10 +443,34 @@ class Store:
             "seed": seed,
             "config": config,
             "plugin_versions": plugin_versions,
+            "host": host_name(),
+            "pid": os.getpid(),
+            "pid_started": process_started(os.getpid()),
         }
         with self._write():
-            table = self.db["runs"].insert(encode_row("runs", row))
+            (row,) = self._fit_to_file("runs", [encode_row("runs", row)])
+            table = self.db["runs"].insert(row)
         return int(table.last_pk)
+
+    def mark_killed_runs(self) -> list[dict]:
+        """Mark ``killed`` every run of this host still ``running`` whose process is gone.
+
+        Returns the rows marked (id, pid, started_at). Runs of another host, or written by a
+        robench that did not record its process, are left as they are: nothing here can tell.
+        """
+        if "pid" not in self.db["runs"].columns_dict:
+            return []
+        with self._write():
+            cursor = self.db.conn.execute(
+                "SELECT id, pid, pid_started, started_at FROM runs "
+                "WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host_name()])
+            rows = [dict(zip(("id", "pid", "pid_started", "started_at"), r)) for r in cursor]
+            killed = [r for r in rows if not process_running(r["pid"], r["pid_started"])]
+            now = utc_now()
+            for r in killed:
+                self.db.conn.execute("UPDATE runs SET status = 'killed', finished_at = ? "
+                                     "WHERE id = ? AND status = 'running'", [now, r["id"]])
+        return killed
 
     def finish_run(self, run_id: int, status: str, **counts: int) -> None:
         """Mark a run finished with ``status`` and its trial counters (n_planned, n_ok, ...)."""
@@ -575,8 +612,11 @@ class Store:
                 chunk = keys[start : start + _CHUNK]
                 sql = f"SELECT * FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
                 cursor = self.db.conn.execute(sql, chunk)
-                at = [d[0] for d in cursor.description].index("key")
+                names = [d[0] for d in cursor.description]
+                at = names.index("key")
+                keep = [i for i, n in enumerate(names) if n not in _UNDIGESTED]
                 for row in cursor:
+                    row = tuple(row[i] for i in keep) if len(keep) < len(row) else row
                     out[row[at]] = hashlib.sha256(repr(row).encode("utf-8")).hexdigest()
         return out
 

@@ -254,7 +254,8 @@ def test_purity_ratio_cli_and_leaderboard(clus_registry, store, tmp_path):
                                    str(tmp_path / "results.db")])
     assert out.exit_code == 0, out.output
     assert "Model_ACC" in out.output and "R^2" in out.output and "not applicable" in out.output
-    html = build_leaderboard(store, tmp_path / "site").read_text()
+    build_leaderboard(store, tmp_path / "site")
+    html = (tmp_path / "site" / "datasets" / "tiny-images.html").read_text()
     assert "purity-ratio" in html and "Validation" in html
 
 

@@ -2,6 +2,7 @@
 trained-model trend of Table 2, determinism, CLI and leaderboard."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -427,9 +428,14 @@ def test_run_cli_results_and_leaderboard(tiny_registry, store, tmp_path):
                                    str(tmp_path / "results.db")])
     assert out.exit_code == 0, out.output
     assert "cov-acc" in out.output and "100-0" in out.output and "not applicable" in out.output
-    html = build_leaderboard(store, tmp_path / "site").read_text()
+    build_leaderboard(store, tmp_path / "site")
+    html = (tmp_path / "site" / "datasets" / "digits.html").read_text()
     assert "Coverage-guided accuracy" in html and "<polyline" in html
-    assert "data:image/png;base64," in html and "mean, over the five" in html
+    assert "mean, over the five" in html and "coverage acc." in html
+    model = (tmp_path / "site" / "models" / "mlp.html").read_text()
+    images = re.findall(r'<img alt="[^"]+" src="\.\./(images/[0-9a-f]{16}\.png)"', model)
+    assert images and all((tmp_path / "site" / i).is_file() for i in images)
+    assert "data:image" not in model and "coverage accuracy per mix" in model
 
 
 def test_set_option_parses_and_rejects_unknown_knobs(tmp_path):

@@ -213,7 +213,8 @@ def test_register_protocols(tmp_path, monkeypatch):
         assert out.exit_code == 2 and "no centroid on tiny" in out.output  # by name: an error
         monkeypatch.undo()
         with Store(db) as store:
-            html = build_leaderboard(store, tmp_path / "site", registry=reg).read_text()
+            build_leaderboard(store, tmp_path / "site", registry=reg)
+            html = (tmp_path / "site" / "datasets" / "tiny.html").read_text()
         assert "<h3>Hold-out accuracy on tiny</h3>" in html and 'class="holdout"' in html
     finally:
         set_registry(None)

@@ -1,22 +1,35 @@
-"""Tests for the static HTML leaderboard."""
+"""Tests for the static leaderboard site (robench.site): pages, links, content, determinism."""
 
+import csv
+import json
 import re
+from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
+from robench import hookimpl
 from robench.leaderboard import build_leaderboard, format_percent, rank_rows
+from robench.plots import render_svg
+from robench.plugins import Registry, make_plugin_manager
 from robench.scoring import save_scores
-from robench.specs import Score
+from robench.site import build_site, page_slug
+from robench.specs import ModelSpec, Score
 from robench.store import Store
 
 RHO_DEFINITION = "rho = E[AccX] / E[AccI] over R repeats (paper eq. 3)"
 PURITY_DEFINITION = "p = C_purity / Model_ACC"
+HOSTILE = "<script>alert(1)</script>"
+HOSTILE_ATTR = '"><img src=x onerror=alert(1)>'
 
 
-def rho_scores(model, rho, acc_x, acc_i, acc_random, clusterer="kmeans", n=5):
+def rho_scores(model, rho, acc_x, acc_i, acc_random, clusterer="kmeans", n=5, half=0.02,
+               per_class=None):
     """Return the four rho sub-scores of one model on digits."""
+    details = {"per_class": per_class} if per_class else {}
     return [
-        Score("digits", model, clusterer, "rho", "rho", rho, rho - 0.02, rho + 0.02, n=n),
+        Score("digits", model, clusterer, "rho", "rho", rho, rho - half, rho + half, n=n,
+              details=details),
         Score("digits", model, clusterer, "rho", "acc_exclusive", acc_x, n=n),
         Score("digits", model, clusterer, "rho", "acc_inclusive", acc_i, n=n),
         Score("digits", model, clusterer, "rho", "acc_random", acc_random, n=n),
@@ -32,18 +45,23 @@ def store(tmp_path):
 
 @pytest.fixture
 def filled(store):
-    run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+    run_id = store.start_run(command="robench run", seed=0, config={"profile": "quick"},
+                             plugin_versions={})
     scores = (
-        rho_scores("mlp", 0.900, 0.8100, 0.9000, 0.9050)
+        rho_scores("mlp", 0.900, 0.8100, 0.9000, 0.9050,
+                   per_class=[{"acc_exclusive": 0.8, "acc_inclusive": 0.9, "rho": 0.8889},
+                              {"acc_exclusive": 0.82, "acc_inclusive": 0.9, "rho": 0.9111}])
         + rho_scores("lenet", 0.975, 0.9263, 0.9500, 0.9510)
         + rho_scores("logreg", 0.850, 0.7650, 0.9000, 0.9000)
         + rho_scores("lenet", 0.700, 0.6650, 0.9500, 0.9510, clusterer="oracle")
         + [
-            # purity-ratio has tables of its own (test_clusterability.py): a generic metric here
+            # a metric without a section of its own: pivoted on the data-set page
             Score("digits", "mlp", "", "feature-ratio", "kmeans", 0.42, 0.40, 0.44, n=3),
             Score("digits", "lenet", "", "feature-ratio", "kmeans", 0.61, n=3,
                   higher_is_better=True),
-            Score("digits", "mlp", "", "error-gap", "gap", 0.05, higher_is_better=False),
+            Score("digits", "mlp", "", "error-gap", "gap", 0.05, higher_is_better=False,
+                  details={"per_fold": {"shifted": {"test": [0.7, 0.8]},
+                                        "random": {"test": [0.9, 0.91]}}}),
             Score("digits", "lenet", "", "error-gap", "gap", 0.01, higher_is_better=False),
         ]
     )
@@ -54,7 +72,7 @@ def filled(store):
         {
             "rho": ("1", RHO_DEFINITION),
             "feature-ratio": ("2", PURITY_DEFINITION),
-            "error-gap": ("1", "gap <script>alert(1)</script>"),
+            "error-gap": ("1", "gap " + HOSTILE),
         },
     )
     store.finish_run(run_id, "ok", n_ok=12)
@@ -67,65 +85,250 @@ def section(html, start, end):
     return html[i : html.index(end, i)]
 
 
-def test_leaderboard_ranks_models_by_rho_with_ci_and_interval(filled, tmp_path):
-    path = build_leaderboard(filled, tmp_path / "site" / "out")
-    assert path == tmp_path / "site" / "out" / "index.html"
-    html = path.read_text(encoding="utf-8")
+def read(site: Path, name: str) -> str:
+    return (site / name).read_text(encoding="utf-8")
 
-    kmeans = section(html, "<code>kmeans</code>", "</table>")
-    order = [kmeans.index(f"<td>{m}</td>") for m in ("lenet", "mlp", "logreg")]
+
+class _Links(HTMLParser):
+    """Collect href/src attributes and element ids of one page."""
+
+    def __init__(self):
+        super().__init__()
+        self.links, self.ids, self.imgs = [], set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        for key in ("href", "src"):
+            if attrs.get(key) is not None:
+                self.links.append((tag, key, attrs[key]))
+        if tag == "img":
+            self.imgs.append(attrs)
+
+
+def parse(path: Path) -> _Links:
+    p = _Links()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def check_links(site: Path) -> int:
+    """Assert every internal link of every page resolves (file and #fragment); return count."""
+    pages = sorted(site.rglob("*.html"))
+    parsed = {p: parse(p) for p in pages}
+    n = 0
+    for page, links in parsed.items():
+        for tag, key, url in links.links:
+            if tag == "a" and re.match(r"https?://", url):
+                continue  # a paper or a model's own page: a link out, never a resource
+            assert not re.match(r"[a-z][a-z0-9+.-]*:|//", url), (page, url)
+            target, _, fragment = url.partition("#")
+            path = (page.parent / target).resolve() if target else page
+            assert path.is_file(), (page.relative_to(site), url)
+            if fragment:
+                assert fragment in parsed[path].ids, (page.relative_to(site), url)
+            n += 1
+        for img in links.imgs:
+            assert img.get("alt"), (page, img)
+    return n
+
+
+def test_site_writes_every_page_and_all_links_resolve(filled, tmp_path):
+    site = tmp_path / "site"
+    index = build_leaderboard(filled, site)
+    assert index == site / "index.html"
+    for name in ("index.html", "datasets/digits.html", "models/mlp.html", "models/lenet.html",
+                 "models/logreg.html", "models.html", "methods.html", "scores.json",
+                 "scores.csv", "style.css"):
+        assert (site / name).is_file(), name
+    assert sorted(p.name for p in (site / "plots").glob("*.svg")) == [
+        "digits-rho-0.svg", "digits-rho-1.svg", "digits-rho-2.svg", "digits-rho-3.svg"]
+    assert check_links(site) > 40
+    for page in site.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        assert "data:image" not in html  # images are files
+        assert '<link rel="stylesheet" href="' in html and "http" not in re.sub(
+            r'<a href="https?://[^"]*"', "", html)
+
+
+def test_index_ranks_by_rho_with_accuracies_beside_and_ties(filled, tmp_path):
+    html = read(tmp_path, build_leaderboard(filled, tmp_path).name)
+    overview = section(html, 'id="ds-digits"', "</table>")
+    order = [overview.index(f'models/{m}.html">{m}</a>') for m in ("lenet", "mlp", "logreg")]
     assert order == sorted(order), "models must be listed by descending rho"
-    assert re.search(r'class="rank">1</td>\s*<td>lenet</td>', kmeans)
-    assert re.search(r'class="rank">3</td>\s*<td>logreg</td>', kmeans)
-    assert "0.975" in kmeans and "[0.955, 0.995]" in kmeans
-    assert "[92.63%, 95.00%]" in kmeans
-    assert "95.10%" in kmeans  # random-split accuracy
-    assert 'class="span" style="left: 92.63%; width: 2.37%"' in kmeans
+    assert "rho (kmeans) rank" in overview and "E[AccX]" in overview and "E[AccI]" in overview
+    assert "random split" in overview
+    row = section(overview, 'models/lenet.html', "</tr>")
+    assert ">1<" in row and "0.975" in row and "[0.955, 0.995]" in row
+    assert "92.6%" in row and "95.0%" in row and "95.1%" in row  # E[AccX], E[AccI], random
+    assert 'class="tie"' not in overview  # these intervals do not overlap
 
+
+def test_overlapping_intervals_share_a_rank(store, tmp_path):
+    run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+    scores = (rho_scores("a", 0.95, 0.9, 0.95, 0.95, half=0.05)
+              + rho_scores("b", 0.93, 0.88, 0.95, 0.95, half=0.05)
+              + rho_scores("c", 0.70, 0.66, 0.95, 0.95, half=0.01))
+    save_scores(store, scores, run_id, {"rho": ("2", RHO_DEFINITION)})
+    html = read(tmp_path, build_site(store, tmp_path).name)
+    overview = section(html, 'id="ds-digits"', "</table>")
+    ranks = re.findall(r'class="num rank" data-value="(\d)">\d(<span class="tie")?', overview)
+    assert ranks == [("1", '<span class="tie"'), ("1", '<span class="tie"'), ("3", "")]
+
+
+def test_dataset_page_has_every_section_pivoted_other_metrics_and_plots(filled, tmp_path):
+    build_site(filled, tmp_path)
+    html = read(tmp_path, "datasets/digits.html")
+    kmeans = section(html, "<code>kmeans</code>", "</table>")
+    assert re.search(r'class="rank">1</td>\s*<th scope="row" class="model">'
+                     r'<a href="../models/lenet.html">lenet</a>', kmeans)
+    assert "[92.63%, 95.00%]" in kmeans and 'style="left: 92.63%; width: 2.37%"' in kmeans
     oracle = section(html, "<code>oracle</code>", "</table>")
-    assert "<td>lenet</td>" in oracle and "<td>mlp</td>" not in oracle
-    assert "0.700" in oracle
+    assert "lenet.html" in oracle and "mlp.html" not in oracle
+    gap = section(html, 'id="other-error-gap"', "</table>")
+    # lower is better for error-gap: lenet (0.01) ranks above mlp (0.05)
+    assert gap.index("lenet.html") < gap.index("mlp.html")
+    ratio = section(html, 'id="other-feature-ratio"', "</table>")
+    assert "[0.400, 0.440]" in ratio
+    # scores saved without a run configuration are the database's "legacy" configuration
+    assert "Configuration of this table: <code>configuration legacy" in html
+    assert html.count("<figure>") == 4 and 'alt="Scatter plot of rho' in html
+    assert 'href="#section-rho"' in html  # table of contents
 
 
-def test_leaderboard_lists_other_metrics_definitions_and_runs(filled, tmp_path):
-    html = build_leaderboard(filled, tmp_path).read_text(encoding="utf-8")
-    other = section(html, "Other scores", "</table>")
-    assert "feature-ratio" in other and "error-gap" in other
-    # Lower is better for error-gap: lenet (0.01) ranks above mlp (0.05).
-    gap_rows = re.findall(r"<td>error-gap</td>.*?class=\"rank\">(\d)</td>\s*<td>(\w+)</td>",
-                          other, flags=re.S)
-    assert gap_rows == [("1", "lenet"), ("2", "mlp")]
-    assert "[0.4000, 0.4400]" in other
+def test_model_page_shows_metadata_scores_per_class_and_folds(filled, tmp_path):
+    build_site(filled, tmp_path)
+    html = read(tmp_path, "models/mlp.html")
+    assert "Model: mlp" in html and "MLP" in html  # the registered description
+    assert "robench.builtin.models" in html
+    assert "rho per class" in html and "0.889" in html and "0.911" in html
+    assert "error-gap per fold" in html and "shifted test" in html and "0.800" in html
+    assert "All 6 stored scores of mlp on digits" in html
+    models = read(tmp_path, "models.html")
+    assert 'href="models/logreg.html"' in models
 
-    definitions = section(html, "Definitions", "</section>")
-    assert RHO_DEFINITION in definitions and PURITY_DEFINITION in definitions
-    assert "version 2" in definitions
-    assert "<script>" not in html and "&lt;script&gt;" in definitions  # autoescaped
 
-    footer = section(html, "<footer>", "</footer>")
+def test_methods_page_definitions_papers_configurations_runs(filled, tmp_path):
+    build_site(filled, tmp_path)
+    html = read(tmp_path, "methods.html")
+    assert RHO_DEFINITION in html and PURITY_DEFINITION in html and "Version 2" in html
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "Source-aware Partitioning for Robust Cross-validation" in html
     run = filled.runs()[0]
-    assert f"<td>{run['id']}</td>" in footer and run["robench_version"] in footer
-    assert run["started_at"] in footer
+    runs = section(html, 'id="runs"', "</table>")
+    assert run["started_at"] in runs and run["robench_version"] in runs
+    configs = section(html, 'id="configurations"', "</table>")
+    assert "Robustness rho" in configs and "error-gap" in configs
 
 
-def test_leaderboard_is_self_contained(filled, tmp_path):
-    html = build_leaderboard(filled, tmp_path).read_text(encoding="utf-8")
-    assert "http://" not in html and "https://" not in html
-    for attribute in re.findall(r'(?:src|href|url)\s*[=(]\s*["\']?([^"\')\s>]*)', html):
-        assert not attribute.startswith("//") and ":" not in attribute, attribute
-    assert "<script" not in html and "<link" not in html
+def test_downloads_carry_every_score(filled, tmp_path):
+    build_site(filled, tmp_path)
+    data = json.loads(read(tmp_path, "scores.json"))
+    assert len(data["scores"]) == len(filled.scores()) == 20
+    rows = list(csv.DictReader((tmp_path / "scores.csv").open(encoding="utf-8")))
+    assert len(rows) == 20 and set(rows[0]) >= {"dataset", "model", "metric", "value", "ci_low"}
+    lenet = next(r for r in rows if r["model"] == "lenet" and r["score"] == "rho"
+                 and r["clusterer"] == "kmeans")
+    assert float(lenet["value"]) == 0.975 and float(lenet["ci_low"]) == pytest.approx(0.955)
+
+
+def test_same_database_gives_a_byte_identical_site(filled, tmp_path):
+    def snapshot(folder):
+        return {p.relative_to(folder).as_posix(): p.read_bytes()
+                for p in sorted(folder.rglob("*")) if p.is_file()}
+
+    build_site(filled, tmp_path / "a")
+    build_site(filled, tmp_path / "b")
+    a, b = snapshot(tmp_path / "a"), snapshot(tmp_path / "b")
+    assert a == b and len(a) > 10
+    svg = a["plots/digits-rho-0.svg"].decode()
+    assert "<dc:date>" not in svg and "robench" in svg
+
+
+def test_rebuild_removes_pages_of_models_no_longer_stored(filled, tmp_path):
+    build_site(filled, tmp_path)
+    (tmp_path / "models" / "gone.html").write_text("old")
+    (tmp_path / "notes.txt").write_text("mine")
+    build_site(filled, tmp_path)
+    assert not (tmp_path / "models" / "gone.html").exists()
+    assert (tmp_path / "notes.txt").exists()  # not the site's own file: left alone
+
+
+def test_top_keeps_the_index_short_and_the_dataset_page_complete(filled, tmp_path):
+    build_site(filled, tmp_path, top=2)
+    index = section(read(tmp_path, "index.html"), 'id="ds-digits"', "</section>")
+    assert "lenet.html" in index and "mlp.html" in index and "logreg.html" not in index
+    assert "Top 2 of 3 models" in index
+    assert "logreg.html" in section(read(tmp_path, "datasets/digits.html"), 'id="overview"',
+                                    "</table>")
+
+
+class HostilePlugin:
+    """A plugin whose model metadata tries to inject markup."""
+
+    @hookimpl
+    def register_models(self, register):
+        register(ModelSpec(name="evil", build=lambda ctx: None,
+                           description=HOSTILE + HOSTILE_ATTR, version=HOSTILE_ATTR,
+                           url="javascript:alert(1)"))
+        register(ModelSpec(name="linked", build=lambda ctx: None, description="has a link",
+                           url="https://example.org/model?a=1&b=2", params=12345))
+
+
+def test_hostile_names_and_metadata_render_as_text(store, tmp_path):
+    pm, infos = make_plugin_manager(load_entrypoints=False)
+    pm.register(HostilePlugin(), name="hostile")
+    registry = Registry(pm, infos)
+    run_id = store.start_run(command=HOSTILE, seed=0, config={}, plugin_versions={})
+    scores = (rho_scores("evil", 0.9, 0.8, 0.9, 0.9) + rho_scores("linked", 0.8, 0.7, 0.9, 0.9)
+              + rho_scores(HOSTILE, 0.7, 0.6, 0.9, 0.9) + rho_scores(HOSTILE_ATTR, 0.6, 0.5, 0.9,
+                                                                      0.9))
+    save_scores(store, scores, run_id, {"rho": ("2", HOSTILE)})
+    build_site(store, tmp_path, registry=registry)
+    for page in tmp_path.rglob("*.html"):
+        html = page.read_text(encoding="utf-8")
+        assert "<script>alert" not in html and "<img src=x" not in html, page
+        assert "javascript:" not in html, page
+    assert (tmp_path / "models" / f"{page_slug(HOSTILE)}.html").is_file()
+    assert re.fullmatch(r"[a-z0-9-]+", page_slug(HOSTILE)) and page_slug(HOSTILE) != page_slug(
+        HOSTILE_ATTR)
+    linked = read(tmp_path, "models/linked.html")
+    assert 'href="https://example.org/model?a=1&amp;b=2"' in linked and "12,345" in linked
+    assert "&lt;script&gt;" in read(tmp_path, "models/evil.html")
+    check_links(tmp_path)
 
 
 def test_leaderboard_handles_an_empty_store(store, tmp_path):
-    html = build_leaderboard(store, tmp_path / "empty").read_text(encoding="utf-8")
-    assert "No scores yet" in html
-    assert "<table" not in html.split("<footer>")[0]
+    html = read(tmp_path, build_site(store, tmp_path / "empty").relative_to(tmp_path).as_posix())
+    assert "No scores yet" in html and "<table" not in html
 
 
-def test_leaderboard_rebuild_overwrites(filled, tmp_path):
-    first = build_leaderboard(filled, tmp_path).read_text(encoding="utf-8")
-    second = build_leaderboard(filled, tmp_path).read_text(encoding="utf-8")
-    assert first == second
+def test_cli_leaderboard_top_and_refusals(filled, tmp_path):
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+
+    db = str(tmp_path / "robench.db")
+    out = tmp_path / "cli-site"
+    res = CliRunner().invoke(cli, ["leaderboard", "--db", db, "--out", str(out), "--top", "1"])
+    assert res.exit_code == 0, res.output
+    assert "datasets, " in res.output and (out / "models" / "mlp.html").is_file()
+    bad = CliRunner().invoke(cli, ["leaderboard", "--db", db, "--out", str(out), "--top", "0"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_render_svg_is_deterministic_and_refuses_unknown_kinds():
+    plot = {"kind": "scatter", "title": "t", "xlabel": "x", "ylabel": "y", "percent": ("x",),
+            "points": [{"label": "a", "x": 0.9, "y": 0.95, "y_low": 0.9, "y_high": 1.0},
+                       {"label": "b", "x": float("nan"), "y": 0.5}]}
+    first = render_svg(plot)
+    assert first == render_svg(plot) and first.startswith("<?xml")
+    lines = render_svg({"kind": "lines", "series": [{"label": "s", "x": [0, 50, 100],
+                                                      "y": [0.2, 0.5, None]}]})
+    assert "<svg" in lines
+    with pytest.raises(ValueError, match="unknown plot kind"):
+        render_svg({"kind": "pie"})
 
 
 def test_rank_rows_respects_direction_ties_and_missing():
@@ -157,7 +360,7 @@ def test_leaderboard_lists_what_could_not_apply_unless_a_later_run_scored_it(fil
                      reason=reason, run_id=1)
     filled.save_skip(dataset="other", model="mlp", clusterer="", metric="rho",
                      reason="no scores for this data set", run_id=1)
-    html = build_leaderboard(filled, tmp_path / "site").read_text()
-    part = section(html, "<h3>Not applicable</h3>", "</ul>")
+    build_site(filled, tmp_path)
+    part = section(read(tmp_path, "datasets/digits.html"), 'id="not-applicable"', "</ul>")
     assert reason.replace("'", "&#39;") in part and "(models: logreg, mlp)" in part
-    assert "no scores for this data set" not in html  # a data set without scores has no section
+    assert not (tmp_path / "datasets" / "other.html").exists()

@@ -21,18 +21,60 @@ def robench_env(tmp_path, **extra) -> dict:
     return env
 
 
-def start(args, tmp_path, **popen) -> subprocess.Popen:
+#: Plugin modules a test process can load beside the built-ins (``plugins=``).
+HOSTILE = ("tests.plugins.tiny", "tests.reliability.hostile")
+
+_WITH_PLUGINS = """
+import sys
+from robench.plugins import make_registry, set_registry
+set_registry(make_registry(modules={modules!r}, load_entrypoints=False))
+from robench.cli import cli
+cli(sys.argv[1:], prog_name="robench")
+"""
+
+
+def command(args, plugins=()) -> list:
+    """Return the argv of ``robench ARGS``, with extra plugin modules loaded if given."""
+    if plugins:
+        return [sys.executable, "-c", _WITH_PLUGINS.format(modules=list(plugins)), *args]
+    return [sys.executable, "-m", "robench", *args]
+
+
+def start(args, tmp_path, plugins=(), env=None, **popen) -> subprocess.Popen:
     """Start ``robench ARGS`` in ``tmp_path`` and return the process (stdout/stderr piped)."""
-    return subprocess.Popen([sys.executable, "-m", "robench", *args], cwd=tmp_path,
-                            env=robench_env(tmp_path), stdout=subprocess.PIPE,
+    return subprocess.Popen(command(args, plugins), cwd=tmp_path,
+                            env=robench_env(tmp_path, **(env or {})), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **popen)
 
 
-def run(args, tmp_path, timeout=300, input=None) -> subprocess.CompletedProcess:
-    """Run ``robench ARGS`` in ``tmp_path`` to completion."""
-    return subprocess.run([sys.executable, "-m", "robench", *args], cwd=tmp_path,
-                          env=robench_env(tmp_path), capture_output=True, text=True,
-                          timeout=timeout, input=input)
+def run(args, tmp_path, plugins=(), timeout=300, input=None, env=None):
+    """Run ``robench ARGS`` in ``tmp_path`` to completion; return the CompletedProcess."""
+    return subprocess.run(command(args, plugins), cwd=tmp_path,
+                          env=robench_env(tmp_path, **(env or {})), capture_output=True,
+                          text=True, timeout=timeout, input=input)
+
+
+def children(pid) -> list:
+    """Return the ids of the live processes whose parent is ``pid`` (Linux /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if len(fields) > 1 and fields[1] == str(pid) and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
+def alive(pids) -> list:
+    """Return those of ``pids`` that still run (zombies count as gone)."""
+    from robench.liveness import process_running
+
+    return [p for p in pids if process_running(p)]
 
 
 def rows(db, sql, params=()) -> list:

@@ -43,5 +43,8 @@ def register_metrics(register):
         leaderboard=LeaderboardSection(build=leaderboard.section, template="mce.html",
                                        templates=leaderboard.TEMPLATES,
                                        title="Common corruptions (mCE)"),
+        references=(("Dan Hendrycks and Thomas Dietterich, Benchmarking Neural Network "
+                     "Robustness to Common Corruptions and Perturbations (ICLR 2019)",
+                     "https://arxiv.org/abs/1903.12261"),),
         display_order=30,
     ))

@@ -45,6 +45,12 @@ def register_metrics(register):
         moved_from="robench.builtin.coverage",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="coverage.html",
                                        templates=leaderboard.TEMPLATES,
-                                       title="Coverage-guided accuracy"),
+                                       title="Coverage-guided accuracy",
+                                       headline=leaderboard.headline,
+                                       columns=(("model_acc", "test acc.", "pct"),),
+                                       plots=leaderboard.plots),
+        references=(("Senthil Mani, Anush Sankaran, Srikanth Tamilselvam and Akshay Sethi, "
+                     "Coverage Testing of Deep Learning Models using Dataset Characterization "
+                     "(2019)", "https://arxiv.org/abs/1911.07309"),),
         display_order=30,
     ))

@@ -51,6 +51,53 @@ def _curve(by_mix: dict, width: int = 120, height: int = 36) -> dict:
     return {"points": " ".join(pts), "width": width, "height": height}
 
 
+def _share(mix: str) -> float:
+    return float(mix.split("-")[0])
+
+
+def headline(rows: list):
+    """Return coverage's column of the overview (tie ranks by interval; test accuracy beside)."""
+    tables = section(rows)
+    if not tables:
+        return None
+    return {"label": "coverage acc.", "format": "pct", "rows": tables["models"],
+            "note": "coverage-guided accuracy, the mean over five centroid:boundary mixes of "
+                    "accuracy on generated test sets, with the model's test accuracy beside it."}
+
+
+def plots(rows: list) -> list:
+    """Return coverage's plots: accuracy per centroid share for the data set's models (one
+    plot) and, per model, its own curve with the per-mix accuracy of each generated size."""
+    tables = section(rows)
+    if not tables:
+        return []
+    mixes = tables["mixes"]
+    ticks = [(_share(m), m) for m in mixes]
+    series = [{"label": r["model"], "x": [_share(m) for m in r["mixes"]],
+               "y": [r["by_mix"].get(m) for m in r["mixes"]]} for r in tables["models"]]
+    out = [{"kind": "lines", "title": "Coverage-guided accuracy per mix",
+            "alt": (f"Line plot of accuracy (vertical, 0-100%) against the centroid:boundary "
+                    f"mix (horizontal) for {len(series)} models; values in the coverage table."),
+            "caption": "accuracy on generated test sets from all-boundary (left) to "
+                       "all-centroid (right)",
+            "xlabel": "mix (centroid share - boundary share, %)", "ylabel": "accuracy",
+            "percent": ("y",), "ylim": (0, 1.02), "xticks": ticks, "series": series[:8]}]
+    for r in tables["models"]:
+        sizes = sorted({int(s) for t in r["table"].values() for s in t})
+        per_size = [{"label": f"{size} points", "x": [_share(m) for m in r["mixes"]],
+                     "y": [(r["table"].get(m) or {}).get(str(size)) for m in r["mixes"]]}
+                    for size in sizes]
+        out.append({"kind": "lines", "model": r["model"],
+                    "title": f"{r['model']}: coverage accuracy per mix",
+                    "alt": (f"Line plot of {r['model']}'s accuracy against the centroid:boundary "
+                            "mix, one line per generated set size; values in the table below."),
+                    "caption": "mean over the reference models, one line per generated size",
+                    "xlabel": "mix (centroid share - boundary share, %)", "ylabel": "accuracy",
+                    "percent": ("y",), "ylim": (0, 1.02), "xticks": ticks,
+                    "series": per_size or [series[tables["models"].index(r)]]})
+    return out
+
+
 def section(rows: list):
     """Return the coverage section of one data set (ranked by coverage-guided accuracy)."""
     from robench.leaderboard import rank_rows
@@ -58,7 +105,9 @@ def section(rows: list):
     tables = leaderboard_tables(rows)
     if not tables:
         return None
-    models = rank_rows(sorted(tables["models"], key=lambda r: r["model"]))
+    from robench.families.source_aware.leaderboard import tie_ranked
+
+    models = tie_ranked(rank_rows(sorted(tables["models"], key=lambda r: r["model"])))
     mixes = mix_order({m for r in models for m in r["mixes"]})
     sizes = sorted({int(s) for r in models for t in r["table"].values() for s in t})
     knobs = next((r["knobs"] for r in models if r["knobs"]), {})

@@ -485,8 +485,11 @@ def train_decoder(Z: np.ndarray, images: np.ndarray, *, seed: int, epochs: int =
             h = self.fc((z - self.mean) / self.std).view(len(z), 2 * width, h0, w0)
             return self.up(h)[:, :, :H, :W]
 
+    from robench.devices import torch_device
+
     torch.manual_seed(seed)
-    dec = Decoder()
+    device = torch_device()  # the trial's device
+    dec = Decoder().to(device)
     opt = torch.optim.Adam(dec.parameters(), lr=lr)
     Zt, It = torch.from_numpy(Z), torch.from_numpy(images)
     gen = torch.Generator().manual_seed(seed)
@@ -496,7 +499,7 @@ def train_decoder(Z: np.ndarray, images: np.ndarray, *, seed: int, epochs: int =
         order = torch.randperm(len(Zt), generator=gen)
         for s in range(0, len(Zt), batch_size):
             b = order[s:s + batch_size]
-            loss = loss_fn(dec(Zt[b]), It[b])
+            loss = loss_fn(dec(Zt[b].to(device)), It[b].to(device))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -508,10 +511,13 @@ def decode(decoder, Z: np.ndarray) -> np.ndarray:
     """Return the decoder's images (n, C, H, W) in [0, 1] for features ``Z``."""
     import torch
 
+    from robench.devices import module_device
+
     Z = np.asarray(Z, dtype=np.float32)
+    device = module_device(decoder)
     with torch.inference_mode():
-        parts = [torch.sigmoid(decoder(torch.from_numpy(Z[s:s + EVAL_BATCH]))).numpy()
-                 for s in range(0, max(len(Z), 1), EVAL_BATCH)]
+        parts = [torch.sigmoid(decoder(torch.from_numpy(Z[s:s + EVAL_BATCH]).to(device)))
+                 .cpu().numpy() for s in range(0, max(len(Z), 1), EVAL_BATCH)]
     return np.concatenate(parts)
 
 

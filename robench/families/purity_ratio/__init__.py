@@ -44,6 +44,13 @@ def register_metrics(register):
         moved_from="robench.builtin.clusterability",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="purity_ratio.html",
                                        templates=leaderboard.TEMPLATES,
-                                       title="Feature-space clusterability"),
+                                       title="Feature-space clusterability",
+                                       headline=leaderboard.headline,
+                                       columns=(("model_acc", "Model_ACC", "pct"),),
+                                       pseudo_models=(metric.ZOO_MODEL,)),
+        references=(("Kalun Ho, Franz-Josef Pfreundt, Janis Keuper and Margret Keuper, "
+                     "Estimating the Robustness of Classification Models by the Structure of "
+                     "the Learned Feature-Space (AAAI-22 workshop)",
+                     "https://arxiv.org/abs/2106.12303"),),
         display_order=20,
     ))

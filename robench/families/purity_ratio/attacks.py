@@ -38,6 +38,12 @@ import numpy as np
 ATTACKS = ("fgsm", "pgd", "deepfool")
 
 
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
 def _finite(arrays, what: str):
     from robench.boundary import check_finite
 
@@ -50,14 +56,21 @@ def _torch_inputs(X):
     return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
 
 
+def _device(module):
+    from robench.devices import module_device
+
+    return module_device(module)
+
+
 def _predict(module, X, batch: int = 256) -> np.ndarray:
     import torch
 
     module.eval()
+    device = _device(module)
     out = []
     with torch.no_grad():
         for s in range(0, X.shape[0], batch):
-            out.append(module(X[s:s + batch]).argmax(1))
+            out.append(module(X[s:s + batch].to(device)).argmax(1).cpu())
     return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
 
 
@@ -84,11 +97,12 @@ def fgsm(module, X, y, eps: float, batch: int = 256) -> np.ndarray:
 
     X, y = _torch_inputs(X), torch.as_tensor(np.asarray(y), dtype=torch.long)
     module.eval()
+    device = _device(module)
     out = []
     for s in range(0, X.shape[0], batch):
-        xb, yb = X[s:s + batch], y[s:s + batch]
+        xb, yb = X[s:s + batch].to(device), y[s:s + batch].to(device)
         out.append((xb + eps * _grad_sign(module, xb, yb, f"attack 'fgsm' at eps={eps}"))
-                   .clamp(0.0, 1.0).detach())
+                   .clamp(0.0, 1.0).detach().cpu())
     adv = torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
     return _finite(adv, f"attack 'fgsm' at eps={eps}")
 
@@ -100,14 +114,15 @@ def pgd(module, X, y, eps: float, steps: int = 10, batch: int = 256) -> np.ndarr
     X, y = _torch_inputs(X), torch.as_tensor(np.asarray(y), dtype=torch.long)
     module.eval()
     alpha = 2.5 * eps / max(int(steps), 1)
+    device = _device(module)
     out = []
     for s in range(0, X.shape[0], batch):
-        x0, yb = X[s:s + batch], y[s:s + batch]
+        x0, yb = X[s:s + batch].to(device), y[s:s + batch].to(device)
         x = x0.clone()
         for _ in range(int(steps)):
             x = x + alpha * _grad_sign(module, x, yb, f"attack 'pgd' at eps={eps}")
             x = torch.min(torch.max(x, x0 - eps), x0 + eps).clamp(0.0, 1.0).detach()
-        out.append(x)
+        out.append(x.cpu())
     adv = torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
     return _finite(adv, f"attack 'pgd' at eps={eps} ({int(steps)} steps)")
 
@@ -116,7 +131,9 @@ def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: 
                    nb_grads: int = 10, batch: int = 128) -> tuple:
     """Return (per-pixel L2 norm ‖δ‖₂/√D of DeepFool's perturbation, prediction on x + δ).
 
-    Uses ART's batched DeepFool on the module (inputs flat, clip values [0, 1]).
+    Uses ART's batched DeepFool on the module (inputs flat, clip values [0, 1]) on the
+    module's device: ART's ``device_type="gpu"`` on CUDA (made current so ART picks that
+    GPU); ART has no Metal backend, so a module on ``mps`` is attacked on the CPU and moved back.
     """
     import logging
 
@@ -126,13 +143,21 @@ def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: 
 
     logging.getLogger("art").setLevel(logging.ERROR)
     X = np.ascontiguousarray(X, dtype=np.float32)
-    clf = PyTorchClassifier(model=module, loss=torch.nn.CrossEntropyLoss(),
-                            input_shape=(X.shape[1],), nb_classes=int(n_classes),
-                            clip_values=(0.0, 1.0), device_type="cpu")
-    attack = DeepFool(clf, max_iter=int(max_iter), epsilon=float(overshoot),
-                      nb_grads=int(min(nb_grads, n_classes)), batch_size=int(batch),
-                      verbose=False)
-    x_adv = _finite(attack.generate(X).astype(np.float32), "attack 'deepfool'")
+    device = _device(module)
+    cuda = device.type == "cuda"
+    try:
+        # ART puts the model on torch.cuda.current_device() for "gpu": make it the module's.
+        with torch.cuda.device(device) if cuda else _nothing():
+            clf = PyTorchClassifier(model=module, loss=torch.nn.CrossEntropyLoss(),
+                                    input_shape=(X.shape[1],), nb_classes=int(n_classes),
+                                    clip_values=(0.0, 1.0),
+                                    device_type="gpu" if cuda else "cpu")
+            attack = DeepFool(clf, max_iter=int(max_iter), epsilon=float(overshoot),
+                              nb_grads=int(min(nb_grads, n_classes)), batch_size=int(batch),
+                              verbose=False)
+            x_adv = _finite(attack.generate(X).astype(np.float32), "attack 'deepfool'")
+    finally:
+        module.to(device)  # ART moved it to its own device (the CPU for a module on mps)
     norms = np.sqrt(((x_adv - X) ** 2).sum(1) / X.shape[1])
     return norms, _predict(module, torch.from_numpy(x_adv))
 

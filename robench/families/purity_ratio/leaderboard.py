@@ -65,3 +65,14 @@ def section(rows: list):
         return None
     tables["models"] = rank_rows(sorted(tables["models"], key=lambda r: r["model"]))
     return tables
+
+
+def headline(rows: list):
+    """Return purity-ratio's column of the overview (p_purity combined; Model_ACC beside)."""
+    tables = section(rows)
+    if not tables or not tables["models"]:
+        return None
+    return {"label": "purity-ratio", "format": "num", "rows": tables["models"],
+            "note": "p_purity combined (eq. 10): how clusterable the feature space is "
+                    "relative to the model's accuracy Model_ACC, shown beside it; no interval "
+                    "(one reference model)."}

@@ -21,6 +21,7 @@ def register_protocols(register):
     register(ProtocolSpec(
         name=protocol.NAME, version=protocol.VERSION, plan=protocol.plan, run=protocol.run,
         prepare=protocol.prepare, section=protocol.SECTION, knobs=protocol.KNOBS,
+        sources_per_class=lambda cfg: protocol.settings(cfg)["folds"],
         check_knobs=protocol.check_knobs,
         description="K sub-domains per class merged into K folds (Algorithms 1-2) vs "
                     "stratified random K-fold; VAE latent Wasserstein distances between folds.",
@@ -42,6 +43,9 @@ def register_metrics(register):
         version="1",
         report=report.report_lines,
         moved_from="robench.builtin.vae_vgmm",
+        references=(("Xudong Sun, Alexej Gossmann, Yu Wang and Bernd Bischl, Variational "
+                     "Resampling Based Assessment of Deep Neural Networks under Distribution "
+                     "Shift (IEEE SSCI 2019)", "https://arxiv.org/abs/1906.02972"),),
         display_order=40,
     ))
 

@@ -19,7 +19,7 @@ def register_protocols(register):
     """Register source-aware, random-split and adequacy."""
     register(ProtocolSpec(
         name=protocol.NAME, version=protocol.VERSION, plan=protocol.plan, run=protocol.run,
-        prepare=protocol.prepare,
+        prepare=protocol.prepare, sources_per_class=lambda cfg: cfg.k,
         description="Per class k sources by clustering; R repeats each of source-inclusive, "
                     "source-exclusive and stratified random train/test partitions.",
     ))
@@ -32,6 +32,7 @@ def register_protocols(register):
     register(ProtocolSpec(
         name=adequacy.NAME, version=adequacy.VERSION, plan=adequacy.plan, run=adequacy.run,
         prepare=adequacy.prepare, section=adequacy.SECTION, knobs=adequacy.KNOBS,
+        sources_per_class=lambda cfg: cfg.k,
         description="Nested, stratified subsets of each source-aware training partition "
                     "(test partitions fixed): the training-size sweep.",
     ))
@@ -54,7 +55,12 @@ def register_metrics(register):
         moved_from="robench.builtin.metrics",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="rho.html",
                                        templates=leaderboard.TEMPLATES,
-                                       title="Robustness rho"),
+                                       title="Robustness rho",
+                                       headline=leaderboard.headline,
+                                       columns=leaderboard.HEADLINE_COLUMNS,
+                                       plots=leaderboard.plots),
+        references=(("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
+                     "Cross-validation (2019)", ""),),
         display_order=10,
     ))
     register(MetricSpec(
@@ -70,6 +76,8 @@ def register_metrics(register):
         in_default_run=False,
         report=report.adequacy_lines,
         moved_from="robench.builtin.adequacy",
+        references=(("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
+                     "Cross-validation (2019)", ""),),
         display_order=60,
     ))
     register(MetricSpec(
@@ -86,5 +94,7 @@ def register_metrics(register):
         higher_is_better=False,
         report=report.lost_test_lines,
         moved_from="robench.builtin.adequacy",
+        references=(("What If You Lose Your Test Set? (blog post, 2017-02-16); robench "
+                     "implements the corrected estimator", ""),),
         display_order=50,
     ))

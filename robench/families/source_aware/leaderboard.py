@@ -44,6 +44,7 @@ def rho_tables(scores: list) -> list:
         acc_x = (parts.get("acc_exclusive") or {}).get("value")
         acc_i = (parts.get("acc_inclusive") or {}).get("value")
         acc_r = (parts.get("acc_random") or {}).get("value")
+        inc = parts.get("acc_inclusive") or {}
         by_clusterer[clusterer].append(
             {
                 "model": model,
@@ -55,6 +56,8 @@ def rho_tables(scores: list) -> list:
                 "acc_exclusive": acc_x,
                 "acc_inclusive": acc_i,
                 "acc_random": acc_r,
+                "acc_inclusive_low": inc.get("ci_low"),
+                "acc_inclusive_high": inc.get("ci_high"),
                 "bar": _interval_bar(acc_x, acc_i),
                 "random_mark": (
                     round(min(max(acc_r * 100, 0.0), 100.0), 2) if _finite(acc_r) else None
@@ -96,3 +99,57 @@ def section(rows: list):
     """Return the rho section of one data set (its tables), or None without rho scores."""
     tables = rho_tables(rows)
     return {"tables": tables} if tables else None
+
+
+HEADLINE_COLUMNS = (("acc_exclusive", "E[AccX]", "pct"), ("acc_inclusive", "E[AccI]", "pct"),
+                    ("acc_random", "random split", "pct"))
+
+
+def _main_table(tables: list) -> Optional[dict]:
+    """Return the table of the headline clusterer: k-means where scored, else the first."""
+    return next((t for t in tables if t["clusterer"] == "kmeans"), tables[0] if tables else None)
+
+
+def headline(rows: list) -> Optional[dict]:
+    """Return rho's column of the overview: the k-means table (tie ranks), accuracies beside."""
+    table = _main_table(rho_tables(rows))
+    if table is None:
+        return None
+    return {"label": f"rho ({table['clusterer']})", "format": "num", "rows": table["rows"],
+            "note": "E[AccX]/E[AccI] with Fieller's 95% interval; read it with E[AccX], "
+                    "E[AccI] and the random-split accuracy beside it, since a weak model can "
+                    "have a high ratio."}
+
+
+def plots(rows: list) -> list:
+    """Return rho's plots per clusterer: rho against E[AccI] with whiskers, and the
+    [E[AccX], E[AccI]] intervals on a zoomed axis with the random-split accuracy marked."""
+    out = []
+    for table in rho_tables(rows):
+        c = table["clusterer"]
+        out.append({
+            "kind": "scatter", "title": f"Robustness vs accuracy (clusterer {c})",
+            "alt": (f"Scatter plot of rho (vertical) against E[AccI] (horizontal) for "
+                    f"{len(table['rows'])} models, clusterer {c}, with 95% interval whiskers; "
+                    "the exact values are in the overview table."),
+            "caption": "rho with its 95% interval (vertical whiskers) against source-inclusive "
+                       "accuracy E[AccI] (horizontal whiskers where stored): up is more robust, "
+                       "right is more accurate",
+            "xlabel": "E[AccI] (source-inclusive accuracy)", "ylabel": "rho = E[AccX]/E[AccI]",
+            "percent": ("x",),
+            "points": [{"label": r["model"], "x": r["acc_inclusive"], "y": r["value"],
+                        "x_low": r["acc_inclusive_low"], "x_high": r["acc_inclusive_high"],
+                        "y_low": r["ci_low"], "y_high": r["ci_high"]} for r in table["rows"]],
+        })
+        out.append({
+            "kind": "intervals", "title": f"Accuracy interval [E[AccX], E[AccI]] (clusterer {c})",
+            "alt": (f"Horizontal bars from E[AccX] to E[AccI] for {len(table['rows'])} models, "
+                    f"clusterer {c}, best rho first, with the random-split accuracy marked; the "
+                    "axis is zoomed to the values."),
+            "caption": "bar from E[AccX] to E[AccI], tick at the random-split accuracy; the "
+                       "axis is zoomed to the data, not 0-100%",
+            "xlabel": "accuracy", "percent": ("x",),
+            "rows": [{"label": r["model"], "low": r["acc_exclusive"], "high": r["acc_inclusive"],
+                      "mark": r["acc_random"]} for r in table["rows"]],
+        })
+    return out

@@ -1,0 +1,92 @@
+"""Whether a recorded process still runs, and a worker's watch on the process that started it.
+
+A run row records its host, process id and the process's start time (``runs.host``, ``pid``,
+``pid_started``); a process id alone can be reused by an unrelated process after a reboot or
+a long time. A run still marked ``running`` whose process is gone was killed (``kill -9``, a
+power cut): the next ``robench run`` on the same host marks it ``killed``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from typing import Optional
+
+
+def host_name() -> str:
+    """Return this machine's host name, as stored in ``runs.host``."""
+    return socket.gethostname()
+
+
+def process_started(pid: int) -> Optional[str]:
+    """Return when process ``pid`` started (clock ticks since boot, from /proc), or None.
+
+    None where /proc is unavailable (not Linux) or the process does not exist.
+    """
+    try:
+        with open(f"/proc/{int(pid)}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    # The command name (field 2) is in parentheses and may contain spaces: split after it.
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None  # field 22: starttime
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{int(pid)}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rpartition(")")[2].split()[:1] == ["Z"]
+    except OSError:
+        return False
+
+
+def process_running(pid: Optional[int], started: Optional[str] = None) -> bool:
+    """Return whether process ``pid`` (that started at ``started``, if known) still runs.
+
+    A process with the same id but another start time is another process. Without a pid
+    nothing can be decided and the process is taken to be running.
+    """
+    if pid is None:
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    except (OverflowError, ValueError):
+        return False
+    if _zombie(pid):
+        return False
+    if started is not None:
+        now = process_started(pid)
+        if now is not None and now != str(started):
+            return False
+    return True
+
+
+#: Seconds between a worker's checks that its parent is still there.
+PARENT_POLL = 0.5
+
+
+def watch_parent(exit_code: int = 70, poll: float = PARENT_POLL) -> threading.Thread:
+    """Exit this process at once (``os._exit``) when the process that started it dies.
+
+    A worker whose driver was killed with SIGKILL is re-parented and would otherwise wait on
+    its task pipe for ever, holding its memory. Runs as a daemon thread; a trial in progress
+    is abandoned, which loses nothing: only the driver writes results.
+    """
+    parent = os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(poll)
+            if os.getppid() != parent:
+                os._exit(exit_code)
+
+    thread = threading.Thread(target=watch, name="robench-parent-watch", daemon=True)
+    thread.start()
+    return thread
