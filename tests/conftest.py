@@ -33,9 +33,6 @@ def tiny_registry():
 def store(tmp_path):
     from robench.store import Store
 
-    from tests.helpers import add_runs
-
     s = Store(tmp_path / "results.db")
-    add_runs(s, 5)  # runs 1-5: trials and scores point to a run by a foreign key
     yield s
     s.close()
