@@ -7,7 +7,9 @@ level ``1 - 0.05 / K`` for the K planned looks (:mod:`robench.sequential`: the r
 interval keeps >= 95% coverage whatever look the run stops at). A table stops when every
 adjacent pair of models (ordered by rho) is separated (intervals do not overlap) or both of
 its intervals are narrower than ``--precision`` (half-width), or at the maximum. Only tables
-still undecided get more repeats.
+still undecided get more repeats, and in them only the models of an undecided adjacent pair
+(each model's interval is at the corrected level at each of its looks, a subset of the
+planned ones, so the union bound still holds).
 
 Repeats are trials keyed by their index, so a later look only runs the repeats the earlier
 ones did not, and an interrupted run resumes from the store: rerunning replays the same looks
@@ -57,10 +59,10 @@ def annotate(scores: list, level: float, adaptive: dict) -> list:
     return out
 
 
-def _table_plan(cfg, registry, table: tuple, n: int) -> Plan:
+def _table_plan(cfg, registry, table: tuple, model: str, n: int) -> Plan:
     dataset, clusterer = table
-    sub = replace(cfg, metrics=[METRIC], datasets=[dataset], clusterers=[clusterer], repeats=n,
-                  explicit={})
+    sub = replace(cfg, metrics=[METRIC], datasets=[dataset], clusterers=[clusterer],
+                  models=[model], repeats=n, explicit={})
     return plan_run(sub, registry)
 
 
@@ -123,16 +125,20 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
                          command=command, on_event=on_event, plan=first)
         _add(totals, report, first)
         return _final(report, totals, failed + report.failed, skipped, scores, t0, [])
+    models = {t: [g.combo.model.name for g in first.groups
+                  if (g.combo.dataset.name, g.combo.clusterer.name) == t] for t in tables}
     pending = list(tables)
     history = {t: [] for t in tables}
+    current = {}  # (table, model) -> its group at the repeats it has so far
     final = {}  # table -> (groups, adaptive details)
     rho = registry.get("metrics", METRIC)
+    need = {t: list(models[t]) for t in tables}  # the models of each table to extend
     for j, n in enumerate(plan_looks):
         if not pending:
             break
         emit("look", look=j + 1, looks=len(plan_looks), repeats=n,
              tables=[f"{d}/{c}" for d, c in pending])
-        plans = {t: _table_plan(cfg, registry, t, n) for t in pending}
+        plans = {(t, m): _table_plan(cfg, registry, t, m, n) for t in pending for m in need[t]}
         merged = _merge(list(plans.values()))
         merged.skipped = []
         report = execute(replace(cfg, metrics=[METRIC], repeats=n), registry, store,
@@ -141,32 +147,47 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
         failed += report.failed
         if report.interrupted:
             return _final(report, totals, failed, skipped, scores, t0, [])
+        for (t, m), p in plans.items():
+            current[(t, m)] = (p.groups[0], n)
         for t in list(pending):
             entries = []
-            for g in plans[t].groups:
-                rows = store.trials(keys=g.keys)
-                sc = annotate(rho.aggregate(g.key_dict, rows), level, {})
+            for m in models[t]:
+                g, _ = current[(t, m)]
+                sc = annotate(rho.aggregate(g.key_dict, store.trials(keys=g.keys)), level, {})
                 head = next(s for s in sc if s.score == METRIC)
-                entries.append(Entry(g.combo.model.name, head.value, head.ci_low, head.ci_high))
+                entries.append(Entry(m, head.value, head.ci_low, head.ci_high))
             decision = decide(entries, precision, rho.higher_is_better)
             reason = stop_reason(decision, n, plan_looks[-1])
-            history[t].append({"repeats": n, "decided": decision["decided"],
-                               "undecided_pairs": [p["pair"] for p in decision["pairs"]
-                                                   if p["status"] == "undecided"]})
+            open_pairs = [p["pair"] for p in decision["pairs"] if p["status"] == "undecided"]
+            repeats = {m: current[(t, m)][1] for m in models[t]}
+            history[t].append({"look": n, "repeats": repeats, "decided": decision["decided"],
+                               "undecided_pairs": open_pairs})
+            # only models in an undecided adjacent pair get the next look's repeats (a model
+            # that stopped comes back if a new neighbour leaves it undecided)
+            need[t] = [m for m in models[t] if any(m in pair for pair in open_pairs)]
+            if reason is None and not need[t]:  # an undefined single interval: more repeats
+                need[t] = list(models[t])
             if reason is None:
                 continue
             pending.remove(t)
             adaptive = {
-                "repeats": n, "max_repeats": plan_looks[-1], "looks_planned": plan_looks,
+                "max_repeats": plan_looks[-1], "looks_planned": plan_looks,
                 "looks_taken": plan_looks[:j + 1], "level": level, "alpha": alpha,
                 "precision": precision, "stopped": reason, "order": decision["order"],
-                "pairs": decision["pairs"], "history": history[t],
+                "pairs": decision["pairs"], "repeats_by_model": repeats,
+                "history": history[t],
             }
-            groups = [replace(g, options={"adaptive": {k: adaptive[k] for k in (
-                "repeats", "looks_planned", "level", "precision")}},
-                finish=lambda s, a=adaptive: annotate(s, level, a)) for g in plans[t].groups]
-            final[t] = (groups, adaptive)
-            emit("decided", table=f"{t[0]}/{t[1]}", repeats=n, reason=reason)
+            groups = []
+            for m in models[t]:
+                g, reps = current[(t, m)]
+                mine = {**adaptive, "repeats": reps}
+                groups.append(replace(g, options={"adaptive": {
+                    "repeats": reps, "looks_planned": plan_looks, "level": level,
+                    "precision": precision}},
+                    finish=lambda s, a=mine: annotate(s, level, a)))
+            final[t] = (groups, {**adaptive, "repeats": max(repeats.values()),
+                                 "trials": sum(len(g.keys) for g in groups)})
+            emit("decided", table=f"{t[0]}/{t[1]}", repeats=repeats, reason=reason)
 
     from robench.scoring import score_groups
 

@@ -37,6 +37,10 @@ def friendly_errors(fn):
 
         try:
             return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1; a Ctrl-C is 130 everywhere in robench
+            click.secho("Interrupted.", fg="yellow", err=True)
+            sys.exit(130)
         except (UnknownComponentError, PluginError, ConfigError, SourcesError, DatasetError,
                 ReadOnlyQueryError, FileNotFoundError, ConfigurationError, SchemaError) as exc:
             _fail(str(exc).strip("'\""))
@@ -143,8 +147,16 @@ class _RunCommand(click.Command):
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler to connect to with --executor dask, e.g. tcp://host:8786 "
                    "(default: a local cluster on 127.0.0.1).")
+@click.option("--trial-timeout", type=click.FloatRange(min=0, max=1e7), default=None,
+              metavar="SECONDS",
+              help="Stop a trial that runs longer and record it as failed; the run goes on "
+                   "(default: the profile's, quick 900, standard 3600, paper 14400; 0: no "
+                   "limit). Not part of any trial key.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where torchvision:NAME data sets are read from (default: "
+                   "$ROBENCH_DATA_DIR or ~/.local/share/robench).")
 @click.option("--device", default=lambda: os.environ.get("ROBENCH_DEVICE", "auto"),
               show_default="auto or $ROBENCH_DEVICE", metavar="auto|cpu|cuda|cuda:N|mps",
               help="Where torch models train and predict. auto: the GPU when one is visible, "
@@ -170,8 +182,10 @@ class _RunCommand(click.Command):
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
-        profile, executor, jobs, scheduler, cache_dir, device, settings, until, precision,
-        rescore, db_path):
+        profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
+        precision,
+        rescore, db_path,
+        trial_timeout):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -201,6 +215,10 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     device = resolve_device(device)  # a device that is not here fails now, exit 2
     if cache_dir:
         set_cache_dir(cache_dir)
+    if data_dir:
+        from robench.builtin.torchvision_data import set_data_dir
+
+        set_data_dir(data_dir)
     reg = _registry()
     _report_broken_plugins(reg)
     chosen = {}
@@ -240,15 +258,20 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         executor=executor, jobs=jobs or default_jobs(), device=device,
         settings=parse_settings(settings, reg),
         executor_options={"scheduler": scheduler} if scheduler else {},
+        trial_timeout=trial_timeout,
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
     ).resolve(reg)
-    from robench.runner import execute
+    from robench.provenance import redact_secrets
+    from robench.runner import execute, plan_run
     from robench.store import Store
 
+    # Planned before the database is opened: a run that cannot be made (a bad value, only
+    # broken data sets) exits 2 with the file untouched, or not created.
+    plan = plan_run(cfg, reg)
     store = Store(db_path)
     progress = _Progress()
-    command = "robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run"
+    command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     try:
         if until == "decided":
             from robench.adaptive import run_until_decided
@@ -259,7 +282,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
                                        precision=PRECISION if precision is None else precision)
         else:
             report = execute(cfg, reg, store, command=command, on_event=progress,
-                             rescore=rescore)
+                             rescore=rescore, plan=plan)
     finally:
         progress.close()
     _print_skips(report.skipped)
@@ -297,8 +320,9 @@ def _print_adaptive(tables):
                f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
                f"looks: {', '.join(map(str, tables[0]['looks_planned']))})")
     for t in tables:
-        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['repeats']} of {t['max_repeats']} "
-                   f"repeats, {t['stopped']}")
+        reps = ", ".join(f"{m} {r}" for m, r in t["repeats_by_model"].items())
+        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['stopped']}; repeats of at most "
+                   f"{t['max_repeats']}: {reps} ({t['trials']} trials)")
 
 
 def _trial_label(row) -> str:
@@ -336,6 +360,8 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "dataset_failed":
+            self.echo(f"skipped: {info['reason']}", fg="red")
         elif event == "killed_runs":
             for r in info["runs"]:
                 self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
@@ -345,8 +371,8 @@ class _Progress:
             self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
                       f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
         elif event == "decided":
-            self.echo(f"{info['table']}: stopped at {info['repeats']} repeats "
-                      f"({info['reason']})")
+            reps = ", ".join(f"{m} {r}" for m, r in info["repeats"].items())
+            self.echo(f"{info['table']}: stopped ({info['reason']}); repeats: {reps}")
         elif event == "prepare":
             self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
         elif event == "prepare_failed":
@@ -620,6 +646,84 @@ def migrate(db_path):
     for version, summary in steps:
         click.echo(f"  -> {version}: {summary}")
     click.echo(f"{db_path}: schema version {before} -> {CURRENT}")
+
+
+# ---------------------------------------------------------------------------------- data
+
+
+@cli.group()
+def data():
+    """Get data sets that robench reads by reference (torchvision:NAME)."""
+
+
+@data.command("fetch")
+@click.argument("name")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where to put the files (default: $ROBENCH_DATA_DIR or "
+                   "~/.local/share/robench); `robench run --data-dir` reads them there.")
+@friendly_errors
+def data_fetch(name, data_dir):
+    """Download a torchvision data set (NAME as in torchvision:NAME) with torchvision.
+
+    Files already there are kept. Offline, the error names the files to copy in by hand.
+
+    \b
+    Examples:
+      robench data fetch fashion-mnist
+      robench data fetch cifar10 --data-dir /shared/data
+      robench run -d torchvision:cifar10 --data-dir /shared/data -m cnn-2
+    """
+    from robench.builtin.torchvision_data import data_dir as current, fetch, set_data_dir
+
+    if data_dir:
+        set_data_dir(data_dir)
+    root = current()
+    files = fetch(name.lower(), root)
+    click.echo(f"{name}: {len(files)} file(s) under {root}; use -d torchvision:{name.lower()}"
+               + (f" --data-dir {data_dir}" if data_dir else ""))
+
+
+# ------------------------------------------------------------------------------- report
+
+
+@cli.command()
+@click.option("--out", "out_dir", default="docs", show_default=True,
+              type=click.Path(file_okay=False), help="Directory whose *.md blocks to rewrite.")
+@click.option("--label", default=None, metavar="NAME",
+              help="The database's name in the stamps (default: the --db path as given).")
+@click.option("--check", is_flag=True,
+              help="Write nothing; exit 1 if a generated block differs from the database.")
+@db_option
+@friendly_errors
+def report(out_dir, label, check, db_path):
+    """Rewrite the generated figures of the docs from a results database.
+
+    Every block between `<!-- generated: NAME -->` and `<!-- /generated -->` in the
+    directory's Markdown files is re-rendered from the database (read-only) and stamped with
+    the database, profile, commit and machine; the prose around it is left alone. NAME is
+    report:METRIC[:DATASET], scores:METRIC[:DATASET[:SCORE,...]], claims[:METRIC], runs or
+    seconds, optionally NAME@PROFILE: only that profile's runs, and left as it is when the
+    database has none (robench/docgen.py).
+
+    \b
+    Examples:
+      robench run --all && robench report --db robench.db --out docs
+      robench report --db docs/data/standard.db --out docs --check
+    """
+    from robench.docgen import generate
+
+    done = generate(db_path, out_dir, _registry(), label=label or db_path, check=check)
+    if not done:
+        click.echo(f"no generated blocks in {out_dir}/*.md")
+        return
+    stale = [p for p, _, changed, _ in done if changed]
+    for path, names, changed, kept in done:
+        state = ("stale" if check else "rewritten") if changed else "up to date"
+        click.echo(f"{path}: {len(names)} block(s) {state}"
+                   + (f"; kept {', '.join(kept)} (no run of that profile in the database)"
+                      if kept else ""))
+    if check and stale:
+        sys.exit(1)
 
 
 # -------------------------------------------------------------------------- list, plugins

@@ -29,6 +29,10 @@ DEFAULT_PROFILE = "quick"
 #: Repeats per partition kind and sources per class, per profile (``--repeats``, ``--sources``).
 REPEATS = {"quick": 3, "standard": 8, "paper": 100}
 SOURCES = {"quick": 5, "standard": 5, "paper": 5}
+#: Seconds one trial may run before it is stopped and recorded as failed (``--trial-timeout``);
+#: generous: a quick trial takes seconds, a paper-scale CNN trained to convergence hours. Not
+#: part of any trial key: it decides whether a trial finishes, never what it computes.
+TRIAL_TIMEOUT = {"quick": 900, "standard": 3600, "paper": 14400}
 
 #: The core's own section: the training budget handed to every model (``ModelContext.train``).
 #: ``weight_decay`` and ``mc_samples`` are unset unless asked for: a model uses its own default.
@@ -250,6 +254,7 @@ class RunConfig:
     jobs: int = 1
     device: str = "cpu"  # resolved: cpu | cuda | cuda:N | mps (robench.devices.resolve_device)
     executor_options: dict = field(default_factory=dict)  # e.g. {"scheduler": ADDRESS}
+    trial_timeout: Optional[float] = None  # seconds; None: the profile's; 0: no limit
     explicit: dict = field(default_factory=dict)  # kind -> names the user asked for by name
 
     def __post_init__(self):
@@ -259,6 +264,13 @@ class RunConfig:
             self.repeats = REPEATS[self.profile]
         if self.k is None:
             self.k = SOURCES[self.profile]
+        if self.trial_timeout is None:
+            self.trial_timeout = TRIAL_TIMEOUT[self.profile]
+        if isinstance(self.trial_timeout, bool) \
+                or not isinstance(self.trial_timeout, (int, float)) \
+                or not 0 <= self.trial_timeout < float("inf"):
+            raise ValueError(f"--trial-timeout must be a number of seconds >= 0 (0: no limit), "
+                             f"got {self.trial_timeout!r}")
         if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
             raise ValueError(f"--repeats must be an integer >= 1, got {self.repeats!r}")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 2:

@@ -12,11 +12,15 @@ import abc
 import datetime as _dt
 import logging
 import os
+import signal
 import socket
 import traceback
 from typing import Iterable, Iterator, Optional
 
 TRIAL_THREADS = 1
+#: Seconds past --trial-timeout after which a worker whose trial ignores the time limit (stuck
+#: inside one C call) is ended; the process executor then records the trial as failed.
+HARD_GRACE = 60.0
 _ENV = None  # the worker process's TrialEnv, built by _init_worker
 
 
@@ -49,9 +53,12 @@ def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None) -> None
         from robench.devices import claim_worker_gpu
 
         claim_worker_gpu(gpu_queue.get(timeout=60))
+    from robench.guard import HARD_LIMIT_GRACE, watch_sigint
     from robench.liveness import watch_parent
 
     watch_parent()  # a worker outliving a killed driver would hold its memory for ever
+    if watch_sigint():  # only a worker process of its own, not a Dask worker's thread
+        HARD_LIMIT_GRACE[0] = HARD_GRACE
     _limit_threads()
     import sys
 
@@ -79,8 +86,15 @@ def _keyed(spec: dict) -> dict:
     return {k: v for k, v in spec.items() if k != "device"}
 
 
-def execute_trial(spec: dict, env=None) -> dict:
-    """Run one trial spec and return its row; an exception becomes a failed row, never raised."""
+def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict:
+    """Run one trial spec and return its row; whatever it raises becomes a failed row.
+
+    ``timeout`` (seconds, None for none) ends a trial that runs longer (see
+    :func:`robench.guard.time_limit`). A SystemExit, or a KeyboardInterrupt that no Ctrl-C
+    caused, raised by the trial's code is recorded like any error; a real Ctrl-C propagates.
+    """
+    from robench.guard import TrialTimeout, time_limit, user_interrupted
+
     env = env if env is not None else _ENV
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
                                 "repeat", "seed", "params", "versions")}
@@ -89,13 +103,26 @@ def execute_trial(spec: dict, env=None) -> dict:
     try:
         from robench.devices import device_label, using_device
 
-        check_same_data(spec, env)
-        # The device travels in the spec but not in its key (robench.devices says why).
-        with using_device(spec.get("device")):
-            row["device"] = device_label()
-            result = env.registry.get("protocols", spec["protocol"]).run(spec, env)
+        with time_limit(timeout):
+            check_same_data(spec, env)
+            # The device travels in the spec but not in its key (robench.devices says why).
+            with using_device(spec.get("device")):
+                row["device"] = device_label()
+                result = env.registry.get("protocols", spec["protocol"]).run(spec, env)
         row.update(result)
         row["status"], row["error"] = "ok", None
+    except TrialTimeout as exc:
+        row.update(status="failed", error=f"TrialTimeout: {exc}")
+    except KeyboardInterrupt:
+        if user_interrupted():
+            raise
+        tb = traceback.format_exc(limit=6)
+        row.update(status="failed", error="KeyboardInterrupt raised by the trial's code (no "
+                   f"Ctrl-C was pressed)\n{tb}")
+    except SystemExit as exc:
+        tb = traceback.format_exc(limit=6)
+        row.update(status="failed", error=f"SystemExit({exc.code!r}) raised by the trial's "
+                   f"code\n{tb}")
     except Exception as exc:  # noqa: BLE001 - invariant 6: a trial that raises is recorded
         tb = traceback.format_exc(limit=6)
         row.update(status="failed", error=f"{type(exc).__name__}: {exc}\n{tb}")
@@ -135,6 +162,9 @@ class Executor(abc.ABC):
     """Base class: ``run(specs)`` yields result rows in completion order."""
 
     name = "base"
+    #: Seconds after which a trial is stopped and recorded as failed (None: no limit); the
+    #: runner sets it from ``--trial-timeout`` after ``create``.
+    trial_timeout: Optional[float] = None
 
     @abc.abstractmethod
     def run(self, specs: Iterable[dict]) -> Iterator[dict]:
@@ -155,9 +185,17 @@ class LocalExecutor(Executor):
         self.env = TrialEnv(registry)
 
     def run(self, specs):
+        from robench.guard import unwatch_sigint, watch_sigint
+
         _limit_threads()
-        for spec in specs:
-            yield execute_trial(spec, self.env)
+        previous = signal.getsignal(signal.SIGINT)
+        watching = watch_sigint()
+        try:
+            for spec in specs:
+                yield execute_trial(spec, self.env, self.trial_timeout)
+        finally:
+            if watching:
+                unwatch_sigint(previous)
 
 
 class ProcessExecutor(Executor):
@@ -209,20 +247,26 @@ class ProcessExecutor(Executor):
         queue = list(specs)
         # The run's device (one per run; robench.runner puts it in every spec).
         device = next((s.get("device") for s in queue if s.get("device")), None)
-        isolate = False  # after a crash, run the survivors one at a time to find the culprit
-        while queue:
-            workers = 1 if isolate else min(self.jobs, len(queue))
+        # After a crash, the trials that were in flight are the suspects: they run one at a
+        # time, to find the culprit; then the rest runs on every worker again.
+        suspects: list = []
+        while queue or suspects:
+            isolate = bool(suspects)
+            todo = suspects if isolate else queue
+            if isolate:
+                suspects = []
+            else:
+                queue = []
+            workers = 1 if isolate else min(self.jobs, len(todo))
             # Keep at most 2 trials per worker queued so an interrupt cancels cheaply; when
             # isolating a crash, exactly one so a broken pool names its trial.
             limit = 1 if isolate else 2 * workers
             self._pool = self._new_pool(workers, device)
             futures = {}
-            todo = queue
-            queue = []
             try:
                 it = iter(todo)
                 for spec in it:
-                    futures[self._pool.submit(execute_trial, spec)] = spec
+                    futures[self._submit(spec)] = spec
                     if len(futures) >= limit:
                         break
                 while futures:
@@ -236,21 +280,26 @@ class ProcessExecutor(Executor):
                             broken = True
                             if isolate:
                                 yield failed_row(spec, "worker process died while running this "
-                                                 "trial (killed or out of memory)")
+                                                 "trial (killed, out of memory, or stuck past "
+                                                 "--trial-timeout in code it could not stop)")
                             else:
-                                queue.append(spec)
+                                suspects.append(spec)
                     if broken:
-                        queue.extend(futures.values())
-                        queue.extend(it)
+                        suspects.extend(futures.values())
+                        # never submitted: innocent, back to the full pool (or, isolating,
+                        # still suspects)
+                        (suspects if isolate else queue).extend(it)
                         futures.clear()
-                        isolate = True
                         break
                     for spec in it:
-                        futures[self._pool.submit(execute_trial, spec)] = spec
+                        futures[self._submit(spec)] = spec
                         if len(futures) >= limit:
                             break
             finally:
                 self._shutdown()
+
+    def _submit(self, spec):
+        return self._pool.submit(execute_trial, spec, None, self.trial_timeout)
 
     def _shutdown(self):
         if self._pool is not None:
@@ -307,8 +356,10 @@ class DaskExecutor(Executor):
             try:
                 self._client = Client(self.scheduler, timeout="20s")
             except OSError as exc:
-                raise ValueError(f"could not connect to the Dask scheduler at {self.scheduler}: "
-                                 f"{exc}") from exc
+                from robench.provenance import redact_secrets
+
+                raise ValueError(f"could not connect to the Dask scheduler at "
+                                 f"{redact_secrets(self.scheduler)}: {exc}") from exc
         else:
             _limit_threads()
             self._cluster = LocalCluster(

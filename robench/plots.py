@@ -60,7 +60,15 @@ def render_svg(plot: dict) -> str:
                 PercentFormatter(xmax=1.0, decimals=None))
         ax.grid(True, color="#e3e7eb", linewidth=0.6)
         ax.set_axisbelow(True)
-        fig.tight_layout()
+        # fixed margins instead of tight_layout, which measures every label and took half
+        # of a plot's time; the left margin grows with the longest row label of a bar chart
+        longest = max((len(str(r.get("label", ""))) for r in plot.get("rows") or ()),
+                      default=0) if kind == "intervals" else 0
+        width_in = fig.get_figwidth()
+        left = min(0.5, max(0.12, (0.35 + 0.065 * longest) / width_in))
+        bottom = min(0.4, 0.55 / fig.get_figheight())
+        top = 1 - min(0.25, 0.35 / fig.get_figheight())
+        fig.subplots_adjust(left=left, right=0.97, bottom=bottom, top=top)
         out = io.StringIO()
         fig.savefig(out, format="svg", metadata={"Date": None, "Creator": "robench"})
     return out.getvalue()

@@ -215,18 +215,32 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
             scores = list(finish(scores))
         pairs = []
         config = getattr(group, "configuration", None)
+        # A group none of whose trials succeeded has measured nothing: it never replaces a
+        # score stored from trials that did (issue 16: a bad run must not erase good results).
+        keep = (set() if any(r.get("status") == "ok" for r in rows)
+                else set(store.score_rows(
+                    score_row(s, run_id, definitions, now, inputs, config)["key"]
+                    for s in scores)))
+        if keep:
+            stored.update(store.score_rows(keep))
         for s in scores:
             row = score_row(s, run_id, definitions, now, inputs, config)
+            if row["key"] in keep:
+                all_scores.append(reused(row["key"]))
+                continue
             digest = score_digest(row)
             written[row["key"]] = digest
             written_scores[row["key"]] = s
             score_rows.append(row)
             pairs.append([row["key"], digest])
+            all_scores.append(s)
+        if keep:  # its stored record still says what the kept scores came from
+            n_reused += 1
+            continue
         group_rows.append({"key": gkey, "run_id": run_id, **group.key_dict, "metric": metric.name,
                            "metric_version": str(metric.version), "inputs": inputs,
                            "trial_keys": sorted(set(group.keys)), "scores": pairs,
                            "computed_at": now, "configuration": config or LEGACY})
-        all_scores.extend(scores)
         n_aggregated += 1
     store.save_score_groups(score_rows, group_rows,
                             metrics=metric_rows(definitions, score_rows, run_id, now))

@@ -174,11 +174,11 @@ def _pivot_other(rows: list) -> list:
         by_metric[r["metric"]].append(r)
     tables = []
     for metric, mine in sorted(by_metric.items()):
-        columns = sorted({(r["clusterer"] or "", r["score"]) for r in mine},
+        columns = sorted({(r.get("clusterer") or "", r["score"]) for r in mine},
                          key=lambda c: (c[1] != metric, c))
         cells: dict = defaultdict(dict)
         for r in mine:
-            cells[r["model"]][(r["clusterer"] or "", r["score"])] = r
+            cells[r["model"]][(r.get("clusterer") or "", r["score"])] = r
         head = [c for c in columns if c[1] == metric] or columns[:1]
         order = rank_rows([{"model": m, "value": (cells[m].get(head[0]) or {}).get("value"),
                             "higher_is_better": (cells[m].get(head[0]) or {}).get(
@@ -318,7 +318,8 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
     for name, rows in sorted(by_dataset.items()):
         slug = page_slug(name)
         overview = _overview(rows, sections, registry)
-        top_models = overview["models"][:top] if overview else sorted({r["model"] for r in rows})[:top]
+        ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - pseudo)
+        top_models = ranked[:top]
         parts, shown, plots = [], set(), []
         for metric, section in sections.items():
             mine = [r for r in rows if r["metric"] == metric]
@@ -354,10 +355,11 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
                           for t in tables_used if t["dataset"] == name]
         datasets.append({"name": name, "slug": slug, "overview": overview,
                          "configurations": configurations,
-                         "top_models": top_models, "top_set": set(top_models), "sections": parts, "plots": plots,
+                         "top_models": top_models, "top_set": set(top_models),
+                         "sections": parts, "plots": plots,
                          "other": _pivot_other(other),
                          "not_applicable": _not_applicable(skips[name], rows),
-                         "n_models": len({r["model"] for r in rows})})
+                         "n_models": len({r["model"] for r in rows} - pseudo)})
 
     common = {"n_scores": len(scores), "runs": [runs[i] for i in sorted(runs)]}
     pages["index.html"] = env.get_template("index.html").render(
@@ -399,7 +401,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
                     if r:
                         headline.append({"head": h, "row": r})
             blocks.append({"ds": ds, "scores": sorted(mine, key=lambda r: (
-                r["metric"], r["clusterer"] or "", r["score"])), "details": details,
+                r["metric"], r.get("clusterer") or "", r["score"])), "details": details,
                 "sections": parts, "plots": plots, "headline": headline})
         pages[f"models/{model_pages[model]}.html"] = env.get_template("model.html").render(
             root="../", page="model", meta=metas[model], blocks=blocks, **common)
@@ -411,8 +413,8 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
     metrics = []
     for metric in sorted({s["metric"] for s in scores}):
         spec = _spec(registry, "metrics", metric)
-        versions = sorted({(s["metric_version"] or "", s["definition"] or "") for s in scores
-                           if s["metric"] == metric})
+        versions = sorted({(s.get("metric_version") or "", s.get("definition") or "")
+                           for s in scores if s["metric"] == metric})
         metrics.append({"name": metric, "spec": spec, "versions": versions,
                         "references": [{"title": t, "url": u if re.match(r"https?://", u or "")
                                         else ""} for t, u in (spec.references if spec else ())]})

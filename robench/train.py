@@ -122,8 +122,8 @@ class MaxPool2x2(nn.Module):
         """Pool ``x`` of shape (N, C, H, W) to (N, C, H // 2, W // 2)."""
         # On CPU, max_pool2d over NCHW memory runs a scalar loop and was the slowest op of a
         # CNN training step (about 40% of it with one thread); over channels-last memory it
-        # is vectorised. The output stays channels-last so the following convolutions skip a
-        # conversion back: training epochs ran 20-25% faster this way, evaluation as fast.
+        # is vectorised. ConvNet keeps all its activations channels-last, so this is a no-op
+        # there; it converts NCHW inputs from other modules.
         return nn.functional.max_pool2d(x.contiguous(memory_format=torch.channels_last), 2)
 
 
@@ -167,14 +167,26 @@ class ConvNet(nn.Module):
         self.fc = nn.Sequential(nn.Flatten(), nn.Linear(n_flat, fc_width), nn.ReLU())
         self.feature_width = fc_width
         self.head = nn.Linear(fc_width, n_classes)
+        # One memory layout end to end: the conv weights and (in _images) the inputs are
+        # channels-last, so every convolution, pool and ReLU runs on NHWC memory and no
+        # layer converts back and forth. Before (version 2), the NCHW convolutions met the
+        # channels-last max-pool with a conversion on each side, forward and backward:
+        # aten::copy_ was 14% of a cnn-2 trial, and a cnn-2 fit + predict ran 1.5x faster
+        # this way (one thread, alternating, docs/profile.md). The kernels round
+        # differently, so the models built on this class carry version 3.
+        self.to(memory_format=torch.channels_last)
+
+    def _images(self, x: torch.Tensor) -> torch.Tensor:
+        """Return flat rows ``x`` as a channels-last (N, C, H, W) batch."""
+        return x.view(x.shape[0], *self.image_shape).contiguous(memory_format=torch.channels_last)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """Return the penultimate-layer activations of flat image rows ``x``."""
-        return self.fc(self.conv(x.view(x.shape[0], *self.image_shape)))
+        return self.fc(self.conv(self._images(x)))
 
     def conv_features(self, x: torch.Tensor) -> torch.Tensor:
         """Return the last convolutional block's output (after its pool and ReLU), flattened."""
-        return self.conv(x.view(x.shape[0], *self.image_shape)).flatten(1)
+        return self.conv(self._images(x)).flatten(1)
 
     def from_conv_features(self, z: torch.Tensor) -> torch.Tensor:
         """Return class logits from flattened :meth:`conv_features` ``z`` (the rest of the net)."""
@@ -183,6 +195,56 @@ class ConvNet(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return class logits for flat image rows ``x``."""
         return self.head(self.features(x))
+
+
+class FusedAdam:
+    """Adam with torch's fused kernel, bit for bit ``torch.optim.Adam(..., fused=True)``.
+
+    Fused: one pass over each parameter instead of one per element-wise Adam op. The unfused
+    CPU step was half of an MLP trial (profile: 53%); fused, an mlp trial ran 1.5x faster
+    (models version 2). ``torch.optim.Adam`` imports ``torch._dynamo`` (~900 modules,
+    sympy among them) when it is constructed, which cost every worker process 2-4 s before
+    its first trial (docs/profile.md); this class calls the same ``torch._fused_adam_`` kernel
+    with the same state (a float32 step count per parameter, zero moments created on the
+    first step a parameter has a gradient) and imports nothing. tests/test_train.py checks
+    that it matches ``torch.optim.Adam(fused=True)`` exactly.
+    """
+
+    def __init__(self, params, *, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0):
+        self.params = [p for p in params if p.requires_grad]
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.state = {}
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.zero_()
+
+    @torch.no_grad()
+    def step(self) -> None:
+        groups = {}
+        for p in self.params:
+            if p.grad is None:
+                continue
+            state = self.state.get(p)
+            if state is None:
+                state = self.state[p] = (
+                    torch.zeros((), dtype=torch.float32, device=p.device),
+                    torch.zeros_like(p, memory_format=torch.preserve_format),
+                    torch.zeros_like(p, memory_format=torch.preserve_format),
+                )
+            lists = groups.setdefault((p.device, p.dtype), ([], [], [], [], []))
+            for lst, t in zip(lists, (p, p.grad, state[1], state[2], state[0])):
+                lst.append(t)
+        for params, grads, exp_avgs, exp_avg_sqs, steps in groups.values():
+            torch._foreach_add_(steps, 1)
+            torch._fused_adam_(params, grads, exp_avgs, exp_avg_sqs, [], steps, amsgrad=False,
+                               lr=self.lr, beta1=self.betas[0], beta2=self.betas[1],
+                               weight_decay=self.weight_decay, eps=self.eps, maximize=False,
+                               grad_scale=None, found_inf=None)
 
 
 class TorchClassifier:
@@ -310,12 +372,9 @@ class TorchClassifier:
         module = self.build_module().to(device)
         self.device_ = str(device)
         generator = torch.Generator().manual_seed(self.seed)
-        # fused: one pass over each parameter instead of one per element-wise Adam op. The
-        # unfused CPU step was half of an MLP trial (profile: 53%); fused, an mlp trial ran
-        # 1.5x faster (1.19 -> 0.79 s, one thread) and a cnn-2 trial as fast. It rounds
-        # differently from the unfused step, so the models that train here carry version 2.
-        optimizer = torch.optim.Adam(module.parameters(), lr=self.lr,
-                                     weight_decay=self.weight_decay, fused=True)
+        # The fused Adam step (FusedAdam: torch.optim.Adam(fused=True)'s arithmetic without
+        # importing torch._dynamo in every worker).
+        optimizer = FusedAdam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         loss_fn = nn.CrossEntropyLoss()
         Xt, yt = _as_inputs(X), _as_labels(y)
         Xv, yv = _as_inputs(X_val), _as_labels(y_val)

@@ -167,7 +167,8 @@ def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_
     res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9"])
     assert res.exit_code == 0, res.output
     assert "(overlapping 97.5% CIs share a rank)" in res.output
-    assert "tiny / kmeans: 6 of 6 repeats, maximum repeats reached, undecided" in res.output
+    assert ("tiny / kmeans: maximum repeats reached, undecided; repeats of at most 6: "
+            "centroid 6, spy 6 (36 trials)") in res.output
     bad = runner.invoke(cli, ["run", *args, "--precision", "0.1"])
     assert bad.exit_code == 2 and "--precision goes with --until decided" in bad.output
     bad = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "0"])

@@ -364,3 +364,38 @@ def test_leaderboard_lists_what_could_not_apply_unless_a_later_run_scored_it(fil
     part = section(read(tmp_path, "datasets/digits.html"), 'id="not-applicable"', "</ul>")
     assert reason.replace("'", "&#39;") in part and "(models: logreg, mlp)" in part
     assert not (tmp_path / "datasets" / "other.html").exists()
+
+
+def test_adequacy_curves_where_stored(store, tmp_path):
+    run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+    table = [{"size": size, "n_samples": n, "acc_exclusive": x, "acc_inclusive": i, "rho": x / i,
+              "ci_low": x / i - 0.05, "ci_high": x / i + 0.05, "n": 2}
+             for size, n, x, i in ((100, 100.0, 0.6, 0.8), (300, 300.0, 0.7, 0.85),
+                                   ("full", 1400.0, 0.8, 0.9))]
+    scores = rho_scores("mlp", 0.9, 0.81, 0.9, 0.9) + [
+        Score("digits", "mlp", "kmeans", "adequacy", "worst_class_rho", 0.5,
+              details={"table": table, "ranking": [
+                  {"class": 9, "rho": [0.4, 0.5], "reading": "class 9 is hard"}]}),
+        Score("digits", "mlp", "kmeans", "adequacy", "enough_inclusive", None,
+              details={"reading": "E[AccI] still rises: more data helps"})]
+    save_scores(store, scores, run_id, {"rho": ("2", "rho"), "adequacy": ("2", "adequacy")})
+    build_site(store, tmp_path)
+    html = read(tmp_path, "datasets/digits.html")
+    part = section(html, 'id="section-adequacy"', "</section>")
+    assert "rho @ full" in part and "0.889" in part and "[0.839, 0.939]" in part
+    assert "n = 1400" in part and "class 9 is hard" in part and "more data helps" in part
+    assert 'alt="Line plot of rho (vertical) against the number of training samples' in html
+    model = read(tmp_path, "models/mlp.html")
+    assert "mlp: accuracy as the training set grows (kmeans)" in model
+    check_links(tmp_path)
+
+
+def test_no_interval_is_shown_where_none_is_defined(store, tmp_path):
+    run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+    scores = rho_scores("mlp", 0.9, 0.81, 0.9, 0.9)
+    scores[0] = Score("digits", "mlp", "kmeans", "rho", "rho", 0.9, None, None, n=1)
+    save_scores(store, scores, run_id, {"rho": ("2", "rho")})
+    build_site(store, tmp_path)
+    for name in ("index.html", "datasets/digits.html", "models/mlp.html"):
+        html = read(tmp_path, name)
+        assert "0.900" in html and "[—" not in html and "—]" not in html, name

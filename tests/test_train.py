@@ -331,3 +331,56 @@ def test_svm_train_accuracy_equals_full_training_score():
     assert clf.train_accuracy_ < 0.95
     assert clf.train_accuracy_ == pytest.approx(clf.model_.score(X[:240], y[:240]))
     assert clf.val_accuracy_ == pytest.approx(clf.model_.score(X[240:], y[240:]))
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 1e-3])
+def test_fused_adam_is_torch_fused_adam_bit_for_bit(weight_decay):
+    from robench.train import FusedAdam
+
+    def build():
+        torch.manual_seed(0)
+        return ConvNet((1, 12, 12), 4, channels=(4, 8), fc_width=16)
+
+    ours, ref = build(), build()
+    unused = [ours.head.bias, ref.head.bias]  # a parameter without a gradient on some steps
+    opt = FusedAdam(ours.parameters(), lr=3e-3, weight_decay=weight_decay)
+    ref_opt = torch.optim.Adam(ref.parameters(), lr=3e-3, weight_decay=weight_decay, fused=True)
+    x, y = torch.rand(10, 144), torch.randint(0, 4, (10,))
+    for step in range(6):
+        for net, o, bias in ((ours, opt, unused[0]), (ref, ref_opt, unused[1])):
+            o.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(net(x), y).backward()
+            if step < 2:
+                bias.grad = None
+            o.step()
+    for p, q in zip(ours.parameters(), ref.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_a_trial_never_imports_torch_dynamo():
+    """torch.optim.Adam imports torch._dynamo (2-4 s per worker); TorchClassifier must not."""
+    code = ("import sys, numpy as np; from robench.train import TorchClassifier, ConvNet; "
+            "X = np.random.default_rng(0).random((40, 64), dtype=np.float32); "
+            "y = np.arange(40) % 4; "
+            "c = TorchClassifier(lambda: ConvNet((1, 8, 8), 4, channels=(4,)), seed=0, "
+            "max_epochs=2, patience=1, batch_size=8, lr=1e-3).fit(X, y, X[:8], y[:8]); "
+            "c.predict(X); c.features(X); "
+            "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo was imported'")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_convnet_is_channels_last_end_to_end():
+    net = ConvNet((1, 16, 16), 5, channels=(4, 8))
+    seen = []
+    for m in net.conv:
+        m.register_forward_hook(lambda mod, inp, out: seen.append(
+            (type(mod).__name__, out.is_contiguous(memory_format=torch.channels_last))))
+    net(torch.rand(3, 256))
+    assert all(cl for _, cl in seen), seen
+    for m in net.conv:
+        if isinstance(m, torch.nn.Conv2d):
+            assert m.weight.is_contiguous(memory_format=torch.channels_last)

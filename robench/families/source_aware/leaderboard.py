@@ -153,3 +153,78 @@ def plots(rows: list) -> list:
                       "mark": r["acc_random"]} for r in table["rows"]],
         })
     return out
+
+
+def adequacy_tables(rows: list) -> list:
+    """Return the adequacy sweep per (model, clusterer): the size table, the 'enough'
+    readings and the three least robust classes (from the ``worst_class_rho`` details)."""
+    groups: dict = defaultdict(dict)
+    for s in rows:
+        if s["metric"] == "adequacy":
+            groups[(s["model"], s["clusterer"] or "")][s["score"]] = s
+    out = []
+    for (model, clusterer), sc in sorted(groups.items()):
+        details = (sc.get("worst_class_rho") or {}).get("details") or {}
+        table = [t for t in details.get("table") or [] if isinstance(t, dict)]
+        if not table:
+            continue
+        readings = [((sc.get(f"enough_{kind}") or {}).get("details") or {}).get("reading")
+                    for kind in ("inclusive", "exclusive")]
+        classes = [c for c in details.get("ranking") or []
+                   if isinstance(c, dict) and c.get("rho") and c["rho"][-1] is not None][:3]
+        out.append({"model": model, "clusterer": clusterer or "(none)", "table": table,
+                    "readings": [r for r in readings if r],
+                    "classes": [{"class": c.get("class"), "rho": c["rho"][-1],
+                                 "reading": c.get("reading", "")} for c in classes]})
+    return out
+
+
+def adequacy_section(rows: list):
+    """Return the adequacy section of one data set, or None without a stored sweep."""
+    tables = adequacy_tables(rows)
+    if not tables:
+        return None
+    sizes = []
+    for t in tables:
+        t["cells"] = {str(r.get("size")): r for r in t["table"]}
+        for r in t["table"]:
+            if str(r.get("size")) not in sizes:
+                sizes.append(str(r.get("size")))
+    return {"models": tables, "sizes": sizes}
+
+
+def _size_axis(table: list) -> list:
+    return [t.get("n_samples") for t in table]
+
+
+def adequacy_plots(rows: list) -> list:
+    """Return adequacy curves: rho against the training size per model (the data set's plot)
+    and, per model, E[AccX] and E[AccI] against the training size."""
+    tables = adequacy_tables(rows)
+    if not tables:
+        return []
+    out = [{"kind": "lines", "title": "Dataset adequacy: rho as the training set grows",
+            "alt": (f"Line plot of rho (vertical) against the number of training samples "
+                    f"(horizontal) for {len(tables)} model and clusterer pairs, with 95% "
+                    "interval bands; values in the adequacy table."),
+            "caption": "rho with its 95% interval (band) per training size; a curve still "
+                       "rising at the right says more data of the same sources would help",
+            "xlabel": "training samples", "ylabel": "rho",
+            "series": [{"label": f"{t['model']} ({t['clusterer']})", "x": _size_axis(t["table"]),
+                        "y": [r.get("rho") for r in t["table"]],
+                        "y_low": [r.get("ci_low") for r in t["table"]],
+                        "y_high": [r.get("ci_high") for r in t["table"]]}
+                       for t in tables][:8]}]
+    for t in tables:
+        out.append({"kind": "lines", "model": t["model"],
+                    "title": f"{t['model']}: accuracy as the training set grows ({t['clusterer']})",
+                    "alt": (f"Line plot of {t['model']}'s E[AccX] and E[AccI] against the number "
+                            "of training samples; values in the adequacy table."),
+                    "caption": "source-exclusive (E[AccX]) and source-inclusive (E[AccI]) "
+                               "accuracy per training size",
+                    "xlabel": "training samples", "ylabel": "accuracy", "percent": ("y",),
+                    "series": [{"label": "E[AccX]", "x": _size_axis(t["table"]),
+                                "y": [r.get("acc_exclusive") for r in t["table"]]},
+                               {"label": "E[AccI]", "x": _size_axis(t["table"]),
+                                "y": [r.get("acc_inclusive") for r in t["table"]]}]})
+    return out
