@@ -229,6 +229,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         given = [reg.get(kind, n).name for n in given]
         if kind == "datasets":
             datasets_names = given
+        elif kind == "models":  # a model reference (timm:ARCH) likewise
+            models_names = given
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
     opt_in = {}  # components left out of this run because they are opt-in (slow)
     for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
@@ -755,6 +757,16 @@ def list_(kind):
             for r in reg.all("resolvers"):
                 click.echo(f"    {r.syntax}")
                 click.echo(f"        {r.description}  [{r.plugin}]")
+        if k == "models" and reg.all("model-resolvers"):
+            click.echo("  by reference, no plugin needed (-m SCHEME:...):")
+            for r in reg.all("model-resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
+                if r.examples:
+                    click.echo(f"        e.g. {', '.join(r.examples)}")
+            if any(r.name == "timm" for r in reg.all("model-resolvers")):
+                click.echo("    any timm architecture name works: python -c \"import timm; "
+                           "print(timm.list_models())\" lists them")
 
 
 @cli.command()
