@@ -89,6 +89,15 @@ def compare(a: dict, b: dict) -> tuple:
                        "would decide it")
 
 
+def combine(verdicts: list) -> str:
+    """Return the verdict of a claim made of parts: holds if all hold, fails if any fails."""
+    if verdicts and all(v == HOLDS for v in verdicts):
+        return HOLDS
+    if any(v == FAILS for v in verdicts):
+        return FAILS
+    return UNDECIDED
+
+
 def within(row: dict, low: float, high: float) -> tuple:
     """Return (verdict, why) for "the value lies in [low, high]" from a row with an interval.
 

@@ -123,7 +123,7 @@ def test_cli_knobs_lists_every_section_with_types_and_profile_values():
     out = CliRunner().invoke(cli, ["knobs"])
     assert out.exit_code == 0
     assert "train.max_epochs = quick 4, standard 12, paper 60" in out.output
-    assert "coverage.repeats = quick 3, standard 3, paper 5" in out.output
+    assert "coverage.repeats = quick 3, standard 5, paper 5" in out.output
     assert "train.weight_decay = quick unset, standard unset, paper unset" in out.output
     out = CliRunner().invoke(cli, ["knobs", "covrage"])
     assert out.exit_code == 2 and "Did you mean 'coverage'" in out.output

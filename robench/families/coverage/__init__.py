@@ -41,7 +41,7 @@ def register_metrics(register):
         # reference models with a t CI; 2: class-spread noise
         version="4",
         report=report.report_lines,
-        claims=docs.coverage_claims,
+        claims=docs.all_coverage_claims,
         moved_from="robench.builtin.coverage",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="coverage.html",
                                        templates=leaderboard.TEMPLATES,

@@ -48,7 +48,8 @@ SECTION = "coverage"
 #: The protocol's knobs (``--set coverage.KEY=VALUE``). Why these defaults: docs/coverage.md.
 KNOBS = (
     Knob("repeats", "int", "reference models (seeds) per combination; the score is their mean "
-         "with a t interval", default=3, profiles={"paper": 5}, minimum=1),
+         "with a t interval", default=3, profiles={"standard": 5, "paper": 5},
+         minimum=1),
     Knob("radius", "float", "r: centroid region = normalized distance <= r (unit: class RMS "
          "radius)", default=1.0, minimum=1e-9),
     Knob("boundary_rule", "str", "boundary seeds: 'paper' (Algorithm 1: weakly misclassified, "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from robench import hookimpl
-from robench.families.shifted_cv import clusterer, metric, models, protocol, report
+from robench.families.shifted_cv import clusterer, docs, metric, models, protocol, report
 from robench.specs import ClustererSpec, MetricSpec, ModelSpec, ProtocolSpec
 
 
@@ -42,6 +42,7 @@ def register_metrics(register):
         uses_clusterer=True,
         version="1",
         report=report.report_lines,
+        claims=docs.shifted_cv_claims,
         moved_from="robench.builtin.vae_vgmm",
         references=(("Xudong Sun, Alexej Gossmann, Yu Wang and Bernd Bischl, Variational "
                      "Resampling Based Assessment of Deep Neural Networks under Distribution "

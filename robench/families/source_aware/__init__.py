@@ -75,6 +75,7 @@ def register_metrics(register):
         version="2",  # 2: Fieller / t intervals, as rho
         in_default_run=False,
         report=report.adequacy_lines,
+        claims=docs.adequacy_claims,
         leaderboard=LeaderboardSection(build=leaderboard.adequacy_section,
                                        template="adequacy.html",
                                        templates=leaderboard.TEMPLATES,
@@ -98,6 +99,7 @@ def register_metrics(register):
         version="3",
         higher_is_better=False,
         report=report.lost_test_lines,
+        claims=docs.lost_test_claims,
         moved_from="robench.builtin.adequacy",
         references=(("What If You Lose Your Test Set? (blog post, 2017-02-16); robench "
                      "implements the corrected estimator", ""),),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from robench.claims import FAILS, HOLDS, UNDECIDED, Claim, compare, fmt
+from robench.claims import combine as _combine
 
 PAPER = "Source-aware partitioning (Kilinc & Uysal)"
 #: The paper's capacity order on MNIST (rho rises with capacity: SVM < MLP < CNN-1..3).
@@ -19,14 +20,6 @@ def _table(rows: list, clusterer: str = "kmeans") -> dict:
             continue
         out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
     return out
-
-
-def _combine(verdicts: list) -> str:
-    if verdicts and all(v == HOLDS for v in verdicts):
-        return HOLDS
-    if any(v == FAILS for v in verdicts):
-        return FAILS
-    return UNDECIDED
 
 
 def rho_claims(rows: list) -> list:
@@ -87,3 +80,115 @@ def rho_claims(rows: list) -> list:
                 "SVM < MLP < CNN-1 < CNN-2 < CNN-3 on MNIST (Table 3)", dataset, figure,
                 verdict, why, {f"{a}<{b}": w for a, b, (_, w) in pairs}))
     return claims
+
+
+def _size_key(label: str) -> float:
+    return float("inf") if label == "full" else float(label)
+
+
+def adequacy_claims(rows: list) -> list:
+    """Return per data set: rho at the full training size exceeds rho at the smallest size."""
+    groups: dict = {}
+    for r in rows:
+        if r.get("metric") != "adequacy" or not str(r.get("score", "")).startswith("rho@"):
+            continue
+        groups.setdefault(r["dataset"], {}).setdefault(r["model"], {})[
+            r["score"].split("@", 1)[1]] = r
+    claims = []
+    for dataset, models in sorted(groups.items()):
+        res, figures = {}, []
+        for model, by_size in sorted(models.items()):
+            sizes = sorted(by_size, key=_size_key)
+            if len(sizes) < 2 or "full" not in by_size:
+                continue
+            small, full = by_size[sizes[0]], by_size["full"]
+            res[model] = compare(full, small)
+            figures.append(f"{model}: n={sizes[0]} {fmt(small)} -> full {fmt(full)}")
+        if not res:
+            continue
+        n_hold = sum(v == HOLDS for v, _ in res.values())
+        claims.append(Claim(
+            PAPER, "rho rises with the training size (dataset adequacy)",
+            "CNN-1 on MNIST: 0.85 at 100 samples to 0.96 at ~56K (Table 2-3, Figure 8)",
+            dataset, "; ".join(figures), _combine([v for v, _ in res.values()]),
+            f"{n_hold} of {len(res)} models have the full-size rho's interval above the "
+            "smallest size's" + "".join(f"; {m}: {w}" for m, (v, w) in sorted(res.items())
+                                         if v != HOLDS),
+            {m: w for m, (_, w) in res.items()}))
+    return claims
+
+
+#: The corrected batch estimator counts as unbiased when its mean error's interval lies
+#: within this many accuracy points of 0 (and contains 0).
+UNBIASED_WITHIN = 0.01
+
+
+def _error_row(errors: list) -> dict:
+    from robench.intervals import mean_interval
+
+    iv = mean_interval(errors)
+    return {"value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high}
+
+
+def lost_test_claims(rows: list) -> list:
+    """Return per data set: the corrected batch estimator is unbiased, the post's is biased.
+
+    Decided on the simulated batches of the stored random-split trials (each trial's
+    estimates are means over the metric's simulated sets of k batches with the real test set
+    planted among them): the per-trial errors estimate - true accuracy, with a t interval.
+    """
+    per: dict = {}
+    for r in rows:
+        if r.get("metric") == "lost-test" and r.get("score") == "true_accuracy":
+            per.setdefault(r["dataset"], []).extend(
+                t for t in ((r.get("details") or {}).get("trials") or [])
+                if t.get("alpha_in") is not None)
+    claims = []
+    for dataset, trials in sorted(per.items()):
+        if not trials:
+            continue
+        ok = _error_row([t["alpha_in"] - t["true_accuracy"] for t in trials])
+        blog = _error_row([t["blog_alpha_in"] - t["true_accuracy"] for t in trials
+                           if t.get("blog_alpha_in") is not None])
+        lo, hi = ok["ci_low"], ok["ci_high"]
+        if lo is None:
+            verdict, why = UNDECIDED, "no interval (too few trials or no spread)"
+        elif lo <= 0 <= hi and -UNBIASED_WITHIN <= lo and hi <= UNBIASED_WITHIN:
+            verdict, why = HOLDS, (f"mean error {100 * ok['value']:+.2f} points, "
+                                   f"[{100 * lo:+.2f}, {100 * hi:+.2f}] contains 0 and lies "
+                                   f"within {100 * UNBIASED_WITHIN:g} point")
+        elif hi < 0 or lo > 0:
+            verdict, why = FAILS, f"[{100 * lo:+.2f}, {100 * hi:+.2f}] points excludes 0"
+        else:
+            verdict, why = UNDECIDED, f"[{100 * lo:+.2f}, {100 * hi:+.2f}] points: too wide"
+        claims.append(Claim(
+            "Lost test set (blog post, corrected)",
+            "the corrected estimator k·(a_hat - p(1 - 1/k)) is unbiased for the test accuracy",
+            "the post derives E[a_hat] = a/k + p(1 - 1/k)", dataset,
+            f"mean error {_points(ok)} over {len(trials)} trials (simulated batches)",
+            verdict, why, {"error": ok}))
+        lo, hi = blog["ci_low"], blog["ci_high"]
+        if lo is None:
+            verdict, why = UNDECIDED, "no interval (too few trials or no spread)"
+        elif hi < 0 or lo > 0:
+            verdict, why = HOLDS, (f"[{100 * lo:+.1f}, {100 * hi:+.1f}] points excludes 0: "
+                                   "its expectation is a/k², not a")
+        else:
+            verdict, why = FAILS, f"[{100 * lo:+.1f}, {100 * hi:+.1f}] points contains 0"
+        claims.append(Claim(
+            "Lost test set (blog post, corrected)",
+            "the post's printed formula (1/k)·(a_hat - p(1 - 1/k)) is biased",
+            "printed as the estimator of a", dataset,
+            f"mean error {_points(blog)} over {len(trials)} trials", verdict, why,
+            {"error": blog}))
+    return claims
+
+
+def _points(row: dict) -> str:
+    """Return "+0.12 points [-0.30, +0.54]" of an error row in accuracy points."""
+    if row.get("value") is None:
+        return "-"
+    out = f"{100 * row['value']:+.2f} points"
+    if row.get("ci_low") is not None:
+        out += f" [{100 * row['ci_low']:+.2f}, {100 * row['ci_high']:+.2f}]"
+    return out
