@@ -250,6 +250,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         given = [reg.get(kind, n).name for n in given]
         if kind == "datasets":
             datasets_names = given
+        elif kind == "models":  # a model reference (timm:ARCH) likewise
+            models_names = given
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
     opt_in = {}  # components left out of this run because they are opt-in (slow)
     for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
@@ -578,7 +580,8 @@ def _cell(v):
 def query(sql, fmt, db_path):
     """Run a read-only SQL query on the results database.
 
-    Tables: runs, trials, scores, score_groups, clusterings, skips. Writes are refused.
+    Tables: runs, configurations, metrics, clusterings, trials, scores, score_groups, skips;
+    views: leaderboard, trial_summary, configuration_choice. Writes are refused.
 
     \b
     Example:
@@ -630,6 +633,43 @@ def leaderboard(out_dir, top, config, db_path):
     pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
     click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
                f"({out / 'methods.html'}, {out / 'scores.json'})")
+
+
+# ------------------------------------------------------------------------------ migrate
+
+
+@cli.command()
+@db_option
+@friendly_errors
+def migrate(db_path):
+    """Bring the results database to this robench's schema version, in place.
+
+    A run does this too when it opens an older file; read commands never do (they read every
+    version). All steps apply in one transaction, or none.
+
+    \b
+    Example:
+      robench migrate --db old.db
+    """
+    import sqlite3
+
+    from robench.migrations import CURRENT, check_readable, migrate as migrate_file
+    from robench.store import SCHEMA
+
+    if not os.path.isfile(db_path):
+        raise FileNotFoundError(f"no results database at {db_path}")
+    conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        before = check_readable(conn, db_path)
+    finally:
+        conn.close()
+    steps = migrate_file(db_path, SCHEMA)
+    if not steps:
+        click.echo(f"{db_path}: schema version {before}, up to date")
+        return
+    for version, summary in steps:
+        click.echo(f"  -> {version}: {summary}")
+    click.echo(f"{db_path}: schema version {before} -> {CURRENT}")
 
 
 # ---------------------------------------------------------------------------------- data
@@ -739,6 +779,16 @@ def list_(kind):
             for r in reg.all("resolvers"):
                 click.echo(f"    {r.syntax}")
                 click.echo(f"        {r.description}  [{r.plugin}]")
+        if k == "models" and reg.all("model-resolvers"):
+            click.echo("  by reference, no plugin needed (-m SCHEME:...):")
+            for r in reg.all("model-resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
+                if r.examples:
+                    click.echo(f"        e.g. {', '.join(r.examples)}")
+            if any(r.name == "timm" for r in reg.all("model-resolvers")):
+                click.echo("    any timm architecture name works: python -c \"import timm; "
+                           "print(timm.list_models())\" lists them")
 
 
 @cli.command()
