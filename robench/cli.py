@@ -623,7 +623,7 @@ def migrate(db_path):
     """Bring the results database to this robench's schema version, in place.
 
     A run does this too when it opens an older file; read commands never do (they read every
-    version). All steps apply in one transaction, or none.
+    version). All steps apply in one transaction, or none; then the file is VACUUMed.
 
     \b
     Example:
@@ -641,13 +641,15 @@ def migrate(db_path):
         before = check_readable(conn, db_path)
     finally:
         conn.close()
+    size = os.path.getsize(db_path)
     steps = migrate_file(db_path, SCHEMA)
     if not steps:
         click.echo(f"{db_path}: schema version {before}, up to date")
         return
     for version, summary in steps:
         click.echo(f"  -> {version}: {summary}")
-    click.echo(f"{db_path}: schema version {before} -> {CURRENT}")
+    click.echo(f"{db_path}: schema version {before} -> {CURRENT} "
+               f"({size / 1e6:.1f} MB -> {os.path.getsize(db_path) / 1e6:.1f} MB after VACUUM)")
 
 
 # ---------------------------------------------------------------------------------- data
