@@ -37,6 +37,10 @@ def friendly_errors(fn):
 
         try:
             return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1; a Ctrl-C is 130 everywhere in robench
+            click.secho("Interrupted.", fg="yellow", err=True)
+            sys.exit(130)
         except (UnknownComponentError, PluginError, ConfigError, SourcesError, DatasetError,
                 ReadOnlyQueryError, FileNotFoundError, ConfigurationError, SchemaError) as exc:
             _fail(str(exc).strip("'\""))
@@ -225,6 +229,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         given = [reg.get(kind, n).name for n in given]
         if kind == "datasets":
             datasets_names = given
+        elif kind == "models":  # a model reference (timm:ARCH) likewise
+            models_names = given
         chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
     opt_in = {}  # components left out of this run because they are opt-in (slow)
     for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
@@ -258,12 +264,16 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         explicit={"datasets": list(datasets_names), "models": list(models_names),
                   "clusterers": list(clusterers_names)},
     ).resolve(reg)
-    from robench.runner import execute
+    from robench.provenance import redact_secrets
+    from robench.runner import execute, plan_run
     from robench.store import Store
 
+    # Planned before the database is opened: a run that cannot be made (a bad value, only
+    # broken data sets) exits 2 with the file untouched, or not created.
+    plan = plan_run(cfg, reg)
     store = Store(db_path)
     progress = _Progress()
-    command = "robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run"
+    command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     try:
         if until == "decided":
             from robench.adaptive import run_until_decided
@@ -274,7 +284,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
                                        precision=PRECISION if precision is None else precision)
         else:
             report = execute(cfg, reg, store, command=command, on_event=progress,
-                             rescore=rescore)
+                             rescore=rescore, plan=plan)
     finally:
         progress.close()
     _print_skips(report.skipped)
@@ -352,6 +362,8 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "dataset_failed":
+            self.echo(f"skipped: {info['reason']}", fg="red")
         elif event == "killed_runs":
             for r in info["runs"]:
                 self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
@@ -546,7 +558,8 @@ def _cell(v):
 def query(sql, fmt, db_path):
     """Run a read-only SQL query on the results database.
 
-    Tables: runs, trials, scores, score_groups, clusterings, skips. Writes are refused.
+    Tables: runs, configurations, metrics, clusterings, trials, scores, score_groups, skips;
+    views: leaderboard, trial_summary, configuration_choice. Writes are refused.
 
     \b
     Example:
@@ -598,6 +611,43 @@ def leaderboard(out_dir, top, config, db_path):
     pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
     click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
                f"({out / 'methods.html'}, {out / 'scores.json'})")
+
+
+# ------------------------------------------------------------------------------ migrate
+
+
+@cli.command()
+@db_option
+@friendly_errors
+def migrate(db_path):
+    """Bring the results database to this robench's schema version, in place.
+
+    A run does this too when it opens an older file; read commands never do (they read every
+    version). All steps apply in one transaction, or none.
+
+    \b
+    Example:
+      robench migrate --db old.db
+    """
+    import sqlite3
+
+    from robench.migrations import CURRENT, check_readable, migrate as migrate_file
+    from robench.store import SCHEMA
+
+    if not os.path.isfile(db_path):
+        raise FileNotFoundError(f"no results database at {db_path}")
+    conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        before = check_readable(conn, db_path)
+    finally:
+        conn.close()
+    steps = migrate_file(db_path, SCHEMA)
+    if not steps:
+        click.echo(f"{db_path}: schema version {before}, up to date")
+        return
+    for version, summary in steps:
+        click.echo(f"  -> {version}: {summary}")
+    click.echo(f"{db_path}: schema version {before} -> {CURRENT}")
 
 
 # ---------------------------------------------------------------------------------- data
@@ -707,6 +757,16 @@ def list_(kind):
             for r in reg.all("resolvers"):
                 click.echo(f"    {r.syntax}")
                 click.echo(f"        {r.description}  [{r.plugin}]")
+        if k == "models" and reg.all("model-resolvers"):
+            click.echo("  by reference, no plugin needed (-m SCHEME:...):")
+            for r in reg.all("model-resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
+                if r.examples:
+                    click.echo(f"        e.g. {', '.join(r.examples)}")
+            if any(r.name == "timm" for r in reg.all("model-resolvers")):
+                click.echo("    any timm architecture name works: python -c \"import timm; "
+                           "print(timm.list_models())\" lists them")
 
 
 @cli.command()
