@@ -39,10 +39,12 @@ sys.path.insert(0, str(HERE))  # bench_plugins.py: the larger synthetic data set
 sys._robench_called_from_test = True  # never pick up installed third-party plugins here
 
 GOALS = {
-    "naive": ">= 3x over the naive loop",
+    "naive": ">= 1.6x over the naive loop",
+    "old": ">= 1.3x the old code",
+    "adaptive": "same ranking at <= 1/3 of the fixed design's trials",
     "workers": ">= 1.8x from 1 to 2 workers",
-    "warm": "warm rerun of run --all < 5 s",
-    "help": "robench --help < 1 s",
+    "warm": "warm rerun of run --all < 2 s",
+    "help": "robench --help < 0.5 s",
 }
 
 
@@ -99,19 +101,16 @@ def naive_trial(module_fn, X, y, fit_idx, val_idx, test_idx, *, seed, budget):
     return evaluate(test)[0]
 
 
-def bench_naive(repeats: int, jobs: int, rows: list, extra: dict):
-    import torch
+def robench_part(repeats: int, jobs: int) -> dict:
+    """Run the naive section's trials through robench (this interpreter's robench): seconds.
 
-    from robench.builtin.datasets import load_mnist_5k
-    from robench.builtin.models import CNN_CHANNELS
+    Also called as ``bench.py --robench-part R J`` under another checkout's PYTHONPATH (the
+    old code, ``--old``), so both sides run the same trials in the same benchmark run.
+    """
     from robench.config import RunConfig
     from robench.plugins import make_registry
-    from robench.families.source_aware import protocol as source_aware
-    from robench.seeds import derived_seed
     from robench.runner import execute
-    from robench.splitters import KIND_CODES
     from robench.store import Store
-    from robench.train import MLP, ConvNet
 
     reg = make_registry(load_entrypoints=False)
     cfg = RunConfig(datasets=["mnist-5k"], models=["mlp", "cnn-2"], clusterers=["kmeans"],
@@ -123,10 +122,43 @@ def bench_naive(repeats: int, jobs: int, rows: list, extra: dict):
                           metrics=["rho"], repeats=1, executor="local"), reg, store)
         t0 = time.perf_counter()
         report = execute(cfg, reg, store)
-        robench_s = time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
         trials = [t for t in store.trials(model=["mlp", "cnn-2"]) if t["status"] == "ok"]
         assert not report.failed, report.failed[:1]
+    return {"seconds": seconds, "trials": trials,
+            "trial_seconds": {m: sum(t["seconds"] for t in trials if t["model"] == m)
+                              for m in ("mlp", "cnn-2")}}
 
+
+def old_robench_part(old: str, repeats: int, jobs: int) -> dict:
+    """Run :func:`robench_part` with the robench of checkout ``old`` (a subprocess)."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": old}
+    proc = subprocess.run([sys.executable, __file__, "--robench-part", str(repeats), str(jobs)],
+                          env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"old robench ({old}) failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_naive(repeats: int, jobs: int, rows: list, extra: dict, old=None):
+    import torch
+
+    from robench.builtin.datasets import load_mnist_5k
+    from robench.builtin.models import CNN_CHANNELS
+    from robench.plugins import make_registry
+    from robench.families.source_aware import protocol as source_aware
+    from robench.seeds import derived_seed
+    from robench.splitters import KIND_CODES
+    from robench.train import MLP, ConvNet
+
+    reg = make_registry(load_entrypoints=False)
+    if old:  # the old code first, then this checkout's, then the naive loop: one run
+        before = old_robench_part(old, repeats, jobs)
+        extra["old"] = before
+    part = robench_part(repeats, jobs)
+    robench_s, trials = part["seconds"], part["trials"]
     ds = load_mnist_5k()
     shape = ds.image_shape
     modules = {
@@ -161,6 +193,25 @@ def bench_naive(repeats: int, jobs: int, rows: list, extra: dict):
                  f"{naive_s:.1f} s", f"speed-up {ratio:.2f}x (goal {GOALS['naive']})"))
     extra["trials"] = trials
     extra["robench_s"] = robench_s
+    extra["new_trial_seconds"] = part["trial_seconds"]
+    if old:
+        b = extra["old"]
+        rows.append(("same trials, old code (--old) vs this checkout",
+                     f"old {b['seconds']:.1f} s vs new {robench_s:.1f} s wall; worker seconds "
+                     f"per trial mlp {b['trial_seconds']['mlp'] / (3 * repeats):.2f} -> "
+                     f"{part['trial_seconds']['mlp'] / (3 * repeats):.2f}, cnn-2 "
+                     f"{b['trial_seconds']['cnn-2'] / (3 * repeats):.2f} -> "
+                     f"{part['trial_seconds']['cnn-2'] / (3 * repeats):.2f}",
+                     f"throughput {b['seconds'] / robench_s:.2f}x (goal {GOALS['old']})"))
+        for model in ("mlp", "cnn-2"):
+            o = {(t["kind"], t["repeat"]): t["accuracy"] for t in b["trials"]
+                 if t["model"] == model}
+            n = {(t["kind"], t["repeat"]): t["accuracy"] for t in trials if t["model"] == model}
+            same = sum(o[k] == n.get(k) for k in o)
+            rows.append((f"old vs new results, {model}", f"{same} of {len(o)} trials with "
+                         "identical test accuracy",
+                         "model version unchanged" if model == "mlp" else
+                         "model version 3: channels-last kernels round differently"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -250,7 +301,7 @@ def timed(cmd, env, output: list = None) -> float:
     return dt
 
 
-def bench_run_all(rows: list, keep=None):
+def bench_run_all(rows: list, keep=None, workers: bool = True, extra: dict = None):
     robench = [sys.executable, "-m", "robench"]
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "ROBENCH_CACHE_DIR": f"{tmp}/cache"}
@@ -261,12 +312,208 @@ def bench_run_all(rows: list, keep=None):
             shutil.copy(f"{tmp}/a.db", Path(keep) / "robench.db")
             (Path(keep) / "run-all.txt").write_text(printed[0])
         warm = timed(robench + ["run", "--all", "--db", f"{tmp}/a.db"], env)
-        one = timed(robench + ["run", "--all", "-j", "1", "--db", f"{tmp}/b.db"], env)
-        two = timed(robench + ["run", "--all", "-j", "2", "--db", f"{tmp}/c.db"], env)
+        if extra is not None:  # per-trial seconds for the paper-profile projection
+            import sqlite3
+
+            con = sqlite3.connect(f"{tmp}/a.db")
+            extra["all_trials"] = con.execute(
+                "SELECT protocol, dataset, model, count(*), sum(seconds), sum(epochs) "
+                "FROM trials WHERE status = 'ok' GROUP BY 1, 2, 3").fetchall()
+            con.close()
+            extra["all_cold"] = cold
+        if workers:
+            one = timed(robench + ["run", "--all", "-j", "1", "--db", f"{tmp}/b.db"], env)
+            two = timed(robench + ["run", "--all", "-j", "2", "--db", f"{tmp}/c.db"], env)
     rows.append(("run --all, cold (empty cache and db)", f"{cold:.1f} s", "goal < 600 s"))
     rows.append(("run --all, warm rerun", f"{warm:.2f} s", f"goal: {GOALS['warm']}"))
-    rows.append(("run --all, 1 vs 2 workers (warm cache)", f"{one:.1f} s vs {two:.1f} s",
-                 f"speed-up {one / two:.2f}x (goal {GOALS['workers']})"))
+    if workers:
+        rows.append(("run --all, 1 vs 2 workers (warm cache)", f"{one:.1f} s vs {two:.1f} s",
+                     f"speed-up {one / two:.2f}x (goal {GOALS['workers']})"))
+
+
+# ------------------------------------------------------------------------------------------
+# worker start-up: the first trial in a fresh process, old code vs this checkout
+
+_FIRST_TRIAL = """
+import json, sys, time
+t0 = time.perf_counter()
+sys._robench_called_from_test = True
+import torch
+torch.set_num_threads(1)
+from robench.config import RunConfig
+from robench.plugins import make_registry
+from robench.runner import plan_run
+from robench.trials import TrialEnv
+from robench.families.source_aware import protocol as sa
+reg = make_registry(load_entrypoints=False)
+cfg = RunConfig(datasets=["mnist-5k"], models=["cnn-2"], clusterers=["kmeans"],
+                metrics=["rho"], repeats=1, executor="local")
+plan = plan_run(cfg, reg)
+for protocol, combo in plan.prepare:
+    protocol.prepare(combo, cfg, reg, reg.load_dataset("mnist-5k"))
+spec = next(s for s in plan.specs.values() if s["kind"] == "exclusive")
+env = TrialEnv(reg)
+env.dataset("mnist-5k")
+t1 = time.perf_counter(); sa.run(spec, env)
+t2 = time.perf_counter(); sa.run(spec, env)
+t3 = time.perf_counter()
+print(json.dumps({"first": t2 - t1, "second": t3 - t2,
+                  "dynamo": "torch._dynamo" in sys.modules}))
+"""
+
+
+def bench_startup(rows: list, old=None):
+    """First vs second cnn-2 trial in a fresh process (one thread), old code and this one."""
+    import json
+
+    sides = ([("old", old)] if old else []) + [("new", str(HERE.parent))]
+    for name, path in sides:
+        env = {**os.environ, "PYTHONPATH": path}
+        proc = subprocess.run([sys.executable, "-c", _FIRST_TRIAL], env=env,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr[-2000:])
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows.append((f"first trial in a fresh process ({name} code), cnn-2",
+                     f"{r['first']:.2f} s vs {r['second']:.2f} s for the next",
+                     f"first-trial extra {r['first'] - r['second']:+.2f} s; torch._dynamo "
+                     f"{'imported' if r['dynamo'] else 'not imported'}"))
+
+
+# ------------------------------------------------------------------------------------------
+# adaptive repeats vs a fixed number
+
+
+def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int):
+    """mnist-5k, five built-in models, kmeans: --until decided vs fixed repeats, fresh stores."""
+    from robench.adaptive import run_until_decided
+    from robench.config import RunConfig
+    from robench.intervals import tie_ranks
+    from robench.plugins import make_registry
+    from robench.runner import execute
+    from robench.sequential import PRECISION
+    from robench.store import Store
+
+    reg = make_registry(load_entrypoints=False)
+    models = ["svm", "mlp", "cnn-1", "cnn-2", "cnn-3"]
+
+    def cfg():
+        return RunConfig(datasets=["mnist-5k"], models=models, clusterers=["kmeans"],
+                         metrics=["rho"], repeats=max_repeats, executor="process", jobs=jobs)
+
+    def table(store):
+        rho = {s["model"]: s for s in store.scores(metric="rho") if s["score"] == "rho"}
+        order = sorted(rho, key=lambda m: -rho[m]["value"])
+        ranks = tie_ranks([rho[m]["value"] for m in order], [rho[m]["ci_low"] for m in order],
+                          [rho[m]["ci_high"] for m in order])
+        return order, dict(zip(order, ranks)), rho
+
+    with tempfile.TemporaryDirectory() as tmp:
+        a_store, f_store = Store(Path(tmp) / "a.db"), Store(Path(tmp) / "f.db")
+        for s in (a_store, f_store):  # sources first, so both sides time training only
+            execute(RunConfig(datasets=["mnist-5k"], models=["svm"], clusterers=["kmeans"],
+                              metrics=["rho"], repeats=1, executor="local"), reg, s)
+        t0 = time.perf_counter()
+        adaptive = run_until_decided(cfg(), reg, a_store)
+        a_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        fixed = execute(cfg(), reg, f_store)
+        f_s = time.perf_counter() - t0
+        a_order, a_ranks, a_rho = table(a_store)
+        f_order, f_ranks, f_rho = table(f_store)
+        f_trials = sum(1 for t in f_store.trials(model=models) if t["protocol"] == "source-aware")
+    info = adaptive.adaptive[0]
+    a_trials = info["trials"]
+    half = lambda r, m: (r[m]["ci_high"] - r[m]["ci_low"]) / 2  # noqa: E731
+    rows.append((f"adaptive vs fixed repeats, mnist-5k x 5 models (max {max_repeats})",
+                 f"adaptive {a_trials} trials, {a_s:.0f} s vs fixed {f_trials} trials, "
+                 f"{f_s:.0f} s", f"{a_trials / f_trials:.2f} of the trials, "
+                 f"{a_s / f_s:.2f} of the time (goal {GOALS['adaptive']})"))
+    rows.append(("adaptive: repeats per model, why it stopped",
+                 ", ".join(f"{m} {r}" for m, r in info["repeats_by_model"].items()),
+                 f"{info['stopped']}; level {info['level']:.4f}, precision {PRECISION}"))
+    fmt = lambda order, ranks, rho: ", ".join(  # noqa: E731
+        f"{ranks[m]}. {m} {rho[m]['value']:.3f}±{half(rho, m):.3f}" for m in order)
+    rows.append(("adaptive ranking (rank, rho ± half-width)", fmt(a_order, a_ranks, a_rho),
+                 "tied ranks: intervals overlap"))
+    rows.append((f"fixed ranking at {max_repeats} repeats (95% CIs)",
+                 fmt(f_order, f_ranks, f_rho),
+                 "same order" if a_order == f_order else "ORDER DIFFERS"))
+    agree = all(a_ranks[m] == f_ranks[m] for m in models)
+    rows.append(("rankings agree (order and ties)", "yes" if agree else "no",
+                 "tie-ranked tables identical" if agree else
+                 "the fixed 95% intervals are narrower than the corrected ones"))
+    extra["adaptive"] = {"trials": a_trials, "fixed_trials": f_trials,
+                         "repeats_by_model": info["repeats_by_model"],
+                         "undecided_at_max": [m for p in info["pairs"]
+                                              if p["status"] == "undecided" for m in p["pair"]],
+                         "max_repeats": max_repeats}
+
+
+# ------------------------------------------------------------------------------------------
+# the paper profile, projected
+
+
+def bench_projection(rows: list, extra: dict, jobs: int):
+    """Project `run --all --profile paper` from this run's measured per-trial seconds."""
+    from collections import Counter
+
+    from robench.config import REPEATS, RunConfig, TRAIN_KNOBS
+    from robench.plugins import make_registry
+    from robench.runner import plan_run
+
+    measured = extra.get("all_trials")
+    if not measured:
+        rows.append(("paper projection", "needs the all section", ""))
+        return
+    reg = make_registry(load_entrypoints=False)
+    cfg = RunConfig(datasets=reg.names("datasets"), models=reg.names("models"),
+                    clusterers=reg.names("clusterers"), metrics=reg.names("metrics"),
+                    profile="paper").resolve(reg)
+    plan = plan_run(cfg, reg)
+    counts = Counter((s["protocol"], s["dataset"], s["model"]) for s in plan.specs.values())
+    per = {}  # (protocol, dataset, model) -> (seconds per trial, seconds per epoch)
+    for protocol, dataset, model, n, secs, epochs in measured:
+        per[(protocol, dataset, model)] = (secs / n, secs / epochs if epochs else None)
+    epochs = {k.name: k for k in TRAIN_KNOBS}["max_epochs"].value_for("paper")
+    total = 0.0
+    n_unmeasured, sa_seconds, sa_trials = 0, 0.0, 0
+    for key, n in counts.items():
+        if key not in per:
+            n_unmeasured += n
+            continue
+        trial_s, epoch_s = per[key]
+        cost = n * (epoch_s * epochs if epoch_s else trial_s)  # every epoch run: upper bound
+        total += cost
+        if key[0] == "source-aware":
+            sa_seconds += cost
+            sa_trials += n
+    ratio = extra.get("old", {}).get("seconds", 0) / extra["robench_s"] \
+        if extra.get("old") else None
+    after_h = total / jobs / 3600
+    line = f"{len(plan.specs)} trials ({n_unmeasured} of opt-in components not measured here)"
+    rows.append(("run --all --profile paper, projected (measured components)",
+                 f"{after_h:.0f} h on {jobs} workers, at most (every trial all {epochs} "
+                 f"epochs)" + (f"; before this issue ~{after_h * ratio:.0f} h" if ratio else ""),
+                 line))
+    ad = extra.get("adaptive")
+    if ad and sa_trials:
+        # models still undecided at the adaptive section's maximum go on to 100 repeats,
+        # the others stop where they stopped there (an upper bound on the adaptive run)
+        r_paper = REPEATS["paper"]
+        reps = {m: (r_paper if m in ad["undecided_at_max"] else r)
+                for m, r in ad["repeats_by_model"].items()}
+        share = sum(reps.values()) / (len(reps) * r_paper)
+        adaptive_h = (total - sa_seconds * (1 - share)) / jobs / 3600
+        rows.append(("... with --until decided (source-aware trials)",
+                     f"{adaptive_h:.0f} h on {jobs} workers",
+                     f"source-aware repeats at {share:.2f} of 100 (mnist-5k's stops above)"))
+    n_measured = len(plan.specs) - n_unmeasured
+    for workers in (8, 32):
+        rows.append((f"... on {workers} workers (Dask), measured components",
+                     f"{n_measured / workers:.0f} trials per worker, "
+                     f"{total / workers / 3600:.1f} h",
+                     "trials are independent: wall ~ trial-seconds / workers"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -311,43 +558,80 @@ def bench_help(rows: list):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sections = ["naive", "flops", "all", "scale", "help"]
+    sections = ["naive", "flops", "startup", "adaptive", "all", "projection", "scale", "help"]
     p.add_argument("--only", action="append", choices=sections, help="run only these sections")
     p.add_argument("--skip", action="append", choices=sections, default=[], help="skip sections")
     p.add_argument("--repeats", type=int, default=10, help="repeats for the naive comparison")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.add_argument("--keep", metavar="DIR", default=None,
                    help="all: keep the cold run's database and printed output in DIR")
+    p.add_argument("--old", metavar="CHECKOUT", default=None,
+                   help="naive, startup: also run the same trials with the robench of this "
+                        "checkout (e.g. a git worktree of the commit before a change)")
+    p.add_argument("--adaptive-repeats", type=int, default=12,
+                   help="adaptive: the maximum repeats (and the fixed design's repeats)")
+    p.add_argument("--no-workers", action="store_true",
+                   help="all: skip the 1 vs 2 workers comparison (two more full runs)")
+    p.add_argument("--robench-part", nargs=2, type=int, metavar=("R", "J"),
+                   help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.robench_part:  # a subprocess of --old: this interpreter's robench, JSON out
+        import json
+
+        print(json.dumps(robench_part(*args.robench_part), default=str))
+        return
     chosen = [s for s in (args.only or sections) if s not in args.skip]
     if "flops" in chosen and "naive" not in chosen:
         chosen.insert(0, "naive")
 
+    rows, extra = [], {}
+    t0 = time.perf_counter()
+    for section in chosen:
+        print(f"... {section} ({time.perf_counter() - t0:.0f} s so far)", file=sys.stderr,
+              flush=True)
+        try:
+            run_section(section, args, rows, extra)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
+            import traceback
+
+            traceback.print_exc()
+            rows.append((section, "FAILED", f"{type(exc).__name__}: {exc}"[:200]))
+    _print_table(rows, t0)
+
+
+def run_section(section, args, rows, extra):
+    if section == "naive":
+        bench_naive(args.repeats, args.jobs, rows, extra, old=args.old)
+    elif section == "startup":
+        bench_startup(rows, args.old)
+    elif section == "adaptive":
+        bench_adaptive(rows, extra, args.adaptive_repeats, args.jobs)
+    elif section == "projection":
+        bench_projection(rows, extra, args.jobs)
+    elif section == "flops":
+        bench_flops(rows, extra)
+    elif section == "all":
+        bench_run_all(rows, args.keep, workers=not args.no_workers, extra=extra)
+    elif section == "scale":
+        bench_scale(args.jobs, rows)
+    elif section == "help":
+        bench_help(rows)
+
+
+def _print_table(rows, t0):
     import platform
 
     import robench
 
-    rows, extra = [], {}
-    t0 = time.perf_counter()
-    for section in chosen:
-        print(f"... {section}", file=sys.stderr, flush=True)
-        if section == "naive":
-            bench_naive(args.repeats, args.jobs, rows, extra)
-        elif section == "flops":
-            bench_flops(rows, extra)
-        elif section == "all":
-            bench_run_all(rows, args.keep)
-        elif section == "scale":
-            bench_scale(args.jobs, rows)
-        elif section == "help":
-            bench_help(rows)
     width = max(len(r[0]) for r in rows)
     w2 = max([len("measured")] + [len(r[1]) for r in rows])
     from robench.provenance import platform_description
 
     cpu = platform_description().partition("; CPU: ")[2]
-    print(f"robench {robench.__version__} benchmark on {platform.node()}: {os.cpu_count()} cores "
-          f"({cpu}), python {platform.python_version()}, "
+    commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    print(f"robench {robench.__version__} (commit {commit}) benchmark on {platform.node()}: "
+          f"{os.cpu_count()} cores ({cpu}), python {platform.python_version()}, quick profile, "
           f"{time.perf_counter() - t0:.0f} s in all")
     print(f"{'what':<{width}}  {'measured':<{w2}}  verdict")
     print(f"{'-' * width}  {'-' * w2}  {'-' * 30}")

@@ -72,3 +72,39 @@ def check_model_input(arrays, model: str, what: str):
             "or inf values; refused at the model boundary (every array handed to a model must "
             "be finite): fix the producer of these rows")
     return arrays
+
+
+class BadPredictions(ValueError):
+    """A model's ``predict`` returned something that is not one class label per row."""
+
+
+def check_predictions(pred, n_rows: int, n_classes: int, model: str, what: str = "rows"):
+    """Return ``pred`` as int64 labels, or raise BadPredictions naming the model and the fault.
+
+    What robench gets back from a plugin is checked where it enters (invariant 7): one label
+    per row, integers (whole-number floats pass), each in ``0..n_classes-1``. A NaN or an
+    out-of-range label would otherwise be scored as a wrong answer, silently.
+    """
+    arr = np.asarray(pred)
+    if arr.ndim != 1 or arr.shape[0] != n_rows:
+        raise BadPredictions(f"model '{model}' predicted an array of shape {arr.shape} for "
+                             f"{n_rows} {what}; predict must return one class label per row")
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            raise BadPredictions(f"model '{model}' predicted {int((~np.isfinite(arr)).sum())} "
+                                 f"NaN or infinite label(s) for {what}")
+        if not (arr == np.round(arr)).all():
+            raise BadPredictions(f"model '{model}' predicted non-integer labels for {what}")
+    elif arr.dtype.kind not in "iu":
+        raise BadPredictions(f"model '{model}' predicted labels of dtype {arr.dtype} for "
+                             f"{what}; expected integer class labels")
+    if arr.size and (arr.min() < 0 or arr.max() >= n_classes):
+        bad = int(((arr < 0) | (arr >= n_classes)).sum())
+        raise BadPredictions(f"model '{model}' predicted {bad} label(s) outside 0..{n_classes - 1} "
+                             f"for {what} (e.g. {arr[(arr < 0) | (arr >= n_classes)][0]!r})")
+    return arr.astype(np.int64)
+
+
+def predict_checked(model, X, n_classes: int, name: str, what: str = "rows"):
+    """Return ``model.predict(X)`` checked by :func:`check_predictions`."""
+    return check_predictions(model.predict(X), len(X), n_classes, name, what)

@@ -247,16 +247,22 @@ class ProcessExecutor(Executor):
         queue = list(specs)
         # The run's device (one per run; robench.runner puts it in every spec).
         device = next((s.get("device") for s in queue if s.get("device")), None)
-        isolate = False  # after a crash, run the survivors one at a time to find the culprit
-        while queue:
-            workers = 1 if isolate else min(self.jobs, len(queue))
+        # After a crash, the trials that were in flight are the suspects: they run one at a
+        # time, to find the culprit; then the rest runs on every worker again.
+        suspects: list = []
+        while queue or suspects:
+            isolate = bool(suspects)
+            todo = suspects if isolate else queue
+            if isolate:
+                suspects = []
+            else:
+                queue = []
+            workers = 1 if isolate else min(self.jobs, len(todo))
             # Keep at most 2 trials per worker queued so an interrupt cancels cheaply; when
             # isolating a crash, exactly one so a broken pool names its trial.
             limit = 1 if isolate else 2 * workers
             self._pool = self._new_pool(workers, device)
             futures = {}
-            todo = queue
-            queue = []
             try:
                 it = iter(todo)
                 for spec in it:
@@ -277,12 +283,13 @@ class ProcessExecutor(Executor):
                                                  "trial (killed, out of memory, or stuck past "
                                                  "--trial-timeout in code it could not stop)")
                             else:
-                                queue.append(spec)
+                                suspects.append(spec)
                     if broken:
-                        queue.extend(futures.values())
-                        queue.extend(it)
+                        suspects.extend(futures.values())
+                        # never submitted: innocent, back to the full pool (or, isolating,
+                        # still suspects)
+                        (suspects if isolate else queue).extend(it)
                         futures.clear()
-                        isolate = True
                         break
                     for spec in it:
                         futures[self._submit(spec)] = spec
@@ -349,8 +356,10 @@ class DaskExecutor(Executor):
             try:
                 self._client = Client(self.scheduler, timeout="20s")
             except OSError as exc:
-                raise ValueError(f"could not connect to the Dask scheduler at {self.scheduler}: "
-                                 f"{exc}") from exc
+                from robench.provenance import redact_secrets
+
+                raise ValueError(f"could not connect to the Dask scheduler at "
+                                 f"{redact_secrets(self.scheduler)}: {exc}") from exc
         else:
             _limit_threads()
             self._cluster = LocalCluster(

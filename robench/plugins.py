@@ -12,7 +12,7 @@ from typing import Optional
 import pluggy
 
 from robench import hookspecs
-from robench.specs import KINDS
+from robench.specs import KINDS, ModelResolverSpec
 
 #: Built-in plugins, registered through the same manager as third-party ones.
 DEFAULT_PLUGINS = (
@@ -20,6 +20,7 @@ DEFAULT_PLUGINS = (
     "robench.builtin.references",
     "robench.builtin.torchvision_data",
     "robench.builtin.models",
+    "robench.builtin.timm_models",
     "robench.builtin.clusterers",
     "robench.builtin.executors",
     "robench.builtin.corruptions",
@@ -34,6 +35,10 @@ ENTRY_POINT_GROUP = "robench"
 
 class PluginError(Exception):
     """A plugin problem the user must fix (duplicate names, bad registrations)."""
+
+
+class _Duplicate(PluginError):
+    """A plugin registered a component name another plugin registered first."""
 
 
 class UnknownComponentError(LookupError):
@@ -105,7 +110,9 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
                     pm.unregister(name=name)  # a misspelt hook disables only this plugin
                     raise
                 infos[name] = PluginInfo(name, version, source="entry point")
-            except Exception as exc:  # noqa: BLE001 - any import error is the plugin's
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the plugin's, even an exit
+                if pm.get_plugin(name) is not None:
+                    pm.unregister(name=name)
                 infos[name] = PluginInfo(
                     name, version, status="failed",
                     error=f"{type(exc).__name__}: {exc}", source="entry point",
@@ -151,7 +158,9 @@ class Registry:
         for name in failed:
             self.infos[name].components = {}
         self._datasets: dict = {}
+        self._dataset_errors: dict = {}  # name -> DatasetError: a data set fails to load once
         self._resolved: dict = {}  # reference as given or canonical -> its DatasetSpec
+        self._resolved_models: dict = {}  # likewise for model references -> ModelSpec
 
     def _collect(self, kind, spec_cls, impl):
         plugin_name = impl.plugin_name
@@ -169,20 +178,33 @@ class Registry:
                     f"plugin '{plugin_name}' registered data set '{spec.name}': a registered "
                     "name is a slug; SCHEME:TARGET references come from dataset resolvers "
                     "(register_dataset_resolvers)")
+            if kind == "models" and ":" in spec.name:
+                raise PluginError(
+                    f"plugin '{plugin_name}' registered model '{spec.name}': a registered "
+                    "name is a slug; SCHEME:TARGET references come from model resolvers "
+                    "(register_model_resolvers)")
+            if kind == "resolvers" and isinstance(spec, ModelResolverSpec):
+                raise PluginError(
+                    f"plugin '{plugin_name}' registered model resolver '{spec.name}' with "
+                    "register_dataset_resolvers; register it with register_model_resolvers")
             if spec.name in table:
                 other = table[spec.name].plugin
-                raise PluginError(
-                    f"duplicate {kind[:-1]} name '{spec.name}': registered by plugin "
-                    f"'{other}' and by plugin '{plugin_name}'. Rename one of them."
+                raise _Duplicate(
+                    f"duplicate {kind[:-1]} name '{spec.name}': already registered by plugin "
+                    f"'{other}'; plugin '{plugin_name}' is disabled. Rename its {kind[:-1]}."
                 )
             table[spec.name] = replace(spec, plugin=plugin_name)
             info.components.setdefault(kind, []).append(spec.name)
 
         try:
             impl.function(register=register)
+        except _Duplicate as exc:
+            # the later registration loses: this plugin is disabled, the rest keep working
+            info.status = "failed"
+            info.error = str(exc)
         except PluginError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a failing hook disables that plugin only
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - disables that plugin only
             info.status = "failed"
             info.error = f"{KINDS[kind][0]} raised {type(exc).__name__}: {exc}"
 
@@ -201,6 +223,8 @@ class Registry:
         except KeyError:
             if kind == "datasets" and isinstance(name, str) and ":" in name:
                 return self.resolve_dataset(name)
+            if kind == "models" and isinstance(name, str) and ":" in name:
+                return self.resolve_model(name)
             raise UnknownComponentError(kind, name, list(self._by_kind[kind])) from None
 
     def resolve_dataset(self, reference: str):
@@ -216,10 +240,50 @@ class Registry:
             self._resolved[reference] = self._resolved.setdefault(spec.name, spec)
         return self._resolved[reference]
 
+    def resolve_model(self, reference: str):
+        """Return the ModelSpec of a ``SCHEME:TARGET?KEY=VALUE`` model reference, resolved once.
+
+        Its name is the canonical reference (options sorted), so a worker sent that name
+        resolves the same model (robench.model_references).
+        """
+        if reference not in self._resolved_models:
+            from robench.model_references import resolve_model
+
+            spec = resolve_model(self, reference)
+            self._resolved_models[reference] = self._resolved_models.setdefault(spec.name, spec)
+        return self._resolved_models[reference]
+
     def load_dataset(self, name: str):
-        """Return the loaded data set ``name``, loading it once per registry."""
+        """Return the loaded data set ``name``, loading it once per registry.
+
+        Raises DatasetError naming the data set if its ``load()`` raises (anything, SystemExit
+        included) or returns something that is not a :class:`robench.data.Dataset`; a data set
+        that failed is not loaded again by this registry.
+        """
+        from robench.data import Dataset, DatasetError
+
+        if name in self._dataset_errors:
+            raise self._dataset_errors[name]
         if name not in self._datasets:
-            self._datasets[name] = self.get("datasets", name).load()
+            spec = self.get("datasets", name)
+            try:
+                loaded = spec.load()
+            except KeyboardInterrupt:
+                raise
+            except DatasetError as exc:
+                error = DatasetError(str(exc) if f"'{name}'" in str(exc)
+                                     else f"data set '{name}': {exc}")
+            except BaseException as exc:  # noqa: BLE001 - a plugin's failure, SystemExit too
+                error = DatasetError(f"data set '{name}' failed to load: "
+                                     f"{type(exc).__name__}: {exc}")
+            else:
+                if isinstance(loaded, Dataset):
+                    self._datasets[name] = loaded
+                    return loaded
+                error = DatasetError(f"data set '{name}': load() returned a "
+                                     f"{type(loaded).__name__}, expected a robench.data.Dataset")
+            self._dataset_errors[name] = error
+            raise error
         return self._datasets[name]
 
     def dataset_fingerprint(self, name: str) -> str:

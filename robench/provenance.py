@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import platform
+import re
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -97,3 +98,22 @@ def run_environment() -> dict:
         "torch_version": torch_version(),
         "git_rev": git_revision(),
     }
+
+
+# user:password@ in a URL, and the value of a secret-looking query parameter or option
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
+_SECRET_PARAMS = re.compile(r"(?P<name>(?:password|passwd|pwd|token|secret|api[_-]?key|"
+                            r"access[_-]?key)=)[^&\s]+", re.IGNORECASE)
+
+
+def redact_secrets(text):
+    """Return ``text`` with credentials in URLs and secret query values replaced by '***'.
+
+    Run rows keep the command and config that made them; a ``--scheduler`` address such as
+    ``tls://user:password@host:8786`` or ``...?token=...`` must not end up stored or printed.
+    Non-strings are returned unchanged.
+    """
+    if not isinstance(text, str):
+        return text
+    text = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + "***@", text)
+    return _SECRET_PARAMS.sub(lambda m: m.group("name") + "***", text)

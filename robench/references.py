@@ -26,14 +26,18 @@ import numpy as np
 from robench.data import Dataset, DatasetError
 
 
-def parse_reference(reference: str) -> tuple:
-    """Return ``(scheme, target, options)`` of ``SCHEME:TARGET?KEY=VALUE&...``."""
+def parse_reference(reference: str, what: str = "data set", error=DatasetError) -> tuple:
+    """Return ``(scheme, target, options)`` of ``SCHEME:TARGET?KEY=VALUE&...``.
+
+    ``what`` and ``error`` name the kind of reference in the error a repeated option raises
+    (model references use ``"model"`` and :class:`robench.model_references.ModelReferenceError`).
+    """
     scheme, _, rest = reference.partition(":")
     target, _, query = rest.partition("?")
     options: dict = {}
     for key, value in parse_qsl(query, keep_blank_values=True):
         if key in options:
-            raise DatasetError(f"data set reference '{reference}' gives option '{key}' twice")
+            raise error(f"{what} reference '{reference}' gives option '{key}' twice")
         options[key] = value
     return scheme, target, options
 

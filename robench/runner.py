@@ -45,6 +45,7 @@ class Plan:
     skipped: list = field(default_factory=list)  # dicts: dataset, model, clusterer, metric, reason
     prepare: list = field(default_factory=list)  # (protocol, combo) needing driver-side work
     configurations: dict = field(default_factory=dict)  # id -> description (per metric)
+    broken: dict = field(default_factory=dict)  # data set -> why it failed to load (skipped)
 
 
 @dataclass
@@ -65,14 +66,16 @@ class RunReport:
     adaptive: list = field(default_factory=list)  # --until decided: each rho table's decision
 
 
-def _combos(cfg, registry, metric):
+def _combos(cfg, registry, metric, broken=None):
+    broken = broken or {}
     datasets = [registry.get("datasets", n) for n in cfg.datasets]
     models = [registry.get("models", n) for n in cfg.models]
     clusterers = [registry.get("clusterers", n) for n in cfg.clusterers] if metric.uses_clusterer else [None]
     for d in datasets:
         for m in models:
             for c in clusterers:
-                reason = (m.not_applicable_to(metric) or m.not_applicable(d)
+                reason = (broken.get(d.name)
+                          or m.not_applicable_to(metric) or m.not_applicable(d)
                           or (metric.applies_to(d, m) if metric.applies_to else None)
                           or (c.not_applicable(d) if c else None))
                 yield Combo(d, m, c), reason
@@ -91,13 +94,15 @@ def plan_run(cfg, registry) -> Plan:
     reasons = {}
     from robench import configurations
 
+    plan.broken = broken_datasets(cfg.datasets, registry)
+
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
         protocol = registry.get("protocols", metric.protocol)
         description = configurations.describe(cfg, metric, registry)
         config_id = configurations.fingerprint(description)
         plan.configurations[config_id] = description
-        for combo, reason in _combos(cfg, registry, metric):
+        for combo, reason in _combos(cfg, registry, metric, plan.broken):
             names = {"datasets": combo.dataset.name, "models": combo.model.name,
                      "clusterers": combo.clusterer.name if combo.clusterer else None}
             if reason:
@@ -118,14 +123,36 @@ def plan_run(cfg, registry) -> Plan:
                 plan.prepare.append((protocol, combo))
     _check_sources_fit(plan, cfg, registry)
     explicit = cfg.explicit or {}
+    healthy = [n for n in cfg.datasets if n not in plan.broken]
     for kind in ("clusterers", "models", "datasets"):  # the most specific culprit first
         for n in explicit.get(kind, []):
+            if kind == "datasets" and n in plan.broken and healthy:
+                continue  # reported and skipped; the named data sets that load still run
             if n not in applicable_seen[kind] and (kind, n) in reasons:
                 raise ConfigError(
                     f"{kind[:-1]} '{n}' cannot run on what was asked for: {reasons[(kind, n)]}. "
                     "Drop it or pick a combination it applies to (`robench list`)."
                 )
     return plan
+
+
+def broken_datasets(names, registry) -> dict:
+    """Return {name: reason} for the data sets among ``names`` that fail to load or validate.
+
+    Each is loaded (or fingerprinted, where its spec can do that without loading) once, inside
+    a guard: one broken data set is skipped with its reason and never stops the others.
+    """
+    broken = {}
+    for name in names:
+        try:
+            registry.dataset_versions(name)  # loads and validates it unless a cheap hash will do
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a plugin's data set, whatever it raises
+            text = str(exc).strip("'\"")
+            broken[name] = (text if f"'{name}'" in text
+                            else f"data set '{name}' failed to load: {type(exc).__name__}: {text}")
+    return broken
 
 
 def _check_sources_fit(plan: Plan, cfg, registry) -> None:
@@ -177,6 +204,10 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     # on one device is found stored on another (robench.devices says why).
     todo = [dict(plan.specs[k], device=cfg.device) for k in keys if k not in done_keys]
     config = cfg.to_dict()
+    from robench.provenance import redact_secrets
+
+    config["executor_options"] = {k: redact_secrets(v)
+                                  for k, v in (config.get("executor_options") or {}).items()}
     config["cache_dir"] = str(cache_dir())
     run_id = store.start_run(command=command, seed=cfg.seed, config=config,
                              plugin_versions=registry.plugin_versions())
@@ -188,14 +219,17 @@ def execute(cfg, registry, store, *, command: str = "robench run",
             store.save_configuration(configuration_row(description, run_id))
         for skip in plan.skipped:
             store.save_skip(run_id=run_id, **skip)
+        for name, reason in plan.broken.items():
+            emit("dataset_failed", dataset=name, reason=reason)
         emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
              skipped=plan.skipped)
 
         failed, interrupted, n_ran = [], False, 0
         blocked = {}  # key -> error for trials whose shared preparation failed
+        clustering = {}  # trial key -> key of the clustering its partitions come from
         try:
             if todo:
-                _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit)
+                _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering)
                 for key, err in blocked.items():
                     row = _blocked_row(plan.specs[key], err)
                     row["run_id"] = run_id
@@ -210,6 +244,8 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 try:
                     for row in executor.run(runnable):
                         row["run_id"] = run_id
+                        if row.get("key") in clustering:
+                            row["clustering"] = clustering[row["key"]]
                         # its own transaction: a crash loses only the trials in flight
                         store.save_trial(row)
                         n_ran += 1
@@ -264,7 +300,10 @@ def longest_first(specs: list, registry, store) -> list:
         known = past.get((spec["dataset"], spec["model"], spec["protocol"]))
         if known is not None:
             return known
-        ds = registry.load_dataset(spec["dataset"])
+        try:
+            ds = registry.load_dataset(spec["dataset"])
+        except Exception:  # noqa: BLE001 - the trial records why; order is only a heuristic
+            return 0.0
         try:
             image = registry.get("models", spec["model"]).requires_image
         except LookupError:  # dataset-level trials have no model; zoo members are unregistered
@@ -280,8 +319,13 @@ def longest_first(specs: list, registry, store) -> list:
     return sorted(specs, key=lambda spec: (tier(spec), -cost(spec)))
 
 
-def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):
-    """Do each combination's driver-side preparation (clustering) once, before any trial."""
+def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering=None):
+    """Do each combination's driver-side preparation (clustering) once, before any trial.
+
+    ``clustering`` gets, per trial key to run, the key of the clustering row its partitions
+    come from (``trials.clustering``).
+    """
+    clustering = {} if clustering is None else clustering
     todo_keys = {s["key"] for s in todo}
     done = set()
     for protocol, combo in plan.prepare:
@@ -297,6 +341,12 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):
             row = protocol.prepare(combo, cfg, registry, dataset)
             row["run_id"] = run_id
             store.save_clustering(row)
+            for g in plan.groups:
+                if (g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer
+                        and g.metric.protocol == protocol.name):
+                    for k in g.keys:
+                        if k in todo_keys and plan.specs[k]["clusterer"] == combo.clusterer.name:
+                            clustering[k] = row["key"]
         except Exception as exc:  # noqa: BLE001 - recorded against every trial that needed it
             err = f"{type(exc).__name__}: {exc}"
             emit("prepare_failed", dataset=combo.dataset.name, clusterer=combo.clusterer.name,

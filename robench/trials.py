@@ -14,7 +14,7 @@ from typing import Optional
 import numpy as np
 
 from robench.bits import pack_bits
-from robench.boundary import check_model_input
+from robench.boundary import check_model_input, predict_checked
 from robench.cache import content_key
 from robench.specs import ClustererSpec, DatasetSpec, ModelContext, ModelSpec
 
@@ -96,7 +96,7 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
     model.fit(X[train_idx], y[train_idx], X[val_idx], y[val_idx])
     # One prediction pass over the whole data set gives test accuracy and, for free, the
     # whole-data-set accuracy and per-sample correctness (what estimators of a lost test set read).
-    correct_all = np.asarray(model.predict(X)) == y
+    correct_all = predict_checked(model, X, dataset.n_classes, model_spec.name) == y
     pred = np.where(correct_all[test_idx], y[test_idx], -1)
     y_test = y[test_idx]
     return {

@@ -35,7 +35,7 @@ class _FakeEP:
         self.name, self.target, self.dist = name, target, types.SimpleNamespace(version="9.9")
 
     def load(self):
-        if isinstance(self.target, Exception):
+        if isinstance(self.target, BaseException):
             raise self.target
         return self.target
 
@@ -74,13 +74,29 @@ class DupPlugin:
         register(DatasetSpec("digits", lambda: None, "a second 'digits'"))
 
 
-def test_duplicate_name_is_an_error_naming_both_plugins():
+class DupModelPlugin:
+    @hookimpl
+    def register_datasets(self, register):
+        register(DatasetSpec("dup-own-data", lambda: None, "registered before the duplicate"))
+
+    @hookimpl
+    def register_models(self, register):
+        register(ModelSpec("mlp", lambda ctx: None, "a second 'mlp'"))
+
+
+@pytest.mark.parametrize("plugin, name, kind", [(DupPlugin, "digits", "datasets"),
+                                                (DupModelPlugin, "mlp", "models")])
+def test_a_duplicate_name_disables_only_the_later_plugin_naming_both(plugin, name, kind):
+    # issue 16, defect 8: it used to disable all of robench (plugins, list, run exit 2)
     pm, infos = make_plugin_manager(load_entrypoints=False)
-    pm.register(DupPlugin(), name="my-dup-plugin")
-    with pytest.raises(PluginError) as exc:
-        Registry(pm, infos)
-    msg = str(exc.value)
-    assert "robench.builtin.datasets" in msg and "my-dup-plugin" in msg and "'digits'" in msg
+    pm.register(plugin(), name="my-dup-plugin")
+    reg = Registry(pm, infos)
+    info = reg.infos["my-dup-plugin"]
+    assert info.status == "failed" and info.components == {}
+    assert f"'{name}'" in info.error and "my-dup-plugin" in info.error
+    assert reg.get(kind, name).plugin.startswith("robench.")  # the first one stays
+    assert "dup-own-data" not in reg.names("datasets")
+    assert "digits" in reg.names("datasets") and "mlp" in reg.names("models")
 
 
 class Misspelt:
@@ -193,3 +209,24 @@ def test_a_module_also_installed_as_entry_point_is_registered_once(monkeypatch):
                         lambda group=None: [_FakeEP("tiny-ep", tiny_mod)] if group == "robench" else [])
     reg = make_registry(modules=["tests.plugins.tiny"], load_entrypoints=True)
     assert "tiny" in reg.names("datasets")
+
+
+class ExitingHook:
+    @hookimpl
+    def register_models(self, register):
+        raise SystemExit(7)
+
+
+def test_system_exit_from_a_plugin_import_or_hook_disables_that_plugin_only(monkeypatch):
+    # issue 16, defect 7: SystemExit at import made every command exit 7 with no output
+    eps = [_FakeEP("exits-on-import", SystemExit(7)), _FakeEP("exits-in-hook", ExitingHook()),
+           _FakeEP("good", GoodPlugin())]
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: eps if group == "robench" else [])
+    pm, infos = make_plugin_manager(load_entrypoints=True)
+    reg = Registry(pm, infos)
+    assert reg.infos["exits-on-import"].status == "failed"
+    assert "SystemExit" in reg.infos["exits-on-import"].error
+    assert reg.infos["exits-in-hook"].status == "failed"
+    assert "register_models raised SystemExit" in reg.infos["exits-in-hook"].error
+    assert reg.infos["good"].status == "ok" and "digits" in reg.names("datasets")

@@ -57,16 +57,25 @@ class Interrupts(Centroid):
 
 
 class Predicts:
-    """Centroid whose ``predict`` returns what ``bad`` makes of the right answer."""
+    """Centroid whose ``predict``, once fitted, returns what ``bad`` makes of the right answer."""
 
     def __init__(self, bad):
         self.bad = bad
 
     def __call__(self, ctx):
-        model = Centroid(ctx)
-        good = model.predict
-        model.predict = lambda X: self.bad(good(X))
-        return model
+        bad = self.bad
+
+        class Bad(Centroid):
+            def fit(self, X, y, X_val, y_val):
+                super().fit(X, y, X_val, y_val)
+                self.fitted_ = True
+                return self
+
+            def predict(self, X):
+                good = super().predict(X)
+                return bad(good) if getattr(self, "fitted_", False) else good
+
+        return Bad(ctx)
 
 
 def _nan(pred):

@@ -41,3 +41,48 @@ def test_base_exceptions_in_worker_processes_are_failed_trials(tmp_path):
     assert rows(db, "SELECT model, status, COUNT(*) FROM trials GROUP BY 1, 2") == [
         ("centroid", "ok", 3), ("exits", "failed", 3), ("interrupts", "failed", 3)]
     assert rows(db, "SELECT status FROM runs") == [("failed",)]
+
+
+@pytest.mark.parametrize("model, error", [
+    ("nan-pred", "predicted 108 NaN or infinite label(s)"),
+    ("short-pred", "predicted an array of shape (107,) for 108 rows"),
+    ("range-pred", "label(s) outside 0..2"),
+    ("str-pred", "expected integer class labels"),
+])
+def test_bad_predictions_are_failed_trials_with_the_reason(hostile, store, model, error):
+    cfg = run_config(["tiny"], [model], ["kmeans"], ["rho"], registry=hostile, repeats=1, k=2)
+    report = execute(cfg, hostile, store)
+    assert len(report.failed) == 3, [r.get("accuracy") for r in store.trials()]
+    assert all(r["error"].startswith("BadPredictions: ") and error in r["error"]
+               for r in report.failed), report.failed[0]["error"]
+
+
+def test_check_predictions_accepts_whole_number_floats():
+    import numpy as np
+
+    from robench.boundary import check_predictions
+
+    out = check_predictions(np.array([0.0, 2.0, 1.0]), 3, 3, "m")
+    assert out.dtype == np.int64 and out.tolist() == [0, 2, 1]
+
+
+def test_after_a_worker_crash_the_rest_runs_on_every_worker_again(tiny_registry, store,
+                                                                   monkeypatch):
+    # issue 16, defect 10: one crash made the rest of the run single-worker
+    from robench.executors import ProcessExecutor
+
+    pools = []
+    new_pool = ProcessExecutor._new_pool
+
+    def recording(self, workers, *args, **kwargs):
+        pools.append(workers)
+        return new_pool(self, workers, *args, **kwargs)
+
+    monkeypatch.setattr(ProcessExecutor, "_new_pool", recording)
+    cfg = run_config(["tiny"], ["die", "centroid"], ["kmeans"], ["rho"], registry=tiny_registry,
+                     repeats=3, k=2, executor="process", jobs=2)
+    report = execute(cfg, tiny_registry, store)
+    assert {r["model"] for r in report.failed} == {"die"} and len(report.failed) == 9
+    assert len([t for t in store.trials() if t["status"] == "ok"]) == 9
+    first_isolated = pools.index(1)
+    assert 2 in pools[first_isolated:], pools

@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-from robench.boundary import check_model_input
+from robench.boundary import check_model_input, predict_checked
 from robench.reference import fit_reference, not_applicable_row, trial_row
 from robench.seeds import derived_seed
 from robench.specs import Knob
@@ -315,10 +315,13 @@ def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs
     y_test = dataset.y[test]
     recon = cov.decode(dec, Z_test)
     originals = dataset.X[test].reshape(recon.shape)
-    clean = float((np.asarray(clf.predict(dataset.X[test])) == y_test).mean())
+    name = type(clf).__name__
+    clean = float((predict_checked(clf, dataset.X[test], dataset.n_classes, name, "test rows")
+                   == y_test).mean())
     decoded = check_model_input(recon.reshape(len(recon), -1), type(clf).__name__,
                                 "images decoded from test features")
-    recognised = float((np.asarray(clf.predict(decoded)) == y_test).mean())
+    recognised = float((predict_checked(clf, decoded, dataset.n_classes, name, "decoded images")
+                        == y_test).mean())
     legible = bool(clean > 0 and recognised >= float(knobs["decoder_legible"]) * clean)
     nc = dataset.n_classes
     first = [np.flatnonzero(y_test == c)[:1] for c in range(min(nc, 10))]

@@ -56,8 +56,8 @@ _ZOO_PAPER = ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-mlp-wide"
 #: 19 corruptions x 5 severities on a 60-image stratified test subsample and attacks on 60;
 #: the paper profile uses the whole test split, a 12-model zoo and 7 epsilons.
 KNOBS = (
-    Knob("zoo", "list", "models validated together (registered models or zoo members, "
-         "see robench.families.purity_ratio.zoo)", default=[], items="str",
+    Knob("zoo", "list", "models validated together (registered models, model references "
+         "such as timm:resnet18, or zoo members, see robench.families.purity_ratio.zoo)", default=[], items="str",
          profiles={"quick": _ZOO_QUICK, "paper": _ZOO_PAPER}),
     Knob("corruptions", "list", "registered corruptions to measure; null: every applicable one",
          default=None, items="str", nullable=True),
@@ -120,11 +120,12 @@ def _member(registry, name: str):
     """Return ("registered", ModelSpec) or ("zoo", ZooMember) for a zoo name."""
     from robench.families.purity_ratio.zoo import ZOO
 
-    if name in registry.names("models"):
+    if name in registry.names("models") or ":" in name:  # a reference: timm:ARCH, ...
         return "registered", registry.get("models", name)
     if name in ZOO:
         return "zoo", ZOO[name]
-    raise ValueError(f"unknown zoo member '{name}': neither a registered model nor one of "
+    raise ValueError(f"unknown zoo member '{name}': neither a registered model, a model "
+                     "reference (timm:ARCH) nor one of "
                      f"{', '.join(sorted(ZOO))}")
 
 
@@ -232,6 +233,7 @@ def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray
 
 def run(spec: dict, env) -> dict:
     """Run one reference trial (see the module docstring)."""
+    from robench.boundary import predict_checked
     from robench.features import feature_support, features, features_key
     from robench.multicut import multicut_supervised, stratified_subsample
 
@@ -248,7 +250,7 @@ def run(spec: dict, env) -> dict:
         return not_applicable_row(base, ref["not_applicable"], t0)
     model_key, hit = ref["model_key"], ref["hit"]
     timings["train"] = time.perf_counter() - t0
-    pred = np.asarray(clf.predict(X[test]))
+    pred = predict_checked(clf, X[test], dataset.n_classes, spec["model"], "test rows")
     model_acc = float((pred == y[test]).mean())
 
     t = time.perf_counter()
@@ -303,7 +305,7 @@ def run(spec: dict, env) -> dict:
 
 def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     """Return clean and corrupted accuracy of ``clf`` on the corruption subsample."""
-    from robench.boundary import check_model_input
+    from robench.boundary import check_model_input, predict_checked
     from robench.corruptions import corrupted_sets, index_hash
     from robench.multicut import stratified_subsample
 
@@ -315,14 +317,16 @@ def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     specs = [env.registry.get("corruptions", n) for n in knobs["corruptions"]]
     sets = corrupted_sets(images, specs, knobs["severities"], seed,
                           fingerprint=dataset.fingerprint(), idx_key=index_hash(idx))
-    clean = float((np.asarray(clf.predict(dataset.X[idx])) == y).mean())
+    clean = float((predict_checked(clf, dataset.X[idx], dataset.n_classes, spec["model"])
+                   == y).mean())
     acc = {}
     for sp in specs:
         acc[sp.name] = []
         for s in knobs["severities"]:
             rows = check_model_input(sets[(sp.name, s)].reshape(len(idx), -1), spec["model"],
                                      f"images of corruption '{sp.name}' at severity {s}")
-            acc[sp.name].append(float((np.asarray(clf.predict(rows)) == y).mean()))
+            pred = predict_checked(clf, rows, dataset.n_classes, spec["model"], "corrupted rows")
+            acc[sp.name].append(float((pred == y).mean()))
     return {"n": int(len(idx)), "clean": clean, "severities": list(knobs["severities"]),
             "accuracy": acc, "imagenet_c": {sp.name: bool(sp.imagenet_c) for sp in specs}}
 

@@ -272,7 +272,7 @@ def run(spec: dict, env) -> dict:
     fold-distance computation."""
     if spec["kind"] == WASSERSTEIN:
         return run_wasserstein(spec, env)
-    from robench.boundary import check_model_input
+    from robench.boundary import check_model_input, predict_checked
     from robench.specs import ModelContext
 
     dataset = env.dataset(spec["dataset"])
@@ -289,7 +289,7 @@ def run(spec: dict, env) -> dict:
     if hasattr(model, "epoch_callback"):
         model.epoch_callback = _test_curve(X[test], y[test])
     model.fit(X[train], y[train], X[val], y[val])
-    pred = np.asarray(model.predict(X[test]))
+    pred = predict_checked(model, X[test], dataset.n_classes, model_spec.name, "test rows")
     history = list(getattr(model, "history_", []) or [])
     last = history[-1] if history else {}
     return {
