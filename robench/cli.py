@@ -558,7 +558,8 @@ def _cell(v):
 def query(sql, fmt, db_path):
     """Run a read-only SQL query on the results database.
 
-    Tables: runs, trials, scores, score_groups, clusterings, skips. Writes are refused.
+    Tables: runs, configurations, metrics, clusterings, trials, scores, score_groups, skips;
+    views: leaderboard, trial_summary, configuration_choice. Writes are refused.
 
     \b
     Example:
@@ -610,6 +611,43 @@ def leaderboard(out_dir, top, config, db_path):
     pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
     click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
                f"({out / 'methods.html'}, {out / 'scores.json'})")
+
+
+# ------------------------------------------------------------------------------ migrate
+
+
+@cli.command()
+@db_option
+@friendly_errors
+def migrate(db_path):
+    """Bring the results database to this robench's schema version, in place.
+
+    A run does this too when it opens an older file; read commands never do (they read every
+    version). All steps apply in one transaction, or none.
+
+    \b
+    Example:
+      robench migrate --db old.db
+    """
+    import sqlite3
+
+    from robench.migrations import CURRENT, check_readable, migrate as migrate_file
+    from robench.store import SCHEMA
+
+    if not os.path.isfile(db_path):
+        raise FileNotFoundError(f"no results database at {db_path}")
+    conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        before = check_readable(conn, db_path)
+    finally:
+        conn.close()
+    steps = migrate_file(db_path, SCHEMA)
+    if not steps:
+        click.echo(f"{db_path}: schema version {before}, up to date")
+        return
+    for version, summary in steps:
+        click.echo(f"  -> {version}: {summary}")
+    click.echo(f"{db_path}: schema version {before} -> {CURRENT}")
 
 
 # ---------------------------------------------------------------------------------- data
