@@ -87,6 +87,7 @@ def _merge(plans: list) -> Plan:
         merged.groups.extend(p.groups)
         merged.skipped.extend(p.skipped)
         merged.prepare.extend(x for x in p.prepare if x not in merged.prepare)
+        merged.configurations.update(p.configurations)
     return merged
 
 

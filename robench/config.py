@@ -21,7 +21,8 @@ from robench.specs import UNSET, Knob
 PROFILES = {
     "quick": "minutes on 2 CPU cores: few repeats, short training (the default)",
     "standard": "enough repeats and epochs that intervals decide orderings: 8 repeats, up to "
-                "12 epochs, otherwise the quick profile's knobs (docs/profile.md: its time)",
+                "12 epochs, shifted-cv 5 folds x 2, coverage 5 reference models, otherwise "
+                "the quick profile's knobs (docs/profile.md: its time)",
     "paper": "the papers' scale: 100 repeats, training to convergence; hours to days on a CPU",
 }
 DEFAULT_PROFILE = "quick"

@@ -25,6 +25,11 @@ def register_models(register: Callable) -> None:
 
 
 @hookspec
+def register_model_resolvers(register: Callable) -> None:
+    """Register model reference schemes: call ``register(robench.specs.ModelResolverSpec(...))``."""
+
+
+@hookspec
 def register_clusterers(register: Callable) -> None:
     """Register clusterers: call ``register(robench.specs.ClustererSpec(...))`` for each."""
 

@@ -12,9 +12,10 @@ Each step in :data:`MIGRATIONS` is ``(version it produces, summary, function(con
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Optional
 
 #: ``PRAGMA application_id`` of a robench results database: "RBNC" as a big-endian int32.
 APPLICATION_ID = 0x52424E43
@@ -66,11 +67,101 @@ def _to_v1(conn) -> None:
             (LEGACY, LEGACY_LABEL, '{"legacy": true}'))
 
 
-#: (version produced, summary, step). A step runs after the current SCHEMA's missing tables
-#: were created, so it may fill new tables; it must not assume columns added by later steps.
+def metric_id(name: str, version, definition) -> str:
+    """Return the ``metrics.id`` of a metric definition: a hash of name, version and text."""
+    from robench.cache import content_key
+
+    return content_key("metric", name, str(version or ""), definition or "")
+
+
+_CREATE = re.compile(r"CREATE TABLE IF NOT EXISTS (\w+) \(", re.I)
+
+
+def _rebuild(conn, table: str, create: str, fill: Optional[dict] = None) -> None:
+    """Rebuild ``table`` as ``create`` declares it (column order, foreign keys), copying the
+    columns both have; ``fill`` gives SQL expressions for new columns. SQLite cannot add a
+    foreign key to an existing table, hence the copy."""
+    new = f"{table}__v2"
+    conn.execute(_CREATE.sub(f'CREATE TABLE "{new}" (', create, count=1))
+    declared = _columns(conn, new)
+    present = set(_columns(conn, table))
+    fill = fill or {}
+    names = [c for c in declared if c in present or c in fill]
+    values = [fill.get(c, f'"{c}"') for c in names]
+    order = " ORDER BY rowid" if table != "skips" else ""
+    conn.execute(f'INSERT INTO "{new}" ({", ".join(names)}) '
+                 f'SELECT {", ".join(values)} FROM "{table}"{order}')
+    conn.execute(f'DROP TABLE "{table}"')
+    conn.execute(f'ALTER TABLE "{new}" RENAME TO "{table}"')
+
+
+def _to_v2(conn, schema: str) -> None:
+    """Foreign keys, metric definitions once, human-readable columns first, a trial's sources.
+
+    Every table is rebuilt in the declared column order with its foreign keys. A run id that
+    names no run (which no robench wrote, but a hand-edited file may hold) becomes NULL, so
+    the keys hold. ``scores.definition`` moves to the ``metrics`` table (one row per metric
+    name, version and definition; ``scores.metric_id`` points to it). A trial of a
+    source-aware protocol gains ``clustering``: the key of the one stored clustering of its
+    data set, clusterer, k and seed (NULL where there is none, or several).
+    """
+    from robench.provenance import utc_now
+
+    creates = {m.group(1): s for s in _statements(schema) if (m := _CREATE.match(s))}
+    tables = _tables(conn)
+    for table in sorted(tables & set(creates) - {"runs"}):
+        if "run_id" in _columns(conn, table):
+            conn.execute(f'UPDATE "{table}" SET run_id = NULL WHERE run_id IS NOT NULL '
+                         "AND run_id NOT IN (SELECT id FROM runs)")
+    # every configuration a score names is described (a placeholder for an unknown one)
+    for table in ("scores", "score_groups"):
+        conn.execute(f'INSERT OR IGNORE INTO configurations (id, label, description) '
+                     f'SELECT DISTINCT configuration, configuration, \'{{"unknown": true}}\' '
+                     f'FROM "{table}" WHERE configuration IS NOT NULL')
+    score_fill = {}
+    if "definition" in _columns(conn, "scores"):
+        now = utc_now()
+        rows = conn.execute("SELECT metric, metric_version, definition, MIN(run_id) FROM scores "
+                            "GROUP BY metric, metric_version, definition").fetchall()
+        for name, version, definition, run_id in rows:
+            conn.execute("INSERT OR IGNORE INTO metrics (id, name, version, definition, run_id, "
+                         "created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                         (metric_id(name, version, definition), name, version, definition,
+                          run_id, now))
+        conn.execute("CREATE TEMP TABLE metric_ids AS SELECT id, name, version, definition "
+                     "FROM metrics")
+        score_fill["metric_id"] = (
+            "(SELECT m.id FROM temp.metric_ids m WHERE m.name IS scores.metric "
+            "AND m.version IS scores.metric_version AND m.definition IS scores.definition)")
+    trial_fill = {}
+    if "trials" in tables and "clustering" not in _columns(conn, "trials"):
+        trial_fill["clustering"] = (
+            "(SELECT MIN(c.key) FROM clusterings c WHERE c.dataset = trials.dataset "
+            "AND c.clusterer = trials.clusterer AND trials.clusterer != '' "
+            "AND c.k = json_extract(trials.params, '$.k') AND c.seed = trials.seed "
+            "HAVING COUNT(*) = 1)")
+    for table in ("runs", "configurations", "metrics", "clusterings", "trials", "scores",
+                  "score_groups", "skips"):
+        if table in tables or table in ("configurations", "metrics"):
+            fill = {"scores": score_fill, "trials": trial_fill}.get(table)
+            _rebuild(conn, table, creates[table], fill)
+    conn.execute("DROP TABLE IF EXISTS temp.metric_ids")
+    problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+    if problems:
+        raise SchemaError(f"migration to schema 2 left {len(problems)} broken reference(s), "
+                          f"e.g. {problems[0]}; nothing was changed")
+
+
+#: (version produced, summary, step(conn, schema)). A step runs after the current SCHEMA's
+#: missing tables were created, so it may fill new tables; it must not assume columns added
+#: by later steps.
 MIGRATIONS: list[tuple[int, str, Callable]] = [
     (1, "score identity includes its configuration (scores.configuration, configurations "
-        "table); stored scores become configuration 'legacy'", _to_v1),
+        "table); stored scores become configuration 'legacy'", lambda conn, schema: _to_v1(conn)),
+    (2, "foreign keys (trials, scores, score groups, clusterings, skips -> runs; trials -> "
+        "clusterings; scores -> configurations, metrics), each metric definition stored once "
+        "(metrics table), human-readable columns first, indexes and the views leaderboard, "
+        "trial_summary and configuration_choice", _to_v2),
 ]
 #: The schema version this robench writes.
 CURRENT = MIGRATIONS[-1][0]
@@ -110,8 +201,9 @@ def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
 
     ``schema`` is :data:`robench.store.SCHEMA` (``CREATE ... IF NOT EXISTS`` statements). A new
     file gets it at once; an older file first gains what the steps add, then the schema's
-    missing tables and indexes. SchemaError for a file that is not a robench database or is
-    newer than this robench.
+    missing tables and indexes, in one transaction; then the file is VACUUMed (skipped if
+    another connection is busy with it). SchemaError for a file that is not a robench
+    database or is newer than this robench.
     """
     path = Path(path)
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
@@ -126,6 +218,11 @@ def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        if applied:
+            try:  # a rebuilt table leaves its old pages free: give them back
+                conn.execute("VACUUM")
+            except sqlite3.OperationalError:  # another connection is reading: leave it
+                pass
         return applied
     finally:
         conn.close()
@@ -148,7 +245,7 @@ def _migrate_locked(conn, path, schema: str) -> list[tuple[int, str]]:
     applied = []
     for target, summary, step in MIGRATIONS:
         if target > version:
-            step(conn)
+            step(conn, schema)
             applied.append((target, summary))
     for statement in statements:  # indexes and views, now that every column exists
         if not statement.upper().startswith("CREATE TABLE"):

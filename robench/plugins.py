@@ -12,7 +12,7 @@ from typing import Optional
 import pluggy
 
 from robench import hookspecs
-from robench.specs import KINDS
+from robench.specs import KINDS, ModelResolverSpec
 
 #: Built-in plugins, registered through the same manager as third-party ones.
 DEFAULT_PLUGINS = (
@@ -20,6 +20,7 @@ DEFAULT_PLUGINS = (
     "robench.builtin.references",
     "robench.builtin.torchvision_data",
     "robench.builtin.models",
+    "robench.builtin.timm_models",
     "robench.builtin.clusterers",
     "robench.builtin.executors",
     "robench.builtin.corruptions",
@@ -159,6 +160,7 @@ class Registry:
         self._datasets: dict = {}
         self._dataset_errors: dict = {}  # name -> DatasetError: a data set fails to load once
         self._resolved: dict = {}  # reference as given or canonical -> its DatasetSpec
+        self._resolved_models: dict = {}  # likewise for model references -> ModelSpec
 
     def _collect(self, kind, spec_cls, impl):
         plugin_name = impl.plugin_name
@@ -176,6 +178,15 @@ class Registry:
                     f"plugin '{plugin_name}' registered data set '{spec.name}': a registered "
                     "name is a slug; SCHEME:TARGET references come from dataset resolvers "
                     "(register_dataset_resolvers)")
+            if kind == "models" and ":" in spec.name:
+                raise PluginError(
+                    f"plugin '{plugin_name}' registered model '{spec.name}': a registered "
+                    "name is a slug; SCHEME:TARGET references come from model resolvers "
+                    "(register_model_resolvers)")
+            if kind == "resolvers" and isinstance(spec, ModelResolverSpec):
+                raise PluginError(
+                    f"plugin '{plugin_name}' registered model resolver '{spec.name}' with "
+                    "register_dataset_resolvers; register it with register_model_resolvers")
             if spec.name in table:
                 other = table[spec.name].plugin
                 raise _Duplicate(
@@ -212,6 +223,8 @@ class Registry:
         except KeyError:
             if kind == "datasets" and isinstance(name, str) and ":" in name:
                 return self.resolve_dataset(name)
+            if kind == "models" and isinstance(name, str) and ":" in name:
+                return self.resolve_model(name)
             raise UnknownComponentError(kind, name, list(self._by_kind[kind])) from None
 
     def resolve_dataset(self, reference: str):
@@ -226,6 +239,33 @@ class Registry:
             spec = resolve(self, reference)
             self._resolved[reference] = self._resolved.setdefault(spec.name, spec)
         return self._resolved[reference]
+
+    def add(self, kind: str, spec) -> None:
+        """Add a component made at run time (robench.evaluate's in-memory models and data).
+
+        A name already registered by another plugin is a PluginError; one added before by
+        the same plugin is replaced (the same name may be evaluated again).
+        """
+        table = self._by_kind[kind]
+        existing = table.get(spec.name)
+        if existing is not None and existing.plugin != spec.plugin:
+            raise PluginError(f"{kind[:-1]} name '{spec.name}' is already registered by plugin "
+                              f"'{existing.plugin}'; choose another name")
+        table[spec.name] = spec
+        self._datasets.pop(spec.name, None)
+
+    def resolve_model(self, reference: str):
+        """Return the ModelSpec of a ``SCHEME:TARGET?KEY=VALUE`` model reference, resolved once.
+
+        Its name is the canonical reference (options sorted), so a worker sent that name
+        resolves the same model (robench.model_references).
+        """
+        if reference not in self._resolved_models:
+            from robench.model_references import resolve_model
+
+            spec = resolve_model(self, reference)
+            self._resolved_models[reference] = self._resolved_models.setdefault(spec.name, spec)
+        return self._resolved_models[reference]
 
     def load_dataset(self, name: str):
         """Return the loaded data set ``name``, loading it once per registry.

@@ -226,9 +226,10 @@ def execute(cfg, registry, store, *, command: str = "robench run",
 
         failed, interrupted, n_ran = [], False, 0
         blocked = {}  # key -> error for trials whose shared preparation failed
+        clustering = {}  # trial key -> key of the clustering its partitions come from
         try:
             if todo:
-                _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit)
+                _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering)
                 for key, err in blocked.items():
                     row = _blocked_row(plan.specs[key], err)
                     row["run_id"] = run_id
@@ -243,6 +244,8 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 try:
                     for row in executor.run(runnable):
                         row["run_id"] = run_id
+                        if row.get("key") in clustering:
+                            row["clustering"] = clustering[row["key"]]
                         # its own transaction: a crash loses only the trials in flight
                         store.save_trial(row)
                         n_ran += 1
@@ -305,7 +308,7 @@ def longest_first(specs: list, registry, store) -> list:
             image = registry.get("models", spec["model"]).requires_image
         except LookupError:  # dataset-level trials have no model; zoo members are unregistered
             image = False
-        return 1e-6 * ds.X.size * (2.0 if image else 1.0)
+        return 1e-6 * ds.n_samples * ds.n_features * (2.0 if image else 1.0)
 
     present = {spec["protocol"] for spec in specs}
 
@@ -316,8 +319,13 @@ def longest_first(specs: list, registry, store) -> list:
     return sorted(specs, key=lambda spec: (tier(spec), -cost(spec)))
 
 
-def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):
-    """Do each combination's driver-side preparation (clustering) once, before any trial."""
+def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering=None):
+    """Do each combination's driver-side preparation (clustering) once, before any trial.
+
+    ``clustering`` gets, per trial key to run, the key of the clustering row its partitions
+    come from (``trials.clustering``).
+    """
+    clustering = {} if clustering is None else clustering
     todo_keys = {s["key"] for s in todo}
     done = set()
     for protocol, combo in plan.prepare:
@@ -333,6 +341,12 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit):
             row = protocol.prepare(combo, cfg, registry, dataset)
             row["run_id"] = run_id
             store.save_clustering(row)
+            for g in plan.groups:
+                if (g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer
+                        and g.metric.protocol == protocol.name):
+                    for k in g.keys:
+                        if k in todo_keys and plan.specs[k]["clusterer"] == combo.clusterer.name:
+                            clustering[k] = row["key"]
         except Exception as exc:  # noqa: BLE001 - recorded against every trial that needed it
             err = f"{type(exc).__name__}: {exc}"
             emit("prepare_failed", dataset=combo.dataset.name, clusterer=combo.clusterer.name,

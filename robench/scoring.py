@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 from robench import __version__
 from robench.cache import content_key
 from robench.configurations import LEGACY
+from robench.migrations import metric_id
 from robench.provenance import utc_now
 from robench.specs import Score
 from robench.store import decode_row, encode_row
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Columns of a score row that carry its content (what a reused score must still match).
 _SCORE_CONTENT = ("key", "metric_version", "value", "ci_low", "ci_high", "n",
-                  "higher_is_better", "definition", "details")
+                  "higher_is_better", "metric_id", "details")
 
 
 def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str,
@@ -82,7 +83,7 @@ def score_row(score: Score, run_id: int, definitions: dict, computed_at: str,
             "ci_high": s.ci_high,
             "n": s.n,
             "higher_is_better": int(bool(s.higher_is_better)),
-            "definition": definition,
+            "metric_id": metric_id(s.metric, version, definition),
             "details": dict(s.details or {}),
             "computed_at": computed_at,
             "inputs": inputs,
@@ -116,8 +117,21 @@ def save_scores(store: "Store", scores: list[Score], run_id: int, definitions: d
     elsewhere.
     """
     now = utc_now()
-    store.save_score_groups([score_row(s, run_id, definitions, now, configuration=configuration)
-                             for s in scores], [])
+    rows = [score_row(s, run_id, definitions, now, configuration=configuration) for s in scores]
+    store.save_score_groups(rows, [], metrics=metric_rows(definitions, rows, run_id, now))
+
+
+def metric_rows(definitions: dict, score_rows: list[dict], run_id: int, now: str) -> list[dict]:
+    """Return the ``metrics`` rows (definition text once per name and version) the score rows
+    point to."""
+    used = {row["metric_id"] for row in score_rows}
+    out = []
+    for name, (version, definition) in definitions.items():
+        mid = metric_id(name, version, definition)
+        if mid in used:
+            out.append({"id": mid, "name": name, "version": str(version),
+                        "definition": definition, "run_id": run_id, "created_at": now})
+    return out
 
 
 def score_groups(groups: Iterable, store: "Store", run_id: int, *,
@@ -228,7 +242,8 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
                            "trial_keys": sorted(set(group.keys)), "scores": pairs,
                            "computed_at": now, "configuration": config or LEGACY})
         n_aggregated += 1
-    store.save_score_groups(score_rows, group_rows)
+    store.save_score_groups(score_rows, group_rows,
+                            metrics=metric_rows(definitions, score_rows, run_id, now))
     return all_scores, n_aggregated, n_reused
 
 

@@ -99,6 +99,22 @@ class ResolverSpec:
 
 
 @dataclass(frozen=True)
+class ModelResolverSpec(ResolverSpec):
+    """A model reference scheme: ``-m SCHEME:TARGET?KEY=VALUE&...`` needs no plugin per model.
+
+    ``resolve(target, options)`` returns the :class:`ModelSpec` ``target`` names (its ``name``
+    is replaced by the canonical reference, options sorted), raising
+    :class:`robench.model_references.ModelReferenceError` with a one-line reason when it
+    cannot (an unknown architecture, weights that are not available offline). ``examples``
+    are a few references ``robench list models`` shows; ``takes_path`` is False by default
+    (a model reference names an architecture, not a file).
+    """
+
+    takes_path: bool = False
+    examples: tuple = ()
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """A classifier: ``build(ModelContext)`` returns a fresh, untrained :class:`Classifier`."""
 
@@ -120,7 +136,9 @@ class ModelSpec:
     params: Optional[int] = None
 
     def __post_init__(self):
-        check_slug(self.name)
+        # A registered model is a slug; one resolved from a reference (SCHEME:TARGET, see
+        # ModelResolverSpec) is named by its canonical reference, whose scheme is a slug.
+        check_slug(self.name.split(":", 1)[0] if ":" in self.name else self.name)
 
     def not_applicable_to(self, metric: "MetricSpec") -> Optional[str]:
         """Return why ``metric`` cannot score this model whatever the data, or None."""
@@ -440,4 +458,5 @@ KINDS = {
     "executors": ("register_executors", ExecutorSpec),
     "corruptions": ("register_corruptions", CorruptionSpec),
     "resolvers": ("register_dataset_resolvers", ResolverSpec),
+    "model-resolvers": ("register_model_resolvers", ModelResolverSpec),
 }

@@ -50,30 +50,61 @@ RUN_COUNTS = ("n_planned", "n_cached", "n_ok", "n_failed", "n_skipped")
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
+    command TEXT,
+    status TEXT,
     started_at TEXT,
     finished_at TEXT,
-    status TEXT,
-    command TEXT,
-    robench_version TEXT,
-    python TEXT,
-    platform TEXT,
-    torch_version TEXT,
-    git_rev TEXT,
     seed INTEGER,
-    config TEXT,
-    plugin_versions TEXT,
     n_planned INTEGER,
     n_cached INTEGER,
     n_ok INTEGER,
     n_failed INTEGER,
     n_skipped INTEGER,
+    robench_version TEXT,
+    python TEXT,
+    platform TEXT,
+    torch_version TEXT,
+    git_rev TEXT,
     host TEXT,  -- where the driver ran: host name, process id and the process's start time
     pid INTEGER,
-    pid_started TEXT
+    pid_started TEXT,
+    config TEXT,  -- JSON: the run's configuration (robench.config.RunConfig)
+    plugin_versions TEXT  -- JSON: {plugin: version}
+);
+CREATE TABLE IF NOT EXISTS configurations (
+    id TEXT PRIMARY KEY,  -- fingerprint (robench.configurations), or 'legacy'
+    label TEXT,
+    profile TEXT,
+    repeats INTEGER,
+    sources INTEGER,  -- sources (clusters) per class, k
+    seed INTEGER,
+    knobs TEXT,  -- JSON: {section: {knob: value}} of the sections the metric's trials read
+    description TEXT,  -- JSON: everything the fingerprint covers
+    run_id INTEGER REFERENCES runs (id),  -- the run that first recorded it
+    created_at TEXT
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    id TEXT PRIMARY KEY,  -- hash of (name, version, definition)
+    name TEXT,
+    version TEXT,
+    definition TEXT,  -- the text definition of the metric at this version
+    run_id INTEGER REFERENCES runs (id),  -- the run that first stored a score of it
+    created_at TEXT
+);
+CREATE TABLE IF NOT EXISTS clusterings (
+    dataset TEXT,
+    clusterer TEXT,
+    k INTEGER,
+    seed INTEGER,
+    silhouette REAL,
+    seconds REAL,
+    details TEXT,
+    fingerprint TEXT,  -- content fingerprint of the data set clustered
+    run_id INTEGER REFERENCES runs (id),
+    created_at TEXT,
+    key TEXT PRIMARY KEY
 );
 CREATE TABLE IF NOT EXISTS trials (
-    key TEXT PRIMARY KEY,
-    run_id INTEGER,
     dataset TEXT,
     model TEXT,
     clusterer TEXT,
@@ -81,25 +112,28 @@ CREATE TABLE IF NOT EXISTS trials (
     kind TEXT,
     repeat INTEGER,
     seed INTEGER,
-    params TEXT,
-    spec TEXT,
-    versions TEXT,
     status TEXT,
-    error TEXT,
     accuracy REAL,
     train_accuracy REAL,
     val_accuracy REAL,
-    per_class TEXT,
     n_train INTEGER,
     n_val INTEGER,
     n_test INTEGER,
     epochs INTEGER,
     best_epoch INTEGER,
-    history TEXT,
     seconds REAL,
+    error TEXT,
+    per_class TEXT,
+    history TEXT,
+    params TEXT,
+    spec TEXT,
+    versions TEXT,
     worker TEXT,
     finished_at TEXT,
-    -- written by some protocols only, in the order older files gained them
+    run_id INTEGER REFERENCES runs (id),
+    clustering TEXT REFERENCES clusterings (key),  -- the sources its partitions came from
+    key TEXT PRIMARY KEY,
+    -- written by some protocols only
     all_accuracy REAL,  -- accuracy on the whole data set, training rows included
     correct TEXT,  -- per-row correctness on the whole data set: packed bits, base64
     last_val_accuracy REAL,  -- at the last epoch rather than the best one
@@ -110,63 +144,38 @@ CREATE TABLE IF NOT EXISTS trials (
     device TEXT  -- where the trial's torch work ran (cpu, cuda:N, mps); not part of its key
 );
 CREATE TABLE IF NOT EXISTS scores (
-    key TEXT PRIMARY KEY,
-    run_id INTEGER,
     dataset TEXT,
     model TEXT,
     clusterer TEXT,
     metric TEXT,
-    metric_version TEXT,
     score TEXT,
     value REAL,
     ci_low REAL,
     ci_high REAL,
     n INTEGER,
     higher_is_better INTEGER,
-    definition TEXT,
+    metric_version TEXT,
+    configuration TEXT REFERENCES configurations (id),  -- what its trials were run with
     details TEXT,
+    run_id INTEGER REFERENCES runs (id),
     computed_at TEXT,
+    metric_id TEXT REFERENCES metrics (id),  -- its definition
     inputs TEXT,
-    configuration TEXT  -- configurations.id: what its trials were run with ('legacy': unknown)
+    key TEXT PRIMARY KEY
 );
 CREATE TABLE IF NOT EXISTS score_groups (
-    key TEXT PRIMARY KEY,
-    run_id INTEGER,
     dataset TEXT,
     model TEXT,
     clusterer TEXT,
     metric TEXT,
     metric_version TEXT,
+    configuration TEXT REFERENCES configurations (id),
+    run_id INTEGER REFERENCES runs (id),
+    computed_at TEXT,
     inputs TEXT,
     trial_keys TEXT,
     scores TEXT,
-    computed_at TEXT,
-    configuration TEXT
-);
-CREATE TABLE IF NOT EXISTS configurations (
-    id TEXT PRIMARY KEY,  -- fingerprint (robench.configurations), or 'legacy'
-    label TEXT,
-    profile TEXT,
-    repeats INTEGER,
-    sources INTEGER,
-    seed INTEGER,
-    knobs TEXT,  -- JSON: {section: {knob: value}} of the sections the metric's trials read
-    description TEXT,  -- JSON: everything the fingerprint covers
-    run_id INTEGER,  -- the run that first recorded it
-    created_at TEXT
-);
-CREATE TABLE IF NOT EXISTS clusterings (
-    key TEXT PRIMARY KEY,
-    run_id INTEGER,
-    dataset TEXT,
-    clusterer TEXT,
-    k INTEGER,
-    seed INTEGER,
-    fingerprint TEXT,
-    silhouette REAL,
-    details TEXT,
-    seconds REAL,
-    created_at TEXT
+    key TEXT PRIMARY KEY
 );
 CREATE TABLE IF NOT EXISTS skips (
     dataset TEXT,
@@ -174,12 +183,55 @@ CREATE TABLE IF NOT EXISTS skips (
     clusterer TEXT,
     metric TEXT,
     reason TEXT,
-    run_id INTEGER,
+    run_id INTEGER REFERENCES runs (id),
     PRIMARY KEY (dataset, model, clusterer, metric)
 );
 CREATE INDEX IF NOT EXISTS idx_trials_group ON trials (dataset, model, clusterer, protocol);
-CREATE INDEX IF NOT EXISTS idx_scores_dataset_metric ON scores (dataset, metric);
+CREATE INDEX IF NOT EXISTS idx_trials_run ON trials (run_id);
+CREATE INDEX IF NOT EXISTS idx_trials_clustering ON trials (clustering);
+CREATE INDEX IF NOT EXISTS idx_scores_dataset_metric ON scores (dataset, metric, configuration);
 CREATE INDEX IF NOT EXISTS idx_scores_configuration ON scores (configuration);
+CREATE INDEX IF NOT EXISTS idx_scores_run ON scores (run_id);
+CREATE INDEX IF NOT EXISTS idx_scores_metric_id ON scores (metric_id);
+CREATE INDEX IF NOT EXISTS idx_score_groups_run ON score_groups (run_id);
+CREATE INDEX IF NOT EXISTS idx_clusterings_run ON clusterings (run_id);
+CREATE VIEW IF NOT EXISTS configuration_choice AS
+    -- per table (dataset, metric): each configuration, its coverage, and which one is shown
+    SELECT dataset, metric, configuration, label, n_combinations, latest_run,
+           ROW_NUMBER() OVER (PARTITION BY dataset, metric
+                              ORDER BY n_combinations DESC, latest_run DESC, configuration) = 1
+               AS chosen
+    FROM (SELECT s.dataset, s.metric, s.configuration, c.label,
+                 COUNT(DISTINCT s.model || char(31) || s.clusterer) AS n_combinations,
+                 MAX(COALESCE(s.run_id, 0)) AS latest_run
+          FROM scores s LEFT JOIN configurations c ON c.id = s.configuration
+          GROUP BY s.dataset, s.metric, s.configuration);
+CREATE VIEW IF NOT EXISTS leaderboard AS
+    -- one row per ranked model per table: the headline score of the chosen configuration
+    SELECT s.dataset, s.metric, s.clusterer,
+           RANK() OVER (PARTITION BY s.dataset, s.metric, s.clusterer
+                        ORDER BY CASE WHEN s.higher_is_better THEN -s.value ELSE s.value END)
+               AS rank,
+           s.model, s.value, s.ci_low, s.ci_high, s.n, s.higher_is_better,
+           ch.label AS configuration_label, s.metric_version, s.configuration, s.run_id
+    FROM scores s
+    JOIN configuration_choice ch
+      ON ch.dataset = s.dataset AND ch.metric = s.metric
+     AND ch.configuration = s.configuration AND ch.chosen
+    WHERE s.score = s.metric AND s.value IS NOT NULL;
+CREATE VIEW IF NOT EXISTS trial_summary AS
+    -- per (dataset, model, clusterer, protocol, kind): how many trials, how they went
+    SELECT dataset, model, clusterer, protocol, kind,
+           COUNT(*) AS trials,
+           SUM(status = 'ok') AS ok,
+           SUM(status = 'failed') AS failed,
+           AVG(CASE WHEN status = 'ok' THEN accuracy END) AS mean_accuracy,
+           MIN(CASE WHEN status = 'ok' THEN accuracy END) AS min_accuracy,
+           MAX(CASE WHEN status = 'ok' THEN accuracy END) AS max_accuracy,
+           SUM(seconds) AS seconds,
+           MAX(finished_at) AS last_finished_at
+    FROM trials
+    GROUP BY dataset, model, clusterer, protocol, kind;
 """
 
 #: Trial columns left out of a trial's digest (Store.trial_digests): added after rows were
@@ -196,6 +248,7 @@ JSON_COLUMNS = {
     "clusterings": ("details",),
     "skips": (),
     "configurations": ("knobs", "description"),
+    "metrics": (),
 }
 
 #: Per table, the JSON column where data of a protocol's own belongs (named when refusing a
@@ -311,7 +364,11 @@ class Store:
     Parameters
     ----------
     path : str or Path
-        SQLite file; its parent directory is created and the schema is created if missing.
+        SQLite file; its parent directory is created and the schema is created if missing,
+        or an older file migrated (:mod:`robench.migrations`).
+    readonly : bool
+        Open the file as it is, read-only (``results``, ``query``, ``leaderboard``): no
+        migration, no journal-mode change, writes fail.
 
     Examples
     --------
@@ -319,8 +376,17 @@ class Store:
     >>> run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
     """
 
-    def __init__(self, path):
+    def __init__(self, path, readonly: bool = False):
         self.path = Path(path)
+        self.readonly = readonly
+        if readonly:
+            # Read commands: the file as it is, any schema version, never a byte written
+            # (robench.readonly.readonly_uri); FileNotFoundError / SchemaError if unusable.
+            from robench.readonly import connect_readonly
+
+            self.db = sqlite_utils.Database(connect_readonly(self.path, check_same_thread=False))
+            self._lock = threading.RLock()
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # An older file is migrated (or a new one created) before this connection opens it.
         from robench.migrations import migrate
@@ -329,6 +395,9 @@ class Store:
         # The runner may hand finished trials over from an executor's callback thread; the lock
         # below serialises those writes on this single connection.
         conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT)
+        # Enforce the schema's foreign keys on every write of this connection (SQLite leaves
+        # them off unless asked, per connection).
+        conn.execute("PRAGMA foreign_keys = ON")
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.RLock()
         # WAL lets `robench leaderboard` or `robench query` read while a run is writing.
@@ -501,8 +570,12 @@ class Store:
 
     # -- scores -----------------------------------------------------------------------------
 
-    def save_score_groups(self, score_rows: list[dict], groups: list[dict]) -> None:
+    def save_score_groups(self, score_rows: list[dict], groups: list[dict],
+                          metrics: Iterable[dict] = ()) -> None:
         """Upsert score rows and score-group records in one transaction.
+
+        ``metrics`` are the ``metrics`` rows (one definition text per metric name and version)
+        the score rows' ``metric_id`` point to; a stored one is kept as it is.
 
         Score rows come from :func:`robench.scoring.score_row`. A score-group record says what
         one metric's scores of one (dataset, model, clusterer) were computed from: the
@@ -511,9 +584,18 @@ class Store:
         """
         score_rows = [encode_row("scores", row) for row in score_rows]
         groups = [encode_row("score_groups", g) for g in groups]
+        metrics = [encode_row("metrics", m) for m in metrics]
         if not score_rows and not groups:
             return
+        from robench.configurations import LEGACY, LEGACY_LABEL
+
         with self._write():
+            if metrics:  # before the scores that point to them (foreign key)
+                self.db["metrics"].insert_all(metrics, pk="id", ignore=True)
+            if any(row.get("configuration") == LEGACY for row in score_rows + groups):
+                self.db["configurations"].insert(
+                    {"id": LEGACY, "label": LEGACY_LABEL, "description": '{"legacy": true}'},
+                    pk="id", ignore=True)
             if score_rows:
                 self.db["scores"].upsert_all(self._fit_to_file("scores", score_rows), pk="key")
             if groups:
@@ -565,12 +647,51 @@ class Store:
         filters = {"dataset": dataset, "metric": metric, "model": model,
                    "configuration": configuration}
         where, params = self._where("scores", {k: v for k, v in filters.items() if v is not None})
-        sql = (f"SELECT * FROM scores {where} "
-               "ORDER BY dataset, metric, clusterer, model, score, run_id")
+        order = "ORDER BY dataset, metric, clusterer, model, score, run_id"
+        if "metric_id" in self.db["scores"].columns_dict:  # schema 2: definitions stored once
+            sql = ("SELECT * FROM (SELECT scores.*, metrics.definition AS definition FROM scores "
+                   f"LEFT JOIN metrics ON metrics.id = scores.metric_id) {where} {order}")
+        else:
+            sql = f"SELECT * FROM scores {where} {order}"
         rows = [decode_row("scores", row) for row in self._select(sql, params)]
         for row in rows:
             row["configuration"] = row.get("configuration") or LEGACY
         return rows
+
+    def score_versions(self, rows: list[dict]) -> list[dict]:
+        """Return, per score row, the versions behind it: robench and the plugin versions of
+        the run that computed it, and the component versions (dataset, model, clusterer,
+        protocol) its trials were keyed with (from one trial of its score group)."""
+        from robench.configurations import LEGACY
+
+        run_ids = {r["run_id"] for r in rows if r.get("run_id") is not None}
+        runs = {r["id"]: r for r in self.runs(run_ids)} if run_ids else {}
+        first_trial = {}
+        if self.db["score_groups"].exists():
+            has_config = "configuration" in self.db["score_groups"].columns_dict
+            config = "configuration" if has_config else "NULL AS configuration"
+            sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
+            for g in self._select(sql, []):
+                keys = _decode_json(g["trial_keys"]) or []
+                ident = (g["dataset"], g["model"], g["clusterer"], g["metric"],
+                         g["configuration"] or LEGACY)
+                if keys:
+                    first_trial[ident] = keys[0]
+        wanted = list(set(first_trial.values()))
+        versions = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            sql = f"SELECT key, versions FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
+            versions.update((r["key"], _decode_json(r["versions"])) for r in self._select(sql, chunk))
+        out = []
+        for r in rows:
+            run = runs.get(r.get("run_id")) or {}
+            key = first_trial.get((r["dataset"], r["model"], r.get("clusterer") or "", r["metric"],
+                                   r.get("configuration") or LEGACY))
+            out.append({"robench": run.get("robench_version"),
+                        "plugins": run.get("plugin_versions") or {},
+                        "components": versions.get(key) or {}})
+        return out
 
     # -- configurations ---------------------------------------------------------------------
 
@@ -583,7 +704,9 @@ class Store:
             self.db["configurations"].insert(row, pk="id", ignore=True)
 
     def configurations(self) -> dict[str, dict]:
-        """Return {id: configurations row, JSON decoded}."""
+        """Return {id: configurations row, JSON decoded} ({} for a file from before them)."""
+        if not self.db["configurations"].exists():
+            return {}
         rows = self._select("SELECT * FROM configurations ORDER BY created_at, id", [])
         return {row["id"]: decode_row("configurations", row) for row in rows}
 

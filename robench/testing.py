@@ -207,7 +207,8 @@ def _default_registry():
 def _check_common_fields(checks: _Checks, spec, callables: tuple, flags: tuple) -> None:
     """Check the fields every spec has: slug name, description, version, callables, flags."""
     try:
-        check_slug(spec.name)
+        # a spec resolved from a reference (SCHEME:TARGET) is named by it; its scheme is a slug
+        check_slug(spec.name.split(":", 1)[0])
     except ValueError as exc:
         checks.fail("spec-name", str(exc), "use lowercase letters, digits and '-'")
     if not isinstance(spec.description, str) or not spec.description.strip():

@@ -25,3 +25,13 @@ def run_config(*args, registry=None, **kw) -> RunConfig:
     for kind in ("datasets", "models", "clusterers", "metrics"):
         kw.setdefault(kind, [])
     return RunConfig(settings=settings, **kw).resolve(registry)
+
+
+def add_runs(store, n: int = 3) -> list[int]:
+    """Record ``n`` runs in ``store`` (ids 1..n in a new file): trials and scores point to a
+    run by a foreign key."""
+    ids = [store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+           for _ in range(n)]
+    for run_id in ids:
+        store.finish_run(run_id, "ok")
+    return ids

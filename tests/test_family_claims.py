@@ -218,3 +218,11 @@ def test_less_accurate_more_robust_compares_the_extremes_of_test_accuracy():
     table = rows("lenet", 0.93, 0.60, 0.57, 0.63) + rows("cnn-3", 0.97, 0.70, 0.66, 0.74)
     (claim,) = accuracy_vs_robustness_claims(table)
     assert claim.verdict == FAILS
+
+
+def test_capacity_claim_names_the_pairs_the_intervals_decide_beyond_adjacent_steps():
+    rows = _capacity({"svm": (0.82, 0.78, 0.86), "mlp": (0.80, 0.75, 0.84),
+                      "cnn-1": (0.84, 0.78, 0.90), "cnn-2": (0.91, 0.87, 0.95)})
+    (claim,) = [c for c in rho_claims(rows) if "capacity" in c.claim]
+    assert claim.verdict == UNDECIDED
+    assert "decided beyond adjacent steps: svm < cnn-2, mlp < cnn-2" in claim.why

@@ -136,9 +136,13 @@ def _changed_groups(db, stored_groups: list, cols: list) -> list:
 
 
 def _check_rekeyed_scores(db, stored_scores, cols, changed_metrics):
-    """Legacy scores are kept as stored; a re-keyed score has its legacy value unless its metric
-    intentionally changed."""
-    names = ", ".join(f'"{c}"' for c in cols)
+    """Legacy scores are kept as stored; a score stored anew has its legacy value unless its
+    metric intentionally changed (trials rerun only because their keys changed give the same
+    numbers: invariant 4)."""
+    present = {c[1] for c in _table(db, "PRAGMA table_info(scores)")}
+    # schema 2 keeps each definition once, in metrics
+    moved = {"definition": "(SELECT definition FROM metrics WHERE metrics.id = scores.metric_id)"}
+    names = ", ".join(f'"{c}"' if c in present else moved[c] for c in cols)
     legacy = _table(db, f"SELECT {names} FROM scores WHERE configuration = 'legacy' ORDER BY key")
     assert legacy == stored_scores, "legacy scores changed"
     at = {c: cols.index(c) for c in cols}
@@ -152,7 +156,10 @@ def _check_rekeyed_scores(db, stored_scores, cols, changed_metrics):
         if prev is None or r[at["metric"]] in changed_metrics:
             continue
         for c in ("value", "ci_low", "ci_high", "n", "metric_version"):
-            assert r[at[c]] == prev[at[c]], (ident(r), c, prev[at[c]], r[at[c]])
+            # a retrained float32 model may differ in the last bits (shifted-cv's VAE: 1e-8)
+            expected = pytest.approx(prev[at[c]], rel=1e-6) if isinstance(prev[at[c]], float) \
+                else prev[at[c]]
+            assert r[at[c]] == expected, (ident(r), c, prev[at[c]], r[at[c]])
         assert r[at["key"]] != prev[at["key"]]
         compared += 1
     assert compared > 0
@@ -170,7 +177,14 @@ def test_the_pre_open_core_database_reruns_with_nothing_to_run_or_score(fixture_
     for c in about.get("intentional", []):
         if "protocol" in c:
             per_protocol.setdefault(c["protocol"], set()).add((c["path"], c["from"], c["to"]))
-    columns = _table(db, "PRAGMA table_info(trials)")
+    # the columns of the trials table once the file is migrated (a copy, opened to write):
+    # the runs below must add none
+    migrated = db.with_name("migrated.db")
+    shutil.copyfile(db, migrated)
+    from robench.store import Store
+
+    Store(migrated).close()
+    columns = _table(migrated, "PRAGMA table_info(trials)")
     columns_before = {t: _table(db, f"PRAGMA table_info({t})") for t in ("scores", "score_groups")}
     stored = {t: _table(db, f"SELECT * FROM {t} ORDER BY key")
               for t in ("trials", "scores", "score_groups")}
@@ -195,6 +209,7 @@ def test_the_pre_open_core_database_reruns_with_nothing_to_run_or_score(fixture_
         assert about.get("intentional_scores"), (
             f"score groups of {sorted(rekeyed)} were stored anew from the same trials, and no "
             "intentional_scores entry says why score identity changed")
+    if about.get("intentional_scores"):
         _check_rekeyed_scores(db, stored["scores"], [c[1] for c in columns_before["scores"]],
                               {m["metric"] for m in about.get("intentional_metrics", [])})
         metric_changes = [m for m in metric_changes if m[-1] != "rekeyed"]

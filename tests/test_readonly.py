@@ -5,6 +5,8 @@ import sqlite3
 
 import pytest
 
+from tests.helpers import add_runs
+
 from robench.readonly import ReadOnlyQueryError, query_readonly
 from robench.scoring import save_scores
 from robench.store import Store
@@ -28,6 +30,7 @@ def row_counts(path):
 def filled_db(tmp_path):
     path = tmp_path / "robench.db"
     with Store(path) as store:
+        add_runs(store, 1)
         store.save_trial(trial_row("t1"))
         store.save_trial(trial_row("t2", repeat=1))
         save_scores(store, rho_scores(), 1, DEFINITIONS)

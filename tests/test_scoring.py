@@ -15,6 +15,15 @@ from robench.specs import MetricSpec, Score
 from tests.test_store import DEFINITIONS, rho_scores, trial_row
 
 
+
+@pytest.fixture
+def store(store):
+    """The shared store with runs 1-5: scores and trials point to their run (foreign key)."""
+    from tests.helpers import add_runs
+
+    add_runs(store, 5)
+    return store
+
 def test_save_scores_upserts_by_key(store):
     run1 = store.start_run(command="x", seed=0, config={}, plugin_versions={})
     save_scores(store, rho_scores(rho=0.9), run1, DEFINITIONS)

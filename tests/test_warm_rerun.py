@@ -135,7 +135,9 @@ def test_a_database_from_before_score_groups_still_works(spy_registry, tmp_path)
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE score_groups")
     conn.execute("ALTER TABLE scores DROP COLUMN inputs")
-    conn.execute("DROP INDEX idx_scores_configuration")
+    for kind, name in conn.execute("SELECT type, name FROM sqlite_master "
+                                   "WHERE type IN ('view', 'index') AND sql IS NOT NULL").fetchall():
+        conn.execute(f"DROP {kind} {name}")
     conn.execute("ALTER TABLE scores DROP COLUMN configuration")
     conn.execute("DROP TABLE configurations")
     conn.execute("PRAGMA user_version = 0")

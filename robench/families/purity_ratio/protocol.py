@@ -56,8 +56,8 @@ _ZOO_PAPER = ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-mlp-wide"
 #: 19 corruptions x 5 severities on a 60-image stratified test subsample and attacks on 60;
 #: the paper profile uses the whole test split, a 12-model zoo and 7 epsilons.
 KNOBS = (
-    Knob("zoo", "list", "models validated together (registered models or zoo members, "
-         "see robench.families.purity_ratio.zoo)", default=[], items="str",
+    Knob("zoo", "list", "models validated together (registered models, model references "
+         "such as timm:resnet18, or zoo members, see robench.families.purity_ratio.zoo)", default=[], items="str",
          profiles={"quick": _ZOO_QUICK, "paper": _ZOO_PAPER}),
     Knob("corruptions", "list", "registered corruptions to measure; null: every applicable one",
          default=None, items="str", nullable=True),
@@ -120,11 +120,12 @@ def _member(registry, name: str):
     """Return ("registered", ModelSpec) or ("zoo", ZooMember) for a zoo name."""
     from robench.families.purity_ratio.zoo import ZOO
 
-    if name in registry.names("models"):
+    if name in registry.names("models") or ":" in name:  # a reference: timm:ARCH, ...
         return "registered", registry.get("models", name)
     if name in ZOO:
         return "zoo", ZOO[name]
-    raise ValueError(f"unknown zoo member '{name}': neither a registered model nor one of "
+    raise ValueError(f"unknown zoo member '{name}': neither a registered model, a model "
+                     "reference (timm:ARCH) nor one of "
                      f"{', '.join(sorted(ZOO))}")
 
 

@@ -75,6 +75,13 @@ def rho_claims(rows: list) -> list:
             verdict = _combine([v for _, _, (v, _) in pairs])
             figure = " < ".join(f"{m} {fmt(models[m]['rho'])}" for m in order)
             why = "; ".join(f"{a} -> {b}: {v}" for a, b, (v, _) in pairs)
+            # the other pairs of the order the intervals decide, e.g. svm < cnn-3
+            decided = [(a, b, v) for i, a in enumerate(order) for b in order[i + 2:]
+                       for v, _ in [compare(models[b]["rho"], models[a]["rho"])]
+                       if v != UNDECIDED]
+            if decided:
+                why += "; decided beyond adjacent steps: " + ", ".join(
+                    f"{a} < {b}" if v == HOLDS else f"{a} > {b}" for a, b, v in decided)
             claims.append(Claim(
                 PAPER, "rho rises with capacity (" + " < ".join(order) + ")",
                 "SVM < MLP < CNN-1 < CNN-2 < CNN-3 on MNIST (Table 3)", dataset, figure,

@@ -1,0 +1,279 @@
+"""Models by name from timm: ``-m timm:ARCH`` builds any architecture timm can create.
+
+The reference ``timm:ARCH[?pretrained=0|1][&min_size=N][&size=N]`` resolves (robench.model_references,
+hook ``register_model_resolvers``) to a model that:
+
+* is created by ``timm.create_model(ARCH, num_classes=0, in_chans=C)``: timm adapts the stem to
+  the data's channels (1 for grey digits, 3 for RGB) and leaves out its classifier; robench adds a
+  linear head with the data set's number of classes, so the features are exactly the head's
+  input;
+* reads its penultimate features with timm's own feature API,
+  ``forward_head(forward_features(x), pre_logits=True)`` (pooled, pre-logits; the width is read
+  from a probe forward pass, never hard-coded), so feature-space metrics (purity-ratio,
+  coverage) apply;
+* handles small inputs by resizing: an image whose shorter side is below ``min_size`` pixels
+  (default 32) is upsampled bilinearly so that side is ``min_size`` (8x8 digits and 28x28 MNIST
+  become 32x32; 32x32 CIFAR is left as it is). Most timm networks downsample by 32, and some
+  (ConvNeXt's stem, every ViT patch grid) fail on smaller inputs. ``size=N`` resizes every image
+  to NxN instead (e.g. 224 for pretrained weights at their native resolution). Architectures
+  with a fixed input size (ViT, Swin, ...) are created with ``img_size`` set to the resized size;
+* trains like every built-in torch model (:class:`robench.train.TorchClassifier`: Adam, early
+  stopping on the validation split only, the profile's budget) on the run's ``--device``.
+
+``pretrained=0`` (the default) initialises the weights randomly from the trial's seed: nothing
+is downloaded, ever. ``pretrained=1`` loads timm's default pretrained weights of the
+architecture **only if they are already in the local cache** (the Hugging Face hub cache,
+``$HF_HUB_CACHE``, or torch hub's ``checkpoints`` folder for weights published by URL); the
+file is handed to timm by path, so no network is touched at run time. Missing weights are an
+error naming the repository and the command that fetches them where a network exists. Inputs of
+pretrained models are normalised with the weights' mean and standard deviation (averaged over
+the channels for grey images, whose stem timm builds by summing the RGB filters).
+
+The model's version in trial keys includes timm's version (and the weights' hub id when
+pretrained), so another timm release retrains rather than reusing results of other code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import os
+
+from robench import hookimpl
+from robench.model_references import ModelReferenceError
+from robench.specs import ModelContext, ModelResolverSpec, ModelSpec
+
+#: Shorter image side below which inputs are upsampled, unless ``min_size`` says otherwise.
+DEFAULT_MIN_SIZE = 32
+#: Curated examples ``robench list models`` shows (any name ``timm.list_models()`` gives works).
+EXAMPLES = ("timm:resnet18", "timm:convnext_atto", "timm:efficientnet_b0",
+            "timm:mobilenetv3_small_050", "timm:vit_tiny_patch16_224",
+            "timm:resnet18?pretrained=1", "timm:test_resnet")
+SYNTAX = "timm:ARCH[?pretrained=0|1][&min_size=N][&size=N]"
+#: Weight file names timm reads from a Hugging Face hub repository, preferred first.
+HUB_FILES = ("model.safetensors", "pytorch_model.bin", "open_clip_model.safetensors",
+             "open_clip_pytorch_model.bin")
+
+
+def _int_option(reference: str, key: str, value: str, minimum: int) -> int:
+    if not value.isdigit() or str(int(value)) != value or int(value) < minimum:
+        raise ModelReferenceError(f"{reference}: {key} must be an integer >= {minimum} written "
+                                  f"without leading zeros, got '{value}'")
+    return int(value)
+
+
+def parse_options(arch: str, options: dict) -> dict:
+    """Return the checked options of ``timm:ARCH?...``: pretrained, min_size, size."""
+    ref = f"timm:{arch}"
+    pretrained = options.get("pretrained", "0")
+    if pretrained not in ("0", "1"):
+        raise ModelReferenceError(f"{ref}: pretrained must be 0 or 1, got '{pretrained}'")
+    out = {"pretrained": pretrained == "1",
+           "min_size": _int_option(ref, "min_size", options.get("min_size", str(DEFAULT_MIN_SIZE)), 1),
+           "size": None}
+    if "size" in options:
+        out["size"] = _int_option(ref, "size", options["size"], 1)
+        if "min_size" in options:
+            raise ModelReferenceError(f"{ref}: give size or min_size, not both")
+    return out
+
+
+def input_size(image_shape: tuple, *, min_size: int, size=None) -> tuple:
+    """Return the (H, W) images of ``image_shape`` (C, H, W) are resized to before the network.
+
+    ``size`` resizes to size x size; otherwise an image whose shorter side is below
+    ``min_size`` is scaled up (aspect ratio kept, rounded) so that side is ``min_size``, and
+    any other image keeps its size.
+    """
+    _, h, w = (int(v) for v in image_shape)
+    if size:
+        return int(size), int(size)
+    short = min(h, w)
+    if short >= min_size:
+        return h, w
+    scale = min_size / short
+    return max(min_size, round(h * scale)), max(min_size, round(w * scale))
+
+
+def local_weights(arch: str) -> tuple:
+    """Return (path of the cached pretrained weights of ``arch``, their id) or raise.
+
+    Looks in the Hugging Face hub cache (``$HF_HUB_CACHE``, else huggingface_hub's default)
+    for the architecture's default hub repository, then in torch hub's ``checkpoints`` folder
+    for weights published by URL. Never downloads.
+    """
+    import timm
+
+    cfg = timm.models.get_pretrained_cfg(arch)
+    if cfg is None or not (cfg.hf_hub_id or cfg.url or cfg.file):
+        raise ModelReferenceError(f"timm:{arch}?pretrained=1: timm has no pretrained weights "
+                                  f"for '{arch}' (drop pretrained=1, or pick a name from "
+                                  "timm.list_pretrained())")
+    if cfg.file and os.path.isfile(cfg.file):
+        return cfg.file, os.path.basename(cfg.file)
+    tried = []
+    if cfg.hf_hub_id:
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # pragma: no cover - a timm dependency
+            try_to_load_from_cache = None
+        if try_to_load_from_cache is not None:
+            cache = os.environ.get("HF_HUB_CACHE") or None
+            names = (cfg.hf_hub_filename,) if cfg.hf_hub_filename else HUB_FILES
+            for name in names:
+                found = try_to_load_from_cache(cfg.hf_hub_id, name, cache_dir=cache)
+                if isinstance(found, str) and os.path.isfile(found):
+                    return found, cfg.hf_hub_id
+            tried.append(f"the Hugging Face hub cache ({cache or 'default'}) for "
+                         f"{cfg.hf_hub_id}")
+    if cfg.url:
+        import torch.hub
+        from urllib.parse import urlparse
+
+        path = os.path.join(torch.hub.get_dir(), "checkpoints",
+                            os.path.basename(urlparse(cfg.url).path))
+        if os.path.isfile(path):
+            return path, os.path.basename(path)
+        tried.append(path)
+    raise ModelReferenceError(
+        f"timm:{arch}?pretrained=1: the pretrained weights are not in the local cache "
+        f"(looked in {'; '.join(tried)}); robench never downloads weights at run time. Fetch "
+        f"them once where a network exists: python -c \"import timm; "
+        f"timm.create_model('{arch}', pretrained=True)\", or drop pretrained=1")
+
+
+def _fixed_input_size(arch: str) -> bool:
+    import timm
+
+    cfg = timm.models.get_pretrained_cfg(arch)
+    return bool(cfg is not None and cfg.fixed_input_size)
+
+
+def make_timm_net(arch: str, image_shape: tuple, n_classes: int, *, pretrained: bool,
+                  min_size: int, size=None, weights=None):
+    """Return the torch module of ``timm:ARCH``: resize, timm body (no classifier), linear head."""
+    import timm
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    c, h, w = (int(v) for v in image_shape)
+    hw = input_size(image_shape, min_size=min_size, size=size)
+
+    class TimmNet(nn.Module):
+        """A timm network on flat image rows: resized, (normalised), body, linear head."""
+
+        def __init__(self):
+            super().__init__()
+            self.image_shape, self.input_hw, self.arch = (c, h, w), hw, arch
+            kwargs = {}
+            if _fixed_input_size(arch):
+                kwargs["img_size"] = hw
+            if pretrained:
+                # the file by path: timm reads it, no hub lookup, no network
+                kwargs["pretrained_cfg_overlay"] = {"file": weights, "source": ""}
+            try:
+                self.body = timm.create_model(arch, pretrained=bool(pretrained), num_classes=0,
+                                              in_chans=c, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - re-raised with what was asked
+                raise ValueError(f"timm could not build '{arch}' for {c}x{h}x{w} images "
+                                 f"resized to {hw[0]}x{hw[1]}: {type(exc).__name__}: {exc} "
+                                 "(try timm:ARCH?size=N)") from exc
+            cfg = self.body.pretrained_cfg if pretrained else {}
+            mean, std = cfg.get("mean"), cfg.get("std")
+            self.normalise = bool(pretrained and mean and std)
+            if self.normalise:
+                if c != len(mean):
+                    mean, std = [sum(mean) / len(mean)] * c, [sum(std) / len(std)] * c
+                self.register_buffer("mean", torch.tensor(mean).view(1, c, 1, 1))
+                self.register_buffer("std", torch.tensor(std).view(1, c, 1, 1))
+            was_training = self.body.training
+            self.body.eval()
+            with torch.no_grad():  # the feature width, from the model itself
+                width = self.features(torch.zeros(1, c * h * w)).shape[1]
+            self.body.train(was_training)
+            self.feature_width = int(width)
+            self.head = nn.Linear(self.feature_width, n_classes)
+
+        def images(self, x):
+            """Return flat rows ``x`` as (n, C, H', W') network inputs (resized, normalised)."""
+            x = x.reshape(x.shape[0], c, h, w)
+            if (h, w) != hw:
+                x = F.interpolate(x, size=hw, mode="bilinear", align_corners=False)
+            if self.normalise:
+                x = (x - self.mean) / self.std
+            return x
+
+        def features(self, x):
+            """Return timm's pooled pre-logits features of flat image rows ``x``."""
+            body = self.body
+            return body.forward_head(body.forward_features(self.images(x)), pre_logits=True)
+
+        def forward(self, x):
+            """Return class logits of flat image rows ``x``."""
+            return self.head(self.features(x))
+
+    return TimmNet()
+
+
+def build_timm(ctx: ModelContext, *, arch: str, options: dict, weights=None):
+    """Return an untrained TorchClassifier around ``timm:ARCH`` for the trial ``ctx``."""
+    from robench.train import TorchClassifier
+
+    if ctx.image_shape is None:
+        raise ValueError(f"timm:{arch} needs image data (ModelContext.image_shape is None)")
+
+    def module(ctx):
+        return make_timm_net(arch, ctx.image_shape, ctx.n_classes,
+                             pretrained=options["pretrained"], min_size=options["min_size"],
+                             size=options["size"], weights=weights)
+
+    return TorchClassifier.from_context(ctx, module)
+
+
+def resolve_timm(target: str, options: dict) -> ModelSpec:
+    """Return the ModelSpec of ``timm:ARCH?...`` (timm is imported here, not at start-up)."""
+    opts = parse_options(target, options)
+    try:
+        import timm
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise ModelReferenceError(f"timm:{target} needs timm: pip install timm ({exc})") from None
+    if not timm.is_model(target):
+        close = difflib.get_close_matches(target, timm.list_models(), n=3)
+        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        raise ModelReferenceError(f"timm has no architecture '{target}'.{hint} Any name from "
+                                  "timm.list_models() works, e.g. timm:resnet18")
+    version = f"1+timm-{timm.__version__}"
+    weights = None
+    if opts["pretrained"]:
+        weights, weights_id = local_weights(target)
+        version += f"+{weights_id}"
+    shape = f"{opts['size']}x{opts['size']}" if opts["size"] else \
+        f"upsampled to >= {opts['min_size']} px"
+    return ModelSpec(
+        name="timm",  # replaced by the canonical reference
+        build=functools.partial(build_timm, arch=target, options=opts, weights=weights),
+        description=(f"timm {target} ({'pretrained, local cache' if opts['pretrained'] else 'random init'}"
+                     f", inputs {shape}), linear head, Adam, early stopping on validation; "
+                     "features: timm's pre-logits"),
+        version=version,
+        requires_image=True,
+        has_features=True,
+    )
+
+
+@hookimpl
+def register_model_resolvers(register):
+    """Register the ``timm:`` model reference scheme."""
+    register(ModelResolverSpec(
+        name="timm",
+        resolve=resolve_timm,
+        description="any timm architecture (timm.list_models()); random init unless "
+                    "pretrained=1 and the weights are in the local cache (never downloaded); "
+                    f"images upsampled to >= min_size px (default {DEFAULT_MIN_SIZE}) or resized "
+                    "to size x size; features from timm's pre-logits",
+        syntax=SYNTAX,
+        options=("pretrained", "min_size", "size"),
+        examples=EXAMPLES,
+        version="1",
+    ))
