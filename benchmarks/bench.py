@@ -395,8 +395,9 @@ env.dataset("mnist-5k")
 t1 = time.perf_counter(); sa.run(spec, env)
 t2 = time.perf_counter(); sa.run(spec, env)
 t3 = time.perf_counter()
+import robench
 print(json.dumps({"first": t2 - t1, "second": t3 - t2,
-                  "dynamo": "torch._dynamo" in sys.modules}))
+                  "dynamo": "torch._dynamo" in sys.modules, "robench": robench.__file__}))
 """
 
 
@@ -407,15 +408,17 @@ def bench_startup(rows: list, old=None):
     sides = ([("old", old)] if old else []) + [("new", str(HERE.parent))]
     for name, path in sides:
         env = {**os.environ, "PYTHONPATH": path}
+        # cwd outside both checkouts: `python -c` puts the cwd first on sys.path, which
+        # would import this checkout's robench for the old side too
         proc = subprocess.run([sys.executable, "-c", _FIRST_TRIAL], env=env,
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, cwd=tempfile.gettempdir())
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         rows.append((f"first trial in a fresh process ({name} code), cnn-2",
                      f"{r['first']:.2f} s vs {r['second']:.2f} s for the next",
                      f"first-trial extra {r['first'] - r['second']:+.2f} s; torch._dynamo "
-                     f"{'imported' if r['dynamo'] else 'not imported'}"))
+                     f"{'imported' if r['dynamo'] else 'not imported'} ({r['robench']})"))
 
 
 # ------------------------------------------------------------------------------------------
