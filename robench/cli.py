@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def friendly_errors(fn):
         from robench.plugins import PluginError, UnknownComponentError
         from robench.runner import ConfigError
         from robench.sources import SourcesError
-        from robench.readonly import ReadOnlyQueryError
+        from robench.readonly import QueryTimeout, ReadOnlyQueryError
         from robench.configurations import ConfigurationError
         from robench.migrations import SchemaError
 
@@ -42,18 +43,39 @@ def friendly_errors(fn):
             click.secho("Interrupted.", fg="yellow", err=True)
             sys.exit(130)
         except (UnknownComponentError, PluginError, ConfigError, SourcesError, DatasetError,
-                ReadOnlyQueryError, FileNotFoundError, ConfigurationError, SchemaError) as exc:
+                ReadOnlyQueryError, FileNotFoundError, ConfigurationError, SchemaError,
+                QueryTimeout) as exc:
             _fail(str(exc).strip("'\""))
         except ValueError as exc:
             _fail(str(exc))
+        except sqlite3.Error as exc:
+            db = kwargs.get("db_path") or "the results database"
+            _fail(f"{db}: SQLite refused it ({exc}). If the file is damaged or not a robench "
+                  "database, move it away or pick another --db; a run resumes from what it "
+                  "stored.")
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            _fail(f"{exc.strerror or exc}{where}")
 
     return wrapper
+
+
+def _check_db_path(ctx, param, value):
+    """Refuse a --db under a file (the folders it would be created in must be folders)."""
+    if value:
+        for parent in Path(value).parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise click.BadParameter(f"{parent} is a file, not a folder", ctx, param)
+                break
+    return value
 
 
 def db_option(fn):
     """Add --db (default ./robench.db or $ROBENCH_DB)."""
     return click.option(
         "--db", "db_path", default=lambda: os.environ.get("ROBENCH_DB", "robench.db"),
+        callback=_check_db_path,
         show_default="robench.db or $ROBENCH_DB", type=click.Path(dir_okay=False),
         help="SQLite results database.",
     )(fn)
@@ -287,6 +309,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
                              rescore=rescore, plan=plan)
     finally:
         progress.close()
+        store.close()
     _print_skips(report.skipped)
     if any(opt_in.values()):
         listed = "; ".join(f"{k}: {', '.join(v)}" for k, v in opt_in.items() if v)
@@ -471,10 +494,14 @@ def results(dataset, metric, model, config, fmt, db_path):
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
-    store = Store(db_path)
+    store = Store(db_path, readonly=True)
+    _check_names(store, dataset=dataset, metric=metric, model=model)
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
+    if fmt != "table":
+        for row, versions in zip(rows, store.score_versions(rows)):
+            row["versions"] = versions
     if fmt == "table":
         for choice in sorted(choices.values(), key=lambda c: (c.dataset, c.metric)):
             if any(r["dataset"] == choice.dataset and r["metric"] == choice.metric for r in rows):
@@ -483,6 +510,25 @@ def results(dataset, metric, model, config, fmt, db_path):
         _print_reports(_registry(), rows)
         return
     _emit_scores(rows, fmt)
+
+
+def _check_names(store, **given):
+    """Refuse a filter value that no stored score has, naming the known ones (exit 2)."""
+    import difflib
+
+    for column, value in given.items():
+        if value is None:
+            continue
+        known = [r[0] for r in store.db.execute(
+            f'SELECT DISTINCT "{column}" FROM scores ORDER BY 1').fetchall()]
+        if value in known:
+            continue
+        close = difflib.get_close_matches(value, known, n=1)
+        raise click.BadParameter(
+            f"no stored score has {column} '{value}'."
+            + (f" Did you mean '{close[0]}'?" if close else "")
+            + f" Known: {', '.join(known) or 'none (run `robench run` first)'}",
+            param_hint=f"--{column}")
 
 
 def _chosen_scores(store, config, **filters):
@@ -507,10 +553,13 @@ def _emit_scores(rows, fmt):
 
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
             "higher_is_better", "metric_version", "configuration", "run_id"]
+    if fmt != "table":  # exports carry everything: label, details and versions
+        cols += ["configuration_label", "details", "versions"]
     out = [{c: r.get(c) for c in cols} for r in rows]
-    if fmt == "json":
-        for obj, r in zip(out, rows):
-            obj["configuration_label"] = r.get("configuration_label")
+    if fmt == "csv":
+        for obj in out:
+            for c in ("details", "versions"):
+                obj[c] = json.dumps(obj[c], sort_keys=True) if obj[c] is not None else None
     elif fmt == "table":
         for obj in out:
             obj["configuration"] = short(obj["configuration"] or "")
@@ -552,23 +601,27 @@ def _cell(v):
 
 @cli.command()
 @click.argument("sql")
+@click.option("--timeout", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              metavar="SECONDS", help="Stop the query after this long (0: no limit).")
 @format_option()
 @db_option
 @friendly_errors
-def query(sql, fmt, db_path):
-    """Run a read-only SQL query on the results database.
+def query(sql, timeout, fmt, db_path):
+    """Run a read-only SQL query on the results database (opened read-only).
 
     Tables: runs, configurations, metrics, clusterings, trials, scores, score_groups, skips;
-    views: leaderboard, trial_summary, configuration_choice. Writes are refused.
+    views: leaderboard, trial_summary, configuration_choice. Writes are refused. With
+    --format json, columns holding JSON (details, config, ...) come back as JSON.
 
     \b
-    Example:
+    Examples:
       robench query "select model, value from scores where metric='rho' and score='rho'"
+      robench query "select * from leaderboard where metric='rho'" --format json
     """
-    from robench.readonly import query_readonly
+    from robench.readonly import decode_json_cells, query_readonly
 
-    cols, rows = query_readonly(db_path, sql)
-    _emit(cols, rows, fmt)
+    cols, rows = query_readonly(db_path, sql, timeout=timeout)
+    _emit(cols, decode_json_cells(rows) if fmt == "json" else rows, fmt)
 
 
 # -------------------------------------------------------------------------- leaderboard
@@ -606,7 +659,7 @@ def leaderboard(out_dir, top, config, db_path):
         raise click.BadParameter("a leaderboard ranks one configuration per table; give an "
                                  "id, a label or 'legacy'", param_hint="--config")
     out = Path(out_dir)
-    with Store(db_path) as store:
+    with Store(db_path, readonly=True) as store:
         path = build_site(store, out, top=top, config=config)
     pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
     click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
@@ -623,7 +676,7 @@ def migrate(db_path):
     """Bring the results database to this robench's schema version, in place.
 
     A run does this too when it opens an older file; read commands never do (they read every
-    version). All steps apply in one transaction, or none.
+    version). All steps apply in one transaction, or none; then the file is VACUUMed.
 
     \b
     Example:
@@ -641,13 +694,15 @@ def migrate(db_path):
         before = check_readable(conn, db_path)
     finally:
         conn.close()
+    size = os.path.getsize(db_path)
     steps = migrate_file(db_path, SCHEMA)
     if not steps:
         click.echo(f"{db_path}: schema version {before}, up to date")
         return
     for version, summary in steps:
         click.echo(f"  -> {version}: {summary}")
-    click.echo(f"{db_path}: schema version {before} -> {CURRENT}")
+    click.echo(f"{db_path}: schema version {before} -> {CURRENT} "
+               f"({size / 1e6:.1f} MB -> {os.path.getsize(db_path) / 1e6:.1f} MB after VACUUM)")
 
 
 # ---------------------------------------------------------------------------------- data

@@ -201,8 +201,9 @@ def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
 
     ``schema`` is :data:`robench.store.SCHEMA` (``CREATE ... IF NOT EXISTS`` statements). A new
     file gets it at once; an older file first gains what the steps add, then the schema's
-    missing tables and indexes. SchemaError for a file that is not a robench database or is
-    newer than this robench.
+    missing tables and indexes, in one transaction; then the file is VACUUMed (skipped if
+    another connection is busy with it). SchemaError for a file that is not a robench
+    database or is newer than this robench.
     """
     path = Path(path)
     conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
@@ -217,6 +218,11 @@ def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        if applied:
+            try:  # a rebuilt table leaves its old pages free: give them back
+                conn.execute("VACUUM")
+            except sqlite3.OperationalError:  # another connection is reading: leave it
+                pass
         return applied
     finally:
         conn.close()

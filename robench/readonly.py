@@ -1,15 +1,86 @@
-"""Read-only SQL on the results database, for ``robench query``.
+"""Read-only access to the results database: opening it, and SQL for ``robench query``.
+
+Read commands (``results``, ``query``, ``leaderboard``) open the file through
+:func:`readonly_uri`: SQLite URI ``mode=ro``, plus ``immutable=1`` when the file is a WAL
+database without its ``-shm`` file in a folder that cannot be written (a WAL reader needs
+that file and could not create it; immutable also means a leftover ``-wal`` is not read).
+They never migrate, never switch the journal mode and never write a byte.
 
 A statement is refused before it runs if it would change the file: by its first keyword (some
 statements act before, or without, any authorizer callback), then by an SQLite authorizer
 that vetoes every write action and every PRAGMA that is not a plain read. The connection is
-also opened ``mode=ro`` with ``query_only`` on, as backstops.
+also opened ``mode=ro`` with ``query_only`` on, as backstops. A progress handler stops a
+statement that runs longer than its time limit (``robench query --timeout``).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import time
 from pathlib import Path
+
+#: Seconds ``robench query`` lets one statement run by default.
+DEFAULT_TIMEOUT = 5.0
+_HEADER = b"SQLite format 3\x00"
+
+
+class QueryTimeout(Exception):
+    """A query ran longer than its time limit and was stopped."""
+
+
+def readonly_uri(path) -> str:
+    """Return the SQLite URI that opens ``path`` read-only (see the module docstring).
+
+    FileNotFoundError if there is no file; migrations.SchemaError if it is not SQLite.
+    """
+    from robench.migrations import SchemaError
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no results database at {path}; run `robench run` first to create it"
+        )
+    with open(path, "rb") as fh:
+        header = fh.read(100)
+    if header and not header.startswith(_HEADER):
+        raise SchemaError(f"{path} is not an SQLite database (no SQLite header)")
+    # as_uri() percent-encodes the path, so a '?' or '#' in a directory name cannot break it
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    wal = len(header) >= 20 and header[18] == 2 and header[19] == 2
+    shm = Path(f"{path}-shm")
+    if wal and not shm.exists() and not os.access(path.resolve().parent, os.W_OK):
+        uri += "&immutable=1"
+    return uri
+
+
+def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """Open the results database read-only and check that it is one (SchemaError if not)."""
+    from robench.migrations import check_readable
+
+    conn = sqlite3.connect(readonly_uri(path), uri=True, check_same_thread=check_same_thread)
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        check_readable(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def decode_json_cells(rows: list[tuple]) -> list[tuple]:
+    """Return rows with every text cell holding a JSON object or array decoded."""
+
+    def cell(value):
+        if isinstance(value, str) and value[:1] in "{[":
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value
+
+    return [tuple(cell(v) for v in row) for row in rows]
 
 
 class ReadOnlyQueryError(Exception):
@@ -83,17 +154,16 @@ def _refusal(kind: str) -> ReadOnlyQueryError:
     )
 
 
-def query_readonly(path, sql: str, params=()) -> tuple[list[str], list[tuple]]:
+def query_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT
+                   ) -> tuple[list[str], list[tuple]]:
     """Run one read-only SQL statement on the results database; return (columns, rows).
 
     Raises ReadOnlyQueryError for any statement that would write, FileNotFoundError if the
-    database does not exist and ValueError (with SQLite's message) for invalid SQL.
+    database does not exist, SchemaError if it is not a robench database, QueryTimeout if
+    the statement runs longer than ``timeout`` seconds (0: no limit) and ValueError (with
+    SQLite's message) for invalid SQL.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"no results database at {path}; run `robench run` first to create it"
-        )
     keyword = _first_keyword(sql)
     if keyword in _WRITE_KEYWORDS:
         raise _refusal(keyword)
@@ -118,16 +188,29 @@ def query_readonly(path, sql: str, params=()) -> tuple[list[str], list[tuple]]:
         return sqlite3.SQLITE_OK
 
     # mode=ro and query_only are the backstops; the authorizer is what names the refusal.
-    # as_uri() percent-encodes the path, so a '?' or '#' in a directory name cannot break it
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    conn = connect_readonly(path)
+    deadline = [None]
+
+    def too_long():
+        # called every few thousand virtual-machine steps; non-zero interrupts the statement
+        return 1 if deadline[0] is not None and time.monotonic() > deadline[0] else 0
+
     try:
-        conn.execute("PRAGMA query_only = ON")
         conn.set_authorizer(authorize)
+        if timeout and timeout > 0:
+            conn.set_progress_handler(too_long, 10_000)
+            deadline[0] = time.monotonic() + timeout
         try:
             cursor = conn.execute(sql, params)
             columns = [d[0] for d in cursor.description or ()]
             rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
         except (sqlite3.Error, sqlite3.Warning) as exc:
+            if deadline[0] is not None and time.monotonic() > deadline[0] \
+                    and "interrupt" in str(exc):
+                raise QueryTimeout(
+                    f"the query was stopped after its time limit of {timeout:g} s (a runaway "
+                    "WITH RECURSIVE?); add a LIMIT, or raise it with --timeout SECONDS "
+                    "(0: no limit)") from None
             if refused:
                 raise _refusal(refused[0]) from None
             if "readonly" in str(exc) or "read-only" in str(exc):

@@ -364,7 +364,11 @@ class Store:
     Parameters
     ----------
     path : str or Path
-        SQLite file; its parent directory is created and the schema is created if missing.
+        SQLite file; its parent directory is created and the schema is created if missing,
+        or an older file migrated (:mod:`robench.migrations`).
+    readonly : bool
+        Open the file as it is, read-only (``results``, ``query``, ``leaderboard``): no
+        migration, no journal-mode change, writes fail.
 
     Examples
     --------
@@ -372,8 +376,17 @@ class Store:
     >>> run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
     """
 
-    def __init__(self, path):
+    def __init__(self, path, readonly: bool = False):
         self.path = Path(path)
+        self.readonly = readonly
+        if readonly:
+            # Read commands: the file as it is, any schema version, never a byte written
+            # (robench.readonly.readonly_uri); FileNotFoundError / SchemaError if unusable.
+            from robench.readonly import connect_readonly
+
+            self.db = sqlite_utils.Database(connect_readonly(self.path, check_same_thread=False))
+            self._lock = threading.RLock()
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # An older file is migrated (or a new one created) before this connection opens it.
         from robench.migrations import migrate
@@ -645,6 +658,41 @@ class Store:
             row["configuration"] = row.get("configuration") or LEGACY
         return rows
 
+    def score_versions(self, rows: list[dict]) -> list[dict]:
+        """Return, per score row, the versions behind it: robench and the plugin versions of
+        the run that computed it, and the component versions (dataset, model, clusterer,
+        protocol) its trials were keyed with (from one trial of its score group)."""
+        from robench.configurations import LEGACY
+
+        run_ids = {r["run_id"] for r in rows if r.get("run_id") is not None}
+        runs = {r["id"]: r for r in self.runs(run_ids)} if run_ids else {}
+        first_trial = {}
+        if self.db["score_groups"].exists():
+            has_config = "configuration" in self.db["score_groups"].columns_dict
+            config = "configuration" if has_config else "NULL AS configuration"
+            sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
+            for g in self._select(sql, []):
+                keys = _decode_json(g["trial_keys"]) or []
+                ident = (g["dataset"], g["model"], g["clusterer"], g["metric"],
+                         g["configuration"] or LEGACY)
+                if keys:
+                    first_trial[ident] = keys[0]
+        wanted = list(set(first_trial.values()))
+        versions = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            sql = f"SELECT key, versions FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
+            versions.update((r["key"], _decode_json(r["versions"])) for r in self._select(sql, chunk))
+        out = []
+        for r in rows:
+            run = runs.get(r.get("run_id")) or {}
+            key = first_trial.get((r["dataset"], r["model"], r.get("clusterer") or "", r["metric"],
+                                   r.get("configuration") or LEGACY))
+            out.append({"robench": run.get("robench_version"),
+                        "plugins": run.get("plugin_versions") or {},
+                        "components": versions.get(key) or {}})
+        return out
+
     # -- configurations ---------------------------------------------------------------------
 
     def save_configuration(self, row: dict) -> None:
@@ -656,7 +704,9 @@ class Store:
             self.db["configurations"].insert(row, pk="id", ignore=True)
 
     def configurations(self) -> dict[str, dict]:
-        """Return {id: configurations row, JSON decoded}."""
+        """Return {id: configurations row, JSON decoded} ({} for a file from before them)."""
+        if not self.db["configurations"].exists():
+            return {}
         rows = self._select("SELECT * FROM configurations ORDER BY created_at, id", [])
         return {row["id"]: decode_row("configurations", row) for row in rows}
 
