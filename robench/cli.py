@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -47,14 +48,34 @@ def friendly_errors(fn):
             _fail(str(exc).strip("'\""))
         except ValueError as exc:
             _fail(str(exc))
+        except sqlite3.Error as exc:
+            db = kwargs.get("db_path") or "the results database"
+            _fail(f"{db}: SQLite refused it ({exc}). If the file is damaged or not a robench "
+                  "database, move it away or pick another --db; a run resumes from what it "
+                  "stored.")
+        except OSError as exc:
+            where = f": {exc.filename}" if exc.filename else ""
+            _fail(f"{exc.strerror or exc}{where}")
 
     return wrapper
+
+
+def _check_db_path(ctx, param, value):
+    """Refuse a --db under a file (the folders it would be created in must be folders)."""
+    if value:
+        for parent in Path(value).parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise click.BadParameter(f"{parent} is a file, not a folder", ctx, param)
+                break
+    return value
 
 
 def db_option(fn):
     """Add --db (default ./robench.db or $ROBENCH_DB)."""
     return click.option(
         "--db", "db_path", default=lambda: os.environ.get("ROBENCH_DB", "robench.db"),
+        callback=_check_db_path,
         show_default="robench.db or $ROBENCH_DB", type=click.Path(dir_okay=False),
         help="SQLite results database.",
     )(fn)
@@ -288,6 +309,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
                              rescore=rescore, plan=plan)
     finally:
         progress.close()
+        store.close()
     _print_skips(report.skipped)
     if any(opt_in.values()):
         listed = "; ".join(f"{k}: {', '.join(v)}" for k, v in opt_in.items() if v)
