@@ -308,7 +308,7 @@ def longest_first(specs: list, registry, store) -> list:
             image = registry.get("models", spec["model"]).requires_image
         except LookupError:  # dataset-level trials have no model; zoo members are unregistered
             image = False
-        return 1e-6 * ds.X.size * (2.0 if image else 1.0)
+        return 1e-6 * ds.n_samples * ds.n_features * (2.0 if image else 1.0)
 
     present = {spec["protocol"] for spec in specs}
 
@@ -338,7 +338,11 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering
         emit("prepare", dataset=combo.dataset.name, clusterer=combo.clusterer.name)
         try:
             dataset = registry.load_dataset(combo.dataset.name)
-            row = protocol.prepare(combo, cfg, registry, dataset)
+            from robench.devices import using_device
+
+            # finding sources may train (the vae-vgmm clusterer's VAE): on the run's device
+            with using_device(getattr(cfg, "device", None)):
+                row = protocol.prepare(combo, cfg, registry, dataset)
             row["run_id"] = run_id
             store.save_clustering(row)
             for g in plan.groups:
