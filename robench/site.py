@@ -165,6 +165,7 @@ def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
         head = section.headline(mine) if mine else None
         if head and head.get("rows"):
             heads.append({"metric": metric, "label": head.get("label") or metric,
+                          "rows": head["rows"],
                           "format": head.get("format", "num"),
                           "note": head.get("note", ""), "columns": list(section.columns),
                           "by_model": {r["model"]: r for r in head["rows"]},
@@ -174,13 +175,12 @@ def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
         return None
     models = sorted({m for h in heads for m in h["by_model"]})
 
+    # each headline's rows come best first (tied rows by value): a model's place is its
+    # position in the first headline that has it, then in the next ones
+    positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in heads]
+
     def order(model):
-        key = []
-        for h in heads:
-            r = h["by_model"].get(model) or {}
-            rank = r.get("rank")
-            key.append(rank if isinstance(rank, int) else 10 ** 9)
-        return (key, model)
+        return ([p.get(model, 10 ** 9) for p in positions], model)
 
     return {"heads": heads, "models": sorted(models, key=order)}
 
@@ -257,8 +257,11 @@ def _downloads(scores: list) -> dict[str, bytes]:
     rows = [{**{c: s.get(c) for c in EXPORT_COLUMNS},
              "higher_is_better": bool(s.get("higher_is_better")),
              "details": _strip_images(s.get("details"))} for s in scores]
-    js = json.dumps({"columns": list(EXPORT_COLUMNS) + ["details"], "scores": rows},
-                    sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
+    # one score per line: a rebuilt site's diff shows which scores changed
+    lines = [json.dumps(r, sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
+             for r in rows]
+    js = ('{"columns":' + json.dumps(list(EXPORT_COLUMNS) + ["details"]) + ',"scores":[\n'
+          + ",\n".join(lines) + "\n]}")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(EXPORT_COLUMNS)

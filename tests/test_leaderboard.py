@@ -418,3 +418,17 @@ def test_model_pages_name_the_runs_and_contributors_behind_their_scores(store, t
     mlp = read(tmp_path, "models/mlp.html")
     assert "Contributed by" not in mlp and "<code>robench run -d digits</code>" in mlp
     assert "Contributed by" in read(tmp_path, "models.html")
+
+
+def test_tied_models_are_listed_by_their_value_not_by_the_next_headline(store, tmp_path):
+    run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+    scores = (rho_scores("a", 0.90, 0.85, 0.95, 0.95, half=0.05)
+              + rho_scores("b", 0.93, 0.88, 0.95, 0.95, half=0.05)
+              + [Score("digits", "a", "", "purity-ratio", "purity-ratio", 0.9),
+                 Score("digits", "b", "", "purity-ratio", "purity-ratio", 0.1)])
+    save_scores(store, scores, run_id, {"rho": ("2", "rho"), "purity-ratio": ("2", "p")})
+    html = read(tmp_path, build_site(store, tmp_path).name)
+    overview = section(html, 'id="ds-digits"', "</table>")
+    # both share rho rank 1; b has the higher rho, so it comes first although a has the
+    # better purity-ratio
+    assert overview.index("models/b.html") < overview.index("models/a.html")
