@@ -777,8 +777,8 @@ def report(out_dir, label, check, db_path):
     for path, names, changed, kept in done:
         state = ("stale" if check else "rewritten") if changed else "up to date"
         click.echo(f"{path}: {len(names)} block(s) {state}"
-                   + (f"; kept {', '.join(kept)} (no run of that profile in the database)"
-                      if kept else ""))
+                   + (f"; kept {', '.join(kept)} (nothing for it in this database; its "
+                      "stamp names its own)" if kept else ""))
     if check and stale:
         sys.exit(1)
 

@@ -240,6 +240,20 @@ class Registry:
             self._resolved[reference] = self._resolved.setdefault(spec.name, spec)
         return self._resolved[reference]
 
+    def add(self, kind: str, spec) -> None:
+        """Add a component made at run time (robench.evaluate's in-memory models and data).
+
+        A name already registered by another plugin is a PluginError; one added before by
+        the same plugin is replaced (the same name may be evaluated again).
+        """
+        table = self._by_kind[kind]
+        existing = table.get(spec.name)
+        if existing is not None and existing.plugin != spec.plugin:
+            raise PluginError(f"{kind[:-1]} name '{spec.name}' is already registered by plugin "
+                              f"'{existing.plugin}'; choose another name")
+        table[spec.name] = spec
+        self._datasets.pop(spec.name, None)
+
     def resolve_model(self, reference: str):
         """Return the ModelSpec of a ``SCHEME:TARGET?KEY=VALUE`` model reference, resolved once.
 

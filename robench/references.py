@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 
 import numpy as np
 
-from robench.data import Dataset, DatasetError
+from robench.data import Dataset, DatasetError, pixels_to_float
 
 
 def parse_reference(reference: str, what: str = "data set", error=DatasetError) -> tuple:
@@ -146,16 +146,59 @@ class FileDataset:
         return self.meta()["fingerprint"]
 
     def load(self) -> Dataset:
-        """Return the data set from the cache entry (parsed first if the files changed)."""
+        """Return the data set from the cache entry (parsed first if the files changed).
+
+        X is held as the entry stores it (uint8 pixels for image files); above
+        :func:`mmap_threshold` bytes it is memory-mapped from the entry, so the workers of a
+        machine share one copy in the page cache instead of each reading its own. With
+        ``ROBENCH_COMPACT_DATA=0`` X is read whole and converted to float32 (the pre-issue-21
+        path, kept for comparison); the values and the fingerprint are the same either way.
+        """
         path = self.entry()
         meta = json.loads((path / "meta.json").read_text())
+        compact = compact_data()
+        x_file = path / "X.npy"
+        pixels = bool(meta.get("pixels"))
+        if pixels and not compact:
+            X, pixels = _read_as_float(x_file), False
+        else:
+            mmap = "c" if compact and x_file.stat().st_size > mmap_threshold() else None
+            X = np.load(x_file, mmap_mode=mmap, allow_pickle=False)
         arrays = {k: np.load(path / f"{k}.npy", allow_pickle=False)
-                  for k in ("X", "y", "sources") if (path / f"{k}.npy").exists()}
-        ds = Dataset(self.name, arrays["X"], arrays["y"], sources=arrays.get("sources"),
+                  for k in ("y", "sources") if (path / f"{k}.npy").exists()}
+        ds = Dataset(self.name, X, arrays["y"], sources=arrays.get("sources"),
                      image_shape=tuple(meta["image_shape"]) if meta["image_shape"] else None,
-                     class_names=meta["class_names"])
+                     class_names=meta["class_names"], pixels=pixels)
         ds._fingerprint = meta["fingerprint"]
         return ds
+
+
+def _read_as_float(path: Path, chunk: int = 4096) -> np.ndarray:
+    """Read a uint8 .npy as float32 pixels chunk by chunk (no uint8 copy of the whole array)."""
+    with open(path, "rb") as f:
+        major, _ = np.lib.format.read_magic(f)
+        read_header = (np.lib.format.read_array_header_1_0 if major == 1
+                       else np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = read_header(f)
+        if dtype != np.uint8 or fortran or len(shape) != 2:
+            raise DatasetError(f"{path}: expected a C-ordered 2-D uint8 array")
+        out = np.empty(shape, dtype=np.float32)
+        row = shape[1]
+        for start in range(0, shape[0], chunk):
+            n = min(chunk, shape[0] - start)
+            buf = np.frombuffer(f.read(n * row), dtype=np.uint8).reshape(n, row)
+            out[start:start + n] = pixels_to_float(buf)
+    return out
+
+
+def mmap_threshold() -> int:
+    """Return the size (bytes) above which cached data is memory-mapped: $ROBENCH_MMAP_BYTES, 64 MiB."""
+    return int(os.environ.get("ROBENCH_MMAP_BYTES", 64 << 20))
+
+
+def compact_data() -> bool:
+    """Return False when ``ROBENCH_COMPACT_DATA=0`` asks for float32 data in every process."""
+    return os.environ.get("ROBENCH_COMPACT_DATA", "1") not in ("0", "false", "no")
 
 
 def _write_entry(path: Path, ds: Dataset) -> None:
@@ -163,13 +206,14 @@ def _write_entry(path: Path, ds: Dataset) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".tmp-"))
     try:
-        np.save(tmp / "X.npy", ds.X)
+        np.save(tmp / "X.npy", ds.raw)
         np.save(tmp / "y.npy", ds.y)
         if ds.sources is not None:
             np.save(tmp / "sources.npy", ds.sources)
         meta = {"name": ds.name, "fingerprint": ds.fingerprint(),
                 "image_shape": list(ds.image_shape) if ds.image_shape else None,
                 "class_names": list(ds.class_names), "has_sources": ds.sources is not None,
+                "pixels": ds.pixels,
                 "n_samples": ds.n_samples, "n_features": ds.n_features}
         (tmp / "meta.json").write_text(json.dumps(meta))
         try:

@@ -308,7 +308,7 @@ def longest_first(specs: list, registry, store) -> list:
             image = registry.get("models", spec["model"]).requires_image
         except LookupError:  # dataset-level trials have no model; zoo members are unregistered
             image = False
-        return 1e-6 * ds.X.size * (2.0 if image else 1.0)
+        return 1e-6 * ds.n_samples * ds.n_features * (2.0 if image else 1.0)
 
     present = {spec["protocol"] for spec in specs}
 

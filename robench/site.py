@@ -137,6 +137,24 @@ def _configuration(rows: list, runs: dict, choice=None) -> str:
     return " · ".join(parts) or "not recorded"
 
 
+# run columns that name where a merged run came from (robench merge records the source)
+_SOURCE_KEYS = ("source", "source_db", "merged_from", "contributor")
+
+
+def _provenance(rows: list, runs: dict) -> list:
+    """Return the runs behind a model's scores: id, where it came from (a merged
+    contributor's database) where recorded, robench version, git revision, when it finished."""
+    out = []
+    for run_id in sorted({r["run_id"] for r in rows if r.get("run_id") is not None}):
+        run = runs.get(run_id) or {}
+        source = next((str(run[k]) for k in _SOURCE_KEYS if run.get(k)), "")
+        out.append({"id": run_id, "source": source, "command": run.get("command") or "",
+                    "robench": run.get("robench_version") or "",
+                    "git": (run.get("git_rev") or "")[:12],
+                    "finished": run.get("finished_at") or run.get("started_at") or ""})
+    return out
+
+
 def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
     """Return one data set's overview: the headline of each section, merged by model."""
     heads = []
@@ -369,6 +387,10 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
             root="../", page="dataset", ds=ds, **common)
 
     metas = {m: _model_meta(m, registry) for m in model_names}
+    for m in model_names:
+        metas[m]["runs"] = _provenance(per_model[m], runs)
+        metas[m]["provenance"] = "; ".join(sorted({r["source"] for r in metas[m]["runs"]
+                                                   if r["source"]}))
     for model in model_names:
         rows = per_model[model]
         blocks = []

@@ -97,7 +97,8 @@ def find_sources(dataset, clusterer_spec, clusterer_version: str, k: int, seed: 
         for c in range(dataset.n_classes):
             idx = np.flatnonzero(y == c)
             true = dataset.sources[idx] if dataset.sources is not None else None
-            raw = clusterer_spec.fit_predict(dataset.X[idx], k, seed=seed, true_sources=true)
+            Xc = dataset.rows(idx)  # float32 rows of this class only
+            raw = clusterer_spec.fit_predict(Xc, k, seed=seed, true_sources=true)
             infos.append(getattr(raw, "info", None))
             labels = np.asarray(raw)
             _, labels = np.unique(labels, return_inverse=True)
@@ -105,7 +106,7 @@ def find_sources(dataset, clusterer_spec, clusterer_version: str, k: int, seed: 
             m = int(labels.max()) + 1
             k_per_class[c] = m
             if 1 < m < idx.size:
-                sil[c] = silhouette_score(dataset.X[idx], labels, random_state=seed,
+                sil[c] = silhouette_score(Xc, labels, random_state=seed,
                                           sample_size=min(idx.size, 2000))
             groups[idx] = labels + offset
             offset += m

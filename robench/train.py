@@ -76,7 +76,26 @@ def training_budget(train: dict) -> dict:
 
 
 def _as_inputs(X) -> torch.Tensor:
+    """Return rows as a tensor without copying where possible: float32, or uint8 pixels as held.
+
+    uint8 rows are pixels (value / 255, see :class:`robench.data.Dataset`); they stay uint8
+    here (a quarter of the memory) and :func:`_as_float` converts each batch.
+    """
+    X = np.asarray(X)
+    if X.dtype == np.uint8:
+        return torch.from_numpy(np.ascontiguousarray(X))
     return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
+
+
+def _as_float(x: torch.Tensor) -> torch.Tensor:
+    """Return a batch as float32: uint8 pixels divided by 255 in float32.
+
+    The division is rounded once in float32, exactly like ``robench.data.pixels_to_float``,
+    so a model trained on uint8 pixels sees the very values of the float32 path.
+    """
+    if x.dtype == torch.uint8:
+        return x.to(torch.float32).div_(255)
+    return x
 
 
 def _as_labels(y) -> torch.Tensor:
@@ -301,6 +320,9 @@ class TorchClassifier:
     """
 
     has_features = True
+    #: uint8 rows are accepted as pixels (value / 255) and converted per batch, so a worker
+    #: holds the data at a quarter of float32's size (robench.trials.fit_and_score).
+    accepts_uint8 = True
 
     def __init__(self, build_module, *, seed: int, max_epochs: int, patience: int,
                  batch_size: int, lr: float, weight_decay: float = 0.0,
@@ -392,7 +414,7 @@ class TorchClassifier:
                 idx = order[start:start + self.batch_size]
                 # Batches move to the device one at a time (a no-op on the CPU), so the
                 # training set itself never has to fit in GPU memory.
-                xb, yb = Xt[idx].to(device), yt[idx].to(device)
+                xb, yb = _as_float(Xt[idx].to(device)), yt[idx].to(device)
                 logits = module(xb)
                 loss = loss_fn(logits, yb)
                 if penalty is not None:
@@ -453,7 +475,8 @@ class TorchClassifier:
         starts = range(0, max(X.shape[0], 1), EVAL_BATCH_SIZE)
         device = module_device(self.module_)
         with torch.inference_mode():
-            return torch.cat([fn(X[s:s + EVAL_BATCH_SIZE].to(device)) for s in starts]).cpu()
+            return torch.cat([fn(_as_float(X[s:s + EVAL_BATCH_SIZE].to(device)))
+                              for s in starts]).cpu()
 
     def _loss_and_accuracy(self, X: torch.Tensor, y: torch.Tensor) -> tuple:
         logits = self._batched(self.module_, X)

@@ -85,11 +85,14 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
     The model's ``fit`` receives the training and validation partitions only; the test
     indices are used after training, once, to measure accuracy (robench invariant 1).
     """
-    X, y = dataset.X, dataset.y
+    y = dataset.y
     ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, seed,
                        dict(train_budget))
     t0 = time.perf_counter()
     model = model_spec.build(ctx)
+    # Compact data (uint8 pixels, maybe a shared memory map) goes to a model that converts
+    # per batch as it is held; any other model gets float32 rows.
+    X = dataset.raw if dataset.pixels and getattr(model, "accepts_uint8", False) else dataset.X
     # The whole data set is handed to the model (fit, validation, then one prediction pass):
     # check it once at the boundary.
     check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")

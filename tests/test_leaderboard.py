@@ -399,3 +399,22 @@ def test_no_interval_is_shown_where_none_is_defined(store, tmp_path):
     for name in ("index.html", "datasets/digits.html", "models/mlp.html"):
         html = read(tmp_path, name)
         assert "0.900" in html and "[—" not in html and "—]" not in html, name
+
+
+def test_model_pages_name_the_runs_and_contributors_behind_their_scores(store, tmp_path):
+    mine = store.start_run(command="robench run -d digits", seed=0, config={},
+                           plugin_versions={})
+    save_scores(store, rho_scores("mlp", 0.9, 0.81, 0.9, 0.9), mine, {"rho": ("2", "rho")})
+    theirs = store.start_run(command="robench run -m lenet", seed=0, config={},
+                             plugin_versions={})
+    save_scores(store, rho_scores("lenet", 0.95, 0.9, 0.95, 0.95), theirs, {"rho": ("2", "rho")})
+    runs = {r["id"]: r for r in store.runs()}
+    runs[theirs]["source"] = "alice.db"  # a merged contributor's run names its source
+    store.runs = lambda ids=None: [runs[i] for i in sorted(runs) if ids is None or i in ids]
+    build_site(store, tmp_path)
+    lenet = read(tmp_path, "models/lenet.html")
+    assert "Contributed by</dt><dd>alice.db" in lenet
+    assert f"run {theirs} (from alice.db): <code>robench run -m lenet</code>" in lenet
+    mlp = read(tmp_path, "models/mlp.html")
+    assert "Contributed by" not in mlp and "<code>robench run -d digits</code>" in mlp
+    assert "Contributed by" in read(tmp_path, "models.html")

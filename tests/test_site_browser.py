@@ -5,6 +5,8 @@ Skips, saying why, where /usr/bin/chromium or the playwright package is missing;
 installs both so CI runs it.
 """
 
+import base64
+import io
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,15 @@ DATASETS = ("digits", "mnist-5k", "synthetic-sources")
 MODELS = ("mlp", "cnn-1", "cnn-2", "cnn-3", "svm", "evil", "linked", HOSTILE, HOSTILE_ATTR)
 
 
+def _png(width: int, height: int) -> bytes:
+    """Return a grey PNG of the given size (a stand-in for a decoded strip)."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("L", (width, height), color=128).save(buf, format="PNG")
+    return buf.getvalue()
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """Build a site of 3 data sets x 9 models (two with hostile names, one hostile plugin)."""
@@ -50,8 +61,22 @@ def site(tmp_path_factory):
                 scores.append(Score(dataset, model, "", "purity-ratio", "purity-ratio",
                                     0.5 + 0.02 * i, details={}))
                 scores.append(Score(dataset, model, "", "purity-ratio", "model_acc", acc_i))
+        # a coverage score with a decoded strip wider than a phone (the real one is 10 x 28 px
+        # per class, scaled): it must scroll inside its container, not widen the page
+        strip = base64.b64encode(_png(width=560, height=56)).decode()
+        for model in ("mlp", HOSTILE):
+            scores.append(Score("digits", model, "", "coverage", "coverage", 0.7, 0.6, 0.8, n=2,
+                                details={"by_mix": {"0-100": 0.3, "50-50": 0.7, "100-0": 0.99},
+                                         "repeats": 2, "decoder": {
+                                             "rows": [{"label": "test images", "png": strip}],
+                                             "columns": list(range(10)), "legible": True,
+                                             "recognised": 0.9, "clean": 0.95},
+                                         "table": {"0-100": {"100": 0.3}, "50-50": {"100": 0.7},
+                                                   "100-0": {"100": 0.99}}}))
+            scores.append(Score("digits", model, "", "coverage", "model_acc", 0.9, n=2))
         save_scores(store, scores, run_id, {"rho": ("2", "rho = E[AccX]/E[AccI]"),
-                                            "purity-ratio": ("2", "p = C/Model_ACC")})
+                                            "purity-ratio": ("2", "p = C/Model_ACC"),
+                                            "coverage": ("4", "coverage")})
         build_site(store, tmp / "site", registry=registry)
     return tmp / "site"
 

@@ -1,8 +1,8 @@
 """Built-in data set references: npz:, npy:, csv: and imagefolder: files, no plugin needed.
 
 Each file is parsed once and cached by its size and mtime (robench.references.FileDataset).
-Images become ``(C, H, W)`` rows in [0, 1]: uint8 arrays and image files are divided by 255,
-float images must already lie in [0, 1].
+Images become flat ``(C, H, W)`` rows: uint8 arrays and image files are held as uint8 pixels
+(value / 255, robench.data.Dataset's compact form), float images must lie in [0, 1].
 """
 
 from __future__ import annotations
@@ -51,10 +51,11 @@ def parse_shape(text: str, ref: str) -> tuple:
 
 
 def image_rows(X: np.ndarray, where: str) -> tuple:
-    """Return (flat float32 rows in [0, 1], (C, H, W)) of an image array X.
+    """Return (flat rows, (C, H, W), pixels) of an image array X.
 
-    Accepts (n, H, W) grey images and (n, C, H, W) or (n, H, W, C) with 1, 3 or 4 channels;
-    uint8 (or integers within 0..255) are divided by 255, floats must lie in [0, 1].
+    Accepts (n, H, W) grey images and (n, C, H, W) or (n, H, W, C) with 1, 3 or 4 channels.
+    uint8 (or integers within 0..255) stay uint8 pixels (``pixels`` True: value / 255, see
+    :class:`robench.data.Dataset`); floats must lie in [0, 1] and become float32.
     """
     if X.ndim == 3:
         X = X[:, None]
@@ -68,19 +69,20 @@ def image_rows(X: np.ndarray, where: str) -> tuple:
         raise DatasetError(f"{where}: X must be (n, d), (n, H, W), (n, C, H, W) or "
                            f"(n, H, W, C); got shape {X.shape}")
     shape = tuple(int(s) for s in X.shape[1:])
-    return _scaled(X.reshape(X.shape[0], -1), where), shape
+    rows = _scaled(X.reshape(X.shape[0], -1), where)
+    return rows, shape, rows.dtype == np.uint8
 
 
 def _scaled(X: np.ndarray, where: str) -> np.ndarray:
-    """Return image values as float32 in [0, 1]: uint8 / 255, floats checked."""
+    """Return image values as uint8 pixels (integers 0..255) or float32 in [0, 1] (checked)."""
     if X.dtype == np.uint8:
-        return X.astype(np.float32) / np.float32(255)
+        return np.ascontiguousarray(X)
     if np.issubdtype(X.dtype, np.integer) or X.dtype == np.bool_:
         lo, hi = (int(X.min()), int(X.max())) if X.size else (0, 0)
         if lo < 0 or hi > 255:
             raise DatasetError(f"{where}: integer image values must lie in 0..255, got "
                                f"{lo}..{hi}")
-        return X.astype(np.uint8).astype(np.float32) / np.float32(255)
+        return X.astype(np.uint8)
     _check_finite(X, where)
     lo, hi = float(X.min()), float(X.max())
     if lo < 0 or hi > 1:
@@ -155,11 +157,11 @@ def arrays_dataset(name: str, X, y, groups=None, *, shape=None, class_names=None
         X = X.reshape(X.shape[0], *shape)
     if X.ndim == 2:
         _check_finite(X, where)
-        rows, image_shape = X.astype(np.float32), None
+        rows, image_shape, pixels = X.astype(np.float32), None, False
     else:
-        rows, image_shape = image_rows(X, where)
+        rows, image_shape, pixels = image_rows(X, where)
     return Dataset(name, rows, y, sources=group_ids(groups, X.shape[0], where),
-                   image_shape=image_shape, class_names=names)
+                   image_shape=image_shape, class_names=names, pixels=pixels)
 
 
 # --------------------------------------------------------------------------- npz / npy
@@ -360,8 +362,8 @@ def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
         images.append(arr[None] if arr.ndim == 2 else arr.transpose(2, 0, 1))
     X = np.stack(images)
     y = np.array([index[c] for c, _ in items], dtype=np.int64)
-    rows, shape = image_rows(X, root)
-    return Dataset(name, rows, y, image_shape=shape, class_names=class_names)
+    rows, shape, pixels = image_rows(X, root)
+    return Dataset(name, rows, y, image_shape=shape, class_names=class_names, pixels=pixels)
 
 
 def resolve_imagefolder(target: str, options: dict):

@@ -184,8 +184,9 @@ def load(name: str, split: str, n, root: Path, ref: str) -> Dataset:
     if present.size != len(classes):
         raise DatasetError(f"{ref}: {present.size} of its {len(classes)} classes have samples; "
                            "every class needs at least one (a larger n?)")
-    rows, shape = image_rows(images, ref)
-    return Dataset(ref, rows, labels, image_shape=shape, class_names=[str(c) for c in classes])
+    rows, shape, pixels = image_rows(images, ref)
+    return Dataset(ref, rows, labels, image_shape=shape, class_names=[str(c) for c in classes],
+                   pixels=pixels)
 
 
 def resolve(target: str, options: dict):

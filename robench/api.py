@@ -1,0 +1,423 @@
+"""``robench.evaluate``: score a model on data from Python, without writing a plugin.
+
+It plans, runs and stores through exactly what ``robench run`` uses (the planner, an executor,
+the SQLite store, the scoring with reuse), so the trial keys are the same, a second call with
+the same model, data and settings trains nothing, and ``robench results`` / ``robench
+leaderboard`` see the scores.
+
+How objects get names and keys (everything in a key must be stable across Python sessions):
+
+* a scikit-learn estimator is model ``sklearn:CLASS`` when every parameter has its default,
+  else ``sklearn:CLASS-DIGEST`` (8 hex digits of its parameters); its version holds a digest
+  of ``get_params(deep=True)`` and scikit-learn's version. Each trial fits a fresh
+  ``sklearn.base.clone`` of it; an estimator whose ``random_state`` is None gets the trial's
+  seed, so repeats are reproducible. The validation split is only scored (no early stopping).
+* a torch ``nn.Module`` factory (a class or function called with no argument or with the
+  :class:`robench.specs.ModelContext`) is model ``torch:QUALNAME``; its version holds a digest
+  of the factory's source code, so editing the network retrains. The module maps flat float32
+  rows to logits and trains with :class:`robench.train.TorchClassifier` (Adam, early stopping
+  on validation, the profile's budget, ``device``); a ``features`` method (and a ``head``
+  layer) makes feature-space metrics apply.
+* arrays ``(X, y)`` or ``(X, y, groups)`` are data set ``arrays:FINGERPRINT`` (the content
+  fingerprint of :meth:`robench.data.Dataset.fingerprint`): the same arrays are the same data
+  set in every session; other arrays are another. ``groups`` are true source ids (the
+  ``oracle`` clusterer uses them). ``X`` of shape (n, d) is tabular; (n, H, W), (n, C, H, W) or
+  (n, H, W, C) are images (uint8 divided by 255, floats in [0, 1]). Labels may be any values;
+  classes are numbered in sorted order and named after them.
+
+Pass ``name=`` / ``data_name=`` to choose the names yourself (a slug). In-memory models and
+arrays live in this process, so they run with the local executor; registered names and
+references (``"cnn-2"``, ``"timm:resnet18"``, ``"digits"``, ``"npz:/data/x.npz"``) run on any
+executor, workers reading data by path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import warnings
+from typing import Any, Iterable, Optional
+
+import numpy as np
+
+from robench.specs import DatasetSpec, ModelContext, ModelSpec
+
+#: The columns of every returned row, in order.
+ROW_COLUMNS = ("dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high",
+               "n", "higher_is_better", "details")
+_API_PLUGIN = "robench.evaluate"
+
+
+class Rows(list):
+    """The score rows ``evaluate`` returns (a list of dicts), with ``run``: what the run did."""
+
+    run: dict = {}
+
+
+def _digest(*parts) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=repr).encode()
+    return hashlib.sha256(blob).hexdigest()[:8]
+
+
+# --- models -------------------------------------------------------------------------------------
+
+
+def _is_sklearn(model) -> bool:
+    return all(callable(getattr(model, a, None)) for a in ("fit", "predict", "get_params"))
+
+
+def _is_torch_module(model) -> bool:
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(model, torch.nn.Module)
+
+
+class SklearnClassifier:
+    """Adapter: a scikit-learn estimator as a robench classifier (fresh clone per fit).
+
+    Parameters
+    ----------
+    estimator : sklearn estimator
+        Template; never fitted itself.
+    seed : int
+        Given to the clone as ``random_state`` when the estimator has one set to None.
+    """
+
+    has_features = False
+
+    def __init__(self, estimator, *, seed: int = 0):
+        self.estimator = estimator
+        self.seed = seed
+
+    def __repr__(self) -> str:
+        return f"SklearnClassifier({self.estimator!r}, seed={self.seed})"
+
+    def fit(self, X, y, X_val, y_val) -> "SklearnClassifier":
+        """Fit a clone on (X, y); (X_val, y_val) only sets ``val_accuracy_``."""
+        from sklearn.base import clone
+
+        model = clone(self.estimator)
+        if "random_state" in model.get_params(deep=False) and \
+                model.get_params(deep=False)["random_state"] is None:
+            model.set_params(random_state=self.seed)
+        self.model_ = model.fit(X, y)
+        self.history_, self.n_epochs_, self.best_epoch_ = [], 0, 0
+        self.train_accuracy_ = float(np.mean(self.predict(X) == y))
+        self.val_accuracy_ = (float(np.mean(self.predict(X_val) == y_val))
+                              if X_val is not None and len(X_val) else None)
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """Return the predicted class of each row of ``X`` as int64."""
+        return np.asarray(self.model_.predict(X)).astype(np.int64)
+
+
+def sklearn_model_spec(estimator, name: Optional[str] = None) -> ModelSpec:
+    """Return the ModelSpec of a scikit-learn estimator (see the module docstring for names)."""
+    import sklearn
+
+    params = estimator.get_params(deep=True)
+    cls = type(estimator).__name__
+    if name is None:
+        try:
+            defaults = type(estimator)().get_params(deep=True)
+        except Exception:  # noqa: BLE001 - no default constructor: always name by digest
+            defaults = None
+        same = defaults is not None and repr(sorted(defaults.items())) == repr(sorted(params.items()))
+        name = f"sklearn:{cls}" if same else f"sklearn:{cls}-{_digest(cls, params)}"
+
+    def build(ctx: ModelContext):
+        return SklearnClassifier(estimator, seed=ctx.seed)
+
+    return ModelSpec(name, build, f"scikit-learn {estimator!r} (robench.evaluate)",
+                     version=f"sklearn-{sklearn.__version__}+{_digest(cls, params)}",
+                     has_features=False, plugin=_API_PLUGIN)
+
+
+def _takes_context(factory) -> bool:
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return False
+    required = [p for p in sig.parameters.values()
+                if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(required) >= 1
+
+
+def torch_model_spec(factory, ctx: ModelContext, name: Optional[str] = None) -> ModelSpec:
+    """Return the ModelSpec of an ``nn.Module`` factory, checked by building it once."""
+    import torch
+
+    takes_ctx = _takes_context(factory)
+
+    def build_module(ctx):
+        return factory(ctx) if takes_ctx else factory()
+
+    probe = build_module(ctx)
+    if not isinstance(probe, torch.nn.Module):
+        raise TypeError(f"the model factory {factory!r} returned {type(probe).__name__}, not a "
+                        "torch nn.Module")
+    has_features = callable(getattr(probe, "features", None))
+    qualname = getattr(factory, "__qualname__", type(factory).__name__)
+    try:
+        source = inspect.getsource(factory)
+    except (OSError, TypeError):
+        source = qualname
+    name = name or f"torch:{qualname.replace('<', '').replace('>', '')}"
+
+    def build(ctx: ModelContext):
+        from robench.train import TorchClassifier
+
+        clf = TorchClassifier.from_context(ctx, build_module)
+        if not has_features:
+            clf.has_features = False  # no features(): feature-space metrics do not apply
+        return clf
+
+    return ModelSpec(name, build, f"torch module from {qualname} (robench.evaluate)",
+                     version=f"torch+{_digest(qualname, source)}",
+                     has_features=has_features, plugin=_API_PLUGIN,
+                     requires_image=False)
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+
+def _codes(values, what: str):
+    values = np.asarray(values)
+    if values.ndim != 1:
+        raise ValueError(f"evaluate: {what} must be 1-D (one per sample), got shape "
+                         f"{values.shape}")
+    uniques, codes = np.unique(values, return_inverse=True)
+    return codes.astype(np.int64), [str(u) for u in uniques]
+
+
+def arrays_dataset(data, name: Optional[str] = None):
+    """Return a validated Dataset from ``(X, y)`` or ``(X, y, groups)``."""
+    from robench.data import Dataset, DatasetError
+
+    if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
+        raise ValueError("evaluate: data must be a data set name or reference, a "
+                         "robench.data.Dataset, or a tuple (X, y) or (X, y, groups)")
+    X, y = np.asarray(data[0]), data[1]
+    if len(y) != len(X):
+        raise DatasetError(f"evaluate: X has {len(X)} rows and y has {len(y)} labels")
+    y, classes = _codes(y, "y")
+    groups = _codes(data[2], "groups")[0] if len(data) == 3 and data[2] is not None else None
+    if X.ndim == 2:
+        if not np.issubdtype(X.dtype, np.number) and X.dtype != np.bool_:
+            raise DatasetError(f"evaluate: X must be numeric, got dtype {X.dtype}")
+        flat, shape = X.astype(np.float32), None
+    else:
+        from robench.builtin.references import image_rows
+
+        flat, shape = image_rows(X, "evaluate: X")
+    ds = Dataset(name or "arrays", flat, y, sources=groups, image_shape=shape,
+                 class_names=classes)
+    ds.name = name or f"arrays:{ds.fingerprint()[:12]}"
+    return ds
+
+
+def dataset_spec(ds) -> DatasetSpec:
+    """Return a DatasetSpec serving the in-memory Dataset ``ds``."""
+    return DatasetSpec(ds.name, lambda: ds, f"in-memory arrays, {ds.n_samples} x "
+                       f"{ds.n_features} (robench.evaluate)", version="1",
+                       has_sources=ds.sources is not None, is_image=ds.image_shape is not None,
+                       image_shape=ds.image_shape, fingerprint=ds.fingerprint,
+                       plugin=_API_PLUGIN)
+
+
+# --- evaluate -----------------------------------------------------------------------------------
+
+
+def evaluate(model, data, metrics: Iterable[str] = ("rho",), *, clusterers=None,
+             name: Optional[str] = None, data_name: Optional[str] = None,
+             profile: str = "quick", repeats: Optional[int] = None, k: Optional[int] = None,
+             seed: int = 0, settings: Optional[dict] = None, device: str = "auto",
+             executor: str = "local", jobs: int = 1, db: Optional[str] = None,
+             cache_dir: Optional[str] = None, rescore: bool = False, as_frame=None,
+             registry=None):
+    """Score ``model`` on ``data`` with ``metrics``; return the scores as rows.
+
+    Parameters
+    ----------
+    model : str, scikit-learn estimator, nn.Module factory or robench.specs.ModelSpec
+        A registered model name or reference (``"cnn-2"``, ``"timm:resnet18"``), an
+        (unfitted) scikit-learn classifier, or a class/function returning a fresh torch
+        ``nn.Module`` (called with no argument, or with the trial's ModelContext).
+    data : str, tuple or robench.data.Dataset
+        A registered data set or reference (``"digits"``, ``"npz:x.npz"``), ``(X, y)`` or
+        ``(X, y, groups)`` arrays, or a Dataset.
+    metrics : iterable of str
+        Metric names (``robench list metrics``).
+    clusterers : iterable of str, optional
+        Default: every clusterer ``robench run`` uses by default (inapplicable ones skipped).
+    name, data_name : str, optional
+        Names to store the model and the data under instead of the derived ones.
+    profile, repeats, k, seed : as ``robench run --profile/-r/-k/--seed``.
+    settings : dict, optional
+        Knob values by section, e.g. ``{"train": {"max_epochs": 2}}`` (``robench knobs``).
+    device : str
+        ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (:mod:`robench.devices`).
+    executor, jobs : str, int
+        Where trials run; in-memory models and arrays need ``local``.
+    db : str, optional
+        Results database (default ``$ROBENCH_DB`` or ``robench.db``).
+    cache_dir : str, optional
+        Cache directory (default ``$ROBENCH_CACHE_DIR`` or ``~/.cache/robench``).
+    rescore : bool
+        Recompute scores even where the stored ones are up to date.
+    as_frame : bool, optional
+        Return a pandas DataFrame (default: when pandas is installed) or a list of dicts.
+    registry : robench.plugins.Registry, optional
+        Registry to use (default: a fresh one with the installed plugins).
+
+    Returns
+    -------
+    Rows or pandas.DataFrame
+        One row per score: dataset, model, clusterer, metric, score, value, ci_low, ci_high,
+        n, higher_is_better, details. What the run did (``run_id``, ``planned``, ``stored``
+        (already), ``ran``, ``failed``, ``skipped``, ``seconds``, ``db``) is in ``rows.run``
+        (``df.attrs["run"]`` for a DataFrame).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression  # doctest: +SKIP
+    >>> rows = robench.evaluate(LogisticRegression(max_iter=500), (X, y), metrics=["rho"])
+    >>> robench.evaluate("timm:resnet18", "digits", metrics=["rho", "purity-ratio"])
+    """
+    from robench.cache import set_cache_dir
+    from robench.config import RunConfig
+    from robench.devices import resolve_device
+    from robench.plugins import make_registry
+    from robench.runner import execute
+    from robench.store import Store
+
+    if cache_dir:
+        set_cache_dir(cache_dir)
+    reg = registry if registry is not None else make_registry()
+    in_memory = []
+
+    # the data first: a torch factory is probed with the data's shape
+    from robench.data import Dataset
+
+    if isinstance(data, str):
+        dname = reg.get("datasets", data).name
+    else:
+        ds = data if isinstance(data, Dataset) else arrays_dataset(data, data_name)
+        if data_name and isinstance(data, Dataset):
+            ds.name = data_name
+        reg.add("datasets", dataset_spec(ds))
+        dname = ds.name
+        in_memory.append(f"data set '{dname}'")
+
+    if isinstance(model, str):
+        mname = reg.get("models", model).name
+    else:
+        if isinstance(model, ModelSpec):
+            spec = model
+        elif _is_torch_module(model):
+            raise TypeError("evaluate: pass a factory (the module's class, or a function "
+                            "returning a fresh module), not a module instance: every trial "
+                            "trains a freshly initialised module")
+        elif _is_sklearn(model):
+            spec = sklearn_model_spec(model, name)
+        elif callable(model):
+            loaded = reg.load_dataset(dname)
+            ctx = ModelContext(loaded.n_features, loaded.n_classes, loaded.image_shape, seed, {})
+            spec = torch_model_spec(model, ctx, name)
+        else:
+            raise TypeError(f"evaluate: model must be a registered name or reference, a "
+                            f"scikit-learn estimator or an nn.Module factory, got "
+                            f"{type(model).__name__}")
+        if name and spec.name != name:
+            from dataclasses import replace
+
+            spec = replace(spec, name=name)
+        reg.add("models", spec)
+        mname = spec.name
+        in_memory.append(f"model '{mname}'")
+    if in_memory and executor != "local":
+        raise ValueError(f"evaluate: {' and '.join(in_memory)} live(s) in this process; use "
+                         "executor='local', or pass registered names / references (workers "
+                         "read data by path, e.g. 'npz:/shared/x.npz')")
+
+    metrics = [reg.get("metrics", m).name for m in ([metrics] if isinstance(metrics, str)
+                                                   else list(metrics))]
+    if clusterers is None:
+        chosen = [c.name for c in reg.all("clusterers") if getattr(c, "in_default_run", True)]
+        explicit_clusterers = []
+    else:
+        chosen = [reg.get("clusterers", c).name for c in ([clusterers] if isinstance(
+            clusterers, str) else clusterers)]
+        explicit_clusterers = list(chosen)
+    cfg = RunConfig(datasets=[dname], models=[mname], clusterers=chosen, metrics=metrics,
+                    profile=profile, repeats=repeats, k=k, seed=seed,
+                    settings=_check_settings(settings or {}, reg), executor=executor,
+                    jobs=jobs, device=resolve_device(device),
+                    explicit={"datasets": [dname], "models": [mname],
+                              "clusterers": explicit_clusterers}).resolve(reg)
+    db = db or os.environ.get("ROBENCH_DB", "robench.db")
+    store = Store(db)
+    try:
+        report = execute(cfg, reg, store, command=f"robench.evaluate({mname!r}, {dname!r})",
+                         rescore=rescore)
+    finally:
+        store.close()
+    if report.failed:
+        first = (report.failed[0].get("error") or "").splitlines()[0]
+        warnings.warn(f"robench.evaluate: {len(report.failed)} trial(s) failed; the first: "
+                      f"{first} (robench query \"select * from trials where status='failed'\")",
+                      RuntimeWarning, stacklevel=2)
+    rows = Rows({c: _plain(getattr(s, c)) for c in ROW_COLUMNS} for s in report.scores)
+    rows.run = {"run_id": report.run_id, "planned": report.n_planned,
+                "stored": report.n_cached, "ran": report.n_ran, "failed": len(report.failed),
+                "skipped": list(report.skipped), "seconds": report.seconds, "db": str(db)}
+    return _as_frame(rows) if _want_frame(as_frame) else rows
+
+
+def _plain(value: Any) -> Any:
+    return float(value) if isinstance(value, np.floating) else value
+
+
+def _check_settings(settings: dict, registry) -> dict:
+    """Return ``settings`` ({section: {knob: value}}) checked like ``--set`` values."""
+    from robench.config import check_value, knob_sections
+
+    if not isinstance(settings, dict):
+        raise ValueError("evaluate: settings must be a dict {section: {knob: value}}, e.g. "
+                         "{'train': {'max_epochs': 2}}")
+    sections = knob_sections(registry)
+    out = {}
+    for section, values in settings.items():
+        if section not in sections or not isinstance(values, dict):
+            raise ValueError(f"evaluate: settings section '{section}' is not one of "
+                             f"{', '.join(sorted(sections))} (or its value is not a dict)")
+        knobs = {k.name: k for k in sections[section][1]}
+        for key, value in values.items():
+            if key not in knobs:
+                raise ValueError(f"evaluate: unknown {section} knob '{key}'; known: "
+                                 f"{', '.join(sorted(knobs))}")
+            out.setdefault(section, {})[key] = check_value(section, knobs[key], value,
+                                                           convert=True)
+    return out
+
+
+def _want_frame(as_frame) -> bool:
+    if as_frame is not None:
+        return bool(as_frame)
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _as_frame(rows: Rows):
+    import pandas as pd
+
+    frame = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))
+    frame.attrs["run"] = dict(rows.run)
+    return frame
