@@ -137,17 +137,20 @@ def _configuration(rows: list, runs: dict, choice=None) -> str:
     return " · ".join(parts) or "not recorded"
 
 
-# run columns that name where a merged run came from (robench merge records the source)
-_SOURCE_KEYS = ("source", "source_db", "merged_from", "contributor")
-
-
 def _provenance(rows: list, runs: dict) -> list:
-    """Return the runs behind a model's scores: id, where it came from (a merged
-    contributor's database) where recorded, robench version, git revision, when it finished."""
+    """Return the runs behind a model's scores: id, the contributor and source file of a run
+    ``robench merge`` copied in (:meth:`robench.store.Store.runs`), robench version, git
+    revision, when it finished."""
     out = []
     for run_id in sorted({r["run_id"] for r in rows if r.get("run_id") is not None}):
         run = runs.get(run_id) or {}
-        source = next((str(run[k]) for k in _SOURCE_KEYS if run.get(k)), "")
+        source = ""
+        if run.get("contributor"):
+            source = str(run["contributor"])
+            if run.get("source"):
+                origin = f"{run['source']}, its run {run.get('source_run_id')}" if run.get(
+                    "source_run_id") is not None else str(run["source"])
+                source += f" ({origin})"
         out.append({"id": run_id, "source": source, "command": run.get("command") or "",
                     "robench": run.get("robench_version") or "",
                     "git": (run.get("git_rev") or "")[:12],
