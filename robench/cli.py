@@ -706,6 +706,33 @@ def merge(sources, contributors, db_path):
     click.echo(f"merged into {db_path}")
 
 
+# ----------------------------------------------------------------------------- metadata
+
+
+@cli.command()
+@click.option("--out", "-o", "out", default=None, type=click.Path(dir_okay=False),
+              help="File to write (default: print it).")
+@db_option
+@friendly_errors
+def metadata(out, db_path):
+    """Write datasette metadata describing the database's tables, views and columns.
+
+    Read-only. The metric definitions stored in the file are included.
+
+    \b
+    Example:
+      robench metadata --db robench.db -o metadata.json && datasette robench.db -m metadata.json
+    """
+    from robench.metadata import build_metadata
+
+    text = json.dumps(build_metadata(db_path), indent=2, sort_keys=True)
+    if out is None:
+        click.echo(text)
+        return
+    Path(out).write_text(text + "\n", encoding="utf-8")
+    click.echo(f"wrote {out}")
+
+
 # ------------------------------------------------------------------------------ migrate
 
 

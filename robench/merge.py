@@ -163,6 +163,13 @@ def _insert(conn, table: str, row: dict, verb: str = "INSERT") -> None:
                  f'VALUES ({", ".join("?" * len(names))})', [row[n] for n in names])
 
 
+def _stored(conn, table: str, key: str) -> Optional[dict]:
+    """Return the target's row of ``table`` with ``key``, or None."""
+    cursor = conn.execute(f'SELECT * FROM "{table}" WHERE key = ?', (key,))
+    row = cursor.fetchone()
+    return None if row is None else dict(zip([d[0] for d in cursor.description], row))
+
+
 def _differs(old: dict, new: dict, ignore) -> list[str]:
     """Return the columns (outside ``ignore``) in which two rows differ."""
     out = []
@@ -255,14 +262,11 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
         if row.get("clustering") is not None and not conn.execute(
                 "SELECT 1 FROM clusterings WHERE key = ?", (row["clustering"],)).fetchone():
             row["clustering"] = None
-        stored = conn.execute("SELECT * FROM trials WHERE key = ?", (row["key"],))
-        names = [d[0] for d in stored.description]
-        old = stored.fetchone()
+        old = _stored(conn, "trials", row["key"])
         if old is None:
             _insert(conn, "trials", row)
             counts["trials"] += 1
             continue
-        old = dict(zip(names, old))
         diff = _differs(old, row, _TRIAL_CIRCUMSTANCES)
         if not diff:
             counts["trials_duplicate"] += 1
@@ -277,14 +281,12 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
             counts["trials_conflict"] += 1
     for row in _rows(src, "scores"):
         remap(row)
-        stored = conn.execute("SELECT * FROM scores WHERE key = ?", (row["key"],))
-        names = [d[0] for d in stored.description]
-        old = stored.fetchone()
+        old = _stored(conn, "scores", row["key"])
         if old is None:
             _insert(conn, "scores", row)
             counts["scores"] += 1
             continue
-        diff = _differs(dict(zip(names, old)), row, _SCORE_CIRCUMSTANCES)
+        diff = _differs(old, row, _SCORE_CIRCUMSTANCES)
         if diff:
             _conflict(conn, "score", row, diff, path, contributor, now, report)
             counts["scores_conflict"] += 1
