@@ -19,6 +19,9 @@ Sections (each can be skipped):
             warm rerun, and the speed-up from 1 to 2 workers (empty database, warm cache).
 * scale   - how time grows with data set size (digits, mnist-5k, synthetic-sources at 20k and
             50k samples) and with the number of repeats.
+* memory  - CIFAR-10-sized data (60,000 x 3 x 32 x 32): peak RSS of the driver and of each
+            worker, PSS, seconds per trial, the float32 path against the compact (uint8,
+            memory-mapped) path in one run (benchmarks/memory.py).
 * help    - `robench --help` wall time.
 
 Usage:
@@ -611,7 +614,8 @@ def bench_help(rows: list):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sections = ["naive", "flops", "startup", "help", "adaptive", "all", "projection", "scale"]
+    sections = ["naive", "flops", "startup", "help", "adaptive", "all", "projection", "scale",
+                "memory"]
     p.add_argument("--only", action="append", choices=sections, help="run only these sections")
     p.add_argument("--skip", action="append", choices=sections, default=[], help="skip sections")
     p.add_argument("--repeats", type=int, default=10, help="repeats for the naive comparison")
@@ -674,6 +678,10 @@ def run_section(section, args, rows, extra):
         bench_run_all(rows, args.keep, workers=not args.no_workers, extra=extra)
     elif section == "scale":
         bench_scale(args.jobs, rows)
+    elif section == "memory":
+        from memory import bench_memory
+
+        bench_memory(rows, jobs=min(args.jobs, 2))
     elif section == "help":
         bench_help(rows)
 

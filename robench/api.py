@@ -22,7 +22,7 @@ How objects get names and keys (everything in a key must be stable across Python
   fingerprint of :meth:`robench.data.Dataset.fingerprint`): the same arrays are the same data
   set in every session; other arrays are another. ``groups`` are true source ids (the
   ``oracle`` clusterer uses them). ``X`` of shape (n, d) is tabular; (n, H, W), (n, C, H, W) or
-  (n, H, W, C) are images (uint8 divided by 255, floats in [0, 1]). Labels may be any values;
+  (n, H, W, C) are images (uint8 kept as pixels, value / 255; floats in [0, 1]). Labels may be any values;
   classes are numbered in sorted order and named after them.
 
 Pass ``name=`` / ``data_name=`` to choose the names yourself (a slug). In-memory models and
@@ -209,13 +209,14 @@ def arrays_dataset(data, name: Optional[str] = None):
     if X.ndim == 2:
         if not np.issubdtype(X.dtype, np.number) and X.dtype != np.bool_:
             raise DatasetError(f"evaluate: X must be numeric, got dtype {X.dtype}")
-        flat, shape = X.astype(np.float32), None
+        flat, shape, pixels = X.astype(np.float32), None, False
     else:
         from robench.builtin.references import image_rows
 
-        flat, shape = image_rows(X, "evaluate: X")
+        # uint8 images stay uint8 pixels (value / 255), converted per batch by torch models
+        flat, shape, pixels = image_rows(X, "evaluate: X")
     ds = Dataset(name or "arrays", flat, y, sources=groups, image_shape=shape,
-                 class_names=classes)
+                 class_names=classes, pixels=pixels)
     ds.name = name or f"arrays:{ds.fingerprint()[:12]}"
     return ds
 

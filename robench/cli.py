@@ -554,7 +554,7 @@ def _emit_scores(rows, fmt):
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
             "higher_is_better", "metric_version", "configuration", "run_id"]
     if fmt != "table":  # exports carry everything: label, details and versions
-        cols += ["configuration_label", "details", "versions"]
+        cols += ["configuration_label", "contributor", "details", "versions"]
     out = [{c: r.get(c) for c in cols} for r in rows]
     if fmt == "csv":
         for obj in out:
@@ -664,6 +664,73 @@ def leaderboard(out_dir, top, config, db_path):
     pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
     click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
                f"({out / 'methods.html'}, {out / 'scores.json'})")
+
+
+# -------------------------------------------------------------------------------- merge
+
+
+@cli.command()
+@click.argument("sources", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--contributor", "contributors", multiple=True, metavar="NAME",
+              help="Who contributed each source, in order (default: each file's name).")
+@db_option
+@friendly_errors
+def merge(sources, contributors, db_path):
+    """Merge contributors' results databases into --db, keeping where each run came from.
+
+    Sources are untrusted: opened read-only, checked, copied row by row (never their
+    triggers or views). Runs get new ids (the `contributions` table says where each came
+    from); a trial or score already stored with different results is a conflict, kept apart
+    in the `conflicts` table and listed here, never written over. Merging again changes
+    nothing.
+
+    \b
+    Example:
+      robench merge alice.db bob.db --db all.db && robench leaderboard --db all.db
+    """
+    from robench.merge import merge_databases
+
+    report = merge_databases(sources, db_path, contributors)
+    for s in report.sources:
+        click.echo(f"{s['source']} ({s['contributor']}): {s['runs']} run(s) copied, "
+                   f"{s['runs_known']} already merged; {s['trials']} trial(s) copied, "
+                   f"{s['trials_duplicate']} duplicate, {s['trials_conflict']} conflicting; "
+                   f"{s['scores']} score(s) copied, {s['scores_conflict']} conflicting")
+    if report.conflicts:
+        click.secho(f"{len(report.conflicts)} conflict(s): same key, different results; the "
+                    "stored rows are kept, the incoming ones are in the conflicts table:",
+                    fg="yellow", err=True)
+        for c in report.conflicts[:20]:
+            click.echo(f"  {c['kind']} {c['key'][:16]} from {c['source']}: differs in "
+                       f"{', '.join(c['columns'])}", err=True)
+    click.echo(f"merged into {db_path}")
+
+
+# ----------------------------------------------------------------------------- metadata
+
+
+@cli.command()
+@click.option("--out", "-o", "out", default=None, type=click.Path(dir_okay=False),
+              help="File to write (default: print it).")
+@db_option
+@friendly_errors
+def metadata(out, db_path):
+    """Write datasette metadata describing the database's tables, views and columns.
+
+    Read-only. The metric definitions stored in the file are included.
+
+    \b
+    Example:
+      robench metadata --db robench.db -o metadata.json && datasette robench.db -m metadata.json
+    """
+    from robench.metadata import build_metadata
+
+    text = json.dumps(build_metadata(db_path), indent=2, sort_keys=True)
+    if out is None:
+        click.echo(text)
+        return
+    Path(out).write_text(text + "\n", encoding="utf-8")
+    click.echo(f"wrote {out}")
 
 
 # ------------------------------------------------------------------------------ migrate
@@ -777,8 +844,8 @@ def report(out_dir, label, check, db_path):
     for path, names, changed, kept in done:
         state = ("stale" if check else "rewritten") if changed else "up to date"
         click.echo(f"{path}: {len(names)} block(s) {state}"
-                   + (f"; kept {', '.join(kept)} (no run of that profile in the database)"
-                      if kept else ""))
+                   + (f"; kept {', '.join(kept)} (nothing for it in this database; its "
+                      "stamp names its own)" if kept else ""))
     if check and stale:
         sys.exit(1)
 

@@ -162,6 +162,8 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
         "clusterings; scores -> configurations, metrics), each metric definition stored once "
         "(metrics table), human-readable columns first, indexes and the views leaderboard, "
         "trial_summary and configuration_choice", _to_v2),
+    (3, "contributions and conflicts tables for `robench merge`",
+     lambda conn, schema: None),  # the tables are created from the schema
 ]
 #: The schema version this robench writes.
 CURRENT = MIGRATIONS[-1][0]

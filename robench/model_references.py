@@ -19,26 +19,10 @@ class ModelReferenceError(ValueError):
 
 def resolve_model(registry, reference: str):
     """Return the ModelSpec ``reference`` names; its name is the canonical reference."""
-    from robench.plugins import UnknownComponentError
-    from robench.references import parse_reference, reference_name
+    from robench.references import checked_reference, reference_name
 
-    scheme, target, options = parse_reference(reference, "model", ModelReferenceError)
-    try:
-        resolver = registry.get("model-resolvers", scheme)
-    except UnknownComponentError:
-        known = ", ".join(f"{r.name}:" for r in registry.all("model-resolvers")) or "(none)"
-        raise ModelReferenceError(
-            f"unknown model '{reference}': no model or model reference scheme '{scheme}:' is "
-            f"registered. Known schemes: {known} (see `robench list models`)") from None
-    if not target:
-        raise ModelReferenceError(f"model reference '{reference}' names nothing after "
-                                  f"'{scheme}:'; usage: {resolver.syntax}")
-    unknown = sorted(set(options) - set(resolver.options))
-    if unknown:
-        allowed = ", ".join(resolver.options) or "none"
-        raise ModelReferenceError(
-            f"model reference '{reference}': unknown option(s) {', '.join(unknown)} (options "
-            f"of {scheme}: {allowed}); usage: {resolver.syntax}")
+    resolver, target, options = checked_reference(registry, "model-resolvers", reference,
+                                                  "model", ModelReferenceError, "models")
     spec = resolver.resolve(target, dict(options))
     return replace(spec, name=reference_name(resolver.name, target, options),
                    plugin=resolver.plugin, version=f"{resolver.version}/{spec.version}")

@@ -55,29 +55,42 @@ def canonical_reference(resolver, target: str, options: dict) -> str:
     return reference_name(resolver.name, target, options)
 
 
+def checked_reference(registry, resolvers: str, reference: str, what: str = "data set",
+                      error=DatasetError, listing: str = "datasets") -> tuple:
+    """Return ``(resolver, target, options)`` of a reference whose scheme, target and options
+    are checked: the scheme is registered (kind ``resolvers`` of the registry), something
+    follows ``SCHEME:``, and every option is one the resolver declares. Any problem raises
+    ``error`` with one line (``what`` names the kind of reference, ``listing`` the
+    ``robench list`` kind that shows the schemes). Model references use it too
+    (robench.model_references).
+    """
+    from robench.plugins import UnknownComponentError
+
+    scheme, target, options = parse_reference(reference, what, error)
+    try:
+        resolver = registry.get(resolvers, scheme)
+    except UnknownComponentError:
+        known = ", ".join(f"{r.name}:" for r in registry.all(resolvers)) or "(none)"
+        raise error(
+            f"unknown {what} '{reference}': no {what} or reference scheme '{scheme}:' is "
+            f"registered. Known schemes: {known} (see `robench list {listing}`)") from None
+    if not target:
+        raise error(f"{what} reference '{reference}' names nothing after "
+                    f"'{scheme}:'; usage: {resolver.syntax}")
+    unknown = sorted(set(options) - set(resolver.options))
+    if unknown:
+        allowed = ", ".join(resolver.options) or "none"
+        raise error(f"{what} reference '{reference}': unknown option(s) "
+                    f"{', '.join(unknown)} (options of {scheme}: {allowed}); usage: "
+                    f"{resolver.syntax}")
+    return resolver, target, options
+
+
 def resolve(registry, reference: str):
     """Return the DatasetSpec ``reference`` names, its name the canonical reference."""
     from dataclasses import replace
 
-    from robench.plugins import UnknownComponentError
-
-    scheme, target, options = parse_reference(reference)
-    try:
-        resolver = registry.get("resolvers", scheme)
-    except UnknownComponentError:
-        known = ", ".join(f"{r.name}:" for r in registry.all("resolvers")) or "(none)"
-        raise DatasetError(
-            f"unknown data set '{reference}': no data set or reference scheme '{scheme}:' is "
-            f"registered. Known schemes: {known} (see `robench list datasets`)") from None
-    if not target:
-        raise DatasetError(f"data set reference '{reference}' names nothing after "
-                           f"'{scheme}:'; usage: {resolver.syntax}")
-    unknown = sorted(set(options) - set(resolver.options))
-    if unknown:
-        allowed = ", ".join(resolver.options) or "none"
-        raise DatasetError(f"data set reference '{reference}': unknown option(s) "
-                           f"{', '.join(unknown)} (options of {scheme}: {allowed}); usage: "
-                           f"{resolver.syntax}")
+    resolver, target, options = checked_reference(registry, "resolvers", reference)
     name = canonical_reference(resolver, target, options)
     if resolver.takes_path:
         target = name.split(":", 1)[1].split("?", 1)[0]

@@ -338,7 +338,11 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering
         emit("prepare", dataset=combo.dataset.name, clusterer=combo.clusterer.name)
         try:
             dataset = registry.load_dataset(combo.dataset.name)
-            row = protocol.prepare(combo, cfg, registry, dataset)
+            from robench.devices import using_device
+
+            # finding sources may train (the vae-vgmm clusterer's VAE): on the run's device
+            with using_device(getattr(cfg, "device", None)):
+                row = protocol.prepare(combo, cfg, registry, dataset)
             row["run_id"] = run_id
             store.save_clustering(row)
             for g in plan.groups:

@@ -137,17 +137,20 @@ def _configuration(rows: list, runs: dict, choice=None) -> str:
     return " · ".join(parts) or "not recorded"
 
 
-# run columns that name where a merged run came from (robench merge records the source)
-_SOURCE_KEYS = ("source", "source_db", "merged_from", "contributor")
-
-
 def _provenance(rows: list, runs: dict) -> list:
-    """Return the runs behind a model's scores: id, where it came from (a merged
-    contributor's database) where recorded, robench version, git revision, when it finished."""
+    """Return the runs behind a model's scores: id, the contributor and source file of a run
+    ``robench merge`` copied in (:meth:`robench.store.Store.runs`), robench version, git
+    revision, when it finished."""
     out = []
     for run_id in sorted({r["run_id"] for r in rows if r.get("run_id") is not None}):
         run = runs.get(run_id) or {}
-        source = next((str(run[k]) for k in _SOURCE_KEYS if run.get(k)), "")
+        source = ""
+        if run.get("contributor"):
+            source = str(run["contributor"])
+            if run.get("source"):
+                origin = f"{run['source']}, its run {run.get('source_run_id')}" if run.get(
+                    "source_run_id") is not None else str(run["source"])
+                source += f" ({origin})"
         out.append({"id": run_id, "source": source, "command": run.get("command") or "",
                     "robench": run.get("robench_version") or "",
                     "git": (run.get("git_rev") or "")[:12],
@@ -165,6 +168,7 @@ def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
         head = section.headline(mine) if mine else None
         if head and head.get("rows"):
             heads.append({"metric": metric, "label": head.get("label") or metric,
+                          "rows": head["rows"],
                           "format": head.get("format", "num"),
                           "note": head.get("note", ""), "columns": list(section.columns),
                           "by_model": {r["model"]: r for r in head["rows"]},
@@ -174,13 +178,12 @@ def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
         return None
     models = sorted({m for h in heads for m in h["by_model"]})
 
+    # each headline's rows come best first (tied rows by value): a model's place is its
+    # position in the first headline that has it, then in the next ones
+    positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in heads]
+
     def order(model):
-        key = []
-        for h in heads:
-            r = h["by_model"].get(model) or {}
-            rank = r.get("rank")
-            key.append(rank if isinstance(rank, int) else 10 ** 9)
-        return (key, model)
+        return ([p.get(model, 10 ** 9) for p in positions], model)
 
     return {"heads": heads, "models": sorted(models, key=order)}
 
@@ -257,8 +260,11 @@ def _downloads(scores: list) -> dict[str, bytes]:
     rows = [{**{c: s.get(c) for c in EXPORT_COLUMNS},
              "higher_is_better": bool(s.get("higher_is_better")),
              "details": _strip_images(s.get("details"))} for s in scores]
-    js = json.dumps({"columns": list(EXPORT_COLUMNS) + ["details"], "scores": rows},
-                    sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
+    # one score per line: a rebuilt site's diff shows which scores changed
+    lines = [json.dumps(r, sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
+             for r in rows]
+    js = ('{"columns":' + json.dumps(list(EXPORT_COLUMNS) + ["details"]) + ',"scores":[\n'
+          + ",\n".join(lines) + "\n]}")
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(EXPORT_COLUMNS)

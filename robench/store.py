@@ -186,6 +186,29 @@ CREATE TABLE IF NOT EXISTS skips (
     run_id INTEGER REFERENCES runs (id),
     PRIMARY KEY (dataset, model, clusterer, metric)
 );
+CREATE TABLE IF NOT EXISTS contributions (
+    -- per run copied in by `robench merge`: where it came from
+    contributor TEXT,
+    source TEXT,  -- file name of the database it was merged from
+    source_run_id INTEGER,  -- its id there
+    run_id INTEGER PRIMARY KEY REFERENCES runs (id),
+    merged_at TEXT,
+    source_sha256 TEXT,  -- checksum of that file when it was merged
+    run_fingerprint TEXT UNIQUE  -- hash of the run row: merging it again copies nothing
+);
+CREATE TABLE IF NOT EXISTS conflicts (
+    -- a merged trial or score whose key was stored with different results: kept apart
+    kind TEXT,  -- trial or score
+    key TEXT,
+    columns TEXT,  -- JSON: the columns that differ
+    contributor TEXT,
+    source TEXT,
+    detected_at TEXT,
+    incoming TEXT,  -- JSON: the incoming row
+    incoming_sha256 TEXT,
+    id INTEGER PRIMARY KEY,
+    UNIQUE (kind, key, incoming_sha256)
+);
 CREATE INDEX IF NOT EXISTS idx_trials_group ON trials (dataset, model, clusterer, protocol);
 CREATE INDEX IF NOT EXISTS idx_trials_run ON trials (run_id);
 CREATE INDEX IF NOT EXISTS idx_trials_clustering ON trials (clustering);
@@ -249,6 +272,8 @@ JSON_COLUMNS = {
     "skips": (),
     "configurations": ("knobs", "description"),
     "metrics": (),
+    "contributions": (),
+    "conflicts": ("columns", "incoming"),
 }
 
 #: Per table, the JSON column where data of a protocol's own belongs (named when refusing a
@@ -498,10 +523,25 @@ class Store:
             self.db["runs"].update(run_id, updates)
 
     def runs(self, ids: Optional[Iterable[int]] = None) -> list[dict]:
-        """Return run rows (all, or those with the given ids), oldest first, JSON decoded."""
+        """Return run rows (all, or those with the given ids), oldest first, JSON decoded.
+
+        A run copied in by ``robench merge`` has ``contributor`` and ``source`` (the file it
+        came from); a run of this database's own has None in both.
+        """
         where, params = self._where("runs", {} if ids is None else {"id": list(ids)})
         rows = self._select(f"SELECT * FROM runs {where} ORDER BY id", params)
+        merged = self.contributions()
+        for row in rows:
+            info = merged.get(row["id"]) or {}
+            row["contributor"], row["source"] = info.get("contributor"), info.get("source")
+            row["source_run_id"] = info.get("source_run_id")
         return [decode_row("runs", row) for row in rows]
+
+    def contributions(self) -> dict[int, dict]:
+        """Return {run id: contributions row} of the runs ``robench merge`` copied in."""
+        if not self.db["contributions"].exists():
+            return {}
+        return {r["run_id"]: r for r in self._select("SELECT * FROM contributions", [])}
 
     # -- trials -----------------------------------------------------------------------------
 
@@ -654,8 +694,10 @@ class Store:
         else:
             sql = f"SELECT * FROM scores {where} {order}"
         rows = [decode_row("scores", row) for row in self._select(sql, params)]
+        merged = self.contributions()
         for row in rows:
             row["configuration"] = row.get("configuration") or LEGACY
+            row["contributor"] = (merged.get(row.get("run_id")) or {}).get("contributor")
         return rows
 
     def score_versions(self, rows: list[dict]) -> list[dict]:

@@ -191,3 +191,26 @@ def test_the_runs_device_is_stored_with_the_run(tiny_registry, store):
     config = json.loads(store.db.conn.execute("select config from runs where id=?",
                                     (report.run_id,)).fetchone()[0])
     assert config["device"] == "cpu"
+
+
+def test_finding_sources_runs_on_the_runs_device(tiny_registry, store):
+    """The driver-side preparation (a VAE may train there) sees the run's device."""
+    from dataclasses import replace
+
+    from robench.runner import execute
+
+    seen = []
+    registry_protocol = tiny_registry.get("protocols", "source-aware")
+
+    def spy(*args, **kwargs):
+        seen.append(devices.current_device())
+        return registry_protocol.prepare(*args, **kwargs)
+
+    tiny_registry._by_kind["protocols"]["source-aware"] = replace(registry_protocol, prepare=spy)
+    cfg = run_config(datasets=["tiny"], models=["centroid"], clusterers=["kmeans"],
+                     metrics=["rho"], repeats=1, k=3, device="cuda:1", registry=tiny_registry)
+    # nothing touches CUDA: the centroid model and k-means are numpy; trials run locally
+    report = execute(cfg, tiny_registry, store)
+    assert seen == ["cuda:1"] and devices.current_device() == "cpu"
+    assert {r["device"] for r in store.trials()} == {"cuda:1"}
+    assert not report.failed

@@ -401,20 +401,46 @@ def test_no_interval_is_shown_where_none_is_defined(store, tmp_path):
         assert "0.900" in html and "[—" not in html and "—]" not in html, name
 
 
-def test_model_pages_name_the_runs_and_contributors_behind_their_scores(store, tmp_path):
-    mine = store.start_run(command="robench run -d digits", seed=0, config={},
-                           plugin_versions={})
-    save_scores(store, rho_scores("mlp", 0.9, 0.81, 0.9, 0.9), mine, {"rho": ("2", "rho")})
-    theirs = store.start_run(command="robench run -m lenet", seed=0, config={},
+def test_a_merged_database_shows_contributors_models_with_their_provenance(tmp_path):
+    from robench.merge import merge_databases
+
+    with Store(tmp_path / "mine.db") as mine:
+        run = mine.start_run(command="robench run -d digits", seed=0, config={},
                              plugin_versions={})
-    save_scores(store, rho_scores("lenet", 0.95, 0.9, 0.95, 0.95), theirs, {"rho": ("2", "rho")})
-    runs = {r["id"]: r for r in store.runs()}
-    runs[theirs]["source"] = "alice.db"  # a merged contributor's run names its source
-    store.runs = lambda ids=None: [runs[i] for i in sorted(runs) if ids is None or i in ids]
-    build_site(store, tmp_path)
-    lenet = read(tmp_path, "models/lenet.html")
-    assert "Contributed by</dt><dd>alice.db" in lenet
-    assert f"run {theirs} (from alice.db): <code>robench run -m lenet</code>" in lenet
-    mlp = read(tmp_path, "models/mlp.html")
+        save_scores(mine, rho_scores("mlp", 0.9, 0.81, 0.9, 0.9), run, {"rho": ("2", "rho")})
+        mine.finish_run(run, "ok")
+    with Store(tmp_path / "alice.db") as alice:
+        run = alice.start_run(command="robench run -m lenet", seed=0, config={},
+                              plugin_versions={})
+        save_scores(alice, rho_scores("lenet", 0.95, 0.9, 0.95, 0.95), run,
+                    {"rho": ("2", "rho")})
+        alice.finish_run(run, "ok")
+    merge_databases([tmp_path / "alice.db"], tmp_path / "mine.db", contributors=["alice"])
+    with Store(tmp_path / "mine.db") as merged:
+        build_site(merged, tmp_path / "site")
+    site = tmp_path / "site"
+    lenet = read(site, "models/lenet.html")
+    assert "Contributed by</dt><dd>alice (alice.db, its run 1)" in lenet
+    assert "(from alice (alice.db, its run 1)): <code>robench run -m lenet</code>" in lenet
+    mlp = read(site, "models/mlp.html")
     assert "Contributed by" not in mlp and "<code>robench run -d digits</code>" in mlp
-    assert "Contributed by" in read(tmp_path, "models.html")
+    models = section(read(site, "models.html"), "<tbody>", "</tbody>")
+    row = section(models, "models/lenet.html", "</tr>")
+    assert "alice (alice.db, its run 1)" in row
+    # both contributions rank in one table
+    overview = section(read(site, "index.html"), 'id="ds-digits"', "</table>")
+    assert overview.index("models/lenet.html") < overview.index("models/mlp.html")
+
+
+def test_tied_models_are_listed_by_their_value_not_by_the_next_headline(store, tmp_path):
+    run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+    scores = (rho_scores("a", 0.90, 0.85, 0.95, 0.95, half=0.05)
+              + rho_scores("b", 0.93, 0.88, 0.95, 0.95, half=0.05)
+              + [Score("digits", "a", "", "purity-ratio", "purity-ratio", 0.9),
+                 Score("digits", "b", "", "purity-ratio", "purity-ratio", 0.1)])
+    save_scores(store, scores, run_id, {"rho": ("2", "rho"), "purity-ratio": ("2", "p")})
+    html = read(tmp_path, build_site(store, tmp_path).name)
+    overview = section(html, 'id="ds-digits"', "</table>")
+    # both share rho rank 1; b has the higher rho, so it comes first although a has the
+    # better purity-ratio
+    assert overview.index("models/b.html") < overview.index("models/a.html")

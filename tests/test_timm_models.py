@@ -51,7 +51,7 @@ def test_timm_reference_resolves_to_a_model_named_by_its_canonical_reference(reg
     ("timm:test_resnet?min_size=032", "min_size must be an integer"),
     ("timm:test_resnet?size=64&min_size=8", "give size or min_size, not both"),
     ("timm:", "names nothing after 'timm:'"),
-    ("keras:resnet", "no model or model reference scheme 'keras:'"),
+    ("keras:resnet", "no model or reference scheme 'keras:'"),
 ])
 def test_bad_model_references_are_one_line_errors(registry, ref, message):
     with pytest.raises(ModelReferenceError, match=None) as info:

@@ -57,3 +57,30 @@ def test_a_hung_trial_in_a_worker_process_is_stopped(tmp_path):
     assert rows(db, "SELECT model, status, COUNT(*) FROM trials GROUP BY 1, 2") == [
         ("centroid", "ok", 3), ("hang", "failed", 3)]
     assert rows(db, "SELECT status FROM runs") == [("failed",)]
+
+
+def test_a_trial_the_alarm_cannot_reach_ends_its_worker(tmp_path):
+    # a C call that never returns to Python (libc sleep with SIGALRM blocked, GIL released):
+    # the alarm's Python handler never runs, the hard limit ends the process, which the
+    # process executor records as a failed trial
+    import subprocess
+    import sys
+    import textwrap
+
+    from tests.reliability.cli import ROOT
+
+    code = textwrap.dedent(f"""
+        import ctypes, ctypes.util, signal, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from robench import guard
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        guard.HARD_LIMIT_GRACE[0] = 0.5
+        with guard.time_limit(0.5):
+            signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM])
+            libc.sleep(60)
+        sys.exit(5)
+    """)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], timeout=60)
+    assert done.returncode == 71
+    assert time.perf_counter() - t0 < 30
