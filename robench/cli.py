@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import sqlite3
@@ -150,8 +151,9 @@ class _RunCommand(click.Command):
 @_multi("model", "-m", "models")
 @_multi("clusterer", "-c", "clusterers")
 @click.option("--metric", "metric_names", multiple=True, metavar="NAME",
-              help="A metric to compute (repeatable; default: all but the opt-in ones, which "
-                   "run only by name or with --profile paper). See `robench list metrics`.")
+              help="A metric to compute (repeatable; default: every registered metric but "
+                   "opt-in ones, run only by name or with --profile paper). See `robench list "
+                   "metrics`.")
 @click.option("--repeats", "-r", type=click.IntRange(min=1), default=None,
               help="Repeats per partition kind (default: from the profile).")
 @click.option("--sources", "-k", "k", type=click.IntRange(min=2), default=None,
@@ -570,22 +572,8 @@ def _emit(cols, rows, fmt, objects=None):
     if fmt == "json":
         click.echo(json.dumps(objects if objects is not None
                               else [dict(zip(cols, r)) for r in rows], indent=2, default=str))
-    elif fmt == "csv":
-        import csv
-
-        w = csv.writer(sys.stdout)
-        w.writerow(cols)
-        w.writerows(rows)
     else:
-        if not rows:
-            click.echo("(no rows)")
-            return
-        cells = [[_cell(v) for v in r] for r in rows]
-        widths = [max(len(str(c)), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
-        click.echo("  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
-        click.echo("  ".join("-" * w for w in widths))
-        for r in cells:
-            click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+        _stream(cols, iter([list(rows)]), fmt)
 
 
 def _cell(v):
@@ -611,17 +599,57 @@ def query(sql, timeout, fmt, db_path):
 
     Tables: runs, configurations, metrics, clusterings, trials, scores, score_groups, skips;
     views: leaderboard, trial_summary, configuration_choice. Writes are refused. With
-    --format json, columns holding JSON (details, config, ...) come back as JSON.
+    --format json, columns holding JSON (details, config, ...) come back as JSON. Rows are
+    written as they are fetched (a large result is never held whole); --timeout covers the
+    statement until its last row.
 
     \b
     Examples:
       robench query "select model, value from scores where metric='rho' and score='rho'"
       robench query "select * from leaderboard where metric='rho'" --format json
     """
-    from robench.readonly import decode_json_cells, query_readonly
+    from robench.readonly import stream_readonly
 
-    cols, rows = query_readonly(db_path, sql, timeout=timeout)
-    _emit(cols, decode_json_cells(rows) if fmt == "json" else rows, fmt)
+    cols, batches = stream_readonly(db_path, sql, timeout=timeout)
+    try:
+        _stream(cols, batches, fmt)
+    finally:
+        batches.close()
+
+
+def _stream(cols, batches, fmt):
+    """Write a query's rows as they are fetched (never the whole result in memory).
+
+    csv and json are written row by row; the table's column widths come from the first batch
+    (a longer cell later widens its own line only).
+    """
+    from robench.readonly import decode_json_cells
+
+    if fmt == "csv":
+        import csv
+
+        w = csv.writer(sys.stdout)
+        w.writerow(cols)
+        for batch in batches:
+            w.writerows(batch)
+    elif fmt == "json":
+        sep = "[\n"
+        for batch in batches:
+            for row in decode_json_cells(batch):
+                sys.stdout.write(sep + "  " + json.dumps(dict(zip(cols, row)), default=str))
+                sep = ",\n"
+        sys.stdout.write("[]\n" if sep == "[\n" else "\n]\n")
+    else:
+        first = next(batches, [])
+        if not first:
+            click.echo("(no rows)")
+            return
+        cells = [[_cell(v) for v in r] for r in first]
+        widths = [max(len(str(c)), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
+        click.echo("  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
+        click.echo("  ".join("-" * w for w in widths))
+        for r in itertools.chain(cells, ([_cell(v) for v in r] for b in batches for r in b)):
+            click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)))
 
 
 # -------------------------------------------------------------------------- leaderboard

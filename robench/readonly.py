@@ -20,6 +20,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
+from typing import Iterator
 
 #: Seconds ``robench query`` lets one statement run by default.
 DEFAULT_TIMEOUT = 5.0
@@ -158,10 +159,24 @@ def query_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT
                    ) -> tuple[list[str], list[tuple]]:
     """Run one read-only SQL statement on the results database; return (columns, rows).
 
-    Raises ReadOnlyQueryError for any statement that would write, FileNotFoundError if the
-    database does not exist, SchemaError if it is not a robench database, QueryTimeout if
-    the statement runs longer than ``timeout`` seconds (0: no limit) and ValueError (with
-    SQLite's message) for invalid SQL.
+    The whole result in memory; :func:`stream_readonly` yields it in batches instead. Raises
+    as :func:`stream_readonly` does.
+    """
+    columns, rows = stream_readonly(path, sql, params, timeout=timeout)
+    return columns, [row for batch in rows for row in batch]
+
+
+def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
+                    batch_size: int = 1000) -> tuple[list[str], Iterator[list[tuple]]]:
+    """Run one read-only SQL statement; return (columns, an iterator of row batches).
+
+    Rows are fetched ``batch_size`` at a time while the iterator is read, so a large result is
+    never held whole; the connection closes when the iterator is exhausted or closed. The time
+    limit covers the statement until its last row. Raises ReadOnlyQueryError for any statement
+    that would write, FileNotFoundError if the database does not exist, SchemaError if it is
+    not a robench database, QueryTimeout if the statement runs longer than ``timeout``
+    seconds (0: no limit) and ValueError (with SQLite's message) for invalid SQL; errors found
+    while fetching are raised by the iterator.
     """
     path = Path(path)
     keyword = _first_keyword(sql)
@@ -195,6 +210,18 @@ def query_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT
         # called every few thousand virtual-machine steps; non-zero interrupts the statement
         return 1 if deadline[0] is not None and time.monotonic() > deadline[0] else 0
 
+    def translated(exc):
+        if deadline[0] is not None and time.monotonic() > deadline[0] and "interrupt" in str(exc):
+            return QueryTimeout(
+                f"the query was stopped after its time limit of {timeout:g} s (a runaway "
+                "WITH RECURSIVE?); add a LIMIT, or raise it with --timeout SECONDS "
+                "(0: no limit)")
+        if refused:
+            return _refusal(refused[0])
+        if "readonly" in str(exc) or "read-only" in str(exc):
+            return _refusal(keyword or "write")
+        return ValueError(f"SQL error: {exc}")
+
     try:
         conn.set_authorizer(authorize)
         if timeout and timeout > 0:
@@ -202,20 +229,26 @@ def query_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT
             deadline[0] = time.monotonic() + timeout
         try:
             cursor = conn.execute(sql, params)
-            columns = [d[0] for d in cursor.description or ()]
-            rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
         except (sqlite3.Error, sqlite3.Warning) as exc:
-            if deadline[0] is not None and time.monotonic() > deadline[0] \
-                    and "interrupt" in str(exc):
-                raise QueryTimeout(
-                    f"the query was stopped after its time limit of {timeout:g} s (a runaway "
-                    "WITH RECURSIVE?); add a LIMIT, or raise it with --timeout SECONDS "
-                    "(0: no limit)") from None
-            if refused:
-                raise _refusal(refused[0]) from None
-            if "readonly" in str(exc) or "read-only" in str(exc):
-                raise _refusal(keyword or "write") from None
-            raise ValueError(f"SQL error: {exc}") from None
-        return columns, rows
-    finally:
+            raise translated(exc) from None
+        columns = [d[0] for d in cursor.description or ()]
+    except BaseException:
         conn.close()
+        raise
+
+    def batches():
+        try:
+            if not cursor.description:
+                return
+            while True:
+                try:
+                    batch = cursor.fetchmany(batch_size)
+                except (sqlite3.Error, sqlite3.Warning) as exc:
+                    raise translated(exc) from None
+                if not batch:
+                    return
+                yield [tuple(row) for row in batch]
+        finally:
+            conn.close()
+
+    return columns, batches()

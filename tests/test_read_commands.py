@@ -93,6 +93,62 @@ def test_query_stops_a_runaway_recursive_query(tmp_path):
     assert ok.exit_code == 0 and "8" in ok.output
 
 
+def test_query_streams_rows_until_the_time_limit(tmp_path):
+    # An endless result: rows are written as they are fetched, then the limit stops it with
+    # the same one-line error (a query that gathered everything first printed no row at all).
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    sql = "with recursive r(i) as (select 1 union all select i+1 from r) select i from r"
+    res = run("query", sql, "--timeout", "0.5", "--format", "csv", "--db", db)
+    assert res.exit_code == 2
+    assert "stopped after its time limit of 0.5 s" in res.output
+    lines = res.output.splitlines()
+    assert lines[:4] == ["i", "1", "2", "3"]
+    assert len(lines) > 1000  # several batches went out before the stop
+
+
+def test_stream_readonly_yields_batches_and_closes(tmp_path):
+    from robench.readonly import query_readonly, stream_readonly
+
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    sql = ("with recursive r(i) as (select 1 union all select i+1 from r where i < 2500) "
+           "select i from r")
+    cols, batches = stream_readonly(db, sql, batch_size=1000)
+    sizes = [len(b) for b in batches]
+    assert cols == ["i"] and sizes == [1000, 1000, 500]
+    assert query_readonly(db, sql)[1] == [(i,) for i in range(1, 2501)]
+    # closed early, the connection is released (the file can be replaced at once)
+    cols, batches = stream_readonly(db, sql, batch_size=10)
+    next(batches)
+    batches.close()
+    db.unlink()
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_query_formats_empty_and_many_rows(tmp_path, fmt):
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    many = ("with recursive r(i) as (select 1 union all select i+1 from r where i < 2500) "
+            "select i, 'x' || i as s from r")
+    res = run("query", many, "--format", fmt, "--db", db)
+    assert res.exit_code == 0, res.output
+    if fmt == "json":
+        rows = json.loads(res.output)
+        assert len(rows) == 2500 and rows[-1] == {"i": 2500, "s": "x2500"}
+    elif fmt == "csv":
+        assert res.output.splitlines()[-1] == "2500,x2500"
+    else:
+        out = res.output.splitlines()
+        assert out[0].split() == ["i", "s"] and out[-1].split() == ["2500", "x2500"]
+        assert len(out) == 2502
+    empty = run("query", "select 1 as i where 0", "--format", fmt, "--db", db)
+    assert empty.exit_code == 0
+    expected = {"json": [], "csv": "i", "table": "(no rows)"}[fmt]
+    got = json.loads(empty.output) if fmt == "json" else empty.output.strip()
+    assert got == expected
+
+
 def test_query_json_decodes_json_columns(tmp_path):
     db = tmp_path / "r.db"
     shutil.copyfile(OLD_MAIN, db)

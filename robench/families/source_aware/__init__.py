@@ -66,14 +66,13 @@ def register_metrics(register):
     register(MetricSpec(
         name="adequacy",
         description="Dataset adequacy: E[AccX], E[AccI] and rho as the training set grows, "
-                    "per class too (opt-in in the quick profile: slow).",
+                    "per class too.",
         protocol=adequacy.NAME,
         aggregate=metrics.aggregate_adequacy,
         definition=metrics.ADEQUACY_DEFINITION,
         higher_is_better=True,
         uses_clusterer=True,
         version="2",  # 2: Fieller / t intervals, as rho
-        in_default_run=False,
         report=report.adequacy_lines,
         claims=docs.adequacy_claims,
         leaderboard=LeaderboardSection(build=leaderboard.adequacy_section,
