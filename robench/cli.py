@@ -51,6 +51,13 @@ def friendly_errors(fn):
             _fail(str(exc))
         except sqlite3.Error as exc:
             db = kwargs.get("db_path") or "the results database"
+            if kwargs.get("db_path"):
+                from robench.migrations import unwritable
+
+                reason = unwritable(db)
+                if reason:
+                    _fail(f"{db} cannot be written: {reason}; pick a --db on a writable disk "
+                          "(results, query and leaderboard read it where it is)")
             _fail(f"{db}: SQLite refused it ({exc}). If the file is damaged or not a robench "
                   "database, move it away or pick another --db; a run resumes from what it "
                   "stored.")
@@ -784,7 +791,9 @@ def migrate(db_path):
 
     if not os.path.isfile(db_path):
         raise FileNotFoundError(f"no results database at {db_path}")
-    conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
+    from robench.readonly import readonly_uri
+
+    conn = sqlite3.connect(readonly_uri(db_path), uri=True)
     try:
         before = check_readable(conn, db_path)
     finally:

@@ -12,6 +12,7 @@ Each step in :data:`MIGRATIONS` is ``(version it produces, summary, function(con
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -198,6 +199,30 @@ def check_readable(conn, path) -> int:
     return version
 
 
+def unwritable(path) -> Optional[str]:
+    """Return why robench cannot write the database at ``path`` (None if it can, as far as
+    the file system says): a read-only file system, or a file or folder it may not write."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return "it is on a read-only file system"
+    except OSError:
+        return None
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        return "robench may not write that file or its folder"
+    return None
+
+
+def _write_refused(path, exc) -> SchemaError:
+    """The error for a database that cannot be opened for writing."""
+    reason = unwritable(path)
+    if reason:
+        return SchemaError(f"{path} cannot be written: {reason}; pick a --db on a writable "
+                           "disk (results, query and leaderboard read it where it is)")
+    return SchemaError(f"{path} is not an SQLite database ({exc})")
+
+
 def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
     """Create or migrate the database at ``path`` to :data:`CURRENT`; return the steps applied.
 
@@ -208,12 +233,15 @@ def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
     database or is newer than this robench.
     """
     path = Path(path)
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
+    try:
+        conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)
+    except sqlite3.DatabaseError as exc:
+        raise _write_refused(path, exc) from None
     try:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.DatabaseError as exc:
-            raise SchemaError(f"{path} is not an SQLite database ({exc})") from None
+            raise _write_refused(path, exc) from None
         try:
             applied = _migrate_locked(conn, path, schema)
             conn.execute("COMMIT")
