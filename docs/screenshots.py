@@ -21,14 +21,25 @@ WIDTHS = {"desktop": (1400, 900), "phone": (390, 844)}
 
 
 def stamp_text(db: Path) -> str:
-    """Return the line stamped on each screenshot: database, newest run, date."""
+    """Return the line stamped on each screenshot: database, newest run with its commit,
+    profile and machine, and the date."""
+    import json
+
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        row = con.execute("SELECT id, command, robench_version FROM runs "
-                          "ORDER BY id DESC LIMIT 1").fetchone()
+        row = con.execute("SELECT id, command, robench_version, git_rev, platform, config "
+                          "FROM runs ORDER BY id DESC LIMIT 1").fetchone()
     finally:
         con.close()
-    run = f"run {row[0]}: {row[1]} (robench {row[2]})" if row else "no runs"
+    if row:
+        try:
+            profile = json.loads(row[5] or "{}").get("profile", "?")
+        except ValueError:
+            profile = "?"
+        run = (f"run {row[0]}: {row[1]} (robench {row[2]}, commit {(row[3] or '?')[:10]}, "
+               f"profile {profile}, {row[4]})")
+    else:
+        run = "no runs"
     day = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     return f"{db.name} - {run} - screenshot {day}"
 
