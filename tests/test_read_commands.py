@@ -118,11 +118,34 @@ def test_stream_readonly_yields_batches_and_closes(tmp_path):
     sizes = [len(b) for b in batches]
     assert cols == ["i"] and sizes == [1000, 1000, 500]
     assert query_readonly(db, sql)[1] == [(i,) for i in range(1, 2501)]
-    # closed early, the connection is released (the file can be replaced at once)
-    cols, batches = stream_readonly(db, sql, batch_size=10)
-    next(batches)
-    batches.close()
-    db.unlink()
+    # closed early, its connection is closed too (the generator's finally ran)
+    closed = []
+    import sqlite3 as _sqlite3
+
+    real_connect = _sqlite3.connect
+
+    class Conn:
+        def __init__(self, *a, **k):
+            self._c = real_connect(*a, **k)
+
+        def __getattr__(self, name):
+            return getattr(self._c, name)
+
+        def close(self):
+            closed.append(True)
+            self._c.close()
+
+    import robench.readonly as ro
+
+    ro.sqlite3.connect, saved = Conn, ro.sqlite3.connect
+    try:
+        cols, batches = stream_readonly(db, sql, batch_size=10)
+        next(batches)
+        assert not closed
+        batches.close()
+        assert closed
+    finally:
+        ro.sqlite3.connect = saved
 
 
 @pytest.mark.parametrize("fmt", ["table", "csv", "json"])
