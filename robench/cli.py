@@ -724,9 +724,10 @@ def merge(sources, contributors, db_path):
 
     Sources are untrusted: opened read-only, checked, copied row by row (never their
     triggers or views). Runs get new ids (the `contributions` table says where each came
-    from); a trial or score already stored with different results is a conflict, kept apart
-    in the `conflicts` table and listed here, never written over. Merging again changes
-    nothing.
+    from); a trial, score or score group already stored with different content is a
+    conflict: counted, listed here with the stored and incoming values and where the kept
+    one came from, kept apart in the `conflicts` table, never written over. Merging again
+    changes nothing.
 
     \b
     Example:
@@ -739,14 +740,34 @@ def merge(sources, contributors, db_path):
         click.echo(f"{s['source']} ({s['contributor']}): {s['runs']} run(s) copied, "
                    f"{s['runs_known']} already merged; {s['trials']} trial(s) copied, "
                    f"{s['trials_duplicate']} duplicate, {s['trials_conflict']} conflicting; "
-                   f"{s['scores']} score(s) copied, {s['scores_conflict']} conflicting")
+                   f"{s['scores']} score(s) copied, {s['scores_duplicate']} duplicate, "
+                   f"{s['scores_conflict']} conflicting; {s['score_groups']} score group(s) "
+                   f"copied, {s['score_groups_duplicate']} duplicate, "
+                   f"{s['score_groups_conflict']} conflicting")
+        if s["trials_replaced_failed"]:
+            click.echo(f"  {s['trials_replaced_failed']} stored failed trial(s) replaced by "
+                       "this source's ok one(s)")
+        if s["trials_failed_skipped"]:
+            click.echo(f"  {s['trials_failed_skipped']} failed trial(s) not copied: their key "
+                       "is stored with another result, which is kept")
     if report.conflicts:
-        click.secho(f"{len(report.conflicts)} conflict(s): same key, different results; the "
-                    "stored rows are kept, the incoming ones are in the conflicts table:",
-                    fg="yellow", err=True)
+        from collections import Counter
+
+        kinds = Counter(c["kind"] for c in report.conflicts)
+        each = ", ".join(f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}"
+                         for kind, n in sorted(kinds.items()))
+        click.secho(f"{len(report.conflicts)} conflict(s) ({each}): same key, different "
+                    "content. The stored rows are kept; the incoming ones are in the "
+                    "conflicts table:", fg="yellow", err=True)
         for c in report.conflicts[:20]:
-            click.echo(f"  {c['kind']} {c['key'][:16]} from {c['source']}: differs in "
-                       f"{', '.join(c['columns'])}", err=True)
+            values = "; ".join(f"{col} kept {c['stored'][col]}, incoming {c['incoming'][col]}"
+                               for col in c["columns"])
+            click.echo(f"  {c['kind'].replace('_', ' ')} {c['key'][:16]} ({c['label']}) from "
+                       f"{c['source']}: differs in {', '.join(c['columns'])}: {values}; kept "
+                       f"the one from {c['kept']}", err=True)
+        if len(report.conflicts) > 20:
+            click.echo(f"  ... and {len(report.conflicts) - 20} more: robench query --db "
+                       f"{db_path} 'SELECT kind, key, columns, source FROM conflicts'", err=True)
     click.echo(f"merged into {db_path}")
 
 
