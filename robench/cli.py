@@ -200,13 +200,14 @@ class _RunCommand(click.Command):
                    "`robench knobs` shows every knob with its type, default and profile values.")
 @click.option("--until", "until", type=click.Choice(["fixed", "decided"]), default="fixed",
               show_default=True,
-              help="fixed: every repeat at once. decided: rho tables in rounds of 3, 6, 12, ... "
-                   "repeats up to --repeats (or the profile's), intervals at a level corrected "
-                   "for the looks; a table stops once every adjacent pair of models is "
-                   "separated or narrower than --precision (docs/profile.md).")
+              help="fixed: every repeat at once. decided: rho tables in rounds of 6, 12, 24, "
+                   "... repeats up to --repeats (or the profile's), intervals at a level "
+                   "corrected for the looks; a model stops once its adjacent pairs are decided "
+                   "(the paired interval of their rho difference excludes 0, or lies within "
+                   "±--precision), a table once all are (docs/adaptive.md).")
 @click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="With --until decided: a pair of models whose rho intervals both have a "
-                   "half-width below this counts as decided (default 0.01).")
+              help="With --until decided: two models whose rho difference is shown to lie "
+                   "within ±this are equivalent, a decided tie (default 0.01).")
 @click.option("--rescore", is_flag=True,
               help="Recompute every score from its trials, even where the trials and the "
                    "metric version are unchanged (by default those stored scores are reused).")
@@ -352,11 +353,19 @@ def _print_adaptive(tables):
         return
     click.echo("\nAdaptive repeats (--until decided): intervals above at level "
                f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
-               f"looks: {', '.join(map(str, tables[0]['looks_planned']))})")
+               f"looks: {', '.join(map(str, tables[0]['looks_planned']))}); adjacent pairs by "
+               f"the paired interval of their rho difference, equivalent within "
+               f"{tables[0]['precision']:g}")
+    signs = {"ordered": ">", "equivalent": "~", "undecided": "?"}
     for t in tables:
         reps = ", ".join(f"{m} {r}" for m, r in t["repeats_by_model"].items())
         click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['stopped']}; repeats of at most "
                    f"{t['max_repeats']}: {reps} ({t['trials']} trials)")
+        pairs = t.get("pairs") or []
+        if pairs:
+            chain = pairs[0]["pair"][0] + "".join(
+                f" {signs[p['status']]} {p['pair'][1]}" for p in pairs)
+            click.echo(f"    {chain}   (> ordered, ~ equivalent, ? undecided)")
 
 
 def _trial_label(row) -> str:
