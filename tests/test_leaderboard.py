@@ -209,6 +209,44 @@ def test_model_page_shows_metadata_scores_per_class_and_folds(filled, tmp_path):
     assert 'href="models/logreg.html"' in models
 
 
+def test_model_pages_link_to_shared_legends_and_script_instead_of_repeating_them(
+        filled, tmp_path):
+    # at 1,000 models the legends were a fifth of every model page (benchmarks/
+    # leaderboard_scale.py: 89 MB site); they are on one page now, as the sort script is
+    build_site(filled, tmp_path)
+    whole = "no loss on unseen sources"  # the rho section's legend, past its link text
+    legends = read(tmp_path, "legends.html")
+    assert whole in legends and "Shown on 3 model pages" in legends
+    assert whole in read(tmp_path, "datasets/digits.html")  # beside its table there
+    script = "function key(cell)"
+    assert script in read(tmp_path, "sort.js")
+    for model in ("mlp", "lenet", "logreg"):
+        html = read(tmp_path, f"models/{model}.html")
+        assert whole not in html and script not in html
+        assert 'Legend: <a href="../legends.html#legend-' in html
+        assert "Robustness &rho; = E[AccX] / E[AccI]: each class" in html  # the link text
+        assert '<script src="../sort.js"></script>' in html
+    assert check_links(tmp_path) > 0  # every legend anchor resolves
+
+
+def test_a_legend_on_one_model_page_only_stays_there():
+    from markupsafe import Markup
+
+    from robench.site import _share_legends
+
+    shared = '<p class="legend">How to read it.</p>'
+    own = '<ul class="legend"><li>only a</li></ul>'
+    blocks_of = {m: [{"sections": [{"title": "Rho", "html": Markup(shared + extra)}]}]
+                 for m, extra in (("a", own), ("b", ""))}
+    entries = _share_legends(blocks_of)
+    assert [(e["title"], str(e["html"]), e["pages"]) for e in entries] == [
+        ("Rho", shared, 2)]
+    a = str(blocks_of["a"][0]["sections"][0]["html"])
+    assert own in a and shared not in a
+    assert a.startswith(f'<p class="legend">Legend: <a href="../legends.html#{entries[0]["id"]}">'
+                        "How to read it.</a></p>")
+
+
 def test_methods_page_definitions_papers_configurations_runs(filled, tmp_path):
     build_site(filled, tmp_path)
     html = read(tmp_path, "methods.html")
