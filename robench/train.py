@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from robench.data import Rows
 from robench.devices import module_device
 
 #: Training budget used where ``ModelContext.train`` leaves a key out: the quick budget, which
@@ -75,16 +76,27 @@ def training_budget(train: dict) -> dict:
     return {key: train.get(key, default) for key, default in DEFAULT_TRAIN.items()}
 
 
-def _as_inputs(X) -> torch.Tensor:
+def _as_inputs(X):
     """Return rows as a tensor without copying where possible: float32, or uint8 pixels as held.
 
     uint8 rows are pixels (value / 255, see :class:`robench.data.Dataset`); they stay uint8
     here (a quarter of the memory) and :func:`_as_float` converts each batch.
+    :class:`robench.data.Rows` are returned as they are: :func:`_take` reads them a batch at
+    a time.
     """
+    if isinstance(X, Rows):
+        return X
     X = np.asarray(X)
     if X.dtype == np.uint8:
         return torch.from_numpy(np.ascontiguousarray(X))
     return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
+
+
+def _take(X, idx) -> torch.Tensor:
+    """Return the rows ``idx`` (a tensor of positions, or a slice) of a tensor or of Rows."""
+    if isinstance(X, Rows):
+        return torch.from_numpy(X[idx if isinstance(idx, slice) else idx.numpy()])
+    return X[idx]
 
 
 def _as_float(x: torch.Tensor) -> torch.Tensor:
@@ -323,6 +335,9 @@ class TorchClassifier:
     #: uint8 rows are accepted as pixels (value / 255) and converted per batch, so a worker
     #: holds the data at a quarter of float32's size (robench.trials.fit_and_score).
     accepts_uint8 = True
+    #: ``fit``, ``predict`` and ``features`` accept :class:`robench.data.Rows` (views of a
+    #: data set's rows) and read one mini-batch at a time: no copy of a split is made.
+    accepts_rows = True
 
     def __init__(self, build_module, *, seed: int, max_epochs: int, patience: int,
                  batch_size: int, lr: float, weight_decay: float = 0.0,
@@ -414,7 +429,7 @@ class TorchClassifier:
                 idx = order[start:start + self.batch_size]
                 # Batches move to the device one at a time (a no-op on the CPU), so the
                 # training set itself never has to fit in GPU memory.
-                xb, yb = _as_float(Xt[idx].to(device)), yt[idx].to(device)
+                xb, yb = _as_float(_take(Xt, idx).to(device)), yt[idx].to(device)
                 logits = module(xb)
                 loss = loss_fn(logits, yb)
                 if penalty is not None:
@@ -475,8 +490,19 @@ class TorchClassifier:
         starts = range(0, max(X.shape[0], 1), EVAL_BATCH_SIZE)
         device = module_device(self.module_)
         with torch.inference_mode():
-            return torch.cat([fn(_as_float(X[s:s + EVAL_BATCH_SIZE].to(device)))
-                              for s in starts]).cpu()
+            out = None
+            for s in starts:
+                part = fn(_as_float(_take(X, slice(s, s + EVAL_BATCH_SIZE)).to(device)))
+                if out is None:
+                    # One result array filled in place, not a list of small tensors joined at
+                    # the end: each kept batch result pinned the freed batch buffers above it
+                    # in the C heap, and a CIFAR-sized prediction pass grew a worker's RSS by
+                    # ~300 MB that way (the values are torch.cat's).
+                    out = torch.empty((X.shape[0],) + tuple(part.shape[1:]), dtype=part.dtype,
+                                      device=part.device)
+                out[s:s + part.shape[0]] = part
+                del part
+            return out.cpu()
 
     def _loss_and_accuracy(self, X: torch.Tensor, y: torch.Tensor) -> tuple:
         logits = self._batched(self.module_, X)
