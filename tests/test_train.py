@@ -459,3 +459,35 @@ def test_a_subclass_with_its_own_predict_keeps_the_train_accuracy_pass():
                                lambda c: MLP(c.n_features, c.n_classes))
     clf.fit(ds.X[parts[0]], ds.y[parts[0]], ds.X[parts[1]], ds.y[parts[1]])
     assert row["train_accuracy"] == clf.train_accuracy_
+
+
+def _trainable(module) -> int:
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("image_shape, n_classes", [
+    ((1, 8, 8), 10), ((1, 28, 28), 10), ((3, 16, 16), 3), ((1, 5, 7), 2), ((2, 4, 4), 7)])
+def test_builtin_parameter_counts_are_the_built_modules(image_shape, n_classes):
+    d = int(np.prod(image_shape))
+    ctx = ModelContext(n_features=d, n_classes=n_classes, image_shape=image_shape, seed=0)
+    specs = _specs()
+    assert _trainable(specs["mlp"].build(ctx).build_module()) == \
+        builtin_models.mlp_params(d, n_classes) == 256 * d + 129 * n_classes + 33_152
+    for depth in (1, 2, 3):
+        module = specs[f"cnn-{depth}"].build(ctx).build_module()
+        assert _trainable(module) == builtin_models.cnn_params(
+            image_shape, n_classes, builtin_models.CNN_CHANNELS[:depth]), (depth, image_shape)
+
+
+def test_builtin_models_state_their_parameters_on_the_papers_image_sizes():
+    import re
+
+    specs = _specs()
+    for name, counts in {"mlp": (50_826, 235_146), "cnn-1": (34_346, 402_986),
+                         "cnn-2": (22_602, 206_922), "cnn-3": (57_482, 98_442)}.items():
+        text = specs[name].params
+        assert f"{counts[0]:,} on 8x8 digits, {counts[1]:,} on 28x28 MNIST" in text, text
+    a, c, b = (int(x.replace(",", "")) for x in re.match(
+        r"(\d+)·d \+ (\d+)·C \+ ([\d,]+) for d input features", specs["mlp"].params).groups())
+    assert (a * 64 + c * 10 + b, a * 784 + c * 10 + b) == (50_826, 235_146)  # the formula
+    assert specs["svm"].params.startswith("none fixed: it keeps support vectors")
