@@ -151,7 +151,11 @@ def _bayes_layers():
 
 
 class _Pool(nn.Module):
-    """Max-pool over channels-last memory (vectorised on CPU, see robench.train.MaxPool2x2)."""
+    """Max-pool over channels-last memory (vectorised on CPU, see robench.train.MaxPool2x2).
+
+    :class:`PaperCNN` keeps every activation channels-last, so the conversion here is a no-op
+    inside it; it still converts an NCHW input from elsewhere.
+    """
 
     def __init__(self, kernel_size: int, stride: int):
         super().__init__()
@@ -211,10 +215,22 @@ class PaperCNN(nn.Module):
         self.arch = arch
         self.conv, self.fc, self.feature_width, lin_cls = _layers(arch, self.bayesian)
         self.head = lin_cls(self.feature_width, n_classes)
+        # One memory layout end to end, as robench.train.ConvNet: the conv weights (the
+        # Bayesian layers' mu and rho too) and, in _images, the inputs are channels-last, so
+        # every convolution, pool and activation runs on NHWC memory. Before (version 2) the
+        # NCHW convolutions met the channels-last pool with a conversion on each side, forward
+        # and backward (docs/profile.md has the measured gain). The kernels round
+        # differently, so these models carry version 3.
+        self.to(memory_format=torch.channels_last)
+
+    @staticmethod
+    def _images(x: torch.Tensor) -> torch.Tensor:
+        """Return flat rows ``x`` as zero-padded 32x32 images in channels-last memory."""
+        x = F.pad(x.view(x.shape[0], *INPUT_SHAPE), (_PAD, _PAD, _PAD, _PAD))
+        return x.contiguous(memory_format=torch.channels_last)
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.pad(x.view(x.shape[0], *INPUT_SHAPE), (_PAD, _PAD, _PAD, _PAD))
-        return self.fc(self.conv(x))
+        return self.fc(self.conv(self._images(x)))
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """Return the penultimate-layer activations (the head's input) of flat rows ``x``."""
@@ -222,8 +238,7 @@ class PaperCNN(nn.Module):
 
     def conv_features(self, x: torch.Tensor) -> torch.Tensor:
         """Return the last convolutional block's output, flattened (the coverage layer)."""
-        return self.conv(F.pad(x.view(x.shape[0], *INPUT_SHAPE), (_PAD, _PAD, _PAD, _PAD))
-                         ).flatten(1)
+        return self.conv(self._images(x)).flatten(1)
 
     def from_conv_features(self, z: torch.Tensor) -> torch.Tensor:
         """Return class logits from flattened :meth:`conv_features` ``z``."""
