@@ -11,7 +11,10 @@ Sections (each can be skipped):
             isolates the harness's gain. Reports the speed-ups and whether the accuracies
             agree. With --old CHECKOUT the same trials also run on that checkout's robench.
 * startup - the first vs the next cnn-2 trial in a fresh process (old code and this one).
-* adaptive - mnist-5k x the five built-in models: --until decided vs fixed repeats.
+* adaptive - mnist-5k x the five built-in models: --until decided (max --adaptive-repeats 32,
+            --adaptive-precision 0.025) vs the fixed number of repeats that reaches the same
+            precision (derived from the measured paired spreads), in one store: trials,
+            recorded trial-seconds, rankings, agreement (docs/adaptive.md).
 * projection - run --all --profile paper projected from the all section's trial seconds.
 * flops   - achieved training throughput of those robench trials in FLOP/s against this
             machine's peak, measured as a large fp32 matmul on all cores in the same run.
@@ -599,7 +602,7 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
                          "repeats_by_model": a_reps,
                          "undecided_at_max": [m for p in info["pairs"]
                                               if p["status"] == "undecided" for m in p["pair"]],
-                         "max_repeats": max_repeats}
+                         "max_repeats": max_repeats, "precision": precision}
 
 
 # ------------------------------------------------------------------------------------------
@@ -671,7 +674,8 @@ def bench_projection(rows: list, extra: dict, jobs: int):
         adaptive_h = (total - sa_seconds * (1 - share)) / jobs / 3600
         rows.append(("... with --until decided (source-aware trials)",
                      f"{adaptive_h:.0f} h on {jobs} workers",
-                     f"source-aware repeats at {share:.2f} of 100 (mnist-5k's stops above)"))
+                     f"source-aware repeats at {share:.2f} of 100 (mnist-5k's stops above, "
+                     f"precision {ad.get('precision')})"))
     n_measured = len(plan.specs) - n_unmeasured
     for workers in (8, 32):
         rows.append((f"... on {workers} workers (Dask), measured components",
