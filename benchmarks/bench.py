@@ -567,7 +567,8 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
                  ", ".join(f"{m} {r}" for m, r in a_reps.items()), info["stopped"]))
     rows.append(("fixed design's repeats (derived)",
                  f"{r_fixed} (planned {r_plan}: 95% paired half-width <= precision/2 for the "
-                 f"most variable pair, sd {max(sds):.4f}; capped at the maximum {max_repeats})",
+                 f"most variable pair, sd {max(sds):.4f}"
+                 + (f"; capped at the maximum {max_repeats})" if r_plan > max_repeats else ")"),
                  f"an oracle knowing the differences would need {r_oracle}"))
     rows.append(("adaptive vs fixed: trials",
                  f"adaptive {a_trials} vs fixed {f_trials}",
