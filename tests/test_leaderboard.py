@@ -247,6 +247,22 @@ def test_a_legend_on_one_model_page_only_stays_there():
                         "How to read it.</a></p>")
 
 
+def test_a_builtin_model_page_states_its_parameters(filled, tmp_path):
+    from robench.plugins import get_registry
+
+    build_site(filled, tmp_path)
+    text = get_registry().get("models", "mlp").params  # counted in tests/test_train.py
+    assert "50,826 on 8x8 digits" in text
+    assert f"<dt>Parameters</dt><dd>{text}</dd>" in read(tmp_path, "models/mlp.html")
+    assert f"<td>{text}</td>" in read(tmp_path, "models.html")  # text: not a number column
+
+
+@pytest.mark.parametrize("params", [-1, True, 1.5, "  ", ["1"]])
+def test_a_model_spec_refuses_params_that_are_neither_a_count_nor_a_text(params):
+    with pytest.raises(ValueError, match="params must be a number of trainable parameters"):
+        ModelSpec(name="m", build=lambda ctx: None, description="d", params=params)
+
+
 def test_methods_page_definitions_papers_configurations_runs(filled, tmp_path):
     build_site(filled, tmp_path)
     html = read(tmp_path, "methods.html")
@@ -309,7 +325,7 @@ class HostilePlugin:
     def register_models(self, register):
         register(ModelSpec(name="evil", build=lambda ctx: None,
                            description=HOSTILE + HOSTILE_ATTR, version=HOSTILE_ATTR,
-                           url="javascript:alert(1)"))
+                           url="javascript:alert(1)", params="about " + HOSTILE))
         register(ModelSpec(name="linked", build=lambda ctx: None, description="has a link",
                            url="https://example.org/model?a=1&b=2", params=12345))
 
@@ -334,6 +350,7 @@ def test_hostile_names_and_metadata_render_as_text(store, tmp_path):
     linked = read(tmp_path, "models/linked.html")
     assert 'href="https://example.org/model?a=1&amp;b=2"' in linked and "12,345" in linked
     assert "&lt;script&gt;" in read(tmp_path, "models/evil.html")
+    assert "<dd>about &lt;script&gt;" in read(tmp_path, "models/evil.html")  # params as text
     check_links(tmp_path)
 
 
