@@ -37,6 +37,10 @@ class Classifier(Protocol):
     def predict(self, X: "np.ndarray") -> "np.ndarray":
         """Return integer class predictions for X."""
 
+    # Optional: ``defer_train_accuracy = False``. robench sets it to True before ``fit`` and
+    # then derives a None ``train_accuracy_`` from its prediction on every row (the fit rows
+    # included); see robench.train.TorchClassifier and docs/plugin-hooks.md.
+
 
 @dataclass(frozen=True)
 class ModelContext:

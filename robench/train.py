@@ -155,7 +155,25 @@ class MaxPool2x2(nn.Module):
         # CNN training step (about 40% of it with one thread); over channels-last memory it
         # is vectorised. ConvNet keeps all its activations channels-last, so this is a no-op
         # there; it converts NCHW inputs from other modules.
-        return nn.functional.max_pool2d(x.contiguous(memory_format=torch.channels_last), 2)
+        x = x.contiguous(memory_format=torch.channels_last)
+        if x.requires_grad and torch.is_grad_enabled():
+            return nn.functional.max_pool2d(x, 2)
+        return _max_pool2x2_values(x)
+
+
+def _max_pool2x2_values(x: torch.Tensor) -> torch.Tensor:
+    """Return ``max_pool2d(x, 2)`` of channels-last ``x`` without its indices (no gradient).
+
+    Two element-wise maxima over the NHWC memory: horizontal neighbours, then vertical ones.
+    The maximum is exact, so the values equal ``max_pool2d``'s bit for bit; they skip the
+    int64 index of every output that ``max_pool2d`` computes on the CPU even without autograd
+    (it only serves the backward pass). Measured with one thread on cnn-2's two pools
+    (batch 256): 6.8 -> 2.5 ms and 1.75 -> 0.25 ms; the pool was 43% of an evaluation pass.
+    """
+    n, c, h, w = x.shape
+    p = x.permute(0, 2, 3, 1)[:, :h - h % 2, :w - w % 2]  # NHWC view, odd edges dropped
+    cols = torch.maximum(p[:, :, 0::2], p[:, :, 1::2])
+    return torch.maximum(cols[:, 0::2], cols[:, 1::2]).permute(0, 3, 1, 2)
 
 
 class ConvNet(nn.Module):
@@ -321,8 +339,17 @@ class TorchClassifier:
         validation loss, then by the earlier epoch.
     n_epochs_ : int
         Epochs actually run.
-    train_accuracy_ : float
-        Accuracy of the restored module on the training data.
+    train_accuracy_ : float or None
+        Accuracy of the restored module on the training data. None after a fit with
+        ``defer_train_accuracy`` set, until the caller stores it.
+    defer_train_accuracy : bool
+        False (the default): ``fit`` ends with a pass over the training rows to set
+        ``train_accuracy_``. Set to True by a caller that predicts those rows anyway
+        (:func:`robench.trials.fit_and_score` predicts every row of the data set): ``fit``
+        then leaves ``train_accuracy_`` None and the caller derives it from that prediction,
+        the same number (``predict`` runs the same restored module in eval mode), without a
+        second pass (about 6% of a cnn-2 trial, docs/profile.md). A subclass that overrides
+        ``predict`` always gets the pass.
     val_accuracy_ : float
         Validation accuracy of the restored module.
     device_ : str
@@ -350,6 +377,7 @@ class TorchClassifier:
         self.lr = lr
         self.weight_decay = weight_decay
         self.epoch_callback = epoch_callback
+        self.defer_train_accuracy = False
 
     @classmethod
     def from_context(cls, ctx, build_module, **overrides) -> "TorchClassifier":
@@ -465,7 +493,11 @@ class TorchClassifier:
         self.best_epoch_ = best_epoch
         self.n_epochs_ = len(self.history_)
         self.val_accuracy_ = best_key[0]
-        self.train_accuracy_ = self._loss_and_accuracy(Xt, yt)[1]
+        if getattr(self, "defer_train_accuracy", False) and \
+                type(self).predict is TorchClassifier.predict:
+            self.train_accuracy_ = None  # the caller derives it from its own prediction
+        else:
+            self.train_accuracy_ = self._loss_and_accuracy(Xt, yt)[1]
         return self
 
     def _observe_epoch(self, epoch: int) -> None:

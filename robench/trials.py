@@ -95,11 +95,19 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
     # The whole data set is handed to the model (fit, validation, then one prediction pass):
     # check it once at the boundary.
     check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")
+    # A model offering defer_train_accuracy (robench.train.TorchClassifier) skips its own pass
+    # over the fit rows: the prediction below covers them, and gives the same accuracy.
+    if getattr(model, "defer_train_accuracy", None) is False:
+        model.defer_train_accuracy = True
     model.fit(fit_X, y[train_idx], val_X, y[val_idx])
     del fit_X, val_X  # a model that needed them whole keeps what it keeps, not this frame
     # One prediction pass over the whole data set gives test accuracy and, for free, the
-    # whole-data-set accuracy and per-sample correctness (what estimators of a lost test set read).
+    # whole-data-set accuracy and per-sample correctness (what estimators of a lost test set
+    # read) and, for a model that deferred it, the accuracy on the fit rows.
     correct_all = predict_rows(model, X, dataset.n_classes, model_spec.name) == y
+    train_accuracy = getattr(model, "train_accuracy_", None)
+    if train_accuracy is None and getattr(model, "defer_train_accuracy", False):
+        train_accuracy = model.train_accuracy_ = float(correct_all[train_idx].mean())
     pred = np.where(correct_all[test_idx], y[test_idx], -1)
     y_test = y[test_idx]
     return {
@@ -107,7 +115,7 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
         "all_accuracy": float(correct_all.mean()),
         "correct": pack_bits(correct_all),
         "per_class": accuracy_per_class(y_test, pred, dataset.n_classes),
-        "train_accuracy": _maybe_float(getattr(model, "train_accuracy_", None)),
+        "train_accuracy": _maybe_float(train_accuracy),
         "val_accuracy": _maybe_float(getattr(model, "val_accuracy_", None)),
         "n_train": int(len(train_idx)),
         "n_val": int(len(val_idx)),
