@@ -1,21 +1,24 @@
 """``robench run --until decided``: repeats in rounds until every rho table's order is decided.
 
 A rho table is one (data set, clusterer) with its models ranked by rho. The run looks at the
-tables after 3, 6, 12, ... repeats (:func:`robench.sequential.looks`, up to ``--repeats`` or
-the profile's repeats); at every look each model's rho interval is Fieller's at the corrected
-level ``1 - 0.05 / K`` for the K planned looks (:mod:`robench.sequential`: the reported
-interval keeps >= 95% coverage whatever look the run stops at). A table stops when every
-adjacent pair of models (ordered by rho) is separated (intervals do not overlap) or both of
-its intervals are narrower than ``--precision`` (half-width), or at the maximum. Only tables
-still undecided get more repeats, and in them only the models of an undecided adjacent pair
-(each model's interval is at the corrected level at each of its looks, a subset of the
-planned ones, so the union bound still holds).
+tables after 6, 12, 24, ... repeats (:func:`robench.sequential.looks`, up to ``--repeats`` or
+the profile's repeats). At every look the models are ordered by their rho estimate and each
+adjacent pair gets a paired interval for its difference rho_a - rho_b
+(:func:`robench.sequential.paired_difference`: the models of a repeat share its partitions,
+so their difference varies far less than either), at the corrected level ``1 - 0.05 / K`` for
+K planned looks. A pair is *ordered* when that interval excludes 0, *equivalent* when it lies
+within ``±--precision``; only the models of an undecided pair get the next look's repeats, and
+a table stops when no pair is undecided, or at the maximum. Each model's own rho interval
+(Fieller's) is reported at the same corrected level, so it keeps >= 95% coverage wherever its
+model stopped.
 
 Repeats are trials keyed by their index, so a later look only runs the repeats the earlier
 ones did not, and an interrupted run resumes from the store: rerunning replays the same looks
 on the same stored trials, hence the same decisions. Every score of a table records
-``details.adaptive`` (repeats used, planned looks and those taken, level, why it stopped, the
-adjacent pairs); the rho and accuracy intervals it stores are the corrected-level ones.
+``details.design = "adaptive"`` and ``details.adaptive``: the repeats its model used and why
+it stopped there (``repeats``, ``model_stopped``), the table's reason (``stopped``), the order,
+the ranks the pair decisions give (``ranks``), every adjacent pair with its status,
+difference, interval and common repeats (``pairs``), the planned and taken looks, the level.
 
 Metrics other than rho asked for in the same run are run once at the maximum repeats, as a
 plain run would (``--metric rho`` runs rho alone).
@@ -27,10 +30,15 @@ import time
 from dataclasses import replace
 from typing import Callable, Optional
 
+import numpy as np
+
 from robench.runner import ConfigError, Plan, RunReport, execute, plan_run
-from robench.sequential import ALPHA, PRECISION, Entry, corrected_level, decide, looks, stop_reason
+from robench.sequential import (ALPHA, PRECISION, STATUS, block_ranks, corrected_level, looks,
+                                stop_reason, table_look)
 
 METRIC = "rho"
+#: The decision rule's name, stored with every score (and in its inputs fingerprint).
+RULE = "paired-delta-bonferroni"
 
 
 def annotate(scores: list, level: float, adaptive: dict) -> list:
@@ -55,21 +63,9 @@ def annotate(scores: list, level: float, adaptive: dict) -> list:
             details["interval"] = iv.as_dict()
             s = replace(s, ci_low=iv.low, ci_high=iv.high)
         details["adaptive"] = adaptive
+        details["design"] = "adaptive"
         out.append(replace(s, details=details))
     return out
-
-
-def to_extend(models: list, decision: dict) -> list:
-    """Return the models of a table that get the next look's repeats.
-
-    Those in an undecided adjacent pair (a model that stopped comes back if a new neighbour
-    leaves it undecided); every model of an undecided table without such a pair (one model
-    whose interval is still too wide or undefined).
-    """
-    open_pairs = [p["pair"] for p in decision["pairs"] if p["status"] == "undecided"]
-    if not decision["decided"] and not open_pairs:
-        return list(models)
-    return [m for m in models if any(m in pair for pair in open_pairs)]
 
 
 def _table_plan(cfg, registry, table: tuple, model: str, n: int) -> Plan:
@@ -163,36 +159,41 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
         for (t, m), p in plans.items():
             current[(t, m)] = (p.groups[0], n)
         for t in list(pending):
-            entries = []
-            for m in models[t]:
-                g, _ = current[(t, m)]
-                sc = annotate(rho.aggregate(g.key_dict, store.trials(keys=g.keys)), level, {})
-                head = next(s for s in sc if s.score == METRIC)
-                entries.append(Entry(m, head.value, head.ci_low, head.ci_high))
-            decision = decide(entries, precision, rho.higher_is_better)
-            reason = stop_reason(decision, n, plan_looks[-1])
-            open_pairs = [p["pair"] for p in decision["pairs"] if p["status"] == "undecided"]
-            repeats = {m: current[(t, m)][1] for m in models[t]}
-            history[t].append({"look": n, "repeats": repeats, "decided": decision["decided"],
-                               "undecided_pairs": open_pairs})
-            need[t] = to_extend(models[t], decision)
+            ms = models[t]
+            x, i = _accuracies(store, [current[(t, m)][0] for m in ms], n)
+            res = table_look(x, i, precision, level, rho.higher_is_better)
+            order = [ms[k] for k in res["order"][0]]
+            statuses = [STATUS[c] for c in res["status"][0]]
+            decided = bool(res["decided"][0])
+            reason = stop_reason(statuses, decided, n, plan_looks[-1])
+            pairs = [{"pair": [a, b], "status": st, "difference": _num(res["d"][0][k]),
+                      "low": _num(res["low"][0][k]), "high": _num(res["high"][0][k]),
+                      "repeats": int(res["n"][0][k])}
+                     for k, (a, b, st) in enumerate(zip(order, order[1:], statuses))]
+            repeats = {m: current[(t, m)][1] for m in ms}
+            history[t].append({"look": n, "repeats": repeats, "decided": decided,
+                               "pairs": {f"{p['pair'][0]} > {p['pair'][1]}": p["status"]
+                                         for p in pairs}})
+            need[t] = [m for k, m in enumerate(ms) if res["open"][0][k]]
             if reason is None:
                 continue
             pending.remove(t)
+            ranks = dict(zip(order, block_ranks(statuses)))
             adaptive = {
+                "design": "adaptive", "rule": RULE,
                 "max_repeats": plan_looks[-1], "looks_planned": plan_looks,
                 "looks_taken": plan_looks[:j + 1], "level": level, "alpha": alpha,
-                "precision": precision, "stopped": reason, "order": decision["order"],
-                "pairs": decision["pairs"], "repeats_by_model": repeats,
-                "history": history[t],
+                "precision": precision, "stopped": reason, "order": order, "ranks": ranks,
+                "pairs": pairs, "repeats_by_model": repeats, "history": history[t],
             }
             groups = []
-            for m in models[t]:
+            for m in ms:
                 g, reps = current[(t, m)]
-                mine = {**adaptive, "repeats": reps}
+                mine = {**adaptive, "repeats": reps, "rank": ranks[m],
+                        "model_stopped": _model_reason(m, pairs, reps, reason)}
                 groups.append(replace(g, options={"adaptive": {
                     "repeats": reps, "looks_planned": plan_looks, "level": level,
-                    "precision": precision}},
+                    "precision": precision, "rule": RULE}},
                     finish=lambda s, a=mine: annotate(s, level, a)))
             final[t] = (groups, {**adaptive, "repeats": max(repeats.values()),
                                  "trials": sum(len(g.keys) for g in groups)})
@@ -208,6 +209,43 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
     return _final(report, totals, failed, skipped, scores, t0,
                   [{"dataset": t[0], "clusterer": t[1], **final[t][1]} for t in tables
                    if t in final])
+
+
+def _num(v) -> Optional[float]:
+    v = float(v)
+    return v if np.isfinite(v) else None
+
+
+def _accuracies(store, groups: list, n: int) -> tuple:
+    """Return (x, i) of shape (1, models, n): exclusive and inclusive accuracy per repeat.
+
+    NaN where a model's repeat was not run (it stopped earlier) or its trial failed.
+    """
+    x = np.full((1, len(groups), n), np.nan)
+    i = np.full((1, len(groups), n), np.nan)
+    for m, g in enumerate(groups):
+        clus = g.key_dict["clusterer"]
+        for t in store.trials(keys=g.keys):
+            r = t.get("repeat")
+            if t["status"] != "ok" or t.get("clusterer") != clus or r is None or r >= n:
+                continue
+            if t["kind"] == "exclusive":
+                x[0, m, r] = t["accuracy"]
+            elif t["kind"] == "inclusive":
+                i[0, m, r] = t["accuracy"]
+    return x, i
+
+
+def _model_reason(model: str, pairs: list, repeats: int, table_reason: str) -> str:
+    """Return why one model of a stopped table stopped where it did."""
+    mine = [p for p in pairs if model in p["pair"]]
+    if any(p["status"] == "undecided" for p in mine):
+        return table_reason
+    if not mine:
+        return table_reason
+    said = ", ".join(f"{p['pair'][0]} > {p['pair'][1]}" if p["status"] == "ordered"
+                     else f"{p['pair'][0]} ~ {p['pair'][1]}" for p in mine)
+    return f"its adjacent pairs decided at {repeats} repeats ({said})"
 
 
 def _add(totals: dict, report: RunReport, plan: Plan) -> None:

@@ -25,8 +25,22 @@ class NonFiniteModelInput(NonFiniteError):
     """An array about to be handed to a model holds NaN or inf values."""
 
 
+#: Rows checked at a time when the rows are a :class:`robench.data.Rows` view (read in batches).
+CHECK_BATCH = 4096
+
+
 def nonfinite_rows(arrays) -> int:
-    """Return how many rows of ``arrays`` (first axis) hold at least one NaN or inf value."""
+    """Return how many rows of ``arrays`` (first axis) hold at least one NaN or inf value.
+
+    :class:`robench.data.Rows` are read :data:`CHECK_BATCH` rows at a time (integer rows,
+    uint8 pixels, not at all): checking a view never copies the rows it views.
+    """
+    from robench.data import Rows
+
+    if isinstance(arrays, Rows):
+        if not np.issubdtype(arrays.dtype, np.inexact):
+            return 0
+        return sum(nonfinite_rows(b) for b in arrays.batches(CHECK_BATCH))
     a = np.asarray(arrays)
     if a.size == 0:
         return 0
@@ -66,7 +80,7 @@ def check_model_input(arrays, model: str, what: str):
     """
     bad = nonfinite_rows(arrays)
     if bad:
-        n = int(np.asarray(arrays).shape[0]) if np.ndim(arrays) else 1
+        n = len(arrays) if np.ndim(arrays) else 1
         raise NonFiniteModelInput(
             f"model '{model}' was about to receive {what} of which {bad} of {n} rows hold NaN "
             "or inf values; refused at the model boundary (every array handed to a model must "

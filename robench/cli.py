@@ -200,13 +200,14 @@ class _RunCommand(click.Command):
                    "`robench knobs` shows every knob with its type, default and profile values.")
 @click.option("--until", "until", type=click.Choice(["fixed", "decided"]), default="fixed",
               show_default=True,
-              help="fixed: every repeat at once. decided: rho tables in rounds of 3, 6, 12, ... "
-                   "repeats up to --repeats (or the profile's), intervals at a level corrected "
-                   "for the looks; a table stops once every adjacent pair of models is "
-                   "separated or narrower than --precision (docs/profile.md).")
+              help="fixed: every repeat at once. decided: rho tables in rounds of 6, 12, 24, "
+                   "... repeats up to --repeats (or the profile's), intervals at a level "
+                   "corrected for the looks; a model stops once its adjacent pairs are decided "
+                   "(the paired interval of their rho difference excludes 0, or lies within "
+                   "±--precision), a table once all are (docs/adaptive.md).")
 @click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="With --until decided: a pair of models whose rho intervals both have a "
-                   "half-width below this counts as decided (default 0.01).")
+              help="With --until decided: two models whose rho difference is shown to lie "
+                   "within ±this are equivalent, a decided tie (default 0.01).")
 @click.option("--rescore", is_flag=True,
               help="Recompute every score from its trials, even where the trials and the "
                    "metric version are unchanged (by default those stored scores are reused).")
@@ -352,11 +353,19 @@ def _print_adaptive(tables):
         return
     click.echo("\nAdaptive repeats (--until decided): intervals above at level "
                f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
-               f"looks: {', '.join(map(str, tables[0]['looks_planned']))})")
+               f"looks: {', '.join(map(str, tables[0]['looks_planned']))}); adjacent pairs by "
+               f"the paired interval of their rho difference, equivalent within "
+               f"{tables[0]['precision']:g}")
+    signs = {"ordered": ">", "equivalent": "~", "undecided": "?"}
     for t in tables:
         reps = ", ".join(f"{m} {r}" for m, r in t["repeats_by_model"].items())
         click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['stopped']}; repeats of at most "
                    f"{t['max_repeats']}: {reps} ({t['trials']} trials)")
+        pairs = t.get("pairs") or []
+        if pairs:
+            chain = pairs[0]["pair"][0] + "".join(
+                f" {signs[p['status']]} {p['pair'][1]}" for p in pairs)
+            click.echo(f"    {chain}   (> ordered, ~ equivalent, ? undecided)")
 
 
 def _trial_label(row) -> str:
@@ -715,9 +724,10 @@ def merge(sources, contributors, db_path):
 
     Sources are untrusted: opened read-only, checked, copied row by row (never their
     triggers or views). Runs get new ids (the `contributions` table says where each came
-    from); a trial or score already stored with different results is a conflict, kept apart
-    in the `conflicts` table and listed here, never written over. Merging again changes
-    nothing.
+    from); a trial, score or score group already stored with different content is a
+    conflict: counted, listed here with the stored and incoming values and where the kept
+    one came from, kept apart in the `conflicts` table, never written over. Merging again
+    changes nothing.
 
     \b
     Example:
@@ -730,14 +740,34 @@ def merge(sources, contributors, db_path):
         click.echo(f"{s['source']} ({s['contributor']}): {s['runs']} run(s) copied, "
                    f"{s['runs_known']} already merged; {s['trials']} trial(s) copied, "
                    f"{s['trials_duplicate']} duplicate, {s['trials_conflict']} conflicting; "
-                   f"{s['scores']} score(s) copied, {s['scores_conflict']} conflicting")
+                   f"{s['scores']} score(s) copied, {s['scores_duplicate']} duplicate, "
+                   f"{s['scores_conflict']} conflicting; {s['score_groups']} score group(s) "
+                   f"copied, {s['score_groups_duplicate']} duplicate, "
+                   f"{s['score_groups_conflict']} conflicting")
+        if s["trials_replaced_failed"]:
+            click.echo(f"  {s['trials_replaced_failed']} stored failed trial(s) replaced by "
+                       "this source's ok one(s)")
+        if s["trials_failed_skipped"]:
+            click.echo(f"  {s['trials_failed_skipped']} failed trial(s) not copied: their key "
+                       "is stored with another result, which is kept")
     if report.conflicts:
-        click.secho(f"{len(report.conflicts)} conflict(s): same key, different results; the "
-                    "stored rows are kept, the incoming ones are in the conflicts table:",
-                    fg="yellow", err=True)
+        from collections import Counter
+
+        kinds = Counter(c["kind"] for c in report.conflicts)
+        each = ", ".join(f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}"
+                         for kind, n in sorted(kinds.items()))
+        click.secho(f"{len(report.conflicts)} conflict(s) ({each}): same key, different "
+                    "content. The stored rows are kept; the incoming ones are in the "
+                    "conflicts table:", fg="yellow", err=True)
         for c in report.conflicts[:20]:
-            click.echo(f"  {c['kind']} {c['key'][:16]} from {c['source']}: differs in "
-                       f"{', '.join(c['columns'])}", err=True)
+            values = "; ".join(f"{col} kept {c['stored'][col]}, incoming {c['incoming'][col]}"
+                               for col in c["columns"])
+            click.echo(f"  {c['kind'].replace('_', ' ')} {c['key'][:16]} ({c['label']}) from "
+                       f"{c['source']}: differs in {', '.join(c['columns'])}: {values}; kept "
+                       f"the one from {c['kept']}", err=True)
+        if len(report.conflicts) > 20:
+            click.echo(f"  ... and {len(report.conflicts) - 20} more: robench query --db "
+                       f"{db_path} 'SELECT kind, key, columns, source FROM conflicts'", err=True)
     click.echo(f"merged into {db_path}")
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import mmap
+import os
 from typing import Optional
 
 import numpy as np
@@ -48,6 +50,7 @@ class Dataset:
         else:
             self.raw = np.ascontiguousarray(X, dtype=np.float32)
         self._X = None
+        self._file_reader = None  # see take(): None (not looked for yet), False or a _FileRows
         self.y = np.asarray(y)
         self.sources = None if sources is None else np.asarray(sources, dtype=np.int64)
         self.image_shape = image_shape
@@ -79,10 +82,48 @@ class Dataset:
     def rows(self, idx=None) -> np.ndarray:
         """Return the rows ``idx`` (all if None) as float32, converting only those."""
         if not self.pixels:
-            return self.raw if idx is None else self.raw[idx]
+            return self.raw if idx is None else self.take(idx)
         if self._X is not None:
             return self._X if idx is None else self._X[idx]
-        return pixels_to_float(self.raw if idx is None else self.raw[idx])
+        return pixels_to_float(self.raw if idx is None else self.take(idx))
+
+    def take(self, idx) -> np.ndarray:
+        """Return a new array of the rows ``idx`` (integer positions, in that order), as held.
+
+        Rows of a data set memory-mapped from a file (:class:`robench.references.FileDataset`
+        above its threshold) are read from the file with ``preadv`` and never through the
+        map: a page of a file mapping stays in the process's resident set once touched, and
+        on a file system with large folios (ext4 on Linux 6.x) one touched row maps up to
+        2 MiB around it, so 64 random rows put ~85 MB of the file in RSS. Read this way a
+        worker's resident set holds the rows asked for; the file stays in the page cache,
+        shared by the processes that read it.
+        """
+        idx = np.asarray(idx)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        idx = idx.astype(np.intp, copy=False).reshape(-1)
+        reader = self._reader()
+        if reader is None:
+            return self.raw[idx]
+        n = self.n_samples
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"row index out of range for data set '{self.name}' ({n} rows)")
+        return reader.take(np.where(idx < 0, idx + n, idx))
+
+    def view(self, idx=None) -> "Rows":
+        """Return the rows ``idx`` (all if None) as :class:`Rows`, read a batch at a time."""
+        return Rows(self, idx)
+
+    def _reader(self):
+        """Return the file reader of a memory-mapped data set, or None (held in memory)."""
+        if self._file_reader is None:
+            self._file_reader = _FileRows.of(self.raw) or False
+        return self._file_reader or None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_file_reader"] = None  # an open file: reopened where the data set arrives
+        return state
 
     @property
     def n_classes(self) -> int:
@@ -118,6 +159,133 @@ class Dataset:
                 h.update(b"uint8-pixels/255")
             self._fingerprint = h.hexdigest()[:20]
         return self._fingerprint
+
+
+class Rows:
+    """Rows of a data set by position, read a batch at a time instead of copied whole.
+
+    What :func:`robench.trials.fit_and_score` hands a model that declares
+    ``accepts_rows = True`` (:class:`robench.train.TorchClassifier`): the training split, the
+    validation split and the data set for the prediction pass, as views. A model reads the
+    batches it needs (``rows[positions]`` or ``rows[start:stop]``: a new array of those rows,
+    in the data set's dtype, uint8 pixels or float32), so a worker never holds a copy of a
+    split, and rows of a memory-mapped data set come from the file
+    (:meth:`Dataset.take`). ``np.asarray(rows)`` reads all of them (what a model that needs
+    the whole split in memory, an SVM, does).
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The data set the rows belong to.
+    idx : array of int or None
+        Row indices into the data set, in order; None for all of its rows.
+    """
+
+    def __init__(self, dataset: Dataset, idx=None):
+        self.dataset = dataset
+        self.idx = None if idx is None else np.asarray(idx, dtype=np.intp).reshape(-1)
+
+    def __len__(self) -> int:
+        return self.dataset.n_samples if self.idx is None else int(self.idx.shape[0])
+
+    def __repr__(self) -> str:
+        return f"Rows({self.dataset.name!r}, n={len(self)}, {self.dtype})"
+
+    @property
+    def shape(self) -> tuple:
+        return (len(self), self.dataset.n_features)
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    @property
+    def dtype(self):
+        return self.dataset.raw.dtype
+
+    def _positions(self, key) -> np.ndarray:
+        if isinstance(key, slice):
+            return np.arange(*key.indices(len(self)), dtype=np.intp)
+        key = np.asarray(key)
+        if key.dtype == bool:
+            return np.flatnonzero(key)
+        return key.astype(np.intp, copy=False)
+
+    def __getitem__(self, key) -> np.ndarray:
+        """Return the rows at positions ``key`` (a slice, or integer / boolean positions)."""
+        if isinstance(key, (int, np.integer)):
+            return self[[key]][0]
+        if isinstance(key, slice) and self.idx is None:
+            start, stop, step = key.indices(len(self))
+            if step == 1:  # consecutive rows: one read
+                return self.dataset.take(np.arange(start, max(start, stop)))
+        pos = self._positions(key)
+        return self.dataset.take(pos if self.idx is None else self.idx[pos])
+
+    def batches(self, size: int):
+        """Yield the rows in order, ``size`` at a time."""
+        for start in range(0, len(self), size):
+            yield self[start:start + size]
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[:]
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+
+class _FileRows:
+    """Read rows of a C-ordered 2-D array stored in a file (a .npy) with ``os.preadv``."""
+
+    def __init__(self, filename: str, offset: int, shape: tuple, dtype):
+        self.filename, self.offset = filename, int(offset)
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.row_bytes = int(shape[1]) * self.dtype.itemsize
+        self._fd = None
+
+    @classmethod
+    def of(cls, arr) -> Optional["_FileRows"]:
+        """Return a reader of ``arr`` if it is a whole memory-mapped 2-D array, else None."""
+        if not hasattr(os, "preadv") or not isinstance(arr, np.memmap):
+            return None
+        mm, filename = getattr(arr, "_mmap", None), getattr(arr, "filename", None)
+        if mm is None or not filename or arr.ndim != 2 or not arr.flags.c_contiguous:
+            return None
+        # A view of a memmap inherits its filename and offset; only the array that starts
+        # where the map says (offset within the map's first granule) is the file's array.
+        start = np.frombuffer(mm, dtype=np.uint8).__array_interface__["data"][0]
+        if arr.__array_interface__["data"][0] - start != arr.offset % mmap.ALLOCATIONGRANULARITY:
+            return None
+        if len(mm) - arr.offset % mmap.ALLOCATIONGRANULARITY != arr.nbytes:
+            return None  # a memmap of part of the file's array
+        return cls(filename, arr.offset, arr.shape, arr.dtype)
+
+    def take(self, idx: np.ndarray) -> np.ndarray:
+        """Return the rows ``idx`` (non-negative, in range), reading runs of rows at once."""
+        if self._fd is None:
+            self._fd = os.open(self.filename, os.O_RDONLY)
+        out = np.empty((idx.shape[0], self.shape[1]), dtype=self.dtype)
+        if not idx.size:
+            return out
+        flat = out.reshape(-1).view(np.uint8)
+        # runs of consecutive rows (a slice, a sorted batch) are read by one call each
+        breaks = np.flatnonzero(np.diff(idx) != 1) + 1
+        starts = np.concatenate(([0], breaks)).tolist()
+        ends = np.concatenate((breaks, [idx.shape[0]])).tolist()
+        rb = self.row_bytes
+        for s, e, row in zip(starts, ends, idx[starts].tolist()):
+            buf, pos = flat[s * rb:e * rb], self.offset + row * rb
+            while buf.size:
+                got = os.preadv(self._fd, [buf], pos)
+                if got <= 0:
+                    raise OSError(f"{self.filename}: short read at byte {pos}")
+                buf, pos = buf[got:], pos + got
+        return out
+
+    def __del__(self):
+        if getattr(self, "_fd", None) is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
 
 
 def validate(ds: Dataset) -> None:

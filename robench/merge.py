@@ -14,15 +14,17 @@ Into the target (created or migrated like any database ``robench run`` writes):
   from (contributor name, source file name and checksum, the run's id there) and a
   fingerprint of the run row, so merging the same run again (from the same file, or a later
   copy of it) copies nothing.
-- **configurations**, **metrics**, **clusterings**, **score_groups** and **skips** are
-  keyed by content or name: one that is already there is kept.
+- **configurations**, **metrics**, **clusterings** and **skips** are keyed by content or
+  name: one that is already there is kept.
 - **trials** are keyed by their definition. A trial already there with the same results is a
   duplicate and skipped; one with different results is a **conflict**: recorded in
-  ``conflicts`` (which columns differ, the incoming row) and reported, never written over the
-  stored one. An incoming 'ok' trial replaces a stored 'failed' one; an incoming 'failed'
-  one never replaces anything.
-- **scores** likewise: new ones are copied, a different score under a stored key is a
-  conflict.
+  ``conflicts`` (which columns differ, the incoming row) and reported with the stored and
+  incoming values and where the kept row came from, never written over the stored one. An
+  incoming 'ok' trial replaces a stored 'failed' one (counted and reported as such); an
+  incoming 'failed' one never replaces anything (counted as not copied).
+- **scores** and **score_groups** (what a metric's scores were computed from) likewise: new
+  ones are copied, identical ones are duplicates, a different one under a stored key is a
+  conflict, reported and kept apart.
 
 Merging twice changes nothing the second time.
 """
@@ -45,6 +47,10 @@ from robench.provenance import utc_now
 _TRIAL_CIRCUMSTANCES = ("run_id", "worker", "finished_at", "seconds", "device", "clustering")
 #: Score columns that say when and by which run a score was computed: not compared.
 _SCORE_CIRCUMSTANCES = ("run_id", "computed_at", "inputs")
+#: Score-group columns that say when and by which run a group was computed: not compared.
+_GROUP_CIRCUMSTANCES = ("run_id", "computed_at")
+#: Columns that name what a conflicting row is about, for the report.
+_LABEL = ("dataset", "model", "clusterer", "metric", "score", "protocol", "partition", "repeat")
 #: Run columns outside a run's fingerprint (its id is the source's own).
 _RUN_ID = ("id",)
 #: Columns an older schema had that a migration moved elsewhere.
@@ -60,7 +66,8 @@ class MergeReport:
     """What one merge did, per source and in total."""
 
     sources: list = field(default_factory=list)  # dicts: source, contributor, counts
-    conflicts: list = field(default_factory=list)  # dicts: kind, key, source, columns
+    conflicts: list = field(default_factory=list)  # dicts: kind, key, label, source,
+    # contributor, columns, stored and incoming values of those columns, kept (its origin)
 
 
 def _digest(value) -> str:
@@ -223,8 +230,10 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None) 
 
 def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeReport) -> dict:
     """Copy one migrated snapshot's rows into the target connection (inside a transaction)."""
-    counts = dict.fromkeys(("runs", "runs_known", "trials", "trials_duplicate",
-                            "trials_conflict", "scores", "scores_duplicate", "scores_conflict"), 0)
+    counts = dict.fromkeys((
+        "runs", "runs_known", "trials", "trials_duplicate", "trials_conflict",
+        "trials_replaced_failed", "trials_failed_skipped", "scores", "scores_duplicate",
+        "scores_conflict", "score_groups", "score_groups_duplicate", "score_groups_conflict"), 0)
     now = utc_now()
     run_map = {}
     # a run the source itself had merged in keeps its original contributor
@@ -273,33 +282,49 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
         elif old.get("status") == "failed" and row.get("status") == "ok":
             conn.execute("DELETE FROM trials WHERE key = ?", (row["key"],))
             _insert(conn, "trials", row)
-            counts["trials"] += 1
+            counts["trials_replaced_failed"] += 1
         elif row.get("status") == "failed":
-            counts["trials_duplicate"] += 1  # a failure never replaces anything
+            counts["trials_failed_skipped"] += 1  # a failure never replaces anything
         else:
-            _conflict(conn, "trial", row, diff, path, contributor, now, report)
+            _conflict(conn, "trial", old, row, diff, path, contributor, now, report)
             counts["trials_conflict"] += 1
-    for row in _rows(src, "scores"):
-        remap(row)
-        old = _stored(conn, "scores", row["key"])
-        if old is None:
-            _insert(conn, "scores", row)
-            counts["scores"] += 1
-            continue
-        diff = _differs(old, row, _SCORE_CIRCUMSTANCES)
-        if diff:
-            _conflict(conn, "score", row, diff, path, contributor, now, report)
-            counts["scores_conflict"] += 1
-        else:
-            counts["scores_duplicate"] += 1
-    for row in _rows(src, "score_groups"):
-        _insert(conn, "score_groups", remap(row), "INSERT OR IGNORE")
+    for kind, table, ignore in (("score", "scores", _SCORE_CIRCUMSTANCES),
+                                ("score_group", "score_groups", _GROUP_CIRCUMSTANCES)):
+        for row in _rows(src, table):
+            remap(row)
+            old = _stored(conn, table, row["key"])
+            if old is None:
+                _insert(conn, table, row)
+                counts[table] += 1
+                continue
+            diff = _differs(old, row, ignore)
+            if diff:
+                _conflict(conn, kind, old, row, diff, path, contributor, now, report)
+                counts[f"{table}_conflict"] += 1
+            else:
+                counts[f"{table}_duplicate"] += 1
     for row in _rows(src, "skips"):
         _insert(conn, "skips", remap(row), "INSERT OR IGNORE")
     return counts
 
 
-def _conflict(conn, kind, row, columns, path, contributor, now, report) -> None:
+def _origin(conn, run_id) -> str:
+    """Say where the target's run ``run_id`` came from: a merged contributor or a local run."""
+    if run_id is None:
+        return "a row without a run"
+    row = conn.execute("SELECT contributor, source, source_run_id FROM contributions "
+                       "WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        return f"run {run_id} of the target"
+    return f"{row[0]} ({row[1]}, run {row[2]} there)"
+
+
+def _short(value, width: int = 40) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _conflict(conn, kind, old, row, columns, path, contributor, now, report) -> None:
     """Record a conflicting row (once per kind, key and incoming content) and report it."""
     incoming = json.dumps(row, sort_keys=True, default=str)
     conn.execute(
@@ -307,5 +332,10 @@ def _conflict(conn, kind, row, columns, path, contributor, now, report) -> None:
         "incoming_sha256, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (kind, row["key"], json.dumps(columns), contributor, path.name, incoming,
          hashlib.sha256(incoming.encode()).hexdigest(), now))
-    report.conflicts.append({"kind": kind, "key": row["key"], "source": str(path),
-                             "contributor": contributor, "columns": columns})
+    label = " ".join(str(row[c]) for c in _LABEL if row.get(c) not in (None, ""))
+    report.conflicts.append({
+        "kind": kind, "key": row["key"], "label": label, "source": str(path),
+        "contributor": contributor, "columns": columns,
+        "stored": {c: _short(old.get(c)) for c in columns},
+        "incoming": {c: _short(row.get(c)) for c in columns},
+        "kept": _origin(conn, old.get("run_id"))})

@@ -28,8 +28,8 @@ TABLES = {
                     "were computed from, so a warm rerun reuses them.",
     "skips": "Combinations that could not apply, and why.",
     "contributions": "Runs copied in by `robench merge`: who contributed them, from which file.",
-    "conflicts": "Merged trials or scores whose key was stored with different results; the "
-                 "stored row was kept, the incoming one is here.",
+    "conflicts": "Merged trials, scores or score groups whose key was stored with different "
+                 "content; the stored row was kept, the incoming one is here.",
     "leaderboard": "One row per ranked model per table (data set, metric, clusterer): the "
                    "headline score of the configuration the table shows, with its CI.",
     "trial_summary": "Per (dataset, model, clusterer, protocol, kind): how many trials, how "
@@ -124,7 +124,7 @@ COLUMNS = {
         "run_fingerprint": "hash of the run row (merging it again copies nothing)",
     },
     "conflicts": {
-        "kind": "trial or score", "key": "the key stored with other results",
+        "kind": "trial, score or score_group", "key": "the key stored with other results",
         "columns": "the columns that differ" + _JSON, "contributor": "who sent it",
         "source": "file it came from", "detected_at": "when (UTC)",
         "incoming": "the incoming row" + _JSON, "incoming_sha256": "hash of that row",

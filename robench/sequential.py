@@ -1,55 +1,82 @@
-"""A group-sequential stopping rule for rho tables: planned looks, a corrected level, decisions.
+"""A group-sequential stopping rule for rho tables: planned looks, paired differences, decisions.
 
-An interval looked at again and again as repeats accumulate is not a fixed-sample interval:
-stopping as soon as it "decides" picks the looks where it happens to be wrong. With K planned
-looks (3, 6, 12, ... repeats, doubling up to the maximum), robench computes every interval at
-level ``1 - alpha / K`` (Bonferroni over the looks). By the union bound, the probability that
-an interval misses its true value at *any* look is at most ``K * alpha / K = alpha``, so the
-interval reported at whatever look the rule stops at covers with probability >= 1 - alpha,
-for every stopping rule (this one, or a user stopping early by hand). Group-sequential
-alpha-spending boundaries (O'Brien-Fleming, Pocock) are tighter, but they assume a normal
-statistic with known information fractions; Fieller's ratio interval with 3 repeats and
-Welch degrees of freedom is not that, and the union bound holds without any such assumption.
-The price is a wider interval at each look (t quantile at 0.9917 instead of 0.975 for K = 6).
+**Paired differences.** In the source-aware protocol repeat r of every model uses the same
+partitions (the exclusive and inclusive test masks and the training seeds depend on the
+repeat index, the data set and the clusterer, never on the model), so models that find
+repeat r's held-out sources hard find them hard together: on mnist-5k (quick training, 24
+repeats) the per-repeat exclusive accuracies of the five built-in models correlate 0.72-0.91.
+Comparing marginal rho intervals for overlap ignores that and throws most of the information
+away. Here each adjacent pair (a, b) gets an interval for its difference
+``D = rho_a - rho_b`` from the repeats both models completed: rho_m = E[X_m] / E[I_m] is a
+ratio of means, linearised per repeat by its influence value (delta method)
 
-:func:`simulate` pins the error rate (tests/test_sequential.py; docs/profile.md):
-the uncorrected rule's miss rate is far above alpha, the corrected rule's at or below it.
-Everything here is a pure function of numbers.
+    psi_m,r = (x_m,r - rho_hat_m * i_m,r) / Ibar_m,
+
+so ``D_hat = rho_hat_a - rho_hat_b`` has standard error ``sd_r(psi_a,r - psi_b,r) / sqrt(n)``
+and the interval is ``D_hat ± t(n - 1) * se``. A repeat unit (its exclusive partition, its
+inclusive partition and their training seeds) is drawn independently of every other repeat,
+so the n differences are i.i.d. and Student's t with n - 1 degrees of freedom is the usual
+reference; the linearisation error is second order in the inclusive mean's relative spread
+(~1% here). The simulation in tests/test_sequential.py checks coverage and error rates,
+skewed cases included.
+
+**Looks and level.** Looks after 6, 12, 24, ... repeats, doubling, the last exactly at the
+maximum (:func:`looks`); every interval at every look is computed at ``1 - alpha / K`` for K
+planned looks (Bonferroni over the looks). By the union bound the probability that a pair's
+difference interval (or a model's rho interval) misses its true value at *any* look is at
+most alpha, so the interval reported wherever the rule stops covers with probability >=
+1 - alpha, for this stopping rule or any other; a wrong call needs such a miss. Group-
+sequential alpha-spending boundaries (Pocock, O'Brien-Fleming) are tighter, but they assume
+a normal statistic with known information fractions; the union bound needs only each look's
+interval to be valid. The first look is at 6, not 3: with 2 degrees of freedom the corrected
+t quantile is ~11 (4.3 uncorrected), so a look at 3 would spend a share of alpha on a look
+that can only separate pairs more than ~6 paired standard deviations apart.
+
+**Decisions.** A pair is *ordered* when its difference interval excludes 0 on the side of the
+estimates' order, *equivalent* when the interval lies within ``(-precision, +precision)``
+(the two are within the precision of each other: more repeats would rank them by an amount
+the user said does not matter) and undecided otherwise. Only models in an undecided pair get
+the next look's repeats; a table stops when no pair is undecided, or at the maximum. The
+guarantee is per pair: whichever adjacent pairs the data select, a reported order or
+equivalence is wrong with probability at most alpha (it needs that pair's interval to miss).
+
+Everything here is a pure function of numbers, vectorised over simulated runs: the driver
+(:mod:`robench.adaptive`) calls :func:`table_look` on one run, the simulation on thousands.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-#: Repeats at the first look (the quick profile's repeats).
-FIRST_LOOK = 3
-#: Family-wise error rate of the intervals over all looks.
+#: Repeats at the first look.
+FIRST_LOOK = 6
+#: Error rate of every interval over all looks (hence of each reported pair decision).
 ALPHA = 0.05
-#: Default precision: stop a pair when both rho intervals' half-widths are below this.
+#: Default precision: two models whose rho differ by less than this are equivalent.
 PRECISION = 0.01
 
-SEPARATED, PRECISE, UNDECIDED = "separated", "precise", "undecided"
+UNDECIDED, ORDERED, EQUIVALENT = "undecided", "ordered", "equivalent"
+STATUS = (UNDECIDED, ORDERED, EQUIVALENT)  # codes 0, 1, 2 in the arrays below
 
 
 def looks(max_repeats: int, first: int = FIRST_LOOK) -> list:
     """Return the planned looks: ``first``, doubling, ending exactly at ``max_repeats``.
 
-    A doubling that would pass the maximum is replaced by the maximum; a look closer to the
-    maximum than half its own size is merged into it (3, 6, 12, 24, 48, 100 for 100, not
-    ..., 48, 96, 100), so no look adds only a handful of repeats.
+    A look closer to the maximum than half its own size is merged into it (6, 12, 24, 48,
+    100 for 100, not ..., 48, 96, 100; 8 gives one look), so no look adds only a handful
+    of repeats.
 
     >>> looks(100)
-    [3, 6, 12, 24, 48, 100]
-    >>> looks(8), looks(3), looks(2)
-    ([3, 8], [3], [2])
+    [6, 12, 24, 48, 100]
+    >>> looks(24), looks(8), looks(3)
+    ([6, 12, 24], [8], [3])
     """
     max_repeats, first = int(max_repeats), int(first)
     if max_repeats < 1 or first < 1:
         raise ValueError(f"looks need max_repeats >= 1 and first >= 1, got {max_repeats}, {first}")
-    if max_repeats <= first:
+    if max_repeats <= first or max_repeats - first < first / 2:
         return [max_repeats]
     out = [first]
     while out[-1] < max_repeats:
@@ -67,125 +94,240 @@ def corrected_level(n_looks: int, alpha: float = ALPHA) -> float:
     return 1.0 - alpha / n_looks
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One model's row of a table at a look: its estimate and interval (None: undefined)."""
+def _t(level: float, df):
+    from robench.intervals import t_quantile
 
-    model: str
-    estimate: Optional[float]
-    low: Optional[float]
-    high: Optional[float]
-
-    @property
-    def half_width(self) -> Optional[float]:
-        if self.low is None or self.high is None:
-            return None
-        return (self.high - self.low) / 2
+    df = np.asarray(df, float)
+    with np.errstate(invalid="ignore"):
+        return np.where(df >= 1, t_quantile(level, np.maximum(df, 1)), np.nan)
 
 
-def pair_status(a: Entry, b: Entry, precision: float) -> str:
-    """Return how a pair of adjacent models stands: separated, precise or undecided.
+def paired_difference(xa, ia, xb, ib, level: float) -> dict:
+    """Return the paired delta-method interval of ``rho_a - rho_b`` (arrays over leading axes).
 
-    Separated: the two intervals do not overlap (the order is decided). Precise: both
-    half-widths are below ``precision`` (the intervals overlap, but more repeats would only
-    say the two are within about ``precision`` of each other). An undefined interval is
-    undecided.
+    Inputs have shape ``(..., R)``: per repeat index the exclusive (x) and inclusive (i)
+    accuracies of models a and b, NaN where a repeat was not run (or failed). Only repeats
+    complete for both models count (n of them). Returns arrays ``d`` (the difference of the
+    two ratios of means over those repeats), ``low``, ``high``, ``se``, ``n``; bounds NaN
+    where n < 2, a mean inclusive accuracy is 0, or the differences have no spread (a
+    zero-width interval would claim a certainty n repeats cannot give).
     """
-    if None in (a.low, a.high, b.low, b.high):
-        return UNDECIDED
-    if a.low > b.high or b.low > a.high:
-        return SEPARATED
-    if a.half_width < precision and b.half_width < precision:
-        return PRECISE
-    return UNDECIDED
+    xa, ia, xb, ib = (np.asarray(v, float) for v in (xa, ia, xb, ib))
+    ok = np.isfinite(xa) & np.isfinite(ia) & np.isfinite(xb) & np.isfinite(ib)
+    n = ok.sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        def mean(v):
+            return np.where(ok, v, 0.0).sum(-1) / n
+
+        mxa, mia, mxb, mib = mean(xa), mean(ia), mean(xb), mean(ib)
+        ra, rb = mxa / mia, mxb / mib
+        psi = ((xa - ra[..., None] * ia) / mia[..., None]
+               - (xb - rb[..., None] * ib) / mib[..., None])
+        psi = np.where(ok, psi, 0.0)  # mean 0 over the complete repeats by construction
+        var = (psi ** 2).sum(-1) / (n - 1)
+        se = np.sqrt(var / n)
+        d = ra - rb
+        half = _t(level, n - 1) * se
+        bad = (n < 2) | ~(se > 1e-12 * np.maximum(np.abs(d), 1e-3)) | ~np.isfinite(half)
+        low = np.where(bad, np.nan, d - half)
+        high = np.where(bad, np.nan, d + half)
+    return {"d": d, "low": low, "high": high, "se": np.where(n >= 2, se, np.nan), "n": n}
 
 
-def decide(entries: Sequence[Entry], precision: float = PRECISION,
-           higher_is_better: bool = True) -> dict:
-    """Return the table's decision: ``decided``, the ordered models and every adjacent pair.
+def pair_status(low, high, precision: float):
+    """Return status codes (0 undecided, 1 ordered, 2 equivalent) of difference intervals.
 
-    Models are ordered by estimate (best first; undefined estimates last). The table is
-    decided when every adjacent pair is separated or precise; a table of one model when its
-    half-width is below ``precision``.
+    ``low``/``high`` bound ``rho_above - rho_below`` for pairs ordered by estimate. Ordered:
+    the interval lies above 0. Equivalent: it lies within (-precision, precision). An
+    interval below 0 (the pair's common repeats contradict the order of the two models' full
+    estimates, possible when one stopped earlier) or undefined is undecided: both models then
+    get the next look's repeats, which makes their repeats common again.
     """
-    sign = -1.0 if higher_is_better else 1.0
-    order = sorted(entries, key=lambda e: (e.estimate is None,
-                                           sign * (e.estimate if e.estimate is not None else 0),
-                                           e.model))
-    pairs = [{"pair": [a.model, b.model], "status": pair_status(a, b, precision)}
-             for a, b in zip(order, order[1:])]
-    if len(order) == 1:
-        hw = order[0].half_width
-        decided = hw is not None and hw < precision
-    else:
-        decided = all(p["status"] != UNDECIDED for p in pairs)
-    return {"decided": bool(decided), "order": [e.model for e in order], "pairs": pairs}
+    low, high = np.asarray(low, float), np.asarray(high, float)
+    with np.errstate(invalid="ignore"):
+        ordered = low > 0
+        equivalent = (low > -precision) & (high < precision)
+    return np.where(ordered, 1, np.where(equivalent, 2, 0))
 
 
-def stop_reason(decision: dict, n: int, max_repeats: int) -> Optional[str]:
+def table_look(x, i, precision: float, level: float, higher_is_better: bool = True) -> dict:
+    """Return one look's decision for tables of models, vectorised over runs.
+
+    ``x``, ``i``: exclusive and inclusive accuracies, shape ``(runs, models, R)``, NaN where a
+    repeat was not run. Models are ordered by their rho estimate over all their own repeats
+    (best first); each adjacent pair gets :func:`paired_difference` and :func:`pair_status`.
+    Returns ``order`` (runs, M) model indices, ``estimate`` (runs, M), per pair (runs, M-1)
+    ``status``, ``d``, ``low``, ``high``, ``n``; ``decided`` (runs,) and ``open`` (runs, M):
+    the models in an undecided pair (for one model alone, decided when its Fieller interval
+    at ``level`` has half-width below ``precision``; open otherwise).
+    """
+    x, i = np.asarray(x, float), np.asarray(i, float)
+    runs, m, _ = x.shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = np.nanmean(x, -1) / np.nanmean(i, -1)
+    key = np.where(np.isfinite(est), -est if higher_is_better else est, np.inf)
+    order = np.argsort(key, axis=1, kind="stable")
+    if m == 1:
+        from robench.intervals import fieller_bounds
+
+        nx, ni = np.isfinite(x[:, 0]).sum(-1), np.isfinite(i[:, 0]).sum(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            low, high, _ = fieller_bounds(np.nanmean(x[:, 0], -1), np.nanvar(x[:, 0], -1, ddof=1),
+                                          nx, np.nanmean(i[:, 0], -1),
+                                          np.nanvar(i[:, 0], -1, ddof=1), ni, level)
+            decided = (high - low) / 2 < precision
+        empty = np.zeros((runs, 0))
+        return {"order": order, "estimate": est, "status": empty.astype(int), "d": empty,
+                "low": empty, "high": empty, "n": empty.astype(int), "decided": decided,
+                "open": ~decided[:, None]}
+    xo = np.take_along_axis(x, order[:, :, None], 1)
+    io = np.take_along_axis(i, order[:, :, None], 1)
+    pd = paired_difference(xo[:, :-1], io[:, :-1], xo[:, 1:], io[:, 1:], level)
+    low, high = pd["low"], pd["high"]
+    if not higher_is_better:  # "above" is the lower rho: the difference that should be > 0
+        low, high = -pd["high"], -pd["low"]
+    status = pair_status(low, high, precision)
+    undecided = status == 0
+    open_sorted = np.zeros((runs, m), bool)
+    open_sorted[:, :-1] |= undecided
+    open_sorted[:, 1:] |= undecided
+    open_ = np.zeros_like(open_sorted)
+    np.put_along_axis(open_, order, open_sorted, 1)
+    return {"order": order, "estimate": est, "status": status, "d": pd["d"], "low": pd["low"],
+            "high": pd["high"], "n": pd["n"], "decided": ~undecided.any(1), "open": open_}
+
+
+def stop_reason(statuses: Sequence[str], decided: bool, n: int, max_repeats: int) -> Optional[str]:
     """Return why a table stops at this look (None: it goes on)."""
-    if decision["decided"]:
-        statuses = {p["status"] for p in decision["pairs"]}
-        if not decision["pairs"] or statuses == {PRECISE}:
-            return "every interval narrower than the precision"
-        if statuses == {SEPARATED}:
-            return "every adjacent pair separated"
-        return "every adjacent pair separated or both narrower than the precision"
+    if decided:
+        kinds = set(statuses)
+        if not statuses:
+            return "its interval narrower than the precision"
+        if kinds == {ORDERED}:
+            return "every adjacent pair ordered"
+        if kinds == {EQUIVALENT}:
+            return "every adjacent pair equivalent within the precision"
+        return "every adjacent pair ordered or equivalent within the precision"
     if n >= max_repeats:
         return "maximum repeats reached, undecided"
     return None
 
 
-# --- simulation of the error rate -----------------------------------------------------------
+def block_ranks(statuses: Sequence[str]) -> list:
+    """Return competition ranks of models in estimate order: a new rank after an ordered pair.
+
+    Models joined by an equivalent or undecided adjacent pair share the rank of the first of
+    their block (1, 1, 3, ...); only an ordered pair starts a new block.
+    """
+    ranks = [1]
+    for j, s in enumerate(statuses, start=2):
+        ranks.append(j if s == ORDERED else ranks[-1])
+    return ranks
 
 
-def _fieller_at_looks(x: np.ndarray, i: np.ndarray, plan: Sequence[int], level: float):
-    """Return (low, high) arrays of shape (runs, looks): Fieller's interval at every look."""
+# --- simulation of the rule's error rates -----------------------------------------------------
+
+
+def run_sequential(x, i, *, max_repeats: Optional[int] = None, precision: float = PRECISION,
+                   alpha: float = ALPHA, corrected: bool = True, first: int = FIRST_LOOK,
+                   higher_is_better: bool = True) -> dict:
+    """Run the stopping rule on simulated tables; return what each run stopped at.
+
+    ``x``, ``i``: shape ``(runs, models, R)`` of complete repeats (R >= ``max_repeats``).
+    Looks as :func:`looks`; the level is :func:`corrected_level` (``1 - alpha`` at every look
+    if not ``corrected``). At each look the models still open get repeats up to the look;
+    a run stops when its table is decided or at the last look. Returns the final
+    :func:`table_look` arrays plus ``repeats`` (runs, M) and ``level``, ``looks``.
+    """
+    x, i = np.asarray(x, float), np.asarray(i, float)
+    runs, m, r = x.shape
+    plan = looks(max_repeats or r, first)
+    level = corrected_level(len(plan), alpha) if corrected else 1.0 - alpha
+    counts = np.zeros((runs, m), int)
+    active = np.ones((runs, m), bool)
+    running = np.ones(runs, bool)
+    final = None
+    idx = np.arange(r)
+    for j, n in enumerate(plan):
+        counts = np.where(active & running[:, None], n, counts)
+        seen = idx[None, None, :] < counts[:, :, None]
+        res = table_look(np.where(seen, x, np.nan), np.where(seen, i, np.nan), precision,
+                         level, higher_is_better)
+        stop = running & (res["decided"] | (j == len(plan) - 1))
+        if final is None:
+            final = {k: v.copy() for k, v in res.items()}
+        for k, v in res.items():
+            final[k][stop] = v[stop]
+        running &= ~stop
+        active = res["open"]
+        if not running.any():
+            break
     from robench.intervals import fieller_bounds
 
-    lows, highs = [], []
-    for n in plan:
-        xs, is_ = x[:, :n], i[:, :n]
-        low, high, _ = fieller_bounds(xs.mean(1), xs.var(1, ddof=1), n,
-                                      is_.mean(1), is_.var(1, ddof=1), n, level)
-        lows.append(low)
-        highs.append(high)
-    return np.stack(lows, 1), np.stack(highs, 1)
+    seen = idx[None, None, :] < counts[:, :, None]  # each model's repeats where it stopped
+    xs, is_ = np.where(seen, x, np.nan), np.where(seen, i, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        model_low, model_high, _ = fieller_bounds(
+            np.nanmean(xs, -1), np.nanvar(xs, -1, ddof=1), counts,
+            np.nanmean(is_, -1), np.nanvar(is_, -1, ddof=1), counts, level)
+    final.update(repeats=counts, level=level, looks=plan, model_low=model_low,
+                 model_high=model_high)
+    return final
 
 
-def simulate(draw_x, draw_i, rho_true: float, *, max_repeats: int = 100, n_runs: int = 40_000,
-             alpha: float = ALPHA, corrected: bool = True, precision: Optional[float] = None,
-             seed: int = 0) -> dict:
-    """Return the simulated miss rate of the rho interval reported by a sequential rule.
+def error_rates(final: dict, rho_true, precision: float = PRECISION,
+                higher_is_better: bool = True) -> dict:
+    """Return the error rates of :func:`run_sequential`'s calls against the true rho.
 
-    ``draw_x(rng, shape)`` and ``draw_i(rng, shape)`` draw exclusive and inclusive
-    accuracies whose true ratio of means is ``rho_true``. Each of ``n_runs`` runs looks at
-    :func:`looks` (``max_repeats``), with intervals at :func:`corrected_level` (or at
-    ``1 - alpha`` if not ``corrected``) and stops:
-
-    * ``precision=None``: at the first look whose interval misses ``rho_true``, the worst
-      stopping rule there is (any data-dependent rule misses at most this often), or at the
-      last look;
-    * else: at the first look whose half-width is below ``precision``, or the last look.
-
-    Returns ``miss_rate`` (the stopped interval excludes the truth or is undefined; Monte Carlo
-    standard error ``mc_se``), ``mean_repeats``, ``level``, ``looks``.
+    Per adjacent pair (in each run's final order): ``wrong_order`` (called ordered, but the
+    model above is not truly better), ``wrong_equivalent`` (called equivalent, but the true
+    rho differ by >= precision), ``wrong`` (either), ``pair_miss`` (its difference interval
+    misses the true difference or is undefined), as fractions of all adjacent pairs; per run
+    ``any_wrong`` (at least one wrong call in the table); ``model_miss`` (a model's reported
+    Fieller interval, at its own repeats, misses its true rho), ``mean_repeats`` per model.
     """
-    rng = np.random.default_rng(seed)
-    plan = looks(max_repeats)
-    level = corrected_level(len(plan), alpha) if corrected else 1.0 - alpha
-    x = np.asarray(draw_x(rng, (n_runs, plan[-1])), float)
-    i = np.asarray(draw_i(rng, (n_runs, plan[-1])), float)
-    low, high = _fieller_at_looks(x, i, plan, level)
-    miss = ~((low <= rho_true) & (rho_true <= high))  # NaN bounds (undefined) count as a miss
-    if precision is None:
-        stop = np.where(miss.any(1), miss.argmax(1), len(plan) - 1)
-    else:
-        narrow = np.nan_to_num((high - low) / 2, nan=np.inf) < precision
-        narrow[:, -1] = True
-        stop = narrow.argmax(1)
-    missed = miss[np.arange(n_runs), stop]
-    rate = float(missed.mean())
-    return {"miss_rate": rate, "mc_se": float(np.sqrt(rate * (1 - rate) / n_runs)),
-            "mean_repeats": float(np.asarray(plan)[stop].mean()), "level": level,
-            "looks": plan, "n_runs": n_runs}
+    rho_true = np.asarray(rho_true, float)
+    order = final["order"]
+    ro = rho_true[order]
+    true_d = ro[:, :-1] - ro[:, 1:]
+    better = true_d > 0 if higher_is_better else true_d < 0
+    status = final["status"]
+    wrong_order = (status == 1) & ~better
+    wrong_equiv = (status == 2) & (np.abs(true_d) >= precision)
+    with np.errstate(invalid="ignore"):
+        miss = ~((final["low"] <= true_d) & (true_d <= final["high"]))
+    wrong = wrong_order | wrong_equiv
+    n_pairs = status.size
+    out = {k: float(v.sum() / n_pairs) for k, v in
+           (("wrong_order", wrong_order), ("wrong_equivalent", wrong_equiv), ("wrong", wrong),
+            ("pair_miss", miss))}
+    out["any_wrong"] = float(wrong.any(1).mean())
+    with np.errstate(invalid="ignore"):
+        model_miss = ~((final["model_low"] <= rho_true) & (rho_true <= final["model_high"]))
+    out["model_miss"] = float(model_miss.mean())
+    out["decided"] = float(final["decided"].mean())
+    out["mean_repeats"] = float(final["repeats"].mean())
+    out["mc_se"] = float(np.sqrt(max(out["wrong"], 0.01) * (1 - out["wrong"]) / n_pairs))
+    return out
+
+
+def correlated_accuracies(rng, runs: int, repeats: int, mean_x, mean_i, sd_x, sd_i, *,
+                          shared: float = 0.8, skew: Optional[Callable] = None):
+    """Draw (x, i) of shape (runs, models, repeats) with a shared per-repeat partition effect.
+
+    Model m's exclusive accuracy in repeat r is ``mean_x[m] + sd_x[m] * (sqrt(shared) * z_r +
+    sqrt(1 - shared) * e_m,r)``: z_r is the repeat's partition (hard held-out sources hurt
+    every model), e_m,r the model's own noise; inclusive accuracies likewise with their own
+    partition effect. ``skew(rng, shape)`` replaces the standard normal z_r (mean 0, sd 1),
+    e.g. a left-skewed effect where a few partitions are far harder than the rest.
+    """
+    mean_x, mean_i = np.asarray(mean_x, float), np.asarray(mean_i, float)
+    sd_x, sd_i = np.asarray(sd_x, float), np.asarray(sd_i, float)
+    m = len(mean_x)
+    draw = skew or (lambda g, shape: g.standard_normal(shape))
+    zx = draw(rng, (runs, 1, repeats))
+    zi = rng.standard_normal((runs, 1, repeats))
+    a, b = np.sqrt(shared), np.sqrt(1 - shared)
+    x = mean_x[:, None] + sd_x[:, None] * (a * zx + b * rng.standard_normal((runs, m, repeats)))
+    i = mean_i[:, None] + sd_i[:, None] * (a * zi + b * rng.standard_normal((runs, m, repeats)))
+    return x, i

@@ -8,8 +8,9 @@
                           shifted-cv folds, family sections filtered to it, decoded examples
     models.html           every model with its plugin, version, description and link
     methods.html          definitions, papers, the configuration behind each table, the runs
+    legends.html          the section legends model pages share (each page links to them)
     plots/*.svg           matplotlib SVG (deterministic); images/*.png (decoded examples)
-    scores.json, scores.csv, style.css
+    scores.json, scores.csv, style.css, sort.js
 
 Links are relative, nothing is fetched from the network, and the same database gives the same
 bytes (no clock, no random ids). Each metric's section (a
@@ -42,6 +43,10 @@ DEFAULT_TOP = 20
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
 _OWNED = {"datasets": ".html", "models": ".html", "plots": ".svg", "images": ".png"}
 STYLE = Path(__file__).resolve().parent / "templates" / "site" / "style.css"
+SORT_JS = STYLE.with_name("sort.js")
+#: A family section's legend: a paragraph or list of class "legend" (never nested in itself).
+_LEGEND = re.compile(r'<(p|ul) class="legend">.*?</\1>', re.S)
+_TAG = re.compile(r"<[^>]*>")
 
 
 def page_slug(name: str) -> str:
@@ -302,6 +307,52 @@ def _model_meta(name: str, registry) -> dict:
             "version": "", "description": "", "url": "", "params": None, "provenance": ""}
 
 
+def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
+    """Move the legends repeated on model pages to one page; return that page's entries.
+
+    A legend of a family section (see ``_LEGEND``) found on two or more model pages explains
+    the section, not the model: each page links to it on ``legends.html`` (anchored by a hash
+    of its HTML, with its opening words as the link text) instead of repeating it; at 1,000
+    models that was a fifth of every model page. A legend on one page only (a note about that
+    model) stays where it is. ``blocks_of`` maps a model to its page's data-set blocks, whose
+    section fragments are rewritten in place.
+    """
+    pages_with: dict[str, int] = defaultdict(int)
+    title_of: dict[str, str] = {}
+    for blocks in blocks_of.values():
+        seen = set()
+        for block in blocks:
+            for part in block["sections"]:
+                for match in _LEGEND.finditer(part["html"]):
+                    seen.add(match.group(0))
+                    title_of.setdefault(match.group(0), part["title"])
+        for text in seen:
+            pages_with[text] += 1
+    shared = {text: "legend-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+              for text, n in pages_with.items() if n >= 2}
+    if not shared:
+        return []
+
+    def link(match):
+        text = match.group(0)
+        anchor = shared.get(text)
+        if anchor is None:
+            return text
+        words = " ".join(_TAG.sub("", text).split())
+        if len(words) > 80:  # cut at a space: never inside a character reference
+            words = words[:80].rsplit(" ", 1)[0] + " &hellip;"
+        return (f'<p class="legend">Legend: <a href="../legends.html#{anchor}">{words}</a>'
+                "</p>")
+
+    for blocks in blocks_of.values():
+        for block in blocks:
+            for part in block["sections"]:
+                part["html"] = markupsafe.Markup(_LEGEND.sub(link, str(part["html"])))
+    return [{"id": anchor, "title": title_of[text], "html": markupsafe.Markup(text),
+             "pages": pages_with[text]}
+            for text, anchor in sorted(shared.items(), key=lambda t: (title_of[t[0]], t[1]))]
+
+
 # ---------------------------------------------------------------------------------- build
 
 
@@ -397,6 +448,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         metas[m]["runs"] = _provenance(per_model[m], runs)
         metas[m]["provenance"] = "; ".join(sorted({r["source"] for r in metas[m]["runs"]
                                                    if r["source"]}))
+    blocks_of: dict[str, list] = {}
     for model in model_names:
         rows = per_model[model]
         blocks = []
@@ -431,8 +483,14 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
             blocks.append({"ds": ds, "scores": sorted(mine, key=lambda r: (
                 r["metric"], r.get("clusterer") or "", r["score"])), "details": details,
                 "sections": parts, "plots": plots, "headline": headline})
+        blocks_of[model] = blocks
+    legends = _share_legends(blocks_of)
+    for model, blocks in blocks_of.items():
         pages[f"models/{model_pages[model]}.html"] = env.get_template("model.html").render(
             root="../", page="model", meta=metas[model], blocks=blocks, **common)
+    if legends:
+        pages["legends.html"] = env.get_template("legends.html").render(
+            root="", page="legends", legends=legends, **common)
     pages["models.html"] = env.get_template("models.html").render(
         root="", page="models", models=[metas[m] for m in model_names],
         datasets_of={m: sorted({r["dataset"] for r in per_model[m]}) for m in model_names},
@@ -455,6 +513,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
     files.update(assets.files)
     files.update(_downloads(scores))
     files["style.css"] = STYLE.read_bytes()
+    files["sort.js"] = SORT_JS.read_bytes()
     for sub, ext in _OWNED.items():  # a page of a model no longer in the database goes away
         folder = out / sub
         if folder.is_dir():

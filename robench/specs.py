@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Union
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -36,6 +36,10 @@ class Classifier(Protocol):
 
     def predict(self, X: "np.ndarray") -> "np.ndarray":
         """Return integer class predictions for X."""
+
+    # Optional: ``defer_train_accuracy = False``. robench sets it to True before ``fit`` and
+    # then derives a None ``train_accuracy_`` from its prediction on every row (the fit rows
+    # included); see robench.train.TorchClassifier and docs/plugin-hooks.md.
 
 
 @dataclass(frozen=True)
@@ -131,14 +135,22 @@ class ModelSpec:
     # out from the built classifier (``has_features``) and records "not applicable".
     has_features: Optional[bool] = None
     # Shown on the leaderboard's model page: a link to the model's paper, code or card, and
-    # its number of trainable parameters where the plugin knows it.
+    # its number of trainable parameters where the plugin knows it: an int, or a short text
+    # where the number depends on the data (input size, classes), as for the built-ins.
     url: str = ""
-    params: Optional[int] = None
+    params: Union[int, str, None] = None
 
     def __post_init__(self):
         # A registered model is a slug; one resolved from a reference (SCHEME:TARGET, see
         # ModelResolverSpec) is named by its canonical reference, whose scheme is a slug.
         check_slug(self.name.split(":", 1)[0] if ":" in self.name else self.name)
+        p = self.params
+        if p is not None and (isinstance(p, bool) or not isinstance(p, (int, str))
+                              or (isinstance(p, int) and p < 0)
+                              or (isinstance(p, str) and not p.strip())):
+            raise ValueError(f"model '{self.name}': params must be a number of trainable "
+                             "parameters (an int >= 0) or a text saying how it depends on "
+                             f"the data, not {p!r}")
 
     def not_applicable_to(self, metric: "MetricSpec") -> Optional[str]:
         """Return why ``metric`` cannot score this model whatever the data, or None."""

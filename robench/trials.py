@@ -16,6 +16,7 @@ import numpy as np
 from robench.bits import pack_bits
 from robench.boundary import check_model_input, predict_checked
 from robench.cache import content_key
+from robench.data import Rows, pixels_to_float
 from robench.specs import ClustererSpec, DatasetSpec, ModelContext, ModelSpec
 
 
@@ -90,16 +91,23 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
                        dict(train_budget))
     t0 = time.perf_counter()
     model = model_spec.build(ctx)
-    # Compact data (uint8 pixels, maybe a shared memory map) goes to a model that converts
-    # per batch as it is held; any other model gets float32 rows.
-    X = dataset.raw if dataset.pixels and getattr(model, "accepts_uint8", False) else dataset.X
+    fit_X, val_X, X = model_inputs(model, dataset, train_idx, val_idx)
     # The whole data set is handed to the model (fit, validation, then one prediction pass):
     # check it once at the boundary.
     check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")
-    model.fit(X[train_idx], y[train_idx], X[val_idx], y[val_idx])
+    # A model offering defer_train_accuracy (robench.train.TorchClassifier) skips its own pass
+    # over the fit rows: the prediction below covers them, and gives the same accuracy.
+    if getattr(model, "defer_train_accuracy", None) is False:
+        model.defer_train_accuracy = True
+    model.fit(fit_X, y[train_idx], val_X, y[val_idx])
+    del fit_X, val_X  # a model that needed them whole keeps what it keeps, not this frame
     # One prediction pass over the whole data set gives test accuracy and, for free, the
-    # whole-data-set accuracy and per-sample correctness (what estimators of a lost test set read).
-    correct_all = predict_checked(model, X, dataset.n_classes, model_spec.name) == y
+    # whole-data-set accuracy and per-sample correctness (what estimators of a lost test set
+    # read) and, for a model that deferred it, the accuracy on the fit rows.
+    correct_all = predict_rows(model, X, dataset.n_classes, model_spec.name) == y
+    train_accuracy = getattr(model, "train_accuracy_", None)
+    if train_accuracy is None and getattr(model, "defer_train_accuracy", False):
+        train_accuracy = model.train_accuracy_ = float(correct_all[train_idx].mean())
     pred = np.where(correct_all[test_idx], y[test_idx], -1)
     y_test = y[test_idx]
     return {
@@ -107,7 +115,7 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
         "all_accuracy": float(correct_all.mean()),
         "correct": pack_bits(correct_all),
         "per_class": accuracy_per_class(y_test, pred, dataset.n_classes),
-        "train_accuracy": _maybe_float(getattr(model, "train_accuracy_", None)),
+        "train_accuracy": _maybe_float(train_accuracy),
         "val_accuracy": _maybe_float(getattr(model, "val_accuracy_", None)),
         "n_train": int(len(train_idx)),
         "n_val": int(len(val_idx)),
@@ -117,6 +125,55 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
         "history": list(getattr(model, "history_", []) or []),
         "seconds": time.perf_counter() - t0,
     }
+
+
+#: Rows per ``predict`` call in the prediction pass of a model that takes arrays: its float32
+#: copy of a chunk is 4,096 x d (CIFAR-10: 50 MB) instead of the whole data set (737 MB).
+PREDICT_CHUNK = 4096
+
+
+def model_inputs(model, dataset, train_idx, val_idx) -> tuple:
+    """Return (training rows, validation rows, all rows) as ``model`` takes them.
+
+    * A model with ``accepts_rows`` (:class:`robench.train.TorchClassifier`) gets
+      :class:`robench.data.Rows` views: it reads a mini-batch at a time, so no split is copied
+      and a memory-mapped data set is read from its file a batch at a time.
+    * Any other model gets arrays: uint8 pixels as held if it ``accepts_uint8``, else float32
+      rows converted for the split alone (never the whole data set).
+    * With ``ROBENCH_COMPACT_DATA=0`` (the float32 path before issue 21, kept to compare) every
+      model gets float32 arrays and the splits are copied whole, as they were.
+    """
+    from robench.references import compact_data
+
+    if not compact_data():
+        X = dataset.X
+        return X[train_idx], X[val_idx], X
+    if getattr(model, "accepts_rows", False):
+        return dataset.view(train_idx), dataset.view(val_idx), dataset.view()
+    if dataset.pixels and getattr(model, "accepts_uint8", False):
+        return dataset.take(train_idx), dataset.take(val_idx), dataset.view()
+    return dataset.rows(train_idx), dataset.rows(val_idx), dataset.view()
+
+
+def predict_rows(model, X, n_classes: int, name: str) -> np.ndarray:
+    """Return the checked predictions of ``model`` for every row of ``X`` (array or Rows).
+
+    Rows go to a model that ``accepts_rows`` as they are; to any other model in chunks of
+    :data:`PREDICT_CHUNK` rows, as arrays (uint8 pixels if it ``accepts_uint8``, else
+    float32), so the prediction pass never materialises the whole data set. A prediction
+    depends only on its own row, so the chunks give the labels one call would.
+    """
+    if not isinstance(X, Rows) or getattr(model, "accepts_rows", False):
+        return predict_checked(model, X, n_classes, name)
+    ds = X.dataset
+    as_held = ds.pixels and getattr(model, "accepts_uint8", False)
+    parts = []
+    for start in range(0, max(len(X), 1), PREDICT_CHUNK):
+        chunk = X[start:start + PREDICT_CHUNK]
+        if ds.pixels and not as_held:
+            chunk = pixels_to_float(chunk)
+        parts.append(predict_checked(model, chunk, n_classes, name))
+    return np.concatenate(parts)
 
 
 def _maybe_float(v):

@@ -10,7 +10,7 @@ from robench.specs import Score
 
 def cfg(**kw):
     base = dict(datasets=["tiny"], models=["centroid", "spy"], clusterers=["kmeans"],
-                metrics=["rho"], repeats=6, k=3, executor="local")
+                metrics=["rho"], repeats=12, k=3, executor="local")
     base.update(kw)
     return run_config(**base)
 
@@ -20,19 +20,23 @@ def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, s
     report = run_until_decided(cfg(), tiny_registry, store, precision=1e-9,
                                on_event=lambda e, **k: events.append((e, k)))
     looks = [k["repeats"] for e, k in events if e == "look"]
-    assert looks == [3, 6]
+    assert looks == [6, 12]
     planned = [k["todo"] for e, k in events if e == "planned"]
-    assert planned == [18, 18], "the second look runs only repeats 3-5 of each kind and model"
-    # random trials are shared: 2 models x 3 kinds x 6 repeats = 36 distinct trials
-    assert report.n_ran == 36 and report.n_planned == 36
+    assert planned == [36, 36], "the second look runs only repeats 6-11 of each kind and model"
+    # random trials are shared: 2 models x 3 kinds x 12 repeats = 72 distinct trials
+    assert report.n_ran == 72 and report.n_planned == 72
     rho = [s for s in store.scores(metric="rho")]
     assert {s["score"] for s in rho} == {"rho", "acc_exclusive", "acc_inclusive", "acc_random"}
     for s in rho:
         ad = s["details"]["adaptive"]
-        assert ad["repeats"] == 6 and ad["looks_taken"] == [3, 6]
+        assert ad["repeats"] == 12 and ad["looks_taken"] == [6, 12]
         assert ad["stopped"] == "maximum repeats reached, undecided"
+        assert ad["model_stopped"] == ad["stopped"]
         assert ad["level"] == pytest.approx(1 - 0.05 / 2)
-        assert s["n"] == 6
+        assert s["details"]["design"] == "adaptive" and ad["rule"] == "paired-delta-bonferroni"
+        assert [p["status"] for p in ad["pairs"]] == ["undecided"]
+        assert ad["pairs"][0]["repeats"] == 12
+        assert s["n"] == 12
     head = next(s for s in rho if s["score"] == "rho" and s["model"] == "centroid")
     assert head["details"]["interval"]["level"] == pytest.approx(0.975)
     assert head["details"]["interval_fixed_sample"]["level"] == pytest.approx(0.95)
@@ -44,18 +48,27 @@ def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, s
     assert [t["stopped"] for t in again.adaptive] == [t["stopped"] for t in report.adaptive]
 
 
-def test_a_decided_table_stops_at_the_first_look(tiny_registry, store):
-    report = run_until_decided(cfg(repeats=100), tiny_registry, store, precision=10.0)
-    assert report.n_ran == 18 and report.adaptive[0]["repeats"] == 3
-    # centroid and spy are the same model: their intervals coincide, so only precision decides
-    assert report.adaptive[0]["stopped"] == "every interval narrower than the precision"
-    assert report.adaptive[0]["looks_planned"] == [3, 6, 12, 24, 48, 100]
+def test_an_ordered_table_stops_at_the_first_look(tiny_registry, store):
+    report = run_until_decided(cfg(models=["centroid", "svm"], repeats=100),
+                               tiny_registry, store, precision=0.001)
+    info = report.adaptive[0]
+    assert report.n_ran == 36 and info["repeats"] == 6
+    assert info["stopped"] == "every adjacent pair ordered"
+    assert info["looks_planned"] == [6, 12, 24, 48, 100]
+    assert info["order"] == ["centroid", "svm"] and info["ranks"] == {"centroid": 1,
+                                                                           "svm": 2}
+    pair = info["pairs"][0]
+    assert pair["status"] == "ordered" and pair["low"] > 0 and pair["repeats"] == 6
+    scores = {s["model"]: s for s in store.scores(metric="rho") if s["score"] == "rho"}
+    ad = scores["svm"]["details"]["adaptive"]
+    assert ad["repeats"] == 6 and ad["rank"] == 2
+    assert ad["model_stopped"] == "its adjacent pairs decided at 6 repeats (centroid > svm)"
 
 
 def test_resume_after_a_plain_run_reuses_its_trials(tiny_registry, store):
-    execute(cfg(repeats=3), tiny_registry, store)
+    execute(cfg(repeats=6), tiny_registry, store)
     report = run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
-    assert report.n_ran == 18
+    assert report.n_ran == 36
 
 
 def test_plain_run_after_adaptive_rescores_at_its_own_level(tiny_registry, store):
@@ -86,15 +99,3 @@ def test_annotate_widens_rho_and_accuracy_intervals():
     assert out[0].ci_low == pytest.approx(ratio_interval(xs, is_, 0.99).low)
     assert out[1].ci_high == pytest.approx(mean_interval(xs, 0.99, bounds=(0, 1)).high)
     assert all(s.details["adaptive"] == {"repeats": 4} for s in out)
-
-
-def test_only_models_of_undecided_pairs_get_more_repeats():
-    from robench.adaptive import to_extend
-    from robench.sequential import Entry, decide
-
-    entries = [Entry("a", 0.95, 0.94, 0.96), Entry("b", 0.90, 0.85, 0.93),
-               Entry("c", 0.89, 0.84, 0.92), Entry("d", 0.70, 0.60, 0.80)]
-    decision = decide(entries, 0.01)
-    assert to_extend(["a", "b", "c", "d"], decision) == ["b", "c"]
-    assert to_extend(["a"], decide([Entry("a", 0.9, 0.8, 1.0)], 0.01)) == ["a"]
-    assert to_extend(["a"], decide([Entry("a", 0.9, 0.895, 0.905)], 0.01)) == []

@@ -147,3 +147,18 @@ def test_frequentist_cnn_trains_through_torch_classifier():
     clf.fit(X[:40], y[:40], X[40:], y[40:])
     assert len(clf.history_) == 2 and clf.predict(X).shape == (60,)
     assert not hasattr(clf.module_, "penalty")
+
+
+@pytest.mark.parametrize("arch", ["lenet", "alexnet", "3conv3fc"])
+def test_registered_parameter_counts_are_the_built_modules(arch):
+    from robench.plugins import get_registry
+
+    def trainable(module):
+        return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+    registry = get_registry()
+    for cls, name in ((PaperCNN, arch), (BayesianPaperCNN, f"bayesian-{arch}")):
+        base, per_class = trainable(cls(arch, 3)), trainable(cls(arch, 4)) - trainable(cls(arch, 3))
+        base -= 3 * per_class
+        assert registry.get("models", name).params.startswith(
+            f"{base + 10 * per_class:,} with 10 classes ({base:,} + {per_class:,} per class)")

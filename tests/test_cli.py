@@ -162,13 +162,16 @@ def test_skips_are_grouped_by_reason_naming_what_the_reason_does_not(capsys):
 def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_registry,
                                                                    tmp_path):
     db = str(tmp_path / "r.db")
-    args = ["-d", "tiny", "-m", "centroid", "-m", "spy", "-c", "kmeans", "-k", "3", "-r", "6",
+    args = ["-d", "tiny", "-m", "centroid", "-m", "spy", "-c", "kmeans", "-k", "3", "-r", "12",
             "--executor", "local", "--db", db, "--metric", "rho"]
     res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9"])
     assert res.exit_code == 0, res.output
-    assert "(overlapping 97.5% CIs share a rank)" in res.output
-    assert ("tiny / kmeans: maximum repeats reached, undecided; repeats of at most 6: "
-            "centroid 6, spy 6 (36 trials)") in res.output
+    assert ("(adaptive repeats (--until decided): models share a rank unless the paired "
+            "interval of their rho difference orders them; 97.5% CIs; R = repeats used)"
+            ) in res.output
+    assert ("tiny / kmeans: maximum repeats reached, undecided; repeats of at most 12: "
+            "centroid 12, spy 12 (72 trials)") in res.output
+    assert "centroid ? spy" in res.output or "spy ? centroid" in res.output
     bad = runner.invoke(cli, ["run", *args, "--precision", "0.1"])
     assert bad.exit_code == 2 and "--precision goes with --until decided" in bad.output
     bad = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "0"])

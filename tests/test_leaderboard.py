@@ -209,6 +209,60 @@ def test_model_page_shows_metadata_scores_per_class_and_folds(filled, tmp_path):
     assert 'href="models/logreg.html"' in models
 
 
+def test_model_pages_link_to_shared_legends_and_script_instead_of_repeating_them(
+        filled, tmp_path):
+    # at 1,000 models the legends were a fifth of every model page (benchmarks/
+    # leaderboard_scale.py: 89 MB site); they are on one page now, as the sort script is
+    build_site(filled, tmp_path)
+    whole = "no loss on unseen sources"  # the rho section's legend, past its link text
+    legends = read(tmp_path, "legends.html")
+    assert whole in legends and "Shown on 3 model pages" in legends
+    assert whole in read(tmp_path, "datasets/digits.html")  # beside its table there
+    script = "function key(cell)"
+    assert script in read(tmp_path, "sort.js")
+    for model in ("mlp", "lenet", "logreg"):
+        html = read(tmp_path, f"models/{model}.html")
+        assert whole not in html and script not in html
+        assert 'Legend: <a href="../legends.html#legend-' in html
+        assert "Robustness &rho; = E[AccX] / E[AccI]: each class" in html  # the link text
+        assert '<script src="../sort.js"></script>' in html
+    assert check_links(tmp_path) > 0  # every legend anchor resolves
+
+
+def test_a_legend_on_one_model_page_only_stays_there():
+    from markupsafe import Markup
+
+    from robench.site import _share_legends
+
+    shared = '<p class="legend">How to read it.</p>'
+    own = '<ul class="legend"><li>only a</li></ul>'
+    blocks_of = {m: [{"sections": [{"title": "Rho", "html": Markup(shared + extra)}]}]
+                 for m, extra in (("a", own), ("b", ""))}
+    entries = _share_legends(blocks_of)
+    assert [(e["title"], str(e["html"]), e["pages"]) for e in entries] == [
+        ("Rho", shared, 2)]
+    a = str(blocks_of["a"][0]["sections"][0]["html"])
+    assert own in a and shared not in a
+    assert a.startswith(f'<p class="legend">Legend: <a href="../legends.html#{entries[0]["id"]}">'
+                        "How to read it.</a></p>")
+
+
+def test_a_builtin_model_page_states_its_parameters(filled, tmp_path):
+    from robench.plugins import get_registry
+
+    build_site(filled, tmp_path)
+    text = get_registry().get("models", "mlp").params  # counted in tests/test_train.py
+    assert "50,826 on 8x8 digits" in text
+    assert f"<dt>Parameters</dt><dd>{text}</dd>" in read(tmp_path, "models/mlp.html")
+    assert f"<td>{text}</td>" in read(tmp_path, "models.html")  # text: not a number column
+
+
+@pytest.mark.parametrize("params", [-1, True, 1.5, "  ", ["1"]])
+def test_a_model_spec_refuses_params_that_are_neither_a_count_nor_a_text(params):
+    with pytest.raises(ValueError, match="params must be a number of trainable parameters"):
+        ModelSpec(name="m", build=lambda ctx: None, description="d", params=params)
+
+
 def test_methods_page_definitions_papers_configurations_runs(filled, tmp_path):
     build_site(filled, tmp_path)
     html = read(tmp_path, "methods.html")
@@ -271,7 +325,7 @@ class HostilePlugin:
     def register_models(self, register):
         register(ModelSpec(name="evil", build=lambda ctx: None,
                            description=HOSTILE + HOSTILE_ATTR, version=HOSTILE_ATTR,
-                           url="javascript:alert(1)"))
+                           url="javascript:alert(1)", params="about " + HOSTILE))
         register(ModelSpec(name="linked", build=lambda ctx: None, description="has a link",
                            url="https://example.org/model?a=1&b=2", params=12345))
 
@@ -296,6 +350,7 @@ def test_hostile_names_and_metadata_render_as_text(store, tmp_path):
     linked = read(tmp_path, "models/linked.html")
     assert 'href="https://example.org/model?a=1&amp;b=2"' in linked and "12,345" in linked
     assert "&lt;script&gt;" in read(tmp_path, "models/evil.html")
+    assert "<dd>about &lt;script&gt;" in read(tmp_path, "models/evil.html")  # params as text
     check_links(tmp_path)
 
 

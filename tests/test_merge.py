@@ -90,7 +90,8 @@ def test_a_conflicting_trial_is_reported_and_kept_apart(two, tmp_path):
     res = run("merge", forged, "--db", c)
     assert res.exit_code == 0
     assert "1 conflicting" in res.output and "1 conflict(s)" in res.output
-    assert f"trial {key[:16]} from" in res.output and "accuracy" in res.output
+    assert f"trial {key[:16]} (tiny " in res.output and "differs in accuracy: accuracy kept" in res.output
+    assert "incoming 0.123; kept the one from alice (alice.db, run 1 there)" in res.output
     conn = sqlite3.connect(c)
     assert conn.execute("SELECT accuracy FROM trials WHERE key = ?", (key,)).fetchone()[0] \
         != 0.123  # the stored result is kept
@@ -154,3 +155,62 @@ def test_untrusted_sources_are_checked_and_their_schema_objects_never_copied(two
     res = run("merge", text, "--db", tmp_path / "f.db")
     assert res.exit_code == 2 and "not an SQLite database" in res.output
     assert "Traceback" not in res.output
+
+
+def test_differing_scores_and_score_groups_are_counted_reported_and_kept_apart(two, tmp_path):
+    a, _ = two
+    forged = tmp_path / "mallory.db"
+    copy_db(a, forged)
+    conn = sqlite3.connect(forged)
+    (score_key, value) = conn.execute(
+        "SELECT key, value FROM scores WHERE score = 'rho' LIMIT 1").fetchone()
+    conn.execute("UPDATE scores SET value = 0.5 WHERE key = ?", (score_key,))
+    (group_key, inputs) = conn.execute("SELECT key, inputs FROM score_groups LIMIT 1").fetchone()
+    conn.execute("UPDATE score_groups SET inputs = 'forged' WHERE key = ?", (group_key,))
+    (trial_key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+    conn.execute("UPDATE trials SET status = 'failed', error = 'x' WHERE key = ?", (trial_key,))
+    conn.execute("UPDATE runs SET command = 'robench run (mallory)'")  # another run
+    conn.commit()
+    n_groups = conn.execute("SELECT count(*) FROM score_groups").fetchone()[0]
+    n_scores = conn.execute("SELECT count(*) FROM scores").fetchone()[0]
+    conn.close()
+    c = tmp_path / "c.db"
+    assert run("merge", a, "--db", c).exit_code == 0
+    res = run("merge", forged, "--db", c)
+    assert res.exit_code == 0, res.output
+    assert (f"{n_scores - 1} duplicate, 1 conflicting; 0 score group(s) copied, "
+            f"{n_groups - 1} duplicate, 1 conflicting") in res.output
+    assert "1 failed trial(s) not copied" in res.output
+    assert "2 conflict(s) (1 score, 1 score group)" in res.output
+    assert f"score {score_key[:16]} (tiny centroid kmeans rho rho)" in res.output
+    assert f"value kept {value}, incoming 0.5; kept the one from alice (alice.db, run 1" \
+        in res.output
+    assert f"score group {group_key[:16]}" in res.output
+    assert "differs in inputs: inputs kept" in res.output and "incoming forged" in res.output
+    conn = sqlite3.connect(c)
+    assert conn.execute("SELECT value FROM scores WHERE key = ?", (score_key,)).fetchone()[0] \
+        == value
+    assert conn.execute("SELECT inputs FROM score_groups WHERE key = ?",
+                        (group_key,)).fetchone()[0] == inputs
+    assert conn.execute("SELECT status FROM trials WHERE key = ?",
+                        (trial_key,)).fetchone()[0] == "ok"
+    assert sorted(r[0] for r in conn.execute("SELECT kind FROM conflicts")) == [
+        "score", "score_group"]
+    conn.close()
+
+
+def test_an_ok_trial_replacing_a_stored_failed_one_is_reported(two, tmp_path):
+    a, _ = two
+    failed = tmp_path / "failed.db"
+    copy_db(a, failed)
+    conn = sqlite3.connect(failed)
+    (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+    conn.execute("UPDATE trials SET status = 'failed', error = 'x' WHERE key = ?", (key,))
+    conn.execute("UPDATE runs SET command = 'robench run (failed)'")
+    conn.commit()
+    conn.close()
+    c = tmp_path / "c.db"
+    assert run("merge", failed, "--db", c).exit_code == 0
+    res = run("merge", a, "--db", c)
+    assert "1 stored failed trial(s) replaced by this source's ok one(s)" in res.output
+    assert "0 trial(s) copied" in res.output

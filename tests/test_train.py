@@ -1,5 +1,6 @@
 """Tests for robench.train and the built-in models: early stopping, determinism, shapes."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -384,3 +385,109 @@ def test_convnet_is_channels_last_end_to_end():
     for m in net.conv:
         if isinstance(m, torch.nn.Conv2d):
             assert m.weight.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_maxpool2x2_without_autograd_computes_no_indices(monkeypatch):
+    # Evaluation passes take the two element-wise maxima, not max_pool2d (which computes an
+    # int64 index per output even under inference_mode); training still uses max_pool2d.
+    torch.manual_seed(0)
+    x = torch.randn(5, 16, 14, 11).contiguous(memory_format=torch.channels_last)
+    x[:, :, :6, :6] = 0.25  # tied windows
+    expected = torch.nn.functional.max_pool2d(x, 2)
+    calls = []
+    real = torch.nn.functional.max_pool2d
+    monkeypatch.setattr(torch.nn.functional, "max_pool2d",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    for ctx in (torch.inference_mode, torch.no_grad):
+        with ctx():
+            out = MaxPool2x2()(x)
+        assert torch.equal(out, expected)
+        assert out.is_contiguous(memory_format=torch.channels_last)
+    assert calls == []
+    MaxPool2x2()(x.clone().requires_grad_())
+    assert calls == [1]
+
+
+def _digits_like(n=150, seed=0):
+    from robench.data import Dataset
+
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 3
+    X = (rng.random((n, 64)) * 0.3 + (y[:, None] == np.arange(64) % 3) * 0.7).astype(np.float32)
+    return Dataset("tiny-images", X, y, image_shape=(1, 8, 8))
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn-2"])
+def test_fit_and_score_takes_train_accuracy_from_its_prediction_once(model, monkeypatch):
+    # The fit rows are part of the all-rows prediction, so fit_and_score derives their accuracy
+    # from it instead of a separate pass in fit: one evaluation pass per epoch (validation)
+    # plus the prediction, and the same number the pass in fit gives.
+    from robench.trials import fit_and_score
+
+    spec = _specs()[model]
+    ds = _digits_like()
+    parts = np.arange(90), np.arange(90, 120), np.arange(120, 150)
+    budget = {"max_epochs": 3, "patience": 3, "batch_size": 16}
+    passes = []
+    batched = TorchClassifier._batched
+    monkeypatch.setattr(TorchClassifier, "_batched",
+                        lambda self, fn, X: passes.append(X.shape[0]) or batched(self, fn, X))
+    row = fit_and_score(spec, ds, *parts, seed=4, train_budget=budget)
+    assert passes == [30] * row["epochs"] + [150]  # validation per epoch, then every row
+
+    clf = spec.build(ModelContext(64, 3, (1, 8, 8), 4, budget))
+    assert clf.defer_train_accuracy is False  # used on its own, fit measures it itself
+    clf.fit(ds.X[parts[0]], ds.y[parts[0]], ds.X[parts[1]], ds.y[parts[1]])
+    assert row["train_accuracy"] == clf.train_accuracy_
+    assert row["train_accuracy"] == np.mean(clf.predict(ds.X[parts[0]]) == ds.y[parts[0]])
+
+
+def test_a_subclass_with_its_own_predict_keeps_the_train_accuracy_pass():
+    from robench.trials import fit_and_score
+
+    class Shifted(TorchClassifier):
+        def predict(self, X):  # a different rule than the module's argmax
+            return (super().predict(X) + 1) % 3
+
+    spec = _specs()["mlp"]
+    ds = _digits_like()
+    custom = dataclasses.replace(spec, build=lambda ctx: Shifted.from_context(
+        ctx, lambda c: MLP(c.n_features, c.n_classes)))
+    parts = np.arange(90), np.arange(90, 120), np.arange(120, 150)
+    row = fit_and_score(custom, ds, *parts, seed=4, train_budget={"max_epochs": 2})
+    clf = Shifted.from_context(ModelContext(64, 3, (1, 8, 8), 4, {"max_epochs": 2}),
+                               lambda c: MLP(c.n_features, c.n_classes))
+    clf.fit(ds.X[parts[0]], ds.y[parts[0]], ds.X[parts[1]], ds.y[parts[1]])
+    assert row["train_accuracy"] == clf.train_accuracy_
+
+
+def _trainable(module) -> int:
+    return sum(p.numel() for p in module.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("image_shape, n_classes", [
+    ((1, 8, 8), 10), ((1, 28, 28), 10), ((3, 16, 16), 3), ((1, 5, 7), 2), ((2, 4, 4), 7)])
+def test_builtin_parameter_counts_are_the_built_modules(image_shape, n_classes):
+    d = int(np.prod(image_shape))
+    ctx = ModelContext(n_features=d, n_classes=n_classes, image_shape=image_shape, seed=0)
+    specs = _specs()
+    assert _trainable(specs["mlp"].build(ctx).build_module()) == \
+        builtin_models.mlp_params(d, n_classes) == 256 * d + 129 * n_classes + 33_152
+    for depth in (1, 2, 3):
+        module = specs[f"cnn-{depth}"].build(ctx).build_module()
+        assert _trainable(module) == builtin_models.cnn_params(
+            image_shape, n_classes, builtin_models.CNN_CHANNELS[:depth]), (depth, image_shape)
+
+
+def test_builtin_models_state_their_parameters_on_the_papers_image_sizes():
+    import re
+
+    specs = _specs()
+    for name, counts in {"mlp": (50_826, 235_146), "cnn-1": (34_346, 402_986),
+                         "cnn-2": (22_602, 206_922), "cnn-3": (57_482, 98_442)}.items():
+        text = specs[name].params
+        assert f"{counts[0]:,} on 8x8 digits, {counts[1]:,} on 28x28 MNIST" in text, text
+    a, c, b = (int(x.replace(",", "")) for x in re.match(
+        r"(\d+)·d \+ (\d+)·C \+ ([\d,]+) for d input features", specs["mlp"].params).groups())
+    assert (a * 64 + c * 10 + b, a * 784 + c * 10 + b) == (50_826, 235_146)  # the formula
+    assert specs["svm"].params.startswith("none fixed: it keeps support vectors")

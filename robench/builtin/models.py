@@ -99,6 +99,52 @@ def build_cnn(ctx: ModelContext, depth: int):
     return TorchClassifier(module, seed=ctx.seed, **training_budget(ctx.train))
 
 
+def mlp_params(n_features: int, n_classes: int, hidden: tuple = (256, 128)) -> int:
+    """Return the trainable parameters of :class:`robench.train.MLP`: each layer's weights
+    and biases."""
+    widths = (int(n_features), *hidden, int(n_classes))
+    return sum((a + 1) * b for a, b in zip(widths, widths[1:]))
+
+
+def cnn_params(image_shape: tuple, n_classes: int, channels: tuple, fc_width: int = 128) -> int:
+    """Return the trainable parameters of :class:`robench.train.ConvNet`.
+
+    Its 3x3 convolutions, fully connected layer and head; a block halves the map (floor)
+    while the result stays at least 2x2, as ConvNet's pools do.
+    """
+    c_in, h, w = (int(s) for s in image_shape)
+    total = 0
+    for c_out in channels:
+        total += (9 * c_in + 1) * c_out
+        if min(h, w) // 2 >= 2:
+            h, w = h // 2, w // 2
+        c_in = c_out
+    return total + (c_in * h * w + 1) * fc_width + (fc_width + 1) * int(n_classes)
+
+
+#: The paper's two image sizes, on which the built-in models' parameter counts are stated.
+_SIZES = (("8x8 digits", (1, 8, 8)), ("28x28 MNIST", (1, 28, 28)))
+#: The MLP's hidden widths and the CNNs' fc width, as build_mlp and build_cnn give them.
+_MLP_HIDDEN = (256, 128)
+_FC_WIDTH = 128
+
+
+def _mlp_params_text() -> str:
+    h1, h2 = _MLP_HIDDEN
+    on = ", ".join(f"{mlp_params(c * hh * ww, 10, _MLP_HIDDEN):,} on {label}"
+                   for label, (c, hh, ww) in _SIZES)
+    return (f"{h1}·d + {h2 + 1}·C + {h1 + (h1 + 1) * h2:,} for d input features and C "
+            "classes: "
+            f"{on} (10 classes)")
+
+
+def _cnn_params_text(depth: int) -> str:
+    on = ", ".join(f"{cnn_params(shape, 10, CNN_CHANNELS[:depth], _FC_WIDTH):,} on {label}"
+                   for label, shape in _SIZES)
+    return (f"depends on the image size: {on} (10 classes); each further class adds "
+            f"{_FC_WIDTH + 1}")
+
+
 @hookimpl
 def register_models(register):
     """Register svm, mlp, cnn-1, cnn-2 and cnn-3."""
@@ -110,6 +156,8 @@ def register_models(register):
         version="1",
         requires_image=False,
         has_features=False,
+        params="none fixed: it keeps support vectors (training rows, d values each) and "
+               "their dual coefficients, as many as the data needs",
     ))
     register(ModelSpec(
         name="mlp",
@@ -118,6 +166,7 @@ def register_models(register):
                     "accuracy; features: 128-d last hidden layer",
         version="2",  # 2: fused Adam step
         requires_image=False,
+        params=_mlp_params_text(),
     ))
     for depth in (1, 2, 3):
         channels = "-".join(str(c) for c in CNN_CHANNELS[:depth])
@@ -131,4 +180,5 @@ def register_models(register):
             # rounds differently: every cnn trial retrains once (docs/profile.md)
             version="3",
             requires_image=True,
+            params=_cnn_params_text(depth),
         ))

@@ -72,6 +72,21 @@ _DESCRIPTIONS = {
 }
 
 
+#: Trainable parameters of each paper CNN on its one input size (1x28x28): those that do not
+#: depend on the number of classes, and those each class adds (the head's weights and bias).
+#: tests/test_shifted_cv.py counts them on the built modules.
+_PARAMS = {"lenet": (60_856, 85), "alexnet": (2_454_208, 257), "3conv3fc": (1_771_024, 1_001)}
+
+
+def _params_text(arch: str, bayesian: bool) -> str:
+    """Say how many trainable parameters the paper CNN has (Bayesian: two per weight)."""
+    base, per_class = _PARAMS[arch]
+    factor = 2 if bayesian else 1
+    text = (f"{factor * (base + 10 * per_class):,} with 10 classes ({factor * base:,} + "
+            f"{factor * per_class:,} per class)")
+    return text + (": a mean and a scale for each weight and bias" if bayesian else "")
+
+
 @hookimpl
 def register_models(register):
     """Register lenet, alexnet, 3conv3fc and their Bayesian versions (28x28 grey images only)."""
@@ -82,6 +97,7 @@ def register_models(register):
             "validation (opt-in: slow)",
             version="3",  # 2: fused Adam step; 3: channels-last end to end
             requires_image=True, image_shapes=((1, 28, 28),), in_default_run=False,
+            params=_params_text(arch, bayesian=False),
         ))
         register(ModelSpec(
             f"bayesian-{arch}", functools.partial(models.build_paper_cnn, arch=arch,
@@ -91,4 +107,5 @@ def register_models(register):
             "(opt-in: slow)",
             version="2",  # 2: fused Adam step (the channels-last layout was slower for these)
             requires_image=True, image_shapes=((1, 28, 28),), in_default_run=False,
+            params=_params_text(arch, bayesian=True),
         ))

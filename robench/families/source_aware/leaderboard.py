@@ -27,6 +27,17 @@ def _interval_bar(low, high) -> Optional[dict]:
     return {"left": round(left, 2), "width": round(max(right - left, 0.4), 2)}
 
 
+def _adaptive(rho: dict) -> Optional[dict]:
+    """Return what a --until decided score says of itself (None for a fixed-repeats score)."""
+    details = rho.get("details") or {}
+    ad = details.get("adaptive") if isinstance(details, dict) else None
+    if not isinstance(ad, dict):
+        return None
+    return {"repeats": ad.get("repeats"), "max_repeats": ad.get("max_repeats"),
+            "rank": ad.get("rank"), "stopped": ad.get("model_stopped") or ad.get("stopped"),
+            "level": ad.get("level")}
+
+
 def rho_tables(scores: list) -> list:
     """Return one ranked table per clusterer from the rho metric's sub-scores."""
     from robench.leaderboard import rank_rows
@@ -52,6 +63,7 @@ def rho_tables(scores: list) -> list:
                 "ci_low": rho["ci_low"],
                 "ci_high": rho["ci_high"],
                 "n": rho["n"],
+                "adaptive": _adaptive(rho),
                 "higher_is_better": rho["higher_is_better"],
                 "acc_exclusive": acc_x,
                 "acc_inclusive": acc_i,
@@ -79,13 +91,18 @@ def tie_ranked(rows: list) -> list:
 
     :func:`robench.intervals.tie_ranks`: a model whose 95% interval overlaps its block
     leader's takes the leader's rank (1, 1, 3, ...), so the table does not print an order the
-    repeats cannot decide. ``tied`` marks a row that shares its rank.
+    repeats cannot decide. ``tied`` marks a row that shares its rank. A table run with
+    ``--until decided`` takes the ranks its pair decisions gave (``details.adaptive.rank``:
+    a new rank only after an ordered pair).
     """
     from robench.intervals import tie_ranks
 
     higher = all(r.get("higher_is_better", True) for r in rows)
     ranks = tie_ranks([r["value"] for r in rows], [r["ci_low"] for r in rows],
                       [r["ci_high"] for r in rows], higher_is_better=higher)
+    if rows and all((r.get("adaptive") or {}).get("rank") is not None for r in rows):
+        # --until decided: ranks from the paired decisions of adjacent models (robench.sequential)
+        ranks = [r["adaptive"]["rank"] for r in rows]
     counts: dict = defaultdict(int)
     for rank in ranks:
         counts[rank] += 1

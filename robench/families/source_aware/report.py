@@ -20,6 +20,17 @@ def _ci_name(models: dict) -> str:
     return "95% CI"
 
 
+def _adaptive_ranks(models: dict) -> dict:
+    """Return model -> rank from a --until decided table's pair decisions ({} if not adaptive)."""
+    out = {}
+    for model, sc in models.items():
+        details = (sc.get("rho") or {}).get("details") or {}
+        ad = details.get("adaptive") if isinstance(details, dict) else None
+        if isinstance(ad, dict) and ad.get("rank") is not None:
+            out[model] = ad["rank"]
+    return out
+
+
 def rho_lines(rows: list) -> list:
     """Return rho per data set and clusterer, models ranked best first, as text lines."""
     table: dict = {}
@@ -31,8 +42,12 @@ def rho_lines(rows: list) -> list:
     lines = []
     for (dataset, clusterer), models in sorted(table.items()):
         ci_name = _ci_name(models)
+        adaptive = _adaptive_ranks(models)
+        how = (f"adaptive repeats (--until decided): models share a rank unless the paired "
+               f"interval of their rho difference orders them; {ci_name}s; R = repeats used"
+               if adaptive else f"overlapping {ci_name}s share a rank")
         lines.append(f"\n{dataset} - sources by {clusterer}: ranked by rho = E[AccX]/E[AccI] "
-                     f"(overlapping {ci_name}s share a rank)")
+                     f"({how})")
         lines.append(f"  {'#':>2} {'model':<14} {'rho':>6} {ci_name:>15}   "
                      f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
         complete = {m: sc for m, sc in models.items() if "rho" in sc}
@@ -41,6 +56,8 @@ def rho_lines(rows: list) -> list:
         ranks = tie_ranks([sc["rho"].get("value") for _, sc in ranked],
                           [sc["rho"].get("ci_low") for _, sc in ranked],
                           [sc["rho"].get("ci_high") for _, sc in ranked])
+        if adaptive and all(m in adaptive for m, _ in ranked):
+            ranks = [adaptive[m] for m, _ in ranked]
         for i, (model, sc) in zip(ranks, ranked):
             r = sc["rho"]
             value = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
