@@ -112,3 +112,25 @@ def test_annotate_widens_rho_and_accuracy_intervals():
     assert out[0].ci_low == pytest.approx(ratio_interval(xs, is_, 0.99).low)
     assert out[1].ci_high == pytest.approx(mean_interval(xs, 0.99, bounds=(0, 1)).high)
     assert all(s.details["adaptive"] == {"repeats": 4} for s in out)
+
+
+def test_leaderboard_and_report_label_an_adaptive_table(tiny_registry, store, tmp_path):
+    from robench.families.source_aware.leaderboard import rho_tables
+    from robench.families.source_aware.report import rho_lines
+
+    run_until_decided(cfg(models=["centroid", "spy", "svm"]), tiny_registry, store,
+                      precision=1e-9)
+    rows = store.scores(metric="rho")
+    table = rho_tables(rows)[0]["rows"]
+    by_model = {r["model"]: r for r in table}
+    assert all(r["adaptive"]["repeats"] == r["n"] for r in table)
+    # centroid ~ spy (identical), then an ordered pair: ranks 1, 1, 3 from the pair decisions
+    assert [by_model[m]["rank"] for m in ("centroid", "spy", "svm")] == [1, 1, 3]
+    assert by_model["svm"]["adaptive"]["stopped"].startswith("its adjacent pairs decided")
+    text = "\n".join(rho_lines(rows))
+    assert "adaptive repeats (--until decided)" in text
+    from robench.leaderboard import build_leaderboard
+
+    index = build_leaderboard(store, tmp_path / "site", registry=tiny_registry)
+    html = "".join(p.read_text() for p in index.parent.rglob("*.html"))
+    assert "adaptive repeats (--until decided), at most 12" in html
