@@ -233,7 +233,7 @@ def run(spec: dict, env) -> dict:
     dataset = env.dataset(spec["dataset"])
     knobs = spec["params"]["analysis"]
     seed = int(spec["seed"])
-    X, y = dataset.X, dataset.y
+    y = dataset.y
     ref = fit_reference(spec, env, dataset, applicable=feature_support,
                         build=_build(spec, env.registry))
     fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
@@ -241,13 +241,15 @@ def run(spec: dict, env) -> dict:
         return not_applicable_row(base, ref["not_applicable"], t0)
     model_key, hit = ref["model_key"], ref["hit"]
     timings["train"] = time.perf_counter() - t0
-    pred = predict_checked(clf, X[test], dataset.n_classes, spec["model"], "test rows")
+    X_test = dataset.rows(test)  # float32 rows of the test split alone
+    pred = predict_checked(clf, X_test, dataset.n_classes, spec["model"], "test rows")
     model_acc = float((pred == y[test]).mean())
 
     t = time.perf_counter()
-    Z_test = features(clf, X[test], key=features_key(model_key, X[test]))
+    Z_test = features(clf, X_test, key=features_key(model_key, X_test))
     join_idx = fit[stratified_subsample(y[fit], knobs["join_train_cap"], seed)]
-    Z_train = features(clf, X[join_idx], key=features_key(model_key, X[join_idx]))
+    X_join = dataset.rows(join_idx)
+    Z_train = features(clf, X_join, key=features_key(model_key, X_join))
     timings["features"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -303,12 +305,13 @@ def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     seed = int(spec["seed"])
     idx = test[stratified_subsample(dataset.y[test], knobs["corruption_cap"], seed)]
     shape = (len(idx),) + tuple(dataset.image_shape)
-    images = dataset.X[idx].reshape(shape)
+    rows = dataset.rows(idx)
+    images = rows.reshape(shape)
     y = dataset.y[idx]
     specs = [env.registry.get("corruptions", n) for n in knobs["corruptions"]]
     sets = corrupted_sets(images, specs, knobs["severities"], seed,
                           fingerprint=dataset.fingerprint(), idx_key=index_hash(idx))
-    clean = float((predict_checked(clf, dataset.X[idx], dataset.n_classes, spec["model"])
+    clean = float((predict_checked(clf, rows, dataset.n_classes, spec["model"])
                    == y).mean())
     acc = {}
     for sp in specs:
@@ -331,7 +334,7 @@ def _adversarial(clf, dataset, test, knobs, seed) -> dict:
     if module is None:
         return {"not_applicable": f"{type(clf).__name__} is not a torch model (no gradients)"}
     idx = test[stratified_subsample(dataset.y[test], knobs["attack_cap"], seed)]
-    res = robust_accuracies(module, dataset.X[idx], dataset.y[idx], dataset.n_classes,
+    res = robust_accuracies(module, dataset.rows(idx), dataset.y[idx], dataset.n_classes,
                             knobs["epsilons"], attacks=knobs["attacks"],
                             pgd_steps=int(knobs["pgd_steps"]),
                             deepfool_iter=int(knobs["deepfool_iter"]),
