@@ -15,10 +15,13 @@ def cfg(**kw):
     return run_config(**base)
 
 
+UNDECIDED = dict(models=["centroid", "svm"])  # ordered at 6 repeats at alpha 0.05, not at 1e-9
+
+
 def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, store):
     events = []
-    report = run_until_decided(cfg(), tiny_registry, store, precision=1e-9,
-                               on_event=lambda e, **k: events.append((e, k)))
+    report = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
+                               alpha=1e-9, on_event=lambda e, **k: events.append((e, k)))
     looks = [k["repeats"] for e, k in events if e == "look"]
     assert looks == [6, 12]
     planned = [k["todo"] for e, k in events if e == "planned"]
@@ -32,18 +35,19 @@ def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, s
         assert ad["repeats"] == 12 and ad["looks_taken"] == [6, 12]
         assert ad["stopped"] == "maximum repeats reached, undecided"
         assert ad["model_stopped"] == ad["stopped"]
-        assert ad["level"] == pytest.approx(1 - 0.05 / 2)
+        assert ad["level"] == pytest.approx(1 - 1e-9 / 2)
         assert s["details"]["design"] == "adaptive" and ad["rule"] == "paired-delta-bonferroni"
         assert [p["status"] for p in ad["pairs"]] == ["undecided"]
         assert ad["pairs"][0]["repeats"] == 12
         assert s["n"] == 12
     head = next(s for s in rho if s["score"] == "rho" and s["model"] == "centroid")
-    assert head["details"]["interval"]["level"] == pytest.approx(0.975)
+    assert head["details"]["interval"]["level"] == pytest.approx(1 - 1e-9 / 2)
     assert head["details"]["interval_fixed_sample"]["level"] == pytest.approx(0.95)
     assert head["ci_low"] < head["details"]["interval_fixed_sample"]["low"]
     assert report.adaptive[0]["dataset"] == "tiny"
 
-    again = run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
+    again = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
+                              alpha=1e-9)
     assert again.n_ran == 0, "a rerun (or a resumed run) trains nothing"
     assert [t["stopped"] for t in again.adaptive] == [t["stopped"] for t in report.adaptive]
 
@@ -65,15 +69,24 @@ def test_an_ordered_table_stops_at_the_first_look(tiny_registry, store):
     assert ad["model_stopped"] == "its adjacent pairs decided at 6 repeats (centroid > svm)"
 
 
-def test_resume_after_a_plain_run_reuses_its_trials(tiny_registry, store):
-    execute(cfg(repeats=6), tiny_registry, store)
+def test_identical_models_are_equivalent_at_the_first_look(tiny_registry, store):
     report = run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
+    info = report.adaptive[0]  # centroid and spy: the same accuracies in every repeat
+    assert info["repeats"] == 6 and info["pairs"][0]["status"] == "equivalent"
+    assert info["stopped"] == "every adjacent pair equivalent within the precision"
+    assert info["ranks"] == {"centroid": 1, "spy": 1}
+
+
+def test_resume_after_a_plain_run_reuses_its_trials(tiny_registry, store):
+    execute(cfg(repeats=6, **UNDECIDED), tiny_registry, store)
+    report = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
+                               alpha=1e-9)
     assert report.n_ran == 36
 
 
 def test_plain_run_after_adaptive_rescores_at_its_own_level(tiny_registry, store):
-    run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
-    execute(cfg(), tiny_registry, store)  # same trials, plain 95% intervals
+    run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9, alpha=1e-9)
+    execute(cfg(**UNDECIDED), tiny_registry, store)  # same trials, plain 95% intervals
     head = next(s for s in store.scores(metric="rho") if s["score"] == "rho")
     assert "adaptive" not in head["details"] and head["details"]["interval"]["level"] == 0.95
 
