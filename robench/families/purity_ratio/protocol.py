@@ -36,7 +36,7 @@ import numpy as np
 
 from robench.reference import fit_reference, not_applicable_row, trial_row
 from robench.specs import Knob
-from robench.trials import Combo, trial_key
+from robench.trials import Combo, keyed_spec
 
 NAME = "clusterability"
 #: 2: the multicut's boundary is calibrated on training features on the complete graph in the
@@ -144,32 +144,23 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
                        for c in chosen if c.not_applicable(dataset_spec) is None}
     analysis = {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS}
     analysis["corruptions"] = sorted(corruptions)
-    spec = {
-        "protocol": NAME,
-        "dataset": dataset_spec.name,
-        "model": model_name,
-        "clusterer": "",
-        "kind": KIND,
-        "repeat": 0,
-        "seed": cfg.seed,
-        "params": {
+    return keyed_spec(
+        NAME, VERSION, dataset=dataset_spec.name, model=model_name, kind=KIND, repeat=0,
+        seed=cfg.seed,
+        params={
             "test_size": cfg.test_size,
             "val_fraction": cfg.val_fraction,
             "train": cfg.train,
             "zoo_member": source == "zoo",
             "analysis": analysis,
         },
-        "versions": {
-            "protocol": VERSION,
+        versions={
             **registry.dataset_versions(dataset_spec.name),
             "model": (registry.component_version("models", model_name)
                       if source == "registered" else f"zoo/{ZOO_VERSION}"),
             "kmeans": registry.component_version("clusterers", "kmeans"),
             "corruptions": corruptions,
-        },
-    }
-    spec["key"] = trial_key(spec)
-    return spec
+        })
 
 
 def zoo_names(dataset_spec, cfg, registry) -> list:
