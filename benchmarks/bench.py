@@ -24,7 +24,8 @@ Sections (each can be skipped):
 * scale   - how time grows with data set size (digits, mnist-5k, synthetic-sources at 20k and
             50k samples) and with the number of repeats.
 * memory  - CIFAR-10-sized data (60,000 x 3 x 32 x 32): peak RSS of the driver and of each
-            worker, PSS, seconds per trial, the float32 path against the compact (uint8,
+            worker (anonymous and file-backed), PSS, USS, the torch-import baseline, seconds
+            per trial, the float32 path against the compact (uint8,
             memory-mapped) path in one run (benchmarks/memory.py).
 * help    - `robench --help` wall time.
 

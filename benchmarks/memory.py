@@ -29,7 +29,7 @@ processes: ``import torch`` alone, and an idle worker (robench's worker start-up
 worker's peak above the idle worker. Seconds are the trials' own times (one epoch plus the
 evaluation passes over the 60,000 rows).
 
-Usage (about 3 minutes on an idle 2-core machine):
+Usage (about 2 minutes on an idle 2-core machine; 1.5 min of it the two runs):
     flock /tmp/robench-bench.lock python benchmarks/memory.py
     python benchmarks/bench.py --only memory
 """
