@@ -12,8 +12,12 @@ Sections (each can be skipped):
             agree. With --old CHECKOUT the same trials also run on that checkout's robench;
             with --rounds N both robench sides run N times, alternating, medians compared.
 * startup - the first vs the next cnn-2 trial in a fresh process (old code and this one).
-* adaptive - mnist-5k x the five built-in models: --until decided vs fixed repeats.
-* projection - run --all --profile paper projected from the all section's trial seconds.
+* adaptive - mnist-5k x the five built-in models: --until decided (max --adaptive-repeats 32,
+            --adaptive-precision 0.025) vs the fixed number of repeats that reaches the same
+            precision (derived from the measured paired spreads), in one store: trials,
+            recorded trial-seconds, rankings, agreement (docs/adaptive.md).
+* projection - run --all --profile paper projected from the planner's plan: one shortened trial
+            of every (protocol, data set, model) group measured here (benchmarks/projection.py).
 * flops   - achieved training throughput of those robench trials in FLOP/s against this
             machine's peak, measured as a large fp32 matmul on all cores in the same run.
 * all     - `robench run --all` (default profile): cold wall time (empty cache and database),
@@ -21,7 +25,8 @@ Sections (each can be skipped):
 * scale   - how time grows with data set size (digits, mnist-5k, synthetic-sources at 20k and
             50k samples) and with the number of repeats.
 * memory  - CIFAR-10-sized data (60,000 x 3 x 32 x 32): peak RSS of the driver and of each
-            worker, PSS, seconds per trial, the float32 path against the compact (uint8,
+            worker (anonymous and file-backed), PSS, USS, the torch-import baseline, seconds
+            per trial, the float32 path against the compact (uint8,
             memory-mapped) path in one run (benchmarks/memory.py).
 * help    - `robench --help` wall time.
 
@@ -371,15 +376,6 @@ def bench_run_all(rows: list, keep=None, workers: bool = True, extra: dict = Non
             shutil.copy(f"{tmp}/a.db", Path(keep) / "robench.db")
             (Path(keep) / "run-all.txt").write_text(printed[0])
         warm = timed(robench + ["run", "--all", "--db", f"{tmp}/a.db"], env)
-        if extra is not None:  # per-trial seconds for the paper-profile projection
-            import sqlite3
-
-            con = sqlite3.connect(f"{tmp}/a.db")
-            extra["all_trials"] = con.execute(
-                "SELECT protocol, dataset, model, count(*), sum(seconds), sum(epochs) "
-                "FROM trials WHERE status = 'ok' GROUP BY 1, 2, 3").fetchall()
-            con.close()
-            extra["all_cold"] = cold
         if workers:
             one = timed(robench + ["run", "--all", "-j", "1", "--db", f"{tmp}/b.db"], env)
             two = timed(robench + ["run", "--all", "-j", "2", "--db", f"{tmp}/c.db"], env)
@@ -446,148 +442,305 @@ def bench_startup(rows: list, old=None):
 # adaptive repeats vs a fixed number
 
 
-def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int):
-    """mnist-5k, five built-in models, kmeans: --until decided vs fixed repeats, fresh stores."""
+def _table_accuracies(store, models: list, repeats: int):
+    """Return (x, i) of shape (1, models, repeats): mnist-5k / kmeans accuracies per repeat."""
+    x = np.full((1, len(models), repeats), np.nan)
+    i = np.full_like(x, np.nan)
+    for m, model in enumerate(models):
+        for t in store.trials(model=[model]):
+            if (t["protocol"] != "source-aware" or t["status"] != "ok"
+                    or t["clusterer"] != "kmeans" or t["repeat"] >= repeats):
+                continue
+            if t["kind"] == "exclusive":
+                x[0, m, t["repeat"]] = t["accuracy"]
+            elif t["kind"] == "inclusive":
+                i[0, m, t["repeat"]] = t["accuracy"]
+    return x, i
+
+
+def planned_fixed_repeats(sd_diffs, precision: float, level: float = 0.95) -> int:
+    """Return the fixed design's repeats that decide every adjacent pair at ``precision``.
+
+    A fixed design does not know the differences in advance; to decide every pair (ordered,
+    or equivalent within ±precision) whatever its true difference, its interval's half-width
+    ``t(n-1) * sd / sqrt(n)`` must be at most precision / 2 for the most variable pair (a
+    difference interval containing 0 then lies within ±precision). The usual sample-size
+    calculation, with the per-repeat sd of each pair's paired difference.
+    """
+    from robench.intervals import t_quantile
+
+    sd = max(sd_diffs)
+    n = 2
+    while t_quantile(level, n - 1) * sd / np.sqrt(n) > precision / 2:
+        n += 1
+    return n
+
+
+def decided_at(d, sd, precision: float, level: float = 0.95) -> int:
+    """Return the smallest fixed n whose interval would decide a pair of difference d (oracle)."""
+    from robench.intervals import t_quantile
+
+    n = 2
+    while True:
+        half = t_quantile(level, n - 1) * sd / np.sqrt(n)
+        if half < abs(d) or abs(d) + half < precision or n > 10_000:
+            return n
+        n += 1
+
+
+def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precision: float,
+                   start_from=None):
+    """mnist-5k, five built-in models, kmeans: --until decided vs a fixed number of repeats.
+
+    One store. The adaptive run goes first (timed: it trains everything it uses). The fixed
+    design's repeats are derived from the adaptive run's paired spreads
+    (:func:`planned_fixed_repeats`, capped at ``max_repeats``); it then runs in the same
+    store, reusing the repeats the adaptive run already trained (repeats are keyed by index),
+    so its wall time is not measured directly: both sides are compared by the recorded
+    seconds of the trials they use (trial-seconds / workers = wall on a perfectly packed
+    machine), and the adaptive side's measured wall is shown beside. ``start_from``: a
+    database whose stored trials are reused (copied first; nothing is timed then).
+    """
     from robench.adaptive import run_until_decided
     from robench.config import RunConfig
     from robench.intervals import tie_ranks
     from robench.plugins import make_registry
     from robench.runner import execute
-    from robench.sequential import PRECISION
+    from robench.sequential import STATUS, block_ranks, paired_difference, table_look
     from robench.store import Store
 
     reg = make_registry(load_entrypoints=False)
     models = ["svm", "mlp", "cnn-1", "cnn-2", "cnn-3"]
 
-    def cfg():
+    def cfg(repeats):
         return RunConfig(datasets=["mnist-5k"], models=models, clusterers=["kmeans"],
-                         metrics=["rho"], repeats=max_repeats, executor="process", jobs=jobs)
+                         metrics=["rho"], repeats=repeats, executor="process", jobs=jobs)
 
-    def table(store):
-        rho = {s["model"]: s for s in store.scores(metric="rho") if s["score"] == "rho"}
-        order = sorted(rho, key=lambda m: -rho[m]["value"])
-        ranks = tie_ranks([rho[m]["value"] for m in order], [rho[m]["ci_low"] for m in order],
-                          [rho[m]["ci_high"] for m in order])
-        return order, dict(zip(order, ranks)), rho
+    def trial_seconds(store, reps: dict) -> tuple:
+        n, secs = 0, 0.0
+        for t in store.trials(model=models):
+            if t["protocol"] == "source-aware" and t["repeat"] < reps[t["model"]] and (
+                    t["clusterer"] in ("kmeans", "")):
+                n += 1
+                secs += t["seconds"] or 0.0
+        return n, secs
 
     with tempfile.TemporaryDirectory() as tmp:
-        a_store, f_store = Store(Path(tmp) / "a.db"), Store(Path(tmp) / "f.db")
-        for s in (a_store, f_store):  # sources first, so both sides time training only
-            execute(RunConfig(datasets=["mnist-5k"], models=["svm"], clusterers=["kmeans"],
-                              metrics=["rho"], repeats=1, executor="local"), reg, s)
+        if start_from:
+            shutil.copy(start_from, Path(tmp) / "bench.db")
+        store = Store(Path(tmp) / "bench.db")
+        t0 = time.perf_counter()  # sources first, so the sides time training only
+        execute(RunConfig(datasets=["mnist-5k"], models=["svm"], clusterers=["kmeans"],
+                          metrics=["rho"], repeats=1, executor="local"), reg, store)
+        prep_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        adaptive = run_until_decided(cfg(), reg, a_store)
-        a_s = time.perf_counter() - t0
+        adaptive = run_until_decided(cfg(max_repeats), reg, store, precision=precision)
+        a_wall = time.perf_counter() - t0
+        info = adaptive.adaptive[0]
+        a_reps = info["repeats_by_model"]
+        a_trials, a_secs = trial_seconds(store, a_reps)
+        # the fixed design: its repeats from the paired spreads the adaptive run measured
+        n_all = max(a_reps.values())
+        x, i = _table_accuracies(store, models, n_all)
+        order = [models.index(m) for m in info["order"]]
+        sds, diffs = [], []
+        for a, b in zip(order, order[1:]):
+            pd = paired_difference(x[0, a], i[0, a], x[0, b], i[0, b], 0.95)
+            sds.append(float(pd["se"] * np.sqrt(pd["n"])))
+            diffs.append(float(pd["d"]))
+        r_plan = planned_fixed_repeats(sds, precision)
+        r_oracle = max(decided_at(d, sd, precision) for d, sd in zip(diffs, sds))
+        r_fixed = min(r_plan, max_repeats)
         t0 = time.perf_counter()
-        fixed = execute(cfg(), reg, f_store)
-        f_s = time.perf_counter() - t0
-        a_order, a_ranks, a_rho = table(a_store)
-        f_order, f_ranks, f_rho = table(f_store)
-        f_trials = sum(1 for t in f_store.trials(model=models) if t["protocol"] == "source-aware")
-    info = adaptive.adaptive[0]
-    a_trials = info["trials"]
-    half = lambda r, m: (r[m]["ci_high"] - r[m]["ci_low"]) / 2  # noqa: E731
-    rows.append((f"adaptive vs fixed repeats, mnist-5k x 5 models (max {max_repeats})",
-                 f"adaptive {a_trials} trials, {a_s:.0f} s vs fixed {f_trials} trials, "
-                 f"{f_s:.0f} s", f"{a_trials / f_trials:.2f} of the trials, "
-                 f"{a_s / f_s:.2f} of the time (goal {GOALS['adaptive']})"))
+        execute(cfg(r_fixed), reg, store)
+        f_wall_extra = time.perf_counter() - t0
+        f_trials, f_secs = trial_seconds(store, {m: r_fixed for m in models})
+        x, i = _table_accuracies(store, models, r_fixed)
+        look = table_look(x, i, precision, 0.95)
+        f_order = [models[k] for k in look["order"][0]]
+        f_status = [STATUS[c] for c in look["status"][0]]
+        f_ranks = dict(zip(f_order, block_ranks(f_status)))
+        rho = {s["model"]: s for s in store.scores(metric="rho") if s["score"] == "rho"
+               and "adaptive" not in (s["details"] or {})}
+        plain = tie_ranks([rho[m]["value"] for m in f_order], [rho[m]["ci_low"] for m in f_order],
+                          [rho[m]["ci_high"] for m in f_order])
+        store.close()
+    sign = {"ordered": ">", "equivalent": "~", "undecided": "?"}
+
+    def chain(order, statuses):
+        return order[0] + "".join(f" {sign[s]} {m}" for m, s in zip(order[1:], statuses))
+
+    a_status = [p["status"] for p in info["pairs"]]
+    rows.append((f"adaptive setup: mnist-5k x 5 models, kmeans, precision {precision}",
+                 f"looks {info['looks_planned']}, level {info['level']:.4f} per look",
+                 f"sources and data prepared first ({prep_s:.0f} s, in neither side)"))
     rows.append(("adaptive: repeats per model, why it stopped",
-                 ", ".join(f"{m} {r}" for m, r in info["repeats_by_model"].items()),
-                 f"{info['stopped']}; level {info['level']:.4f}, precision {PRECISION}"))
-    fmt = lambda order, ranks, rho: ", ".join(  # noqa: E731
-        f"{ranks[m]}. {m} {rho[m]['value']:.3f}±{half(rho, m):.3f}" for m in order)
-    rows.append(("adaptive ranking (rank, rho ± half-width)", fmt(a_order, a_ranks, a_rho),
-                 "tied ranks: intervals overlap"))
-    rows.append((f"fixed ranking at {max_repeats} repeats (95% CIs)",
-                 fmt(f_order, f_ranks, f_rho),
-                 "same order" if a_order == f_order else "ORDER DIFFERS"))
-    agree = all(a_ranks[m] == f_ranks[m] for m in models)
-    rows.append(("rankings agree (order and ties)", "yes" if agree else "no",
-                 "tie-ranked tables identical" if agree else
-                 "the fixed 95% intervals are narrower than the corrected ones"))
+                 ", ".join(f"{m} {r}" for m, r in a_reps.items()), info["stopped"]))
+    rows.append(("fixed design's repeats (derived)",
+                 f"{r_fixed} (planned {r_plan}: 95% paired half-width <= precision/2 for the "
+                 f"most variable pair, sd {max(sds):.4f}"
+                 + (f"; capped at the maximum {max_repeats})" if r_plan > max_repeats else ")"),
+                 f"an oracle knowing the differences would need {r_oracle}"))
+    rows.append(("adaptive vs fixed: trials",
+                 f"adaptive {a_trials} vs fixed {f_trials}",
+                 f"{a_trials / f_trials:.2f} of the trials (goal {GOALS['adaptive']})"))
+    rows.append(("adaptive vs fixed: trial-seconds (recorded) / wall",
+                 f"adaptive {a_secs:.0f} s ({a_secs / jobs:.0f} s on {jobs} workers; measured "
+                 f"wall {a_wall:.0f} s) vs fixed {f_secs:.0f} s ({f_secs / jobs:.0f} s)",
+                 f"{a_secs / f_secs:.2f} of the trial-seconds (fixed reused the adaptive "
+                 f"trials: {f_wall_extra:.0f} s wall for the rest)"))
+    rows.append(("adaptive ranking (paired decisions, corrected level)",
+                 chain(info["order"], a_status),
+                 "ranks " + ", ".join(f"{m} {info['ranks'][m]}" for m in info["order"])))
+    rows.append((f"fixed ranking at {r_fixed} repeats (paired decisions, 95%)",
+                 chain(f_order, f_status),
+                 "ranks " + ", ".join(f"{m} {f_ranks[m]}" for m in f_order)))
+    rows.append((f"plain run at {r_fixed} repeats (overlapping 95% rho CIs tie)",
+                 ", ".join(f"{r}. {m} {rho[m]['value']:.3f}" for m, r in zip(f_order, plain)),
+                 "what robench run prints"))
+    same_order = info["order"] == f_order
+    agree = same_order and all(info["ranks"][m] == f_ranks[m] for m in models)
+    differ = []
+    if same_order:
+        differ = [f"{a} vs {b}: adaptive {sa}, fixed {sf}" for (a, b), sa, sf in zip(
+            zip(f_order, f_order[1:]), a_status, f_status) if sa != sf]
+    contradict = any({sa, sf} == {"ordered", "equivalent"} for sa, sf in zip(a_status, f_status))
+    rows.append(("rankings agree (order and ranks)",
+                 "yes" if agree else ("same order, " + "; ".join(differ) if same_order
+                                      else "ORDER DIFFERS"),
+                 "no decision contradicts the other side's" if same_order and not contradict
+                 else "a decision contradicts the other side's"))
     extra["adaptive"] = {"trials": a_trials, "fixed_trials": f_trials,
-                         "repeats_by_model": info["repeats_by_model"],
+                         "repeats_by_model": a_reps,
                          "undecided_at_max": [m for p in info["pairs"]
                                               if p["status"] == "undecided" for m in p["pair"]],
-                         "max_repeats": max_repeats}
+                         "max_repeats": max_repeats, "precision": precision}
 
 
 # ------------------------------------------------------------------------------------------
 # the paper profile, projected
 
 
-def bench_projection(rows: list, extra: dict, jobs: int):
-    """Project `run --all --profile paper` from this run's measured per-trial seconds."""
-    from collections import Counter
+#: The old code's trial time over this checkout's when --old did not run in this run: issue
+#: 20's idle benchmark (docs/profile.md, 2026-11-25, 08fc6f2 vs 0a81169): throughput 1.23x on
+#: the same mlp + cnn-2 source-aware trials. A stored figure, applied to every group but the
+#: paper CNNs', whose old code (version 2) benchmarks/paper_cnns.py measured against this one.
+STORED_OLD_RATIO = 1.23
+#: benchmarks/paper_cnns.py, old (version 2, 0a81169's cnns.py) over new, median of the
+#: models it timed (docs/profile.md "The paper CNNs").
+PAPER_CNN_OLD_RATIO = None
+PAPER_CNNS = ("lenet", "alexnet", "3conv3fc", "bayesian-lenet", "bayesian-alexnet",
+              "bayesian-3conv3fc")
 
-    from robench.config import REPEATS, RunConfig, TRAIN_KNOBS
-    from robench.plugins import make_registry
+
+def bench_projection(rows: list, extra: dict, jobs: int):
+    """Project `run --all --profile paper` from measured seconds of every trial group."""
+    from dataclasses import replace
+
+    import projection as P
+    from robench.adaptive import METRIC
     from robench.runner import plan_run
 
-    measured = extra.get("all_trials")
-    if not measured and extra.get("seconds_db"):  # a run --all database made elsewhere
-        import sqlite3
+    cfg, plan, reg = P.paper_plan()
+    by_protocol = {}
+    for s in plan.specs.values():
+        by_protocol[s["protocol"]] = by_protocol.get(s["protocol"], 0) + 1
+    found = P.groups(plan)
+    load = os.getloadavg()[0]
 
-        con = sqlite3.connect(f"file:{extra['seconds_db']}?mode=ro", uri=True)
-        measured = con.execute(
-            "SELECT protocol, dataset, model, count(*), sum(seconds), sum(epochs) "
-            "FROM trials WHERE status = 'ok' GROUP BY 1, 2, 3").fetchall()
-        run = con.execute("SELECT started_at, finished_at, n_planned FROM runs "
-                          "ORDER BY id DESC LIMIT 1").fetchone()
-        con.close()
-        rows.append(("projection's trial seconds from", extra["seconds_db"],
-                     f"run --all {run[0]} to {run[1]}, {run[2]} trials"))
-    if not measured:
-        rows.append(("paper projection", "needs the all section or --seconds-db", ""))
-        return
-    reg = make_registry(load_entrypoints=False)
-    cfg = RunConfig(datasets=reg.names("datasets"), models=reg.names("models"),
-                    clusterers=reg.names("clusterers"), metrics=reg.names("metrics"),
-                    profile="paper").resolve(reg)
-    plan = plan_run(cfg, reg)
-    counts = Counter((s["protocol"], s["dataset"], s["model"]) for s in plan.specs.values())
-    per = {}  # (protocol, dataset, model) -> (seconds per trial, seconds per epoch)
-    for protocol, dataset, model, n, secs, epochs in measured:
-        per[(protocol, dataset, model)] = (secs / n, secs / epochs if epochs else None)
-    epochs = {k.name: k for k in TRAIN_KNOBS}["max_epochs"].value_for("paper")
-    total = 0.0
-    n_unmeasured, sa_seconds, sa_trials = 0, 0.0, 0
-    for key, n in counts.items():
-        if key not in per:
-            n_unmeasured += n
-            continue
-        trial_s, epoch_s = per[key]
-        cost = n * (epoch_s * epochs if epoch_s else trial_s)  # every epoch run: upper bound
-        total += cost
-        if key[0] == "source-aware":
-            sa_seconds += cost
-            sa_trials += n
-    ratio = extra.get("old", {}).get("seconds", 0) / extra["robench_s"] \
-        if extra.get("old") else None
-    after_h = total / jobs / 3600
-    line = f"{len(plan.specs)} trials ({n_unmeasured} of opt-in components not measured here)"
-    rows.append(("run --all --profile paper, projected (measured components)",
-                 f"{after_h:.0f} h on {jobs} workers, at most (every trial all {epochs} "
-                 f"epochs)" + (f"; before this issue ~{after_h * ratio:.0f} h" if ratio else ""),
-                 line))
+    def progress(what, ident, r):
+        print(f"    {what} {'/'.join(ident)}: {r['seconds']:.1f} s", file=sys.stderr, flush=True)
+
+    measured = P.measure(plan, jobs=min(jobs, 2), progress=progress)
+    proj = P.project(measured)
+    cpu = sum(g["measured"]["cpu"] for g in measured["groups"].values()) + \
+        sum(p["cpu"] for p in measured["prepare"].values())
+    rows.append(("paper plan: run --all --profile paper (robench.runner.plan_run)",
+                 f"{len(plan.specs)} trials in {len(found)} groups",
+                 ", ".join(f"{k} {v}" for k, v in sorted(by_protocol.items()))))
+    rows.append(("projection's measurement (one shortened trial per group)",
+                 f"{measured['seconds']:.0f} s wall, {cpu:.0f} worker CPU s, "
+                 f"load average {load:.1f} at its start",
+                 f"{len(measured['groups'])} trials at {P.MEASURE_EPOCHS} epoch(s) (VAEs "
+                 f"{P.MEASURE_VAE_EPOCHS}; clusterability caps {P.REDUCED_CAPS}) + "
+                 f"{len(measured['prepare'])} source preparations in full"))
+    for failed, err in proj["failed"]:
+        rows.append((f"projection group FAILED: {'/'.join(failed)}", "charged its seconds",
+                     str(err)[:120]))
+    per = {}
+    for g, r in proj["groups"].items():
+        acc = per.setdefault(g[0], {"n": 0, "s": 0.0, "x": 0.0, "top": []})
+        acc["n"] += r["n"]
+        acc["s"] += r["seconds"]
+        acc["x"] += r["extrapolated"]
+        acc["top"].append((r["seconds"], g, r["per_trial"]))
+    for protocol, acc in sorted(per.items(), key=lambda kv: -kv[1]["s"]):
+        top = sorted(acc["top"], reverse=True)[:2]
+        rows.append((f"... {protocol}: {acc['n']} trials",
+                     f"{acc['s'] / 3600:.0f} worker-h "
+                     f"({100 * acc['x'] / max(acc['s'], 1e-9):.0f}% extrapolated)",
+                     "largest: " + "; ".join(f"{g[1]} {g[2]} {s / 3600:.0f} h ({pt:.0f} s x "
+                                             f"{proj['groups'][g]['n']})" for s, g, pt in top)))
+    workers = 2
+    now_h = P.wall_hours(proj, workers)
+    worker_h = proj["trial_seconds"] / 3600
+    rows.append(("run --all --profile paper, projected (every trial)",
+                 f"{now_h:.0f} h on {workers} workers ({worker_h:.0f} worker-h + "
+                 f"{proj['prepare_seconds'] / 60:.0f} min of source preparation)",
+                 f"{proj['trials']} of {len(plan.specs)} trials from measured seconds; "
+                 f"{100 * proj['extrapolated'] / proj['trial_seconds']:.0f}% extrapolated "
+                 "(epochs to 60 / shifted-cv 100, VAE epochs, attack/corruption/multicut caps); "
+                 "every epoch charged: an upper bound under early stopping"))
+    # before this issue: this run's --old ratio if the naive section measured one, else stored
+    if extra.get("old"):
+        ratio, how = extra["old"]["seconds"] / extra["robench_s"], "--old measured in this run"
+    else:
+        ratio, how = STORED_OLD_RATIO, "stored figure: idle old-vs-new throughput, profile.md"
+    cnn_ratio = PAPER_CNN_OLD_RATIO or 1.0
+    before = sum(r["seconds"] * (cnn_ratio if g[2] in PAPER_CNNS else ratio)
+                 for g, r in proj["groups"].items())
+    before_h = (before / workers + proj["prepare_seconds"]) / 3600
+    rows.append(("... before this issue (0a81169)",
+                 f"{before_h:.0f} h on {workers} workers",
+                 f"this projection x {ratio:.2f} ({how}); paper CNN groups x {cnn_ratio:.2f} "
+                 "(benchmarks/paper_cnns.py, old vs new alternating)"))
+    # adaptive repeats: --until decided runs every metric but rho at the maximum repeats
+    # (robench.adaptive); only trials no other metric plans can stop early
+    others = plan_run(replace(cfg, metrics=[m for m in cfg.metrics if m != METRIC]), reg)
+    rho_only = [k for k in plan.specs if k not in others.specs]
     ad = extra.get("adaptive")
-    if ad and sa_trials:
-        # models still undecided at the adaptive section's maximum go on to 100 repeats,
-        # the others stop where they stopped there (an upper bound on the adaptive run)
+    rows.append(("... with --until decided (run --all)",
+                 f"{now_h:.0f} h on {workers} workers",
+                 f"{len(rho_only)} trials only rho plans: lost-test and adequacy plan every "
+                 "rho trial and --until decided runs them at the maximum repeats"))
+    rho_plan = plan_run(replace(cfg, metrics=[METRIC]), reg)
+    rho_s = sum(proj["groups"][P.group_of(s)]["per_trial"] for s in rho_plan.specs.values())
+    if ad:
+        # models still undecided at the adaptive section's maximum go on to the paper's
+        # repeats, the others stop where they stopped there (an upper bound on the adaptive run)
+        from robench.config import REPEATS
+
         r_paper = REPEATS["paper"]
         reps = {m: (r_paper if m in ad["undecided_at_max"] else r)
                 for m, r in ad["repeats_by_model"].items()}
         share = sum(reps.values()) / (len(reps) * r_paper)
-        adaptive_h = (total - sa_seconds * (1 - share)) / jobs / 3600
-        rows.append(("... with --until decided (source-aware trials)",
-                     f"{adaptive_h:.0f} h on {jobs} workers",
-                     f"source-aware repeats at {share:.2f} of 100 (mnist-5k's stops above)"))
-    n_measured = len(plan.specs) - n_unmeasured
-    for workers in (8, 32):
-        rows.append((f"... on {workers} workers (Dask), measured components",
-                     f"{n_measured / workers:.0f} trials per worker, "
-                     f"{total / workers / 3600:.1f} h",
-                     "trials are independent: wall ~ trial-seconds / workers"))
+        note = (f"repeats at {share:.2f} of {r_paper} (the adaptive section's stops on "
+                f"mnist-5k, max {ad['max_repeats']}, precision {ad.get('precision')}), "
+                "applied to every rho table")
+    else:
+        share, note = 1.0, "the adaptive section did not run: no stops measured, shown at 1.0"
+    rows.append(("... --metric rho --profile paper, fixed vs --until decided",
+                 f"{len(rho_plan.specs)} trials: {rho_s / workers / 3600:.0f} h vs "
+                 f"{share * rho_s / workers / 3600:.0f} h on {workers} workers", note))
+    train_share = 1 - sum(r["fixed"] * r["n"] for r in proj["groups"].values()) \
+        / proj["trial_seconds"]
+    for w in (8, 32, 128):
+        rows.append((f"... on {w} workers (Dask)",
+                     f"{proj['trials'] / w:.0f} trials per worker, {P.wall_hours(proj, w):.1f} h",
+                     "trials are independent: wall ~ worker-seconds / workers + preparation"
+                     + (f"; {100 * train_share:.0f}% of worker-seconds are training epochs "
+                        "(what a GPU speeds up), the rest per-trial fixed work" if w == 8
+                        else "")))
 
 
 # ------------------------------------------------------------------------------------------
@@ -646,13 +799,16 @@ def main():
     p.add_argument("--old", metavar="CHECKOUT", default=None,
                    help="naive, startup: also run the same trials with the robench of this "
                         "checkout (e.g. a git worktree of the commit before a change)")
-    p.add_argument("--adaptive-repeats", type=int, default=12,
-                   help="adaptive: the maximum repeats (and the fixed design's repeats)")
+    p.add_argument("--adaptive-repeats", type=int, default=32,
+                   help="adaptive: the maximum repeats (the fixed design's are derived, at "
+                        "most this)")
+    p.add_argument("--adaptive-precision", type=float, default=0.025,
+                   help="adaptive: --precision of the adaptive run and of the fixed design")
+    p.add_argument("--adaptive-from", metavar="DB", default=None,
+                   help="adaptive: start from a copy of this database's stored trials (to "
+                        "re-analyse an earlier run; its wall times then mean nothing)")
     p.add_argument("--no-workers", action="store_true",
                    help="all: skip the 1 vs 2 workers comparison (two more full runs)")
-    p.add_argument("--seconds-db", metavar="DB", default=None,
-                   help="projection: per-trial seconds from this run --all database when the "
-                        "all section is not run")
     p.add_argument("--robench-part", nargs=2, type=int, metavar=("R", "J"),
                    help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -665,7 +821,7 @@ def main():
     if "flops" in chosen and "naive" not in chosen:
         chosen.insert(0, "naive")
 
-    rows, extra = [], {"seconds_db": args.seconds_db}
+    rows, extra = [], {}
     done = 0
     t0 = time.perf_counter()
     for section in chosen:
@@ -690,7 +846,8 @@ def run_section(section, args, rows, extra):
     elif section == "startup":
         bench_startup(rows, args.old)
     elif section == "adaptive":
-        bench_adaptive(rows, extra, args.adaptive_repeats, args.jobs)
+        bench_adaptive(rows, extra, args.adaptive_repeats, args.jobs, args.adaptive_precision,
+                       args.adaptive_from)
     elif section == "projection":
         bench_projection(rows, extra, args.jobs)
     elif section == "flops":

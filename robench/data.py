@@ -32,10 +32,12 @@ class Dataset:
     Image data can be held compactly: with ``pixels=True``, ``X`` is given as uint8 values
     0..255 and kept so (4x smaller; possibly a memory map shared by the workers); the float
     value of a pixel is ``value / 255`` in float32. ``raw`` is the array as held; ``X`` is
-    always float32 (for compact data it is converted once, when first read, and kept);
-    ``rows(idx)`` converts only the rows asked for. Models that convert per batch
-    (``accepts_uint8 = True``, as :class:`robench.train.TorchClassifier`) are handed ``raw``.
-    Without ``pixels``, ``X`` is converted to float32 as given (no scaling).
+    always float32 (for compact data it is converted once, when first read, and kept: avoid
+    it in trials); ``rows(idx)`` converts only the rows asked for, ``take(idx)`` returns them
+    as held and ``view(idx)`` returns :class:`Rows`, which models that read batches
+    (``accepts_rows = True``, as :class:`robench.train.TorchClassifier`) are handed by
+    :func:`robench.trials.fit_and_score`. Without ``pixels``, ``X`` is converted to float32
+    as given (no scaling).
     """
 
     def __init__(self, name: str, X, y, sources=None, image_shape=None, class_names=None,

@@ -9,6 +9,7 @@ one two-threaded process, and a fixed thread count keeps results identical acros
 from __future__ import annotations
 
 import abc
+import collections
 import datetime as _dt
 import logging
 import os
@@ -274,15 +275,13 @@ class ProcessExecutor(Executor):
             limit = 1 if isolate else 2 * workers
             self._pool = self._new_pool(workers, device)
             futures = {}
+            pending = collections.deque(todo)
             try:
-                it = iter(todo)
-                for spec in it:
-                    futures[self._submit(spec)] = spec
-                    if len(futures) >= limit:
-                        break
-                while futures:
+                broken = self._fill(futures, pending, limit)
+                if broken and not futures:
+                    raise BrokenProcessPool("a new worker pool broke before it took a trial")
+                while futures and not broken:
                     done, _ = wait(futures, return_when=FIRST_COMPLETED)
-                    broken = False
                     for fut in done:
                         spec = futures.pop(fut)
                         try:
@@ -295,22 +294,37 @@ class ProcessExecutor(Executor):
                                                  "--trial-timeout in code it could not stop)")
                             else:
                                 suspects.append(spec)
-                    if broken:
-                        suspects.extend(futures.values())
-                        # never submitted: innocent, back to the full pool (or, isolating,
-                        # still suspects)
-                        (suspects if isolate else queue).extend(it)
-                        futures.clear()
-                        break
-                    for spec in it:
-                        futures[self._submit(spec)] = spec
-                        if len(futures) >= limit:
-                            break
+                    if not broken:
+                        broken = self._fill(futures, pending, limit)
+                if broken:
+                    suspects.extend(futures.values())
+                    # never submitted: innocent, back to the full pool (or, isolating,
+                    # still suspects)
+                    (suspects if isolate else queue).extend(pending)
+                    futures.clear()
             finally:
                 self._shutdown()
 
     def _submit(self, spec):
         return self._pool.submit(execute_trial, spec, None, self.trial_timeout)
+
+    def _fill(self, futures: dict, pending, limit: int) -> bool:
+        """Submit specs from ``pending`` until ``limit`` are in flight; True if the pool broke.
+
+        A worker can die while the driver is storing the last result or filling the pool
+        (on a loaded machine that window is long); then ``submit`` itself raises
+        BrokenProcessPool. The spec it refused never ran: it goes back to ``pending``.
+        """
+        from concurrent.futures.process import BrokenProcessPool
+
+        while pending and len(futures) < limit:
+            spec = pending.popleft()
+            try:
+                futures[self._submit(spec)] = spec
+            except BrokenProcessPool:
+                pending.appendleft(spec)
+                return True
+        return False
 
     def _shutdown(self):
         if self._pool is not None:

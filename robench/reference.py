@@ -40,7 +40,7 @@ def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> d
     from robench.specs import ModelContext
 
     params, seed = spec["params"], int(spec["seed"])
-    X, y = dataset.X, dataset.y
+    y = dataset.y
     fit, val, test = reference_split(y, seed=seed, test_size=params["test_size"],
                                      val_fraction=params["val_fraction"])
     train_seed = derived_seed(seed, 0, KIND_CODES["random"])
@@ -57,9 +57,13 @@ def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> d
                                    spec["versions"]["model"], params["train"],
                                    params["test_size"], params["val_fraction"], seed)
     from robench.boundary import check_model_input
+    from robench.trials import model_inputs
 
+    # The splits as the model takes them (robench.trials.model_inputs): Rows read a batch at a
+    # time for a torch model, the split's rows alone for others; never the data set as float32.
+    fit_X, val_X, X = model_inputs(clf, dataset, fit, val)
     check_model_input(X, spec["model"], f"rows of data set '{dataset.name}'")
-    out["clf"], out["hit"] = train_reference(clf, X[fit], y[fit], X[val], y[val],
+    out["clf"], out["hit"] = train_reference(clf, fit_X, y[fit], val_X, y[val],
                                              key=out["model_key"])
     return out
 

@@ -110,7 +110,8 @@ def paired_difference(xa, ia, xb, ib, level: float) -> dict:
     complete for both models count (n of them). Returns arrays ``d`` (the difference of the
     two ratios of means over those repeats), ``low``, ``high``, ``se``, ``n``; bounds NaN
     where n < 2, a mean inclusive accuracy is 0, or the differences have no spread (a
-    zero-width interval would claim a certainty n repeats cannot give).
+    zero-width interval would claim a certainty n repeats cannot give) -- except where the
+    two models' accuracies are identical in every common repeat: [0, 0] (equivalent).
     """
     xa, ia, xb, ib = (np.asarray(v, float) for v in (xa, ia, xb, ib))
     ok = np.isfinite(xa) & np.isfinite(ia) & np.isfinite(xb) & np.isfinite(ib)
@@ -129,8 +130,11 @@ def paired_difference(xa, ia, xb, ib, level: float) -> dict:
         d = ra - rb
         half = _t(level, n - 1) * se
         bad = (n < 2) | ~(se > 1e-12 * np.maximum(np.abs(d), 1e-3)) | ~np.isfinite(half)
-        low = np.where(bad, np.nan, d - half)
-        high = np.where(bad, np.nan, d + half)
+        # the same accuracies in every common repeat (one model under two names, or two that
+        # predict alike): [0, 0], so the pair is equivalent instead of undecided forever
+        same = (n >= 2) & np.all(~ok | ((xa == xb) & (ia == ib)), axis=-1)
+        low = np.where(same, 0.0, np.where(bad, np.nan, d - half))
+        high = np.where(same, 0.0, np.where(bad, np.nan, d + half))
     return {"d": d, "low": low, "high": high, "se": np.where(n >= 2, se, np.nan), "n": n}
 
 

@@ -1,7 +1,8 @@
 """What every protocol shares: combinations, trial specs and keys, the worker environment,
 fit-and-score.
 
-A protocol (:class:`robench.specs.ProtocolSpec`) plans trial specs with :func:`make_spec` and
+A protocol (:class:`robench.specs.ProtocolSpec`) plans trial specs with :func:`make_spec`
+(or :func:`keyed_spec`) and
 runs each in a worker, where :class:`TrialEnv` gives it the registry and the loaded data sets.
 """
 
@@ -34,29 +35,44 @@ def trial_key(spec: dict) -> str:
     return content_key("trial", spec)
 
 
+def keyed_spec(protocol: str, version: str, *, dataset: str, model: str, kind: str,
+               repeat: int, seed: int, params: dict, versions: dict,
+               clusterer: str = "") -> dict:
+    """Return a trial spec in the layout every protocol's trials share, keyed.
+
+    ``versions`` are the versions of what the trial uses beyond the protocol itself (the data
+    set's from ``registry.dataset_versions``, the model's, any other component's); the key is
+    a hash of the whole spec (:func:`trial_key`). :func:`make_spec` builds one for a
+    (dataset, model, clusterer) combination; a protocol whose trials are not per
+    combination (a baseline, a model zoo) calls this directly.
+    """
+    spec = {
+        "protocol": protocol,
+        "dataset": dataset,
+        "model": model,
+        "clusterer": clusterer,
+        "kind": kind,
+        "repeat": int(repeat),
+        "seed": seed,
+        "params": params,
+        "versions": {"protocol": version, **versions},
+    }
+    spec["key"] = trial_key(spec)
+    return spec
+
+
 def make_spec(protocol: str, version: str, combo: Combo, cfg, registry, *, kind: str,
               repeat: int, params: dict, with_clusterer: bool) -> dict:
     """Return a keyed trial spec; without a clusterer the trial is shared by every clusterer."""
     versions = {
-        "protocol": version,
         **registry.dataset_versions(combo.dataset.name),
         "model": registry.component_version("models", combo.model.name),
     }
     if with_clusterer:
         versions["clusterer"] = registry.component_version("clusterers", combo.clusterer.name)
-    spec = {
-        "protocol": protocol,
-        "dataset": combo.dataset.name,
-        "model": combo.model.name,
-        "clusterer": combo.clusterer.name if with_clusterer else "",
-        "kind": kind,
-        "repeat": int(repeat),
-        "seed": cfg.seed,
-        "params": params,
-        "versions": versions,
-    }
-    spec["key"] = trial_key(spec)
-    return spec
+    return keyed_spec(protocol, version, dataset=combo.dataset.name, model=combo.model.name,
+                      clusterer=combo.clusterer.name if with_clusterer else "", kind=kind,
+                      repeat=repeat, seed=cfg.seed, params=params, versions=versions)
 
 
 class TrialEnv:

@@ -15,10 +15,13 @@ def cfg(**kw):
     return run_config(**base)
 
 
+UNDECIDED = dict(models=["centroid", "svm"])  # ordered at 6 repeats at alpha 0.05, not at 1e-9
+
+
 def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, store):
     events = []
-    report = run_until_decided(cfg(), tiny_registry, store, precision=1e-9,
-                               on_event=lambda e, **k: events.append((e, k)))
+    report = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
+                               alpha=1e-9, on_event=lambda e, **k: events.append((e, k)))
     looks = [k["repeats"] for e, k in events if e == "look"]
     assert looks == [6, 12]
     planned = [k["todo"] for e, k in events if e == "planned"]
@@ -32,18 +35,19 @@ def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, s
         assert ad["repeats"] == 12 and ad["looks_taken"] == [6, 12]
         assert ad["stopped"] == "maximum repeats reached, undecided"
         assert ad["model_stopped"] == ad["stopped"]
-        assert ad["level"] == pytest.approx(1 - 0.05 / 2)
+        assert ad["level"] == pytest.approx(1 - 1e-9 / 2)
         assert s["details"]["design"] == "adaptive" and ad["rule"] == "paired-delta-bonferroni"
         assert [p["status"] for p in ad["pairs"]] == ["undecided"]
         assert ad["pairs"][0]["repeats"] == 12
         assert s["n"] == 12
     head = next(s for s in rho if s["score"] == "rho" and s["model"] == "centroid")
-    assert head["details"]["interval"]["level"] == pytest.approx(0.975)
+    assert head["details"]["interval"]["level"] == pytest.approx(1 - 1e-9 / 2)
     assert head["details"]["interval_fixed_sample"]["level"] == pytest.approx(0.95)
     assert head["ci_low"] < head["details"]["interval_fixed_sample"]["low"]
     assert report.adaptive[0]["dataset"] == "tiny"
 
-    again = run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
+    again = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
+                              alpha=1e-9)
     assert again.n_ran == 0, "a rerun (or a resumed run) trains nothing"
     assert [t["stopped"] for t in again.adaptive] == [t["stopped"] for t in report.adaptive]
 
@@ -65,15 +69,24 @@ def test_an_ordered_table_stops_at_the_first_look(tiny_registry, store):
     assert ad["model_stopped"] == "its adjacent pairs decided at 6 repeats (centroid > svm)"
 
 
-def test_resume_after_a_plain_run_reuses_its_trials(tiny_registry, store):
-    execute(cfg(repeats=6), tiny_registry, store)
+def test_identical_models_are_equivalent_at_the_first_look(tiny_registry, store):
     report = run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
+    info = report.adaptive[0]  # centroid and spy: the same accuracies in every repeat
+    assert info["repeats"] == 6 and info["pairs"][0]["status"] == "equivalent"
+    assert info["stopped"] == "every adjacent pair equivalent within the precision"
+    assert info["ranks"] == {"centroid": 1, "spy": 1}
+
+
+def test_resume_after_a_plain_run_reuses_its_trials(tiny_registry, store):
+    execute(cfg(repeats=6, **UNDECIDED), tiny_registry, store)
+    report = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
+                               alpha=1e-9)
     assert report.n_ran == 36
 
 
 def test_plain_run_after_adaptive_rescores_at_its_own_level(tiny_registry, store):
-    run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
-    execute(cfg(), tiny_registry, store)  # same trials, plain 95% intervals
+    run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9, alpha=1e-9)
+    execute(cfg(**UNDECIDED), tiny_registry, store)  # same trials, plain 95% intervals
     head = next(s for s in store.scores(metric="rho") if s["score"] == "rho")
     assert "adaptive" not in head["details"] and head["details"]["interval"]["level"] == 0.95
 
@@ -99,3 +112,25 @@ def test_annotate_widens_rho_and_accuracy_intervals():
     assert out[0].ci_low == pytest.approx(ratio_interval(xs, is_, 0.99).low)
     assert out[1].ci_high == pytest.approx(mean_interval(xs, 0.99, bounds=(0, 1)).high)
     assert all(s.details["adaptive"] == {"repeats": 4} for s in out)
+
+
+def test_leaderboard_and_report_label_an_adaptive_table(tiny_registry, store, tmp_path):
+    from robench.families.source_aware.leaderboard import rho_tables
+    from robench.families.source_aware.report import rho_lines
+
+    run_until_decided(cfg(models=["centroid", "spy", "svm"]), tiny_registry, store,
+                      precision=1e-9)
+    rows = store.scores(metric="rho")
+    table = rho_tables(rows)[0]["rows"]
+    by_model = {r["model"]: r for r in table}
+    assert all(r["adaptive"]["repeats"] == r["n"] for r in table)
+    # centroid ~ spy (identical), then an ordered pair: ranks 1, 1, 3 from the pair decisions
+    assert [by_model[m]["rank"] for m in ("centroid", "spy", "svm")] == [1, 1, 3]
+    assert by_model["svm"]["adaptive"]["stopped"].startswith("its adjacent pairs decided")
+    text = "\n".join(rho_lines(rows))
+    assert "adaptive repeats (--until decided)" in text
+    from robench.leaderboard import build_leaderboard
+
+    index = build_leaderboard(store, tmp_path / "site", registry=tiny_registry)
+    html = "".join(p.read_text() for p in index.parent.rglob("*.html"))
+    assert "adaptive repeats (--until decided), at most 12" in html

@@ -338,3 +338,32 @@ def test_a_trial_on_mapped_data_grows_a_process_by_batches_not_by_the_data_set(t
     mapped = res["after"]["RssFile"] - res["before"]["RssFile"]
     assert mapped < 8 << 20, f"{mapped >> 20} MB of the file mapped into the process"
     assert grew < 24 << 20, f"peak RSS grew by {grew >> 20} MB over a 61 MB data set"
+
+
+def test_feature_space_protocols_never_convert_the_whole_data_set(tmp_path, monkeypatch):
+    """purity-ratio and coverage read the rows they use (dataset.rows), never dataset.X."""
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+    from robench.plugins import set_registry
+
+    def whole(self):
+        raise AssertionError("a trial converted the whole data set to float32 (dataset.X)")
+
+    monkeypatch.setattr(Dataset, "X", property(whole))
+    monkeypatch.setenv("ROBENCH_MMAP_BYTES", "0")
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    npz = _npz_images(tmp_path / "x.npz")
+    set_registry(None)
+    try:
+        res = CliRunner().invoke(cli, ["run", "-d", f"npz:{npz}", "-m", "mlp", "-c", "oracle",
+                                       "-k", 2, "-r", 1, "--metric", "purity-ratio",
+                                       "--metric", "coverage", "--set", "train.max_epochs=1",
+                                       "--executor", "local", "--db", str(tmp_path / "r.db")])
+    finally:
+        set_registry(None)
+    assert res.exit_code == 0, res.output
+    conn = sqlite3.connect(tmp_path / "r.db")
+    rows = conn.execute("SELECT protocol, status, error FROM trials").fetchall()
+    conn.close()
+    assert rows and all(r[1] == "ok" for r in rows), rows

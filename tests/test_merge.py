@@ -4,6 +4,7 @@ import hashlib
 import json
 import shutil
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,19 @@ def copy_db(src, dst):
     """Copy a database with everything committed (a run's connection may hold a WAL)."""
     with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
         a.backup(b)
+
+
+@contextmanager
+def another_run(src, dst):
+    """Copy ``src`` to ``dst`` as another contributor's run; edit it in the with block."""
+    copy_db(src, dst)
+    conn = sqlite3.connect(dst)
+    try:
+        yield conn
+        conn.execute("UPDATE runs SET command = ?", (f"robench run ({Path(dst).stem})",))
+        conn.commit()
+    finally:
+        conn.close()
 
 
 def dump(path):
@@ -78,13 +92,9 @@ def test_merge_keeps_provenance_and_twice_changes_nothing(two, tmp_path):
 def test_a_conflicting_trial_is_reported_and_kept_apart(two, tmp_path):
     a, _ = two
     forged = tmp_path / "mallory.db"
-    copy_db(a, forged)
-    conn = sqlite3.connect(forged)
-    (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
-    conn.execute("UPDATE trials SET accuracy = 0.123 WHERE key = ?", (key,))
-    conn.execute("UPDATE runs SET command = 'robench run (mallory)'")  # another run
-    conn.commit()
-    conn.close()
+    with another_run(a, forged) as conn:
+        (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+        conn.execute("UPDATE trials SET accuracy = 0.123 WHERE key = ?", (key,))
     c = tmp_path / "c.db"
     assert run("merge", a, "--db", c).exit_code == 0
     res = run("merge", forged, "--db", c)
@@ -160,20 +170,19 @@ def test_untrusted_sources_are_checked_and_their_schema_objects_never_copied(two
 def test_differing_scores_and_score_groups_are_counted_reported_and_kept_apart(two, tmp_path):
     a, _ = two
     forged = tmp_path / "mallory.db"
-    copy_db(a, forged)
-    conn = sqlite3.connect(forged)
-    (score_key, value) = conn.execute(
-        "SELECT key, value FROM scores WHERE score = 'rho' LIMIT 1").fetchone()
-    conn.execute("UPDATE scores SET value = 0.5 WHERE key = ?", (score_key,))
-    (group_key, inputs) = conn.execute("SELECT key, inputs FROM score_groups LIMIT 1").fetchone()
-    conn.execute("UPDATE score_groups SET inputs = 'forged' WHERE key = ?", (group_key,))
-    (trial_key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
-    conn.execute("UPDATE trials SET status = 'failed', error = 'x' WHERE key = ?", (trial_key,))
-    conn.execute("UPDATE runs SET command = 'robench run (mallory)'")  # another run
-    conn.commit()
-    n_groups = conn.execute("SELECT count(*) FROM score_groups").fetchone()[0]
-    n_scores = conn.execute("SELECT count(*) FROM scores").fetchone()[0]
-    conn.close()
+    with another_run(a, forged) as conn:
+        (score_key, value) = conn.execute(
+            "SELECT key, value FROM scores WHERE score = 'rho' LIMIT 1").fetchone()
+        conn.execute("UPDATE scores SET value = 0.5 WHERE key = ?", (score_key,))
+        (group_key, inputs) = conn.execute(
+            "SELECT key, inputs FROM score_groups LIMIT 1").fetchone()
+        conn.execute("UPDATE score_groups SET inputs = 'forged' WHERE key = ?", (group_key,))
+        (trial_key,) = conn.execute(
+            "SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+        conn.execute("UPDATE trials SET status = 'failed', error = 'x' WHERE key = ?",
+                     (trial_key,))
+        n_groups = conn.execute("SELECT count(*) FROM score_groups").fetchone()[0]
+        n_scores = conn.execute("SELECT count(*) FROM scores").fetchone()[0]
     c = tmp_path / "c.db"
     assert run("merge", a, "--db", c).exit_code == 0
     res = run("merge", forged, "--db", c)
@@ -202,13 +211,9 @@ def test_differing_scores_and_score_groups_are_counted_reported_and_kept_apart(t
 def test_an_ok_trial_replacing_a_stored_failed_one_is_reported(two, tmp_path):
     a, _ = two
     failed = tmp_path / "failed.db"
-    copy_db(a, failed)
-    conn = sqlite3.connect(failed)
-    (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
-    conn.execute("UPDATE trials SET status = 'failed', error = 'x' WHERE key = ?", (key,))
-    conn.execute("UPDATE runs SET command = 'robench run (failed)'")
-    conn.commit()
-    conn.close()
+    with another_run(a, failed) as conn:
+        (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+        conn.execute("UPDATE trials SET status = 'failed', error = 'x' WHERE key = ?", (key,))
     c = tmp_path / "c.db"
     assert run("merge", failed, "--db", c).exit_code == 0
     res = run("merge", a, "--db", c)

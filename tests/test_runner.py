@@ -165,3 +165,25 @@ def test_trials_run_longest_first(tiny_registry, store):
     slow = max(secs, key=secs.get)
     assert ordered[0]["model"] == slow
     assert sorted(s["key"] for s in ordered) == sorted(s["key"] for s in specs)
+
+
+def test_make_spec_is_keyed_spec_of_its_combination(tiny_registry):
+    from robench.trials import Combo, keyed_spec, make_spec
+
+    cfg = run_config(["tiny"], ["centroid"], ["kmeans"], ["rho"], registry=tiny_registry)
+    reg = tiny_registry
+    combo = Combo(reg.get("datasets", "tiny"), reg.get("models", "centroid"),
+                  reg.get("clusterers", "kmeans"))
+    params = {"k": 3}
+    spec = make_spec("p", "7", combo, cfg, reg, kind="exclusive", repeat=1, params=params,
+                     with_clusterer=True)
+    versions = {**reg.dataset_versions("tiny"),
+                "model": reg.component_version("models", "centroid"),
+                "clusterer": reg.component_version("clusterers", "kmeans")}
+    assert spec == keyed_spec("p", "7", dataset="tiny", model="centroid", clusterer="kmeans",
+                              kind="exclusive", repeat=1, seed=cfg.seed, params=params,
+                              versions=versions)
+    assert spec["versions"]["protocol"] == "7" and len(spec["key"]) == 24
+    shared = make_spec("p", "7", combo, cfg, reg, kind="random", repeat=1, params=params,
+                       with_clusterer=False)
+    assert shared["clusterer"] == "" and "clusterer" not in shared["versions"]

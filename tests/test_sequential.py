@@ -86,7 +86,10 @@ def test_paired_difference_uses_only_repeats_both_models_completed():
     one = paired_difference(xa[:1], ia[:1], xb[:1], ib[:1], 0.95)
     assert np.isnan(one["low"]) and np.isnan(one["high"])  # one repeat: no spread to estimate
     same = paired_difference(xa[:3], ia[:3], xa[:3], ia[:3], 0.95)
-    assert np.isnan(same["low"])  # identical models: a zero-width interval is not claimed
+    assert (same["low"], same["high"]) == (0.0, 0.0)  # identical in every repeat: equivalent
+    flat = np.full(3, 0.95)  # constant inclusive accuracies: the differences do not vary
+    shifted = paired_difference(xa[:3], flat, xa[:3] - 0.01, flat, 0.95)
+    assert np.isnan(shifted["low"])  # a constant non-zero difference: no certainty claimed
 
 
 def test_pair_status_ordered_equivalent_undecided():

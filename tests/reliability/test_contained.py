@@ -66,6 +66,33 @@ def test_check_predictions_accepts_whole_number_floats():
     assert out.dtype == np.int64 and out.tolist() == [0, 2, 1]
 
 
+def test_a_worker_crash_noticed_only_when_refilling_the_pool_is_contained(tiny_registry, store,
+                                                                         monkeypatch):
+    # Under load the driver may still be storing a finished trial when another worker dies;
+    # the pool is then broken before it is refilled, and submit() itself raises
+    # BrokenProcessPool. That was an uncontained error (the run stopped); this makes the
+    # order certain: every submit waits until the 'die' trial in flight has killed its worker.
+    from concurrent.futures import wait
+
+    from robench.executors import ProcessExecutor
+
+    submit, in_flight = ProcessExecutor._submit, []
+
+    def after_the_crash(self, spec):
+        wait([f for f, s in in_flight if s["model"] == "die"])
+        future = submit(self, spec)
+        in_flight.append((future, spec))
+        return future
+
+    monkeypatch.setattr(ProcessExecutor, "_submit", after_the_crash)
+    cfg = run_config(["tiny"], ["centroid", "die"], ["kmeans"], ["rho"], registry=tiny_registry,
+                     repeats=3, k=2, executor="process", jobs=2)
+    report = execute(cfg, tiny_registry, store)
+    assert {r["model"] for r in report.failed} == {"die"} and len(report.failed) == 9
+    assert all(r["error"].startswith("worker process died") for r in report.failed)
+    assert len([t for t in store.trials() if t["status"] == "ok"]) == 9
+
+
 def test_after_a_worker_crash_the_rest_runs_on_every_worker_again(tiny_registry, store,
                                                                    monkeypatch):
     # issue 16, defect 10: one crash made the rest of the run single-worker

@@ -16,7 +16,7 @@ import numpy as np
 
 from robench.reference import fit_reference, not_applicable_row, trial_row
 from robench.specs import Knob
-from robench.trials import trial_key
+from robench.trials import keyed_spec
 
 NAME = "corruption"
 VERSION = "1"
@@ -77,15 +77,10 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
     chosen = _corruptions(knobs, registry)
     corruptions = {c.name: registry.component_version("corruptions", c.name)
                    for c in chosen if c.not_applicable(dataset_spec) is None}
-    spec = {
-        "protocol": NAME,
-        "dataset": dataset_spec.name,
-        "model": model_name,
-        "clusterer": "",
-        "kind": KIND,
-        "repeat": 0,
-        "seed": cfg.seed,
-        "params": {
+    return keyed_spec(
+        NAME, VERSION, dataset=dataset_spec.name, model=model_name, kind=KIND, repeat=0,
+        seed=cfg.seed,
+        params={
             "test_size": cfg.test_size,
             "val_fraction": cfg.val_fraction,
             "train": cfg.train,
@@ -93,15 +88,11 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
             "severities": [int(s) for s in knobs["severities"]],
             "corruptions": sorted(corruptions),
         },
-        "versions": {
-            "protocol": VERSION,
+        versions={
             **registry.dataset_versions(dataset_spec.name),
             "model": registry.component_version("models", model_name),
             "corruptions": corruptions,
-        },
-    }
-    spec["key"] = trial_key(spec)
-    return spec
+        })
 
 
 def plan(combo, cfg, registry) -> list:

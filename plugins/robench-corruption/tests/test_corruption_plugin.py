@@ -97,3 +97,30 @@ def test_entry_point_is_declared_and_loads_in_a_fresh_process():
     out = subprocess.run([sys.executable, "-m", "robench", "plugins"], capture_output=True,
                          text=True, timeout=120)
     assert "corruption 0.1.0 [entry point] ok" in out.stdout, out.stdout + out.stderr
+
+
+def test_trial_spec_keeps_the_shared_layout_and_its_key(registry):
+    # built by robench.trials.keyed_spec since it replaced a copy of the layout here: the
+    # spec (so its key) must be exactly what that copy wrote
+    from robench.config import RunConfig
+    from robench.trials import trial_key
+    from robench_corruption import protocol
+
+    cfg = RunConfig(datasets=["digits"], models=["svm"], clusterers=[],
+                    metrics=["mce"]).resolve(registry)
+    knobs = cfg.knobs[protocol.SECTION]
+    spec = protocol.trial_spec(registry.get("datasets", "digits"), "svm", cfg, registry)
+    corruptions = spec["versions"]["corruptions"]
+    assert corruptions and set(corruptions) <= set(registry.names("corruptions"))
+    layout = {
+        "protocol": protocol.NAME, "dataset": "digits", "model": "svm", "clusterer": "",
+        "kind": protocol.KIND, "repeat": 0, "seed": cfg.seed,
+        "params": {"test_size": cfg.test_size, "val_fraction": cfg.val_fraction,
+                   "train": cfg.train, "cap": knobs["cap"],
+                   "severities": [int(s) for s in knobs["severities"]],
+                   "corruptions": sorted(corruptions)},
+        "versions": {"protocol": protocol.VERSION, **registry.dataset_versions("digits"),
+                     "model": registry.component_version("models", "svm"),
+                     "corruptions": corruptions},
+    }
+    assert spec == {**layout, "key": trial_key(layout)}

@@ -175,7 +175,7 @@ def run(spec: dict, env) -> dict:
     repeat = int(spec.get("repeat") or 0)
     seed = repeat_seed(spec["seed"], repeat)
     nc = dataset.n_classes
-    X, y = dataset.X, dataset.y
+    y = dataset.y
     ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=_space_support)
     fit, test, clf, base = ref["fit"], ref["test"], ref["clf"], ref["base"]
 
@@ -190,7 +190,7 @@ def run(spec: dict, env) -> dict:
     timings["train"] = time.perf_counter() - t0
 
     t = time.perf_counter()
-    Z_fit, Z_test = space.encode(X[fit]), space.encode(X[test])
+    Z_fit, Z_test = space.encode(dataset.rows(fit)), space.encode(dataset.rows(test))
     y_fit, y_test = y[fit], y[test]
     P_fit, P_test = space.proba(Z_fit), space.proba(Z_test)
     timings["features"] = time.perf_counter() - t
@@ -309,14 +309,15 @@ def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs
 
     shape = tuple(dataset.image_shape)
     sub = stratified_subsample(dataset.y[fit], knobs["decoder_train_cap"], seed)
-    dec = cov.train_decoder(Z_fit[sub], dataset.X[fit[sub]].reshape((len(sub),) + shape),
+    dec = cov.train_decoder(Z_fit[sub], dataset.rows(fit[sub]).reshape((len(sub),) + shape),
                             seed=derived_seed(seed, 0xDEC), epochs=int(knobs["decoder_epochs"]),
                             width=int(knobs["decoder_width"]))
     y_test = dataset.y[test]
     recon = cov.decode(dec, Z_test)
-    originals = dataset.X[test].reshape(recon.shape)
+    X_test = dataset.rows(test)
+    originals = X_test.reshape(recon.shape)
     name = type(clf).__name__
-    clean = float((predict_checked(clf, dataset.X[test], dataset.n_classes, name, "test rows")
+    clean = float((predict_checked(clf, X_test, dataset.n_classes, name, "test rows")
                    == y_test).mean())
     decoded = check_model_input(recon.reshape(len(recon), -1), type(clf).__name__,
                                 "images decoded from test features")

@@ -36,7 +36,7 @@ import numpy as np
 
 from robench.reference import fit_reference, not_applicable_row, trial_row
 from robench.specs import Knob
-from robench.trials import Combo, trial_key
+from robench.trials import Combo, keyed_spec
 
 NAME = "clusterability"
 #: 2: the multicut's boundary is calibrated on training features on the complete graph in the
@@ -144,32 +144,23 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
                        for c in chosen if c.not_applicable(dataset_spec) is None}
     analysis = {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS}
     analysis["corruptions"] = sorted(corruptions)
-    spec = {
-        "protocol": NAME,
-        "dataset": dataset_spec.name,
-        "model": model_name,
-        "clusterer": "",
-        "kind": KIND,
-        "repeat": 0,
-        "seed": cfg.seed,
-        "params": {
+    return keyed_spec(
+        NAME, VERSION, dataset=dataset_spec.name, model=model_name, kind=KIND, repeat=0,
+        seed=cfg.seed,
+        params={
             "test_size": cfg.test_size,
             "val_fraction": cfg.val_fraction,
             "train": cfg.train,
             "zoo_member": source == "zoo",
             "analysis": analysis,
         },
-        "versions": {
-            "protocol": VERSION,
+        versions={
             **registry.dataset_versions(dataset_spec.name),
             "model": (registry.component_version("models", model_name)
                       if source == "registered" else f"zoo/{ZOO_VERSION}"),
             "kmeans": registry.component_version("clusterers", "kmeans"),
             "corruptions": corruptions,
-        },
-    }
-    spec["key"] = trial_key(spec)
-    return spec
+        })
 
 
 def zoo_names(dataset_spec, cfg, registry) -> list:
@@ -242,7 +233,7 @@ def run(spec: dict, env) -> dict:
     dataset = env.dataset(spec["dataset"])
     knobs = spec["params"]["analysis"]
     seed = int(spec["seed"])
-    X, y = dataset.X, dataset.y
+    y = dataset.y
     ref = fit_reference(spec, env, dataset, applicable=feature_support,
                         build=_build(spec, env.registry))
     fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
@@ -250,13 +241,15 @@ def run(spec: dict, env) -> dict:
         return not_applicable_row(base, ref["not_applicable"], t0)
     model_key, hit = ref["model_key"], ref["hit"]
     timings["train"] = time.perf_counter() - t0
-    pred = predict_checked(clf, X[test], dataset.n_classes, spec["model"], "test rows")
+    X_test = dataset.rows(test)  # float32 rows of the test split alone
+    pred = predict_checked(clf, X_test, dataset.n_classes, spec["model"], "test rows")
     model_acc = float((pred == y[test]).mean())
 
     t = time.perf_counter()
-    Z_test = features(clf, X[test], key=features_key(model_key, X[test]))
+    Z_test = features(clf, X_test, key=features_key(model_key, X_test))
     join_idx = fit[stratified_subsample(y[fit], knobs["join_train_cap"], seed)]
-    Z_train = features(clf, X[join_idx], key=features_key(model_key, X[join_idx]))
+    X_join = dataset.rows(join_idx)
+    Z_train = features(clf, X_join, key=features_key(model_key, X_join))
     timings["features"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -312,12 +305,13 @@ def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     seed = int(spec["seed"])
     idx = test[stratified_subsample(dataset.y[test], knobs["corruption_cap"], seed)]
     shape = (len(idx),) + tuple(dataset.image_shape)
-    images = dataset.X[idx].reshape(shape)
+    rows = dataset.rows(idx)
+    images = rows.reshape(shape)
     y = dataset.y[idx]
     specs = [env.registry.get("corruptions", n) for n in knobs["corruptions"]]
     sets = corrupted_sets(images, specs, knobs["severities"], seed,
                           fingerprint=dataset.fingerprint(), idx_key=index_hash(idx))
-    clean = float((predict_checked(clf, dataset.X[idx], dataset.n_classes, spec["model"])
+    clean = float((predict_checked(clf, rows, dataset.n_classes, spec["model"])
                    == y).mean())
     acc = {}
     for sp in specs:
@@ -340,7 +334,7 @@ def _adversarial(clf, dataset, test, knobs, seed) -> dict:
     if module is None:
         return {"not_applicable": f"{type(clf).__name__} is not a torch model (no gradients)"}
     idx = test[stratified_subsample(dataset.y[test], knobs["attack_cap"], seed)]
-    res = robust_accuracies(module, dataset.X[idx], dataset.y[idx], dataset.n_classes,
+    res = robust_accuracies(module, dataset.rows(idx), dataset.y[idx], dataset.n_classes,
                             knobs["epsilons"], attacks=knobs["attacks"],
                             pgd_steps=int(knobs["pgd_steps"]),
                             deepfool_iter=int(knobs["deepfool_iter"]),

@@ -33,7 +33,7 @@ import numpy as np
 
 from robench.seeds import derived_seed
 from robench.specs import Knob
-from robench.trials import Combo, accuracy_per_class, make_spec, trial_key
+from robench.trials import Combo, accuracy_per_class, make_spec, model_inputs, trial_key
 from robench.sources import find_sources, sources_key
 from robench.splitters import validation_split
 
@@ -277,19 +277,24 @@ def run(spec: dict, env) -> dict:
 
     dataset = env.dataset(spec["dataset"])
     train, val, test = partition(spec, dataset, env.registry)
-    X, y = dataset.X, dataset.y
+    y = dataset.y
     model_spec = env.registry.get("models", spec["model"])
     seed = derived_seed(spec["seed"], spec["repeat"], KIND_CODES[spec["kind"]],
                         spec["params"]["fold"])
     ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, seed,
                        dict(spec["params"]["train"]))
     t0 = time.perf_counter()
-    check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")
     model = model_spec.build(ctx)
+    # the splits as the model takes them (robench.trials.model_inputs): no float32 copy of
+    # the data set, and no copy of a split for a model that reads batches
+    fit_X, val_X, X = model_inputs(model, dataset, train, val)
+    check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")
+    X_test = dataset.rows(test)
     if hasattr(model, "epoch_callback"):
-        model.epoch_callback = _test_curve(X[test], y[test])
-    model.fit(X[train], y[train], X[val], y[val])
-    pred = predict_checked(model, X[test], dataset.n_classes, model_spec.name, "test rows")
+        model.epoch_callback = _test_curve(X_test, y[test])
+    model.fit(fit_X, y[train], val_X, y[val])
+    del fit_X, val_X
+    pred = predict_checked(model, X_test, dataset.n_classes, model_spec.name, "test rows")
     history = list(getattr(model, "history_", []) or [])
     last = history[-1] if history else {}
     return {
