@@ -15,7 +15,8 @@ Sections (each can be skipped):
             --adaptive-precision 0.025) vs the fixed number of repeats that reaches the same
             precision (derived from the measured paired spreads), in one store: trials,
             recorded trial-seconds, rankings, agreement (docs/adaptive.md).
-* projection - run --all --profile paper projected from the all section's trial seconds.
+* projection - run --all --profile paper projected from the planner's plan: one shortened trial
+            of every (protocol, data set, model) group measured here (benchmarks/projection.py).
 * flops   - achieved training throughput of those robench trials in FLOP/s against this
             machine's peak, measured as a large fp32 matmul on all cores in the same run.
 * all     - `robench run --all` (default profile): cold wall time (empty cache and database),
@@ -357,15 +358,6 @@ def bench_run_all(rows: list, keep=None, workers: bool = True, extra: dict = Non
             shutil.copy(f"{tmp}/a.db", Path(keep) / "robench.db")
             (Path(keep) / "run-all.txt").write_text(printed[0])
         warm = timed(robench + ["run", "--all", "--db", f"{tmp}/a.db"], env)
-        if extra is not None:  # per-trial seconds for the paper-profile projection
-            import sqlite3
-
-            con = sqlite3.connect(f"{tmp}/a.db")
-            extra["all_trials"] = con.execute(
-                "SELECT protocol, dataset, model, count(*), sum(seconds), sum(epochs) "
-                "FROM trials WHERE status = 'ok' GROUP BY 1, 2, 3").fetchall()
-            con.close()
-            extra["all_cold"] = cold
         if workers:
             one = timed(robench + ["run", "--all", "-j", "1", "--db", f"{tmp}/b.db"], env)
             two = timed(robench + ["run", "--all", "-j", "2", "--db", f"{tmp}/c.db"], env)
@@ -611,79 +603,126 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
 # the paper profile, projected
 
 
-def bench_projection(rows: list, extra: dict, jobs: int):
-    """Project `run --all --profile paper` from this run's measured per-trial seconds."""
-    from collections import Counter
+#: The old code's trial time over this checkout's when --old did not run in this run: issue
+#: 20's idle benchmark (docs/profile.md, 2026-11-25, 08fc6f2 vs 0a81169): throughput 1.23x on
+#: the same mlp + cnn-2 source-aware trials. A stored figure, applied to every group but the
+#: paper CNNs', whose old code (version 2) benchmarks/paper_cnns.py measured against this one.
+STORED_OLD_RATIO = 1.23
+#: benchmarks/paper_cnns.py, old (version 2, 0a81169's cnns.py) over new, median of the
+#: models it timed (docs/profile.md "The paper CNNs").
+PAPER_CNN_OLD_RATIO = None
+PAPER_CNNS = ("lenet", "alexnet", "3conv3fc", "bayesian-lenet", "bayesian-alexnet",
+              "bayesian-3conv3fc")
 
-    from robench.config import REPEATS, RunConfig, TRAIN_KNOBS
-    from robench.plugins import make_registry
+
+def bench_projection(rows: list, extra: dict, jobs: int):
+    """Project `run --all --profile paper` from measured seconds of every trial group."""
+    from dataclasses import replace
+
+    import projection as P
+    from robench.adaptive import METRIC
     from robench.runner import plan_run
 
-    measured = extra.get("all_trials")
-    if not measured and extra.get("seconds_db"):  # a run --all database made elsewhere
-        import sqlite3
+    cfg, plan, reg = P.paper_plan()
+    by_protocol = {}
+    for s in plan.specs.values():
+        by_protocol[s["protocol"]] = by_protocol.get(s["protocol"], 0) + 1
+    found = P.groups(plan)
+    load = os.getloadavg()[0]
 
-        con = sqlite3.connect(f"file:{extra['seconds_db']}?mode=ro", uri=True)
-        measured = con.execute(
-            "SELECT protocol, dataset, model, count(*), sum(seconds), sum(epochs) "
-            "FROM trials WHERE status = 'ok' GROUP BY 1, 2, 3").fetchall()
-        run = con.execute("SELECT started_at, finished_at, n_planned FROM runs "
-                          "ORDER BY id DESC LIMIT 1").fetchone()
-        con.close()
-        rows.append(("projection's trial seconds from", extra["seconds_db"],
-                     f"run --all {run[0]} to {run[1]}, {run[2]} trials"))
-    if not measured:
-        rows.append(("paper projection", "needs the all section or --seconds-db", ""))
-        return
-    reg = make_registry(load_entrypoints=False)
-    cfg = RunConfig(datasets=reg.names("datasets"), models=reg.names("models"),
-                    clusterers=reg.names("clusterers"), metrics=reg.names("metrics"),
-                    profile="paper").resolve(reg)
-    plan = plan_run(cfg, reg)
-    counts = Counter((s["protocol"], s["dataset"], s["model"]) for s in plan.specs.values())
-    per = {}  # (protocol, dataset, model) -> (seconds per trial, seconds per epoch)
-    for protocol, dataset, model, n, secs, epochs in measured:
-        per[(protocol, dataset, model)] = (secs / n, secs / epochs if epochs else None)
-    epochs = {k.name: k for k in TRAIN_KNOBS}["max_epochs"].value_for("paper")
-    total = 0.0
-    n_unmeasured, sa_seconds, sa_trials = 0, 0.0, 0
-    for key, n in counts.items():
-        if key not in per:
-            n_unmeasured += n
-            continue
-        trial_s, epoch_s = per[key]
-        cost = n * (epoch_s * epochs if epoch_s else trial_s)  # every epoch run: upper bound
-        total += cost
-        if key[0] == "source-aware":
-            sa_seconds += cost
-            sa_trials += n
-    ratio = extra.get("old", {}).get("seconds", 0) / extra["robench_s"] \
-        if extra.get("old") else None
-    after_h = total / jobs / 3600
-    line = f"{len(plan.specs)} trials ({n_unmeasured} of opt-in components not measured here)"
-    rows.append(("run --all --profile paper, projected (measured components)",
-                 f"{after_h:.0f} h on {jobs} workers, at most (every trial all {epochs} "
-                 f"epochs)" + (f"; before this issue ~{after_h * ratio:.0f} h" if ratio else ""),
-                 line))
+    def progress(what, ident, r):
+        print(f"    {what} {'/'.join(ident)}: {r['seconds']:.1f} s", file=sys.stderr, flush=True)
+
+    measured = P.measure(plan, jobs=min(jobs, 2), progress=progress)
+    proj = P.project(measured)
+    cpu = sum(g["measured"]["cpu"] for g in measured["groups"].values()) + \
+        sum(p["cpu"] for p in measured["prepare"].values())
+    rows.append(("paper plan: run --all --profile paper (robench.runner.plan_run)",
+                 f"{len(plan.specs)} trials in {len(found)} groups",
+                 ", ".join(f"{k} {v}" for k, v in sorted(by_protocol.items()))))
+    rows.append(("projection's measurement (one shortened trial per group)",
+                 f"{measured['seconds']:.0f} s wall, {cpu:.0f} worker CPU s, "
+                 f"load average {load:.1f} at its start",
+                 f"{len(measured['groups'])} trials at {P.MEASURE_EPOCHS} epoch(s) (VAEs "
+                 f"{P.MEASURE_VAE_EPOCHS}; clusterability caps {P.REDUCED_CAPS}) + "
+                 f"{len(measured['prepare'])} source preparations in full"))
+    for failed, err in proj["failed"]:
+        rows.append((f"projection group FAILED: {'/'.join(failed)}", "charged its seconds",
+                     str(err)[:120]))
+    per = {}
+    for g, r in proj["groups"].items():
+        acc = per.setdefault(g[0], {"n": 0, "s": 0.0, "x": 0.0, "top": []})
+        acc["n"] += r["n"]
+        acc["s"] += r["seconds"]
+        acc["x"] += r["extrapolated"]
+        acc["top"].append((r["seconds"], g, r["per_trial"]))
+    for protocol, acc in sorted(per.items(), key=lambda kv: -kv[1]["s"]):
+        top = sorted(acc["top"], reverse=True)[:2]
+        rows.append((f"... {protocol}: {acc['n']} trials",
+                     f"{acc['s'] / 3600:.0f} worker-h "
+                     f"({100 * acc['x'] / max(acc['s'], 1e-9):.0f}% extrapolated)",
+                     "largest: " + "; ".join(f"{g[1]} {g[2]} {s / 3600:.0f} h ({pt:.0f} s x "
+                                             f"{proj['groups'][g]['n']})" for s, g, pt in top)))
+    workers = 2
+    now_h = P.wall_hours(proj, workers)
+    worker_h = proj["trial_seconds"] / 3600
+    rows.append(("run --all --profile paper, projected (every trial)",
+                 f"{now_h:.0f} h on {workers} workers ({worker_h:.0f} worker-h + "
+                 f"{proj['prepare_seconds'] / 60:.0f} min of source preparation)",
+                 f"{proj['trials']} of {len(plan.specs)} trials from measured seconds; "
+                 f"{100 * proj['extrapolated'] / proj['trial_seconds']:.0f}% extrapolated "
+                 "(epochs to 60 / shifted-cv 100, VAE epochs, attack/corruption/multicut caps); "
+                 "every epoch charged: an upper bound under early stopping"))
+    # before this issue: this run's --old ratio if the naive section measured one, else stored
+    if extra.get("old"):
+        ratio, how = extra["old"]["seconds"] / extra["robench_s"], "--old measured in this run"
+    else:
+        ratio, how = STORED_OLD_RATIO, "stored figure: idle old-vs-new throughput, profile.md"
+    cnn_ratio = PAPER_CNN_OLD_RATIO or 1.0
+    before = sum(r["seconds"] * (cnn_ratio if g[2] in PAPER_CNNS else ratio)
+                 for g, r in proj["groups"].items())
+    before_h = (before / workers + proj["prepare_seconds"]) / 3600
+    rows.append(("... before this issue (0a81169)",
+                 f"{before_h:.0f} h on {workers} workers",
+                 f"this projection x {ratio:.2f} ({how}); paper CNN groups x {cnn_ratio:.2f} "
+                 "(benchmarks/paper_cnns.py, old vs new alternating)"))
+    # adaptive repeats: --until decided runs every metric but rho at the maximum repeats
+    # (robench.adaptive); only trials no other metric plans can stop early
+    others = plan_run(replace(cfg, metrics=[m for m in cfg.metrics if m != METRIC]), reg)
+    rho_only = [k for k in plan.specs if k not in others.specs]
     ad = extra.get("adaptive")
-    if ad and sa_trials:
-        # models still undecided at the adaptive section's maximum go on to 100 repeats,
-        # the others stop where they stopped there (an upper bound on the adaptive run)
+    rows.append(("... with --until decided (run --all)",
+                 f"{now_h:.0f} h on {workers} workers",
+                 f"{len(rho_only)} trials only rho plans: lost-test and adequacy plan every "
+                 "rho trial and --until decided runs them at the maximum repeats"))
+    rho_plan = plan_run(replace(cfg, metrics=[METRIC]), reg)
+    rho_s = sum(proj["groups"][P.group_of(s)]["per_trial"] for s in rho_plan.specs.values())
+    if ad:
+        # models still undecided at the adaptive section's maximum go on to the paper's
+        # repeats, the others stop where they stopped there (an upper bound on the adaptive run)
+        from robench.config import REPEATS
+
         r_paper = REPEATS["paper"]
         reps = {m: (r_paper if m in ad["undecided_at_max"] else r)
                 for m, r in ad["repeats_by_model"].items()}
         share = sum(reps.values()) / (len(reps) * r_paper)
-        adaptive_h = (total - sa_seconds * (1 - share)) / jobs / 3600
-        rows.append(("... with --until decided (source-aware trials)",
-                     f"{adaptive_h:.0f} h on {jobs} workers",
-                     f"source-aware repeats at {share:.2f} of 100 (mnist-5k's stops above, "
-                     f"precision {ad.get('precision')})"))
-    n_measured = len(plan.specs) - n_unmeasured
-    for workers in (8, 32):
-        rows.append((f"... on {workers} workers (Dask), measured components",
-                     f"{n_measured / workers:.0f} trials per worker, "
-                     f"{total / workers / 3600:.1f} h",
-                     "trials are independent: wall ~ trial-seconds / workers"))
+        note = (f"repeats at {share:.2f} of {r_paper} (the adaptive section's stops on "
+                f"mnist-5k, max {ad['max_repeats']}, precision {ad.get('precision')}), "
+                "applied to every rho table")
+    else:
+        share, note = 1.0, "the adaptive section did not run: no stops measured, shown at 1.0"
+    rows.append(("... --metric rho --profile paper, fixed vs --until decided",
+                 f"{len(rho_plan.specs)} trials: {rho_s / workers / 3600:.0f} h vs "
+                 f"{share * rho_s / workers / 3600:.0f} h on {workers} workers", note))
+    train_share = 1 - sum(r["fixed"] * r["n"] for r in proj["groups"].values()) \
+        / proj["trial_seconds"]
+    for w in (8, 32, 128):
+        rows.append((f"... on {w} workers (Dask)",
+                     f"{proj['trials'] / w:.0f} trials per worker, {P.wall_hours(proj, w):.1f} h",
+                     "trials are independent: wall ~ worker-seconds / workers + preparation"
+                     + (f"; {100 * train_share:.0f}% of worker-seconds are training epochs "
+                        "(what a GPU speeds up), the rest per-trial fixed work" if w == 8
+                        else "")))
 
 
 # ------------------------------------------------------------------------------------------
@@ -749,9 +788,6 @@ def main():
                         "re-analyse an earlier run; its wall times then mean nothing)")
     p.add_argument("--no-workers", action="store_true",
                    help="all: skip the 1 vs 2 workers comparison (two more full runs)")
-    p.add_argument("--seconds-db", metavar="DB", default=None,
-                   help="projection: per-trial seconds from this run --all database when the "
-                        "all section is not run")
     p.add_argument("--robench-part", nargs=2, type=int, metavar=("R", "J"),
                    help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -764,7 +800,7 @@ def main():
     if "flops" in chosen and "naive" not in chosen:
         chosen.insert(0, "naive")
 
-    rows, extra = [], {"seconds_db": args.seconds_db}
+    rows, extra = [], {}
     done = 0
     t0 = time.perf_counter()
     for section in chosen:

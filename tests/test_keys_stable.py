@@ -171,12 +171,14 @@ def test_the_pre_open_core_database_reruns_with_nothing_to_run_or_score(fixture_
     db, commands, reports = fixture_commands
     about = json.loads((FIXTURES / "pre_open_core.json").read_text())
     allowed = {(c["path"], c["from"], c["to"]) for c in about.get("intentional", [])
-               if "protocol" not in c}
-    # an entry with a "protocol" applies to that protocol's trials only
-    per_protocol = {}
+               if "protocol" not in c and "model" not in c}
+    # an entry with a "protocol" (a "model") applies to that protocol's (model's) trials only
+    per_protocol, per_model = {}, {}
     for c in about.get("intentional", []):
         if "protocol" in c:
             per_protocol.setdefault(c["protocol"], set()).add((c["path"], c["from"], c["to"]))
+        elif "model" in c:
+            per_model.setdefault(c["model"], set()).add((c["path"], c["from"], c["to"]))
     # the columns of the trials table once the file is migrated (a copy, opened to write):
     # the runs below must add none
     migrated = db.with_name("migrated.db")
@@ -197,8 +199,9 @@ def test_the_pre_open_core_database_reruns_with_nothing_to_run_or_score(fixture_
     assert len(reports) == len(commands)
     changed = _intentional(db, before)
     protocols = dict(_table(db, "SELECT key, protocol FROM trials"))
+    models = dict(_table(db, "SELECT key, model FROM trials"))
     for key, diffs in changed.items():
-        ok = allowed | per_protocol.get(protocols[key], set())
+        ok = allowed | per_protocol.get(protocols[key], set()) | per_model.get(models[key], set())
         assert diffs and set(diffs) <= ok, (
             f"trial {key} was planned anew; its spec differs from the stored one in {diffs}, "
             f"not only in the intentional changes {sorted(allowed)}")

@@ -151,7 +151,11 @@ def _bayes_layers():
 
 
 class _Pool(nn.Module):
-    """Max-pool over channels-last memory (vectorised on CPU, see robench.train.MaxPool2x2)."""
+    """Max-pool over channels-last memory (vectorised on CPU, see robench.train.MaxPool2x2).
+
+    :class:`PaperCNN` keeps every activation channels-last, so the conversion here is a no-op
+    inside it; it still converts an NCHW input from elsewhere.
+    """
 
     def __init__(self, kernel_size: int, stride: int):
         super().__init__()
@@ -205,16 +209,29 @@ class PaperCNN(nn.Module):
     """
 
     bayesian = False
+    #: One memory layout end to end, as robench.train.ConvNet: the conv weights and (in
+    #: _images) the inputs are channels-last, so every convolution, pool and activation runs
+    #: on NHWC memory. Before (version 2) the NCHW convolutions met the channels-last pool
+    #: with a conversion on each side, forward and backward; alexnet and 3conv3fc train 1.2x
+    #: faster this way, lenet the same (one thread, alternating, docs/profile.md). The kernels
+    #: round differently, so these models carry version 3.
+    channels_last = True
 
     def __init__(self, arch: str, n_classes: int):
         super().__init__()
         self.arch = arch
         self.conv, self.fc, self.feature_width, lin_cls = _layers(arch, self.bayesian)
         self.head = lin_cls(self.feature_width, n_classes)
+        if self.channels_last:
+            self.to(memory_format=torch.channels_last)
+
+    def _images(self, x: torch.Tensor) -> torch.Tensor:
+        """Return flat rows ``x`` as zero-padded 32x32 images (channels-last if the net is)."""
+        x = F.pad(x.view(x.shape[0], *INPUT_SHAPE), (_PAD, _PAD, _PAD, _PAD))
+        return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.pad(x.view(x.shape[0], *INPUT_SHAPE), (_PAD, _PAD, _PAD, _PAD))
-        return self.fc(self.conv(x))
+        return self.fc(self.conv(self._images(x)))
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """Return the penultimate-layer activations (the head's input) of flat rows ``x``."""
@@ -222,8 +239,7 @@ class PaperCNN(nn.Module):
 
     def conv_features(self, x: torch.Tensor) -> torch.Tensor:
         """Return the last convolutional block's output, flattened (the coverage layer)."""
-        return self.conv(F.pad(x.view(x.shape[0], *INPUT_SHAPE), (_PAD, _PAD, _PAD, _PAD))
-                         ).flatten(1)
+        return self.conv(self._images(x)).flatten(1)
 
     def from_conv_features(self, z: torch.Tensor) -> torch.Tensor:
         """Return class logits from flattened :meth:`conv_features` ``z``."""
@@ -244,6 +260,9 @@ class BayesianPaperCNN(PaperCNN):
     """
 
     bayesian = True
+    #: The Bayesian layers keep version 2's layout (NCHW, the pool converts): channels-last
+    #: made bayesian-lenet 1.4-1.8x slower per round (docs/profile.md), so it was not kept.
+    channels_last = False
 
     def __init__(self, arch: str, n_classes: int, mc_samples: int = DEFAULT_MC_SAMPLES):
         super().__init__(arch, n_classes)
