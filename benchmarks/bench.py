@@ -10,7 +10,8 @@ Sections (each can be skipped):
             initial weights); and again with robench's own (channels-last) module, which
             isolates the harness's gain. Reports the speed-ups and whether the accuracies
             agree. With --old CHECKOUT the same trials also run on that checkout's robench;
-            with --rounds N both robench sides run N times, alternating, medians compared.
+            with --rounds N both robench sides run N times, alternating; old and new are
+            compared round by round (the median round is reported).
 * startup - the first vs the next cnn-2 trial in a fresh process (old code and this one).
 * adaptive - mnist-5k x the five built-in models: --until decided (max --adaptive-repeats 32,
             --adaptive-precision 0.025) vs the fixed number of repeats that reaches the same
