@@ -631,7 +631,8 @@ def bench_projection(rows: list, extra: dict, jobs: int):
     load = os.getloadavg()[0]
 
     def progress(what, ident, r):
-        print(f"    {what} {'/'.join(ident)}: {r['seconds']:.1f} s", file=sys.stderr, flush=True)
+        print(f"    {what} {'/'.join(ident)}: {r['seconds']:.1f} s {r.get('status', '')} "
+              f"{r.get('error') or ''}", file=sys.stderr, flush=True)
 
     measured = P.measure(plan, jobs=min(jobs, 2), progress=progress)
     proj = P.project(measured)

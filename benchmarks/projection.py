@@ -211,8 +211,19 @@ def _instrument() -> None:
     vae.train_vae = short_vae
 
 
+#: Address-space limit of a measuring worker: a trial that would outgrow it fails with a
+#: MemoryError (recorded against its group) instead of the kernel killing the worker and the
+#: whole measurement with it (a paper-profile trial once grew past 22 GB here).
+WORKER_MEMORY_LIMIT = 12 * 2**30
+
+
 def _init_worker(cache: str, load_entrypoints: bool) -> None:
+    import resource
     import sys
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or hard > WORKER_MEMORY_LIMIT:
+        resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_LIMIT, hard))
 
     os.environ["ROBENCH_TORCH_THREADS"] = "1"
     sys._robench_called_from_test = not load_entrypoints
