@@ -9,7 +9,9 @@ Sections (each can be skipped):
             rule and the same partitions, cnn-2 as a textbook NCHW module (same layers, same
             initial weights); and again with robench's own (channels-last) module, which
             isolates the harness's gain. Reports the speed-ups and whether the accuracies
-            agree. With --old CHECKOUT the same trials also run on that checkout's robench.
+            agree. With --old CHECKOUT the same trials also run on that checkout's robench;
+            with --rounds N both robench sides run N times, alternating; old and new are
+            compared round by round (the median round is reported).
 * startup - the first vs the next cnn-2 trial in a fresh process (old code and this one).
 * adaptive - mnist-5k x the five built-in models: --until decided (max --adaptive-repeats 32,
             --adaptive-precision 0.025) vs the fixed number of repeats that reaches the same
@@ -156,7 +158,7 @@ def old_robench_part(old: str, repeats: int, jobs: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def bench_naive(repeats: int, jobs: int, rows: list, extra: dict, old=None):
+def bench_naive(repeats: int, jobs: int, rows: list, extra: dict, old=None, rounds: int = 1):
     import torch
 
     from robench.builtin.datasets import load_mnist_5k
@@ -168,11 +170,21 @@ def bench_naive(repeats: int, jobs: int, rows: list, extra: dict, old=None):
     from robench.train import MLP, ConvNet
 
     reg = make_registry(load_entrypoints=False)
-    if old:  # the old code first, then this checkout's, then the naive loop: one run
-        before = old_robench_part(old, repeats, jobs)
-        extra["old"] = before
-    part = robench_part(repeats, jobs)
+    # With --old: the old code's run and this checkout's alternate, `rounds` times (load on a
+    # shared machine drifts within a run); then the naive loop. Old and new are compared
+    # round by round (each pair ran back to back) and the round with the median ratio is
+    # reported; the naive loop is compared with this checkout's median wall time.
+    olds, news = [], []
+    for _ in range(max(1, rounds)):
+        if old:
+            olds.append(old_robench_part(old, repeats, jobs))
+        news.append(robench_part(repeats, jobs))
+    part = sorted(news, key=lambda p: p["seconds"])[(len(news) - 1) // 2]  # the (lower) median
     robench_s, trials = part["seconds"], part["trials"]
+    walls = {"old": [p["seconds"] for p in olds], "new": [p["seconds"] for p in news]}
+    pairs = sorted(zip(olds, news), key=lambda on: on[0]["seconds"] / on[1]["seconds"])
+    if old:
+        extra["old"], paired = pairs[(len(pairs) - 1) // 2]  # the (lower) median ratio
     ds = load_mnist_5k()
     shape = ds.image_shape
     def textbook_cnn():
@@ -231,6 +243,13 @@ def bench_naive(repeats: int, jobs: int, rows: list, extra: dict, old=None):
                          f"robench {np.mean(mine):.4f} vs naive {np.mean(ref):.4f}",
                          f"diff {diff:+.4f}, 2 SE {2 * se:.4f}: {verdict}"))
     ratio = naive_s / robench_s
+    if len(news) > 1:
+        rows.append((f"robench runs of the naive section's trials ({len(news)} rounds)",
+                     " / ".join(f"{side} " + ", ".join(f"{w:.1f}" for w in ws) + " s"
+                                for side, ws in walls.items() if ws),
+                     "alternating old, new; " + ("old/new per round " + ", ".join(
+                         f"{o['seconds'] / n['seconds']:.2f}x" for o, n in zip(olds, news))
+                         + ": the median round is below" if olds else "the median is below")))
     rows.append(("source-aware mnist-5k mlp+cnn-2",
                  f"robench {robench_s:.1f} s ({len(trials)} trials, {jobs} workers) vs naive "
                  f"{naive_s:.1f} s", f"speed-up {ratio:.2f}x (goal {GOALS['naive']})"))
@@ -243,12 +262,12 @@ def bench_naive(repeats: int, jobs: int, rows: list, extra: dict, old=None):
     if old:
         b = extra["old"]
         rows.append(("same trials, old code (--old) vs this checkout",
-                     f"old {b['seconds']:.1f} s vs new {robench_s:.1f} s wall; worker seconds "
-                     f"per trial mlp {b['trial_seconds']['mlp'] / (3 * repeats):.2f} -> "
-                     f"{part['trial_seconds']['mlp'] / (3 * repeats):.2f}, cnn-2 "
+                     f"old {b['seconds']:.1f} s vs new {paired['seconds']:.1f} s wall; worker "
+                     f"seconds per trial mlp {b['trial_seconds']['mlp'] / (3 * repeats):.2f} -> "
+                     f"{paired['trial_seconds']['mlp'] / (3 * repeats):.2f}, cnn-2 "
                      f"{b['trial_seconds']['cnn-2'] / (3 * repeats):.2f} -> "
-                     f"{part['trial_seconds']['cnn-2'] / (3 * repeats):.2f}",
-                     f"throughput {b['seconds'] / robench_s:.2f}x (goal {GOALS['old']})"))
+                     f"{paired['trial_seconds']['cnn-2'] / (3 * repeats):.2f}",
+                     f"throughput {b['seconds'] / paired['seconds']:.2f}x (goal {GOALS['old']})"))
         for model in ("mlp", "cnn-2"):
             o = {(t["kind"], t["repeat"]): t["accuracy"] for t in b["trials"]
                  if t["model"] == model}
@@ -631,7 +650,8 @@ def bench_projection(rows: list, extra: dict, jobs: int):
     load = os.getloadavg()[0]
 
     def progress(what, ident, r):
-        print(f"    {what} {'/'.join(ident)}: {r['seconds']:.1f} s", file=sys.stderr, flush=True)
+        print(f"    {what} {'/'.join(ident)}: {r['seconds']:.1f} s {r.get('status', '')} "
+              f"{r.get('error') or ''}", file=sys.stderr, flush=True)
 
     measured = P.measure(plan, jobs=min(jobs, 2), progress=progress)
     proj = P.project(measured)
@@ -772,6 +792,9 @@ def main():
     p.add_argument("--only", action="append", choices=sections, help="run only these sections")
     p.add_argument("--skip", action="append", choices=sections, default=[], help="skip sections")
     p.add_argument("--repeats", type=int, default=10, help="repeats for the naive comparison")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="naive: run robench's side this many times (alternating with --old's "
+                        "side) and compare the median wall times")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1)
     p.add_argument("--keep", metavar="DIR", default=None,
                    help="all: keep the cold run's database and printed output in DIR")
@@ -821,7 +844,7 @@ def main():
 
 def run_section(section, args, rows, extra):
     if section == "naive":
-        bench_naive(args.repeats, args.jobs, rows, extra, old=args.old)
+        bench_naive(args.repeats, args.jobs, rows, extra, old=args.old, rounds=args.rounds)
     elif section == "startup":
         bench_startup(rows, args.old)
     elif section == "adaptive":

@@ -63,7 +63,8 @@ def phases(model: str, repeats: int = 3) -> None:
         res = source_aware.run(spec, env)
         total = time.perf_counter() - t
         print(f"{model}: trial {total:.2f} s, {res['epochs']} epochs, {res['n_train']} fit rows; "
-              f"val + train-accuracy passes {spent.get('_loss_and_accuracy', 0):.2f} s, "
+              f"validation passes (and a train-accuracy pass where fit makes one) "
+              f"{spent.get('_loss_and_accuracy', 0):.2f} s, "
               f"predict on all rows {spent.get('predict', 0):.2f} s")
 
 
