@@ -627,9 +627,9 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
 #: the same mlp + cnn-2 source-aware trials. A stored figure, applied to every group but the
 #: paper CNNs', whose old code (version 2) benchmarks/paper_cnns.py measured against this one.
 STORED_OLD_RATIO = 1.23
-#: benchmarks/paper_cnns.py, old (version 2, 0a81169's cnns.py) over new, median of the
-#: models it timed (docs/profile.md "The paper CNNs").
-PAPER_CNN_OLD_RATIO = None
+#: benchmarks/paper_cnns.py, old (version 2, 8856819's cnns.py) over new, medians of 3
+#: alternating rounds (docs/profile.md "The paper CNNs"); the Bayesian ones kept version 2.
+PAPER_CNN_OLD_RATIO = {"lenet": 1.00, "alexnet": 1.20, "3conv3fc": 1.25}
 PAPER_CNNS = ("lenet", "alexnet", "3conv3fc", "bayesian-lenet", "bayesian-alexnet",
               "bayesian-3conv3fc")
 
@@ -650,7 +650,8 @@ def bench_projection(rows: list, extra: dict, jobs: int):
     load = os.getloadavg()[0]
 
     def progress(what, ident, r):
-        print(f"    {what} {'/'.join(ident)}: {r['seconds']:.1f} s", file=sys.stderr, flush=True)
+        print(f"    {what} {'/'.join(ident)}: {r['seconds']:.1f} s {r.get('status', '')} "
+              f"{r.get('error') or ''}", file=sys.stderr, flush=True)
 
     measured = P.measure(plan, jobs=min(jobs, 2), progress=progress)
     proj = P.project(measured)
@@ -697,14 +698,14 @@ def bench_projection(rows: list, extra: dict, jobs: int):
         ratio, how = extra["old"]["seconds"] / extra["robench_s"], "--old measured in this run"
     else:
         ratio, how = STORED_OLD_RATIO, "stored figure: idle old-vs-new throughput, profile.md"
-    cnn_ratio = PAPER_CNN_OLD_RATIO or 1.0
-    before = sum(r["seconds"] * (cnn_ratio if g[2] in PAPER_CNNS else ratio)
-                 for g, r in proj["groups"].items())
+    before = sum(r["seconds"] * (PAPER_CNN_OLD_RATIO.get(g[2], 1.0) if g[2] in PAPER_CNNS
+                                 else ratio) for g, r in proj["groups"].items())
     before_h = (before / workers + proj["prepare_seconds"]) / 3600
     rows.append(("... before this issue (0a81169)",
                  f"{before_h:.0f} h on {workers} workers",
-                 f"this projection x {ratio:.2f} ({how}); paper CNN groups x {cnn_ratio:.2f} "
-                 "(benchmarks/paper_cnns.py, old vs new alternating)"))
+                 f"groups of built-in models x {ratio:.2f} ({how}); paper CNNs x "
+                 + ", ".join(f"{m} {r:.2f}" for m, r in PAPER_CNN_OLD_RATIO.items())
+                 + " (benchmarks/paper_cnns.py), Bayesian x 1.00 (unchanged)"))
     # adaptive repeats: --until decided runs every metric but rho at the maximum repeats
     # (robench.adaptive); only trials no other metric plans can stop early
     others = plan_run(replace(cfg, metrics=[m for m in cfg.metrics if m != METRIC]), reg)

@@ -29,7 +29,13 @@ processes: ``import torch`` alone, and an idle worker (robench's worker start-up
 worker's peak above the idle worker. Seconds are the trials' own times (one epoch plus the
 evaluation passes over the 60,000 rows).
 
-Usage (about 2 minutes on an idle 2-core machine; 1.5 min of it the two runs):
+VmHWM includes the end of a worker's life: a process that imported the CUDA build of torch
+and exits normally runs its libraries' C++ teardown, which maps ~110-130 MB more of their file
+pages (``python -c "import torch"``: 520 MB before exit, 648 MB at exit), so a worker's peak
+can be set at exit rather than by its trials (README, Memory).
+
+Usage (about 1 minute on an idle 2-core machine: the two runs ~30 s, generating the data,
+parsing it into the cache and the baselines the rest):
     flock /tmp/robench-bench.lock python benchmarks/memory.py
     python benchmarks/bench.py --only memory
 """

@@ -18,14 +18,20 @@ trial of each kind costs on this machine and multiplies by the planner's own pla
    fit is timed epoch by epoch (its ``epoch_callback`` hook, which observes only). A trial's
    *fixed* seconds are its wall time minus its epochs: data, prediction passes, feature
    extraction, attacks, corruptions, VAEs, decoders, clustering in the trial.
-4. **Extrapolation.** A projected trial = fixed + per-epoch seconds (the last measured epoch's
-   mean, without the first epoch's start-up) x the epochs the paper budget allows (the spec's
-   ``max_epochs``; adequacy scales it per size exactly as the trial does). Every trial is
-   charged all its epochs, so with early stopping (patience 10 of 60) this is an **upper
-   bound**; shifted-cv trains 100 epochs with patience 100 (the paper's), so it is not.
-5. **Driver-side preparation** (finding sources: k-means, multicut, the vae-vgmm clusterers'
-   VAEs) runs once per (data set, clusterer) before any trial; it is measured in full (no
-   shortening) and added to the wall time undivided (the driver does it alone).
+4. **Extrapolation.** A projected trial = fixed + per-epoch seconds x the epochs the paper
+   budget allows (the spec's ``max_epochs``; adequacy scales it per size exactly as the trial
+   does). Per-epoch seconds: the mean of the measured epochs after the first, or the only
+   one (start-up included, an upper bound) when a fit ran one epoch, as at
+   :data:`MEASURE_EPOCHS` = 1. Every trial is charged all its epochs, so with early stopping
+   (patience 10 of 60) this is an **upper bound**; shifted-cv trains 100 epochs with patience
+   100 (the paper's), so there it is not.
+5. **VAEs and clusterability's caps.** The VAEs (the vae-vgmm clusterers', shifted-cv's fold
+   distances) train :data:`MEASURE_VAE_EPOCHS` epoch; their whole time counts per epoch and
+   is multiplied by their epochs. Clusterability attacks, corrupts and multicuts fewer rows
+   (:data:`REDUCED_CAPS`); the phases the trial times are scaled back (:func:`cap_extra`).
+6. **Driver-side preparation** (finding sources: k-means, multicut, the vae-vgmm clusterers)
+   runs once per (data set, clusterer) before any trial; it is measured (its VAEs as above)
+   and added to the wall time undivided (the driver does it alone).
 
 Caches are shared the way a run shares them (one fresh cache directory for the measurement:
 corrupted data sets, VAEs, reference models, features); each group's trials are charged its
@@ -211,8 +217,19 @@ def _instrument() -> None:
     vae.train_vae = short_vae
 
 
+#: Address-space limit of a measuring worker: a trial that would outgrow it fails with a
+#: MemoryError (recorded against its group) instead of the kernel killing the worker and the
+#: whole measurement with it (a paper-profile trial once grew past 22 GB here).
+WORKER_MEMORY_LIMIT = 12 * 2**30
+
+
 def _init_worker(cache: str, load_entrypoints: bool) -> None:
+    import resource
     import sys
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or hard > WORKER_MEMORY_LIMIT:
+        resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_LIMIT, hard))
 
     os.environ["ROBENCH_TORCH_THREADS"] = "1"
     sys._robench_called_from_test = not load_entrypoints
