@@ -32,7 +32,7 @@ Sections (each can be skipped):
 * help    - `robench --help` wall time.
 
 Usage:
-    python benchmarks/bench.py                      # everything (about 20-30 minutes on 2 cores)
+    python benchmarks/bench.py                      # everything (about an hour on 2 cores idle: the projection ~26 min, adaptive ~9 min)
     python benchmarks/bench.py --only naive --repeats 3
     python benchmarks/bench.py --skip all --skip scale
 """
