@@ -366,7 +366,7 @@ def timed(cmd, env, output: list = None) -> float:
     return dt
 
 
-def bench_run_all(rows: list, keep=None, workers: bool = True, extra: dict = None):
+def bench_run_all(rows: list, keep=None, workers: bool = True):
     robench = [sys.executable, "-m", "robench"]
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "ROBENCH_CACHE_DIR": f"{tmp}/cache"}
@@ -855,7 +855,7 @@ def run_section(section, args, rows, extra):
     elif section == "flops":
         bench_flops(rows, extra)
     elif section == "all":
-        bench_run_all(rows, args.keep, workers=not args.no_workers, extra=extra)
+        bench_run_all(rows, args.keep, workers=not args.no_workers)
     elif section == "scale":
         bench_scale(args.jobs, rows)
     elif section == "memory":

@@ -44,7 +44,6 @@ from __future__ import annotations
 import copy
 import math
 import os
-import shutil
 import tempfile
 import time
 from collections import Counter
@@ -434,6 +433,3 @@ def wall_hours(projection: dict, workers: int) -> float:
     """
     return (projection["trial_seconds"] / workers + projection["prepare_seconds"]) / 3600
 
-
-def cleanup(path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
