@@ -181,6 +181,8 @@ def test_cli_scores_a_plugin_model_with_scaled_logits_alike(scaled_registry, tmp
         res = CliRunner().invoke(cli, ["results", "--metric", "coverage", "--format", "json",
                                        "--db", db])
         assert res.exit_code == 0, res.output
+        table = CliRunner().invoke(cli, ["results", "--metric", "coverage", "--db", db])
+        assert table.exit_code == 0 and "confidence calibrated: temperature" in table.output
     finally:
         set_registry(None)
     rows = json.loads(res.output)
