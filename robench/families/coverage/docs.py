@@ -102,6 +102,23 @@ def coverage_claims(rows: list) -> list:
     return claims
 
 
+def _by_accuracy(rows: list, score: str) -> list:
+    """Return (data set, {model: its scores}, models by test accuracy, least first) for the
+    models of each data set that have a test accuracy and a value of ``score``."""
+    by_dataset: dict = {}
+    for r in rows:
+        by_dataset.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
+    out = []
+    for dataset, models in sorted(by_dataset.items()):
+        scored = {m: sc for m, sc in models.items()
+                  if (sc.get("model_acc") or {}).get("value") is not None
+                  and (sc.get(score) or {}).get("value") is not None}
+        if scored:
+            out.append((dataset, scored, sorted(scored, key=lambda m: (
+                scored[m]["model_acc"]["value"], m))))
+    return out
+
+
 def test_set_quality_claims(rows: list) -> list:
     """Return per data set: the most accurate model's centroid share, and its contrast.
 
@@ -112,17 +129,8 @@ def test_set_quality_claims(rows: list) -> list:
     :data:`MAJORITY` and (2) its CP against the least accurate model's, each by the t
     intervals over the reference models.
     """
-    by_dataset: dict = {}
-    for r in rows:
-        by_dataset.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
     claims = []
-    for dataset, models in sorted(by_dataset.items()):
-        scored = {m: sc for m, sc in models.items()
-                  if (sc.get("model_acc") or {}).get("value") is not None
-                  and (sc.get("cp") or {}).get("value") is not None}
-        if not scored:
-            continue
-        order = sorted(scored, key=lambda m: scored[m]["model_acc"]["value"])
+    for dataset, scored, order in _by_accuracy(rows, "cp"):
         low, high = order[0], order[-1]
         cp = {m: _with_interval(scored[m]["cp"]) for m in (low, high)}
         acc = {m: 100 * scored[m]["model_acc"]["value"] for m in (low, high)}
@@ -163,17 +171,10 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
     robench compares the least and the most accurate model of each data set (test accuracy,
     mean over the reference models) by their coverage-guided accuracy's intervals.
     """
-    by_dataset: dict = {}
-    for r in rows:
-        by_dataset.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
     claims = []
-    for dataset, models in sorted(by_dataset.items()):
-        scored = {m: sc for m, sc in models.items()
-                  if (sc.get("model_acc") or {}).get("value") is not None
-                  and (sc.get("coverage") or {}).get("value") is not None}
+    for dataset, scored, order in _by_accuracy(rows, "coverage"):
         if len(scored) < 2:
             continue
-        order = sorted(scored, key=lambda m: scored[m]["model_acc"]["value"])
         low, high = order[0], order[-1]
         verdict, why = compare(scored[low]["coverage"], scored[high]["coverage"])
         acc = {m: 100 * scored[m]["model_acc"]["value"] for m in (low, high)}
