@@ -1,9 +1,10 @@
 """One model registered four times, its evaluation logits multiplied by T (tests only).
 
-``logreg-x<T>`` (``logreg-x0-25``, ``logreg-x1``, ...) for T in :data:`FACTORS` is the same logistic regression (same seed, same
-data, so the same fit) whose coverage head returns T times its logits: the same predictions
-and test accuracy, a softmax T times sharper. Coverage must score the four alike (issue 28,
-point 1: with the raw softmax, coverage-guided accuracy moved with T).
+``logreg-x<T>`` (``logreg-x0-25``, ``logreg-x1``, ...) for T in :data:`FACTORS` is the same
+logistic regression (same seed, same data, so the same fit) whose coverage head returns T
+times its logits: the same predictions and test accuracy, a softmax T times sharper. Coverage
+must score the four alike (issue 28, point 1: with the raw softmax, coverage-guided accuracy
+moved with T).
 """
 
 from __future__ import annotations

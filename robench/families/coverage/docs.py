@@ -96,9 +96,9 @@ def coverage_claims(rows: list) -> list:
                 PAPER, f"the all-boundary set is classified near chance ({model})",
                 "Table 2, column (1): all-boundary accuracy at most 10%, as low as 0% "
                 "(10-class sets: 8.7-10.9%)", dataset,
-                f"0:100 {fmt(level, True)} ({100 * WINDOW_LEVEL:g}% CI): {position}; chance {100 / n_classes:g}%, "
-                f"window [{100 * low:g}, {100 * high:g}]% ({how})", verdict, why,
-                {"window": [low, high], "position": position}))
+                f"0:100 {fmt(level, True)} ({100 * WINDOW_LEVEL:g}% CI): {position}; chance "
+                f"{100 / n_classes:g}%, window [{100 * low:g}, {100 * high:g}]% ({how})",
+                verdict, why, {"window": [low, high], "position": position}))
     return claims
 
 
