@@ -4,7 +4,10 @@ A metric declares the claims of its paper it can test (``MetricSpec.claims``: a 
 the stored score rows returning :class:`Claim` s). This module holds the claim record and the
 decision rules they share; it names no family. The rules are deliberately strict: a claim
 that an ordering or a level holds must be *decided* by the intervals, and a claim the data
-cannot decide at its size is reported as undecided with the reason, never as holding.
+cannot decide at its size is reported as undecided with the reason, never as holding. A claim
+whose figure follows from how robench (or the paper) defines the measured quantity gets the
+verdict :data:`BY_CONSTRUCTION`: its figure is shown, but it is not counted as evidence either
+way (the family's ``why`` says which construction decides it).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
-VERDICTS = (HOLDS, FAILS, UNDECIDED)
+#: The figure follows from the definitions, so it is no evidence for or against the claim.
+BY_CONSTRUCTION = "by construction: not evidence"
+VERDICTS = (HOLDS, FAILS, UNDECIDED, BY_CONSTRUCTION)
 
 
 @dataclass(frozen=True)

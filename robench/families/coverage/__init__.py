@@ -37,9 +37,11 @@ def register_metrics(register):
         definition=metric.COVERAGE_DEFINITION,
         higher_is_better=True,
         uses_clusterer=False,
+        # 5: confidence calibrated by temperature scaling on the validation split (knob
+        # confidence; raw = the paper's softmax), per-repeat values of every summary score;
         # 4: boundary seeds by the paper rule by default, both rules reported; 3: mean over
         # reference models with a t CI; 2: class-spread noise
-        version="4",
+        version="5",
         report=report.report_lines,
         claims=claims.all_coverage_claims,
         moved_from="robench.builtin.coverage",

@@ -19,7 +19,11 @@ COVERAGE_DEFINITION = (
     "output (after ReLU and pooling, flattened) where the model has one, else the penultimate "
     "layer; 'layer' in the details says which. Centroids c_i and RMS radii R_i = sqrt(mean "
     "||z - c_i||^2) come from the training features of class i; normalized distance = "
-    "||z - c_i|| / R_i. On the test split: EP_i = ns_i * nc / ns (eq. 3); CP_i = share of "
+    "||z - c_i|| / R_i. Confidence (version 5): the head's softmax after temperature scaling, "
+    "one temperature per reference model fitted by negative log-likelihood on the validation "
+    "split carved from the training part (never the test split), so no region, generated "
+    "point or score depends on the scale of the logits; knob confidence=raw keeps the paper's "
+    "raw softmax. On the test split: EP_i = ns_i * nc / ns (eq. 3); CP_i = share of "
     "class-i test points with normalized distance <= r (eq. 4); BC_i = share with confidence "
     "(top softmax probability) in [theta1, theta2] (eq. 5); PBC_ij = share of class-i test "
     "points in that band whose most probable other class is j (sum_j PBC_ij = BC_i); bc_paper: "
@@ -187,6 +191,8 @@ def aggregate_coverage(group: dict, trials: list) -> list:
         "failed_repeats": failed,
         "quality": extra.get("quality"), "covariate_shift": extra.get("covariate_shift"),
         "seeds": extra.get("seeds"), "timings": extra.get("timings"),
+        "calibration": extra.get("calibration"),
+        "temperatures": [(e.get("calibration") or {}).get("temperature") for e in extras],
         "decoder": {k: v for k, v in dec.items()},
     }
     if headline is None:
@@ -199,10 +205,12 @@ def aggregate_coverage(group: dict, trials: list) -> list:
             value = s0["summary"].get(name)
             if value is None:
                 continue
+            per = [value]
         else:
-            value = _mean([s["summary"].get(name) for s in summaries])
+            per = [s["summary"].get(name) for s in summaries]
+            value = _mean(per)
         scores.append(Score(**base, score=name, value=value, higher_is_better=higher,
-                            n=extra.get("n_test")))
+                            n=extra.get("n_test"), details={"per_repeat": per}))
     for key, g in gen.items():
         per = [(e.get("generated") or {}).get(key, {}).get("accuracy") for e in extras]
         scores.append(Score(**base, score=f"acc@{key}", value=_mean(per), n=g.get("n"),

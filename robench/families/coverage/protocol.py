@@ -8,14 +8,18 @@ combination has ``repeats`` trials (default 3), so the score has a spread over r
    training budget and cache key, so the two metrics share one trained model); repeat r > 0:
    the same recipe with the seed :func:`repeat_seed` (another stratified split, another
    initialisation and batch order, its own cached model);
-2. the coverage layer (:func:`robench.families.coverage.science.feature_space`: last convolutional block, or
+2. its confidence calibrated (``confidence=calibrated``, the default): one temperature fitted
+   by NLL on the validation split carved from the training part (never the test split),
+   :func:`robench.families.coverage.science.fit_temperature`; every probability below is
+   the calibrated one, so no result depends on the scale of the model's logits;
+3. the coverage layer (:func:`robench.families.coverage.science.feature_space`: last convolutional block, or
    the penultimate layer) of the training (fit) rows and of the test split;
-3. EP, CP, BC, PBC of the test split (and CP, BC of the training rows, for reference), with
+4. EP, CP, BC, PBC of the test split (and CP, BC of the training rows, for reference), with
    centroids and radii from the training features;
-4. covariate shift per class (GMM + Jensen-Shannon, with a no-shift baseline);
-5. every (mix, size) coverage-guided set, generated from the test split's centroid and
+5. covariate shift per class (GMM + Jensen-Shannon, with a no-shift baseline);
+6. every (mix, size) coverage-guided set, generated from the test split's centroid and
    boundary points and classified by the model's own head;
-6. image data sets, repeat 0 only: a decoder from coverage features to images trained on the
+7. image data sets, repeat 0 only: a decoder from coverage features to images trained on the
    training rows, its legibility check on the test split, and one strip of decoded examples
    per mix.
 
@@ -37,8 +41,10 @@ from robench.run.trials import Combo, trial_key
 
 NAME = "coverage"
 # 2: noise shaped by the class spread (was isotropic); 3: boundary seeds by the paper's rule
-# (Algorithm 1: true-class probability <= wc_l) by default, the band as an option
-VERSION = "3"
+# (Algorithm 1: true-class probability <= wc_l) by default, the band as an option; 4: confidence
+# calibrated by temperature scaling on the validation split before regions, generation and
+# scoring (knob confidence; the paper's raw softmax is confidence=raw)
+VERSION = "4"
 KIND = "reference"
 #: Scheduled after these protocols' trials in a run: it reuses their cached reference models.
 AFTER = ("clusterability",)
@@ -52,6 +58,10 @@ KNOBS = (
          minimum=1),
     Knob("radius", "float", "r: centroid region = normalized distance <= r (unit: class RMS "
          "radius)", default=1.0, minimum=1e-9),
+    Knob("confidence", "str", "confidence the regions are defined by: 'calibrated' (softmax "
+         "after temperature scaling fitted by NLL on the validation split) or 'raw' (the "
+         "paper's softmax as the model gives it)", default="calibrated",
+         choices=("calibrated", "raw")),
     Knob("boundary_rule", "str", "boundary seeds: 'paper' (Algorithm 1: weakly misclassified, "
          "true-class probability <= wc_l) or 'band' (top probability in [theta1, theta2]); "
          "both are reported", default="paper", choices=("paper", "band")),
@@ -177,7 +187,7 @@ def run(spec: dict, env) -> dict:
     nc = dataset.n_classes
     y = dataset.y
     ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=_space_support)
-    fit, test, clf, base = ref["fit"], ref["test"], ref["clf"], ref["base"]
+    fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
 
     def not_applicable(reason):
         return not_applicable_row(base, reason, t0)
@@ -189,6 +199,16 @@ def run(spec: dict, env) -> dict:
         return not_applicable(reason)
     timings["train"] = time.perf_counter() - t0
 
+    t = time.perf_counter()
+    confidence = knobs.get("confidence", "raw")  # trials before protocol 4 used the raw softmax
+    if confidence == "calibrated":
+        # the validation split carved from the training part: never the test split
+        Z_val = space.encode(dataset.rows(val))
+        calibration = cov.fit_temperature(space.logits(Z_val), y[val])
+    else:
+        calibration = cov.Calibration()
+    space = cov.calibrated_space(space, calibration)
+    timings["calibration"] = time.perf_counter() - t
     t = time.perf_counter()
     Z_fit, Z_test = space.encode(dataset.rows(fit)), space.encode(dataset.rows(test))
     y_fit, y_test = y[fit], y[test]
@@ -270,7 +290,9 @@ def run(spec: dict, env) -> dict:
         "reference_seed": int(seed),  # split and training seed of this repeat's model
         "clip_min": clip,
         "knobs": {"radius": r, "theta1": th1, "theta2": th2, "step": float(knobs["step"]),
-                  "max_tries": int(knobs["max_tries"]), "boundary_rule": rule, "wc_l": wc_l},
+                  "max_tries": int(knobs["max_tries"]), "boundary_rule": rule, "wc_l": wc_l,
+                  "confidence": confidence},
+        "calibration": calibration.as_dict(),
         "quality": quality,
         "covariate_shift": shift,
         "seeds": {"centroid": int(regions.in_centroid(Z_test, y_test).sum()),

@@ -63,6 +63,14 @@ def report_lines(rows: list) -> list:
                          f"{_f(g('boundary_share_paper'), True, 5).strip()}%, band "
                          f"[{knobs.get('theta1')}, {knobs.get('theta2')}] "
                          f"{_f(g('boundary_share_band'), True, 5).strip()}%")
+            temps = [t for t in det.get("temperatures") or [] if t is not None]
+            if knobs.get("confidence") == "calibrated" and temps:
+                n_val = (det.get("calibration") or {}).get("n_val")
+                lines.append(f"  {'':<18} confidence calibrated: temperature "
+                             f"{', '.join(f'{t:.3g}' for t in temps)} (per reference model; "
+                             f"NLL on {n_val} validation points)")
+            else:
+                lines.append(f"  {'':<18} confidence: the raw softmax (the paper's)")
             if det.get("not_computable"):
                 lines.append(f"  {'':<18} coverage-guided accuracy not computable: "
                              f"{det['not_computable']}")

@@ -9,6 +9,11 @@ Feature space
     input of the final linear layer). :func:`feature_space` finds it and pairs it with the
     model's *own head*: the rest of the network, mapping coverage features to logits.
 
+Calibrated confidence
+    :func:`fit_temperature` fits temperature scaling by NLL on the validation split and
+    :func:`calibrated_space` applies it to the head, so every probability below is
+    calibrated and none depends on the scale of the model's logits (docs/coverage.md).
+
 Test-set quality (paper section 4.2), on the test split's features
     ``EP_i = ns_i * nc / ns`` (eq. 3). ``CP_i`` = share of class-i test points whose normalized
     distance to the class-i centroid of the *training* features is at most ``r`` (eq. 4), where
@@ -74,6 +79,103 @@ def mix_name(mix) -> str:
 
 
 # --- the feature space: robench.learn.features.feature_space (a model's layer and its own head) ------
+
+
+# --- calibrated confidence: temperature scaling on the validation split ------------------------
+
+#: Confidence rules of the protocol: temperature-scaled softmax (default) or the paper's raw one.
+CONFIDENCE_RULES = ("calibrated", "raw")
+#: Search range of the temperature, relative to the logits' own scale (see fit_temperature).
+TEMPERATURE_RANGE = (1e-3, 1e3)
+
+
+def logit_scale(logits: np.ndarray) -> float:
+    """Return the mean absolute deviation of each row's logits from the row's mean (> 0).
+
+    A scale of the logits that multiplies exactly with them: ``logit_scale(T * L) = T *
+    logit_scale(L)`` (exactly in floating point when T is a power of 2), so dividing by it
+    removes any factor the logits were multiplied by. 1.0 when every row is constant.
+    """
+    L = np.asarray(logits, dtype=np.float64)
+    s = float(np.abs(L - L.mean(axis=1, keepdims=True)).mean()) if L.size else 0.0
+    return s if s > 0 and math.isfinite(s) else 1.0
+
+
+def _nll(logits: np.ndarray, y: np.ndarray) -> float:
+    """Return the mean negative log-likelihood of labels ``y`` under softmax(logits)."""
+    L = logits - logits.max(axis=1, keepdims=True)
+    lse = np.log(np.exp(L).sum(axis=1))
+    return float((lse - L[np.arange(len(L)), y]).mean())
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A temperature for a model's logits: calibrated logits = (logits / scale) / t.
+
+    ``temperature = scale * t`` is the usual temperature of temperature scaling (Guo et al.,
+    2017); it is applied in two steps so that logits multiplied by a power of 2 give
+    bit-identical calibrated logits. ``method`` is "temperature" or "none" (the raw softmax).
+    """
+
+    scale: float = 1.0
+    t: float = 1.0
+    method: str = "none"
+    nll_raw: Optional[float] = None  # validation NLL of the raw softmax
+    nll_calibrated: Optional[float] = None  # validation NLL after scaling
+    n_val: int = 0
+    at_bound: bool = False  # the fitted t is at an end of TEMPERATURE_RANGE
+
+    @property
+    def temperature(self) -> float:
+        """Return the temperature the raw logits are divided by."""
+        return self.scale * self.t
+
+    def logits(self, logits: np.ndarray) -> np.ndarray:
+        """Return calibrated logits (float64)."""
+        L = np.asarray(logits, dtype=np.float64)
+        return L if self.method == "none" else (L / self.scale) / self.t
+
+    def as_dict(self) -> dict:
+        """Return the calibration's numbers (for a score's details)."""
+        return {"method": self.method, "temperature": float(self.temperature),
+                "scale": float(self.scale), "t": float(self.t), "nll_raw": self.nll_raw,
+                "nll_calibrated": self.nll_calibrated, "n_val": int(self.n_val),
+                "at_bound": bool(self.at_bound)}
+
+
+def fit_temperature(logits_val: np.ndarray, y_val: np.ndarray) -> Calibration:
+    """Fit temperature scaling by minimum negative log-likelihood on a validation split.
+
+    The logits are first divided by :func:`logit_scale`, so the search over ``t`` (on
+    log t in :data:`TEMPERATURE_RANGE`, bounded Brent) sees the same numbers whatever factor
+    the model's logits carry: the fitted temperature is then exactly proportional to that
+    factor and the calibrated probabilities do not depend on it. The argmax (the model's
+    predictions) is unchanged. An empty validation split is an error: robench never fits
+    it on the test partition.
+    """
+    from scipy.optimize import minimize_scalar
+
+    L = np.asarray(logits_val, dtype=np.float64)
+    y = np.asarray(y_val, dtype=np.int64)
+    if L.ndim != 2 or len(L) == 0 or len(L) != len(y):
+        raise ValueError("temperature scaling needs a non-empty validation split (logits of "
+                         f"shape (n, classes) and n labels), got {L.shape} and {y.shape}")
+    scale = logit_scale(L)
+    Ln = L / scale
+    lo, hi = (math.log(v) for v in TEMPERATURE_RANGE)
+    res = minimize_scalar(lambda u: _nll(Ln / math.exp(u), y), bounds=(lo, hi),
+                          method="bounded", options={"xatol": 1e-6})
+    u = float(res.x)
+    t = math.exp(u)
+    return Calibration(scale=scale, t=t, method="temperature", nll_raw=_nll(L, y),
+                       nll_calibrated=_nll(Ln / t, y), n_val=int(len(y)),
+                       at_bound=bool(min(u - lo, hi - u) < 1e-3))
+
+
+def calibrated_space(space: FeatureSpace, calibration: Calibration) -> FeatureSpace:
+    """Return ``space`` with its head's logits calibrated (same layer, encoder, predictions)."""
+    return FeatureSpace(space.layer, space.description, space.encode,
+                        lambda Z: calibration.logits(space.logits(Z)))
 
 
 # --- test-set quality metrics --------------------------------------------------------------------
