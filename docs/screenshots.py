@@ -65,7 +65,7 @@ def main(argv=None) -> int:
 
     text = stamp_text(args.db)
     with tempfile.TemporaryDirectory() as tmp:
-        with Store(args.db) as store:
+        with Store(args.db, readonly=True) as store:  # never migrates or changes it
             index = build_site(store, tmp, top=args.top)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])

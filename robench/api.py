@@ -8,7 +8,9 @@ leaderboard`` see the scores.
 How objects get names and keys (everything in a key must be stable across Python sessions):
 
 * a scikit-learn estimator is model ``sklearn:CLASS`` when every parameter has its default,
-  else ``sklearn:CLASS-DIGEST`` (8 hex digits of its parameters); its version holds a digest
+  else ``sklearn:CLASS(PARAM=VALUE, ...)`` with the parameters that differ (plus ``-DIGEST``,
+  8 hex digits of every parameter, where a value is not a plain number, string or None or
+  the name would be long: :func:`sklearn_model_name`); its version holds a digest
   of ``get_params(deep=True)`` and scikit-learn's version. Each trial fits a fresh
   ``sklearn.base.clone`` of it; an estimator whose ``random_state`` is None gets the trial's
   seed, so repeats are reproducible. The validation split is only scored (no early stopping).
@@ -18,8 +20,9 @@ How objects get names and keys (everything in a key must be stable across Python
   rows to logits and trains with :class:`robench.learn.train.TorchClassifier` (Adam, early stopping
   on validation, the profile's budget, ``device``); a ``features`` method (and a ``head``
   layer) makes feature-space metrics apply.
-* arrays ``(X, y)`` or ``(X, y, groups)`` are data set ``arrays:FINGERPRINT`` (the content
-  fingerprint of :meth:`robench.data.Dataset.fingerprint`): the same arrays are the same data
+* arrays ``(X, y)`` or ``(X, y, groups)`` are data set ``arrays:SHAPE-FINGERPRINT``
+  (``arrays:1797x64-75bead69c59c``: X's shape, then 12 hex digits of the content fingerprint of
+  :meth:`robench.data.Dataset.fingerprint`): the same arrays are the same data
   set in every session; other arrays are another. ``groups`` are true source ids (the
   ``oracle`` clusterer uses them). ``X`` of shape (n, d) is tabular; (n, H, W), (n, C, H, W) or
   (n, H, W, C) are images (uint8 kept as pixels, value / 255; floats in [0, 1]). Labels may be any values;
@@ -115,6 +118,49 @@ class SklearnClassifier:
         return np.asarray(self.model_.predict(X)).astype(np.int64)
 
 
+#: A default name longer than this shows the class and a digest of the parameters only.
+NAME_MAX = 80
+
+
+def _shown(value) -> Optional[str]:
+    """Return how a parameter value is written in a default name, or None if it cannot be
+    written exactly (an estimator, an array, a callable: the name then carries a digest)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if np.isfinite(value) else None
+    return None
+
+
+def sklearn_model_name(estimator) -> str:
+    """Return the default name of a scikit-learn estimator: ``sklearn:CLASS`` with the
+    parameters that differ from the defaults, ``sklearn:LogisticRegression(C=0.5,
+    max_iter=500)``; a digest of every parameter is added where a value cannot be written
+    exactly or the name would pass ``NAME_MAX`` characters, so two estimators with different
+    parameters never share a name."""
+    params = estimator.get_params(deep=True)
+    cls = type(estimator).__name__
+    try:
+        defaults = type(estimator)().get_params(deep=True)
+    except Exception:  # noqa: BLE001 - no default constructor (a Pipeline): class and digest
+        return f"sklearn:{cls}-{_digest(cls, params)}"
+    changed = {k: v for k, v in sorted(params.items())
+               if k not in defaults or repr(defaults[k]) != repr(v)}
+    if not changed:
+        return f"sklearn:{cls}"
+    shown = {k: _shown(v) for k, v in changed.items()}
+    exact = all(v is not None for v in shown.values())
+    text = ", ".join(f"{k}={v}" for k, v in shown.items() if v is not None)
+    name = f"sklearn:{cls}({text})"
+    if exact and len(name) <= NAME_MAX:
+        return name
+    if len(name) > NAME_MAX - 9:  # cut after the last whole parameter that fits
+        room = NAME_MAX - 9 - len(f"sklearn:{cls}(, ...)")
+        kept = text[:room + 2].rsplit(", ", 1)[0] if len(text) > room else text
+        name = f"sklearn:{cls}({kept[:room]}, ...)"
+    return f"{name}-{_digest(cls, params)}"
+
+
 def sklearn_model_spec(estimator, name: Optional[str] = None) -> ModelSpec:
     """Return the ModelSpec of a scikit-learn estimator (see the module docstring for names)."""
     import sklearn
@@ -122,12 +168,7 @@ def sklearn_model_spec(estimator, name: Optional[str] = None) -> ModelSpec:
     params = estimator.get_params(deep=True)
     cls = type(estimator).__name__
     if name is None:
-        try:
-            defaults = type(estimator)().get_params(deep=True)
-        except Exception:  # noqa: BLE001 - no default constructor: always name by digest
-            defaults = None
-        same = defaults is not None and repr(sorted(defaults.items())) == repr(sorted(params.items()))
-        name = f"sklearn:{cls}" if same else f"sklearn:{cls}-{_digest(cls, params)}"
+        name = sklearn_model_name(estimator)
 
     def build(ctx: ModelContext):
         return SklearnClassifier(estimator, seed=ctx.seed)
@@ -217,7 +258,8 @@ def arrays_dataset(data, name: Optional[str] = None):
         flat, shape, pixels = image_rows(X, "evaluate: X")
     ds = Dataset(name or "arrays", flat, y, sources=groups, image_shape=shape,
                  class_names=classes, pixels=pixels)
-    ds.name = name or f"arrays:{ds.fingerprint()[:12]}"
+    # readable and unique: the shape as given, then the content fingerprint
+    ds.name = name or f"arrays:{'x'.join(str(n) for n in X.shape)}-{ds.fingerprint()[:12]}"
     return ds
 
 

@@ -239,8 +239,13 @@ def _read_csv(path: Path, name: str, target: str, groups_col) -> Dataset:
     where = str(path)
     for col, what in ((target, "target"), (groups_col, "groups")):
         if col is not None and col not in frame.columns:
-            raise DatasetError(f"{where}: no {what} column '{col}' (columns: "
-                               f"{', '.join(map(str, frame.columns))})")
+            import difflib
+
+            names = [str(c) for c in frame.columns]
+            close = difflib.get_close_matches(str(col), names, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise DatasetError(f"{where}: no {what} column '{col}'.{hint} Columns: "
+                               f"{', '.join(names)}")
     y_raw = frame[target]
     if y_raw.isna().any():
         raise DatasetError(f"{where}: target column '{target}' has {int(y_raw.isna().sum())} "

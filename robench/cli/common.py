@@ -119,11 +119,8 @@ def print_skips(skipped):
         click.echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
 
 
-def print_reports(reg, rows, fmt="table"):
-    """Print each metric's report (its own, or a generic table), metrics in display order."""
-    by_metric: dict = {}
-    for r in rows:
-        by_metric.setdefault(r["metric"], []).append(r)
+def metric_order(reg, names) -> list:
+    """Return metric names in display order (a metric this install lacks comes last)."""
 
     def order(name):
         try:
@@ -132,7 +129,16 @@ def print_reports(reg, rows, fmt="table"):
             return (1000, name)
         return (spec.display_order, name)
 
-    for name in sorted(by_metric, key=order):
+    return sorted(names, key=order)
+
+
+def print_reports(reg, rows, fmt="table"):
+    """Print each metric's report (its own, or a generic table), metrics in display order."""
+    by_metric: dict = {}
+    for r in rows:
+        by_metric.setdefault(r["metric"], []).append(r)
+
+    for name in metric_order(reg, by_metric):
         try:
             spec = reg.get("metrics", name)
         except LookupError:

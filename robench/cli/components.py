@@ -7,7 +7,7 @@ import click
 
 from robench.run.config import PROFILES
 
-from robench.cli.common import (KIND_NAMES, friendly_errors, load_registry)
+from robench.cli.common import KIND_NAMES, friendly_errors, load_registry, report_broken_plugins
 
 
 # ---------------------------------------------------------------------------------- data
@@ -61,14 +61,16 @@ def list_(kind):
       robench list models
     """
     reg = load_registry()
+    report_broken_plugins(reg)
     for k in ([kind] if kind else KIND_NAMES):
         click.echo(f"{k}:")
         for spec in reg.all(k):
             extra = ""
             if k == "protocols" and spec.knobs:
                 extra = f" (knobs: --set {spec.section}.*)"
-            elif not getattr(spec, "in_default_run", True):
-                extra = " (opt-in)"
+            elif not getattr(spec, "in_default_run", True) and "opt-in" not in \
+                    spec.description:  # said once, in the description's words where it has them
+                extra = " (opt-in: slow)"
             click.echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
         if k == "datasets" and reg.all("resolvers"):
             click.echo("  by reference, no plugin needed (-d SCHEME:...):")

@@ -7,7 +7,8 @@ import os
 import click
 
 
-from robench.cli.common import (config_option, db_option, emit_scores, format_option, friendly_errors, load_registry, print_reports,
+from robench.cli.common import (config_option, db_option, emit_scores, format_option,
+                                friendly_errors, load_registry, metric_order, print_reports,
                                 stream)
 
 
@@ -18,24 +19,29 @@ from robench.cli.common import (config_option, db_option, emit_scores, format_op
 @click.option("--dataset", "-d", default=None, help="Only this data set.")
 @click.option("--metric", default=None, help="Only this metric.")
 @click.option("--model", "-m", default=None, help="Only this model.")
+@click.option("--all-scores", "all_scores", is_flag=True,
+              help="With the table format: every stored score, one row each, instead of the "
+                   "families' headline tables.")
 @config_option
 @format_option()
 @db_option
 @friendly_errors
-def results(dataset, metric, model, config, fmt, db_path):
-    """Print stored scores, one configuration per table (data set, metric).
+def results(dataset, metric, model, all_scores, config, fmt, db_path):
+    """Print stored scores: per data set, each metric's headline table.
 
     \b
-    With --metric and the table format, the metric's own report is printed (each family
-    supplies one); otherwise one row per score. Each table shows the scores of one
-    configuration (see --config); which one is said above it.
+    The table format prints, for each data set and metric, the configuration the table shows
+    and the family's own report (the ranked table `robench run` prints); --all-scores prints
+    every stored score instead, one row each. --format json/csv export every score with its
+    details and versions. Each table shows the scores of one configuration (see --config).
 
     \b
     Examples:
       robench results
-      robench results --dataset digits --metric rho --format json
-      robench results --metric rho         # the metric's own report
-      robench results --config all         # every configuration, labelled
+      robench results --dataset digits --metric rho
+      robench results --all-scores              # every score, one row each
+      robench results --format json > scores.json
+      robench results --config all              # every configuration, labelled
     """
     from robench.storage.store import Store
 
@@ -49,14 +55,38 @@ def results(dataset, metric, model, config, fmt, db_path):
     if fmt != "table":
         for row, versions in zip(rows, store.score_versions(rows)):
             row["versions"] = versions
-    if fmt == "table":
-        for choice in sorted(choices.values(), key=lambda c: (c.dataset, c.metric)):
-            if any(r["dataset"] == choice.dataset and r["metric"] == choice.metric for r in rows):
-                click.echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
-    if fmt == "table" and rows and metric is not None:
-        print_reports(load_registry(), rows)
+        emit_scores(rows, fmt)
         return
-    emit_scores(rows, fmt)
+    shown = sorted((c for c in choices.values()
+                    if any(r["dataset"] == c.dataset and r["metric"] == c.metric for r in rows)),
+                   key=lambda c: (c.dataset, c.metric))
+    if all_scores:
+        for choice in shown:
+            click.echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
+        emit_scores(rows, fmt)
+        return
+    _print_headline_tables(load_registry(), rows, shown)
+
+
+def _print_headline_tables(reg, rows, choices) -> None:
+    """Print each data set's tables: per metric (in display order) the configuration it shows
+    and the family's report of that data set's rows."""
+    choice_of = {(c.dataset, c.metric): c for c in choices}
+    pseudo = {""} | {m for spec in reg.all("metrics") if spec.leaderboard is not None
+                     for m in spec.leaderboard.pseudo_models}
+    for n, ds in enumerate(sorted({r["dataset"] for r in rows})):
+        mine = [r for r in rows if r["dataset"] == ds]
+        models = sorted({r["model"] for r in mine} - pseudo)
+        click.echo(("\n" if n else "") + f"=== {ds}: {len(models)} model(s), "
+                   f"{len({r['metric'] for r in mine})} metric(s) ===")
+        for metric in metric_order(reg, {r["metric"] for r in mine}):
+            choice = choice_of.get((ds, metric))
+            if choice is not None:
+                click.echo(f"\n{ds} / {metric}: {choice.text}")
+            print_reports(reg, [r for r in mine if r["metric"] == metric])
+    if rows:
+        click.echo("\n(every stored score, one row each: robench results --all-scores; "
+                   "with details: --format json)")
 
 
 def _check_names(store, **given):

@@ -217,13 +217,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     print_reports(reg, [vars(s) for s in report.scores])
     _print_adaptive(report.adaptive)
     if report.failed:
-        click.secho(f"\n{len(report.failed)} trial(s) failed:", fg="red", err=True)
-        for row in report.failed[:20]:
-            first = (row.get("error") or "").splitlines()[0] if row.get("error") else ""
-            click.echo(f"  {_trial_label(row)}: {first}", err=True)
-        if len(report.failed) > 20:
-            click.echo(f"  ... and {len(report.failed) - 20} more "
-                       "(robench query \"select * from trials where status='failed'\")", err=True)
+        _print_failures(report.failed)
     click.echo(
         f"\nrun {report.run_id}: {report.n_planned} trials planned, {report.n_cached} already "
         f"stored, {report.n_ran} run, {len(report.failed)} failed, {len(report.skipped)} "
@@ -255,6 +249,38 @@ def _print_adaptive(tables):
             chain = pairs[0]["pair"][0] + "".join(
                 f" {signs[p['status']]} {p['pair'][1]}" for p in pairs)
             click.echo(f"    {chain}   (> ordered, ~ equivalent, ? undecided)")
+
+
+def failure_groups(rows: list) -> list:
+    """Return the failed trials grouped by data set and model and the first line of their
+    error, most trials first: [(where, error, [trials])]."""
+    groups: dict = {}
+    for row in rows:
+        where = f"{row['dataset']}/{row['model']}"
+        error = (row.get("error") or "").strip().splitlines()
+        groups.setdefault((where, error[0] if error else "(no error recorded)"), []).append(row)
+    return sorted(((w, e, trials) for (w, e), trials in groups.items()),
+                  key=lambda g: (-len(g[2]), g[0], g[1]))
+
+
+def _print_failures(rows: list, most: int = 20) -> None:
+    """Print the failed trials once per (data set and model, error), with how many and which
+    trials (clusterer, partition kind, repeats)."""
+    groups = failure_groups(rows)
+    click.secho(f"\n{len(rows)} trial(s) failed, {len(groups)} distinct error(s):", fg="red",
+                err=True)
+    for where, error, trials in groups[:most]:
+        kinds: dict = {}
+        for t in trials:
+            kind = (f"{t['clusterer']} " if t.get("clusterer") else "") + (t.get("kind") or "?")
+            kinds.setdefault(kind, []).append(t.get("repeat"))
+        which = "; ".join(f"{kind} #{', #'.join(str(r) for r in sorted(reps, key=str))}"
+                          for kind, reps in sorted(kinds.items()))
+        click.echo(f"  {where}: {len(trials)} trial(s) ({which}): {error}", err=True)
+    if len(groups) > most:
+        click.echo(f"  ... and {len(groups) - most} more", err=True)
+    click.echo("  (robench query \"select * from trials where status='failed'\" lists them "
+               "with the whole error)", err=True)
 
 
 def _trial_label(row) -> str:

@@ -31,3 +31,16 @@ def as_dict(value) -> dict:
         except ValueError:
             return {}
     return value if isinstance(value, dict) else {}
+
+
+def why_not(details: dict) -> str:
+    """Return why a score has no value, from its details: "not applicable: REASON" (said
+    once, whether or not the stored reason already starts with it), else the error, else ""."""
+    details = details if isinstance(details, dict) else {}
+    reason = details.get("not_applicable")
+    if reason:
+        text = str(reason).strip()
+        while text.lower().startswith("not applicable:"):
+            text = text[len("not applicable:"):].strip()
+        return f"not applicable: {text}"
+    return str(details.get("error") or "")

@@ -7,11 +7,15 @@ alternative shown to screen readers and when images are off), ``xlabel``, ``ylab
 percentages):
 
 - ``"scatter"``: ``points`` = [{label, x, y, x_low, x_high, y_low, y_high}]; the intervals
-  are drawn as whiskers where given; at most ``max_labels`` points (default 12) are labelled.
+  are drawn as whiskers where given; each point has its own colour and marker shape, named in
+  a legend under the plot (no label is written beside a point, so none can hide another).
 - ``"intervals"``: ``rows`` = [{label, low, high, mark}] as horizontal bars on an axis zoomed
   to the data (``mark``: a tick on the bar, e.g. the random-split accuracy); top row first.
 - ``"lines"``: ``series`` = [{label, x: [...], y: [...], y_low, y_high}]; optional
-  ``xticks`` = [(position, label)], ``ylim``.
+  ``xticks`` = [(position, label)], ``ylim``; the legend goes under the plot.
+
+Text is at least 9 pt on a 4.2 in wide figure, so a plot shrunk to a phone's width still shows
+it at 10 CSS px or more (``width`` and ``height``, in inches, change the axes' size).
 
 The same description always gives the same bytes: ``svg.hashsalt`` is fixed, the metadata
 carries no date, text stays text (``svg.fonttype = none``, so no glyph paths are embedded).
@@ -21,15 +25,31 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 
-SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9,
+SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9.5,
           "axes.spines.top": False, "axes.spines.right": False}
 PALETTE = ("#2f6fad", "#c1543d", "#3d8f5a", "#8a5ab5", "#b8860b", "#4a4a4a", "#d0679d",
            "#1f9fb4")
+#: Marker shapes: with the palette, 80 points of a scatter plot look different (colour x shape).
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+#: A plot is drawn this wide (inches; 72 pt each, 96 CSS px): at 4.2 in (403 px) shown on a
+#: 390 px phone (~358 px of content) the smallest text, 9 pt = 12 px, is still ~10.7 px.
+WIDTH = 4.2
+AXES_HEIGHT = 2.4
+LEGEND_ROW = 0.21  # inches per legend row at 9 pt
+CHAR_IN = 0.082  # the width of an average character at 9.5-10.5 pt, inches
+MAX_LEFT = 0.45  # a bar chart's row labels take at most this share of the width
 
 
 def _finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def style(i: int) -> dict:
+    """Return the colour and marker of the ``i``-th series or point (distinct up to 80)."""
+    return {"color": PALETTE[i % len(PALETTE)],
+            "marker": MARKERS[(i // len(PALETTE)) % len(MARKERS)]}
 
 
 def render_svg(plot: dict) -> str:
@@ -37,60 +57,89 @@ def render_svg(plot: dict) -> str:
     import matplotlib
     from matplotlib.backends.backend_svg import FigureCanvasSVG
     from matplotlib.figure import Figure
-    from matplotlib.ticker import PercentFormatter
+    from matplotlib.ticker import MaxNLocator, PercentFormatter
 
     kind = plot.get("kind")
     draw = {"scatter": _scatter, "intervals": _intervals, "lines": _lines}.get(kind)
     if draw is None:
         raise ValueError(f"unknown plot kind {kind!r}; known: scatter, intervals, lines")
     with matplotlib.rc_context(SVG_RC):
-        height = plot.get("height") or 3.6
+        width = plot.get("width") or WIDTH
+        axes_h = plot.get("height") or AXES_HEIGHT
         if kind == "intervals":
-            height = max(1.6, 0.9 + 0.26 * len(plot.get("rows") or ()))
-        fig = Figure(figsize=(plot.get("width") or 6.4, height))
+            axes_h = max(0.8, 0.3 + 0.26 * len(plot.get("rows") or ()))
+        fig = Figure(figsize=(width, axes_h))
         FigureCanvasSVG(fig)
         ax = fig.add_subplot()
-        draw(ax, plot)
-        if plot.get("title"):
-            ax.set_title(plot["title"], loc="left", fontsize=10)
+        legend = draw(ax, plot) or []
         ax.set_xlabel(plot.get("xlabel", ""))
         ax.set_ylabel(plot.get("ylabel", ""))
+        if not plot.get("xticks"):
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
         for axis in plot.get("percent", ()):
             (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(
                 PercentFormatter(xmax=1.0, decimals=None))
         ax.grid(True, color="#e3e7eb", linewidth=0.6)
         ax.set_axisbelow(True)
-        # fixed margins instead of tight_layout, which measures every label and took half
-        # of a plot's time; the left margin grows with the longest row label of a bar chart
-        longest = max((len(str(r.get("label", ""))) for r in plot.get("rows") or ()),
-                      default=0) if kind == "intervals" else 0
-        width_in = fig.get_figwidth()
-        left = min(0.5, max(0.12, (0.35 + 0.065 * longest) / width_in))
-        bottom = min(0.4, 0.55 / fig.get_figheight())
-        top = 1 - min(0.25, 0.35 / fig.get_figheight())
-        fig.subplots_adjust(left=left, right=0.97, bottom=bottom, top=top)
+        # fixed margins (inches) instead of tight_layout, which measures every label and took
+        # half of a plot's time: the title wraps to the width, the left margin grows with the
+        # longest row label of a bar chart, the bottom with the legend's rows (the legend goes
+        # under the axes, so no label is ever drawn over a point or another label)
+        title = textwrap.wrap(str(plot.get("title") or ""), int((width - 0.2) / CHAR_IN) - 1)
+        if kind == "intervals":
+            ticks = [t.get_text() for t in ax.get_yticklabels()]
+        else:  # the labels the formatter will write (a narrow range gives long ones)
+            ticks = ax.yaxis.get_major_formatter().format_ticks(ax.get_yticks())
+        longest = max((len(t) for t in ticks), default=0)
+        left = min(MAX_LEFT * width, max(0.75, (0.55 if plot.get("ylabel") else 0.3)
+                                         + CHAR_IN * 0.9 * longest))
+        top = 0.15 + 0.2 * len(title)
+        below = 0.6 if plot.get("xlabel") else 0.35
+        labels = [_fit(str(label), width - 0.5) for _, label in legend]
+        ncol = 2 if labels and max(len(t) for t in labels) <= 20 else 1
+        rows = -(-len(labels) // ncol) if labels else 0
+        height = top + axes_h + below + (0.1 + rows * LEGEND_ROW if rows else 0)
+        fig.set_size_inches(width, height)
+        fig.subplots_adjust(left=left / width, right=1 - 0.15 / width,
+                            bottom=(height - top - axes_h) / height, top=1 - top / height)
+        if title:
+            fig.text(0.1 / width, 1 - 0.08 / height, "\n".join(title), ha="left", va="top",
+                     fontsize=10.5, linespacing=1.2)
+        if labels:
+            fig.legend([h for h, _ in legend], labels, loc="upper left", ncol=ncol,
+                       bbox_to_anchor=(0.1 / width, (height - top - axes_h - below) / height),
+                       frameon=False, fontsize=9, handlelength=1.6, columnspacing=1.2,
+                       borderaxespad=0.0, labelspacing=0.35)
         out = io.StringIO()
         fig.savefig(out, format="svg", metadata={"Date": None, "Creator": "robench"})
     return out.getvalue()
 
 
-def _scatter(ax, plot: dict) -> None:
+def _fit(label: str, inches: float) -> str:
+    """Return ``label`` cut (with an ellipsis) to what fits in ``inches`` at 9.5 pt."""
+    most = max(4, int(inches / CHAR_IN))
+    return label if len(label) <= most else label[:most - 1] + "\u2026"
+
+
+def _scatter(ax, plot: dict) -> list:
+    """Draw the points, each its own colour and shape, with whiskers; return the legend."""
     points = [p for p in plot.get("points") or () if _finite(p.get("x")) and _finite(p.get("y"))]
-    max_labels = plot.get("max_labels", 12)
+    legend = []
     for i, p in enumerate(points):
-        color = PALETTE[i % len(PALETTE)] if len(points) <= len(PALETTE) else PALETTE[0]
+        look = style(i)
         xerr = yerr = None
         if _finite(p.get("x_low")) and _finite(p.get("x_high")):
             xerr = [[max(p["x"] - p["x_low"], 0.0)], [max(p["x_high"] - p["x"], 0.0)]]
         if _finite(p.get("y_low")) and _finite(p.get("y_high")):
             yerr = [[max(p["y"] - p["y_low"], 0.0)], [max(p["y_high"] - p["y"], 0.0)]]
-        ax.errorbar([p["x"]], [p["y"]], xerr=xerr, yerr=yerr, fmt="o", color=color,
-                    markersize=4, elinewidth=1, capsize=2)
-        if i < max_labels:
-            ax.annotate(str(p.get("label", "")), (p["x"], p["y"]), textcoords="offset points",
-                        xytext=(4, 4), fontsize=8, color="#1d2329")
+        # open markers: a point under another still shows its outline
+        handle = ax.errorbar([p["x"]], [p["y"]], xerr=xerr, yerr=yerr, fmt=look["marker"],
+                             color=look["color"], markerfacecolor="none", markersize=6,
+                             markeredgewidth=1.4, elinewidth=0.9, capsize=2, alpha=0.9)
+        legend.append((handle, str(p.get("label", ""))))
     if not points:
         ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+    return legend
 
 
 def _zoom(values: list, pad_share: float = 0.08, floor: float = 0.002) -> tuple:
@@ -112,36 +161,38 @@ def _intervals(ax, plot: dict) -> None:
         if _finite(r.get("mark")):
             ax.plot([r["mark"]], [y], marker="|", markersize=12, color=PALETTE[1],
                     markeredgewidth=2)
-    ax.set_yticks(ys, [str(r.get("label", "")) for r in rows])
+    room = MAX_LEFT * (plot.get("width") or WIDTH) - 0.35
+    ax.set_yticks(ys, [_fit(str(r.get("label", "")), room) for r in rows])
     values = [v for r in rows for v in (r["low"], r["high"], r.get("mark")) if _finite(v)]
     ax.set_xlim(*_zoom(values))
     ax.set_ylim(-0.7, len(rows) - 0.3)
 
 
-def _lines(ax, plot: dict) -> None:
+def _lines(ax, plot: dict) -> list:
+    """Draw each series with its colour and marker (and band); return the legend."""
     series = plot.get("series") or ()
-    drawn = 0
+    legend = []
     for i, s in enumerate(series):
         pairs = [(x, y) for x, y in zip(s.get("x") or (), s.get("y") or ())
                  if _finite(x) and _finite(y)]
         if not pairs:
             continue
-        color = PALETTE[i % len(PALETTE)]
-        ax.plot([x for x, _ in pairs], [y for _, y in pairs], marker="o", markersize=3,
-                linewidth=1.4, color=color, label=str(s.get("label", "")))
+        look = style(i)
+        (handle,) = ax.plot([x for x, _ in pairs], [y for _, y in pairs], marker=look["marker"],
+                            markersize=4, linewidth=1.4, color=look["color"])
         low, high = s.get("y_low"), s.get("y_high")
         if low and high:
             band = [(x, lo, hi) for x, lo, hi in zip(s["x"], low, high)
                     if _finite(x) and _finite(lo) and _finite(hi)]
             if band:
                 ax.fill_between([b[0] for b in band], [b[1] for b in band],
-                                [b[2] for b in band], color=color, alpha=0.15, linewidth=0)
-        drawn += 1
+                                [b[2] for b in band], color=look["color"], alpha=0.15,
+                                linewidth=0)
+        legend.append((handle, str(s.get("label", ""))))
     if plot.get("xticks"):
         ax.set_xticks([t[0] for t in plot["xticks"]], [str(t[1]) for t in plot["xticks"]])
     if plot.get("ylim"):
         ax.set_ylim(*plot["ylim"])
-    if drawn:
-        ax.legend(fontsize=7, frameon=False, loc="best")
-    else:
+    if not legend:
         ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+    return legend

@@ -193,13 +193,21 @@ def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
     return {"heads": heads, "models": sorted(models, key=order)}
 
 
-def _pivot_other(rows: list) -> list:
-    """Return one table per metric without a section: models down, sub-scores across."""
+def _pivot_other(rows: list, pseudo=frozenset({""})) -> list:
+    """Return one table per metric without a section: models down, sub-scores across.
+
+    Scores stored under a pseudo model (``""`` or a section's ``pseudo_models``: a score of
+    the data set itself, such as shifted-cv's Wasserstein ratio of its folds) are not a
+    model's row: they go to the table's ``dataset_rows``, one labelled row per score.
+    """
     by_metric: dict = defaultdict(list)
     for r in rows:
         by_metric[r["metric"]].append(r)
     tables = []
-    for metric, mine in sorted(by_metric.items()):
+    for metric, every in sorted(by_metric.items()):
+        mine = [r for r in every if r["model"] not in pseudo]
+        own = sorted((r for r in every if r["model"] in pseudo),
+                     key=lambda r: (r.get("clusterer") or "", r["score"], r["model"]))
         columns = sorted({(r.get("clusterer") or "", r["score"]) for r in mine},
                          key=lambda c: (c[1] != metric, c))
         cells: dict = defaultdict(dict)
@@ -208,25 +216,33 @@ def _pivot_other(rows: list) -> list:
         head = [c for c in columns if c[1] == metric] or columns[:1]
         order = rank_rows([{"model": m, "value": (cells[m].get(head[0]) or {}).get("value"),
                             "higher_is_better": (cells[m].get(head[0]) or {}).get(
-                                "higher_is_better", True)} for m in sorted(cells)])
+                                "higher_is_better", True)} for m in sorted(cells)]) if head else []
         tables.append({
             "metric": metric,
+            "ranked_by": (head[0][1] + (f" ({head[0][0]})" if head[0][0] else "")) if head
+            else "",
             "columns": [{"key": c, "label": c[1] + (f" ({c[0]})" if c[0] else "")}
                         for c in columns],
             "rows": [{"model": o["model"], "rank": o["rank"],
                       "cells": [cells[o["model"]].get(c) for c in columns]} for o in order],
+            "dataset_rows": own,
         })
     return tables
 
 
 def _detail_tables(row: dict) -> list:
-    """Return small tables read from a score's details: per-class values and per-fold values."""
+    """Return small tables read from a score's details: per-class values and per-fold values,
+    each titled by its metric, score and clusterer (a model has one per score that has them,
+    for example one per training size of the adequacy sweep)."""
     det = row.get("details") if isinstance(row.get("details"), dict) else {}
     out = []
+    what = row["metric"] if row["score"] == row["metric"] else f"{row['metric']} {row['score']}"
+    if row.get("clusterer"):
+        what += f", sources by {row['clusterer']}"
     per_class = det.get("per_class")
     if isinstance(per_class, list) and per_class and all(isinstance(c, dict) for c in per_class):
         keys = sorted({k for c in per_class for k, v in c.items() if _finite(v)})
-        out.append({"title": f"{row['metric']} per class", "columns": ["class"] + keys,
+        out.append({"title": f"{what}: per class", "columns": ["class"] + keys,
                     "rows": [[str(i)] + [c.get(k) for k in keys] for i, c in
                              enumerate(per_class)]})
     per_fold = det.get("per_fold")
@@ -240,7 +256,7 @@ def _detail_tables(row: dict) -> list:
                         series.append(vals)
         if series:
             n = max(len(s) for s in series)
-            out.append({"title": f"{row['metric']} per fold", "columns": ["fold"] + columns,
+            out.append({"title": f"{what}: per fold", "columns": ["fold"] + columns,
                         "rows": [[str(i)] + [s[i] if i < len(s) else None for s in series]
                                  for i in range(n)]})
     return out
@@ -432,7 +448,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
                          "configurations": configurations,
                          "top_models": top_models, "top_set": set(top_models),
                          "sections": parts, "plots": plots,
-                         "other": _pivot_other(other),
+                         "other": _pivot_other(other, pseudo),
                          "not_applicable": not_applicable(skips[name], rows),
                          "n_models": len({r["model"] for r in rows} - pseudo)})
 

@@ -105,6 +105,52 @@ def test_failed_trials_give_exit_code_1_and_are_listed(runner, tiny_registry, tm
     assert res.exit_code == 1
     assert "3 trial(s) failed" in res.output and "boom: this model always fails" in res.output
     assert "centroid" in res.output
+    # one line per model and error, with the count and the trials, not one per trial
+    failed = [l for l in res.output.splitlines() if "this model always fails" in l]
+    assert len(failed) == 1, failed
+    assert failed[0].startswith("  tiny/boom: 3 trial(s) (kmeans exclusive #0; "
+                                "kmeans inclusive #0; random #0): RuntimeError: boom")
+
+
+def test_failures_are_grouped_by_where_and_error_most_first():
+    from robench.cli.run import failure_groups
+
+    rows = [{"dataset": "d", "model": m, "clusterer": "kmeans", "kind": k, "repeat": r,
+             "error": e} for m, k, r, e in [
+                 ("a", "inclusive", 0, "ValueError: x\ntraceback"), ("a", "exclusive", 1,
+                                                                     "ValueError: x\nother"),
+                 ("b", "inclusive", 0, "KeyError: y"), ("a", "random", 0, "KeyError: y")]]
+    groups = failure_groups(rows)
+    assert [(w, e, len(t)) for w, e, t in groups] == [
+        ("d/a", "ValueError: x", 2), ("d/a", "KeyError: y", 1), ("d/b", "KeyError: y", 1)]
+
+
+def test_list_says_opt_in_once_and_warns_about_plugins_that_failed(runner, monkeypatch):
+    import importlib.metadata
+
+    from robench.plugins import set_registry
+
+    res = runner.invoke(cli, ["list", "models"])
+    assert res.exit_code == 0
+    assert "(opt-in: slow) (opt-in)" not in res.output and "(opt-in: slow)" in res.output
+
+    class Broken:
+        name, dist = "broken-plugin", None
+
+        def load(self):
+            raise ImportError("No module named 'missing_dep'")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group=None: [Broken()] if group == "robench" else [])
+    monkeypatch.delattr("sys._robench_called_from_test")
+    set_registry(None)
+    try:
+        res = runner.invoke(cli, ["list", "models"])
+    finally:
+        set_registry(None)
+    assert res.exit_code == 0
+    assert "warning: plugin 'broken-plugin' failed to load" in res.output
+    assert "missing_dep" in res.output and "mlp" in res.output
 
 
 def test_run_needs_a_selection(runner, tiny_registry, tmp_path):

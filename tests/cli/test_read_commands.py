@@ -202,3 +202,48 @@ def test_results_refuses_an_unknown_filter_naming_the_closest(tmp_path):
     assert "no stored score has metric 'rhoo'. Did you mean 'rho'? Known: rho" in res.output
     res = run("results", "--model", "nosuch", "--db", db)
     assert res.exit_code == 2 and "Known: mlp, svm" in res.output
+
+
+def test_results_prints_the_headline_tables_by_default_and_every_score_on_request(tmp_path):
+    """A one-data-set database of every family (tests/fixtures/docs.db, 257 scores): by
+    default each metric's own report under its configuration, about a screen; the full dump
+    behind --all-scores; the exports unchanged."""
+    db = tmp_path / "docs.db"
+    shutil.copyfile(FIXTURES / "docs.db", db)
+    scores = sqlite3.connect(db).execute("select count(*) from scores").fetchone()[0]
+    res = run("results", "--db", db)
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert len(lines) <= 150 < scores
+    assert lines[0] == "=== digits: 3 model(s), 6 metric(s) ==="
+    for metric, report in (("rho", "digits - sources by kmeans: ranked by rho"),
+                           ("purity-ratio", "digits - purity-ratio (feature-space"),
+                           ("coverage", "digits - coverage (Mani et al.)"),
+                           ("shifted-cv", "digits - shifted-cv, sub-domains by kmeans"),
+                           ("adequacy", "digits / mlp - sources by kmeans: dataset adequacy"),
+                           ("lost-test", "digits - lost-test")):
+        assert any(l.startswith(f"digits / {metric}: configuration ") for l in lines), metric
+        assert any(l.startswith(report) for l in lines), report
+    # the headline tables, in display order: rho's first
+    assert [l for l in lines if l.startswith("digits / ")][0].startswith("digits / rho:")
+    assert not any(l.startswith("dataset  model") for l in lines)  # no raw dump
+    full = run("results", "--all-scores", "--db", db).output.splitlines()
+    header = next(i for i, l in enumerate(full) if l.startswith("dataset  model"))
+    assert len(full) - header - 2 == scores  # header, rule, one row per score
+    assert len(json.loads(run("results", "--format", "json", "--db", db).output)) == scores
+
+
+def test_exported_per_repeat_values_are_numbers(tmp_path):
+    """details["per_repeat"] of every family holds numbers, in the JSON and the CSV export."""
+    db = tmp_path / "docs.db"
+    shutil.copyfile(FIXTURES / "docs.db", db)
+    rows = json.loads(run("results", "--format", "json", "--db", db).output)
+    csv_rows = run("results", "--format", "csv", "--db", db).output
+    seen = 0
+    for row in rows:
+        per = (row["details"] or {}).get("per_repeat")
+        if per is not None:
+            assert all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in per
+                       if v is not None), (row["metric"], row["score"], per)
+            seen += 1
+    assert seen >= 10 and '"per_repeat": [0.' in csv_rows.replace('""', '"')

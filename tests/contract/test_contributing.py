@@ -88,3 +88,29 @@ def test_walkthrough_does_not_recommend_spreading_ctx_train():
     assert "TorchClassifier.from_context(ctx, build_module)" in walkthrough
     assert not re.search(r"(?<!training)_budget", walkthrough), "the private helper"
     assert "TorchClassifier(build_module, seed=ctx.seed" not in walkthrough
+
+
+def test_walkthrough_names_the_scikit_learn_adapter_and_it_passes_the_contract():
+    """CONTRIBUTING.md's one-line scikit-learn model (robench.api.SklearnClassifier) is a
+    model robench.testing accepts."""
+    from sklearn.naive_bayes import GaussianNB
+
+    from robench import hookimpl
+    from robench.api import SklearnClassifier
+    from robench.plugins import Registry, make_plugin_manager
+    from robench.specs import ModelSpec
+    from robench.testing import check_model
+
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    assert "robench.api.SklearnClassifier(estimator, seed=ctx.seed)" in text
+
+    class Plugin:
+        @hookimpl
+        def register_models(self, register):
+            register(ModelSpec("my-bayes", lambda ctx: SklearnClassifier(GaussianNB(),
+                                                                         seed=ctx.seed),
+                               "Gaussian naive Bayes", has_features=False))
+
+    pm, infos = make_plugin_manager(load_entrypoints=False)
+    pm.register(Plugin(), name="my-bayes")
+    check_model("my-bayes", Registry(pm, infos))

@@ -28,8 +28,11 @@ def test_logistic_regression_on_arrays_returns_rho_rows_and_a_second_call_trains
     assert isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows)
     by_score = {r["score"]: r for r in rows if r["metric"] == "rho"}
     rho = by_score["rho"]
-    assert rho["model"] == "sklearn:LogisticRegression-" + rho["model"].rsplit("-", 1)[1]
-    assert rho["dataset"].startswith("arrays:") and rho["clusterer"] == "kmeans"
+    # readable default names: the parameters that differ from the defaults; the data's shape
+    # and content fingerprint
+    assert rho["model"] == "sklearn:LogisticRegression(max_iter=200)"
+    assert rho["dataset"].startswith("arrays:1797x64-") and rho["clusterer"] == "kmeans"
+    assert len(rho["dataset"].rsplit("-", 1)[1]) == 12
     # rho is E[AccX] / E[AccI] of the stored repeats
     assert rho["value"] == pytest.approx(by_score["acc_exclusive"]["value"]
                                          / by_score["acc_inclusive"]["value"])
@@ -44,7 +47,32 @@ def test_logistic_regression_on_arrays_returns_rho_rows_and_a_second_call_trains
     # other parameters are another model: a new name, new keys, trained afresh
     other = robench.evaluate(LogisticRegression(max_iter=200, C=0.1), digits, metrics=["rho"],
                              clusterers=["kmeans"], db=db, as_frame=False, repeats=1)
-    assert other[0]["model"] != rho["model"] and other.run["ran"] == 3
+    assert other[0]["model"] == "sklearn:LogisticRegression(C=0.1, max_iter=200)"
+    assert other.run["ran"] == 3
+
+
+def test_default_names_show_changed_parameters_and_stay_unique():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    from robench.api import NAME_MAX, sklearn_model_name
+
+    assert sklearn_model_name(LogisticRegression()) == "sklearn:LogisticRegression"
+    assert sklearn_model_name(LogisticRegression(solver="saga", C=0.5)) == \
+        "sklearn:LogisticRegression(C=0.5, solver='saga')"
+    # a value that cannot be written exactly (an array) adds a digest of every parameter
+    weighted = [sklearn_model_name(LogisticRegression(class_weight={0: w, 1: 1.0}))
+                for w in (1.0, 2.0)]
+    assert weighted[0] != weighted[1] and all(n.startswith("sklearn:LogisticRegression(")
+                                              and n[-9] == "-" for n in weighted)
+    # long: cut, with the digest; no default constructor: class and digest
+    long = sklearn_model_name(SVC(C=2, gamma=0.01, kernel="poly", degree=5, coef0=1.5,
+                                  tol=1e-5, class_weight="balanced", max_iter=10000))
+    assert len(long) <= NAME_MAX and long.startswith("sklearn:SVC(C=2, ") and long[-9] == "-"
+    piped = sklearn_model_name(make_pipeline(StandardScaler(), SVC(C=2)))
+    assert piped.startswith("sklearn:Pipeline-") and len(piped) == len("sklearn:Pipeline-") + 8
 
 
 def test_a_default_estimator_is_named_by_its_class_and_returns_a_data_frame(digits, tmp_path):

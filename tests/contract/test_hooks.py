@@ -190,7 +190,9 @@ def test_register_protocols(tmp_path, monkeypatch):
         assert out.exit_code == 0, out.output
         assert "3 trials planned" in out.output and "HOLDOUT REPORT tiny/centroid" in out.output
         out = runner.invoke(cli, ["results", "--metric", "holdout-acc", "--db", db])
-        label, report = out.output.split("\n", 1)  # which configuration, then the report
+        head, _, rest = out.output.partition("\n\n")  # the data set, then its tables
+        assert head == "=== tiny: 1 model(s), 1 metric(s) ==="
+        label, report = rest.split("\n", 1)  # which configuration, then the report
         assert label.startswith("tiny / holdout-acc: configuration quick R=3 k=5 seed=0 "
                                 "(holdout.repeats=3)")
         assert report.startswith("HOLDOUT REPORT tiny/centroid")

@@ -111,3 +111,14 @@ def test_template_entry_point_is_wired(monkeypatch):
 def test_plugins_folder_is_not_a_python_package():
     assert not (ROOT / "plugins" / "__init__.py").exists()
     assert not (TEMPLATE / "__init__.py").exists()
+
+
+def test_the_template_install_line_brings_its_test_extra():
+    """A plugin author's first `python -m pytest` needs pytest: the README's install lines
+    include the template's `test` extra, which holds it."""
+    tomllib = pytest.importorskip("tomllib")
+    meta = tomllib.loads((TEMPLATE / "pyproject.toml").read_text())
+    assert any(d.startswith("pytest") for d in meta["project"]["optional-dependencies"]["test"])
+    readme = (TEMPLATE / "README.md").read_text(encoding="utf-8")
+    installs = [l for l in readme.splitlines() if l.startswith("pip install -e")]
+    assert installs and all("[test]" in l for l in installs), installs

@@ -237,6 +237,7 @@ def _bad_cases(tmp_path):
     (tmp_path / "u.csv").write_text("\n".join(text))
     cases["text feature"] = f"csv:{tmp_path / 'u.csv'}?target=label"
     cases["no target option"] = f"csv:{csv}"
+    cases["misspelt target"] = f"csv:{csv}?target=lable"
     cases["unknown option"] = f"npz:{tmp_path / 'b.npz'}?colour=red"
     cases["unknown scheme"] = "parquet:x.parquet"
     return cases
@@ -249,6 +250,7 @@ EXPECTED = {
     "inf": "the first in row 3", "no y": "no array y", "missing": "data file not found",
     "not npz": "cannot read", "unreadable image": "broken.png",
     "text feature": "column(s) f0 are not numeric", "no target option": "target=COLUMN",
+    "misspelt target": "no target column 'lable'. Did you mean 'label'? Columns: f0,",
     "unknown option": "unknown option(s) colour", "unknown scheme": "Known schemes: csv:",
 }
 

@@ -63,6 +63,8 @@ def filled(store):
                   details={"per_fold": {"shifted": {"test": [0.7, 0.8]},
                                         "random": {"test": [0.9, 0.91]}}}),
             Score("digits", "lenet", "", "error-gap", "gap", 0.01, higher_is_better=False),
+            # a score of the data set itself (no model), like shifted-cv's Wasserstein ratio
+            Score("digits", "", "kmeans", "error-gap", "fold_distance_ratio", 1.24, n=3),
         ]
     )
     save_scores(
@@ -173,7 +175,7 @@ def test_overlapping_intervals_share_a_rank(store, tmp_path):
     save_scores(store, scores, run_id, {"rho": ("2", RHO_DEFINITION)})
     html = read(tmp_path, build_site(store, tmp_path).name)
     overview = section(html, 'id="ds-digits"', "</table>")
-    ranks = re.findall(r'class="num rank" data-value="(\d)">\d(<span class="tie")?', overview)
+    ranks = re.findall(r'class="num rank sub" data-value="(\d)">\d(<span class="tie")?', overview)
     assert ranks == [("1", '<span class="tie"'), ("1", '<span class="tie"'), ("3", "")]
 
 
@@ -189,6 +191,13 @@ def test_dataset_page_has_every_section_pivoted_other_metrics_and_plots(filled, 
     gap = section(html, 'id="other-error-gap"', "</table>")
     # lower is better for error-gap: lenet (0.01) ranks above mlp (0.05)
     assert gap.index("lenet.html") < gap.index("mlp.html")
+    assert "ranked by gap</caption>" in gap
+    # the data set's own score is not a model's row (no blank model, no rank): its own
+    # labelled table
+    assert "fold_distance_ratio" not in gap and '<th scope="row" class="model"></th>' not in html
+    own = section(html, "error-gap scores of the data set digits itself", "</table>")
+    assert re.search(r'<th scope="row">fold_distance_ratio</th><td>kmeans</td>\s*'
+                     r'<td class="num">1.240</td>', own)
     ratio = section(html, 'id="other-feature-ratio"', "</table>")
     assert "[0.400, 0.440]" in ratio
     # scores saved without a run configuration are the database's "legacy" configuration
@@ -202,8 +211,11 @@ def test_model_page_shows_metadata_scores_per_class_and_folds(filled, tmp_path):
     html = read(tmp_path, "models/mlp.html")
     assert "Model: mlp" in html and "MLP" in html  # the registered description
     assert "robench.builtin.models" in html
-    assert "rho per class" in html and "0.889" in html and "0.911" in html
-    assert "error-gap per fold" in html and "shifted test" in html and "0.800" in html
+    # each detail table says which metric, score and clusterer it is
+    assert "<caption>rho, sources by kmeans: per class</caption>" in html
+    assert "0.889" in html and "0.911" in html
+    assert "<caption>error-gap gap: per fold</caption>" in html
+    assert "shifted test" in html and "0.800" in html
     assert "All 6 stored scores of mlp on digits" in html
     models = read(tmp_path, "models.html")
     assert 'href="models/logreg.html"' in models
@@ -279,9 +291,9 @@ def test_methods_page_definitions_papers_configurations_runs(filled, tmp_path):
 def test_downloads_carry_every_score(filled, tmp_path):
     build_site(filled, tmp_path)
     data = json.loads(read(tmp_path, "scores.json"))
-    assert len(data["scores"]) == len(filled.scores()) == 20
+    assert len(data["scores"]) == len(filled.scores()) == 21
     rows = list(csv.DictReader((tmp_path / "scores.csv").open(encoding="utf-8")))
-    assert len(rows) == 20 and set(rows[0]) >= {"dataset", "model", "metric", "value", "ci_low"}
+    assert len(rows) == 21 and set(rows[0]) >= {"dataset", "model", "metric", "value", "ci_low"}
     lenet = next(r for r in rows if r["model"] == "lenet" and r["score"] == "rho"
                  and r["clusterer"] == "kmeans")
     assert float(lenet["value"]) == 0.975 and float(lenet["ci_low"]) == pytest.approx(0.955)
@@ -499,3 +511,91 @@ def test_tied_models_are_listed_by_their_value_not_by_the_next_headline(store, t
     # both share rho rank 1; b has the higher rho, so it comes first although a has the
     # better purity-ratio
     assert overview.index("models/b.html") < overview.index("models/a.html")
+
+
+class _Tables(HTMLParser):
+    """Collect each table's caption text and its header cells without a scope."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.unscoped, self._caption = [], [], None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append("")
+        elif tag == "caption":
+            self._caption = ""
+        elif tag == "th" and not dict(attrs).get("scope"):
+            self.unscoped.append(self.getpos())
+
+    def handle_data(self, data):
+        if self._caption is not None:
+            self._caption += data
+
+    def handle_endtag(self, tag):
+        if tag == "caption" and self.tables:
+            self.tables[-1], self._caption = " ".join(self._caption.split()), None
+
+
+def test_every_table_has_a_caption_and_every_header_cell_a_scope(filled, tmp_path):
+    from robench.plugins import make_registry
+
+    docs = Path(__file__).resolve().parents[1] / "fixtures" / "docs.db"
+    with Store(docs, readonly=True) as store:
+        build_site(store, tmp_path / "docs", registry=make_registry(load_entrypoints=False))
+    build_site(filled, tmp_path / "filled")
+    pages = sorted((tmp_path / "docs").rglob("*.html")) + sorted(
+        (tmp_path / "filled").rglob("*.html"))
+    captions = []
+    for page in pages:
+        parser = _Tables()
+        parser.feed(page.read_text(encoding="utf-8"))
+        assert all(parser.tables), (page.name, parser.tables)
+        assert parser.unscoped == [], (page.name, parser.unscoped)
+        captions += parser.tables
+    # repeated captions on a model page say which score and clusterer they show
+    model = (tmp_path / "docs" / "models" / "mlp.html").read_text(encoding="utf-8")
+    per_class = re.findall(r"<caption>(adequacy [^<]*per class)</caption>", model)
+    assert per_class == ["adequacy rho@100, sources by kmeans: per class",
+                         "adequacy rho@300, sources by kmeans: per class",
+                         "adequacy rho@full, sources by kmeans: per class"]
+    assert len(captions) > 40
+
+
+def test_a_scatter_names_its_points_in_a_legend_with_text_of_9_pt_or_more():
+    names = [f"m{i}" for i in range(10)]
+    svg = render_svg({"kind": "scatter", "title": "t", "xlabel": "x", "ylabel": "y",
+                      "points": [{"label": n, "x": 0.5, "y": 0.5} for n in names]})
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert all(texts.count(n) == 1 for n in names), texts  # once each: the legend
+    sizes = [float(v) for v in re.findall(r"font-size: ([\d.]+)px", svg)]
+    assert sizes and min(sizes) >= 9
+    width = float(re.search(r'width="([\d.]+)pt"', svg).group(1))
+    assert width == pytest.approx(4.2 * 72)  # at 390 px (~358 px shown) 9 pt is 10.7 CSS px
+
+
+def test_a_reason_is_said_once_on_the_site_and_in_the_report(store, tmp_path):
+    """A stored reason that already starts with "not applicable:" is not prefixed again."""
+    from robench.families.purity_ratio.metric import ZOO_MODEL
+    from robench.families.purity_ratio.report import report_lines as report
+    from robench.present.formatting import why_not
+
+    assert why_not({"not_applicable": "not applicable: tabular"}) == "not applicable: tabular"
+    assert why_not({"not_applicable": "tabular"}) == "not applicable: tabular"
+    assert why_not({"error": "ValueError: x"}) == "ValueError: x" and why_not(None) == ""
+    run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+    reason = "not applicable: no corruption or attack ground truth (tabular data set)"
+    save_scores(store, [
+        Score("digits", "mlp", "", "purity-ratio", "purity-ratio", 0.6),
+        Score("digits", "svm", "", "purity-ratio", "purity-ratio", None,
+              details={"error": "RuntimeError: no features"}),
+        Score("digits", ZOO_MODEL, "", "purity-ratio", "validation", None,
+              details={"not_applicable": reason})], run_id, {"purity-ratio": ("2", "p")})
+    build_site(store, tmp_path)
+    html = read(tmp_path, "datasets/digits.html")
+    assert "Validation: not applicable: no corruption or attack ground truth" in html
+    assert "not applicable: not applicable" not in html
+    assert "<td>RuntimeError: no features</td>" in html  # an error is not "not applicable"
+    lines = "\n".join(report(store.scores()))
+    assert "validation: not applicable: no corruption" in lines
+    assert "not applicable: not applicable" not in lines and "svm" in lines

@@ -101,7 +101,7 @@ def test_two_runs_with_different_repeats_keep_both_scores(tiny_registry, tmp_pat
     assert {r["configuration_label"] for r in picked} == {r3}
     site = tmp_path / "site"
     assert run("leaderboard", "--db", db, "--out", str(site)).exit_code == 0
-    assert "rho: configuration quick R=2 k=3 seed=0" in (site / "index.html").read_text()
+    assert "rho: <code>configuration quick R=2 k=3 seed=0" in (site / "index.html").read_text()
 
 
 def test_unknown_config_is_exit_2_with_the_known_ones(tiny_registry, tmp_path):

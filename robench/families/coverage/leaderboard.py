@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from robench.families.coverage.metric import METRIC, SUMMARY_SCORES, mix_order
-from robench.present.formatting import as_dict, scores_by_model
+from robench.present.formatting import as_dict, scores_by_model, why_not
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 
@@ -26,8 +26,7 @@ def leaderboard_tables(rows: list) -> dict:
             "model": model, "value": head.get("value"), "higher_is_better": True,
             "ci_low": head.get("ci_low"), "ci_high": head.get("ci_high"),
             "repeats": det.get("repeats"), "per_repeat": det.get("per_repeat") or [],
-            "note": (f"not applicable: {det['not_applicable']}" if det.get("not_applicable")
-                     else det.get("error") or det.get("not_computable")),
+            "note": why_not(det) or det.get("not_computable"),
             "layer": det.get("layer"), "feature_dim": det.get("feature_dim"),
             "mixes": mix_order(by_mix), "by_mix": by_mix, "size": det.get("size"),
             "curve": _curve(by_mix),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from robench.families.coverage.metric import METRIC, mix_order
-from robench.present.formatting import as_dict
+from robench.present.formatting import as_dict, why_not
 from robench.present.formatting import fixed as _f
 
 def _by_dataset(rows: list) -> dict:
@@ -43,9 +43,7 @@ def report_lines(rows: list) -> list:
             head = sc.get(METRIC) or {}
             det = as_dict(head.get("details"))
             if head.get("value") is None and (det.get("not_applicable") or det.get("error")):
-                why = det.get("not_applicable") or det.get("error")
-                prefix = "not applicable: " if det.get("not_applicable") else ""
-                lines.append(f"  {model:<18} {prefix}{why}")
+                lines.append(f"  {model:<18} {why_not(det)}")
                 continue
             g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
             lines.append(

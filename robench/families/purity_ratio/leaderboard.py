@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, target_order
-from robench.present.formatting import scores_by_model
+from robench.present.formatting import scores_by_model, why_not
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 
@@ -24,7 +24,7 @@ def leaderboard_tables(rows: list) -> dict:
         table.append({
             "model": model, "value": head.get("value"),
             "higher_is_better": True, "zoo_member": bool(details.get("zoo_member")),
-            "note": details.get("not_applicable") or details.get("error"),
+            "note": why_not(details),
             **{k: g(k) for k in ("model_acc", "p_purity_kmeans", "p_purity_multicut",
                                  "p_acc_kmeans", "p_acc_multicut", "p_acc_combined", "delta",
                                  "corruption_robustness", "acc_corrupted_all")},
@@ -52,7 +52,7 @@ def leaderboard_tables(rows: list) -> dict:
     val = zoo.get("validation") or {}
     holds = zoo.get("validation_holds") or {}
     return {"models": table, "validation": validation_tables,
-            "validation_note": (val.get("details") or {}).get("not_applicable"),
+            "validation_note": why_not(val.get("details") or {}),
             "verdict": holds.get("details") or None}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, target_order
 from robench.present.formatting import fixed as _f
+from robench.present.formatting import why_not
 
 def report_lines(rows: list) -> list:
     """Return the purity-ratio model and validation tables of score rows (dicts) as text."""
@@ -24,9 +25,7 @@ def report_lines(rows: list) -> list:
             head = sc.get(METRIC) or {}
             details = head.get("details") or {}
             if head.get("value") is None:
-                why = details.get("not_applicable") or details.get("error") or "no value"
-                prefix = "not applicable: " if details.get("not_applicable") else ""
-                lines.append(f"  {model:<16} {prefix}{why}")
+                lines.append(f"  {model:<16} {why_not(details) or 'no value'}")
                 continue
             g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
             lines.append(f"  {model:<16} {_f(g('model_acc'), True, 9)} "
@@ -36,7 +35,7 @@ def report_lines(rows: list) -> list:
         val = zoo.get("validation") or {}
         vdet = val.get("details") or {}
         if val and val.get("value") is None and vdet.get("not_applicable"):
-            lines.append(f"  validation: not applicable: {vdet['not_applicable']}")
+            lines.append(f"  validation: {why_not(vdet)}")
             continue
         pairs = {}
         for name, r in zoo.items():
