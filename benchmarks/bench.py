@@ -123,10 +123,10 @@ def robench_part(repeats: int, jobs: int) -> dict:
     Also called as ``bench.py --robench-part R J`` under another checkout's PYTHONPATH (the
     old code, ``--old``), so both sides run the same trials in the same benchmark run.
     """
-    from robench.config import RunConfig
+    from robench.run.config import RunConfig
     from robench.plugins import make_registry
-    from robench.runner import execute
-    from robench.store import Store
+    from robench.run.runner import execute
+    from robench.storage.store import Store
 
     reg = make_registry(load_entrypoints=False)
     cfg = RunConfig(datasets=["mnist-5k"], models=["mlp", "cnn-2"], clusterers=["kmeans"],
@@ -165,9 +165,9 @@ def bench_naive(repeats: int, jobs: int, rows: list, extra: dict, old=None, roun
     from robench.builtin.models import CNN_CHANNELS
     from robench.plugins import make_registry
     from robench.families.source_aware import protocol as source_aware
-    from robench.seeds import derived_seed
-    from robench.splitters import KIND_CODES
-    from robench.train import MLP, ConvNet
+    from robench.stats.seeds import derived_seed
+    from robench.data.splitters import KIND_CODES
+    from robench.learn.train import MLP, ConvNet
 
     reg = make_registry(load_entrypoints=False)
     # With --old: the old code's run and this checkout's alternate, `rounds` times (load on a
@@ -325,7 +325,7 @@ def peak_flops() -> float:
 def bench_flops(rows: list, extra: dict):
     from robench.builtin.datasets import load_mnist_5k
     from robench.builtin.models import CNN_CHANNELS
-    from robench.train import MLP, ConvNet
+    from robench.learn.train import MLP, ConvNet
 
     trials = extra.get("trials")
     if not trials:
@@ -396,10 +396,10 @@ t0 = time.perf_counter()
 sys._robench_called_from_test = True
 import torch
 torch.set_num_threads(1)
-from robench.config import RunConfig
+from robench.run.config import RunConfig
 from robench.plugins import make_registry
-from robench.runner import plan_run
-from robench.trials import TrialEnv
+from robench.run.runner import plan_run
+from robench.run.trials import TrialEnv
 from robench.families.source_aware import protocol as sa
 reg = make_registry(load_entrypoints=False)
 cfg = RunConfig(datasets=["mnist-5k"], models=["cnn-2"], clusterers=["kmeans"],
@@ -468,7 +468,7 @@ def planned_fixed_repeats(sd_diffs, precision: float, level: float = 0.95) -> in
     difference interval containing 0 then lies within ±precision). The usual sample-size
     calculation, with the per-repeat sd of each pair's paired difference.
     """
-    from robench.intervals import t_quantile
+    from robench.stats.intervals import t_quantile
 
     sd = max(sd_diffs)
     n = 2
@@ -479,7 +479,7 @@ def planned_fixed_repeats(sd_diffs, precision: float, level: float = 0.95) -> in
 
 def decided_at(d, sd, precision: float, level: float = 0.95) -> int:
     """Return the smallest fixed n whose interval would decide a pair of difference d (oracle)."""
-    from robench.intervals import t_quantile
+    from robench.stats.intervals import t_quantile
 
     n = 2
     while True:
@@ -502,13 +502,13 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
     machine), and the adaptive side's measured wall is shown beside. ``start_from``: a
     database whose stored trials are reused (copied first; nothing is timed then).
     """
-    from robench.adaptive import run_until_decided
-    from robench.config import RunConfig
-    from robench.intervals import tie_ranks
+    from robench.run.adaptive import run_until_decided
+    from robench.run.config import RunConfig
+    from robench.stats.intervals import tie_ranks
     from robench.plugins import make_registry
-    from robench.runner import execute
-    from robench.sequential import STATUS, block_ranks, paired_difference, table_look
-    from robench.store import Store
+    from robench.run.runner import execute
+    from robench.stats.sequential import STATUS, block_ranks, paired_difference, table_look
+    from robench.storage.store import Store
 
     reg = make_registry(load_entrypoints=False)
     models = ["svm", "mlp", "cnn-1", "cnn-2", "cnn-3"]
@@ -639,8 +639,8 @@ def bench_projection(rows: list, extra: dict, jobs: int):
     from dataclasses import replace
 
     import projection as P
-    from robench.adaptive import METRIC
-    from robench.runner import plan_run
+    from robench.run.adaptive import METRIC
+    from robench.run.runner import plan_run
 
     cfg, plan, reg = P.paper_plan()
     by_protocol = {}
@@ -657,7 +657,7 @@ def bench_projection(rows: list, extra: dict, jobs: int):
     proj = P.project(measured)
     cpu = sum(g["measured"]["cpu"] for g in measured["groups"].values()) + \
         sum(p["cpu"] for p in measured["prepare"].values())
-    rows.append(("paper plan: run --all --profile paper (robench.runner.plan_run)",
+    rows.append(("paper plan: run --all --profile paper (robench.run.runner.plan_run)",
                  f"{len(plan.specs)} trials in {len(found)} groups",
                  ", ".join(f"{k} {v}" for k, v in sorted(by_protocol.items()))))
     rows.append(("projection's measurement (one shortened trial per group)",
@@ -707,7 +707,7 @@ def bench_projection(rows: list, extra: dict, jobs: int):
                  + ", ".join(f"{m} {r:.2f}" for m, r in PAPER_CNN_OLD_RATIO.items())
                  + " (benchmarks/paper_cnns.py), Bayesian x 1.00 (unchanged)"))
     # adaptive repeats: --until decided runs every metric but rho at the maximum repeats
-    # (robench.adaptive); only trials no other metric plans can stop early
+    # (robench.run.adaptive); only trials no other metric plans can stop early
     others = plan_run(replace(cfg, metrics=[m for m in cfg.metrics if m != METRIC]), reg)
     rho_only = [k for k in plan.specs if k not in others.specs]
     ad = extra.get("adaptive")
@@ -720,7 +720,7 @@ def bench_projection(rows: list, extra: dict, jobs: int):
     if ad:
         # models still undecided at the adaptive section's maximum go on to the paper's
         # repeats, the others stop where they stopped there (an upper bound on the adaptive run)
-        from robench.config import REPEATS
+        from robench.run.config import REPEATS
 
         r_paper = REPEATS["paper"]
         reps = {m: (r_paper if m in ad["undecided_at_max"] else r)
@@ -750,10 +750,10 @@ def bench_projection(rows: list, extra: dict, jobs: int):
 
 
 def bench_scale(jobs: int, rows: list):
-    from robench.config import RunConfig
+    from robench.run.config import RunConfig
     from robench.plugins import make_registry
-    from robench.runner import execute
-    from robench.store import Store
+    from robench.run.runner import execute
+    from robench.storage.store import Store
 
     reg = make_registry(modules=["bench_plugins"], load_entrypoints=False)
     with tempfile.TemporaryDirectory() as tmp:
@@ -873,7 +873,7 @@ def _print_table(rows, t0):
 
     width = max(len(r[0]) for r in rows)
     w2 = max([len("measured")] + [len(r[1]) for r in rows])
-    from robench.provenance import platform_description
+    from robench.storage.provenance import platform_description
 
     cpu = platform_description().partition("; CPU: ")[2]
     commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],

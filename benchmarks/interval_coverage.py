@@ -6,14 +6,14 @@ R_i inclusive repeats are simulated at once (numpy, vectorised), and the share o
 that contain the truth is reported for:
 
 * Fieller's interval of rho with Welch-Satterthwaite degrees of freedom (robench's default,
-  :func:`robench.intervals.ratio_interval`), and the delta-method t interval;
-* Student's t interval of each mean (:func:`robench.intervals.mean_interval`);
+  :func:`robench.stats.intervals.ratio_interval`), and the delta-method t interval;
+* Student's t interval of each mean (:func:`robench.stats.intervals.mean_interval`);
 * the percentile bootstrap of rho that robench used before (2,000 resamples, each sample
   resampled on its own), re-implemented here vectorised, on fewer experiments (it is slow).
 
 The Monte Carlo standard error of a coverage near 0.95 is sqrt(0.95 * 0.05 / n_sims): 0.11
 points at the default 40,000 experiments, 0.5 points for the bootstrap's 2,000.
-tests/test_intervals.py imports :data:`CASES` and :func:`coverage_table` from this file, so
+tests/stats/test_intervals.py imports :data:`CASES` and :func:`coverage_table` from this file, so
 the table in docs/intervals.md is what the test pins.
 
 Usage:
@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's robench
 
-from robench.intervals import delta_bounds, fieller_bounds, t_quantile  # noqa: E402
+from robench.stats.intervals import delta_bounds, fieller_bounds, t_quantile  # noqa: E402
 
 RS = (3, 5, 10, 30)
 LEVEL = 0.95

@@ -27,7 +27,7 @@ MIXES = ("0-100", "30-70", "50-50", "70-30", "100-0")
 
 def generate(store, n_models: int, seed: int = 0) -> int:
     """Fill ``store`` with plausible scores of ``n_models`` models on 5 data sets; return rows."""
-    from robench.scoring import save_scores
+    from robench.run.scoring import save_scores
     from robench.specs import Score
 
     rng = random.Random(seed)
@@ -69,8 +69,8 @@ def main(argv=None) -> int:
     parser.add_argument("--models", type=int, nargs="+", default=[250, 500, 1000])
     parser.add_argument("--top", type=int, default=20)
     args = parser.parse_args(argv)
-    from robench.site import build_site
-    from robench.store import Store
+    from robench.present.site import build_site
+    from robench.storage.store import Store
 
     print(f"{'models':>7} {'scores':>8} {'build s':>8} {'cpu s':>6} {'ms/model':>9} "
           f"{'site MB':>8} {'index KB':>9} {'files':>6}")

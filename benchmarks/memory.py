@@ -25,7 +25,7 @@ its share; USS is what ending the process would free.
 A worker's RSS includes what importing torch maps (~0.5 GB with the CUDA build on this
 machine, whatever the data), so the table also gives two baselines measured in their own
 processes: ``import torch`` alone, and an idle worker (robench's worker start-up, then
-``robench.train``, which imports torch: what a worker holds before its first trial), and each
+``robench.learn.train``, which imports torch: what a worker holds before its first trial), and each
 worker's peak above the idle worker. Seconds are the trials' own times (one epoch plus the
 evaluation passes over the 60,000 rows).
 
@@ -148,12 +148,12 @@ BASELINE = ("import json, sys; sys._robench_called_from_test = True\n"
             "print(json.dumps({{'hwm': st['VmHWM'], 'anon': st['RssAnon'], "
             "'file': st['RssFile'], 'pss': st['Pss']}}))")
 #: ``import torch`` alone, and a worker before its first trial (its start-up as the process
-#: executor runs it, then robench.train, which imports torch).
+#: executor runs it, then robench.learn.train, which imports torch).
 BASELINES = {
     "torch": "import torch",
-    "idle worker": ("import robench.executors as ex\n"
+    "idle worker": ("import robench.run.executors as ex\n"
                     "ex._init_worker({'load_entrypoints': False}, None)\n"
-                    "import robench.train"),
+                    "import robench.learn.train"),
 }
 
 

@@ -2,7 +2,7 @@
 
 For a few feature sets with known classes (test features <= 500 nodes, training features
 1,000 rows, as the clusterability protocol uses them), runs
-:func:`robench.multicut.multicut_supervised` with bias 0 (the old default: kNN graph, raw
+:func:`robench.learn.multicut.multicut_supervised` with bias 0 (the old default: kNN graph, raw
 distances) and with ``bias="calibrated"``, on the kNN and on the complete graph, with raw
 distances and with the ``knn-median`` distance unit, and reports
 the number of clusters (and singletons), purity (paper eq. 5), adjusted Rand index with the
@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's robench
 
-from robench.multicut import multicut_supervised, stratified_subsample  # noqa: E402
+from robench.learn.multicut import multicut_supervised, stratified_subsample  # noqa: E402
 
 
 def purity(labels, y) -> float:

@@ -78,7 +78,7 @@ def main():
     sys._robench_called_from_test = True
     from robench.families.shifted_cv import cnns as new
     from robench.plugins import make_registry
-    from robench.train import TorchClassifier
+    from robench.learn.train import TorchClassifier
 
     old = old_module(args.old_rev)
     data = make_registry(load_entrypoints=False).load_dataset("mnist-5k")

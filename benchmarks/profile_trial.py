@@ -17,10 +17,10 @@ sys._robench_called_from_test = True  # never pick up installed third-party plug
 
 
 def _trial(model: str):
-    from robench.config import RunConfig
+    from robench.run.config import RunConfig
     from robench.plugins import make_registry
-    from robench.trials import TrialEnv
-    from robench.runner import plan_run
+    from robench.run.trials import TrialEnv
+    from robench.run.runner import plan_run
 
     reg = make_registry(load_entrypoints=False)
     cfg = RunConfig(datasets=["mnist-5k"], models=[model], clusterers=["kmeans"],
@@ -36,7 +36,7 @@ def phases(model: str, repeats: int = 3) -> None:
     """Print each trial's wall time and the evaluation passes inside it."""
     import torch
 
-    from robench import train
+    from robench.learn import train
     from robench.families.source_aware import protocol as source_aware
 
     torch.set_num_threads(1)
@@ -92,7 +92,7 @@ def _ready_probe(_):
     import torch
 
     t2 = time.time()
-    from robench.train import FusedAdam  # torch.optim.Adam would import torch._dynamo here
+    from robench.learn.train import FusedAdam  # torch.optim.Adam would import torch._dynamo here
 
     FusedAdam(torch.nn.Linear(2, 2).parameters(), lr=1e-3)
     t3 = time.time()
@@ -103,7 +103,7 @@ def _ready_probe(_):
 
 def workers() -> None:
     """Print the seconds from creating robench's process pool until 2 workers can train."""
-    from robench.executors import ProcessExecutor
+    from robench.run.executors import ProcessExecutor
     from robench.plugins import make_registry
 
     ex = ProcessExecutor(make_registry(load_entrypoints=False), jobs=2)

@@ -5,7 +5,7 @@ set, model, clusterer and metric, opt-in components included). This module measu
 trial of each kind costs on this machine and multiplies by the planner's own plan:
 
 1. **The plan.** :func:`paper_plan` is the planner's real plan for ``run --all --profile paper``
-   (``robench.runner.plan_run``), not a hand count. Its trials fall into *groups*: (protocol,
+   (``robench.run.runner.plan_run``), not a hand count. Its trials fall into *groups*: (protocol,
    data set, model), and shifted-cv's fold-distance trial (no model) per data set.
 2. **One trial per group, shortened.** :func:`representative` picks one spec of each group
    (repeat 0, the k-means sources where there is a choice; adequacy: its smallest size, which
@@ -14,7 +14,7 @@ trial of each kind costs on this machine and multiplies by the planner's own pla
    the spec stays the paper's (attacks, corruptions, Monte Carlo samples, VAE and decoder
    epochs, data sizes). The trials run through the executor's own ``execute_trial`` in
    worker processes with one torch thread, as ``run`` does.
-3. **Per-epoch and fixed seconds.** In the worker, every :class:`robench.train.TorchClassifier`
+3. **Per-epoch and fixed seconds.** In the worker, every :class:`robench.learn.train.TorchClassifier`
    fit is timed epoch by epoch (its ``epoch_callback`` hook, which observes only). A trial's
    *fixed* seconds are its wall time minus its epochs: data, prediction passes, feature
    extraction, attacks, corruptions, VAEs, decoders, clustering in the trial.
@@ -57,9 +57,9 @@ SIZE_SCALED = ("adequacy",)
 
 def paper_plan(load_entrypoints: bool = False):
     """Return (config, plan, registry) of ``run --all --profile paper`` as the planner makes it."""
-    from robench.config import RunConfig
+    from robench.run.config import RunConfig
     from robench.plugins import make_registry
-    from robench.runner import plan_run
+    from robench.run.runner import plan_run
 
     reg = make_registry(load_entrypoints=load_entrypoints)
     cfg = RunConfig(datasets=reg.names("datasets"), models=reg.names("models"),
@@ -162,7 +162,7 @@ MEASURE_VAE_EPOCHS = 1
 
 def _instrument() -> None:
     """Time every TorchClassifier fit of this process epoch by epoch (observing only)."""
-    from robench.train import TorchClassifier
+    from robench.learn.train import TorchClassifier
 
     if getattr(TorchClassifier, "_projection_timed", False):
         return
@@ -232,8 +232,8 @@ def _init_worker(cache: str, load_entrypoints: bool) -> None:
 
     os.environ["ROBENCH_TORCH_THREADS"] = "1"
     sys._robench_called_from_test = not load_entrypoints
-    from robench.cache import set_cache_dir
-    from robench.executors import _limit_threads
+    from robench.data.cache import set_cache_dir
+    from robench.run.executors import _limit_threads
 
     _limit_threads()
     set_cache_dir(cache)
@@ -245,11 +245,11 @@ _ENV = {}
 
 def measure_trial(spec: dict, load_entrypoints: bool = False) -> dict:
     """Run a (shortened) spec in this process; return its seconds and its fits' epoch times."""
-    from robench.executors import execute_trial
+    from robench.run.executors import execute_trial
 
     if "env" not in _ENV:
         from robench.plugins import make_registry
-        from robench.trials import TrialEnv
+        from robench.run.trials import TrialEnv
 
         _ENV["env"] = TrialEnv(make_registry(load_entrypoints=load_entrypoints))
         for name in ("digits", "mnist-5k", "synthetic-sources"):  # loading is not a trial's
@@ -278,9 +278,9 @@ def measure_trial(spec: dict, load_entrypoints: bool = False) -> dict:
 def measure_prepare(protocol_name: str, dataset: str, clusterer: str,
                     load_entrypoints: bool = False) -> dict:
     """Find one (data set, clusterer)'s sources the way the driver does; return its seconds."""
-    from robench.config import RunConfig
+    from robench.run.config import RunConfig
     from robench.plugins import make_registry
-    from robench.trials import Combo
+    from robench.run.trials import Combo
 
     reg = make_registry(load_entrypoints=load_entrypoints)
     cfg = RunConfig(datasets=[dataset], models=["mlp"], clusterers=[clusterer], metrics=["rho"],
@@ -366,7 +366,7 @@ def measure(plan, *, jobs: int = 2, load_entrypoints: bool = False, only=None,
                 prepare or ident[1] == "kmeans"):
             prep.setdefault(ident, protocol.name)
     with tempfile.TemporaryDirectory(prefix="robench-projection-") as cache:
-        from robench.cache import cache_dir
+        from robench.data.cache import cache_dir
 
         shared = cache_dir() / "datasets"  # parsed data sets: loading is not a trial's cost
         if shared.is_dir():

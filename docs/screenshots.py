@@ -60,8 +60,8 @@ def main(argv=None) -> int:
         return 2
     from playwright.sync_api import sync_playwright
 
-    from robench.site import build_site
-    from robench.store import Store
+    from robench.present.site import build_site
+    from robench.storage.store import Store
 
     text = stamp_text(args.db)
     with tempfile.TemporaryDirectory() as tmp:

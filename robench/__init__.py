@@ -1,5 +1,10 @@
 """robench: how robust is a classifier to shift inside its own data set."""
 
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
 import pluggy
 
 __version__ = "0.1.0"
@@ -17,3 +22,47 @@ def __getattr__(name):
 
         return evaluate
     raise AttributeError(f"module 'robench' has no attribute {name!r}")
+
+
+#: Where the modules of robench 0.1's flat layout live now (docs/architecture.md). Plugins
+#: written against the old paths (``robench.train.TorchClassifier``, ``robench.trials.make_spec``,
+#: ...) keep working: ``import robench.train`` returns the very module ``robench.learn.train``.
+MOVED = {
+    "adaptive": "run.adaptive", "bits": "stats.bits", "boundary": "learn.boundary",
+    "cache": "data.cache", "claims": "stats.claims", "config": "run.config",
+    "configurations": "run.configurations", "corruptions": "data.corruptions",
+    "devices": "learn.devices", "docgen": "present.docgen", "executors": "run.executors",
+    "features": "learn.features", "formatting": "present.formatting", "guard": "run.guard",
+    "intervals": "stats.intervals", "leaderboard": "present.leaderboard",
+    "liveness": "run.liveness", "merge": "storage.merge", "metadata": "storage.metadata",
+    "migrations": "storage.migrations", "model_references": "data.model_references",
+    "multicut": "learn.multicut", "plots": "present.plots", "provenance": "storage.provenance",
+    "readonly": "storage.readonly", "reference": "learn.reference_model",
+    "references": "data.references", "runner": "run.runner", "scoring": "run.scoring",
+    "seeds": "stats.seeds", "sequential": "stats.sequential", "site": "present.site",
+    "skips": "present.skips", "sklearn_splitters": "data.sklearn_splitters",
+    "sources": "data.sources", "splitters": "data.splitters", "store": "storage.store",
+    "train": "learn.train", "trials": "run.trials",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Import ``robench.<old name>`` as the very module object of its new home, so attributes,
+    ``isinstance`` checks and monkeypatching all see one module."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        head, _, rest = fullname.partition(".")
+        if head != "robench" or rest not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        module = importlib.import_module("robench." + MOVED[spec.name.partition(".")[2]])
+        spec.loader_state = module.__spec__  # the import system overwrites __spec__: restore it
+        return module
+
+    def exec_module(self, module):
+        module.__spec__ = module.__spec__.loader_state  # already executed under its new name
+
+
+sys.meta_path.insert(0, _MovedModules())  # before any editable-install finder

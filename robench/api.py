@@ -15,7 +15,7 @@ How objects get names and keys (everything in a key must be stable across Python
 * a torch ``nn.Module`` factory (a class or function called with no argument or with the
   :class:`robench.specs.ModelContext`) is model ``torch:QUALNAME``; its version holds a digest
   of the factory's source code, so editing the network retrains. The module maps flat float32
-  rows to logits and trains with :class:`robench.train.TorchClassifier` (Adam, early stopping
+  rows to logits and trains with :class:`robench.learn.train.TorchClassifier` (Adam, early stopping
   on validation, the profile's budget, ``device``); a ``features`` method (and a ``head``
   layer) makes feature-space metrics apply.
 * arrays ``(X, y)`` or ``(X, y, groups)`` are data set ``arrays:FINGERPRINT`` (the content
@@ -169,7 +169,7 @@ def torch_model_spec(factory, ctx: ModelContext, name: Optional[str] = None) -> 
     name = name or f"torch:{qualname.replace('<', '').replace('>', '')}"
 
     def build(ctx: ModelContext):
-        from robench.train import TorchClassifier
+        from robench.learn.train import TorchClassifier
 
         clf = TorchClassifier.from_context(ctx, build_module)
         if not has_features:
@@ -261,7 +261,7 @@ def evaluate(model, data, metrics: Iterable[str] = ("rho",), *, clusterers=None,
     settings : dict, optional
         Knob values by section, e.g. ``{"train": {"max_epochs": 2}}`` (``robench knobs``).
     device : str
-        ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (:mod:`robench.devices`).
+        ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (:mod:`robench.learn.devices`).
     executor, jobs : str, int
         Where trials run; in-memory models and arrays need ``local``.
     db : str, optional
@@ -289,12 +289,12 @@ def evaluate(model, data, metrics: Iterable[str] = ("rho",), *, clusterers=None,
     >>> rows = robench.evaluate(LogisticRegression(max_iter=500), (X, y), metrics=["rho"])
     >>> robench.evaluate("timm:resnet18", "digits", metrics=["rho", "purity-ratio"])
     """
-    from robench.cache import set_cache_dir
-    from robench.config import RunConfig
-    from robench.devices import resolve_device
+    from robench.data.cache import set_cache_dir
+    from robench.run.config import RunConfig
+    from robench.learn.devices import resolve_device
     from robench.plugins import make_registry
-    from robench.runner import execute
-    from robench.store import Store
+    from robench.run.runner import execute
+    from robench.storage.store import Store
 
     if cache_dir:
         set_cache_dir(cache_dir)
@@ -385,7 +385,7 @@ def _plain(value: Any) -> Any:
 
 def _check_settings(settings: dict, registry) -> dict:
     """Return ``settings`` ({section: {knob: value}}) checked like ``--set`` values."""
-    from robench.config import check_value, knob_sections
+    from robench.run.config import check_value, knob_sections
 
     if not isinstance(settings, dict):
         raise ValueError("evaluate: settings must be a dict {section: {knob: value}}, e.g. "

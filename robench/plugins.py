@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import importlib.metadata
 import sys
@@ -13,6 +12,7 @@ import pluggy
 
 from robench import hookspecs
 from robench.specs import KINDS, ModelResolverSpec
+from robench.errors import PluginError, UnknownComponentError  # noqa: F401 (public here too)
 
 #: Built-in plugins, registered through the same manager as third-party ones.
 DEFAULT_PLUGINS = (
@@ -33,26 +33,8 @@ DEFAULT_PLUGINS = (
 ENTRY_POINT_GROUP = "robench"
 
 
-class PluginError(Exception):
-    """A plugin problem the user must fix (duplicate names, bad registrations)."""
-
-
 class _Duplicate(PluginError):
     """A plugin registered a component name another plugin registered first."""
-
-
-class UnknownComponentError(LookupError):
-    """A component name that no plugin registered; the message lists the known names."""
-
-    def __init__(self, kind: str, name: str, known: list):
-        self.kind, self.name, self.known = kind, name, sorted(known)
-        close = difflib.get_close_matches(name, self.known, n=1)
-        hint = f" Did you mean '{close[0]}'?" if close else ""
-        singular = kind[:-1]
-        super().__init__(
-            f"unknown {singular} '{name}'.{hint} Known {kind}: {', '.join(self.known) or '(none)'}"
-            f" (see `robench list {kind}`)."
-        )
 
 
 @dataclass
@@ -234,7 +216,7 @@ class Registry:
         named two ways is one data set, and a worker resolves the name it is sent the same way.
         """
         if reference not in self._resolved:
-            from robench.references import resolve
+            from robench.data.references import resolve
 
             spec = resolve(self, reference)
             self._resolved[reference] = self._resolved.setdefault(spec.name, spec)
@@ -258,10 +240,10 @@ class Registry:
         """Return the ModelSpec of a ``SCHEME:TARGET?KEY=VALUE`` model reference, resolved once.
 
         Its name is the canonical reference (options sorted), so a worker sent that name
-        resolves the same model (robench.model_references).
+        resolves the same model (robench.data.model_references).
         """
         if reference not in self._resolved_models:
-            from robench.model_references import resolve_model
+            from robench.data.model_references import resolve_model
 
             spec = resolve_model(self, reference)
             self._resolved_models[reference] = self._resolved_models.setdefault(spec.name, spec)

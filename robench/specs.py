@@ -39,7 +39,7 @@ class Classifier(Protocol):
 
     # Optional: ``defer_train_accuracy = False``. robench sets it to True before ``fit`` and
     # then derives a None ``train_accuracy_`` from its prediction on every row (the fit rows
-    # included); see robench.train.TorchClassifier and docs/plugin-hooks.md.
+    # included); see robench.learn.train.TorchClassifier and docs/plugin-hooks.md.
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class ModelResolverSpec(ResolverSpec):
 
     ``resolve(target, options)`` returns the :class:`ModelSpec` ``target`` names (its ``name``
     is replaced by the canonical reference, options sorted), raising
-    :class:`robench.model_references.ModelReferenceError` with a one-line reason when it
+    :class:`robench.data.model_references.ModelReferenceError` with a one-line reason when it
     cannot (an unknown architecture, weights that are not available offline). ``examples``
     are a few references ``robench list models`` shows; ``takes_path`` is False by default
     (a model reference names an architecture, not a file).
@@ -225,16 +225,16 @@ class LeaderboardSection:
     template ``template``, found in the folder ``templates`` (an absolute path, usually
     ``Path(__file__).parent / "templates"``) and rendered with ``section`` (that context),
     ``dataset`` (the data set's name) and ``metric`` (this :class:`MetricSpec`); it may
-    ``{% import "macros.html" as m %}`` the core's macros and use the ``pct`` and ``num``
+    ``{% import "site_macros.html" as m %}`` the core's macros and use the ``pct`` and ``num``
     filters. Everything is autoescaped.
 
-    The static site (:mod:`robench.site`) reads three more, all optional:
+    The static site (:mod:`robench.present.site`) reads three more, all optional:
 
     ``headline(rows)`` returns the metric's column of the index's overview table for one data
     set: ``{"label": ..., "note": ..., "rows": [{"model", "value", "ci_low", "ci_high",
     "rank", "tied", "higher_is_better", **columns}]}`` or None; ``columns`` lists the extra
     keys shown beside the headline as ``(key, label, format)`` with format ``"pct"`` or
-    ``"num"``. ``plots(rows)`` returns plot descriptions (see :mod:`robench.plots`) drawn as
+    ``"num"``. ``plots(rows)`` returns plot descriptions (see :mod:`robench.present.plots`) drawn as
     SVG files; one with a ``"model"`` key goes on that model's page, the others on the data
     set's page. ``pseudo_models`` are names under which the metric stores data-set-level
     scores (not models): they get no model page.
@@ -283,7 +283,7 @@ class MetricSpec:
     report: Optional[Callable[[list], list]] = None
     leaderboard: Optional[LeaderboardSection] = None
     display_order: int = 100
-    # claims(score_rows) -> [robench.claims.Claim]: the paper's claims this metric's scores
+    # claims(score_rows) -> [robench.stats.claims.Claim]: the paper's claims this metric's scores
     # decide (holds / does not hold / undecided, with the evidence); docs/claims.md lists them
     claims: Optional[Callable[[list], list]] = None
     # The plugin that registered this metric before it moved to another plugin or module with
@@ -371,7 +371,7 @@ class Knob:
 
 
 #: A profile whose knob values default to another's where a knob gives none for it:
-#: ``standard`` is the quick profile with more repeats and epochs (robench.config.PROFILES).
+#: ``standard`` is the quick profile with more repeats and epochs (robench.run.config.PROFILES).
 PROFILE_FALLBACK = {"standard": "quick"}
 
 
@@ -380,7 +380,7 @@ class ProtocolSpec:
     """A protocol: how a metric's trials are planned and run.
 
     ``plan(combo, cfg, registry)`` returns the keyed trial specs of one combination
-    (:func:`robench.trials.make_spec` builds one); ``run(spec, env)`` runs one trial in a
+    (:func:`robench.run.trials.make_spec` builds one); ``run(spec, env)`` runs one trial in a
     worker and returns its row (a pure function of the spec); ``prepare(combo, cfg, registry,
     dataset)``, if given, does driver-side work shared by a combination's trials (finding
     sources) before any trial runs and returns a clustering row. Trials of a protocol listed
@@ -419,7 +419,7 @@ class ProtocolSpec:
 
 @dataclass(frozen=True)
 class ExecutorSpec:
-    """An executor: ``create(registry, jobs=N, **options)`` returns a :class:`robench.executors.Executor`."""
+    """An executor: ``create(registry, jobs=N, **options)`` returns a :class:`robench.run.executors.Executor`."""
 
     name: str
     create: Callable[..., Any]

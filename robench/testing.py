@@ -238,7 +238,7 @@ def check_model(model: Union[str, ModelSpec], registry=None, *,
     """Check that a model follows the classifier contract robench relies on.
 
     The model is trained twice with the same seed through robench's own fit path
-    (:func:`robench.trials.fit_and_score`) on a stratified 60/20/20 split, its
+    (:func:`robench.run.trials.fit_and_score`) on a stratified 60/20/20 split, its
     classifier wrapped to record what ``fit`` and ``predict`` receive and return. Checked:
 
     * the spec's fields; ``build(ctx)`` returns a fresh object with ``fit`` and ``predict``;
@@ -388,7 +388,7 @@ def _robench_fit_path():
     Coupling point with the core: the kit trains through this function so that it checks
     the path real trials take.
     """
-    from robench.trials import fit_and_score
+    from robench.run.trials import fit_and_score
 
     return fit_and_score
 
@@ -403,7 +403,7 @@ def _fit_once(checks, spec, ds, split, seed, budget) -> _Fit:
             checks.fail("build", f"build(ctx) returned {type(inner).__name__}, which has no "
                         f"{' or '.join(missing)} method",
                         "return a classifier with fit(X, y, X_val, y_val) and predict(X) "
-                        "(a torch model: robench.train.TorchClassifier.from_context(ctx, "
+                        "(a torch model: robench.learn.train.TorchClassifier.from_context(ctx, "
                         "build_module))")
         spy = _Spy(inner, checks, ds)
         built.append(spy)
@@ -435,8 +435,8 @@ def _fit_checked(checks, spec, ds, split, seed, budget, train) -> _Fit:
             f"build(ctx) or fit raised {type(exc).__name__}: {exc} when ctx.train held keys "
             f"the model does not use ({', '.join(sorted(UNUSED_TRAIN_KNOBS))}), and worked "
             "without them; protocols add their own knobs (shifted-cv sends mc_samples)",
-            "read only the keys you need: robench.train.TorchClassifier.from_context(ctx, "
-            "build_module), or robench.train.training_budget(ctx.train), never **ctx.train")
+            "read only the keys you need: robench.learn.train.TorchClassifier.from_context(ctx, "
+            "build_module), or robench.learn.train.training_budget(ctx.train), never **ctx.train")
     checks.ok("build")
     checks.ok("unused-train-knobs")
     return fitted
@@ -572,9 +572,9 @@ def _check_features(checks, spec: ModelSpec, fitted: _Fit, ds: Dataset, split) -
         checks.skip("features-head", "not a torch classifier (no module_) and no "
                                      "coverage_space(): coverage records it as not applicable")
         return
-    from robench.features import feature_space
+    from robench.learn.features import feature_space
 
-    with checks.calling("features-head", "robench.features.feature_space(classifier)"):
+    with checks.calling("features-head", "robench.learn.features.feature_space(classifier)"):
         space, why = feature_space(inner)
     if space is None:
         checks.skip("features-head", f"no layer with a head to read: {why}")
@@ -777,7 +777,7 @@ def check_clusterer(clusterer: Union[str, ClustererSpec], registry=None, *, k: i
     Run on ``k`` well-separated blobs of 20 rows each (the rows of one class, as robench
     clusters one class at a time). Checked: the spec's fields; labels are a 1-D integer array
     with one label in ``[0, k)`` per row (``info`` JSON-able if it returns
-    :class:`robench.sources.Labels`); the same seed gives the same labels; with
+    :class:`robench.data.sources.Labels`); the same seed gives the same labels; with
     ``requires_true_sources`` it uses the true sources and refuses to run without them
     (ValueError), and without it it runs with ``true_sources=None``; with fewer distinct rows
     than ``k`` (2 distinct points repeated, then 2 rows) it returns valid labels or raises a
@@ -1084,9 +1084,9 @@ def _tiny_run(registry, spec: MetricSpec, *, dataset: str, model: str,
     ``skipped`` combinations; ``error`` is "Type: message" if the run raised (then the rows
     are whatever was stored before), else None.
     """
-    from robench.config import RunConfig, parse_settings
-    from robench.runner import execute
-    from robench.store import Store
+    from robench.run.config import RunConfig, parse_settings
+    from robench.run.runner import execute
+    from robench.storage.store import Store
 
     if settings is None:
         sections = {}

@@ -12,8 +12,7 @@ sys._robench_called_from_test = True
 def _isolated_cache(tmp_path_factory, monkeypatch):
     cache = tmp_path_factory.getbasetemp() / "robench-cache"
     monkeypatch.setenv("ROBENCH_CACHE_DIR", str(cache))
-    from robench import cache as cache_mod
-
+    from robench.data import cache as cache_mod
     monkeypatch.setattr(cache_mod, "_OVERRIDE", [])
     yield
 
@@ -31,7 +30,7 @@ def tiny_registry():
 
 @pytest.fixture
 def store(tmp_path):
-    from robench.store import Store
+    from robench.storage.store import Store
 
     s = Store(tmp_path / "results.db")
     yield s

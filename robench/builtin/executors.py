@@ -7,19 +7,19 @@ from robench.specs import ExecutorSpec
 
 
 def _local(registry, jobs=1, **options):
-    from robench.executors import LocalExecutor
+    from robench.run.executors import LocalExecutor
 
     return LocalExecutor(registry, jobs=jobs, **options)
 
 
 def _process(registry, jobs=2, **options):
-    from robench.executors import ProcessExecutor
+    from robench.run.executors import ProcessExecutor
 
     return ProcessExecutor(registry, jobs=jobs, **options)
 
 
 def _dask(registry, jobs=2, **options):
-    from robench.executors import DaskExecutor
+    from robench.run.executors import DaskExecutor
 
     return DaskExecutor(registry, jobs=jobs, **options)
 

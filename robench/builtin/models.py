@@ -82,7 +82,7 @@ def build_svm(ctx: ModelContext) -> SVMClassifier:
 
 def build_mlp(ctx: ModelContext):
     """Return an untrained 256-128 ReLU MLP classifier."""
-    from robench.train import MLP, TorchClassifier, training_budget
+    from robench.learn.train import MLP, TorchClassifier, training_budget
 
     module = functools.partial(MLP, ctx.n_features, ctx.n_classes, hidden=(256, 128))
     return TorchClassifier(module, seed=ctx.seed, **training_budget(ctx.train))
@@ -90,7 +90,7 @@ def build_mlp(ctx: ModelContext):
 
 def build_cnn(ctx: ModelContext, depth: int):
     """Return an untrained CNN with ``depth`` conv blocks (CNN-1, CNN-2 or CNN-3)."""
-    from robench.train import ConvNet, TorchClassifier, training_budget
+    from robench.learn.train import ConvNet, TorchClassifier, training_budget
 
     if ctx.image_shape is None:
         raise ValueError(f"cnn-{depth} needs image data (ModelContext.image_shape is None)")
@@ -100,14 +100,14 @@ def build_cnn(ctx: ModelContext, depth: int):
 
 
 def mlp_params(n_features: int, n_classes: int, hidden: tuple = (256, 128)) -> int:
-    """Return the trainable parameters of :class:`robench.train.MLP`: each layer's weights
+    """Return the trainable parameters of :class:`robench.learn.train.MLP`: each layer's weights
     and biases."""
     widths = (int(n_features), *hidden, int(n_classes))
     return sum((a + 1) * b for a, b in zip(widths, widths[1:]))
 
 
 def cnn_params(image_shape: tuple, n_classes: int, channels: tuple, fc_width: int = 128) -> int:
-    """Return the trainable parameters of :class:`robench.train.ConvNet`.
+    """Return the trainable parameters of :class:`robench.learn.train.ConvNet`.
 
     Its 3x3 convolutions, fully connected layer and head; a block halves the map (floor)
     while the result stays at least 2x2, as ConvNet's pools do.
@@ -176,7 +176,7 @@ def register_models(register):
             description=f"CNN-{depth}: {depth} conv3x3-ReLU-maxpool block(s) ({channels} "
                         "channels), fc 128, Adam, early stopping on validation accuracy; "
                         "features: 128-d fc layer",
-            # 2: fused Adam step; 3: channels-last end to end (robench.train.ConvNet), which
+            # 2: fused Adam step; 3: channels-last end to end (robench.learn.train.ConvNet), which
             # rounds differently: every cnn trial retrains once (docs/profile.md)
             version="3",
             requires_image=True,

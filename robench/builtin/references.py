@@ -1,6 +1,6 @@
 """Built-in data set references: npz:, npy:, csv: and imagefolder: files, no plugin needed.
 
-Each file is parsed once and cached by its size and mtime (robench.references.FileDataset).
+Each file is parsed once and cached by its size and mtime (robench.data.references.FileDataset).
 Images become flat ``(C, H, W)`` rows: uint8 arrays and image files are held as uint8 pixels
 (value / 255, robench.data.Dataset's compact form), float images must lie in [0, 1].
 """
@@ -14,7 +14,7 @@ import numpy as np
 
 from robench import hookimpl
 from robench.data import Dataset, DatasetError
-from robench.references import FileDataset, file_dataset_spec, reference_name
+from robench.data.references import FileDataset, file_dataset_spec, reference_name
 from robench.specs import ResolverSpec
 
 #: Image file suffixes imagefolder: reads (torchvision's IMG_EXTENSIONS, lowercase).

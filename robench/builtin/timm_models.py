@@ -1,6 +1,6 @@
 """Models by name from timm: ``-m timm:ARCH`` builds any architecture timm can create.
 
-The reference ``timm:ARCH[?pretrained=0|1][&min_size=N][&size=N]`` resolves (robench.model_references,
+The reference ``timm:ARCH[?pretrained=0|1][&min_size=N][&size=N]`` resolves (robench.data.model_references,
 hook ``register_model_resolvers``) to a model that:
 
 * is created by ``timm.create_model(ARCH, num_classes=0, in_chans=C)``: timm adapts the stem to
@@ -17,7 +17,7 @@ hook ``register_model_resolvers``) to a model that:
   (ConvNeXt's stem, every ViT patch grid) fail on smaller inputs. ``size=N`` resizes every image
   to NxN instead (e.g. 224 for pretrained weights at their native resolution). Architectures
   with a fixed input size (ViT, Swin, ...) are created with ``img_size`` set to the resized size;
-* trains like every built-in torch model (:class:`robench.train.TorchClassifier`: Adam, early
+* trains like every built-in torch model (:class:`robench.learn.train.TorchClassifier`: Adam, early
   stopping on the validation split only, the profile's budget) on the run's ``--device``.
 
 ``pretrained=0`` (the default) initialises the weights randomly from the trial's seed: nothing
@@ -40,7 +40,7 @@ import functools
 import os
 
 from robench import hookimpl
-from robench.model_references import ModelReferenceError
+from robench.data.model_references import ModelReferenceError
 from robench.specs import ModelContext, ModelResolverSpec, ModelSpec
 
 #: Shorter image side below which inputs are upsampled, unless ``min_size`` says otherwise.
@@ -218,7 +218,7 @@ def make_timm_net(arch: str, image_shape: tuple, n_classes: int, *, pretrained: 
 
 def build_timm(ctx: ModelContext, *, arch: str, options: dict, weights=None):
     """Return an untrained TorchClassifier around ``timm:ARCH`` for the trial ``ctx``."""
-    from robench.train import TorchClassifier
+    from robench.learn.train import TorchClassifier
 
     if ctx.image_shape is None:
         raise ValueError(f"timm:{arch} needs image data (ModelContext.image_shape is None)")

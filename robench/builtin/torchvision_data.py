@@ -28,7 +28,7 @@ import numpy as np
 
 from robench import hookimpl
 from robench.data import Dataset, DatasetError
-from robench.references import FileDataset, file_dataset_spec, reference_name
+from robench.data.references import FileDataset, file_dataset_spec, reference_name
 from robench.specs import ResolverSpec
 
 _MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",

@@ -9,8 +9,8 @@ import numpy as np
 
 from robench import hookimpl
 from robench.specs import Knob, LeaderboardSection, MetricSpec, ProtocolSpec, Score
-from robench.splitters import partition_rng, test_mask, validation_split
-from robench.trials import fit_and_score, make_spec
+from robench.data.splitters import partition_rng, test_mask, validation_split
+from robench.run.trials import fit_and_score, make_spec
 
 NAME = "holdout"
 

@@ -33,7 +33,7 @@ class ScaledLogits(LogRegFeatures):
 
     def coverage_space(self):
         """Return the input layer (standardised) and the head's logits times T."""
-        from robench.features import FeatureSpace
+        from robench.learn.features import FeatureSpace
 
         def logits(Z):
             return self.factor * self.clf_.decision_function(np.asarray(Z, dtype=np.float32))

@@ -6,7 +6,7 @@ import numpy as np
 
 from robench import hookimpl
 from robench.data import Dataset
-from robench.executors import Executor, LocalExecutor
+from robench.run.executors import Executor, LocalExecutor
 from robench.specs import DatasetSpec, ExecutorSpec, ModelSpec
 
 #: Rows every "spy" model was fitted or validated on (in-process executors only).

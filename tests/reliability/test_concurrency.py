@@ -16,7 +16,7 @@ FAST = ["run", "-d", "digits", "-m", "svm", "-c", "kmeans", "--metric", "rho", "
 
 
 #: A write that waits longer than this for the other process is a stall, not load: SQLite's busy
-#: timeout (robench.store.BUSY_TIMEOUT, 60 s) would have failed it long before.
+#: timeout (robench.storage.store.BUSY_TIMEOUT, 60 s) would have failed it long before.
 STALL = 300.0
 
 
@@ -36,7 +36,7 @@ def test_two_processes_writing_at_once_lose_no_write(tmp_path):
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
-        from robench.store import Store
+        from robench.storage.store import Store
         store = Store(sys.argv[1])
         print("ready", flush=True)
         sys.stdin.readline()  # go

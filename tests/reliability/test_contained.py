@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from robench.plugins import make_registry
-from robench.runner import execute
+from robench.run.runner import execute
 from tests.helpers import run_config
 from tests.reliability.cli import HOSTILE, rows, run
 
@@ -60,7 +60,7 @@ def test_bad_predictions_are_failed_trials_with_the_reason(hostile, store, model
 def test_check_predictions_accepts_whole_number_floats():
     import numpy as np
 
-    from robench.boundary import check_predictions
+    from robench.learn.boundary import check_predictions
 
     out = check_predictions(np.array([0.0, 2.0, 1.0]), 3, 3, "m")
     assert out.dtype == np.int64 and out.tolist() == [0, 2, 1]
@@ -74,7 +74,7 @@ def test_a_worker_crash_noticed_only_when_refilling_the_pool_is_contained(tiny_r
     # order certain: every submit waits until the 'die' trial in flight has killed its worker.
     from concurrent.futures import wait
 
-    from robench.executors import ProcessExecutor
+    from robench.run.executors import ProcessExecutor
 
     submit, in_flight = ProcessExecutor._submit, []
 
@@ -96,7 +96,7 @@ def test_a_worker_crash_noticed_only_when_refilling_the_pool_is_contained(tiny_r
 def test_after_a_worker_crash_the_rest_runs_on_every_worker_again(tiny_registry, store,
                                                                    monkeypatch):
     # issue 16, defect 10: one crash made the rest of the run single-worker
-    from robench.executors import ProcessExecutor
+    from robench.run.executors import ProcessExecutor
 
     pools = []
     new_pool = ProcessExecutor._new_pool

@@ -12,8 +12,7 @@ from tests.reliability.cli import HOSTILE, integrity, rows, start
 
 
 def test_ctrl_c_while_planning_exits_130(tiny_registry, tmp_path, monkeypatch):
-    from robench import runner
-
+    from robench.run import runner
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 

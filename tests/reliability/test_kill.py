@@ -59,7 +59,7 @@ def test_workers_exit_when_their_driver_is_killed_and_the_run_is_marked_killed(t
 
 
 def test_a_running_run_of_a_live_process_is_not_marked_killed(tmp_path):
-    from robench.store import Store
+    from robench.storage.store import Store
 
     with Store(tmp_path / "r.db") as store:
         live = store.start_run(command="x", seed=0, config={}, plugin_versions={})

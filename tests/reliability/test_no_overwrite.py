@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robench.runner import execute
+from robench.run.runner import execute
 from tests.helpers import run_config
 
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from robench.cli import cli
-from robench.migrations import unwritable
+from robench.storage.migrations import unwritable
 from tests.reliability.cli import HOSTILE
 from tests.reliability.test_bad_input import RUN
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from robench.provenance import redact_secrets
-from robench.runner import execute
+from robench.storage.provenance import redact_secrets
+from robench.run.runner import execute
 from tests.helpers import run_config
 
 

@@ -9,8 +9,7 @@ from tests.helpers import run_config
 
 def test_an_error_the_run_cannot_contain_still_finishes_its_row(tiny_registry, store,
                                                                  monkeypatch):
-    from robench import runner
-
+    from robench.run import runner
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 

@@ -7,12 +7,12 @@ import time
 
 import pytest
 
-from robench.config import TRIAL_TIMEOUT, RunConfig
+from robench.run.config import TRIAL_TIMEOUT, RunConfig
 from tests.reliability.cli import HOSTILE, rows, run
 
 
 def test_profiles_give_the_time_limit_and_it_is_in_no_trial_key(tiny_registry):
-    from robench.runner import plan_run
+    from robench.run.runner import plan_run
 
     assert RunConfig([], [], [], [], profile="quick").trial_timeout == TRIAL_TIMEOUT["quick"] == 900
     assert RunConfig([], [], [], [], profile="paper").trial_timeout == 14400
@@ -27,7 +27,7 @@ def test_profiles_give_the_time_limit_and_it_is_in_no_trial_key(tiny_registry):
 @pytest.mark.parametrize("model", ["hang", "spin"])
 def test_a_hung_trial_is_stopped_and_the_local_run_goes_on(store, model):
     from robench.plugins import make_registry
-    from robench.runner import execute
+    from robench.run.runner import execute
     from tests.helpers import run_config
 
     reg = make_registry(modules=list(HOSTILE), load_entrypoints=False)
@@ -72,7 +72,7 @@ def test_a_trial_the_alarm_cannot_reach_ends_its_worker(tmp_path):
     code = textwrap.dedent(f"""
         import ctypes, ctypes.util, signal, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from robench import guard
+        from robench.run import guard
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
         guard.HARD_LIMIT_GRACE[0] = 0.5
         with guard.time_limit(0.5):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robench.formatting import scores_by_model
+from robench.present.formatting import scores_by_model
 
 from robench_corruption.metric import METRIC
 
@@ -13,7 +13,7 @@ TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 
 def section(rows: list):
     """Return the context of one data set's mce section, or None without scores."""
-    from robench.leaderboard import rank_rows
+    from robench.present.leaderboard import rank_rows
 
     models = scores_by_model(rows, METRIC)
     if not models:

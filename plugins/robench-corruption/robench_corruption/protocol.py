@@ -1,10 +1,10 @@
 """Protocol ``corruption``: one model per (data set, model) trained on the clean split, then
 measured on every chosen corruption x severity of a stratified test subsample.
 
-The model is robench's reference model (:mod:`robench.reference`: the random-split partition of
+The model is robench's reference model (:mod:`robench.learn.reference_model`: the random-split partition of
 repeat 0, validation carved from training, weights cached by content key), so a model that
 purity-ratio or coverage already trained is not trained again; the corrupted images come from
-:func:`robench.corruptions.corrupted_sets`, cached by content, so with the same cap, severities
+:func:`robench.data.corruptions.corrupted_sets`, cached by content, so with the same cap, severities
 and seed they are the very images the clusterability protocol corrupts.
 """
 
@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from robench.reference import fit_reference, not_applicable_row, trial_row
+from robench.learn.reference_model import fit_reference, not_applicable_row, trial_row
 from robench.specs import Knob
-from robench.trials import keyed_spec
+from robench.run.trials import keyed_spec
 
 NAME = "corruption"
 VERSION = "1"
@@ -114,8 +114,8 @@ def plan(combo, cfg, registry) -> list:
 
 def run(spec: dict, env) -> dict:
     """Train (or load) the reference model and measure clean and corrupted accuracy."""
-    from robench.corruptions import corrupted_sets, index_hash
-    from robench.multicut import stratified_subsample
+    from robench.data.corruptions import corrupted_sets, index_hash
+    from robench.learn.multicut import stratified_subsample
 
     t0 = time.perf_counter()
     dataset = env.dataset(spec["dataset"])

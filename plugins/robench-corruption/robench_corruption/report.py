@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robench.formatting import fixed as _f
+from robench.present.formatting import fixed as _f
 
 from robench_corruption.metric import METRIC
 

@@ -10,8 +10,7 @@ sys._robench_called_from_test = True
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "robench-cache"))
-    from robench import cache as cache_mod
-
+    from robench.data import cache as cache_mod
     monkeypatch.setattr(cache_mod, "_OVERRIDE", [])
     yield
 

@@ -46,7 +46,7 @@ def test_bad_knobs_are_refused_in_one_line(registry, tmp_path, setting, message)
 
 
 def test_run_on_digits_end_to_end(registry, tmp_path):
-    from robench.leaderboard import build_leaderboard
+    from robench.present.site import build_site
 
     db, runner = str(tmp_path / "r.db"), CliRunner()
     out = runner.invoke(cli, ["run", "-d", "digits", "-m", "svm", "-m", "mlp", "--metric", "mce",
@@ -58,7 +58,7 @@ def test_run_on_digits_end_to_end(registry, tmp_path):
     assert res.exit_code == 0 and "digits - mCE" in res.output
     mlp_line = next(l for l in res.output.splitlines() if l.strip().startswith("mlp "))
     assert mlp_line.split()[1] == "1.000"  # the baseline's mCE is 1 exactly
-    from robench.store import Store
+    from robench.storage.store import Store
 
     with Store(db) as store:
         rows = {(r["model"], r["score"]): r for r in store.scores(metric="mce")}
@@ -69,7 +69,7 @@ def test_run_on_digits_end_to_end(registry, tmp_path):
                                 "--executor", "local", "--db", db, *TINY])
     assert "2 already stored, 0 run" in again.output, again.output
     with Store(db) as store:
-        build_leaderboard(store, tmp_path / "site", registry=registry)
+        build_site(store, tmp_path / "site", registry=registry)
     html = (tmp_path / "site" / "datasets" / "digits.html").read_text()
     assert "Common corruptions &mdash; mCE (baseline mlp = 1)" in html and "CE contrast" in html
 
@@ -100,10 +100,10 @@ def test_entry_point_is_declared_and_loads_in_a_fresh_process():
 
 
 def test_trial_spec_keeps_the_shared_layout_and_its_key(registry):
-    # built by robench.trials.keyed_spec since it replaced a copy of the layout here: the
+    # built by robench.run.trials.keyed_spec since it replaced a copy of the layout here: the
     # spec (so its key) must be exactly what that copy wrote
-    from robench.config import RunConfig
-    from robench.trials import trial_key
+    from robench.run.config import RunConfig
+    from robench.run.trials import trial_key
     from robench_corruption import protocol
 
     cfg = RunConfig(datasets=["digits"], models=["svm"], clusterers=[],

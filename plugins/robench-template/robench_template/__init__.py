@@ -9,7 +9,7 @@ lines (each one is also marked ``CHANGE`` in the code):
    plugin registers, so a bump re-runs those trials; keep it equal to ``version`` in
    ``pyproject.toml`` (that one is what robench reads once the plugin is pip-installed).
 3. ``TemplateCNN`` in ``cnn.py``: your ``torch.nn.Module``. robench trains it with
-   :class:`robench.train.TorchClassifier` (Adam, early stopping on the validation split) and
+   :class:`robench.learn.train.TorchClassifier` (Adam, early stopping on the validation split) and
    needs from it:
 
    * ``forward(x)``: class logits ``(n, n_classes)`` for a batch of rows ``x``. Rows arrive
@@ -64,7 +64,7 @@ def build_module(ctx: ModelContext):  # CHANGE (4): your network, sized from ctx
 
 def build_template_cnn(ctx: ModelContext):  # CHANGE (5): your factory
     """Return an untrained classifier: TemplateCNN trained with the trial's budget and seed."""
-    from robench.train import TorchClassifier
+    from robench.learn.train import TorchClassifier
 
     if ctx.image_shape is None:
         raise ValueError("template-cnn needs image data (ModelContext.image_shape is None)")

@@ -8,7 +8,7 @@ PBC of the test split, covariate shift, coverage-guided generation and a decoder
 from __future__ import annotations
 
 from robench import hookimpl
-from robench.families.coverage import docs, leaderboard, metric, protocol, report
+from robench.families.coverage import claims, leaderboard, metric, protocol, report
 from robench.specs import LeaderboardSection, MetricSpec, ProtocolSpec
 
 
@@ -43,7 +43,7 @@ def register_metrics(register):
         # reference models with a t CI; 2: class-spread noise
         version="5",
         report=report.report_lines,
-        claims=docs.all_coverage_claims,
+        claims=claims.all_coverage_claims,
         moved_from="robench.builtin.coverage",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="coverage.html",
                                        templates=leaderboard.TEMPLATES,

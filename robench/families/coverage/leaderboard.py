@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from robench.families.coverage.metric import METRIC, SUMMARY_SCORES, mix_order
-from robench.formatting import as_dict, scores_by_model
+from robench.present.formatting import as_dict, scores_by_model
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 
@@ -100,12 +100,12 @@ def plots(rows: list) -> list:
 
 def section(rows: list):
     """Return the coverage section of one data set (ranked by coverage-guided accuracy)."""
-    from robench.leaderboard import rank_rows
+    from robench.present.leaderboard import rank_rows
 
     tables = leaderboard_tables(rows)
     if not tables:
         return None
-    from robench.families.source_aware.leaderboard import tie_ranked
+    from robench.present.leaderboard import tie_ranked
 
     models = tie_ranked(rank_rows(sorted(tables["models"], key=lambda r: r["model"])))
     mixes = mix_order({m for r in models for m in r["mixes"]})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robench.formatting import as_dict
+from robench.present.formatting import as_dict
 from robench.specs import Score
 
 METRIC = "coverage"

@@ -33,11 +33,11 @@ import time
 
 import numpy as np
 
-from robench.boundary import check_model_input, predict_checked
-from robench.reference import fit_reference, not_applicable_row, trial_row
-from robench.seeds import derived_seed
+from robench.learn.boundary import check_model_input, predict_checked
+from robench.learn.reference_model import fit_reference, not_applicable_row, trial_row
+from robench.stats.seeds import derived_seed
 from robench.specs import Knob
-from robench.trials import Combo, trial_key
+from robench.run.trials import Combo, trial_key
 
 NAME = "coverage"
 # 2: noise shaped by the class spread (was isotropic); 3: boundary seeds by the paper's rule
@@ -165,7 +165,7 @@ def _spec(combo: Combo, cfg, registry, knobs: dict, repeat: int) -> dict:
 
 def _space_support(clf):
     """Return why ``clf`` cannot give a coverage layer before it is trained, or None."""
-    from robench.features import feature_support
+    from robench.learn.features import feature_support
 
     return feature_support(clf)
 
@@ -327,7 +327,7 @@ def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs
     """Train the decoder, check it is legible, render one strip per mix (one column per class)."""
     from robench.families.coverage import science as cov
 
-    from robench.multicut import stratified_subsample
+    from robench.learn.multicut import stratified_subsample
 
     shape = tuple(dataset.image_shape)
     sub = stratified_subsample(dataset.y[fit], knobs["decoder_train_cap"], seed)

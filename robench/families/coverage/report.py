@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from robench.families.coverage.metric import METRIC, mix_order
-from robench.formatting import as_dict
-from robench.formatting import fixed as _f
+from robench.present.formatting import as_dict
+from robench.present.formatting import fixed as _f
 
 def _by_dataset(rows: list) -> dict:
     out: dict = {}

@@ -9,7 +9,7 @@ measured) and the ``purity-ratio`` metric, validated across a zoo of models
 from __future__ import annotations
 
 from robench import hookimpl
-from robench.families.purity_ratio import docs, leaderboard, metric, protocol, report
+from robench.families.purity_ratio import claims, leaderboard, metric, protocol, report
 from robench.specs import LeaderboardSection, MetricSpec, ProtocolSpec
 
 
@@ -40,7 +40,7 @@ def register_metrics(register):
         uses_clusterer=False,
         version="2",  # 2: validation = signed r with a verdict; calibrated multicut
         report=report.report_lines,
-        claims=docs.purity_claims,
+        claims=claims.purity_claims,
         moved_from="robench.builtin.clusterability",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="purity_ratio.html",
                                        templates=leaderboard.TEMPLATES,

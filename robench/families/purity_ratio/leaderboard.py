@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, _target_order
-from robench.formatting import scores_by_model
+from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, target_order
+from robench.present.formatting import scores_by_model
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 
@@ -36,7 +36,7 @@ def leaderboard_tables(rows: list) -> dict:
             ind, _, target = rest.partition("|")
             cell = pairs.setdefault(ind, {}).setdefault(target, {})
             cell[kind], cell["n"] = r.get("value"), r.get("n")
-    targets_all = sorted({t for d in pairs.values() for t in d}, key=_target_order)
+    targets_all = sorted({t for d in pairs.values() for t in d}, key=target_order)
     validation_tables = []
     for title, cols in (("corruption robustness (ACC*/ACC_clean; overall and per severity)",
                          [t for t in targets_all if t.startswith("corruption")]),
@@ -58,7 +58,7 @@ def leaderboard_tables(rows: list) -> dict:
 
 def section(rows: list):
     """Return the purity-ratio section of one data set (models ranked), or None without scores."""
-    from robench.leaderboard import rank_rows
+    from robench.present.leaderboard import rank_rows
 
     tables = leaderboard_tables(rows)
     if not tables:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from robench.formatting import as_dict
+from robench.present.formatting import as_dict
 from robench.specs import Score
 
 METRIC = "purity-ratio"
@@ -110,7 +110,7 @@ def validation(summaries: dict) -> list:
 
     per_model = {m: (s["indicators"], targets(s)) for m, s in summaries.items()}
     all_targets = sorted({t for _, tg in per_model.values() for t in tg},
-                         key=_target_order)
+                         key=target_order)
     rows = []
     for ind, sign in INDICATORS.items():
         for target in all_targets:
@@ -133,7 +133,7 @@ def validation(summaries: dict) -> list:
     return rows
 
 
-def _target_order(t: str):
+def target_order(t: str):
     if t == "corruption":
         return (0, "", 0.0)
     name, _, arg = t.partition("@")

@@ -14,7 +14,7 @@ One trial = one reference model of one (dataset, model) and everything computed 
    minimum-cost multicut on the complete graph (knob ``graph``) of (at most ``multicut_cap``)
    test features with costs learned on training features, distances in their kNN unit (knob
    ``scale``) and the boundary calibrated on training features (knob ``bias_mode``; see
-   :mod:`robench.multicut`); both stored as contingency tables (cluster x class counts), from
+   :mod:`robench.learn.multicut`); both stored as contingency tables (cluster x class counts), from
    which cluster accuracy and purity are computed, with the multicut's ``n_clusters``;
 5. the class-overlap baseline Delta on (at most ``overlap_cap``) test features (eq. 9);
 6. image data sets: accuracy on every registered corruption at 5 severities of a stratified
@@ -34,9 +34,9 @@ import time
 
 import numpy as np
 
-from robench.reference import fit_reference, not_applicable_row, trial_row
+from robench.learn.reference_model import fit_reference, not_applicable_row, trial_row
 from robench.specs import Knob
-from robench.trials import Combo, keyed_spec
+from robench.run.trials import Combo, keyed_spec
 
 NAME = "clusterability"
 #: 2: the multicut's boundary is calibrated on training features on the complete graph in the
@@ -224,9 +224,9 @@ def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray
 
 def run(spec: dict, env) -> dict:
     """Run one reference trial (see the module docstring)."""
-    from robench.boundary import predict_checked
-    from robench.features import feature_support, features, features_key
-    from robench.multicut import multicut_supervised, stratified_subsample
+    from robench.learn.boundary import predict_checked
+    from robench.learn.features import feature_support, features, features_key
+    from robench.learn.multicut import multicut_supervised, stratified_subsample
 
     t0 = time.perf_counter()
     timings = {}
@@ -298,9 +298,9 @@ def run(spec: dict, env) -> dict:
 
 def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     """Return clean and corrupted accuracy of ``clf`` on the corruption subsample."""
-    from robench.boundary import check_model_input, predict_checked
-    from robench.corruptions import corrupted_sets, index_hash
-    from robench.multicut import stratified_subsample
+    from robench.learn.boundary import check_model_input, predict_checked
+    from robench.data.corruptions import corrupted_sets, index_hash
+    from robench.learn.multicut import stratified_subsample
 
     seed = int(spec["seed"])
     idx = test[stratified_subsample(dataset.y[test], knobs["corruption_cap"], seed)]
@@ -328,7 +328,7 @@ def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
 def _adversarial(clf, dataset, test, knobs, seed) -> dict:
     """Return robust accuracies under the attacks (torch models only)."""
     from robench.families.purity_ratio.attacks import robust_accuracies
-    from robench.multicut import stratified_subsample
+    from robench.learn.multicut import stratified_subsample
 
     module = getattr(clf, "module_", None)
     if module is None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, _target_order
-from robench.formatting import fixed as _f
+from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, target_order
+from robench.present.formatting import fixed as _f
 
 def report_lines(rows: list) -> list:
     """Return the purity-ratio model and validation tables of score rows (dicts) as text."""
@@ -47,7 +47,7 @@ def report_lines(rows: list) -> list:
                 pairs[ind][target]["n"] = r.get("n")
         if not pairs:
             continue
-        targets_all = sorted({t for d in pairs.values() for t in d}, key=_target_order)
+        targets_all = sorted({t for d in pairs.values() for t in d}, key=target_order)
         corr = [t for t in targets_all if t.startswith("corruption")]
         adv = [t for t in targets_all if not t.startswith("corruption")]
         n = max((v.get("n") or 0) for d in pairs.values() for v in d.values())

@@ -8,7 +8,7 @@ per data set), so the extra architectures live here and are trained only by the
 ``clusterability.zoo``): a registered model's name (``mlp``, ``cnn-2``, ...; its trial is the
 same trial the purity-ratio metric runs for that model) or one of :data:`ZOO` below.
 
-Every member trains with :class:`robench.train.TorchClassifier` (Adam, early stopping on the
+Every member trains with :class:`robench.learn.train.TorchClassifier` (Adam, early stopping on the
 validation split only) and the profile's training budget.
 """
 
@@ -21,7 +21,7 @@ from typing import Callable
 from robench.specs import ModelContext
 
 #: Part of every zoo member's trial key: bump when a member's definition changes.
-#: 2: TorchClassifier takes a fused Adam step; 3: its CNN members (robench.train.ConvNet) run
+#: 2: TorchClassifier takes a fused Adam step; 3: its CNN members (robench.learn.train.ConvNet) run
 #: channels-last end to end, which rounds differently (one version for all members).
 ZOO_VERSION = "3"
 #: Standard deviation of the Gaussian input noise of the noise-augmented member.
@@ -41,19 +41,19 @@ class ZooMember:
 
 
 def _classifier(ctx, module_factory):
-    from robench.train import TorchClassifier, training_budget
+    from robench.learn.train import TorchClassifier, training_budget
 
     return TorchClassifier(module_factory, seed=ctx.seed, **training_budget(ctx.train))
 
 
 def _mlp(ctx, hidden):
-    from robench.train import MLP
+    from robench.learn.train import MLP
 
     return _classifier(ctx, functools.partial(MLP, ctx.n_features, ctx.n_classes, hidden=hidden))
 
 
 def _cnn(ctx, channels, fc_width, wrap=None):
-    from robench.train import ConvNet
+    from robench.learn.train import ConvNet
 
     def factory():
         net = ConvNet(ctx.image_shape, ctx.n_classes, channels=channels, fc_width=fc_width)

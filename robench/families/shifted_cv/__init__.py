@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from robench import hookimpl
-from robench.families.shifted_cv import clusterer, docs, metric, models, protocol, report
+from robench.families.shifted_cv import clusterer, claims, metric, models, protocol, report
 from robench.specs import ClustererSpec, MetricSpec, ModelSpec, ProtocolSpec
 
 
@@ -42,7 +42,7 @@ def register_metrics(register):
         uses_clusterer=True,
         version="1",
         report=report.report_lines,
-        claims=docs.shifted_cv_claims,
+        claims=claims.shifted_cv_claims,
         moved_from="robench.builtin.vae_vgmm",
         references=(("Xudong Sun, Alexej Gossmann, Yu Wang and Bernd Bischl, Variational "
                      "Resampling Based Assessment of Deep Neural Networks under Distribution "
@@ -74,7 +74,7 @@ _DESCRIPTIONS = {
 
 #: Trainable parameters of each paper CNN on its one input size (1x28x28): those that do not
 #: depend on the number of classes, and those each class adds (the head's weights and bias).
-#: tests/test_shifted_cv.py counts them on the built modules.
+#: tests/families/shifted_cv/test_shifted_cv.py counts them on the built modules.
 _PARAMS = {"lenet": (60_856, 85), "alexnet": (2_454_208, 257), "3conv3fc": (1_771_024, 1_001)}
 
 

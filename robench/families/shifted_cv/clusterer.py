@@ -86,10 +86,10 @@ def vae_vgmm_fit_predict(Z, k: int, *, seed: int, true_sources=None,
                          epochs: int = VAE_EPOCHS_FAST, latent_dim: int = 62):
     """Cluster one class: VAE latent means (cached on disk), then a variational GMM with k parts.
 
-    Returns :class:`robench.sources.Labels` whose ``info`` records the empty-component repairs,
+    Returns :class:`robench.data.sources.Labels` whose ``info`` records the empty-component repairs,
     the mixture's convergence and the VAE's training (stored with the sources).
     """
-    from robench.sources import Labels
+    from robench.data.sources import Labels
     from robench.families.shifted_cv.vae import architecture, cached_latent_means
 
     Z = np.asarray(Z, dtype=np.float32)

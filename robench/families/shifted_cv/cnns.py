@@ -151,7 +151,7 @@ def _bayes_layers():
 
 
 class _Pool(nn.Module):
-    """Max-pool over channels-last memory (vectorised on CPU, see robench.train.MaxPool2x2).
+    """Max-pool over channels-last memory (vectorised on CPU, see robench.learn.train.MaxPool2x2).
 
     :class:`PaperCNN` keeps every activation channels-last, so the conversion here is a no-op
     inside it; it still converts an NCHW input from elsewhere.
@@ -209,7 +209,7 @@ class PaperCNN(nn.Module):
     """
 
     bayesian = False
-    #: One memory layout end to end, as robench.train.ConvNet: the conv weights and (in
+    #: One memory layout end to end, as robench.learn.train.ConvNet: the conv weights and (in
     #: _images) the inputs are channels-last, so every convolution, pool and activation runs
     #: on NHWC memory. Before (version 2) the NCHW convolutions met the channels-last pool
     #: with a conversion on each side, forward and backward; alexnet and 3conv3fc train 1.2x

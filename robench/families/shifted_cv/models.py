@@ -17,7 +17,7 @@ def build_paper_cnn(ctx: ModelContext, arch: str, bayesian: bool):
     """Return an untrained paper CNN (Bayesian: LRT layers, softplus, MC predictions)."""
     from robench.families.shifted_cv.cnns import (DEFAULT_MC_SAMPLES, INPUT_SHAPE,
                                                   BayesianPaperCNN, PaperCNN)
-    from robench.train import TorchClassifier, training_budget
+    from robench.learn.train import TorchClassifier, training_budget
 
     if tuple(ctx.image_shape or ()) != INPUT_SHAPE:
         raise ValueError(f"{arch} needs 1x28x28 images, got image_shape {ctx.image_shape}")

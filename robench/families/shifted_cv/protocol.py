@@ -31,11 +31,11 @@ import warnings
 
 import numpy as np
 
-from robench.seeds import derived_seed
+from robench.stats.seeds import derived_seed
 from robench.specs import Knob
-from robench.trials import Combo, accuracy_per_class, make_spec, model_inputs, trial_key
-from robench.sources import find_sources, sources_key
-from robench.splitters import validation_split
+from robench.run.trials import Combo, accuracy_per_class, make_spec, model_inputs, trial_key
+from robench.data.sources import find_sources, sources_key
+from robench.data.splitters import validation_split
 
 NAME = "shifted-cv"
 VERSION = "1"
@@ -85,7 +85,7 @@ KNOBS = (
 
 def check_knobs(knobs: dict) -> None:
     """Raise ValueError if the nested ``train`` budget has an unknown key or a bad value."""
-    from robench.config import TRAIN_KNOBS, check_value
+    from robench.run.config import TRAIN_KNOBS, check_value
 
     train = {k.name: k for k in TRAIN_KNOBS}
     for name, value in (knobs.get("train") or {}).items():
@@ -193,7 +193,7 @@ def merge_folds(y, groups, n_folds: int, *, repeat: int, n_repeats: int, seed: i
     """Return the fold (0..K-1) of every sample: Algorithm 2's merge of per-class sub-domains.
 
     ``groups`` holds a sub-domain id per sample (unique across classes, as
-    :func:`robench.sources.find_sources` returns them). With ``n_repeats`` > 1 each class's
+    :func:`robench.data.sources.find_sources` returns them). With ``n_repeats`` > 1 each class's
     sub-domains are shuffled (seeded by seed, repeat and class) before the assignment, as
     Algorithm 2 does for every repetition; with ``n_repeats`` = 1 they keep their order.
     """
@@ -272,7 +272,7 @@ def run(spec: dict, env) -> dict:
     fold-distance computation."""
     if spec["kind"] == WASSERSTEIN:
         return run_wasserstein(spec, env)
-    from robench.boundary import check_model_input, predict_checked
+    from robench.learn.boundary import check_model_input, predict_checked
     from robench.specs import ModelContext
 
     dataset = env.dataset(spec["dataset"])
@@ -285,7 +285,7 @@ def run(spec: dict, env) -> dict:
                        dict(spec["params"]["train"]))
     t0 = time.perf_counter()
     model = model_spec.build(ctx)
-    # the splits as the model takes them (robench.trials.model_inputs): no float32 copy of
+    # the splits as the model takes them (robench.run.trials.model_inputs): no float32 copy of
     # the data set, and no copy of a split for a model that reads batches
     fit_X, val_X, X = model_inputs(model, dataset, train, val)
     check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")

@@ -9,7 +9,7 @@ partitions), the ``random-split`` protocol (its random partitions alone) and the
 from __future__ import annotations
 
 from robench import hookimpl
-from robench.families.source_aware import (adequacy, docs, leaderboard, metrics, protocol,
+from robench.families.source_aware import (adequacy, claims, leaderboard, metric, protocol,
                                            random_split, report, rho)
 from robench.specs import LeaderboardSection, MetricSpec, ProtocolSpec
 
@@ -51,7 +51,7 @@ def register_metrics(register):
         uses_clusterer=True,
         version=rho.VERSION,  # 2: Fieller / t intervals (the bootstrap under-covered)
         report=report.rho_lines,
-        claims=docs.rho_claims,
+        claims=claims.rho_claims,
         moved_from="robench.builtin.metrics",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="rho.html",
                                        templates=leaderboard.TEMPLATES,
@@ -68,13 +68,13 @@ def register_metrics(register):
         description="Dataset adequacy: E[AccX], E[AccI] and rho as the training set grows, "
                     "per class too.",
         protocol=adequacy.NAME,
-        aggregate=metrics.aggregate_adequacy,
-        definition=metrics.ADEQUACY_DEFINITION,
+        aggregate=metric.aggregate_adequacy,
+        definition=metric.ADEQUACY_DEFINITION,
         higher_is_better=True,
         uses_clusterer=True,
         version="2",  # 2: Fieller / t intervals, as rho
         report=report.adequacy_lines,
-        claims=docs.adequacy_claims,
+        claims=claims.adequacy_claims,
         leaderboard=LeaderboardSection(build=leaderboard.adequacy_section,
                                        template="adequacy.html",
                                        templates=leaderboard.TEMPLATES,
@@ -90,15 +90,15 @@ def register_metrics(register):
         description="Lost-test-set estimators vs the true test accuracy of the random "
                     "splits; headline: the realistic estimator's (practical_logged) error.",
         protocol=random_split.NAME,
-        aggregate=metrics.aggregate_lost_test,
-        definition=metrics.LOST_TEST_DEFINITION,
+        aggregate=metric.aggregate_lost_test,
+        definition=metric.LOST_TEST_DEFINITION,
         uses_clusterer=False,
         # 2: batches sampled as hypergeometric counts (same distribution); 3: headline
         # 'lost-test' = the realistic estimator's (practical_logged) absolute error
         version="3",
         higher_is_better=False,
         report=report.lost_test_lines,
-        claims=docs.lost_test_claims,
+        claims=claims.lost_test_claims,
         moved_from="robench.builtin.adequacy",
         references=(("What If You Lose Your Test Set? (blog post, 2017-02-16); robench "
                      "implements the corrected estimator", ""),),

@@ -27,10 +27,10 @@ import math
 import numpy as np
 
 from robench.families.source_aware import protocol as source_aware
-from robench.seeds import derived_seed
+from robench.stats.seeds import derived_seed
 from robench.specs import Knob
-from robench.splitters import KIND_CODES, partition_rng, validation_split
-from robench.trials import Combo, fit_and_score, trial_key
+from robench.data.splitters import KIND_CODES, partition_rng, validation_split
+from robench.run.trials import Combo, fit_and_score, trial_key
 
 NAME = "adequacy"
 VERSION = "1"

@@ -43,7 +43,7 @@ What each estimate can tell (:data:`ESTIMATORS`; the headline is :data:`HEADLINE
   that it is biased (expectation a/k²).
 
 Everything here is a pure function of numbers and boolean vectors; the ``lost-test`` metric
-(:mod:`robench.families.source_aware.metrics`) applies it to stored random-split trials.
+(:mod:`robench.families.source_aware.metric`) applies it to stored random-split trials.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
     ``headline`` repeats the :data:`HEADLINE` estimate (None for a model without a training
     log); :data:`ESTIMATORS` says which keys are realistic and which are oracles.
     """
-    from robench.bits import unpack_bits
+    from robench.stats.bits import unpack_bits
 
     n_fit, n_val, n2 = int(row["n_train"]), int(row["n_val"]), int(row["n_test"])
     n1 = n_fit + n_val

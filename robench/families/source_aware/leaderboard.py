@@ -40,7 +40,7 @@ def _adaptive(rho: dict) -> Optional[dict]:
 
 def rho_tables(scores: list) -> list:
     """Return one ranked table per clusterer from the rho metric's sub-scores."""
-    from robench.leaderboard import rank_rows
+    from robench.present.leaderboard import tie_ranked, rank_rows
 
     by_group: dict = defaultdict(dict)
     for s in scores:
@@ -84,32 +84,6 @@ def rho_tables(scores: list) -> list:
         }
         for clusterer, rows in sorted(by_clusterer.items())
     ]
-
-
-def tie_ranked(rows: list) -> list:
-    """Return ``rows`` (best first) re-ranked so that overlapping intervals share a rank.
-
-    :func:`robench.intervals.tie_ranks`: a model whose 95% interval overlaps its block
-    leader's takes the leader's rank (1, 1, 3, ...), so the table does not print an order the
-    repeats cannot decide. ``tied`` marks a row that shares its rank. A table run with
-    ``--until decided`` takes the ranks its pair decisions gave (``details.adaptive.rank``:
-    a new rank only after an ordered pair).
-    """
-    from robench.intervals import tie_ranks
-
-    higher = all(r.get("higher_is_better", True) for r in rows)
-    ranks = tie_ranks([r["value"] for r in rows], [r["ci_low"] for r in rows],
-                      [r["ci_high"] for r in rows], higher_is_better=higher)
-    if rows and all((r.get("adaptive") or {}).get("rank") is not None for r in rows):
-        # --until decided: ranks from the paired decisions of adjacent models (robench.sequential)
-        ranks = [r["adaptive"]["rank"] for r in rows]
-    counts: dict = defaultdict(int)
-    for rank in ranks:
-        counts[rank] += 1
-    for row, rank in zip(rows, ranks):
-        row["rank"] = rank
-        row["tied"] = rank is not None and counts[rank] > 1
-    return rows
 
 
 def section(rows: list):

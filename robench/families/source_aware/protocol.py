@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from robench.seeds import derived_seed
-from robench.trials import Combo, fit_and_score, make_spec
-from robench.sources import find_sources, sources_key
-from robench.splitters import KIND_CODES, partition_rng, test_mask, validation_split
+from robench.stats.seeds import derived_seed
+from robench.run.trials import Combo, fit_and_score, make_spec
+from robench.data.sources import find_sources, sources_key
+from robench.data.splitters import KIND_CODES, partition_rng, test_mask, validation_split
 
 NAME = "source-aware"
 VERSION = "1"

@@ -10,7 +10,7 @@ combination without a clusterer. They run as source-aware trials (``spec["protoc
 from __future__ import annotations
 
 from robench.families.source_aware import protocol as source_aware
-from robench.trials import Combo
+from robench.run.trials import Combo
 
 NAME = "random-split"
 VERSION = source_aware.VERSION

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from robench.intervals import tie_ranks
+from robench.stats.intervals import tie_ranks
 
 
 def _pct(v):
@@ -52,7 +52,7 @@ def rho_lines(rows: list) -> list:
                      f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
         complete = {m: sc for m, sc in models.items() if "rho" in sc}
         ranked = sorted(complete.items(), key=lambda kv: -(kv[1]["rho"].get("value") or -1))
-        # models whose intervals overlap their rank's leader share its rank (robench.intervals)
+        # models whose intervals overlap their rank's leader share its rank (robench.stats.intervals)
         ranks = tie_ranks([sc["rho"].get("value") for _, sc in ranked],
                           [sc["rho"].get("ci_low") for _, sc in ranked],
                           [sc["rho"].get("ci_high") for _, sc in ranked])

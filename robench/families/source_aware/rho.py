@@ -25,7 +25,7 @@ VERSION = "2"
 
 def mean_score_interval(values) -> tuple:
     """Return (low, high, details) of the t interval of a mean accuracy (None bounds: reason)."""
-    from robench.intervals import mean_interval
+    from robench.stats.intervals import mean_interval
 
     iv = mean_interval(values, bounds=(0.0, 1.0))
     return iv.low, iv.high, iv.as_dict()
@@ -33,7 +33,7 @@ def mean_score_interval(values) -> tuple:
 
 def rho_interval(acc_x, acc_i) -> tuple:
     """Return (low, high, details) of Fieller's interval of E[AccX]/E[AccI]."""
-    from robench.intervals import ratio_interval
+    from robench.stats.intervals import ratio_interval
 
     iv = ratio_interval(acc_x, acc_i, method="fieller")
     return iv.low, iv.high, iv.as_dict()

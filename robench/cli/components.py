@@ -1,0 +1,141 @@
+"""What is registered: `robench list`, `knobs`, `plugins` and `data fetch`."""
+
+from __future__ import annotations
+
+
+import click
+
+from robench.run.config import PROFILES
+
+from robench.cli.common import (KIND_NAMES, friendly_errors, load_registry)
+
+
+# ---------------------------------------------------------------------------------- data
+
+
+@click.group()
+def data():
+    """Get data sets that robench reads by reference (torchvision:NAME)."""
+
+
+@data.command("fetch")
+@click.argument("name")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where to put the files (default: $ROBENCH_DATA_DIR or "
+                   "~/.local/share/robench); `robench run --data-dir` reads them there.")
+@friendly_errors
+def data_fetch(name, data_dir):
+    """Download a torchvision data set (NAME as in torchvision:NAME) with torchvision.
+
+    Files already there are kept. Offline, the error names the files to copy in by hand.
+
+    \b
+    Examples:
+      robench data fetch fashion-mnist
+      robench data fetch cifar10 --data-dir /shared/data
+      robench run -d torchvision:cifar10 --data-dir /shared/data -m cnn-2
+    """
+    from robench.builtin.torchvision_data import data_dir as current, fetch, set_data_dir
+
+    if data_dir:
+        set_data_dir(data_dir)
+    root = current()
+    files = fetch(name.lower(), root)
+    click.echo(f"{name}: {len(files)} file(s) under {root}; use -d torchvision:{name.lower()}"
+               + (f" --data-dir {data_dir}" if data_dir else ""))
+
+
+
+# -------------------------------------------------------------------------- list, plugins
+
+
+@click.command("list")
+@click.argument("kind", required=False, type=click.Choice(KIND_NAMES))
+@friendly_errors
+def list_(kind):
+    """List registered components with a one-line description.
+
+    \b
+    Examples:
+      robench list
+      robench list models
+    """
+    reg = load_registry()
+    for k in ([kind] if kind else KIND_NAMES):
+        click.echo(f"{k}:")
+        for spec in reg.all(k):
+            extra = ""
+            if k == "protocols" and spec.knobs:
+                extra = f" (knobs: --set {spec.section}.*)"
+            elif not getattr(spec, "in_default_run", True):
+                extra = " (opt-in)"
+            click.echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
+        if k == "datasets" and reg.all("resolvers"):
+            click.echo("  by reference, no plugin needed (-d SCHEME:...):")
+            for r in reg.all("resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
+        if k == "models" and reg.all("model-resolvers"):
+            click.echo("  by reference, no plugin needed (-m SCHEME:...):")
+            for r in reg.all("model-resolvers"):
+                click.echo(f"    {r.syntax}")
+                click.echo(f"        {r.description}  [{r.plugin}]")
+                if r.examples:
+                    click.echo(f"        e.g. {', '.join(r.examples)}")
+            if any(r.name == "timm" for r in reg.all("model-resolvers")):
+                click.echo("    any timm architecture name works: python -c \"import timm; "
+                           "print(timm.list_models())\" lists them")
+
+
+@click.command()
+@click.argument("section", required=False)
+@friendly_errors
+def knobs(section):
+    """List the knobs of every section: type, default, per-profile values, what each does.
+
+    The core owns the `train` section; every other section belongs to a registered protocol.
+    Change one with `robench run --set SECTION.KEY=VALUE`.
+
+    \b
+    Examples:
+      robench knobs
+      robench knobs train
+    """
+    from robench.run.config import describe_knob, format_value, knob_sections
+
+    sections = knob_sections(load_registry())
+    if section is not None and section not in sections:
+        import difflib
+
+        close = difflib.get_close_matches(section, list(sections), n=1)
+        raise click.BadParameter(
+            f"unknown section '{section}'." + (f" Did you mean '{close[0]}'?" if close else "")
+            + f" Known: {', '.join(sorted(sections))}", param_hint="SECTION")
+    for name, (owner, knob_list) in sorted(sections.items()):
+        if section is not None and name != section:
+            continue
+        click.echo(f"{name} ({owner}):")
+        for knob in knob_list:
+            values = ", ".join(f"{p} {format_value(knob.value_for(p))}" for p in PROFILES)
+            click.echo(f"  {name}.{knob.name} = {values}")
+            click.echo(f"      {describe_knob(knob)}; {knob.help}")
+
+
+@click.command()
+@friendly_errors
+def plugins():
+    """List every plugin: name, version, status and the components it registers.
+
+    \b
+    Example:
+      robench plugins
+    """
+    reg = load_registry()
+    for info in sorted(reg.infos.values(), key=lambda i: (i.source != "builtin", i.name)):
+        comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.components.items()))
+        status = click.style(info.status, fg="green" if info.status == "ok" else "red")
+        click.echo(f"{info.name} {info.version} [{info.source}] {status}")
+        if comps:
+            click.echo(f"    {comps}")
+        if info.error:
+            click.echo(f"    error: {info.error}")

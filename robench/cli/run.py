@@ -1,0 +1,328 @@
+"""`robench run`: plan, run, store and score trials, with progress."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from robench.run.config import DEFAULT_PROFILE, PROFILES
+
+from robench.cli.common import (db_option, friendly_errors, load_registry, print_reports,
+                                print_skips, report_broken_plugins)
+
+
+# ---------------------------------------------------------------------------------- run
+
+
+def _multi(name, short, kind):
+    return click.option(
+        f"--{name}", short, f"{kind}_names", multiple=True, metavar="NAME",
+        help=f"A {kind[:-1]} to use (repeatable; default: all). See `robench list {kind}`.",
+    )
+
+
+class _RunCommand(click.Command):
+    """``robench run``, whose help ends with the knob sections the registered protocols add."""
+
+    def format_epilog(self, ctx, formatter):
+        super().format_epilog(ctx, formatter)
+        try:
+            from robench.run.config import knob_sections
+
+            sections = knob_sections(load_registry())
+        except Exception:  # noqa: BLE001 - help must print even when a plugin is broken
+            return
+        with formatter.section("Knob sections (--set SECTION.KEY=VALUE; `robench knobs`)"):
+            formatter.write_dl([(name, f"{owner}: " + ", ".join(k.name for k in knobs))
+                                for name, (owner, knobs) in sorted(sections.items())])
+
+
+@click.command(cls=_RunCommand)
+@click.option("--all", "run_all", is_flag=True,
+              help="Every applicable dataset x model x clusterer x metric. Opt-in components "
+                   "(slow; `robench list` marks them) only with --profile paper or by name.")
+@_multi("dataset", "-d", "datasets")
+@_multi("model", "-m", "models")
+@_multi("clusterer", "-c", "clusterers")
+@click.option("--metric", "metric_names", multiple=True, metavar="NAME",
+              help="A metric to compute (repeatable; default: every registered metric but "
+                   "opt-in ones, run only by name or with --profile paper). See `robench list "
+                   "metrics`.")
+@click.option("--repeats", "-r", type=click.IntRange(min=1), default=None,
+              help="Repeats per partition kind (default: from the profile).")
+@click.option("--sources", "-k", "k", type=click.IntRange(min=2), default=None,
+              help="Sources (clusters) per class (default: from the profile).")
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
+              help="Seed of everything.")
+@click.option("--profile", type=click.Choice(list(PROFILES)), default=DEFAULT_PROFILE,
+              show_default=True,
+              help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ".")
+@click.option("--executor", default=None, metavar="NAME",
+              help="Where trials run: local, process (default on a multi-core machine), dask, "
+                   "or one a plugin adds.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Worker processes (default: one per core).")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Dask scheduler to connect to with --executor dask, e.g. tcp://host:8786 "
+                   "(default: a local cluster on 127.0.0.1).")
+@click.option("--trial-timeout", type=click.FloatRange(min=0, max=1e7), default=None,
+              metavar="SECONDS",
+              help="Stop a trial that runs longer and record it as failed; the run goes on "
+                   "(default: the profile's, quick 900, standard 3600, paper 14400; 0: no "
+                   "limit). Not part of any trial key.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+              help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Where torchvision:NAME data sets are read from (default: "
+                   "$ROBENCH_DATA_DIR or ~/.local/share/robench).")
+@click.option("--device", default=lambda: os.environ.get("ROBENCH_DEVICE", "auto"),
+              show_default="auto or $ROBENCH_DEVICE", metavar="auto|cpu|cuda|cuda:N|mps",
+              help="Where torch models train and predict. auto: the GPU when one is visible, "
+                   "else the CPU. With --executor process and several GPUs, each worker gets "
+                   "one. Not part of trial keys (results differ only in the last bits); every "
+                   "trial records its device.")
+@click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
+              help="Override a knob (repeatable), e.g. --set train.max_epochs=10; VALUE is "
+                   "JSON (a bare word is a string). The sections are listed below; "
+                   "`robench knobs` shows every knob with its type, default and profile values.")
+@click.option("--until", "until", type=click.Choice(["fixed", "decided"]), default="fixed",
+              show_default=True,
+              help="fixed: every repeat at once. decided: rho tables in rounds of 6, 12, 24, "
+                   "... repeats up to --repeats (or the profile's), intervals at a level "
+                   "corrected for the looks; a model stops once its adjacent pairs are decided "
+                   "(the paired interval of their rho difference excludes 0, or lies within "
+                   "±--precision), a table once all are (docs/adaptive.md).")
+@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --until decided: two models whose rho difference is shown to lie "
+                   "within ±this are equivalent, a decided tie (default 0.01).")
+@click.option("--rescore", is_flag=True,
+              help="Recompute every score from its trials, even where the trials and the "
+                   "metric version are unchanged (by default those stored scores are reused).")
+@db_option
+@friendly_errors
+def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
+        profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
+        precision,
+        rescore, db_path,
+        trial_timeout):
+    """Run trials, store them, compute and print scores.
+
+    Trials already stored (same definition and versions) are not run again, so an
+    interrupted run resumes where it stopped.
+
+    \b
+    Examples:
+      robench run --all
+      robench run -d digits -m mlp -m cnn-2 --repeats 10
+      robench run -d synthetic-sources -c oracle --profile paper
+      robench run -d digits -m mlp --metric rho --set train.max_epochs=10
+      robench run -d mnist-5k --metric rho --profile paper --until decided
+      robench run -d digits -m cnn-2 --device cuda
+
+    Opt-in components (slow) run in the quick profile only when named; --profile paper
+    includes them in --all.
+    """
+    from robench.data.cache import set_cache_dir
+    from robench.run.config import RunConfig, default_jobs
+
+    if not (run_all or datasets_names or models_names or clusterers_names or metric_names):
+        raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
+    if precision is not None and until != "decided":
+        raise click.UsageError("--precision goes with --until decided")
+    from robench.learn.devices import resolve_device
+
+    device = resolve_device(device)  # a device that is not here fails now, exit 2
+    if cache_dir:
+        set_cache_dir(cache_dir)
+    if data_dir:
+        from robench.builtin.torchvision_data import set_data_dir
+
+        set_data_dir(data_dir)
+    reg = load_registry()
+    report_broken_plugins(reg)
+    chosen = {}
+    for kind, given in (("datasets", datasets_names), ("models", models_names),
+                        ("clusterers", clusterers_names), ("metrics", metric_names)):
+        # unknown names fail here with the known ones listed; a data set reference
+        # (npz:PATH, ...) is read and checked here and named by its canonical form
+        given = [reg.get(kind, n).name for n in given]
+        if kind == "datasets":
+            datasets_names = given
+        elif kind == "models":  # a model reference (timm:ARCH) likewise
+            models_names = given
+        chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
+    opt_in = {}  # components left out of this run because they are opt-in (slow)
+    for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
+                        ("models", models_names)):
+        if not given and profile != "paper":
+            opt_in[kind] = [c.name for c in reg.all(kind) if not getattr(c, "in_default_run", True)]
+    if not metric_names:  # opt-in metrics (in_default_run=False) only in the paper profile
+        chosen["metrics"] = [m.name for m in reg.all("metrics")
+                             if m.in_default_run or profile == "paper"]
+    if not clusterers_names:  # likewise opt-in clusterers (multicut): named, or paper profile
+        chosen["clusterers"] = [c.name for c in reg.all("clusterers")
+                                if getattr(c, "in_default_run", True) or profile == "paper"]
+    if not models_names:  # likewise opt-in models (slow ones)
+        chosen["models"] = [m.name for m in reg.all("models")
+                            if getattr(m, "in_default_run", True) or profile == "paper"]
+    ncpu = os.cpu_count() or 1
+    if executor is None:
+        executor = "process" if ncpu > 1 and (jobs or default_jobs()) > 1 else "local"
+    reg.get("executors", executor)
+    if scheduler and executor != "dask":
+        raise click.UsageError("--scheduler goes with --executor dask")
+    from robench.run.config import parse_settings
+
+    cfg = RunConfig(
+        datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
+        metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
+        executor=executor, jobs=jobs or default_jobs(), device=device,
+        settings=parse_settings(settings, reg),
+        executor_options={"scheduler": scheduler} if scheduler else {},
+        trial_timeout=trial_timeout,
+        explicit={"datasets": list(datasets_names), "models": list(models_names),
+                  "clusterers": list(clusterers_names)},
+    ).resolve(reg)
+    from robench.storage.provenance import redact_secrets
+    from robench.run.runner import execute, plan_run
+    from robench.storage.store import Store
+
+    # Planned before the database is opened: a run that cannot be made (a bad value, only
+    # broken data sets) exits 2 with the file untouched, or not created.
+    plan = plan_run(cfg, reg)
+    store = Store(db_path)
+    progress = _Progress()
+    command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
+    try:
+        if until == "decided":
+            from robench.run.adaptive import run_until_decided
+            from robench.stats.sequential import PRECISION
+
+            report = run_until_decided(cfg, reg, store, command=command, on_event=progress,
+                                       rescore=rescore,
+                                       precision=PRECISION if precision is None else precision)
+        else:
+            report = execute(cfg, reg, store, command=command, on_event=progress,
+                             rescore=rescore, plan=plan)
+    finally:
+        progress.close()
+        store.close()
+    print_skips(report.skipped)
+    if any(opt_in.values()):
+        listed = "; ".join(f"{k}: {', '.join(v)}" for k, v in opt_in.items() if v)
+        click.echo(f"\nOpt-in, not run in the quick profile (slow): {listed}. Name them "
+                   "(--metric/-m/-c) or use --profile paper.")
+    print_reports(reg, [vars(s) for s in report.scores])
+    _print_adaptive(report.adaptive)
+    if report.failed:
+        click.secho(f"\n{len(report.failed)} trial(s) failed:", fg="red", err=True)
+        for row in report.failed[:20]:
+            first = (row.get("error") or "").splitlines()[0] if row.get("error") else ""
+            click.echo(f"  {_trial_label(row)}: {first}", err=True)
+        if len(report.failed) > 20:
+            click.echo(f"  ... and {len(report.failed) - 20} more "
+                       "(robench query \"select * from trials where status='failed'\")", err=True)
+    click.echo(
+        f"\nrun {report.run_id}: {report.n_planned} trials planned, {report.n_cached} already "
+        f"stored, {report.n_ran} run, {len(report.failed)} failed, {len(report.skipped)} "
+        f"combination(s) skipped, {report.seconds:.1f} s. Results in {db_path}."
+    )
+    if report.interrupted:
+        click.secho("Interrupted: every finished trial is stored; run the same command to "
+                    "resume.", fg="yellow", err=True)
+        sys.exit(130)
+    if report.failed:
+        sys.exit(1)
+
+
+def _print_adaptive(tables):
+    if not tables:
+        return
+    click.echo("\nAdaptive repeats (--until decided): intervals above at level "
+               f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
+               f"looks: {', '.join(map(str, tables[0]['looks_planned']))}); adjacent pairs by "
+               f"the paired interval of their rho difference, equivalent within "
+               f"{tables[0]['precision']:g}")
+    signs = {"ordered": ">", "equivalent": "~", "undecided": "?"}
+    for t in tables:
+        reps = ", ".join(f"{m} {r}" for m, r in t["repeats_by_model"].items())
+        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['stopped']}; repeats of at most "
+                   f"{t['max_repeats']}: {reps} ({t['trials']} trials)")
+        pairs = t.get("pairs") or []
+        if pairs:
+            chain = pairs[0]["pair"][0] + "".join(
+                f" {signs[p['status']]} {p['pair'][1]}" for p in pairs)
+            click.echo(f"    {chain}   (> ordered, ~ equivalent, ? undecided)")
+
+
+def _trial_label(row) -> str:
+    clus = f"/{row['clusterer']}" if row.get("clusterer") else ""
+    return f"{row['dataset']}/{row['model']}{clus} {row['kind']} #{row['repeat']}"
+
+
+class _Progress:
+    """Print the plan, then progress over trials on stderr.
+
+    On a terminal this is a live bar; otherwise (CI logs, pipes) one line per trial with a
+    running count, so long runs show progress wherever their output goes.
+    """
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.bar = None
+        self.total = self.done = 0
+        self.live = self.stream.isatty()
+
+    def echo(self, text, **style):
+        click.secho(text, file=self.stream, **style)
+
+    def __call__(self, event, **info):
+        if event == "planned":
+            self.close()  # a run in rounds (--until decided) plans once per round
+            self.total, self.done = info["todo"], 0
+            self.echo(
+                f"{info['total']} trials planned: {info['cached']} already stored"
+                + (" (training nothing)" if info["todo"] == 0 else f", {info['todo']} to run")
+                + (f"; {len(info['skipped'])} combination(s) skipped" if info["skipped"] else "")
+            )
+            if info["todo"] and self.live:
+                self.bar = click.progressbar(length=info["todo"], label="trials",
+                                             file=self.stream, show_eta=True, show_pos=True,
+                                             item_show_func=lambda s: s)
+                self.bar.__enter__()
+        elif event == "dataset_failed":
+            self.echo(f"skipped: {info['reason']}", fg="red")
+        elif event == "killed_runs":
+            for r in info["runs"]:
+                self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
+                          "without finishing: its process is gone (killed?); marked 'killed'. "
+                          "Its finished trials are stored and are not run again.", fg="yellow")
+        elif event == "look":
+            self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
+                      f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
+        elif event == "decided":
+            reps = ", ".join(f"{m} {r}" for m, r in info["repeats"].items())
+            self.echo(f"{info['table']}: stopped ({info['reason']}); repeats: {reps}")
+        elif event == "prepare":
+            self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
+        elif event == "prepare_failed":
+            self.echo(f"sources failed for {info['dataset']} / {info['clusterer']}: "
+                      f"{info['error']}", fg="red")
+        elif event == "trial":
+            row = info["row"]
+            self.done += 1
+            status = "ok" if row["status"] == "ok" else "FAILED"
+            if self.bar is not None:
+                self.bar.update(1, f"{_trial_label(row)} {status}")
+            else:
+                acc = f" acc {row['accuracy']:.4f}" if row.get("accuracy") is not None else ""
+                secs = f" {row['seconds']:.1f}s" if row.get("seconds") is not None else ""
+                self.echo(f"[{self.done:>{len(str(self.total))}}/{self.total}] "
+                          f"{_trial_label(row)} {status}{acc}{secs}")
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None

@@ -1,0 +1,338 @@
+"""Image corruptions (ImageNet-C and its 4 extra), applied to a data set's images, cached.
+
+The corruptions are those of ``imagecorruptions-imaug`` (the maintained fork of Hendrycks &
+Dietterich's code; the original package fails on current numpy, scikit-image and setuptools).
+Its ``corrupt()`` refuses images under 32 px, so each corruption function is called directly
+(``corruption_dict[name](image, severity)``), the way ``corrupt()`` itself calls it, on an image
+prepared here:
+
+* grey images (C = 1) are replicated to three channels (what ``corrupt()`` does) and the result
+  is turned back to one channel by ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B): frost, snow and
+  spatter add coloured layers, a channel mean would weigh them differently;
+* images under 32 px on a side are upscaled (bilinear) to 32 px, corrupted, and downscaled back
+  (area averaging), so the corruption's kernels and textures have the size they were designed
+  for and the model sees its own input size;
+* the library draws from numpy's *global* generator: it is seeded once per (corruption,
+  severity, seed) before the images are processed in order, and restored afterwards;
+  glass_blur and impulse_noise take their own seed argument, derived the same way;
+* ``spatter`` is robench's own copy of the library's function (:func:`spatter`), identical
+  except for one division: the library normalises the liquid mask by its maximum, which is 0
+  when no liquid is drawn anywhere on the image (about 2% of 32 px images at severity 1), and
+  0/0 made those images entirely NaN.
+
+Every corrupted array is checked where it is made: a non-finite value (NaN or inf) raises
+:class:`NonFiniteError` naming the corruption, the severity and how many images are affected,
+instead of reaching a model (torch models predict a class for NaN input without complaint).
+
+A corrupted test set depends only on the data (not on a model), so it is computed once and
+cached by content key (:func:`corrupted_set`); concurrent workers share the work through
+per-corruption lock files instead of computing the same corruption twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+# The finiteness checks live at the model boundary (robench.learn.boundary); re-exported here.
+from robench.learn.boundary import NonFiniteError, check_finite, nonfinite_rows  # noqa: F401
+from robench.data.cache import cache_dir, cached_arrays, content_key
+
+#: The 15 ImageNet-C test corruptions, by family, then the 4 extra ("validation") ones.
+IMAGENET_C = {
+    "noise": ("gaussian_noise", "shot_noise", "impulse_noise"),
+    "blur": ("defocus_blur", "glass_blur", "motion_blur", "zoom_blur"),
+    "weather": ("snow", "frost", "fog", "brightness"),
+    "digital": ("contrast", "elastic_transform", "pixelate", "jpeg_compression"),
+}
+EXTRA = ("speckle_noise", "gaussian_blur", "spatter", "saturate")
+SEVERITIES = (1, 2, 3, 4, 5)
+#: Images smaller than this on a side are upscaled before corrupting (the library's minimum).
+MIN_SIDE = 32
+#: Functions that take an explicit ``seed`` argument besides the global generator.
+_SEEDED = {"glass_blur", "impulse_noise"}
+_NAMESPACE = "corruptions"
+
+
+def all_names() -> list:
+    """Return the 19 library names: the 15 ImageNet-C corruptions, then the 4 extra."""
+    return [n for fam in IMAGENET_C.values() for n in fam] + list(EXTRA)
+
+
+def family_of(name: str) -> str:
+    """Return the family (noise, blur, weather, digital, extra) of a library name."""
+    for fam, names in IMAGENET_C.items():
+        if name in names:
+            return fam
+    return "extra"
+
+
+def _seed_for(name: str, severity: int, seed: int) -> int:
+    from robench.stats.seeds import derived_seed
+
+    return derived_seed(seed, all_names().index(name) + 1, severity)
+
+
+class _CachedCv2:
+    """cv2 with ``imread`` memoised: frost reads its texture from disk on every image."""
+
+    def __init__(self, cv2):
+        self._cv2 = cv2
+
+    def __getattr__(self, name):
+        return getattr(self._cv2, name)
+
+    @functools.lru_cache(maxsize=16)  # noqa: B019 - six texture files, one instance per process
+    def imread(self, path, *args):
+        return self._cv2.imread(str(path), *args)
+
+
+@contextlib.contextmanager
+def _library(name: str):
+    """Yield the library's function ``name`` with frost's texture reads memoised."""
+    import imagecorruptions.corruptions as lib
+    from imagecorruptions import corruption_dict
+
+    if name == "spatter":
+        yield spatter
+        return
+    fn = corruption_dict[name]
+    if name != "frost":
+        yield fn
+        return
+    original = lib.cv2
+    lib.cv2 = _CACHED_CV2.setdefault("cv2", _CachedCv2(original))
+    try:
+        yield fn
+    finally:
+        lib.cv2 = original
+
+
+_CACHED_CV2: dict = {}
+
+
+def spatter(x, severity: int = 1) -> np.ndarray:
+    """Return the library's ``spatter`` of PIL image ``x`` in [0, 255], with the 0/0 fixed.
+
+    A line-for-line copy of ``imagecorruptions.corruptions.spatter`` (imagecorruptions-imaug
+    1.1.5; Hendrycks & Dietterich, "Benchmarking Neural Network Robustness to Common
+    Corruptions and Perturbations", ICLR 2019, arXiv:1903.12261): the same parameters, the
+    same draws from numpy's global generator in the same order, so every image the library
+    handles is reproduced bit for bit. One change: in the water branch (severities 1-3) the
+    mask ``m`` is divided by its per-channel maximum to peak at 1; where that maximum is 0 no
+    liquid reaches any pixel, there is nothing to normalise, and the mask stays 0, so the
+    image comes back with no spatter at all (the library computes 0/0 = NaN there and returns
+    an all-NaN image). The mud branch (severities 4-5) has no division and is unchanged.
+    """
+    import cv2
+    from imagecorruptions.corruptions import rgb2gray
+    from skimage.filters import gaussian
+
+    c = [(0.65, 0.3, 4, 0.69, 0.6, 0),
+         (0.65, 0.3, 3, 0.68, 0.6, 0),
+         (0.65, 0.3, 2, 0.68, 0.5, 0),
+         (0.65, 0.3, 1, 0.65, 1.5, 1),
+         (0.67, 0.4, 1, 0.65, 1.5, 1)][severity - 1]
+    x_pil = x
+    x = np.array(x, dtype=np.float32) / 255.
+
+    liquid_layer = np.random.normal(size=x.shape[:2], loc=c[0], scale=c[1])
+    liquid_layer = gaussian(liquid_layer, sigma=c[2])
+    liquid_layer[liquid_layer < c[3]] = 0
+    if c[5] == 0:
+        liquid_layer = (liquid_layer * 255).astype(np.uint8)
+        dist = 255 - cv2.Canny(liquid_layer, 50, 150)
+        dist = cv2.distanceTransform(dist, cv2.DIST_L2, 5)
+        _, dist = cv2.threshold(dist, 20, 20, cv2.THRESH_TRUNC)
+        dist = cv2.blur(dist, (3, 3)).astype(np.uint8)
+        dist = cv2.equalizeHist(dist)
+        ker = np.array([[-2, -1, 0], [-1, 1, 1], [0, 1, 2]])
+        dist = cv2.filter2D(dist, cv2.CV_8U, ker)
+        dist = cv2.blur(dist, (3, 3)).astype(np.float32)
+
+        m = cv2.cvtColor(liquid_layer * dist, cv2.COLOR_GRAY2BGRA)
+        peak = np.max(m, axis=(0, 1))
+        # The fix: a channel whose peak is 0 is all 0 (no liquid): leave it 0 instead of 0/0.
+        m = np.divide(m, peak, out=np.zeros_like(m), where=peak > 0)
+        m *= c[4]
+        # water is pale turquoise
+        color = np.concatenate((175 / 255. * np.ones_like(m[..., :1]),
+                                238 / 255. * np.ones_like(m[..., :1]),
+                                238 / 255. * np.ones_like(m[..., :1])), axis=2)
+        color = cv2.cvtColor(color, cv2.COLOR_BGR2BGRA)
+
+        if len(x.shape) < 3 or x.shape[2] < 3:
+            add_spatter_color = cv2.cvtColor(np.clip(m * color, 0, 1), cv2.COLOR_BGRA2BGR)
+            add_spatter_gray = rgb2gray(add_spatter_color)
+            return np.clip(x + add_spatter_gray, 0, 1) * 255
+        x = cv2.cvtColor(x, cv2.COLOR_BGR2BGRA)
+        return cv2.cvtColor(np.clip(x + m * color, 0, 1), cv2.COLOR_BGRA2BGR) * 255
+
+    m = np.where(liquid_layer > c[3], 1, 0)
+    m = gaussian(m.astype(np.float32), sigma=c[4])
+    m[m < 0.8] = 0
+    x_rgb = np.array(x_pil.convert('RGB'))
+    # mud brown
+    color = np.concatenate((63 / 255. * np.ones_like(x_rgb[..., :1]),
+                            42 / 255. * np.ones_like(x_rgb[..., :1]),
+                            20 / 255. * np.ones_like(x_rgb[..., :1])), axis=2)
+    color *= m[..., np.newaxis]
+    if len(x.shape) < 3 or x.shape[2] < 3:
+        x *= (1 - m)
+        return np.clip(x + rgb2gray(color), 0, 1) * 255
+    x *= (1 - m[..., np.newaxis])
+    return np.clip(x + color, 0, 1) * 255
+
+
+def corrupt_images(images: np.ndarray, name: str, severity: int, seed: int) -> np.ndarray:
+    """Return ``images`` (n, C, H, W) in [0, 1] corrupted by library corruption ``name``.
+
+    Deterministic given (images, name, severity, seed); numpy's global generator is restored
+    afterwards. C must be 1 or 3. Raises :class:`NonFiniteError` if the input or the output
+    holds a NaN or inf (naming the corruption, the severity and the number of bad images).
+    """
+    import cv2
+    from PIL import Image
+
+    images = np.asarray(images, dtype=np.float32)
+    if images.ndim != 4 or images.shape[1] not in (1, 3):
+        raise ValueError(f"images must be (n, C, H, W) with C in (1, 3), got {images.shape}")
+    if severity not in SEVERITIES:
+        raise ValueError(f"severity must be in 1..5, got {severity}")
+    # A NaN input would come out NaN and be blamed on the corruption: name it as the input's.
+    check_finite(images, f"input of corruption '{name}' (before corrupting)")
+    n, c, h, w = images.shape
+    up = min(h, w) < MIN_SIDE
+    scale = MIN_SIDE / min(h, w)
+    size_up = (max(MIN_SIDE, round(w * scale)), max(MIN_SIDE, round(h * scale))) if up else (w, h)
+    s = _seed_for(name, severity, seed)
+    out = np.empty_like(images)
+    state = np.random.get_state()
+    np.random.seed(s)
+    try:
+        with _library(name) as fn:
+            kwargs = {"seed": s} if name in _SEEDED else {}
+            for i in range(n):
+                img = np.clip(images[i].transpose(1, 2, 0) * 255.0 + 0.5, 0, 255).astype(np.uint8)
+                if up:
+                    img = cv2.resize(img, size_up, interpolation=cv2.INTER_LINEAR)
+                    if img.ndim == 2:
+                        img = img[:, :, None]
+                if img.shape[2] == 1:
+                    img = np.repeat(img, 3, axis=2)
+                res = np.asarray(fn(Image.fromarray(img), severity, **kwargs), dtype=np.float32)
+                if res.ndim == 2:  # jpeg of a grey PIL image comes back grey
+                    res = np.repeat(res[:, :, None], 3, axis=2)
+                res = np.clip(res, 0, 255) / 255.0
+                if up:
+                    res = cv2.resize(res, (w, h), interpolation=cv2.INTER_AREA)
+                if c == 1:
+                    res = res[:, :, 0] * 0.299 + res[:, :, 1] * 0.587 + res[:, :, 2] * 0.114
+                    res = res[:, :, None]
+                out[i] = np.clip(res, 0.0, 1.0).transpose(2, 0, 1)
+    finally:
+        np.random.set_state(state)
+    return check_finite(out, f"corruption '{name}' at severity {severity}")
+
+
+def library_version() -> str:
+    """Return the installed imagecorruptions-imaug version (part of every cache key)."""
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("imagecorruptions-imaug")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - vendored copies
+        return "unknown"
+
+
+def corrupted_key(fingerprint: str, index_hash: str, corruption: str, version: str,
+                  severities, seed: int) -> str:
+    """Return the cache key of one corruption's severities applied to a set of images."""
+    return content_key("corrupted", fingerprint, index_hash, corruption, version,
+                       [int(s) for s in severities], int(seed))
+
+
+def index_hash(idx) -> str:
+    """Return a short content hash of an index array."""
+    return content_key("idx", np.asarray(idx, dtype=np.int64).tolist())
+
+
+def corrupted_sets(images: np.ndarray, specs: list, severities, seed: int, *, fingerprint: str,
+                   idx_key: str, poll: float = 0.2, timeout: float = 900.0) -> dict:
+    """Return {(corruption name, severity): corrupted images} for every spec, cached.
+
+    One cache entry per corruption holds all its severities. A worker takes an entry's lock
+    file before computing it; an entry locked by another worker is skipped and collected once
+    that worker has stored it, so two workers split the corruptions instead of both computing
+    each. A stale lock (its holder died) is broken after ``timeout`` seconds.
+    """
+    pending = {sp.name: sp for sp in specs}
+    out: dict = {}
+    started = time.monotonic()
+    severities = [int(s) for s in severities]
+    while pending:
+        progressed = False
+        for name, sp in list(pending.items()):
+            key = corrupted_key(fingerprint, idx_key, name, f"{sp.plugin}/{sp.version}",
+                                severities, seed)
+            path = cache_dir() / _NAMESPACE / f"{key}.npz"
+            lock = path.with_suffix(".lock")
+            if not path.exists():
+                if not _try_lock(lock, timeout):
+                    continue
+            try:
+                arrays = _finite_entry(key, sp, images, severities, seed)
+            finally:
+                lock.unlink(missing_ok=True)
+            for s in severities:
+                out[(name, s)] = arrays[f"s{s}"]
+            del pending[name]
+            progressed = True
+        if pending and not progressed:
+            if time.monotonic() - started > 2 * timeout:  # pragma: no cover - defensive
+                raise TimeoutError(f"corruptions {sorted(pending)} stayed locked")
+            time.sleep(poll)
+    return out
+
+
+def _finite_entry(key: str, sp, images: np.ndarray, severities: list, seed: int) -> dict:
+    """Return one corruption's cached severities, computed (and checked finite) if missing.
+
+    A plugin's ``apply`` is checked like the built-in corruptions. A cached entry holding a
+    non-finite value was stored before this check existed (its spec's version was not bumped):
+    it is deleted and recomputed, so a stale NaN set is never reused; if the recomputation is
+    not finite either, the check raises.
+    """
+    def compute():
+        return {f"s{s}": check_finite(
+            sp.apply(images, s, seed),
+            f"corruption '{sp.name}' (plugin '{sp.plugin}', version {sp.version}) at "
+            f"severity {s}") for s in severities}
+
+    arrays, hit = cached_arrays(_NAMESPACE, key, compute)
+    if hit and any(nonfinite_rows(a) for a in arrays.values()):
+        (cache_dir() / _NAMESPACE / f"{key}.npz").unlink(missing_ok=True)
+        arrays, _ = cached_arrays(_NAMESPACE, key, compute)
+    return arrays
+
+
+def _try_lock(lock: Path, timeout: float) -> bool:
+    """Create ``lock`` exclusively; return False if another live worker holds it."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        try:
+            if time.time() - lock.stat().st_mtime > timeout:
+                lock.unlink(missing_ok=True)  # its holder died: take over next round
+        except FileNotFoundError:
+            pass
+        return False
+    os.write(fd, str(os.getpid()).encode())
+    os.close(fd)
+    return True

@@ -1,0 +1,251 @@
+"""Data sets by reference: ``-d SCHEME:TARGET?KEY=VALUE`` resolved by a registered scheme.
+
+A reference names data that no plugin registered: ``npz:data/x.npz``, ``csv:t.csv?target=label``,
+``torchvision:mnist``. :func:`resolve` finds the scheme's :class:`robench.specs.ResolverSpec`,
+checks the options, makes the reference canonical (absolute path, options sorted) and asks the
+resolver for the data set's spec.
+
+Data read from files goes through :class:`FileDataset`: it is parsed and validated once, and the
+parsed arrays and their content fingerprint are cached under the cache directory keyed by each
+file's path, size and modification time, so an unchanged file is neither parsed nor hashed
+again, and a replaced one (another size or mtime) is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterable
+from urllib.parse import parse_qsl
+
+import numpy as np
+
+from robench.data import Dataset, DatasetError, pixels_to_float
+
+
+def parse_reference(reference: str, what: str = "data set", error=DatasetError) -> tuple:
+    """Return ``(scheme, target, options)`` of ``SCHEME:TARGET?KEY=VALUE&...``.
+
+    ``what`` and ``error`` name the kind of reference in the error a repeated option raises
+    (model references use ``"model"`` and :class:`robench.data.model_references.ModelReferenceError`).
+    """
+    scheme, _, rest = reference.partition(":")
+    target, _, query = rest.partition("?")
+    options: dict = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key in options:
+            raise error(f"{what} reference '{reference}' gives option '{key}' twice")
+        options[key] = value
+    return scheme, target, options
+
+
+def reference_name(scheme: str, target: str, options: dict) -> str:
+    """Return ``SCHEME:TARGET?KEY=VALUE&...`` with the options sorted."""
+    query = "&".join(f"{k}={v}" for k, v in sorted(options.items()))
+    return f"{scheme}:{target}" + (f"?{query}" if query else "")
+
+
+def canonical_reference(resolver, target: str, options: dict) -> str:
+    """Return the one name a reference is stored under: absolute path, options sorted."""
+    if resolver.takes_path:
+        target = os.path.abspath(os.path.expanduser(target))
+    return reference_name(resolver.name, target, options)
+
+
+def checked_reference(registry, resolvers: str, reference: str, what: str = "data set",
+                      error=DatasetError, listing: str = "datasets") -> tuple:
+    """Return ``(resolver, target, options)`` of a reference whose scheme, target and options
+    are checked: the scheme is registered (kind ``resolvers`` of the registry), something
+    follows ``SCHEME:``, and every option is one the resolver declares. Any problem raises
+    ``error`` with one line (``what`` names the kind of reference, ``listing`` the
+    ``robench list`` kind that shows the schemes). Model references use it too
+    (robench.data.model_references).
+    """
+    from robench.errors import UnknownComponentError
+
+    scheme, target, options = parse_reference(reference, what, error)
+    try:
+        resolver = registry.get(resolvers, scheme)
+    except UnknownComponentError:
+        known = ", ".join(f"{r.name}:" for r in registry.all(resolvers)) or "(none)"
+        raise error(
+            f"unknown {what} '{reference}': no {what} or reference scheme '{scheme}:' is "
+            f"registered. Known schemes: {known} (see `robench list {listing}`)") from None
+    if not target:
+        raise error(f"{what} reference '{reference}' names nothing after "
+                    f"'{scheme}:'; usage: {resolver.syntax}")
+    unknown = sorted(set(options) - set(resolver.options))
+    if unknown:
+        allowed = ", ".join(resolver.options) or "none"
+        raise error(f"{what} reference '{reference}': unknown option(s) "
+                    f"{', '.join(unknown)} (options of {scheme}: {allowed}); usage: "
+                    f"{resolver.syntax}")
+    return resolver, target, options
+
+
+def resolve(registry, reference: str):
+    """Return the DatasetSpec ``reference`` names, its name the canonical reference."""
+    from dataclasses import replace
+
+    resolver, target, options = checked_reference(registry, "resolvers", reference)
+    name = canonical_reference(resolver, target, options)
+    if resolver.takes_path:
+        target = name.split(":", 1)[1].split("?", 1)[0]
+    spec = resolver.resolve(target, dict(options))
+    return replace(spec, name=name, plugin=resolver.plugin,
+                   version=f"{resolver.version}/{spec.version}")
+
+
+def file_stamps(paths: Iterable) -> list:
+    """Return ``[path, size, mtime_ns]`` of each file; a missing one is a DatasetError."""
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            raise DatasetError(f"data file not found: {p}") from None
+        out.append([str(p), int(st.st_size), int(st.st_mtime_ns)])
+    return out
+
+
+def _cache_root() -> Path:
+    from robench.data.cache import cache_dir
+
+    return cache_dir() / "datasets" / "files"
+
+
+class FileDataset:
+    """A data set parsed from files, cached by the files' path, size and mtime.
+
+    Parameters
+    ----------
+    name : str
+        The canonical reference; the loaded Dataset's name.
+    files : callable
+        Returns the paths the data is read from (raising DatasetError, with where the file
+        should be, when one is missing). Their size and mtime key the cache.
+    parse : callable
+        Reads the files and returns a validated :class:`robench.data.Dataset`; called only
+        when no cache entry matches the files as they are now.
+    version : str
+        The parser's version: a new one invalidates the cached entries.
+    """
+
+    def __init__(self, name: str, files: Callable[[], list], parse: Callable[[], Dataset],
+                 version: str = "1"):
+        self.name, self.files, self.parse, self.version = name, files, parse, version
+
+    def entry(self) -> Path:
+        """Return the cache folder of the files as they are now, parsing them if it is missing."""
+        from robench.data.cache import content_key
+
+        key = content_key("file-dataset", self.version, self.name, file_stamps(self.files()))
+        path = _cache_root() / key
+        if (path / "meta.json").exists():
+            return path
+        ds = self.parse()
+        _write_entry(path, ds)
+        return path
+
+    def meta(self) -> dict:
+        """Return what the cache entry records: fingerprint, shapes, sources, class names."""
+        return json.loads((self.entry() / "meta.json").read_text())
+
+    def fingerprint(self) -> str:
+        """Return the content fingerprint, from the cache when the files are unchanged."""
+        return self.meta()["fingerprint"]
+
+    def load(self) -> Dataset:
+        """Return the data set from the cache entry (parsed first if the files changed).
+
+        X is held as the entry stores it (uint8 pixels for image files); above
+        :func:`mmap_threshold` bytes it is memory-mapped from the entry, so the workers of a
+        machine share one copy in the page cache instead of each reading its own. With
+        ``ROBENCH_COMPACT_DATA=0`` X is read whole and converted to float32 (the pre-issue-21
+        path, kept for comparison); the values and the fingerprint are the same either way.
+        """
+        path = self.entry()
+        meta = json.loads((path / "meta.json").read_text())
+        compact = compact_data()
+        x_file = path / "X.npy"
+        pixels = bool(meta.get("pixels"))
+        if pixels and not compact:
+            X, pixels = _read_as_float(x_file), False
+        else:
+            mmap = "c" if compact and x_file.stat().st_size > mmap_threshold() else None
+            X = np.load(x_file, mmap_mode=mmap, allow_pickle=False)
+        arrays = {k: np.load(path / f"{k}.npy", allow_pickle=False)
+                  for k in ("y", "sources") if (path / f"{k}.npy").exists()}
+        ds = Dataset(self.name, X, arrays["y"], sources=arrays.get("sources"),
+                     image_shape=tuple(meta["image_shape"]) if meta["image_shape"] else None,
+                     class_names=meta["class_names"], pixels=pixels)
+        ds._fingerprint = meta["fingerprint"]
+        return ds
+
+
+def _read_as_float(path: Path, chunk: int = 4096) -> np.ndarray:
+    """Read a uint8 .npy as float32 pixels chunk by chunk (no uint8 copy of the whole array)."""
+    with open(path, "rb") as f:
+        major, _ = np.lib.format.read_magic(f)
+        read_header = (np.lib.format.read_array_header_1_0 if major == 1
+                       else np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = read_header(f)
+        if dtype != np.uint8 or fortran or len(shape) != 2:
+            raise DatasetError(f"{path}: expected a C-ordered 2-D uint8 array")
+        out = np.empty(shape, dtype=np.float32)
+        row = shape[1]
+        for start in range(0, shape[0], chunk):
+            n = min(chunk, shape[0] - start)
+            buf = np.frombuffer(f.read(n * row), dtype=np.uint8).reshape(n, row)
+            out[start:start + n] = pixels_to_float(buf)
+    return out
+
+
+def mmap_threshold() -> int:
+    """Return the size (bytes) above which cached data is memory-mapped: $ROBENCH_MMAP_BYTES, 64 MiB."""
+    return int(os.environ.get("ROBENCH_MMAP_BYTES", 64 << 20))
+
+
+def compact_data() -> bool:
+    """Return False when ``ROBENCH_COMPACT_DATA=0`` asks for float32 data in every process."""
+    return os.environ.get("ROBENCH_COMPACT_DATA", "1") not in ("0", "false", "no")
+
+
+def _write_entry(path: Path, ds: Dataset) -> None:
+    """Write a data set's arrays and meta.json into ``path`` atomically (rename into place)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=".tmp-"))
+    try:
+        np.save(tmp / "X.npy", ds.raw)
+        np.save(tmp / "y.npy", ds.y)
+        if ds.sources is not None:
+            np.save(tmp / "sources.npy", ds.sources)
+        meta = {"name": ds.name, "fingerprint": ds.fingerprint(),
+                "image_shape": list(ds.image_shape) if ds.image_shape else None,
+                "class_names": list(ds.class_names), "has_sources": ds.sources is not None,
+                "pixels": ds.pixels,
+                "n_samples": ds.n_samples, "n_features": ds.n_features}
+        (tmp / "meta.json").write_text(json.dumps(meta))
+        try:
+            os.rename(tmp, path)
+        except OSError:  # another process wrote the same entry first: keep theirs
+            pass
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def file_dataset_spec(file_data: FileDataset, description: str, version: str = "1"):
+    """Return the DatasetSpec of a FileDataset (parsed now if it is not cached yet)."""
+    from robench.specs import DatasetSpec
+
+    meta = file_data.meta()
+    shape = tuple(meta["image_shape"]) if meta["image_shape"] else None
+    return DatasetSpec(
+        file_data.name.split(":", 1)[0], file_data.load, description, version=version,
+        has_sources=bool(meta["has_sources"]), is_image=shape is not None, image_shape=shape,
+        fingerprint=file_data.fingerprint,
+    )

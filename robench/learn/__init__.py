@@ -1,0 +1,2 @@
+"""Learning: torch training and the shared networks, devices, features, the reference model,
+boundary checks on what models receive and return, multicut."""

@@ -1,0 +1,183 @@
+"""Where torch work runs: ``--device auto|cpu|cuda|cuda:N|mps``.
+
+The driver resolves the requested device once (:func:`resolve_device`: ``auto`` becomes the
+GPU when one is visible, a device that is not there is a :class:`DeviceError`), the runner
+hands it to every trial in its spec, and :func:`robench.run.executors.execute_trial` makes it the
+process's current device (:func:`using_device`) while the trial runs. Torch code reads it
+with :func:`torch_device`: training, prediction and features (:mod:`robench.learn.train`), the
+reference-model cache (:mod:`robench.learn.features`), the attacks (ART's ``device_type`` too), the
+coverage decoder and feature space, and the shifted-cv VAE. Components that do not use torch
+(the scikit-learn SVM) run on the CPU whatever the device says.
+
+The process executor gives each worker one GPU when several are visible and the device is
+``cuda`` (no index): worker *i* sees only GPU *i mod n* (``CUDA_VISIBLE_DEVICES``), so trials
+spread over the GPUs. ``cuda:N`` pins every worker to GPU N.
+
+**The device is not part of any key** (trial, cache or score). The same trial on a CPU and on
+a GPU computes the same thing and differs only in the last bits of floating-point results
+(different kernels and reduction orders; GPU random streams differ from the CPU's), which is
+below what any score can resolve; keying on it would make a laptop rerun retrain everything a
+GPU box stored. Every trial row records the device it ran on instead (the ``device`` column),
+so a result can always be traced to its hardware, and a run that must be bit-identical is
+repeated on the same device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from robench.errors import DeviceError  # noqa: F401 (public here too)
+
+#: What ``--device`` accepts.
+DEVICE_SYNTAX = "auto, cpu, cuda, cuda:N or mps"
+_PATTERN = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+#: The device torch work of this process goes to (set per trial by the executors).
+_CURRENT = ["cpu"]
+#: Environment variable the process executor sets in a worker it gave one GPU.
+WORKER_GPU_ENV = "ROBENCH_WORKER_GPU"
+
+
+def check_syntax(device: str) -> str:
+    """Return ``device`` normalised (lowercase, stripped) or raise DeviceError."""
+    text = str(device).strip().lower()
+    if not _PATTERN.match(text):
+        raise DeviceError(f"--device: '{device}' is not a device; use {DEVICE_SYNTAX}")
+    return text
+
+
+def _nvidia_possible() -> bool:
+    # Importing torch costs seconds; on Linux without the NVIDIA driver (or WSL's GPU bridge)
+    # no CUDA device can exist, so answer without it.
+    if sys.platform.startswith("linux"):
+        return any(os.path.exists(p) for p in ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg"))
+    return sys.platform != "darwin"
+
+
+def cuda_count() -> int:
+    """Return the number of CUDA GPUs this process can see (0 without the driver or torch)."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "" or not _nvidia_possible():
+        return 0
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return 0
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+
+
+def mps_available() -> bool:
+    """Return whether Apple's Metal (MPS) backend is available."""
+    if sys.platform != "darwin":
+        return False
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return False
+    return bool(torch.backends.mps.is_available())
+
+
+def resolve_device(request: str = "auto") -> str:
+    """Return the concrete device for ``request``: ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+
+    ``auto`` is ``cuda`` when a CUDA GPU is visible, else ``mps`` when available, else
+    ``cpu``. Asking for a device that is not there raises :class:`DeviceError` saying so.
+    """
+    device = check_syntax(request)
+    if device == "auto":
+        if cuda_count():
+            return "cuda"
+        return "mps" if mps_available() else "cpu"
+    if device.startswith("cuda"):
+        n = cuda_count()
+        if n == 0:
+            raise DeviceError(f"--device {device}: no CUDA GPU is visible to this process "
+                              "(torch.cuda.is_available() is False); use --device cpu or auto")
+        if ":" in device and int(device.split(":")[1]) >= n:
+            raise DeviceError(f"--device {device}: only {n} CUDA GPU(s) are visible "
+                              f"(cuda:0..cuda:{n - 1})")
+    if device == "mps" and not mps_available():
+        raise DeviceError("--device mps: Apple's Metal backend is not available here "
+                          "(torch.backends.mps.is_available() is False); use --device cpu")
+    return device
+
+
+def current_device() -> str:
+    """Return the device torch work of this process goes to (``cpu`` unless set)."""
+    return _CURRENT[-1]
+
+
+def set_device(device: str) -> None:
+    """Make ``device`` (already resolved) the current device of this process."""
+    _CURRENT[:] = [check_syntax(device) if device != "auto" else resolve_device(device)]
+
+
+@contextlib.contextmanager
+def using_device(device):
+    """Make ``device`` the current device inside the ``with`` block (None: leave it)."""
+    if not device:
+        yield
+        return
+    previous = list(_CURRENT)
+    set_device(device)
+    try:
+        yield
+    finally:
+        _CURRENT[:] = previous
+
+
+def torch_device():
+    """Return the current device as a ``torch.device`` (imports torch)."""
+    import torch
+
+    return torch.device(current_device())
+
+
+def device_label(device=None) -> str:
+    """Return what a trial row records as its device, e.g. ``cpu``, ``cuda:1`` or ``mps``.
+
+    ``cuda`` without an index is the worker's own GPU: the physical one the process executor
+    gave it (``CUDA_VISIBLE_DEVICES``), else ``cuda:0`` of what the process sees.
+    """
+    device = device or current_device()
+    if device == "cuda":
+        gpu = os.environ.get(WORKER_GPU_ENV)
+        return f"cuda:{gpu}" if gpu else "cuda:0"
+    return device
+
+
+def worker_gpus(device: str, workers: int) -> list:
+    """Return one ``CUDA_VISIBLE_DEVICES`` value per worker, or [] to leave workers alone.
+
+    Only a plain ``cuda`` device with several visible GPUs spreads workers over them, round
+    robin; a single GPU, ``cuda:N``, ``cpu`` and ``mps`` need no assignment.
+    """
+    if device != "cuda":
+        return []
+    n = cuda_count()
+    if n < 2:
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = ([v.strip() for v in visible.split(",") if v.strip()][:n] if visible
+           else [str(i) for i in range(n)])
+    return [ids[i % len(ids)] for i in range(max(1, int(workers)))]
+
+
+def claim_worker_gpu(gpu) -> None:
+    """Restrict this (fresh) worker process to GPU ``gpu``; call before torch touches CUDA."""
+    if gpu is None:
+        return
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    os.environ[WORKER_GPU_ENV] = str(gpu)
+
+
+def module_device(module):
+    """Return the ``torch.device`` of a module's first parameter or buffer (CPU if none)."""
+    import torch
+
+    for tensor in module.parameters():
+        return tensor.device
+    for tensor in module.buffers():
+        return tensor.device
+    return torch.device("cpu")

@@ -1,0 +1,1 @@
+"""Presentation: number formats and ranks, the static site, plots, generated docs, skips."""

@@ -1,0 +1,531 @@
+"""Build the leaderboard as a static, multi-page site from the results database.
+
+``build_site(store, out_dir)`` writes::
+
+    index.html            one overview table per data set (top N models by the headlines)
+    datasets/<name>.html  every family's section for that data set, its plots, other scores
+    models/<name>.html    one model: metadata, every score on every data set, per-class rho,
+                          shifted-cv folds, family sections filtered to it, decoded examples
+    models.html           every model with its plugin, version, description and link
+    methods.html          definitions, papers, the configuration behind each table, the runs
+    legends.html          the section legends model pages share (each page links to them)
+    plots/*.svg           matplotlib SVG (deterministic); images/*.png (decoded examples)
+    scores.json, scores.csv, style.css, sort.js
+
+Links are relative, nothing is fetched from the network, and the same database gives the same
+bytes (no clock, no random ids). Each metric's section (a
+:class:`robench.specs.LeaderboardSection`) supplies its data-set section, optionally its
+headline column of the overview and its plots; this module only lays them out.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Optional
+
+import jinja2
+import markupsafe
+
+from robench.present.leaderboard import (environment, not_applicable, registered_sections,
+                                 chosen_configurations, format_number, format_percent,
+                                 rank_rows)
+from robench.storage.store import Store
+
+DEFAULT_TOP = 20
+_SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
+_OWNED = {"datasets": ".html", "models": ".html", "plots": ".svg", "images": ".png"}
+STYLE = Path(__file__).resolve().parent / "templates" / "site" / "style.css"
+SORT_JS = STYLE.with_name("sort.js")
+#: A family section's legend: a paragraph or list of class "legend" (never nested in itself).
+_LEGEND = re.compile(r'<(p|ul) class="legend">.*?</\1>', re.S)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def page_slug(name: str) -> str:
+    """Return a file-name-safe slug of ``name``: the name itself if it is already a plain slug,
+    else its safe characters and a short hash (so two names never share a page)."""
+    name = str(name)
+    if _SLUG.fullmatch(name) and name not in (".", ".."):
+        return name
+    safe = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "x"
+    return f"{safe}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:10]}"
+
+
+def _spec(registry, kind: str, name: str):
+    """Return the registered spec of ``kind`` named ``name``, or None if this install lacks it."""
+    return registry.get(kind, name) if name in registry.names(kind) else None
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class _Assets:
+    """Collect the files of one build (plots and images) under content-derived names."""
+
+    def __init__(self):
+        self.files: dict[str, bytes] = {}
+
+    def image(self, png_b64: str) -> str:
+        data = base64.b64decode(png_b64)
+        name = f"images/{hashlib.sha256(data).hexdigest()[:16]}.png"
+        self.files[name] = data
+        return name
+
+    def plot(self, plot: dict, stem: str) -> dict:
+        from robench.present.plots import render_svg
+
+        svg = render_svg(plot).encode("utf-8")
+        name = f"plots/{page_slug(stem)}.svg"
+        self.files[name] = svg
+        return {"src": name, "title": plot.get("title", ""), "alt": plot.get("alt", ""),
+                "caption": plot.get("caption", "")}
+
+
+def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jinja2.Environment:
+    """Return the leaderboard environment with the site's templates and link filters."""
+    env = environment(sections)
+    env.loader = jinja2.ChoiceLoader([
+        jinja2.FileSystemLoader(str(Path(__file__).resolve().parent / "templates" / "site")),
+        env.loader,
+    ])
+
+    @jinja2.pass_context
+    def model_link(context, name):
+        slug = model_pages.get(name)
+        if slug is None:
+            return markupsafe.escape(name)
+        root = context.get("root", "")
+        return markupsafe.Markup('<a href="{}models/{}.html">{}</a>').format(root, slug, name)
+
+    @jinja2.pass_context
+    def png_src(context, png_b64):
+        return context.get("root", "") + assets.image(png_b64)
+
+    env.filters["model"] = model_link
+    env.filters["png_src"] = png_src
+    env.filters["slug"] = page_slug
+    return env
+
+
+# ---------------------------------------------------------------------------------- data
+
+
+def _configuration(rows: list, runs: dict, choice=None) -> str:
+    """Return the label of the configuration behind one table's score rows: the chosen
+    configuration's (:mod:`robench.run.configurations`) where there is one, else the runs,
+    profile, seed and n of the rows."""
+    if choice is not None:
+        return choice.text
+    ids = sorted({r["run_id"] for r in rows if r.get("run_id") is not None})
+    parts = []
+    if ids:
+        parts.append("run " + ", ".join(str(i) for i in ids))
+    profiles = sorted({str((runs.get(i, {}).get("config") or {}).get("profile") or "")
+                       for i in ids} - {""})
+    if profiles:
+        parts.append("profile " + ", ".join(profiles))
+    seeds = sorted({runs[i]["seed"] for i in ids if i in runs and runs[i].get("seed") is not None})
+    if seeds:
+        parts.append("seed " + ", ".join(str(s) for s in seeds))
+    ns = sorted({r["n"] for r in rows if isinstance(r.get("n"), int)})
+    if ns:
+        parts.append("n = " + ", ".join(str(n) for n in ns[:4]) + (" …" if len(ns) > 4 else ""))
+    return " · ".join(parts) or "not recorded"
+
+
+def _provenance(rows: list, runs: dict) -> list:
+    """Return the runs behind a model's scores: id, the contributor and source file of a run
+    ``robench merge`` copied in (:meth:`robench.storage.store.Store.runs`), robench version, git
+    revision, when it finished."""
+    out = []
+    for run_id in sorted({r["run_id"] for r in rows if r.get("run_id") is not None}):
+        run = runs.get(run_id) or {}
+        source = ""
+        if run.get("contributor"):
+            source = str(run["contributor"])
+            if run.get("source"):
+                origin = f"{run['source']}, its run {run.get('source_run_id')}" if run.get(
+                    "source_run_id") is not None else str(run["source"])
+                source += f" ({origin})"
+        out.append({"id": run_id, "source": source, "command": run.get("command") or "",
+                    "robench": run.get("robench_version") or "",
+                    "git": (run.get("git_rev") or "")[:12],
+                    "finished": run.get("finished_at") or run.get("started_at") or ""})
+    return out
+
+
+def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
+    """Return one data set's overview: the headline of each section, merged by model."""
+    heads = []
+    for metric, section in sections.items():
+        if section.headline is None:
+            continue
+        mine = [r for r in rows if r["metric"] == metric]
+        head = section.headline(mine) if mine else None
+        if head and head.get("rows"):
+            heads.append({"metric": metric, "label": head.get("label") or metric,
+                          "rows": head["rows"],
+                          "format": head.get("format", "num"),
+                          "note": head.get("note", ""), "columns": list(section.columns),
+                          "by_model": {r["model"]: r for r in head["rows"]},
+                          "higher_is_better": getattr(_spec(registry, "metrics", metric),
+                                                      "higher_is_better", True)})
+    if not heads:
+        return None
+    models = sorted({m for h in heads for m in h["by_model"]})
+
+    # each headline's rows come best first (tied rows by value): a model's place is its
+    # position in the first headline that has it, then in the next ones
+    positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in heads]
+
+    def order(model):
+        return ([p.get(model, 10 ** 9) for p in positions], model)
+
+    return {"heads": heads, "models": sorted(models, key=order)}
+
+
+def _pivot_other(rows: list) -> list:
+    """Return one table per metric without a section: models down, sub-scores across."""
+    by_metric: dict = defaultdict(list)
+    for r in rows:
+        by_metric[r["metric"]].append(r)
+    tables = []
+    for metric, mine in sorted(by_metric.items()):
+        columns = sorted({(r.get("clusterer") or "", r["score"]) for r in mine},
+                         key=lambda c: (c[1] != metric, c))
+        cells: dict = defaultdict(dict)
+        for r in mine:
+            cells[r["model"]][(r.get("clusterer") or "", r["score"])] = r
+        head = [c for c in columns if c[1] == metric] or columns[:1]
+        order = rank_rows([{"model": m, "value": (cells[m].get(head[0]) or {}).get("value"),
+                            "higher_is_better": (cells[m].get(head[0]) or {}).get(
+                                "higher_is_better", True)} for m in sorted(cells)])
+        tables.append({
+            "metric": metric,
+            "columns": [{"key": c, "label": c[1] + (f" ({c[0]})" if c[0] else "")}
+                        for c in columns],
+            "rows": [{"model": o["model"], "rank": o["rank"],
+                      "cells": [cells[o["model"]].get(c) for c in columns]} for o in order],
+        })
+    return tables
+
+
+def _detail_tables(row: dict) -> list:
+    """Return small tables read from a score's details: per-class values and per-fold values."""
+    det = row.get("details") if isinstance(row.get("details"), dict) else {}
+    out = []
+    per_class = det.get("per_class")
+    if isinstance(per_class, list) and per_class and all(isinstance(c, dict) for c in per_class):
+        keys = sorted({k for c in per_class for k, v in c.items() if _finite(v)})
+        out.append({"title": f"{row['metric']} per class", "columns": ["class"] + keys,
+                    "rows": [[str(i)] + [c.get(k) for k in keys] for i, c in
+                             enumerate(per_class)]})
+    per_fold = det.get("per_fold")
+    if isinstance(per_fold, dict):
+        columns, series = [], []
+        for kind, values in sorted(per_fold.items()):
+            if isinstance(values, dict):
+                for name, vals in sorted(values.items()):
+                    if isinstance(vals, list):
+                        columns.append(f"{kind} {name}")
+                        series.append(vals)
+        if series:
+            n = max(len(s) for s in series)
+            out.append({"title": f"{row['metric']} per fold", "columns": ["fold"] + columns,
+                        "rows": [[str(i)] + [s[i] if i < len(s) else None for s in series]
+                                 for i in range(n)]})
+    return out
+
+
+def _strip_images(value):
+    """Return ``value`` with base64 PNG strings (decoded examples) replaced by a marker."""
+    if isinstance(value, dict):
+        return {k: ("(image: see the model page)" if k == "png" and isinstance(v, str)
+                    else _strip_images(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strip_images(v) for v in value]
+    return value
+
+
+EXPORT_COLUMNS = ("dataset", "model", "clusterer", "metric", "metric_version", "score", "value",
+                  "ci_low", "ci_high", "n", "higher_is_better", "run_id")
+
+
+def _downloads(scores: list) -> dict[str, bytes]:
+    """Return scores.json (with details, images stripped) and scores.csv (no details)."""
+    rows = [{**{c: s.get(c) for c in EXPORT_COLUMNS},
+             "higher_is_better": bool(s.get("higher_is_better")),
+             "details": _strip_images(s.get("details"))} for s in scores]
+    # one score per line: a rebuilt site's diff shows which scores changed
+    lines = [json.dumps(r, sort_keys=True, separators=(",", ":"), allow_nan=False, default=str)
+             for r in rows]
+    js = ('{"columns":' + json.dumps(list(EXPORT_COLUMNS) + ["details"]) + ',"scores":[\n'
+          + ",\n".join(lines) + "\n]}")
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(EXPORT_COLUMNS)
+    for r in rows:
+        writer.writerow(["" if r[c] is None else r[c] for c in EXPORT_COLUMNS])
+    return {"scores.json": (js + "\n").encode("utf-8"), "scores.csv": buf.getvalue().encode()}
+
+
+def _json_safe(scores: list) -> list:
+    """Return rows with non-finite floats as None (JSON has no NaN)."""
+
+    def fix(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: fix(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        return v
+
+    return [fix(s) for s in scores]
+
+
+def _model_meta(name: str, registry) -> dict:
+    """Return what the registry knows of a model (or that this installation does not know it)."""
+    spec = _spec(registry, "models", name)
+    if spec is not None:
+        info = registry.infos.get(spec.plugin)
+        return {"name": name, "registered": True, "plugin": spec.plugin,
+                "plugin_version": getattr(info, "version", "") or "",
+                "version": spec.version, "description": spec.description,
+                "url": spec.url if re.match(r"https?://", spec.url or "") else "",
+                "params": spec.params, "provenance": ""}
+    return {"name": name, "registered": False, "plugin": "", "plugin_version": "",
+            "version": "", "description": "", "url": "", "params": None, "provenance": ""}
+
+
+def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
+    """Move the legends repeated on model pages to one page; return that page's entries.
+
+    A legend of a family section (see ``_LEGEND``) found on two or more model pages explains
+    the section, not the model: each page links to it on ``legends.html`` (anchored by a hash
+    of its HTML, with its opening words as the link text) instead of repeating it; at 1,000
+    models that was a fifth of every model page. A legend on one page only (a note about that
+    model) stays where it is. ``blocks_of`` maps a model to its page's data-set blocks, whose
+    section fragments are rewritten in place.
+    """
+    pages_with: dict[str, int] = defaultdict(int)
+    title_of: dict[str, str] = {}
+    for blocks in blocks_of.values():
+        seen = set()
+        for block in blocks:
+            for part in block["sections"]:
+                for match in _LEGEND.finditer(part["html"]):
+                    seen.add(match.group(0))
+                    title_of.setdefault(match.group(0), part["title"])
+        for text in seen:
+            pages_with[text] += 1
+    shared = {text: "legend-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+              for text, n in pages_with.items() if n >= 2}
+    if not shared:
+        return []
+
+    def link(match):
+        text = match.group(0)
+        anchor = shared.get(text)
+        if anchor is None:
+            return text
+        words = " ".join(_TAG.sub("", text).split())
+        if len(words) > 80:  # cut at a space: never inside a character reference
+            words = words[:80].rsplit(" ", 1)[0] + " &hellip;"
+        return (f'<p class="legend">Legend: <a href="../legends.html#{anchor}">{words}</a>'
+                "</p>")
+
+    for blocks in blocks_of.values():
+        for block in blocks:
+            for part in block["sections"]:
+                part["html"] = markupsafe.Markup(_LEGEND.sub(link, str(part["html"])))
+    return [{"id": anchor, "title": title_of[text], "html": markupsafe.Markup(text),
+             "pages": pages_with[text]}
+            for text, anchor in sorted(shared.items(), key=lambda t: (title_of[t[0]], t[1]))]
+
+
+# ---------------------------------------------------------------------------------- build
+
+
+def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
+               config: Optional[str] = None) -> Path:
+    """Write the static leaderboard site of ``store``'s scores; return index.html.
+
+    Each table (data set, metric) shows one configuration, chosen by
+    :func:`robench.present.leaderboard.chosen_configurations` (``config`` picks one) and labelled.
+    """
+    if registry is None:
+        from robench.plugins import get_registry
+
+        registry = get_registry()
+    if top < 1:
+        raise ValueError(f"--top must be at least 1, got {top}")
+    chosen, choices = chosen_configurations(store, config)
+    scores = _json_safe(chosen)
+    run_ids = sorted({s["run_id"] for s in scores if s.get("run_id") is not None})
+    runs = {r["id"]: r for r in (store.runs(run_ids) if run_ids else [])}
+    sections = registered_sections(registry)
+    assets = _Assets()
+    pseudo = {""} | {m for section in sections.values() for m in section.pseudo_models}
+    model_names = sorted({s["model"] for s in scores} - pseudo)
+    model_pages = {m: page_slug(m) for m in model_names}
+    env = _site_environment(sections, assets, model_pages)
+    pages: dict[str, str] = {}
+
+    by_dataset: dict[str, list] = defaultdict(list)
+    for s in scores:
+        by_dataset[s["dataset"]].append(s)
+    skips: dict[str, list] = defaultdict(list)
+    for s in store.skips():
+        skips[s["dataset"]].append(s)
+
+    datasets, tables_used = [], []
+    per_model: dict[str, list] = defaultdict(list)
+    for name, rows in sorted(by_dataset.items()):
+        slug = page_slug(name)
+        overview = _overview(rows, sections, registry)
+        ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - pseudo)
+        top_models = ranked[:top]
+        parts, shown, plots = [], set(), []
+        for metric, section in sections.items():
+            mine = [r for r in rows if r["metric"] == metric]
+            context = section.build(mine) if mine else None
+            if not context:
+                continue
+            html = env.get_template(f"{metric}/{section.template}").render(
+                section=context, dataset=name, metric=registry.get("metrics", metric),
+                root="../")
+            parts.append({"metric": metric, "title": section.title or metric,
+                          "id": f"section-{page_slug(metric)}", "html": markupsafe.Markup(html),
+                          "configuration": _configuration(mine, runs,
+                                                          choices.get((name, metric)))})
+            tables_used.append({"dataset": name, "metric": metric,
+                                "title": section.title or metric,
+                                "configuration": parts[-1]["configuration"]})
+            shown.add(metric)
+            if section.plots is not None:
+                chosen = [r for r in mine if r["model"] in set(top_models)]
+                for i, plot in enumerate(section.plots(chosen) or ()):
+                    if plot.get("model") is None:
+                        plots.append(assets.plot(plot, f"{name}-{metric}-{i}"))
+        other = [r for r in rows if r["metric"] not in shown]
+        for metric in sorted({r["metric"] for r in other}):
+            tables_used.append({"dataset": name, "metric": metric, "title": metric,
+                                "configuration": _configuration(
+                                    [r for r in other if r["metric"] == metric], runs,
+                                    choices.get((name, metric)))})
+        for r in rows:
+            if r["model"] in model_pages:
+                per_model[r["model"]].append(r)
+        configurations = [{"metric": t["metric"], "text": t["configuration"]}
+                          for t in tables_used if t["dataset"] == name]
+        datasets.append({"name": name, "slug": slug, "overview": overview,
+                         "configurations": configurations,
+                         "top_models": top_models, "top_set": set(top_models),
+                         "sections": parts, "plots": plots,
+                         "other": _pivot_other(other),
+                         "not_applicable": not_applicable(skips[name], rows),
+                         "n_models": len({r["model"] for r in rows} - pseudo)})
+
+    common = {"n_scores": len(scores), "runs": [runs[i] for i in sorted(runs)]}
+    pages["index.html"] = env.get_template("index.html").render(
+        root="", page="index", datasets=datasets, top=top, **common)
+    for ds in datasets:
+        pages[f"datasets/{ds['slug']}.html"] = env.get_template("dataset.html").render(
+            root="../", page="dataset", ds=ds, **common)
+
+    metas = {m: _model_meta(m, registry) for m in model_names}
+    for m in model_names:
+        metas[m]["runs"] = _provenance(per_model[m], runs)
+        metas[m]["provenance"] = "; ".join(sorted({r["source"] for r in metas[m]["runs"]
+                                                   if r["source"]}))
+    blocks_of: dict[str, list] = {}
+    for model in model_names:
+        rows = per_model[model]
+        blocks = []
+        for ds in datasets:
+            mine = [r for r in rows if r["dataset"] == ds["name"]]
+            if not mine:
+                continue
+            parts, plots = [], []
+            for metric, section in sections.items():
+                own = [r for r in mine if r["metric"] == metric]
+                context = section.build(own) if own else None
+                if context:
+                    parts.append({"title": section.title or metric, "html": markupsafe.Markup(
+                        env.get_template(f"{metric}/{section.template}").render(
+                            section=context, dataset=ds["name"],
+                            metric=registry.get("metrics", metric), root="../"))})
+                # drawn for each data set's top models only: an SVG costs ~0.1 s, and the
+                # values of every other model are in its tables (build time stays linear
+                # and small at 1,000 models x 5 data sets)
+                if own and section.plots is not None and model in ds["top_set"]:
+                    for i, plot in enumerate(section.plots(own) or ()):
+                        if plot.get("model") == model:
+                            plots.append(assets.plot(
+                                plot, f"{ds['name']}-{model}-{metric}-{i}"))
+            details = [t for r in mine for t in _detail_tables(r)]
+            headline = []
+            if ds["overview"]:
+                for h in ds["overview"]["heads"]:
+                    r = h["by_model"].get(model)
+                    if r:
+                        headline.append({"head": h, "row": r})
+            blocks.append({"ds": ds, "scores": sorted(mine, key=lambda r: (
+                r["metric"], r.get("clusterer") or "", r["score"])), "details": details,
+                "sections": parts, "plots": plots, "headline": headline})
+        blocks_of[model] = blocks
+    legends = _share_legends(blocks_of)
+    for model, blocks in blocks_of.items():
+        pages[f"models/{model_pages[model]}.html"] = env.get_template("model.html").render(
+            root="../", page="model", meta=metas[model], blocks=blocks, **common)
+    if legends:
+        pages["legends.html"] = env.get_template("legends.html").render(
+            root="", page="legends", legends=legends, **common)
+    pages["models.html"] = env.get_template("models.html").render(
+        root="", page="models", models=[metas[m] for m in model_names],
+        datasets_of={m: sorted({r["dataset"] for r in per_model[m]}) for m in model_names},
+        any_provenance=any(metas[m].get("provenance") for m in model_names),
+        **common)
+    metrics = []
+    for metric in sorted({s["metric"] for s in scores}):
+        spec = _spec(registry, "metrics", metric)
+        versions = sorted({(s.get("metric_version") or "", s.get("definition") or "")
+                           for s in scores if s["metric"] == metric})
+        metrics.append({"name": metric, "spec": spec, "versions": versions,
+                        "references": [{"title": t, "url": u if re.match(r"https?://", u or "")
+                                        else ""} for t, u in (spec.references if spec else ())]})
+    pages["methods.html"] = env.get_template("methods.html").render(
+        root="", page="methods", metrics=metrics, tables=tables_used, **common)
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {name: text.encode("utf-8") for name, text in pages.items()}
+    files.update(assets.files)
+    files.update(_downloads(scores))
+    files["style.css"] = STYLE.read_bytes()
+    files["sort.js"] = SORT_JS.read_bytes()
+    for sub, ext in _OWNED.items():  # a page of a model no longer in the database goes away
+        folder = out / sub
+        if folder.is_dir():
+            for old in folder.glob(f"*{ext}"):
+                if f"{sub}/{old.name}" not in files:
+                    old.unlink()
+    for name, data in sorted(files.items()):
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != data:
+            path.write_bytes(data)
+    return out / "index.html"
+
+
+__all__ = ["build_site", "page_slug", "DEFAULT_TOP", "format_number", "format_percent"]

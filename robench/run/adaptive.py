@@ -1,0 +1,261 @@
+"""``robench run --until decided``: repeats in rounds until every rho table's order is decided.
+
+A rho table is one (data set, clusterer) with its models ranked by rho. The run looks at the
+tables after 6, 12, 24, ... repeats (:func:`robench.stats.sequential.looks`, up to ``--repeats`` or
+the profile's repeats). At every look the models are ordered by their rho estimate and each
+adjacent pair gets a paired interval for its difference rho_a - rho_b
+(:func:`robench.stats.sequential.paired_difference`: the models of a repeat share its partitions,
+so their difference varies far less than either), at the corrected level ``1 - 0.05 / K`` for
+K planned looks. A pair is *ordered* when that interval excludes 0, *equivalent* when it lies
+within ``±--precision``; only the models of an undecided pair get the next look's repeats, and
+a table stops when no pair is undecided, or at the maximum. Each model's own rho interval
+(Fieller's) is reported at the same corrected level, so it keeps >= 95% coverage wherever its
+model stopped.
+
+Repeats are trials keyed by their index, so a later look only runs the repeats the earlier
+ones did not, and an interrupted run resumes from the store: rerunning replays the same looks
+on the same stored trials, hence the same decisions. Every score of a table records
+``details.design = "adaptive"`` and ``details.adaptive``: the repeats its model used and why
+it stopped there (``repeats``, ``model_stopped``), the table's reason (``stopped``), the order,
+the ranks the pair decisions give (``ranks``), every adjacent pair with its status,
+difference, interval and common repeats (``pairs``), the planned and taken looks, the level.
+
+Metrics other than rho asked for in the same run are run once at the maximum repeats, as a
+plain run would (``--metric rho`` runs rho alone).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Callable, Optional
+
+import numpy as np
+
+from robench.run.runner import ConfigError, Plan, RunReport, execute, plan_run
+from robench.stats.sequential import (ALPHA, PRECISION, STATUS, block_ranks, corrected_level, looks,
+                                stop_reason, table_look)
+
+METRIC = "rho"
+#: The decision rule's name, stored with every score (and in its inputs fingerprint).
+RULE = "paired-delta-bonferroni"
+
+
+def annotate(scores: list, level: float, adaptive: dict) -> list:
+    """Return rho scores with intervals at ``level`` and ``details.adaptive`` on every score.
+
+    The fixed-sample 95% interval the metric computed is kept in ``details`` as
+    ``interval_fixed_sample``: after a sequential stop it does not have its nominal coverage.
+    """
+    from robench.stats.intervals import mean_interval, ratio_interval
+
+    out = []
+    for s in scores:
+        details = dict(s.details or {})
+        if s.score == METRIC and details.get("acc_exclusive") and details.get("acc_inclusive"):
+            iv = ratio_interval(details["acc_exclusive"], details["acc_inclusive"], level)
+        elif s.score.startswith("acc_") and "per_repeat" in details:
+            iv = mean_interval(details["per_repeat"], level, bounds=(0.0, 1.0))
+        else:
+            iv = None
+        if iv is not None:
+            details["interval_fixed_sample"] = details.get("interval")
+            details["interval"] = iv.as_dict()
+            s = replace(s, ci_low=iv.low, ci_high=iv.high)
+        details["adaptive"] = adaptive
+        details["design"] = "adaptive"
+        out.append(replace(s, details=details))
+    return out
+
+
+def _table_plan(cfg, registry, table: tuple, model: str, n: int) -> Plan:
+    dataset, clusterer = table
+    sub = replace(cfg, metrics=[METRIC], datasets=[dataset], clusterers=[clusterer],
+                  models=[model], repeats=n, explicit={})
+    return plan_run(sub, registry)
+
+
+def _merge(plans: list) -> Plan:
+    merged = Plan()
+    for p in plans:
+        for k, spec in p.specs.items():
+            merged.specs.setdefault(k, spec)
+        merged.groups.extend(p.groups)
+        merged.skipped.extend(p.skipped)
+        merged.prepare.extend(x for x in p.prepare if x not in merged.prepare)
+        merged.configurations.update(p.configurations)
+    return merged
+
+
+def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
+                      alpha: float = ALPHA, command: str = "robench run --until decided",
+                      on_event: Optional[Callable] = None, rescore: bool = False) -> RunReport:
+    """Run rho's tables look by look until each is decided; return the run's report.
+
+    ``cfg.repeats`` is the maximum. The report counts the trials of every round; its
+    ``scores`` are the final rho scores (annotated, :func:`annotate`) and the scores of any
+    other metric in ``cfg.metrics``; ``adaptive`` (an attribute added to the report) lists
+    each table's decision.
+    """
+    if METRIC not in cfg.metrics:
+        raise ConfigError("--until decided stops rho tables: ask for the rho metric "
+                          "(--metric rho, or no --metric)")
+    if not precision > 0:
+        raise ConfigError(f"--precision must be > 0, got {precision}")
+    t0 = time.perf_counter()
+    emit = on_event or (lambda *a, **k: None)
+    if not cfg.knobs:
+        cfg.resolve(registry)
+    plan_looks = looks(cfg.repeats)
+    level = corrected_level(len(plan_looks), alpha)
+    totals = {"keys": set(), "ran": 0}
+    failed, skipped, scores = [], [], []
+    report = None
+
+    others = [m for m in cfg.metrics if m != METRIC]
+    if others:
+        other_cfg = replace(cfg, metrics=others)
+        other_plan = plan_run(other_cfg, registry)
+        report = execute(other_cfg, registry, store, command=command, on_event=on_event,
+                         rescore=rescore, plan=other_plan)
+        _add(totals, report, other_plan)
+        failed += report.failed
+        skipped += report.skipped
+        scores += report.scores
+        if report.interrupted:
+            return _final(report, totals, failed, skipped, scores, t0, [])
+
+    first = plan_run(replace(cfg, metrics=[METRIC], repeats=plan_looks[0]), registry)
+    skipped += first.skipped
+    tables = list(dict.fromkeys((g.combo.dataset.name, g.combo.clusterer.name)
+                                for g in first.groups))
+    if not tables:  # nothing applicable: a plain run records the skips
+        report = execute(replace(cfg, metrics=[METRIC], repeats=plan_looks[0]), registry, store,
+                         command=command, on_event=on_event, plan=first)
+        _add(totals, report, first)
+        return _final(report, totals, failed + report.failed, skipped, scores, t0, [])
+    models = {t: [g.combo.model.name for g in first.groups
+                  if (g.combo.dataset.name, g.combo.clusterer.name) == t] for t in tables}
+    pending = list(tables)
+    history = {t: [] for t in tables}
+    current = {}  # (table, model) -> its group at the repeats it has so far
+    final = {}  # table -> (groups, adaptive details)
+    rho = registry.get("metrics", METRIC)
+    need = {t: list(models[t]) for t in tables}  # the models of each table to extend
+    for j, n in enumerate(plan_looks):
+        if not pending:
+            break
+        emit("look", look=j + 1, looks=len(plan_looks), repeats=n,
+             tables=[f"{d}/{c}" for d, c in pending])
+        plans = {(t, m): _table_plan(cfg, registry, t, m, n) for t in pending for m in need[t]}
+        merged = _merge(list(plans.values()))
+        merged.skipped = []
+        report = execute(replace(cfg, metrics=[METRIC], repeats=n), registry, store,
+                         command=command, on_event=on_event, plan=merged, score=False)
+        _add(totals, report, merged)
+        failed += report.failed
+        if report.interrupted:
+            return _final(report, totals, failed, skipped, scores, t0, [])
+        for (t, m), p in plans.items():
+            current[(t, m)] = (p.groups[0], n)
+        for t in list(pending):
+            ms = models[t]
+            x, i = _accuracies(store, [current[(t, m)][0] for m in ms], n)
+            res = table_look(x, i, precision, level, rho.higher_is_better)
+            order = [ms[k] for k in res["order"][0]]
+            statuses = [STATUS[c] for c in res["status"][0]]
+            decided = bool(res["decided"][0])
+            reason = stop_reason(statuses, decided, n, plan_looks[-1])
+            pairs = [{"pair": [a, b], "status": st, "difference": _num(res["d"][0][k]),
+                      "low": _num(res["low"][0][k]), "high": _num(res["high"][0][k]),
+                      "repeats": int(res["n"][0][k])}
+                     for k, (a, b, st) in enumerate(zip(order, order[1:], statuses))]
+            repeats = {m: current[(t, m)][1] for m in ms}
+            history[t].append({"look": n, "repeats": repeats, "decided": decided,
+                               "pairs": {f"{p['pair'][0]} > {p['pair'][1]}": p["status"]
+                                         for p in pairs}})
+            need[t] = [m for k, m in enumerate(ms) if res["open"][0][k]]
+            if reason is None:
+                continue
+            pending.remove(t)
+            ranks = dict(zip(order, block_ranks(statuses)))
+            adaptive = {
+                "design": "adaptive", "rule": RULE,
+                "max_repeats": plan_looks[-1], "looks_planned": plan_looks,
+                "looks_taken": plan_looks[:j + 1], "level": level, "alpha": alpha,
+                "precision": precision, "stopped": reason, "order": order, "ranks": ranks,
+                "pairs": pairs, "repeats_by_model": repeats, "history": history[t],
+            }
+            groups = []
+            for m in ms:
+                g, reps = current[(t, m)]
+                mine = {**adaptive, "repeats": reps, "rank": ranks[m],
+                        "model_stopped": _model_reason(m, pairs, reps, reason)}
+                groups.append(replace(g, options={"adaptive": {
+                    "repeats": reps, "looks_planned": plan_looks, "level": level,
+                    "precision": precision, "rule": RULE}},
+                    finish=lambda s, a=mine: annotate(s, level, a)))
+            final[t] = (groups, {**adaptive, "repeats": max(repeats.values()),
+                                 "trials": sum(len(g.keys) for g in groups)})
+            emit("decided", table=f"{t[0]}/{t[1]}", repeats=repeats, reason=reason)
+
+    from robench.run.scoring import score_groups
+
+    groups = [g for t in tables if t in final for g in final[t][0]]
+    versions = {METRIC: registry.component_version("metrics", METRIC)}
+    rho_scores, _, _ = score_groups(groups, store, report.run_id, versions=versions,
+                                    rescore=rescore)
+    scores += rho_scores
+    return _final(report, totals, failed, skipped, scores, t0,
+                  [{"dataset": t[0], "clusterer": t[1], **final[t][1]} for t in tables
+                   if t in final])
+
+
+def _num(v) -> Optional[float]:
+    v = float(v)
+    return v if np.isfinite(v) else None
+
+
+def _accuracies(store, groups: list, n: int) -> tuple:
+    """Return (x, i) of shape (1, models, n): exclusive and inclusive accuracy per repeat.
+
+    NaN where a model's repeat was not run (it stopped earlier) or its trial failed.
+    """
+    x = np.full((1, len(groups), n), np.nan)
+    i = np.full((1, len(groups), n), np.nan)
+    for m, g in enumerate(groups):
+        clus = g.key_dict["clusterer"]
+        for t in store.trials(keys=g.keys):
+            r = t.get("repeat")
+            if t["status"] != "ok" or t.get("clusterer") != clus or r is None or r >= n:
+                continue
+            if t["kind"] == "exclusive":
+                x[0, m, r] = t["accuracy"]
+            elif t["kind"] == "inclusive":
+                i[0, m, r] = t["accuracy"]
+    return x, i
+
+
+def _model_reason(model: str, pairs: list, repeats: int, table_reason: str) -> str:
+    """Return why one model of a stopped table stopped where it did."""
+    mine = [p for p in pairs if model in p["pair"]]
+    if any(p["status"] == "undecided" for p in mine):
+        return table_reason
+    if not mine:
+        return table_reason
+    said = ", ".join(f"{p['pair'][0]} > {p['pair'][1]}" if p["status"] == "ordered"
+                     else f"{p['pair'][0]} ~ {p['pair'][1]}" for p in mine)
+    return f"its adjacent pairs decided at {repeats} repeats ({said})"
+
+
+def _add(totals: dict, report: RunReport, plan: Plan) -> None:
+    totals["keys"].update(plan.specs)
+    totals["ran"] += report.n_ran
+
+
+def _final(report, totals, failed, skipped, scores, t0, tables) -> RunReport:
+    """Return one report for every round: distinct trials planned, run and stored before."""
+    n_planned = len(totals["keys"])
+    return RunReport(report.run_id, n_planned, n_planned - totals["ran"], totals["ran"], failed,
+                     skipped, scores, time.perf_counter() - t0, report.interrupted,
+                     adaptive=tables)

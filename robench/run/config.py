@@ -1,0 +1,305 @@
+"""Run configuration: profiles, and knobs merged from the registered protocols.
+
+A knob's value in a run is, from weakest to strongest: its default, its profile's value,
+``--set SECTION.KEY=VALUE``. The core owns the ``train`` section (the training budget every
+model reads through ``ModelContext.train``); every other section belongs to the registered
+protocol that declares it (:class:`robench.specs.ProtocolSpec` ``section`` and ``knobs``).
+Values are typed and checked when parsed, so a bad value is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any, Optional
+
+from robench.specs import UNSET, Knob
+from robench.errors import KnobError  # noqa: F401 (public here too)
+
+#: Profiles, weakest first: what each is for. Knobs give per-profile values.
+PROFILES = {
+    "quick": "minutes on 2 CPU cores: few repeats, short training (the default)",
+    "standard": "enough repeats and epochs that intervals decide orderings: 8 repeats, up to "
+                "12 epochs, shifted-cv 5 folds x 2, coverage 5 reference models, otherwise "
+                "the quick profile's knobs (docs/profile.md: its time)",
+    "paper": "the papers' scale: 100 repeats, training to convergence; hours to days on a CPU",
+}
+DEFAULT_PROFILE = "quick"
+
+#: Repeats per partition kind and sources per class, per profile (``--repeats``, ``--sources``).
+REPEATS = {"quick": 3, "standard": 8, "paper": 100}
+SOURCES = {"quick": 5, "standard": 5, "paper": 5}
+#: Seconds one trial may run before it is stopped and recorded as failed (``--trial-timeout``);
+#: generous: a quick trial takes seconds, a paper-scale CNN trained to convergence hours. Not
+#: part of any trial key: it decides whether a trial finishes, never what it computes.
+TRIAL_TIMEOUT = {"quick": 900, "standard": 3600, "paper": 14400}
+
+#: The core's own section: the training budget handed to every model (``ModelContext.train``).
+#: ``weight_decay`` and ``mc_samples`` are unset unless asked for: a model uses its own default.
+TRAIN_SECTION = "train"
+TRAIN_KNOBS = (
+    Knob("max_epochs", "int", "upper bound on training epochs", default=4,
+         profiles={"standard": 12, "paper": 60}, minimum=1),
+    Knob("patience", "int", "stop after this many epochs without a better validation result",
+         default=2, profiles={"standard": 3, "paper": 10}, minimum=1),
+    Knob("batch_size", "int", "training mini-batch size", default=64, minimum=1),
+    Knob("lr", "float", "learning rate (Adam)", default=2e-3, profiles={"paper": 1e-3},
+         minimum=1e-12, maximum=10.0),
+    Knob("weight_decay", "float", "weight decay (Adam); unset: the model's own (0)",
+         minimum=0.0),
+    Knob("mc_samples", "int", "Monte Carlo samples of Bayesian models at prediction time; "
+         "unset: the model's own", minimum=1),
+)
+
+_MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch take any non-negative int; keep it portable
+
+
+def default_jobs() -> int:
+    """Return the default number of worker processes: one per core, at most 8."""
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def knob_sections(registry) -> dict:
+    """Return {section: (owner, [Knob])}: the core's ``train`` and every protocol's section."""
+    sections = {TRAIN_SECTION: ("robench", list(TRAIN_KNOBS))}
+    for protocol in registry.all("protocols"):
+        if not protocol.knobs:
+            continue
+        if protocol.section in sections:
+            owner = sections[protocol.section][0]
+            raise KnobError(f"protocol '{protocol.name}' declares knob section "
+                            f"'{protocol.section}', already declared by {owner}")
+        sections[protocol.section] = (f"protocol '{protocol.name}'", list(protocol.knobs))
+    return sections
+
+
+def describe_knob(knob: Knob) -> str:
+    kind = f"list of {knob.items}" if knob.type == "list" and knob.items else knob.type
+    bounds = []
+    if knob.minimum is not None:
+        bounds.append(f">= {knob.minimum:g}")
+    if knob.maximum is not None:
+        bounds.append(f"<= {knob.maximum:g}")
+    if knob.choices:
+        bounds.append("one of " + ", ".join(map(str, knob.choices)))
+    if knob.nullable:
+        bounds.append("or null")
+    return kind + (f" ({'; '.join(bounds)})" if bounds else "")
+
+
+def format_value(value: Any) -> str:
+    """Return a knob value as it is written after ``--set KEY=`` (JSON), or 'unset'."""
+    return "unset" if value is UNSET else json.dumps(value)
+
+
+def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) -> Any:
+    """Return ``value`` if it fits ``knob``, else raise KnobError naming it, its type and default.
+
+    With ``convert`` (a value typed by a user) an int is accepted for a float knob and returned
+    as a float; declared defaults and profile values are checked but never converted, so what
+    they put into trial keys stays exactly as declared.
+    """
+
+    def fail(why: str):
+        raise KnobError(f"--set {section}.{knob.name}: {why}; expected {describe_knob(knob)} "
+                        f"(default {format_value(knob.default)})")
+
+    def scalar(v, kind, what="value"):
+        if kind == "int":
+            if isinstance(v, bool) or not isinstance(v, int):
+                fail(f"{what} {json.dumps(v)} is not an integer")
+        elif kind == "float":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                fail(f"{what} {json.dumps(v)} is not a number")
+            if v != v or v in (float("inf"), float("-inf")):
+                fail(f"{what} {v} is not finite")
+        elif kind == "bool":
+            if not isinstance(v, bool):
+                fail(f"{what} {json.dumps(v)} is not true or false")
+        elif kind == "str":
+            if not isinstance(v, str):
+                fail(f"{what} {json.dumps(v)} is not a string")
+            if knob.choices and v not in knob.choices:
+                close = difflib.get_close_matches(v, [str(c) for c in knob.choices], n=1)
+                fail(f"{what} '{v}' is not allowed" + (f" (did you mean '{close[0]}'?)"
+                                                       if close else ""))
+        elif kind == "list":
+            if not isinstance(v, list):
+                fail(f"{what} {json.dumps(v)} is not a list")
+        if kind in ("int", "float"):
+            if knob.minimum is not None and v < knob.minimum:
+                fail(f"{what} {v} is below the minimum {knob.minimum:g}")
+            if knob.maximum is not None and v > knob.maximum:
+                fail(f"{what} {v} is above the maximum {knob.maximum:g}")
+        if kind == "float" and convert:
+            v = float(v)
+        return v
+
+    if value is None:
+        if not knob.nullable:
+            fail("null is not allowed")
+        return None
+    if knob.type == "list":
+        if not isinstance(value, list):
+            fail(f"value {json.dumps(value)} is not a list")
+        if knob.items:
+            value = [scalar(v, knob.items, "item") for v in value]
+        return value
+    if knob.type == "dict":
+        if not isinstance(value, dict):
+            fail(f"value {json.dumps(value)} is not a JSON object")
+        return value
+    return scalar(value, knob.type)
+
+
+def parse_settings(items, registry) -> dict:
+    """Turn ``["train.lr=0.001", ...]`` into {section: {knob: value}}; KnobError if bad.
+
+    VALUE is parsed as JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); a bare word that is not
+    JSON is taken as a string. Unknown sections or knobs are errors that list the known ones;
+    a value of the wrong type or out of range is an error naming the knob, its type and default.
+    """
+    sections = knob_sections(registry)
+    out: dict = {}
+    for item in items or ():
+        name, eq, raw = item.partition("=")
+        section, dot, knob_name = name.strip().partition(".")
+        if not eq or not dot or not knob_name:
+            raise KnobError(f"--set expects SECTION.KEY=VALUE, got '{item}' "
+                            "(e.g. --set train.max_epochs=10; `robench knobs` lists them)")
+        if section not in sections:
+            close = difflib.get_close_matches(section, list(sections), n=1)
+            raise KnobError(f"--set: unknown section '{section}'."
+                            + (f" Did you mean '{close[0]}'?" if close else "")
+                            + f" Known: {', '.join(sorted(sections))} (`robench knobs`)")
+        knobs = {k.name: k for k in sections[section][1]}
+        if knob_name not in knobs:
+            close = difflib.get_close_matches(knob_name, list(knobs), n=1)
+            raise KnobError(f"--set: unknown {section} knob '{knob_name}'."
+                            + (f" Did you mean '{close[0]}'?" if close else "")
+                            + f" Known: {', '.join(sorted(knobs))} (`robench knobs {section}`)")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        out.setdefault(section, {})[knob_name] = check_value(section, knobs[knob_name], value,
+                                                              convert=True)
+    return out
+
+
+def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> dict:
+    """Return {section: {knob: value}}: defaults < profile < ``settings``; unset knobs left out.
+
+    Every protocol's cross-knob check runs on its section; a problem raises KnobError.
+    """
+    settings = settings or {}
+    sections = knob_sections(registry)
+    unknown = sorted(set(settings) - set(sections))
+    if unknown:
+        raise KnobError(f"unknown knob section(s) {', '.join(unknown)}; known: "
+                        f"{', '.join(sorted(sections))}")
+    out = {}
+    for section, (_, knobs) in sections.items():
+        given = dict(settings.get(section) or {})
+        names = {k.name for k in knobs}
+        if set(given) - names:
+            raise KnobError(f"unknown {section} knob(s) {', '.join(sorted(set(given) - names))};"
+                            f" known: {', '.join(sorted(names))}")
+        values = {}
+        for knob in knobs:
+            if knob.name in given:
+                values[knob.name] = check_value(section, knob, given[knob.name], convert=True)
+                continue
+            value = knob.value_for(profile)
+            if value is not UNSET:
+                values[knob.name] = check_value(section, knob, value)
+        out[section] = values
+    for protocol in registry.all("protocols"):
+        if protocol.check_knobs is not None and protocol.section in out:
+            try:
+                protocol.check_knobs(out[protocol.section])
+            except KnobError:
+                raise
+            except ValueError as exc:
+                raise KnobError(f"--set {protocol.section}: {exc}") from None
+    return out
+
+
+@dataclass
+class RunConfig:
+    """Everything that defines one ``robench run`` (stored with the run).
+
+    ``settings`` are the explicit knob values (``--set``), by section; :meth:`resolve` merges
+    them with the registered knobs' defaults and profile values into ``knobs`` (which the
+    protocols read, e.g. ``cfg.knobs["train"]``) and checks them.
+    """
+
+    datasets: list
+    models: list
+    clusterers: list
+    metrics: list
+    profile: str = DEFAULT_PROFILE
+    repeats: Optional[int] = None
+    k: Optional[int] = None
+    seed: int = 0
+    test_size: float = 0.2
+    val_fraction: float = 0.1
+    settings: dict = field(default_factory=dict)
+    knobs: dict = field(default_factory=dict)  # filled by resolve()
+    executor: str = "local"
+    jobs: int = 1
+    device: str = "cpu"  # resolved: cpu | cuda | cuda:N | mps (robench.learn.devices.resolve_device)
+    executor_options: dict = field(default_factory=dict)  # e.g. {"scheduler": ADDRESS}
+    trial_timeout: Optional[float] = None  # seconds; None: the profile's; 0: no limit
+    explicit: dict = field(default_factory=dict)  # kind -> names the user asked for by name
+
+    def __post_init__(self):
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown profile '{self.profile}'; known: {', '.join(PROFILES)}")
+        if self.repeats is None:
+            self.repeats = REPEATS[self.profile]
+        if self.k is None:
+            self.k = SOURCES[self.profile]
+        if self.trial_timeout is None:
+            self.trial_timeout = TRIAL_TIMEOUT[self.profile]
+        if isinstance(self.trial_timeout, bool) \
+                or not isinstance(self.trial_timeout, (int, float)) \
+                or not 0 <= self.trial_timeout < float("inf"):
+            raise ValueError(f"--trial-timeout must be a number of seconds >= 0 (0: no limit), "
+                             f"got {self.trial_timeout!r}")
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
+            raise ValueError(f"--repeats must be an integer >= 1, got {self.repeats!r}")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 2:
+            raise ValueError(f"--sources must be an integer >= 2, got {self.k!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) \
+                or not 0 <= self.seed <= _MAX_SEED:
+            raise ValueError(f"--seed must be an integer in [0, {_MAX_SEED}], got {self.seed!r}")
+        if not 0 < self.test_size < 1:
+            raise ValueError(f"test_size must be in (0, 1), got {self.test_size}")
+        from robench.learn.devices import check_syntax
+
+        self.device = check_syntax(self.device)
+        if self.device == "auto":
+            from robench.learn.devices import resolve_device
+
+            self.device = resolve_device(self.device)
+        if not 0 < self.val_fraction < 1:
+            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+
+    def resolve(self, registry) -> "RunConfig":
+        """Fill ``knobs`` from the registry's knobs, the profile and ``settings``; return self."""
+        self.knobs = resolve_knobs(registry, self.profile, self.settings)
+        return self
+
+    @property
+    def train(self) -> dict:
+        """The training budget every model of the run gets (``ModelContext.train``)."""
+        if TRAIN_SECTION not in self.knobs:
+            raise RuntimeError("RunConfig.resolve(registry) has not been called yet")
+        return self.knobs[TRAIN_SECTION]
+
+    def to_dict(self) -> dict:
+        """Return the configuration as plain JSON-able data."""
+        return asdict(self)

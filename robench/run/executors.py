@@ -1,0 +1,443 @@
+"""Executors: run trial specs and stream result rows back to the driver as they finish.
+
+A trial is a pure function of its spec (:func:`execute_trial`); executors differ only in
+where it runs. Only the driver writes the database: workers return plain dict rows. Every
+trial runs with one torch thread: on this kind of machine two single-threaded processes beat
+one two-threaded process, and a fixed thread count keeps results identical across executors.
+"""
+
+from __future__ import annotations
+
+import abc
+import collections
+import datetime as _dt
+import logging
+import os
+import signal
+import socket
+import traceback
+from typing import Iterable, Iterator, Optional
+
+TRIAL_THREADS = 1
+#: Seconds past --trial-timeout after which a worker whose trial ignores the time limit (stuck
+#: inside one C call) is ended; the process executor then records the trial as failed.
+HARD_GRACE = 60.0
+_ENV = None  # the worker process's TrialEnv, built by _init_worker
+
+
+def _limit_threads() -> None:
+    """Make every trial in this process use TRIAL_THREADS threads (torch, OpenMP, BLAS).
+
+    torch reads ROBENCH_TORCH_THREADS when robench.learn.train is imported, so setting it costs
+    nothing in a process that never trains a torch model; if torch is already in use here,
+    its thread count is set at once. BLAS and OpenMP pools already loaded in this process (the
+    local executor runs in the caller's, e.g. a notebook that imported scikit-learn) read the
+    environment only when they load, so they are limited through threadpoolctl: with their
+    default two threads on a busy machine a scikit-learn logistic regression on digits took
+    10 s instead of 0.05 s.
+    """
+    import sys
+
+    os.environ["ROBENCH_TORCH_THREADS"] = str(TRIAL_THREADS)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(var, str(TRIAL_THREADS))
+    if any(m in sys.modules for m in ("numpy", "scipy", "sklearn")):
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:  # pragma: no cover - a scikit-learn dependency
+            pass
+        else:
+            threadpool_limits(TRIAL_THREADS)
+    if "robench.learn.train" in sys.modules:
+        sys.modules["robench.learn.train"].set_torch_threads(TRIAL_THREADS)
+    elif "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(TRIAL_THREADS)
+
+
+def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None) -> None:
+    """Build the worker's registry from its recipe (plain data, never live plugin objects).
+
+    With ``gpu_queue`` (the process executor's, when several GPUs are visible) the worker
+    takes one GPU id from it and sees only that GPU (robench.learn.devices.claim_worker_gpu).
+    """
+    global _ENV
+    if gpu_queue is not None:
+        from robench.learn.devices import claim_worker_gpu
+
+        claim_worker_gpu(gpu_queue.get(timeout=60))
+    from robench.run.guard import HARD_LIMIT_GRACE, watch_sigint
+    from robench.run.liveness import watch_parent
+
+    watch_parent()  # a worker outliving a killed driver would hold its memory for ever
+    if watch_sigint():  # only a worker process of its own, not a Dask worker's thread
+        HARD_LIMIT_GRACE[0] = HARD_GRACE
+    _limit_threads()
+    import sys
+
+    sys._robench_called_from_test = not recipe.get("load_entrypoints", True)
+    from robench.data.cache import set_cache_dir
+    from robench.plugins import make_registry
+    from robench.run.trials import TrialEnv
+
+    if cache_dir:
+        set_cache_dir(cache_dir)
+    _ENV = TrialEnv(make_registry(**recipe))
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def worker_stamp() -> str:
+    """Return where a trial ran: host name and process id."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _keyed(spec: dict) -> dict:
+    """Return the spec as stored: what its key hashes (the device has its own column)."""
+    return {k: v for k, v in spec.items() if k != "device"}
+
+
+def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict:
+    """Run one trial spec and return its row; whatever it raises becomes a failed row.
+
+    ``timeout`` (seconds, None for none) ends a trial that runs longer (see
+    :func:`robench.run.guard.time_limit`). A SystemExit, or a KeyboardInterrupt that no Ctrl-C
+    caused, raised by the trial's code is recorded like any error; a real Ctrl-C propagates.
+    """
+    from robench.run.guard import TrialTimeout, time_limit, user_interrupted
+
+    env = env if env is not None else _ENV
+    row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
+                                "repeat", "seed", "params", "versions")}
+    row["spec"] = _keyed(spec)
+    row["worker"] = worker_stamp()
+    try:
+        from robench.learn.devices import device_label, using_device
+
+        with time_limit(timeout):
+            check_same_data(spec, env)
+            # The device travels in the spec but not in its key (robench.learn.devices says why).
+            with using_device(spec.get("device")):
+                row["device"] = device_label()
+                result = env.registry.get("protocols", spec["protocol"]).run(spec, env)
+        row.update(result)
+        row["status"], row["error"] = "ok", None
+    except TrialTimeout as exc:
+        row.update(status="failed", error=f"TrialTimeout: {exc}")
+    except KeyboardInterrupt:
+        if user_interrupted():
+            raise
+        tb = traceback.format_exc(limit=6)
+        row.update(status="failed", error="KeyboardInterrupt raised by the trial's code (no "
+                   f"Ctrl-C was pressed)\n{tb}")
+    except SystemExit as exc:
+        tb = traceback.format_exc(limit=6)
+        row.update(status="failed", error=f"SystemExit({exc.code!r}) raised by the trial's "
+                   f"code\n{tb}")
+    except Exception as exc:  # noqa: BLE001 - invariant 7: a trial that raises is recorded
+        tb = traceback.format_exc(limit=6)
+        row.update(status="failed", error=f"{type(exc).__name__}: {exc}\n{tb}")
+    row["finished_at"] = _now()
+    return row
+
+
+def check_same_data(spec: dict, env) -> None:
+    """Raise if the data a trial would read is not the data its key was planned on.
+
+    A file replaced between planning and the trial (or a worker reading another copy) would
+    otherwise store results under a key that names other data.
+    """
+    planned = (spec.get("versions") or {}).get("dataset_content")
+    if planned is None or not spec.get("dataset"):
+        return
+    found = env.registry.dataset_fingerprint(spec["dataset"])
+    if found != planned:
+        raise RuntimeError(
+            f"data set '{spec['dataset']}' changed since the run was planned (content "
+            f"{found}, planned on {planned}); run again to plan on the current data")
+
+
+def failed_row(spec: dict, error: str) -> dict:
+    """Return the row of a trial that could not run at all (e.g. its worker died)."""
+    row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
+                                "repeat", "seed", "params", "versions")}
+    row.update(spec=_keyed(spec), status="failed", error=error, finished_at=_now())
+    if spec.get("device"):
+        from robench.learn.devices import device_label
+
+        row["device"] = device_label(spec["device"]) if spec["device"] != "cuda" else "cuda"
+    return row
+
+
+class Executor(abc.ABC):
+    """Base class: ``run(specs)`` yields result rows in completion order."""
+
+    name = "base"
+    #: Seconds after which a trial is stopped and recorded as failed (None: no limit); the
+    #: runner sets it from ``--trial-timeout`` after ``create``.
+    trial_timeout: Optional[float] = None
+
+    @abc.abstractmethod
+    def run(self, specs: Iterable[dict]) -> Iterator[dict]:
+        """Run every spec and yield its result row as soon as it is finished."""
+
+    def close(self) -> None:
+        """Release workers; safe to call twice."""
+
+
+class LocalExecutor(Executor):
+    """Run trials one after another in this process (simplest to debug)."""
+
+    name = "local"
+
+    def __init__(self, registry, jobs: int = 1, **_):
+        from robench.run.trials import TrialEnv
+
+        self.env = TrialEnv(registry)
+
+    def run(self, specs):
+        from robench.run.guard import unwatch_sigint, watch_sigint
+
+        _limit_threads()
+        previous = signal.getsignal(signal.SIGINT)
+        watching = watch_sigint()
+        try:
+            for spec in specs:
+                yield execute_trial(spec, self.env, self.trial_timeout)
+        finally:
+            if watching:
+                unwatch_sigint(previous)
+
+
+class ProcessExecutor(Executor):
+    """Run trials on a pool of ``jobs`` spawned worker processes with one torch thread each.
+
+    A worker that dies (killed, out of memory) breaks the pool; the trials then in flight are
+    retried one at a time in a fresh pool so the culprit is identified and recorded as failed
+    while the rest completes.
+
+    On the ``cuda`` device with several GPUs visible, each worker sees exactly one GPU
+    (``CUDA_VISIBLE_DEVICES``, round robin over the visible ones), so ``-j`` workers spread
+    over the GPUs instead of all landing on the first.
+    """
+
+    name = "process"
+
+    def __init__(self, registry, jobs: int = 2, **_):
+        if registry.recipe is None:
+            raise ValueError("the process executor needs a registry built by make_registry()")
+        self.recipe = registry.recipe
+        self.jobs = max(1, int(jobs))
+        self._pool = None
+
+    def _new_pool(self, workers: int, device: Optional[str] = None):
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        from robench.data.cache import cache_dir
+        from robench.learn.devices import worker_gpus
+
+        # spawn, not fork: the driver may already hold OpenMP/torch thread pools, which do not
+        # survive fork reliably (nor does CUDA).
+        ctx = mp.get_context("spawn")
+        gpu_queue = None
+        gpus = worker_gpus(device, workers) if device else []
+        if gpus:  # one GPU per worker: each takes one id from the queue as it starts
+            gpu_queue = ctx.Queue()
+            for gpu in gpus:
+                gpu_queue.put(gpu)
+        return ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx,
+            initializer=_init_worker, initargs=(self.recipe, str(cache_dir()), gpu_queue),
+        )
+
+    def run(self, specs):
+        from concurrent.futures import FIRST_COMPLETED, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        queue = list(specs)
+        # The run's device (one per run; robench.run.runner puts it in every spec).
+        device = next((s.get("device") for s in queue if s.get("device")), None)
+        # After a crash, the trials that were in flight are the suspects: they run one at a
+        # time, to find the culprit; then the rest runs on every worker again.
+        suspects: list = []
+        while queue or suspects:
+            isolate = bool(suspects)
+            todo = suspects if isolate else queue
+            if isolate:
+                suspects = []
+            else:
+                queue = []
+            workers = 1 if isolate else min(self.jobs, len(todo))
+            # Keep at most 2 trials per worker queued so an interrupt cancels cheaply; when
+            # isolating a crash, exactly one so a broken pool names its trial.
+            limit = 1 if isolate else 2 * workers
+            self._pool = self._new_pool(workers, device)
+            futures = {}
+            pending = collections.deque(todo)
+            try:
+                broken = self._fill(futures, pending, limit)
+                if broken and not futures:
+                    raise BrokenProcessPool("a new worker pool broke before it took a trial")
+                while futures and not broken:
+                    done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        spec = futures.pop(fut)
+                        try:
+                            yield fut.result()
+                        except BrokenProcessPool:
+                            broken = True
+                            if isolate:
+                                yield failed_row(spec, "worker process died while running this "
+                                                 "trial (killed, out of memory, or stuck past "
+                                                 "--trial-timeout in code it could not stop)")
+                            else:
+                                suspects.append(spec)
+                    if not broken:
+                        broken = self._fill(futures, pending, limit)
+                if broken:
+                    suspects.extend(futures.values())
+                    # never submitted: innocent, back to the full pool (or, isolating,
+                    # still suspects)
+                    (suspects if isolate else queue).extend(pending)
+                    futures.clear()
+            finally:
+                self._shutdown()
+
+    def _submit(self, spec):
+        return self._pool.submit(execute_trial, spec, None, self.trial_timeout)
+
+    def _fill(self, futures: dict, pending, limit: int) -> bool:
+        """Submit specs from ``pending`` until ``limit`` are in flight; True if the pool broke.
+
+        A worker can die while the driver is storing the last result or filling the pool
+        (on a loaded machine that window is long); then ``submit`` itself raises
+        BrokenProcessPool. The spec it refused never ran: it goes back to ``pending``.
+        """
+        from concurrent.futures.process import BrokenProcessPool
+
+        while pending and len(futures) < limit:
+            spec = pending.popleft()
+            try:
+                futures[self._submit(spec)] = spec
+            except BrokenProcessPool:
+                pending.appendleft(spec)
+                return True
+        return False
+
+    def _shutdown(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def close(self):
+        self._shutdown()
+
+
+_DASK_ENVS: dict = {}
+
+
+def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str]) -> dict:
+    """Run a trial on a Dask worker, building (once per worker process) its registry."""
+    import json
+
+    key = json.dumps([recipe, cache_dir], sort_keys=True)
+    if key not in _DASK_ENVS:
+        _init_worker(recipe, cache_dir)
+        _DASK_ENVS[key] = _ENV
+    return execute_trial(spec, _DASK_ENVS[key])
+
+
+class DaskExecutor(Executor):
+    """Run trials on a Dask distributed cluster; results stream back as they finish.
+
+    With ``scheduler`` (an address such as ``tcp://10.0.0.5:8786``, e.g. a cluster started by
+    dask-jobqueue on SLURM or by dask-kubernetes) robench connects to it; without, it starts
+    a local cluster of ``jobs`` single-threaded worker processes bound to 127.0.0.1 (never
+    probing another address). Workers need robench and the run's plugins installed; they
+    rebuild the registry from its recipe and compute anything missing from their cache.
+    """
+
+    name = "dask"
+
+    def __init__(self, registry, jobs: int = 2, scheduler: Optional[str] = None, **_):
+        if registry.recipe is None:
+            raise ValueError("the dask executor needs a registry built by make_registry()")
+        try:
+            import distributed  # noqa: F401
+        except ImportError as exc:
+            raise ValueError("the dask executor needs dask.distributed: "
+                             "pip install 'robench[dask]'") from exc
+        self.recipe = registry.recipe
+        self.jobs = max(1, int(jobs))
+        self.scheduler = scheduler
+        self._client = self._cluster = None
+
+    def _connect(self):
+        from distributed import Client, LocalCluster
+
+        if self.scheduler:
+            try:
+                self._client = Client(self.scheduler, timeout="20s")
+            except OSError as exc:
+                from robench.storage.provenance import redact_secrets
+
+                raise ValueError(f"could not connect to the Dask scheduler at "
+                                 f"{redact_secrets(self.scheduler)}: {exc}") from exc
+        else:
+            _limit_threads()
+            self._cluster = LocalCluster(
+                host="127.0.0.1", n_workers=self.jobs, threads_per_worker=1, processes=True,
+                dashboard_address=None, silence_logs=logging.ERROR,
+            )
+            self._client = Client(self._cluster)
+
+    def run(self, specs):
+        from distributed import as_completed
+
+        specs = list(specs)
+        if not specs:
+            return
+        self._connect()
+        futures = {self._submit(spec): spec for spec in specs}
+        suspects = []
+        try:
+            for fut in as_completed(futures):
+                spec = futures[fut]
+                try:
+                    yield fut.result()
+                except Exception as exc:  # noqa: BLE001 - recorded, never raised
+                    if type(exc).__name__ == "KilledWorker":
+                        # Every task on a dying worker is reported killed, not only the one
+                        # that killed it: retry those one at a time to find the culprit.
+                        suspects.append(spec)
+                    else:
+                        yield failed_row(spec, f"{type(exc).__name__} on the Dask cluster: {exc}")
+            for spec in suspects:
+                fut = self._submit(spec, retry=True)
+                futures[fut] = spec
+                try:
+                    yield fut.result()
+                except Exception as exc:  # noqa: BLE001
+                    yield failed_row(spec, f"{type(exc).__name__}: the Dask worker running this "
+                                     f"trial died (killed or out of memory): {exc}")
+        finally:
+            for fut in futures:
+                if not fut.done():
+                    fut.cancel()
+
+    def _submit(self, spec, retry=False):
+        from robench.data.cache import cache_dir
+
+        key = f"trial-{spec['key']}" + ("-retry" if retry else "")
+        return self._client.submit(execute_trial_on_worker, spec, self.recipe, str(cache_dir()),
+                                   key=key, pure=False)
+
+    def close(self):
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None

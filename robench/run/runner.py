@@ -1,0 +1,365 @@
+"""Combinations -> trials -> executor -> store -> scores."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from robench.run.trials import Combo
+from robench.errors import ConfigError  # noqa: F401 (public here too)
+
+
+@dataclass
+class Group:
+    """One metric evaluated on one combination: the trials its scores are computed from."""
+
+    metric: object
+    combo: Combo
+    keys: list
+    #: Set by a driver that changes how the group is scored (robench.run.adaptive): ``options``
+    #: (JSON-able) enters the inputs fingerprint, ``finish(scores) -> scores`` runs after the
+    #: metric's aggregate. Both empty for a plain run (fingerprints as before).
+    options: dict = field(default_factory=dict)
+    finish: Optional[Callable] = None
+    configuration: Optional[str] = None  # robench.run.configurations id its scores are stored under
+
+    @property
+    def key_dict(self) -> dict:
+        return {
+            "dataset": self.combo.dataset.name,
+            "model": self.combo.model.name,
+            "clusterer": self.combo.clusterer.name if self.combo.clusterer else "",
+        }
+
+
+@dataclass
+class Plan:
+    """What a run will do: the trials (deduplicated by key), metric groups and skips."""
+
+    specs: dict = field(default_factory=dict)  # key -> spec, in planning order
+    groups: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)  # dicts: dataset, model, clusterer, metric, reason
+    prepare: list = field(default_factory=list)  # (protocol, combo) needing driver-side work
+    configurations: dict = field(default_factory=dict)  # id -> description (per metric)
+    broken: dict = field(default_factory=dict)  # data set -> why it failed to load (skipped)
+
+
+@dataclass
+class RunReport:
+    """What a run did."""
+
+    run_id: int
+    n_planned: int
+    n_cached: int
+    n_ran: int
+    failed: list
+    skipped: list
+    scores: list
+    seconds: float
+    interrupted: bool = False
+    n_aggregated: int = 0  # groups whose scores were computed in this run
+    n_reused: int = 0  # groups whose inputs were unchanged: stored scores reported as they are
+    adaptive: list = field(default_factory=list)  # --until decided: each rho table's decision
+
+
+def _combos(cfg, registry, metric, broken=None):
+    broken = broken or {}
+    datasets = [registry.get("datasets", n) for n in cfg.datasets]
+    models = [registry.get("models", n) for n in cfg.models]
+    clusterers = [registry.get("clusterers", n) for n in cfg.clusterers] if metric.uses_clusterer else [None]
+    for d in datasets:
+        for m in models:
+            for c in clusterers:
+                reason = (broken.get(d.name)
+                          or m.not_applicable_to(metric) or m.not_applicable(d)
+                          or (metric.applies_to(d, m) if metric.applies_to else None)
+                          or (c.not_applicable(d) if c else None))
+                yield Combo(d, m, c), reason
+
+
+def plan_run(cfg, registry) -> Plan:
+    """Resolve names, drop inapplicable combinations (recorded with reasons) and plan trials.
+
+    A combination that cannot apply is skipped when it came from ``--all`` or a default; a
+    component the user named explicitly that cannot apply to any named data set is an error.
+    """
+    plan = Plan()
+    if not cfg.knobs:
+        cfg.resolve(registry)
+    applicable_seen = {kind: set() for kind in ("datasets", "models", "clusterers")}
+    reasons = {}
+    from robench.run import configurations
+    plan.broken = broken_datasets(cfg.datasets, registry)
+
+    for metric_name in cfg.metrics:
+        metric = registry.get("metrics", metric_name)
+        protocol = registry.get("protocols", metric.protocol)
+        description = configurations.describe(cfg, metric, registry)
+        config_id = configurations.fingerprint(description)
+        plan.configurations[config_id] = description
+        for combo, reason in _combos(cfg, registry, metric, plan.broken):
+            names = {"datasets": combo.dataset.name, "models": combo.model.name,
+                     "clusterers": combo.clusterer.name if combo.clusterer else None}
+            if reason:
+                plan.skipped.append({"dataset": names["datasets"], "model": names["models"],
+                                     "clusterer": names["clusterers"] or "",
+                                     "metric": metric.name, "reason": reason})
+                for kind, n in names.items():
+                    reasons.setdefault((kind, n), reason)
+                continue
+            for kind, n in names.items():
+                applicable_seen[kind].add(n)
+            keys = []
+            for spec in protocol.plan(combo, cfg, registry):
+                plan.specs.setdefault(spec["key"], spec)
+                keys.append(spec["key"])
+            plan.groups.append(Group(metric, combo, keys, configuration=config_id))
+            if combo.clusterer is not None and protocol.prepare is not None:
+                plan.prepare.append((protocol, combo))
+    _check_sources_fit(plan, cfg, registry)
+    explicit = cfg.explicit or {}
+    healthy = [n for n in cfg.datasets if n not in plan.broken]
+    for kind in ("clusterers", "models", "datasets"):  # the most specific culprit first
+        for n in explicit.get(kind, []):
+            if kind == "datasets" and n in plan.broken and healthy:
+                continue  # reported and skipped; the named data sets that load still run
+            if n not in applicable_seen[kind] and (kind, n) in reasons:
+                raise ConfigError(
+                    f"{kind[:-1]} '{n}' cannot run on what was asked for: {reasons[(kind, n)]}. "
+                    "Drop it or pick a combination it applies to (`robench list`)."
+                )
+    return plan
+
+
+def broken_datasets(names, registry) -> dict:
+    """Return {name: reason} for the data sets among ``names`` that fail to load or validate.
+
+    Each is loaded (or fingerprinted, where its spec can do that without loading) once, inside
+    a guard: one broken data set is skipped with its reason and never stops the others.
+    """
+    broken = {}
+    for name in names:
+        try:
+            registry.dataset_versions(name)  # loads and validates it unless a cheap hash will do
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a plugin's data set, whatever it raises
+            text = str(exc).strip("'\"")
+            broken[name] = (text if f"'{name}'" in text
+                            else f"data set '{name}' failed to load: {type(exc).__name__}: {text}")
+    return broken
+
+
+def _check_sources_fit(plan: Plan, cfg, registry) -> None:
+    """Raise ConfigError if a class is too small for the sources a protocol will split it into.
+
+    Checked while planning, so nothing runs or is stored; without it every trial of the
+    combination would be recorded as failed.
+    """
+    from robench.data.sources import SourcesError, check_class_sizes
+
+    seen = set()
+    for protocol, combo in plan.prepare:
+        if protocol.sources_per_class is None or combo.clusterer.requires_true_sources:
+            continue
+        k = int(protocol.sources_per_class(cfg))
+        if (combo.dataset.name, k) in seen:
+            continue
+        seen.add((combo.dataset.name, k))
+        ds = registry.load_dataset(combo.dataset.name)
+        try:
+            check_class_sizes(ds.y, k, ds.class_names)
+        except SourcesError as exc:
+            raise ConfigError(f"data set '{combo.dataset.name}' ({protocol.name}, clusterer "
+                              f"'{combo.clusterer.name}'): {exc}") from None
+
+
+def execute(cfg, registry, store, *, command: str = "robench run",
+            on_event: Optional[Callable] = None, rescore: bool = False,
+            plan: Optional[Plan] = None, score: bool = True) -> RunReport:
+    """Plan, run what is not stored yet, store every trial as it finishes, aggregate scores.
+
+    Scores whose inputs did not change since they were stored are reused, not recomputed
+    (see :func:`robench.run.scoring.score_groups`); ``rescore`` recomputes them all. A driver
+    may pass its own ``plan`` (e.g. one round of :mod:`robench.run.adaptive`) and ``score=False``
+    to run and store the trials only.
+    """
+    from robench.data.cache import cache_dir
+
+    t0 = time.perf_counter()
+    emit = on_event or (lambda *a, **k: None)
+    killed = store.mark_killed_runs()
+    if killed:
+        emit("killed_runs", runs=killed)
+    if plan is None:
+        plan = plan_run(cfg, registry)
+    keys = list(plan.specs)
+    done_keys = store.ok_trial_keys(keys)
+    # The device rides in each spec to the worker but is not part of the key: a trial stored
+    # on one device is found stored on another (robench.learn.devices says why).
+    todo = [dict(plan.specs[k], device=cfg.device) for k in keys if k not in done_keys]
+    config = cfg.to_dict()
+    from robench.storage.provenance import redact_secrets
+
+    config["executor_options"] = {k: redact_secrets(v)
+                                  for k, v in (config.get("executor_options") or {}).items()}
+    config["cache_dir"] = str(cache_dir())
+    run_id = store.start_run(command=command, seed=cfg.seed, config=config,
+                             plugin_versions=registry.plugin_versions())
+    finished = False
+    try:
+        from robench.run.configurations import configuration_row
+
+        for description in plan.configurations.values():
+            store.save_configuration(configuration_row(description, run_id))
+        for skip in plan.skipped:
+            store.save_skip(run_id=run_id, **skip)
+        for name, reason in plan.broken.items():
+            emit("dataset_failed", dataset=name, reason=reason)
+        emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
+             skipped=plan.skipped)
+
+        failed, interrupted, n_ran = [], False, 0
+        blocked = {}  # key -> error for trials whose shared preparation failed
+        clustering = {}  # trial key -> key of the clustering its partitions come from
+        try:
+            if todo:
+                _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering)
+                for key, err in blocked.items():
+                    row = _blocked_row(plan.specs[key], err)
+                    row["run_id"] = run_id
+                    store.save_trial(row)
+                    failed.append(row)
+                    emit("trial", row=row)
+                runnable = longest_first([s for s in todo if s["key"] not in blocked],
+                                         registry, store)
+                executor = registry.get("executors", cfg.executor).create(
+                    registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
+                executor.trial_timeout = cfg.trial_timeout or None
+                try:
+                    for row in executor.run(runnable):
+                        row["run_id"] = run_id
+                        if row.get("key") in clustering:
+                            row["clustering"] = clustering[row["key"]]
+                        # its own transaction: a crash loses only the trials in flight
+                        store.save_trial(row)
+                        n_ran += 1
+                        if row["status"] != "ok":
+                            failed.append(row)
+                        emit("trial", row=row)
+                finally:
+                    executor.close()
+        except KeyboardInterrupt:
+            interrupted = True
+
+        scores, n_aggregated, n_reused = [], 0, 0
+        if score and not interrupted:
+            from robench.run.scoring import score_groups
+
+            versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
+                        for g in plan.groups}
+            scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
+                                                          versions=versions, rescore=rescore)
+        status = "interrupted" if interrupted else ("failed" if failed else "ok")
+        store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
+                         n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),
+                         n_failed=len(failed), n_skipped=len(plan.skipped))
+        finished = True
+    finally:
+        if not finished:
+            # whatever stopped it (a bug, an error the run could not contain), the run row
+            # must not stay 'running'
+            try:
+                store.finish_run(run_id, "failed")
+            except Exception:  # noqa: BLE001 - the original error is the one to report
+                pass
+    return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
+                     time.perf_counter() - t0, interrupted, n_aggregated, n_reused)
+
+
+def longest_first(specs: list, registry, store) -> list:
+    """Order trials by expected duration, longest first, so no worker idles at the end.
+
+    The estimate is the mean time of earlier trials of the same (dataset, model, protocol)
+    where the store has some, else the data set's size (twice for image models, which are
+    convolutional and slower per sample). A protocol that lists others in ``after`` has its
+    trials placed after theirs: it loads what they train and cache (e.g. reference models), so
+    running them side by side would train those twice. Order does not change results: each
+    trial is a pure function of its spec.
+    """
+    past = {}
+    for row in store.trial_seconds():
+        past[(row["dataset"], row["model"], row["protocol"])] = row["seconds"]
+
+    def cost(spec):
+        known = past.get((spec["dataset"], spec["model"], spec["protocol"]))
+        if known is not None:
+            return known
+        try:
+            ds = registry.load_dataset(spec["dataset"])
+        except Exception:  # noqa: BLE001 - the trial records why; order is only a heuristic
+            return 0.0
+        try:
+            image = registry.get("models", spec["model"]).requires_image
+        except LookupError:  # dataset-level trials have no model; zoo members are unregistered
+            image = False
+        return 1e-6 * ds.n_samples * ds.n_features * (2.0 if image else 1.0)
+
+    present = {spec["protocol"] for spec in specs}
+
+    def tier(spec):
+        after = registry.get("protocols", spec["protocol"]).after
+        return 1 if present.intersection(after) else 0
+
+    return sorted(specs, key=lambda spec: (tier(spec), -cost(spec)))
+
+
+def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering=None):
+    """Do each combination's driver-side preparation (clustering) once, before any trial.
+
+    ``clustering`` gets, per trial key to run, the key of the clustering row its partitions
+    come from (``trials.clustering``).
+    """
+    clustering = {} if clustering is None else clustering
+    todo_keys = {s["key"] for s in todo}
+    done = set()
+    for protocol, combo in plan.prepare:
+        ident = (protocol.name, combo.dataset.name, combo.clusterer.name)
+        group_keys = [g.keys for g in plan.groups if g.combo == combo]
+        needed = {k for ks in group_keys for k in ks} & todo_keys
+        if ident in done or not needed:
+            continue
+        done.add(ident)
+        emit("prepare", dataset=combo.dataset.name, clusterer=combo.clusterer.name)
+        try:
+            dataset = registry.load_dataset(combo.dataset.name)
+            from robench.learn.devices import using_device
+
+            # finding sources may train (the vae-vgmm clusterer's VAE): on the run's device
+            with using_device(getattr(cfg, "device", None)):
+                row = protocol.prepare(combo, cfg, registry, dataset)
+            row["run_id"] = run_id
+            store.save_clustering(row)
+            for g in plan.groups:
+                if (g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer
+                        and g.metric.protocol == protocol.name):
+                    for k in g.keys:
+                        if k in todo_keys and plan.specs[k]["clusterer"] == combo.clusterer.name:
+                            clustering[k] = row["key"]
+        except Exception as exc:  # noqa: BLE001 - recorded against every trial that needed it
+            err = f"{type(exc).__name__}: {exc}"
+            emit("prepare_failed", dataset=combo.dataset.name, clusterer=combo.clusterer.name,
+                 error=err)
+            for g in plan.groups:
+                if g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer:
+                    for k in g.keys:
+                        spec = plan.specs[k]
+                        if k in todo_keys and spec["clusterer"] == combo.clusterer.name:
+                            blocked[k] = err
+
+
+def _blocked_row(spec, error):
+    from robench.run.executors import failed_row
+
+    return failed_row(spec, error)

@@ -1,0 +1,294 @@
+"""Scores from stored trials: their keys and digests, and reuse when nothing they read changed.
+
+A score group is one metric evaluated on one (dataset, model, clusterer) combination: the
+trials its ``aggregate`` reads and the score rows it returns. The ``score_groups`` table holds,
+per group, a fingerprint of its inputs (the trial rows as stored, the metric's name, version
+and definition, the robench version), its trial keys, and a digest of every score row it
+wrote. :func:`score_groups` is the run's last step: a group whose fingerprint and score rows
+are unchanged reports its stored scores; any other is aggregated and written afresh. Each
+score row's ``inputs`` column holds the fingerprint it was computed from, and its ``run_id``
+the run that computed it.
+
+Keys, digests and fingerprints are compared with what older robench versions stored
+(``tests/test_keys_stable.py`` reruns such a database): changing how one is computed makes
+every stored score look stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Iterable, Optional
+
+from robench import __version__
+from robench.data.cache import content_key
+from robench.run.configurations import LEGACY
+from robench.storage.migrations import metric_id
+from robench.storage.provenance import utc_now
+from robench.specs import Score
+from robench.storage.store import decode_row, encode_row
+
+if TYPE_CHECKING:  # pragma: no cover
+    from robench.storage.store import Store
+
+#: Columns of a score row that carry its content (what a reused score must still match).
+_SCORE_CONTENT = ("key", "metric_version", "value", "ci_low", "ci_high", "n",
+                  "higher_is_better", "metric_id", "details")
+
+
+def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str,
+              configuration: Optional[str] = None) -> str:
+    """Return the primary key of one score row: sha256 of the JSON of what identifies it.
+
+    ``configuration`` is the id of what its trials were run with
+    (:func:`robench.run.configurations.fingerprint`); without one (or ``legacy``) the key is the
+    one robench wrote before configurations were part of a score's identity.
+    """
+    identity = [dataset, model, clusterer or "", metric, score]
+    if configuration is not None and configuration != LEGACY:
+        identity.append(configuration)
+    payload = json.dumps(identity)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def score_row(score: Score, run_id: int, definitions: dict, computed_at: str,
+              inputs: Optional[str] = None, configuration: Optional[str] = None) -> dict:
+    """Return the scores-table row of ``score``, encoded for SQLite.
+
+    ``definitions`` maps a metric name to ``(version, definition text)``; ``inputs`` is the
+    fingerprint of what the score was computed from (see :func:`score_groups`), if known;
+    ``configuration`` the id of what its trials were run with (None: ``legacy``).
+    """
+    s = score
+    if s.metric not in definitions:
+        raise ValueError(
+            f"no definition given for metric {s.metric!r}; every score row must say "
+            "which definition produced it"
+        )
+    version, definition = definitions[s.metric]
+    return encode_row(
+        "scores",
+        {
+            "key": score_key(s.dataset, s.model, s.clusterer, s.metric, s.score, configuration),
+            "run_id": run_id,
+            "dataset": s.dataset,
+            "model": s.model,
+            "clusterer": s.clusterer or "",
+            "metric": s.metric,
+            "metric_version": str(version),
+            "score": s.score,
+            "value": s.value,
+            "ci_low": s.ci_low,
+            "ci_high": s.ci_high,
+            "n": s.n,
+            "higher_is_better": int(bool(s.higher_is_better)),
+            "metric_id": metric_id(s.metric, version, definition),
+            "details": dict(s.details or {}),
+            "computed_at": computed_at,
+            "inputs": inputs,
+            "configuration": configuration or LEGACY,
+        },
+    )
+
+
+def _number(value: Any) -> Any:
+    # SQLite's column affinity turns 1 into 1.0 in a REAL column and 3.0 into 3 in an INTEGER
+    # one; compare numbers the way they come back.
+    if isinstance(value, (bool, int, float)):
+        value = float(value)
+        return int(value) if value.is_integer() else value
+    return value
+
+
+def score_digest(row: dict) -> str:
+    """Return a digest of a score row's content, as written by :func:`score_row` or as stored."""
+    content = [_number(row.get(c)) for c in _SCORE_CONTENT]
+    return hashlib.sha256(repr(content).encode("utf-8")).hexdigest()
+
+
+def save_scores(store: "Store", scores: list[Score], run_id: int, definitions: dict,
+                configuration: Optional[str] = None) -> None:
+    """Upsert scores by key in one transaction, each tagged with its metric's definition.
+
+    ``definitions`` maps a metric name to ``(version, definition text)``; ``configuration``
+    is the id the scores are stored under (None: ``legacy``). No score-group record is
+    written: a run's scores go through :func:`score_groups`; this is for scores computed
+    elsewhere.
+    """
+    now = utc_now()
+    rows = [score_row(s, run_id, definitions, now, configuration=configuration) for s in scores]
+    store.save_score_groups(rows, [], metrics=metric_rows(definitions, rows, run_id, now))
+
+
+def metric_rows(definitions: dict, score_rows: list[dict], run_id: int, now: str) -> list[dict]:
+    """Return the ``metrics`` rows (definition text once per name and version) the score rows
+    point to."""
+    used = {row["metric_id"] for row in score_rows}
+    out = []
+    for name, (version, definition) in definitions.items():
+        mid = metric_id(name, version, definition)
+        if mid in used:
+            out.append({"id": mid, "name": name, "version": str(version),
+                        "definition": definition, "run_id": run_id, "created_at": now})
+    return out
+
+
+def score_groups(groups: Iterable, store: "Store", run_id: int, *,
+                 versions: Optional[dict] = None, rescore: bool = False) -> tuple:
+    """Reuse or compute every group's scores and store what was computed.
+
+    Parameters
+    ----------
+    groups : iterable of groups
+        Each has ``metric`` (a :class:`robench.specs.MetricSpec`), ``key_dict`` (its
+        ``dataset``, ``model`` and ``clusterer``, ``""`` for none), ``keys`` (its trial
+        keys) and optionally ``configuration`` (the id its scores are stored under), like the
+        runner's ``Group``.
+    store : Store
+        The results database the trials are stored in; score rows and score-group records
+        are upserted into it in one transaction.
+    run_id : int
+        The run computed scores are tagged with.
+    versions : dict, optional
+        Metric name to its registry version (``Registry.component_version``: plugin and
+        metric version); part of the fingerprint.
+    rescore : bool
+        Compute every group afresh.
+
+    Returns
+    -------
+    tuple
+        ``(scores, n_aggregated, n_reused)``: every group's :class:`robench.specs.Score`
+        objects in group order, the number of groups computed and the number reused.
+
+    Notes
+    -----
+    A group whose inputs are unchanged since its scores were stored (same trials, each stored
+    row the same, same metric name, version and definition) is not aggregated again: its
+    stored scores are reported as they are, still tagged with the run that computed them.
+    Any change (a new, re-run or failed trial, another metric version, a score row deleted or
+    overwritten since) computes the group afresh.
+    """
+    groups = list(groups)
+    versions = versions or {}
+    now = utc_now()
+    digests = store.trial_digests({k for g in groups for k in g.keys})
+    records = {} if rescore else store.score_groups(_group_key(g) for g in groups)
+    stored = store.score_rows({k for r in records.values() for k, _ in r.get("scores") or []})
+    definitions = {g.metric.name: (g.metric.version, g.metric.definition) for g in groups}
+    written, written_scores = {}, {}  # score key -> digest / Score this run writes
+    all_scores, score_rows, group_rows = [], [], []
+    n_aggregated = n_reused = 0
+
+    stored_digests, stored_scores = {}, {}  # each stored row digested and decoded once
+
+    def current(k):  # the digest of score k as it will be once this run's writes are done
+        if k in written:
+            return written[k]
+        if k not in stored_digests:
+            stored_digests[k] = score_digest(stored[k]) if k in stored else None
+        return stored_digests[k]
+
+    def reused(k):
+        if k in written:
+            return written_scores[k]
+        if k not in stored_scores:
+            stored_scores[k] = _stored_score(stored[k])
+        return stored_scores[k]
+
+    for group in groups:
+        metric = group.metric
+        gkey = _group_key(group)
+        inputs = _inputs_fingerprint(group, digests, versions.get(metric.name, ""))
+        record = records.get(gkey)
+        if record is not None and record.get("inputs") == inputs:
+            pairs = record.get("scores") or []
+            if all(current(k) == d for k, d in pairs):
+                all_scores.extend(reused(k) for k, _ in pairs)
+                n_reused += 1
+                continue
+        rows = store.trials(keys=group.keys)
+        scores = [_with_direction(s, metric) for s in metric.aggregate(group.key_dict, rows)]
+        finish = getattr(group, "finish", None)
+        if finish is not None:
+            scores = list(finish(scores))
+        pairs = []
+        config = getattr(group, "configuration", None)
+        # A group none of whose trials succeeded has measured nothing: it never replaces a
+        # score stored from trials that did (issue 16: a bad run must not erase good results).
+        keep = (set() if any(r.get("status") == "ok" for r in rows)
+                else set(store.score_rows(
+                    score_row(s, run_id, definitions, now, inputs, config)["key"]
+                    for s in scores)))
+        if keep:
+            stored.update(store.score_rows(keep))
+        for s in scores:
+            row = score_row(s, run_id, definitions, now, inputs, config)
+            if row["key"] in keep:
+                all_scores.append(reused(row["key"]))
+                continue
+            digest = score_digest(row)
+            written[row["key"]] = digest
+            written_scores[row["key"]] = s
+            score_rows.append(row)
+            pairs.append([row["key"], digest])
+            all_scores.append(s)
+        if keep:  # its stored record still says what the kept scores came from
+            n_reused += 1
+            continue
+        group_rows.append({"key": gkey, "run_id": run_id, **group.key_dict, "metric": metric.name,
+                           "metric_version": str(metric.version), "inputs": inputs,
+                           "trial_keys": sorted(set(group.keys)), "scores": pairs,
+                           "computed_at": now, "configuration": config or LEGACY})
+        n_aggregated += 1
+    store.save_score_groups(score_rows, group_rows,
+                            metrics=metric_rows(definitions, score_rows, run_id, now))
+    return all_scores, n_aggregated, n_reused
+
+
+def _group_key(group) -> str:
+    """Return the key of a group's score-group record: metric, combination, configuration."""
+    config = getattr(group, "configuration", None)
+    if config is None or config == LEGACY:
+        return content_key("score-group", group.metric.name, group.key_dict)
+    return content_key("score-group", group.metric.name, group.key_dict, config)
+
+
+def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
+    """Return a hash of everything a group's aggregate reads.
+
+    That is its trials as stored (``digests``, from :meth:`Store.trial_digests`), the group
+    and the metric's identity (name, plugin and metric version, definition, robench version).
+    """
+    metric = group.metric
+    payload = {
+        "metric": [metric.name, str(metric.version),
+                   metric.moved_from or metric.plugin,
+                   component_version,
+                   hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()],
+        "robench": __version__,
+        "group": group.key_dict,
+        "trials": sorted((k, digests.get(k)) for k in set(group.keys)),
+    }
+    options = getattr(group, "options", None)
+    if options:  # absent for a plain run: its fingerprints stay what they were
+        payload["options"] = options
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _stored_score(row: dict) -> Score:
+    """Return the Score a stored score row holds (JSON decoded)."""
+    row = decode_row("scores", dict(row))
+    fields = ("dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high",
+              "n", "higher_is_better")
+    details = row.get("details")
+    return Score(**{f: row[f] for f in fields},
+                 details=details if isinstance(details, dict) else {})
+
+
+def _with_direction(score: Score, metric) -> Score:
+    """Return ``score`` with the metric's ranking direction if it is the headline score."""
+    if score.score == metric.name:
+        return replace(score, higher_is_better=metric.higher_is_better)
+    return score

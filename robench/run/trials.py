@@ -1,0 +1,196 @@
+"""What every protocol shares: combinations, trial specs and keys, the worker environment,
+fit-and-score.
+
+A protocol (:class:`robench.specs.ProtocolSpec`) plans trial specs with :func:`make_spec`
+(or :func:`keyed_spec`) and
+runs each in a worker, where :class:`TrialEnv` gives it the registry and the loaded data sets.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from robench.stats.bits import pack_bits
+from robench.learn.boundary import check_model_input, predict_checked
+from robench.data.cache import content_key
+from robench.data import Rows, pixels_to_float
+from robench.specs import ClustererSpec, DatasetSpec, ModelContext, ModelSpec
+
+
+@dataclass(frozen=True)
+class Combo:
+    """One (dataset, model, clusterer) combination a metric is evaluated on."""
+
+    dataset: DatasetSpec
+    model: ModelSpec
+    clusterer: Optional[ClustererSpec]
+
+
+def trial_key(spec: dict) -> str:
+    """Return the key of a trial: a hash of the sorted JSON of exactly what defines it."""
+    return content_key("trial", spec)
+
+
+def keyed_spec(protocol: str, version: str, *, dataset: str, model: str, kind: str,
+               repeat: int, seed: int, params: dict, versions: dict,
+               clusterer: str = "") -> dict:
+    """Return a trial spec in the layout every protocol's trials share, keyed.
+
+    ``versions`` are the versions of what the trial uses beyond the protocol itself (the data
+    set's from ``registry.dataset_versions``, the model's, any other component's); the key is
+    a hash of the whole spec (:func:`trial_key`). :func:`make_spec` builds one for a
+    (dataset, model, clusterer) combination; a protocol whose trials are not per
+    combination (a baseline, a model zoo) calls this directly.
+    """
+    spec = {
+        "protocol": protocol,
+        "dataset": dataset,
+        "model": model,
+        "clusterer": clusterer,
+        "kind": kind,
+        "repeat": int(repeat),
+        "seed": seed,
+        "params": params,
+        "versions": {"protocol": version, **versions},
+    }
+    spec["key"] = trial_key(spec)
+    return spec
+
+
+def make_spec(protocol: str, version: str, combo: Combo, cfg, registry, *, kind: str,
+              repeat: int, params: dict, with_clusterer: bool) -> dict:
+    """Return a keyed trial spec; without a clusterer the trial is shared by every clusterer."""
+    versions = {
+        **registry.dataset_versions(combo.dataset.name),
+        "model": registry.component_version("models", combo.model.name),
+    }
+    if with_clusterer:
+        versions["clusterer"] = registry.component_version("clusterers", combo.clusterer.name)
+    return keyed_spec(protocol, version, dataset=combo.dataset.name, model=combo.model.name,
+                      clusterer=combo.clusterer.name if with_clusterer else "", kind=kind,
+                      repeat=repeat, seed=cfg.seed, params=params, versions=versions)
+
+
+class TrialEnv:
+    """What a trial can reach in its worker: the registry and its loaded data sets."""
+
+    def __init__(self, registry):
+        self.registry = registry
+
+    def dataset(self, name: str):
+        """Return the loaded data set ``name`` (loaded once per registry, so per worker)."""
+        return self.registry.load_dataset(name)
+
+
+def accuracy_per_class(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> list:
+    """Return the accuracy of every class (None where the class has no test sample)."""
+    out = []
+    for c in range(n_classes):
+        m = y_true == c
+        out.append(float((y_pred[m] == c).mean()) if m.any() else None)
+    return out
+
+
+def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, *,
+                  seed: int, train_budget: dict) -> dict:
+    """Train a fresh model on train (early stopping on val) and score it on test.
+
+    The model's ``fit`` receives the training and validation partitions only; the test
+    indices are used after training, once, to measure accuracy (robench invariant 1).
+    """
+    y = dataset.y
+    ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, seed,
+                       dict(train_budget))
+    t0 = time.perf_counter()
+    model = model_spec.build(ctx)
+    fit_X, val_X, X = model_inputs(model, dataset, train_idx, val_idx)
+    # The whole data set is handed to the model (fit, validation, then one prediction pass):
+    # check it once at the boundary.
+    check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")
+    # A model offering defer_train_accuracy (robench.learn.train.TorchClassifier) skips its own pass
+    # over the fit rows: the prediction below covers them, and gives the same accuracy.
+    if getattr(model, "defer_train_accuracy", None) is False:
+        model.defer_train_accuracy = True
+    model.fit(fit_X, y[train_idx], val_X, y[val_idx])
+    del fit_X, val_X  # a model that needed them whole keeps what it keeps, not this frame
+    # One prediction pass over the whole data set gives test accuracy and, for free, the
+    # whole-data-set accuracy and per-sample correctness (what estimators of a lost test set
+    # read) and, for a model that deferred it, the accuracy on the fit rows.
+    correct_all = predict_rows(model, X, dataset.n_classes, model_spec.name) == y
+    train_accuracy = getattr(model, "train_accuracy_", None)
+    if train_accuracy is None and getattr(model, "defer_train_accuracy", False):
+        train_accuracy = model.train_accuracy_ = float(correct_all[train_idx].mean())
+    pred = np.where(correct_all[test_idx], y[test_idx], -1)
+    y_test = y[test_idx]
+    return {
+        "accuracy": float(correct_all[test_idx].mean()),
+        "all_accuracy": float(correct_all.mean()),
+        "correct": pack_bits(correct_all),
+        "per_class": accuracy_per_class(y_test, pred, dataset.n_classes),
+        "train_accuracy": _maybe_float(train_accuracy),
+        "val_accuracy": _maybe_float(getattr(model, "val_accuracy_", None)),
+        "n_train": int(len(train_idx)),
+        "n_val": int(len(val_idx)),
+        "n_test": int(len(test_idx)),
+        "epochs": int(getattr(model, "n_epochs_", 0) or 0),
+        "best_epoch": int(getattr(model, "best_epoch_", 0) or 0),
+        "history": list(getattr(model, "history_", []) or []),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+#: Rows per ``predict`` call in the prediction pass of a model that takes arrays: its float32
+#: copy of a chunk is 4,096 x d (CIFAR-10: 50 MB) instead of the whole data set (737 MB).
+PREDICT_CHUNK = 4096
+
+
+def model_inputs(model, dataset, train_idx, val_idx) -> tuple:
+    """Return (training rows, validation rows, all rows) as ``model`` takes them.
+
+    * A model with ``accepts_rows`` (:class:`robench.learn.train.TorchClassifier`) gets
+      :class:`robench.data.Rows` views: it reads a mini-batch at a time, so no split is copied
+      and a memory-mapped data set is read from its file a batch at a time.
+    * Any other model gets arrays: uint8 pixels as held if it ``accepts_uint8``, else float32
+      rows converted for the split alone (never the whole data set).
+    * With ``ROBENCH_COMPACT_DATA=0`` (the float32 path before issue 21, kept to compare) every
+      model gets float32 arrays and the splits are copied whole, as they were.
+    """
+    from robench.data.references import compact_data
+
+    if not compact_data():
+        X = dataset.X
+        return X[train_idx], X[val_idx], X
+    if getattr(model, "accepts_rows", False):
+        return dataset.view(train_idx), dataset.view(val_idx), dataset.view()
+    if dataset.pixels and getattr(model, "accepts_uint8", False):
+        return dataset.take(train_idx), dataset.take(val_idx), dataset.view()
+    return dataset.rows(train_idx), dataset.rows(val_idx), dataset.view()
+
+
+def predict_rows(model, X, n_classes: int, name: str) -> np.ndarray:
+    """Return the checked predictions of ``model`` for every row of ``X`` (array or Rows).
+
+    Rows go to a model that ``accepts_rows`` as they are; to any other model in chunks of
+    :data:`PREDICT_CHUNK` rows, as arrays (uint8 pixels if it ``accepts_uint8``, else
+    float32), so the prediction pass never materialises the whole data set. A prediction
+    depends only on its own row, so the chunks give the labels one call would.
+    """
+    if not isinstance(X, Rows) or getattr(model, "accepts_rows", False):
+        return predict_checked(model, X, n_classes, name)
+    ds = X.dataset
+    as_held = ds.pixels and getattr(model, "accepts_uint8", False)
+    parts = []
+    for start in range(0, max(len(X), 1), PREDICT_CHUNK):
+        chunk = X[start:start + PREDICT_CHUNK]
+        if ds.pixels and not as_held:
+            chunk = pixels_to_float(chunk)
+        parts.append(predict_checked(model, chunk, n_classes, name))
+    return np.concatenate(parts)
+
+
+def _maybe_float(v):
+    return None if v is None else float(v)

@@ -1,0 +1,335 @@
+"""Confidence intervals over a few repeats: a mean, a ratio of two independent means, ties.
+
+robench summarises R repeated trials (R = 3 in the quick profile) by their mean, and the
+source-aware robustness rho = E[AccX] / E[AccI] (Kilinc & Uysal's source-aware partitioning
+paper, eq. 3: "rho := 1 - (E[AccI] - E[AccX]) / E[AccI]") by a ratio of two such means, where
+the exclusive and the inclusive accuracies come from *independent* partitions (R_x and R_i
+repeats, not paired, possibly unequal). The intervals here are those whose coverage holds at
+such sizes; a simulation pins it (tests/stats/test_intervals.py, benchmarks/interval_coverage.py,
+docs/intervals.md):
+
+* :func:`mean_interval`: Student's t interval of a mean, ``m ± t_{n-1} s / sqrt(n)``.
+* :func:`ratio_interval` with ``method="fieller"`` (the default): Fieller's interval for
+  rho = mu_x / mu_i (E. C. Fieller, "Some problems in interval estimation", J. R. Stat. Soc. B
+  16(2), 1954, doi:10.1111/j.2517-6161.1954.tb00159.x). For the true rho,
+  ``T = (Xbar - rho Ibar) / sqrt(v_x + rho^2 v_i)`` with ``v = s^2 / n`` is a studentised
+  difference of two independent means; the interval is every rho with ``T^2 <= t^2``, a
+  quadratic inequality in rho. Its reference distribution is Student's t with the
+  Welch-Satterthwaite degrees of freedom of ``v_x + rho^2 v_i`` (B. L. Welch, "The
+  generalization of 'Student's' problem when several different population variances are
+  involved", Biometrika 34, 1947, doi:10.1093/biomet/34.1-2.28), evaluated at the estimate.
+  When the inclusive spread is negligible (the usual case: AccI varies far less than AccX)
+  this is exactly the t distribution with R_x - 1 degrees of freedom, which is why it keeps
+  its coverage at R = 3, where a percentile bootstrap (bounded by the observed range) covers
+  about 75%.
+* ``method="delta"``: the first-order (delta-method) interval
+  ``rho_hat ± t * sqrt(v_x + rho_hat^2 v_i) / |Ibar|`` with the same degrees of freedom;
+  symmetric around the estimate, close to Fieller's when Ibar is far from 0 relative to its
+  standard error.
+* :func:`tie_ranks`: competition ranks where models whose intervals overlap the leader of
+  their block share its rank.
+
+Where no finite interval exists (fewer than 2 values in a sample, no spread in either sample,
+a denominator not significantly different from 0), the bounds are None and ``reason`` says
+why in words; the estimate is still reported. Everything is a pure function of numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+#: Default confidence level.
+LEVEL = 0.95
+METHODS = ("fieller", "delta")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its confidence interval, or None bounds and the reason.
+
+    Attributes
+    ----------
+    estimate : float or None
+        The point estimate (mean, or ratio of means); None only without data.
+    low, high : float or None
+        The bounds; both None when no finite interval exists (see ``reason``).
+    method : str
+        "t" (mean), "fieller" or "delta" (ratio).
+    level : float
+        Nominal coverage, e.g. 0.95.
+    df : float or None
+        Degrees of freedom of the t quantile used.
+    n : tuple of int
+        Sample sizes: (n,) for a mean, (n_x, n_i) for a ratio.
+    reason : str or None
+        Why the bounds are None; None when they are set.
+    """
+
+    estimate: Optional[float]
+    low: Optional[float]
+    high: Optional[float]
+    method: str
+    level: float
+    df: Optional[float]
+    n: tuple
+    reason: Optional[str] = None
+
+    @property
+    def defined(self) -> bool:
+        """Return whether both bounds are set."""
+        return self.low is not None and self.high is not None
+
+    def as_dict(self) -> dict:
+        """Return the fields as a JSON-serialisable dict (what a Score's details store)."""
+        out = asdict(self)
+        out["n"] = list(self.n)
+        return out
+
+
+def _values(values) -> np.ndarray:
+    """Return the non-None values as a float array (None marks a missing repeat)."""
+    return np.asarray([float(v) for v in values if v is not None], dtype=np.float64)
+
+
+def t_quantile(level: float, df):
+    """Return the two-sided Student-t quantile t_{(1+level)/2, df} (df may be an array)."""
+    from scipy import stats
+
+    return stats.t.ppf(0.5 + level / 2, df)
+
+
+# --- a single mean ----------------------------------------------------------------------------
+
+
+def mean_interval(values: Sequence, level: float = LEVEL, *,
+                  bounds: Optional[tuple] = None) -> Interval:
+    """Return Student's t interval of the mean of ``values`` (None entries are skipped).
+
+    ``mean ± t_{(1+level)/2, n-1} · s / sqrt(n)``, s the sample standard deviation (ddof 1).
+    ``bounds=(lo, hi)`` clips the interval to the range the quantity can take (``(0, 1)``
+    for an accuracy); clipping never lowers the coverage of a parameter inside that range.
+
+    Parameters
+    ----------
+    values : sequence of float or None
+        One value per repeat.
+    level : float
+        Nominal coverage.
+    bounds : tuple of float, optional
+        Range to clip the interval to.
+
+    Returns
+    -------
+    Interval
+        Method "t". Bounds are None (with ``reason``) without at least two values or when all
+        values are equal (the spread estimate is 0: a zero-width interval would claim a
+        certainty the repeats cannot give).
+    """
+    x = _values(values)
+    n = int(x.size)
+    if n == 0:
+        return Interval(None, None, None, "t", level, None, (0,), "no values")
+    mean = float(x.mean())
+    if n < 2:
+        return Interval(mean, None, None, "t", level, None, (n,),
+                        "one value: a spread needs at least 2 repeats")
+    sd = float(x.std(ddof=1))
+    if x.max() == x.min():  # exactly equal values (the mean's rounding can make sd ~1e-17)
+        return Interval(mean, None, None, "t", level, float(n - 1), (n,),
+                        f"all {n} values are equal: no spread to build an interval from")
+    half = float(t_quantile(level, n - 1)) * sd / math.sqrt(n)
+    lo, hi = mean - half, mean + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return Interval(mean, lo, hi, "t", level, float(n - 1), (n,))
+
+
+# --- a ratio of two independent means ---------------------------------------------------------
+
+
+def welch_df(var_x, n_x, var_i, n_i, rho):
+    """Return the Welch-Satterthwaite degrees of freedom of ``v_x + rho^2 v_i``, ``v = s^2/n``.
+
+    ``(v_x + rho^2 v_i)^2 / (v_x^2/(n_x-1) + rho^4 v_i^2/(n_i-1))``; with one variance 0 it
+    is the other sample's n - 1. Broadcasts over arrays; NaN where both variances are 0.
+    """
+    var_x, var_i = np.asarray(var_x, float), np.asarray(var_i, float)
+    rho2 = np.asarray(rho, float) ** 2
+    vx, vi = var_x / n_x, rho2 * var_i / n_i
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (vx + vi) ** 2 / (vx ** 2 / (n_x - 1) + vi ** 2 / (n_i - 1))
+
+
+def fieller_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL, df=None):
+    """Return (low, high, df) of Fieller's interval for mu_x / mu_i from summary statistics.
+
+    Vectorised over arrays of means and sample variances (ddof 1); ``n_x``, ``n_i`` >= 2.
+    Solves ``(Xbar - rho Ibar)^2 <= t^2 (v_x + rho^2 v_i)``, i.e. ``a rho^2 - 2 b rho + c <= 0``
+    with ``a = Ibar^2 - t^2 v_i``, ``b = Xbar Ibar``, ``c = Xbar^2 - t^2 v_x``. The set is a
+    finite interval ``(b ± sqrt(b^2 - a c)) / a`` exactly when ``a > 0`` (Ibar is significantly
+    different from 0); then ``b^2 - a c = t^2 (a v_x + v_i Xbar^2) >= 0``. Otherwise it is
+    unbounded (the whole line, or the line minus an interval) and low/high are NaN, as they
+    are where both variances are 0. ``df`` defaults to :func:`welch_df` at the estimate.
+    """
+    mean_x, mean_i = np.asarray(mean_x, float), np.asarray(mean_i, float)
+    var_x, var_i = np.asarray(var_x, float), np.asarray(var_i, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = mean_x / mean_i
+        if df is None:
+            df = welch_df(var_x, n_x, var_i, n_i, rho)
+        df = np.asarray(df, float)
+        t = np.where(np.isfinite(df) & (df > 0), t_quantile(level, np.where(df > 0, df, 1)),
+                     np.nan)
+        vx, vi = var_x / n_x, var_i / n_i
+        a = mean_i ** 2 - t ** 2 * vi
+        b = mean_x * mean_i
+        disc = t ** 2 * (a * vx + vi * mean_x ** 2)
+        root = np.sqrt(np.maximum(disc, 0.0))
+        ok = (a > 0) & np.isfinite(t)
+        low = np.where(ok, (b - root) / a, np.nan)
+        high = np.where(ok, (b + root) / a, np.nan)
+    return low, high, df
+
+
+def delta_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL, df=None):
+    """Return (low, high, df) of the delta-method t interval for mu_x / mu_i.
+
+    ``rho_hat ± t * sqrt(v_x + rho_hat^2 v_i) / |Ibar|`` (the first-order standard error of a
+    ratio of independent means), t with :func:`welch_df` degrees of freedom by default.
+    Vectorised like :func:`fieller_bounds`; NaN where Ibar is 0 or both variances are 0.
+    """
+    mean_x, mean_i = np.asarray(mean_x, float), np.asarray(mean_i, float)
+    var_x, var_i = np.asarray(var_x, float), np.asarray(var_i, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = mean_x / mean_i
+        if df is None:
+            df = welch_df(var_x, n_x, var_i, n_i, rho)
+        df = np.asarray(df, float)
+        t = np.where(np.isfinite(df) & (df > 0), t_quantile(level, np.where(df > 0, df, 1)),
+                     np.nan)
+        se = np.sqrt(var_x / n_x + rho ** 2 * var_i / n_i) / np.abs(mean_i)
+        ok = np.isfinite(rho) & np.isfinite(t)
+        low = np.where(ok, rho - t * se, np.nan)
+        high = np.where(ok, rho + t * se, np.nan)
+    return low, high, df
+
+
+def ratio_interval(x: Sequence, i: Sequence, level: float = LEVEL, *,
+                   method: str = "fieller") -> Interval:
+    """Return the interval of mu_x / mu_i from two independent samples (None entries skipped).
+
+    For rho: ``x`` = the exclusive accuracies (AccX), ``i`` = the inclusive ones (AccI), one
+    per repeat; the two lists need not have the same length (they are not paired).
+
+    Parameters
+    ----------
+    x, i : sequence of float or None
+        Numerator and denominator samples.
+    level : float
+        Nominal coverage.
+    method : {"fieller", "delta"}
+        Fieller's interval (default) or the delta-method t interval, both with Welch-
+        Satterthwaite degrees of freedom (see the module docstring).
+
+    Returns
+    -------
+    Interval
+        ``estimate`` = mean(x) / mean(i). Bounds None, with ``reason``, when a sample has fewer
+        than 2 values, both samples have zero spread, mean(i) is 0, or (Fieller) mean(i) is
+        not significantly different from 0 so that the confidence set is unbounded.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown ratio interval method {method!r}; use one of {METHODS}")
+    xs, is_ = _values(x), _values(i)
+    n_x, n_i = int(xs.size), int(is_.size)
+    ns = (n_x, n_i)
+    if n_x == 0 or n_i == 0:
+        return Interval(None, None, None, method, level, None, ns,
+                        "no values in the " + ("numerator" if n_x == 0 else "denominator"))
+    mx, mi = float(xs.mean()), float(is_.mean())
+    if mi == 0:
+        return Interval(None, None, None, method, level, None, ns,
+                        "the denominator's mean is 0: the ratio is undefined")
+    est = mx / mi
+    if n_x < 2 or n_i < 2:
+        return Interval(est, None, None, method, level, None, ns,
+                        f"{n_x} numerator and {n_i} denominator values: each needs at least 2 "
+                        "repeats to estimate its spread")
+    # Exactly equal values have variance 0 (the mean's rounding would leave ~1e-33).
+    vx = 0.0 if xs.max() == xs.min() else float(xs.var(ddof=1))
+    vi = 0.0 if is_.max() == is_.min() else float(is_.var(ddof=1))
+    if vx == 0 and vi == 0:
+        return Interval(est, None, None, method, level, None, ns,
+                        "both samples have zero spread (all repeats equal): no interval")
+    bounds = fieller_bounds if method == "fieller" else delta_bounds
+    low, high, df = bounds(mx, vx, n_x, mi, vi, n_i, level)
+    low, high, df = float(low), float(high), float(df)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        t = float(t_quantile(level, df))
+        return Interval(est, None, None, method, level, df, ns,
+                        f"the denominator's mean is not significantly different from 0 at "
+                        f"level {level:g} (mean^2 / its variance = {mi * mi / (vi / n_i):.3g} "
+                        f"<= t^2 = {t * t:.3g}): Fieller's confidence set is unbounded")
+    return Interval(est, low, high, method, level, df, ns)
+
+
+# --- ranking with ties ------------------------------------------------------------------------
+
+
+def tie_ranks(values: Sequence, lows: Sequence, highs: Sequence, *,
+              higher_is_better: bool = True) -> list:
+    """Return competition ranks in which overlapping intervals share the leader's rank.
+
+    Rule. Models are ordered by value, best first (ties in value keep their input order). The
+    first model leads block 1 and gets rank 1. Each next model joins the current block, and
+    takes the block leader's rank, if its interval overlaps the *leader's* interval
+    (``low <= leader_high and high >= leader_low``, closed intervals); otherwise it leads a
+    new block with rank 1 + the number of models before it (competition ranking: 1, 1, 3).
+    Comparing with the leader, not with the previous model, keeps a block from chaining: A
+    overlapping B and B overlapping C does not tie A with C unless A overlaps C.
+
+    A model whose interval is missing (a None bound) counts as the point [value, value]; a
+    model whose value is None gets rank None and is left out of the ordering.
+
+    Parameters
+    ----------
+    values, lows, highs : sequences of float or None
+        One entry per model, aligned.
+    higher_is_better : bool
+        Direction of the metric (MetricSpec.higher_is_better).
+
+    Returns
+    -------
+    list of int or None
+        Ranks aligned with the input; a shared rank marks a tie.
+    """
+    n = len(values)
+    if not (len(lows) == len(highs) == n):
+        raise ValueError("values, lows and highs must have the same length")
+    ranks: list = [None] * n
+    present = [j for j in range(n) if values[j] is not None]
+    sign = -1.0 if higher_is_better else 1.0
+    order = sorted(present, key=lambda j: (sign * float(values[j]), j))
+
+    def span(j):
+        lo, hi = lows[j], highs[j]
+        v = float(values[j])
+        if lo is None or hi is None:
+            return v, v
+        return float(min(lo, hi)), float(max(lo, hi))
+
+    leader = None
+    for pos, j in enumerate(order):
+        lo, hi = span(j)
+        if leader is not None:
+            llo, lhi = span(leader)
+            if lo <= lhi and hi >= llo:
+                ranks[j] = ranks[leader]
+                continue
+        leader = j
+        ranks[j] = pos + 1
+    return ranks

@@ -1,0 +1,337 @@
+"""A group-sequential stopping rule for rho tables: planned looks, paired differences, decisions.
+
+**Paired differences.** In the source-aware protocol repeat r of every model uses the same
+partitions (the exclusive and inclusive test masks and the training seeds depend on the
+repeat index, the data set and the clusterer, never on the model), so models that find
+repeat r's held-out sources hard find them hard together: on mnist-5k (quick training, 24
+repeats) the per-repeat exclusive accuracies of the five built-in models correlate 0.72-0.91.
+Comparing marginal rho intervals for overlap ignores that and throws most of the information
+away. Here each adjacent pair (a, b) gets an interval for its difference
+``D = rho_a - rho_b`` from the repeats both models completed: rho_m = E[X_m] / E[I_m] is a
+ratio of means, linearised per repeat by its influence value (delta method)
+
+    psi_m,r = (x_m,r - rho_hat_m * i_m,r) / Ibar_m,
+
+so ``D_hat = rho_hat_a - rho_hat_b`` has standard error ``sd_r(psi_a,r - psi_b,r) / sqrt(n)``
+and the interval is ``D_hat ± t(n - 1) * se``. A repeat unit (its exclusive partition, its
+inclusive partition and their training seeds) is drawn independently of every other repeat,
+so the n differences are i.i.d. and Student's t with n - 1 degrees of freedom is the usual
+reference; the linearisation error is second order in the inclusive mean's relative spread
+(~1% here). The simulation in tests/stats/test_sequential.py checks coverage and error rates,
+skewed cases included.
+
+**Looks and level.** Looks after 6, 12, 24, ... repeats, doubling, the last exactly at the
+maximum (:func:`looks`); every interval at every look is computed at ``1 - alpha / K`` for K
+planned looks (Bonferroni over the looks). By the union bound the probability that a pair's
+difference interval (or a model's rho interval) misses its true value at *any* look is at
+most alpha, so the interval reported wherever the rule stops covers with probability >=
+1 - alpha, for this stopping rule or any other; a wrong call needs such a miss. Group-
+sequential alpha-spending boundaries (Pocock, O'Brien-Fleming) are tighter, but they assume
+a normal statistic with known information fractions; the union bound needs only each look's
+interval to be valid. The first look is at 6, not 3: with 2 degrees of freedom the corrected
+t quantile is ~11 (4.3 uncorrected), so a look at 3 would spend a share of alpha on a look
+that can only separate pairs more than ~6 paired standard deviations apart.
+
+**Decisions.** A pair is *ordered* when its difference interval excludes 0 on the side of the
+estimates' order, *equivalent* when the interval lies within ``(-precision, +precision)``
+(the two are within the precision of each other: more repeats would rank them by an amount
+the user said does not matter) and undecided otherwise. Only models in an undecided pair get
+the next look's repeats; a table stops when no pair is undecided, or at the maximum. The
+guarantee is per pair: whichever adjacent pairs the data select, a reported order or
+equivalence is wrong with probability at most alpha (it needs that pair's interval to miss).
+
+Everything here is a pure function of numbers, vectorised over simulated runs: the driver
+(:mod:`robench.run.adaptive`) calls :func:`table_look` on one run, the simulation on thousands.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+#: Repeats at the first look.
+FIRST_LOOK = 6
+#: Error rate of every interval over all looks (hence of each reported pair decision).
+ALPHA = 0.05
+#: Default precision: two models whose rho differ by less than this are equivalent.
+PRECISION = 0.01
+
+UNDECIDED, ORDERED, EQUIVALENT = "undecided", "ordered", "equivalent"
+STATUS = (UNDECIDED, ORDERED, EQUIVALENT)  # codes 0, 1, 2 in the arrays below
+
+
+def looks(max_repeats: int, first: int = FIRST_LOOK) -> list:
+    """Return the planned looks: ``first``, doubling, ending exactly at ``max_repeats``.
+
+    A look closer to the maximum than half its own size is merged into it (6, 12, 24, 48,
+    100 for 100, not ..., 48, 96, 100; 8 gives one look), so no look adds only a handful
+    of repeats.
+
+    >>> looks(100)
+    [6, 12, 24, 48, 100]
+    >>> looks(24), looks(8), looks(3)
+    ([6, 12, 24], [8], [3])
+    """
+    max_repeats, first = int(max_repeats), int(first)
+    if max_repeats < 1 or first < 1:
+        raise ValueError(f"looks need max_repeats >= 1 and first >= 1, got {max_repeats}, {first}")
+    if max_repeats <= first or max_repeats - first < first / 2:
+        return [max_repeats]
+    out = [first]
+    while out[-1] < max_repeats:
+        nxt = 2 * out[-1]
+        if nxt >= max_repeats or max_repeats - nxt < nxt / 2:
+            nxt = max_repeats
+        out.append(nxt)
+    return out
+
+
+def corrected_level(n_looks: int, alpha: float = ALPHA) -> float:
+    """Return the per-look confidence level ``1 - alpha / n_looks`` (Bonferroni over looks)."""
+    if n_looks < 1 or not 0 < alpha < 1:
+        raise ValueError(f"need n_looks >= 1 and 0 < alpha < 1, got {n_looks}, {alpha}")
+    return 1.0 - alpha / n_looks
+
+
+def _t(level: float, df):
+    from robench.stats.intervals import t_quantile
+
+    df = np.asarray(df, float)
+    with np.errstate(invalid="ignore"):
+        return np.where(df >= 1, t_quantile(level, np.maximum(df, 1)), np.nan)
+
+
+def paired_difference(xa, ia, xb, ib, level: float) -> dict:
+    """Return the paired delta-method interval of ``rho_a - rho_b`` (arrays over leading axes).
+
+    Inputs have shape ``(..., R)``: per repeat index the exclusive (x) and inclusive (i)
+    accuracies of models a and b, NaN where a repeat was not run (or failed). Only repeats
+    complete for both models count (n of them). Returns arrays ``d`` (the difference of the
+    two ratios of means over those repeats), ``low``, ``high``, ``se``, ``n``; bounds NaN
+    where n < 2, a mean inclusive accuracy is 0, or the differences have no spread (a
+    zero-width interval would claim a certainty n repeats cannot give) -- except where the
+    two models' accuracies are identical in every common repeat: [0, 0] (equivalent).
+    """
+    xa, ia, xb, ib = (np.asarray(v, float) for v in (xa, ia, xb, ib))
+    ok = np.isfinite(xa) & np.isfinite(ia) & np.isfinite(xb) & np.isfinite(ib)
+    n = ok.sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        def mean(v):
+            return np.where(ok, v, 0.0).sum(-1) / n
+
+        mxa, mia, mxb, mib = mean(xa), mean(ia), mean(xb), mean(ib)
+        ra, rb = mxa / mia, mxb / mib
+        psi = ((xa - ra[..., None] * ia) / mia[..., None]
+               - (xb - rb[..., None] * ib) / mib[..., None])
+        psi = np.where(ok, psi, 0.0)  # mean 0 over the complete repeats by construction
+        var = (psi ** 2).sum(-1) / (n - 1)
+        se = np.sqrt(var / n)
+        d = ra - rb
+        half = _t(level, n - 1) * se
+        bad = (n < 2) | ~(se > 1e-12 * np.maximum(np.abs(d), 1e-3)) | ~np.isfinite(half)
+        # the same accuracies in every common repeat (one model under two names, or two that
+        # predict alike): [0, 0], so the pair is equivalent instead of undecided forever
+        same = (n >= 2) & np.all(~ok | ((xa == xb) & (ia == ib)), axis=-1)
+        low = np.where(same, 0.0, np.where(bad, np.nan, d - half))
+        high = np.where(same, 0.0, np.where(bad, np.nan, d + half))
+    return {"d": d, "low": low, "high": high, "se": np.where(n >= 2, se, np.nan), "n": n}
+
+
+def pair_status(low, high, precision: float):
+    """Return status codes (0 undecided, 1 ordered, 2 equivalent) of difference intervals.
+
+    ``low``/``high`` bound ``rho_above - rho_below`` for pairs ordered by estimate. Ordered:
+    the interval lies above 0. Equivalent: it lies within (-precision, precision). An
+    interval below 0 (the pair's common repeats contradict the order of the two models' full
+    estimates, possible when one stopped earlier) or undefined is undecided: both models then
+    get the next look's repeats, which makes their repeats common again.
+    """
+    low, high = np.asarray(low, float), np.asarray(high, float)
+    with np.errstate(invalid="ignore"):
+        ordered = low > 0
+        equivalent = (low > -precision) & (high < precision)
+    return np.where(ordered, 1, np.where(equivalent, 2, 0))
+
+
+def table_look(x, i, precision: float, level: float, higher_is_better: bool = True) -> dict:
+    """Return one look's decision for tables of models, vectorised over runs.
+
+    ``x``, ``i``: exclusive and inclusive accuracies, shape ``(runs, models, R)``, NaN where a
+    repeat was not run. Models are ordered by their rho estimate over all their own repeats
+    (best first); each adjacent pair gets :func:`paired_difference` and :func:`pair_status`.
+    Returns ``order`` (runs, M) model indices, ``estimate`` (runs, M), per pair (runs, M-1)
+    ``status``, ``d``, ``low``, ``high``, ``n``; ``decided`` (runs,) and ``open`` (runs, M):
+    the models in an undecided pair (for one model alone, decided when its Fieller interval
+    at ``level`` has half-width below ``precision``; open otherwise).
+    """
+    x, i = np.asarray(x, float), np.asarray(i, float)
+    runs, m, _ = x.shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = np.nanmean(x, -1) / np.nanmean(i, -1)
+    key = np.where(np.isfinite(est), -est if higher_is_better else est, np.inf)
+    order = np.argsort(key, axis=1, kind="stable")
+    if m == 1:
+        from robench.stats.intervals import fieller_bounds
+
+        nx, ni = np.isfinite(x[:, 0]).sum(-1), np.isfinite(i[:, 0]).sum(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            low, high, _ = fieller_bounds(np.nanmean(x[:, 0], -1), np.nanvar(x[:, 0], -1, ddof=1),
+                                          nx, np.nanmean(i[:, 0], -1),
+                                          np.nanvar(i[:, 0], -1, ddof=1), ni, level)
+            decided = (high - low) / 2 < precision
+        empty = np.zeros((runs, 0))
+        return {"order": order, "estimate": est, "status": empty.astype(int), "d": empty,
+                "low": empty, "high": empty, "n": empty.astype(int), "decided": decided,
+                "open": ~decided[:, None]}
+    xo = np.take_along_axis(x, order[:, :, None], 1)
+    io = np.take_along_axis(i, order[:, :, None], 1)
+    pd = paired_difference(xo[:, :-1], io[:, :-1], xo[:, 1:], io[:, 1:], level)
+    low, high = pd["low"], pd["high"]
+    if not higher_is_better:  # "above" is the lower rho: the difference that should be > 0
+        low, high = -pd["high"], -pd["low"]
+    status = pair_status(low, high, precision)
+    undecided = status == 0
+    open_sorted = np.zeros((runs, m), bool)
+    open_sorted[:, :-1] |= undecided
+    open_sorted[:, 1:] |= undecided
+    open_ = np.zeros_like(open_sorted)
+    np.put_along_axis(open_, order, open_sorted, 1)
+    return {"order": order, "estimate": est, "status": status, "d": pd["d"], "low": pd["low"],
+            "high": pd["high"], "n": pd["n"], "decided": ~undecided.any(1), "open": open_}
+
+
+def stop_reason(statuses: Sequence[str], decided: bool, n: int, max_repeats: int) -> Optional[str]:
+    """Return why a table stops at this look (None: it goes on)."""
+    if decided:
+        kinds = set(statuses)
+        if not statuses:
+            return "its interval narrower than the precision"
+        if kinds == {ORDERED}:
+            return "every adjacent pair ordered"
+        if kinds == {EQUIVALENT}:
+            return "every adjacent pair equivalent within the precision"
+        return "every adjacent pair ordered or equivalent within the precision"
+    if n >= max_repeats:
+        return "maximum repeats reached, undecided"
+    return None
+
+
+def block_ranks(statuses: Sequence[str]) -> list:
+    """Return competition ranks of models in estimate order: a new rank after an ordered pair.
+
+    Models joined by an equivalent or undecided adjacent pair share the rank of the first of
+    their block (1, 1, 3, ...); only an ordered pair starts a new block.
+    """
+    ranks = [1]
+    for j, s in enumerate(statuses, start=2):
+        ranks.append(j if s == ORDERED else ranks[-1])
+    return ranks
+
+
+# --- simulation of the rule's error rates -----------------------------------------------------
+
+
+def run_sequential(x, i, *, max_repeats: Optional[int] = None, precision: float = PRECISION,
+                   alpha: float = ALPHA, corrected: bool = True, first: int = FIRST_LOOK,
+                   higher_is_better: bool = True) -> dict:
+    """Run the stopping rule on simulated tables; return what each run stopped at.
+
+    ``x``, ``i``: shape ``(runs, models, R)`` of complete repeats (R >= ``max_repeats``).
+    Looks as :func:`looks`; the level is :func:`corrected_level` (``1 - alpha`` at every look
+    if not ``corrected``). At each look the models still open get repeats up to the look;
+    a run stops when its table is decided or at the last look. Returns the final
+    :func:`table_look` arrays plus ``repeats`` (runs, M) and ``level``, ``looks``.
+    """
+    x, i = np.asarray(x, float), np.asarray(i, float)
+    runs, m, r = x.shape
+    plan = looks(max_repeats or r, first)
+    level = corrected_level(len(plan), alpha) if corrected else 1.0 - alpha
+    counts = np.zeros((runs, m), int)
+    active = np.ones((runs, m), bool)
+    running = np.ones(runs, bool)
+    final = None
+    idx = np.arange(r)
+    for j, n in enumerate(plan):
+        counts = np.where(active & running[:, None], n, counts)
+        seen = idx[None, None, :] < counts[:, :, None]
+        res = table_look(np.where(seen, x, np.nan), np.where(seen, i, np.nan), precision,
+                         level, higher_is_better)
+        stop = running & (res["decided"] | (j == len(plan) - 1))
+        if final is None:
+            final = {k: v.copy() for k, v in res.items()}
+        for k, v in res.items():
+            final[k][stop] = v[stop]
+        running &= ~stop
+        active = res["open"]
+        if not running.any():
+            break
+    from robench.stats.intervals import fieller_bounds
+
+    seen = idx[None, None, :] < counts[:, :, None]  # each model's repeats where it stopped
+    xs, is_ = np.where(seen, x, np.nan), np.where(seen, i, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        model_low, model_high, _ = fieller_bounds(
+            np.nanmean(xs, -1), np.nanvar(xs, -1, ddof=1), counts,
+            np.nanmean(is_, -1), np.nanvar(is_, -1, ddof=1), counts, level)
+    final.update(repeats=counts, level=level, looks=plan, model_low=model_low,
+                 model_high=model_high)
+    return final
+
+
+def error_rates(final: dict, rho_true, precision: float = PRECISION,
+                higher_is_better: bool = True) -> dict:
+    """Return the error rates of :func:`run_sequential`'s calls against the true rho.
+
+    Per adjacent pair (in each run's final order): ``wrong_order`` (called ordered, but the
+    model above is not truly better), ``wrong_equivalent`` (called equivalent, but the true
+    rho differ by >= precision), ``wrong`` (either), ``pair_miss`` (its difference interval
+    misses the true difference or is undefined), as fractions of all adjacent pairs; per run
+    ``any_wrong`` (at least one wrong call in the table); ``model_miss`` (a model's reported
+    Fieller interval, at its own repeats, misses its true rho), ``mean_repeats`` per model.
+    """
+    rho_true = np.asarray(rho_true, float)
+    order = final["order"]
+    ro = rho_true[order]
+    true_d = ro[:, :-1] - ro[:, 1:]
+    better = true_d > 0 if higher_is_better else true_d < 0
+    status = final["status"]
+    wrong_order = (status == 1) & ~better
+    wrong_equiv = (status == 2) & (np.abs(true_d) >= precision)
+    with np.errstate(invalid="ignore"):
+        miss = ~((final["low"] <= true_d) & (true_d <= final["high"]))
+    wrong = wrong_order | wrong_equiv
+    n_pairs = status.size
+    out = {k: float(v.sum() / n_pairs) for k, v in
+           (("wrong_order", wrong_order), ("wrong_equivalent", wrong_equiv), ("wrong", wrong),
+            ("pair_miss", miss))}
+    out["any_wrong"] = float(wrong.any(1).mean())
+    with np.errstate(invalid="ignore"):
+        model_miss = ~((final["model_low"] <= rho_true) & (rho_true <= final["model_high"]))
+    out["model_miss"] = float(model_miss.mean())
+    out["decided"] = float(final["decided"].mean())
+    out["mean_repeats"] = float(final["repeats"].mean())
+    out["mc_se"] = float(np.sqrt(max(out["wrong"], 0.01) * (1 - out["wrong"]) / n_pairs))
+    return out
+
+
+def correlated_accuracies(rng, runs: int, repeats: int, mean_x, mean_i, sd_x, sd_i, *,
+                          shared: float = 0.8, skew: Optional[Callable] = None):
+    """Draw (x, i) of shape (runs, models, repeats) with a shared per-repeat partition effect.
+
+    Model m's exclusive accuracy in repeat r is ``mean_x[m] + sd_x[m] * (sqrt(shared) * z_r +
+    sqrt(1 - shared) * e_m,r)``: z_r is the repeat's partition (hard held-out sources hurt
+    every model), e_m,r the model's own noise; inclusive accuracies likewise with their own
+    partition effect. ``skew(rng, shape)`` replaces the standard normal z_r (mean 0, sd 1),
+    e.g. a left-skewed effect where a few partitions are far harder than the rest.
+    """
+    mean_x, mean_i = np.asarray(mean_x, float), np.asarray(mean_i, float)
+    sd_x, sd_i = np.asarray(sd_x, float), np.asarray(sd_i, float)
+    m = len(mean_x)
+    draw = skew or (lambda g, shape: g.standard_normal(shape))
+    zx = draw(rng, (runs, 1, repeats))
+    zi = rng.standard_normal((runs, 1, repeats))
+    a, b = np.sqrt(shared), np.sqrt(1 - shared)
+    x = mean_x[:, None] + sd_x[:, None] * (a * zx + b * rng.standard_normal((runs, m, repeats)))
+    i = mean_i[:, None] + sd_i[:, None] * (a * zi + b * rng.standard_normal((runs, m, repeats)))
+    return x, i

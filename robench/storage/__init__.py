@@ -1,0 +1,2 @@
+"""Storage: the SQLite schema and writes, migrations, read-only access, merge, metadata,
+provenance."""

@@ -1,0 +1,247 @@
+"""Read-only access to the results database: opening it, and SQL for ``robench query``.
+
+Read commands (``results``, ``query``, ``leaderboard``) open the file through
+:func:`readonly_uri`: SQLite URI ``mode=ro``, plus ``immutable=1`` when the file is a WAL
+database without its ``-shm`` file in a folder that cannot be written (a WAL reader needs
+that file and could not create it; immutable also means a leftover ``-wal`` is not read).
+They never migrate, never switch the journal mode and never write a byte.
+
+A statement is refused before it runs if it would change the file: by its first keyword (some
+statements act before, or without, any authorizer callback), then by an SQLite authorizer
+that vetoes every write action and every PRAGMA that is not a plain read. The connection is
+also opened ``mode=ro`` with ``query_only`` on, as backstops. A progress handler stops a
+statement that runs longer than its time limit (``robench query --timeout``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Iterator
+from robench.errors import QueryTimeout, ReadOnlyQueryError  # noqa: F401 (public here too)
+
+#: Seconds ``robench query`` lets one statement run by default.
+DEFAULT_TIMEOUT = 5.0
+_HEADER = b"SQLite format 3\x00"
+
+
+def readonly_uri(path) -> str:
+    """Return the SQLite URI that opens ``path`` read-only (see the module docstring).
+
+    FileNotFoundError if there is no file; migrations.SchemaError if it is not SQLite.
+    """
+    from robench.storage.migrations import SchemaError
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no results database at {path}; run `robench run` first to create it"
+        )
+    with open(path, "rb") as fh:
+        header = fh.read(100)
+    if header and not header.startswith(_HEADER):
+        raise SchemaError(f"{path} is not an SQLite database (no SQLite header)")
+    # as_uri() percent-encodes the path, so a '?' or '#' in a directory name cannot break it
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    wal = len(header) >= 20 and header[18] == 2 and header[19] == 2
+    shm = Path(f"{path}-shm")
+    if wal and not shm.exists() and not os.access(path.resolve().parent, os.W_OK):
+        uri += "&immutable=1"
+    return uri
+
+
+def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connection:
+    """Open the results database read-only and check that it is one (SchemaError if not)."""
+    from robench.storage.migrations import check_readable
+
+    conn = sqlite3.connect(readonly_uri(path), uri=True, check_same_thread=check_same_thread)
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        check_readable(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def decode_json_cells(rows: list[tuple]) -> list[tuple]:
+    """Return rows with every text cell holding a JSON object or array decoded."""
+
+    def cell(value):
+        if isinstance(value, str) and value[:1] in "{[":
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return value
+
+    return [tuple(cell(v) for v in row) for row in rows]
+
+
+# Statements refused by their first keyword before SQLite sees them; some (VACUUM INTO, REINDEX)
+# act before, or without, any authorizer callback.
+_WRITE_KEYWORDS = {
+    "INSERT", "UPDATE", "DELETE", "REPLACE", "UPSERT", "DROP", "CREATE", "ALTER", "ATTACH",
+    "DETACH", "VACUUM", "REINDEX", "ANALYZE", "BEGIN", "COMMIT", "END", "ROLLBACK",
+    "SAVEPOINT", "RELEASE",
+}  # fmt: skip
+
+# SQLite authorizer action codes (sqlite3.h); Python's module names some of them ambiguously.
+_DENIED_ACTIONS = {
+    1: "CREATE INDEX", 2: "CREATE TABLE", 3: "CREATE INDEX", 4: "CREATE TABLE",
+    5: "CREATE TRIGGER", 6: "CREATE VIEW", 7: "CREATE TRIGGER", 8: "CREATE VIEW",
+    9: "DELETE", 10: "DROP INDEX", 11: "DROP TABLE", 12: "DROP INDEX", 13: "DROP TABLE",
+    14: "DROP TRIGGER", 15: "DROP VIEW", 16: "DROP TRIGGER", 17: "DROP VIEW", 18: "INSERT",
+    22: "transaction", 23: "UPDATE", 24: "ATTACH", 25: "DETACH", 26: "ALTER TABLE",
+    27: "REINDEX", 28: "ANALYZE", 29: "CREATE VIRTUAL TABLE", 30: "DROP VIRTUAL TABLE",
+    32: "SAVEPOINT",
+}  # fmt: skip
+_PRAGMA = 19
+_UPDATE = 23
+# SQLite reports its own schema bookkeeping as UPDATEs of these while preparing plain reads
+# such as SELECT ... FROM pragma_table_info(...); a user cannot write them without a CREATE.
+_SCHEMA_TABLES = {"sqlite_master", "sqlite_temp_master", "sqlite_schema", "sqlite_temp_schema"}
+# PRAGMAs that only read. Anything else (an assignment, or a side effect like wal_checkpoint
+# or optimize) is refused.
+_READ_PRAGMAS = {
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+    "database_list", "collation_list", "function_list", "module_list", "pragma_list",
+    "compile_options", "page_count", "page_size", "freelist_count", "data_version",
+    "encoding", "user_version", "schema_version", "application_id", "journal_mode",
+    "foreign_keys", "query_only", "auto_vacuum",
+}  # fmt: skip
+_READ_PRAGMAS_WITH_ARGUMENT = {
+    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+}  # fmt: skip
+
+
+def _first_keyword(sql: str) -> str:
+    """Return the first SQL keyword of ``sql``, upper-cased, skipping whitespace and comments."""
+    i, n = 0, len(sql)
+    while i < n:
+        if sql[i].isspace() or sql[i] in ";\ufeff":
+            i += 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end == -1 else end + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = n if end == -1 else end + 2
+        else:
+            break
+    j = i
+    while j < n and (sql[j].isalnum() or sql[j] == "_"):
+        j += 1
+    return sql[i:j].upper()
+
+
+def _refusal(kind: str) -> ReadOnlyQueryError:
+    """Return the error for a refused statement of the given kind."""
+    return ReadOnlyQueryError(
+        f"the query interface is read-only: refused a {kind} statement "
+        "(only SELECT, WITH ... SELECT, EXPLAIN and read-only PRAGMAs are allowed)"
+    )
+
+
+def query_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT
+                   ) -> tuple[list[str], list[tuple]]:
+    """Run one read-only SQL statement on the results database; return (columns, rows).
+
+    The whole result in memory; :func:`stream_readonly` yields it in batches instead. Raises
+    as :func:`stream_readonly` does.
+    """
+    columns, rows = stream_readonly(path, sql, params, timeout=timeout)
+    return columns, [row for batch in rows for row in batch]
+
+
+def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
+                    batch_size: int = 1000) -> tuple[list[str], Iterator[list[tuple]]]:
+    """Run one read-only SQL statement; return (columns, an iterator of row batches).
+
+    Rows are fetched ``batch_size`` at a time while the iterator is read, so a large result is
+    never held whole; the connection closes when the iterator is exhausted or closed. The time
+    limit covers the statement until its last row. Raises ReadOnlyQueryError for any statement
+    that would write, FileNotFoundError if the database does not exist, SchemaError if it is
+    not a robench database, QueryTimeout if the statement runs longer than ``timeout``
+    seconds (0: no limit) and ValueError (with SQLite's message) for invalid SQL; errors found
+    while fetching are raised by the iterator.
+    """
+    path = Path(path)
+    keyword = _first_keyword(sql)
+    if keyword in _WRITE_KEYWORDS:
+        raise _refusal(keyword)
+
+    refused: list[str] = []
+
+    def authorize(action, arg1, arg2, db_name, trigger):
+        # Prepare-time veto: a refused statement never runs, so the file cannot change.
+        if action == _UPDATE and arg1 in _SCHEMA_TABLES:
+            return sqlite3.SQLITE_OK
+        if action in _DENIED_ACTIONS:
+            refused.append(_DENIED_ACTIONS[action])
+            return sqlite3.SQLITE_DENY
+        if action == _PRAGMA:
+            name = (arg1 or "").lower()
+            allowed = name in _READ_PRAGMAS and (
+                arg2 is None or name in _READ_PRAGMAS_WITH_ARGUMENT
+            )
+            if not allowed:
+                refused.append(f"PRAGMA {name}" + ("" if arg2 is None else f" = {arg2}"))
+                return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    # mode=ro and query_only are the backstops; the authorizer is what names the refusal.
+    conn = connect_readonly(path)
+    deadline = [None]
+
+    def too_long():
+        # called every few thousand virtual-machine steps; non-zero interrupts the statement
+        return 1 if deadline[0] is not None and time.monotonic() > deadline[0] else 0
+
+    def translated(exc):
+        if deadline[0] is not None and time.monotonic() > deadline[0] and "interrupt" in str(exc):
+            return QueryTimeout(
+                f"the query was stopped after its time limit of {timeout:g} s (a runaway "
+                "WITH RECURSIVE?); add a LIMIT, or raise it with --timeout SECONDS "
+                "(0: no limit)")
+        if refused:
+            return _refusal(refused[0])
+        if "readonly" in str(exc) or "read-only" in str(exc):
+            return _refusal(keyword or "write")
+        return ValueError(f"SQL error: {exc}")
+
+    try:
+        conn.set_authorizer(authorize)
+        if timeout and timeout > 0:
+            conn.set_progress_handler(too_long, 10_000)
+            deadline[0] = time.monotonic() + timeout
+        try:
+            cursor = conn.execute(sql, params)
+        except (sqlite3.Error, sqlite3.Warning) as exc:
+            raise translated(exc) from None
+        columns = [d[0] for d in cursor.description or ()]
+    except BaseException:
+        conn.close()
+        raise
+
+    def batches():
+        try:
+            if not cursor.description:
+                return
+            while True:
+                try:
+                    batch = cursor.fetchmany(batch_size)
+                except (sqlite3.Error, sqlite3.Warning) as exc:
+                    raise translated(exc) from None
+                if not batch:
+                    return
+                yield [tuple(row) for row in batch]
+        finally:
+            conn.close()
+
+    return columns, batches()

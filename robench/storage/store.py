@@ -1,0 +1,865 @@
+"""The SQLite results database: its schema, and reading and writing its rows.
+
+Tables: ``runs``, ``trials``, ``scores``, ``score_groups``, ``clusterings``, ``skips`` and
+``configurations`` (what a score's trials were run with: :mod:`robench.run.configurations`). The
+schema version and the steps from older files are :mod:`robench.storage.migrations`'.
+Every result row has a hashed or compound primary key and is written with an upsert, so a
+second ``robench run`` with the same config rewrites nothing it does not have to. Only the
+driver process writes (invariant 6), and every finished trial is committed on its own, so a
+crash loses at most the trials that were still in flight.
+
+Every column is declared in :data:`SCHEMA`; a row with any other key is refused. Columns
+listed in :data:`JSON_COLUMNS` hold JSON text: encoded on write, decoded on read. What a
+protocol records beyond the declared trial columns goes in the trial's ``extra`` dict. A
+declared column that a file written by an older robench lacks is added when a row with a
+value for it is written, never when the file is opened.
+
+What a score is computed from and when it is reused is :mod:`robench.run.scoring`'s business;
+what a run records about its machine is :mod:`robench.storage.provenance`'s.
+
+This module must stay importable without torch: ``robench leaderboard`` and ``robench results``
+read results on machines that never trained anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+import sqlite_utils
+
+from robench.run.liveness import host_name, process_running, process_started
+from robench.storage.provenance import run_environment, utc_now
+
+#: Run statuses, in the order a run can move through them.
+#: 'killed': its process ended without finishing it (kill -9, power cut); marked so by the next
+#: run on the same host (:meth:`Store.mark_killed_runs`).
+RUN_STATUSES = ("running", "ok", "failed", "interrupted", "killed")
+#: Trial statuses; only 'ok' trials count as cached.
+TRIAL_STATUSES = ("ok", "failed")
+#: Counters ``finish_run`` accepts.
+RUN_COUNTS = ("n_planned", "n_cached", "n_ok", "n_failed", "n_skipped")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    command TEXT,
+    status TEXT,
+    started_at TEXT,
+    finished_at TEXT,
+    seed INTEGER,
+    n_planned INTEGER,
+    n_cached INTEGER,
+    n_ok INTEGER,
+    n_failed INTEGER,
+    n_skipped INTEGER,
+    robench_version TEXT,
+    python TEXT,
+    platform TEXT,
+    torch_version TEXT,
+    git_rev TEXT,
+    host TEXT,  -- where the driver ran: host name, process id and the process's start time
+    pid INTEGER,
+    pid_started TEXT,
+    config TEXT,  -- JSON: the run's configuration (robench.run.config.RunConfig)
+    plugin_versions TEXT  -- JSON: {plugin: version}
+);
+CREATE TABLE IF NOT EXISTS configurations (
+    id TEXT PRIMARY KEY,  -- fingerprint (robench.run.configurations), or 'legacy'
+    label TEXT,
+    profile TEXT,
+    repeats INTEGER,
+    sources INTEGER,  -- sources (clusters) per class, k
+    seed INTEGER,
+    knobs TEXT,  -- JSON: {section: {knob: value}} of the sections the metric's trials read
+    description TEXT,  -- JSON: everything the fingerprint covers
+    run_id INTEGER REFERENCES runs (id),  -- the run that first recorded it
+    created_at TEXT
+);
+CREATE TABLE IF NOT EXISTS metrics (
+    id TEXT PRIMARY KEY,  -- hash of (name, version, definition)
+    name TEXT,
+    version TEXT,
+    definition TEXT,  -- the text definition of the metric at this version
+    run_id INTEGER REFERENCES runs (id),  -- the run that first stored a score of it
+    created_at TEXT
+);
+CREATE TABLE IF NOT EXISTS clusterings (
+    dataset TEXT,
+    clusterer TEXT,
+    k INTEGER,
+    seed INTEGER,
+    silhouette REAL,
+    seconds REAL,
+    details TEXT,
+    fingerprint TEXT,  -- content fingerprint of the data set clustered
+    run_id INTEGER REFERENCES runs (id),
+    created_at TEXT,
+    key TEXT PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS trials (
+    dataset TEXT,
+    model TEXT,
+    clusterer TEXT,
+    protocol TEXT,
+    kind TEXT,
+    repeat INTEGER,
+    seed INTEGER,
+    status TEXT,
+    accuracy REAL,
+    train_accuracy REAL,
+    val_accuracy REAL,
+    n_train INTEGER,
+    n_val INTEGER,
+    n_test INTEGER,
+    epochs INTEGER,
+    best_epoch INTEGER,
+    seconds REAL,
+    error TEXT,
+    per_class TEXT,
+    history TEXT,
+    params TEXT,
+    spec TEXT,
+    versions TEXT,
+    worker TEXT,
+    finished_at TEXT,
+    run_id INTEGER REFERENCES runs (id),
+    clustering TEXT REFERENCES clusterings (key),  -- the sources its partitions came from
+    key TEXT PRIMARY KEY,
+    -- written by some protocols only
+    all_accuracy REAL,  -- accuracy on the whole data set, training rows included
+    correct TEXT,  -- per-row correctness on the whole data set: packed bits, base64
+    last_val_accuracy REAL,  -- at the last epoch rather than the best one
+    last_test_accuracy REAL,
+    details TEXT,  -- JSON: what a trial that trains no model measured
+    not_applicable TEXT,  -- why a trial had nothing to measure (it still counts as ok)
+    extra TEXT,  -- JSON: a protocol's own results beyond the columns above
+    device TEXT  -- where the trial's torch work ran (cpu, cuda:N, mps); not part of its key
+);
+CREATE TABLE IF NOT EXISTS scores (
+    dataset TEXT,
+    model TEXT,
+    clusterer TEXT,
+    metric TEXT,
+    score TEXT,
+    value REAL,
+    ci_low REAL,
+    ci_high REAL,
+    n INTEGER,
+    higher_is_better INTEGER,
+    metric_version TEXT,
+    configuration TEXT REFERENCES configurations (id),  -- what its trials were run with
+    details TEXT,
+    run_id INTEGER REFERENCES runs (id),
+    computed_at TEXT,
+    metric_id TEXT REFERENCES metrics (id),  -- its definition
+    inputs TEXT,
+    key TEXT PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS score_groups (
+    dataset TEXT,
+    model TEXT,
+    clusterer TEXT,
+    metric TEXT,
+    metric_version TEXT,
+    configuration TEXT REFERENCES configurations (id),
+    run_id INTEGER REFERENCES runs (id),
+    computed_at TEXT,
+    inputs TEXT,
+    trial_keys TEXT,
+    scores TEXT,
+    key TEXT PRIMARY KEY
+);
+CREATE TABLE IF NOT EXISTS skips (
+    dataset TEXT,
+    model TEXT,
+    clusterer TEXT,
+    metric TEXT,
+    reason TEXT,
+    run_id INTEGER REFERENCES runs (id),
+    PRIMARY KEY (dataset, model, clusterer, metric)
+);
+CREATE TABLE IF NOT EXISTS contributions (
+    -- per run copied in by `robench merge`: where it came from
+    contributor TEXT,
+    source TEXT,  -- file name of the database it was merged from
+    source_run_id INTEGER,  -- its id there
+    run_id INTEGER PRIMARY KEY REFERENCES runs (id),
+    merged_at TEXT,
+    source_sha256 TEXT,  -- checksum of that file when it was merged
+    run_fingerprint TEXT UNIQUE  -- hash of the run row: merging it again copies nothing
+);
+CREATE TABLE IF NOT EXISTS conflicts (
+    -- a merged trial or score whose key was stored with different results: kept apart
+    kind TEXT,  -- trial or score
+    key TEXT,
+    columns TEXT,  -- JSON: the columns that differ
+    contributor TEXT,
+    source TEXT,
+    detected_at TEXT,
+    incoming TEXT,  -- JSON: the incoming row
+    incoming_sha256 TEXT,
+    id INTEGER PRIMARY KEY,
+    UNIQUE (kind, key, incoming_sha256)
+);
+CREATE INDEX IF NOT EXISTS idx_trials_group ON trials (dataset, model, clusterer, protocol);
+CREATE INDEX IF NOT EXISTS idx_trials_run ON trials (run_id);
+CREATE INDEX IF NOT EXISTS idx_trials_clustering ON trials (clustering);
+CREATE INDEX IF NOT EXISTS idx_scores_dataset_metric ON scores (dataset, metric, configuration);
+CREATE INDEX IF NOT EXISTS idx_scores_configuration ON scores (configuration);
+CREATE INDEX IF NOT EXISTS idx_scores_run ON scores (run_id);
+CREATE INDEX IF NOT EXISTS idx_scores_metric_id ON scores (metric_id);
+CREATE INDEX IF NOT EXISTS idx_score_groups_run ON score_groups (run_id);
+CREATE INDEX IF NOT EXISTS idx_clusterings_run ON clusterings (run_id);
+CREATE VIEW IF NOT EXISTS configuration_choice AS
+    -- per table (dataset, metric): each configuration, its coverage, and which one is shown
+    SELECT dataset, metric, configuration, label, n_combinations, latest_run,
+           ROW_NUMBER() OVER (PARTITION BY dataset, metric
+                              ORDER BY n_combinations DESC, latest_run DESC, configuration) = 1
+               AS chosen
+    FROM (SELECT s.dataset, s.metric, s.configuration, c.label,
+                 COUNT(DISTINCT s.model || char(31) || s.clusterer) AS n_combinations,
+                 MAX(COALESCE(s.run_id, 0)) AS latest_run
+          FROM scores s LEFT JOIN configurations c ON c.id = s.configuration
+          GROUP BY s.dataset, s.metric, s.configuration);
+CREATE VIEW IF NOT EXISTS leaderboard AS
+    -- one row per ranked model per table: the headline score of the chosen configuration
+    SELECT s.dataset, s.metric, s.clusterer,
+           RANK() OVER (PARTITION BY s.dataset, s.metric, s.clusterer
+                        ORDER BY CASE WHEN s.higher_is_better THEN -s.value ELSE s.value END)
+               AS rank,
+           s.model, s.value, s.ci_low, s.ci_high, s.n, s.higher_is_better,
+           ch.label AS configuration_label, s.metric_version, s.configuration, s.run_id
+    FROM scores s
+    JOIN configuration_choice ch
+      ON ch.dataset = s.dataset AND ch.metric = s.metric
+     AND ch.configuration = s.configuration AND ch.chosen
+    WHERE s.score = s.metric AND s.value IS NOT NULL;
+CREATE VIEW IF NOT EXISTS trial_summary AS
+    -- per (dataset, model, clusterer, protocol, kind): how many trials, how they went
+    SELECT dataset, model, clusterer, protocol, kind,
+           COUNT(*) AS trials,
+           SUM(status = 'ok') AS ok,
+           SUM(status = 'failed') AS failed,
+           AVG(CASE WHEN status = 'ok' THEN accuracy END) AS mean_accuracy,
+           MIN(CASE WHEN status = 'ok' THEN accuracy END) AS min_accuracy,
+           MAX(CASE WHEN status = 'ok' THEN accuracy END) AS max_accuracy,
+           SUM(seconds) AS seconds,
+           MAX(finished_at) AS last_finished_at
+    FROM trials
+    GROUP BY dataset, model, clusterer, protocol, kind;
+"""
+
+#: Trial columns left out of a trial's digest (Store.trial_digests): added after rows were
+#: stored, so digesting them (NULL in old rows) would make every stored score look stale, and
+#: recording where a trial ran, not what it computed (a rerun changes other columns anyway).
+_UNDIGESTED = ("device",)
+
+#: Columns that hold JSON text, per table; they are encoded on write and decoded on read.
+JSON_COLUMNS = {
+    "runs": ("config", "plugin_versions"),
+    "trials": ("params", "spec", "versions", "per_class", "history", "details", "extra"),
+    "scores": ("details",),
+    "score_groups": ("trial_keys", "scores"),
+    "clusterings": ("details",),
+    "skips": (),
+    "configurations": ("knobs", "description"),
+    "metrics": (),
+    "contributions": (),
+    "conflicts": ("columns", "incoming"),
+}
+
+#: Per table, the JSON column where data of a protocol's own belongs (named when refusing a
+#: row with an undeclared column).
+_OPEN_COLUMNS = {"trials": "extra", "scores": "details", "clusterings": "details"}
+
+
+def _declared_columns(schema: str) -> dict[str, dict[str, str]]:
+    """Return {table: {column: declared type}} of the tables ``schema`` creates, in order."""
+    # SQLite parses the schema itself, so the SQL above stays the one declaration.
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(schema)
+        tables = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        return {table: {row[1]: row[2] for row in conn.execute(f'PRAGMA table_info("{table}")')}
+                for table in tables}
+    finally:
+        conn.close()
+
+
+#: Every table's declared columns with their SQLite types, in schema order.
+COLUMNS = _declared_columns(SCHEMA)
+
+#: Seconds a write waits for another process's write lock (two runs on one file) before
+#: failing with "database is locked".
+BUSY_TIMEOUT = 60.0
+
+# SQLite's default limit on bound parameters is 999 in older builds; stay well below it.
+_CHUNK = 500
+
+
+def _plain(value: Any) -> Any:
+    """Return ``value`` as plain JSON-able Python: numpy to builtins, NaN/inf floats to None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (str, int, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        # numpy arrays and numpy scalars both answer tolist(); avoids importing numpy here
+        return _plain(value.tolist())
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _encode_json(value: Any) -> Optional[str]:
+    """Return ``value`` as JSON text; a string is taken to be JSON already."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(_plain(value), sort_keys=True, allow_nan=False, default=str)
+
+
+def _decode_json(text: Any) -> Any:
+    """Return the Python value of JSON text, or the text itself if it is not JSON."""
+    if not isinstance(text, str):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def encode_row(table: str, row: dict) -> dict:
+    """Return a copy of ``row`` ready for SQLite: JSON columns encoded, scalars made plain.
+
+    Encoding an encoded row changes nothing. Raises ValueError for a key that is not a
+    declared column of ``table``, and for a dict or list in a column that is not JSON.
+    """
+    declared = COLUMNS[table]
+    unknown = [name for name in row if name not in declared]
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        where = (f"data of a protocol's own belongs in the JSON column '{_OPEN_COLUMNS[table]}'"
+                 if table in _OPEN_COLUMNS else f"its columns are {', '.join(declared)}")
+        raise ValueError(
+            f"a {table} row has undeclared column(s) {names}: {where} (a new column must be "
+            "declared in robench.storage.store.SCHEMA)"
+        )
+    json_columns = JSON_COLUMNS[table]
+    out = {}
+    for name, value in row.items():
+        if name in json_columns:
+            out[name] = _encode_json(value)
+            continue
+        value = _plain(value)
+        if isinstance(value, (dict, list)):
+            raise ValueError(
+                f"column '{name}' of {table} holds a single value, not a {type(value).__name__}; "
+                f"JSON columns of {table}: {', '.join(json_columns) or 'none'}"
+            )
+        out[name] = value
+    return out
+
+
+def decode_row(table: str, row: dict) -> dict:
+    """Return ``row`` with its JSON columns decoded back to Python values (in place)."""
+    for name in JSON_COLUMNS[table]:
+        if name in row:
+            row[name] = _decode_json(row[name])
+    if table == "scores" and row.get("higher_is_better") is not None:
+        row["higher_is_better"] = bool(row["higher_is_better"])
+    return row
+
+
+class Store:
+    """The results database of one robench installation or project.
+
+    Parameters
+    ----------
+    path : str or Path
+        SQLite file; its parent directory is created and the schema is created if missing,
+        or an older file migrated (:mod:`robench.storage.migrations`).
+    readonly : bool
+        Open the file as it is, read-only (``results``, ``query``, ``leaderboard``): no
+        migration, no journal-mode change, writes fail.
+
+    Examples
+    --------
+    >>> store = Store(tmp_path / "robench.db")          # doctest: +SKIP
+    >>> run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
+    """
+
+    def __init__(self, path, readonly: bool = False):
+        self.path = Path(path)
+        self.readonly = readonly
+        if readonly:
+            # Read commands: the file as it is, any schema version, never a byte written
+            # (robench.storage.readonly.readonly_uri); FileNotFoundError / SchemaError if unusable.
+            from robench.storage.readonly import connect_readonly
+
+            self.db = sqlite_utils.Database(connect_readonly(self.path, check_same_thread=False))
+            self._lock = threading.RLock()
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # An older file is migrated (or a new one created) before this connection opens it.
+        from robench.storage.migrations import migrate
+
+        migrate(self.path, SCHEMA, timeout=BUSY_TIMEOUT)
+        # The runner may hand finished trials over from an executor's callback thread; the lock
+        # below serialises those writes on this single connection.
+        conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT)
+        # Enforce the schema's foreign keys on every write of this connection (SQLite leaves
+        # them off unless asked, per connection).
+        conn.execute("PRAGMA foreign_keys = ON")
+        self.db = sqlite_utils.Database(conn)
+        self._lock = threading.RLock()
+        # WAL lets `robench leaderboard` or `robench query` read while a run is writing.
+        self.db.enable_wal()
+
+    @contextmanager
+    def _write(self):
+        """Hold this connection's lock and SQLite's write lock: one transaction, committed at exit.
+
+        The transaction starts with ``BEGIN IMMEDIATE``. A deferred ``BEGIN`` (what
+        sqlite-utils' ``atomic()`` opens) takes the write lock only at its first write, and in
+        WAL mode that upgrade fails at once with "database is locked" when another process is
+        writing: the busy timeout does not apply to it. ``BEGIN IMMEDIATE`` waits up to
+        :data:`BUSY_TIMEOUT` seconds for the lock instead, so two runs on one file take turns.
+        Nested, it is a savepoint of the enclosing transaction.
+        """
+        with self._lock:
+            conn = self.db.conn
+            if conn.in_transaction:
+                with self.db.atomic():
+                    yield
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.db.close()
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def start_run(self, *, command: str, seed: int, config: dict, plugin_versions: dict) -> int:
+        """Record a new run with its config and the versions involved; return its id."""
+        row = {
+            "started_at": utc_now(),
+            "status": "running",
+            "command": command,
+            **run_environment(),
+            "seed": seed,
+            "config": config,
+            "plugin_versions": plugin_versions,
+            "host": host_name(),
+            "pid": os.getpid(),
+            "pid_started": process_started(os.getpid()),
+        }
+        with self._write():
+            (row,) = self._fit_to_file("runs", [encode_row("runs", row)])
+            table = self.db["runs"].insert(row)
+        return int(table.last_pk)
+
+    def mark_killed_runs(self) -> list[dict]:
+        """Mark ``killed`` every run of this host still ``running`` whose process is gone.
+
+        Returns the rows marked (id, pid, started_at). Runs of another host, or written by a
+        robench that did not record its process, are left as they are: nothing here can tell.
+        """
+        if "pid" not in self.db["runs"].columns_dict:
+            return []
+        with self._write():
+            cursor = self.db.conn.execute(
+                "SELECT id, pid, pid_started, started_at FROM runs "
+                "WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host_name()])
+            rows = [dict(zip(("id", "pid", "pid_started", "started_at"), r)) for r in cursor]
+            killed = [r for r in rows if not process_running(r["pid"], r["pid_started"])]
+            now = utc_now()
+            for r in killed:
+                self.db.conn.execute("UPDATE runs SET status = 'killed', finished_at = ? "
+                                     "WHERE id = ? AND status = 'running'", [now, r["id"]])
+        return killed
+
+    def finish_run(self, run_id: int, status: str, **counts: int) -> None:
+        """Mark a run finished with ``status`` and its trial counters (n_planned, n_ok, ...)."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status must be one of {RUN_STATUSES}, got {status!r}")
+        unknown = sorted(set(counts) - set(RUN_COUNTS))
+        if unknown:
+            raise ValueError(f"unknown run counters {unknown}; expected some of {RUN_COUNTS}")
+        updates = {"finished_at": utc_now(), "status": status}
+        updates.update({name: _plain(value) for name, value in counts.items()})
+        with self._write():
+            self.db["runs"].update(run_id, updates)
+
+    def runs(self, ids: Optional[Iterable[int]] = None) -> list[dict]:
+        """Return run rows (all, or those with the given ids), oldest first, JSON decoded.
+
+        A run copied in by ``robench merge`` has ``contributor`` and ``source`` (the file it
+        came from); a run of this database's own has None in both.
+        """
+        where, params = self._where("runs", {} if ids is None else {"id": list(ids)})
+        rows = self._select(f"SELECT * FROM runs {where} ORDER BY id", params)
+        merged = self.contributions()
+        for row in rows:
+            info = merged.get(row["id"]) or {}
+            row["contributor"], row["source"] = info.get("contributor"), info.get("source")
+            row["source_run_id"] = info.get("source_run_id")
+        return [decode_row("runs", row) for row in rows]
+
+    def contributions(self) -> dict[int, dict]:
+        """Return {run id: contributions row} of the runs ``robench merge`` copied in."""
+        if not self.db["contributions"].exists():
+            return {}
+        return {r["run_id"]: r for r in self._select("SELECT * FROM contributions", [])}
+
+    # -- trials -----------------------------------------------------------------------------
+
+    def trial_seconds(self) -> list:
+        """Return the mean seconds of successful trials per (dataset, model, protocol)."""
+        sql = ("SELECT dataset, model, protocol, AVG(seconds) AS seconds FROM trials "
+               "WHERE status = 'ok' AND seconds IS NOT NULL GROUP BY dataset, model, protocol")
+        return list(self._select(sql, []))
+
+    def ok_trial_keys(self, keys: Iterable[str]) -> set[str]:
+        """Return the subset of ``keys`` already stored with status 'ok'."""
+        found: set[str] = set()
+        keys = list(dict.fromkeys(keys))
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            placeholders = ", ".join("?" * len(chunk))
+            sql = f"SELECT key FROM trials WHERE status = 'ok' AND key IN ({placeholders})"
+            found.update(row["key"] for row in self._select(sql, chunk))
+        return found
+
+    def save_trial(self, row: dict) -> None:
+        """Upsert one trial row by its ``key`` and commit it at once.
+
+        Every key must be a declared column (ValueError otherwise); what a protocol records
+        beyond them goes in ``extra``, a dict.
+        """
+        if not row.get("key"):
+            raise ValueError("a trial row needs a non-empty 'key'")
+        status = row.get("status")
+        if status not in TRIAL_STATUSES:
+            raise ValueError(f"trial status must be one of {TRIAL_STATUSES}, got {status!r}")
+        row = dict(row)
+        # '' rather than NULL keeps (dataset, model, clusterer) comparable with '=' and unique
+        row["clusterer"] = row.get("clusterer") or ""
+        row.setdefault("finished_at", utc_now())
+        row = encode_row("trials", row)
+        with self._write():
+            (row,) = self._fit_to_file("trials", [row])
+            self.db["trials"].upsert(row, pk="key")
+
+    def trials(self, keys: Optional[Iterable[str]] = None, **filters: Any) -> list[dict]:
+        """Return trial rows, JSON decoded, optionally only ``keys`` and matching ``filters``.
+
+        A filter value that is a list, tuple or set matches any of its items; None matches NULL.
+        """
+        where, params = self._where("trials", filters)
+        order = "dataset, model, clusterer, protocol, kind, repeat, key"
+        if keys is None:
+            sql = f"SELECT * FROM trials {where} ORDER BY {order}"
+            rows = self._select(sql, params)
+        else:
+            rows = []
+            keys = list(dict.fromkeys(keys))
+            joiner = "AND" if where else "WHERE"
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                placeholders = ", ".join("?" * len(chunk))
+                sql = f"SELECT * FROM trials {where} {joiner} key IN ({placeholders})"
+                rows.extend(self._select(sql, params + chunk))
+            # None sorts last and is never compared with a value, so mixed columns cannot clash
+            columns = order.split(", ")
+            rows.sort(
+                key=lambda r: tuple((r[c] is None, 0 if r[c] is None else r[c]) for c in columns)
+            )
+        return [decode_row("trials", row) for row in rows]
+
+    # -- scores -----------------------------------------------------------------------------
+
+    def save_score_groups(self, score_rows: list[dict], groups: list[dict],
+                          metrics: Iterable[dict] = ()) -> None:
+        """Upsert score rows and score-group records in one transaction.
+
+        ``metrics`` are the ``metrics`` rows (one definition text per metric name and version)
+        the score rows' ``metric_id`` point to; a stored one is kept as it is.
+
+        Score rows come from :func:`robench.run.scoring.score_row`. A score-group record says what
+        one metric's scores of one (dataset, model, clusterer) were computed from: the
+        fingerprint of their inputs (``inputs``), the trial keys, and ``scores``, the
+        ``[score key, digest]`` pairs in the order the metric returned them.
+        """
+        score_rows = [encode_row("scores", row) for row in score_rows]
+        groups = [encode_row("score_groups", g) for g in groups]
+        metrics = [encode_row("metrics", m) for m in metrics]
+        if not score_rows and not groups:
+            return
+        from robench.run.configurations import LEGACY, LEGACY_LABEL
+
+        with self._write():
+            if metrics:  # before the scores that point to them (foreign key)
+                self.db["metrics"].insert_all(metrics, pk="id", ignore=True)
+            if any(row.get("configuration") == LEGACY for row in score_rows + groups):
+                self.db["configurations"].insert(
+                    {"id": LEGACY, "label": LEGACY_LABEL, "description": '{"legacy": true}'},
+                    pk="id", ignore=True)
+            if score_rows:
+                self.db["scores"].upsert_all(self._fit_to_file("scores", score_rows), pk="key")
+            if groups:
+                self.db["score_groups"].upsert_all(self._fit_to_file("score_groups", groups),
+                                                   pk="key")
+
+    def score_groups(self, keys: Iterable[str]) -> dict[str, dict]:
+        """Return {key: score-group record, JSON decoded} for the stored ones among ``keys``."""
+        rows = self._select_keys("score_groups", keys)
+        return {row["key"]: decode_row("score_groups", row) for row in rows}
+
+    def score_rows(self, keys: Iterable[str]) -> dict[str, dict]:
+        """Return {key: score row as stored (JSON not decoded)} for the stored ones among ``keys``."""
+        return {row["key"]: row for row in self._select_keys("scores", keys)}
+
+    def trial_digests(self, keys: Iterable[str]) -> dict[str, str]:
+        """Return {key: digest of the stored trial row} for the stored ones among ``keys``.
+
+        The digest covers every column as stored, so any rewrite of a trial (run again, another
+        status, a changed value) gives another digest; :mod:`robench.run.scoring` fingerprints a
+        score group's inputs with the digests of its trials.
+        """
+        out = {}
+        keys = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                sql = f"SELECT * FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
+                cursor = self.db.conn.execute(sql, chunk)
+                names = [d[0] for d in cursor.description]
+                at = names.index("key")
+                keep = [i for i, n in enumerate(names) if n not in _UNDIGESTED]
+                for row in cursor:
+                    row = tuple(row[i] for i in keep) if len(keep) < len(row) else row
+                    out[row[at]] = hashlib.sha256(repr(row).encode("utf-8")).hexdigest()
+        return out
+
+    def scores(
+        self,
+        dataset: Optional[str] = None,
+        metric: Optional[str] = None,
+        model: Optional[str] = None,
+        configuration: Optional[str] = None,
+    ) -> list[dict]:
+        """Return score rows, JSON decoded, optionally filtered by dataset, metric, model and
+        configuration id; a score stored before configurations were recorded has 'legacy'."""
+        from robench.run.configurations import LEGACY
+
+        filters = {"dataset": dataset, "metric": metric, "model": model,
+                   "configuration": configuration}
+        where, params = self._where("scores", {k: v for k, v in filters.items() if v is not None})
+        order = "ORDER BY dataset, metric, clusterer, model, score, run_id"
+        if "metric_id" in self.db["scores"].columns_dict:  # schema 2: definitions stored once
+            sql = ("SELECT * FROM (SELECT scores.*, metrics.definition AS definition FROM scores "
+                   f"LEFT JOIN metrics ON metrics.id = scores.metric_id) {where} {order}")
+        else:
+            sql = f"SELECT * FROM scores {where} {order}"
+        rows = [decode_row("scores", row) for row in self._select(sql, params)]
+        merged = self.contributions()
+        for row in rows:
+            row["configuration"] = row.get("configuration") or LEGACY
+            row["contributor"] = (merged.get(row.get("run_id")) or {}).get("contributor")
+        return rows
+
+    def score_versions(self, rows: list[dict]) -> list[dict]:
+        """Return, per score row, the versions behind it: robench and the plugin versions of
+        the run that computed it, and the component versions (dataset, model, clusterer,
+        protocol) its trials were keyed with (from one trial of its score group)."""
+        from robench.run.configurations import LEGACY
+
+        run_ids = {r["run_id"] for r in rows if r.get("run_id") is not None}
+        runs = {r["id"]: r for r in self.runs(run_ids)} if run_ids else {}
+        first_trial = {}
+        if self.db["score_groups"].exists():
+            has_config = "configuration" in self.db["score_groups"].columns_dict
+            config = "configuration" if has_config else "NULL AS configuration"
+            sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
+            for g in self._select(sql, []):
+                keys = _decode_json(g["trial_keys"]) or []
+                ident = (g["dataset"], g["model"], g["clusterer"], g["metric"],
+                         g["configuration"] or LEGACY)
+                if keys:
+                    first_trial[ident] = keys[0]
+        wanted = list(set(first_trial.values()))
+        versions = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            sql = f"SELECT key, versions FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
+            versions.update((r["key"], _decode_json(r["versions"])) for r in self._select(sql, chunk))
+        out = []
+        for r in rows:
+            run = runs.get(r.get("run_id")) or {}
+            key = first_trial.get((r["dataset"], r["model"], r.get("clusterer") or "", r["metric"],
+                                   r.get("configuration") or LEGACY))
+            out.append({"robench": run.get("robench_version"),
+                        "plugins": run.get("plugin_versions") or {},
+                        "components": versions.get(key) or {}})
+        return out
+
+    # -- configurations ---------------------------------------------------------------------
+
+    def save_configuration(self, row: dict) -> None:
+        """Insert a configurations row (robench.run.configurations.configuration_row) if new."""
+        row = dict(row)
+        row.setdefault("created_at", utc_now())
+        row = encode_row("configurations", row)
+        with self._write():
+            self.db["configurations"].insert(row, pk="id", ignore=True)
+
+    def configurations(self) -> dict[str, dict]:
+        """Return {id: configurations row, JSON decoded} ({} for a file from before them)."""
+        if not self.db["configurations"].exists():
+            return {}
+        rows = self._select("SELECT * FROM configurations ORDER BY created_at, id", [])
+        return {row["id"]: decode_row("configurations", row) for row in rows}
+
+    # -- clusterings and skips --------------------------------------------------------------
+
+    def save_clustering(self, row: dict) -> None:
+        """Upsert one clustering row (sources found in a data set) by its ``key``."""
+        if not row.get("key"):
+            raise ValueError("a clustering row needs a non-empty 'key'")
+        row = dict(row)
+        row.setdefault("created_at", utc_now())
+        row = encode_row("clusterings", row)
+        with self._write():
+            (row,) = self._fit_to_file("clusterings", [row])
+            self.db["clusterings"].upsert(row, pk="key")
+
+    def clusterings(self, **filters: Any) -> list[dict]:
+        """Return clustering rows, JSON decoded, matching ``filters``."""
+        where, params = self._where("clusterings", filters)
+        sql = f"SELECT * FROM clusterings {where} ORDER BY dataset, clusterer, k, seed, key"
+        return [decode_row("clusterings", row) for row in self._select(sql, params)]
+
+    def save_skip(
+        self,
+        *,
+        dataset: str,
+        model: str,
+        clusterer: str,
+        metric: str,
+        reason: str,
+        run_id: Optional[int] = None,
+    ) -> None:
+        """Record that a (dataset, model, clusterer, metric) combination could not apply."""
+        row = {
+            "dataset": dataset,
+            "model": model or "",
+            "clusterer": clusterer or "",
+            "metric": metric or "",
+            "reason": reason,
+            "run_id": run_id,
+        }
+        with self._write():
+            self.db["skips"].upsert(row, pk=("dataset", "model", "clusterer", "metric"))
+
+    def skips(self, **filters: Any) -> list[dict]:
+        """Return skip rows matching ``filters``."""
+        where, params = self._where("skips", filters)
+        sql = f"SELECT * FROM skips {where} ORDER BY dataset, model, clusterer, metric"
+        return self._select(sql, params)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _fit_to_file(self, table: str, rows: list[dict]) -> list[dict]:
+        """Return encoded ``rows`` ready for this file's ``table``, which may be older.
+
+        A declared column the file lacks is added (ALTER TABLE ADD COLUMN) when a row has a
+        value for it; a NULL for it is dropped instead. Called inside the write's transaction,
+        never at open: a new column changes every stored row as ``SELECT *`` returns it, so
+        every trial digest and score-group fingerprint (:mod:`robench.run.scoring`) of an older
+        file would change, whether or not anything needed the column.
+        """
+        present = set(self.db[table].columns_dict)
+        missing = [name for name in COLUMNS[table] if name not in present]
+        if not missing:
+            return rows
+        used = {name for row in rows for name, value in row.items() if value is not None}
+        for name in missing:
+            if name in used:
+                sqltype = COLUMNS[table][name]
+                self.db.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {sqltype}')
+        unused = set(missing) - used
+        return [{k: v for k, v in row.items() if k not in unused} for row in rows]
+
+    def _where(self, table: str, filters: dict) -> tuple[str, list]:
+        """Return a WHERE clause and its parameters for column filters on ``table``."""
+        columns = set(self.db[table].columns_dict)
+        unknown = sorted(set(filters) - columns)
+        if unknown:
+            # Column names go into the SQL text, so only real columns may pass.
+            raise ValueError(f"unknown {table} column(s) {unknown}; known: {sorted(columns)}")
+        clauses, params = [], []
+        for name, value in filters.items():
+            if value is None:
+                clauses.append(f'"{name}" IS NULL')
+            elif isinstance(value, (list, tuple, set, frozenset)):
+                values = [_plain(v) for v in value]
+                if not values:
+                    clauses.append("0")
+                    continue
+                clauses.append(f'"{name}" IN ({", ".join("?" * len(values))})')
+                params.extend(values)
+            else:
+                clauses.append(f'"{name}" = ?')
+                params.append(_plain(value))
+        return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def _select_keys(self, table: str, keys: Iterable[str]) -> list[dict]:
+        """Return the rows of ``table`` whose ``key`` is among ``keys`` (not decoded)."""
+        rows = []
+        keys = list(dict.fromkeys(keys))
+        for start in range(0, len(keys), _CHUNK):
+            chunk = keys[start : start + _CHUNK]
+            sql = f"SELECT * FROM {table} WHERE key IN ({', '.join('?' * len(chunk))})"
+            rows.extend(self._select(sql, chunk))
+        return rows
+
+    def _select(self, sql: str, params: list) -> list[dict]:
+        """Return all rows of a SELECT as dicts, read under the write lock."""
+        # sqlite-utils wraps reads in a savepoint; interleaved with a write from another
+        # thread on the same connection, that savepoint would end up inside the write's
+        # transaction.
+        with self._lock:
+            return [dict(row) for row in self.db.query(sql, params)]
+

@@ -1,0 +1,204 @@
+"""Read commands never write: results, query and leaderboard open the file read-only."""
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from robench.cli import cli
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+OLD_MAIN = FIXTURES / "main_0a81169.db"  # schema 0, WAL, written by main at 0a81169
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def md5(path):
+    return hashlib.md5(Path(path).read_bytes()).hexdigest()
+
+
+def _read_everything(db, tmp_path):
+    for args in (["results"], ["results", "--format", "json"], ["results", "--metric", "rho"],
+                 ["query", "select count(*) from scores"],
+                 ["leaderboard", "--out", tmp_path / "site"]):
+        res = run(*args, "--db", db)
+        assert res.exit_code == 0, (args, res.output)
+
+
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+def test_read_commands_leave_the_file_byte_identical(tmp_path, journal):
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    if journal == "delete":
+        conn = sqlite3.connect(db)
+        conn.execute("PRAGMA journal_mode = DELETE")
+        conn.close()
+    before = md5(db)
+    _read_everything(db, tmp_path)
+    assert md5(db) == before  # not migrated, not switched to WAL
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == journal
+    conn.close()
+
+
+def test_a_read_only_file_in_a_read_only_folder(tmp_path, monkeypatch):
+    # tests run as root, which writes anywhere: the folder is made to look read-only
+    import os
+
+    import robench.storage.readonly
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = folder / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    db.chmod(0o444)
+    real_access = os.access
+    monkeypatch.setattr(robench.storage.readonly.os, "access",
+                        lambda p, mode: False if Path(p) == folder else real_access(p, mode))
+    assert robench.storage.readonly.readonly_uri(db).endswith("?mode=ro&immutable=1")
+    before = md5(db)
+    _read_everything(db, tmp_path)
+    assert md5(db) == before
+    assert sorted(p.name for p in folder.iterdir()) == ["r.db"]  # no -wal, no -shm
+
+
+def test_a_file_that_is_not_a_database_is_exit_2(tmp_path):
+    notes = tmp_path / "notes.db"
+    notes.write_text("not a database\n" * 20)
+    for args in (["results"], ["query", "select 1"], ["leaderboard", "--out", tmp_path / "s"]):
+        res = run(*args, "--db", notes)
+        assert res.exit_code == 2 and "is not an SQLite database" in res.output, args
+        assert "Traceback" not in res.output
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
+    res = run("results", "--db", other)
+    assert res.exit_code == 2 and "not a robench results database" in res.output
+
+
+def test_query_stops_a_runaway_recursive_query(tmp_path):
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    sql = "with recursive r(i) as (select 1 union all select i+1 from r) select count(*) from r"
+    res = run("query", sql, "--timeout", "0.5", "--db", db)
+    assert res.exit_code == 2
+    assert "stopped after its time limit of 0.5 s" in res.output and "--timeout" in res.output
+    ok = run("query", "select count(*) as n from scores", "--timeout", "0.5", "--db", db)
+    assert ok.exit_code == 0 and "8" in ok.output
+
+
+def test_query_streams_rows_until_the_time_limit(tmp_path):
+    # An endless result: rows are written as they are fetched, then the limit stops it with
+    # the same one-line error (a query that gathered everything first printed no row at all).
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    sql = "with recursive r(i) as (select 1 union all select i+1 from r) select i from r"
+    res = run("query", sql, "--timeout", "0.5", "--format", "csv", "--db", db)
+    assert res.exit_code == 2
+    assert "stopped after its time limit of 0.5 s" in res.output
+    lines = res.output.splitlines()
+    assert lines[:4] == ["i", "1", "2", "3"]
+    assert len(lines) > 1000  # several batches went out before the stop
+
+
+def test_stream_readonly_yields_batches_and_closes(tmp_path):
+    from robench.storage.readonly import query_readonly, stream_readonly
+
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    sql = ("with recursive r(i) as (select 1 union all select i+1 from r where i < 2500) "
+           "select i from r")
+    cols, batches = stream_readonly(db, sql, batch_size=1000)
+    sizes = [len(b) for b in batches]
+    assert cols == ["i"] and sizes == [1000, 1000, 500]
+    assert query_readonly(db, sql)[1] == [(i,) for i in range(1, 2501)]
+    # closed early, its connection is closed too (the generator's finally ran)
+    closed = []
+    import sqlite3 as _sqlite3
+
+    real_connect = _sqlite3.connect
+
+    class Conn:
+        def __init__(self, *a, **k):
+            self._c = real_connect(*a, **k)
+
+        def __getattr__(self, name):
+            return getattr(self._c, name)
+
+        def close(self):
+            closed.append(True)
+            self._c.close()
+
+    import robench.storage.readonly as ro
+
+    ro.sqlite3.connect, saved = Conn, ro.sqlite3.connect
+    try:
+        cols, batches = stream_readonly(db, sql, batch_size=10)
+        next(batches)
+        assert not closed
+        batches.close()
+        assert closed
+    finally:
+        ro.sqlite3.connect = saved
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_query_formats_empty_and_many_rows(tmp_path, fmt):
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    many = ("with recursive r(i) as (select 1 union all select i+1 from r where i < 2500) "
+            "select i, 'x' || i as s from r")
+    res = run("query", many, "--format", fmt, "--db", db)
+    assert res.exit_code == 0, res.output
+    if fmt == "json":
+        rows = json.loads(res.output)
+        assert len(rows) == 2500 and rows[-1] == {"i": 2500, "s": "x2500"}
+    elif fmt == "csv":
+        assert res.output.splitlines()[-1] == "2500,x2500"
+    else:
+        out = res.output.splitlines()
+        assert out[0].split() == ["i", "s"] and out[-1].split() == ["2500", "x2500"]
+        assert len(out) == 2502
+    empty = run("query", "select 1 as i where 0", "--format", fmt, "--db", db)
+    assert empty.exit_code == 0
+    expected = {"json": [], "csv": "i", "table": "(no rows)"}[fmt]
+    got = json.loads(empty.output) if fmt == "json" else empty.output.strip()
+    assert got == expected
+
+
+def test_query_json_decodes_json_columns(tmp_path):
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    res = run("query", "select config, details from runs, scores limit 1", "--format", "json",
+              "--db", db)
+    (row,) = json.loads(res.output)
+    assert row["config"]["repeats"] == 2 and isinstance(row["details"], dict)
+
+
+def test_results_json_and_csv_carry_details_and_versions(tmp_path):
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    rows = json.loads(run("results", "--format", "json", "--db", db).output)
+    rho = next(r for r in rows if r["score"] == "rho" and r["model"] == "svm")
+    assert rho["details"]["interval"]["method"] == "fieller"
+    assert rho["versions"]["robench"] and "robench.builtin.models" in rho["versions"]["plugins"]
+    assert rho["versions"]["components"]["model"]  # the model's version its trials used
+    assert rho["run_id"] == 1 and rho["configuration"] == "legacy"
+    csv = run("results", "--format", "csv", "--db", db).output.splitlines()
+    assert csv[0].endswith("configuration,run_id,configuration_label,contributor,details,versions")
+
+
+def test_results_refuses_an_unknown_filter_naming_the_closest(tmp_path):
+    db = tmp_path / "r.db"
+    shutil.copyfile(OLD_MAIN, db)
+    res = run("results", "--metric", "rhoo", "--db", db)
+    assert res.exit_code == 2
+    assert "no stored score has metric 'rhoo'. Did you mean 'rho'? Known: rho" in res.output
+    res = run("results", "--model", "nosuch", "--db", db)
+    assert res.exit_code == 2 and "Known: mlp, svm" in res.output

@@ -1,0 +1,113 @@
+"""The template plugin in plugins/robench-template works and is packaged right (nothing installed)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_config
+from robench.plugins import make_registry
+from robench.run.runner import execute
+from robench.specs import ModelContext
+from robench.storage.store import Store
+from robench.testing import check_all, check_model
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "plugins" / "robench-template"
+MODULE = "robench_template"
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    monkeypatch.syspath_prepend(str(TEMPLATE))
+    return make_registry(modules=[MODULE], load_entrypoints=False)
+
+
+def test_register_models(registry):
+    spec = registry.get("models", "template-cnn")
+    assert spec.plugin == MODULE and spec.requires_image
+    assert "template-cnn" in registry.names("models") and "svm" in registry.names("models")
+    assert registry.infos[MODULE].components == {"models": ["template-cnn"]}
+    assert registry.infos[MODULE].status == "ok"
+    # the kit on everything the plugin registers: one model, on 8x8 synthetic images
+    reports = check_all(registry, plugin=MODULE)
+    assert list(reports) == [("models", "template-cnn")]
+    assert {"features", "features-head", "deterministic"} <= set(
+        reports[("models", "template-cnn")].passed)
+
+
+def test_template_cnn_takes_mnist_sized_images(registry):
+    check_model("template-cnn", registry, image_shape=(1, 28, 28), train={"max_epochs": 1})
+
+
+def test_template_cnn_is_a_torch_classifier_with_the_trial_budget(registry):
+    from robench.learn.train import DEFAULT_TRAIN, TorchClassifier
+
+    ctx = ModelContext(64, 10, (1, 8, 8), seed=3, train={"max_epochs": 2, "mc_samples": 4})
+    clf = registry.get("models", "template-cnn").build(ctx)
+    assert isinstance(clf, TorchClassifier)
+    assert (clf.seed, clf.max_epochs, clf.lr) == (3, 2, DEFAULT_TRAIN["lr"])
+    module = clf.build_module()
+    assert module.head.in_features == module.features(torch.zeros(5, 64)).shape[1]
+    with pytest.raises(ValueError, match="image"):
+        registry.get("models", "template-cnn").build(ModelContext(64, 10, None, seed=0))
+
+
+def test_importing_the_template_does_not_import_torch():
+    code = ("import sys, robench_template; "
+            "heavy = {'torch', 'sklearn'} & set(sys.modules); assert not heavy, heavy")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(TEMPLATE), str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_template_model_runs_through_the_runner(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(TEMPLATE))
+    registry = make_registry(modules=[MODULE], load_entrypoints=False)
+    cfg = run_config(datasets=["digits"], models=["template-cnn"], clusterers=["kmeans"],
+                     metrics=["rho"], repeats=1, k=2, executor="local", jobs=1,
+                     train={"max_epochs": 2}, registry=registry)
+    with Store(tmp_path / "r.db") as store:
+        report = execute(cfg, registry, store)
+        trials = store.trials()
+    assert report.failed == [] and report.n_ran == 3
+    assert {t["kind"] for t in trials} == {"exclusive", "inclusive", "random"}
+    # it learns in 2 epochs (the held-out sources of "exclusive" are harder: not checked)
+    assert all(t["accuracy"] > 0.5 for t in trials if t["kind"] != "exclusive")
+    # The plugin's version and the model spec's version are part of every trial's key.
+    assert {t["versions"]["model"] for t in trials} == {"0.2.0/1"}
+    rho = [s for s in report.scores if s.score == "rho"]
+    assert len(rho) == 1 and rho[0].model == "template-cnn" and 0 < rho[0].value <= 1.5
+
+
+def test_template_entry_point_is_wired(monkeypatch):
+    tomllib = pytest.importorskip("tomllib")
+    meta = tomllib.loads((TEMPLATE / "pyproject.toml").read_text())
+    project = meta["project"]
+    assert project["name"] == "robench-template"
+    assert any(d.split(">")[0].split("=")[0].strip() == "robench" for d in project["dependencies"])
+    eps = project["entry-points"]
+    assert list(eps) == ["robench"], "the entry-point group must be exactly 'robench'"
+    (name, target), = eps["robench"].items()
+    assert name == "template"
+    assert ":" not in target, "the entry point names a module, whose @hookimpl functions load"
+    package_dir = TEMPLATE.joinpath(*target.split("."))
+    assert (package_dir / "__init__.py").is_file()
+    includes = meta["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert any(target.startswith(pattern.rstrip("*")) for pattern in includes)
+    # __version__ (used when loaded by module path) must match the distribution's version.
+    monkeypatch.syspath_prepend(str(TEMPLATE))
+    import robench_template
+
+    assert robench_template.__version__ == project["version"]
+
+
+def test_plugins_folder_is_not_a_python_package():
+    assert not (ROOT / "plugins" / "__init__.py").exists()
+    assert not (TEMPLATE / "__init__.py").exists()

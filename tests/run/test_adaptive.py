@@ -1,0 +1,136 @@
+"""``--until decided`` end to end on the tiny plugin: rounds, reuse, resume, details.adaptive."""
+
+import pytest
+
+from tests.helpers import run_config
+from robench.run.adaptive import annotate, run_until_decided
+from robench.run.runner import ConfigError, execute
+from robench.specs import Score
+
+
+def cfg(**kw):
+    base = dict(datasets=["tiny"], models=["centroid", "spy"], clusterers=["kmeans"],
+                metrics=["rho"], repeats=12, k=3, executor="local")
+    base.update(kw)
+    return run_config(**base)
+
+
+UNDECIDED = dict(models=["centroid", "svm"])  # ordered at 6 repeats at alpha 0.05, not at 1e-9
+
+
+def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, store):
+    events = []
+    report = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
+                               alpha=1e-9, on_event=lambda e, **k: events.append((e, k)))
+    looks = [k["repeats"] for e, k in events if e == "look"]
+    assert looks == [6, 12]
+    planned = [k["todo"] for e, k in events if e == "planned"]
+    assert planned == [36, 36], "the second look runs only repeats 6-11 of each kind and model"
+    # random trials are shared: 2 models x 3 kinds x 12 repeats = 72 distinct trials
+    assert report.n_ran == 72 and report.n_planned == 72
+    rho = [s for s in store.scores(metric="rho")]
+    assert {s["score"] for s in rho} == {"rho", "acc_exclusive", "acc_inclusive", "acc_random"}
+    for s in rho:
+        ad = s["details"]["adaptive"]
+        assert ad["repeats"] == 12 and ad["looks_taken"] == [6, 12]
+        assert ad["stopped"] == "maximum repeats reached, undecided"
+        assert ad["model_stopped"] == ad["stopped"]
+        assert ad["level"] == pytest.approx(1 - 1e-9 / 2)
+        assert s["details"]["design"] == "adaptive" and ad["rule"] == "paired-delta-bonferroni"
+        assert [p["status"] for p in ad["pairs"]] == ["undecided"]
+        assert ad["pairs"][0]["repeats"] == 12
+        assert s["n"] == 12
+    head = next(s for s in rho if s["score"] == "rho" and s["model"] == "centroid")
+    assert head["details"]["interval"]["level"] == pytest.approx(1 - 1e-9 / 2)
+    assert head["details"]["interval_fixed_sample"]["level"] == pytest.approx(0.95)
+    assert head["ci_low"] < head["details"]["interval_fixed_sample"]["low"]
+    assert report.adaptive[0]["dataset"] == "tiny"
+
+    again = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
+                              alpha=1e-9)
+    assert again.n_ran == 0, "a rerun (or a resumed run) trains nothing"
+    assert [t["stopped"] for t in again.adaptive] == [t["stopped"] for t in report.adaptive]
+
+
+def test_an_ordered_table_stops_at_the_first_look(tiny_registry, store):
+    report = run_until_decided(cfg(models=["centroid", "svm"], repeats=100),
+                               tiny_registry, store, precision=0.001)
+    info = report.adaptive[0]
+    assert report.n_ran == 36 and info["repeats"] == 6
+    assert info["stopped"] == "every adjacent pair ordered"
+    assert info["looks_planned"] == [6, 12, 24, 48, 100]
+    assert info["order"] == ["centroid", "svm"] and info["ranks"] == {"centroid": 1,
+                                                                           "svm": 2}
+    pair = info["pairs"][0]
+    assert pair["status"] == "ordered" and pair["low"] > 0 and pair["repeats"] == 6
+    scores = {s["model"]: s for s in store.scores(metric="rho") if s["score"] == "rho"}
+    ad = scores["svm"]["details"]["adaptive"]
+    assert ad["repeats"] == 6 and ad["rank"] == 2
+    assert ad["model_stopped"] == "its adjacent pairs decided at 6 repeats (centroid > svm)"
+
+
+def test_identical_models_are_equivalent_at_the_first_look(tiny_registry, store):
+    report = run_until_decided(cfg(), tiny_registry, store, precision=1e-9)
+    info = report.adaptive[0]  # centroid and spy: the same accuracies in every repeat
+    assert info["repeats"] == 6 and info["pairs"][0]["status"] == "equivalent"
+    assert info["stopped"] == "every adjacent pair equivalent within the precision"
+    assert info["ranks"] == {"centroid": 1, "spy": 1}
+
+
+def test_resume_after_a_plain_run_reuses_its_trials(tiny_registry, store):
+    execute(cfg(repeats=6, **UNDECIDED), tiny_registry, store)
+    report = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
+                               alpha=1e-9)
+    assert report.n_ran == 36
+
+
+def test_plain_run_after_adaptive_rescores_at_its_own_level(tiny_registry, store):
+    run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9, alpha=1e-9)
+    execute(cfg(**UNDECIDED), tiny_registry, store)  # same trials, plain 95% intervals
+    head = next(s for s in store.scores(metric="rho") if s["score"] == "rho")
+    assert "adaptive" not in head["details"] and head["details"]["interval"]["level"] == 0.95
+
+
+def test_needs_rho_and_a_positive_precision(tiny_registry, store):
+    with pytest.raises(ConfigError, match="rho"):
+        run_until_decided(cfg(metrics=["lost-test"]), tiny_registry, store)
+    with pytest.raises(ConfigError, match="precision"):
+        run_until_decided(cfg(), tiny_registry, store, precision=0)
+
+
+def test_annotate_widens_rho_and_accuracy_intervals():
+    xs, is_ = [0.7, 0.8, 0.75, 0.78], [0.95, 0.96, 0.94, 0.955]
+    base = dict(dataset="d", model="m", clusterer="c", metric="rho")
+    scores = [Score(**base, score="rho", value=0.8, ci_low=0.7, ci_high=0.9, n=4,
+                    details={"acc_exclusive": xs, "acc_inclusive": is_,
+                             "interval": {"level": 0.95}}),
+              Score(**base, score="acc_exclusive", value=0.7575, ci_low=0, ci_high=1, n=4,
+                    details={"per_repeat": xs})]
+    out = annotate(scores, 0.99, {"repeats": 4})
+    from robench.stats.intervals import mean_interval, ratio_interval
+
+    assert out[0].ci_low == pytest.approx(ratio_interval(xs, is_, 0.99).low)
+    assert out[1].ci_high == pytest.approx(mean_interval(xs, 0.99, bounds=(0, 1)).high)
+    assert all(s.details["adaptive"] == {"repeats": 4} for s in out)
+
+
+def test_leaderboard_and_report_label_an_adaptive_table(tiny_registry, store, tmp_path):
+    from robench.families.source_aware.leaderboard import rho_tables
+    from robench.families.source_aware.report import rho_lines
+
+    run_until_decided(cfg(models=["centroid", "spy", "svm"]), tiny_registry, store,
+                      precision=1e-9)
+    rows = store.scores(metric="rho")
+    table = rho_tables(rows)[0]["rows"]
+    by_model = {r["model"]: r for r in table}
+    assert all(r["adaptive"]["repeats"] == r["n"] for r in table)
+    # centroid ~ spy (identical), then an ordered pair: ranks 1, 1, 3 from the pair decisions
+    assert [by_model[m]["rank"] for m in ("centroid", "spy", "svm")] == [1, 1, 3]
+    assert by_model["svm"]["adaptive"]["stopped"].startswith("its adjacent pairs decided")
+    text = "\n".join(rho_lines(rows))
+    assert "adaptive repeats (--until decided)" in text
+    from robench.present.site import build_site
+
+    index = build_site(store, tmp_path / "site", registry=tiny_registry)
+    html = "".join(p.read_text() for p in index.parent.rglob("*.html"))
+    assert "adaptive repeats (--until decided), at most 12" in html

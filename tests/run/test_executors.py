@@ -1,0 +1,126 @@
+"""Executors: identical stored results, crashed workers recorded, cache hits, cache keys."""
+
+import logging
+
+import pytest
+
+from tests.helpers import run_config
+from robench.run.runner import execute
+
+
+def cfg(**kw):
+    base = dict(datasets=["tiny"], models=["centroid", "mlp"], clusterers=["kmeans"],
+                metrics=["rho"], repeats=1, k=3, executor="local", jobs=2,
+                train={"max_epochs": 3, "patience": 1, "batch_size": 32})
+    base.update(kw)
+    return run_config(**base)
+
+
+def stored(store):
+    return {r["key"]: (r["status"], r["accuracy"], r["per_class"], r["n_train"], r["epochs"])
+            for r in store.trials()}
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    import dask
+
+    # Fail fast on a killed worker (the default retries the task 3 times).
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+        cluster = distributed.LocalCluster(host="127.0.0.1", n_workers=2, threads_per_worker=1,
+                                           processes=True, dashboard_address=None,
+                                           silence_logs=logging.ERROR)
+        yield cluster.scheduler_address
+        cluster.close()
+
+
+def test_local_process_and_dask_store_identical_results(tiny_registry, tmp_path, dask_cluster):
+    from robench.storage.store import Store
+
+    results = {}
+    for name, extra in [("local", {}), ("process", {}),
+                        ("dask", {"executor_options": {"scheduler": dask_cluster}})]:
+        s = Store(tmp_path / f"{name}.db")
+        report = execute(cfg(executor=name, **extra), tiny_registry, s)
+        assert not report.failed, report.failed
+        results[name] = stored(s)
+        s.close()
+    assert len(results["local"]) == 6
+    assert results["local"] == results["process"] == results["dask"]
+
+
+def test_a_killed_process_worker_is_recorded_and_the_rest_completes(tiny_registry, store):
+    report = execute(cfg(executor="process", models=["die", "centroid"]), tiny_registry, store)
+    rows = store.trials()
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert {r["model"] for r in failed} == {"die"} and len(failed) == 3
+    assert all("worker process died" in r["error"] for r in failed)
+    assert len([r for r in rows if r["status"] == "ok"]) == 3
+    assert len(report.failed) == 3
+
+
+def test_a_killed_dask_worker_is_recorded_and_the_rest_completes(tiny_registry, store, dask_cluster):
+    execute(cfg(executor="dask", models=["die", "centroid"],
+                executor_options={"scheduler": dask_cluster}), tiny_registry, store)
+    rows = store.trials()
+    assert {r["model"] for r in rows if r["status"] == "failed"} == {"die"}
+    assert len([r for r in rows if r["status"] == "ok"]) == 3
+
+
+def test_second_run_does_no_training_and_no_clustering(tiny_registry, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    from robench.storage.store import Store
+    from tests.plugins import tiny
+
+    s = Store(tmp_path / "a.db")
+    execute(cfg(models=["centroid"]), tiny_registry, s)
+    assert s.clusterings()[0]["details"]["cache_hit"] is False
+
+    def no_clustering(*a, **k):
+        raise AssertionError("clustered again instead of using the cache")
+
+    spec = tiny_registry.get("clusterers", "kmeans")
+    tiny_registry._by_kind["clusterers"]["kmeans"] = replace(spec, fit_predict=no_clustering)
+    tiny.SEEN["fit_calls"] = 0
+    report = execute(cfg(models=["centroid"]), tiny_registry, s)
+    assert report.n_ran == 0 and tiny.SEEN["fit_calls"] == 0, "same database: nothing trained"
+    # a fresh database trains again, but its sources come from the on-disk cache
+    s2 = Store(tmp_path / "b.db")
+    report = execute(cfg(models=["centroid"]), tiny_registry, s2)
+    assert not report.failed and report.n_ran == 3
+    assert s2.clusterings()[0]["details"]["cache_hit"] is True
+
+
+def test_cache_and_trial_keys_change_with_parameters_and_versions(tiny_registry):
+    from dataclasses import replace
+
+    from robench.families.source_aware import protocol as source_aware
+    from robench.run.trials import Combo
+    from robench.data.sources import sources_key
+
+    base = sources_key("fp", "kmeans", "0.1.0/1", 5, 0)
+    assert base == sources_key("fp", "kmeans", "0.1.0/1", 5, 0)
+    for changed in [sources_key("fp2", "kmeans", "0.1.0/1", 5, 0),
+                    sources_key("fp", "kmeans", "0.1.0/2", 5, 0),
+                    sources_key("fp", "kmeans", "0.2.0/1", 5, 0),
+                    sources_key("fp", "kmeans", "0.1.0/1", 4, 0),
+                    sources_key("fp", "kmeans", "0.1.0/1", 5, 1)]:
+        assert changed != base
+
+    reg = tiny_registry
+    combo = Combo(reg.get("datasets", "tiny"), reg.get("models", "centroid"),
+                  reg.get("clusterers", "kmeans"))
+    key = lambda c=cfg(), r=reg: source_aware.trial_spec(combo, c, r, "exclusive", 0)["key"]  # noqa: E731
+    k0 = key()
+    assert k0 == key()
+    assert key(cfg(k=4)) != k0
+    assert key(cfg(seed=1)) != k0
+    assert key(cfg(train={"max_epochs": 4})) != k0
+    # a new plugin version (or a spec version bump) re-runs the plugin's trials
+    reg.infos["tests.plugins.tiny"].version = "2.0"
+    assert key() != k0
+    reg._by_kind["models"]["centroid"] = replace(reg.get("models", "centroid"), version="2")
+    assert key() != k0

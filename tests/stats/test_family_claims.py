@@ -1,0 +1,233 @@
+"""Paper claims decided on hand-built score tables: holds, does not hold, undecided."""
+
+import math
+
+import pytest
+
+from robench.stats.claims import (BY_CONSTRUCTION, FAILS, HOLDS, UNDECIDED, Claim, compare,
+                                  evaluate, within)
+from robench.families.source_aware.claims import rho_claims
+
+
+def row(model, score, value, lo=None, hi=None, dataset="mnist-5k", metric="rho",
+        clusterer="kmeans"):
+    return {"dataset": dataset, "model": model, "clusterer": clusterer, "metric": metric,
+            "score": score, "value": value, "ci_low": lo, "ci_high": hi}
+
+
+def test_compare_and_within_decide_only_what_the_intervals_decide():
+    a, b = row("a", "x", 0.9, 0.88, 0.92), row("b", "x", 0.8, 0.78, 0.82)
+    assert compare(a, b)[0] == HOLDS and compare(b, a)[0] == FAILS
+    assert compare(a, row("c", "x", 0.87, 0.85, 0.89))[0] == UNDECIDED  # overlap
+    assert compare(a, row("c", "x", 0.1))[0] == UNDECIDED  # no interval: no decision
+    assert within(row("a", "x", 0.1, 0.08, 0.12), 0.05, 0.15)[0] == HOLDS
+    assert within(row("a", "x", 0.5, 0.45, 0.55), 0.05, 0.15)[0] == FAILS
+    assert within(row("a", "x", 0.15, 0.1, 0.2), 0.05, 0.15)[0] == UNDECIDED
+    with pytest.raises(ValueError, match="verdict"):
+        Claim("p", "c", "f", "d", "f", "maybe", "why")
+
+
+def _capacity(rhos):
+    return [row(m, "rho", v, lo, hi) for m, (v, lo, hi) in rhos.items()]
+
+
+def _by_claim(claims, word):
+    (c,) = [c for c in claims if word in c.claim]
+    return c
+
+
+def test_rho_capacity_claim_holds_fails_or_is_undecided():
+    ordered = {"svm": (0.80, 0.78, 0.82), "mlp": (0.85, 0.83, 0.87),
+               "cnn-1": (0.90, 0.88, 0.92)}
+    c = _by_claim(rho_claims(_capacity(ordered)), "capacity")
+    assert c.verdict == HOLDS and c.dataset == "mnist-5k" and "svm 0.800" in c.figure
+    # the quick run's SVM > MLP, decided: does not hold
+    reversed_ = {**ordered, "svm": (0.90, 0.89, 0.91), "mlp": (0.85, 0.84, 0.86)}
+    c = _by_claim(rho_claims(_capacity(reversed_)), "capacity")
+    assert c.verdict == FAILS and "svm -> mlp: does not hold" in c.why
+    # overlapping intervals (R = 3): undecided
+    wide = {m: (v, v - 0.1, v + 0.1) for m, (v, _, _) in ordered.items()}
+    assert _by_claim(rho_claims(_capacity(wide)), "capacity").verdict == UNDECIDED
+
+
+def test_inclusive_above_exclusive_and_inclusive_like_random():
+    rows = [row("mlp", "acc_inclusive", 0.97, 0.96, 0.98),
+            row("mlp", "acc_exclusive", 0.85, 0.80, 0.90),
+            row("mlp", "acc_random", 0.968, 0.955, 0.981),
+            row("svm", "acc_inclusive", 0.95, 0.94, 0.96),
+            row("svm", "acc_exclusive", 0.94, 0.90, 0.98),  # overlaps: undecided
+            row("svm", "acc_random", 0.90, 0.89, 0.91)]  # disjoint from inclusive: fails
+    claims = rho_claims(rows)
+    gap = _by_claim(claims, "E[AccI] > E[AccX]")
+    assert gap.verdict == UNDECIDED and "1 of 2" in gap.why
+    same = _by_claim(claims, "random split")
+    assert same.verdict == FAILS and "disjoint" in same.evidence["svm"]
+    assert "overlap, both narrower" in same.evidence["mlp"]
+
+
+def test_evaluate_collects_the_registered_claims():
+    from robench.plugins import get_registry
+
+    rows = _capacity({"svm": (0.80, 0.78, 0.82), "mlp": (0.85, 0.83, 0.87)})
+    rows.append(row("svm", "rho", 0.1, dataset="other", metric="adequacy"))  # other metric
+    claims = evaluate(get_registry(), rows)
+    assert [c.verdict for c in claims if "capacity" in c.claim] == [HOLDS]
+
+
+def test_purity_ratio_claims_read_the_validation_verdict():
+    from robench.families.purity_ratio.claims import purity_claims
+
+    def holds(value, r, tau, beats):
+        return {"dataset": "digits", "model": "zoo", "metric": "purity-ratio",
+                "score": "validation_holds", "value": value,
+                "details": {"holds": value if value is None else bool(value), "r": r,
+                            "tau": tau, "n": 8, "reason": "why", "beats_baselines": beats,
+                            "baselines": {"delta": {"r": 0.9}, "model_acc": {"r": 0.0}}}}
+
+    # r = -0.92 over 8 models: Fisher's interval [-0.99, -0.61] lies below 0, and below
+    # the baselines' (delta +0.9: [0.53, 0.98]); a reversed relation does not hold
+    c = purity_claims([holds(0.0, -0.92, -0.71, False)])
+    assert [x.verdict for x in c] == [FAILS, FAILS] and "r = -0.92 [-0.99, -0.61]" in c[0].figure
+    # r = 0.95 ([0.74, 0.99]) beats model_acc (0.0: [-0.70, 0.70]) on the intervals but not
+    # delta (0.9: [0.53, 0.98])
+    c = purity_claims([holds(1.0, 0.95, 0.8, True)])
+    assert [x.verdict for x in c] == [HOLDS, UNDECIDED]
+    assert "overlaps delta's" in c[1].why and "above model_acc's" in c[1].why
+    # a positive r whose interval contains 0 at 8 models decides nothing
+    c = purity_claims([holds(1.0, 0.6, 0.4, True)])
+    assert c[0].verdict == UNDECIDED and "contains 0" in c[0].why
+    c = purity_claims([holds(None, None, None, None)])
+    assert [x.verdict for x in c] == [UNDECIDED, UNDECIDED]
+
+
+def test_fisher_interval_of_r_matches_hand_values():
+    from robench.families.purity_ratio.claims import r_interval
+
+    lo, hi = r_interval(0.5, 8)  # atanh(0.5) = 0.5493, se = 1/sqrt(5) = 0.4472
+    assert lo == pytest.approx(math.tanh(0.5493061 - 1.959964 * 0.4472136), abs=1e-6)
+    assert hi == pytest.approx(math.tanh(0.5493061 + 1.959964 * 0.4472136), abs=1e-6)
+    assert (round(lo, 3), round(hi, 3)) == (-0.316, 0.891)
+    assert r_interval(0.5, 3) == (None, None) and r_interval(1.0, 8) == (None, None)
+
+
+def test_coverage_claims_decide_table_2_from_the_reference_models():
+    from robench.families.coverage.claims import coverage_claims
+
+    def acc(mix, per):
+        return {"dataset": "digits", "model": "mlp", "metric": "coverage",
+                "score": f"acc@{mix}@1000", "value": sum(per) / len(per),
+                "details": {"per_repeat": per}}
+
+    head = {"dataset": "digits", "model": "mlp", "metric": "coverage", "score": "coverage",
+            "value": 0.5, "details": {"size": 1000, "knobs": {"boundary_rule": "paper"},
+                                      "quality": {"ep": [1.0] * 10}}}
+    rows = [head, acc("100-0", [0.99, 0.98, 0.985]), acc("0-100", [0.10, 0.102, 0.098])]
+    trend, level = coverage_claims(rows)
+    # the paper's rule misclassifies boundary points by construction: not evidence, though
+    # 10% +- 99% t lies inside the window [8%, 12%]
+    assert trend.verdict == HOLDS and level.verdict == BY_CONSTRUCTION
+    assert "near chance" in level.figure and "by construction" in level.why
+    rows[2] = acc("0-100", [0.50, 0.55, 0.52])  # the band rule's level: far above chance
+    trend, level = coverage_claims(rows)
+    assert trend.verdict == HOLDS and level.verdict == BY_CONSTRUCTION
+    assert "above chance" in level.figure
+
+
+def test_sd_ratio_interval_matches_the_f_distribution_by_hand():
+    from robench.families.shifted_cv.claims import sd_ratio_interval
+
+    # sd(a) = 2 sd(b) exactly; F(0.975; 4, 4) = 9.6045, and F(0.025; 4, 4) = 1 / 9.6045
+    a, b = [1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 1.5, 2.0, 2.5, 3.0]
+    r, lo, hi = sd_ratio_interval(a, b)
+    assert r == pytest.approx(2.0)
+    assert lo == pytest.approx(2 / math.sqrt(9.6045), rel=1e-4)
+    assert hi == pytest.approx(2 * math.sqrt(9.6045), rel=1e-4)
+    assert sd_ratio_interval([1.0], b) == (None, None, None)
+    assert sd_ratio_interval(a, [2.0, 2.0, 2.0]) == (None, None, None)
+
+
+def _shifted(model, sh_test, sh_val, ra_test, dataset="digits"):
+    return {"dataset": dataset, "model": model, "clusterer": "kmeans", "metric": "shifted-cv",
+            "score": "shifted-cv", "value": sum(sh_test) / len(sh_test),
+            "details": {"per_fold": {"shifted": {"test": sh_test, "val": sh_val},
+                                     "random": {"test": ra_test}}}}
+
+
+def test_shifted_cv_claims_decide_the_drop_the_spread_and_the_fold_distances():
+    from robench.families.shifted_cv.claims import shifted_cv_claims
+
+    sh = [0.60, 0.70, 0.80, 0.65, 0.75, 0.55, 0.85, 0.70, 0.62, 0.78]   # spread 0.09
+    val = [0.95, 0.951, 0.949, 0.952, 0.948, 0.95, 0.951, 0.949, 0.95, 0.95]   # 0.0012
+    ra = [0.94, 0.95, 0.96, 0.95, 0.94, 0.96, 0.95, 0.95, 0.94, 0.96]
+    w = {"dataset": "digits", "model": "", "clusterer": "kmeans", "metric": "shifted-cv",
+         "score": "wasserstein_ratio", "value": 1.5,
+         "details": {"repeats": [{"shifted": {"matrix": [[0, 3.0, 3.1], [3.0, 0, 2.9],
+                                                         [3.1, 2.9, 0]]},
+                                  "random": {"matrix": [[0, 2.0, 2.1], [2.0, 0, 1.9],
+                                                        [2.1, 1.9, 0]]}}]}}
+    drop, spread, dist = shifted_cv_claims([_shifted("mlp", sh, val, ra), w])
+    assert drop.verdict == HOLDS and "random" in drop.figure
+    assert spread.verdict == HOLDS and spread.evidence["mlp"].endswith("lies above 1")
+    assert dist.verdict == HOLDS and "3 fold pairs" in dist.figure
+    # the same spread under shift and on validation: the ratio's interval contains 1
+    _, spread, _ = shifted_cv_claims([_shifted("mlp", sh, sh, ra), w])
+    assert spread.verdict == UNDECIDED and "contains 1" in spread.evidence["mlp"]
+
+
+def test_lost_test_claims_find_the_corrected_estimator_unbiased_and_the_posts_biased():
+    from robench.families.source_aware.claims import lost_test_claims
+
+    a = [0.90, 0.92, 0.91, 0.93]
+    trials = [{"true_accuracy": x, "alpha_in": x + e, "blog_alpha_in": x / 100}
+              for x, e in zip(a, (0.002, -0.001, 0.001, -0.002))]
+    rows = [{"dataset": "digits", "model": "mlp", "metric": "lost-test",
+             "score": "true_accuracy", "value": 0.9, "details": {"trials": trials}}]
+    unbiased, biased = lost_test_claims(rows)
+    assert unbiased.verdict == HOLDS and biased.verdict == HOLDS
+    # an estimator off by 3 points is not unbiased
+    for t in trials:
+        t["alpha_in"] = t["true_accuracy"] + 0.03 + (0.001 if t["true_accuracy"] > 0.91 else 0)
+    unbiased, _ = lost_test_claims(rows)
+    assert unbiased.verdict == FAILS and "excludes 0" in unbiased.why
+
+
+def test_adequacy_claim_compares_rho_at_the_full_size_with_the_smallest():
+    from robench.families.source_aware.claims import adequacy_claims
+
+    def r(size, v, lo, hi, model="cnn-1"):
+        return {"dataset": "mnist-5k", "model": model, "clusterer": "kmeans",
+                "metric": "adequacy", "score": f"rho@{size}", "value": v, "ci_low": lo,
+                "ci_high": hi}
+
+    rows = [r(100, 0.60, 0.55, 0.65), r(1000, 0.8, 0.7, 0.9), r("full", 0.90, 0.88, 0.92)]
+    (claim,) = adequacy_claims(rows)
+    assert claim.verdict == HOLDS and "n=100" in claim.figure
+    rows.append(r(100, 0.8, 0.6, 1.0, model="mlp"))
+    rows.append(r("full", 0.85, 0.7, 0.95, model="mlp"))
+    (claim,) = adequacy_claims(rows)
+    assert claim.verdict == UNDECIDED and "1 of 2" in claim.why
+
+
+def test_less_accurate_more_robust_compares_the_extremes_of_test_accuracy():
+    from robench.families.coverage.claims import accuracy_vs_robustness_claims
+
+    def rows(model, acc, cov, lo, hi):
+        base = {"dataset": "mnist-5k", "model": model, "metric": "coverage"}
+        return [{**base, "score": "model_acc", "value": acc},
+                {**base, "score": "coverage", "value": cov, "ci_low": lo, "ci_high": hi}]
+
+    table = rows("lenet", 0.93, 0.80, 0.77, 0.83) + rows("cnn-3", 0.97, 0.70, 0.66, 0.74) \
+        + rows("mlp", 0.95, 0.75, 0.60, 0.90)
+    (claim,) = accuracy_vs_robustness_claims(table)
+    assert claim.verdict == HOLDS and "lenet vs cnn-3" in claim.claim
+    table = rows("lenet", 0.93, 0.60, 0.57, 0.63) + rows("cnn-3", 0.97, 0.70, 0.66, 0.74)
+    (claim,) = accuracy_vs_robustness_claims(table)
+    assert claim.verdict == FAILS
+
+
+def test_capacity_claim_names_the_pairs_the_intervals_decide_beyond_adjacent_steps():
+    rows = _capacity({"svm": (0.82, 0.78, 0.86), "mlp": (0.80, 0.75, 0.84),
+                      "cnn-1": (0.84, 0.78, 0.90), "cnn-2": (0.91, 0.87, 0.95)})
+    (claim,) = [c for c in rho_claims(rows) if "capacity" in c.claim]
+    assert claim.verdict == UNDECIDED
+    assert "decided beyond adjacent steps: svm < cnn-2, mlp < cnn-2" in claim.why

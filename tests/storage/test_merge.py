@@ -1,0 +1,221 @@
+"""robench merge: contributors' databases into one, with provenance, conflicts kept apart."""
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from robench.cli import cli
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+OLD_MAIN = FIXTURES / "main_0a81169.db"  # schema 0: digits, mlp and svm, rho, R=2, k=3
+
+TINY = ["-d", "tiny", "-c", "kmeans", "-k", "3", "-r", "2", "--executor", "local",
+        "--metric", "rho"]
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def copy_db(src, dst):
+    """Copy a database with everything committed (a run's connection may hold a WAL)."""
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+
+
+@contextmanager
+def another_run(src, dst):
+    """Copy ``src`` to ``dst`` as another contributor's run; edit it in the with block."""
+    copy_db(src, dst)
+    conn = sqlite3.connect(dst)
+    try:
+        yield conn
+        conn.execute("UPDATE runs SET command = ?", (f"robench run ({Path(dst).stem})",))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def dump(path):
+    conn = sqlite3.connect(path)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def two(tiny_registry, tmp_path):
+    """Two contributors' databases: alice ran centroid, bob ran spy... on tiny."""
+    a, b = tmp_path / "alice.db", tmp_path / "bob.db"
+    assert run("run", *TINY, "-m", "centroid", "--db", a).exit_code == 0
+    assert run("run", *TINY, "-m", "centroid", "-m", "spy", "--db", b).exit_code == 0
+    return a, b
+
+
+def test_merge_keeps_provenance_and_twice_changes_nothing(two, tmp_path):
+    a, b = two
+    c = tmp_path / "c.db"
+    before = hashlib.md5(a.read_bytes()).hexdigest(), hashlib.md5(b.read_bytes()).hexdigest()
+    res = run("merge", a, b, "--db", c)
+    assert res.exit_code == 0, res.output
+    assert "alice.db (alice): 1 run(s) copied" in res.output
+    assert "bob.db (bob): 1 run(s) copied" in res.output and "6 duplicate" in res.output
+    assert (hashlib.md5(a.read_bytes()).hexdigest(),
+            hashlib.md5(b.read_bytes()).hexdigest()) == before  # sources are only read
+    first = dump(c)
+    again = run("merge", a, b, "--db", c)
+    assert again.exit_code == 0 and "0 run(s) copied, 1 already merged" in again.output
+    assert dump(c) == first
+    conn = sqlite3.connect(c)
+    runs = conn.execute("SELECT r.id, c.contributor, c.source, c.source_run_id FROM runs r "
+                        "JOIN contributions c ON c.run_id = r.id ORDER BY r.id").fetchall()
+    assert runs == [(1, "alice", "alice.db", 1), (2, "bob", "bob.db", 1)]  # renumbered
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    conn.close()
+    rows = json.loads(run("results", "--db", c, "--format", "json").output)
+    who = {(r["model"], r["contributor"]) for r in rows if r["score"] == "rho"}
+    # both ran centroid with the same configuration: one score key, alice's came first
+    assert who == {("centroid", "alice"), ("spy", "bob")}
+    site = tmp_path / "site"
+    assert run("leaderboard", "--db", c, "--out", site).exit_code == 0
+    methods = (site / "methods.html").read_text()
+    assert "alice" in methods and "bob" in methods and "bob.db" in methods
+
+
+def test_a_conflicting_trial_is_reported_and_kept_apart(two, tmp_path):
+    a, _ = two
+    forged = tmp_path / "mallory.db"
+    with another_run(a, forged) as conn:
+        (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+        conn.execute("UPDATE trials SET accuracy = 0.123 WHERE key = ?", (key,))
+    c = tmp_path / "c.db"
+    assert run("merge", a, "--db", c).exit_code == 0
+    res = run("merge", forged, "--db", c)
+    assert res.exit_code == 0
+    assert "1 conflicting" in res.output and "1 conflict(s)" in res.output
+    assert f"trial {key[:16]} (tiny " in res.output and "differs in accuracy: accuracy kept" in res.output
+    assert "incoming 0.123; kept the one from alice (alice.db, run 1 there)" in res.output
+    conn = sqlite3.connect(c)
+    assert conn.execute("SELECT accuracy FROM trials WHERE key = ?", (key,)).fetchone()[0] \
+        != 0.123  # the stored result is kept
+    (kind, columns, contributor, incoming) = conn.execute(
+        "SELECT kind, columns, contributor, incoming FROM conflicts").fetchone()
+    assert (kind, json.loads(columns), contributor) == ("trial", ["accuracy"], "mallory")
+    assert json.loads(incoming)["accuracy"] == 0.123
+    conn.close()
+    first = dump(c)
+    assert run("merge", forged, "--db", c).exit_code == 0
+    assert dump(c) == first  # the conflict is recorded once
+
+
+def test_an_old_contributor_database_is_migrated_in_a_copy(tmp_path):
+    src = tmp_path / "old.db"
+    shutil.copyfile(OLD_MAIN, src)
+    before = hashlib.md5(src.read_bytes()).hexdigest()
+    c = tmp_path / "c.db"
+    res = run("merge", src, "--db", c)
+    assert res.exit_code == 0, res.output
+    assert hashlib.md5(src.read_bytes()).hexdigest() == before
+    out = run("results", "--db", c, "--metric", "rho").output
+    assert "configuration legacy" in out and "svm" in out
+
+
+def test_untrusted_sources_are_checked_and_their_schema_objects_never_copied(two, tmp_path):
+    a, _ = two
+    evil = tmp_path / "evil.db"
+    copy_db(a, evil)
+    conn = sqlite3.connect(evil)
+    conn.execute("CREATE TABLE loot (x)")
+    conn.execute("CREATE TRIGGER t AFTER INSERT ON runs BEGIN INSERT INTO loot VALUES (1); END")
+    conn.execute("CREATE VIEW v AS SELECT * FROM loot")
+    conn.commit()
+    conn.close()
+    c = tmp_path / "c.db"
+    assert run("merge", evil, "--db", c).exit_code == 0
+    names = {r[0] for r in sqlite3.connect(c).execute("SELECT name FROM sqlite_master")}
+    assert not {"loot", "t", "v"} & names
+
+    extra = tmp_path / "extra.db"
+    copy_db(a, extra)
+    conn = sqlite3.connect(extra)
+    conn.execute("ALTER TABLE trials ADD COLUMN payload TEXT")
+    conn.commit()
+    conn.close()
+    res = run("merge", extra, "--db", tmp_path / "d.db")
+    assert res.exit_code == 2 and "columns robench does not declare (payload)" in res.output
+
+    bad = tmp_path / "bad.db"
+    copy_db(a, bad)
+    conn = sqlite3.connect(bad)
+    conn.execute("UPDATE trials SET per_class = 'not json{' WHERE rowid = 1")
+    conn.commit()
+    conn.close()
+    res = run("merge", bad, "--db", tmp_path / "e.db")
+    assert res.exit_code == 2 and "per_class is not JSON" in res.output
+
+    text = tmp_path / "notes.db"
+    text.write_text("hello" * 100)
+    res = run("merge", text, "--db", tmp_path / "f.db")
+    assert res.exit_code == 2 and "not an SQLite database" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_differing_scores_and_score_groups_are_counted_reported_and_kept_apart(two, tmp_path):
+    a, _ = two
+    forged = tmp_path / "mallory.db"
+    with another_run(a, forged) as conn:
+        (score_key, value) = conn.execute(
+            "SELECT key, value FROM scores WHERE score = 'rho' LIMIT 1").fetchone()
+        conn.execute("UPDATE scores SET value = 0.5 WHERE key = ?", (score_key,))
+        (group_key, inputs) = conn.execute(
+            "SELECT key, inputs FROM score_groups LIMIT 1").fetchone()
+        conn.execute("UPDATE score_groups SET inputs = 'forged' WHERE key = ?", (group_key,))
+        (trial_key,) = conn.execute(
+            "SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+        conn.execute("UPDATE trials SET status = 'failed', error = 'x' WHERE key = ?",
+                     (trial_key,))
+        n_groups = conn.execute("SELECT count(*) FROM score_groups").fetchone()[0]
+        n_scores = conn.execute("SELECT count(*) FROM scores").fetchone()[0]
+    c = tmp_path / "c.db"
+    assert run("merge", a, "--db", c).exit_code == 0
+    res = run("merge", forged, "--db", c)
+    assert res.exit_code == 0, res.output
+    assert (f"{n_scores - 1} duplicate, 1 conflicting; 0 score group(s) copied, "
+            f"{n_groups - 1} duplicate, 1 conflicting") in res.output
+    assert "1 failed trial(s) not copied" in res.output
+    assert "2 conflict(s) (1 score, 1 score group)" in res.output
+    assert f"score {score_key[:16]} (tiny centroid kmeans rho rho)" in res.output
+    assert f"value kept {value}, incoming 0.5; kept the one from alice (alice.db, run 1" \
+        in res.output
+    assert f"score group {group_key[:16]}" in res.output
+    assert "differs in inputs: inputs kept" in res.output and "incoming forged" in res.output
+    conn = sqlite3.connect(c)
+    assert conn.execute("SELECT value FROM scores WHERE key = ?", (score_key,)).fetchone()[0] \
+        == value
+    assert conn.execute("SELECT inputs FROM score_groups WHERE key = ?",
+                        (group_key,)).fetchone()[0] == inputs
+    assert conn.execute("SELECT status FROM trials WHERE key = ?",
+                        (trial_key,)).fetchone()[0] == "ok"
+    assert sorted(r[0] for r in conn.execute("SELECT kind FROM conflicts")) == [
+        "score", "score_group"]
+    conn.close()
+
+
+def test_an_ok_trial_replacing_a_stored_failed_one_is_reported(two, tmp_path):
+    a, _ = two
+    failed = tmp_path / "failed.db"
+    with another_run(a, failed) as conn:
+        (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+        conn.execute("UPDATE trials SET status = 'failed', error = 'x' WHERE key = ?", (key,))
+    c = tmp_path / "c.db"
+    assert run("merge", failed, "--db", c).exit_code == 0
+    res = run("merge", a, "--db", c)
+    assert "1 stored failed trial(s) replaced by this source's ok one(s)" in res.output
+    assert "0 trial(s) copied" in res.output

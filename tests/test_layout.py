@@ -1,0 +1,223 @@
+"""The layout rules of docs/architecture.md, enforced on the source (ast; imports inside
+functions count as much as those at the top of a module).
+
+1. No import cycles between robench's modules. A package's ``__init__`` re-exporting its own
+   descendants (``robench.evaluate``, ``robench.data.SourceExclusiveSplit``) is not an edge: it
+   adds no dependency of the package's code, only a shorter name.
+2. The core (everything outside ``robench/families``) imports no family.
+3. No family imports another family.
+4. No private name (``_x``) is imported from another module, in robench and plugins/.
+5. Every module is named in docs/architecture.md (by its path below ``robench/``).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "robench"
+FAMILIES = "robench.families"
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, name: str, known: set) -> list[tuple[str, list[str]]]:
+    """Return [(imported module, [imported names])] for every import statement in the file."""
+    is_package = path.name == "__init__.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[:len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            names = [alias.name for alias in node.names]
+            found.append((target, names))
+            # `from robench.data import sklearn_splitters` imports a module, not a name
+            found += [(f"{target}.{n}", []) for n in names if f"{target}.{n}" in known]
+    return found
+
+
+def scan(root: Path, top: str = "robench") -> dict[str, list[tuple[str, list[str]]]]:
+    """Return {module: [(imported module, names)]} for every module under ``root/top``."""
+    paths = {module_name(p, root): p for p in (root / top).rglob("*.py")}
+    known = set(paths)
+    return {name: imports_of(path, name, known) for name, path in sorted(paths.items())}
+
+
+def graph(modules: dict) -> dict[str, set]:
+    """Return the internal import graph, package re-export edges left out (rule 1)."""
+    known = set(modules)
+    edges = {}
+    for name, imported in modules.items():
+        targets = set()
+        for target, _ in imported:
+            while target and target not in known:  # `robench.x.Name` -> robench.x
+                target = target.rpartition(".")[0]
+            if not target or target == name:
+                continue
+            if target.startswith(name + "."):  # a package re-exporting its own descendant
+                continue
+            targets.add(target)
+        edges[name] = targets
+    return edges
+
+
+def cycles(edges: dict[str, set]) -> list[list[str]]:
+    """Return the strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def family_of(module: str):
+    if module.startswith(FAMILIES + "."):
+        return module.split(".")[2]
+    return None
+
+
+def forbidden_family_imports(edges: dict[str, set]) -> list[str]:
+    """Return 'a -> b' for every core-to-family and family-to-family import (rules 2 and 3)."""
+    bad = []
+    for source, targets in sorted(edges.items()):
+        for target in sorted(targets):
+            own, theirs = family_of(source), family_of(target)
+            if theirs is not None and own != theirs and source != FAMILIES:
+                bad.append(f"{source} -> {target}")
+    return bad
+
+
+def private_imports(modules: dict) -> list[str]:
+    """Return 'module: from X import _name' for every private name taken from another module."""
+    bad = []
+    for name, imported in sorted(modules.items()):
+        for target, names in imported:
+            for n in names:
+                if n.startswith("_") and not n.startswith("__") and target != name:
+                    bad.append(f"{name}: from {target} import {n}")
+    return bad
+
+
+# ------------------------------------------------------------------ the rules, on the tree
+
+
+@pytest.fixture(scope="module")
+def tree():
+    return scan(ROOT)
+
+
+def test_no_import_cycles(tree):
+    assert cycles(graph(tree)) == []
+
+
+def test_the_core_imports_no_family_and_no_family_imports_another(tree):
+    assert forbidden_family_imports(graph(tree)) == []
+
+
+def test_no_private_name_is_imported_across_modules(tree):
+    bad = private_imports(tree)
+    for plugin in sorted((ROOT / "plugins").glob("*/")):
+        for package in plugin.iterdir():
+            if (package / "__init__.py").exists():
+                bad += private_imports(scan(plugin, package.name))
+    assert bad == []
+
+
+def test_every_module_is_named_in_the_architecture_document(tree):
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    missing = [str(p.relative_to(PACKAGE)) for p in sorted(PACKAGE.rglob("*.py"))
+               if p.name != "__init__.py" and str(p.relative_to(PACKAGE)) not in text]
+    packages = [f"{p.relative_to(PACKAGE)}/" for p in sorted(PACKAGE.rglob("__init__.py"))
+                if p.parent != PACKAGE and f"{p.parent.relative_to(PACKAGE)}/" not in text]
+    assert missing + packages == []
+
+
+def test_the_top_of_the_package_holds_at_most_twelve_modules():
+    assert len(list(PACKAGE.glob("*.py"))) <= 12
+
+
+# --------------------------------------------- the checks catch what they are meant to catch
+
+
+def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
+    pkg = tmp_path / "robench"
+    (pkg / "run").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("def evaluate():\n    from robench.run.a import f\n")
+    (pkg / "run" / "__init__.py").write_text("")
+    (pkg / "run" / "a.py").write_text("from robench.run import b\n")
+    (pkg / "run" / "b.py").write_text("def g():\n    from robench.run.a import f\n")
+    assert cycles(graph(scan(tmp_path))) == [["robench.run.a", "robench.run.b"]]
+
+
+def test_a_package_re_exporting_its_children_is_not_a_cycle(tmp_path):
+    pkg = tmp_path / "robench"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def __getattr__(n):\n    from robench.api import evaluate\n")
+    (pkg / "api.py").write_text("import robench\nfrom robench import plugins\n")
+    (pkg / "plugins.py").write_text("from robench import __version__\n")
+    assert cycles(graph(scan(tmp_path))) == []
+
+
+def test_core_to_family_and_family_to_family_imports_are_found(tmp_path):
+    pkg = tmp_path / "robench"
+    for folder in ("run", "families/a", "families/b"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "families" / "__init__.py").write_text("")
+    (pkg / "run" / "runner.py").write_text("def f():\n    from robench.families.a import x\n")
+    (pkg / "families" / "a" / "x.py").write_text("from robench.families.a import y\n")
+    (pkg / "families" / "a" / "y.py").write_text("from robench.run import runner\n")
+    (pkg / "families" / "b" / "z.py").write_text("from robench.families.a.x import thing\n")
+    assert forbidden_family_imports(graph(scan(tmp_path))) == [
+        "robench.families.b.z -> robench.families.a.x",
+        "robench.run.runner -> robench.families.a",
+        "robench.run.runner -> robench.families.a.x",
+    ]
+
+
+def test_private_imports_are_found(tmp_path):
+    pkg = tmp_path / "robench"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("_x = 1\n")
+    (pkg / "b.py").write_text("from robench.a import _x\nfrom robench.a import y as _y\n")
+    assert private_imports(scan(tmp_path)) == ["robench.b: from robench.a import _x"]
