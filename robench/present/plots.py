@@ -24,8 +24,9 @@ carries no date, text stays text (``svg.fonttype = none``, so no glyph paths are
 from __future__ import annotations
 
 import io
-import math
 import textwrap
+
+from robench.present.formatting import is_finite
 
 SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9.5,
           "axes.spines.top": False, "axes.spines.right": False}
@@ -41,9 +42,6 @@ LEGEND_ROW = 0.21  # inches per legend row at 9 pt
 CHAR_IN = 0.082  # the width of an average character at 9.5-10.5 pt, inches
 MAX_LEFT = 0.45  # a bar chart's row labels take at most this share of the width
 
-
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def style(i: int) -> dict:
@@ -123,14 +121,15 @@ def _fit(label: str, inches: float) -> str:
 
 def _scatter(ax, plot: dict) -> list:
     """Draw the points, each its own colour and shape, with whiskers; return the legend."""
-    points = [p for p in plot.get("points") or () if _finite(p.get("x")) and _finite(p.get("y"))]
+    points = [p for p in plot.get("points") or ()
+              if is_finite(p.get("x")) and is_finite(p.get("y"))]
     legend = []
     for i, p in enumerate(points):
         look = style(i)
         xerr = yerr = None
-        if _finite(p.get("x_low")) and _finite(p.get("x_high")):
+        if is_finite(p.get("x_low")) and is_finite(p.get("x_high")):
             xerr = [[max(p["x"] - p["x_low"], 0.0)], [max(p["x_high"] - p["x"], 0.0)]]
-        if _finite(p.get("y_low")) and _finite(p.get("y_high")):
+        if is_finite(p.get("y_low")) and is_finite(p.get("y_high")):
             yerr = [[max(p["y"] - p["y_low"], 0.0)], [max(p["y_high"] - p["y"], 0.0)]]
         # open markers: a point under another still shows its outline
         handle = ax.errorbar([p["x"]], [p["y"]], xerr=xerr, yerr=yerr, fmt=look["marker"],
@@ -149,7 +148,7 @@ def _zoom(values: list, pad_share: float = 0.08, floor: float = 0.002) -> tuple:
 
 
 def _intervals(ax, plot: dict) -> None:
-    rows = [r for r in plot.get("rows") or () if _finite(r.get("low")) and _finite(r.get("high"))]
+    rows = [r for r in plot.get("rows") or () if is_finite(r.get("low")) and is_finite(r.get("high"))]
     if not rows:
         ax.text(0.5, 0.5, "no intervals", ha="center", va="center", transform=ax.transAxes)
         ax.set_yticks([])
@@ -158,12 +157,12 @@ def _intervals(ax, plot: dict) -> None:
     for y, r in zip(ys, rows):
         low, high = sorted((r["low"], r["high"]))
         ax.hlines(y, low, high, color=PALETTE[0], linewidth=5)
-        if _finite(r.get("mark")):
+        if is_finite(r.get("mark")):
             ax.plot([r["mark"]], [y], marker="|", markersize=12, color=PALETTE[1],
                     markeredgewidth=2)
     room = MAX_LEFT * (plot.get("width") or WIDTH) - 0.35
     ax.set_yticks(ys, [_fit(str(r.get("label", "")), room) for r in rows])
-    values = [v for r in rows for v in (r["low"], r["high"], r.get("mark")) if _finite(v)]
+    values = [v for r in rows for v in (r["low"], r["high"], r.get("mark")) if is_finite(v)]
     ax.set_xlim(*_zoom(values))
     ax.set_ylim(-0.7, len(rows) - 0.3)
 
@@ -174,7 +173,7 @@ def _lines(ax, plot: dict) -> list:
     legend = []
     for i, s in enumerate(series):
         pairs = [(x, y) for x, y in zip(s.get("x") or (), s.get("y") or ())
-                 if _finite(x) and _finite(y)]
+                 if is_finite(x) and is_finite(y)]
         if not pairs:
             continue
         look = style(i)
@@ -183,7 +182,7 @@ def _lines(ax, plot: dict) -> list:
         low, high = s.get("y_low"), s.get("y_high")
         if low and high:
             band = [(x, lo, hi) for x, lo, hi in zip(s["x"], low, high)
-                    if _finite(x) and _finite(lo) and _finite(hi)]
+                    if is_finite(x) and is_finite(lo) and is_finite(hi)]
             if band:
                 ax.fill_between([b[0] for b in band], [b[1] for b in band],
                                 [b[2] for b in band], color=look["color"], alpha=0.15,

@@ -599,3 +599,14 @@ def test_a_reason_is_said_once_on_the_site_and_in_the_report(store, tmp_path):
     lines = "\n".join(report(store.scores()))
     assert "validation: not applicable: no corruption" in lines
     assert "not applicable: not applicable" not in lines and "svm" in lines
+def test_the_overview_legend_comes_from_the_sections_whose_headlines_it_shows(filled, tmp_path):
+    from robench.families.coverage.leaderboard import LEGEND as COVERAGE
+    from robench.families.purity_ratio.leaderboard import LEGEND as PURITY
+    from robench.families.source_aware.leaderboard import LEGEND as RHO
+
+    from markupsafe import escape
+
+    html = read(tmp_path, build_site(filled, tmp_path).name)
+    legend = section(html, '<p class="legend">', "</p>")
+    assert str(escape(RHO)) in legend  # the fixture stores rho headlines only
+    assert str(escape(PURITY)) not in legend and str(escape(COVERAGE)) not in legend
