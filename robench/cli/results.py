@@ -31,7 +31,8 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
 
     \b
     The table format prints, for each data set and metric, the configuration the table shows
-    and the family's own report (the ranked table `robench run` prints); --all-scores prints
+    and the family's own report (the ranked table `robench run` prints; a report longer than
+    20 lines is shown by its headline table unless --metric names it); --all-scores prints
     every stored score instead, one row each. --format json/csv export every score with its
     details and versions. Each table shows the scores of one configuration (see --config).
 
@@ -65,12 +66,13 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
             click.echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
         emit_scores(rows, fmt)
         return
-    _print_headline_tables(load_registry(), rows, shown)
+    _print_headline_tables(load_registry(), rows, shown, whole=metric is not None)
 
 
-def _print_headline_tables(reg, rows, choices) -> None:
+def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
     """Print each data set's tables: per metric (in display order) the configuration it shows
-    and the family's report of that data set's rows."""
+    and the family's report of that data set's rows; a report longer than ``REPORT_LINES``
+    is shown by its headline table unless ``whole`` (a metric was asked for by name)."""
     choice_of = {(c.dataset, c.metric): c for c in choices}
     pseudo = {""} | {m for spec in reg.all("metrics") if spec.leaderboard is not None
                      for m in spec.leaderboard.pseudo_models}
@@ -83,10 +85,84 @@ def _print_headline_tables(reg, rows, choices) -> None:
             choice = choice_of.get((ds, metric))
             if choice is not None:
                 click.echo(f"\n{ds} / {metric}: {choice.text}")
-            print_reports(reg, [r for r in mine if r["metric"] == metric])
+            own = [r for r in mine if r["metric"] == metric]
+            report = _report(reg, metric, own)
+            if whole or len(report) <= REPORT_LINES:
+                print_reports(reg, own)
+                continue
+            short = _headline_lines(reg, metric, own)
+            if short:
+                more = "the whole report"
+            else:  # no headline: the report's first tables that fit, then where the rest is
+                short, left = _first_blocks(report, REPORT_LINES)
+                more = f"{left} more table(s)"
+            for line in short:
+                click.echo(line)
+            click.echo(f"  ({more}: robench results -d {ds} --metric {metric})")
     if rows:
         click.echo("\n(every stored score, one row each: robench results --all-scores; "
                    "with details: --format json)")
+
+
+#: A family's report longer than this many lines is shown by its headline table in the
+#: default view (about a screen per data set); `--metric NAME` prints it whole.
+REPORT_LINES = 20
+
+
+def _report(reg, metric: str, rows: list) -> list:
+    """Return the metric's own report of ``rows`` as lines ([] without one)."""
+    try:
+        spec = reg.get("metrics", metric)
+    except LookupError:
+        return []
+    return "\n".join(spec.report(rows)).split("\n") if spec.report is not None else []
+
+
+def _first_blocks(lines: list, most: int) -> tuple:
+    """Return (the report's first tables that fit in ``most`` lines, at least one; how many
+    tables are left), a table being what follows a blank line."""
+    blocks: list = []
+    for line in lines:
+        if not blocks or (not line.strip() and blocks[-1][-1].strip()):
+            blocks.append([])
+        blocks[-1].append(line)
+    kept, n = [], 0
+    for block in blocks:
+        if kept and n + len(block) > most:
+            break
+        kept.append(block)
+        n += len(block)
+    return [line for block in kept for line in block], len(blocks) - len(kept)
+
+
+def _headline_lines(reg, metric: str, rows: list):
+    """Return the metric's headline table as text (the ranked table the leaderboard's overview
+    shows: rank, model, score [95% CI] and the columns beside it), or None without one."""
+    from robench.present.formatting import fixed
+
+    try:
+        section = reg.get("metrics", metric).leaderboard
+    except LookupError:
+        return None
+    head = section.headline(rows) if section is not None and section.headline else None
+    if not head or not head.get("rows"):
+        return None
+    pct = head.get("format") == "pct"
+    beside = list(section.columns)
+    width = max(18, *(len(str(r["model"])) + 1 for r in head["rows"]))
+    tied = any(r.get("tied") for r in head["rows"])
+    lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: ranked"
+             + (" (= shares a rank: the 95% intervals overlap)" if tied else ""),
+             f"  {'#':>3} {'model':<{width}}{'score':>8} {'95% CI':>17}"
+             + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]
+    for r in head["rows"]:
+        rank = "-" if r.get("rank") is None else f"{r['rank']}{'=' if r.get('tied') else ''}"
+        ci = (f"[{fixed(r.get('ci_low'), pct, 0).strip()}, {fixed(r.get('ci_high'), pct, 0).strip()}]"
+              if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
+        lines.append(f"  {rank:>3} {str(r['model']):<{width}}{fixed(r.get('value'), pct, 8)}"
+                     f" {ci:>17}" + "".join(f" {fixed(r.get(key), fmt == 'pct', 12)}"
+                                             for key, _, fmt in beside))
+    return lines
 
 
 def _check_names(store, **given):

@@ -217,13 +217,30 @@ def test_results_prints_the_headline_tables_by_default_and_every_score_on_reques
     assert len(lines) <= 150 < scores
     assert lines[0] == "=== digits: 3 model(s), 6 metric(s) ==="
     for metric, report in (("rho", "digits - sources by kmeans: ranked by rho"),
-                           ("purity-ratio", "digits - purity-ratio (feature-space"),
                            ("coverage", "digits - coverage (Mani et al.)"),
                            ("shifted-cv", "digits - shifted-cv, sub-domains by kmeans"),
-                           ("adequacy", "digits / mlp - sources by kmeans: dataset adequacy"),
+                           ("adequacy", "digits / cnn-1 - sources by kmeans: dataset adequacy"),
                            ("lost-test", "digits - lost-test")):
         assert any(l.startswith(f"digits / {metric}: configuration ") for l in lines), metric
         assert any(l.startswith(report) for l in lines), report
+    # purity-ratio's report (28 lines: the ranked table, then the validation tables) is longer
+    # than 20 lines: shown by its headline table, pointing at the whole report
+    assert any(l.startswith("digits / purity-ratio: configuration ") for l in lines)
+    at = lines.index("digits - purity-ratio: ranked")
+    assert lines[at + 1].split() == ["#", "model", "score", "95%", "CI", "Model_ACC"]
+    assert [l.split() for l in lines[at + 2:at + 5]] == [
+        ["1", "zoo-mlp-narrow", "0.816", "57.9"], ["2", "cnn-1", "0.696", "68.8"],
+        ["3", "mlp", "0.658", "79.1"]]
+    assert lines[at + 5] == "  (the whole report: robench results -d digits --metric purity-ratio)"
+    assert not any(l.startswith("digits - purity-ratio (feature-space") for l in lines)
+    whole = run("results", "--metric", "purity-ratio", "--db", db).output
+    assert "digits - purity-ratio (feature-space" in whole and "validation" in whole
+    # adequacy's report (25 lines, a table per model) has no headline: its first tables that
+    # fit, then where the rest is
+    assert "  (1 more table(s): robench results -d digits --metric adequacy)" in lines
+    assert not any(l.startswith("digits / mlp - sources by kmeans") for l in lines)
+    whole = run("results", "--metric", "adequacy", "--db", db).output
+    assert "digits / mlp - sources by kmeans: dataset adequacy" in whole
     # the headline tables, in display order: rho's first
     assert [l for l in lines if l.startswith("digits / ")][0].startswith("digits / rho:")
     assert not any(l.startswith("dataset  model") for l in lines)  # no raw dump
