@@ -36,7 +36,8 @@ def stamp_text(db: Path) -> str:
             profile = json.loads(row[5] or "{}").get("profile", "?")
         except ValueError:
             profile = "?"
-        run = (f"run {row[0]}: {row[1]} (robench {row[2]}, commit {(row[3] or '?')[:10]}, "
+        command = row[1] if len(row[1] or "") <= 60 else row[1][:59] + "\u2026"
+        run = (f"run {row[0]}: {command} (robench {row[2]}, commit {(row[3] or '?')[:10]}, "
                f"profile {profile}, {row[4]})")
     else:
         run = "no runs"
