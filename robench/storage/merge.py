@@ -494,12 +494,8 @@ def _merge_scores(conn, src, path, contributor, now, report, counts, remap, sour
             continue  # its scores are counted below as without their trials
         old = stored_groups.get(group["key"])
         if old is not None:
-            diff = differing(group_content(old), group_content(group))
-            if diff:
-                _conflict(conn, "score_group", old, group, diff, path, contributor, now, report)
-                counts["score_groups_conflict"] += 1
-            else:
-                counts["score_groups_duplicate"] += 1
+            _against_stored(conn, "score_group", old, group, path, contributor, now, report,
+                            counts)
         fresh = [k for k in mine if k not in stored_scores and k not in placed]
         computed = None
         if fresh:
@@ -520,12 +516,8 @@ def _merge_scores(conn, src, path, contributor, now, report, counts, remap, sour
             row = remap(dict(scores[k]))
             stored = stored_scores.get(k)
             if stored is not None:
-                diff = differing(score_content(stored), score_content(row))
-                if diff:
-                    _conflict(conn, "score", stored, row, diff, path, contributor, now, report)
-                    counts["scores_conflict"] += 1
-                else:
-                    counts["scores_duplicate"] += 1
+                _against_stored(conn, "score", stored, row, path, contributor, now, report,
+                                counts)
                 continue
             diff = _recomputed_differs(row, (computed or {}).get(k))
             if diff:
@@ -543,17 +535,25 @@ def _merge_scores(conn, src, path, contributor, now, report, counts, remap, sour
             counts["score_groups"] += 1
     for k in sorted(set(scores) - placed):  # in no group of the source that holds its trials
         row, stored = remap(dict(scores[k])), stored_scores.get(k)
-        diff = stored is not None and differing(score_content(stored), score_content(row))
-        if diff:
-            _conflict(conn, "score", stored, row, diff, path, contributor, now, report)
-            counts["scores_conflict"] += 1
-        elif stored is not None:
-            counts["scores_duplicate"] += 1
+        if stored is not None:  # its identity is stored: compared, whatever its trials
+            _against_stored(conn, "score", stored, row, path, contributor, now, report, counts)
         else:
             counts["scores_without_trials"] += 1
     for (metric, version), (why, n) in sorted(unchecked.items()):
         report.unchecked.append({"source": str(path), "metric": metric, "version": version,
                                  "n": n, "why": why})
+
+
+def _against_stored(conn, kind, stored, row, path, contributor, now, report, counts) -> None:
+    """Count an incoming score or score group whose key is stored: duplicate or conflict."""
+    content = score_content if kind == "score" else group_content
+    diff = differing(content(stored), content(row))
+    table = "scores" if kind == "score" else "score_groups"
+    if diff:
+        _conflict(conn, kind, stored, row, diff, path, contributor, now, report)
+        counts[f"{table}_conflict"] += 1
+    else:
+        counts[f"{table}_duplicate"] += 1
 
 
 def _merge_verifications(conn, src, path, contributor, counts) -> None:

@@ -738,7 +738,8 @@ class Store:
         A helper is a model a metric trained for its own purposes (purity-ratio's zoo, for
         one): it has trials and scores on the data set, but no metric's score group was run
         for it, i.e. nobody asked for it. A model some score group names is no helper; nor
-        is a pseudo-model without trials of its own (a metric's summary row), nor anything in
+        is a pseudo-model without trials of its own (a metric's summary row) or the empty name
+        of a data set's own scores (shifted-cv's fold distances), nor anything in
         a data set whose scores have no score-group records (stored before they existed).
         """
         if not self.db["score_groups"].exists():
@@ -753,7 +754,8 @@ class Store:
         for r in self._select("SELECT DISTINCT dataset, model, metric FROM scores "
                               "ORDER BY dataset, model, metric", []):
             pair = (r["dataset"], r["model"])
-            if r["dataset"] in grouped and pair in trained and pair not in asked:
+            if (r["model"] and r["dataset"] in grouped and pair in trained
+                    and pair not in asked):
                 out.setdefault(pair, []).append(r["metric"])
         return out
 

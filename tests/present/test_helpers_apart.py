@@ -67,3 +67,12 @@ def test_a_model_asked_for_is_no_helper_even_where_another_metric_trains_it(help
         assert store.helper_models() == {}
     conn = sqlite3.connect(helped)
     assert conn.execute("SELECT count(DISTINCT model) FROM score_groups").fetchone()[0] == 2
+    # a data set's own scores (model '') are no helper either, whatever trials they rest on
+    conn.execute("UPDATE trials SET model = '' WHERE model = 'centroid'")
+    conn.execute("UPDATE scores SET model = '' WHERE model = 'centroid'")
+    conn.execute("DELETE FROM score_groups WHERE model = 'centroid'")
+    conn.commit()
+    conn.close()
+    with Store(helped, readonly=True) as store:
+        assert store.helper_models() == {}
+

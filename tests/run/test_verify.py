@@ -169,3 +169,32 @@ def test_the_tolerance_is_three_standard_errors_of_a_difference_plus_a_row():
     a = rng.binomial(1000, 0.8, 5000) / 1000
     b = rng.binomial(1000, 0.9, 5000) / 1000
     assert np.mean([abs(x - y) > tolerance(x, y, 1000) for x, y in zip(a, b)]) > 0.99
+
+
+def test_a_merge_keeps_each_contributions_verification_history(ran, tmp_path):
+    assert run("verify", "--db", ran, "--sample", "2").exit_code == 0
+    merged = tmp_path / "all.db"
+    res = run("merge", ran, "--contributor", "alice", "--db", merged)
+    assert res.exit_code == 0 and "1 verification record(s) copied" in res.output
+    rows = json.loads(run("results", "--db", merged, "--format", "json").output)
+    texts = {r["model"]: r["verification"]["text"] for r in rows}
+    assert texts["centroid"].startswith("verified 1 of 1 sampled trials on ")
+    assert texts["centroid"].endswith("(recorded in alice (alice.db))")
+    # the maintainer's own verification of the merged database comes on top of it
+    assert run("verify", "--db", merged, "--sample", "4").exit_code == 0
+    rows = json.loads(run("results", "--db", merged, "--format", "json").output)
+    assert not any("recorded in" in r["verification"]["text"] for r in rows)
+    conn = sqlite3.connect(merged)
+    assert [r[0] for r in conn.execute("SELECT recorded_in FROM verifications ORDER BY id")] \
+        == ["alice (alice.db)", None]
+    conn.close()
+    # another copy of the same contribution brings no second copy of its record
+    copy = tmp_path / "alice-again.db"
+    with sqlite3.connect(ran) as a, sqlite3.connect(copy) as b:
+        a.backup(b)
+    conn = sqlite3.connect(copy)
+    conn.execute("UPDATE runs SET command = 'robench run (again)'")
+    conn.commit()
+    conn.close()
+    res = run("merge", copy, "--contributor", "alice", "--db", merged)
+    assert res.exit_code == 0 and "verification record(s) copied" not in res.output
