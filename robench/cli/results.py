@@ -53,6 +53,21 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
+    from robench.storage.verification import status, verifications
+
+    helpers = store.helper_models()
+    for row in rows:
+        row["helper"] = (row["dataset"], row["model"]) in helpers
+    helper_rows = [r for r in rows if r["helper"]]
+    if fmt == "table":  # shown apart below: nobody asked for them, so they are not listed
+        rows = [r for r in rows if not r["helper"]]
+    records = verifications(store)
+    verified = {}
+    for row in rows:
+        pair = (row["dataset"], row["model"])
+        if pair not in verified:
+            verified[pair] = status(records, dataset=pair[0], model=pair[1])
+        row["verification"] = verified[pair]
     if fmt != "table":
         for row, versions in zip(rows, store.score_versions(rows)):
             row["versions"] = versions
@@ -65,8 +80,21 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
         for choice in shown:
             click.echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
         emit_scores(rows, fmt)
-        return
-    _print_headline_tables(load_registry(), rows, shown, whole=metric is not None)
+    else:
+        _print_headline_tables(load_registry(), rows, shown, whole=metric is not None)
+    pseudo = _pseudo_models(load_registry())  # data-set-level scores: no model to verify
+    verified = {k: v for k, v in verified.items() if k[1] not in pseudo}
+    if verified:
+        click.echo("\nverification (robench verify):")
+        for (d, m), v in sorted(verified.items()):
+            click.echo(f"  {d} / {m}: {v['text']}")
+    if helper_rows:
+        click.echo("helper models (trained by a metric for its own scores; not listed above, "
+                   "never ranked; --format json has their scores):")
+        for d in sorted({r["dataset"] for r in helper_rows}):
+            names = sorted({r["model"] for r in helper_rows if r["dataset"] == d})
+            by = sorted({m for n in names for m in helpers[(d, n)]})
+            click.echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
 
 
 def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
@@ -74,8 +102,7 @@ def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
     and the family's report of that data set's rows; a report longer than ``REPORT_LINES``
     is shown by its headline table unless ``whole`` (a metric was asked for by name)."""
     choice_of = {(c.dataset, c.metric): c for c in choices}
-    pseudo = {""} | {m for spec in reg.all("metrics") if spec.leaderboard is not None
-                     for m in spec.leaderboard.pseudo_models}
+    pseudo = _pseudo_models(reg)
     for n, ds in enumerate(sorted({r["dataset"] for r in rows})):
         mine = [r for r in rows if r["dataset"] == ds]
         models = sorted({r["model"] for r in mine} - pseudo)
@@ -102,6 +129,12 @@ def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
     if rows:
         click.echo("\n(every stored score, one row each: robench results --all-scores; "
                    "with details: --format json)")
+
+
+def _pseudo_models(reg) -> set:
+    """Return the names under which metrics store data-set-level scores (not models)."""
+    return {""} | {m for spec in reg.all("metrics") if spec.leaderboard is not None
+                   for m in spec.leaderboard.pseudo_models}
 
 
 #: A family's report longer than this many lines is shown by its headline table in the

@@ -191,7 +191,8 @@ def test_results_json_and_csv_carry_details_and_versions(tmp_path):
     assert rho["versions"]["components"]["model"]  # the model's version its trials used
     assert rho["run_id"] == 1 and rho["configuration"] == "legacy"
     csv = run("results", "--format", "csv", "--db", db).output.splitlines()
-    assert csv[0].endswith("configuration,run_id,configuration_label,contributor,details,versions")
+    assert csv[0].endswith("configuration,run_id,configuration_label,contributor,helper,details,versions,"
+                          "verification")
 
 
 def test_results_refuses_an_unknown_filter_naming_the_closest(tmp_path):
@@ -215,7 +216,7 @@ def test_results_prints_the_headline_tables_by_default_and_every_score_on_reques
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     assert len(lines) <= 150 < scores
-    assert lines[0] == "=== digits: 3 model(s), 6 metric(s) ==="
+    assert lines[0] == "=== digits: 2 model(s), 6 metric(s) ==="  # the zoo's helper apart
     for metric, report in (("rho", "digits - sources by kmeans: ranked by rho"),
                            ("coverage", "digits - coverage (Mani et al.)"),
                            ("shifted-cv", "digits - shifted-cv, sub-domains by kmeans"),
@@ -228,10 +229,12 @@ def test_results_prints_the_headline_tables_by_default_and_every_score_on_reques
     assert any(l.startswith("digits / purity-ratio: configuration ") for l in lines)
     at = lines.index("digits - purity-ratio: ranked")
     assert lines[at + 1].split() == ["#", "model", "score", "95%", "CI", "Model_ACC"]
-    assert [l.split() for l in lines[at + 2:at + 5]] == [
-        ["1", "zoo-mlp-narrow", "0.816", "57.9"], ["2", "cnn-1", "0.696", "68.8"],
-        ["3", "mlp", "0.658", "79.1"]]
-    assert lines[at + 5] == "  (the whole report: robench results -d digits --metric purity-ratio)"
+    assert [l.split() for l in lines[at + 2:at + 4]] == [
+        ["1", "cnn-1", "0.696", "68.8"], ["2", "mlp", "0.658", "79.1"]]
+    assert lines[at + 4] == "  (the whole report: robench results -d digits --metric purity-ratio)"
+    # verification is said per model, not per data-set-level pseudo model
+    assert "  digits / mlp: not verified" in lines and "  digits / : not verified" not in lines
+    assert "  digits / zoo: not verified" not in lines
     assert not any(l.startswith("digits - purity-ratio (feature-space") for l in lines)
     whole = run("results", "--metric", "purity-ratio", "--db", db).output
     assert "digits - purity-ratio (feature-space" in whole and "validation" in whole
@@ -246,7 +249,15 @@ def test_results_prints_the_headline_tables_by_default_and_every_score_on_reques
     assert not any(l.startswith("dataset  model") for l in lines)  # no raw dump
     full = run("results", "--all-scores", "--db", db).output.splitlines()
     header = next(i for i, l in enumerate(full) if l.startswith("dataset  model"))
-    assert len(full) - header - 2 == scores  # header, rule, one row per score
+    from robench.storage.store import Store
+
+    with Store(db, readonly=True) as store:
+        helpers = {m for _, m in store.helper_models()}  # listed apart, not in the tables
+    shown = sqlite3.connect(db).execute(
+        f"select count(*) from scores where model not in ({','.join('?' * len(helpers))})",
+        sorted(helpers)).fetchone()[0]
+    dump = [l for l in full[header + 2:] if l.startswith("digits ")]
+    assert len(dump) == shown and helpers  # one row per score
     assert len(json.loads(run("results", "--format", "json", "--db", db).output)) == scores
 
 
