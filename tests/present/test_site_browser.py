@@ -375,7 +375,7 @@ def test_plot_text_is_at_least_10_css_px_on_a_phone(docs_site, browser):
     for path in glance_pages(docs_site)[1:]:
         page = open_page(browser, path.as_uri(), PHONE, [])
         images = page.evaluate("""Array.from(document.querySelectorAll('img'))
-            .filter(i => i.src.endsWith('.svg'))
+            .filter(i => i.src.endsWith('.svg') && i.src.includes('/plots/'))
             .map(i => [decodeURIComponent(i.src.replace('file://', '')),
                        i.getBoundingClientRect().width])""")
         page.context.close()
