@@ -81,6 +81,17 @@ def test_verify_passes_on_an_honest_database_and_records_what_it_checked(ran):
         "verified 2 of 2 sampled trials"}
     text = run("results", "--db", ran).output
     assert "tiny / centroid: verified 2 of 2 sampled trials on" in text
+    site = ran.parent / "site"
+    assert run("leaderboard", "--db", ran, "--out", site).exit_code == 0
+    assert "Verification</dt><dd>verified 2 of 2 sampled trials on " in \
+        (site / "models" / "mlp.html").read_text()
+    assert "Verification: verified 4 of 4 sampled trials on " in \
+        (site / "datasets" / "tiny.html").read_text()
+
+
+def test_an_unverified_database_says_so(ran):
+    rows = json.loads(run("results", "--db", ran, "--format", "json").output)
+    assert {r["verification"]["text"] for r in rows} == {"not verified"}
 
 
 def test_verify_exits_1_on_an_edited_accuracy_and_names_it(ran):
