@@ -153,6 +153,8 @@ def emit_scores(rows, fmt):
             "higher_is_better", "metric_version", "configuration", "run_id"]
     if fmt != "table":  # exports carry everything: label, details and versions
         cols += ["configuration_label", "contributor", "details", "versions"]
+    if fmt == "json":  # and a ranked score its rank, or why it has none
+        cols += ["ranking"]
     out = [{c: r.get(c) for c in cols} for r in rows]
     if fmt == "csv":
         for obj in out:

@@ -49,7 +49,7 @@ def register_metrics(register):
         definition=rho.RHO_DEFINITION,
         higher_is_better=True,
         uses_clusterer=True,
-        version=rho.VERSION,  # 2: Fieller / t intervals (the bootstrap under-covered)
+        version=rho.VERSION,  # 2: Fieller / t intervals; 3: repeats and chance in details
         report=report.rho_lines,
         claims=claims.rho_claims,
         moved_from="robench.builtin.metrics",
@@ -58,7 +58,7 @@ def register_metrics(register):
                                        title="Robustness rho",
                                        headline=leaderboard.headline,
                                        columns=leaderboard.HEADLINE_COLUMNS,
-                                       plots=leaderboard.plots),
+                                       plots=leaderboard.plots, ranks=leaderboard.ranks),
         references=(("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
                      "Cross-validation (2019)", ""),),
         display_order=10,

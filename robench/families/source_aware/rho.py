@@ -16,11 +16,16 @@ RHO_DEFINITION = (
     "each mean: Student's t interval clipped to [0, 1]. None, with the reason in details, "
     "where no finite interval exists (fewer than 2 repeats, no spread, a denominator not "
     "significantly above 0). Version 1 used a percentile bootstrap, which covers ~75% at R = 3. "
-    "Models early-stop on a validation split carved from the training partition, never on test."
+    "Models early-stop on a validation split carved from the training partition, never on test. "
+    "Details (version 3) also store each accuracy's repeat (repeat r of every model uses the "
+    "same partitions, so tables rank models by paired differences) and the chance accuracy of "
+    "the inclusive test sets (1/classes, or the mean majority-class rate where higher): a "
+    "model whose E[AccI] interval does not exclude it is shown but not ranked."
 )
 
-#: Version of the rho metric's definition (2: Fieller / t intervals instead of the bootstrap).
-VERSION = "2"
+#: Version of the rho metric's definition (2: Fieller / t intervals instead of the bootstrap;
+#: 3: each accuracy's repeat and the chance accuracy in the details, values unchanged).
+VERSION = "3"
 
 
 def mean_score_interval(values) -> tuple:
@@ -37,6 +42,29 @@ def rho_interval(acc_x, acc_i) -> tuple:
 
     iv = ratio_interval(acc_x, acc_i, method="fieller")
     return iv.low, iv.high, iv.as_dict()
+
+
+def chance_of(trials: list) -> dict:
+    """Return the chance accuracy of trials' test sets (what a model must be shown above).
+
+    ``level`` is 1/classes (the length of a trial's per-class accuracies), or the mean
+    majority-class rate of the test sets where that is higher and every trial recorded its
+    test set's class counts (``extra.test_class_counts``; trials stored before did not).
+    """
+    from robench.stats.ranks import chance_level
+
+    k = max((len(t.get("per_class") or []) for t in trials), default=0) or None
+    shares = []
+    for t in trials:
+        extra = t.get("extra") if isinstance(t.get("extra"), dict) else {}
+        counts = extra.get("test_class_counts")
+        if isinstance(counts, list) and counts and sum(counts) > 0:
+            shares.append(max(counts) / sum(counts))
+    majority = sum(shares) / len(shares) if shares and len(shares) == len(trials) else None
+    level, basis = chance_level(k, majority)
+    if majority is None and k:
+        basis += " (the test sets' class counts were not recorded)"
+    return {"level": level, "basis": basis, "n_classes": k, "majority": majority}
 
 
 def aggregate_rho(group: dict, trials: list) -> list:
@@ -72,6 +100,9 @@ def aggregate_rho(group: dict, trials: list) -> list:
         ) if i > 0]
         details.update(
             acc_exclusive=accs["exclusive"], acc_inclusive=accs["inclusive"],
+            repeats_exclusive=[t["repeat"] for t in by_kind["exclusive"]],
+            repeats_inclusive=[t["repeat"] for t in by_kind["inclusive"]],
+            chance=chance_of(by_kind["inclusive"]),
             interval=interval,
             paired_ratio_mean=sum(paired) / len(paired) if paired else None,
             per_class=sa.class_rho([t["per_class"] for t in by_kind["exclusive"]],
