@@ -235,7 +235,9 @@ class LeaderboardSection:
     "ci_high", "rank", "tied", "unranked", "higher_is_better", **columns}]}`` or None
     (``rule``: the ranking rule in one sentence; ``unranked``: why a row has no rank);
     ``columns`` lists the extra keys shown beside the headline as ``(key, label, format)``
-    with format ``"pct"`` or ``"num"``. ``plots(rows)`` returns plot descriptions (see :mod:`robench.present.plots`) drawn as
+    with format ``"pct"`` or ``"num"``; ``legend`` is the sentence the overview's legend says about that headline
+    (plain text, e.g. "rho = E[AccX]/E[AccI] (...)"), shown when the headline is on the page.
+    ``plots(rows)`` returns plot descriptions (see :mod:`robench.present.plots`) drawn as
     SVG files; one with a ``"model"`` key goes on that model's page, the others on the data
     set's page. ``pseudo_models`` are names under which the metric stores data-set-level
     scores (not models): they get no model page. ``ranks(rows)`` returns the rank of each
@@ -252,6 +254,7 @@ class LeaderboardSection:
     columns: tuple = ()
     plots: Optional[Callable[[list], list]] = None
     pseudo_models: tuple = ()
+    legend: str = ""
     ranks: Optional[Callable[[list], list]] = None
 
 

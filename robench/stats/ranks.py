@@ -39,12 +39,10 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from robench.present.formatting import is_finite
+
 #: Familywise error rate of a table's ordered pairs.
 ALPHA = 0.05
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 # --- chance -------------------------------------------------------------------------------
@@ -54,11 +52,11 @@ def chance_level(n_classes: Optional[int], majority: Optional[float] = None) -> 
     """Return (chance accuracy, its basis in words): 1/classes, or the majority-class rate
     of the test sets where that is higher (None, reason where neither is known)."""
     if not n_classes or n_classes < 1:
-        if _finite(majority):
+        if is_finite(majority):
             return float(majority), f"majority-class rate {100 * majority:.1f}%"
         return None, "the number of classes is not recorded"
     uniform = 1.0 / int(n_classes)
-    if _finite(majority) and majority > uniform:
+    if is_finite(majority) and majority > uniform:
         return float(majority), (f"majority-class rate {100 * majority:.1f}% of the test "
                                  f"sets (above 1/{int(n_classes)})")
     return uniform, f"1/{int(n_classes)} classes"
@@ -75,14 +73,14 @@ def chance_reason(value, low, high, chance: Optional[float], basis: str, *,
     """
     if chance is None:
         return None  # nothing to compare with: ranked as before, the basis says why
-    if not _finite(value):
+    if not is_finite(value):
         return f"no {name} to compare with chance"
-    if _finite(low) and _finite(high):
+    if is_finite(low) and is_finite(high):
         if low > chance:
             return None
         return (f"at chance: {name} {100 * value:.1f}% [{100 * low:.1f}, {100 * high:.1f}] "
                 f"does not exclude chance ({100 * chance:.1f}%, {basis})")
-    vals = [float(v) for v in values if _finite(v)]
+    vals = [float(v) for v in values if is_finite(v)]
     if len(vals) >= 2 and min(vals) == max(vals) and vals[0] > chance:
         return None
     why = interval_reason or "no interval"
@@ -193,7 +191,7 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
     sign = 1.0 if higher_is_better else -1.0
     rows = [dict(m) for m in models]
     for r in rows:
-        r["unranked"] = r.get("unranked") or (None if _finite(r.get("value")) else "no value")
+        r["unranked"] = r.get("unranked") or (None if is_finite(r.get("value")) else "no value")
     ranked = sorted((r for r in rows if r.get("unranked") is None),
                     key=lambda r: -sign * float(r["value"]))
     rest = [r for r in rows if r.get("unranked") is not None]
@@ -242,7 +240,7 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
 def _span(row: dict) -> tuple:
     """Return a model's marginal interval; without one, the point [value, value]."""
     lo, hi = row.get("ci_low"), row.get("ci_high")
-    if not (_finite(lo) and _finite(hi)):
+    if not (is_finite(lo) and is_finite(hi)):
         return float(row["value"]), float(row["value"])
     return min(lo, hi), max(lo, hi)
 
@@ -259,7 +257,7 @@ def _samples(s) -> dict:
     out = {}
     for k, v in s.items():
         pair = tuple(v) if isinstance(v, (list, tuple)) else (v, 1.0)
-        if len(pair) == 2 and all(_finite(u) for u in pair):
+        if len(pair) == 2 and all(is_finite(u) for u in pair):
             out[k] = (float(pair[0]), float(pair[1]))
     return out
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from robench.families.source_aware.rho import METRIC as RHO
+from robench.present.formatting import percent
+
 
 def _pct(v):
-    return "   -  " if v is None else f"{100 * v:6.2f}"
+    return percent(v, 2, width=6, sign=False, missing="   -  ")
 
 
 def _ci_name(models: dict) -> str:
@@ -31,7 +34,7 @@ def rho_lines(rows: list) -> list:
 
     by_dataset: dict = {}
     for s in rows:
-        if s["metric"] == "rho":
+        if s["metric"] == RHO:
             by_dataset.setdefault(s["dataset"], []).append(s)
     lines = []
     for dataset, mine in sorted(by_dataset.items()):
@@ -122,6 +125,6 @@ def lost_test_lines(rows: list) -> list:
             cells = []
             for m in names:
                 v = (models[m].get(score) or {}).get("value")
-                cells.append("-" if v is None else f"{100 * v:.2f}")
+                cells.append(percent(v, 2, sign=False, missing="-"))
             lines.append(f"  {score:<28}" + "".join(f"{c:>13}" for c in cells))
     return lines
