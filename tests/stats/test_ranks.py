@@ -41,20 +41,21 @@ def test_holm_steps_down_and_stops_at_the_first_failure():
     assert levels[0] == pytest.approx(0.025) and np.isnan(levels[1]) and levels[2] == 0.05
 
 
-def test_paired_pvalue_is_the_t_test_of_the_per_repeat_influence_differences():
-    xa = np.array([0.80, 0.70, 0.85, 0.75, 0.78])
-    ia = np.array([0.95, 0.94, 0.96, 0.95, 0.95])
-    xb = np.array([0.76, 0.69, 0.80, 0.70, 0.75])
-    ib = np.array([0.94, 0.95, 0.95, 0.94, 0.95])
-    ra, rb = xa.mean() / ia.mean(), xb.mean() / ib.mean()
-    psi = (xa - ra * ia) / ia.mean() - (xb - rb * ib) / ib.mean()
-    t = (ra - rb) / (psi.std(ddof=1) / np.sqrt(5))
-    out = ranks.paired_pvalues(xa, ia, xb, ib)
-    assert float(out["p"]) == pytest.approx(2 * stats.t.sf(abs(t), 4))
-    # a mean is the ratio with denominator 1: the paired t-test of the differences
+def test_paired_pvalue_is_the_t_test_of_the_paired_interval():
+    """The p-value is the one of the interval robench.stats.sequential.paired_difference
+    gives (checked by hand in test_sequential.py): 0 lies on the boundary of the interval
+    at level 1 - p. A mean is the ratio with denominator 1: the paired t-test."""
+    from robench.stats.sequential import paired_difference
+
+    xa, xb = np.array([0.80, 0.70, 0.85, 0.75, 0.78]), np.array([0.76, 0.69, 0.80, 0.70, 0.75])
+    ia, ib = np.array([0.95, 0.94, 0.96, 0.95, 0.95]), np.array([0.94, 0.95, 0.95, 0.94, 0.95])
+    p = float(ranks.paired_pvalues(xa, ia, xb, ib)["p"])
+    assert float(paired_difference(xa, ia, xb, ib, 1 - p)["low"]) == pytest.approx(0, abs=1e-12)
     ones = np.ones(5)
-    mean = ranks.paired_pvalues(xa, ones, xb, ones)
-    assert float(mean["p"]) == pytest.approx(stats.ttest_rel(xa, xb).pvalue)
+    assert float(ranks.paired_pvalues(xa, ones, xb, ones)["p"]) == pytest.approx(
+        stats.ttest_rel(xa, xb).pvalue)
+    same = ranks.paired_pvalues(xa, ia, xa, ia)  # the same model twice: nothing to order
+    assert float(same["p"]) == 1.0
 
 
 def test_chance_is_the_larger_of_one_over_classes_and_the_majority_rate():
