@@ -49,7 +49,7 @@ def register_metrics(register):
         definition=rho.RHO_DEFINITION,
         higher_is_better=True,
         uses_clusterer=True,
-        version=rho.VERSION,  # 2: Fieller / t intervals; 3: repeats and chance in details
+        version=rho.VERSION,  # 2: Fieller / t intervals (the bootstrap under-covered)
         report=report.rho_lines,
         claims=claims.rho_claims,
         moved_from="robench.builtin.metrics",

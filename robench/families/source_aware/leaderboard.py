@@ -42,9 +42,9 @@ def rho_samples(details: dict) -> Optional[dict]:
     """Return a rho score's {repeat: (AccX_r, AccI_r)} (None where its repeats are unknown).
 
     Repeat r of every model of a table uses the same exclusive and inclusive partitions and
-    seeds, so these pair models repeat by repeat. Version 3 stores each accuracy's repeat;
-    version 2 listed the successful trials in repeat order, so their positions are the
-    repeats only when no trial failed.
+    seeds, so these pair models repeat by repeat. Scores since issue 28 store each accuracy's
+    repeat; older ones listed the successful trials in repeat order, so their positions are
+    the repeats only when no trial failed (otherwise the model is not paired).
     """
     xs, is_ = details.get("acc_exclusive"), details.get("acc_inclusive")
     if not (isinstance(xs, list) and isinstance(is_, list)):
@@ -69,7 +69,9 @@ def rho_chance(details: dict) -> tuple:
     if not k:
         return None, "the number of classes is not recorded"
     level, basis = chance_level(k)
-    return level, basis + " (this score's version records no majority-class rate)"
+    return level, basis + (" (this score records no majority-class rate: scored before "
+                           "issue 28; `robench run --rescore` records it for trials that kept "
+                           "their test sets' class counts)")
 
 
 def at_chance(rho: dict, inclusive: dict) -> Optional[str]:

@@ -16,17 +16,14 @@ RHO_DEFINITION = (
     "each mean: Student's t interval clipped to [0, 1]. None, with the reason in details, "
     "where no finite interval exists (fewer than 2 repeats, no spread, a denominator not "
     "significantly above 0). Version 1 used a percentile bootstrap, which covers ~75% at R = 3. "
-    "Models early-stop on a validation split carved from the training partition, never on test. "
-    "Details (version 3) also store each accuracy's repeat (repeat r of every model uses the "
-    "same partitions, so tables rank models by paired differences) and the chance accuracy of "
-    "the inclusive test sets (1/classes, or the mean majority-class rate where higher): a "
-    "model whose E[AccI] interval does not exclude it is shown but not ranked."
+    "Models early-stop on a validation split carved from the training partition, never on test."
 )
 
 METRIC = "rho"
-#: Version of the rho metric's definition (2: Fieller / t intervals instead of the bootstrap;
-#: 3: each accuracy's repeat and the chance accuracy in the details, values unchanged).
-VERSION = "3"
+#: Version of the rho metric's definition (2: Fieller / t intervals instead of the bootstrap).
+#: Scores since issue 28 also carry each accuracy's repeat and the chance accuracy in their
+#: details (what tables rank by); no value changed, so the version did not.
+VERSION = "2"
 
 
 def mean_score_interval(values) -> tuple:

@@ -73,7 +73,7 @@ def test_marginally_apart_but_paired_difference_includes_zero_shares_a_rank():
 
 
 def test_pairs_use_the_repeats_both_models_have():
-    """A failed repeat of one model leaves that repeat out of its pairs (version 3 stores
+    """A failed repeat of one model leaves that repeat out of its pairs (the details store
     each accuracy's repeat; positions would pair repeat 2 with repeat 3)."""
     rng = np.random.default_rng(5)
     z = 0.05 * rng.standard_normal(8)
@@ -84,7 +84,7 @@ def test_pairs_use_the_repeats_both_models_have():
     rho_a = next(r for r in a if r["score"] == "rho")
     assert rho_a["details"]["repeats_exclusive"] == [0, 1, 3, 4, 5, 6, 7]
     assert rows["a"]["next"]["n"] == 7 and rows["a"]["rank"] == 1 and rows["b"]["rank"] == 2
-    # a version-2 score (no repeats stored) with a failed trial is not paired at all
+    # a score from before (no repeats stored) with a failed trial is not paired at all
     for r in a:
         r["details"].pop("repeats_exclusive", None)
         r["details"].pop("repeats_inclusive", None)
