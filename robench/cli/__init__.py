@@ -21,18 +21,9 @@ def cli():
     """
 
 
-cli.add_command(run.run)
-cli.add_command(results.results)
-cli.add_command(results.query)
-cli.add_command(leaderboard.leaderboard)
-cli.add_command(db.merge)
-cli.add_command(db.metadata)
-cli.add_command(db.migrate)
-cli.add_command(components.data)
-cli.add_command(components.list_)
-cli.add_command(components.knobs)
-cli.add_command(components.plugins)
-cli.add_command(report.report)
+for module in (run, results, leaderboard, db, components, report):
+    for command in module.COMMANDS:
+        cli.add_command(command)
 
 
 def main():  # pragma: no cover - console script entry

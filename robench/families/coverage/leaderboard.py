@@ -8,6 +8,8 @@ from robench.families.coverage.metric import METRIC, SUMMARY_SCORES, mix_order
 from robench.present.formatting import as_dict, scores_by_model
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
+#: What the overview's legend says about this family's headline column.
+LEGEND = "coverage-guided accuracy = accuracy on generated centroid and boundary test sets"
 
 
 def leaderboard_tables(rows: list) -> dict:
