@@ -91,7 +91,7 @@ def plan_run(cfg, registry) -> Plan:
     reasons = {}
     from robench.run import configurations
     plan.broken = broken_datasets(cfg.datasets, registry)
-    checked = {}  # (protocol, data set, clusterer) -> why it cannot run there, or None
+    checked = {}  # (protocol, data set, model, clusterer) -> why it cannot run there, or None
 
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
@@ -103,7 +103,8 @@ def plan_run(cfg, registry) -> Plan:
             names = {"datasets": combo.dataset.name, "models": combo.model.name,
                      "clusterers": combo.clusterer.name if combo.clusterer else None}
             if not reason:
-                ident = (protocol.name, combo.dataset.name, names["clusterers"])
+                ident = (protocol.name, combo.dataset.name, combo.model.name,
+                         names["clusterers"])
                 if ident not in checked:
                     checked[ident] = protocol_not_applicable(protocol, combo, cfg, registry)
                 reason = checked[ident]
@@ -207,7 +208,11 @@ def protocol_not_applicable(protocol, combo, cfg, registry):
             return (f"{protocol.name} on data set '{combo.dataset.name}' (clusterer "
                     f"'{combo.clusterer.name}'): {exc}")
     if protocol.preconditions is not None:
-        return protocol.preconditions(combo, cfg, registry) or None
+        try:
+            return protocol.preconditions(combo, cfg, registry) or None
+        except Exception as exc:  # noqa: BLE001 - a plugin's check: skip, do not stop the run
+            return (f"protocol '{protocol.name}' could not check whether it applies to data set "
+                    f"'{combo.dataset.name}': {type(exc).__name__}: {exc}")
     return None
 
 

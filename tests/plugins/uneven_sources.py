@@ -3,7 +3,8 @@
 ``tiny-one-source`` is ``tiny`` (3 classes x 3 true sources) with class 2's sources merged into
 one: source-aware partitions and shifted K-fold cannot use the oracle's sources there, the
 lost-test random splits can. The ``failing-prep`` protocol (metric of the same name) prepares
-by raising, on every combination: its trials fail, nobody else's may.
+by raising, on every combination: its trials fail, nobody else's may. The ``broken-check``
+protocol's preconditions raise: it is skipped with that error, the run goes on.
 """
 
 from __future__ import annotations
@@ -44,10 +45,16 @@ def register_datasets(register):
                          "tiny with class 2 in a single true source.", has_sources=True))
 
 
+def broken_check(combo, cfg, registry):
+    raise KeyError("a bug in the check")
+
+
 @hookimpl
 def register_protocols(register):
     register(ProtocolSpec("failing-prep", plan=plan, run=run, prepare=prepare,
                           description="Its preparation always raises."))
+    register(ProtocolSpec("broken-check", plan=plan, run=run, preconditions=broken_check,
+                          description="Its preconditions check raises."))
 
 
 @hookimpl
@@ -57,3 +64,6 @@ def register_metrics(register):
                             **group, metric="failing-prep", score="failing-prep",
                             value=float(len(trials)))],
                         definition="The number of trials.", in_default_run=False))
+    register(MetricSpec("broken-check", "Never planned.", protocol="broken-check",
+                        aggregate=lambda group, trials: [],
+                        definition="Nothing.", in_default_run=False))

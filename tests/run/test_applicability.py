@@ -112,3 +112,13 @@ def test_a_class_too_small_for_k_is_a_skip_from_all_and_an_error_when_named(tiny
                           "clusterers": ["kmeans"]})
     with pytest.raises(ConfigError, match="dataset 'tiny' cannot run on what was asked for"):
         plan_run(named, tiny_registry)
+
+
+def test_a_preconditions_check_that_raises_skips_its_protocol_only(uneven_registry):
+    plan = plan_run(cfg(uneven_registry, clusterers=["kmeans"],
+                        metrics=["rho", "broken-check"]), uneven_registry)
+    (skip,) = plan.skipped
+    assert skip["metric"] == "broken-check"
+    assert "protocol 'broken-check' could not check whether it applies to data set 'tiny': " \
+        "KeyError" in skip["reason"]
+    assert [g.metric.name for g in plan.groups] == ["rho"]
