@@ -10,10 +10,14 @@ process (wall seconds and peak resident memory of that process):
 
 1. merge all C into one database (scores recomputed from their trials, content checks on);
 2. merge the same C again (must copy nothing);
-3. build the site of the merged database (~9 C models);
+3. build the site of the merged database (~9 C models).
 
-and the same three with the merge of another robench revision (``--baseline``, default
-dbd9482, the merge before issue 29), extracted with ``git archive`` into a temporary folder.
+Each contributor's database also holds its own verification record (10 trials), which the
+merge copies. Then the same three with another robench revision (``--baseline``, default
+dbd9482, the merge before issue 29, extracted with ``git archive`` into a temporary folder)
+on the same databases as schema 3, which that robench reads. The table ends with the models,
+conflicts and verification records of each merged database (the baseline counts the shared
+model's honest duplicates as conflicts).
 
     python benchmarks/merge_scale.py                      # 100 contributors x ~1,000 trials
     python benchmarks/merge_scale.py --contributors 3     # a quick check that it works
@@ -136,8 +140,27 @@ def generate(folder: Path, contributors: int, n_models: int, repeats: int) -> li
             versions = {"rho": registry.component_version("metrics", "rho")}
             score_groups(plan.groups, store, run_id, versions=versions)
             store.finish_run(run_id, "ok", n_planned=len(rows), n_ok=len(rows))
+            _self_verification(store, c, list(plan.specs.values()))
         paths.append(path)
     return paths
+
+
+def _self_verification(store, contributor: int, specs: list) -> None:
+    """Record the contributor's own verification of 10 of its trials (all matched), as
+    ``robench verify`` would: merge copies these records."""
+    from robench.run.verify import Verification, sample_trials
+    from robench.storage.provenance import run_environment
+    from robench.storage.verification import save_verification
+
+    picked = sample_trials([{**s, "model": s["model"]} for s in specs], 10, contributor)
+    result = Verification(host=f"host-{contributor}", device="cpu",
+                          started_at="2026-11-27T10:00:00+00:00")
+    result.trials = [{**{k: s[k] for k in ("key", "dataset", "model", "clusterer", "protocol",
+                                           "kind", "repeat")},
+                      "outcome": "match", "mode": "exact", "differences": []} for s in picked]
+    save_verification(store, result, seed=contributor, contributor=None,
+                      environment=run_environment(), plugin_versions={},
+                      finished_at="2026-11-27T10:05:00+00:00")
 
 
 _MEASURE = r"""
@@ -163,11 +186,34 @@ with Store(sys.argv[1], readonly=True) as store:
 def measure(body: str, args: list, pythonpath: str) -> dict:
     """Run ``body`` in a fresh Python with ``pythonpath``; return its seconds and peak RSS."""
     env = dict(os.environ, PYTHONPATH=pythonpath)
+    # `python -c` puts the working directory first on sys.path: run it where no robench is
     out = subprocess.run([sys.executable, "-c", _MEASURE.format(body=body), *map(str, args)],
-                         env=env, capture_output=True, text=True, check=False)
+                         env=env, capture_output=True, text=True, check=False,
+                         cwd=tempfile.gettempdir())
     if out.returncode != 0:
         raise SystemExit(f"failed: {out.stderr.strip().splitlines()[-1:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def as_schema_3(paths: list, folder: Path) -> list:
+    """Return copies of schema-4 databases as schema 3 (without its two new tables), which a
+    robench from before issue 29 merges."""
+    import sqlite3
+
+    folder.mkdir()
+    out = []
+    for path in paths:
+        copy = folder / path.name
+        with sqlite3.connect(path) as a, sqlite3.connect(copy) as b:
+            a.backup(b)
+        conn = sqlite3.connect(copy)
+        conn.execute("DROP TABLE verifications")
+        conn.execute("DROP TABLE merged_sources")
+        conn.execute("PRAGMA user_version = 3")
+        conn.commit()
+        conn.close()
+        out.append(copy)
+    return out
 
 
 def extract(revision: str, into: Path) -> Path:
@@ -200,20 +246,24 @@ def main(argv=None) -> int:
         if args.baseline:
             trees[f"merge at {args.baseline}"] = str(extract(args.baseline,
                                                              Path(tempfile.mkdtemp(dir=tmp))))
+        inputs = {"this tree": sources}
+        if args.baseline:  # the same databases as that robench wrote them (schema 3)
+            inputs[f"merge at {args.baseline}"] = as_schema_3(sources, tmp / "schema3")
         rows = []
         for label, path in trees.items():
             target = tmp / f"merged-{len(rows)}.db"
-            first = measure(_MERGE, [target, *sources], path)
-            again = measure(_MERGE, [target, *sources], path)
+            first = measure(_MERGE, [target, *inputs[label]], path)
+            again = measure(_MERGE, [target, *inputs[label]], path)
             site = measure(_SITE, [target, tmp / f"site-{len(rows)}"], path)
             models = _count(target, "DISTINCT model", "scores")
-            rows.append((label, first, again, site, models, _count(target, "conflicts")))
+            rows.append((label, first, again, site, models, _count(target, "conflicts"),
+                         _count(target, "verifications")))
         print(f"{'':<22} {'merge s':>8} {'MB':>6} {'re-merge s':>11} {'MB':>6} "
-              f"{'site s':>7} {'MB':>6} {'models':>7} {'conflicts':>10}")
-        for label, first, again, site, models, conflicts in rows:
+              f"{'site s':>7} {'MB':>6} {'models':>7} {'conflicts':>10} {'verifications':>14}")
+        for label, first, again, site, models, conflicts, checks in rows:
             print(f"{label:<22} {first['seconds']:>8.1f} {first['rss_mb']:>6.0f} "
                   f"{again['seconds']:>11.1f} {again['rss_mb']:>6.0f} {site['seconds']:>7.1f} "
-                  f"{site['rss_mb']:>6.0f} {models:>7} {conflicts:>10}")
+                  f"{site['rss_mb']:>6.0f} {models:>7} {conflicts:>10} {checks:>14}")
     return 0
 
 

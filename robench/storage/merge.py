@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import tempfile
 from dataclasses import dataclass, field
@@ -67,6 +68,9 @@ _KEYED = ("trials", "scores", "score_groups", "clusterings")
 #: What a trial spec's key hashes (robench.run.trials.keyed_spec); the row repeats these columns.
 _SPEC_CORE = ("protocol", "dataset", "model", "clusterer", "kind", "repeat", "seed", "params",
               "versions")
+#: Deepest JSON nesting a source may hold: robench writes ~5 levels; Python's JSON reader and
+#: every recursive reader of a cell fail near 1,000, which SQLite's json_valid accepts.
+MAX_JSON_DEPTH = 100
 #: Relative and absolute tolerance of a recomputed score: the same code on the same trials
 #: gives the same number up to the order of floating-point sums.
 SCORE_TOLERANCE = 1e-9
@@ -154,8 +158,17 @@ def _check_source(conn, path) -> None:
                 bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE "{column}" IS NOT NULL '
                                    f'AND NOT json_valid("{column}")').fetchone()[0]
                 if bad:
-                    raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not JSON "
-                                     "(or nests deeper than 1,000 levels)")
+                    raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not JSON")
+                # only a cell with that many brackets can nest that deep: the rest is skipped
+                deep = conn.execute(
+                    f'SELECT "{column}" FROM "{table}" WHERE length("{column}") - length('
+                    f'replace(replace("{column}", \'[\', \'\'), \'{{\', \'\')) > ?',
+                    (MAX_JSON_DEPTH,)).fetchall()
+                bad = sum(json_depth(text) > MAX_JSON_DEPTH for (text,) in deep)
+                if bad:
+                    raise MergeError(f"{path}: {bad} {table} row(s) whose {column} nests deeper "
+                                     f"than {MAX_JSON_DEPTH} levels (robench never writes that); "
+                                     "refusing to merge it")
     statuses = {"trials": TRIAL_STATUSES, "runs": RUN_STATUSES}
     for table, allowed in statuses.items():
         if table in objects:
@@ -164,6 +177,19 @@ def _check_source(conn, path) -> None:
                                f"status NOT IN ({marks})", allowed).fetchone()[0]
             if bad:
                 raise MergeError(f"{path}: {bad} {table} row(s) with an unknown status")
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_depth(text: str) -> int:
+    """Return how deep the arrays and objects of JSON ``text`` nest (strings ignored)."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _check_identities(conn, path) -> None:

@@ -323,10 +323,14 @@ def test_a_source_schema_is_checked_whole_and_the_source_named(two, tmp_path):
                      "INSERT INTO trials SELECT dataset, model, status FROM t2",
                      "DROP TABLE t2"],
         "text.db": ["UPDATE scores SET value = 'not a number' WHERE rowid = 1"],
+        # SQLite's json_valid accepts it; Python's readers end in a RecursionError
+        "deep.db": ["UPDATE scores SET details = '" + "[" * 1500 + "]" * 1500
+                    + "' WHERE rowid = 1"],
     }
     expected = {"virtual.db": "table scores has generated or hidden column(s) (shadow)",
                 "nokey.db": "table trials has no key column",
-                "text.db": "1 scores row(s) whose value is not a finite number"}
+                "text.db": "1 scores row(s) whose value is not a finite number",
+                "deep.db": "1 scores row(s) whose details nests deeper than 100 levels"}
     for name, statements in cases.items():
         bad = tmp_path / name
         copy_db(a, bad)
