@@ -126,16 +126,23 @@ def knobs(section):
 def plugins():
     """List every plugin: name, version, status and the components it registers.
 
+    A plugin that fails to import, registers something robench cannot use, raises (anything,
+    SystemExit and KeyboardInterrupt included), ends or hangs its process while loading
+    (past $ROBENCH_PLUGIN_TIMEOUT seconds, default 30) is disabled alone and listed here with
+    the reason; every other plugin and command works as before.
+
     \b
     Example:
       robench plugins
     """
+    from robench.present.formatting import printable
+
     reg = load_registry()
     for info in sorted(reg.infos.values(), key=lambda i: (i.source != "builtin", i.name)):
         comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.components.items()))
         status = click.style(info.status, fg="green" if info.status == "ok" else "red")
-        click.echo(f"{info.name} {info.version} [{info.source}] {status}")
+        click.echo(f"{printable(info.name)} {printable(info.version)} [{info.source}] {status}")
         if comps:
-            click.echo(f"    {comps}")
+            click.echo(f"    {printable(comps)}")
         if info.error:
-            click.echo(f"    error: {info.error}")
+            click.echo(f"    error: {printable(info.error)}")

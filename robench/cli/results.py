@@ -7,7 +7,7 @@ import os
 import click
 
 
-from robench.cli.common import (config_option, db_option, emit_scores, format_option, friendly_errors, load_registry, print_reports,
+from robench.cli.common import (config_option, db_option, echo, emit_scores, format_option, friendly_errors, load_registry, print_reports,
                                 stream)
 
 
@@ -52,7 +52,7 @@ def results(dataset, metric, model, config, fmt, db_path):
     if fmt == "table":
         for choice in sorted(choices.values(), key=lambda c: (c.dataset, c.metric)):
             if any(r["dataset"] == choice.dataset and r["metric"] == choice.metric for r in rows):
-                click.echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
+                echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
     if fmt == "table" and rows and metric is not None:
         print_reports(load_registry(), rows)
         return
@@ -63,6 +63,12 @@ def _check_names(store, **given):
     """Refuse a filter value that no stored score has, naming the known ones (exit 2)."""
     import difflib
 
+    from robench.present.formatting import printable
+
+    def shown(name, limit=80):  # stored names can be anything: one short, inert line
+        text = printable(name)
+        return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
     for column, value in given.items():
         if value is None:
             continue
@@ -70,11 +76,14 @@ def _check_names(store, **given):
             f'SELECT DISTINCT "{column}" FROM scores ORDER BY 1').fetchall()]
         if value in known:
             continue
+        known = [k for k in known if isinstance(k, str)]
         close = difflib.get_close_matches(value, known, n=1)
+        listed = ", ".join(shown(k) for k in known[:50]) + (
+            f" and {len(known) - 50} more" if len(known) > 50 else "")
         raise click.BadParameter(
-            f"no stored score has {column} '{value}'."
-            + (f" Did you mean '{close[0]}'?" if close else "")
-            + f" Known: {', '.join(known) or 'none (run `robench run` first)'}",
+            f"no stored score has {column} '{shown(value)}'."
+            + (f" Did you mean '{shown(close[0])}'?" if close else "")
+            + f" Known: {listed or 'none (run `robench run` first)'}",
             param_hint=f"--{column}")
 
 

@@ -15,13 +15,13 @@ statement that runs longer than its time limit (``robench query --timeout``).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Iterator
 from robench.errors import QueryTimeout, ReadOnlyQueryError  # noqa: F401 (public here too)
+from robench.storage import cells
 
 #: Seconds ``robench query`` lets one statement run by default.
 DEFAULT_TIMEOUT = 5.0
@@ -68,13 +68,14 @@ def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connect
 
 
 def decode_json_cells(rows: list[tuple]) -> list[tuple]:
-    """Return rows with every text cell holding a JSON object or array decoded."""
+    """Return rows with every text cell holding a JSON object or array decoded (text nested
+    deeper than robench.storage.cells.MAX_JSON_DEPTH stays text)."""
 
     def cell(value):
         if isinstance(value, str) and value[:1] in "{[":
             try:
-                return json.loads(value)
-            except ValueError:
+                return cells.loads(value)
+            except ValueError:  # not JSON, or nested too deep to read safely: the text
                 return value
         return value
 
