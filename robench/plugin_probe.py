@@ -201,9 +201,9 @@ def _probe_round(names: list, timeout: float) -> tuple:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     if current is not None:
-                        results[current] = (f"hung: still loading after {timeout:g} s (at import "
-                                            "or in a hook; ROBENCH_PLUGIN_TIMEOUT raises the "
-                                            "limit)")
+                        results[current] = (f"hung: still loading after {timeout:g} s "
+                                            "(ROBENCH_PLUGIN_TIMEOUT raises the limit), at "
+                                            "import or in a hook")
                     break
                 ready, _, _ = select.select([pipe], [], [], left)
                 if not ready:

@@ -70,6 +70,19 @@ def friendly_errors(fn):
     return wrapper
 
 
+class Finite(click.FloatRange):
+    """A float option within a range that must also be finite (nan passes a plain FloatRange:
+    every comparison with it is false)."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
 def _check_db_path(ctx, param, value):
     """Refuse a --db under a file (the folders it would be created in must be folders)."""
     if value:
@@ -221,7 +234,7 @@ def cell(v):
 
 
 
-def stream(cols, batches, fmt):
+def stream(cols, batches, fmt, json_out=None):
     """Write a query's rows as they are fetched (never the whole result in memory).
 
     csv and json are written row by row; the table's column widths come from the first batch
@@ -244,7 +257,7 @@ def stream(cols, batches, fmt):
         for batch in batches:
             w.writerows([text(v) for v in row] for row in batch)
     elif fmt == "json":
-        out = JsonStream()
+        out = json_out or JsonStream()
         try:
             for batch in batches:
                 for row in decode_json_cells(batch):

@@ -7,7 +7,7 @@ import os
 import click
 
 
-from robench.cli.common import (config_option, db_option, echo, emit_scores, format_option, friendly_errors, load_registry, print_reports,
+from robench.cli.common import (Finite, JsonStream, config_option, db_option, echo, emit_scores, format_option, friendly_errors, load_registry, print_reports,
                                 stream)
 
 
@@ -110,8 +110,9 @@ def _chosen_scores(store, config, **filters):
 
 @click.command()
 @click.argument("sql")
-@click.option("--timeout", type=click.FloatRange(min=0), default=5.0, show_default=True,
-              metavar="SECONDS", help="Stop the query after this long (0: no limit).")
+@click.option("--timeout", type=Finite(min=0, min_open=True, max=1e6), default=5.0,
+              show_default=True, metavar="SECONDS",
+              help="Stop the query after this long (a number of seconds > 0).")
 @format_option()
 @db_option
 @friendly_errors
@@ -122,7 +123,10 @@ def query(sql, timeout, fmt, db_path):
     views: leaderboard, trial_summary, configuration_choice. Writes are refused. With
     --format json, columns holding JSON (details, config, ...) come back as JSON. Rows are
     written as they are fetched (a large result is never held whole); --timeout covers the
-    statement until its last row.
+    statement until its last row, and a query still running a second after it ends robench
+    whatever SQLite is doing. A JSON stream that stops early ends with an element
+    {"robench_error": WHY}, so it is still valid JSON and says it is incomplete; csv and table
+    output escape control characters (\x1b ...).
 
     \b
     Examples:
@@ -131,8 +135,42 @@ def query(sql, timeout, fmt, db_path):
     """
     from robench.storage.readonly import stream_readonly
 
-    cols, batches = stream_readonly(db_path, sql, timeout=timeout)
+    out = JsonStream() if fmt == "json" else None
+    hard = _hard_stop(timeout, out)
     try:
-        stream(cols, batches, fmt)
+        cols, batches = stream_readonly(db_path, sql, timeout=timeout)
+        try:
+            stream(cols, batches, fmt, json_out=out)
+        finally:
+            batches.close()
     finally:
-        batches.close()
+        hard.cancel()
+
+
+#: Seconds past --timeout after which a query SQLite did not stop ends the process.
+HARD_STOP = 1.0
+
+
+def _hard_stop(timeout: float, out):
+    """Start the backstop of --timeout: past it by HARD_STOP, say so and exit 2 at once."""
+    import sys
+    import threading
+
+    def stop():
+        message = (f"the query was stopped after its time limit of {timeout:g} s (one step "
+                   "of it ran on); add a LIMIT, or raise it with --timeout SECONDS")
+        if out is not None:
+            if out.lock.acquire(timeout=2.0):  # never mid-row
+                out.lock.release()
+                out.stop(message)
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+        click.secho(f"Error: {message}", fg="red", err=True)
+        os._exit(2)
+
+    timer = threading.Timer(timeout + HARD_STOP, stop)
+    timer.daemon = True
+    timer.start()
+    return timer

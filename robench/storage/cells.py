@@ -41,21 +41,23 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
     return deepest
 
 
-def loads(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
+def loads(text: str, limit: int = MAX_JSON_DEPTH, constants: bool = False) -> Any:
     """Return ``json.loads(text)``; ValueError (TooDeep) if it nests deeper than ``limit``.
 
     Never RecursionError: text deeper than the interpreter's recursion limit is refused as
-    too deep too.
+    too deep too. ``NaN`` and ``Infinity`` (not JSON) are read as None, or as floats with
+    ``constants`` (so that a caller can say they are not finite).
     """
+    parse_constant = float if constants else _no_constant
     if text.count("[") + text.count("{") > limit:  # only then can it be too deep
         try:
-            value = json.loads(text, parse_constant=_no_constant)
+            value = json.loads(text, parse_constant=parse_constant)
         except RecursionError:
             raise TooDeep(f"JSON nested deeper than {limit} levels") from None
         if json_depth(value, limit) > limit:
             raise TooDeep(f"JSON nested deeper than {limit} levels")
         return value
-    return json.loads(text, parse_constant=_no_constant)
+    return json.loads(text, parse_constant=parse_constant)
 
 
 def _no_constant(name: str) -> None:

@@ -29,9 +29,10 @@ PLUGINS = {
     "interrupts-at-import": ("raise KeyboardInterrupt\n", "KeyboardInterrupt"),
     "exits-at-import": ("import sys\nsys.exit(0)\n", "SystemExit"),
     "os-exit-at-import": ("import os\nos._exit(0)\n", "ended robench's process while loading"),
-    "hangs-at-import": ("import time\ntime.sleep(100000)\n", "hung: still loading after 3 s"),
+    # stopped by the probe's deadline or its own alarm, whichever comes first: both say so
+    "hangs-at-import": ("import time\ntime.sleep(100000)\n", "3 s (ROBENCH_PLUGIN_TIMEOUT"),
     "hangs-in-a-hook": ("import time\n@hookimpl\ndef register_models(register):\n"
-                        "    time.sleep(100000)\n", "hung: still loading after 3 s"),
+                        "    time.sleep(100000)\n", "3 s (ROBENCH_PLUGIN_TIMEOUT"),
 }
 
 
