@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from robench.families.shifted_cv.metric import METRIC
 from robench.stats.claims import FAILS, HOLDS, UNDECIDED, Claim, compare, fmt
 from robench.stats.claims import combine as _combine
 from robench.stats.intervals import LEVEL, mean_interval, ratio_interval
@@ -57,7 +58,7 @@ def shifted_cv_claims(rows: list) -> list:
         where = f"{dataset} ({clus} sub-domains)" if clus else dataset
         drops, spreads, accs = {}, {}, {}
         for model, sc in sorted(models.items()):
-            head = sc.get("shifted-cv")
+            head = sc.get(METRIC)
             if not model or not head:
                 continue
             per = (head.get("details") or {}).get("per_fold") or {}
