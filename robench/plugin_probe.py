@@ -180,7 +180,7 @@ def _probe_round(names: list, timeout: float) -> tuple:
         # the child imports this robench, wherever it is, whatever folder it starts in
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         code = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-                "from robench.plugin_probe import _child; sys.exit(_child(sys.argv[1:]))")
+                "from robench.plugins import probe_child; sys.exit(probe_child(sys.argv[1:]))")
         proc = subprocess.Popen(
             [sys.executable, "-c", code, root, *names], stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(write_fd,),
@@ -235,57 +235,3 @@ def _probe_round(names: list, timeout: float) -> tuple:
             proc.kill()
             proc.wait()
     return results, finished
-
-
-def _child(names: list) -> int:
-    """Load each named entry point on a fresh manager, call its hooks, report on the probe fd."""
-    import importlib.metadata
-
-    from robench.guard import user_interrupted, watch_sigint
-
-    out = os.fdopen(int(os.environ.pop("ROBENCH_PROBE_FD")), "w", buffering=1,
-                    encoding="utf-8")
-    watch_sigint()
-    real_exit = os._exit
-
-    def report(*event):
-        out.write(json.dumps(list(event)) + "\n")
-        out.flush()
-
-    by_name = {}
-    for ep in importlib.metadata.entry_points(group="robench"):
-        by_name.setdefault(ep.name, ep)
-    for name in names:
-        report("start", name, None)
-        try:
-            reason = _try(by_name[name]) if name in by_name else None
-        except KeyboardInterrupt:
-            if user_interrupted():
-                report("interrupted", name, None)
-                real_exit(130)
-            reason = "KeyboardInterrupt raised at import (no Ctrl-C was pressed)"
-        report("ok" if reason is None else "failed", name, reason)
-    return 0
-
-
-def _try(ep) -> Optional[str]:
-    """Return why entry point ``ep`` cannot be used, or None (KeyboardInterrupt propagates)."""
-    import pluggy
-
-    from robench import hookspecs
-    from robench.plugins import ENTRY_POINT_GROUP, PluginInfo, Registry, check_hooks
-
-    try:
-        plugin = ep.load()
-        pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
-        pm.add_hookspecs(hookspecs)
-        pm.register(plugin, name=ep.name)
-        check_hooks(pm)
-        registry = Registry(pm, {ep.name: PluginInfo(ep.name, source="entry point")})
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - SystemExit, GeneratorExit: the plugin's
-        return f"at import: {describe(exc)}"
-    info = registry.infos[ep.name]
-    return None if info.status == "ok" else info.error
-

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
+import os
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -418,6 +420,55 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
     if verdicts:
         registry.recipe["verdicts"] = dict(verdicts)
     return registry
+
+
+def probe_child(names: list) -> int:
+    """The probe's child process (robench.plugin_probe): load each named entry point on a
+    fresh manager, call its hooks, report each one's fate on the probe's file descriptor."""
+    from robench.run.guard import user_interrupted, watch_sigint
+
+    out = os.fdopen(int(os.environ.pop("ROBENCH_PROBE_FD")), "w", buffering=1,
+                    encoding="utf-8")
+    watch_sigint()
+    real_exit = os._exit
+
+    def report(*event):
+        out.write(json.dumps(list(event)) + "\n")
+        out.flush()
+
+    by_name = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        by_name.setdefault(ep.name, ep)
+    for name in names:
+        report("start", name, None)
+        try:
+            reason = _probe_one(by_name[name]) if name in by_name else None
+        except KeyboardInterrupt:
+            if user_interrupted():
+                report("interrupted", name, None)
+                real_exit(130)
+            reason = "KeyboardInterrupt raised at import (no Ctrl-C was pressed)"
+        report("ok" if reason is None else "failed", name, reason)
+    return 0
+
+
+def _probe_one(ep) -> Optional[str]:
+    """Return why entry point ``ep`` cannot be used, or None (KeyboardInterrupt propagates)."""
+    from robench.plugin_probe import describe
+
+    try:
+        plugin = ep.load()
+        pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        pm.add_hookspecs(hookspecs)
+        pm.register(plugin, name=ep.name)
+        check_hooks(pm)
+        registry = Registry(pm, {ep.name: PluginInfo(ep.name, source="entry point")})
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, GeneratorExit: the plugin's
+        return f"at import: {describe(exc)}"
+    info = registry.infos[ep.name]
+    return None if info.status == "ok" else info.error
 
 
 _REGISTRY: Optional[Registry] = None

@@ -157,8 +157,8 @@ def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) 
                 fail(f"{what} of {len(v)} characters is longer than {MAX_TEXT}")
             if knob.choices and v not in knob.choices:
                 close = difflib.get_close_matches(v, [str(c) for c in knob.choices], n=1)
-                fail(f"{what} {shown(v)} is not allowed" + (f" (did you mean '{close[0]}'?)"
-                                                            if close else ""))
+                fail(f"{what} '{v[:60]}' is not allowed" + (f" (did you mean '{close[0]}'?)"
+                                                             if close else ""))
         elif kind == "list":
             if not isinstance(v, list):
                 fail(f"{what} {shown(v)} is not a list")

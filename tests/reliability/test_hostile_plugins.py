@@ -5,7 +5,6 @@ runs."""
 
 from __future__ import annotations
 
-import textwrap
 import time
 
 from tests.reliability.cli import robench_env, rows, run

@@ -147,3 +147,17 @@ def test_generated_hostile_score_cells(base_db, tmp_path, tiny_registry, column,
                  ["query", "SELECT * FROM leaderboard", "--format", "json"]):
         args = [*args, "--db", str(db)]
         assert_survived(invoke(args), args)
+
+
+def test_the_merge_report_shows_no_control_character(base_db, tmp_path, tiny_registry):
+    # a contributed file whose trials differ from the stored ones in cells that carry escape
+    # sequences: the conflict lines quote them
+    target = tmp_path / "target.db"
+    shutil.copy(base_db, target)
+    source = hostile(base_db, tmp_path, [("trials", "accuracy", ESCAPES),
+                                         ("trials", "error", ESCAPES)], name="source.db")
+    args = ["merge", str(source), "--contributor", f"eve{ESCAPES}", "--db", str(target)]
+    result = invoke(args)
+    assert_survived(result, args)
+    # before: escape sequences reached the terminal raw
+    assert "\x1b" not in result.stdout + result.stderr

@@ -12,19 +12,11 @@ import time
 
 import pytest
 
-from tests.reliability.cli import HOSTILE, ROOT, alive, children, rows, run, start
+from tests.reliability.cli import (HOSTILE, ROOT, children, kill_driver, rows, run, start,
+                                   wait_for)
 
 GIL = ["run", "-d", "tiny", "-m", "holds-gil", "-c", "kmeans", "--metric", "rho", "-k", "2",
        "-r", "1"]
-
-
-def _wait_for(predicate, timeout, what):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def _descendants(pid):
@@ -46,21 +38,15 @@ def test_workers_die_with_a_driver_killed_during_a_gil_holding_trial(tmp_path, e
                    tmp_path, plugins=HOSTILE, env={"ROBENCH_TEST_MARKS": marks})
     spawned = []
     try:
-        _wait_for(lambda: len(os.listdir(marks)) >= 1, 120, "a trial holding the GIL")
+        wait_for(lambda: len(os.listdir(marks)) >= 1, 120, "a trial holding the GIL")
         time.sleep(1.0)  # past any poll of a parent-watching thread, were one able to run
         spawned = _descendants(driver.pid)
         busy = [int(m.split("-")[1]) for m in os.listdir(marks)]
         assert set(busy) <= set(spawned), (busy, spawned)
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(10)
+    finally:
         # before: the watching thread never ran while fit held the GIL; workers and the
         # resource tracker lived on
-        _wait_for(lambda: not alive(spawned), 20, f"processes {alive(spawned)} to exit")
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-        for pid in alive(spawned):
-            os.kill(pid, signal.SIGKILL)
+        assert kill_driver(driver, spawned, 20), f"processes {spawned} outlived their driver"
 
 
 def test_a_trial_holding_the_gil_past_its_limit_ends_its_worker():
