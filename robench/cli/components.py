@@ -146,3 +146,7 @@ def plugins():
             click.echo(f"    {printable(comps)}")
         if info.error:
             click.echo(f"    error: {printable(info.error)}")
+
+
+#: The commands this module adds to the ``robench`` group.
+COMMANDS = (data, list_, knobs, plugins,)

@@ -174,3 +174,7 @@ def _hard_stop(timeout: float, out):
     timer.daemon = True
     timer.start()
     return timer
+
+
+#: The commands this module adds to the ``robench`` group.
+COMMANDS = (results, query,)
