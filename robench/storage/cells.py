@@ -92,7 +92,8 @@ def integer(value: Any) -> Any:
         return int(value)
     if isinstance(value, int):
         return value
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+    if (isinstance(value, float) and math.isfinite(value) and value.is_integer()
+            and -2**63 <= value < 2**63):  # an id SQLite can be asked about again
         return int(value)
     return None
 

@@ -131,7 +131,8 @@ CELL_VALUES = st.one_of(
     st.just(DEEP), st.text(max_size=40), st.floats(), st.integers(-2**63, 2**63 - 1),
     st.binary(max_size=20), st.none(),
     st.recursive(st.just("[]"), lambda inner: inner.map(lambda s: f"[{s}]"), max_leaves=5),
-    st.sampled_from(["NaN", "Infinity", "-Infinity", "{}", "[]", '"x"', "null", "1e999",
+    st.sampled_from([1e300, -1e300, 2.0**63, "NaN", "Infinity", "-Infinity", "{}", "[]", '"x"',
+                     "null", "1e999",
                      ESCAPES, "$\\foo{$", "<b>x</b>", "{" * 70 + "}" * 70]),
 )
 SCORE_COLUMNS = ("dataset", "model", "clusterer", "metric", "score", "value", "ci_low",
