@@ -75,14 +75,14 @@ def results(dataset, metric, model, config, fmt, db_path):
     if fmt == "table" and verified:
         click.echo("verification (robench verify):")
         for (d, m), v in sorted(verified.items()):
-            click.echo(f"  {d} / {m}: {v['text']}")
+            echo(f"  {d} / {m}: {v['text']}")
     if fmt == "table" and helper_rows:
         click.echo("helper models (trained by a metric for its own scores; not listed above, "
                    "never ranked; --format json has their scores):")
         for d in sorted({r["dataset"] for r in helper_rows}):
             names = sorted({r["model"] for r in helper_rows if r["dataset"] == d})
             by = sorted({m for n in names for m in helpers[(d, n)]})
-            click.echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
+            echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
 
 
 def _check_names(store, **given):
