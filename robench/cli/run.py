@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -113,12 +114,17 @@ class _RunCommand(click.Command):
 @click.option("--rescore", is_flag=True,
               help="Recompute every score from its trials, even where the trials and the "
                    "metric version are unchanged (by default those stored scores are reused).")
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="Print the plan and stop: trials per data set, model and protocol, what is "
+                   "already stored in --db, the combinations skipped and why, and a time "
+                   "projected from the durations stored in --db. Nothing runs; --db is only "
+                   "read.")
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
         profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
         precision,
-        rescore, db_path,
+        rescore, dry_run, db_path,
         trial_timeout):
     """Run trials, store them, compute and print scores.
 
@@ -133,6 +139,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run -d digits -m mlp --metric rho --set train.max_epochs=10
       robench run -d mnist-5k --metric rho --profile paper --until decided
       robench run -d digits -m cnn-2 --device cuda
+      robench run --all --profile standard --dry-run
 
     Opt-in components (slow) run in the quick profile only when named; --profile paper
     includes them in --all.
@@ -202,6 +209,10 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
              "(catches every exception or ignores SIGALRM): it runs on until it returns, then "
              "is recorded as failed. Use --executor process or dask to end it at the limit.",
              err=True, fg="yellow")
+    if dry_run:
+        _print_plan(plan, cfg, db_path)
+        _print_opt_in(chosen.opt_in, profile)
+        return
     store = Store(db_path)
     progress = _Progress()
     command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
@@ -220,11 +231,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         progress.close()
         store.close()
     print_skips(report.skipped)
-    if chosen.opt_in:
-        listed = "; ".join(f"{k}: {', '.join(chosen.opt_in[k])}"
-                           for k in ("metrics", "clusterers", "models") if k in chosen.opt_in)
-        click.echo(f"\nOpt-in, not run in the quick profile (slow): {listed}. Name them "
-                   "(--metric/-m/-c) or use --profile paper.")
+    _print_opt_in(chosen.opt_in, profile)
     print_reports(reg, [vars(s) for s in report.scores])
     _print_adaptive(report.adaptive)
     if report.failed:
@@ -246,6 +253,79 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         sys.exit(130)
     if report.failed:
         sys.exit(1)
+
+
+def _print_opt_in(opt_in, profile):
+    if opt_in:
+        listed = "; ".join(f"{k}: {', '.join(opt_in[k])}"
+                           for k in ("metrics", "clusterers", "models") if k in opt_in)
+        click.echo(f"\nOpt-in, not run in the {profile} profile (slow): {listed}. Name them "
+                   "(--metric/-m/-c) or use --profile paper.")
+
+
+def _duration(seconds: float) -> str:
+    minutes = int(round(seconds / 60))
+    if minutes < 1:
+        return f"{seconds:.0f} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def _print_plan(plan, cfg, db_path):
+    """Print what ``robench run`` would do with this plan (``--dry-run``); store nothing."""
+    from robench.run.estimate import Durations, project, summarize
+
+    stored, durations, have_db = set(), Durations(), Path(db_path).is_file()
+    if have_db:
+        from robench.storage.store import Store
+
+        store = Store(db_path, readonly=True)
+        try:
+            stored = store.ok_trial_keys(plan.specs)
+            durations = Durations(store.trial_durations())
+        finally:
+            store.close()
+    rows = summarize(plan, stored, durations)
+    click.echo(f"Dry run: what `robench run` would do (profile {cfg.profile}, {cfg.repeats} "
+               f"repeats, k={cfg.k}, seed {cfg.seed}); nothing runs, nothing is stored.\n")
+    width = max([len(r["dataset"]) for r in rows] + [8])
+    mwidth = max([len(r["model"]) for r in rows] + [5])
+    click.echo(f"  {'data set':<{width}}  {'model':<{mwidth}}  {'protocol':<14} {'trials':>7} "
+               f"{'stored':>7} {'to run':>7} {'estimate':>12}")
+    for r in rows:
+        if r["todo"] == 0:
+            est = "-"
+        elif r["unestimated"] == r["todo"]:
+            est = "no data"
+        else:
+            est = _duration(r["seconds"]) + ("+" if r["unestimated"] else "")
+        click.echo(f"  {r['dataset']:<{width}}  {r['model']:<{mwidth}}  {r['protocol']:<14} "
+                   f"{r['trials']:>7} {r['stored']:>7} {r['todo']:>7} {est:>12}")
+    total = sum(r["trials"] for r in rows)
+    n_stored = sum(r["stored"] for r in rows)
+    click.echo(f"  total: {total} trials, {n_stored} already stored"
+               + (f" in {db_path}" if have_db else f" ({db_path} does not exist yet)")
+               + f", {total - n_stored} to run")
+    for name, reason in plan.broken.items():
+        click.secho(f"skipped: {reason}", fg="red")
+    print_skips(plan.skipped)
+    proj = project(rows, cfg.jobs)
+    if proj["todo"] == 0:
+        click.echo("\nProjected time: nothing to run (every trial is stored).")
+    elif proj["estimated"] == 0:
+        click.echo(f"\nProjected time: no estimate: {db_path} holds no finished trial of "
+                   "these data sets, models and protocols (the projection is made from stored "
+                   "durations; a quick-profile run of the same selection gives some).")
+    else:
+        rest = (f"; {proj['unestimated']} more have no stored trial like them and are not "
+                "counted" if proj["unestimated"] else "")
+        click.echo(
+            f"\nProjected time: ~{_duration(proj['worker_seconds'])} of worker time, "
+            f"~{_duration(proj['wall_seconds'])} on {proj['jobs']} worker(s), for the "
+            f"{proj['estimated']} of {proj['todo']} trials to run that have an estimate{rest}. "
+            f"Estimated from {db_path}: the mean seconds of its finished trials of the same "
+            "data set, model, protocol and kind, scaled by the epoch budget where it differs "
+            "(an upper bound when early stopping ends training sooner); finding sources is "
+            "not counted.")
 
 
 def _print_adaptive(tables):
@@ -326,8 +406,10 @@ class _Progress:
         elif event == "prepare":
             self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
         elif event == "prepare_failed":
-            self.echo(f"sources failed for {info['dataset']} / {info['clusterer']}: "
-                      f"{info['error']}", fg="red")
+            what = f" ({info['protocol']})" if info.get("protocol") else ""
+            self.echo(f"sources failed for {info['dataset']} / {info['clusterer']}{what}: "
+                      f"{info['error']}; that protocol's trials there are failed, the others "
+                      "run", fg="red")
         elif event == "trial":
             row = info["row"]
             self.done += 1

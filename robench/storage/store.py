@@ -607,6 +607,19 @@ class Store:
                "WHERE status = 'ok' AND seconds IS NOT NULL GROUP BY dataset, model, protocol")
         return list(self._select(sql, []))
 
+    def trial_durations(self) -> list:
+        """Return mean seconds of successful trials per (dataset, model, protocol, kind, budget).
+
+        ``max_epochs`` is the training budget the trials were planned with (their
+        ``params.train.max_epochs``; None for trials that train nothing), ``n`` how many.
+        """
+        sql = ("SELECT dataset, model, protocol, kind, "
+               "json_extract(params, '$.train.max_epochs') AS max_epochs, "
+               "AVG(seconds) AS seconds, COUNT(*) AS n FROM trials "
+               "WHERE status = 'ok' AND seconds IS NOT NULL "
+               "GROUP BY dataset, model, protocol, kind, max_epochs")
+        return list(self._select(sql, []))
+
     def ok_trial_keys(self, keys: Iterable[str]) -> set[str]:
         """Return the subset of ``keys`` already stored with status 'ok'."""
         found: set[str] = set()
