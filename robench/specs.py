@@ -356,6 +356,9 @@ class Knob:
         The values a str knob (or a list of str's items) may take.
     nullable : bool
         Whether ``null`` (None) is a valid value.
+    min_items : int
+        The fewest items a list may have (e.g. 1 where an empty list would silently mean the
+        default).
     """
 
     name: str
@@ -368,6 +371,7 @@ class Knob:
     items: Optional[str] = None
     choices: Optional[tuple] = None
     nullable: bool = False
+    min_items: int = 0
 
     def __post_init__(self):
         if not re.match(r"^[a-z][a-z0-9_]*$", self.name):

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import click
 
-from robench.run.config import DEFAULT_PROFILE, PROFILES
+from robench.run.config import (DEFAULT_PROFILE, MAX_JOBS, MAX_REPEATS, MAX_SOURCES,
+                                PROFILES)
 
-from robench.cli.common import (db_option, friendly_errors, load_registry, print_reports,
-                                print_skips, report_broken_plugins)
+from robench.cli.common import (Finite, db_option, echo, friendly_errors, load_registry,
+                                print_reports, print_skips, report_broken_plugins)
 
 
 # ---------------------------------------------------------------------------------- run
@@ -57,9 +58,9 @@ class _RunCommand(click.Command):
               help="A metric to compute (repeatable; default: every registered metric but "
                    "opt-in ones, run only by name or with --profile paper). See `robench list "
                    "metrics`.")
-@click.option("--repeats", "-r", type=click.IntRange(min=1), default=None,
+@click.option("--repeats", "-r", type=click.IntRange(min=1, max=MAX_REPEATS), default=None,
               help="Repeats per partition kind (default: from the profile).")
-@click.option("--sources", "-k", "k", type=click.IntRange(min=2), default=None,
+@click.option("--sources", "-k", "k", type=click.IntRange(min=2, max=MAX_SOURCES), default=None,
               help="Sources (clusters) per class (default: from the profile).")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
               help="Seed of everything.")
@@ -68,17 +69,23 @@ class _RunCommand(click.Command):
               help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ".")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "
-                   "or one a plugin adds.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                   "or one a plugin adds. Only the process and dask executors can stop a "
+                   "hostile trial (one that catches every exception or ignores SIGALRM) at "
+                   "--trial-timeout: local runs trials in robench's own process, which it "
+                   "will not kill.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1, max=MAX_JOBS), default=None,
               help="Worker processes (default: one per core).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler to connect to with --executor dask, e.g. tcp://host:8786 "
                    "(default: a local cluster on 127.0.0.1).")
-@click.option("--trial-timeout", type=click.FloatRange(min=0, max=1e7), default=None,
+@click.option("--trial-timeout", type=Finite(min=0, max=1e7), default=None,
               metavar="SECONDS",
               help="Stop a trial that runs longer and record it as failed; the run goes on "
                    "(default: the profile's, quick 900, standard 3600, paper 14400; 0: no "
-                   "limit). Not part of any trial key.")
+                   "limit). Not part of any trial key. A trial that defeats the limit is "
+                   "still recorded as failed; only the process and dask executors can also "
+                   "end it (60 s later, with its worker): with --executor local it runs on "
+                   "until it returns.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
@@ -101,7 +108,7 @@ class _RunCommand(click.Command):
                    "corrected for the looks; a model stops once its adjacent pairs are decided "
                    "(the paired interval of their rho difference excludes 0, or lies within "
                    "±--precision), a table once all are (docs/adaptive.md).")
-@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--precision", type=Finite(min=0, min_open=True, max=1), default=None,
               help="With --until decided: two models whose rho difference is shown to lie "
                    "within ±this are equivalent, a decided tie (default 0.01).")
 @click.option("--rescore", is_flag=True,
@@ -155,6 +162,15 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         set_data_dir(data_dir)
     reg = load_registry()
     report_broken_plugins(reg)
+    from robench.run.config import parse_settings, resolve_knobs
+
+    # Every value is checked before anything is read or written: the knobs first, then the
+    # cache folder, then the names (a data reference is parsed into the cache).
+    parsed = parse_settings(settings, reg)
+    resolve_knobs(reg, profile, parsed)
+    from robench.data.cache import check_cache_dir
+
+    check_cache_dir()
     from robench.run.selection import select
 
     # unknown names fail here with the known ones listed; a data set or model reference
@@ -167,13 +183,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     reg.get("executors", executor)
     if scheduler and executor != "dask":
         raise click.UsageError("--scheduler goes with --executor dask")
-    from robench.run.config import parse_settings
-
     cfg = RunConfig(
         datasets=chosen.datasets, models=chosen.models, clusterers=chosen.clusterers,
         metrics=chosen.metrics, profile=profile, repeats=repeats, k=k, seed=seed,
         executor=executor, jobs=jobs or default_jobs(), device=device,
-        settings=parse_settings(settings, reg),
+        settings=parsed,
         executor_options={"scheduler": scheduler} if scheduler else {},
         trial_timeout=trial_timeout,
         explicit={k: chosen.explicit[k] for k in ("datasets", "models", "clusterers")},
@@ -185,6 +199,16 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     # Planned before the database is opened: a run that cannot be made (a bad value, only
     # broken data sets) exits 2 with the file untouched, or not created.
     plan = plan_run(cfg, reg)
+    if until == "decided":
+        from robench.run.adaptive import check_decided
+        from robench.stats.sequential import PRECISION
+
+        check_decided(cfg, PRECISION if precision is None else precision)
+    if trial_timeout and executor == "local":
+        echo("warning: --executor local cannot stop a trial that ignores --trial-timeout "
+             "(catches every exception or ignores SIGALRM): it runs on until it returns, then "
+             "is recorded as failed. Use --executor process or dask to end it at the limit.",
+             err=True, fg="yellow")
     if dry_run:
         _print_plan(plan, cfg, db_path)
         _print_opt_in(chosen.opt_in, profile)

@@ -26,10 +26,15 @@ from __future__ import annotations
 import io
 import textwrap
 
-from robench.present.formatting import is_finite
+from robench.present.formatting import is_finite, printable
 
 SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9.5,
-          "axes.spines.top": False, "axes.spines.right": False}
+          "axes.spines.top": False, "axes.spines.right": False,
+          # names come from databases anyone can contribute: '$\\foo{$' is a model name, not
+          # mathtext to parse (which raised and stopped the whole leaderboard)
+          "text.parse_math": False, "text.usetex": False}
+#: Longest label drawn; a longer one (a name can be any text) is cut with an ellipsis.
+MAX_LABEL = 80
 PALETTE = ("#2f6fad", "#c1543d", "#3d8f5a", "#8a5ab5", "#b8860b", "#4a4a4a", "#d0679d",
            "#1f9fb4")
 #: Marker shapes: with the palette, 80 points of a scatter plot look different (colour x shape).
@@ -42,6 +47,11 @@ LEGEND_ROW = 0.21  # inches per legend row at 9 pt
 CHAR_IN = 0.082  # the width of an average character at 9.5-10.5 pt, inches
 MAX_LEFT = 0.45  # a bar chart's row labels take at most this share of the width
 
+
+def label(value, limit: int = MAX_LABEL) -> str:
+    """Return ``value`` as plot text: control characters escaped, at most ``limit`` long."""
+    text = printable("" if value is None else value)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
 def style(i: int) -> dict:
@@ -70,8 +80,8 @@ def render_svg(plot: dict) -> str:
         FigureCanvasSVG(fig)
         ax = fig.add_subplot()
         legend = draw(ax, plot) or []
-        ax.set_xlabel(plot.get("xlabel", ""))
-        ax.set_ylabel(plot.get("ylabel", ""))
+        ax.set_xlabel(label(plot.get("xlabel", ""), 4 * MAX_LABEL))
+        ax.set_ylabel(label(plot.get("ylabel", ""), 4 * MAX_LABEL))
         if not plot.get("xticks"):
             ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
         for axis in plot.get("percent", ()):
@@ -83,7 +93,8 @@ def render_svg(plot: dict) -> str:
         # half of a plot's time: the title wraps to the width, the left margin grows with the
         # longest row label of a bar chart, the bottom with the legend's rows (the legend goes
         # under the axes, so no label is ever drawn over a point or another label)
-        title = textwrap.wrap(str(plot.get("title") or ""), int((width - 0.2) / CHAR_IN) - 1)
+        title = textwrap.wrap(label(plot.get("title") or "", 4 * MAX_LABEL),
+                              int((width - 0.2) / CHAR_IN) - 1)
         if kind == "intervals":
             ticks = [t.get_text() for t in ax.get_yticklabels()]
         else:  # the labels the formatter will write (a narrow range gives long ones)
@@ -93,7 +104,7 @@ def render_svg(plot: dict) -> str:
                                          + CHAR_IN * 0.9 * longest))
         top = 0.15 + 0.2 * len(title)
         below = 0.6 if plot.get("xlabel") else 0.35
-        labels = [_fit(str(label), width - 0.5) for _, label in legend]
+        labels = [_fit(label(name), width - 0.5) for _, name in legend]
         ncol = 2 if labels and max(len(t) for t in labels) <= 20 else 1
         rows = -(-len(labels) // ncol) if labels else 0
         height = top + axes_h + below + (0.1 + rows * LEGEND_ROW if rows else 0)
@@ -135,7 +146,7 @@ def _scatter(ax, plot: dict) -> list:
         handle = ax.errorbar([p["x"]], [p["y"]], xerr=xerr, yerr=yerr, fmt=look["marker"],
                              color=look["color"], markerfacecolor="none", markersize=6,
                              markeredgewidth=1.4, elinewidth=0.9, capsize=2, alpha=0.9)
-        legend.append((handle, str(p.get("label", ""))))
+        legend.append((handle, label(p.get("label", ""))))
     if not points:
         ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
     return legend
@@ -161,7 +172,7 @@ def _intervals(ax, plot: dict) -> None:
             ax.plot([r["mark"]], [y], marker="|", markersize=12, color=PALETTE[1],
                     markeredgewidth=2)
     room = MAX_LEFT * (plot.get("width") or WIDTH) - 0.35
-    ax.set_yticks(ys, [_fit(str(r.get("label", "")), room) for r in rows])
+    ax.set_yticks(ys, [_fit(label(r.get("label", "")), room) for r in rows])
     values = [v for r in rows for v in (r["low"], r["high"], r.get("mark")) if is_finite(v)]
     ax.set_xlim(*_zoom(values))
     ax.set_ylim(-0.7, len(rows) - 0.3)
@@ -187,9 +198,9 @@ def _lines(ax, plot: dict) -> list:
                 ax.fill_between([b[0] for b in band], [b[1] for b in band],
                                 [b[2] for b in band], color=look["color"], alpha=0.15,
                                 linewidth=0)
-        legend.append((handle, str(s.get("label", ""))))
+        legend.append((handle, label(s.get("label", ""))))
     if plot.get("xticks"):
-        ax.set_xticks([t[0] for t in plot["xticks"]], [str(t[1]) for t in plot["xticks"]])
+        ax.set_xticks([t[0] for t in plot["xticks"]], [label(t[1]) for t in plot["xticks"]])
     if plot.get("ylim"):
         ax.set_ylim(*plot["ylim"])
     if not legend:

@@ -87,6 +87,16 @@ def _merge(plans: list) -> Plan:
     return merged
 
 
+def check_decided(cfg, precision: float = PRECISION) -> None:
+    """Raise ConfigError if ``--until decided`` cannot run this configuration (before any
+    file is opened: the CLI calls it before the database)."""
+    if METRIC not in cfg.metrics:
+        raise ConfigError("--until decided stops rho tables: ask for the rho metric "
+                          "(--metric rho, or no --metric)")
+    if not (isinstance(precision, (int, float)) and 0 < precision < float("inf")):
+        raise ConfigError(f"--precision must be a finite number > 0, got {precision}")
+
+
 def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
                       alpha: float = ALPHA, command: str = "robench run --until decided",
                       on_event: Optional[Callable] = None, rescore: bool = False) -> RunReport:
@@ -97,11 +107,7 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
     other metric in ``cfg.metrics``; ``adaptive`` (an attribute added to the report) lists
     each table's decision.
     """
-    if METRIC not in cfg.metrics:
-        raise ConfigError("--until decided stops rho tables: ask for the rho metric "
-                          "(--metric rho, or no --metric)")
-    if not precision > 0:
-        raise ConfigError(f"--precision must be > 0, got {precision}")
+    check_decided(cfg, precision)
     t0 = time.perf_counter()
     emit = on_event or (lambda *a, **k: None)
     if not cfg.knobs:

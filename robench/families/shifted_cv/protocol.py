@@ -66,9 +66,9 @@ SECTION = "shifted_cv"
 #: code).
 KNOBS = (
     Knob("folds", "int", "K: sub-domains per class, merged into K folds", default=5,
-         profiles={"quick": 3, "standard": 5}, minimum=2),
+         profiles={"quick": 3, "standard": 5}, minimum=2, maximum=1_000),
     Knob("repeats", "int", "repeats of the K-fold CV (capped by --repeats)", default=1,
-         profiles={"standard": 2}, minimum=1),
+         profiles={"standard": 2}, minimum=1, maximum=10_000),
     Knob("val_fraction", "float", "validation share carved from each training part",
          default=0.2, minimum=1e-6, maximum=1 - 1e-6),
     Knob("train", "dict", "training budget of the fold models, over the run's `train` "
