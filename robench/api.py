@@ -233,7 +233,7 @@ def dataset_spec(ds) -> DatasetSpec:
 # --- evaluate -----------------------------------------------------------------------------------
 
 
-def evaluate(model, data, metrics: Iterable[str] = ("rho",), *, clusterers=None,
+def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers=None,
              name: Optional[str] = None, data_name: Optional[str] = None,
              profile: str = "quick", repeats: Optional[int] = None, k: Optional[int] = None,
              seed: int = 0, settings: Optional[dict] = None, device: str = "auto",
@@ -251,10 +251,12 @@ def evaluate(model, data, metrics: Iterable[str] = ("rho",), *, clusterers=None,
     data : str, tuple or robench.data.Dataset
         A registered data set or reference (``"digits"``, ``"npz:x.npz"``), ``(X, y)`` or
         ``(X, y, groups)`` arrays, or a Dataset.
-    metrics : iterable of str
-        Metric names (``robench list metrics``).
+    metrics : iterable of str, optional
+        Metric names (``robench list metrics``). Default: the metrics ``robench run --all``
+        computes in ``profile`` (robench.run.selection; inapplicable ones skipped).
     clusterers : iterable of str, optional
-        Default: every clusterer ``robench run`` uses by default (inapplicable ones skipped).
+        Default: the clusterers ``robench run --all`` uses in ``profile`` (inapplicable ones
+        skipped).
     name, data_name : str, optional
         Names to store the model and the data under instead of the derived ones.
     profile, repeats, k, seed : as ``robench run --profile/-r/-k/--seed``.
@@ -345,21 +347,18 @@ def evaluate(model, data, metrics: Iterable[str] = ("rho",), *, clusterers=None,
                          "executor='local', or pass registered names / references (workers "
                          "read data by path, e.g. 'npz:/shared/x.npz')")
 
-    metrics = [reg.get("metrics", m).name for m in ([metrics] if isinstance(metrics, str)
-                                                   else list(metrics))]
-    if clusterers is None:
-        chosen = [c.name for c in reg.all("clusterers") if getattr(c, "in_default_run", True)]
-        explicit_clusterers = []
-    else:
-        chosen = [reg.get("clusterers", c).name for c in ([clusterers] if isinstance(
-            clusterers, str) else clusterers)]
-        explicit_clusterers = list(chosen)
-    cfg = RunConfig(datasets=[dname], models=[mname], clusterers=chosen, metrics=metrics,
+    from robench.run.selection import select
+
+    chosen = select(reg, profile, datasets=[dname], models=[mname],
+                    clusterers=[clusterers] if isinstance(clusterers, str) else clusterers,
+                    metrics=[metrics] if isinstance(metrics, str) else metrics)
+    cfg = RunConfig(datasets=chosen.datasets, models=chosen.models, clusterers=chosen.clusterers,
+                    metrics=chosen.metrics,
                     profile=profile, repeats=repeats, k=k, seed=seed,
                     settings=_check_settings(settings or {}, reg), executor=executor,
                     jobs=jobs, device=resolve_device(device),
                     explicit={"datasets": [dname], "models": [mname],
-                              "clusterers": explicit_clusterers}).resolve(reg)
+                              "clusterers": chosen.explicit["clusterers"]}).resolve(reg)
     db = db or os.environ.get("ROBENCH_DB", "robench.db")
     store = Store(db)
     try:

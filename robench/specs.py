@@ -234,7 +234,9 @@ class LeaderboardSection:
     set: ``{"label": ..., "note": ..., "rows": [{"model", "value", "ci_low", "ci_high",
     "rank", "tied", "higher_is_better", **columns}]}`` or None; ``columns`` lists the extra
     keys shown beside the headline as ``(key, label, format)`` with format ``"pct"`` or
-    ``"num"``. ``plots(rows)`` returns plot descriptions (see :mod:`robench.present.plots`) drawn as
+    ``"num"``; ``legend`` is the sentence the overview's legend says about that headline
+    (plain text, e.g. "rho = E[AccX]/E[AccI] (...)"), shown when the headline is on the page.
+    ``plots(rows)`` returns plot descriptions (see :mod:`robench.present.plots`) drawn as
     SVG files; one with a ``"model"`` key goes on that model's page, the others on the data
     set's page. ``pseudo_models`` are names under which the metric stores data-set-level
     scores (not models): they get no model page.
@@ -248,6 +250,7 @@ class LeaderboardSection:
     columns: tuple = ()
     plots: Optional[Callable[[list], list]] = None
     pseudo_models: tuple = ()
+    legend: str = ""
 
 
 @dataclass(frozen=True)

@@ -24,16 +24,22 @@ def _multi(name, short, kind):
 
 
 class _RunCommand(click.Command):
-    """``robench run``, whose help ends with the knob sections the registered protocols add."""
+    """``robench run``, whose help ends with what each profile changes and the knob sections
+    the registered protocols add (both read from the registered knobs)."""
 
     def format_epilog(self, ctx, formatter):
         super().format_epilog(ctx, formatter)
         try:
-            from robench.run.config import knob_sections
+            from robench.run.config import knob_sections, profile_settings
 
-            sections = knob_sections(load_registry())
+            registry = load_registry()
+            sections = knob_sections(registry)
+            profiles = {p: profile_settings(p, registry) for p in PROFILES if p != DEFAULT_PROFILE}
         except Exception:  # noqa: BLE001 - help must print even when a plugin is broken
             return
+        with formatter.section(f"What each profile changes from {DEFAULT_PROFILE}"):
+            formatter.write_dl([(p, ", ".join(changes) or "nothing")
+                                for p, changes in profiles.items()])
         with formatter.section("Knob sections (--set SECTION.KEY=VALUE; `robench knobs`)"):
             formatter.write_dl([(name, f"{owner}: " + ", ".join(k.name for k in knobs))
                                 for name, (owner, knobs) in sorted(sections.items())])
@@ -142,31 +148,12 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         set_data_dir(data_dir)
     reg = load_registry()
     report_broken_plugins(reg)
-    chosen = {}
-    for kind, given in (("datasets", datasets_names), ("models", models_names),
-                        ("clusterers", clusterers_names), ("metrics", metric_names)):
-        # unknown names fail here with the known ones listed; a data set reference
-        # (npz:PATH, ...) is read and checked here and named by its canonical form
-        given = [reg.get(kind, n).name for n in given]
-        if kind == "datasets":
-            datasets_names = given
-        elif kind == "models":  # a model reference (timm:ARCH) likewise
-            models_names = given
-        chosen[kind] = list(dict.fromkeys(given)) or reg.names(kind)
-    opt_in = {}  # components left out of this run because they are opt-in (slow)
-    for kind, given in (("metrics", metric_names), ("clusterers", clusterers_names),
-                        ("models", models_names)):
-        if not given and profile != "paper":
-            opt_in[kind] = [c.name for c in reg.all(kind) if not getattr(c, "in_default_run", True)]
-    if not metric_names:  # opt-in metrics (in_default_run=False) only in the paper profile
-        chosen["metrics"] = [m.name for m in reg.all("metrics")
-                             if m.in_default_run or profile == "paper"]
-    if not clusterers_names:  # likewise opt-in clusterers (multicut): named, or paper profile
-        chosen["clusterers"] = [c.name for c in reg.all("clusterers")
-                                if getattr(c, "in_default_run", True) or profile == "paper"]
-    if not models_names:  # likewise opt-in models (slow ones)
-        chosen["models"] = [m.name for m in reg.all("models")
-                            if getattr(m, "in_default_run", True) or profile == "paper"]
+    from robench.run.selection import select
+
+    # unknown names fail here with the known ones listed; a data set or model reference
+    # (npz:PATH, timm:ARCH) is read and checked here and named by its canonical form
+    chosen = select(reg, profile, datasets=datasets_names, models=models_names,
+                    clusterers=clusterers_names, metrics=metric_names)
     ncpu = os.cpu_count() or 1
     if executor is None:
         executor = "process" if ncpu > 1 and (jobs or default_jobs()) > 1 else "local"
@@ -176,14 +163,13 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     from robench.run.config import parse_settings
 
     cfg = RunConfig(
-        datasets=chosen["datasets"], models=chosen["models"], clusterers=chosen["clusterers"],
-        metrics=chosen["metrics"], profile=profile, repeats=repeats, k=k, seed=seed,
+        datasets=chosen.datasets, models=chosen.models, clusterers=chosen.clusterers,
+        metrics=chosen.metrics, profile=profile, repeats=repeats, k=k, seed=seed,
         executor=executor, jobs=jobs or default_jobs(), device=device,
         settings=parse_settings(settings, reg),
         executor_options={"scheduler": scheduler} if scheduler else {},
         trial_timeout=trial_timeout,
-        explicit={"datasets": list(datasets_names), "models": list(models_names),
-                  "clusterers": list(clusterers_names)},
+        explicit={k: chosen.explicit[k] for k in ("datasets", "models", "clusterers")},
     ).resolve(reg)
     from robench.storage.provenance import redact_secrets
     from robench.run.runner import execute, plan_run
@@ -210,8 +196,9 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         progress.close()
         store.close()
     print_skips(report.skipped)
-    if any(opt_in.values()):
-        listed = "; ".join(f"{k}: {', '.join(v)}" for k, v in opt_in.items() if v)
+    if chosen.opt_in:
+        listed = "; ".join(f"{k}: {', '.join(chosen.opt_in[k])}"
+                           for k in ("metrics", "clusterers", "models") if k in chosen.opt_in)
         click.echo(f"\nOpt-in, not run in the quick profile (slow): {listed}. Name them "
                    "(--metric/-m/-c) or use --profile paper.")
     print_reports(reg, [vars(s) for s in report.scores])

@@ -11,6 +11,7 @@ database, the leaderboard), and a worker process resolves the name it is sent th
 from __future__ import annotations
 
 from dataclasses import replace
+
 from robench.errors import ModelReferenceError  # noqa: F401 (public here too)
 
 

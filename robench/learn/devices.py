@@ -28,6 +28,7 @@ import contextlib
 import os
 import re
 import sys
+
 from robench.errors import DeviceError  # noqa: F401 (public here too)
 
 #: What ``--device`` accepts.

@@ -37,7 +37,6 @@ a one-line note saying what to run.
 from __future__ import annotations
 
 import json
-import math
 import re
 import sqlite3
 from collections import Counter
@@ -45,7 +44,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Optional
+
 from robench.errors import DocgenError  # noqa: F401 (public here too)
+from robench.present.formatting import is_finite, percent
 
 BLOCK = re.compile(
     r"(?P<open><!-- generated: (?P<name>[^>]*?) -->)\n(?P<body>.*?)(?P<close><!-- /generated -->)",
@@ -186,10 +187,9 @@ def stamp(results: Results, rows: Optional[list] = None) -> str:
 
 
 def _num(v, pct: bool = False, digits: int = 3) -> str:
-    if v is None or isinstance(v, bool) or (isinstance(v, float) and not math.isfinite(v)):
-        return "-"
-    if isinstance(v, (int, float)):
-        return f"{100 * v:.1f}" if pct else f"{v:.{digits}f}"
+    if v is None or isinstance(v, (bool, int, float)):
+        return percent(v, 1, sign=False, missing="-") if pct else (
+            f"{v:.{digits}f}" if is_finite(v) else "-")
     return str(v)
 
 

@@ -6,12 +6,25 @@ import json
 import math
 
 
+def is_finite(value) -> bool:
+    """Return True if ``value`` is a real, finite number (a bool is not a score)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def percent(value, digits: int = 2, *, width: int = 0, sign: bool = True,
+            missing: str = "—") -> str:
+    """Return a fraction in [0, 1] as a percentage with ``digits`` decimals (``sign``: with a
+    '%'), right-aligned in ``width``; ``missing`` (aligned too) if it is not a finite number."""
+    text = f"{value * 100:.{digits}f}" + ("%" if sign else "") if is_finite(value) else missing
+    return text.rjust(width)
+
+
 def fixed(value, pct: bool = False, width: int = 7) -> str:
     """Return ``value`` right-aligned in ``width``: 3 decimals, or a percentage with 1; '-' if
     missing or not finite."""
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-        return "-".rjust(width)
-    return (f"{100 * value:.1f}" if pct else f"{value:.3f}").rjust(width)
+    if pct:
+        return percent(value, 1, width=width, sign=False, missing="-")
+    return (f"{value:.3f}" if is_finite(value) else "-").rjust(width)
 
 
 def scores_by_model(rows: list, metric: str) -> dict:

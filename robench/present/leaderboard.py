@@ -8,7 +8,6 @@ page (a context builder and a jinja2 template found through a loader chain).
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from pathlib import Path
 from typing import Optional
@@ -16,6 +15,7 @@ from typing import Optional
 import jinja2
 import markupsafe
 
+from robench.present.formatting import is_finite, percent
 from robench.present.skips import summarize_skips
 from robench.stats.intervals import tie_ranks
 from robench.storage.store import Store
@@ -47,19 +47,14 @@ def environment(sections: dict) -> jinja2.Environment:
     return env
 
 
-def _finite(value) -> bool:
-    """Return True if ``value`` is a real, finite number."""
-    return isinstance(value, (int, float)) and math.isfinite(value)
-
-
 def format_percent(value, digits: int = 2) -> str:
     """Format a fraction in [0, 1] as a percentage, or an em dash if it is missing."""
-    return f"{value * 100:.{digits}f}%" if _finite(value) else "—"
+    return percent(value, digits)
 
 
 def format_number(value, digits: int = 3) -> str:
     """Format a number with ``digits`` decimals, or an em dash if it is missing."""
-    return f"{value:.{digits}f}" if _finite(value) else "—"
+    return f"{value:.{digits}f}" if is_finite(value) else "—"
 
 
 def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
@@ -71,7 +66,7 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
 
     def order(row):
         value = row.get(value_key)
-        if not _finite(value):
+        if not is_finite(value):
             return (1, 0.0)
         return (0, -value if row.get("higher_is_better", True) else value)
 

@@ -20,16 +20,14 @@ carries no date, text stays text (``svg.fonttype = none``, so no glyph paths are
 from __future__ import annotations
 
 import io
-import math
+
+from robench.present.formatting import is_finite
 
 SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9,
           "axes.spines.top": False, "axes.spines.right": False}
 PALETTE = ("#2f6fad", "#c1543d", "#3d8f5a", "#8a5ab5", "#b8860b", "#4a4a4a", "#d0679d",
            "#1f9fb4")
 
-
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def render_svg(plot: dict) -> str:
@@ -75,14 +73,14 @@ def render_svg(plot: dict) -> str:
 
 
 def _scatter(ax, plot: dict) -> None:
-    points = [p for p in plot.get("points") or () if _finite(p.get("x")) and _finite(p.get("y"))]
+    points = [p for p in plot.get("points") or () if is_finite(p.get("x")) and is_finite(p.get("y"))]
     max_labels = plot.get("max_labels", 12)
     for i, p in enumerate(points):
         color = PALETTE[i % len(PALETTE)] if len(points) <= len(PALETTE) else PALETTE[0]
         xerr = yerr = None
-        if _finite(p.get("x_low")) and _finite(p.get("x_high")):
+        if is_finite(p.get("x_low")) and is_finite(p.get("x_high")):
             xerr = [[max(p["x"] - p["x_low"], 0.0)], [max(p["x_high"] - p["x"], 0.0)]]
-        if _finite(p.get("y_low")) and _finite(p.get("y_high")):
+        if is_finite(p.get("y_low")) and is_finite(p.get("y_high")):
             yerr = [[max(p["y"] - p["y_low"], 0.0)], [max(p["y_high"] - p["y"], 0.0)]]
         ax.errorbar([p["x"]], [p["y"]], xerr=xerr, yerr=yerr, fmt="o", color=color,
                     markersize=4, elinewidth=1, capsize=2)
@@ -100,7 +98,7 @@ def _zoom(values: list, pad_share: float = 0.08, floor: float = 0.002) -> tuple:
 
 
 def _intervals(ax, plot: dict) -> None:
-    rows = [r for r in plot.get("rows") or () if _finite(r.get("low")) and _finite(r.get("high"))]
+    rows = [r for r in plot.get("rows") or () if is_finite(r.get("low")) and is_finite(r.get("high"))]
     if not rows:
         ax.text(0.5, 0.5, "no intervals", ha="center", va="center", transform=ax.transAxes)
         ax.set_yticks([])
@@ -109,11 +107,11 @@ def _intervals(ax, plot: dict) -> None:
     for y, r in zip(ys, rows):
         low, high = sorted((r["low"], r["high"]))
         ax.hlines(y, low, high, color=PALETTE[0], linewidth=5)
-        if _finite(r.get("mark")):
+        if is_finite(r.get("mark")):
             ax.plot([r["mark"]], [y], marker="|", markersize=12, color=PALETTE[1],
                     markeredgewidth=2)
     ax.set_yticks(ys, [str(r.get("label", "")) for r in rows])
-    values = [v for r in rows for v in (r["low"], r["high"], r.get("mark")) if _finite(v)]
+    values = [v for r in rows for v in (r["low"], r["high"], r.get("mark")) if is_finite(v)]
     ax.set_xlim(*_zoom(values))
     ax.set_ylim(-0.7, len(rows) - 0.3)
 
@@ -123,7 +121,7 @@ def _lines(ax, plot: dict) -> None:
     drawn = 0
     for i, s in enumerate(series):
         pairs = [(x, y) for x, y in zip(s.get("x") or (), s.get("y") or ())
-                 if _finite(x) and _finite(y)]
+                 if is_finite(x) and is_finite(y)]
         if not pairs:
             continue
         color = PALETTE[i % len(PALETTE)]
@@ -132,7 +130,7 @@ def _lines(ax, plot: dict) -> None:
         low, high = s.get("y_low"), s.get("y_high")
         if low and high:
             band = [(x, lo, hi) for x, lo, hi in zip(s["x"], low, high)
-                    if _finite(x) and _finite(lo) and _finite(hi)]
+                    if is_finite(x) and is_finite(lo) and is_finite(hi)]
             if band:
                 ax.fill_between([b[0] for b in band], [b[1] for b in band],
                                 [b[2] for b in band], color=color, alpha=0.15, linewidth=0)

@@ -37,6 +37,7 @@ import markupsafe
 from robench.present.leaderboard import (environment, not_applicable, registered_sections,
                                  chosen_configurations, format_number, format_percent,
                                  rank_rows)
+from robench.present.formatting import is_finite
 from robench.storage.store import Store
 
 DEFAULT_TOP = 20
@@ -63,9 +64,6 @@ def _spec(registry, kind: str, name: str):
     """Return the registered spec of ``kind`` named ``name``, or None if this install lacks it."""
     return registry.get(kind, name) if name in registry.names(kind) else None
 
-
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class _Assets:
@@ -225,7 +223,7 @@ def _detail_tables(row: dict) -> list:
     out = []
     per_class = det.get("per_class")
     if isinstance(per_class, list) and per_class and all(isinstance(c, dict) for c in per_class):
-        keys = sorted({k for c in per_class for k, v in c.items() if _finite(v)})
+        keys = sorted({k for c in per_class for k, v in c.items() if is_finite(v)})
         out.append({"title": f"{row['metric']} per class", "columns": ["class"] + keys,
                     "rows": [[str(i)] + [c.get(k) for k in keys] for i, c in
                              enumerate(per_class)]})
@@ -437,8 +435,10 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
                          "n_models": len({r["model"] for r in rows} - pseudo)})
 
     common = {"n_scores": len(scores), "runs": [runs[i] for i in sorted(runs)]}
+    shown = {h["metric"] for ds in datasets if ds["overview"] for h in ds["overview"]["heads"]}
+    legends = [s.legend for metric, s in sections.items() if metric in shown and s.legend]
     pages["index.html"] = env.get_template("index.html").render(
-        root="", page="index", datasets=datasets, top=top, **common)
+        root="", page="index", datasets=datasets, top=top, legends=legends, **common)
     for ds in datasets:
         pages[f"datasets/{ds['slug']}.html"] = env.get_template("dataset.html").render(
             root="../", page="dataset", ds=ds, **common)

@@ -18,15 +18,18 @@ from typing import Any, Optional
 from robench.specs import UNSET, Knob
 from robench.errors import KnobError  # noqa: F401 (public here too)
 
-#: Profiles, weakest first: what each is for. Knobs give per-profile values.
+#: Profiles, weakest first: what each is for. What each sets is in the knobs' per-profile
+#: values (:func:`profile_settings`, ``robench knobs``), so no family is named here.
 PROFILES = {
     "quick": "minutes on 2 CPU cores: few repeats, short training (the default)",
-    "standard": "enough repeats and epochs that intervals decide orderings: 8 repeats, up to "
-                "12 epochs, shifted-cv 5 folds x 2, coverage 5 reference models, otherwise "
-                "the quick profile's knobs (docs/profile.md: its time)",
-    "paper": "the papers' scale: 100 repeats, training to convergence; hours to days on a CPU",
+    "standard": "enough repeats and epochs that intervals decide orderings; otherwise the quick "
+                "profile's knobs (docs/profile.md: its time)",
+    "paper": "the papers' scale, training to convergence; hours to days on a CPU",
 }
 DEFAULT_PROFILE = "quick"
+#: Whether a profile's runs include opt-in components (``in_default_run=False``: slow ones) that
+#: were not named (robench.run.selection).
+INCLUDES_OPT_IN = {"quick": False, "standard": False, "paper": True}
 
 #: Repeats per partition kind and sources per class, per profile (``--repeats``, ``--sources``).
 REPEATS = {"quick": 3, "standard": 8, "paper": 100}
@@ -87,6 +90,19 @@ def describe_knob(knob: Knob) -> str:
     if knob.nullable:
         bounds.append("or null")
     return kind + (f" ({'; '.join(bounds)})" if bounds else "")
+
+
+def profile_settings(profile: str, registry) -> list[str]:
+    """Return what ``profile`` sets that the quick profile does not, as ``NAME VALUE`` strings:
+    repeats and sources, then every knob of every section whose value differs."""
+    out = [f"{name} {table[profile]}" for name, table in (("repeats", REPEATS), ("sources", SOURCES))
+           if table[profile] != table[DEFAULT_PROFILE]]
+    for section, (_, knobs) in sorted(knob_sections(registry).items()):
+        for knob in knobs:
+            value = knob.value_for(profile)
+            if value != knob.value_for(DEFAULT_PROFILE):
+                out.append(f"{section}.{knob.name} {format_value(value)}")
+    return out
 
 
 def format_value(value: Any) -> str:

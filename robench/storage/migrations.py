@@ -17,6 +17,7 @@ import re
 import sqlite3
 from pathlib import Path
 from typing import Callable, Optional
+
 from robench.errors import SchemaError  # noqa: F401 (public here too)
 
 #: ``PRAGMA application_id`` of a robench results database: "RBNC" as a big-endian int32.

@@ -21,6 +21,7 @@ import sqlite3
 import time
 from pathlib import Path
 from typing import Iterator
+
 from robench.errors import QueryTimeout, ReadOnlyQueryError  # noqa: F401 (public here too)
 
 #: Seconds ``robench query`` lets one statement run by default.

@@ -499,3 +499,16 @@ def test_tied_models_are_listed_by_their_value_not_by_the_next_headline(store, t
     # both share rho rank 1; b has the higher rho, so it comes first although a has the
     # better purity-ratio
     assert overview.index("models/b.html") < overview.index("models/a.html")
+
+
+def test_the_overview_legend_comes_from_the_sections_whose_headlines_it_shows(filled, tmp_path):
+    from robench.families.coverage.leaderboard import LEGEND as COVERAGE
+    from robench.families.purity_ratio.leaderboard import LEGEND as PURITY
+    from robench.families.source_aware.leaderboard import LEGEND as RHO
+
+    from markupsafe import escape
+
+    html = read(tmp_path, build_site(filled, tmp_path).name)
+    legend = section(html, '<p class="legend">', "</p>")
+    assert str(escape(RHO)) in legend  # the fixture stores rho headlines only
+    assert str(escape(PURITY)) not in legend and str(escape(COVERAGE)) not in legend

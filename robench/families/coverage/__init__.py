@@ -50,6 +50,7 @@ def register_metrics(register):
                                        title="Coverage-guided accuracy",
                                        headline=leaderboard.headline,
                                        columns=(("model_acc", "test acc.", "pct"),),
+                                       legend=leaderboard.LEGEND,
                                        plots=leaderboard.plots),
         references=(("Senthil Mani, Anush Sankaran, Srikanth Tamilselvam and Akshay Sethi, "
                      "Coverage Testing of Deep Learning Models using Dataset Characterization "

@@ -8,6 +8,8 @@ from robench.families.coverage.metric import METRIC, SUMMARY_SCORES, mix_order
 from robench.present.formatting import as_dict, scores_by_model
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
+#: What the overview's legend says about this family's headline column.
+LEGEND = "coverage-guided accuracy = accuracy on generated centroid and boundary test sets"
 
 
 def leaderboard_tables(rows: list) -> dict:
@@ -111,8 +113,8 @@ def section(rows: list):
     mixes = mix_order({m for r in models for m in r["mixes"]})
     sizes = sorted({int(s) for r in models for t in r["table"].values() for s in t})
     knobs = next((r["knobs"] for r in models if r["knobs"]), {})
-    text = ", ".join(f"{k} = {v}" for k, v in knobs.items() if k in ("radius", "theta1",
-                                                                       "theta2", "step"))
+    text = ", ".join(f"{k} = {v}" for k, v in knobs.items() if k in (
+        "confidence", "boundary_rule", "wc_l", "radius", "theta1", "theta2", "step"))
     size = next((r["size"] for r in models if r["size"]), None)
     return {"models": models, "mixes": mixes, "sizes": sizes, "size": size or "the largest set of",
             "knobs": f"Settings of these scores: {text}" if text else "Settings: see details"}

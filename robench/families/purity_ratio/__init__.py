@@ -47,6 +47,7 @@ def register_metrics(register):
                                        title="Feature-space clusterability",
                                        headline=leaderboard.headline,
                                        columns=(("model_acc", "Model_ACC", "pct"),),
+                                       legend=leaderboard.LEGEND,
                                        pseudo_models=(metric.ZOO_MODEL,)),
         references=(("Kalun Ho, Franz-Josef Pfreundt, Janis Keuper and Margret Keuper, "
                      "Estimating the Robustness of Classification Models by the Structure of "

@@ -8,6 +8,8 @@ from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, 
 from robench.present.formatting import scores_by_model
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
+#: What the overview's legend says about this family's headline column.
+LEGEND = "purity-ratio = how clusterable the model's feature space is relative to its accuracy"
 
 
 def leaderboard_tables(rows: list) -> dict:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from robench.present.formatting import as_dict
 from robench.specs import Score

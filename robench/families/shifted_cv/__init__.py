@@ -32,7 +32,7 @@ def register_protocols(register):
 def register_metrics(register):
     """Register shifted-cv."""
     register(MetricSpec(
-        name="shifted-cv",
+        name=metric.METRIC,
         description="Shifted (sub-domain) vs random K-fold CV: test accuracy, the "
                     "validation-test gap, std ratio, and the fold Wasserstein ratio.",
         protocol=protocol.NAME,

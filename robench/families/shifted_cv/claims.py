@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from robench.families.shifted_cv.metric import METRIC
 from robench.stats.claims import FAILS, HOLDS, MORE_REPEATS, UNDECIDED, Claim
 from robench.stats.claims import combine as _combine
 from robench.stats.intervals import LEVEL
@@ -104,7 +105,7 @@ def shifted_cv_claims(rows: list) -> list:
                  f"{dataset} ({clus} sub-domains; secondary: not the paper's VAE+VGMM)")
         per_model = {}
         for model, sc in sorted(models.items()):
-            head = sc.get("shifted-cv")
+            head = sc.get(METRIC)
             if model and head:
                 per_model[model] = (head.get("details") or {})
         claims.extend(_fold_claims(where, per_model))

@@ -1,4 +1,4 @@
-"""The VAE-VGMM paper's CNNs (LeNet, AlexNet, 3conv3fc) and their Bayesian versions.
+"""The architectures of the VAE-VGMM paper's CNNs (LeNet, AlexNet, 3conv3fc), Bayesian too.
 
 Everything here imports torch (and, for the Bayesian layers, bayesian-torch): import this
 module only inside model factories, never on the CLI's start-up path.

@@ -6,6 +6,7 @@ import json
 
 from robench.specs import Score
 
+METRIC = "shifted-cv"
 SHIFTED_CV_DEFINITION = (
     "Shifted K-fold cross-validation (Sun et al., Algorithms 1-2) vs random stratified K-fold. "
     "Sub-domains: the run's clusterer with k = K per class (vae-vgmm: a VAE per class and a "
@@ -52,7 +53,7 @@ def aggregate_shifted_cv(group: dict, trials: list) -> list:
 
     clus = group["clusterer"]
     base = dict(dataset=group["dataset"], model=group["model"], clusterer=clus,
-                metric="shifted-cv")
+                metric=METRIC)
     summary = sc.summarize(trials, clus)
     stats = {}
     for kind in sc.KINDS:
@@ -99,7 +100,7 @@ def aggregate_shifted_cv(group: dict, trials: list) -> list:
             continue
         w = _details(t) if t.get("status") == "ok" else {}
         scores.append(Score(
-            dataset=group["dataset"], model="", clusterer=clus, metric="shifted-cv",
+            dataset=group["dataset"], model="", clusterer=clus, metric=METRIC,
             score="wasserstein_ratio", value=w.get("ratio"),
             n=len(w.get("repeats") or []), higher_is_better=True,
             details={**w, "error": (t.get("error") or "").splitlines()[0] if t.get("error")

@@ -1,4 +1,4 @@
-"""The VAE-VGMM paper's CNNs (LeNet-5, AlexNet, 3conv3fc) and their Bayesian versions.
+"""Register the VAE-VGMM paper's CNNs (LeNet-5, AlexNet, 3conv3fc) and their Bayesian versions.
 
 For single-channel 28x28 images only (:mod:`robench.families.shifted_cv.cnns`). Importing this
 module stays cheap: torch is imported inside the build function.

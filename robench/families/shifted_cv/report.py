@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from robench.present.formatting import percent
+
 
 def _mean_std(mean, std):
     if mean is None:
@@ -10,7 +12,7 @@ def _mean_std(mean, std):
 
 
 def _points(v):
-    return "-" if v is None else f"{100 * v:.2f}"
+    return percent(v, 2, sign=False, missing="-")
 
 
 def report_lines(rows: list) -> list:

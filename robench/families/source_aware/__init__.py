@@ -42,7 +42,7 @@ def register_protocols(register):
 def register_metrics(register):
     """Register rho, adequacy and lost-test."""
     register(MetricSpec(
-        name="rho",
+        name=rho.METRIC,
         description="Source-aware robustness E[AccX]/E[AccI] with the interval and Fieller's CI.",
         protocol=protocol.NAME,
         aggregate=rho.aggregate_rho,
@@ -52,7 +52,7 @@ def register_metrics(register):
         version=rho.VERSION,  # 2: Fieller / t intervals (the bootstrap under-covered)
         report=report.rho_lines,
         claims=claims.rho_claims,
-        paired=PairedComparison(score="rho", values=rho.paired_values,
+        paired=PairedComparison(score=rho.METRIC, values=rho.paired_values,
                                 interval=rho.interval_at),
         moved_from="robench.builtin.metrics",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="rho.html",
@@ -60,13 +60,14 @@ def register_metrics(register):
                                        title="Robustness rho",
                                        headline=leaderboard.headline,
                                        columns=leaderboard.HEADLINE_COLUMNS,
+                                       legend=leaderboard.LEGEND,
                                        plots=leaderboard.plots),
         references=(("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
                      "Cross-validation (2019)", ""),),
         display_order=10,
     ))
     register(MetricSpec(
-        name="adequacy",
+        name=metric.ADEQUACY,
         description="Dataset adequacy: E[AccX], E[AccI] and rho as the training set grows, "
                     "per class too.",
         protocol=adequacy.NAME,
@@ -88,7 +89,7 @@ def register_metrics(register):
         display_order=60,
     ))
     register(MetricSpec(
-        name="lost-test",
+        name=metric.LOST_TEST,
         description="Lost-test-set estimators vs the true test accuracy of the random "
                     "splits; headline: the realistic estimator's (practical_logged) error.",
         protocol=random_split.NAME,

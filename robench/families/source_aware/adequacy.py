@@ -29,6 +29,7 @@ import numpy as np
 from robench.families.source_aware import protocol as source_aware
 from robench.stats.seeds import derived_seed
 from robench.specs import Knob
+from robench.present.formatting import percent
 from robench.data.splitters import KIND_CODES, partition_rng, validation_split
 from robench.run.trials import Combo, fit_and_score, trial_key
 
@@ -330,7 +331,7 @@ def _gain(values):
 
 
 def _pct(v):
-    return "-" if v is None else f"{100 * v:.1f}%"
+    return percent(v, 1, missing="-")
 
 
 def class_reading(curve: dict, name: str = None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from robench.families.source_aware.rho import METRIC as RHO
 from robench.stats.claims import (FAILS, HOLDS, MORE_DATA, MORE_REPEATS, UNDECIDED, Claim,
                                   compare, fmt)
 from robench.stats.claims import combine as _combine
@@ -20,7 +21,7 @@ def _table(rows: list, clusterer: str = "kmeans") -> dict:
     """Return {dataset: {model: {score: row}}} of the rho metric's rows of one clusterer."""
     out: dict = {}
     for r in rows:
-        if r.get("metric") != "rho" or (r.get("clusterer") or "") != clusterer:
+        if r.get("metric") != RHO or (r.get("clusterer") or "") != clusterer:
             continue
         out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
     return out

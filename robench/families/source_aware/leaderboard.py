@@ -6,19 +6,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
+from robench.families.source_aware.metric import ADEQUACY
+from robench.present.formatting import is_finite
+
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
+#: What the overview's legend says about this family's headline column.
+LEGEND = ("rho = E[AccX]/E[AccI] (robustness to unseen sources; 1 means no loss), shown beside "
+          "E[AccX], E[AccI] and the random-split accuracy it comes from")
 RHO_SCORES = ("rho", "acc_exclusive", "acc_inclusive", "acc_random")
-
-
-def _finite(value) -> bool:
-    import math
-
-    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def _interval_bar(low, high) -> Optional[dict]:
     """Return left/width percentages of the [low, high] accuracy interval, clamped to [0, 100]."""
-    if not (_finite(low) and _finite(high)):
+    if not (is_finite(low) and is_finite(high)):
         return None
     low, high = sorted((low, high))
     left = min(max(low * 100, 0.0), 100.0)
@@ -72,7 +72,7 @@ def rho_tables(scores: list) -> list:
                 "acc_inclusive_high": inc.get("ci_high"),
                 "bar": _interval_bar(acc_x, acc_i),
                 "random_mark": (
-                    round(min(max(acc_r * 100, 0.0), 100.0), 2) if _finite(acc_r) else None
+                    round(min(max(acc_r * 100, 0.0), 100.0), 2) if is_finite(acc_r) else None
                 ),
             }
         )
@@ -151,7 +151,7 @@ def adequacy_tables(rows: list) -> list:
     readings and the three least robust classes (from the ``worst_class_rho`` details)."""
     groups: dict = defaultdict(dict)
     for s in rows:
-        if s["metric"] == "adequacy":
+        if s["metric"] == ADEQUACY:
             groups[(s["model"], s["clusterer"] or "")][s["score"]] = s
     out = []
     for (model, clusterer), sc in sorted(groups.items()):

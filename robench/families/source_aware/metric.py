@@ -5,6 +5,8 @@ from __future__ import annotations
 from robench.families.source_aware.rho import mean_score_interval, rho_interval
 from robench.specs import Score
 
+ADEQUACY = "adequacy"
+LOST_TEST = "lost-test"
 ADEQUACY_DEFINITION = (
     "Dataset adequacy (Kilinc & Uysal, section 5.2). For each repeat and each of the "
     "source-inclusive and source-exclusive partitions, the test partition is exactly the "
@@ -48,7 +50,7 @@ def aggregate_adequacy(group: dict, trials: list) -> list:
     from robench.families.source_aware import protocol as sa
 
     base = dict(dataset=group["dataset"], model=group["model"], clusterer=group["clusterer"],
-                metric="adequacy")
+                metric=ADEQUACY)
     curves = ad.size_curves(trials, clusterer=group["clusterer"])
     n_failed = sum(1 for t in trials if t.get("status") != "ok")
     scores, table = [], []
@@ -127,7 +129,7 @@ def aggregate_lost_test(group: dict, trials: list) -> list:
     """Estimate each random-split trial's test accuracy as if its test set were lost."""
     from robench.families.source_aware import estimators as est
 
-    base = dict(dataset=group["dataset"], model=group["model"], clusterer="", metric="lost-test")
+    base = dict(dataset=group["dataset"], model=group["model"], clusterer="", metric=LOST_TEST)
     usable = [t for t in trials if t.get("status") == "ok" and t.get("kind") == "random"
               and t.get("correct") and t.get("all_accuracy") is not None]
     per_trial = [est.lost_test_trial(t, seed=int(t.get("seed") or 0))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from robench.families.source_aware.rho import METRIC as RHO
+from robench.present.formatting import percent
 from robench.stats.intervals import tie_ranks
 
 
 def _pct(v):
-    return "   -  " if v is None else f"{100 * v:6.2f}"
+    return percent(v, 2, width=6, sign=False, missing="   -  ")
 
 
 def _ci_name(models: dict) -> str:
@@ -35,7 +37,7 @@ def rho_lines(rows: list) -> list:
     """Return rho per data set and clusterer, models ranked best first, as text lines."""
     table: dict = {}
     for s in rows:
-        if s["metric"] != "rho":
+        if s["metric"] != RHO:
             continue
         table.setdefault((s["dataset"], s["clusterer"]), {}).setdefault(s["model"], {})[
             s["score"]] = s
@@ -122,6 +124,6 @@ def lost_test_lines(rows: list) -> list:
             cells = []
             for m in names:
                 v = (models[m].get(score) or {}).get("value")
-                cells.append("-" if v is None else f"{100 * v:.2f}")
+                cells.append(percent(v, 2, sign=False, missing="-"))
             lines.append(f"  {score:<28}" + "".join(f"{c:>13}" for c in cells))
     return lines

@@ -20,6 +20,7 @@ RHO_DEFINITION = (
 )
 
 #: Version of the rho metric's definition (2: Fieller / t intervals instead of the bootstrap).
+METRIC = "rho"
 VERSION = "2"
 
 
@@ -52,7 +53,7 @@ def aggregate_rho(group: dict, trials: list) -> list:
     }
     accs = {k: [t["accuracy"] for t in v] for k, v in by_kind.items()}
     n_failed = sum(1 for t in trials if t["status"] != "ok")
-    base = dict(dataset=group["dataset"], model=group["model"], clusterer=clus, metric="rho")
+    base = dict(dataset=group["dataset"], model=group["model"], clusterer=clus, metric=METRIC)
     k = next((t["params"].get("k") for t in by_kind["exclusive"]), None)
     scores = []
     for kind in ("exclusive", "inclusive", "random"):
@@ -104,7 +105,7 @@ def interval_at(score, level: float):
     from robench.stats.intervals import mean_interval, ratio_interval
 
     details = score.details or {}
-    if score.score == "rho" and details.get("acc_exclusive") and details.get("acc_inclusive"):
+    if score.score == METRIC and details.get("acc_exclusive") and details.get("acc_inclusive"):
         return ratio_interval(details["acc_exclusive"], details["acc_inclusive"], level)
     if score.score.startswith("acc_") and "per_repeat" in details:
         return mean_interval(details["per_repeat"], level, bounds=(0.0, 1.0))

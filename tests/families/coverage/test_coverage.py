@@ -432,6 +432,7 @@ def test_run_cli_results_and_leaderboard(tiny_registry, store, tmp_path):
     html = (tmp_path / "site" / "datasets" / "digits.html").read_text()
     assert "Coverage-guided accuracy" in html and "<polyline" in html
     assert "mean, over the five" in html and "coverage acc." in html
+    assert "confidence = calibrated" in html and "boundary_rule = paper" in html
     model = (tmp_path / "site" / "models" / "mlp.html").read_text()
     images = re.findall(r'<img alt="[^"]+" src="\.\./(images/[0-9a-f]{16}\.png)"', model)
     assert images and all((tmp_path / "site" / i).is_file() for i in images)
