@@ -14,6 +14,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tests.helpers import load_benchmark
+
 from robench.stats.sequential import (EQUIVALENT, ORDERED, UNDECIDED, block_ranks, corrected_level,
                                 correlated_accuracies, error_rates, looks, pair_status,
                                 paired_difference, run_sequential, stop_reason, table_look)
@@ -170,18 +172,7 @@ def test_models_of_a_repeat_share_its_partitions(tiny_registry, store):
 # --- error rates by simulation -----------------------------------------------------------------
 
 
-def _bench():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "sequential_error_rates.py"
-    spec = importlib.util.spec_from_file_location("sequential_error_rates", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-BENCH = _bench()
+BENCH = load_benchmark("sequential_error_rates")
 
 
 def case(name):

@@ -143,40 +143,31 @@ def _fold_claims(where: str, per_model: dict) -> list:
                                     f"{_pts(e['high'])}]"))
             gaps[model] = ({EQUIVALENT: HOLDS, NOT_EQUIVALENT: FAILS}.get(e["status"], UNDECIDED),
                            text)
-    out = []
     note = " (folds treated as exchangeable units)"
-    if drops:
-        verdict = _combine([v for v, _ in drops.values()])
-        n_hold = sum(v == HOLDS for v, _ in drops.values())
+    rows = (
+        (drops, "under shift the test folds are classified worse than validation (last-epoch "
+                "validation - test accuracy > 0)",
+         "about 26 points on Fashion-MNIST (Table I, last epoch)",
+         "have the paired interval (validation - test by fold, 95% t) above 0"),
+        (spreads, "test accuracy spreads more under shift: sd(test) / sd(validation) > 1 "
+                  "(last epoch)", "about 14 times larger (Table I)",
+         "decided above 1 (paired by fold: jackknife of the log variance ratio, 95%)"),
+        (gaps, "under random CV test accuracy equals validation accuracy (gap within "
+               f"±{100 * RANDOM_GAP_MARGIN:g} point)",
+         "test accuracy almost identical to validation accuracy (Figures 3-5, CV rows)",
+         "equivalent (two one-sided tests on the paired last-epoch gaps, margin "
+         f"±{100 * RANDOM_GAP_MARGIN:g} point)"),
+    )
+    out = []
+    for parts, claim, paper_figure, rule in rows:
+        if not parts:
+            continue
+        verdict = _combine([v for v, _ in parts.values()])
+        n_hold = sum(v == HOLDS for v, _ in parts.values())
         out.append(Claim(
-            PAPER, "under shift the test folds are classified worse than validation "
-                   "(last-epoch validation - test accuracy > 0)",
-            "about 26 points on Fashion-MNIST (Table I, last epoch)", where,
-            "; ".join(w for _, w in drops.values()), verdict,
-            f"{n_hold} of {len(drops)} models have the paired interval (validation - test by "
-            "fold, 95% t) above 0" + note, {m: w for m, (_, w) in drops.items()},
-            would_decide=_more(verdict)))
-    if spreads:
-        verdict = _combine([v for v, _ in spreads.values()])
-        n_hold = sum(v == HOLDS for v, _ in spreads.values())
-        out.append(Claim(
-            PAPER, "test accuracy spreads more under shift: sd(test) / sd(validation) > 1 "
-                   "(last epoch)",
-            "about 14 times larger (Table I)", where, "; ".join(w for _, w in spreads.values()),
-            verdict, f"{n_hold} of {len(spreads)} models decided above 1 (paired by fold: "
-                     "jackknife of the log variance ratio, 95%)" + note,
-            {m: w for m, (_, w) in spreads.items()}, would_decide=_more(verdict)))
-    if gaps:
-        verdict = _combine([v for v, _ in gaps.values()])
-        n_hold = sum(v == HOLDS for v, _ in gaps.values())
-        out.append(Claim(
-            PAPER, "under random CV test accuracy equals validation accuracy (gap within "
-                   f"±{100 * RANDOM_GAP_MARGIN:g} point)",
-            "test accuracy almost identical to validation accuracy (Figures 3-5, CV rows)",
-            where, "; ".join(w for _, w in gaps.values()), verdict,
-            f"{n_hold} of {len(gaps)} models equivalent (two one-sided tests on the paired "
-            f"last-epoch gaps, margin ±{100 * RANDOM_GAP_MARGIN:g} point)" + note,
-            {m: w for m, (_, w) in gaps.items()}, would_decide=_more(verdict)))
+            PAPER, claim, paper_figure, where, "; ".join(w for _, w in parts.values()), verdict,
+            f"{n_hold} of {len(parts)} models {rule}" + note,
+            {m: w for m, (_, w) in parts.items()}, would_decide=_more(verdict)))
     return out
 
 
