@@ -27,23 +27,16 @@ def __getattr__(name):
 #: Where the modules of robench 0.1's flat layout live now (docs/architecture.md). Plugins
 #: written against the old paths (``robench.train.TorchClassifier``, ``robench.trials.make_spec``,
 #: ...) keep working: ``import robench.train`` returns the very module ``robench.learn.train``.
-MOVED = {
-    "adaptive": "run.adaptive", "bits": "stats.bits", "boundary": "learn.boundary",
-    "cache": "data.cache", "claims": "stats.claims", "config": "run.config",
-    "configurations": "run.configurations", "corruptions": "data.corruptions",
-    "devices": "learn.devices", "docgen": "present.docgen", "executors": "run.executors",
-    "features": "learn.features", "formatting": "present.formatting", "guard": "run.guard",
-    "intervals": "stats.intervals", "leaderboard": "present.leaderboard",
-    "liveness": "run.liveness", "merge": "storage.merge", "metadata": "storage.metadata",
-    "migrations": "storage.migrations", "model_references": "data.model_references",
-    "multicut": "learn.multicut", "plots": "present.plots", "provenance": "storage.provenance",
-    "readonly": "storage.readonly", "reference": "learn.reference_model",
-    "references": "data.references", "runner": "run.runner", "scoring": "run.scoring",
-    "seeds": "stats.seeds", "sequential": "stats.sequential", "site": "present.site",
-    "skips": "present.skips", "sklearn_splitters": "data.sklearn_splitters",
-    "sources": "data.sources", "splitters": "data.splitters", "store": "storage.store",
-    "train": "learn.train", "trials": "run.trials",
+_ROOMS = {
+    "run": "adaptive config configurations executors guard liveness runner scoring trials",
+    "storage": "merge metadata migrations provenance readonly store",
+    "data": "cache corruptions model_references references sklearn_splitters sources splitters",
+    "learn": "boundary devices features multicut train",
+    "stats": "bits claims intervals seeds sequential",
+    "present": "docgen formatting leaderboard plots site skips",
 }
+MOVED = {name: f"{room}.{name}" for room, names in _ROOMS.items() for name in names.split()}
+MOVED["reference"] = "learn.reference_model"  # renamed too: "reference" meant three things
 
 
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -139,3 +139,7 @@ def plugins():
             click.echo(f"    {comps}")
         if info.error:
             click.echo(f"    error: {info.error}")
+
+
+#: The commands this module adds to the ``robench`` group.
+COMMANDS = (data, list_, knobs, plugins,)

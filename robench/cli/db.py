@@ -139,3 +139,7 @@ def migrate(db_path):
         click.echo(f"  -> {version}: {summary}")
     click.echo(f"{db_path}: schema version {before} -> {CURRENT} "
                f"({size / 1e6:.1f} MB -> {os.path.getsize(db_path) / 1e6:.1f} MB after VACUUM)")
+
+
+#: The commands this module adds to the ``robench`` group.
+COMMANDS = (merge, metadata, migrate,)

@@ -51,3 +51,7 @@ def leaderboard(out_dir, top, config, db_path):
     pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
     click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
                f"({out / 'methods.html'}, {out / 'scores.json'})")
+
+
+#: The commands this module adds to the ``robench`` group.
+COMMANDS = (leaderboard,)

@@ -51,3 +51,7 @@ def report(out_dir, label, check, db_path):
                       "stamp names its own)" if kept else ""))
     if check and stale:
         sys.exit(1)
+
+
+#: The commands this module adds to the ``robench`` group.
+COMMANDS = (report,)

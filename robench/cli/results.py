@@ -127,3 +127,7 @@ def query(sql, timeout, fmt, db_path):
         stream(cols, batches, fmt)
     finally:
         batches.close()
+
+
+#: The commands this module adds to the ``robench`` group.
+COMMANDS = (results, query,)

@@ -313,3 +313,7 @@ class _Progress:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
+
+
+#: The commands this module adds to the ``robench`` group.
+COMMANDS = (run,)

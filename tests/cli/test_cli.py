@@ -177,3 +177,17 @@ def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_
     assert bad.exit_code == 2 and "--precision goes with --until decided" in bad.output
     bad = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "0"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def test_version_lists_robench_and_every_installed_plugin_with_its_version(tiny_registry):
+    from click.testing import CliRunner
+
+    from robench import __version__
+    from robench.cli import cli
+
+    out = CliRunner().invoke(cli, ["--version"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[0] == f"robench {__version__}"
+    assert any(line.strip().startswith("tests.plugins.tiny ") for line in lines[1:]), out.output
+    assert not any("robench.builtin" in line for line in lines), "built-ins are robench itself"

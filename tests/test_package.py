@@ -1,0 +1,65 @@
+"""robench installs like a package: the built wheel, installed the ordinary way (not editable) in
+a fresh virtual environment, runs the main job, builds the site and lists its plugins.
+
+The environment reuses the machine's installed packages (torch is gigabytes; nothing may be
+downloaded here): ``--system-site-packages``, ``pip install --no-index`` so a dependency that is
+not already installed fails instead of downloading. Python 3.11's venv bundles an old setuptools
+that would shadow the machine's (torch needs >= 77), so it is removed from the new environment.
+The wheel's robench must be the one that runs, not the editable checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(args, cwd, env, timeout=900):
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(map(str, args))}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """Build the wheel, install it in a fresh venv; return (venv bin, clean env, work dir)."""
+    tmp = tmp_path_factory.mktemp("package")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env["ROBENCH_CACHE_DIR"] = str(tmp / "cache")
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+          "-w", str(tmp / "dist"), str(ROOT)], cwd=tmp, env=env)
+    wheel, = (tmp / "dist").glob("robench-*.whl")
+    _run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp / "venv")], tmp, env)
+    bin_ = tmp / "venv" / "bin"
+    subprocess.run([bin_ / "pip", "uninstall", "-y", "-q", "setuptools"], cwd=tmp, env=env,
+                   capture_output=True)  # absent on Python >= 3.12: nothing to remove
+    _run([bin_ / "pip", "install", "--no-index", "-q", str(wheel)], tmp, env)
+    work = tmp / "work"
+    work.mkdir()
+    return bin_, env, work
+
+
+def test_the_installed_wheel_is_the_robench_that_runs(installed):
+    bin_, env, work = installed
+    where = _run([bin_ / "python", "-c", "import robench; print(robench.__file__)"], work, env)
+    assert str(bin_.parent) in where and str(ROOT) not in where, where
+
+
+def test_the_wheel_runs_the_main_job_builds_the_site_and_lists_plugins(installed):
+    bin_, env, work = installed
+    out = _run([bin_ / "robench", "run", "-d", "digits", "-m", "mlp", "-r", "2"], work, env)
+    assert " 0 failed" in out, out[-2000:]
+    _run([bin_ / "robench", "leaderboard"], work, env)
+    site = work / "leaderboard"
+    for name in ("index.html", "style.css", "sort.js", "datasets/digits.html", "models/mlp.html"):
+        assert (site / name).is_file(), name  # templates and static files are package data
+    plugins = _run([bin_ / "robench", "plugins"], work, env)
+    assert "robench.families.source_aware" in plugins and "robench.builtin.models" in plugins
+    assert "failed" not in plugins.split("[builtin]")[0]
