@@ -252,7 +252,7 @@ LOST = "Lost test set (blog post, corrected)"
 
 
 def _tost_zero(errors: list, what: str) -> tuple:
-    """Return (verdict, why, row, repeats) of "the mean error is within ±UNBIASED_WITHIN" by TOST."""
+    """Return (verdict, why, row, repeats): "the mean error is within ±UNBIASED_WITHIN" (TOST)."""
     from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, equivalence
 
     res = equivalence(errors, [0.0] * len(errors), UNBIASED_WITHIN, paired=True)
