@@ -78,6 +78,8 @@ def dependent_correlations(y: Sequence, x1: Sequence, x2: Sequence,
     Bull. 87(2), 1980, doi:10.1037/0033-2909.87.2.245, eq. 7) assumes trivariate normal
     data; on skewed data (Gamma(2) margins) it rejected a true equality one-sided 4.1% at 8
     units and 6.3% at 30, nominal 2.5% (docs/claims.md); this jackknife 2.6% and 3.7%.
+    (Neither scipy nor statsmodels has a test for dependent correlations; R's cocor and
+    psych do, normal-theory ones.)
     """
     y, x1, x2 = (np.asarray(v, float) for v in (y, x1, x2))
     n = int(y.size)
