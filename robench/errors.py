@@ -68,6 +68,10 @@ class MergeError(ValueError):
     """A source cannot be merged; the message names it and says why."""
 
 
+class VerifyError(ValueError):
+    """A verification cannot be made as asked; the message says what to change."""
+
+
 class DocgenError(ValueError):
     """A marked block cannot be generated; the message names the file and the block."""
 
@@ -75,4 +79,5 @@ class DocgenError(ValueError):
 #: What the CLI turns into one "Error: ..." line and exit status 2.
 USER_ERRORS = (DatasetError, PluginError, UnknownComponentError, ConfigError, SourcesError,
                ReadOnlyQueryError, QueryTimeout, ConfigurationError, SchemaError,
-               ModelReferenceError, KnobError, DeviceError, MergeError, DocgenError)
+               ModelReferenceError, KnobError, DeviceError, MergeError, VerifyError,
+               DocgenError)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from robench import __version__
-from robench.cli import components, db, leaderboard, report, results, run
+from robench.cli import components, db, leaderboard, publish, report, results, run
 
 
 def _print_version(ctx, param, value):
@@ -40,7 +40,7 @@ def cli():
     """
 
 
-for module in (run, results, leaderboard, db, components, report):
+for module in (run, results, leaderboard, db, components, report, publish):
     for command in module.COMMANDS:
         cli.add_command(command)
 

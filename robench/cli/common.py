@@ -152,11 +152,12 @@ def emit_scores(rows, fmt):
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
             "higher_is_better", "metric_version", "configuration", "run_id"]
     if fmt != "table":  # exports carry everything: label, details and versions
-        cols += ["configuration_label", "contributor", "details", "versions"]
+        cols += ["configuration_label", "contributor", "helper", "details", "versions",
+                 "verification"]
     out = [{c: r.get(c) for c in cols} for r in rows]
     if fmt == "csv":
         for obj in out:
-            for c in ("details", "versions"):
+            for c in ("details", "versions", "verification"):
                 obj[c] = json.dumps(obj[c], sort_keys=True) if obj[c] is not None else None
     elif fmt == "table":
         for obj in out:

@@ -1,16 +1,17 @@
-"""Database commands: `robench merge`, `metadata` and `migrate`."""
+"""Database commands: `robench merge`, `verify`, `diff`, `metadata` and `migrate`."""
 
 from __future__ import annotations
 
 import json
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import click
 
 
-from robench.cli.common import (db_option, friendly_errors)
+from robench.cli.common import db_option, fail, friendly_errors, load_registry
 
 
 # -------------------------------------------------------------------------------- merge
@@ -25,21 +26,30 @@ from robench.cli.common import (db_option, friendly_errors)
 def merge(sources, contributors, db_path):
     """Merge contributors' results databases into --db, keeping where each run came from.
 
-    Sources are untrusted: opened read-only, checked, copied row by row (never their
-    triggers or views). Runs get new ids (the `contributions` table says where each came
-    from); a trial, score or score group already stored with different content is a
-    conflict: counted, listed here with the stored and incoming values and where the kept
-    one came from, kept apart in the `conflicts` table, never written over. Merging again
-    changes nothing.
+    Sources are untrusted: opened read-only, checked whole before anything is copied (a
+    source that does not fit is refused, named), copied row by row (never their triggers or
+    views). Runs get new ids and are attributed to the contributor you name (--contributor,
+    default the file's name), whatever the source says. Trials are compared by what defines
+    their result (key, accuracies, predictions, versions), not by when or where they ran: an
+    honest duplicate is a duplicate. A score is taken only with the trials it came from and
+    only if this installation's metric code recomputes it from them. A trial, score or score
+    group already stored with different content is a conflict: counted, listed here with both
+    values and where the kept one came from, kept apart in the `conflicts` table, never
+    written over. Merging again changes nothing and reports nothing new.
 
     \b
     Example:
-      robench merge alice.db bob.db --db all.db && robench leaderboard --db all.db
+      robench merge alice.db bob.db --contributor alice --contributor bob --db all.db
+      robench leaderboard --db all.db
     """
     from robench.storage.merge import merge_databases
 
     report = merge_databases(sources, db_path, contributors)
     for s in report.sources:
+        if s.get("already"):
+            click.echo(f"{s['source']} ({s['contributor']}): merged before (same file, as "
+                       f"{s['already']}); nothing new")
+            continue
         click.echo(f"{s['source']} ({s['contributor']}): {s['runs']} run(s) copied, "
                    f"{s['runs_known']} already merged; {s['trials']} trial(s) copied, "
                    f"{s['trials_duplicate']} duplicate, {s['trials_conflict']} conflicting; "
@@ -53,16 +63,33 @@ def merge(sources, contributors, db_path):
         if s["trials_failed_skipped"]:
             click.echo(f"  {s['trials_failed_skipped']} failed trial(s) not copied: their key "
                        "is stored with another result, which is kept")
+        if s["scores_without_trials"]:
+            click.echo(f"  {s['scores_without_trials']} score(s) not copied: the source does "
+                       "not hold the trials they were computed from")
+        if s["verifications"]:
+            click.echo(f"  {s['verifications']} verification record(s) copied")
+    for u in report.unchecked:
+        click.echo(f"  {u['n']} score(s) of metric '{u['metric']}' version {u['version']} from "
+                   f"{u['source']} not copied: that metric is {u['why']}, so they cannot be "
+                   "recomputed from their trials; install the plugin version that provides "
+                   "it and merge again", err=True)
     if report.conflicts:
         from collections import Counter
 
         kinds = Counter(c["kind"] for c in report.conflicts)
         each = ", ".join(f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}"
                          for kind, n in sorted(kinds.items()))
-        click.secho(f"{len(report.conflicts)} conflict(s) ({each}): same key, different "
+        click.secho(f"{len(report.conflicts)} conflict(s) ({each}): same identity, different "
                     "content. The stored rows are kept; the incoming ones are in the "
                     "conflicts table:", fg="yellow", err=True)
         for c in report.conflicts[:20]:
+            if c["recomputed"]:
+                values = "; ".join(f"{col} {c['incoming'][col]} claimed, "
+                                   f"{c['stored'][col]} recomputed" for col in c["columns"])
+                click.echo(f"  score {c['key'][:16]} ({c['label']}) from {c['source']}: not "
+                           f"what its trials give here ({c['kept']}): {values}; not copied",
+                           err=True)
+                continue
             values = "; ".join(f"{col} kept {c['stored'][col]}, incoming {c['incoming'][col]}"
                                for col in c["columns"])
             click.echo(f"  {c['kind'].replace('_', ' ')} {c['key'][:16]} ({c['label']}) from "
@@ -71,7 +98,173 @@ def merge(sources, contributors, db_path):
         if len(report.conflicts) > 20:
             click.echo(f"  ... and {len(report.conflicts) - 20} more: robench query --db "
                        f"{db_path} 'SELECT kind, key, columns, source FROM conflicts'", err=True)
+    if report.known_conflicts:
+        click.echo(f"{report.known_conflicts} conflict(s) recorded by an earlier merge, not "
+                   "listed again", err=True)
     click.echo(f"merged into {db_path}")
+
+
+# ------------------------------------------------------------------------------- verify
+
+
+@click.command()
+@click.option("--sample", type=click.IntRange(min=1, max=100_000), default=None,
+              metavar="N", help="Trials to re-run (default 10), stratified by model and "
+              "protocol.")
+@click.option("--contributor", default=None, metavar="NAME",
+              help="Only the trials of runs merged from this contributor.")
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0,
+              show_default=True, help="Seed of the random sample.")
+@db_option
+@friendly_errors
+def verify(sample, contributor, seed, db_path):
+    """Re-run a random sample of stored trials here and check they reproduce.
+
+    \b
+    Each sampled trial is re-run from its stored spec (seed, versions, parameters) and
+    compared with the stored row: exactly when it ran on the same device, torch version and
+    CPU instruction set as here; else each accuracy within 3 standard errors of the
+    difference of two measurements on its rows plus one row. A trial whose plugin or version
+    is not installed here is refused (what to install is said), not counted as a mismatch.
+    The verification is recorded in the database (`robench results` and the site show it).
+    Exit 0: all re-run trials match; 1: any mismatch (each listed, stored vs re-run); 2: bad
+    input.
+
+    \b
+    Examples:
+      robench verify --db all.db
+      robench verify --db all.db --contributor alice --sample 30 --seed 7
+    """
+    from robench.storage.store import Store
+    from robench.run.verify import DEFAULT_SAMPLE, verify as verify_trials
+
+    if not os.path.exists(db_path):
+        raise FileNotFoundError(f"no results database at {db_path}; run `robench run` or "
+                                "`robench merge` first")
+    n = sample or DEFAULT_SAMPLE
+
+    def show(t):
+        name = " ".join(str(t[c]) for c in ("dataset", "model", "clusterer", "protocol", "kind",
+                                             "repeat") if t.get(c) not in (None, ""))
+        if t["outcome"] == "refused":
+            click.echo(f"  refused  {t['key'][:16]} ({name}): {t['reason']}; install the "
+                       "plugin version it ran with to check it")
+        elif t["outcome"] == "match":
+            click.echo(f"  match    {t['key'][:16]} ({name}), {t['mode']}")
+        else:
+            diffs = "; ".join(
+                f"{d['column']} stored {_brief(d['stored'])}, re-run {_brief(d['rerun'])}"
+                + (f" (tolerance {d['tolerance']:.4f})" if d.get("tolerance") else "")
+                + (f": {d['error']}" if d.get("error") else "")
+                for d in t["differences"][:6])
+            click.secho(f"  MISMATCH {t['key'][:16]} ({name}), {t['mode']}: {diffs}",
+                        fg="red")
+
+    with Store(db_path) as store:
+        click.echo(f"re-running {n} sampled trial(s) of {db_path} (seed {seed}) ...")
+        result = verify_trials(store, load_registry(), sample=n, seed=seed,
+                               contributor=contributor, on_trial=show)
+    matched, mismatched = result.count("match"), result.count("mismatch")
+    refused = result.count("refused")
+    click.echo(f"verified {matched} of {matched + mismatched} re-run trial(s) on "
+               f"{result.host} ({result.device}); {mismatched} mismatch(es), {refused} refused; "
+               f"recorded as verification {result.record_id}")
+    if mismatched:
+        sys.exit(1)
+    if not matched:
+        fail(f"none of the {refused} sampled trial(s) can be re-run here: install the plugins "
+              "and versions they ran with (listed above)")
+
+
+def _brief(value) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# --------------------------------------------------------------------------------- diff
+
+
+@click.command()
+@click.argument("db_a", metavar="A", type=click.Path(dir_okay=False))
+@click.argument("db_b", metavar="B", type=click.Path(dir_okay=False))
+@click.option("--metric", default=None, help="Only this metric's scores.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
+              default="text", show_default=True, help="Output format.")
+@friendly_errors
+def diff(db_a, db_b, metric, fmt):
+    """Compare every score two results databases share; exit 1 if any got worse.
+
+    \b
+    Scores are matched by data set, model, clusterer, metric, score name and configuration.
+    Each change B - A gets an interval (the stored intervals' half-widths combined in
+    quadrature) and a decision: better or worse (the interval excludes 0, in the score's
+    direction), unchanged, or not comparable (another configuration, metric version,
+    component version or data, or no value). Exit 1 when any score got worse beyond its
+    interval, else 0 (a CI guard); 2 for bad input. Both files are only read.
+
+    \b
+    Examples:
+      robench diff before.db after.db
+      robench diff main.db pr.db --metric rho --format markdown >> "$GITHUB_STEP_SUMMARY"
+    """
+    from robench.stats.diff import counts, diff_scores
+    from robench.storage.store import Store
+
+    rows = []
+    for path in (db_a, db_b):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no results database at {path}")
+        with Store(path, readonly=True) as store:
+            found = store.scores(metric=metric)
+            for row, versions in zip(found, store.score_versions(found)):
+                row["versions"] = versions
+        rows.append(found)
+    if metric is not None and not (rows[0] or rows[1]):
+        raise click.BadParameter(f"neither database has a score of metric '{metric}'",
+                                 param_hint="--metric")
+    result = diff_scores(*rows)
+    tally = counts(result)
+    summary = (f"{len(result)} score(s) in both: " + ", ".join(
+        f"{n} {d}" for d, n in tally.items()) + f" (A: {db_a}, B: {db_b})")
+    if fmt == "json":
+        click.echo(json.dumps({"a": str(db_a), "b": str(db_b), "counts": tally,
+                               "scores": result}, indent=2, default=str))
+    elif fmt == "markdown":
+        click.echo("| data set | model | clusterer | metric | score | A | B | change [interval] "
+                   "| decision |")
+        click.echo("|---|---|---|---|---|---|---|---|---|")
+        for c in result:
+            click.echo("| " + " | ".join(_md(v) for v in (
+                c["dataset"], c["model"], c["clusterer"], c["metric"], c["score"],
+                _num(c["a"]), _num(c["b"]), _change(c), _decision(c))) + " |")
+        click.echo(f"\n{summary}")
+    else:
+        for c in result:
+            name = " ".join(str(c[k]) for k in ("dataset", "model", "clusterer", "metric",
+                                                 "score") if c[k])
+            click.echo(f"{name}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} "
+                       f"{_decision(c)}")
+        click.echo(summary)
+    if tally["worse"]:
+        sys.exit(1)
+
+
+def _num(value) -> str:
+    return "" if value is None else f"{value:.4g}"
+
+
+def _change(c) -> str:
+    if c["change"] is None:
+        return ""
+    return f"{c['change']:+.4g} [{c['low']:+.4g}, {c['high']:+.4g}]"
+
+
+def _decision(c) -> str:
+    return c["decision"] + (f" ({c['reason']})" if c.get("reason") else "")
+
+
+def _md(value) -> str:
+    return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
 
 
 # ----------------------------------------------------------------------------- metadata
@@ -142,4 +335,4 @@ def migrate(db_path):
 
 
 #: The commands this module adds to the ``robench`` group.
-COMMANDS = (merge, metadata, migrate,)
+COMMANDS = (merge, verify, diff, metadata, migrate,)

@@ -46,6 +46,21 @@ def results(dataset, metric, model, config, fmt, db_path):
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
+    from robench.storage.verification import status, verifications
+
+    helpers = store.helper_models()
+    for row in rows:
+        row["helper"] = (row["dataset"], row["model"]) in helpers
+    helper_rows = [r for r in rows if r["helper"]]
+    if fmt == "table":  # shown apart below: nobody asked for them, so they are not listed
+        rows = [r for r in rows if not r["helper"]]
+    records = verifications(store)
+    verified = {}
+    for row in rows:
+        pair = (row["dataset"], row["model"])
+        if pair not in verified:
+            verified[pair] = status(records, dataset=pair[0], model=pair[1])
+        row["verification"] = verified[pair]
     if fmt != "table":
         for row, versions in zip(rows, store.score_versions(rows)):
             row["versions"] = versions
@@ -55,8 +70,19 @@ def results(dataset, metric, model, config, fmt, db_path):
                 click.echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
     if fmt == "table" and rows and metric is not None:
         print_reports(load_registry(), rows)
-        return
-    emit_scores(rows, fmt)
+    else:
+        emit_scores(rows, fmt)
+    if fmt == "table" and verified:
+        click.echo("verification (robench verify):")
+        for (d, m), v in sorted(verified.items()):
+            click.echo(f"  {d} / {m}: {v['text']}")
+    if fmt == "table" and helper_rows:
+        click.echo("helper models (trained by a metric for its own scores; not listed above, "
+                   "never ranked; --format json has their scores):")
+        for d in sorted({r["dataset"] for r in helper_rows}):
+            names = sorted({r["model"] for r in helper_rows if r["dataset"] == d})
+            by = sorted({m for n in names for m in helpers[(d, n)]})
+            click.echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
 
 
 def _check_names(store, **given):

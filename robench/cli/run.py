@@ -279,6 +279,13 @@ class _Progress:
                                              file=self.stream, show_eta=True, show_pos=True,
                                              item_show_func=lambda s: s)
                 self.bar.__enter__()
+        elif event == "helpers":
+            for h in info["helpers"]:
+                self.echo(f"  + {h['trials']} helper trial(s) ({h['todo']} to run) of "
+                          f"{len(h['models'])} model(s) you did not ask for: "
+                          f"{', '.join(h['models'])}. Metric '{h['metric']}' (protocol "
+                          f"'{h['protocol']}') trains them for its own scores; they are stored "
+                          "and shown as helpers, never ranked.")
         elif event == "dataset_failed":
             self.echo(f"skipped: {info['reason']}", fg="red")
         elif event == "killed_runs":

@@ -37,12 +37,14 @@ import markupsafe
 from robench.present.leaderboard import (environment, not_applicable, registered_sections,
                                  chosen_configurations, format_number, format_percent,
                                  rank_rows)
+from robench.present.badges import headline_badge
 from robench.present.formatting import is_finite
 from robench.storage.store import Store
 
 DEFAULT_TOP = 20
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
-_OWNED = {"datasets": ".html", "models": ".html", "plots": ".svg", "images": ".png"}
+_OWNED = {"datasets": ".html", "models": ".html", "plots": ".svg", "images": ".png",
+          "badges": ".svg"}
 STYLE = Path(__file__).resolve().parent / "templates" / "site" / "style.css"
 SORT_JS = STYLE.with_name("sort.js")
 #: A family section's legend: a paragraph or list of class "legend" (never nested in itself).
@@ -58,6 +60,15 @@ def page_slug(name: str) -> str:
         return name
     safe = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40] or "x"
     return f"{safe}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:10]}"
+
+
+def _badge_name(model: str, dataset: str, metric: str, used: dict) -> str:
+    """Return the file stem of a badge: readable, and never one another badge has."""
+    name = f"{page_slug(model)}--{page_slug(dataset)}--{page_slug(metric)}"
+    if used.setdefault(name, (model, dataset, metric)) != (model, dataset, metric):
+        name = page_slug(f"{name}|{model}|{dataset}|{metric}")
+        used[name] = (model, dataset, metric)
+    return name
 
 
 def _spec(registry, kind: str, name: str):
@@ -369,6 +380,13 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         raise ValueError(f"--top must be at least 1, got {top}")
     chosen, choices = chosen_configurations(store, config)
     scores = _json_safe(chosen)
+    # helper models (trained by a metric for its own scores) get pages, never a rank
+    helpers = store.helper_models()
+    helper_rows = [s for s in scores if (s["dataset"], s["model"]) in helpers]
+    ranked_scores = [s for s in scores if (s["dataset"], s["model"]) not in helpers]
+    from robench.storage.verification import status, verifications
+
+    records = verifications(store)
     run_ids = sorted({s["run_id"] for s in scores if s.get("run_id") is not None})
     runs = {r["id"]: r for r in (store.runs(run_ids) if run_ids else [])}
     sections = registered_sections(registry)
@@ -380,7 +398,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
     pages: dict[str, str] = {}
 
     by_dataset: dict[str, list] = defaultdict(list)
-    for s in scores:
+    for s in ranked_scores:
         by_dataset[s["dataset"]].append(s)
     skips: dict[str, list] = defaultdict(list)
     for s in store.skips():
@@ -388,6 +406,11 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
 
     datasets, tables_used = [], []
     per_model: dict[str, list] = defaultdict(list)
+    badges: dict[str, list] = defaultdict(list)
+    badge_names: dict[str, tuple] = {}
+    for r in helper_rows:
+        if r["model"] in model_pages:
+            per_model[r["model"]].append(r)
     for name, rows in sorted(by_dataset.items()):
         slug = page_slug(name)
         overview = _overview(rows, sections, registry)
@@ -424,6 +447,17 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         for r in rows:
             if r["model"] in model_pages:
                 per_model[r["model"]].append(r)
+        for h in (overview or {}).get("heads", ()):
+            n_ranked = sum(1 for r in h["rows"] if r.get("rank"))
+            for r in h["rows"]:
+                if r["model"] in model_pages:
+                    src = f"badges/{_badge_name(r['model'], name, h['metric'], badge_names)}.svg"
+                    assets.files[src] = headline_badge(
+                        f"robench {h['label']} · {name}", r, n_ranked,
+                        pct=h["format"] == "pct").encode("utf-8")
+                    badges[r["model"]].append({"dataset": name, "metric": h["metric"],
+                                               "label": h["label"], "src": src})
+        mine_helpers = sorted({m for (d, m) in helpers if d == name})
         configurations = [{"metric": t["metric"], "text": t["configuration"]}
                           for t in tables_used if t["dataset"] == name]
         datasets.append({"name": name, "slug": slug, "overview": overview,
@@ -432,7 +466,10 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
                          "sections": parts, "plots": plots,
                          "other": _pivot_other(other),
                          "not_applicable": not_applicable(skips[name], rows),
-                         "n_models": len({r["model"] for r in rows} - pseudo)})
+                         "n_models": len({r["model"] for r in rows} - pseudo),
+                         "helpers": [{"model": m, "metrics": helpers[(name, m)]}
+                                     for m in mine_helpers],
+                         "verification": status(records, dataset=name)["text"]})
 
     common = {"n_scores": len(scores), "runs": [runs[i] for i in sorted(runs)]}
     shown = {h["metric"] for ds in datasets if ds["overview"] for h in ds["overview"]["heads"]}
@@ -444,10 +481,18 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
             root="../", page="dataset", ds=ds, **common)
 
     metas = {m: _model_meta(m, registry) for m in model_names}
+    asked = {s["model"] for s in ranked_scores}  # models someone ran, somewhere
+    helper_of: dict[str, list] = defaultdict(list)
+    for (d, m), metrics in sorted(helpers.items()):
+        helper_of[m].append(f"{', '.join(metrics)} on {d}")
     for m in model_names:
         metas[m]["runs"] = _provenance(per_model[m], runs)
-        metas[m]["provenance"] = "; ".join(sorted({r["source"] for r in metas[m]["runs"]
-                                                   if r["source"]}))
+        # a helper was trained by a metric, not contributed by anyone
+        metas[m]["provenance"] = "" if m in helper_of else "; ".join(
+            sorted({r["source"] for r in metas[m]["runs"] if r["source"]}))
+        metas[m]["helper"] = "; ".join(helper_of.get(m, ()))
+        metas[m]["verification"] = status(records, model=m)["text"]
+        metas[m]["badges"] = badges.get(m, [])
     blocks_of: dict[str, list] = {}
     for model in model_names:
         rows = per_model[model]
@@ -492,7 +537,8 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         pages["legends.html"] = env.get_template("legends.html").render(
             root="", page="legends", legends=legends, **common)
     pages["models.html"] = env.get_template("models.html").render(
-        root="", page="models", models=[metas[m] for m in model_names],
+        root="", page="models", models=[metas[m] for m in model_names if m in asked],
+        helpers=[metas[m] for m in model_names if m not in asked],
         datasets_of={m: sorted({r["dataset"] for r in per_model[m]}) for m in model_names},
         any_provenance=any(metas[m].get("provenance") for m in model_names),
         **common)

@@ -132,6 +132,30 @@ def plan_run(cfg, registry) -> Plan:
     return plan
 
 
+def helper_trials(plan: Plan, asked, done=()) -> list[dict]:
+    """Return the trials a plan adds of models nobody asked for, per metric that adds them.
+
+    A metric's protocol may plan trials of other models than its combination's (purity-ratio
+    validates across a zoo of models): those are helper trials. Each entry says which metric
+    and protocol add them, the models, how many trials and how many are not stored yet.
+    """
+    asked, done = set(asked), set(done)
+    out: dict[str, dict] = {}
+    for group in plan.groups:
+        for key in group.keys:
+            model = plan.specs[key].get("model")
+            if not model or model in asked or model == group.combo.model.name:
+                continue
+            entry = out.setdefault(group.metric.name, {
+                "metric": group.metric.name, "protocol": group.metric.protocol,
+                "models": set(), "keys": set()})
+            entry["models"].add(model)
+            entry["keys"].add(key)
+    return [{"metric": e["metric"], "protocol": e["protocol"], "models": sorted(e["models"]),
+             "trials": len(e["keys"]), "todo": len(e["keys"] - done)}
+            for _, e in sorted(out.items())]
+
+
 def broken_datasets(names, registry) -> dict:
     """Return {name: reason} for the data sets among ``names`` that fail to load or validate.
 
@@ -217,6 +241,9 @@ def execute(cfg, registry, store, *, command: str = "robench run",
             store.save_skip(run_id=run_id, **skip)
         for name, reason in plan.broken.items():
             emit("dataset_failed", dataset=name, reason=reason)
+        helpers = helper_trials(plan, cfg.models, done_keys)
+        if helpers:  # said before anything starts: what the run adds beyond what was asked
+            emit("helpers", helpers=helpers)
         emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
              skipped=plan.skipped)
 

@@ -249,10 +249,15 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
 
 def _group_key(group) -> str:
     """Return the key of a group's score-group record: metric, combination, configuration."""
-    config = getattr(group, "configuration", None)
-    if config is None or config == LEGACY:
-        return content_key("score-group", group.metric.name, group.key_dict)
-    return content_key("score-group", group.metric.name, group.key_dict, config)
+    return group_key(group.metric.name, group.key_dict, getattr(group, "configuration", None))
+
+
+def group_key(metric: str, key_dict: dict, configuration: Optional[str] = None) -> str:
+    """Return the key of the score-group record of ``metric`` on one combination
+    (``key_dict``: dataset, model, clusterer) under ``configuration`` (None: ``legacy``)."""
+    if configuration is None or configuration == LEGACY:
+        return content_key("score-group", metric, key_dict)
+    return content_key("score-group", metric, key_dict, configuration)
 
 
 def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:

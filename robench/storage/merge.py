@@ -1,30 +1,41 @@
 """Merge contributors' results databases into one: ``robench merge A.db B.db --db C.db``.
 
 A contributor's database is untrusted input. Each source is opened read-only with SQLite's
-``trusted_schema`` off and checked (a robench database of a known schema version; every
-table it shares with robench has only declared columns; keys, run ids, statuses and JSON
-columns hold what they should); anything else is refused with a message naming the file.
-A consistent snapshot of it is taken with SQLite's backup API into a temporary file whose
-triggers and views are dropped before it is migrated to the current schema there; only rows
-are copied from it, never its schema, triggers or views.
+``trusted_schema`` off and checked completely before anything of it is copied: a robench
+database of a known schema version; every table it shares with robench is an ordinary table
+(not virtual, not WITHOUT ROWID) with only declared columns (generated and hidden ones
+included) and the key columns robench needs; keys, run ids, statuses, numbers and JSON columns
+hold what they should. A consistent snapshot of it is taken with SQLite's backup API into a
+temporary file whose triggers and views are dropped before it is migrated to the current
+schema there; there every key is checked against what it identifies (a trial's against its
+spec, a score's against its data set, model, clusterer, metric, score name and configuration,
+a score group's likewise), so a row cannot claim another row's identity. Anything else is
+refused with one message naming the source file; nothing of it is copied.
 
 Into the target (created or migrated like any database ``robench run`` writes):
 
 - **runs** are copied with new ids; ``contributions`` records, per copied run, where it came
-  from (contributor name, source file name and checksum, the run's id there) and a
-  fingerprint of the run row, so merging the same run again (from the same file, or a later
-  copy of it) copies nothing.
+  from: the contributor and source file *the person merging* names (never what the source
+  says about itself), the file's checksum, the run's id there, and a fingerprint of the run
+  row, so merging the same run again copies nothing. A source file merged before (same
+  checksum) with everything accepted is recognised at once and copies nothing.
 - **configurations**, **metrics**, **clusterings** and **skips** are keyed by content or
   name: one that is already there is kept.
-- **trials** are keyed by their definition. A trial already there with the same results is a
-  duplicate and skipped; one with different results is a **conflict**: recorded in
-  ``conflicts`` (which columns differ, the incoming row) and reported with the stored and
-  incoming values and where the kept row came from, never written over the stored one. An
-  incoming 'ok' trial replaces a stored 'failed' one (counted and reported as such); an
-  incoming 'failed' one never replaces anything (counted as not copied).
-- **scores** and **score_groups** (what a metric's scores were computed from) likewise: new
-  ones are copied, identical ones are duplicates, a different one under a stored key is a
-  conflict, reported and kept apart.
+- **trials** are compared by what defines their result (:func:`robench.storage.content.trial_content`:
+  key, accuracies, predictions, versions; not run time, finish time, worker or host). A trial
+  already there with the same result is a duplicate; one with a different result is a
+  **conflict**: recorded in ``conflicts`` (which columns differ, the incoming row) and
+  reported with the stored and incoming values and where the kept row came from, never
+  written over the stored one. An incoming 'ok' trial replaces a stored 'failed' one (counted
+  and reported as such); an incoming 'failed' one never replaces anything.
+- **scores** are accepted only with the trials they were computed from: a score must belong to
+  a score group of the source whose trials the source holds, and a new score is recomputed
+  here, by this installation's code of its metric at the same version, from the merged trials;
+  one that differs from that recomputation is a conflict. A score whose metric is not
+  installed here at its version is not copied (reported, with what to install). A score whose
+  identity is stored already is a duplicate when its content is the same, else a conflict.
+- **verifications** (``robench verify`` records) are copied once each, marked with the
+  contributor and file they came from.
 
 Merging twice changes nothing the second time.
 """
@@ -33,28 +44,40 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sqlite3
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from robench.storage.content import (TRIAL_RESULT, differing, group_content, same_raw, score_content,
+                              trial_content)
 from robench.storage.migrations import CURRENT, SchemaError, check_readable, migrate
 from robench.storage.provenance import utc_now
 from robench.errors import MergeError  # noqa: F401 (public here too)
 
-#: Trial columns that say where and when a trial ran, not what it found: not compared.
-_TRIAL_CIRCUMSTANCES = ("run_id", "worker", "finished_at", "seconds", "device", "clustering")
-#: Score columns that say when and by which run a score was computed: not compared.
-_SCORE_CIRCUMSTANCES = ("run_id", "computed_at", "inputs")
-#: Score-group columns that say when and by which run a group was computed: not compared.
-_GROUP_CIRCUMSTANCES = ("run_id", "computed_at")
 #: Columns that name what a conflicting row is about, for the report.
-_LABEL = ("dataset", "model", "clusterer", "metric", "score", "protocol", "partition", "repeat")
+_LABEL = ("dataset", "model", "clusterer", "metric", "score", "protocol", "kind", "repeat")
 #: Run columns outside a run's fingerprint (its id is the source's own).
 _RUN_ID = ("id",)
 #: Columns an older schema had that a migration moved elsewhere.
 _MOVED = {"scores": {"definition"}}
+#: Tables whose rows are identified by a ``key`` column.
+_KEYED = ("trials", "scores", "score_groups", "clusterings")
+#: What a trial spec's key hashes (robench.run.trials.keyed_spec); the row repeats these columns.
+_SPEC_CORE = ("protocol", "dataset", "model", "clusterer", "kind", "repeat", "seed", "params",
+              "versions")
+#: Deepest JSON nesting a source may hold: robench writes ~5 levels; Python's JSON reader and
+#: every recursive reader of a cell fail near 1,000, which SQLite's json_valid accepts.
+MAX_JSON_DEPTH = 100
+#: Relative and absolute tolerance of a recomputed score: the same code on the same trials
+#: gives the same number up to the order of floating-point sums.
+SCORE_TOLERANCE = 1e-9
+_COUNTS = ("runs", "runs_known", "trials", "trials_duplicate", "trials_conflict",
+           "trials_replaced_failed", "trials_failed_skipped", "scores", "scores_duplicate",
+           "scores_conflict", "scores_without_trials", "scores_unchecked", "score_groups",
+           "score_groups_duplicate", "score_groups_conflict", "verifications")
 
 
 @dataclass
@@ -64,6 +87,8 @@ class MergeReport:
     sources: list = field(default_factory=list)  # dicts: source, contributor, counts
     conflicts: list = field(default_factory=list)  # dicts: kind, key, label, source,
     # contributor, columns, stored and incoming values of those columns, kept (its origin)
+    unchecked: list = field(default_factory=list)  # dicts: source, metric, version, n, why
+    known_conflicts: int = 0  # conflicts an earlier merge recorded already (not listed again)
 
 
 def _digest(value) -> str:
@@ -83,15 +108,31 @@ def _check_source(conn, path) -> None:
     from robench.storage.store import COLUMNS, JSON_COLUMNS, RUN_STATUSES, TRIAL_STATUSES
 
     check_readable(conn, path)
-    tables = {r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
-    for table in sorted(tables & set(COLUMNS)):
-        present = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+    objects = {r[0]: (r[1] or "") for r in conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    for table in sorted(set(objects) & set(COLUMNS)):
+        if objects[table].lstrip().upper().startswith("CREATE VIRTUAL"):
+            raise MergeError(f"{path}: table {table} is a virtual table, which robench never "
+                             "writes; refusing to merge it")
+        try:
+            conn.execute(f'SELECT rowid FROM "{table}" LIMIT 0')
+        except sqlite3.OperationalError:
+            raise MergeError(f"{path}: table {table} is a WITHOUT ROWID table, which robench "
+                             "never writes; refusing to merge it") from None
+        info = conn.execute(f'PRAGMA table_xinfo("{table}")').fetchall()
+        hidden = sorted(r[1] for r in info if r[6])
+        if hidden:
+            raise MergeError(f"{path}: table {table} has generated or hidden column(s) "
+                             f"({', '.join(hidden)}) robench never writes; refusing to merge it")
+        present = [r[1] for r in info]
         extra = set(present) - set(COLUMNS[table]) - _MOVED.get(table, set())
         if extra:
             raise MergeError(f"{path}: table {table} has columns robench does not declare "
                              f"({', '.join(sorted(extra))}); refusing to merge it")
-        if table in ("trials", "scores", "score_groups", "clusterings") and "key" in present:
+        if table in _KEYED and "key" not in present:
+            raise MergeError(f"{path}: table {table} has no key column, so its rows cannot be "
+                             "matched; refusing to merge it")
+        if table in _KEYED:
             bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE typeof(key) != \'text\' '
                                "OR length(key) = 0 OR length(key) > 128").fetchone()[0]
             if bad:
@@ -102,15 +143,35 @@ def _check_source(conn, path) -> None:
             if bad:
                 raise MergeError(f"{path}: {bad} {table} row(s) with a run id that is not an "
                                  "integer")
+        for column, sqltype in COLUMNS[table].items():
+            if column not in present or sqltype.upper() not in ("INTEGER", "REAL"):
+                continue
+            bad = conn.execute(
+                f'SELECT count(*) FROM "{table}" WHERE "{column}" IS NOT NULL AND '
+                f'(typeof("{column}") NOT IN (\'integer\', \'real\') '
+                f'OR abs("{column}") > 1.7976931348623157e308)').fetchone()[0]
+            if bad:
+                raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not a finite "
+                                 "number")
         for column in JSON_COLUMNS.get(table, ()):
             if column in present:
                 bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE "{column}" IS NOT NULL '
                                    f'AND NOT json_valid("{column}")').fetchone()[0]
                 if bad:
                     raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not JSON")
+                # only a cell with that many brackets can nest that deep: the rest is skipped
+                deep = conn.execute(
+                    f'SELECT "{column}" FROM "{table}" WHERE length("{column}") - length('
+                    f'replace(replace("{column}", \'[\', \'\'), \'{{\', \'\')) > ?',
+                    (MAX_JSON_DEPTH,)).fetchall()
+                bad = sum(json_depth(text) > MAX_JSON_DEPTH for (text,) in deep)
+                if bad:
+                    raise MergeError(f"{path}: {bad} {table} row(s) whose {column} nests deeper "
+                                     f"than {MAX_JSON_DEPTH} levels (robench never writes that); "
+                                     "refusing to merge it")
     statuses = {"trials": TRIAL_STATUSES, "runs": RUN_STATUSES}
     for table, allowed in statuses.items():
-        if table in tables:
+        if table in objects:
             marks = ", ".join("?" * len(allowed))
             bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE status IS NOT NULL AND '
                                f"status NOT IN ({marks})", allowed).fetchone()[0]
@@ -118,16 +179,84 @@ def _check_source(conn, path) -> None:
                 raise MergeError(f"{path}: {bad} {table} row(s) with an unknown status")
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_depth(text: str) -> int:
+    """Return how deep the arrays and objects of JSON ``text`` nest (strings ignored)."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub("", text)):
+        depth += 1 if match.group() in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _check_identities(conn, path) -> None:
+    """Refuse a (migrated) source whose keys do not hash what their rows say they are."""
+    from robench.run.scoring import group_key, score_key
+    from robench.run.trials import trial_key
+
+    for row in _rows(conn, "trials"):
+        spec = _json(row.get("spec"))
+        label = " ".join(str(row.get(c)) for c in ("dataset", "model", "protocol", "kind",
+                                                   "repeat"))
+        if not isinstance(spec, dict) or any(c not in spec for c in _SPEC_CORE):
+            raise MergeError(f"{path}: trial {row['key'][:16]} ({label}) has no spec its key "
+                             "can be checked against; refusing to merge it")
+        core = {c: spec[c] for c in _SPEC_CORE}
+        stated = {c: _json(row.get(c)) if c in ("params", "versions") else row.get(c)
+                  for c in _SPEC_CORE}
+        stated["clusterer"] = stated["clusterer"] or ""
+        if trial_key(core) != row["key"] or stated != {**core, "clusterer": core["clusterer"]
+                                                      or ""}:
+            raise MergeError(f"{path}: trial {row['key'][:16]} ({label}): its key or columns do "
+                             "not match its spec (edited by hand?); refusing to merge it")
+    for row in _rows(conn, "scores"):
+        expected = score_key(row["dataset"], row["model"], row["clusterer"], row["metric"],
+                             row["score"], row.get("configuration"))
+        if expected != row["key"]:
+            label = " ".join(str(row.get(c)) for c in _LABEL if row.get(c) not in (None, ""))
+            raise MergeError(f"{path}: score {row['key'][:16]} ({label}): its key is not the one "
+                             "of its data set, model, clusterer, metric, score and "
+                             "configuration; refusing to merge it")
+    for row in _rows(conn, "score_groups"):
+        expected = group_key(row["metric"], {"dataset": row["dataset"], "model": row["model"],
+                                             "clusterer": row["clusterer"] or ""},
+                             row.get("configuration"))
+        if expected != row["key"]:
+            raise MergeError(f"{path}: score group {row['key'][:16]} ({row['dataset']} "
+                             f"{row['model']} {row['metric']}): its key is not the one of what "
+                             "it names; refusing to merge it")
+
+
+def _json(value):
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 def _snapshot(path: Path, into: Path) -> None:
-    """Copy a checked source into ``into`` (backup API), drop its triggers and views, and
-    migrate the copy to the current schema."""
+    """Copy a checked source into ``into`` (backup API), drop its triggers and views, migrate
+    the copy to the current schema and check its keys there."""
     from robench.storage.readonly import connect_readonly
     from robench.storage.store import SCHEMA
 
-    src = connect_readonly(path)
+    try:
+        src = connect_readonly(path)
+    except SchemaError as exc:
+        raise MergeError(str(exc)) from None
+    except sqlite3.DatabaseError as exc:
+        raise MergeError(f"{path} is not an SQLite database ({exc})") from None
     try:
         src.execute("PRAGMA trusted_schema = OFF")
-        _check_source(src, path)
+        try:
+            _check_source(src, path)
+        except sqlite3.DatabaseError as exc:
+            raise MergeError(f"{path}: cannot be read as a robench database ({exc})") from None
         dst = sqlite3.connect(into)
         try:
             src.backup(dst)
@@ -147,15 +276,21 @@ def _snapshot(path: Path, into: Path) -> None:
     try:
         migrate(into, SCHEMA)
     except (sqlite3.DatabaseError, SchemaError) as exc:
-        raise MergeError(f"{path}: cannot be brought to schema {CURRENT}: {exc}") from None
+        raise MergeError(f"{path}: cannot be brought to schema {CURRENT}: "
+                         f"{str(exc).replace(str(into), path.name)}") from None
+    conn = sqlite3.connect(into)
+    try:
+        _check_identities(conn, path)
+    finally:
+        conn.close()
 
 
-def _rows(conn, table: str) -> list[dict]:
+def _rows(conn, table: str, where: str = "", params=()) -> list[dict]:
     exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                           (table,)).fetchone()
     if not exists:
         return []
-    cursor = conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid')
+    cursor = conn.execute(f'SELECT * FROM "{table}" {where} ORDER BY rowid', params)
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor]
 
@@ -166,33 +301,28 @@ def _insert(conn, table: str, row: dict, verb: str = "INSERT") -> None:
                  f'VALUES ({", ".join("?" * len(names))})', [row[n] for n in names])
 
 
-def _stored(conn, table: str, key: str) -> Optional[dict]:
-    """Return the target's row of ``table`` with ``key``, or None."""
-    cursor = conn.execute(f'SELECT * FROM "{table}" WHERE key = ?', (key,))
-    row = cursor.fetchone()
-    return None if row is None else dict(zip([d[0] for d in cursor.description], row))
-
-
-def _differs(old: dict, new: dict, ignore) -> list[str]:
-    """Return the columns (outside ``ignore``) in which two rows differ."""
-    out = []
-    for name in sorted(set(old) | set(new)):
-        if name in ignore:
-            continue
-        a, b = old.get(name), new.get(name)
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            if float(a) != float(b):
-                out.append(name)
-        elif a != b:
-            out.append(name)
+def _stored_rows(conn, table: str, keys) -> dict:
+    """Return {key: row} of the target's ``table`` rows among ``keys``."""
+    out = {}
+    keys = list(keys)
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        cursor = conn.execute(f'SELECT * FROM "{table}" WHERE key IN '
+                              f'({", ".join("?" * len(chunk))})', chunk)
+        names = [d[0] for d in cursor.description]
+        for row in cursor:
+            row = dict(zip(names, row))
+            out[row["key"]] = row
     return out
 
 
-def merge_databases(sources: list, target, contributors: Optional[list] = None) -> MergeReport:
+def merge_databases(sources: list, target, contributors: Optional[list] = None,
+                    registry=None) -> MergeReport:
     """Merge ``sources`` (paths) into the database at ``target``; return what was done.
 
-    ``contributors`` names each source's contributor (default: the file's stem). See the
-    module docstring for what is copied, de-duplicated and reported as a conflict.
+    ``contributors`` names each source's contributor (default: the file's stem); it, and the
+    file's name, are what the merged runs are attributed to. ``registry`` (default: the
+    process-wide one) holds the metrics scores are recomputed with. See the module docstring.
     """
     from robench.storage.store import Store
 
@@ -209,31 +339,104 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None) 
         conn = store.db.conn
         for path, contributor in zip(sources, contributors):
             contributor = contributor or path.stem
+            sha = _file_sha256(path)
+            known = conn.execute("SELECT contributor FROM merged_sources WHERE sha256 = ? AND "
+                                 "complete = 1", (sha,)).fetchone()
+            if known:
+                report.sources.append({"source": str(path), "contributor": contributor,
+                                       "already": known[0], **dict.fromkeys(_COUNTS, 0)})
+                continue
             with tempfile.TemporaryDirectory(prefix="robench-merge-") as tmp:
                 copy = Path(tmp) / "source.db"
                 _snapshot(path, copy)
                 src = sqlite3.connect(copy)
                 try:
                     src.execute("PRAGMA trusted_schema = OFF")
-                    with store._write():
-                        counts = _merge_one(conn, src, path, contributor, _file_sha256(path),
-                                            report)
+                    try:
+                        with store._write():
+                            counts = _merge_one(conn, src, path, contributor, sha, report,
+                                                registry)
+                    except sqlite3.DatabaseError as exc:
+                        raise MergeError(f"{path}: cannot be merged ({exc}); nothing of it was "
+                                         "copied") from None
                 finally:
                     src.close()
             report.sources.append({"source": str(path), "contributor": contributor, **counts})
     return report
 
 
-def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeReport) -> dict:
+class _Recompute:
+    """Recompute a score group's scores from the target's trials with the local metric code."""
+
+    def __init__(self, conn, registry):
+        self.conn = conn
+        self._registry = registry
+
+    @property
+    def registry(self):
+        if self._registry is None:
+            from robench.plugins import get_registry
+
+            self._registry = get_registry()
+        return self._registry
+
+    def metric(self, name: str, version: str):
+        """Return (metric spec, None) or (None, why it cannot be recomputed here)."""
+        if name not in self.registry.names("metrics"):
+            return None, "not installed here"
+        spec = self.registry.get("metrics", name)
+        if str(spec.version) != str(version):
+            return None, f"installed here at version {spec.version}"
+        return spec, None
+
+    def scores(self, metric, group: dict) -> dict:
+        """Return {score key: score row} the metric computes from the group's stored trials."""
+        from robench.run.scoring import score_row
+        from robench.storage.store import decode_row
+
+        keys = _json(group.get("trial_keys")) or []
+        rows = [decode_row("trials", r) for r in _stored_rows(self.conn, "trials", keys).values()]
+        rows.sort(key=lambda r: (r["dataset"], r["model"], r["clusterer"] or "", r["protocol"],
+                                 r["kind"], r["repeat"] if r["repeat"] is not None else -1,
+                                 r["key"]))
+        key_dict = {"dataset": group["dataset"], "model": group["model"],
+                    "clusterer": group["clusterer"] or ""}
+        definitions = {metric.name: (metric.version, metric.definition)}
+        out = {}
+        for s in metric.aggregate(key_dict, rows):
+            if s.score == metric.name:
+                from dataclasses import replace
+
+                s = replace(s, higher_is_better=metric.higher_is_better)
+            row = score_row(s, 0, definitions, "", configuration=group.get("configuration"))
+            out[row["key"]] = row
+        return out
+
+
+def _close(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    a, b = float(a), float(b)
+    return abs(a - b) <= SCORE_TOLERANCE * max(1.0, abs(a), abs(b))
+
+
+def _recomputed_differs(claimed: dict, computed: Optional[dict]) -> list[str]:
+    """Return the columns in which a claimed score differs from its recomputation."""
+    if computed is None:
+        return ["value"]
+    columns = ["value", "n"]
+    if "adaptive" not in (_json(claimed.get("details")) or {}):
+        # a sequential stop recomputes its intervals at its own level (robench.run.adaptive)
+        columns += ["ci_low", "ci_high"]
+    return [c for c in columns if not _close(claimed.get(c), computed.get(c))]
+
+
+def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeReport,
+               registry) -> dict:
     """Copy one migrated snapshot's rows into the target connection (inside a transaction)."""
-    counts = dict.fromkeys((
-        "runs", "runs_known", "trials", "trials_duplicate", "trials_conflict",
-        "trials_replaced_failed", "trials_failed_skipped", "scores", "scores_duplicate",
-        "scores_conflict", "score_groups", "score_groups_duplicate", "score_groups_conflict"), 0)
+    counts = dict.fromkeys(_COUNTS, 0)
     now = utc_now()
     run_map = {}
-    # a run the source itself had merged in keeps its original contributor
-    origin = {r["run_id"]: r for r in _rows(src, "contributions")}
     for run in _rows(src, "runs"):
         fingerprint = _digest({k: v for k, v in run.items() if k not in _RUN_ID})
         known = conn.execute("SELECT run_id FROM contributions WHERE run_fingerprint = ?",
@@ -246,10 +449,9 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
         _insert(conn, "runs", row)
         new_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
         run_map[run["id"]] = new_id
-        first = origin.get(run["id"]) or {}
+        # who contributed it is what the person merging says, never what the source claims
         _insert(conn, "contributions", {
-            "run_id": new_id, "contributor": first.get("contributor") or contributor,
-            "source": first.get("source") or path.name,
+            "run_id": new_id, "contributor": contributor, "source": path.name,
             "source_sha256": sha, "source_run_id": run["id"], "run_fingerprint": fingerprint,
             "merged_at": now})
         counts["runs"] += 1
@@ -259,20 +461,23 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
             row["run_id"] = run_map.get(row["run_id"])
         return row
 
-    for table, key in (("configurations", "id"), ("metrics", "id"), ("clusterings", "key")):
+    for table in ("configurations", "metrics", "clusterings"):
         for row in _rows(src, table):
             _insert(conn, table, remap(row), "INSERT OR IGNORE")
-    for row in _rows(src, "trials"):
+    incoming = _rows(src, "trials")
+    stored = _stored_rows(conn, "trials", [r["key"] for r in incoming])
+    for row in incoming:
         remap(row)
         if row.get("clustering") is not None and not conn.execute(
                 "SELECT 1 FROM clusterings WHERE key = ?", (row["clustering"],)).fetchone():
             row["clustering"] = None
-        old = _stored(conn, "trials", row["key"])
+        old = stored.get(row["key"])
         if old is None:
             _insert(conn, "trials", row)
             counts["trials"] += 1
             continue
-        diff = _differs(old, row, _TRIAL_CIRCUMSTANCES)
+        diff = ([] if same_raw(old, row, TRIAL_RESULT)
+                else differing(trial_content(old), trial_content(row)))
         if not diff:
             counts["trials_duplicate"] += 1
         elif old.get("status") == "failed" and row.get("status") == "ok":
@@ -284,24 +489,107 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
         else:
             _conflict(conn, "trial", old, row, diff, path, contributor, now, report)
             counts["trials_conflict"] += 1
-    for kind, table, ignore in (("score", "scores", _SCORE_CIRCUMSTANCES),
-                                ("score_group", "score_groups", _GROUP_CIRCUMSTANCES)):
-        for row in _rows(src, table):
-            remap(row)
-            old = _stored(conn, table, row["key"])
-            if old is None:
-                _insert(conn, table, row)
-                counts[table] += 1
-                continue
-            diff = _differs(old, row, ignore)
-            if diff:
-                _conflict(conn, kind, old, row, diff, path, contributor, now, report)
-                counts[f"{table}_conflict"] += 1
-            else:
-                counts[f"{table}_duplicate"] += 1
+    source_trials = {r["key"] for r in incoming}
+    _merge_scores(conn, src, path, contributor, now, report, counts, remap, source_trials,
+                  _Recompute(conn, registry))
     for row in _rows(src, "skips"):
         _insert(conn, "skips", remap(row), "INSERT OR IGNORE")
+    _merge_verifications(conn, src, path, contributor, counts)
+    complete = not (counts["scores_without_trials"] or counts["scores_unchecked"])
+    conn.execute("INSERT OR REPLACE INTO merged_sources (sha256, source, contributor, merged_at, "
+                 "complete) VALUES (?, ?, ?, ?, ?)",
+                 (sha, path.name, contributor, now, int(complete)))
     return counts
+
+
+def _merge_scores(conn, src, path, contributor, now, report, counts, remap, source_trials,
+                  recompute: _Recompute) -> None:
+    """Copy the source's score groups and scores that rest on its trials and recompute here."""
+    scores = {r["key"]: r for r in _rows(src, "scores")}
+    groups = _rows(src, "score_groups")
+    stored_groups = _stored_rows(conn, "score_groups", [g["key"] for g in groups])
+    stored_scores = _stored_rows(conn, "scores", list(scores))
+    placed = set()  # score keys some group of the source accounts for
+    unchecked = {}
+    for group in groups:
+        remap(group)
+        pairs = _json(group.get("scores")) or []
+        mine = [p[0] for p in pairs if isinstance(p, list) and p and p[0] in scores]
+        trial_keys = _json(group.get("trial_keys")) or []
+        if not trial_keys or not set(trial_keys) <= source_trials:
+            continue  # its scores are counted below as without their trials
+        old = stored_groups.get(group["key"])
+        if old is not None:
+            _against_stored(conn, "score_group", old, group, path, contributor, now, report,
+                            counts)
+        fresh = [k for k in mine if k not in stored_scores and k not in placed]
+        computed = None
+        if fresh:
+            metric, why = recompute.metric(group["metric"], group.get("metric_version"))
+            if metric is None:
+                entry = unchecked.setdefault((group["metric"], group.get("metric_version")),
+                                             [why, 0])
+                entry[1] += len(fresh)
+                counts["scores_unchecked"] += len(fresh)
+                placed.update(fresh)
+                continue
+            computed = recompute.scores(metric, group)
+        accepted = True
+        for k in mine:
+            if k in placed:
+                continue
+            placed.add(k)
+            row = remap(dict(scores[k]))
+            stored = stored_scores.get(k)
+            if stored is not None:
+                _against_stored(conn, "score", stored, row, path, contributor, now, report,
+                                counts)
+                continue
+            diff = _recomputed_differs(row, (computed or {}).get(k))
+            if diff:
+                accepted = False
+                _conflict(conn, "score", (computed or {}).get(k) or {}, row, diff, path,
+                          contributor, now, report,
+                          kept=f"recomputed here from its {len(trial_keys)} trial(s)")
+                counts["scores_conflict"] += 1
+                continue
+            _insert(conn, "scores", row)
+            stored_scores[k] = row
+            counts["scores"] += 1
+        if old is None and accepted:
+            _insert(conn, "score_groups", group)
+            counts["score_groups"] += 1
+    for k in sorted(set(scores) - placed):  # in no group of the source that holds its trials
+        row, stored = remap(dict(scores[k])), stored_scores.get(k)
+        if stored is not None:  # its identity is stored: compared, whatever its trials
+            _against_stored(conn, "score", stored, row, path, contributor, now, report, counts)
+        else:
+            counts["scores_without_trials"] += 1
+    for (metric, version), (why, n) in sorted(unchecked.items()):
+        report.unchecked.append({"source": str(path), "metric": metric, "version": version,
+                                 "n": n, "why": why})
+
+
+def _against_stored(conn, kind, stored, row, path, contributor, now, report, counts) -> None:
+    """Count an incoming score or score group whose key is stored: duplicate or conflict."""
+    content = score_content if kind == "score" else group_content
+    diff = differing(content(stored), content(row))
+    table = "scores" if kind == "score" else "score_groups"
+    if diff:
+        _conflict(conn, kind, stored, row, diff, path, contributor, now, report)
+        counts[f"{table}_conflict"] += 1
+    else:
+        counts[f"{table}_duplicate"] += 1
+
+
+def _merge_verifications(conn, src, path, contributor, counts) -> None:
+    """Copy the source's verification records once each, saying where they came from."""
+    for row in _rows(src, "verifications"):
+        row = {k: v for k, v in row.items() if k != "id"}
+        row["recorded_in"] = row.get("recorded_in") or f"{contributor} ({path.name})"
+        before = conn.total_changes
+        _insert(conn, "verifications", row, "INSERT OR IGNORE")
+        counts["verifications"] += conn.total_changes - before
 
 
 def _origin(conn, run_id) -> str:
@@ -320,18 +608,22 @@ def _short(value, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _conflict(conn, kind, old, row, columns, path, contributor, now, report) -> None:
+def _conflict(conn, kind, old, row, columns, path, contributor, now, report,
+              kept: Optional[str] = None) -> None:
     """Record a conflicting row (once per kind, key and incoming content) and report it."""
     incoming = json.dumps(row, sort_keys=True, default=str)
-    conn.execute(
+    cursor = conn.execute(
         "INSERT OR IGNORE INTO conflicts (kind, key, columns, contributor, source, incoming, "
         "incoming_sha256, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (kind, row["key"], json.dumps(columns), contributor, path.name, incoming,
          hashlib.sha256(incoming.encode()).hexdigest(), now))
+    if not cursor.rowcount:  # recorded by an earlier merge: nothing new to report
+        report.known_conflicts += 1
+        return
     label = " ".join(str(row[c]) for c in _LABEL if row.get(c) not in (None, ""))
     report.conflicts.append({
         "kind": kind, "key": row["key"], "label": label, "source": str(path),
         "contributor": contributor, "columns": columns,
         "stored": {c: _short(old.get(c)) for c in columns},
         "incoming": {c: _short(row.get(c)) for c in columns},
-        "kept": _origin(conn, old.get("run_id"))})
+        "kept": kept or _origin(conn, old.get("run_id")), "recomputed": kept is not None})

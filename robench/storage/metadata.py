@@ -30,6 +30,10 @@ TABLES = {
     "contributions": "Runs copied in by `robench merge`: who contributed them, from which file.",
     "conflicts": "Merged trials, scores or score groups whose key was stored with different "
                  "content; the stored row was kept, the incoming one is here.",
+    "merged_sources": "Source files `robench merge` took in, by checksum: merging the same "
+                      "bytes again copies nothing.",
+    "verifications": "What `robench verify` re-ran and found: a sample of stored trials re-run "
+                     "from their specs and compared with the stored rows.",
     "leaderboard": "One row per ranked model per table (data set, metric, clusterer): the "
                    "headline score of the configuration the table shows, with its CI.",
     "trial_summary": "Per (dataset, model, clusterer, protocol, kind): how many trials, how "
@@ -129,6 +133,28 @@ COLUMNS = {
         "source": "file it came from", "detected_at": "when (UTC)",
         "incoming": "the incoming row" + _JSON, "incoming_sha256": "hash of that row",
         "id": "conflict id",
+    },
+    "merged_sources": {
+        "sha256": "checksum of the file", "source": "its file name",
+        "contributor": "who contributed it (as the person merging said)",
+        "merged_at": "when it was merged (UTC)",
+        "complete": "1 if every row was accepted or recorded; 0 if some scores could not be "
+                    "checked (their metric not installed at their version)",
+    },
+    "verifications": {
+        "id": "verification id", "started_at": "when it started (UTC)",
+        "finished_at": "when it finished (UTC)", "host": "where the trials were re-run",
+        "device": "the device they were re-run on", "platform": "OS and CPU there",
+        "robench_version": "robench version there", "python": "Python version there",
+        "torch_version": "torch version there",
+        "plugin_versions": "plugin versions there" + _JSON, "seed": "seed of the sample",
+        "contributor": "whose trials were sampled (empty: everyone's)",
+        "n_sampled": "trials sampled", "n_matched": "re-runs that matched",
+        "n_mismatched": "re-runs that did not", "n_refused": "trials not re-runnable here",
+        "trials": "per sampled trial: key, names, outcome, mode, differing values" + _JSON,
+        "recorded_in": "empty: verified on this database; else the contributor (file) it "
+                       "was merged from",
+        "fingerprint": "hash of what it found (merging it again copies nothing)",
     },
     "leaderboard": {
         "rank": "competition rank within the table (1 = best)", "value": "the headline score",

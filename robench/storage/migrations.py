@@ -163,6 +163,8 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
         "trial_summary and configuration_choice", _to_v2),
     (3, "contributions and conflicts tables for `robench merge`",
      lambda conn, schema: None),  # the tables are created from the schema
+    (4, "merged_sources and verifications tables for `robench merge` and `robench verify`",
+     lambda conn, schema: None),  # the tables are created from the schema
 ]
 #: The schema version this robench writes.
 CURRENT = MIGRATIONS[-1][0]

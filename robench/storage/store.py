@@ -209,6 +209,36 @@ CREATE TABLE IF NOT EXISTS conflicts (
     id INTEGER PRIMARY KEY,
     UNIQUE (kind, key, incoming_sha256)
 );
+CREATE TABLE IF NOT EXISTS merged_sources (
+    -- per source file `robench merge` took in: merging the same bytes again copies nothing
+    sha256 TEXT PRIMARY KEY,
+    source TEXT,  -- its file name
+    contributor TEXT,  -- as the person merging named it
+    merged_at TEXT,
+    complete INTEGER  -- 0: some of its scores could not be checked here (metric not installed)
+);
+CREATE TABLE IF NOT EXISTS verifications (
+    -- per `robench verify`: a sample of stored trials re-run from their specs and compared
+    id INTEGER PRIMARY KEY,
+    started_at TEXT,
+    finished_at TEXT,
+    host TEXT,  -- where the trials were re-run
+    device TEXT,
+    platform TEXT,
+    robench_version TEXT,
+    python TEXT,
+    torch_version TEXT,
+    plugin_versions TEXT,  -- JSON: {plugin: version} of the verifying installation
+    seed INTEGER,  -- of the random sample
+    contributor TEXT,  -- whose trials were sampled (NULL: everyone's)
+    n_sampled INTEGER,
+    n_matched INTEGER,
+    n_mismatched INTEGER,
+    n_refused INTEGER,  -- sampled but not re-runnable here (plugin or version not installed)
+    trials TEXT,  -- JSON: per sampled trial its key, names, outcome and differing values
+    recorded_in TEXT,  -- NULL: verified on this database; else the contributor (file) it came from
+    fingerprint TEXT UNIQUE  -- hash of what it found: merging it again copies nothing
+);
 CREATE INDEX IF NOT EXISTS idx_trials_group ON trials (dataset, model, clusterer, protocol);
 CREATE INDEX IF NOT EXISTS idx_trials_run ON trials (run_id);
 CREATE INDEX IF NOT EXISTS idx_trials_clustering ON trials (clustering);
@@ -274,6 +304,8 @@ JSON_COLUMNS = {
     "metrics": (),
     "contributions": (),
     "conflicts": ("columns", "incoming"),
+    "merged_sources": (),
+    "verifications": ("plugin_versions", "trials"),
 }
 
 #: Per table, the JSON column where data of a protocol's own belongs (named when refusing a
@@ -699,6 +731,33 @@ class Store:
             row["configuration"] = row.get("configuration") or LEGACY
             row["contributor"] = (merged.get(row.get("run_id")) or {}).get("contributor")
         return rows
+
+    def helper_models(self) -> dict[tuple, list]:
+        """Return {(dataset, model): [metrics]} of the helper models among the scored ones.
+
+        A helper is a model a metric trained for its own purposes (purity-ratio's zoo, for
+        one): it has trials and scores on the data set, but no metric's score group was run
+        for it, i.e. nobody asked for it. A model some score group names is no helper; nor
+        is a pseudo-model without trials of its own (a metric's summary row) or the empty name
+        of a data set's own scores (shifted-cv's fold distances), nor anything in
+        a data set whose scores have no score-group records (stored before they existed).
+        """
+        if not self.db["score_groups"].exists():
+            return {}
+        asked, grouped = set(), set()
+        for r in self._select("SELECT DISTINCT dataset, model FROM score_groups", []):
+            asked.add((r["dataset"], r["model"]))
+            grouped.add(r["dataset"])
+        trained = {(r["dataset"], r["model"]) for r in self._select(
+            "SELECT DISTINCT dataset, model FROM trials", [])}
+        out: dict[tuple, list] = {}
+        for r in self._select("SELECT DISTINCT dataset, model, metric FROM scores "
+                              "ORDER BY dataset, model, metric", []):
+            pair = (r["dataset"], r["model"])
+            if (r["model"] and r["dataset"] in grouped and pair in trained
+                    and pair not in asked):
+                out.setdefault(pair, []).append(r["metric"])
+        return out
 
     def score_versions(self, rows: list[dict]) -> list[dict]:
         """Return, per score row, the versions behind it: robench and the plugin versions of

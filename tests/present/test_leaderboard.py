@@ -456,35 +456,33 @@ def test_no_interval_is_shown_where_none_is_defined(store, tmp_path):
         assert "0.900" in html and "[—" not in html and "—]" not in html, name
 
 
-def test_a_merged_database_shows_contributors_models_with_their_provenance(tmp_path):
+def test_a_merged_database_shows_contributors_models_with_their_provenance(tiny_registry,
+                                                                          tmp_path):
+    from click.testing import CliRunner
+
+    from robench.cli import cli
     from robench.storage.merge import merge_databases
 
-    with Store(tmp_path / "mine.db") as mine:
-        run = mine.start_run(command="robench run -d digits", seed=0, config={},
-                             plugin_versions={})
-        save_scores(mine, rho_scores("mlp", 0.9, 0.81, 0.9, 0.9), run, {"rho": ("2", "rho")})
-        mine.finish_run(run, "ok")
-    with Store(tmp_path / "alice.db") as alice:
-        run = alice.start_run(command="robench run -m lenet", seed=0, config={},
-                              plugin_versions={})
-        save_scores(alice, rho_scores("lenet", 0.95, 0.9, 0.95, 0.95), run,
-                    {"rho": ("2", "rho")})
-        alice.finish_run(run, "ok")
+    tiny = ["run", "-d", "tiny", "-c", "kmeans", "-k", "3", "-r", "2", "--executor", "local",
+            "--metric", "rho"]
+    for db, model in (("mine.db", "centroid"), ("alice.db", "spy")):
+        res = CliRunner().invoke(cli, tiny + ["-m", model, "--db", str(tmp_path / db)])
+        assert res.exit_code == 0, res.output
     merge_databases([tmp_path / "alice.db"], tmp_path / "mine.db", contributors=["alice"])
     with Store(tmp_path / "mine.db") as merged:
         build_site(merged, tmp_path / "site")
     site = tmp_path / "site"
-    lenet = read(site, "models/lenet.html")
-    assert "Contributed by</dt><dd>alice (alice.db, its run 1)" in lenet
-    assert "(from alice (alice.db, its run 1)): <code>robench run -m lenet</code>" in lenet
-    mlp = read(site, "models/mlp.html")
-    assert "Contributed by" not in mlp and "<code>robench run -d digits</code>" in mlp
+    spy = read(site, "models/spy.html")
+    assert "Contributed by</dt><dd>alice (alice.db, its run 1)" in spy
+    assert "(from alice (alice.db, its run 1)): <code>" in spy
+    mine = read(site, "models/centroid.html")
+    assert "Contributed by" not in mine and "Scores from</dt><dd>run 1: <code>" in mine
     models = section(read(site, "models.html"), "<tbody>", "</tbody>")
-    row = section(models, "models/lenet.html", "</tr>")
+    row = section(models, "models/spy.html", "</tr>")
     assert "alice (alice.db, its run 1)" in row
     # both contributions rank in one table
-    overview = section(read(site, "index.html"), 'id="ds-digits"', "</table>")
-    assert overview.index("models/lenet.html") < overview.index("models/mlp.html")
+    overview = section(read(site, "index.html"), 'id="ds-tiny"', "</table>")
+    assert "models/spy.html" in overview and "models/centroid.html" in overview
 
 
 def test_tied_models_are_listed_by_their_value_not_by_the_next_headline(store, tmp_path):

@@ -71,7 +71,8 @@ def test_merge_keeps_provenance_and_twice_changes_nothing(two, tmp_path):
             hashlib.md5(b.read_bytes()).hexdigest()) == before  # sources are only read
     first = dump(c)
     again = run("merge", a, b, "--db", c)
-    assert again.exit_code == 0 and "0 run(s) copied, 1 already merged" in again.output
+    assert again.exit_code == 0 and "merged before (same file, as alice); nothing new" \
+        in again.output and "conflict" not in again.output
     assert dump(c) == first
     conn = sqlite3.connect(c)
     runs = conn.execute("SELECT r.id, c.contributor, c.source, c.source_run_id FROM runs r "
@@ -174,9 +175,11 @@ def test_differing_scores_and_score_groups_are_counted_reported_and_kept_apart(t
         (score_key, value) = conn.execute(
             "SELECT key, value FROM scores WHERE score = 'rho' LIMIT 1").fetchone()
         conn.execute("UPDATE scores SET value = 0.5 WHERE key = ?", (score_key,))
-        (group_key, inputs) = conn.execute(
-            "SELECT key, inputs FROM score_groups LIMIT 1").fetchone()
-        conn.execute("UPDATE score_groups SET inputs = 'forged' WHERE key = ?", (group_key,))
+        (group_key, keys) = conn.execute(
+            "SELECT key, trial_keys FROM score_groups LIMIT 1").fetchone()
+        fewer = json.dumps(json.loads(keys)[1:])
+        conn.execute("UPDATE score_groups SET trial_keys = ?, inputs = 'forged' WHERE key = ?",
+                     (fewer, group_key))
         (trial_key,) = conn.execute(
             "SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
         conn.execute("UPDATE trials SET status = 'failed', error = 'x' WHERE key = ?",
@@ -194,18 +197,153 @@ def test_differing_scores_and_score_groups_are_counted_reported_and_kept_apart(t
     assert f"score {score_key[:16]} (tiny centroid kmeans rho rho)" in res.output
     assert f"value kept {value}, incoming 0.5; kept the one from alice (alice.db, run 1" \
         in res.output
-    assert f"score group {group_key[:16]}" in res.output
-    assert "differs in inputs: inputs kept" in res.output and "incoming forged" in res.output
+    assert f"score group {group_key[:16]}" in res.output and "differs in trial_keys" in res.output
     conn = sqlite3.connect(c)
     assert conn.execute("SELECT value FROM scores WHERE key = ?", (score_key,)).fetchone()[0] \
         == value
-    assert conn.execute("SELECT inputs FROM score_groups WHERE key = ?",
-                        (group_key,)).fetchone()[0] == inputs
+    assert conn.execute("SELECT trial_keys FROM score_groups WHERE key = ?",
+                        (group_key,)).fetchone()[0] == keys
     assert conn.execute("SELECT status FROM trials WHERE key = ?",
                         (trial_key,)).fetchone()[0] == "ok"
     assert sorted(r[0] for r in conn.execute("SELECT kind FROM conflicts")) == [
         "score", "score_group"]
     conn.close()
+    again = run("merge", forged, "--db", c)
+    assert "merged before" in again.output and "conflict(s) (" not in again.output
+
+
+def test_honest_runs_of_the_same_trials_merge_without_conflicts(tiny_registry, tmp_path):
+    """Three contributors ran centroid separately (other run times, workers, finish times)."""
+    dbs = []
+    for name, models in (("alice", ["centroid"]), ("bob", ["centroid", "spy"]),
+                         ("carol", ["spy", "centroid"])):
+        dbs.append(tmp_path / f"{name}.db")
+        assert run("run", *TINY, *[x for m in models for x in ("-m", m)],
+                   "--db", dbs[-1]).exit_code == 0
+    conn = sqlite3.connect(dbs[1])  # bob's centroid trials ran at other times, elsewhere
+    conn.execute("UPDATE trials SET seconds = seconds + 1, worker = 'elsewhere:1', "
+                 "finished_at = '2031-01-01T00:00:00+00:00'")
+    conn.commit()
+    conn.close()
+    c = tmp_path / "c.db"
+    res = run("merge", *dbs, "--db", c)
+    assert res.exit_code == 0, res.output
+    assert "conflict(s)" not in res.output and res.output.count(" 0 conflicting") == 9
+    assert "bob.db (bob): 1 run(s) copied, 0 already merged; 6 trial(s) copied, 6 duplicate" \
+        in res.output
+    again = run("merge", *dbs, "--db", c)
+    assert again.output.count("nothing new") == 3 and "conflict(s)" not in again.output
+
+
+def test_a_forged_score_never_replaces_a_stored_one_whatever_its_key(two, tmp_path):
+    a, _ = two
+    c = tmp_path / "c.db"
+    assert run("merge", a, "--db", c, "--contributor", "maintainer").exit_code == 0
+    conn = sqlite3.connect(c)
+    (key, stored) = conn.execute("SELECT key, value FROM scores WHERE score = 'rho' AND "
+                                 "model = 'centroid'").fetchone()
+    conn.close()
+    # 1. the score alone, under another key, claiming the maintainer made it
+    forged = tmp_path / "official.db"
+    copy_db(a, forged)
+    conn = sqlite3.connect(forged)
+    conn.execute("DELETE FROM score_groups")
+    conn.execute("DELETE FROM trials")
+    conn.execute("DELETE FROM scores WHERE key != ?", (key,))
+    conn.execute("UPDATE scores SET value = 0.999, key = ?", ("f" * 64,))
+    conn.execute("UPDATE runs SET command = 'robench run (official)'")
+    conn.execute("INSERT INTO contributions (contributor, source, source_run_id, run_id) "
+                 "VALUES ('the-maintainer', 'official.db', 1, 1)")
+    conn.commit()
+    conn.close()
+    res = run("merge", forged, "--db", c, "--contributor", "mallory")
+    assert res.exit_code == 2 and "official.db: score ffffffffffffffff (tiny centroid kmeans " \
+        "rho rho): its key is not the one of its data set" in res.output
+    assert "Traceback" not in res.output and str(c) not in res.output
+    # 2. the same with its true key but without its trials: not copied
+    conn = sqlite3.connect(forged)
+    conn.execute("UPDATE scores SET key = ?", (key,))
+    conn.commit()
+    conn.close()
+    res = run("merge", forged, "--db", c, "--contributor", "mallory")
+    assert res.exit_code == 0, res.output
+    assert "0 score(s) copied, 0 duplicate, 1 conflicting" in res.output
+    assert "value kept" in res.output and "incoming 0.999" in res.output
+    # 3. into a fresh database, where nothing is stored: without trials, nothing is copied
+    fresh = tmp_path / "fresh.db"
+    res = run("merge", forged, "--db", fresh, "--contributor", "mallory")
+    assert "0 score(s) copied" in res.output and "1 score(s) not copied: the source does " \
+        "not hold the trials" in res.output
+    # 4. with its trials, the value edited: recomputed here, differs, not copied
+    edited = tmp_path / "edited.db"
+    with another_run(a, edited) as conn:
+        conn.execute("UPDATE scores SET value = 0.999 WHERE key = ?", (key,))
+    res = run("merge", edited, "--db", fresh, "--contributor", "mallory")
+    assert res.exit_code == 0, res.output
+    assert f"score {key[:16]} (tiny centroid kmeans rho rho) from {edited}: not what its " \
+        f"trials give here (recomputed here from its 6 trial(s)): value 0.999 claimed, " \
+        f"{stored} recomputed; not copied" in res.output
+    for db in (c, fresh):
+        rows = json.loads(run("results", "--db", db, "--format", "json").output)
+        assert 0.999 not in {r["value"] for r in rows}
+    assert not [r for r in rows if r["score"] == "rho"]  # fresh: the edited score not copied
+    # provenance is what the person merging said
+    who = sqlite3.connect(c).execute("SELECT DISTINCT contributor, source FROM contributions "
+                                     "ORDER BY 1").fetchall()
+    assert who == [("maintainer", "alice.db"), ("mallory", "official.db")]
+
+
+def test_a_score_whose_metric_version_is_not_installed_is_not_copied(two, tmp_path):
+    a, _ = two
+    other = tmp_path / "future.db"
+    with another_run(a, other) as conn:
+        conn.execute("UPDATE scores SET metric_version = '99'")
+        conn.execute("UPDATE score_groups SET metric_version = '99'")
+    c = tmp_path / "c.db"
+    res = run("merge", other, "--db", c)
+    assert res.exit_code == 0, res.output
+    assert "6 trial(s) copied" in res.output and "0 score(s) copied" in res.output
+    assert "4 score(s) of metric 'rho' version 99 from" in res.output
+    assert "installed here at version" in res.output and "merge again" in res.output
+    assert sqlite3.connect(c).execute("SELECT count(*) FROM scores").fetchone()[0] == 0
+    # not complete: merging the same file again looks again (once the plugin is there)
+    assert "nothing new" not in run("merge", other, "--db", c).output
+
+
+def test_a_source_schema_is_checked_whole_and_the_source_named(two, tmp_path):
+    a, _ = two
+    c = tmp_path / "c.db"
+    assert run("merge", a, "--db", c).exit_code == 0
+    before = dump(c)
+    cases = {
+        "virtual.db": ["ALTER TABLE scores ADD COLUMN shadow REAL GENERATED ALWAYS AS "
+                       "(value * 2) VIRTUAL"],
+        "nokey.db": ["CREATE TABLE t2 AS SELECT * FROM trials", "DROP TABLE trials",
+                     "CREATE TABLE trials (dataset TEXT, model TEXT, status TEXT)",
+                     "INSERT INTO trials SELECT dataset, model, status FROM t2",
+                     "DROP TABLE t2"],
+        "text.db": ["UPDATE scores SET value = 'not a number' WHERE rowid = 1"],
+        # SQLite's json_valid accepts it; Python's readers end in a RecursionError
+        "deep.db": ["UPDATE scores SET details = '" + "[" * 1500 + "]" * 1500
+                    + "' WHERE rowid = 1"],
+    }
+    expected = {"virtual.db": "table scores has generated or hidden column(s) (shadow)",
+                "nokey.db": "table trials has no key column",
+                "text.db": "1 scores row(s) whose value is not a finite number",
+                "deep.db": "1 scores row(s) whose details nests deeper than 100 levels"}
+    for name, statements in cases.items():
+        bad = tmp_path / name
+        copy_db(a, bad)
+        conn = sqlite3.connect(bad)
+        for sql in statements:
+            conn.execute(sql)
+        conn.commit()
+        conn.close()
+        res = run("merge", bad, "--db", c)
+        assert res.exit_code == 2, res.output
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and f"{bad}: {expected[name]}" in lines[0], res.output
+        assert dump(c) == before
 
 
 def test_an_ok_trial_replacing_a_stored_failed_one_is_reported(two, tmp_path):

@@ -1,0 +1,71 @@
+"""SVG badges a contributor can put in a README: a model's rank, score and interval.
+
+Made locally by ``robench leaderboard`` (``badges/*.svg`` beside the pages), no external
+service: a flat two-part badge, its text measured with a fixed per-character width so the same
+scores give the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+from xml.sax.saxutils import escape
+
+#: Colours by standing: first, top tenth, ranked, not ranked.
+COLOURS = {"first": "#2e7d32", "top": "#558b2f", "ranked": "#1565c0", "none": "#757575"}
+#: Average advance of an 11 px sans-serif character, in pixels (DejaVu Sans / Verdana ~6.5-7).
+_CHAR = 7.0
+_PAD = 6
+
+
+def _width(text: str) -> int:
+    return int(math.ceil(len(text) * _CHAR)) + 2 * _PAD
+
+
+def badge_svg(label: str, message: str, colour: str) -> str:
+    """Return a flat SVG badge: ``label`` on grey, ``message`` on ``colour``."""
+    lw, mw = _width(label), _width(message)
+    w = lw + mw
+    label_x, message_x = lw / 2, lw + mw / 2
+    title = escape(f"{label}: {message}")
+    label, message = escape(label), escape(message)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="20" role="img" '
+        f'aria-label="{title}"><title>{title}</title>'
+        f'<rect width="{lw}" height="20" fill="#555"/>'
+        f'<rect x="{lw}" width="{mw}" height="20" fill="{colour}"/>'
+        '<g fill="#fff" text-anchor="middle" font-family="DejaVu Sans,Verdana,Geneva,sans-serif" '
+        'font-size="11">'
+        f'<text x="{label_x:g}" y="14">{label}</text>'
+        f'<text x="{message_x:g}" y="14">{message}</text></g></svg>\n')
+
+
+def _fmt(value, pct: bool) -> str:
+    if value is None or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "—"
+    return f"{100 * value:.1f}%" if pct else f"{value:.3f}"
+
+
+def headline_message(row: dict, n_ranked: int, pct: bool = False) -> str:
+    """Return a badge's message for one headline row: rank, score and interval."""
+    rank = row.get("rank")
+    text = f"#{rank} of {n_ranked} · " if rank else "not ranked · "
+    text += _fmt(row.get("value"), pct)
+    if row.get("ci_low") is not None and row.get("ci_high") is not None:
+        text += f" [{_fmt(row['ci_low'], pct)}, {_fmt(row['ci_high'], pct)}]"
+    return text
+
+
+def colour(rank: Optional[int], n_ranked: int) -> str:
+    """Return the badge colour of a rank among ``n_ranked`` models."""
+    if not rank:
+        return COLOURS["none"]
+    if rank == 1:
+        return COLOURS["first"]
+    return COLOURS["top"] if rank <= max(1, n_ranked // 10) else COLOURS["ranked"]
+
+
+def headline_badge(label: str, row: dict, n_ranked: int, pct: bool = False) -> str:
+    """Return the SVG badge of one model's headline row on one data set."""
+    return badge_svg(label, headline_message(row, n_ranked, pct), colour(row.get("rank"),
+                                                                         n_ranked))

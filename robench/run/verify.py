@@ -1,0 +1,228 @@
+"""``robench verify``: re-run a random sample of stored trials and compare them with the stored rows.
+
+A trial is a pure function of its stored spec (robench invariant 10): the same spec, seed,
+versions and device give the same row, bit for bit, on one machine (``tests`` prove it for
+every built-in protocol kind they run). So a sample of anyone's trials can be re-run here and
+checked:
+
+- **exactly** (every column that defines the result, :func:`robench.storage.content.trial_content`:
+  accuracies, per-class accuracies, per-row predictions, history, what the protocol measured)
+  when the stored trial ran on the same device, torch version and CPU instruction set as here;
+- **within a tolerance** otherwise. Another device or CPU rounds differently in the last bits,
+  which can move early stopping by an epoch and flip borderline predictions; the retrained
+  model is then in effect another draw of the same training procedure. Each accuracy measured
+  on ``n`` rows is then compared within three standard errors of the difference of two such
+  measurements plus one row (:func:`tolerance`; its false-mismatch rate is pinned below 1% by
+  simulation in the tests), and the row counts, status, parameters and versions exactly;
+  predictions and histories are not compared.
+
+The sample is stratified: ok trials are grouped by (model, protocol), each group shuffled with
+``--seed``, and the groups taken in turn (in a seeded order) until ``--sample`` trials are
+drawn, so every model and protocol is sampled before any is sampled twice. A trial whose
+protocol, data set, model or clusterer is not installed here at the version it was stored with
+is refused (with what to install) and counted apart, never as a mismatch. Every verification is
+recorded in the ``verifications`` table.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from robench.errors import VerifyError
+from robench.storage.content import ACCURACIES, differing, trial_content
+
+#: Trials re-run when ``--sample`` is not given: one of each of ten (model, protocol) strata.
+DEFAULT_SAMPLE = 10
+#: Columns compared exactly in tolerance mode (besides the accuracies).
+_EXACT_ALWAYS = ("status", "n_train", "n_val", "n_test", "params", "versions", "dataset",
+                 "model", "clusterer", "protocol", "kind", "repeat", "seed")
+#: Rows each accuracy column is measured on.
+_ROWS_OF = {"accuracy": ("n_test",), "last_test_accuracy": ("n_test",),
+            "train_accuracy": ("n_train",), "val_accuracy": ("n_val",),
+            "last_val_accuracy": ("n_val",), "all_accuracy": ("n_train", "n_val", "n_test")}
+
+
+@dataclass
+class Verification:
+    """What one ``robench verify`` found."""
+
+    trials: list = field(default_factory=list)  # dicts, see check_trial
+    host: str = ""
+    device: str = ""
+    started_at: str = ""
+    record_id: Optional[int] = None
+
+    def count(self, outcome: str) -> int:
+        return sum(t["outcome"] == outcome for t in self.trials)
+
+
+def tolerance(stored: float, rerun: float, n: int) -> float:
+    """Return how far a re-run accuracy may lie from the stored one on another device.
+
+    Three standard errors of the difference of two accuracies measured on ``n`` rows each,
+    with their pooled proportion shrunk towards 1/2 by two rows each way (Agresti-Coull, so
+    two perfect scores on a few rows still get a width), plus one row.
+    """
+    if not n:
+        return 0.0
+    p = (float(stored) * n + float(rerun) * n + 2.0) / (2.0 * n + 4.0)
+    return 3.0 * math.sqrt(2.0 * p * (1.0 - p) / n) + 1.0 / n
+
+
+def sample_trials(rows: list, n: int, seed: int) -> list:
+    """Return up to ``n`` of ``rows`` (trial rows), stratified by (model, protocol)."""
+    rng = random.Random(seed)
+    strata = {}
+    for row in sorted(rows, key=lambda r: r["key"]):
+        strata.setdefault((row.get("model") or "", row.get("protocol") or ""), []).append(row)
+    order = sorted(strata)
+    rng.shuffle(order)
+    for name in order:
+        rng.shuffle(strata[name])
+    out = []
+    while len(out) < n and any(strata.values()):
+        for name in order:
+            if strata[name] and len(out) < n:
+                out.append(strata[name].pop())
+    return out
+
+
+def missing(spec: dict, registry) -> Optional[str]:
+    """Return why ``spec`` cannot be re-run with this installation, or None if it can."""
+    versions = spec.get("versions") or {}
+    protocol = spec.get("protocol")
+    if protocol not in registry.names("protocols"):
+        return f"protocol '{protocol}' is not installed here"
+    have = str(registry.get("protocols", protocol).version)
+    if str(versions.get("protocol")) != have:
+        return (f"protocol '{protocol}' is version {have} here, the trial ran with "
+                f"{versions.get('protocol')}")
+    checks = (("datasets", spec.get("dataset"), "dataset"),
+              ("models", spec.get("model"), "model"),
+              ("clusterers", spec.get("clusterer"), "clusterer"))
+    for kind, name, slot in checks:
+        if not name or slot not in versions:
+            continue
+        try:
+            have = registry.component_version(kind, name)
+        except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
+            if kind == "models":
+                continue  # a protocol's own helper model (a zoo member): the protocol builds it
+            return f"{kind[:-1]} '{name}' is not installed here"
+        if have != versions[slot]:
+            return (f"{kind[:-1]} '{name}' is {have} here (plugin/component version), the "
+                    f"trial ran with {versions[slot]}")
+    return None
+
+
+def _stored_like(row: dict) -> dict:
+    """Return a freshly computed trial row as the database would give it back."""
+    from robench.storage.store import decode_row, encode_row
+
+    return decode_row("trials", encode_row("trials", dict(row)))
+
+
+def compare(stored: dict, rerun: dict, exact: bool) -> list:
+    """Return the differences [{column, stored, rerun, tolerance}] between two trial rows."""
+    old, new = trial_content(stored), trial_content(rerun)
+    if exact:
+        return [{"column": c, "stored": old.get(c), "rerun": new.get(c), "tolerance": 0.0}
+                for c in differing(old, new)]
+    out = [{"column": c, "stored": old.get(c), "rerun": new.get(c), "tolerance": 0.0}
+           for c in _EXACT_ALWAYS if old.get(c) != new.get(c)]
+    for c in ACCURACIES:
+        a, b = old.get(c), new.get(c)
+        if a is None and b is None:
+            continue
+        if a is None or b is None:
+            out.append({"column": c, "stored": a, "rerun": b, "tolerance": 0.0})
+            continue
+        n = sum(int(old.get(k) or 0) for k in _ROWS_OF[c])
+        tol = tolerance(a, b, n)
+        if abs(float(a) - float(b)) > tol:
+            out.append({"column": c, "stored": a, "rerun": b, "tolerance": tol})
+    return out
+
+
+def _public(version: Optional[str]) -> str:
+    # torch's package metadata says 2.5.1 where the imported module says 2.5.1+cpu: a run
+    # records one or the other depending on whether torch was imported when it started
+    return (version or "").partition("+")[0]
+
+
+def _cpu(platform: Optional[str]) -> str:
+    return (platform or "").partition("CPU: ")[2]
+
+
+def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
+           contributor: Optional[str] = None,
+           on_trial: Optional[Callable[[dict], None]] = None) -> Verification:
+    """Re-run a stratified sample of ``store``'s ok trials here, compare, record; return it.
+
+    ``contributor`` limits the sample to the trials of runs merged from that contributor.
+    ``on_trial`` is called with each checked trial's entry as it finishes.
+    """
+    from robench.learn.devices import device_label
+    from robench.run.executors import execute_trial
+    from robench.run.liveness import host_name
+    from robench.storage.provenance import run_environment, utc_now
+    from robench.run.trials import TrialEnv
+
+    if sample < 1:
+        raise VerifyError(f"--sample must be at least 1, got {sample}")
+    filters = {"status": "ok"}
+    if contributor is not None:
+        merged = store.contributions()
+        runs = [r for r, c in merged.items() if c.get("contributor") == contributor]
+        if not runs:
+            known = sorted({c.get("contributor") for c in merged.values()} - {None})
+            raise VerifyError(f"no run in {store.path} was merged from contributor "
+                              f"'{contributor}'; known: {', '.join(known) or 'none'}")
+        filters["run_id"] = runs
+    rows = store.trials(**filters)
+    if not rows:
+        raise VerifyError(f"{store.path} holds no successful trial to verify"
+                          + (f" from '{contributor}'" if contributor else ""))
+    env = run_environment()
+    result = Verification(host=host_name(), device=device_label("cpu"), started_at=utc_now())
+    runs = {r["id"]: r for r in store.runs({r["run_id"] for r in rows
+                                            if r.get("run_id") is not None})}
+    trial_env = TrialEnv(registry)
+    for stored in sample_trials(rows, sample, seed):
+        entry = {c: stored.get(c) for c in ("key", "dataset", "model", "clusterer", "protocol",
+                                            "kind", "repeat")}
+        spec = stored.get("spec")
+        why = "no stored spec" if not isinstance(spec, dict) else missing(spec, registry)
+        if why is not None:
+            entry.update(outcome="refused", reason=why)
+        else:
+            t0 = time.perf_counter()
+            rerun = _stored_like(execute_trial(dict(spec), trial_env))
+            run = runs.get(stored.get("run_id")) or {}
+            exact = (stored.get("device") in (None, rerun.get("device"))
+                     and _public(run.get("torch_version")) == _public(env["torch_version"])
+                     and _cpu(run.get("platform")) == _cpu(env["platform"]))
+            if rerun.get("status") != "ok":
+                diffs = [{"column": "status", "stored": "ok", "rerun": "failed",
+                          "tolerance": 0.0, "error": (rerun.get("error") or "").splitlines()[0]
+                          if rerun.get("error") else ""}]
+            else:
+                diffs = compare(stored, rerun, exact)
+            entry.update(outcome="mismatch" if diffs else "match",
+                         mode="exact" if exact else "tolerance", differences=diffs,
+                         stored_device=stored.get("device"), device=rerun.get("device"),
+                         seconds=round(time.perf_counter() - t0, 3))
+            result.device = rerun.get("device") or result.device
+        result.trials.append(entry)
+        if on_trial is not None:
+            on_trial(entry)
+    from robench.storage.verification import save_verification
+
+    result.record_id = save_verification(store, result, seed=seed, contributor=contributor,
+                                         environment=env, plugin_versions=registry
+                                         .plugin_versions(), finished_at=utc_now())
+    return result

@@ -1,0 +1,77 @@
+"""Verification records: what ``robench verify`` re-ran and found, and how a page says so.
+
+One ``verifications`` row per verification (when, host, device, versions, the sampled trials
+with their outcome and, for a mismatch, both values). ``robench merge`` copies a source's
+records, marked with the contributor and file they were recorded in. :func:`status` turns
+the records into what ``robench results`` and the site print for a model or a data set:
+"verified k of n sampled trials on HOST, DATE" or "not verified".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Optional
+
+
+def save_verification(store, result, *, seed: int, contributor: Optional[str],
+                      environment: dict, plugin_versions: dict, finished_at: str) -> int:
+    """Insert one verification (a :class:`robench.run.verify.Verification`); return its id."""
+    from robench.storage.store import encode_row
+
+    trials = result.trials
+    row = {
+        "started_at": result.started_at, "finished_at": finished_at, "host": result.host,
+        "device": result.device, "platform": environment.get("platform"),
+        "robench_version": environment.get("robench_version"),
+        "python": environment.get("python"), "torch_version": environment.get("torch_version"),
+        "plugin_versions": plugin_versions, "seed": int(seed), "contributor": contributor,
+        "n_sampled": len(trials), "n_matched": result.count("match"),
+        "n_mismatched": result.count("mismatch"), "n_refused": result.count("refused"),
+        "trials": trials,
+    }
+    row["fingerprint"] = hashlib.sha256(
+        json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()
+    row = encode_row("verifications", row)
+    with store._write():
+        store._fit_to_file("verifications", [row])
+        cursor = store.db.conn.execute(
+            f'INSERT INTO verifications ({", ".join(row)}) VALUES ({", ".join("?" * len(row))})',
+            list(row.values()))
+    return int(cursor.lastrowid)
+
+
+def verifications(store) -> list:
+    """Return every verification record, oldest first, JSON decoded ([] before the table)."""
+    from robench.storage.store import decode_row
+
+    if not store.db["verifications"].exists():
+        return []
+    rows = store._select("SELECT * FROM verifications ORDER BY finished_at, id", [])
+    return [decode_row("verifications", r) for r in rows]
+
+
+def status(records: list, *, dataset: Optional[str] = None,
+           model: Optional[str] = None) -> dict:
+    """Return the latest verification of the trials of ``model`` and/or ``dataset``.
+
+    ``{"verified": k, "sampled": n, "mismatched": m, "refused": r, "host", "date",
+    "recorded_in", "text"}`` from the newest record that re-ran any such trial, or
+    ``{"text": "not verified"}``.
+    """
+    for record in reversed(records):
+        mine = [t for t in (record.get("trials") or []) if isinstance(t, dict)
+                and (dataset is None or t.get("dataset") == dataset)
+                and (model is None or t.get("model") == model)
+                and t.get("outcome") in ("match", "mismatch")]
+        if not mine:
+            continue
+        k = sum(t["outcome"] == "match" for t in mine)
+        date = str(record.get("finished_at") or "")[:10]
+        text = f"verified {k} of {len(mine)} sampled trials on {record.get('host')}, {date}"
+        if record.get("recorded_in"):
+            text += f" (recorded in {record['recorded_in']})"
+        return {"verified": k, "sampled": len(mine), "mismatched": len(mine) - k,
+                "host": record.get("host"), "date": date,
+                "recorded_in": record.get("recorded_in"), "text": text}
+    return {"text": "not verified"}

@@ -1,0 +1,40 @@
+"""SVG badges per model and headline metric, written by the site, made locally."""
+
+import xml.etree.ElementTree as ET
+
+from click.testing import CliRunner
+
+from robench.present.badges import COLOURS, badge_svg, colour, headline_badge
+from robench.cli import cli
+
+
+def test_a_badge_is_valid_svg_with_its_text_escaped_and_the_same_bytes_each_time():
+    svg = badge_svg("robench <rho>", "#1 of 3 · 0.912 & more", "#123456")
+    root = ET.fromstring(svg)
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert texts == ["robench <rho>", "#1 of 3 · 0.912 & more"]
+    assert badge_svg("a", "b", "#000") == badge_svg("a", "b", "#000")
+    assert int(root.get("width")) == 2 * 12 + 7 * (len("robench <rho>") + len(texts[1]))
+
+
+def test_rank_score_and_interval_are_on_the_badge():
+    row = {"rank": 2, "value": 0.8123, "ci_low": 0.75, "ci_high": 0.86}
+    svg = headline_badge("robench rho · digits", row, 40)
+    assert "#2 of 40 · 0.812 [0.750, 0.860]" in svg and COLOURS["top"] in svg
+    assert "not ranked · —" in headline_badge("rho", {"rank": None, "value": None}, 3)
+    assert colour(1, 5) == COLOURS["first"] and colour(5, 5) == COLOURS["ranked"]
+
+
+def test_the_site_writes_a_badge_per_model_and_headline(helped, tmp_path):
+    run = CliRunner().invoke
+    assert run(cli, ["run", "-d", "tiny", "-m", "spy", "-m", "centroid", "--metric", "helped",
+                     "--executor", "local", "--db", str(helped)]).exit_code == 0
+    site = tmp_path / "site"
+    assert run(cli, ["leaderboard", "--db", str(helped), "--out", str(site)]).exit_code == 0
+    badges = sorted(p.name for p in (site / "badges").iterdir())
+    assert badges == ["centroid--tiny--helped.svg", "spy--tiny--helped.svg"]
+    svg = (site / "badges" / "spy--tiny--helped.svg").read_text()
+    assert "robench helped · tiny" in svg and " of 2 · " in svg and "%" in svg
+    page = (site / "models" / "spy.html").read_text()
+    assert "![robench helped on tiny](badges/spy--tiny--helped.svg)" in page
+    assert '<img class="badge" src="../badges/spy--tiny--helped.svg"' in page

@@ -1,0 +1,211 @@
+"""robench verify: re-run a stratified sample of stored trials, compare, record, exit 0/1/2."""
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from robench.cli import cli
+from robench.run.verify import sample_trials, tolerance
+
+TINY = ["-d", "tiny", "-c", "kmeans", "-k", "3", "-r", "2", "--metric", "rho",
+        "--set", "train.max_epochs=2", "--set", "train.batch_size=16"]
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """A database of tiny trials of a numpy and a torch model, run in worker processes."""
+    from robench.plugins import make_registry, set_registry
+
+    set_registry(make_registry(modules=["tests.plugins.tiny"], load_entrypoints=False))
+    try:
+        db = tmp_path_factory.mktemp("verify") / "alice.db"
+        res = run("run", *TINY, "-m", "centroid", "-m", "mlp", "--executor", "process",
+                  "-j", "2", "--db", db)
+        assert res.exit_code == 0, res.output
+    finally:
+        set_registry(None)
+    return db
+
+
+@pytest.fixture
+def ran(pristine, tiny_registry, tmp_path):
+    """A copy of the pristine database to verify (and edit)."""
+    db = tmp_path / "alice.db"
+    with sqlite3.connect(pristine) as a, sqlite3.connect(db) as b:
+        a.backup(b)
+    return db
+
+
+def test_trials_are_deterministic_from_their_stored_spec(ran, tiny_registry):
+    """Invariant 10: every stored trial, re-run here from its spec, gives the same result
+    bit for bit (it first ran in a worker process; numpy and torch models alike)."""
+    from robench.storage.content import trial_content
+    from robench.run.executors import execute_trial
+    from robench.storage.store import Store
+    from robench.run.trials import TrialEnv
+    from robench.run.verify import _stored_like
+
+    with Store(ran, readonly=True) as store:
+        rows = store.trials(status="ok")
+    assert {r["model"] for r in rows} == {"centroid", "mlp"} and len(rows) == 12
+    env = TrialEnv(tiny_registry)
+    for row in rows:
+        again = _stored_like(execute_trial(row["spec"], env))
+        assert trial_content(again) == trial_content(row), row["key"]
+        assert again["correct"] == row["correct"] and again["history"] == row["history"]
+
+
+def test_verify_passes_on_an_honest_database_and_records_what_it_checked(ran):
+    res = run("verify", "--db", ran, "--sample", "4", "--seed", "3")
+    assert res.exit_code == 0, res.output
+    assert "verified 4 of 4 re-run trial(s)" in res.output and "0 mismatch(es)" in res.output
+    assert res.output.count(", exact") == 4
+    conn = sqlite3.connect(ran)
+    (n, k, m, r, trials, host) = conn.execute(
+        "SELECT n_sampled, n_matched, n_mismatched, n_refused, trials, host "
+        "FROM verifications").fetchone()
+    assert (n, k, m, r) == (4, 4, 0, 0) and host
+    trials = json.loads(trials)
+    # stratified: both models and (within each) both kinds of partition before any twice
+    assert {t["model"] for t in trials} == {"centroid", "mlp"}
+    assert all(t["outcome"] == "match" and t["mode"] == "exact" for t in trials)
+    rows = json.loads(run("results", "--db", ran, "--format", "json").output)
+    assert {r["verification"]["text"].split(" on ")[0] for r in rows} == {
+        "verified 2 of 2 sampled trials"}
+    text = run("results", "--db", ran).output
+    assert "tiny / centroid: verified 2 of 2 sampled trials on" in text
+    site = ran.parent / "site"
+    assert run("leaderboard", "--db", ran, "--out", site).exit_code == 0
+    assert "Verification</dt><dd>verified 2 of 2 sampled trials on " in \
+        (site / "models" / "mlp.html").read_text()
+    assert "Verification: verified 4 of 4 sampled trials on " in \
+        (site / "datasets" / "tiny.html").read_text()
+
+
+def test_an_unverified_database_says_so(ran):
+    rows = json.loads(run("results", "--db", ran, "--format", "json").output)
+    assert {r["verification"]["text"] for r in rows} == {"not verified"}
+
+
+def test_verify_exits_1_on_an_edited_accuracy_and_names_it(ran):
+    conn = sqlite3.connect(ran)
+    (key, acc) = conn.execute("SELECT key, accuracy FROM trials WHERE model = 'mlp' AND "
+                              "status = 'ok' ORDER BY key LIMIT 1").fetchone()
+    conn.execute("UPDATE trials SET accuracy = ? WHERE key = ?", (round(1 - acc, 3) or 0.5, key))
+    conn.commit()
+    conn.close()
+    res = run("verify", "--db", ran, "--sample", "12")
+    assert res.exit_code == 1, res.output
+    assert f"MISMATCH {key[:16]} (tiny mlp" in res.output
+    assert f"accuracy stored {round(1 - acc, 3) or 0.5}, re-run {acc}" in res.output
+    assert "verified 11 of 12 re-run trial(s)" in res.output
+    (m, trials) = sqlite3.connect(ran).execute(
+        "SELECT n_mismatched, trials FROM verifications").fetchone()
+    bad = [t for t in json.loads(trials) if t["outcome"] == "mismatch"]
+    assert m == 1 and bad[0]["key"] == key and bad[0]["differences"][0]["rerun"] == acc
+
+
+def test_another_device_is_compared_within_the_stated_tolerance(ran):
+    conn = sqlite3.connect(ran)
+    conn.execute("UPDATE trials SET device = 'cuda:0'")
+    (key, acc, n) = conn.execute("SELECT key, accuracy, n_test FROM trials WHERE model = "
+                                 "'centroid' ORDER BY key LIMIT 1").fetchone()
+    conn.execute("UPDATE trials SET accuracy = ? WHERE key = ?", (acc - 0.5 / n, key))
+    conn.commit()
+    conn.close()
+    res = run("verify", "--db", ran, "--sample", "8")
+    assert res.exit_code == 0, res.output  # half a row off: within tolerance
+    assert res.output.count(", tolerance") == 8
+
+
+def test_a_trial_whose_version_is_not_installed_is_refused_not_a_mismatch(ran):
+    conn = sqlite3.connect(ran)
+    for key, spec in conn.execute("SELECT key, spec FROM trials").fetchall():
+        spec = json.loads(spec)
+        spec["versions"]["model"] = "9.9/9"
+        conn.execute("UPDATE trials SET spec = ? WHERE key = ?", (json.dumps(spec), key))
+    conn.commit()
+    conn.close()
+    res = run("verify", "--db", ran, "--sample", "3")
+    assert res.exit_code == 2, res.output
+    assert "the trial ran with 9.9/9; install the plugin version it ran with" in res.output
+    assert "0 mismatch(es), 3 refused" in res.output
+    assert "Error: none of the 3 sampled trial(s) can be re-run here" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_bad_input_is_refused_with_one_line(ran, tmp_path):
+    res = run("verify", "--db", tmp_path / "none.db")
+    assert res.exit_code == 2 and "no results database" in res.output
+    res = run("verify", "--db", ran, "--contributor", "nobody")
+    assert res.exit_code == 2 and "contributor 'nobody'; known: none" in res.output
+    res = run("verify", "--db", ran, "--sample", "0")
+    assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_the_sample_is_stratified_by_model_and_protocol():
+    rows = [{"key": f"{m}{p}{i}", "model": m, "protocol": p}
+            for m, n in (("a", 50), ("b", 3), ("c", 1)) for p in ("x", "y") for i in range(n)]
+    picked = sample_trials(rows, 6, seed=1)
+    assert {(r["model"], r["protocol"]) for r in picked} == {
+        (m, p) for m in "abc" for p in "xy"}  # every stratum once before any twice
+    assert sample_trials(rows, 6, seed=1) == picked  # seeded
+    assert len(sample_trials(rows, 1000, seed=1)) == len(rows)
+
+
+def test_the_tolerance_is_three_standard_errors_of_a_difference_plus_a_row():
+    # by hand: 0.5 and 0.5 on 100 rows: pooled (50 + 50 + 2) / 204 = 0.5,
+    # 3 * sqrt(2 * 0.25 / 100) + 1/100
+    assert tolerance(0.5, 0.5, 100) == pytest.approx(3 * 0.0707107 + 0.01, abs=1e-6)
+    # two perfect scores on 50 rows: pooled 102 / 104
+    p = 102 / 104
+    assert tolerance(1.0, 1.0, 50) == pytest.approx(3 * (2 * p * (1 - p) / 50) ** 0.5 + 0.02)
+    # its false-mismatch rate, by simulation: two independent measurements of one accuracy
+    # (the other device's model as another draw), skewed accuracies and small test sets too
+    rng = np.random.default_rng(0)
+    for p in (0.5, 0.9, 0.99, 0.999):
+        for n in (10, 30, 200, 2000):
+            a = rng.binomial(n, p, 20000) / n
+            b = rng.binomial(n, p, 20000) / n
+            tol = np.array([tolerance(x, y, n) for x, y in zip(a, b)])
+            assert np.mean(np.abs(a - b) > tol) < 0.01, (p, n)
+    # and it still catches an accuracy edited by 10 points on a test set of 1,000 rows
+    a = rng.binomial(1000, 0.8, 5000) / 1000
+    b = rng.binomial(1000, 0.9, 5000) / 1000
+    assert np.mean([abs(x - y) > tolerance(x, y, 1000) for x, y in zip(a, b)]) > 0.99
+
+
+def test_a_merge_keeps_each_contributions_verification_history(ran, tmp_path):
+    assert run("verify", "--db", ran, "--sample", "2").exit_code == 0
+    merged = tmp_path / "all.db"
+    res = run("merge", ran, "--contributor", "alice", "--db", merged)
+    assert res.exit_code == 0 and "1 verification record(s) copied" in res.output
+    rows = json.loads(run("results", "--db", merged, "--format", "json").output)
+    texts = {r["model"]: r["verification"]["text"] for r in rows}
+    assert texts["centroid"].startswith("verified 1 of 1 sampled trials on ")
+    assert texts["centroid"].endswith("(recorded in alice (alice.db))")
+    # the maintainer's own verification of the merged database comes on top of it
+    assert run("verify", "--db", merged, "--sample", "4").exit_code == 0
+    rows = json.loads(run("results", "--db", merged, "--format", "json").output)
+    assert not any("recorded in" in r["verification"]["text"] for r in rows)
+    conn = sqlite3.connect(merged)
+    assert [r[0] for r in conn.execute("SELECT recorded_in FROM verifications ORDER BY id")] \
+        == ["alice (alice.db)", None]
+    conn.close()
+    # another copy of the same contribution brings no second copy of its record
+    copy = tmp_path / "alice-again.db"
+    with sqlite3.connect(ran) as a, sqlite3.connect(copy) as b:
+        a.backup(b)
+    conn = sqlite3.connect(copy)
+    conn.execute("UPDATE runs SET command = 'robench run (again)'")
+    conn.commit()
+    conn.close()
+    res = run("merge", copy, "--contributor", "alice", "--db", merged)
+    assert res.exit_code == 0 and "verification record(s) copied" not in res.output
