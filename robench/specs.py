@@ -231,15 +231,19 @@ class LeaderboardSection:
     The static site (:mod:`robench.present.site`) reads three more, all optional:
 
     ``headline(rows)`` returns the metric's column of the index's overview table for one data
-    set: ``{"label": ..., "note": ..., "rows": [{"model", "value", "ci_low", "ci_high",
-    "rank", "tied", "higher_is_better", **columns}]}`` or None; ``columns`` lists the extra
-    keys shown beside the headline as ``(key, label, format)`` with format ``"pct"`` or
-    ``"num"``; ``legend`` is the sentence the overview's legend says about that headline
+    set: ``{"label": ..., "note": ..., "rule": ..., "rows": [{"model", "value", "ci_low",
+    "ci_high", "rank", "tied", "unranked", "higher_is_better", **columns}]}`` or None
+    (``rule``: the ranking rule in one sentence; ``unranked``: why a row has no rank);
+    ``columns`` lists the extra keys shown beside the headline as ``(key, label, format)``
+    with format ``"pct"`` or ``"num"``; ``legend`` is the sentence the overview's legend says about that headline
     (plain text, e.g. "rho = E[AccX]/E[AccI] (...)"), shown when the headline is on the page.
     ``plots(rows)`` returns plot descriptions (see :mod:`robench.present.plots`) drawn as
     SVG files; one with a ``"model"`` key goes on that model's page, the others on the data
     set's page. ``pseudo_models`` are names under which the metric stores data-set-level
-    scores (not models): they get no model page.
+    scores (not models): they get no model page. ``ranks(rows)`` returns the rank of each
+    ranked score of one data set's rows, ``[{"model", "clusterer", "score", "rank", "tied",
+    "unranked", "rule", ...}]`` (``robench results --format json`` adds it to those rows as
+    ``ranking``; rank them with :func:`robench.present.leaderboard.rank_table`).
     """
 
     build: Callable[[list], Optional[dict]]
@@ -251,6 +255,7 @@ class LeaderboardSection:
     plots: Optional[Callable[[list], list]] = None
     pseudo_models: tuple = ()
     legend: str = ""
+    ranks: Optional[Callable[[list], list]] = None
 
 
 @dataclass(frozen=True)

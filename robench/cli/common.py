@@ -154,6 +154,8 @@ def emit_scores(rows, fmt):
     if fmt != "table":  # exports carry everything: label, details and versions
         cols += ["configuration_label", "contributor", "helper", "details", "versions",
                  "verification"]
+    if fmt == "json":  # and a ranked score its rank, or why it has none
+        cols += ["ranking"]
     out = [{c: r.get(c) for c in cols} for r in rows]
     if fmt == "csv":
         for obj in out:

@@ -33,7 +33,7 @@ def results(dataset, metric, model, config, fmt, db_path):
     \b
     Examples:
       robench results
-      robench results --dataset digits --metric rho --format json
+      robench results --dataset digits --metric rho --format json  # with each rank
       robench results --metric rho         # the metric's own report
       robench results --config all         # every configuration, labelled
     """
@@ -44,6 +44,10 @@ def results(dataset, metric, model, config, fmt, db_path):
     store = Store(db_path, readonly=True)
     _check_names(store, dataset=dataset, metric=metric, model=model)
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
+    if fmt == "json":  # ranks are relative to the whole table: before --model filters it
+        from robench.present.leaderboard import attach_ranks, registered_sections
+
+        attach_ranks(registered_sections(load_registry()), rows)
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
     from robench.storage.verification import status, verifications

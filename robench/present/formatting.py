@@ -44,3 +44,23 @@ def as_dict(value) -> dict:
         except ValueError:
             return {}
     return value if isinstance(value, dict) else {}
+
+
+def interval_text(low, high, *, reason=None, floor=None, digits: int = 3) -> tuple:
+    """Return (the interval as text, a note or None) as the tables show it.
+
+    Bounds are shown as computed, never clipped: a bound below ``floor`` (the least value
+    the quantity can take, e.g. 0 for rho) stays as it is and the note says so. Without
+    bounds the text says "unbounded" where the confidence set is (Fieller's, when the
+    denominator is not significantly above 0) and "none" otherwise, and the note is the
+    stored reason.
+    """
+    if is_finite(low) and is_finite(high):
+        text = f"[{low:.{digits}f}, {high:.{digits}f}]"
+        if floor is not None and low < floor:
+            return text, (f"lower bound {low:.{digits}f} is below {floor:g}, the least value "
+                          f"possible: the repeats do not bound it away from {floor:g} "
+                          "(shown as computed, not clipped)")
+        return text, None
+    why = reason or "no interval stored"
+    return ("unbounded" if "unbounded" in why else "none"), why

@@ -17,7 +17,6 @@ import markupsafe
 
 from robench.present.formatting import is_finite, percent
 from robench.present.skips import summarize_skips
-from robench.stats.intervals import tie_ranks
 from robench.storage.store import Store
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -83,28 +82,65 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
     return ranked
 
 
-def tie_ranked(rows: list) -> list:
-    """Return ``rows`` (best first) re-ranked so that overlapping intervals share a rank.
+def rank_table(rows: list) -> dict:
+    """Rank one table's rows by :func:`robench.stats.ranks.rank_models`; return the table.
 
-    :func:`robench.stats.intervals.tie_ranks`: a model whose 95% interval overlaps its block
-    leader's takes the leader's rank (1, 1, 3, ...), so the table does not print an order the
-    repeats cannot decide. ``tied`` marks a row that shares its rank. A table run with
-    ``--until decided`` takes the ranks its pair decisions gave (``details.adaptive.rank``:
-    a new rank only after an ordered pair).
+    Each row has ``model``, ``value``, ``ci_low``, ``ci_high``, ``higher_is_better`` and,
+    where known, ``samples`` (its per-repeat values, keyed by repeat: models that share a
+    repeat share its partitions, so adjacent models are compared by their paired
+    difference, Holm-corrected over the table's adjacent pairs) and ``unranked`` (why it
+    takes no rank, e.g. at chance). Returns ``{"rows", "rule", "pairs"}``: the rows best
+    first (unranked ones last), each with ``rank``, ``tied``, ``unranked`` and ``next`` (its
+    pair with the row below), ``samples`` dropped. A table run with ``--until decided``
+    keeps the ranks its pair decisions gave (``adaptive.rank``: a new rank only after an
+    ordered pair, :mod:`robench.stats.sequential`); an unranked model there has no rank.
     """
+    from robench.stats.ranks import rank_models
+
     higher = all(r.get("higher_is_better", True) for r in rows)
-    ranks = tie_ranks([r["value"] for r in rows], [r["ci_low"] for r in rows],
-                      [r["ci_high"] for r in rows], higher_is_better=higher)
-    if rows and all((r.get("adaptive") or {}).get("rank") is not None for r in rows):
-        # --until decided: ranks from the paired decisions of adjacent models (robench.stats.sequential)
-        ranks = [r["adaptive"]["rank"] for r in rows]
+    out = rank_models(sorted(rows, key=lambda r: str(r["model"])), higher_is_better=higher)
+    ranked = out["rows"]
+    rule = out["rule"]
+    if ranked and all((r.get("adaptive") or {}).get("rank") is not None for r in ranked):
+        for r in ranked:
+            r["rank"] = None if r.get("unranked") else r["adaptive"]["rank"]
+        ranked.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0))
+        rule = ("adaptive repeats (--until decided): adjacent models share a rank unless the "
+                "paired interval of their difference, at the level corrected for the looks, "
+                "orders them; R = repeats used")
     counts: dict = defaultdict(int)
-    for rank in ranks:
-        counts[rank] += 1
-    for row, rank in zip(rows, ranks):
-        row["rank"] = rank
-        row["tied"] = rank is not None and counts[rank] > 1
-    return rows
+    for r in ranked:
+        counts[r["rank"]] += 1
+    for r in ranked:
+        r.pop("samples", None)
+        r["tied"] = r["rank"] is not None and counts[r["rank"]] > 1
+        r["rank_rule"] = rule
+    return {"rows": ranked, "rule": rule, "pairs": out["pairs"]}
+
+
+def attach_ranks(sections: dict, rows: list) -> None:
+    """Add ``ranking`` to each score row that its metric's section ranks, in place.
+
+    ``sections``: {metric: LeaderboardSection} (:func:`registered_sections`); a section's
+    ``ranks(rows)`` ranks one data set's rows of its metric. ``ranking`` holds the row's
+    ``rank`` (None when it is not ranked), ``tied``, ``unranked`` (why not, e.g. at chance),
+    the table's ``rule`` and what else the section says. Pass every row of a table, not a
+    model's alone: a rank is relative to the whole table.
+    """
+    tables: dict = defaultdict(list)
+    for r in rows:
+        tables[(r["dataset"], r["metric"])].append(r)
+    for (_, metric), mine in sorted(tables.items()):
+        section = sections.get(metric)
+        if section is None or getattr(section, "ranks", None) is None:
+            continue
+        found = {(x["model"], x.get("clusterer") or "", x["score"]): x
+                 for x in section.ranks(mine)}
+        for r in mine:
+            hit = found.get((r["model"], r.get("clusterer") or "", r["score"]))
+            if hit is not None:
+                r["ranking"] = {k: v for k, v in hit.items()
+                                if k not in ("model", "clusterer", "score")}
 
 
 def not_applicable(skips: list[dict], rows: list[dict]) -> list[dict]:

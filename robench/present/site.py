@@ -184,7 +184,8 @@ def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
             heads.append({"metric": metric, "label": head.get("label") or metric,
                           "rows": head["rows"],
                           "format": head.get("format", "num"),
-                          "note": head.get("note", ""), "columns": list(section.columns),
+                          "note": head.get("note", ""), "rule": head.get("rule", ""),
+                          "columns": list(section.columns),
                           "by_model": {r["model"]: r for r in head["rows"]},
                           "higher_is_better": getattr(_spec(registry, "metrics", metric),
                                                       "higher_is_better", True)})

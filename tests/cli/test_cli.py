@@ -166,9 +166,10 @@ def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_
             "--executor", "local", "--db", db, "--metric", "rho"]
     res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9"])
     assert res.exit_code == 0, res.output
-    assert ("(adaptive repeats (--until decided): models share a rank unless the paired "
-            "interval of their rho difference orders them; 97.5% CIs; R = repeats used)"
-            ) in res.output
+    assert ("ranks: adaptive repeats (--until decided): adjacent models share a rank unless "
+            "the paired interval of their difference, at the level corrected for the looks, "
+            "orders them; R = repeats used") in res.output
+    assert "97.5% CI" in res.output
     # centroid and spy are one model under two names: equivalent at the first look
     assert ("tiny / kmeans: every adjacent pair equivalent within the precision; repeats of "
             "at most 12: centroid 6, spy 6 (36 trials)") in res.output

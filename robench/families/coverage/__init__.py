@@ -51,7 +51,7 @@ def register_metrics(register):
                                        headline=leaderboard.headline,
                                        columns=(("model_acc", "test acc.", "pct"),),
                                        legend=leaderboard.LEGEND,
-                                       plots=leaderboard.plots),
+                                       plots=leaderboard.plots, ranks=leaderboard.ranks),
         references=(("Senthil Mani, Anush Sankaran, Srikanth Tamilselvam and Akshay Sethi, "
                      "Coverage Testing of Deep Learning Models using Dataset Characterization "
                      "(2019)", "https://arxiv.org/abs/1911.07309"),),

@@ -28,6 +28,7 @@ def leaderboard_tables(rows: list) -> dict:
             "model": model, "value": head.get("value"), "higher_is_better": True,
             "ci_low": head.get("ci_low"), "ci_high": head.get("ci_high"),
             "repeats": det.get("repeats"), "per_repeat": det.get("per_repeat") or [],
+            "samples": _samples(det),
             "note": (f"not applicable: {det['not_applicable']}" if det.get("not_applicable")
                      else det.get("error") or det.get("not_computable")),
             "layer": det.get("layer"), "feature_dim": det.get("feature_dim"),
@@ -58,13 +59,15 @@ def _share(mix: str) -> float:
 
 
 def headline(rows: list):
-    """Return coverage's column of the overview (tie ranks by interval; test accuracy beside)."""
+    """Return coverage's column of the overview (paired ranks; test accuracy beside)."""
     tables = section(rows)
     if not tables:
         return None
     return {"label": "coverage acc.", "format": "pct", "rows": tables["models"],
+            "rule": tables["rule"],
             "note": "coverage-guided accuracy, the mean over five centroid:boundary mixes of "
-                    "accuracy on generated test sets, with the model's test accuracy beside it."}
+                    "accuracy on generated test sets, with the model's test accuracy beside it. "
+                    f"Ranks: {tables['rule']}."}
 
 
 def plots(rows: list) -> list:
@@ -100,16 +103,25 @@ def plots(rows: list) -> list:
     return out
 
 
+def _samples(det: dict):
+    """Return {repeat: coverage-guided accuracy} (repeat r of every model trains its
+    reference model on the same split with the same seed, so models pair by repeat)."""
+    ids, per = det.get("repeat_ids"), det.get("per_repeat")
+    if not (isinstance(ids, list) and isinstance(per, list) and len(ids) == len(per)):
+        return None
+    return {r: v for r, v in zip(ids, per) if v is not None}
+
+
 def section(rows: list):
-    """Return the coverage section of one data set (ranked by coverage-guided accuracy)."""
-    from robench.present.leaderboard import rank_rows
+    """Return the coverage section of one data set, ranked by coverage-guided accuracy
+    (:func:`robench.present.leaderboard.rank_table`: paired over the shared repeats)."""
+    from robench.present.leaderboard import rank_table
 
     tables = leaderboard_tables(rows)
     if not tables:
         return None
-    from robench.present.leaderboard import tie_ranked
-
-    models = tie_ranked(rank_rows(sorted(tables["models"], key=lambda r: r["model"])))
+    ranked = rank_table(tables["models"])
+    models = ranked["rows"]
     mixes = mix_order({m for r in models for m in r["mixes"]})
     sizes = sorted({int(s) for r in models for t in r["table"].values() for s in t})
     knobs = next((r["knobs"] for r in models if r["knobs"]), {})
@@ -117,4 +129,14 @@ def section(rows: list):
         "confidence", "boundary_rule", "wc_l", "radius", "theta1", "theta2", "step"))
     size = next((r["size"] for r in models if r["size"]), None)
     return {"models": models, "mixes": mixes, "sizes": sizes, "size": size or "the largest set of",
+            "rule": ranked["rule"],
             "knobs": f"Settings of these scores: {text}" if text else "Settings: see details"}
+
+
+def ranks(rows: list) -> list:
+    """Return the rank of every coverage score of one data set's rows (``robench results``
+    adds it to its JSON)."""
+    tables = section(rows)
+    return [{"model": r["model"], "clusterer": "", "score": METRIC, "rank": r["rank"],
+             "tied": r["tied"], "unranked": r["unranked"], "rule": tables["rule"],
+             "vs_next": r.get("next")} for r in (tables or {}).get("models", [])]

@@ -61,7 +61,7 @@ def register_metrics(register):
                                        headline=leaderboard.headline,
                                        columns=leaderboard.HEADLINE_COLUMNS,
                                        legend=leaderboard.LEGEND,
-                                       plots=leaderboard.plots),
+                                       plots=leaderboard.plots, ranks=leaderboard.ranks),
         references=(("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
                      "Cross-validation (2019)", ""),),
         display_order=10,

@@ -38,9 +38,71 @@ def _adaptive(rho: dict) -> Optional[dict]:
             "level": ad.get("level")}
 
 
+def rho_samples(details: dict) -> Optional[dict]:
+    """Return a rho score's {repeat: (AccX_r, AccI_r)} (None where its repeats are unknown).
+
+    Repeat r of every model of a table uses the same exclusive and inclusive partitions and
+    seeds, so these pair models repeat by repeat. Scores since issue 28 store each accuracy's
+    repeat; older ones listed the successful trials in repeat order, so their positions are
+    the repeats only when no trial failed (otherwise the model is not paired).
+    """
+    xs, is_ = details.get("acc_exclusive"), details.get("acc_inclusive")
+    if not (isinstance(xs, list) and isinstance(is_, list)):
+        return None
+    rx, ri = details.get("repeats_exclusive"), details.get("repeats_inclusive")
+    if not (isinstance(rx, list) and isinstance(ri, list)):
+        if details.get("n_failed"):
+            return None
+        rx, ri = list(range(len(xs))), list(range(len(is_)))
+    x, i = dict(zip(rx, xs)), dict(zip(ri, is_))
+    return {r: (x[r], i[r]) for r in x if r in i}
+
+
+def rho_chance(details: dict) -> tuple:
+    """Return (chance accuracy, its basis) of a rho score's inclusive test sets."""
+    from robench.stats.ranks import chance_level
+
+    chance = details.get("chance")
+    if isinstance(chance, dict) and is_finite(chance.get("level")):
+        return chance["level"], chance.get("basis") or ""
+    k = len(details.get("per_class") or [])
+    if not k:
+        return None, "the number of classes is not recorded"
+    level, basis = chance_level(k)
+    return level, basis + (" (this score records no majority-class rate: scored before "
+                           "issue 28; `robench run --rescore` records it for trials that kept "
+                           "their test sets' class counts)")
+
+
+def at_chance(rho: dict, inclusive: dict) -> Optional[str]:
+    """Return why a model takes no rank on rho: E[AccI]'s interval does not exclude chance.
+
+    rho = E[AccX]/E[AccI] is ~1 when both accuracies are at chance, so such a model would
+    top the table; its rho is shown, not ranked (:func:`robench.stats.ranks.chance_reason`).
+    """
+    from robench.stats.ranks import chance_reason
+
+    details = rho.get("details") if isinstance(rho.get("details"), dict) else {}
+    chance, basis = rho_chance(details)
+    inc_details = inclusive.get("details") if isinstance(inclusive.get("details"), dict) else {}
+    return chance_reason(inclusive.get("value"), inclusive.get("ci_low"),
+                         inclusive.get("ci_high"), chance, basis,
+                         values=inc_details.get("per_repeat") or details.get("acc_inclusive")
+                         or (),
+                         interval_reason=(inc_details.get("interval") or {}).get("reason"))
+
+
 def rho_tables(scores: list) -> list:
-    """Return one ranked table per clusterer from the rho metric's sub-scores."""
-    from robench.present.leaderboard import tie_ranked, rank_rows
+    """Return one ranked table per clusterer from the rho metric's sub-scores.
+
+    Ranks: :func:`robench.present.leaderboard.rank_table` (paired differences over the
+    repeats the models share, Holm over adjacent pairs); a model whose E[AccI] is not shown
+    above chance is listed with its rho but no rank (``unranked`` says why). Each row's
+    ``interval`` is its rho interval as text, ``interval_note`` what a reader must know of it
+    (why it is empty or unbounded; a bound below 0 shown as computed).
+    """
+    from robench.present.formatting import interval_text
+    from robench.present.leaderboard import rank_table
 
     by_group: dict = defaultdict(dict)
     for s in scores:
@@ -56,15 +118,23 @@ def rho_tables(scores: list) -> list:
         acc_i = (parts.get("acc_inclusive") or {}).get("value")
         acc_r = (parts.get("acc_random") or {}).get("value")
         inc = parts.get("acc_inclusive") or {}
+        details = rho.get("details") if isinstance(rho.get("details"), dict) else {}
+        text, note = interval_text(rho["ci_low"], rho["ci_high"], floor=0.0,
+                                   reason=(details.get("interval") or {}).get("reason")
+                                   or details.get("missing"))
         by_clusterer[clusterer].append(
             {
                 "model": model,
                 "value": rho["value"],
                 "ci_low": rho["ci_low"],
                 "ci_high": rho["ci_high"],
+                "interval": text,
+                "interval_note": note,
                 "n": rho["n"],
                 "adaptive": _adaptive(rho),
                 "higher_is_better": rho["higher_is_better"],
+                "samples": rho_samples(details),
+                "unranked": at_chance(rho, inc),
                 "acc_exclusive": acc_x,
                 "acc_inclusive": acc_i,
                 "acc_random": acc_r,
@@ -76,14 +146,29 @@ def rho_tables(scores: list) -> list:
                 ),
             }
         )
-    return [
-        {
-            "clusterer": clusterer or "(none)",
-            # sorting by name first makes tied ranks list in a stable, readable order
-            "rows": tie_ranked(rank_rows(sorted(rows, key=lambda r: r["model"]))),
-        }
-        for clusterer, rows in sorted(by_clusterer.items())
-    ]
+    tables = []
+    for clusterer, rows in sorted(by_clusterer.items()):
+        ranked = rank_table(rows)
+        tables.append({"clusterer": clusterer or "(none)", "rows": ranked["rows"],
+                       "rule": ranked["rule"],
+                       "notes": [{"model": r["model"], "text": t} for r in ranked["rows"]
+                                 for t in (r["unranked"], r["interval_note"]) if t]})
+    return tables
+
+
+def ranks(rows: list) -> list:
+    """Return the rank of every rho score of one data set's rows (what ``robench results``
+    adds to its JSON): model, clusterer, score "rho", rank, tied, unranked (why not ranked,
+    or None), rule, interval text and note, and the test against the model below."""
+    out = []
+    for table in rho_tables(rows):
+        clusterer = "" if table["clusterer"] == "(none)" else table["clusterer"]
+        for r in table["rows"]:
+            out.append({"model": r["model"], "clusterer": clusterer, "score": "rho",
+                        "rank": r["rank"], "tied": r["tied"], "unranked": r["unranked"],
+                        "rule": table["rule"], "interval": r["interval"],
+                        "interval_note": r["interval_note"], "vs_next": r.get("next")})
+    return out
 
 
 def section(rows: list):
@@ -107,9 +192,11 @@ def headline(rows: list) -> Optional[dict]:
     if table is None:
         return None
     return {"label": f"rho ({table['clusterer']})", "format": "num", "rows": table["rows"],
+            "rule": table["rule"],
             "note": "E[AccX]/E[AccI] with Fieller's 95% interval; read it with E[AccX], "
                     "E[AccI] and the random-split accuracy beside it, since a weak model can "
-                    "have a high ratio."}
+                    "have a high ratio; a model whose E[AccI] is not shown above chance gets "
+                    f"no rank. Ranks: {table['rule']}."}
 
 
 def plots(rows: list) -> list:
@@ -163,11 +250,26 @@ def adequacy_tables(rows: list) -> list:
                     for kind in ("inclusive", "exclusive")]
         classes = [c for c in details.get("ranking") or []
                    if isinstance(c, dict) and c.get("rho") and c["rho"][-1] is not None][:3]
+        for t in table:
+            t["interval"], t["interval_note"] = size_interval(sc, t)
         out.append({"model": model, "clusterer": clusterer or "(none)", "table": table,
                     "readings": [r for r in readings if r],
                     "classes": [{"class": c.get("class"), "rho": c["rho"][-1],
                                  "reading": c.get("reading", "")} for c in classes]})
     return out
+
+
+def size_interval(scores: dict, entry: dict) -> tuple:
+    """Return (text, note) of one adequacy size's rho interval: as computed, with the reason
+    an empty one was stored with (its ``rho@size`` score) or a note on a bound below 0."""
+    from robench.present.formatting import interval_text
+
+    details = (scores.get(f"rho@{entry.get('size')}") or {}).get("details")
+    reason = ((details or {}).get("interval") or {}).get("reason") if isinstance(
+        details, dict) else None
+    if reason is None and entry.get("rho") is None:
+        reason = "no rho at this size (no successful exclusive and inclusive trials)"
+    return interval_text(entry.get("ci_low"), entry.get("ci_high"), reason=reason, floor=0.0)
 
 
 def adequacy_section(rows: list):

@@ -90,8 +90,13 @@ def run(spec: dict, env) -> dict:
     train_idx, val_idx, test_idx = partition(spec, dataset, env.registry)
     model_spec = env.registry.get("models", spec["model"])
     seed = derived_seed(spec["seed"], spec["repeat"], KIND_CODES[spec["kind"]])
-    return fit_and_score(model_spec, dataset, train_idx, val_idx, test_idx,
-                         seed=seed, train_budget=spec["params"]["train"])
+    out = fit_and_score(model_spec, dataset, train_idx, val_idx, test_idx,
+                        seed=seed, train_budget=spec["params"]["train"])
+    # the test set's class counts: the chance accuracy a model must be shown above (rho's
+    # ranks); recorded, not part of the trial's definition, so its key is unchanged
+    counts = np.bincount(np.asarray(dataset.y)[test_idx], minlength=dataset.n_classes)
+    out["extra"] = {"test_class_counts": counts.tolist()}
+    return out
 
 
 # --- the science: pure functions over accuracies -------------------------------------------

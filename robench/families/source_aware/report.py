@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from robench.families.source_aware.rho import METRIC as RHO
 from robench.present.formatting import percent
-from robench.stats.intervals import tie_ranks
 
 
 def _pct(v):
@@ -22,58 +21,55 @@ def _ci_name(models: dict) -> str:
     return "95% CI"
 
 
-def _adaptive_ranks(models: dict) -> dict:
-    """Return model -> rank from a --until decided table's pair decisions ({} if not adaptive)."""
-    out = {}
-    for model, sc in models.items():
-        details = (sc.get("rho") or {}).get("details") or {}
-        ad = details.get("adaptive") if isinstance(details, dict) else None
-        if isinstance(ad, dict) and ad.get("rank") is not None:
-            out[model] = ad["rank"]
-    return out
-
-
 def rho_lines(rows: list) -> list:
-    """Return rho per data set and clusterer, models ranked best first, as text lines."""
-    table: dict = {}
+    """Return rho per data set and clusterer, models ranked best first, as text lines.
+
+    The ranks are the leaderboard's (:func:`robench.families.source_aware.leaderboard.
+    rho_tables`): paired over the repeats the models share, Holm over adjacent pairs, said
+    above each table; "=" marks a shared rank. A model whose E[AccI] is not shown above
+    chance has no rank ("-", at chance); the notes under a table give that reason and why an
+    interval is empty, unbounded or below 0.
+    """
+    from robench.families.source_aware.leaderboard import rho_tables
+
+    by_dataset: dict = {}
     for s in rows:
-        if s["metric"] != RHO:
-            continue
-        table.setdefault((s["dataset"], s["clusterer"]), {}).setdefault(s["model"], {})[
-            s["score"]] = s
+        if s["metric"] == RHO:
+            by_dataset.setdefault(s["dataset"], []).append(s)
     lines = []
-    for (dataset, clusterer), models in sorted(table.items()):
+    for dataset, mine in sorted(by_dataset.items()):
+        models: dict = {}
+        for s in mine:
+            models.setdefault(s["model"], {})[s["score"]] = s
         ci_name = _ci_name(models)
-        adaptive = _adaptive_ranks(models)
-        how = (f"adaptive repeats (--until decided): models share a rank unless the paired "
-               f"interval of their rho difference orders them; {ci_name}s; R = repeats used"
-               if adaptive else f"overlapping {ci_name}s share a rank")
-        lines.append(f"\n{dataset} - sources by {clusterer}: ranked by rho = E[AccX]/E[AccI] "
-                     f"({how})")
-        lines.append(f"  {'#':>2} {'model':<14} {'rho':>6} {ci_name:>15}   "
-                     f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
-        complete = {m: sc for m, sc in models.items() if "rho" in sc}
-        ranked = sorted(complete.items(), key=lambda kv: -(kv[1]["rho"].get("value") or -1))
-        # models whose intervals overlap their rank's leader share its rank (robench.stats.intervals)
-        ranks = tie_ranks([sc["rho"].get("value") for _, sc in ranked],
-                          [sc["rho"].get("ci_low") for _, sc in ranked],
-                          [sc["rho"].get("ci_high") for _, sc in ranked])
-        if adaptive and all(m in adaptive for m, _ in ranked):
-            ranks = [adaptive[m] for m, _ in ranked]
-        for i, (model, sc) in zip(ranks, ranked):
-            r = sc["rho"]
-            value = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-            ci = "" if r.get("ci_low") is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
-            rho = "  -   " if r.get("value") is None else f"{r['value']:6.3f}"
-            rank = "-" if i is None else str(i)
-            lines.append(f"  {rank:>2} {model:<14} {rho} {ci:>15}   {_pct(value('acc_exclusive'))}"
-                         f"  {_pct(value('acc_inclusive'))} {_pct(value('acc_random'))}"
-                         f" {r.get('n') or 0:>4}")
+        for table in rho_tables(mine):
+            lines.append(f"\n{dataset} - sources by {table['clusterer']}: ranked by rho = "
+                         f"E[AccX]/E[AccI]; ranks: {table['rule']}; = marks a shared rank; "
+                         "no rank where E[AccI] is not shown above chance")
+            lines.append(f"  {'#':>3} {'model':<14} {'rho':>6} {ci_name:>16}   "
+                         f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
+            for r in table["rows"]:
+                rank = ("-" if r["rank"] is None
+                        else f"{r['rank']}{'=' if r['tied'] else ''}")
+                rho = "  -   " if r.get("value") is None else f"{r['value']:6.3f}"
+                flag = "  at chance" if (r["unranked"] or "").startswith("at chance") else (
+                    "  not ranked" if r["unranked"] else "")
+                lines.append(f"  {rank:>3} {r['model']:<14} {rho} {r['interval']:>16}   "
+                             f"{_pct(r['acc_exclusive'])}  {_pct(r['acc_inclusive'])} "
+                             f"{_pct(r['acc_random'])} {r.get('n') or 0:>4}{flag}")
+            for note in table["notes"]:
+                lines.append(f"      {note['model']}: {note['text']}")
     return lines
 
 
 def adequacy_lines(rows: list) -> list:
-    """Return the adequacy sweep per (dataset, model, clusterer): sizes, interval, rho, classes."""
+    """Return the adequacy sweep per (dataset, model, clusterer): sizes, interval, rho, classes.
+
+    Intervals are shown as computed; a note under the table says why one is empty or
+    unbounded, or that a bound is below 0 (``leaderboard.size_interval``).
+    """
+    from robench.families.source_aware.leaderboard import size_interval
+
     groups: dict = {}
     for s in rows:
         groups.setdefault((s["dataset"], s["model"], s["clusterer"]), {})[s["score"]] = s
@@ -84,15 +80,20 @@ def adequacy_lines(rows: list) -> list:
         lines.append(f"\n{dataset} / {model} - sources by {clusterer}: dataset adequacy "
                      "(training-size sweep, test partitions fixed)")
         lines.append(f"  {'size':>6} {'n':>6} {'E[AccX]':>7} {'E[AccI]':>7} {'rho':>6} "
-                     f"{'95% CI':>15} {'R':>3}")
+                     f"{'95% CI':>16} {'R':>3}")
+        notes = []
         for t in details.get("table", []):
-            ci = "" if t.get("ci_low") is None else f"[{t['ci_low']:.3f}, {t['ci_high']:.3f}]"
+            ci, note = size_interval(sc, t)
+            if note:
+                ci += "*"
+                notes.append(f"  * size {t['size']}: {note}")
             rho = "  -   " if t.get("rho") is None else f"{t['rho']:6.3f}"
             n = "" if t.get("n_samples") is None else f"{t['n_samples']:.0f}"
             capped = f"  ({t['n_capped']} capped)" if t.get("n_capped") else ""
             lines.append(f"  {str(t['size']):>6} {n:>6} {_pct(t.get('acc_exclusive'))}  "
-                         f"{_pct(t.get('acc_inclusive'))} {rho} {ci:>15} {t.get('n', 0):>3}"
+                         f"{_pct(t.get('acc_inclusive'))} {rho} {ci:>16} {t.get('n', 0):>3}"
                          + capped)
+        lines.extend(notes)
         for kind in ("inclusive", "exclusive"):
             e = sc.get(f"enough_{kind}")
             if e and (e.get("details") or {}).get("reading"):

@@ -19,8 +19,10 @@ RHO_DEFINITION = (
     "Models early-stop on a validation split carved from the training partition, never on test."
 )
 
-#: Version of the rho metric's definition (2: Fieller / t intervals instead of the bootstrap).
 METRIC = "rho"
+#: Version of the rho metric's definition (2: Fieller / t intervals instead of the bootstrap).
+#: Scores since issue 28 also carry each accuracy's repeat and the chance accuracy in their
+#: details (what tables rank by); no value changed, so the version did not.
 VERSION = "2"
 
 
@@ -38,6 +40,29 @@ def rho_interval(acc_x, acc_i) -> tuple:
 
     iv = ratio_interval(acc_x, acc_i, method="fieller")
     return iv.low, iv.high, iv.as_dict()
+
+
+def chance_of(trials: list) -> dict:
+    """Return the chance accuracy of trials' test sets (what a model must be shown above).
+
+    ``level`` is 1/classes (the length of a trial's per-class accuracies), or the mean
+    majority-class rate of the test sets where that is higher and every trial recorded its
+    test set's class counts (``extra.test_class_counts``; trials stored before did not).
+    """
+    from robench.stats.ranks import chance_level
+
+    k = max((len(t.get("per_class") or []) for t in trials), default=0) or None
+    shares = []
+    for t in trials:
+        extra = t.get("extra") if isinstance(t.get("extra"), dict) else {}
+        counts = extra.get("test_class_counts")
+        if isinstance(counts, list) and counts and sum(counts) > 0:
+            shares.append(max(counts) / sum(counts))
+    majority = sum(shares) / len(shares) if shares and len(shares) == len(trials) else None
+    level, basis = chance_level(k, majority)
+    if majority is None and k:
+        basis += " (the test sets' class counts were not recorded)"
+    return {"level": level, "basis": basis, "n_classes": k, "majority": majority}
 
 
 def aggregate_rho(group: dict, trials: list) -> list:
@@ -77,6 +102,9 @@ def aggregate_rho(group: dict, trials: list) -> list:
         ) if i > 0]
         details.update(
             acc_exclusive=accs["exclusive"], acc_inclusive=accs["inclusive"],
+            repeats_exclusive=[t["repeat"] for t in by_kind["exclusive"]],
+            repeats_inclusive=[t["repeat"] for t in by_kind["inclusive"]],
+            chance=chance_of(by_kind["inclusive"]),
             interval=interval,
             paired_ratio_mean=sum(paired) / len(paired) if paired else None,
             per_class=sa.class_rho([t["per_class"] for t in by_kind["exclusive"]],

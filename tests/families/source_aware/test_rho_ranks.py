@@ -1,0 +1,176 @@
+"""rho tables rank by paired differences, give no rank at chance, and show intervals honestly.
+
+Score rows come from the real aggregate (aggregate_rho) of simulated trials, so the per-repeat
+accuracies, their repeats and the chance level travel the way they do in a run.
+"""
+
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from robench.families.source_aware.leaderboard import ranks, rho_tables
+from robench.families.source_aware.report import rho_lines
+from robench.families.source_aware.rho import aggregate_rho, chance_of
+from robench.stats.intervals import ratio_interval
+
+
+def trials(x, i, *, classes=10, counts=None, failed=()):
+    """Return source-aware trial rows: exclusive accuracies x and inclusive i, per repeat."""
+    out = []
+    for kind, accs in (("exclusive", x), ("inclusive", i), ("random", i)):
+        for r, acc in enumerate(accs):
+            row = {"kind": kind, "repeat": r, "accuracy": float(acc),
+                   "status": "failed" if (kind, r) in failed else "ok",
+                   "clusterer": "" if kind == "random" else "kmeans", "params": {"k": 3},
+                   "per_class": [float(acc)] * classes}
+            if counts is not None:
+                row["extra"] = {"test_class_counts": list(counts)}
+            out.append(row)
+    return out
+
+
+def score_rows(model, x, i, **kw):
+    group = {"dataset": "d", "model": model, "clusterer": "kmeans"}
+    rows = [asdict(s) for s in aggregate_rho(group, trials(x, i, **kw))]
+    for r in rows:
+        r["higher_is_better"] = True
+    return rows
+
+
+def table(*models):
+    rows = [r for m in models for r in m]
+    return {r["model"]: r for r in rho_tables(rows)[0]["rows"]}, rows
+
+
+def test_shared_partitions_rank_apart_what_marginal_intervals_tie():
+    """Ten repeats share a partition effect (sd 0.05); b is 0.01 below a in each. The
+    marginal Fieller intervals overlap (the old rule gave 1, 1); the paired rule orders them."""
+    rng = np.random.default_rng(3)
+    z = 0.05 * rng.standard_normal(10)
+    xa, xb = 0.80 + z + 0.002 * rng.standard_normal(10), 0.79 + z + 0.002 * rng.standard_normal(10)
+    ia, ib = 0.95 + 0.005 * rng.standard_normal(10), 0.95 + 0.005 * rng.standard_normal(10)
+    a, b = ratio_interval(xa, ia), ratio_interval(xb, ib)
+    assert a.low < b.high  # overlapping marginal intervals
+    rows, _ = table(score_rows("a", xa, ia), score_rows("b", xb, ib))
+    assert (rows["a"]["rank"], rows["b"]["rank"]) == (1, 2)
+    assert not rows["a"]["tied"] and rows["a"]["next"]["paired"]
+    assert rows["a"]["next"]["n"] == 10 and rows["a"]["next"]["p"] < 0.01
+
+
+def test_marginally_apart_but_paired_difference_includes_zero_shares_a_rank():
+    """Three repeats whose swings mirror each other (exclusive and inclusive): the marginal
+    intervals do not overlap (the old rule gave 1, 2), the paired difference includes 0."""
+    e, f = np.array([-0.02, 0.0, 0.02]), np.array([0.01, -0.01, 0.0])
+    xa, ia, xb, ib = 0.85 + e, 0.95 + f, 0.75 - e, 0.95 - f
+    assert ratio_interval(xa, ia).low > ratio_interval(xb, ib).high
+    rows, all_rows = table(score_rows("a", xa, ia), score_rows("b", xb, ib))
+    assert (rows["a"]["rank"], rows["b"]["rank"]) == (1, 1) and rows["b"]["tied"]
+    assert rows["a"]["next"]["p"] > 0.05
+    text = "\n".join(rho_lines(all_rows))
+    assert "Holm-corrected over the 1 paired adjacent pair" in text
+    assert "  1= a" in text and "  1= b" in text
+
+
+def test_pairs_use_the_repeats_both_models_have():
+    """A failed repeat of one model leaves that repeat out of its pairs (the details store
+    each accuracy's repeat; positions would pair repeat 2 with repeat 3)."""
+    rng = np.random.default_rng(5)
+    z = 0.05 * rng.standard_normal(8)
+    xa, xb = 0.80 + z + 0.002 * rng.standard_normal(8), 0.79 + z + 0.002 * rng.standard_normal(8)
+    i = np.full(8, 0.95) + 0.004 * rng.standard_normal(8)
+    a = score_rows("a", xa, i, failed={("exclusive", 2)})
+    rows, _ = table(a, score_rows("b", xb, i))
+    rho_a = next(r for r in a if r["score"] == "rho")
+    assert rho_a["details"]["repeats_exclusive"] == [0, 1, 3, 4, 5, 6, 7]
+    assert rows["a"]["next"]["n"] == 7 and rows["a"]["rank"] == 1 and rows["b"]["rank"] == 2
+    # a score from before (no repeats stored) with a failed trial is not paired at all
+    for r in a:
+        r["details"].pop("repeats_exclusive", None)
+        r["details"].pop("repeats_inclusive", None)
+    rows, _ = table(a, score_rows("b", xb, i))
+    assert not rows["a"]["next"]["paired"]
+
+
+def test_a_model_at_chance_is_shown_but_not_ranked():
+    """A random-label model: E[AccI] ~10% on 10 classes, rho ~1 (it would top the table)."""
+    rng = np.random.default_rng(0)
+    good_x, good_i = 0.85 + 0.02 * rng.standard_normal(5), 0.95 + 0.005 * rng.standard_normal(5)
+    rand_x = np.array([0.11, 0.09, 0.10, 0.12, 0.08])
+    rand_i = np.array([0.095, 0.10, 0.105, 0.09, 0.11])  # mean 10% = 1/10: rho 1.0
+    rows, all_rows = table(score_rows("good", good_x, good_i), score_rows("random", rand_x, rand_i))
+    assert rows["random"]["value"] > rows["good"]["value"]  # the ratio alone would rank it 1st
+    assert rows["good"]["rank"] == 1 and not rows["good"]["tied"]
+    assert rows["random"]["rank"] is None
+    why = rows["random"]["unranked"]
+    assert why.startswith("at chance: E[AccI]") and "chance (10.0%, 1/10 classes" in why
+    ordered = rho_tables(all_rows)[0]["rows"]
+    assert [r["model"] for r in ordered] == ["good", "random"]
+    text = "\n".join(rho_lines(all_rows))
+    line = next(t for t in text.splitlines() if " random " in t)
+    assert line.lstrip().startswith("- random") and line.endswith("at chance")
+    assert "random: at chance: E[AccI]" in text
+    json_rows = {r["model"]: r for r in ranks(all_rows)}
+    assert json_rows["random"]["rank"] is None
+    assert json_rows["random"]["unranked"].startswith("at chance")
+    assert json_rows["good"]["rank"] == 1
+    assert json_rows["good"]["rule"] == rho_tables(all_rows)[0]["rule"] == "one ranked model"
+
+
+def test_chance_is_the_majority_class_rate_where_higher():
+    """A test set 60% one class of 3: a model at 62% [55, 69] is not above chance (60%),
+    although it is far above 1/3."""
+    counts = [60, 25, 15]
+    x = np.array([0.55, 0.60, 0.58, 0.57])
+    i = np.array([0.58, 0.66, 0.62, 0.62])
+    assert chance_of(trials(x, i, classes=3, counts=counts)[4:8])["level"] == pytest.approx(0.6)
+    rows, _ = table(score_rows("m", x, i, classes=3, counts=counts),
+                    score_rows("n", x + 0.3, np.full(4, 0.95) + [0.01, -0.01, 0, 0],
+                               classes=3, counts=counts))
+    assert rows["m"]["rank"] is None and "majority-class rate 60.0%" in rows["m"]["unranked"]
+    assert rows["n"]["rank"] == 1
+    # without recorded counts: 1/3, and m is ranked
+    rows, _ = table(score_rows("m", x, i, classes=3), score_rows("n", x + 0.3, i, classes=3))
+    assert rows["m"]["unranked"] is None and rows["m"]["rank"] is not None
+
+
+def test_intervals_are_shown_as_computed_with_their_reasons():
+    """A lower Fieller bound below 0 is printed as it is, with a note; an empty interval says
+    why (one repeat); an unbounded one says so."""
+    neg = score_rows("neg", [0.02, 0.30, 0.01], [0.9, 0.92, 0.91])
+    one = score_rows("one", [0.8], [0.9])
+    unb = score_rows("unb", [0.2, 0.25, 0.3], [0.05, 0.9, 0.5])
+    good = score_rows("good", [0.80, 0.82, 0.81], [0.95, 0.96, 0.95])
+    rows, all_rows = table(neg, one, unb, good)
+    low = next(r for r in neg if r["score"] == "rho")["ci_low"]
+    assert low < 0
+    assert rows["neg"]["interval"] == f"[{low:.3f}, {rows['neg']['ci_high']:.3f}]"
+    assert "below 0" in rows["neg"]["interval_note"] and "not clipped" in rows["neg"]["interval_note"]
+    assert rows["one"]["interval"] == "none" and "at least 2 repeats" in rows["one"]["interval_note"]
+    assert rows["unb"]["interval"] == "unbounded" and "unbounded" in rows["unb"]["interval_note"]
+    text = "\n".join(rho_lines(all_rows))
+    assert f"[{low:.3f}," in text and "neg: lower bound" in text
+    assert "unb: " in text and "one: " in text
+
+
+def test_adequacy_intervals_say_when_a_bound_is_below_zero_or_missing():
+    from robench.families.source_aware.leaderboard import adequacy_section
+    from robench.families.source_aware.report import adequacy_lines
+
+    base = {"dataset": "d", "model": "m", "clusterer": "kmeans", "metric": "adequacy"}
+    table = [{"size": "100", "n_samples": 100, "acc_exclusive": 0.05, "acc_inclusive": 0.5,
+              "rho": 0.1, "ci_low": -0.047, "ci_high": 0.923, "n": 3},
+             {"size": "300", "n_samples": 300, "acc_exclusive": 0.6, "acc_inclusive": 0.9,
+              "rho": 0.667, "ci_low": None, "ci_high": None, "n": 1}]
+    rows = [{**base, "score": "worst_class_rho", "value": None,
+             "details": {"table": table, "ranking": []}},
+            {**base, "score": "rho@300", "value": 0.667,
+             "details": {"interval": {"reason": "1 numerator and 1 denominator values: each "
+                                                "needs at least 2 repeats"}}}]
+    text = "\n".join(adequacy_lines(rows))
+    assert "[-0.047, 0.923]*" in text and "* size 100: lower bound -0.047 is below 0" in text
+    assert "none*" in text and "* size 300: 1 numerator and 1 denominator values" in text
+    cells = adequacy_section(rows)["models"][0]["cells"]
+    assert cells["100"]["interval"] == "[-0.047, 0.923]" and "not clipped" in \
+        cells["100"]["interval_note"]
+    assert cells["300"]["interval"] == "none"
