@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
+import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -31,6 +34,10 @@ DEFAULT_PLUGINS = (
 )
 
 ENTRY_POINT_GROUP = "robench"
+
+
+class _Wrong(PluginError):
+    """A plugin registered something robench cannot use (wrong type, a reference-like name)."""
 
 
 class _Duplicate(PluginError):
@@ -61,8 +68,17 @@ def _dist_version(dist) -> str:
         return ""
 
 
-def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool = True):
-    """Return a fresh plugin manager and the info of every plugin it tried to load."""
+def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool = True,
+                        verdicts: Optional[dict] = None):
+    """Return a fresh plugin manager and the info of every plugin it tried to load.
+
+    Installed plugins (entry points) are first tried in a child process
+    (:mod:`robench.plugin_probe`; ``verdicts`` gives its results when the caller has them):
+    one that fails there is not loaded at all. The others are loaded here inside a guard:
+    whatever a plugin raises at import (SystemExit, GeneratorExit, a KeyboardInterrupt no
+    Ctrl-C caused) or however long it takes (past ``$ROBENCH_PLUGIN_TIMEOUT`` seconds)
+    disables that plugin only, with the reason ``robench plugins`` shows.
+    """
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
     infos: dict = {}
@@ -76,31 +92,81 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
     if load_entrypoints is None:
         load_entrypoints = not _called_from_test()
     if load_entrypoints:
-        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            name = ep.name
-            version = _dist_version(getattr(ep, "dist", None))
-            try:
-                # pluggy's own load_setuptools_entrypoints does not guard ep.load(): one
-                # broken plugin would stop start-up, so load each one inside a try.
-                plugin = ep.load()
-                if pm.is_registered(plugin) or pm.get_plugin(name) is not None:
-                    continue
-                pm.register(plugin, name=name)
-                try:
-                    check_hooks(pm)
-                except PluginError:
-                    pm.unregister(name=name)  # a misspelt hook disables only this plugin
-                    raise
-                infos[name] = PluginInfo(name, version, source="entry point")
-            except (Exception, SystemExit) as exc:  # noqa: BLE001 - the plugin's, even an exit
-                if pm.get_plugin(name) is not None:
-                    pm.unregister(name=name)
-                infos[name] = PluginInfo(
-                    name, version, status="failed",
-                    error=f"{type(exc).__name__}: {exc}", source="entry point",
-                )
+        _load_entrypoints(pm, infos, verdicts)
     check_hooks(pm)
     return pm, infos
+
+
+def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
+    from robench.plugin_probe import describe, plugin_timeout
+    from robench.plugin_probe import verdicts as probe
+
+    try:
+        eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
+    except Exception:  # noqa: BLE001 - broken installed metadata must not stop start-up
+        return
+    eps = list({ep.name: ep for ep in reversed(eps)}.values())[::-1]  # first of each name
+    if verdicts is None:
+        verdicts = probe(eps) if eps else {}
+    pm.robench_verdicts = verdicts  # make_registry keeps them in its recipe
+    for ep in eps:
+        name = ep.name
+        version = _dist_version(getattr(ep, "dist", None))
+        if verdicts.get(name):
+            infos[name] = PluginInfo(name, version, status="failed", error=verdicts[name],
+                                     source="entry point")
+            continue
+        try:
+            # pluggy's own load_setuptools_entrypoints does not guard ep.load(): one
+            # broken plugin would stop start-up, so load each one inside a guard.
+            with plugin_code(f"plugin '{name}' at import", plugin_timeout()):
+                plugin = ep.load()
+            if pm.is_registered(plugin) or pm.get_plugin(name) is not None:
+                continue
+            pm.register(plugin, name=name)
+            try:
+                check_hooks(pm)
+            except PluginError:
+                pm.unregister(name=name)  # a misspelt hook disables only this plugin
+                raise
+            infos[name] = PluginInfo(name, version, source="entry point")
+        except BaseException as exc:  # noqa: BLE001 - the plugin's, even an exit
+            if isinstance(exc, KeyboardInterrupt) and not getattr(exc, "plugins_own", False):
+                raise
+            if pm.get_plugin(name) is not None:
+                pm.unregister(name=name)
+            infos[name] = PluginInfo(name, version, status="failed", error=describe(exc),
+                                     source="entry point")
+
+
+class PluginTimeout(BaseException):
+    """Plugin code (an import or a hook) ran past its time limit."""
+
+
+@contextmanager
+def plugin_code(what: str, seconds: Optional[float]):
+    """Run a plugin's import or hook: a KeyboardInterrupt that no Ctrl-C caused is marked
+    ``plugins_own`` (a real one propagates as it is), and past ``seconds`` (main thread only;
+    the probe covers the rest) :class:`PluginTimeout` is raised."""
+    import signal
+
+    from robench.run.guard import (TrialTimeout, sigint_watched, time_limit, unwatch_sigint,
+                                   user_interrupted, watch_sigint)
+
+    previous = signal.getsignal(signal.SIGINT)
+    watching = not sigint_watched() and previous is not None and watch_sigint()
+    try:
+        with time_limit(seconds, what, "ROBENCH_PLUGIN_TIMEOUT"):
+            yield
+    except TrialTimeout as exc:
+        raise PluginTimeout(str(exc)) from None
+    except KeyboardInterrupt as exc:
+        if sigint_watched() and not user_interrupted():
+            exc.plugins_own = True
+        raise
+    finally:
+        if watching:
+            unwatch_sigint(previous)
 
 
 def hook_names(pm=None) -> list:
@@ -151,22 +217,24 @@ class Registry:
 
         def register(spec):
             if not isinstance(spec, spec_cls):
-                raise PluginError(
-                    f"plugin '{plugin_name}' registered {spec!r} with {KINDS[kind][0]}; "
+                from robench.plugin_probe import shown
+
+                raise _Wrong(
+                    f"plugin '{plugin_name}' registered {shown(spec)} with {KINDS[kind][0]}; "
                     f"expected a {spec_cls.__name__}"
                 )
             if kind == "datasets" and ":" in spec.name:
-                raise PluginError(
+                raise _Wrong(
                     f"plugin '{plugin_name}' registered data set '{spec.name}': a registered "
                     "name is a slug; SCHEME:TARGET references come from dataset resolvers "
                     "(register_dataset_resolvers)")
             if kind == "models" and ":" in spec.name:
-                raise PluginError(
+                raise _Wrong(
                     f"plugin '{plugin_name}' registered model '{spec.name}': a registered "
                     "name is a slug; SCHEME:TARGET references come from model resolvers "
                     "(register_model_resolvers)")
             if kind == "resolvers" and isinstance(spec, ModelResolverSpec):
-                raise PluginError(
+                raise _Wrong(
                     f"plugin '{plugin_name}' registered model resolver '{spec.name}' with "
                     "register_dataset_resolvers; register it with register_model_resolvers")
             if spec.name in table:
@@ -178,17 +246,25 @@ class Registry:
             table[spec.name] = replace(spec, plugin=plugin_name)
             info.components.setdefault(kind, []).append(spec.name)
 
+        from robench.plugin_probe import describe, plugin_timeout
+
+        hook = KINDS[kind][0]
         try:
-            impl.function(register=register)
+            with plugin_code(f"plugin '{plugin_name}' in {hook}", plugin_timeout()):
+                impl.function(register=register)
         except _Duplicate as exc:
             # the later registration loses: this plugin is disabled, the rest keep working
             info.status = "failed"
             info.error = str(exc)
-        except PluginError:
-            raise
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - disables that plugin only
+        except PluginError as exc:  # a wrong registration, or raised by the plugin itself
             info.status = "failed"
-            info.error = f"{KINDS[kind][0]} raised {type(exc).__name__}: {exc}"
+            info.error = (str(exc) if exc.__class__ is _Wrong
+                          else f"{hook} raised {describe(exc)}")
+        except BaseException as exc:  # noqa: BLE001 - disables that plugin only
+            if isinstance(exc, KeyboardInterrupt) and not getattr(exc, "plugins_own", False):
+                raise
+            info.status = "failed"
+            info.error = f"{hook} raised {describe(exc)}"
 
     def names(self, kind: str) -> list:
         """Return the registered names of one kind, sorted."""
@@ -315,13 +391,18 @@ class Registry:
         return f"{info.version if info else ''}/{spec.version}"
 
 
-def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins: bool = True) -> Registry:
+def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins: bool = True,
+                  verdicts: Optional[dict] = None) -> Registry:
     """Build a registry from built-ins, entry points and extra plugin modules named by import path.
 
     The arguments are kept as ``registry.recipe`` so a worker process can rebuild the same
-    registry from plain data (executors send the recipe, never live plugin objects).
+    registry from plain data (executors send the recipe, never live plugin objects); the recipe
+    carries the plugin probe's ``verdicts`` (robench.plugin_probe), so workers do not probe
+    again.
     """
-    pm, infos = make_plugin_manager(load_entrypoints=load_entrypoints, builtins=builtins)
+    pm, infos = make_plugin_manager(load_entrypoints=load_entrypoints, builtins=builtins,
+                                    verdicts=verdicts)
+    verdicts = getattr(pm, "robench_verdicts", verdicts)
     for modname in modules:
         module = importlib.import_module(modname)
         if pm.is_registered(module):  # already loaded as an installed entry point
@@ -336,7 +417,58 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
         "load_entrypoints": load_entrypoints if load_entrypoints is not None else not _called_from_test(),
         "builtins": builtins,
     }
+    if verdicts:
+        registry.recipe["verdicts"] = dict(verdicts)
     return registry
+
+
+def probe_child(names: list) -> int:
+    """The probe's child process (robench.plugin_probe): load each named entry point on a
+    fresh manager, call its hooks, report each one's fate on the probe's file descriptor."""
+    from robench.run.guard import user_interrupted, watch_sigint
+
+    out = os.fdopen(int(os.environ.pop("ROBENCH_PROBE_FD")), "w", buffering=1,
+                    encoding="utf-8")
+    watch_sigint()
+    real_exit = os._exit
+
+    def report(*event):
+        out.write(json.dumps(list(event)) + "\n")
+        out.flush()
+
+    by_name = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        by_name.setdefault(ep.name, ep)
+    for name in names:
+        report("start", name, None)
+        try:
+            reason = _probe_one(by_name[name]) if name in by_name else None
+        except KeyboardInterrupt:
+            if user_interrupted():
+                report("interrupted", name, None)
+                real_exit(130)
+            reason = "KeyboardInterrupt raised at import (no Ctrl-C was pressed)"
+        report("ok" if reason is None else "failed", name, reason)
+    return 0
+
+
+def _probe_one(ep) -> Optional[str]:
+    """Return why entry point ``ep`` cannot be used, or None (KeyboardInterrupt propagates)."""
+    from robench.plugin_probe import describe
+
+    try:
+        plugin = ep.load()
+        pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+        pm.add_hookspecs(hookspecs)
+        pm.register(plugin, name=ep.name)
+        check_hooks(pm)
+        registry = Registry(pm, {ep.name: PluginInfo(ep.name, source="entry point")})
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - SystemExit, GeneratorExit: the plugin's
+        return f"at import: {describe(exc)}"
+    info = registry.infos[ep.name]
+    return None if info.status == "ok" else info.error
 
 
 _REGISTRY: Optional[Registry] = None

@@ -185,6 +185,11 @@ class ClustererSpec:
     requires_true_sources: bool = False
     plugin: str = ""
     in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
+    # clusters_per_class(dataset, k) -> how many clusters fit_predict returns in each class of
+    # the loaded data set when asked for k, where that is known without clustering (the
+    # oracle: the true sources each class has). None: k in every class, as the contract asks.
+    # Protocols read it while planning (ClustererSpec.expected_clusters).
+    clusters_per_class: Optional[Callable[["Dataset", int], Any]] = None
 
     def __post_init__(self):
         check_slug(self.name)
@@ -197,6 +202,12 @@ class ClustererSpec:
                 f"'{dataset_spec.name}' has none"
             )
         return None
+
+    def expected_clusters(self, dataset: "Dataset", k: int) -> list:
+        """Return how many clusters each class of ``dataset`` gets when k are asked for."""
+        if self.clusters_per_class is None:
+            return [int(k)] * int(dataset.n_classes)
+        return [int(n) for n in self.clusters_per_class(dataset, int(k))]
 
 
 @dataclass(frozen=True)
@@ -369,6 +380,9 @@ class Knob:
         The values a str knob (or a list of str's items) may take.
     nullable : bool
         Whether ``null`` (None) is a valid value.
+    min_items : int
+        The fewest items a list may have (e.g. 1 where an empty list would silently mean the
+        default).
     """
 
     name: str
@@ -381,6 +395,7 @@ class Knob:
     items: Optional[str] = None
     choices: Optional[tuple] = None
     nullable: bool = False
+    min_items: int = 0
 
     def __post_init__(self):
         if not re.match(r"^[a-z][a-z0-9_]*$", self.name):
@@ -421,6 +436,10 @@ class ProtocolSpec:
     ``knobs`` are the protocol's settings, in the ``--set`` section ``section``; the run's
     resolved values are ``cfg.knobs[section]``. ``check_knobs(values)``, if given, raises
     ValueError when values that are each valid do not fit together.
+
+    ``preconditions(combo, cfg, registry)``, if given, returns why the protocol cannot run on
+    a combination in this configuration, or None; the planner asks it before ``plan`` and
+    skips the combination for this protocol alone, with that reason.
     """
 
     name: str
@@ -434,9 +453,14 @@ class ProtocolSpec:
     knobs: tuple = ()
     check_knobs: Optional[Callable[[dict], None]] = None
     # sources_per_class(cfg) -> k: how many sources ``prepare`` splits each class into. The
-    # runner refuses a data set with a class too small for k sources of 2+ samples before
-    # anything runs or is stored (clusterers that read true sources are exempt).
+    # planner skips, with the reason, a combination whose data set has a class too small for
+    # k sources of 2+ samples (clusterers that read true sources are exempt).
     sources_per_class: Optional[Callable[[Any], int]] = None
+    # preconditions(combo, cfg, registry) -> None, or why this protocol cannot run on the
+    # combination in this configuration (e.g. too few sub-domains per class): checked while
+    # planning, before ``plan``; the combination is skipped for this protocol with the reason
+    # and still runs for the others.
+    preconditions: Optional[Callable[..., Optional[str]]] = None
     plugin: str = ""
 
     def __post_init__(self):

@@ -24,6 +24,15 @@ def oracle_fit_predict(Z, k: int, *, seed: int, true_sources=None) -> np.ndarray
     return labels.ravel()
 
 
+def oracle_clusters_per_class(dataset, k: int) -> list:
+    """Return how many true sources each class has: what the oracle returns, whatever k."""
+    y = np.asarray(dataset.y)
+    if dataset.sources is None:
+        return [0] * int(dataset.n_classes)
+    sources = np.asarray(dataset.sources)
+    return [int(np.unique(sources[y == c]).size) for c in range(int(dataset.n_classes))]
+
+
 def multicut_fit_predict(Z, k, *, seed, true_sources=None):
     """Cluster rows of Z by an unsupervised multicut aiming at k clusters (see robench.learn.multicut)."""
     from robench.learn.multicut import multicut_fit_predict as fit_predict
@@ -41,7 +50,7 @@ def register_clusterers(register):
     register(ClustererSpec(
         "oracle", oracle_fit_predict,
         "The data set's true source ids (only for data sets that have them; k is ignored).",
-        version="1", requires_true_sources=True,
+        version="1", requires_true_sources=True, clusters_per_class=oracle_clusters_per_class,
     ))
     register(ClustererSpec(
         "multicut", multicut_fit_predict,

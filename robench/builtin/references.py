@@ -144,6 +144,9 @@ def arrays_dataset(name: str, X, y, groups=None, *, shape=None, class_names=None
         raise DatasetError(f"{where}: X must be numeric, got dtype {X.dtype}")
     if X.ndim < 2 or X.shape[0] == 0:
         raise DatasetError(f"{where}: X must have one row per sample, got shape {X.shape}")
+    if 0 in X.shape[1:]:
+        raise DatasetError(f"{where}: X has no features (shape {X.shape}); each row needs at "
+                           "least one value")
     if y is None:
         raise DatasetError(f"{where}: no labels (array y)")
     if np.asarray(y).shape[:1] != X.shape[:1]:
@@ -167,6 +170,22 @@ def arrays_dataset(name: str, X, y, groups=None, *, shape=None, class_names=None
 # --------------------------------------------------------------------------- npz / npy
 
 
+def _check_header(fh, where: str) -> None:
+    """Refuse an .npy whose header asks for more memory than the ceiling (nothing is read)."""
+    from robench.data.dataset import check_memory
+
+    try:
+        version = np.lib.format.read_magic(fh)
+        shape, _, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0(fh))
+    except Exception:  # noqa: BLE001 - not an .npy header: np.load says why
+        return
+    values = 1
+    for n in shape:
+        values *= int(n)
+    check_memory(max(values, values * dtype.itemsize // 4), where, f"an array of shape {shape}")
+
+
 def _read_npz(path: Path, name: str, shape) -> Dataset:
     import zipfile
 
@@ -174,8 +193,15 @@ def _read_npz(path: Path, name: str, shape) -> Dataset:
         raise DatasetError(f"cannot read {path}: not a NumPy .npz (zip) archive; expected "
                            f"{NPZ_FORMAT}")
     try:
+        with zipfile.ZipFile(path) as archive:  # sizes from the headers, before any load
+            for member in archive.namelist():
+                if member.endswith(".npy"):
+                    with archive.open(member) as fh:
+                        _check_header(fh, f"{path} ({member[:-4]})")
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
+    except DatasetError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any reader error is the file's
         raise DatasetError(f"cannot read {path} as a NumPy .npz: {type(exc).__name__}: "
                            f"{exc}") from None
@@ -209,6 +235,8 @@ def _npy_files(folder: str) -> list:
 def _read_npy(folder: str, name: str, shape) -> Dataset:
     arrays = {}
     for f in _npy_files(folder):
+        with open(f, "rb") as fh:
+            _check_header(fh, str(f))
         try:
             arrays[f.stem] = np.load(f, allow_pickle=False)
         except Exception as exc:  # noqa: BLE001 - any reader error is the file's
@@ -314,9 +342,17 @@ def parse_size(text: str, ref: str) -> tuple:
         parts = []
     if len(parts) == 1:
         parts = parts * 2
-    if len(parts) != 2 or min(parts) < 1:
-        raise DatasetError(f"{ref}: size must be N or HxW (positive integers), got '{text}'")
+    from robench.data.dataset import MAX_IMAGE_SIDE
+
+    if len(parts) != 2 or min(parts) < 1 or max(parts) > MAX_IMAGE_SIDE:
+        raise DatasetError(f"{ref}: size must be N or HxW (integers from 1 to {MAX_IMAGE_SIDE}),"
+                           f" got '{text[:40]}'")
     return tuple(parts)
+
+
+def _bomb(exc) -> str:
+    return (f"its header claims more pixels than PIL decodes safely ({exc}); a decompression "
+            "bomb, or an image far larger than a benchmark needs: shrink it")
 
 
 def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
@@ -335,6 +371,8 @@ def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
         except UnidentifiedImageError:
             raise DatasetError(f"cannot read image {p}: not an image format PIL can decode "
                                "(a damaged or mislabelled file)") from None
+        except Image.DecompressionBombError as exc:
+            raise DatasetError(f"refused image {p}: {_bomb(exc)}") from None
         except OSError as exc:
             raise DatasetError(f"cannot read image {p}: {exc}") from None
     if mode is None:
@@ -349,6 +387,11 @@ def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
         size = (h, w)
     pil_mode = "L" if mode == "gray" else "RGB"
     h, w = size
+    from robench.data.dataset import check_memory
+
+    channels = 1 if mode == "gray" else 3
+    check_memory(len(items) * channels * h * w, root,
+                 f"{len(items)} images of {w}x{h} x {channels} channel(s)")
     for _, p in items:
         try:
             with Image.open(p) as im:
@@ -356,6 +399,8 @@ def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
                 if im.size != (w, h):
                     im = im.resize((w, h), Image.Resampling.BILINEAR)
                 arr = np.asarray(im, dtype=np.uint8)
+        except Image.DecompressionBombError as exc:
+            raise DatasetError(f"refused image {p}: {_bomb(exc)}") from None
         except (UnidentifiedImageError, OSError) as exc:
             raise DatasetError(f"cannot read image {p} ({type(exc).__name__}: a damaged or "
                                "truncated file)") from None

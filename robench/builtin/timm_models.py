@@ -55,10 +55,17 @@ HUB_FILES = ("model.safetensors", "pytorch_model.bin", "open_clip_model.safetens
              "open_clip_pytorch_model.bin")
 
 
+#: Largest input side ``size``/``min_size`` may ask for: a mini-batch of 64 RGB images at
+#: 2048x2048 is 3.2 GB of float32 before any activation; larger is refused up front.
+MAX_SIZE = 2048
+
+
 def _int_option(reference: str, key: str, value: str, minimum: int) -> int:
-    if not value.isdigit() or str(int(value)) != value or int(value) < minimum:
-        raise ModelReferenceError(f"{reference}: {key} must be an integer >= {minimum} written "
-                                  f"without leading zeros, got '{value}'")
+    if (not value.isdigit() or len(value) > 6 or str(int(value)) != value
+            or not minimum <= int(value) <= MAX_SIZE):
+        raise ModelReferenceError(f"{reference}: {key} must be an integer from {minimum} to "
+                                  f"{MAX_SIZE} (pixels) written without leading zeros, got "
+                                  f"'{value[:40]}'")
     return int(value)
 
 

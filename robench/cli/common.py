@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -20,8 +21,19 @@ KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "protocols", "execu
 
 
 def fail(message: str, code: int = 2):
-    click.secho(f"Error: {message}", fg="red", err=True)
+    from robench.present.formatting import printable
+
+    # one line, whatever the message quotes (names from a contributed database, a plugin's
+    # error text): no control character reaches the terminal
+    click.secho(f"Error: {printable(message)}", fg="red", err=True)
     sys.exit(code)
+
+
+def echo(text="", err: bool = False, **style) -> None:
+    """Print a line that may quote stored or third-party text, control characters escaped."""
+    from robench.present.formatting import printable
+
+    click.secho(printable(text, lines=True), err=err, **style)
 
 
 def friendly_errors(fn):
@@ -56,6 +68,19 @@ def friendly_errors(fn):
             fail(f"{exc.strerror or exc}{where}")
 
     return wrapper
+
+
+class Finite(click.FloatRange):
+    """A float option within a range that must also be finite (nan passes a plain FloatRange:
+    every comparison with it is false)."""
+
+    name = "float"
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 def _check_db_path(ctx, param, value):
@@ -105,8 +130,8 @@ def load_registry():
 def report_broken_plugins(reg):
     for info in reg.infos.values():
         if info.status != "ok":
-            click.secho(f"warning: plugin '{info.name}' failed to load and is ignored: "
-                        f"{info.error} (see `robench plugins`)", fg="yellow", err=True)
+            echo(f"warning: plugin '{info.name}' failed to load and is ignored: "
+                 f"{info.error} (see `robench plugins`)", fg="yellow", err=True)
 
 
 def print_skips(skipped):
@@ -116,7 +141,7 @@ def print_skips(skipped):
     from robench.present.skips import summarize_skips
 
     for s in summarize_skips(skipped):
-        click.echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
+        echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
 
 
 def print_reports(reg, rows, fmt="table"):
@@ -137,11 +162,18 @@ def print_reports(reg, rows, fmt="table"):
             spec = reg.get("metrics", name)
         except LookupError:
             spec = None
+        lines = None
         if spec is not None and spec.report is not None:
-            for line in spec.report(by_metric[name]):
-                click.echo(line)
+            try:
+                lines = list(spec.report(by_metric[name]))
+            except Exception as exc:  # noqa: BLE001 - a stored value its report cannot read
+                echo(f"\n{name}: its report could not be drawn from the stored scores "
+                     f"({type(exc).__name__}: {exc}); the scores as stored:", err=True)
+        if lines is not None:
+            for line in lines:
+                echo(line)
         else:
-            click.echo(f"\n{name}:")
+            echo(f"\n{name}:")
             emit_scores(by_metric[name], "table")
 
 
@@ -169,22 +201,43 @@ def emit_scores(rows, fmt):
 
 def emit(cols, rows, fmt, objects=None):
     if fmt == "json":
-        click.echo(json.dumps(objects if objects is not None
-                              else [dict(zip(cols, r)) for r in rows], indent=2, default=str))
+        objects = objects if objects is not None else [dict(zip(cols, r)) for r in rows]
+        click.echo(json.dumps([json_ready(o) for o in objects], indent=2))
     else:
         stream(cols, iter([list(rows)]), fmt)
 
 
+def json_ready(value):
+    """Return ``value`` as strict JSON can hold it: NaN and infinities become null, bytes and
+    other objects text (control characters are escaped by the JSON writer)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
 def cell(v):
+    """Return a value as a table cell: 4 decimals for floats, control characters escaped."""
+    from robench.present.formatting import printable
+
     if v is None:
         return ""
     if isinstance(v, float):
         return f"{v:.4f}"
-    return str(v)
+    if isinstance(v, bytes):
+        v = v.decode("utf-8", "replace")
+    return printable(v)
 
 
 
-def stream(cols, batches, fmt):
+def stream(cols, batches, fmt, json_out=None):
     """Write a query's rows as they are fetched (never the whole result in memory).
 
     csv and json are written row by row; the table's column widths come from the first batch
@@ -195,25 +248,79 @@ def stream(cols, batches, fmt):
     if fmt == "csv":
         import csv
 
+        from robench.present.formatting import printable
+
+        def text(v):
+            if isinstance(v, bytes):
+                v = v.decode("utf-8", "replace")
+            return printable(v, lines=True) if isinstance(v, str) else v
+
         w = csv.writer(sys.stdout)
-        w.writerow(cols)
+        w.writerow([text(c) for c in cols])
         for batch in batches:
-            w.writerows(batch)
+            w.writerows([text(v) for v in row] for row in batch)
     elif fmt == "json":
-        sep = "[\n"
-        for batch in batches:
-            for row in decode_json_cells(batch):
-                sys.stdout.write(sep + "  " + json.dumps(dict(zip(cols, row)), default=str))
-                sep = ",\n"
-        sys.stdout.write("[]\n" if sep == "[\n" else "\n]\n")
+        out = json_out or JsonStream()
+        try:
+            for batch in batches:
+                for row in decode_json_cells(batch):
+                    out.row(dict(zip(cols, row)))
+        except BaseException as exc:
+            out.stop(exc)
+            raise
+        out.end()
     else:
         first = next(batches, [])
         if not first:
             click.echo("(no rows)")
             return
         cells = [[cell(v) for v in r] for r in first]
+        cols = [cell(c) for c in cols]
         widths = [max(len(str(c)), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
         click.echo("  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
         click.echo("  ".join("-" * w for w in widths))
         for r in itertools.chain(cells, ([cell(v) for v in r] for b in batches for r in b)):
             click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+
+
+class JsonStream:
+    """Write a JSON array row by row that is valid JSON however it ends.
+
+    A stream stopped part way (the query's time limit, an error while fetching, Ctrl-C) is
+    closed with a last element ``{"robench_error": "why it stopped"}``, so a reader that
+    parses it sees that the rows before are not the whole result. ``lock`` is held while a
+    row is written; the query's hard time limit takes it before ending the process.
+    """
+
+    def __init__(self, out=None):
+        import threading
+
+        self.out = out or sys.stdout
+        self.lock = threading.Lock()
+        self.started = self.ended = False
+
+    def _write(self, text: str) -> None:
+        self.out.write(("[\n  " if not self.started else ",\n  ") + text)
+        self.started = True
+
+    def row(self, obj: dict) -> None:
+        with self.lock:
+            self._write(json.dumps(json_ready(obj)))
+
+    def end(self) -> None:
+        with self.lock:
+            if not self.ended:
+                self.out.write("[]\n" if not self.started else "\n]\n")
+                self.ended = True
+                self.out.flush()
+
+    def stop(self, reason) -> None:
+        """Close the array with the reason it stopped (an exception or text)."""
+        if isinstance(reason, BaseException):
+            reason = str(reason) or type(reason).__name__
+        with self.lock:
+            if not self.ended:
+                self._write(json.dumps({"robench_error": str(reason)}))
+                self.out.write("\n]\n")
+                self.ended = True
+                self.out.flush()

@@ -7,7 +7,7 @@ import click
 
 from robench.run.config import PROFILES
 
-from robench.cli.common import (KIND_NAMES, friendly_errors, load_registry)
+from robench.cli.common import (KIND_NAMES, echo, friendly_errors, load_registry)
 
 
 # ---------------------------------------------------------------------------------- data
@@ -62,26 +62,26 @@ def list_(kind):
     """
     reg = load_registry()
     for k in ([kind] if kind else KIND_NAMES):
-        click.echo(f"{k}:")
+        echo(f"{k}:")
         for spec in reg.all(k):
             extra = ""
             if k == "protocols" and spec.knobs:
                 extra = f" (knobs: --set {spec.section}.*)"
             elif not getattr(spec, "in_default_run", True):
                 extra = " (opt-in)"
-            click.echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
+            echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
         if k == "datasets" and reg.all("resolvers"):
             click.echo("  by reference, no plugin needed (-d SCHEME:...):")
             for r in reg.all("resolvers"):
-                click.echo(f"    {r.syntax}")
-                click.echo(f"        {r.description}  [{r.plugin}]")
+                echo(f"    {r.syntax}")
+                echo(f"        {r.description}  [{r.plugin}]")
         if k == "models" and reg.all("model-resolvers"):
             click.echo("  by reference, no plugin needed (-m SCHEME:...):")
             for r in reg.all("model-resolvers"):
-                click.echo(f"    {r.syntax}")
-                click.echo(f"        {r.description}  [{r.plugin}]")
+                echo(f"    {r.syntax}")
+                echo(f"        {r.description}  [{r.plugin}]")
                 if r.examples:
-                    click.echo(f"        e.g. {', '.join(r.examples)}")
+                    echo(f"        e.g. {', '.join(r.examples)}")
             if any(r.name == "timm" for r in reg.all("model-resolvers")):
                 click.echo("    any timm architecture name works: python -c \"import timm; "
                            "print(timm.list_models())\" lists them")
@@ -114,11 +114,11 @@ def knobs(section):
     for name, (owner, knob_list) in sorted(sections.items()):
         if section is not None and name != section:
             continue
-        click.echo(f"{name} ({owner}):")
+        echo(f"{name} ({owner}):")
         for knob in knob_list:
             values = ", ".join(f"{p} {format_value(knob.value_for(p))}" for p in PROFILES)
-            click.echo(f"  {name}.{knob.name} = {values}")
-            click.echo(f"      {describe_knob(knob)}; {knob.help}")
+            echo(f"  {name}.{knob.name} = {values}")
+            echo(f"      {describe_knob(knob)}; {knob.help}")
 
 
 @click.command()
@@ -126,19 +126,26 @@ def knobs(section):
 def plugins():
     """List every plugin: name, version, status and the components it registers.
 
+    A plugin that fails to import, registers something robench cannot use, raises (anything,
+    SystemExit and KeyboardInterrupt included), ends or hangs its process while loading
+    (past $ROBENCH_PLUGIN_TIMEOUT seconds, default 30) is disabled alone and listed here with
+    the reason; every other plugin and command works as before.
+
     \b
     Example:
       robench plugins
     """
+    from robench.present.formatting import printable
+
     reg = load_registry()
     for info in sorted(reg.infos.values(), key=lambda i: (i.source != "builtin", i.name)):
         comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.components.items()))
         status = click.style(info.status, fg="green" if info.status == "ok" else "red")
-        click.echo(f"{info.name} {info.version} [{info.source}] {status}")
+        click.echo(f"{printable(info.name)} {printable(info.version)} [{info.source}] {status}")
         if comps:
-            click.echo(f"    {comps}")
+            click.echo(f"    {printable(comps)}")
         if info.error:
-            click.echo(f"    error: {info.error}")
+            click.echo(f"    error: {printable(info.error)}")
 
 
 #: The commands this module adds to the ``robench`` group.

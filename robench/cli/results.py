@@ -7,7 +7,7 @@ import os
 import click
 
 
-from robench.cli.common import (config_option, db_option, emit_scores, format_option, friendly_errors, load_registry, print_reports,
+from robench.cli.common import (Finite, JsonStream, config_option, db_option, echo, emit_scores, format_option, friendly_errors, load_registry, print_reports,
                                 stream)
 
 
@@ -71,7 +71,7 @@ def results(dataset, metric, model, config, fmt, db_path):
     if fmt == "table":
         for choice in sorted(choices.values(), key=lambda c: (c.dataset, c.metric)):
             if any(r["dataset"] == choice.dataset and r["metric"] == choice.metric for r in rows):
-                click.echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
+                echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
     if fmt == "table" and rows and metric is not None:
         print_reports(load_registry(), rows)
     else:
@@ -79,19 +79,25 @@ def results(dataset, metric, model, config, fmt, db_path):
     if fmt == "table" and verified:
         click.echo("verification (robench verify):")
         for (d, m), v in sorted(verified.items()):
-            click.echo(f"  {d} / {m}: {v['text']}")
+            echo(f"  {d} / {m}: {v['text']}")
     if fmt == "table" and helper_rows:
         click.echo("helper models (trained by a metric for its own scores; not listed above, "
                    "never ranked; --format json has their scores):")
         for d in sorted({r["dataset"] for r in helper_rows}):
             names = sorted({r["model"] for r in helper_rows if r["dataset"] == d})
             by = sorted({m for n in names for m in helpers[(d, n)]})
-            click.echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
+            echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
 
 
 def _check_names(store, **given):
     """Refuse a filter value that no stored score has, naming the known ones (exit 2)."""
     import difflib
+
+    from robench.present.formatting import printable
+
+    def shown(name, limit=80):  # stored names can be anything: one short, inert line
+        text = printable(name)
+        return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
     for column, value in given.items():
         if value is None:
@@ -100,11 +106,14 @@ def _check_names(store, **given):
             f'SELECT DISTINCT "{column}" FROM scores ORDER BY 1').fetchall()]
         if value in known:
             continue
+        known = [k for k in known if isinstance(k, str)]
         close = difflib.get_close_matches(value, known, n=1)
+        listed = ", ".join(shown(k) for k in known[:50]) + (
+            f" and {len(known) - 50} more" if len(known) > 50 else "")
         raise click.BadParameter(
-            f"no stored score has {column} '{value}'."
-            + (f" Did you mean '{close[0]}'?" if close else "")
-            + f" Known: {', '.join(known) or 'none (run `robench run` first)'}",
+            f"no stored score has {column} '{shown(value)}'."
+            + (f" Did you mean '{shown(close[0])}'?" if close else "")
+            + f" Known: {listed or 'none (run `robench run` first)'}",
             param_hint=f"--{column}")
 
 
@@ -131,8 +140,9 @@ def _chosen_scores(store, config, **filters):
 
 @click.command()
 @click.argument("sql")
-@click.option("--timeout", type=click.FloatRange(min=0), default=5.0, show_default=True,
-              metavar="SECONDS", help="Stop the query after this long (0: no limit).")
+@click.option("--timeout", type=Finite(min=0, min_open=True, max=1e6), default=5.0,
+              show_default=True, metavar="SECONDS",
+              help="Stop the query after this long (a number of seconds > 0).")
 @format_option()
 @db_option
 @friendly_errors
@@ -143,7 +153,10 @@ def query(sql, timeout, fmt, db_path):
     views: leaderboard, trial_summary, configuration_choice. Writes are refused. With
     --format json, columns holding JSON (details, config, ...) come back as JSON. Rows are
     written as they are fetched (a large result is never held whole); --timeout covers the
-    statement until its last row.
+    statement until its last row, and a query still running a second after it ends robench
+    whatever SQLite is doing. A JSON stream that stops early ends with an element
+    {"robench_error": WHY}, so it is still valid JSON and says it is incomplete; csv and table
+    output escape control characters (\x1b ...).
 
     \b
     Examples:
@@ -152,11 +165,45 @@ def query(sql, timeout, fmt, db_path):
     """
     from robench.storage.readonly import stream_readonly
 
-    cols, batches = stream_readonly(db_path, sql, timeout=timeout)
+    out = JsonStream() if fmt == "json" else None
+    hard = _hard_stop(timeout, out)
     try:
-        stream(cols, batches, fmt)
+        cols, batches = stream_readonly(db_path, sql, timeout=timeout)
+        try:
+            stream(cols, batches, fmt, json_out=out)
+        finally:
+            batches.close()
     finally:
-        batches.close()
+        hard.cancel()
+
+
+#: Seconds past --timeout after which a query SQLite did not stop ends the process.
+HARD_STOP = 1.0
+
+
+def _hard_stop(timeout: float, out):
+    """Start the backstop of --timeout: past it by HARD_STOP, say so and exit 2 at once."""
+    import sys
+    import threading
+
+    def stop():
+        message = (f"the query was stopped after its time limit of {timeout:g} s (one step "
+                   "of it ran on); add a LIMIT, or raise it with --timeout SECONDS")
+        if out is not None:
+            if out.lock.acquire(timeout=2.0):  # never mid-row
+                out.lock.release()
+                out.stop(message)
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+        click.secho(f"Error: {message}", fg="red", err=True)
+        os._exit(2)
+
+    timer = threading.Timer(timeout + HARD_STOP, stop)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 #: The commands this module adds to the ``robench`` group.

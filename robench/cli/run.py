@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import click
 
-from robench.run.config import DEFAULT_PROFILE, PROFILES
+from robench.run.config import (DEFAULT_PROFILE, MAX_JOBS, MAX_REPEATS, MAX_SOURCES,
+                                PROFILES)
 
-from robench.cli.common import (db_option, friendly_errors, load_registry, print_reports,
-                                print_skips, report_broken_plugins)
+from robench.cli.common import (Finite, db_option, echo, friendly_errors, load_registry,
+                                print_reports, print_skips, report_broken_plugins)
 
 
 # ---------------------------------------------------------------------------------- run
@@ -56,9 +58,9 @@ class _RunCommand(click.Command):
               help="A metric to compute (repeatable; default: every registered metric but "
                    "opt-in ones, run only by name or with --profile paper). See `robench list "
                    "metrics`.")
-@click.option("--repeats", "-r", type=click.IntRange(min=1), default=None,
+@click.option("--repeats", "-r", type=click.IntRange(min=1, max=MAX_REPEATS), default=None,
               help="Repeats per partition kind (default: from the profile).")
-@click.option("--sources", "-k", "k", type=click.IntRange(min=2), default=None,
+@click.option("--sources", "-k", "k", type=click.IntRange(min=2, max=MAX_SOURCES), default=None,
               help="Sources (clusters) per class (default: from the profile).")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
               help="Seed of everything.")
@@ -67,17 +69,23 @@ class _RunCommand(click.Command):
               help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ".")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "
-                   "or one a plugin adds.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                   "or one a plugin adds. Only the process and dask executors can stop a "
+                   "hostile trial (one that catches every exception or ignores SIGALRM) at "
+                   "--trial-timeout: local runs trials in robench's own process, which it "
+                   "will not kill.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1, max=MAX_JOBS), default=None,
               help="Worker processes (default: one per core).")
 @click.option("--scheduler", default=None, metavar="ADDRESS",
               help="Dask scheduler to connect to with --executor dask, e.g. tcp://host:8786 "
                    "(default: a local cluster on 127.0.0.1).")
-@click.option("--trial-timeout", type=click.FloatRange(min=0, max=1e7), default=None,
+@click.option("--trial-timeout", type=Finite(min=0, max=1e7), default=None,
               metavar="SECONDS",
               help="Stop a trial that runs longer and record it as failed; the run goes on "
                    "(default: the profile's, quick 900, standard 3600, paper 14400; 0: no "
-                   "limit). Not part of any trial key.")
+                   "limit). Not part of any trial key. A trial that defeats the limit is "
+                   "still recorded as failed; only the process and dask executors can also "
+                   "end it (60 s later, with its worker): with --executor local it runs on "
+                   "until it returns.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
               help="Cache directory (default: $ROBENCH_CACHE_DIR or ~/.cache/robench).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
@@ -100,18 +108,23 @@ class _RunCommand(click.Command):
                    "corrected for the looks; a model stops once its adjacent pairs are decided "
                    "(the paired interval of their rho difference excludes 0, or lies within "
                    "±--precision), a table once all are (docs/adaptive.md).")
-@click.option("--precision", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--precision", type=Finite(min=0, min_open=True, max=1), default=None,
               help="With --until decided: two models whose rho difference is shown to lie "
                    "within ±this are equivalent, a decided tie (default 0.01).")
 @click.option("--rescore", is_flag=True,
               help="Recompute every score from its trials, even where the trials and the "
                    "metric version are unchanged (by default those stored scores are reused).")
+@click.option("--dry-run", "dry_run", is_flag=True,
+              help="Print the plan and stop: trials per data set, model and protocol, what is "
+                   "already stored in --db, the combinations skipped and why, and a time "
+                   "projected from the durations stored in --db. Nothing runs; --db is only "
+                   "read.")
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
         profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
         precision,
-        rescore, db_path,
+        rescore, dry_run, db_path,
         trial_timeout):
     """Run trials, store them, compute and print scores.
 
@@ -126,6 +139,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run -d digits -m mlp --metric rho --set train.max_epochs=10
       robench run -d mnist-5k --metric rho --profile paper --until decided
       robench run -d digits -m cnn-2 --device cuda
+      robench run --all --profile standard --dry-run
 
     Opt-in components (slow) run in the quick profile only when named; --profile paper
     includes them in --all.
@@ -148,6 +162,15 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         set_data_dir(data_dir)
     reg = load_registry()
     report_broken_plugins(reg)
+    from robench.run.config import parse_settings, resolve_knobs
+
+    # Every value is checked before anything is read or written: the knobs first, then the
+    # cache folder, then the names (a data reference is parsed into the cache).
+    parsed = parse_settings(settings, reg)
+    resolve_knobs(reg, profile, parsed)
+    from robench.data.cache import check_cache_dir
+
+    check_cache_dir()
     from robench.run.selection import select
 
     # unknown names fail here with the known ones listed; a data set or model reference
@@ -160,13 +183,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     reg.get("executors", executor)
     if scheduler and executor != "dask":
         raise click.UsageError("--scheduler goes with --executor dask")
-    from robench.run.config import parse_settings
-
     cfg = RunConfig(
         datasets=chosen.datasets, models=chosen.models, clusterers=chosen.clusterers,
         metrics=chosen.metrics, profile=profile, repeats=repeats, k=k, seed=seed,
         executor=executor, jobs=jobs or default_jobs(), device=device,
-        settings=parse_settings(settings, reg),
+        settings=parsed,
         executor_options={"scheduler": scheduler} if scheduler else {},
         trial_timeout=trial_timeout,
         explicit={k: chosen.explicit[k] for k in ("datasets", "models", "clusterers")},
@@ -178,6 +199,20 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     # Planned before the database is opened: a run that cannot be made (a bad value, only
     # broken data sets) exits 2 with the file untouched, or not created.
     plan = plan_run(cfg, reg)
+    if until == "decided":
+        from robench.run.adaptive import check_decided
+        from robench.stats.sequential import PRECISION
+
+        check_decided(cfg, PRECISION if precision is None else precision, reg)
+    if trial_timeout and executor == "local":
+        echo("warning: --executor local cannot stop a trial that ignores --trial-timeout "
+             "(catches every exception or ignores SIGALRM): it runs on until it returns, then "
+             "is recorded as failed. Use --executor process or dask to end it at the limit.",
+             err=True, fg="yellow")
+    if dry_run:
+        _print_plan(plan, cfg, db_path)
+        _print_opt_in(chosen.opt_in, profile)
+        return
     store = Store(db_path)
     progress = _Progress()
     command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
@@ -196,11 +231,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         progress.close()
         store.close()
     print_skips(report.skipped)
-    if chosen.opt_in:
-        listed = "; ".join(f"{k}: {', '.join(chosen.opt_in[k])}"
-                           for k in ("metrics", "clusterers", "models") if k in chosen.opt_in)
-        click.echo(f"\nOpt-in, not run in the quick profile (slow): {listed}. Name them "
-                   "(--metric/-m/-c) or use --profile paper.")
+    _print_opt_in(chosen.opt_in, profile)
     print_reports(reg, [vars(s) for s in report.scores])
     _print_adaptive(report.adaptive)
     if report.failed:
@@ -222,6 +253,79 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         sys.exit(130)
     if report.failed:
         sys.exit(1)
+
+
+def _print_opt_in(opt_in, profile):
+    if opt_in:
+        listed = "; ".join(f"{k}: {', '.join(opt_in[k])}"
+                           for k in ("metrics", "clusterers", "models") if k in opt_in)
+        click.echo(f"\nOpt-in, not run in the {profile} profile (slow): {listed}. Name them "
+                   "(--metric/-m/-c) or use --profile paper.")
+
+
+def _duration(seconds: float) -> str:
+    minutes = int(round(seconds / 60))
+    if minutes < 1:
+        return f"{seconds:.0f} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def _print_plan(plan, cfg, db_path):
+    """Print what ``robench run`` would do with this plan (``--dry-run``); store nothing."""
+    from robench.run.estimate import Durations, project, summarize
+
+    stored, durations, have_db = set(), Durations(), Path(db_path).is_file()
+    if have_db:
+        from robench.storage.store import Store
+
+        store = Store(db_path, readonly=True)
+        try:
+            stored = store.ok_trial_keys(plan.specs)
+            durations = Durations(store.trial_durations())
+        finally:
+            store.close()
+    rows = summarize(plan, stored, durations)
+    click.echo(f"Dry run: what `robench run` would do (profile {cfg.profile}, {cfg.repeats} "
+               f"repeats, k={cfg.k}, seed {cfg.seed}); nothing runs, nothing is stored.\n")
+    width = max([len(r["dataset"]) for r in rows] + [8])
+    mwidth = max([len(r["model"]) for r in rows] + [5])
+    click.echo(f"  {'data set':<{width}}  {'model':<{mwidth}}  {'protocol':<14} {'trials':>7} "
+               f"{'stored':>7} {'to run':>7} {'estimate':>12}")
+    for r in rows:
+        if r["todo"] == 0:
+            est = "-"
+        elif r["unestimated"] == r["todo"]:
+            est = "no data"
+        else:
+            est = _duration(r["seconds"]) + ("+" if r["unestimated"] else "")
+        click.echo(f"  {r['dataset']:<{width}}  {r['model']:<{mwidth}}  {r['protocol']:<14} "
+                   f"{r['trials']:>7} {r['stored']:>7} {r['todo']:>7} {est:>12}")
+    total = sum(r["trials"] for r in rows)
+    n_stored = sum(r["stored"] for r in rows)
+    click.echo(f"  total: {total} trials, {n_stored} already stored"
+               + (f" in {db_path}" if have_db else f" ({db_path} does not exist yet)")
+               + f", {total - n_stored} to run")
+    for name, reason in plan.broken.items():
+        click.secho(f"skipped: {reason}", fg="red")
+    print_skips(plan.skipped)
+    proj = project(rows, cfg.jobs)
+    if proj["todo"] == 0:
+        click.echo("\nProjected time: nothing to run (every trial is stored).")
+    elif proj["estimated"] == 0:
+        click.echo(f"\nProjected time: no estimate: {db_path} holds no finished trial of "
+                   "these data sets, models and protocols (the projection is made from stored "
+                   "durations; a quick-profile run of the same selection gives some).")
+    else:
+        rest = (f"; {proj['unestimated']} more have no stored trial like them and are not "
+                "counted" if proj["unestimated"] else "")
+        click.echo(
+            f"\nProjected time: ~{_duration(proj['worker_seconds'])} of worker time, "
+            f"~{_duration(proj['wall_seconds'])} on {proj['jobs']} worker(s), for the "
+            f"{proj['estimated']} of {proj['todo']} trials to run that have an estimate{rest}. "
+            f"Estimated from {db_path}: the mean seconds of its finished trials of the same "
+            "data set, model, protocol and kind, scaled by the epoch budget where it differs "
+            "(an upper bound when early stopping ends training sooner); finding sources is "
+            "not counted.")
 
 
 def _print_adaptive(tables):
@@ -302,8 +406,10 @@ class _Progress:
         elif event == "prepare":
             self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
         elif event == "prepare_failed":
-            self.echo(f"sources failed for {info['dataset']} / {info['clusterer']}: "
-                      f"{info['error']}", fg="red")
+            what = f" ({info['protocol']})" if info.get("protocol") else ""
+            self.echo(f"sources failed for {info['dataset']} / {info['clusterer']}{what}: "
+                      f"{info['error']}; that protocol's trials there are failed, the others "
+                      "run", fg="red")
         elif event == "trial":
             row = info["row"]
             self.done += 1

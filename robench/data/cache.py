@@ -26,6 +26,30 @@ def cache_dir() -> Path:
     return root.expanduser()
 
 
+def check_cache_dir() -> Path:
+    """Return the cache directory, created if missing; ValueError (one line) if it cannot be.
+
+    The folder can come from --cache-dir, $ROBENCH_CACHE_DIR or the user's home: wherever it
+    comes from, a file, a path under a file, or a folder that cannot be created or written is
+    refused before a run reads or writes anything (otherwise every trial failed, and was
+    stored as failed).
+    """
+    root = cache_dir()
+    where = ("--cache-dir" if _OVERRIDE else "$ROBENCH_CACHE_DIR"
+             if os.environ.get("ROBENCH_CACHE_DIR") else "the cache directory")
+    fix = ("pick a folder robench can write" + (" (or unset ROBENCH_CACHE_DIR)"
+                                                if where == "$ROBENCH_CACHE_DIR" else ""))
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"{where} {root} is a file, not a folder; {fix}")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{where} {root} cannot be used: {exc.strerror or exc}; {fix}") from None
+    return root
+
+
 def set_cache_dir(path) -> None:
     """Use ``path`` as the cache directory for this process (and the workers it starts)."""
     _OVERRIDE[:] = [str(path)] if path else []

@@ -10,6 +10,48 @@ from typing import Optional
 import numpy as np
 from robench.errors import DatasetError  # noqa: F401 (public here too)
 
+#: Longest image side a data reference or a model option may ask for (pixels).
+MAX_IMAGE_SIDE = 8192
+
+
+def memory_ceiling() -> int:
+    """Return the bytes one data set may take as float32 values: $ROBENCH_MEMORY_LIMIT (bytes,
+    or with a K, M, G or T suffix), else half of this machine's physical memory.
+
+    Models read float32; a data set whose values would not fit under the ceiling is refused
+    before anything is decoded or allocated (an image folder resized to 100000x100000 asked
+    for memory without bound).
+    """
+    raw = os.environ.get("ROBENCH_MEMORY_LIMIT", "").strip().upper()
+    if raw:
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(raw[-1:], 1)
+        try:
+            value = float(raw[:-1] if scale > 1 else raw) * scale
+        except ValueError:
+            value = 0
+        if value > 0 and value < float("inf"):
+            return int(value)
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 8 << 30
+
+
+def check_memory(values: int, where: str, what: str) -> None:
+    """Raise DatasetError if ``values`` float32 numbers are more than the memory ceiling."""
+    need, ceiling = 4 * int(values), memory_ceiling()
+    if need > ceiling:
+        raise DatasetError(f"{where}: {what} would take {_bytes(need)} as float32, above the "
+                           f"memory ceiling of {_bytes(ceiling)} (half this machine's memory "
+                           "unless ROBENCH_MEMORY_LIMIT says otherwise)")
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:,.1f} {unit}"
+    return f"{n} bytes"
+
 #: The only compact representation: uint8 pixels, value / 255 in float32.
 PIXEL_SCALE = 255
 
@@ -299,6 +341,9 @@ def validate(ds: Dataset) -> None:
         )
     if X.shape[0] == 0:
         raise DatasetError(f"data set '{ds.name}' is empty")
+    if X.shape[1] == 0:
+        raise DatasetError(f"data set '{ds.name}' has no features (X has {X.shape[0]} rows and "
+                           "0 columns)")
     if not np.issubdtype(y.dtype, np.integer):
         raise DatasetError(f"data set '{ds.name}': labels must be integers, got {y.dtype}")
     classes = np.unique(y)

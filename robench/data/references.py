@@ -19,18 +19,28 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, unquote
 
 import numpy as np
 
 from robench.data import Dataset, DatasetError, pixels_to_float
 
 
+#: What a canonical name percent-encodes so that it parses back to the same parts: in the
+#: target '%' and '?' (the target is percent-decoded), in option keys and values the
+#: characters the query syntax gives a meaning ('&' separates, '=' assigns, '+' is a space).
+_IN_TARGET = str.maketrans({c: f"%{ord(c):02X}" for c in "%?"})
+_IN_KEY = str.maketrans({c: f"%{ord(c):02X}" for c in "%&+=#"})
+_IN_VALUE = str.maketrans({c: f"%{ord(c):02X}" for c in "%&+#"})
+
+
 def parse_reference(reference: str, what: str = "data set", error=DatasetError) -> tuple:
     """Return ``(scheme, target, options)`` of ``SCHEME:TARGET?KEY=VALUE&...``.
 
-    ``what`` and ``error`` name the kind of reference in the error a repeated option raises
-    (model references use ``"model"`` and :class:`robench.data.model_references.ModelReferenceError`).
+    The target and the options are percent-decoded (``a%2Bb`` is ``a+b``, ``a%26b`` is
+    ``a&b``; in an option a ``+`` is a space, as in any URL query). ``what`` and ``error``
+    name the kind of reference in the error a repeated option raises (model references use
+    ``"model"`` and :class:`robench.data.model_references.ModelReferenceError`).
     """
     scheme, _, rest = reference.partition(":")
     target, _, query = rest.partition("?")
@@ -39,13 +49,16 @@ def parse_reference(reference: str, what: str = "data set", error=DatasetError) 
         if key in options:
             raise error(f"{what} reference '{reference}' gives option '{key}' twice")
         options[key] = value
-    return scheme, target, options
+    return scheme, unquote(target), options
 
 
 def reference_name(scheme: str, target: str, options: dict) -> str:
-    """Return ``SCHEME:TARGET?KEY=VALUE&...`` with the options sorted."""
-    query = "&".join(f"{k}={v}" for k, v in sorted(options.items()))
-    return f"{scheme}:{target}" + (f"?{query}" if query else "")
+    """Return ``SCHEME:TARGET?KEY=VALUE&...`` with the options sorted, encoded so that
+    :func:`parse_reference` gives back exactly ``(scheme, target, options)``: the name a worker
+    process is sent means the same data there."""
+    query = "&".join(f"{k.translate(_IN_KEY)}={v.translate(_IN_VALUE)}"
+                     for k, v in sorted(options.items()))
+    return f"{scheme}:{target.translate(_IN_TARGET)}" + (f"?{query}" if query else "")
 
 
 def canonical_reference(resolver, target: str, options: dict) -> str:
@@ -93,7 +106,7 @@ def resolve(registry, reference: str):
     resolver, target, options = checked_reference(registry, "resolvers", reference)
     name = canonical_reference(resolver, target, options)
     if resolver.takes_path:
-        target = name.split(":", 1)[1].split("?", 1)[0]
+        target = os.path.abspath(os.path.expanduser(target))
     spec = resolver.resolve(target, dict(options))
     return replace(spec, name=name, plugin=resolver.plugin,
                    version=f"{resolver.version}/{spec.version}")
@@ -242,7 +255,12 @@ def file_dataset_spec(file_data: FileDataset, description: str, version: str = "
     """Return the DatasetSpec of a FileDataset (parsed now if it is not cached yet)."""
     from robench.specs import DatasetSpec
 
+    from robench.data.dataset import check_memory
+
     meta = file_data.meta()
+    # a parsed copy in the cache is held to the ceiling in force now, too
+    check_memory(int(meta.get("n_samples") or 0) * int(meta.get("n_features") or 0),
+                 file_data.name, f"{meta.get('n_samples')} rows of {meta.get('n_features')} values")
     shape = tuple(meta["image_shape"]) if meta["image_shape"] else None
     return DatasetSpec(
         file_data.name.split(":", 1)[0], file_data.load, description, version=version,

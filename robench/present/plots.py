@@ -21,13 +21,23 @@ from __future__ import annotations
 
 import io
 
-from robench.present.formatting import is_finite
+from robench.present.formatting import is_finite, printable
 
 SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9,
-          "axes.spines.top": False, "axes.spines.right": False}
+          "axes.spines.top": False, "axes.spines.right": False,
+          # names come from databases anyone can contribute: '$\\foo{$' is a model name, not
+          # mathtext to parse (which raised and stopped the whole leaderboard)
+          "text.parse_math": False, "text.usetex": False}
+#: Longest label drawn; a longer one (a name can be any text) is cut with an ellipsis.
+MAX_LABEL = 80
 PALETTE = ("#2f6fad", "#c1543d", "#3d8f5a", "#8a5ab5", "#b8860b", "#4a4a4a", "#d0679d",
            "#1f9fb4")
 
+
+def label(value, limit: int = MAX_LABEL) -> str:
+    """Return ``value`` as plot text: control characters escaped, at most ``limit`` long."""
+    text = printable("" if value is None else value)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
 def render_svg(plot: dict) -> str:
@@ -50,9 +60,9 @@ def render_svg(plot: dict) -> str:
         ax = fig.add_subplot()
         draw(ax, plot)
         if plot.get("title"):
-            ax.set_title(plot["title"], loc="left", fontsize=10)
-        ax.set_xlabel(plot.get("xlabel", ""))
-        ax.set_ylabel(plot.get("ylabel", ""))
+            ax.set_title(label(plot["title"], 4 * MAX_LABEL), loc="left", fontsize=10)
+        ax.set_xlabel(label(plot.get("xlabel", ""), 4 * MAX_LABEL))
+        ax.set_ylabel(label(plot.get("ylabel", ""), 4 * MAX_LABEL))
         for axis in plot.get("percent", ()):
             (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(
                 PercentFormatter(xmax=1.0, decimals=None))
@@ -60,7 +70,7 @@ def render_svg(plot: dict) -> str:
         ax.set_axisbelow(True)
         # fixed margins instead of tight_layout, which measures every label and took half
         # of a plot's time; the left margin grows with the longest row label of a bar chart
-        longest = max((len(str(r.get("label", ""))) for r in plot.get("rows") or ()),
+        longest = max((len(label(r.get("label", ""))) for r in plot.get("rows") or ()),
                       default=0) if kind == "intervals" else 0
         width_in = fig.get_figwidth()
         left = min(0.5, max(0.12, (0.35 + 0.065 * longest) / width_in))
@@ -85,7 +95,7 @@ def _scatter(ax, plot: dict) -> None:
         ax.errorbar([p["x"]], [p["y"]], xerr=xerr, yerr=yerr, fmt="o", color=color,
                     markersize=4, elinewidth=1, capsize=2)
         if i < max_labels:
-            ax.annotate(str(p.get("label", "")), (p["x"], p["y"]), textcoords="offset points",
+            ax.annotate(label(p.get("label", "")), (p["x"], p["y"]), textcoords="offset points",
                         xytext=(4, 4), fontsize=8, color="#1d2329")
     if not points:
         ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
@@ -110,7 +120,7 @@ def _intervals(ax, plot: dict) -> None:
         if is_finite(r.get("mark")):
             ax.plot([r["mark"]], [y], marker="|", markersize=12, color=PALETTE[1],
                     markeredgewidth=2)
-    ax.set_yticks(ys, [str(r.get("label", "")) for r in rows])
+    ax.set_yticks(ys, [label(r.get("label", "")) for r in rows])
     values = [v for r in rows for v in (r["low"], r["high"], r.get("mark")) if is_finite(v)]
     ax.set_xlim(*_zoom(values))
     ax.set_ylim(-0.7, len(rows) - 0.3)
@@ -126,7 +136,7 @@ def _lines(ax, plot: dict) -> None:
             continue
         color = PALETTE[i % len(PALETTE)]
         ax.plot([x for x, _ in pairs], [y for _, y in pairs], marker="o", markersize=3,
-                linewidth=1.4, color=color, label=str(s.get("label", "")))
+                linewidth=1.4, color=color, label=label(s.get("label", "")))
         low, high = s.get("y_low"), s.get("y_high")
         if low and high:
             band = [(x, lo, hi) for x, lo, hi in zip(s["x"], low, high)
@@ -136,7 +146,7 @@ def _lines(ax, plot: dict) -> None:
                                 [b[2] for b in band], color=color, alpha=0.15, linewidth=0)
         drawn += 1
     if plot.get("xticks"):
-        ax.set_xticks([t[0] for t in plot["xticks"]], [str(t[1]) for t in plot["xticks"]])
+        ax.set_xticks([t[0] for t in plot["xticks"]], [label(t[1]) for t in plot["xticks"]])
     if plot.get("ylim"):
         ax.set_ylim(*plot["ylim"])
     if drawn:

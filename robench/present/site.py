@@ -62,6 +62,26 @@ def page_slug(name: str) -> str:
     return f"{safe}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:10]}"
 
 
+def _drawn(what: str, fn, *args, **kwargs):
+    """Return ``(fn(*args, **kwargs), None)``, or ``(None, note)`` when it raises.
+
+    A database can come from anyone: a value a family's section, headline or plot cannot read
+    leaves that part out with a note saying so, and the rest of the site is still built.
+    """
+    try:
+        return fn(*args, **kwargs), None
+    except Exception as exc:  # noqa: BLE001 - whatever stored values make a section raise
+        from robench.present.formatting import printable
+
+        why = printable(f"{type(exc).__name__}: {exc}")
+        why = why if len(why) <= 200 else why[:199] + "\u2026"
+        return None, f"{what} could not be drawn from the stored scores ({why})."
+
+
+def _note_html(note: str):
+    return markupsafe.Markup('<p class="unavailable">{}</p>').format(note)
+
+
 def _badge_name(model: str, dataset: str, metric: str, used: dict) -> str:
     """Return the file stem of a badge: readable, and never one another badge has."""
     name = f"{page_slug(model)}--{page_slug(dataset)}--{page_slug(metric)}"
@@ -172,6 +192,15 @@ def _provenance(rows: list, runs: dict) -> list:
     return out
 
 
+def _section_html(env, section, metric: str, rows: list, dataset: str, registry):
+    """Return a family section's HTML for ``rows``, or None when it has nothing to show."""
+    context = section.build(rows)
+    if not context:
+        return None
+    return markupsafe.Markup(env.get_template(f"{metric}/{section.template}").render(
+        section=context, dataset=dataset, metric=registry.get("metrics", metric), root="../"))
+
+
 def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
     """Return one data set's overview: the headline of each section, merged by model."""
     heads = []
@@ -179,8 +208,8 @@ def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
         if section.headline is None:
             continue
         mine = [r for r in rows if r["metric"] == metric]
-        head = section.headline(mine) if mine else None
-        if head and head.get("rows"):
+        head = _drawn("headline", section.headline, mine)[0] if mine else None
+        if isinstance(head, dict) and head.get("rows"):
             heads.append({"metric": metric, "label": head.get("label") or metric,
                           "rows": head["rows"],
                           "format": head.get("format", "num"),
@@ -289,11 +318,15 @@ def _downloads(scores: list) -> dict[str, bytes]:
 
 
 def _json_safe(scores: list) -> list:
-    """Return rows with non-finite floats as None (JSON has no NaN)."""
+    """Return rows with non-finite floats as None (JSON has no NaN) and control characters in
+    text written out (robench.present.formatting.printable): names are shown as text."""
+    from robench.present.formatting import printable
 
     def fix(v):
         if isinstance(v, float) and not math.isfinite(v):
             return None
+        if isinstance(v, str):
+            return printable(v, lines=True)
         if isinstance(v, dict):
             return {k: fix(x) for k, x in v.items()}
         if isinstance(v, list):
@@ -389,7 +422,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
 
     records = verifications(store)
     run_ids = sorted({s["run_id"] for s in scores if s.get("run_id") is not None})
-    runs = {r["id"]: r for r in (store.runs(run_ids) if run_ids else [])}
+    runs = {r["id"]: r for r in _json_safe(store.runs(run_ids) if run_ids else [])}
     sections = registered_sections(registry)
     assets = _Assets()
     pseudo = {""} | {m for section in sections.values() for m in section.pseudo_models}
@@ -420,12 +453,13 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         parts, shown, plots = [], set(), []
         for metric, section in sections.items():
             mine = [r for r in rows if r["metric"] == metric]
-            context = section.build(mine) if mine else None
-            if not context:
+            if not mine:
                 continue
-            html = env.get_template(f"{metric}/{section.template}").render(
-                section=context, dataset=name, metric=registry.get("metrics", metric),
-                root="../")
+            html, note = _drawn(f"The {section.title or metric} section", _section_html, env,
+                                section, metric, mine, name, registry)
+            if html is None and note is None:
+                continue
+            html = html if note is None else _note_html(note)
             parts.append({"metric": metric, "title": section.title or metric,
                           "id": f"section-{page_slug(metric)}", "html": markupsafe.Markup(html),
                           "configuration": _configuration(mine, runs,
@@ -436,9 +470,11 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
             shown.add(metric)
             if section.plots is not None:
                 chosen = [r for r in mine if r["model"] in set(top_models)]
-                for i, plot in enumerate(section.plots(chosen) or ()):
-                    if plot.get("model") is None:
-                        plots.append(assets.plot(plot, f"{name}-{metric}-{i}"))
+                for i, plot in enumerate(_drawn("plots", section.plots, chosen)[0] or ()):
+                    if isinstance(plot, dict) and plot.get("model") is None:
+                        drawn = _drawn("plot", assets.plot, plot, f"{name}-{metric}-{i}")[0]
+                        if drawn is not None:
+                            plots.append(drawn)
         other = [r for r in rows if r["metric"] not in shown]
         for metric in sorted({r["metric"] for r in other}):
             tables_used.append({"dataset": name, "metric": metric, "title": metric,
@@ -505,21 +541,23 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
             parts, plots = [], []
             for metric, section in sections.items():
                 own = [r for r in mine if r["metric"] == metric]
-                context = section.build(own) if own else None
-                if context:
-                    parts.append({"title": section.title or metric, "html": markupsafe.Markup(
-                        env.get_template(f"{metric}/{section.template}").render(
-                            section=context, dataset=ds["name"],
-                            metric=registry.get("metrics", metric), root="../"))})
+                html, note = (_drawn(f"The {section.title or metric} section", _section_html,
+                                     env, section, metric, own, ds["name"], registry)
+                              if own else (None, None))
+                if html is not None or note is not None:
+                    parts.append({"title": section.title or metric,
+                                  "html": html if note is None else _note_html(note)})
                 # drawn for each data set's top models only: an SVG costs ~0.1 s, and the
                 # values of every other model are in its tables (build time stays linear
                 # and small at 1,000 models x 5 data sets)
                 if own and section.plots is not None and model in ds["top_set"]:
-                    for i, plot in enumerate(section.plots(own) or ()):
-                        if plot.get("model") == model:
-                            plots.append(assets.plot(
-                                plot, f"{ds['name']}-{model}-{metric}-{i}"))
-            details = [t for r in mine for t in _detail_tables(r)]
+                    for i, plot in enumerate(_drawn("plots", section.plots, own)[0] or ()):
+                        if isinstance(plot, dict) and plot.get("model") == model:
+                            drawn = _drawn("plot", assets.plot, plot,
+                                           f"{ds['name']}-{model}-{metric}-{i}")[0]
+                            if drawn is not None:
+                                plots.append(drawn)
+            details = [t for r in mine for t in (_drawn("details", _detail_tables, r)[0] or ())]
             headline = []
             if ds["overview"]:
                 for h in ds["overview"]["heads"]:

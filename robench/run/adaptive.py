@@ -91,6 +91,24 @@ def _merge(plans: list) -> Plan:
     return merged
 
 
+def check_decided(cfg, precision: float = PRECISION, registry=None) -> list:
+    """Return the paired metrics of ``cfg``, or raise ConfigError if ``--until decided``
+    cannot run this configuration (before any file is opened: the CLI calls it before the
+    database)."""
+    if registry is None:
+        from robench.plugins import get_registry
+
+        registry = get_registry()
+    paired = paired_metrics(cfg.metrics, registry)
+    if not paired:
+        raise ConfigError("--until decided stops the tables of a metric that declares a paired "
+                          f"comparison (MetricSpec.paired; rho does), and none of "
+                          f"{', '.join(cfg.metrics)} does: add --metric rho")
+    if not (isinstance(precision, (int, float)) and 0 < precision < float("inf")):
+        raise ConfigError(f"--precision must be a finite number > 0, got {precision}")
+    return paired
+
+
 def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
                       alpha: float = ALPHA, command: str = "robench run --until decided",
                       on_event: Optional[Callable] = None, rescore: bool = False) -> RunReport:
@@ -101,13 +119,7 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
     the scores of any other metric in ``cfg.metrics``; ``adaptive`` (an attribute added to the
     report) lists each table's decision.
     """
-    paired = paired_metrics(cfg.metrics, registry)
-    if not paired:
-        raise ConfigError("--until decided stops the tables of a metric that declares a paired "
-                          f"comparison (MetricSpec.paired; rho does), and none of "
-                          f"{', '.join(cfg.metrics)} does: add --metric rho")
-    if not precision > 0:
-        raise ConfigError(f"--precision must be > 0, got {precision}")
+    paired = check_decided(cfg, precision, registry)
     t0 = time.perf_counter()
     if not cfg.knobs:
         cfg.resolve(registry)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
@@ -44,17 +45,30 @@ TRIAL_TIMEOUT = {"quick": 900, "standard": 3600, "paper": 14400}
 TRAIN_SECTION = "train"
 TRAIN_KNOBS = (
     Knob("max_epochs", "int", "upper bound on training epochs", default=4,
-         profiles={"standard": 12, "paper": 60}, minimum=1),
+         profiles={"standard": 12, "paper": 60}, minimum=1, maximum=100_000),
     Knob("patience", "int", "stop after this many epochs without a better validation result",
-         default=2, profiles={"standard": 3, "paper": 10}, minimum=1),
-    Knob("batch_size", "int", "training mini-batch size", default=64, minimum=1),
+         default=2, profiles={"standard": 3, "paper": 10}, minimum=1, maximum=100_000),
+    Knob("batch_size", "int", "training mini-batch size", default=64, minimum=1,
+         maximum=1_000_000),
     Knob("lr", "float", "learning rate (Adam)", default=2e-3, profiles={"paper": 1e-3},
          minimum=1e-12, maximum=10.0),
     Knob("weight_decay", "float", "weight decay (Adam); unset: the model's own (0)",
-         minimum=0.0),
+         minimum=0.0, maximum=10.0),
     Knob("mc_samples", "int", "Monte Carlo samples of Bayesian models at prediction time; "
-         "unset: the model's own", minimum=1),
+         "unset: the model's own", minimum=1, maximum=100_000),
 )
+
+#: Upper bounds of the run's numbers: a run past them is refused before anything is planned
+#: (planning 2**63 repeats grew memory without end). The paper scale is 100 repeats.
+MAX_REPEATS = 10_000
+MAX_SOURCES = 1_000
+MAX_JOBS = 1_024
+#: Longest list, longest text and deepest JSON a --set value may be, and the magnitude no
+#: number may pass (a knob declares tighter bounds where it has them).
+MAX_LIST_ITEMS = 1_000
+MAX_TEXT = 1_000
+MAX_SET_DEPTH = 8
+MAX_NUMBER = 10**15
 
 _MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch take any non-negative int; keep it portable
 
@@ -87,6 +101,8 @@ def describe_knob(knob: Knob) -> str:
         bounds.append(f"<= {knob.maximum:g}")
     if knob.choices:
         bounds.append("one of " + ", ".join(map(str, knob.choices)))
+    if knob.min_items:
+        bounds.append(f"at least {knob.min_items} item(s)")
     if knob.nullable:
         bounds.append("or null")
     return kind + (f" ({'; '.join(bounds)})" if bounds else "")
@@ -125,30 +141,35 @@ def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) 
     def scalar(v, kind, what="value"):
         if kind == "int":
             if isinstance(v, bool) or not isinstance(v, int):
-                fail(f"{what} {json.dumps(v)} is not an integer")
+                fail(f"{what} {shown(v)} is not an integer")
         elif kind == "float":
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                fail(f"{what} {json.dumps(v)} is not a number")
-            if v != v or v in (float("inf"), float("-inf")):
+                fail(f"{what} {shown(v)} is not a number")
+            if isinstance(v, float) and not math.isfinite(v):
                 fail(f"{what} {v} is not finite")
         elif kind == "bool":
             if not isinstance(v, bool):
-                fail(f"{what} {json.dumps(v)} is not true or false")
+                fail(f"{what} {shown(v)} is not true or false")
         elif kind == "str":
             if not isinstance(v, str):
-                fail(f"{what} {json.dumps(v)} is not a string")
+                fail(f"{what} {shown(v)} is not a string")
+            if len(v) > MAX_TEXT:
+                fail(f"{what} of {len(v)} characters is longer than {MAX_TEXT}")
             if knob.choices and v not in knob.choices:
                 close = difflib.get_close_matches(v, [str(c) for c in knob.choices], n=1)
-                fail(f"{what} '{v}' is not allowed" + (f" (did you mean '{close[0]}'?)"
-                                                       if close else ""))
+                fail(f"{what} '{v[:60]}' is not allowed" + (f" (did you mean '{close[0]}'?)"
+                                                             if close else ""))
         elif kind == "list":
             if not isinstance(v, list):
-                fail(f"{what} {json.dumps(v)} is not a list")
+                fail(f"{what} {shown(v)} is not a list")
         if kind in ("int", "float"):
-            if knob.minimum is not None and v < knob.minimum:
-                fail(f"{what} {v} is below the minimum {knob.minimum:g}")
-            if knob.maximum is not None and v > knob.maximum:
-                fail(f"{what} {v} is above the maximum {knob.maximum:g}")
+            # every number is bounded, declared or not: 2**63 epochs is not a budget
+            low = knob.minimum if knob.minimum is not None else -MAX_NUMBER
+            high = knob.maximum if knob.maximum is not None else MAX_NUMBER
+            if v < low:
+                fail(f"{what} {shown(v)} is below the minimum {low:g}")
+            if v > high:
+                fail(f"{what} {shown(v)} is above the maximum {high:g}")
         if kind == "float" and convert:
             v = float(v)
         return v
@@ -159,15 +180,31 @@ def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) 
         return None
     if knob.type == "list":
         if not isinstance(value, list):
-            fail(f"value {json.dumps(value)} is not a list")
+            fail(f"value {shown(value)} is not a list")
+        if len(value) > MAX_LIST_ITEMS:
+            fail(f"a list of {len(value)} items is longer than {MAX_LIST_ITEMS}")
+        if len(value) < knob.min_items:
+            fail(f"a list of {len(value)} item(s) is shorter than {knob.min_items} (an empty "
+                 "list would mean the default, which the run's label would not say)")
         if knob.items:
             value = [scalar(v, knob.items, "item") for v in value]
         return value
     if knob.type == "dict":
         if not isinstance(value, dict):
-            fail(f"value {json.dumps(value)} is not a JSON object")
+            fail(f"value {shown(value)} is not a JSON object")
         return value
     return scalar(value, knob.type)
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """Return a --set value as JSON for an error message, at most ``limit`` characters."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**limit:
+        return f"of {len(str(abs(value))) if abs(value) < 10**4000 else 'over 4,000'} digits"
+    try:
+        text = json.dumps(value)
+    except (ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def parse_settings(items, registry) -> dict:
@@ -196,8 +233,13 @@ def parse_settings(items, registry) -> dict:
             raise KnobError(f"--set: unknown {section} knob '{knob_name}'."
                             + (f" Did you mean '{close[0]}'?" if close else "")
                             + f" Known: {', '.join(sorted(knobs))} (`robench knobs {section}`)")
+        from robench.storage.cells import TooDeep, loads
+
         try:
-            value = json.loads(raw)
+            value = loads(raw, MAX_SET_DEPTH, constants=True)
+        except TooDeep:
+            raise KnobError(f"--set {section}.{knob_name}: the value nests lists or objects "
+                            f"deeper than {MAX_SET_DEPTH} levels") from None
         except ValueError:
             value = raw
         out.setdefault(section, {})[knob_name] = check_value(section, knobs[knob_name], value,
@@ -285,10 +327,16 @@ class RunConfig:
                 or not 0 <= self.trial_timeout < float("inf"):
             raise ValueError(f"--trial-timeout must be a number of seconds >= 0 (0: no limit), "
                              f"got {self.trial_timeout!r}")
-        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) or self.repeats < 1:
-            raise ValueError(f"--repeats must be an integer >= 1, got {self.repeats!r}")
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 2:
-            raise ValueError(f"--sources must be an integer >= 2, got {self.k!r}")
+        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) \
+                or not 1 <= self.repeats <= MAX_REPEATS:
+            raise ValueError(f"--repeats must be an integer in [1, {MAX_REPEATS}], got "
+                             f"{self.repeats!r}")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) \
+                or not 2 <= self.k <= MAX_SOURCES:
+            raise ValueError(f"--sources must be an integer in [2, {MAX_SOURCES}], got {self.k!r}")
+        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) \
+                or not 1 <= self.jobs <= MAX_JOBS:
+            raise ValueError(f"--jobs must be an integer in [1, {MAX_JOBS}], got {self.jobs!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) \
                 or not 0 <= self.seed <= _MAX_SEED:
             raise ValueError(f"--seed must be an integer in [0, {_MAX_SEED}], got {self.seed!r}")

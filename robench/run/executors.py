@@ -66,11 +66,16 @@ def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None) -> None
 
         claim_worker_gpu(gpu_queue.get(timeout=60))
     from robench.run.guard import HARD_LIMIT_GRACE, watch_sigint
-    from robench.run.liveness import watch_parent
+    from robench.run.liveness import die_with_parent, watch_parent
 
-    watch_parent()  # a worker outliving a killed driver would hold its memory for ever
-    if watch_sigint():  # only a worker process of its own, not a Dask worker's thread
-        HARD_LIMIT_GRACE[0] = HARD_GRACE
+    # A worker outliving a killed driver would hold its memory for ever: the kernel kills it
+    # with its parent (the driver; for a Dask worker, the process that started it), whatever
+    # its trial is doing; the watching thread is the fallback where that is unavailable.
+    if not die_with_parent(_parent_pid()):
+        watch_parent()
+    watch_sigint()  # records a real Ctrl-C; False (a no-op) on a Dask worker's thread
+    # this process is robench's own worker: a trial stuck past its limit may end it
+    HARD_LIMIT_GRACE[0] = HARD_GRACE
     _limit_threads()
     import sys
 
@@ -82,6 +87,14 @@ def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None) -> None
     if cache_dir:
         set_cache_dir(cache_dir)
     _ENV = TrialEnv(make_registry(**recipe))
+
+
+def _parent_pid() -> Optional[int]:
+    """Return the id of the process that started this one, as multiprocessing knows it."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    return parent.pid if parent is not None else None
 
 
 def _now() -> str:
@@ -102,9 +115,13 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
     """Run one trial spec and return its row; whatever it raises becomes a failed row.
 
     ``timeout`` (seconds, None for none) ends a trial that runs longer (see
-    :func:`robench.run.guard.time_limit`). A SystemExit, or a KeyboardInterrupt that no Ctrl-C
-    caused, raised by the trial's code is recorded like any error; a real Ctrl-C propagates.
+    :func:`robench.run.guard.time_limit`); one that defeats the limit (catches it, or blocks
+    SIGALRM) and finishes later is recorded as failed all the same, its result dropped. A
+    SystemExit, or a KeyboardInterrupt that no Ctrl-C caused, raised by the trial's code is
+    recorded like any error; a real Ctrl-C propagates.
     """
+    import time
+
     from robench.run.guard import TrialTimeout, time_limit, user_interrupted
 
     env = env if env is not None else _ENV
@@ -112,6 +129,8 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
                                 "repeat", "seed", "params", "versions")}
     row["spec"] = _keyed(spec)
     row["worker"] = worker_stamp()
+    base = dict(row)
+    started = time.monotonic()
     try:
         from robench.learn.devices import device_label, using_device
 
@@ -121,9 +140,15 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
             with using_device(spec.get("device")):
                 row["device"] = device_label()
                 result = env.registry.get("protocols", spec["protocol"]).run(spec, env)
+        took = time.monotonic() - started
+        if timeout and took > timeout:
+            raise TrialTimeout(f"trial ran {took:.1f} s, past the time limit of {timeout:g} s "
+                               "(--trial-timeout): it did not stop when told to (it caught or "
+                               "blocked the limit); its result is not kept")
         row.update(result)
         row["status"], row["error"] = "ok", None
     except TrialTimeout as exc:
+        row = dict(base, device=row.get("device"))
         row.update(status="failed", error=f"TrialTimeout: {exc}")
     except KeyboardInterrupt:
         if user_interrupted():
@@ -338,15 +363,20 @@ class ProcessExecutor(Executor):
 _DASK_ENVS: dict = {}
 
 
-def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str]) -> dict:
-    """Run a trial on a Dask worker, building (once per worker process) its registry."""
+def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str],
+                            timeout: Optional[float] = None) -> dict:
+    """Run a trial on a Dask worker, building (once per worker process) its registry.
+
+    ``timeout`` is the trial's time limit: raised in the worker's thread, and past
+    :data:`HARD_GRACE` more the worker process is ended (robench.run.guard).
+    """
     import json
 
     key = json.dumps([recipe, cache_dir], sort_keys=True)
     if key not in _DASK_ENVS:
         _init_worker(recipe, cache_dir)
         _DASK_ENVS[key] = _ENV
-    return execute_trial(spec, _DASK_ENVS[key])
+    return execute_trial(spec, _DASK_ENVS[key], timeout)
 
 
 class DaskExecutor(Executor):
@@ -386,11 +416,17 @@ class DaskExecutor(Executor):
                 raise ValueError(f"could not connect to the Dask scheduler at "
                                  f"{redact_secrets(self.scheduler)}: {exc}") from exc
         else:
+            import dask
+
             _limit_threads()
-            self._cluster = LocalCluster(
-                host="127.0.0.1", n_workers=self.jobs, threads_per_worker=1, processes=True,
-                dashboard_address=None, silence_logs=logging.ERROR,
-            )
+            # A worker that dies (killed, or ended past --trial-timeout) fails its task at
+            # once: robench retries the suspects itself, one at a time (run() below), instead
+            # of Dask trying each on three more workers first.
+            with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+                self._cluster = LocalCluster(
+                    host="127.0.0.1", n_workers=self.jobs, threads_per_worker=1,
+                    processes=True, dashboard_address=None, silence_logs=logging.ERROR,
+                )
             self._client = Client(self._cluster)
 
     def run(self, specs):
@@ -432,7 +468,7 @@ class DaskExecutor(Executor):
 
         key = f"trial-{spec['key']}" + ("-retry" if retry else "")
         return self._client.submit(execute_trial_on_worker, spec, self.recipe, str(cache_dir()),
-                                   key=key, pure=False)
+                                   self.trial_timeout, key=key, pure=False)
 
     def close(self):
         if self._client is not None:

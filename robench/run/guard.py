@@ -4,12 +4,25 @@ A trial runs third-party code. Whatever it raises, however long it takes, the ru
 :func:`time_limit` ends a trial past ``--trial-timeout`` with :class:`TrialTimeout`, and
 :func:`user_interrupted` tells a real Ctrl-C (SIGINT delivered to this process) from a
 ``KeyboardInterrupt`` a plugin raised itself.
+
+How far a limit reaches depends on where the trial runs. On a process's main thread SIGALRM
+interrupts Python code and anything that returns to Python; on another thread (a Dask
+worker's) the limit is raised asynchronously in that thread the next time it runs Python
+code. Either can be caught and ignored by a trial that catches BaseException, or defeated by
+one that blocks or ignores SIGALRM, so in a worker process of robench's own
+(:data:`HARD_LIMIT_GRACE` set) a kernel timer also ends the whole process with SIGKILL that
+long after the limit: no Python code, and no thread holding the GIL, can stop it. The local
+executor runs trials in robench's own process, where nothing may end the process: there only
+the first two hold, and :func:`robench.run.executors.execute_trial` records a trial that ran
+past its limit as failed even when it finished.
 """
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import threading
+import time
 from contextlib import contextmanager
 from typing import Optional
 
@@ -48,6 +61,11 @@ def unwatch_sigint(previous) -> None:
     _SIGINT.update(installed=False, received=False)
 
 
+def sigint_watched() -> bool:
+    """Return whether :func:`watch_sigint` is recording Ctrl-Cs in this process now."""
+    return _SIGINT["installed"]
+
+
 def user_interrupted() -> bool:
     """Return whether a KeyboardInterrupt here may be the user's (a real SIGINT, or unknown)."""
     return _SIGINT["received"] or not _SIGINT["installed"]
@@ -59,42 +77,146 @@ def can_limit_time() -> bool:
             and threading.current_thread() is threading.main_thread())
 
 
-#: In a worker process: seconds past the time limit after which a trial stuck where SIGALRM
-#: cannot reach it (inside one C call) ends its whole worker; None in the driver, where that
-#: would end the run.
+#: In a worker process: seconds past the time limit after which a trial still running (stuck
+#: inside one C call, holding the GIL, or ignoring the limit) ends its whole worker; None in
+#: the driver, where that would end the run.
 HARD_LIMIT_GRACE: list = [None]
 
 
+class _KernelTimer:
+    """A POSIX timer that sends this process SIGKILL (Linux, through ctypes): unlike a Python
+    thread or a signal handler it needs neither the GIL nor the trial's cooperation."""
+
+    _instance = None
+
+    class _Timespec(ctypes.Structure):
+        _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+    class _Itimerspec(ctypes.Structure):
+        _fields_ = [("it_interval", ctypes.c_long * 2), ("it_value", ctypes.c_long * 2)]
+
+    class _Sigevent(ctypes.Structure):  # struct sigevent: 64 bytes on Linux
+        _fields_ = [("value", ctypes.c_void_p), ("signo", ctypes.c_int),
+                    ("notify", ctypes.c_int), ("pad", ctypes.c_byte * 48)]
+
+    def __init__(self):
+        import sys
+
+        if not sys.platform.startswith("linux"):
+            raise OSError("kernel timers are used on Linux only")
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        event = self._Sigevent(signo=int(signal.SIGKILL), notify=0)  # SIGEV_SIGNAL
+        self.timer = ctypes.c_void_p()
+        if self.libc.timer_create(1, ctypes.byref(event), ctypes.byref(self.timer)) != 0:
+            raise OSError(ctypes.get_errno(), "timer_create failed")  # 1: CLOCK_MONOTONIC
+
+    @classmethod
+    def get(cls) -> Optional["_KernelTimer"]:
+        if cls._instance is None:
+            try:
+                cls._instance = cls()
+            except (OSError, AttributeError):
+                cls._instance = False
+        return cls._instance or None
+
+    def arm(self, seconds: float) -> None:
+        whole = int(seconds)
+        spec = self._Itimerspec((0, 0), (whole, int((seconds - whole) * 1e9)))
+        self.libc.timer_settime(self.timer, 0, ctypes.byref(spec), None)
+
+    def disarm(self) -> None:
+        self.arm(0.0)
+
+
+def _raise_in_thread(ident: int, exc_type) -> None:
+    """Raise ``exc_type`` in thread ``ident`` when it next runs Python code (None: clear)."""
+    exc = ctypes.py_object(exc_type) if exc_type is not None else None
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), exc)
+
+
 @contextmanager
-def time_limit(seconds: Optional[float], what: str = "trial"):
+def time_limit(seconds: Optional[float], what: str = "trial", option: str = "--trial-timeout"):
     """Raise :class:`TrialTimeout` in this block once it has run ``seconds`` (None: no limit).
 
-    Uses SIGALRM, so it works on the main thread of a Unix process and interrupts Python code
-    and anything that returns to Python (torch operations, sleeps); elsewhere it does nothing.
-    In a worker process (:data:`HARD_LIMIT_GRACE` set) a trial still running that long after
-    the limit ends its worker, which the process executor records as a failed trial.
+    On the main thread of a Unix process through SIGALRM (nested limits keep the outer one's
+    deadline); on another thread asynchronously in that thread. In a worker process
+    (:data:`HARD_LIMIT_GRACE` set) a trial still running that long after the limit ends its
+    worker (SIGKILL from a kernel timer, else ``os._exit(71)`` from a thread), which the
+    executor records as a failed trial. See the module docstring for what each reaches.
     """
-    if not seconds or not can_limit_time():
+    if not seconds:
         yield
         return
-    hard = None
+    message = f"{what} ran past the time limit of {seconds:g} s ({option}); stopped"
+    hard = kernel = None
     if HARD_LIMIT_GRACE[0] is not None:
-        import os
+        kernel = _KernelTimer.get()
+        if kernel is not None:
+            kernel.arm(float(seconds) + HARD_LIMIT_GRACE[0])
+        else:
+            import os
 
-        hard = threading.Timer(float(seconds) + HARD_LIMIT_GRACE[0], os._exit, args=(71,))
-        hard.daemon = True
-        hard.start()
+            hard = threading.Timer(float(seconds) + HARD_LIMIT_GRACE[0], os._exit, args=(71,))
+            hard.daemon = True
+            hard.start()
+    try:
+        if can_limit_time():
+            with _alarm(float(seconds), message):
+                yield
+        elif hasattr(ctypes, "pythonapi"):
+            with _async_limit(float(seconds), message):
+                yield
+        else:  # pragma: no cover - not CPython
+            yield
+    finally:
+        if kernel is not None:
+            kernel.disarm()
+        if hard is not None:
+            hard.cancel()
+
+
+@contextmanager
+def _alarm(seconds: float, message: str):
+    outer, _ = signal.getitimer(signal.ITIMER_REAL)
+    if outer and outer <= seconds:  # an enclosing limit ends first: leave it in charge
+        yield
+        return
 
     def expire(signum, frame):
-        raise TrialTimeout(f"{what} ran past the time limit of {seconds:g} s "
-                           "(--trial-timeout); stopped")
+        raise TrialTimeout(message)
 
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-        if hard is not None:
-            hard.cancel()
+        if outer:  # the enclosing limit's remaining time
+            signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - started), 1e-3))
+
+
+@contextmanager
+def _async_limit(seconds: float, message: str):
+    ident = threading.get_ident()
+    expired = type("TrialTimeout", (TrialTimeout,), {"__init__": lambda self, *a:
+                                                      TrialTimeout.__init__(self, message)})
+    state = {"inside": True}
+    lock = threading.Lock()
+
+    def expire():
+        with lock:
+            if state["inside"]:
+                _raise_in_thread(ident, expired)
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        with lock:
+            state["inside"] = False
+            timer.cancel()
+            _raise_in_thread(ident, None)  # drop one set but not yet raised

@@ -68,6 +68,32 @@ def process_running(pid: Optional[int], started: Optional[str] = None) -> bool:
     return True
 
 
+def die_with_parent(parent: Optional[int] = None) -> bool:
+    """Have the kernel SIGKILL this process when the process that started it dies.
+
+    Linux's parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``, through ctypes) needs
+    no Python thread, so it holds while a trial keeps the GIL in one long C call, where
+    :func:`watch_parent`'s thread never gets to run. ``parent`` is the process id the caller
+    expects as its parent: if that one is already gone (it died before the signal was set),
+    this process exits at once. Returns False where prctl is unavailable (not Linux).
+    """
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:  # 1: PR_SET_PDEATHSIG
+            return False
+    except (OSError, AttributeError):
+        return False
+    if parent is not None and os.getppid() != parent:
+        os._exit(70)
+    return True
+
+
 #: Seconds between a worker's checks that its parent is still there.
 PARENT_POLL = 0.5
 

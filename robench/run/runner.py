@@ -91,6 +91,7 @@ def plan_run(cfg, registry) -> Plan:
     reasons = {}
     from robench.run import configurations
     plan.broken = broken_datasets(cfg.datasets, registry)
+    checked = {}  # (protocol, data set, model, clusterer) -> why it cannot run there, or None
 
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
@@ -101,6 +102,19 @@ def plan_run(cfg, registry) -> Plan:
         for combo, reason in _combos(cfg, registry, metric, plan.broken):
             names = {"datasets": combo.dataset.name, "models": combo.model.name,
                      "clusterers": combo.clusterer.name if combo.clusterer else None}
+            if not reason:
+                ident = (protocol.name, combo.dataset.name, combo.model.name,
+                         names["clusterers"])
+                if ident not in checked:
+                    checked[ident] = protocol_not_applicable(protocol, combo, cfg, registry)
+                reason = checked[ident]
+                if reason:  # a matter of the data (and k): the data set is the culprit
+                    plan.skipped.append({"dataset": names["datasets"],
+                                         "model": names["models"],
+                                         "clusterer": names["clusterers"] or "",
+                                         "metric": metric.name, "reason": reason})
+                    reasons.setdefault(("datasets", names["datasets"]), reason)
+                    continue
             if reason:
                 plan.skipped.append({"dataset": names["datasets"], "model": names["models"],
                                      "clusterer": names["clusterers"] or "",
@@ -117,7 +131,6 @@ def plan_run(cfg, registry) -> Plan:
             plan.groups.append(Group(metric, combo, keys, configuration=config_id))
             if combo.clusterer is not None and protocol.prepare is not None:
                 plan.prepare.append((protocol, combo))
-    _check_sources_fit(plan, cfg, registry)
     explicit = cfg.explicit or {}
     healthy = [n for n in cfg.datasets if n not in plan.broken]
     for kind in ("clusterers", "models", "datasets"):  # the most specific culprit first
@@ -175,28 +188,32 @@ def broken_datasets(names, registry) -> dict:
     return broken
 
 
-def _check_sources_fit(plan: Plan, cfg, registry) -> None:
-    """Raise ConfigError if a class is too small for the sources a protocol will split it into.
+def protocol_not_applicable(protocol, combo, cfg, registry):
+    """Return why ``protocol`` cannot run on ``combo`` in this configuration, or None.
 
-    Checked while planning, so nothing runs or is stored; without it every trial of the
-    combination would be recorded as failed.
+    Two checks, both while planning, so nothing runs or is stored for a combination that
+    cannot work: a protocol that splits each class into ``sources_per_class(cfg)`` sources
+    needs every class to hold that many sources of 2+ samples (unless the clusterer reads
+    true sources); then the protocol's own ``preconditions``.
     """
     from robench.data.sources import SourcesError, check_class_sizes
 
-    seen = set()
-    for protocol, combo in plan.prepare:
-        if protocol.sources_per_class is None or combo.clusterer.requires_true_sources:
-            continue
+    if (protocol.sources_per_class is not None and combo.clusterer is not None
+            and not combo.clusterer.requires_true_sources):
         k = int(protocol.sources_per_class(cfg))
-        if (combo.dataset.name, k) in seen:
-            continue
-        seen.add((combo.dataset.name, k))
         ds = registry.load_dataset(combo.dataset.name)
         try:
             check_class_sizes(ds.y, k, ds.class_names)
         except SourcesError as exc:
-            raise ConfigError(f"data set '{combo.dataset.name}' ({protocol.name}, clusterer "
-                              f"'{combo.clusterer.name}'): {exc}") from None
+            return (f"{protocol.name} on data set '{combo.dataset.name}' (clusterer "
+                    f"'{combo.clusterer.name}'): {exc}")
+    if protocol.preconditions is not None:
+        try:
+            return protocol.preconditions(combo, cfg, registry) or None
+        except Exception as exc:  # noqa: BLE001 - a plugin's check: skip, do not stop the run
+            return (f"protocol '{protocol.name}' could not check whether it applies to data set "
+                    f"'{combo.dataset.name}': {type(exc).__name__}: {exc}")
+    return None
 
 
 def execute(cfg, registry, store, *, command: str = "robench run",
@@ -377,9 +394,12 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering
         except Exception as exc:  # noqa: BLE001 - recorded against every trial that needed it
             err = f"{type(exc).__name__}: {exc}"
             emit("prepare_failed", dataset=combo.dataset.name, clusterer=combo.clusterer.name,
-                 error=err)
+                 error=err, protocol=protocol.name)
+            # only this protocol's trials: another protocol on the same (data set, clusterer)
+            # prepares its own sources and does not depend on this preparation
             for g in plan.groups:
-                if g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer:
+                if (g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer
+                        and g.metric.protocol == protocol.name):
                     for k in g.keys:
                         spec = plan.specs[k]
                         if k in todo_keys and spec["clusterer"] == combo.clusterer.name:

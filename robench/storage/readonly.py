@@ -15,7 +15,6 @@ statement that runs longer than its time limit (``robench query --timeout``).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
@@ -23,9 +22,13 @@ from pathlib import Path
 from typing import Iterator
 
 from robench.errors import QueryTimeout, ReadOnlyQueryError  # noqa: F401 (public here too)
+from robench.storage import cells
 
 #: Seconds ``robench query`` lets one statement run by default.
 DEFAULT_TIMEOUT = 5.0
+#: Longest text or BLOB a statement may make or read (SQLite's own limit is 1 GB): one
+#: step of SQL on longer strings (printf, replace) ran seconds past any time limit.
+MAX_LENGTH = 64 << 20
 _HEADER = b"SQLite format 3\x00"
 
 
@@ -69,13 +72,14 @@ def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connect
 
 
 def decode_json_cells(rows: list[tuple]) -> list[tuple]:
-    """Return rows with every text cell holding a JSON object or array decoded."""
+    """Return rows with every text cell holding a JSON object or array decoded (text nested
+    deeper than robench.storage.cells.MAX_JSON_DEPTH stays text)."""
 
     def cell(value):
         if isinstance(value, str) and value[:1] in "{[":
             try:
-                return json.loads(value)
-            except ValueError:
+                return cells.loads(value)
+            except ValueError:  # not JSON, or nested too deep to read safely: the text
                 return value
         return value
 
@@ -169,7 +173,7 @@ def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
     limit covers the statement until its last row. Raises ReadOnlyQueryError for any statement
     that would write, FileNotFoundError if the database does not exist, SchemaError if it is
     not a robench database, QueryTimeout if the statement runs longer than ``timeout``
-    seconds (0: no limit) and ValueError (with SQLite's message) for invalid SQL; errors found
+    seconds (0 or None: no limit) and ValueError (with SQLite's message) for invalid SQL; errors found
     while fetching are raised by the iterator.
     """
     path = Path(path)
@@ -208,25 +212,37 @@ def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
         if deadline[0] is not None and time.monotonic() > deadline[0] and "interrupt" in str(exc):
             return QueryTimeout(
                 f"the query was stopped after its time limit of {timeout:g} s (a runaway "
-                "WITH RECURSIVE?); add a LIMIT, or raise it with --timeout SECONDS "
-                "(0: no limit)")
+                "WITH RECURSIVE?); add a LIMIT, or raise it with --timeout SECONDS")
+        if "too big" in str(exc):
+            return ValueError(f"SQL error: {exc} (text and BLOBs are limited to "
+                              f"{MAX_LENGTH >> 20} MB in a query)")
         if refused:
             return _refusal(refused[0])
         if "readonly" in str(exc) or "read-only" in str(exc):
             return _refusal(keyword or "write")
         return ValueError(f"SQL error: {exc}")
 
+    watchdog = None
     try:
         conn.set_authorizer(authorize)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_LENGTH)
         if timeout and timeout > 0:
             conn.set_progress_handler(too_long, 10_000)
             deadline[0] = time.monotonic() + timeout
+            # the progress handler runs between steps; interrupt() also reaches a long one
+            import threading
+
+            watchdog = threading.Timer(timeout, conn.interrupt)
+            watchdog.daemon = True
+            watchdog.start()
         try:
             cursor = conn.execute(sql, params)
         except (sqlite3.Error, sqlite3.Warning) as exc:
             raise translated(exc) from None
         columns = [d[0] for d in cursor.description or ()]
     except BaseException:
+        if watchdog is not None:
+            watchdog.cancel()
         conn.close()
         raise
 
@@ -243,6 +259,8 @@ def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
                     return
                 yield [tuple(row) for row in batch]
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             conn.close()
 
     return columns, batches()

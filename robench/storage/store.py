@@ -36,6 +36,7 @@ from typing import Any, Iterable, Optional
 import sqlite_utils
 
 from robench.run.liveness import host_name, process_running, process_started
+from robench.storage import cells
 from robench.storage.provenance import run_environment, utc_now
 
 #: Run statuses, in the order a run can move through them.
@@ -364,11 +365,14 @@ def _encode_json(value: Any) -> Optional[str]:
 
 
 def _decode_json(text: Any) -> Any:
-    """Return the Python value of JSON text, or the text itself if it is not JSON."""
+    """Return the Python value of JSON text, or the text itself if it is not JSON; None for
+    JSON nested too deep to read safely (robench.storage.cells)."""
     if not isinstance(text, str):
         return text
     try:
-        return json.loads(text)
+        return cells.loads(text)
+    except cells.TooDeep:
+        return None
     except ValueError:
         return text
 
@@ -406,10 +410,29 @@ def encode_row(table: str, row: dict) -> dict:
 
 
 def decode_row(table: str, row: dict) -> dict:
-    """Return ``row`` with its JSON columns decoded back to Python values (in place)."""
-    for name in JSON_COLUMNS[table]:
-        if name in row:
-            row[name] = _decode_json(row[name])
+    """Return ``row`` with its JSON columns decoded back to Python values (in place).
+
+    A cell that does not hold what its column declares (text or NaN in a REAL column, a BLOB
+    name, JSON nested too deep) becomes what :mod:`robench.storage.cells` makes of it, so a
+    contributed database cannot stop a reader.
+    """
+    declared = COLUMNS.get(table, {})
+    json_columns = JSON_COLUMNS[table]
+    for name, value in row.items():
+        if value is None:
+            continue
+        if name in json_columns:
+            row[name] = _decode_json(value) if not isinstance(value, bytes) else None
+            continue
+        kind = declared.get(name)
+        if kind == "REAL":
+            if type(value) is not float or not math.isfinite(value):
+                row[name] = cells.number(value)
+        elif kind == "INTEGER":
+            if type(value) is not int:
+                row[name] = cells.integer(value)
+        elif kind == "TEXT" and type(value) is not str:
+            row[name] = cells.text(value)
     if table == "scores" and row.get("higher_is_better") is not None:
         row["higher_is_better"] = bool(row["higher_is_better"])
     return row
@@ -573,7 +596,8 @@ class Store:
         """Return {run id: contributions row} of the runs ``robench merge`` copied in."""
         if not self.db["contributions"].exists():
             return {}
-        return {r["run_id"]: r for r in self._select("SELECT * FROM contributions", [])}
+        rows = self._select("SELECT * FROM contributions", [])
+        return {r["run_id"]: decode_row("contributions", r) for r in rows}
 
     # -- trials -----------------------------------------------------------------------------
 
@@ -581,6 +605,19 @@ class Store:
         """Return the mean seconds of successful trials per (dataset, model, protocol)."""
         sql = ("SELECT dataset, model, protocol, AVG(seconds) AS seconds FROM trials "
                "WHERE status = 'ok' AND seconds IS NOT NULL GROUP BY dataset, model, protocol")
+        return list(self._select(sql, []))
+
+    def trial_durations(self) -> list:
+        """Return mean seconds of successful trials per (dataset, model, protocol, kind, budget).
+
+        ``max_epochs`` is the training budget the trials were planned with (their
+        ``params.train.max_epochs``; None for trials that train nothing), ``n`` how many.
+        """
+        sql = ("SELECT dataset, model, protocol, kind, "
+               "json_extract(params, '$.train.max_epochs') AS max_epochs, "
+               "AVG(seconds) AS seconds, COUNT(*) AS n FROM trials "
+               "WHERE status = 'ok' AND seconds IS NOT NULL "
+               "GROUP BY dataset, model, protocol, kind, max_epochs")
         return list(self._select(sql, []))
 
     def ok_trial_keys(self, keys: Iterable[str]) -> set[str]:

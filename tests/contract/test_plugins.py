@@ -133,11 +133,15 @@ class WrongType:
         register("not a spec")
 
 
-def test_registering_the_wrong_type_says_what_was_expected():
+def test_registering_the_wrong_type_disables_the_plugin_saying_what_was_expected():
+    # issue 30: a wrong registration disabled every command; now only its plugin
     pm, infos = make_plugin_manager(load_entrypoints=False)
     pm.register(WrongType(), name="wrong")
-    with pytest.raises(PluginError, match="MetricSpec"):
-        Registry(pm, infos)
+    reg = Registry(pm, infos)
+    assert reg.infos["wrong"].status == "failed"
+    assert "registered 'not a spec' with register_metrics; expected a MetricSpec" in (
+        reg.infos["wrong"].error)
+    assert "rho" in reg.names("metrics")
 
 
 def test_unknown_name_lists_known_names_and_closest_match():

@@ -89,3 +89,35 @@ def rows(db, sql, params=()) -> list:
 def integrity(db) -> str:
     """Return SQLite's integrity check of ``db`` ('ok' when sound)."""
     return rows(db, "PRAGMA integrity_check")[0][0]
+
+
+def wait_for(predicate, timeout, what):
+    """Return once ``predicate()`` is true; AssertionError naming ``what`` after ``timeout`` s."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def kill_driver(driver, pids, seconds):
+    """SIGKILL ``driver``; return whether all of ``pids`` ended within ``seconds`` after it.
+
+    Any of them still alive then is killed too: a failing test leaves no orphans behind.
+    """
+    import signal
+    import time
+
+    if driver.poll() is None:
+        driver.send_signal(signal.SIGKILL)
+    driver.wait(10)
+    end = time.monotonic() + seconds
+    while alive(pids) and time.monotonic() < end:
+        time.sleep(0.1)
+    left = alive(pids)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return not left

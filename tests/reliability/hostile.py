@@ -42,6 +42,41 @@ class Spin(Centroid):
             n += 1
 
 
+class HoldsGil(Centroid):
+    """Never finishes fitting, inside one C call that holds the GIL (no Python thread runs).
+
+    Writes ``fit-<pid>`` into $ROBENCH_TEST_MARKS first, so a test knows the call began.
+    """
+
+    def fit(self, X, y, X_val, y_val):
+        marks = os.environ.get("ROBENCH_TEST_MARKS")
+        if marks:
+            with open(os.path.join(marks, f"fit-{os.getpid()}"), "w") as fh:
+                fh.write("started")
+        sum(range(10**15))  # hours in one C loop: the GIL is never released
+        return super().fit(X, y, X_val, y_val)
+
+
+class Defiant(Centroid):
+    """Ignores SIGALRM and swallows every exception while it takes ROBENCH_TEST_SLEEP seconds
+    (default 3): a trial that defeats the time limit of the process it runs in."""
+
+    def fit(self, X, y, X_val, y_val):
+        import signal
+
+        try:
+            signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        except ValueError:  # not the main thread (a Dask worker's)
+            pass
+        end = time.monotonic() + float(os.environ.get("ROBENCH_TEST_SLEEP", "3"))
+        while time.monotonic() < end:
+            try:
+                time.sleep(0.05)
+            except BaseException:  # noqa: BLE001 - that is the point
+                pass
+        return super().fit(X, y, X_val, y_val)
+
+
 class Exits(Centroid):
     """Calls sys.exit in fit."""
 
@@ -131,6 +166,8 @@ def register_models(register):
     register(ModelSpec("hang", Hang, "Never finishes fitting (sleeps)."))
     register(ModelSpec("spin", Spin, "Never finishes fitting (busy loop)."))
     register(ModelSpec("exits", Exits, "Raises SystemExit in fit."))
+    register(ModelSpec("holds-gil", HoldsGil, "Never finishes fitting, holding the GIL."))
+    register(ModelSpec("defiant", Defiant, "Ignores SIGALRM and swallows exceptions."))
     register(ModelSpec("interrupts", Interrupts, "Raises KeyboardInterrupt in fit."))
     register(ModelSpec("nan-pred", Predicts(_nan), "Predicts NaN."))
     register(ModelSpec("short-pred", Predicts(_short), "Predicts one label too few."))

@@ -8,18 +8,10 @@ import random
 import signal
 import time
 
-from tests.reliability.cli import HOSTILE, alive, children, integrity, rows, run, start
+from tests.reliability.cli import (HOSTILE, children, integrity, kill_driver, rows, run,
+                                   start, wait_for)
 
 SLOW = ["run", "-d", "tiny", "-m", "slow", "-c", "kmeans", "--metric", "rho", "-k", "3"]
-
-
-def _wait_for(predicate, timeout, what):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def _n_trials(db):
@@ -35,18 +27,11 @@ def test_workers_exit_when_their_driver_is_killed_and_the_run_is_marked_killed(t
     driver = start(args, tmp_path, plugins=HOSTILE, env={"ROBENCH_TEST_SLEEP": 3})
     workers = []
     try:
-        _wait_for(lambda: _n_trials(db) >= 1, 120, "a first stored trial")
+        wait_for(lambda: _n_trials(db) >= 1, 120, "a first stored trial")
         workers = children(driver.pid)
         assert workers, "the process executor started no worker"
-        driver.send_signal(signal.SIGKILL)
-        driver.wait(10)
-        # each worker polls its parent every 0.5 s; before the fix they waited for ever
-        _wait_for(lambda: not alive(workers), 15, f"workers {workers} to exit")
     finally:
-        if driver.poll() is None:
-            driver.kill()
-        for pid in alive(workers):  # never leave orphans behind, even when the test fails
-            os.kill(pid, signal.SIGKILL)
+        assert kill_driver(driver, workers, 15), f"workers {workers} outlived their driver"
     assert rows(db, "SELECT id, status FROM runs") == [(1, "running")]
 
     again = run([*SLOW, "-r", "2", "--executor", "local", "--db", str(db)], tmp_path,

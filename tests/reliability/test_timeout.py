@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -82,5 +83,6 @@ def test_a_trial_the_alarm_cannot_reach_ends_its_worker(tmp_path):
     """)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code], timeout=60)
-    assert done.returncode == 71
+    # ended by the kernel timer (SIGKILL); where none is available, by a thread (exit 71)
+    assert done.returncode in (-signal.SIGKILL, 71)
     assert time.perf_counter() - t0 < 30

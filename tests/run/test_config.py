@@ -81,8 +81,10 @@ def test_user_ints_become_floats_but_declared_values_are_never_converted():
 def test_run_config_checks_its_own_fields():
     for bad, msg in (({"seed": -5}, "--seed must be an integer in"),
                      ({"seed": 2**70}, "--seed must be an integer in"),
-                     ({"repeats": 0}, "--repeats must be an integer >= 1"),
-                     ({"k": 1}, "--sources must be an integer >= 2"),
+                     ({"repeats": 0}, "--repeats must be an integer in \\[1, 10000\\]"),
+                     ({"repeats": 2**63}, "--repeats must be an integer in"),
+                     ({"k": 1}, "--sources must be an integer in \\[2, 1000\\]"),
+                     ({"jobs": 0}, "--jobs must be an integer in"),
                      ({"profile": "fast"}, "unknown profile 'fast'")):
         with pytest.raises(ValueError, match=msg):
             RunConfig([], [], [], [], **bad)

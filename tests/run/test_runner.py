@@ -136,14 +136,15 @@ def test_oracle_uses_the_true_sources(tiny_registry, store):
         assert np.unique(ds.sources[test_idx]).size == 3  # one true source per class
 
 
-def test_too_many_sources_is_refused_before_anything_is_stored(tiny_registry, store):
-    # refused while planning (issue 21): before, every trial of the combination was stored
-    # as failed
-    with pytest.raises(ConfigError) as err:
-        execute(cfg(k=20), tiny_registry, store)
-    msg = str(err.value)
+def test_too_many_sources_is_skipped_before_anything_runs(tiny_registry, store):
+    # decided while planning (issue 21): before, every trial of the combination was stored
+    # as failed. Not named by the user, it is a skip of that protocol with the reason (issue
+    # 33); named, an error (tests/run/test_applicability.py)
+    report = execute(cfg(k=20), tiny_registry, store)
+    assert report.failed == [] and report.n_planned == 0 and store.trials() == []
+    (skip,) = report.skipped
+    msg = skip["reason"]
     assert "k=20" in msg and "class '0' has 36" in msg and "smaller --sources" in msg
-    assert store.trials() == [] and store.runs() == []
 
 
 def test_random_baseline_is_shared_across_clusterers(tiny_registry):

@@ -55,7 +55,7 @@ SECTION = "coverage"
 KNOBS = (
     Knob("repeats", "int", "reference models (seeds) per combination; the score is their mean "
          "with a t interval", default=3, profiles={"standard": 5, "paper": 5},
-         minimum=1),
+         minimum=1, maximum=10_000),
     Knob("radius", "float", "r: centroid region = normalized distance <= r (unit: class RMS "
          "radius)", default=1.0, minimum=1e-9),
     Knob("confidence", "str", "confidence the regions are defined by: 'calibrated' (softmax "

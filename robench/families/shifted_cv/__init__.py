@@ -22,7 +22,7 @@ def register_protocols(register):
         name=protocol.NAME, version=protocol.VERSION, plan=protocol.plan, run=protocol.run,
         prepare=protocol.prepare, section=protocol.SECTION, knobs=protocol.KNOBS,
         sources_per_class=lambda cfg: protocol.settings(cfg)["folds"],
-        check_knobs=protocol.check_knobs,
+        preconditions=protocol.preconditions, check_knobs=protocol.check_knobs,
         description="K sub-domains per class merged into K folds (Algorithms 1-2) vs "
                     "stratified random K-fold; VAE latent Wasserstein distances between folds.",
     ))

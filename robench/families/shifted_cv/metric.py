@@ -47,6 +47,18 @@ def _ratio(a, b):
     return None if a is None or b is None or b <= 0 else a / b
 
 
+def _fold_fallback(trials: list) -> dict:
+    """Return the fewer-folds fallback of a group's shifted trials, or {} (the folds asked for)."""
+    from robench.families.shifted_cv import protocol as sc
+
+    for t in trials:
+        p = t.get("params") or {}
+        if t.get("kind") == "shifted" and p.get("folds_requested"):
+            return {"folds": p["folds"], "folds_requested": p["folds_requested"],
+                    "fold_fallback": sc.fallback_note(p["folds"], p["folds_requested"])}
+    return {}
+
+
 def aggregate_shifted_cv(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s fold trials into scores, plus the fold distances."""
     from robench.families.shifted_cv import protocol as sc
@@ -79,6 +91,9 @@ def aggregate_shifted_cv(group: dict, trials: list) -> list:
                "last_epoch": {"drop": _diff(ra["last_test"][0], sh["last_test"][0]),
                               "gap_shifted": sh["last_gap"][0],
                               "std_ratio": _ratio(sh["last_test"][1], sh["last_val"][1])}}
+    fallback = _fold_fallback(trials)
+    if fallback:
+        details.update(fallback)
     scores = [
         Score(**base, score="shifted-cv", value=sh["test"][0], n=sh["n"],
               details={**details, "std": sh["test"][1]}),

@@ -7,7 +7,11 @@ VAE + variational GMM; ``kmeans`` is a cheap stand-in). Per repeat r (Algorithm 
   ``repeats`` is 1 and in a seeded random order per (repeat, class) when ``repeats`` > 1; fold k
   is the union over classes of the sub-domains assigned to it. Every class is in every fold and
   a sub-domain is never split. A class with more than K sub-domains (only the ``oracle``, which
-  returns a data set's true sources) gets sub-domain j in fold j mod K; fewer than K is an error.
+  returns a data set's true sources) gets sub-domain j in fold j mod K. When the clusterer
+  gives a class fewer than K (the oracle on a data set with fewer true sources), the run uses
+  as many folds as the fewest sub-domains of a class, for the random K-fold too (one fold per
+  sub-domain, as in Algorithm 1), and says so in the scores' details (:func:`fold_plan`);
+  fewer than 2 is skipped while planning, with the reason.
 * random: stratified K-fold (scikit-learn ``StratifiedKFold``, shuffled, seeded per repeat).
 
 Each fold is the test set once. The other folds are split at random, stratified by class, into
@@ -62,9 +66,9 @@ SECTION = "shifted_cv"
 #: code).
 KNOBS = (
     Knob("folds", "int", "K: sub-domains per class, merged into K folds", default=5,
-         profiles={"quick": 3, "standard": 5}, minimum=2),
+         profiles={"quick": 3, "standard": 5}, minimum=2, maximum=1_000),
     Knob("repeats", "int", "repeats of the K-fold CV (capped by --repeats)", default=1,
-         profiles={"standard": 2}, minimum=1),
+         profiles={"standard": 2}, minimum=1, maximum=10_000),
     Knob("val_fraction", "float", "validation share carved from each training part",
          default=0.2, minimum=1e-6, maximum=1 - 1e-6),
     Knob("train", "dict", "training budget of the fold models, over the run's `train` "
@@ -115,18 +119,75 @@ def settings(cfg) -> dict:
     }
 
 
-def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int, fold: int) -> dict:
-    """Return one fold trial's spec; random-CV trials carry no clusterer (shared by all)."""
+def fold_plan(combo: Combo, cfg, registry) -> dict:
+    """Return how many folds a (data set, clusterer) gets: ``folds``, ``requested``, ``fewest``.
+
+    The clusterer is asked for K = ``shifted_cv.folds`` sub-domains per class; its spec says
+    how many each class gets without clustering (``ClustererSpec.expected_clusters``: K,
+    except for a clusterer that returns what the data have, such as the ``oracle``'s true
+    sources). Algorithm 1 makes one fold per sub-domain, so when a class has fewer than K the
+    run uses as many folds as the class with the fewest sub-domains has (``fewest``, with its
+    class ``fewest_class``), for the random K-fold too; a class with more sub-domains than
+    folds puts sub-domain j in fold j mod K (:func:`merge_folds`).
+    """
+    requested = settings(cfg)["folds"]
+    dataset = registry.load_dataset(combo.dataset.name)
+    counts = combo.clusterer.expected_clusters(dataset, requested)
+    c = min(range(len(counts)), key=lambda i: counts[i])
+    names = dataset.class_names or [str(i) for i in range(len(counts))]
+    return {"requested": requested, "folds": min(requested, counts[c]), "fewest": counts[c],
+            "fewest_class": names[c]}
+
+
+def preconditions(combo: Combo, cfg, registry):
+    """Return why shifted-cv cannot run on the combination (a class with < 2 sub-domains)."""
+    fp = fold_plan(combo, cfg, registry)
+    if fp["fewest"] < 2:
+        return (f"shifted-cv on data set '{combo.dataset.name}': class '{fp['fewest_class']}' "
+                f"has {fp['fewest']} sub-domain(s) from clusterer '{combo.clusterer.name}'; "
+                "shifted K-fold needs at least 2 per class (one to test, one to train)")
+    return None
+
+
+def fallback_note(folds: int, requested: int) -> str:
+    """Say why a run used fewer folds than asked for (stored in the score's details)."""
+    return (f"{folds} folds instead of the {requested} asked for: the clusterer gives a class "
+            f"only {folds} sub-domains, and Algorithm 1 makes one fold per sub-domain, so the "
+            f"shifted and the random K-fold both use K = {folds}")
+
+
+def sources_k(params: dict) -> int:
+    """Return the k the clusterer was asked for: the folds requested (before any fallback)."""
+    return int(params.get("folds_requested") or params["folds"])
+
+
+def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int, fold: int,
+               folds: dict = None) -> dict:
+    """Return one fold trial's spec; random-CV trials carry no clusterer (shared by all).
+
+    ``folds`` is :func:`fold_plan`'s answer (computed when not given). A shifted trial that
+    uses fewer folds than requested records the request as ``folds_requested``; a random one
+    does not (random K-fold depends on K alone, so it is shared with runs that asked for K).
+    """
     s = settings(cfg)
-    params = {"folds": s["folds"], "fold": int(fold), "n_repeats": s["repeats"],
+    fp = folds or fold_plan(combo, cfg, registry)
+    params = {"folds": fp["folds"], "fold": int(fold), "n_repeats": s["repeats"],
               "val_fraction": s["val_fraction"], "train": s["train"]}
+    if kind == "shifted" and fp["folds"] < fp["requested"]:
+        params["folds_requested"] = fp["requested"]
     return make_spec(NAME, VERSION, combo, cfg, registry, kind=kind, repeat=repeat,
                      params=params, with_clusterer=kind == "shifted")
 
 
-def wasserstein_spec(combo: Combo, cfg, registry) -> dict:
+def wasserstein_spec(combo: Combo, cfg, registry, folds: dict = None) -> dict:
     """Return the spec of the (dataset, clusterer)'s fold-distance trial (no model)."""
     s = settings(cfg)
+    fp = folds or fold_plan(combo, cfg, registry)
+    params = {"folds": fp["folds"], "n_repeats": s["repeats"], "vae_epochs": s["vae_epochs"],
+              "vae_max_train": s["vae_max_train"], "latent_dim": s["latent_dim"],
+              "max_points": s["max_points"]}
+    if fp["folds"] < fp["requested"]:
+        params["folds_requested"] = fp["requested"]
     spec = {
         "protocol": NAME,
         "dataset": combo.dataset.name,
@@ -135,9 +196,7 @@ def wasserstein_spec(combo: Combo, cfg, registry) -> dict:
         "kind": WASSERSTEIN,
         "repeat": 0,
         "seed": cfg.seed,
-        "params": {"folds": s["folds"], "n_repeats": s["repeats"], "vae_epochs": s["vae_epochs"],
-                   "vae_max_train": s["vae_max_train"], "latent_dim": s["latent_dim"],
-                   "max_points": s["max_points"]},
+        "params": params,
         "versions": {
             "protocol": VERSION,
             **registry.dataset_versions(combo.dataset.name),
@@ -153,35 +212,41 @@ def plan(combo: Combo, cfg, registry) -> list:
     if combo.clusterer is None:
         raise ValueError("the shifted-cv protocol needs a clusterer (metric uses_clusterer)")
     s = settings(cfg)
-    specs = [trial_spec(combo, cfg, registry, kind, r, f)
-             for kind in KINDS for r in range(s["repeats"]) for f in range(s["folds"])]
-    specs.append(wasserstein_spec(combo, cfg, registry))
+    fp = fold_plan(combo, cfg, registry)
+    specs = [trial_spec(combo, cfg, registry, kind, r, f, folds=fp)
+             for kind in KINDS for r in range(s["repeats"]) for f in range(fp["folds"])]
+    specs.append(wasserstein_spec(combo, cfg, registry, folds=fp))
     return specs
 
 
 def prepare(combo: Combo, cfg, registry, dataset) -> dict:
     """Find (or load from cache) the K sub-domains per class; return a clustering row."""
     s = settings(cfg)
+    fp = fold_plan(combo, cfg, registry)
     version = registry.component_version("clusterers", combo.clusterer.name)
-    src = find_sources(dataset, combo.clusterer, version, s["folds"], cfg.seed)
-    folds = merge_folds(dataset.y, src.groups, s["folds"], repeat=0, n_repeats=s["repeats"],
+    src = find_sources(dataset, combo.clusterer, version, fp["requested"], cfg.seed)
+    folds = merge_folds(dataset.y, src.groups, fp["folds"], repeat=0, n_repeats=s["repeats"],
                         seed=cfg.seed)
+    details = {
+        "k_per_class": src.k_per_class.tolist(),
+        "fold_sizes": np.bincount(folds, minlength=fp["folds"]).tolist(),
+        "clusterer_info": src.info,
+        "cache_hit": src.cache_hit,
+        "protocol": NAME,
+    }
+    if fp["folds"] < fp["requested"]:
+        details["folds"] = fp["folds"]
+        details["fold_fallback"] = fallback_note(fp["folds"], fp["requested"])
     return {
-        "key": sources_key(dataset.fingerprint(), combo.clusterer.name, version, s["folds"],
-                           cfg.seed),
+        "key": sources_key(dataset.fingerprint(), combo.clusterer.name, version,
+                           fp["requested"], cfg.seed),
         "dataset": combo.dataset.name,
         "clusterer": combo.clusterer.name,
-        "k": s["folds"],
+        "k": fp["requested"],
         "seed": int(cfg.seed),
         "fingerprint": dataset.fingerprint(),
         "silhouette": src.silhouette,
-        "details": {
-            "k_per_class": src.k_per_class.tolist(),
-            "fold_sizes": np.bincount(folds, minlength=s["folds"]).tolist(),
-            "clusterer_info": src.info,
-            "cache_hit": src.cache_hit,
-            "protocol": NAME,
-        },
+        "details": details,
         "seconds": src.seconds,
     }
 
@@ -243,7 +308,7 @@ def sample_folds(spec: dict, dataset, registry) -> np.ndarray:
     if spec["kind"] == "random":
         return random_folds(dataset.y, p["folds"], repeat=spec["repeat"], seed=spec["seed"])
     clus = registry.get("clusterers", spec["clusterer"])
-    src = find_sources(dataset, clus, spec["versions"]["clusterer"], p["folds"], spec["seed"])
+    src = find_sources(dataset, clus, spec["versions"]["clusterer"], sources_k(p), spec["seed"])
     return merge_folds(dataset.y, src.groups, p["folds"], repeat=spec["repeat"],
                        n_repeats=p["n_repeats"], seed=spec["seed"])
 
@@ -330,7 +395,7 @@ def run_wasserstein(spec: dict, env) -> dict:
                                       seed=spec["seed"], max_train=p.get("vae_max_train"))
     latent = arrays["means"]
     clus = env.registry.get("clusterers", spec["clusterer"])
-    src = find_sources(dataset, clus, spec["versions"]["clusterer"], p["folds"], spec["seed"])
+    src = find_sources(dataset, clus, spec["versions"]["clusterer"], sources_k(p), spec["seed"])
     repeats = []
     for r in range(p["n_repeats"]):
         shifted = merge_folds(dataset.y, src.groups, p["folds"], repeat=r,
@@ -346,8 +411,11 @@ def run_wasserstein(spec: dict, env) -> dict:
                                                     entry["random"]["matrix"])
         repeats.append(entry)
     ratios = [e["ratio"] for e in repeats if e["ratio"] is not None]
+    fallback = ({"fold_fallback": fallback_note(p["folds"], p["folds_requested"])}
+                if p.get("folds_requested") else {})
     return {
         "details": {
+            **fallback,
             "repeats": repeats,
             "ratio": float(np.mean(ratios)) if ratios else None,
             "latent": {"architecture": _architecture(dataset), "latent_dim": p["latent_dim"],

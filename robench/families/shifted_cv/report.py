@@ -25,6 +25,9 @@ def report_lines(rows: list) -> list:
     for (dataset, clusterer), models in sorted(groups.items()):
         lines.append(f"\n{dataset} - shifted-cv, sub-domains by {clusterer}: test accuracy %, "
                      "mean (std) over folds; gap = validation - test")
+        notes = {((sc.get("shifted-cv") or {}).get("details") or {}).get("fold_fallback")
+                 for sc in models.values()} - {None}
+        lines.extend(f"  {note}" for note in sorted(notes))
         lines.append(f"  {'model':<18} {'shifted':>14} {'random':>14} {'drop':>6} "
                      f"{'gap shifted':>11} {'gap random':>10} {'std ratio':>9}")
         for model, sc in sorted(models.items()):

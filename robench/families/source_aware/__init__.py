@@ -20,6 +20,7 @@ def register_protocols(register):
     register(ProtocolSpec(
         name=protocol.NAME, version=protocol.VERSION, plan=protocol.plan, run=protocol.run,
         prepare=protocol.prepare, sources_per_class=lambda cfg: cfg.k,
+        preconditions=protocol.preconditions,
         description="Per class k sources by clustering; R repeats each of source-inclusive, "
                     "source-exclusive and stratified random train/test partitions.",
     ))
@@ -32,7 +33,7 @@ def register_protocols(register):
     register(ProtocolSpec(
         name=adequacy.NAME, version=adequacy.VERSION, plan=adequacy.plan, run=adequacy.run,
         prepare=adequacy.prepare, section=adequacy.SECTION, knobs=adequacy.KNOBS,
-        sources_per_class=lambda cfg: cfg.k,
+        sources_per_class=lambda cfg: cfg.k, preconditions=protocol.preconditions,
         description="Nested, stratified subsets of each source-aware training partition "
                     "(test partitions fixed): the training-size sweep.",
     ))

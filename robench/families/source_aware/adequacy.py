@@ -53,11 +53,12 @@ SECTION = "adequacy"
 #: The sweep's knobs (``--set adequacy.KEY=VALUE``); repeats null = the run's repeats.
 KNOBS = (
     Knob("repeats", "int", "repeats per size (capped by --repeats); null: the run's repeats",
-         default=None, profiles={"quick": 2, "standard": 4}, minimum=1, nullable=True),
+         default=None, profiles={"quick": 2, "standard": 4}, minimum=1, maximum=10_000,
+         nullable=True),
     Knob("sizes", "list", "nominal training sizes of the sweep (below the full partition)",
          default=list(DEFAULT_SIZES),
          profiles={"quick": [100, 300, 1000], "paper": [100, 300, 1000, 3000, 10000, 30000]},
-         items="int", minimum=2),
+         items="int", minimum=2, min_items=1),
 )
 
 

@@ -46,6 +46,24 @@ def plan(combo: Combo, cfg, registry) -> list:
     return [trial_spec(combo, cfg, registry, kind, r) for kind in KINDS for r in range(cfg.repeats)]
 
 
+def preconditions(combo: Combo, cfg, registry):
+    """Return why the source-aware partitions cannot be made, or None.
+
+    The exclusive partition holds one source of every class out and trains on the others,
+    so every class needs at least 2 sources (a clusterer that reads true sources, such as
+    the ``oracle``, gives a class as many as the data have; ``ClustererSpec.expected_clusters``).
+    """
+    dataset = registry.load_dataset(combo.dataset.name)
+    counts = combo.clusterer.expected_clusters(dataset, cfg.k)
+    names = dataset.class_names or [str(c) for c in range(len(counts))]
+    few = [f"class '{names[c]}' has {n}" for c, n in enumerate(counts) if n < 2]
+    if few:
+        return (f"source-aware partitions of data set '{combo.dataset.name}' by clusterer "
+                f"'{combo.clusterer.name}': {', '.join(few)} source(s); the exclusive "
+                "partition needs at least 2 per class")
+    return None
+
+
 def prepare(combo: Combo, cfg, registry, dataset) -> dict:
     """Find (or load from cache) the sources of the combination's data set; return a row."""
     version = registry.component_version("clusterers", combo.clusterer.name)
