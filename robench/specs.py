@@ -270,6 +270,27 @@ class LeaderboardSection:
 
 
 @dataclass(frozen=True)
+class PairedComparison:
+    """How a metric compares models repeat by repeat: what ``robench run --until decided`` needs.
+
+    The metric's ranked ``score`` must be a ratio of two per-repeat means, E[x] / E[i] (a
+    plain mean E[x] when no trial gives an i), and repeat r of every model of a (data set,
+    clusterer) table must share its partitions, so that models are compared by paired
+    differences.
+    ``values(trial)`` maps a finished trial row of the metric's protocol to ``("x", value)``
+    or ``("i", value)``, or None when the trial is not part of the ratio (rho: the exclusive
+    accuracy is x, the inclusive one i, a random split None). ``interval(score, level)``
+    returns a score's interval (a :class:`robench.stats.intervals.Interval`) at ``level``, or
+    None for a score without one: the intervals a sequential stop reports at its corrected
+    level.
+    """
+
+    score: str
+    values: Callable[[dict], Optional[tuple]]
+    interval: Callable[["Score", float], Any]
+
+
+@dataclass(frozen=True)
 class MetricSpec:
     """A metric: the trials of one protocol, grouped, turned into scores.
 
@@ -312,6 +333,9 @@ class MetricSpec:
     # The papers behind the metric as (title, url) pairs (url may be ""): the leaderboard's
     # methods page lists them.
     references: tuple = ()
+    # The paired comparison ``--until decided`` decides this metric's tables by (None: the
+    # metric is run once at the maximum repeats instead).
+    paired: Optional[PairedComparison] = None
 
     def __post_init__(self):
         check_slug(self.name)

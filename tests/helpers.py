@@ -35,3 +35,15 @@ def add_runs(store, n: int = 3) -> list[int]:
     for run_id in ids:
         store.finish_run(run_id, "ok")
     return ids
+
+
+def load_benchmark(name: str):
+    """Import ``benchmarks/<name>.py`` of this checkout (tests pin the tables it prints)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -203,7 +203,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         from robench.run.adaptive import check_decided
         from robench.stats.sequential import PRECISION
 
-        check_decided(cfg, PRECISION if precision is None else precision)
+        check_decided(cfg, PRECISION if precision is None else precision, reg)
     if trial_timeout and executor == "local":
         echo("warning: --executor local cannot stop a trial that ignores --trial-timeout "
              "(catches every exception or ignores SIGALRM): it runs on until it returns, then "

@@ -268,12 +268,12 @@ def render_claims(results: Results, registry, metric: Optional[str]) -> list:
         raise NoRows([stamp(results, rows), ""] + _missing("scores that decide a claim",
                                                            metric or "NAME"))
     table = [[c.paper, c.claim, c.paper_figure, c.dataset, c.figure, f"**{c.verdict}**",
-              c.why] for c in claims]
+              c.why, c.would_decide or "-"] for c in claims]
     counts = Counter(c.verdict for c in claims)
     summary = ", ".join(f"{n} {v}" for v, n in counts.most_common())
     return [stamp(results, rows), "", f"{len(claims)} claims: {summary}.", ""] + _md_table(
         ["paper", "claim", "paper's figure", "data set", "robench's figure (95% CI)",
-         "verdict", "why"], table)
+         "verdict", "why", "what would decide it"], table)
 
 
 def render_runs(results: Results) -> list:

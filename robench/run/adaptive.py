@@ -1,6 +1,10 @@
-"""``robench run --until decided``: repeats in rounds until every rho table's order is decided.
+"""``robench run --until decided``: repeats in rounds until every table's order is decided.
 
-A rho table is one (data set, clusterer) with its models ranked by rho. The run looks at the
+It works for any metric that declares the paired comparison it supports
+(``MetricSpec.paired``, a :class:`robench.specs.PairedComparison`: its headline score is a
+ratio of two per-repeat means whose repeat r every model shares; rho declares it with
+AccX / AccI). A table is one (metric, data set, clusterer) with its models ranked by that
+score (for rho: rho). The run looks at the
 tables after 6, 12, 24, ... repeats (:func:`robench.stats.sequential.looks`, up to ``--repeats`` or
 the profile's repeats). At every look the models are ordered by their rho estimate and each
 adjacent pair gets a paired interval for its difference rho_a - rho_b
@@ -20,8 +24,8 @@ it stopped there (``repeats``, ``model_stopped``), the table's reason (``stopped
 the ranks the pair decisions give (``ranks``), every adjacent pair with its status,
 difference, interval and common repeats (``pairs``), the planned and taken looks, the level.
 
-Metrics other than rho asked for in the same run are run once at the maximum repeats, as a
-plain run would (``--metric rho`` runs rho alone).
+Metrics without a paired comparison asked for in the same run are run once at the maximum
+repeats, as a plain run would (``--metric rho`` runs rho alone).
 """
 
 from __future__ import annotations
@@ -36,28 +40,28 @@ from robench.run.runner import ConfigError, Plan, RunReport, execute, plan_run
 from robench.stats.sequential import (ALPHA, PRECISION, STATUS, block_ranks, corrected_level, looks,
                                 stop_reason, table_look)
 
-METRIC = "rho"
-#: The decision rule's name, stored with every score (and in its inputs fingerprint).
-RULE = "paired-delta-bonferroni"
+#: The decision rule's name, stored with every score (and in its inputs fingerprint): paired
+#: delta-method differences, Hall's skew correction, Bonferroni over the looks.
+RULE = "paired-delta-hall-bonferroni"
 
 
-def annotate(scores: list, level: float, adaptive: dict) -> list:
-    """Return rho scores with intervals at ``level`` and ``details.adaptive`` on every score.
+def paired_metrics(metrics: list, registry) -> list:
+    """Return the names among ``metrics`` whose MetricSpec declares a paired comparison."""
+    return [m for m in metrics if registry.get("metrics", m).paired is not None]
 
-    The fixed-sample 95% interval the metric computed is kept in ``details`` as
+
+def annotate(scores: list, level: float, adaptive: dict, interval: Callable) -> list:
+    """Return scores with intervals at ``level`` and ``details.adaptive`` on every score.
+
+    ``interval(score, level)`` is the metric's :attr:`PairedComparison.interval` (an
+    :class:`robench.stats.intervals.Interval` or None for a score it has none for). The
+    fixed-sample 95% interval the metric computed is kept in ``details`` as
     ``interval_fixed_sample``: after a sequential stop it does not have its nominal coverage.
     """
-    from robench.stats.intervals import mean_interval, ratio_interval
-
     out = []
     for s in scores:
         details = dict(s.details or {})
-        if s.score == METRIC and details.get("acc_exclusive") and details.get("acc_inclusive"):
-            iv = ratio_interval(details["acc_exclusive"], details["acc_inclusive"], level)
-        elif s.score.startswith("acc_") and "per_repeat" in details:
-            iv = mean_interval(details["per_repeat"], level, bounds=(0.0, 1.0))
-        else:
-            iv = None
+        iv = interval(s, level)
         if iv is not None:
             details["interval_fixed_sample"] = details.get("interval")
             details["interval"] = iv.as_dict()
@@ -68,9 +72,9 @@ def annotate(scores: list, level: float, adaptive: dict) -> list:
     return out
 
 
-def _table_plan(cfg, registry, table: tuple, model: str, n: int) -> Plan:
+def _table_plan(cfg, registry, metric: str, table: tuple, model: str, n: int) -> Plan:
     dataset, clusterer = table
-    sub = replace(cfg, metrics=[METRIC], datasets=[dataset], clusterers=[clusterer],
+    sub = replace(cfg, metrics=[metric], datasets=[dataset], clusterers=[clusterer],
                   models=[model], repeats=n, explicit={})
     return plan_run(sub, registry)
 
@@ -87,87 +91,108 @@ def _merge(plans: list) -> Plan:
     return merged
 
 
-def check_decided(cfg, precision: float = PRECISION) -> None:
-    """Raise ConfigError if ``--until decided`` cannot run this configuration (before any
-    file is opened: the CLI calls it before the database)."""
-    if METRIC not in cfg.metrics:
-        raise ConfigError("--until decided stops rho tables: ask for the rho metric "
-                          "(--metric rho, or no --metric)")
+def check_decided(cfg, precision: float = PRECISION, registry=None) -> list:
+    """Return the paired metrics of ``cfg``, or raise ConfigError if ``--until decided``
+    cannot run this configuration (before any file is opened: the CLI calls it before the
+    database)."""
+    if registry is None:
+        from robench.plugins import get_registry
+
+        registry = get_registry()
+    paired = paired_metrics(cfg.metrics, registry)
+    if not paired:
+        raise ConfigError("--until decided stops the tables of a metric that declares a paired "
+                          f"comparison (MetricSpec.paired; rho does), and none of "
+                          f"{', '.join(cfg.metrics)} does: add --metric rho")
     if not (isinstance(precision, (int, float)) and 0 < precision < float("inf")):
         raise ConfigError(f"--precision must be a finite number > 0, got {precision}")
+    return paired
 
 
 def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
                       alpha: float = ALPHA, command: str = "robench run --until decided",
                       on_event: Optional[Callable] = None, rescore: bool = False) -> RunReport:
-    """Run rho's tables look by look until each is decided; return the run's report.
+    """Run the paired metrics' tables look by look until each is decided; return the report.
 
     ``cfg.repeats`` is the maximum. The report counts the trials of every round; its
-    ``scores`` are the final rho scores (annotated, :func:`annotate`) and the scores of any
-    other metric in ``cfg.metrics``; ``adaptive`` (an attribute added to the report) lists
-    each table's decision.
+    ``scores`` are the final scores of each paired metric (annotated, :func:`annotate`) and
+    the scores of any other metric in ``cfg.metrics``; ``adaptive`` (an attribute added to the
+    report) lists each table's decision.
     """
-    check_decided(cfg, precision)
+    paired = check_decided(cfg, precision, registry)
     t0 = time.perf_counter()
-    emit = on_event or (lambda *a, **k: None)
     if not cfg.knobs:
         cfg.resolve(registry)
-    plan_looks = looks(cfg.repeats)
-    level = corrected_level(len(plan_looks), alpha)
-    totals = {"keys": set(), "ran": 0}
-    failed, skipped, scores = [], [], []
-    report = None
+    state = {"keys": set(), "ran": 0, "failed": [], "skipped": [], "scores": [],
+             "tables": [], "report": None}
 
-    others = [m for m in cfg.metrics if m != METRIC]
+    others = [m for m in cfg.metrics if m not in paired]
     if others:
         other_cfg = replace(cfg, metrics=others)
         other_plan = plan_run(other_cfg, registry)
         report = execute(other_cfg, registry, store, command=command, on_event=on_event,
                          rescore=rescore, plan=other_plan)
-        _add(totals, report, other_plan)
-        failed += report.failed
-        skipped += report.skipped
-        scores += report.scores
+        _add(state, report, other_plan)
+        state["failed"] += report.failed
+        state["skipped"] += report.skipped
+        state["scores"] += report.scores
         if report.interrupted:
-            return _final(report, totals, failed, skipped, scores, t0, [])
+            return _final(state, t0)
+    for metric in paired:
+        _decide(cfg, registry, store, registry.get("metrics", metric), state,
+                precision=precision, alpha=alpha, command=command, on_event=on_event,
+                rescore=rescore)
+        if state["report"].interrupted:
+            break
+    return _final(state, t0)
 
-    first = plan_run(replace(cfg, metrics=[METRIC], repeats=plan_looks[0]), registry)
-    skipped += first.skipped
+
+def _decide(cfg, registry, store, spec, state: dict, *, precision: float, alpha: float,
+            command: str, on_event: Optional[Callable], rescore: bool) -> None:
+    """Run one paired metric's tables look by look; add its trials and scores to ``state``."""
+    metric = spec.name
+    emit = on_event or (lambda *a, **k: None)
+    plan_looks = looks(cfg.repeats)
+    level = corrected_level(len(plan_looks), alpha)
+    first = plan_run(replace(cfg, metrics=[metric], repeats=plan_looks[0]), registry)
+    state["skipped"] += first.skipped
     tables = list(dict.fromkeys((g.combo.dataset.name, g.combo.clusterer.name)
                                 for g in first.groups))
     if not tables:  # nothing applicable: a plain run records the skips
-        report = execute(replace(cfg, metrics=[METRIC], repeats=plan_looks[0]), registry, store,
-                         command=command, on_event=on_event, plan=first)
-        _add(totals, report, first)
-        return _final(report, totals, failed + report.failed, skipped, scores, t0, [])
+        report = execute(replace(cfg, metrics=[metric], repeats=plan_looks[0]), registry,
+                         store, command=command, on_event=on_event, plan=first)
+        _add(state, report, first)
+        state["failed"] += report.failed
+        return
     models = {t: [g.combo.model.name for g in first.groups
                   if (g.combo.dataset.name, g.combo.clusterer.name) == t] for t in tables}
     pending = list(tables)
     history = {t: [] for t in tables}
     current = {}  # (table, model) -> its group at the repeats it has so far
     final = {}  # table -> (groups, adaptive details)
-    rho = registry.get("metrics", METRIC)
     need = {t: list(models[t]) for t in tables}  # the models of each table to extend
+    report = None
     for j, n in enumerate(plan_looks):
         if not pending:
             break
         emit("look", look=j + 1, looks=len(plan_looks), repeats=n,
              tables=[f"{d}/{c}" for d, c in pending])
-        plans = {(t, m): _table_plan(cfg, registry, t, m, n) for t in pending for m in need[t]}
+        plans = {(t, m): _table_plan(cfg, registry, metric, t, m, n)
+                 for t in pending for m in need[t]}
         merged = _merge(list(plans.values()))
         merged.skipped = []
-        report = execute(replace(cfg, metrics=[METRIC], repeats=n), registry, store,
+        report = execute(replace(cfg, metrics=[metric], repeats=n), registry, store,
                          command=command, on_event=on_event, plan=merged, score=False)
-        _add(totals, report, merged)
-        failed += report.failed
+        _add(state, report, merged)
+        state["failed"] += report.failed
         if report.interrupted:
-            return _final(report, totals, failed, skipped, scores, t0, [])
+            return
         for (t, m), p in plans.items():
             current[(t, m)] = (p.groups[0], n)
         for t in list(pending):
             ms = models[t]
-            x, i = _accuracies(store, [current[(t, m)][0] for m in ms], n)
-            res = table_look(x, i, precision, level, rho.higher_is_better)
+            x, i = _per_repeat(store, [current[(t, m)][0] for m in ms], n, spec.paired.values)
+            res = table_look(x, i, precision, level, spec.higher_is_better)
             order = [ms[k] for k in res["order"][0]]
             statuses = [STATUS[c] for c in res["status"][0]]
             decided = bool(res["decided"][0])
@@ -186,7 +211,7 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
             pending.remove(t)
             ranks = dict(zip(order, block_ranks(statuses)))
             adaptive = {
-                "design": "adaptive", "rule": RULE,
+                "design": "adaptive", "rule": RULE, "score": spec.paired.score,
                 "max_repeats": plan_looks[-1], "looks_planned": plan_looks,
                 "looks_taken": plan_looks[:j + 1], "level": level, "alpha": alpha,
                 "precision": precision, "stopped": reason, "order": order, "ranks": ranks,
@@ -200,7 +225,7 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
                 groups.append(replace(g, options={"adaptive": {
                     "repeats": reps, "looks_planned": plan_looks, "level": level,
                     "precision": precision, "rule": RULE}},
-                    finish=lambda s, a=mine: annotate(s, level, a)))
+                    finish=lambda s, a=mine: annotate(s, level, a, spec.paired.interval)))
             final[t] = (groups, {**adaptive, "repeats": max(repeats.values()),
                                  "trials": sum(len(g.keys) for g in groups)})
             emit("decided", table=f"{t[0]}/{t[1]}", repeats=repeats, reason=reason)
@@ -208,13 +233,11 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
     from robench.run.scoring import score_groups
 
     groups = [g for t in tables if t in final for g in final[t][0]]
-    versions = {METRIC: registry.component_version("metrics", METRIC)}
-    rho_scores, _, _ = score_groups(groups, store, report.run_id, versions=versions,
-                                    rescore=rescore)
-    scores += rho_scores
-    return _final(report, totals, failed, skipped, scores, t0,
-                  [{"dataset": t[0], "clusterer": t[1], **final[t][1]} for t in tables
-                   if t in final])
+    versions = {metric: registry.component_version("metrics", metric)}
+    new, _, _ = score_groups(groups, store, report.run_id, versions=versions, rescore=rescore)
+    state["scores"] += new
+    state["tables"] += [{"metric": metric, "dataset": t[0], "clusterer": t[1], **final[t][1]}
+                        for t in tables if t in final]
 
 
 def _num(v) -> Optional[float]:
@@ -222,23 +245,29 @@ def _num(v) -> Optional[float]:
     return v if np.isfinite(v) else None
 
 
-def _accuracies(store, groups: list, n: int) -> tuple:
-    """Return (x, i) of shape (1, models, n): exclusive and inclusive accuracy per repeat.
+def _per_repeat(store, groups: list, n: int, values: Callable) -> tuple:
+    """Return (x, i) of shape (1, models, n): the paired comparison's values per repeat.
 
-    NaN where a model's repeat was not run (it stopped earlier) or its trial failed.
+    ``values(trial)`` is the metric's :attr:`PairedComparison.values` (for rho: the exclusive
+    accuracy as x, the inclusive as i; a model without any i is a plain mean, i = 1). NaN
+    where a model's repeat was not run (it stopped earlier) or its trial failed.
     """
     x = np.full((1, len(groups), n), np.nan)
     i = np.full((1, len(groups), n), np.nan)
     for m, g in enumerate(groups):
-        clus = g.key_dict["clusterer"]
+        clus = g.key_dict.get("clusterer")
         for t in store.trials(keys=g.keys):
             r = t.get("repeat")
-            if t["status"] != "ok" or t.get("clusterer") != clus or r is None or r >= n:
+            if (t["status"] != "ok" or r is None or r >= n
+                    or (clus is not None and t.get("clusterer") != clus)):
                 continue
-            if t["kind"] == "exclusive":
-                x[0, m, r] = t["accuracy"]
-            elif t["kind"] == "inclusive":
-                i[0, m, r] = t["accuracy"]
+            got = values(t)
+            if got is None:
+                continue
+            side, value = got
+            (x if side == "x" else i)[0, m, r] = value
+        if np.isnan(i[0, m]).all():  # a plain mean: no trial gives a denominator
+            i[0, m] = np.where(np.isfinite(x[0, m]), 1.0, np.nan)
     return x, i
 
 
@@ -254,14 +283,16 @@ def _model_reason(model: str, pairs: list, repeats: int, table_reason: str) -> s
     return f"its adjacent pairs decided at {repeats} repeats ({said})"
 
 
-def _add(totals: dict, report: RunReport, plan: Plan) -> None:
-    totals["keys"].update(plan.specs)
-    totals["ran"] += report.n_ran
+def _add(state: dict, report: RunReport, plan: Plan) -> None:
+    state["keys"].update(plan.specs)
+    state["ran"] += report.n_ran
+    state["report"] = report
 
 
-def _final(report, totals, failed, skipped, scores, t0, tables) -> RunReport:
+def _final(state: dict, t0: float) -> RunReport:
     """Return one report for every round: distinct trials planned, run and stored before."""
-    n_planned = len(totals["keys"])
-    return RunReport(report.run_id, n_planned, n_planned - totals["ran"], totals["ran"], failed,
-                     skipped, scores, time.perf_counter() - t0, report.interrupted,
-                     adaptive=tables)
+    report = state["report"]
+    n_planned = len(state["keys"])
+    return RunReport(report.run_id, n_planned, n_planned - state["ran"], state["ran"],
+                     state["failed"], state["skipped"], state["scores"],
+                     time.perf_counter() - t0, report.interrupted, adaptive=state["tables"])

@@ -20,6 +20,10 @@ HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
 #: The figure follows from the definitions, so it is no evidence for or against the claim.
 BY_CONSTRUCTION = "by construction: not evidence"
 VERDICTS = (HOLDS, FAILS, UNDECIDED, BY_CONSTRUCTION)
+#: What decides an undecided claim, by the rule that left it undecided: intervals over
+#: repeats narrow with repeats, a correlation over a zoo with models, a property of the data
+#: with a larger (or another) data set. ``Claim.would_decide`` starts with one of them.
+MORE_REPEATS, MORE_MODELS, MORE_DATA = "more repeats", "more models", "more data"
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,10 @@ class Claim:
         One line: the evidence behind the verdict.
     evidence : dict
         The numbers the verdict was decided from.
+    would_decide : str
+        For an undecided claim, what would decide it, from the rule that left it undecided
+        (:data:`MORE_REPEATS`, :data:`MORE_MODELS` or :data:`MORE_DATA`, with the number the
+        observed estimates and spreads call for where the rule gives one); empty otherwise.
     """
 
     paper: str
@@ -54,6 +62,7 @@ class Claim:
     verdict: str
     why: str
     evidence: dict = field(default_factory=dict)
+    would_decide: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -76,7 +85,10 @@ def compare(a: dict, b: dict) -> tuple:
 
     Holds when a's interval lies wholly above b's (``a.ci_low > b.ci_high``), does not hold
     when it lies wholly below, and is undecided when the intervals overlap or one is missing
-    (then the point estimates are quoted but decide nothing).
+    (then the point estimates are quoted but decide nothing). For independent samples only:
+    where the two rows come from the same repeats' partitions, compare paired differences.
+    An overlap's why says how many repeats the same means and spreads would need
+    (:func:`repeats_to_separate`).
     """
     va, vb = _num(a.get("value")), _num(b.get("value"))
     if va is None or vb is None:
@@ -90,8 +102,50 @@ def compare(a: dict, b: dict) -> tuple:
         return HOLDS, f"[{la:.3f}, {ha:.3f}] lies above [{lb:.3f}, {hb:.3f}]"
     if ha < lb:
         return FAILS, f"[{la:.3f}, {ha:.3f}] lies below [{lb:.3f}, {hb:.3f}]"
+    need = repeats_to_separate(a, b)
     return UNDECIDED, (f"[{la:.3f}, {ha:.3f}] and [{lb:.3f}, {hb:.3f}] overlap: more repeats "
-                       "would decide it")
+                       "would decide it" + (f" (about {need} at these means and spreads)"
+                                            if need else ""))
+
+
+def repeats_to_separate(a: dict, b: dict, limit: int = 100_000) -> Optional[int]:
+    """Return the repeats at which two rows' t intervals would stop overlapping, or None.
+
+    Each row's half-width at n repeats is ``t(n - 1) sd / sqrt(n)``; its sd is recovered from
+    its interval and ``n`` (rows without ``n`` >= 2 give None). The smallest common n' whose
+    two half-widths sum to less than the gap of the estimates, at the observed means and
+    spreads (a planning figure: both move as repeats are added). None where the estimates are
+    equal or it would take more than ``limit``.
+    """
+    from robench.stats.intervals import t_quantile
+
+    def scale(row):
+        n, lo, hi = row.get("n"), _num(row.get("ci_low")), _num(row.get("ci_high"))
+        if not isinstance(n, int) or n < 2 or lo is None or hi is None:
+            return None, None
+        level = ((row.get("details") or {}).get("interval") or {}).get("level") or 0.95
+        return (hi - lo) / 2 * math.sqrt(n) / float(t_quantile(level, n - 1)), level
+
+    (sa, la), (sb, lb) = scale(a), scale(b)
+    gap = abs(_num(a.get("value")) - _num(b.get("value")))
+    if sa is None or sb is None or not gap > 0:
+        return None
+    n0 = max(a["n"], b["n"])
+
+    def fits(m):
+        return (float(t_quantile(la, m - 1)) * sa + float(t_quantile(lb, m - 1)) * sb) \
+            / math.sqrt(m) < gap
+
+    m = n0
+    while not fits(m):
+        m *= 2
+        if m > limit:
+            return None
+    lo = max(n0, m // 2)
+    while m - lo > 1:
+        mid = (lo + m) // 2
+        lo, m = (lo, mid) if fits(mid) else (mid, m)
+    return m
 
 
 def combine(verdicts: list) -> str:

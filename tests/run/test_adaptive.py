@@ -36,7 +36,7 @@ def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, s
         assert ad["stopped"] == "maximum repeats reached, undecided"
         assert ad["model_stopped"] == ad["stopped"]
         assert ad["level"] == pytest.approx(1 - 1e-9 / 2)
-        assert s["details"]["design"] == "adaptive" and ad["rule"] == "paired-delta-bonferroni"
+        assert s["details"]["design"] == "adaptive" and ad["rule"] == "paired-delta-hall-bonferroni"
         assert [p["status"] for p in ad["pairs"]] == ["undecided"]
         assert ad["pairs"][0]["repeats"] == 12
         assert s["n"] == 12
@@ -52,21 +52,25 @@ def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, s
     assert [t["stopped"] for t in again.adaptive] == [t["stopped"] for t in report.adaptive]
 
 
-def test_an_ordered_table_stops_at_the_first_look(tiny_registry, store):
+def test_an_ordered_table_stops_at_the_look_that_orders_it(tiny_registry, store):
+    """centroid vs svm: Student's t ordered them at the first look (6 repeats); the
+    skew-corrected interval cannot rule out a skewed difference from 6 repeats and orders
+    them at the second (12): what the correction costs here."""
     report = run_until_decided(cfg(models=["centroid", "svm"], repeats=100),
                                tiny_registry, store, precision=0.001)
     info = report.adaptive[0]
-    assert report.n_ran == 36 and info["repeats"] == 6
+    assert report.n_ran == 72 and info["repeats"] == 12 and info["looks_taken"] == [6, 12]
     assert info["stopped"] == "every adjacent pair ordered"
     assert info["looks_planned"] == [6, 12, 24, 48, 100]
     assert info["order"] == ["centroid", "svm"] and info["ranks"] == {"centroid": 1,
                                                                            "svm": 2}
     pair = info["pairs"][0]
-    assert pair["status"] == "ordered" and pair["low"] > 0 and pair["repeats"] == 6
+    assert pair["status"] == "ordered" and pair["low"] > 0 and pair["repeats"] == 12
+    assert info["metric"] == "rho" and info["score"] == "rho"
     scores = {s["model"]: s for s in store.scores(metric="rho") if s["score"] == "rho"}
     ad = scores["svm"]["details"]["adaptive"]
-    assert ad["repeats"] == 6 and ad["rank"] == 2
-    assert ad["model_stopped"] == "its adjacent pairs decided at 6 repeats (centroid > svm)"
+    assert ad["repeats"] == 12 and ad["rank"] == 2
+    assert ad["model_stopped"] == "its adjacent pairs decided at 12 repeats (centroid > svm)"
 
 
 def test_identical_models_are_equivalent_at_the_first_look(tiny_registry, store):
@@ -106,7 +110,9 @@ def test_annotate_widens_rho_and_accuracy_intervals():
                              "interval": {"level": 0.95}}),
               Score(**base, score="acc_exclusive", value=0.7575, ci_low=0, ci_high=1, n=4,
                     details={"per_repeat": xs})]
-    out = annotate(scores, 0.99, {"repeats": 4})
+    from robench.families.source_aware.rho import interval_at
+
+    out = annotate(scores, 0.99, {"repeats": 4}, interval_at)
     from robench.stats.intervals import mean_interval, ratio_interval
 
     assert out[0].ci_low == pytest.approx(ratio_interval(xs, is_, 0.99).low)
@@ -118,7 +124,7 @@ def test_leaderboard_and_report_label_an_adaptive_table(tiny_registry, store, tm
     from robench.families.source_aware.leaderboard import rho_tables
     from robench.families.source_aware.report import rho_lines
 
-    run_until_decided(cfg(models=["centroid", "spy", "svm"]), tiny_registry, store,
+    run_until_decided(cfg(models=["centroid", "spy", "svm"], repeats=24), tiny_registry, store,
                       precision=1e-9)
     rows = store.scores(metric="rho")
     table = rho_tables(rows)[0]["rows"]
@@ -133,4 +139,36 @@ def test_leaderboard_and_report_label_an_adaptive_table(tiny_registry, store, tm
 
     index = build_site(store, tmp_path / "site", registry=tiny_registry)
     html = "".join(p.read_text() for p in index.parent.rglob("*.html"))
-    assert "adaptive repeats (--until decided), at most 12" in html
+    assert "adaptive repeats (--until decided), at most 24" in html
+
+
+def test_any_metric_that_declares_a_paired_comparison_is_decided(tmp_path):
+    """A plugin metric that is not rho (a plain mean of the exclusive accuracy) declares its
+    paired comparison on its MetricSpec: --until decided orders its table too."""
+    from robench.plugins import make_registry, set_registry
+    from robench.storage.store import Store
+
+    reg = make_registry(modules=["tests.plugins.tiny", "tests.plugins.paired_metric"],
+                        load_entrypoints=False)
+    set_registry(reg)
+    try:
+        store = Store(tmp_path / "r.db")
+        report = run_until_decided(cfg(models=["centroid", "svm"], metrics=["held-out-acc"],
+                                       registry=reg), reg, store, precision=0.001)
+        (info,) = report.adaptive
+        assert info["metric"] == "held-out-acc" and info["order"][0] == "centroid"
+        assert info["pairs"][0]["status"] == "ordered"
+        head = [s for s in store.scores(metric="held-out-acc")]
+        assert head and all(s["details"]["design"] == "adaptive" for s in head)
+        assert head[0]["details"]["interval"]["level"] == pytest.approx(info["level"])
+        store.close()
+    finally:
+        set_registry(None)
+
+
+def test_the_core_names_no_metric():
+    import inspect
+
+    import robench.run.adaptive as adaptive
+
+    assert '"rho"' not in inspect.getsource(adaptive)

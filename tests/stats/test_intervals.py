@@ -1,11 +1,11 @@
 """Intervals over a few repeats: hand-derived values, coverage by simulation, tied ranks."""
 
-import importlib.util
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.helpers import load_benchmark
 
 from robench.stats import intervals as iv
 T2 = 4.302652729749464  # t_{0.975, 2} (tables: 4.303)
@@ -135,17 +135,9 @@ def test_the_vectorised_bounds_agree_with_the_sample_function():
 # --- coverage by simulation (the table of docs/intervals.md) ------------------------------------
 
 
-def _coverage_module():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "interval_coverage.py"
-    spec = importlib.util.spec_from_file_location("interval_coverage", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def coverage():
-    mod = _coverage_module()
+    mod = load_benchmark("interval_coverage")
     # 20,000 experiments per row: Monte Carlo SE of a 95% coverage 0.15 points
     return mod, {(r["case"], r["R_x"]): r for r in mod.coverage_table(n_sims=20000, seed=0)}
 

@@ -12,6 +12,9 @@ The figures in the comments are those seen with these seeds (docs/adaptive.md's 
 
 import numpy as np
 import pytest
+from scipy import stats
+
+from tests.helpers import load_benchmark
 
 from robench.stats.sequential import (EQUIVALENT, ORDERED, UNDECIDED, block_ranks, corrected_level,
                                 correlated_accuracies, error_rates, looks, pair_status,
@@ -56,8 +59,6 @@ def test_corrected_level_is_bonferroni_over_looks():
 
 
 def test_paired_difference_matches_the_hand_derived_delta_interval():
-    from scipy import stats
-
     xa = np.array([0.80, 0.70, 0.85, 0.75, 0.78])
     ia = np.array([0.95, 0.94, 0.96, 0.95, 0.95])
     xb = np.array([0.76, 0.69, 0.80, 0.70, 0.75])
@@ -66,7 +67,7 @@ def test_paired_difference_matches_the_hand_derived_delta_interval():
     psi = (xa - ra * ia) / ia.mean() - (xb - rb * ib) / ib.mean()
     se = psi.std(ddof=1) / np.sqrt(5)
     t = stats.t.ppf(0.99, 4)
-    out = paired_difference(xa, ia, xb, ib, 0.98)
+    out = paired_difference(xa, ia, xb, ib, 0.98, skew_corrected=False)
     assert out["d"] == pytest.approx(ra - rb) and out["n"] == 5
     assert out["se"] == pytest.approx(se)
     assert (out["low"], out["high"]) == pytest.approx((ra - rb - t * se, ra - rb + t * se))
@@ -74,6 +75,31 @@ def test_paired_difference_matches_the_hand_derived_delta_interval():
     marginal = np.sqrt(((xa - ra * ia) / ia.mean()).var(ddof=1) / 5
                        + ((xb - rb * ib) / ib.mean()).var(ddof=1) / 5)
     assert se < marginal / 3
+
+
+def test_skew_corrected_interval_matches_halls_transformation_by_hand():
+    xa = np.array([0.80, 0.70, 0.85, 0.75, 0.78, 0.60])
+    ia = np.array([0.95, 0.94, 0.96, 0.95, 0.95, 0.94])
+    xb = np.array([0.76, 0.69, 0.80, 0.70, 0.75, 0.66])
+    ib = np.array([0.94, 0.95, 0.95, 0.94, 0.95, 0.95])
+    n = 6
+    ra, rb = xa.mean() / ia.mean(), xb.mean() / ib.mean()
+    psi = (xa - ra * ia) / ia.mean() - (xb - rb * ib) / ib.mean()
+    g = np.mean(psi ** 3) / np.mean(psi ** 2) ** 1.5
+    se_g = np.sqrt(6 * (n - 2) / ((n + 1) * (n + 3)))
+    s, t = psi.std(ddof=1), stats.t.ppf(0.99, n - 1)
+
+    def inv(x, gam):  # Hall (1992): T + gT^2/3 + g^2T^3/27 + g/(6n), inverted
+        return 3 / gam * (np.cbrt(1 + gam * (x - gam / (6 * n))) - 1)
+
+    out = paired_difference(xa, ia, xb, ib, 0.98)
+    assert out["skewness"] == pytest.approx(g)
+    assert out["low"] == pytest.approx(ra - rb - s * inv(t / np.sqrt(n), g - se_g))
+    assert out["high"] == pytest.approx(ra - rb - s * inv(-t / np.sqrt(n), g + se_g))
+    plain = paired_difference(xa, ia, xb, ib, 0.98, skew_corrected=False)
+    # left-skewed differences: the interval reaches further down, and is wider overall
+    assert g < 0 and out["low"] < plain["low"]
+    assert out["high"] - out["low"] > plain["high"] - plain["low"]
 
 
 def test_paired_difference_uses_only_repeats_both_models_completed():
@@ -146,60 +172,88 @@ def test_models_of_a_repeat_share_its_partitions(tiny_registry, store):
 # --- error rates by simulation -----------------------------------------------------------------
 
 
+BENCH = load_benchmark("sequential_error_rates")
+
+
+def case(name):
+    (key,) = [k for k in BENCH.CASES if k.startswith(name)]
+    return BENCH.CASES[key]
+
+
+def test_skewed_shared_effect_keeps_the_wrong_order_rate_at_five_percent():
+    """The audit's setting: equal rho, a Gamma(2)-shaped (skewness -1.4) shared partition
+    effect loading 0.02 on one model and 0.06 on the other, accuracies correlated 0.87,
+    looks 6, 12, 24, 48, 100. Student's t interval made 6.6% wrong orders (Monte Carlo
+    standard error 0.18), all one way: the model hit harder by the rare hard partitions ranked
+    higher. The skew-corrected interval: 3.4% (0.13)."""
+    c = case("null pair, Gamma(2)")
+    rng = np.random.default_rng(0)
+    x, _ = correlated_accuracies(rng, 2000, 100, c["mean_x"], c["mean_i"], c["sd_x"],
+                                 c["sd_i"], shared=c["shared"], skew=c["skew"])
+    assert np.corrcoef(x[:, 0].ravel(), x[:, 1].ravel())[0, 1] == pytest.approx(0.87, abs=0.01)
+    res, _ = BENCH.simulate(c)
+    assert res["wrong_order"] <= bound(res)
+    raw, final = BENCH.simulate(c, skew_corrected=False)
+    assert raw["wrong_order"] > 0.055
+    wrong = final["status"][:, 0] == 1
+    assert (final["order"][wrong, 0] == 1).mean() > 0.8  # the heavier-loaded model on top
+
+
+def test_more_skew_still_keeps_five_percent():
+    """An exponential-shaped effect (skewness -2), correlation 0.87: t 8.2%, the rule 3.9%."""
+    res, _ = BENCH.simulate(case("null pair, exponential"))
+    assert res["wrong_order"] <= bound(res)
+
+
 def test_null_pair_wrong_order_needs_the_correction():
     """Two models with equal rho, no shared effect (the least help from pairing), precision
     too fine to ever call them equivalent: the only stop is a wrong order call. Corrected:
-    4.1% seen; uncorrected: 14.9% (five looks at 95% each)."""
-    args = ([0.80, 0.80], [0.95, 0.95], [0.05, 0.05], [0.01, 0.01])
-    res, _ = simulate(*args, shared=0.0)
-    assert res["wrong_order"] <= bound(res) and res["wrong_order"] > 0.03
+    2.6% seen; uncorrected: 10.1% (five looks at 95% each)."""
+    c = case("null pair, no shared")
+    res, _ = BENCH.simulate(c)
+    assert res["wrong_order"] <= bound(res) and res["wrong_order"] > 0.015
     assert res["model_miss"] <= bound(res) and res["pair_miss"] <= bound(res)
-    raw, _ = simulate(*args, shared=0.0, corrected=False)
-    assert raw["wrong_order"] > 0.12
+    raw, _ = BENCH.simulate(c, corrected=False)
+    assert raw["wrong_order"] > 0.08
 
 
 def test_skewed_null_pair_keeps_its_error_rate():
-    """A left-skewed shared effect loading 0.03 on one model and 0.07 on the other (their
-    difference is skewed, skewness ~-1.4 x 0.8): corrected 4.6% seen, uncorrected 15.5%."""
-    args = ([0.80, 0.80], [0.95, 0.95], [0.03, 0.07], [0.01, 0.01])
-    res, _ = simulate(*args, shared=0.8, skew=skewed)
+    """The milder skewed case (shared 0.8, loadings 0.03 / 0.07): 2.7% (t: 4.4%; without the
+    Bonferroni correction over the looks 10.8%)."""
+    c = case("null pair, skewed shared effect")
+    res, _ = BENCH.simulate(c)
     assert res["wrong_order"] <= bound(res)
-    raw, _ = simulate(*args, shared=0.8, skew=skewed, corrected=False)
-    assert raw["wrong_order"] > 0.12
+    raw, _ = BENCH.simulate(c, corrected=False)
+    assert raw["wrong_order"] > 0.08
 
 
 def test_correlated_null_is_called_equivalent_not_ordered():
     """Equal rho, strongly shared partitions: the pair is called equivalent (a right call) long
     before an order; wrong orders stay far below 5%."""
-    res, final = simulate([0.80, 0.80], [0.95, 0.95], [0.05, 0.05], [0.01, 0.01], shared=0.95,
-                          max_repeats=100)
+    res, final = BENCH.simulate(case("null pair, shared 0.95"))
     assert res["wrong"] <= bound(res)
     assert (final["status"] == 2).mean() > 0.9  # equivalent within 0.01
-    assert final["repeats"].mean() < 60  # 49.7 seen: mostly equivalent at 48 repeats
+    assert final["repeats"].mean() < 60  # 56.3 seen (t: 49.7): mostly equivalent at 48
 
 
 def test_equivalence_margin_wrong_calls_need_the_correction():
     """True difference exactly at the margin plus a hair (0.0101 > 0.01): calling the pair
     equivalent is wrong. Corrected at most 5%; uncorrected more."""
-    mx = [0.80, 0.80 - 0.0101 * 0.95]
-    args = (mx, [0.95, 0.95], [0.05, 0.05], [0.002, 0.002])
-    res, _ = simulate(*args, shared=0.97, precision=0.01, max_repeats=100)
+    c = case("difference 0.0101")
+    res, _ = BENCH.simulate(c)
     assert res["wrong_equivalent"] <= bound(res) and res["model_miss"] <= bound(res)
-    raw, _ = simulate(*args, shared=0.97, precision=0.01, max_repeats=100, corrected=False)
-    assert raw["pair_miss"] > 0.06
+    raw, _ = BENCH.simulate(c, corrected=False)
+    assert raw["pair_miss"] > 2 * res["pair_miss"]  # 4.2% vs 0.9% seen
 
 
 def test_mnist_like_table_decides_early_without_wrong_calls():
-    """Five models with mnist-5k's quick-budget means, spreads and ~0.8 shared partition
+    """Five models with mnist-5k's quick-budget means, spreads and ~0.85 shared partition
     correlation (24 repeats, issue 20's bench). The hard pair (cnn-1 vs svm, rho 0.835 vs
-    0.823) needs most repeats; the others are ordered at 12."""
-    mx = [0.884, 0.851, 0.778, 0.783, 0.736]
-    mi = [0.955, 0.954, 0.932, 0.951, 0.925]
-    sx = [0.034, 0.043, 0.055, 0.046, 0.053]
-    si = [0.006, 0.008, 0.011, 0.006, 0.011]
-    res, final = simulate(mx, mi, sx, si, shared=0.85, max_repeats=100, runs=10_000)
+    0.823) needs most repeats; the others are ordered by 24. The skew correction costs 41.9
+    mean repeats per model against t's 36.5."""
+    res, final = BENCH.simulate(case("mnist-5k-like"))
     assert res["wrong"] <= 0.01 and res["any_wrong"] <= bound(res)
     assert res["model_miss"] <= bound(res)
     per_model = final["repeats"].mean(0)
-    assert per_model[0] < 16 and per_model[1] < 16  # cnn-3, cnn-2: ordered by 12 repeats
+    assert per_model[0] < 24 and per_model[1] < 24  # cnn-3, cnn-2: ordered by 24 repeats
     assert res["mean_repeats"] < 50  # vs 100 for every model in a fixed design

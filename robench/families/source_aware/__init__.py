@@ -11,7 +11,7 @@ from __future__ import annotations
 from robench import hookimpl
 from robench.families.source_aware import (adequacy, claims, leaderboard, metric, protocol,
                                            random_split, report, rho)
-from robench.specs import LeaderboardSection, MetricSpec, ProtocolSpec
+from robench.specs import LeaderboardSection, MetricSpec, PairedComparison, ProtocolSpec
 
 
 @hookimpl
@@ -53,6 +53,8 @@ def register_metrics(register):
         version=rho.VERSION,  # 2: Fieller / t intervals (the bootstrap under-covered)
         report=report.rho_lines,
         claims=claims.rho_claims,
+        paired=PairedComparison(score=rho.METRIC, values=rho.paired_values,
+                                interval=rho.interval_at),
         moved_from="robench.builtin.metrics",
         leaderboard=LeaderboardSection(build=leaderboard.section, template="rho.html",
                                        templates=leaderboard.TEMPLATES,

@@ -208,6 +208,8 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
         "whole_data_accuracy": p,
         "n": n, "n_seen": n1, "n_test": n2, "k": k, "n_sims": n_sims,
         "a_hat_in": float(inside["a_hat"].mean()),
+        # share of simulated sets whose a_hat falls below a: refutes the post's "a_hat >= a"
+        "a_hat_in_below_a": float(np.mean(inside["a_hat"] < a)),
         "alpha_in": float(inside["alpha"].mean()),
         "alpha_in_rmse": rmse(inside["alpha"]),
         "alpha_out": float(outside["alpha"].mean()),

@@ -85,8 +85,12 @@ def aggregate_rho(group: dict, trials: list) -> list:
         vals = accs[kind]
         mean = sum(vals) / len(vals) if vals else None
         lo, hi, interval = mean_score_interval(vals)
+        # "repeats": the repeat index of each value, so that models (which share a repeat's
+        # partitions) can be compared repeat by repeat
         scores.append(Score(**base, score=f"acc_{kind}", value=mean, ci_low=lo, ci_high=hi,
-                            n=len(vals), details={"per_repeat": vals, "interval": interval}))
+                            n=len(vals), details={"per_repeat": vals, "interval": interval,
+                                                  "repeats": [t.get("repeat") for t in
+                                                              by_kind[kind]]}))
     details = {"k": k, "n_failed": n_failed}
     if accs["exclusive"] and accs["inclusive"]:
         rho = sa.ratio_of_means(accs["exclusive"], accs["inclusive"])
@@ -112,3 +116,25 @@ def aggregate_rho(group: dict, trials: list) -> list:
     scores.insert(0, Score(**base, score="rho", value=rho, ci_low=lo, ci_high=hi, n=n,
                            details=details))
     return scores
+
+
+def paired_values(trial: dict):
+    """Return ("x", AccX) of an exclusive trial, ("i", AccI) of an inclusive one, else None.
+
+    rho's paired comparison (MetricSpec.paired): repeat r's exclusive and inclusive
+    partitions are the same for every model of a (data set, clusterer) table.
+    """
+    side = {"exclusive": "x", "inclusive": "i"}.get(trial.get("kind"))
+    return None if side is None else (side, trial["accuracy"])
+
+
+def interval_at(score, level: float):
+    """Return rho's (Fieller) or an accuracy's (t) interval at ``level``, or None."""
+    from robench.stats.intervals import mean_interval, ratio_interval
+
+    details = score.details or {}
+    if score.score == METRIC and details.get("acc_exclusive") and details.get("acc_inclusive"):
+        return ratio_interval(details["acc_exclusive"], details["acc_inclusive"], level)
+    if score.score.startswith("acc_") and "per_repeat" in details:
+        return mean_interval(details["per_repeat"], level, bounds=(0.0, 1.0))
+    return None

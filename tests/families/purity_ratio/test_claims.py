@@ -1,0 +1,123 @@
+"""The clusterability paper's claims: separate baseline rows decided by a test for dependent
+correlations, eq. 10 vs either clusterer, the adversarial correlations, the paper's figures."""
+
+import math
+
+import numpy as np
+import pytest
+
+from robench.families.purity_ratio.claims import models_to_decide, purity_claims, r_interval
+from robench.stats.claims import FAILS, HOLDS, MORE_MODELS, UNDECIDED
+
+MODELS = [f"m{j}" for j in range(8)]
+
+
+def zoo(indicators: dict, robustness, dataset="digits", extra=()):
+    """Score rows of a zoo validation: {indicator: values per model} vs one robustness."""
+    from robench.families.purity_ratio.metric import INDICATORS
+
+    y = list(robustness)
+    rows = []
+    for ind, xs in indicators.items():
+        sign = INDICATORS[ind]
+        r = float(np.corrcoef([sign * x for x in xs], y)[0, 1])
+        rows.append({"dataset": dataset, "model": "zoo", "metric": "purity-ratio",
+                     "score": f"r|{ind}|corruption", "value": r, "n": len(y),
+                     "details": {"points": [[m, x, v] for m, x, v in zip(MODELS, xs, y)]}})
+    head = next(r for r in rows if r["score"] == "r|purity-ratio|corruption")
+    rows.append({"dataset": dataset, "model": "zoo", "metric": "purity-ratio",
+                 "score": "validation_holds", "value": 1.0,
+                 "details": {"holds": head["value"] > 0, "r": head["value"], "tau": 0.6,
+                             "n": len(y), "reason": "why"}})
+    return rows + list(extra)
+
+
+def by(claims, word):
+    (c,) = [c for c in claims if word in c.claim]
+    return c
+
+
+def test_baselines_are_separate_rows_decided_by_dependent_correlations():
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal(8)
+    rows = zoo({"purity-ratio": y + 0.05 * rng.standard_normal(8),   # r ~ 0.999
+                "delta": -(y + 1.5 * rng.standard_normal(8)),          # oriented: r ~ 0.5
+                "model_acc": y + 0.06 * rng.standard_normal(8),        # as good as purity
+                "p_purity_kmeans": y + 0.3 * rng.standard_normal(8),
+                "p_purity_multicut": y + 2.0 * rng.standard_normal(8)}, y)
+    claims = purity_claims(rows)
+    delta = by(claims, "class-overlap baseline Delta")
+    acc = by(claims, "model accuracy")
+    assert delta.verdict == HOLDS and "Tables 3-4" in delta.paper_figure
+    assert "jackknifed over models" in delta.why
+    assert acc.verdict == UNDECIDED and "not in the paper" in acc.paper_figure
+    assert acc.would_decide.startswith(MORE_MODELS)
+    head = by(claims, "rises with corruption robustness")
+    assert head.paper_figure.startswith("R^2 = 0.87") and "tau = 0.73 (Table 5)" in \
+        head.paper_figure
+    eq10 = by(claims, "either clusterer")
+    assert "k-means 0.83 and multicut 0.71" in eq10.paper_figure
+
+
+def test_a_baseline_that_is_better_makes_the_row_fail():
+    rng = np.random.default_rng(1)
+    y = rng.standard_normal(8)
+    rows = zoo({"purity-ratio": y + 1.5 * rng.standard_normal(8),
+                "delta": -(y + 0.03 * rng.standard_normal(8)),
+                "model_acc": y + 0.03 * rng.standard_normal(8)}, y)
+    claims = purity_claims(rows)
+    assert by(claims, "Delta").verdict == FAILS
+    assert by(claims, "model accuracy").verdict == FAILS
+
+
+def test_independent_fisher_intervals_would_not_decide_what_the_dependent_test_does():
+    """Delta here is purity-ratio plus noise (r 0.99 vs 0.86, 0.92 between them, 8 models):
+    Fisher's intervals overlap (the old rule: undecided), but dropping any one model leaves
+    purity-ratio ahead: the dependent-correlation test decides it."""
+    rng = np.random.default_rng(8)
+    y = rng.standard_normal(8)
+    x1 = y + 0.2 * rng.standard_normal(8)
+    x2 = x1 + 0.5 * rng.standard_normal(8)
+    c = by(purity_claims(zoo({"purity-ratio": x1, "delta": -x2, "model_acc": y}, y)), "Delta")
+    lo1, _ = r_interval(c.evidence["r1"], 8)
+    _, hi2 = r_interval(c.evidence["r2"], 8)
+    assert lo1 < hi2
+    assert c.verdict == HOLDS
+
+
+def test_undecided_relation_says_how_many_models_would_decide_it():
+    y = [0.1, 0.5, 0.2, 0.9, 0.4, 0.3, 0.8, 0.6]
+    x = [0.3, 0.2, 0.4, 0.6, 0.1, 0.5, 0.7, 0.45]
+    head = by(purity_claims(zoo({"purity-ratio": x}, y)), "rises with corruption")
+    r = float(np.corrcoef(x, y)[0, 1])
+    assert head.verdict == UNDECIDED and 0 < r < 0.7
+    n = models_to_decide(r)
+    assert head.would_decide == f"{MORE_MODELS} (about {n} at this r)"
+    assert r_interval(r, n)[0] > 0 and r_interval(r, n - 1)[0] <= 0
+
+
+def test_adversarial_rows_pay_for_choosing_the_eps():
+    y = list(range(8))
+    rows = zoo({"purity-ratio": [0.1 * v for v in y]}, [float(v) for v in y], extra=[
+        {"dataset": "digits", "model": "zoo", "metric": "purity-ratio",
+         "score": f"r|purity-ratio|{a}@{eps}", "value": r, "n": 8}
+        for a, eps, r in (("deepfool", 0.1, 0.2), ("deepfool", 0.3, 0.93),
+                          ("fgsm", 0.1, 0.1), ("fgsm", 0.3, 0.75),
+                          ("pgd", 0.1, -0.95), ("pgd", 0.3, -0.96))])
+    claims = purity_claims(rows)
+    deepfool = by(claims, "DeepFool")
+    assert deepfool.verdict == HOLDS and "R^2 = 0.66" in deepfool.paper_figure
+    # 0.75 at 8 models clears a 95% Fisher interval but not the Bonferroni 97.5% one
+    lo95, _ = r_interval(0.75, 8)
+    lo_b, _ = r_interval(0.75, 8, 0.975)
+    assert lo95 > 0 > lo_b
+    fgsm = by(claims, "FGSM")
+    assert fgsm.verdict == UNDECIDED and fgsm.would_decide.startswith(MORE_MODELS)
+    assert by(claims, "PGD").verdict == FAILS and "R^2 = 0.44" in by(claims, "PGD").paper_figure
+
+
+def test_r_interval_at_another_level():
+    lo, hi = r_interval(0.5, 8, 0.99)
+    z = 2.5758293
+    assert lo == pytest.approx(math.tanh(math.atanh(0.5) - z / math.sqrt(5)), abs=1e-6)
+    assert hi == pytest.approx(math.tanh(math.atanh(0.5) + z / math.sqrt(5)), abs=1e-6)
