@@ -149,10 +149,12 @@ def metric_order(reg, names) -> list:
 
     def order(name):
         try:
-            spec = reg.get("metrics", name)
+            spec = reg.get("metrics", name) if isinstance(name, str) else None
         except LookupError:  # stored by a plugin that is not installed here
-            return (1000, name)
-        return (spec.display_order, name)
+            spec = None
+        if spec is None:  # (or not a name at all: a contributed database can hold anything)
+            return (1000, str(name))
+        return (spec.display_order, str(name))
 
     return sorted(names, key=order)
 

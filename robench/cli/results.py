@@ -80,7 +80,7 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
         return
     shown = sorted((c for c in choices.values()
                     if any(r["dataset"] == c.dataset and r["metric"] == c.metric for r in rows)),
-                   key=lambda c: (c.dataset, c.metric))
+                   key=lambda c: (str(c.dataset), str(c.metric)))
     if all_scores:
         for choice in shown:
             echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
@@ -108,32 +108,49 @@ def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
     is shown by its headline table unless ``whole`` (a metric was asked for by name)."""
     choice_of = {(c.dataset, c.metric): c for c in choices}
     pseudo = _pseudo_models(reg)
-    for n, ds in enumerate(sorted({r["dataset"] for r in rows})):
+    for n, ds in enumerate(sorted({r["dataset"] for r in rows}, key=str)):
         mine = [r for r in rows if r["dataset"] == ds]
-        models = sorted({r["model"] for r in mine} - pseudo)
+        models = {r["model"] for r in mine} - pseudo
         echo(("\n" if n else "") + f"=== {ds}: {len(models)} model(s), "
-                   f"{len({r['metric'] for r in mine})} metric(s) ===")
+             f"{len({r['metric'] for r in mine})} metric(s) ===")
         for metric in metric_order(reg, {r["metric"] for r in mine}):
             choice = choice_of.get((ds, metric))
             if choice is not None:
                 echo(f"\n{ds} / {metric}: {choice.text}")
             own = [r for r in mine if r["metric"] == metric]
-            report = _report(reg, metric, own)
-            if whole or len(report) <= REPORT_LINES:
-                print_reports(reg, own)
+            try:  # a database can come from anyone: a value its family cannot read
+                lines = _table_lines(reg, ds, metric, own, whole)
+            except Exception as exc:  # noqa: BLE001 - ... leaves its rows as stored
+                why = f"{type(exc).__name__}: {exc}"
+                echo(f"  ({metric}'s table could not be drawn from the stored scores "
+                     f"({why[:200]}); its scores as stored:)")
+                emit_scores(own, "table")
                 continue
-            short = _headline_lines(reg, metric, own)
-            if short:
-                more = "the whole report"
-            else:  # no headline: the report's first tables that fit, then where the rest is
-                short, left = _first_blocks(report, REPORT_LINES)
-                more = f"{left} more table(s)"
-            for line in short:
+            if lines is None:
+                print_reports(reg, own)  # no report of its own: the generic table
+            for line in lines or ():
                 echo(line)
-            echo(f"  ({more}: robench results -d {ds} --metric {metric})")
     if rows:
         echo("\n(every stored score, one row each: robench results --all-scores; "
                    "with details: --format json)")
+
+
+def _table_lines(reg, ds, metric: str, rows: list, whole: bool):
+    """Return the lines shown for one metric of one data set: its report, or for a report
+    longer than ``REPORT_LINES`` (unless ``whole``) its headline table or first tables and
+    where the rest is; None for a metric without a report of its own."""
+    report = _report(reg, metric, rows)
+    if not report:
+        return None
+    if whole or len(report) <= REPORT_LINES:
+        return report
+    short = _headline_lines(reg, metric, rows)
+    if short:
+        more = "the whole report"
+    else:  # no headline: the report's first tables that fit, then where the rest is
+        short, left = _first_blocks(report, REPORT_LINES)
+        more = f"{left} more table(s)"
+    return short + [f"  ({more}: robench results -d {ds} --metric {metric})"]
 
 
 def _pseudo_models(reg) -> set:
