@@ -109,7 +109,7 @@ CASES = [
      "is not a finite number"),
     ("decided-without-rho", ["run", "-d", "tiny", "-m", "centroid", "-c", "kmeans", "--metric",
                              "adequacy", "-k", "2", "-r", "6", "--executor", "local",
-                             "--until", "decided", "--db", "{db}"], "ask for the rho metric"),
+                             "--until", "decided", "--db", "{db}"], "declares a paired comparison"),
     ("query-timeout-nan", ["query", "select 1", "--timeout", "nan", "--db", "{db}"],
      "is not a finite number"),
     ("query-timeout-inf", ["query", "select 1", "--timeout", "inf", "--db", "{db}"],
