@@ -29,6 +29,7 @@ import math
 import os
 import sqlite3
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Optional
@@ -481,7 +482,18 @@ class Store:
         self.db = sqlite_utils.Database(conn)
         self._lock = threading.RLock()
         # WAL lets `robench leaderboard` or `robench query` read while a run is writing.
-        self.db.enable_wal()
+        # Switching the journal mode needs the file to itself: a second process opening a fresh
+        # file at the same moment can get "database is locked" at once, busy timeout or not
+        # (seen in tests/reliability/test_concurrency.py), so wait for it as a writer would.
+        deadline = time.monotonic() + BUSY_TIMEOUT
+        while True:
+            try:
+                self.db.enable_wal()
+                break
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     @contextmanager
     def _write(self):
