@@ -95,7 +95,8 @@ def _digest(value) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """Return the sha256 of a file's bytes (how a merged source, or a contribution, is known)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -339,7 +340,7 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
         conn = store.db.conn
         for path, contributor in zip(sources, contributors):
             contributor = contributor or path.stem
-            sha = _file_sha256(path)
+            sha = file_sha256(path)
             known = conn.execute("SELECT contributor FROM merged_sources WHERE sha256 = ? AND "
                                  "complete = 1", (sha,)).fetchone()
             if known:

@@ -27,7 +27,6 @@ database says about itself.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import subprocess
@@ -37,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from robench.errors import MergeError
+from robench.storage.merge import file_sha256
 
 PUBLISHED = Path("published") / "robench.db"
 ACCEPTED = Path("published") / "accepted.json"
@@ -58,14 +58,6 @@ class StepResult:
         self.ok = False
         self.rejected[name] = reason
         self.lines.append(f"- **{name}: rejected.** {reason}")
-
-
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _root(repo) -> Path:
@@ -90,7 +82,7 @@ def pending(repo) -> list[Path]:
     """Return the contribution files whose content has not been accepted yet, by name."""
     done = accepted(repo)
     return [p for p in sorted((_root(repo) / "contributions").glob("*.db"))
-            if sha256(p) not in done]
+            if file_sha256(p) not in done]
 
 
 def robench_command(*args, cwd=None) -> subprocess.CompletedProcess:
@@ -225,7 +217,7 @@ def merge(repo) -> StepResult:
     record = accepted(repo)
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     for path in todo:
-        record[sha256(path)] = {"file": path.name, "contributor": path.stem, "accepted": now}
+        record[file_sha256(path)] = {"file": path.name, "contributor": path.stem, "accepted": now}
         result.lines.append(f"- {path.name}: merged as {path.stem}")
     (repo / ACCEPTED).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return _report(repo, result)
