@@ -76,7 +76,8 @@ def register_metrics(register):
         definition=metric.ADEQUACY_DEFINITION,
         higher_is_better=True,
         uses_clusterer=True,
-        version="2",  # 2: Fieller / t intervals, as rho
+        # 2: Fieller / t intervals, as rho; 3: per-size accuracies carry their repeats
+        version="3",
         report=report.adequacy_lines,
         claims=claims.adequacy_claims,
         leaderboard=LeaderboardSection(build=leaderboard.adequacy_section,

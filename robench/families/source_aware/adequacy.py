@@ -250,9 +250,11 @@ def _sort_key(label):
 def size_curves(trials: list, clusterer: str = None) -> list:
     """Return one entry per size (ascending, ``full`` last) from successful trial rows.
 
-    Each entry: label, acc_exclusive / acc_inclusive (per-repeat lists), n_samples (mean
-    subset size: fit + validation), n_capped (repeats whose partition was smaller than the
-    nominal size), per_class_exclusive / per_class_inclusive (per-repeat per-class lists).
+    Each entry: label, acc_exclusive / acc_inclusive (per-repeat lists), repeats_exclusive /
+    repeats_inclusive (the repeat index of each of those values: every size of repeat r is
+    tested on repeat r's partitions, so sizes pair by repeat), n_samples (mean subset size:
+    fit + validation), n_capped (repeats whose partition was smaller than the nominal size),
+    per_class_exclusive / per_class_inclusive (per-repeat per-class lists).
     """
     by_size: dict = {}
     for t in trials:
@@ -262,9 +264,11 @@ def size_curves(trials: list, clusterer: str = None) -> list:
             continue
         label = size_label(t)
         e = by_size.setdefault(label, {"label": label, "acc_exclusive": [], "acc_inclusive": [],
+                                       "repeats_exclusive": [], "repeats_inclusive": [],
                                        "per_class_exclusive": [], "per_class_inclusive": [],
                                        "sizes": [], "n_capped": 0})
         e[f"acc_{t['kind']}"].append(float(t["accuracy"]))
+        e[f"repeats_{t['kind']}"].append(t.get("repeat"))
         e[f"per_class_{t['kind']}"].append(t.get("per_class") or [])
         n_sub = int(t.get("n_train") or 0) + int(t.get("n_val") or 0)
         e["sizes"].append(n_sub)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from robench.families.source_aware.rho import METRIC as RHO
 from robench.stats.claims import (FAILS, HOLDS, MORE_DATA, MORE_REPEATS, UNDECIDED, Claim,
-                                  compare, fmt)
+                                  compare, fmt, repeats_to_separate)
 from robench.stats.claims import combine as _combine
 
 PAPER = "Source-aware partitioning (Kilinc & Uysal)"
@@ -202,37 +203,165 @@ def _size_key(label: str) -> float:
     return float("inf") if label == "full" else float(label)
 
 
-def adequacy_claims(rows: list) -> list:
-    """Return per data set: rho at the full training size exceeds rho at the smallest size."""
-    groups: dict = {}
+#: Familywise error rate of the adequacy claim's per-model calls (Bonferroni over the models).
+ADEQUACY_ALPHA = 0.05
+
+
+def adequacy_decisions(x_full, i_full, x_small, i_small, alpha: float = ADEQUACY_ALPHA) -> dict:
+    """Return the paired decisions "rho at the full size > rho at the smallest", vectorised.
+
+    Inputs have shape (..., M, R): per model of a table and per repeat index, the exclusive
+    (x) and inclusive (i) accuracy at the full and at the smallest training size, NaN where
+    missing. Every size of repeat r is tested on repeat r's partitions (the adequacy
+    protocol fixes them), so the sizes pair by repeat: the difference of the two ratios of
+    means gets the delta-method paired interval over the repeats complete at both sizes
+    (:func:`robench.stats.sequential.paired_difference`, skewness-corrected, the interval
+    ``--until decided`` uses), at ``1 - alpha / m`` for the m models of a table with at
+    least 2 such repeats (Bonferroni). A model's call is *holds* when its interval lies above
+    0, *does not hold* when below; so where the two rho are equal, the probability that any
+    model of a table gets a call is at most alpha (tests/families/source_aware/
+    test_adequacy_claim.py simulates it on skewed, correlated accuracies).
+
+    Returns arrays over (..., M): ``d``, ``low``, ``high``, ``se``, ``n`` (shared repeats),
+    ``level``, ``status`` (1 holds, -1 does not hold, 0 undecided), and ``tests`` (m, over
+    (...)).
+    """
+    import numpy as np
+
+    from robench.stats.sequential import paired_difference
+
+    xf, if_, xs, is_ = (np.asarray(v, float) for v in (x_full, i_full, x_small, i_small))
+    ok = np.isfinite(xf) & np.isfinite(if_) & np.isfinite(xs) & np.isfinite(is_)
+    tests = (ok.sum(-1) >= 2).sum(-1)
+    level = 1.0 - alpha / np.maximum(tests, 1)[..., None]
+    pd = paired_difference(xf, if_, xs, is_, level)
+    with np.errstate(invalid="ignore"):
+        status = np.where(pd["low"] > 0, 1, np.where(pd["high"] < 0, -1, 0))
+    return {**pd, "level": np.broadcast_to(level, status.shape), "status": status,
+            "tests": tests}
+
+
+def _adequacy_table(rows: list) -> dict:
+    """Return {dataset: {model: {score: row}}} of the adequacy rows, one clusterer per model.
+
+    The four accuracies a model's decision pairs must come from one clusterer's sources:
+    k-means where stored (the rho claims' clusterer), else the first by name.
+    """
+    found: dict = {}
     for r in rows:
-        if r.get("metric") != "adequacy" or not str(r.get("score", "")).startswith("rho@"):
+        if r.get("metric") != "adequacy" or "@" not in str(r.get("score", "")):
             continue
-        groups.setdefault(r["dataset"], {}).setdefault(r["model"], {})[
-            r["score"].split("@", 1)[1]] = r
+        found.setdefault(r["dataset"], {}).setdefault(r["model"], {}).setdefault(
+            r.get("clusterer") or "", {})[r["score"]] = r
+    return {d: {m: by["kmeans"] if "kmeans" in by else by[min(by)] for m, by in models.items()}
+            for d, models in found.items()}
+
+
+def _paired_sizes(scores: dict, small: str) -> Optional[list]:
+    """Return [x_full, i_full, x_small, i_small] as {repeat: accuracy}, or None where a row
+    carries no repeat indices (adequacy scores stored before version 3)."""
+    out = [_by_repeat(scores.get(f"acc_{kind}@{label}"))
+           for label in ("full", small) for kind in ("exclusive", "inclusive")]
+    return out if all(out) else None
+
+
+def _decide_paired(paired: dict) -> tuple:
+    """Return (m, {model: (verdict, why, figure, repeats needed, evidence)}) of the models
+    whose rows carry repeat indices: ``paired`` maps a model to (smallest size label,
+    [x_full, i_full, x_small, i_small] as {repeat: accuracy})."""
+    import numpy as np
+
+    from robench.stats.equivalence import repeats_to_decide
+
+    names = sorted(paired)
+    common = [sorted(set.intersection(*(set(b) for b in paired[m][1]))) for m in names]
+    arr = np.full((4, len(names), max([len(c) for c in common] + [1])), np.nan)
+    for j, (m, reps) in enumerate(zip(names, common)):
+        for k, values in enumerate(paired[m][1]):
+            arr[k, j, :len(reps)] = [values[r] for r in reps]
+    dec = adequacy_decisions(*arr)
+    out = {}
+    for j, m in enumerate(names):
+        d, lo, hi = (float(dec[key][j]) for key in ("d", "low", "high"))
+        n, level = int(dec["n"][j]), float(dec["level"][j])
+        label = f"rho(full) - rho(n={paired[m][0]})"
+        ev = {"rule": "paired", "difference": d if math.isfinite(d) else None,
+              "low": lo if math.isfinite(lo) else None,
+              "high": hi if math.isfinite(hi) else None, "n": n, "level": level}
+        if not math.isfinite(lo):
+            why = (f"{n} shared repeat(s): a paired interval needs 2" if n < 2
+                   else "no spread in the paired differences")
+            value = f" {d:+.3f}" if math.isfinite(d) else ""
+            out[m] = (UNDECIDED, f"{label}{value}, no interval ({why})",
+                      f", paired difference{value} (no interval)", None, ev)
+            continue
+        text = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] over {n} shared repeats"
+        verdict = {1: HOLDS, -1: FAILS}.get(int(dec["status"][j]), UNDECIDED)
+        need = (repeats_to_decide(d, float(dec["se"][j]) * math.sqrt(n), n, level)
+                if verdict == UNDECIDED else None)
+        out[m] = (verdict, f"{label} {text}", f", paired difference {text}", need, ev)
+    return int(dec["tests"]), out
+
+
+def adequacy_claims(rows: list) -> list:
+    """Return per data set: rho at the full training size exceeds rho at the smallest size.
+
+    Per model the decision is :func:`adequacy_decisions` (paired by repeat, Bonferroni over
+    the data set's models with repeat indices); "what would decide it" is the number of
+    repeats at which the observed paired difference and spread would clear 0
+    (:func:`robench.stats.equivalence.repeats_to_decide`). Rows stored without repeat
+    indices (adequacy before version 3) fall back to the marginal rule, the overlap of the
+    two sizes' Fieller intervals (:func:`robench.stats.claims.compare`), and the row says so.
+    """
     claims = []
-    for dataset, models in sorted(groups.items()):
-        res, figures = {}, []
-        for model, by_size in sorted(models.items()):
-            sizes = sorted(by_size, key=_size_key)
-            if len(sizes) < 2 or "full" not in by_size:
+    for dataset, models in sorted(_adequacy_table(rows).items()):
+        paired, res = {}, {}
+        for model, scores in sorted(models.items()):
+            sizes = sorted((s.split("@", 1)[1] for s in scores if s.startswith("rho@")),
+                           key=_size_key)
+            if len(sizes) < 2 or "full" not in sizes:
                 continue
-            small, full = by_size[sizes[0]], by_size["full"]
-            res[model] = compare(full, small)
-            figures.append(f"{model}: n={sizes[0]} {fmt(small)} -> full {fmt(full)}")
+            small = sizes[0]
+            full_row, small_row = scores["rho@full"], scores[f"rho@{small}"]
+            figure = f"{model}: n={small} {fmt(small_row)} -> full {fmt(full_row)}"
+            by = _paired_sizes(scores, small)
+            if by is not None:
+                paired[model] = (small, by)
+                res[model] = figure
+                continue
+            verdict, why = compare(full_row, small_row)
+            res[model] = (verdict, "marginal intervals (no repeat indices stored: adequacy "
+                                   f"scores before version 3; rescore them): {why}", figure,
+                          repeats_to_separate(full_row, small_row) if verdict == UNDECIDED
+                          else None, {"rule": "marginal", "why": why})
         if not res:
             continue
-        n_hold = sum(v == HOLDS for v, _ in res.values())
+        tests, decided = _decide_paired(paired) if paired else (0, {})
+        for m, (verdict, why, suffix, need, ev) in decided.items():
+            res[m] = (verdict, why, res[m] + suffix, need, ev)
+        verdict = _combine([r[0] for r in res.values()])
+        rule = []
+        if paired:
+            rule.append(
+                "paired by repeat (every size of a repeat is tested on its partitions): the "
+                "difference of the two ratios of means, delta-method interval (skewness-"
+                f"corrected) at {100 * (1 - ADEQUACY_ALPHA / max(tests, 1)):.4g}% per model, "
+                f"Bonferroni over {tests} model(s)")
+        if len(paired) < len(res):
+            rule.append(f"{len(res) - len(paired)} model(s) by the overlap of marginal "
+                        "intervals (stored without repeat indices)")
+        numbers = [r[3] for r in res.values() if r[3]]
         claims.append(Claim(
             PAPER, "rho rises with the training size (dataset adequacy)",
             "CNN-1 on MNIST: 0.85 at 100 samples to 0.96 at ~56K (Table 2-3, Figure 8)",
-            dataset, "; ".join(figures), _combine([v for v, _ in res.values()]),
-            f"{n_hold} of {len(res)} models have the full-size rho's interval above the "
-            "smallest size's" + "".join(f"; {m}: {w}" for m, (v, w) in sorted(res.items())
-                                         if v != HOLDS),
-            {m: w for m, (_, w) in res.items()},
-            would_decide=MORE_REPEATS if _combine([v for v, _ in res.values()]) == UNDECIDED
-            else ""))
+            dataset, "; ".join(r[2] for _, r in sorted(res.items())), verdict,
+            f"{sum(r[0] == HOLDS for r in res.values())} of {len(res)} models have rho at the "
+            "full size decidedly above the smallest size's (" + "; ".join(rule) + ")"
+            + "".join(f"; {m}: {r[1]}" for m, r in sorted(res.items()) if r[0] != HOLDS),
+            {m: r[4] for m, r in res.items()},
+            would_decide="" if verdict != UNDECIDED else MORE_REPEATS + (
+                f" (about {max(numbers)} at the observed differences and spreads)"
+                if numbers else "")))
     return claims
 
 

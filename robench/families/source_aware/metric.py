@@ -16,7 +16,9 @@ ADEQUACY_DEFINITION = (
     "metric's own trial). A size counts fit + validation samples; validation is carved from the "
     "subset. Per size: E[AccX], E[AccI] (means over repeats, Student-t CI clipped to [0, 1]) and "
     "rho = E[AccX]/E[AccI] with Fieller's CI (version 2; version 1 used a percentile "
-    "bootstrap, which under-covers at a few repeats); None with the reason where undefined. enough_inclusive / "
+    "bootstrap, which under-covers at a few repeats); None with the reason where undefined. "
+    "Each per-size accuracy score lists the repeat of each value (version 3), since every "
+    "size of repeat r is tested on repeat r's partitions. enough_inclusive / "
     "enough_exclusive: the smallest size from which E[AccI] (E[AccX]) stays within 1 point of "
     "its full-size value. Per class: E[AccX_c], E[AccI_c], rho_c at every size (paper Figures "
     "9-10); worst_class_rho is the lowest full-size rho_c, with every class ranked least robust "
@@ -59,9 +61,12 @@ def aggregate_adequacy(group: dict, trials: list) -> list:
         info = {"size": label, "n_samples": c["n_samples"], "n_capped": c["n_capped"]}
         for kind, vals in (("exclusive", xs), ("inclusive", is_)):
             lo, hi, interval = mean_score_interval(vals)
+            # "repeats" (version 3): each value's repeat, so that sizes, which share a
+            # repeat's test partitions, are compared repeat by repeat (the adequacy claim)
             scores.append(Score(**base, score=f"acc_{kind}@{label}", value=ad.mean_or_none(vals),
                                 ci_low=lo, ci_high=hi, n=len(vals),
-                                details={**info, "per_repeat": vals, "interval": interval}))
+                                details={**info, "per_repeat": vals, "interval": interval,
+                                         "repeats": c[f"repeats_{kind}"]}))
         if xs and is_:
             rho = sa.ratio_of_means(xs, is_)
             lo, hi, interval = rho_interval(xs, is_)
