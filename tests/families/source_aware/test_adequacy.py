@@ -181,6 +181,14 @@ def test_runner_end_to_end_shares_full_size_trials_and_reruns_nothing(reg, store
         assert scores[("adequacy", f"rho@{label}")].value is not None
     assert scores[("adequacy", "rho@full")].value == pytest.approx(scores[("rho", "rho")].value)
     assert scores[("adequacy", "enough_exclusive")].higher_is_better is False
+    # the stored sizes pair by repeat: the claim uses the paired rule on them
+    from dataclasses import asdict
+
+    from robench.families.source_aware.claims import adequacy_claims
+
+    (claim,) = adequacy_claims([asdict(s) for s in report.scores if s.metric == "adequacy"])
+    assert claim.evidence["toy-centroid"]["rule"] == "paired"
+    assert claim.evidence["toy-centroid"]["n"] == 2 and "n=30" in claim.figure
     assert scores[("lost-test", "true_accuracy")].value == pytest.approx(
         scores[("rho", "acc_random")].value)
     assert scores[("lost-test", "practical_abs_error")].value == pytest.approx(0, abs=1e-9)
