@@ -125,6 +125,19 @@ def forbidden_family_imports(edges: dict[str, set]) -> list[str]:
     return bad
 
 
+#: Rooms that compute, and the rooms on top of them that they must not import.
+LOWER_ROOMS = ("robench.data", "robench.learn", "robench.stats", "robench.storage", "robench.run")
+UPPER_ROOMS = ("robench.present", "robench.cli")
+
+
+def upward_imports(edges: dict[str, set]) -> list[str]:
+    """Return 'a -> b' for every import of present/ or cli/ from a room that computes."""
+    def inside(module, rooms):
+        return any(module == r or module.startswith(r + ".") for r in rooms)
+    return [f"{s} -> {t}" for s, targets in sorted(edges.items()) if inside(s, LOWER_ROOMS)
+            for t in sorted(targets) if inside(t, UPPER_ROOMS)]
+
+
 def private_imports(modules: dict) -> list[str]:
     """Return 'module: from X import _name' for every private name taken from another module."""
     bad = []
@@ -150,6 +163,10 @@ def test_no_import_cycles(tree):
 
 def test_the_core_imports_no_family_and_no_family_imports_another(tree):
     assert forbidden_family_imports(graph(tree)) == []
+
+
+def test_the_rooms_that_compute_import_neither_presentation_nor_the_cli(tree):
+    assert upward_imports(graph(tree)) == []
 
 
 def test_no_private_name_is_imported_across_modules(tree):
@@ -221,3 +238,21 @@ def test_private_imports_are_found(tmp_path):
     (pkg / "a.py").write_text("_x = 1\n")
     (pkg / "b.py").write_text("from robench.a import _x\nfrom robench.a import y as _y\n")
     assert private_imports(scan(tmp_path)) == ["robench.b: from robench.a import _x"]
+
+
+def test_upward_imports_are_found(tmp_path):
+    pkg = tmp_path / "robench"
+    for folder in ("stats", "present", "cli", "run"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "stats" / "ranks.py").write_text("from robench.present.formatting import is_finite\n")
+    (pkg / "present" / "formatting.py").write_text("from robench.stats import ranks\n")
+    (pkg / "run" / "runner.py").write_text("def f():\n    from robench.cli import common\n")
+    (pkg / "cli" / "common.py").write_text("from robench.run import runner\n")
+    (pkg / "statsmodels_like.py").write_text("from robench.present import formatting\n")
+    assert upward_imports(graph(scan(tmp_path))) == [
+        "robench.run.runner -> robench.cli",
+        "robench.run.runner -> robench.cli.common",
+        "robench.stats.ranks -> robench.present.formatting",
+    ]

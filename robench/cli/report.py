@@ -30,7 +30,7 @@ def report(out_dir, label, check, db_path):
     the database, profile, commit and machine; the prose around it is left alone. NAME is
     report:METRIC[:DATASET], scores:METRIC[:DATASET[:SCORE,...]], claims[:METRIC], runs or
     seconds, optionally NAME@PROFILE: only that profile's runs, and left as it is when the
-    database has none (robench/docgen.py).
+    database has none (robench/present/docgen.py).
 
     \b
     Examples:

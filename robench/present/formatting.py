@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import math
-
-
-def is_finite(value) -> bool:
-    """Return True if ``value`` is a real, finite number (a bool is not a score)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+from robench.stats import is_finite  # noqa: F401  (defined in stats; re-exported here)
 
 
 def percent(value, digits: int = 2, *, width: int = 0, sign: bool = True,

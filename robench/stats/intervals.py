@@ -211,6 +211,22 @@ def welch_df(var_x, n_x, var_i, n_i, rho):
         return (vx + vi) ** 2 / (vx ** 2 / (n_x - 1) + vi ** 2 / (n_i - 1))
 
 
+def _ratio_terms(mean_x, var_x, n_x, mean_i, var_i, n_i, level, df):
+    """Return the arrays both ratio intervals start from: means, variances, the estimate
+    ``mean_x / mean_i``, the degrees of freedom (:func:`welch_df` at the estimate unless
+    given) and the t quantile (NaN where df is not positive)."""
+    mean_x, mean_i = np.asarray(mean_x, float), np.asarray(mean_i, float)
+    var_x, var_i = np.asarray(var_x, float), np.asarray(var_i, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = mean_x / mean_i
+        if df is None:
+            df = welch_df(var_x, n_x, var_i, n_i, rho)
+        df = np.asarray(df, float)
+        t = np.where(np.isfinite(df) & (df > 0), t_quantile(level, np.where(df > 0, df, 1)),
+                     np.nan)
+    return mean_x, var_x, mean_i, var_i, rho, df, t
+
+
 def fieller_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL, df=None):
     """Return (low, high, df) of Fieller's interval for mu_x / mu_i from summary statistics.
 
@@ -222,15 +238,9 @@ def fieller_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL,
     unbounded (the whole line, or the line minus an interval) and low/high are NaN, as they
     are where both variances are 0. ``df`` defaults to :func:`welch_df` at the estimate.
     """
-    mean_x, mean_i = np.asarray(mean_x, float), np.asarray(mean_i, float)
-    var_x, var_i = np.asarray(var_x, float), np.asarray(var_i, float)
+    mean_x, var_x, mean_i, var_i, rho, df, t = _ratio_terms(mean_x, var_x, n_x, mean_i, var_i,
+                                                           n_i, level, df)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = mean_x / mean_i
-        if df is None:
-            df = welch_df(var_x, n_x, var_i, n_i, rho)
-        df = np.asarray(df, float)
-        t = np.where(np.isfinite(df) & (df > 0), t_quantile(level, np.where(df > 0, df, 1)),
-                     np.nan)
         vx, vi = var_x / n_x, var_i / n_i
         a = mean_i ** 2 - t ** 2 * vi
         b = mean_x * mean_i
@@ -249,15 +259,9 @@ def delta_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL, d
     ratio of independent means), t with :func:`welch_df` degrees of freedom by default.
     Vectorised like :func:`fieller_bounds`; NaN where Ibar is 0 or both variances are 0.
     """
-    mean_x, mean_i = np.asarray(mean_x, float), np.asarray(mean_i, float)
-    var_x, var_i = np.asarray(var_x, float), np.asarray(var_i, float)
+    mean_x, var_x, mean_i, var_i, rho, df, t = _ratio_terms(mean_x, var_x, n_x, mean_i, var_i,
+                                                           n_i, level, df)
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = mean_x / mean_i
-        if df is None:
-            df = welch_df(var_x, n_x, var_i, n_i, rho)
-        df = np.asarray(df, float)
-        t = np.where(np.isfinite(df) & (df > 0), t_quantile(level, np.where(df > 0, df, 1)),
-                     np.nan)
         se = np.sqrt(var_x / n_x + rho ** 2 * var_i / n_i) / np.abs(mean_i)
         ok = np.isfinite(rho) & np.isfinite(t)
         low = np.where(ok, rho - t * se, np.nan)

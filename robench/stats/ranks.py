@@ -41,7 +41,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from robench.present.formatting import is_finite
+from robench.stats import is_finite
 
 #: Familywise error rate of a table's ordered pairs.
 ALPHA = 0.05
