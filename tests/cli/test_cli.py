@@ -214,7 +214,7 @@ def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_
     assert res.exit_code == 0, res.output
     assert ("ranks: adaptive repeats (--until decided): adjacent models share a rank unless "
             "the paired interval of their difference, at the level corrected for the looks, "
-            "orders them; R = repeats used") in res.output
+            "orders them; R = repeats used") in " ".join(res.output.split())  # wrapped
     assert "97.5% CI" in res.output
     # centroid and spy are one model under two names: equivalent at the first look
     assert ("tiny / kmeans: every adjacent pair equivalent within the precision; repeats of "

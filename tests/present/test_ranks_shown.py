@@ -73,8 +73,11 @@ def test_metric_report_states_the_rule_and_the_chance_model(db):
     res = CliRunner().invoke(cli, ["results", "--db", str(db), "--metric", "rho"])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    head = next(t for t in lines if "ranked by rho" in t)
-    assert "Holm-corrected" in head and "no rank where E[AccI] is not shown above chance" in head
+    head = next(i for i, t in enumerate(lines) if "ranked by rho" in t)
+    rule = next(i for i, t in enumerate(lines) if t.startswith("  ranks: "))
+    said = " ".join(" ".join(lines[rule:]).split())  # the rule under the table, wrapped
+    assert rule > head and "Holm-corrected" in said
+    assert "no rank where E[AccI] is not shown above chance" in said
     assert next(t for t in lines if " random " in t).lstrip().startswith("- random")
     assert any(t.strip().startswith("random: at chance") for t in lines)
 

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from robench.families.source_aware.rho import METRIC as RHO
 from robench.present.formatting import percent
+
+#: Columns the ranking rule under a rho table is wrapped to: a terminal's 80 (the table itself
+#: is about 75 wide).
+RULE_WIDTH = 80
 
 
 def _pct(v):
@@ -26,7 +32,7 @@ def rho_lines(rows: list) -> list:
 
     The ranks are the leaderboard's (:func:`robench.families.source_aware.leaderboard.
     rho_tables`): paired over the repeats the models share, Holm over adjacent pairs, said
-    above each table; "=" marks a shared rank. A model whose E[AccI] is not shown above
+    under each table (wrapped to :data:`RULE_WIDTH` columns); "=" marks a shared rank. A model whose E[AccI] is not shown above
     chance has no rank ("-", at chance); the notes under a table give that reason and why an
     interval is empty, unbounded or below 0.
     """
@@ -44,8 +50,7 @@ def rho_lines(rows: list) -> list:
         ci_name = _ci_name(models)
         for table in rho_tables(mine):
             lines.append(f"\n{dataset} - sources by {table['clusterer']}: ranked by rho = "
-                         f"E[AccX]/E[AccI]; ranks: {table['rule']}; = marks a shared rank; "
-                         "no rank where E[AccI] is not shown above chance")
+                         "E[AccX]/E[AccI]")
             lines.append(f"  {'#':>3} {'model':<14} {'rho':>6} {ci_name:>16}   "
                          f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
             for r in table["rows"]:
@@ -59,6 +64,10 @@ def rho_lines(rows: list) -> list:
                              f"{_pct(r['acc_random'])} {r.get('n') or 0:>4}{flag}")
             for note in table["notes"]:
                 lines.append(f"      {note['model']}: {note['text']}")
+            lines += textwrap.wrap(f"ranks: {table['rule']}; = marks a shared rank; no rank "
+                                   "where E[AccI] is not shown above chance.", RULE_WIDTH,
+                                   initial_indent="  ", subsequent_indent="  ",
+                                   break_on_hyphens=False)
     return lines
 
 

@@ -67,9 +67,15 @@ def test_marginally_apart_but_paired_difference_includes_zero_shares_a_rank():
     rows, all_rows = table(score_rows("a", xa, ia), score_rows("b", xb, ib))
     assert (rows["a"]["rank"], rows["b"]["rank"]) == (1, 1) and rows["b"]["tied"]
     assert rows["a"]["next"]["p"] > 0.05
-    text = "\n".join(rho_lines(all_rows))
-    assert "Holm-corrected over the 1 paired adjacent pair" in text
+    lines = rho_lines(all_rows)
+    text = "\n".join(lines)
+    assert "Holm-corrected over the 1 paired adjacent pair" in " ".join(text.split())
     assert "  1= a" in text and "  1= b" in text
+    # the title names the ranking; the rule follows the table, wrapped to a terminal's width
+    title = next(i for i, line in enumerate(lines) if "ranked by rho" in line)
+    assert lines[title].strip() == "d - sources by kmeans: ranked by rho = E[AccX]/E[AccI]"
+    rule = next(i for i, line in enumerate(lines) if line.startswith("  ranks: "))
+    assert rule > title + 2 and all(len(line) <= 80 for line in lines)
 
 
 def test_pairs_use_the_repeats_both_models_have():
