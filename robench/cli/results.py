@@ -193,7 +193,7 @@ def _first_blocks(lines: list, most: int) -> tuple:
 def _headline_lines(reg, metric: str, rows: list):
     """Return the metric's headline table as text (the ranked table the leaderboard's overview
     shows: rank, model, score [95% CI] and the columns beside it), or None without one."""
-    from robench.present.formatting import fixed
+    from robench.present.formatting import fixed, rule_lines
 
     try:
         section = reg.get("metrics", metric).leaderboard
@@ -206,8 +206,9 @@ def _headline_lines(reg, metric: str, rows: list):
     beside = list(section.columns)
     width = max(18, *(len(str(r["model"])) + 1 for r in head["rows"]))
     tied = any(r.get("tied") for r in head["rows"])
+    rule = head.get("rule")  # the section's own rule (paired ranks), else marginal overlap
     lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: ranked"
-             + (" (= shares a rank: the 95% intervals overlap)" if tied else ""),
+             + (" (= shares a rank: the 95% intervals overlap)" if tied and not rule else ""),
              f"  {'#':>3} {'model':<{width}}{'score':>8} {'95% CI':>17}"
              + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]
     for r in head["rows"]:
@@ -217,6 +218,8 @@ def _headline_lines(reg, metric: str, rows: list):
         lines.append(f"  {rank:>3} {str(r['model']):<{width}}{fixed(r.get('value'), pct, 8)}"
                      f" {ci:>17}" + "".join(f" {fixed(r.get(key), fmt == 'pct', 12)}"
                                              for key, _, fmt in beside))
+    if rule and len(head["rows"]) > 1:
+        lines += rule_lines(f"{rule}" + ("; = marks a shared rank." if tied else "."))
     return lines
 
 

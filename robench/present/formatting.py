@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from robench.stats import is_finite  # noqa: F401  (defined in stats; re-exported here)
 
 
@@ -91,3 +93,14 @@ def interval_text(low, high, *, reason=None, floor=None, digits: int = 3) -> tup
         return text, None
     why = reason or "no interval stored"
     return ("unbounded" if "unbounded" in why else "none"), why
+
+
+#: Columns a table's ranking rule is wrapped to under the table: a terminal's 80.
+RULE_WIDTH = 80
+
+
+def rule_lines(rule: str, width: int = RULE_WIDTH) -> list:
+    """Return a ranked table's rule as lines to print under it ("ranks: ..."), wrapped to
+    ``width`` columns with a two-space indent."""
+    return textwrap.wrap(f"ranks: {rule}", width, initial_indent="  ", subsequent_indent="  ",
+                         break_on_hyphens=False)

@@ -275,3 +275,31 @@ def test_exported_per_repeat_values_are_numbers(tmp_path):
                        if v is not None), (row["metric"], row["score"], per)
             seen += 1
     assert seen >= 10 and '"per_repeat": [0.' in csv_rows.replace('""', '"')
+
+
+def test_a_headline_table_states_its_own_ranking_rule_not_a_generic_one():
+    """A section that ranks by paired differences gives its rule, printed under the table;
+    only a section without a rule gets the marginal-overlap reading of a shared rank."""
+    from types import SimpleNamespace
+
+    from robench.cli.results import _headline_lines
+
+    rows = [{"model": m, "value": v, "ci_low": v - 0.1, "ci_high": v + 0.1, "rank": 1,
+             "tied": True} for m, v in (("a", 0.6), ("b", 0.5))]
+    rule = ("adjacent models get different ranks when the paired difference over their "
+            "shared repeats is significant, Holm-corrected over the 1 paired adjacent pair")
+
+    def registry(head):
+        section = SimpleNamespace(headline=lambda _rows: head, columns=())
+        return SimpleNamespace(get=lambda kind, name: SimpleNamespace(leaderboard=section))
+
+    score_rows = [{"dataset": "d"}]
+    paired = _headline_lines(registry({"label": "x", "rows": rows, "rule": rule}), "x",
+                             score_rows)
+    assert paired[0] == "\nd - x: ranked"
+    below = paired[paired.index(next(l for l in paired if l.startswith("  ranks: "))):]
+    assert " ".join(" ".join(below).split()) == f"ranks: {rule}; = marks a shared rank."
+    assert all(len(line) <= 80 for line in paired)
+    marginal = _headline_lines(registry({"label": "x", "rows": rows}), "x", score_rows)
+    assert marginal[0] == "\nd - x: ranked (= shares a rank: the 95% intervals overlap)"
+    assert not any(l.startswith("  ranks: ") for l in marginal)

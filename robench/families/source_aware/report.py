@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import textwrap
-
 from robench.families.source_aware.rho import METRIC as RHO
-from robench.present.formatting import percent
-
-#: Columns the ranking rule under a rho table is wrapped to: a terminal's 80 (the table itself
-#: is about 75 wide).
-RULE_WIDTH = 80
+from robench.present.formatting import percent, rule_lines
 
 
 def _pct(v):
@@ -32,7 +26,7 @@ def rho_lines(rows: list) -> list:
 
     The ranks are the leaderboard's (:func:`robench.families.source_aware.leaderboard.
     rho_tables`): paired over the repeats the models share, Holm over adjacent pairs, said
-    under each table (wrapped to :data:`RULE_WIDTH` columns); "=" marks a shared rank. A model whose E[AccI] is not shown above
+    under each table (wrapped to a terminal's 80 columns); "=" marks a shared rank. A model whose E[AccI] is not shown above
     chance has no rank ("-", at chance); the notes under a table give that reason and why an
     interval is empty, unbounded or below 0.
     """
@@ -64,10 +58,8 @@ def rho_lines(rows: list) -> list:
                              f"{_pct(r['acc_random'])} {r.get('n') or 0:>4}{flag}")
             for note in table["notes"]:
                 lines.append(f"      {note['model']}: {note['text']}")
-            lines += textwrap.wrap(f"ranks: {table['rule']}; = marks a shared rank; no rank "
-                                   "where E[AccI] is not shown above chance.", RULE_WIDTH,
-                                   initial_indent="  ", subsequent_indent="  ",
-                                   break_on_hyphens=False)
+            lines += rule_lines(f"{table['rule']}; = marks a shared rank; no rank where "
+                                "E[AccI] is not shown above chance.")
     return lines
 
 
