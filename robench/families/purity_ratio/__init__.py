@@ -38,7 +38,7 @@ def register_metrics(register):
         definition=metric.PURITY_RATIO_DEFINITION,
         higher_is_better=True,
         uses_clusterer=False,
-        version="2",  # 2: validation = signed r with a verdict; calibrated multicut
+        version="3",  # 3: the validation verdict by Fisher's interval of r (2: by its sign)
         report=report.report_lines,
         claims=claims.purity_claims,
         moved_from="robench.builtin.clusterability",

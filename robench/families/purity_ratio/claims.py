@@ -14,32 +14,17 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from robench.families.purity_ratio.metric import r_interval
 from robench.stats.claims import FAILS, HOLDS, MORE_MODELS, UNDECIDED, Claim
 from robench.stats.claims import combine as _combine
 
 PAPER = "Feature-space clusterability (Ho et al.)"
-#: Two-sided 95% normal quantile of Fisher's z interval.
-Z95 = 1.959963984540054
 #: The target the headline claims are decided on: corruption robustness over all severities.
 TARGET = "corruption"
 #: The paper's figures for the adversarial correlations (R^2 of eq. 10's indicator, section
 #: 4.5, Figure 7), by robench's attack names.
 ADVERSARIAL = {"deepfool": ("DeepFool", "R^2 = 0.66"), "fgsm": ("FGSM", "R^2 = 0.44"),
                "pgd": ("PGD", "R^2 = 0.44")}
-
-
-def r_interval(r, n, level: float = 0.95) -> tuple:
-    """Return Fisher's interval (low, high) of a Pearson r over n models, or (None, None).
-
-    ``tanh(atanh(r) ± z / sqrt(n - 3))``: needs n > 3 and |r| < 1.
-    """
-    from scipy import stats
-
-    if r is None or n is None or n <= 3 or not -1 < r < 1:
-        return None, None
-    z = Z95 if level == 0.95 else float(stats.norm.ppf(0.5 + level / 2))
-    c, se = math.atanh(r), 1 / math.sqrt(n - 3)
-    return math.tanh(c - z * se), math.tanh(c + z * se)
 
 
 def models_to_decide(r, level: float = 0.95) -> Optional[int]:
@@ -114,19 +99,17 @@ def purity_claims(rows: list) -> list:
             continue
         dataset = r["dataset"]
         d = r.get("details") or {}
-        holds = d.get("holds")
         r_, tau, n = d.get("r"), d.get("tau"), d.get("n")
         lo, hi = r_interval(r_, n)
         figure = ("-" if r_ is None else _r_text(r_, n)
                   + (f", tau = {tau:+.2f}" if tau is not None else "") + f" over {n} models")
         decide = ""
-        if holds is None or r_ is None:
+        if r_ is None or tau is None:
             verdict, why = UNDECIDED, d.get("reason") or "no validation"
             decide = MORE_MODELS
         elif lo is None:
-            verdict = UNDECIDED if holds else FAILS
-            why = (d.get("reason") or "") + " (no interval for r: too few models)"
-            decide = MORE_MODELS if verdict == UNDECIDED else ""
+            verdict, why = UNDECIDED, f"no interval for r at {n} models (Fisher's needs 4)"
+            decide = MORE_MODELS
         elif lo > 0 and (tau or 0) > 0:
             verdict, why = HOLDS, f"r's interval [{lo:+.2f}, {hi:+.2f}] lies above 0, tau > 0"
         elif hi < 0:

@@ -263,25 +263,75 @@ def aggregate_purity_ratio(group: dict, trials: list) -> list:
 BASELINES = ("delta", "model_acc")
 
 
+#: Two-sided 95% normal quantile of Fisher's z interval.
+Z95 = 1.959963984540054
+
+
+def r_interval(r, n, level: float = 0.95) -> tuple:
+    """Return Fisher's interval (low, high) of a Pearson r over n models, or (None, None).
+
+    ``tanh(atanh(r) ± z / sqrt(n - 3))``: needs n > 3 and |r| < 1.
+    """
+    import math
+
+    from scipy import stats
+
+    if r is None or n is None or n <= 3 or not -1 < r < 1:
+        return None, None
+    z = Z95 if level == 0.95 else float(stats.norm.ppf(0.5 + level / 2))
+    c, se = math.atanh(r), 1 / math.sqrt(n - 3)
+    return math.tanh(c - z * se), math.tanh(c + z * se)
+
+
 def validation_verdict(table: list, target: str = "corruption") -> dict:
     """Return whether purity-ratio predicts ``target`` robustness across the zoo, and why.
 
-    Holds when the relation has the paper's sign in both measures: Pearson r > 0 (the slope of
-    robustness on purity-ratio is positive) and Kendall tau > 0. R^2 alone cannot decide it: a
-    reversed relation (r = -0.9) has R^2 0.81. Undecided (None) without the purity-ratio row or
-    with a NaN r or tau (fewer than 3 models, or no spread). ``baselines`` holds r, tau, R^2
-    of Delta (oriented: -Delta) and Model_ACC on the same target, and ``beats_baselines``
-    whether purity-ratio's r exceeds every baseline's.
+    Decided by Fisher's 95% interval of the Pearson r over the zoo's models, as the claims
+    table decides it (:mod:`robench.families.purity_ratio.claims`): holds (True) when the
+    interval lies above 0 and Kendall's tau is positive (the paper's sign in both measures);
+    does not hold (False) when it lies below 0 (a reversed relation); undecided (None) when it
+    contains 0, without an interval (4 models or fewer, |r| = 1), or without the purity-ratio
+    row or a defined r and tau. A positive r alone is not evidence: over 8 models r = +0.33
+    has the interval [-0.49, +0.84]. R^2 cannot decide it either: a reversed relation
+    (r = -0.9) has R^2 0.81. ``baselines`` holds r, tau, R^2 of Delta (oriented: -Delta) and
+    Model_ACC on the same target, and ``beats_baselines`` whether purity-ratio's r exceeds
+    every baseline's (point estimates; the claims table tests it for dependent correlations).
     """
     rows = {r["indicator"]: r for r in table if r["target"] == target}
     head = rows.get(METRIC)
     baselines = {b: {k: rows[b].get(k) for k in ("r", "tau", "r2", "n")}
                  for b in BASELINES if b in rows}
     out = {"target": target, "holds": None, "baselines": baselines, "beats_baselines": None,
-           "r": None, "tau": None, "n": None}
+           "r": None, "tau": None, "n": None, "r_low": None, "r_high": None}
     if head is None:
         out["reason"] = f"no purity-ratio vs {target} row (fewer than 3 models measured)"
         return out
+    r, tau = head.get("r"), head.get("tau")
+    r = None if r is None or r != r else r
+    tau = None if tau is None or tau != tau else tau
+    out.update(r=r, tau=tau, n=head["n"])
+    if r is None or tau is None:
+        out["reason"] = "r or tau undefined (no spread in the indicator or the robustness)"
+        return out
+    low, high = r_interval(r, head["n"])
+    out.update(r_low=low, r_high=high)
+    others = [b["r"] for b in baselines.values() if b.get("r") is not None]
+    out["beats_baselines"] = bool(others) and all(r > o for o in others)
+    if low is None:
+        word = f"no interval for r at {head['n']} models: undecided"
+    elif low > 0 and tau > 0:
+        out["holds"], word = True, "r's interval lies above 0 and tau > 0"
+    elif high < 0:
+        out["holds"], word = False, "r's interval lies below 0: reversed"
+    else:
+        word = ("r's interval contains 0: undecided, more models would decide it"
+                if low <= 0 <= high else "tau is not positive: undecided")
+    interval = "" if low is None else f" [{low:+.2f}, {high:+.2f}]"
+    out["reason"] = (f"purity-ratio vs {target} robustness over {head['n']} models: r = "
+                     f"{r:+.2f}{interval} (Fisher, 95%), tau = {tau:+.2f}: {word}"
+                     + "".join(f"; {b}: r = {v['r']:+.2f}" for b, v in baselines.items()
+                               if v.get("r") is not None))
+    return out
     r, tau = head.get("r"), head.get("tau")
     tau = None if tau is None or tau != tau else tau
     out.update(r=r, tau=tau, n=head["n"])

@@ -125,6 +125,32 @@ def test_validation_reports_signed_r_and_a_reversed_relation_fails():
     assert validation_verdict(validation(few))["holds"] is None
 
 
+def test_a_positive_r_whose_fisher_interval_contains_0_is_undecided_not_holds():
+    """r = +0.33 over 8 models (digits' quick zoo): tanh(atanh(0.33) -/+ 1.96/sqrt(5)) =
+    [-0.49, +0.84] contains 0, so the stored verdict is undecided, not "holds" (version 2
+    decided by the signs of r and tau alone); r = +0.90 over 8 models, [+0.53, +0.98], holds."""
+    from robench.families.purity_ratio.metric import r_interval, validation_verdict
+
+    lo, hi = r_interval(0.33, 8)
+    assert (round(lo, 2), round(hi, 2)) == (-0.49, 0.84)
+
+    def table(r, tau, n=8):
+        return [{"indicator": "purity-ratio", "target": "corruption", "r": r, "tau": tau,
+                 "r2": r * r, "n": n}]
+
+    weak = validation_verdict(table(0.33, 0.71))
+    assert weak["holds"] is None and weak["r_low"] == pytest.approx(lo)
+    assert "[-0.49, +0.84]" in weak["reason"] and "contains 0: undecided" in weak["reason"]
+    strong = validation_verdict(table(0.90, 0.64))
+    assert strong["holds"] is True and strong["r_low"] > 0.5
+    reversed_ = validation_verdict(table(-0.90, -0.64))
+    assert reversed_["holds"] is False and "below 0" in reversed_["reason"]
+    # 3 models: no Fisher interval (it needs n > 3): undecided
+    assert validation_verdict(table(0.99, 0.9, n=3))["holds"] is None
+    # a positive r with a negative tau is not the paper's relation
+    assert validation_verdict(table(0.90, -0.1))["holds"] is None
+
+
 def test_multicut_defaults_are_calibrated_on_the_complete_graph():
     from robench.families.purity_ratio import protocol as cp
     from tests.helpers import run_config
