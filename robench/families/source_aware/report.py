@@ -102,7 +102,8 @@ def adequacy_lines(rows: list) -> list:
         ranking = [c for c in details.get("ranking", [])
                    if c.get("rho") and c["rho"][-1] is not None]
         if ranking:
-            lines.append("  least robust classes (rho at the full size):")
+            lines.append("  least robust classes (rho at the full size; readings of mean curves, "
+                         "not tests):")
             for c in ranking[:3]:
                 lines.append(f"    class {c['class']}: rho {c['rho'][-1]:.3f}  - {c['reading']}")
     return lines
