@@ -60,6 +60,11 @@ def test_the_wheel_runs_the_main_job_builds_the_site_and_lists_plugins(installed
     site = work / "leaderboard"
     for name in ("index.html", "style.css", "sort.js", "datasets/digits.html", "models/mlp.html"):
         assert (site / name).is_file(), name  # templates and static files are package data
+    # the reference durations are package data too: a dry run elsewhere projects from them
+    fresh = work / "fresh"
+    fresh.mkdir()
+    plan = _run([bin_ / "robench", "run", "--all", "--dry-run"], fresh, env)
+    assert "robench's reference durations (" in " ".join(plan.split()), plan[-1500:]
     plugins = _run([bin_ / "robench", "plugins"], work, env)
     assert "robench.families.source_aware" in plugins and "robench.builtin.models" in plugins
     assert "failed" not in plugins.split("[builtin]")[0]

@@ -266,16 +266,18 @@ def _duration(seconds: float) -> str:
 
 def _print_plan(plan, cfg, db_path):
     """Print what ``robench run`` would do with this plan (``--dry-run``); store nothing."""
-    from robench.run.estimate import Durations, project, summarize
+    from robench.run.estimate import Durations, load_reference, project, summarize
 
-    stored, durations, have_db = set(), Durations(), Path(db_path).is_file()
+    ref_rows, ref_stamp = load_reference()
+    reference = Durations(ref_rows) if ref_rows else None
+    stored, durations, have_db = set(), Durations(fallback=reference), Path(db_path).is_file()
     if have_db:
         from robench.storage.store import Store
 
         store = Store(db_path, readonly=True)
         try:
             stored = store.ok_trial_keys(plan.specs)
-            durations = Durations(store.trial_durations())
+            durations = Durations(store.trial_durations(), fallback=reference)
         finally:
             store.close()
     rows = summarize(plan, stored, durations)
@@ -306,20 +308,36 @@ def _print_plan(plan, cfg, db_path):
     if proj["todo"] == 0:
         click.echo("\nProjected time: nothing to run (every trial is stored).")
     elif proj["estimated"] == 0:
-        click.echo(f"\nProjected time: no estimate: {db_path} holds no finished trial of "
-                   "these data sets, models and protocols (the projection is made from stored "
-                   "durations; a quick-profile run of the same selection gives some).")
+        click.echo(f"\nProjected time: no estimate: neither {db_path} nor robench's reference "
+                   "durations hold a finished trial of these data sets, models and protocols "
+                   "(the projection is made from stored durations; a quick-profile run of the "
+                   "same selection gives some).")
     else:
         rest = (f"; {proj['unestimated']} more have no stored trial like them and are not "
                 "counted" if proj["unestimated"] else "")
+        own = proj["estimated"] - proj["reference"]
+        sources = []
+        if own:
+            sources.append(f"{db_path} ({own} trial(s))")
+        if proj["reference"]:
+            sources.append(f"robench's reference durations ({proj['reference']} trial(s); "
+                           f"{_reference_stamp(ref_stamp)}: another machine may be several "
+                           "times faster or slower)")
         click.echo(
             f"\nProjected time: ~{_duration(proj['worker_seconds'])} of worker time, "
             f"~{_duration(proj['wall_seconds'])} on {proj['jobs']} worker(s), for the "
             f"{proj['estimated']} of {proj['todo']} trials to run that have an estimate{rest}. "
-            f"Estimated from {db_path}: the mean seconds of its finished trials of the same "
-            "data set, model, protocol and kind, scaled by the epoch budget where it differs "
-            "(an upper bound when early stopping ends training sooner); finding sources is "
-            "not counted.")
+            f"Estimated from {' and '.join(sources)}: the mean seconds of finished trials of "
+            "the same data set, model, protocol and kind, scaled by the epoch budget where it "
+            "differs (an upper bound when early stopping ends training sooner); finding "
+            "sources is not counted.")
+
+
+def _reference_stamp(stamp: dict) -> str:
+    """Return where and when the reference durations were measured, in a few words."""
+    parts = [stamp.get("machine"), stamp.get("date"),
+             stamp.get("commit") and f"commit {str(stamp['commit'])[:7]}"]
+    return "measured on " + ", ".join(p for p in parts if p) if any(parts) else "unstamped"
 
 
 def _print_adaptive(tables):

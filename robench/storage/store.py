@@ -619,18 +619,21 @@ class Store:
                "WHERE status = 'ok' AND seconds IS NOT NULL GROUP BY dataset, model, protocol")
         return list(self._select(sql, []))
 
-    def trial_durations(self) -> list:
+    def trial_durations(self, runs: Optional[Iterable[int]] = None) -> list:
         """Return mean seconds of successful trials per (dataset, model, protocol, kind, budget).
 
         ``max_epochs`` is the training budget the trials were planned with (their
         ``params.train.max_epochs``; None for trials that train nothing), ``n`` how many.
+        ``runs``: only the trials these runs stored (for example the runs of an idle machine).
         """
+        runs = None if runs is None else [int(r) for r in runs]
+        where = "" if runs is None else f" AND run_id IN ({', '.join('?' * len(runs))})"
         sql = ("SELECT dataset, model, protocol, kind, "
                "json_extract(params, '$.train.max_epochs') AS max_epochs, "
                "AVG(seconds) AS seconds, COUNT(*) AS n FROM trials "
-               "WHERE status = 'ok' AND seconds IS NOT NULL "
-               "GROUP BY dataset, model, protocol, kind, max_epochs")
-        return list(self._select(sql, []))
+               "WHERE status = 'ok' AND seconds IS NOT NULL" + where +
+               " GROUP BY dataset, model, protocol, kind, max_epochs")
+        return list(self._select(sql, runs or []))
 
     def ok_trial_keys(self, keys: Iterable[str]) -> set[str]:
         """Return the subset of ``keys`` already stored with status 'ok'."""

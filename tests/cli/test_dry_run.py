@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
+import shutil
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from robench.cli import cli
-from robench.run.estimate import Durations, project, summarize
+from robench.run.estimate import REFERENCE, Durations, load_reference, project, summarize
 from robench.run.runner import Plan
 
 ROWS = [  # as Store.trial_durations returns them
@@ -47,7 +51,8 @@ def test_the_plan_table_counts_stored_trials_and_projects_the_rest():
     rows = summarize(plan, stored_keys={"k2"}, durations=Durations(ROWS))
     by = {(r["dataset"], r["model"], r["protocol"]): r for r in rows}
     assert by[("d", "m", "p")] == {"dataset": "d", "model": "m", "protocol": "p", "trials": 3,
-                                   "stored": 1, "todo": 2, "seconds": 12.0, "unestimated": 0}
+                                   "stored": 1, "todo": 2, "seconds": 12.0, "unestimated": 0,
+                                   "reference": 0}
     assert by[("x", "m", "p")]["unestimated"] == 1 and by[("d", "-", "w")]["seconds"] == 7.0
     proj = project(rows, jobs=2)
     assert (proj["todo"], proj["estimated"], proj["unestimated"]) == (4, 3, 1)
@@ -90,3 +95,72 @@ def test_dry_run_shows_the_plan_skips_and_projection_and_writes_nothing(tiny_reg
     assert skipped.exit_code == 0, skipped.output
     assert "rho: source-aware on data set 'tiny' (clusterer 'kmeans'): cannot split" \
         in skipped.output
+
+
+def test_the_reference_durations_answer_only_where_the_database_knows_nothing():
+    reference = Durations([{"dataset": "d", "model": "m", "protocol": "p", "kind": "a",
+                            "max_epochs": 4, "seconds": 99.0, "n": 5},
+                           {"dataset": "x", "model": "m", "protocol": "p", "kind": "a",
+                            "max_epochs": 4, "seconds": 3.0, "n": 5}])
+    d = Durations(ROWS, fallback=reference)
+    assert d.estimate(spec()) == (10.0, "stored")  # the user's own machine first
+    assert d.estimate(spec(dataset="x", budget=8)) == (6.0, "reference")  # scaled like stored
+    assert d.estimate(spec(dataset="y")) == (None, None)
+    plan = Plan()
+    plan.specs = {"k1": spec(), "k2": spec(dataset="x"), "k3": spec(dataset="y")}
+    rows = summarize(plan, durations=d)
+    proj = project(rows, jobs=1)
+    assert (proj["estimated"], proj["reference"], proj["unestimated"]) == (2, 1, 1)
+    assert proj["worker_seconds"] == 13.0
+
+
+def test_the_packaged_reference_covers_the_documented_profiles(tmp_path, monkeypatch):
+    """A fresh directory: `run --all --dry-run` of the quick and the standard profile has an
+    estimate for every trial, from the reference durations, and says where they were
+    measured. Fails when a built-in model, data set or protocol is added without
+    regenerating robench/run/reference_durations.json (benchmarks/reference_durations.py)."""
+    rows, stamp = load_reference()
+    assert rows and stamp["machine"] and stamp["commit"] and stamp["date"]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    for profile in ("quick", "standard"):
+        res = CliRunner().invoke(cli, ["run", "--all", "--profile", profile, "--dry-run"])
+        assert res.exit_code == 0, res.output
+        todo = int(res.output.split(" to run\n")[0].rsplit(", ", 1)[1])
+        assert f"for the {todo} of {todo} trials to run that have an estimate." in res.output
+        said = " ".join(res.output.split())
+        assert f"robench's reference durations ({todo} trial(s); measured on " in said
+        assert stamp["date"] in said
+    assert not (tmp_path / "robench.db").exists()
+
+
+def test_reference_durations_script_pools_the_named_runs(tmp_path):
+    """benchmarks/reference_durations.py on tests/fixtures/docs.db: the rows are
+    Store.trial_durations of the named runs, stamped with their commit, machine and date, and
+    read back by load_reference."""
+    from robench.storage.store import Store
+
+    root = Path(__file__).resolve().parents[2]
+    db = tmp_path / "docs.db"
+    shutil.copyfile(root / "tests" / "fixtures" / "docs.db", db)
+    script = importlib.util.spec_from_file_location(
+        "reference_durations", root / "benchmarks" / "reference_durations.py")
+    mod = importlib.util.module_from_spec(script)
+    script.loader.exec_module(mod)
+    with Store(db, readonly=True) as store:
+        run = store.runs()[0]
+        expected = store.trial_durations(runs=[run["id"]])
+    out = tmp_path / "ref.json"
+    assert mod.main(["--db", f"{db}:{run['id']}", "--db", f"{db}:{run['id']}",
+                     "--out", str(out)]) == 0
+    rows, stamp = load_reference(out)
+    assert json.loads(out.read_text())["rows"] == rows
+    assert stamp["commit"] == str(run["git_rev"])[:10] and stamp["machine"] == run["platform"]
+    # the same runs twice: every group pooled once, with its trials counted twice
+    assert len(rows) == len(expected)
+    assert sorted(r["n"] for r in rows) == sorted(2 * r["n"] for r in expected)
+    by = {(r["dataset"], r["model"], r["protocol"], r["kind"], r["max_epochs"]): r for r in rows}
+    for r in expected:
+        got = by[(r["dataset"], r["model"], r["protocol"], r["kind"], r["max_epochs"])]
+        assert got["seconds"] == pytest.approx(r["seconds"], abs=1e-4)
+    assert REFERENCE.name == "reference_durations.json"
