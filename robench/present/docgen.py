@@ -302,10 +302,17 @@ def render_seconds(results: Results) -> list:
     table = [[r["dataset"], r["protocol"], r["model"] or "-", r["trials"], f"{r['total']:.1f}",
               f"{r['mean']:.2f}"] for r in groups]
     total = sum(r["total"] for r in groups)
-    return [stamp(results), "", f"{sum(r['trials'] for r in groups)} trials, "
-            f"{total:.0f} worker-seconds in all (one worker's seconds; runs use one worker per "
-            "core).", ""] + _md_table(
-        ["data set", "protocol", "model", "trials", "seconds", "per trial"], table)
+    by_protocol: dict = {}
+    for r in groups:
+        trials, seconds = by_protocol.get(r["protocol"], (0, 0.0))
+        by_protocol[r["protocol"]] = (trials + r["trials"], seconds + r["total"])
+    subtotals = [[p, n, f"{s:.0f}"] for p, (n, s) in sorted(by_protocol.items())]
+    return ([stamp(results), "", f"{sum(r['trials'] for r in groups)} trials, "
+             f"{total:.0f} worker-seconds in all (one worker's seconds; runs use one worker "
+             "per core).", ""]
+            + _md_table(["protocol", "trials", "worker-seconds"], subtotals) + [""]
+            + _md_table(["data set", "protocol", "model", "trials", "seconds", "per trial"],
+                        table))
 
 
 def split_name(name: str) -> tuple:

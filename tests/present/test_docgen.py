@@ -170,3 +170,29 @@ def test_rows_keep_the_latest_run_of_a_score_stored_under_two_configurations():
     assert [r["value"] for r in res.rows("rho")] == [0.8]
     assert [r["value"] for r in res.only("quick").rows("rho")] == [0.7]
     assert res.only("paper").rows() == [] and not res.only("paper").runs
+
+
+def test_the_seconds_block_totals_each_protocol_from_its_rows():
+    """The per-protocol table of a `seconds` block is the sum of its per-model rows, and the
+    protocols together make the stated total (docs/profile.md reads the standard run's cost
+    per protocol from it)."""
+    reg = make_registry(load_entrypoints=False)
+    lines = render("seconds", load(FIXTURE, "docs.db"), reg)
+    start = lines.index("| protocol | trials | worker-seconds |")
+    sub = {}
+    for line in lines[start + 2:]:
+        if not line.startswith("| "):
+            break
+        protocol, trials, seconds = [c.strip() for c in line.strip("|").split("|")]
+        sub[protocol] = (int(trials), float(seconds))
+    detail = lines.index("| data set | protocol | model | trials | seconds | per trial |")
+    per: dict = {}
+    for line in lines[detail + 2:]:
+        _, protocol, _, trials, seconds, _ = [c.strip() for c in line.strip("|").split("|")]
+        n, s, k = per.get(protocol, (0, 0.0, 0))
+        per[protocol] = (n + int(trials), s + float(seconds), k + 1)
+    assert set(sub) == set(per) and len(sub) >= 3
+    for protocol, (n, s, rows) in per.items():  # rounding: 0.5 for the subtotal, 0.05 a row
+        assert sub[protocol][0] == n and abs(sub[protocol][1] - s) <= 0.5 + 0.05 * rows
+    total_trials = int(lines[2].split(" trials,")[0])
+    assert sum(n for n, _ in sub.values()) == total_trials
