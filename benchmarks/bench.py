@@ -873,7 +873,7 @@ def _print_table(rows, t0):
 
     width = max(len(r[0]) for r in rows)
     w2 = max([len("measured")] + [len(r[1]) for r in rows])
-    from robench.storage.provenance import platform_description
+    from robench.process.provenance import platform_description
 
     cpu = platform_description().partition("; CPU: ")[2]
     commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],

@@ -148,8 +148,8 @@ def generate(folder: Path, contributors: int, n_models: int, repeats: int) -> li
 def _self_verification(store, contributor: int, specs: list) -> None:
     """Record the contributor's own verification of 10 of its trials (all matched), as
     ``robench verify`` would: merge copies these records."""
-    from robench.run.verify import Verification, sample_trials
-    from robench.storage.provenance import run_environment
+    from robench.exchange.verify import Verification, sample_trials
+    from robench.process.provenance import run_environment
     from robench.storage.verification import save_verification
 
     picked = sample_trials([{**s, "model": s["model"]} for s in specs], 10, contributor)

@@ -95,7 +95,7 @@ def _stamp(ep) -> list:
 def _cache_file(eps) -> Optional[str]:
     try:
         import robench
-        from robench.cache import cache_dir, content_key
+        from robench.data.cache import cache_dir, content_key
 
         here = os.path.dirname(os.path.abspath(robench.__file__))
         own = []  # the code that judges: a changed robench judges again

@@ -150,7 +150,7 @@ def plugin_code(what: str, seconds: Optional[float]):
     the probe covers the rest) :class:`PluginTimeout` is raised."""
     import signal
 
-    from robench.run.guard import (TrialTimeout, sigint_watched, time_limit, unwatch_sigint,
+    from robench.process.guard import (TrialTimeout, sigint_watched, time_limit, unwatch_sigint,
                                    user_interrupted, watch_sigint)
 
     previous = signal.getsignal(signal.SIGINT)
@@ -425,7 +425,7 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
 def probe_child(names: list) -> int:
     """The probe's child process (robench.plugin_probe): load each named entry point on a
     fresh manager, call its hooks, report each one's fate on the probe's file descriptor."""
-    from robench.run.guard import user_interrupted, watch_sigint
+    from robench.process.guard import user_interrupted, watch_sigint
 
     out = os.fdopen(int(os.environ.pop("ROBENCH_PROBE_FD")), "w", buffering=1,
                     encoding="utf-8")

@@ -1,11 +1,31 @@
 """Test configuration: never load installed plugins; keep caches and databases in tmp."""
 
+import os
 import sys
 
 import pytest
 
+#: Set to run the tests marked ``@pytest.mark.slow(reason=...)``; otherwise they are skipped and
+#: the summary lists each with its reason.
+SLOW_TESTS = "ROBENCH_SLOW_TESTS"
+
 # Honoured by robench.plugins: tests never pick up third-party entry points by accident.
 sys._robench_called_from_test = True
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", f"slow(reason): a slow test (minutes on 2 cores); runs with {SLOW_TESTS}=1")
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get(SLOW_TESTS):
+        return
+    for item in items:
+        marker = item.get_closest_marker("slow")
+        if marker is not None:
+            why = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "slow")
+            item.add_marker(pytest.mark.skip(reason=f"{why}; set {SLOW_TESTS}=1"))
 
 
 @pytest.fixture(autouse=True)

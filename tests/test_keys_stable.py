@@ -43,7 +43,7 @@ def _table(path, sql):
 @pytest.fixture
 def fixture_commands(monkeypatch, tmp_path):
     """Return (database copy, commands, reports of every run) with the fixture's plugins."""
-    import robench.runner
+    import robench.run.runner
     from robench.plugins import make_registry, set_registry
 
     about = json.loads((FIXTURES / "pre_open_core.json").read_text())
@@ -52,14 +52,14 @@ def fixture_commands(monkeypatch, tmp_path):
     # an empty cache: nothing may come from models or sources cached by other tests
     monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "cache"))
     reports = []
-    execute = robench.runner.execute
+    execute = robench.run.runner.execute
 
     def recording_execute(*args, **kwargs):
         report = execute(*args, **kwargs)
         reports.append(report)
         return report
 
-    monkeypatch.setattr(robench.runner, "execute", recording_execute)
+    monkeypatch.setattr(robench.run.runner, "execute", recording_execute)
     set_registry(make_registry(modules=about["modules"], load_entrypoints=False))
     yield db, about["commands"], reports
     set_registry(None)
@@ -183,7 +183,7 @@ def test_the_pre_open_core_database_reruns_with_nothing_to_run_or_score(fixture_
     # the runs below must add none
     migrated = db.with_name("migrated.db")
     shutil.copyfile(db, migrated)
-    from robench.store import Store
+    from robench.storage.store import Store
 
     Store(migrated).close()
     columns = _table(migrated, "PRAGMA table_info(trials)")

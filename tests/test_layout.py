@@ -1,5 +1,6 @@
 """The layout rules of docs/architecture.md, enforced on the source (ast; imports inside
-functions count as much as those at the top of a module).
+functions count as much as those at the top of a module; imports under ``if TYPE_CHECKING:``
+are annotations, not dependencies, and do not count).
 
 1. No import cycles between robench's modules. A package's ``__init__`` re-exporting its own
    descendants (``robench.evaluate``, ``robench.data.SourceExclusiveSplit``) is not an edge: it
@@ -8,6 +9,10 @@ functions count as much as those at the top of a module).
 3. No family imports another family.
 4. No private name (``_x``) is imported from another module, in robench and plugins/.
 5. Every module is named in docs/architecture.md (by its path below ``robench/``).
+6. The rooms form an order (:data:`ROOMS`, bottom first) and no module imports a module of a
+   room above its own.
+7. Every import of a robench module names a module that exists (robench 0.1's flat paths are
+   gone: ``import robench.cache`` is refused here, not forwarded).
 """
 
 from __future__ import annotations
@@ -29,11 +34,28 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def runtime_nodes(tree: ast.AST):
+    """Yield every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` blocks."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
 def imports_of(path: Path, name: str, known: set) -> list[tuple[str, list[str]]]:
     """Return [(imported module, [imported names])] for every import statement in the file."""
     is_package = path.name == "__init__.py"
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in runtime_nodes(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             found += [(alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -125,17 +147,65 @@ def forbidden_family_imports(edges: dict[str, set]) -> list[str]:
     return bad
 
 
-#: Rooms that compute, and the rooms on top of them that they must not import.
-LOWER_ROOMS = ("robench.data", "robench.learn", "robench.stats", "robench.storage", "robench.run")
-UPPER_ROOMS = ("robench.present", "robench.cli")
+#: The rooms, bottom first: a module may import its own room and the rooms below it, never a
+#: room above it. A module belongs to the room of its longest matching prefix.
+ROOMS = (
+    ("ground", ("robench", "robench.errors", "robench.specs", "robench.hookspecs",
+                "robench.stats", "robench.process")),
+    ("data", ("robench.data",)),
+    ("learn", ("robench.learn",)),
+    ("plugins", ("robench.plugins", "robench.plugin_probe")),
+    ("storage", ("robench.storage",)),
+    ("run", ("robench.run",)),
+    ("exchange", ("robench.exchange",)),
+    ("present", ("robench.present",)),
+    ("plugins that ship with robench", ("robench.builtin", "robench.families")),
+    ("api", ("robench.api", "robench.testing")),
+    ("cli", ("robench.cli", "robench.__main__")),
+)
 
 
-def upward_imports(edges: dict[str, set]) -> list[str]:
-    """Return 'a -> b' for every import of present/ or cli/ from a room that computes."""
-    def inside(module, rooms):
-        return any(module == r or module.startswith(r + ".") for r in rooms)
-    return [f"{s} -> {t}" for s, targets in sorted(edges.items()) if inside(s, LOWER_ROOMS)
-            for t in sorted(targets) if inside(t, UPPER_ROOMS)]
+def room_of(module: str, rooms=ROOMS):
+    """Return the index in ``rooms`` of ``module``'s room (longest prefix), or None."""
+    best, length = None, -1
+    for index, (_, prefixes) in enumerate(rooms):
+        for prefix in prefixes:
+            inside = module == prefix or ("." in prefix and module.startswith(prefix + "."))
+            if inside and len(prefix) > length:  # the top package itself is no prefix
+                best, length = index, len(prefix)
+    return best
+
+
+def unplaced_modules(edges: dict[str, set], rooms=ROOMS) -> list[str]:
+    """Return the modules that belong to no room."""
+    return sorted(m for m in edges if room_of(m, rooms) is None)
+
+
+def upward_imports(edges: dict[str, set], rooms=ROOMS) -> list[str]:
+    """Return 'a (room) -> b (room)' for every import of a room above the importer's own."""
+    bad = []
+    for source, targets in sorted(edges.items()):
+        own = room_of(source, rooms)
+        for target in sorted(targets):
+            theirs = room_of(target, rooms)
+            if own is not None and theirs is not None and theirs > own:
+                bad.append(f"{source} ({rooms[own][0]}) -> {target} ({rooms[theirs][0]})")
+    return bad
+
+
+def missing_modules(modules: dict, known=None, top: str = "robench") -> list[str]:
+    """Return 'module: import X' for every import of a ``top`` module that does not exist.
+
+    ``from robench.a import b`` is fine when ``robench.a`` is a module (``b`` may be a name in
+    it); ``import robench.a.b`` and ``from robench.a.b import c`` need ``robench.a.b``.
+    """
+    known = set(modules) if known is None else set(known)
+    bad = []
+    for name, imported in sorted(modules.items()):
+        for target, names in imported:
+            if target and (target == top or target.startswith(top + ".")) and target not in known:
+                bad.append(f"{name}: import {target}")
+    return sorted(set(bad))
 
 
 def private_imports(modules: dict) -> list[str]:
@@ -165,8 +235,26 @@ def test_the_core_imports_no_family_and_no_family_imports_another(tree):
     assert forbidden_family_imports(graph(tree)) == []
 
 
-def test_the_rooms_that_compute_import_neither_presentation_nor_the_cli(tree):
+def test_every_module_has_a_room(tree):
+    assert unplaced_modules(graph(tree)) == []
+
+
+def test_no_room_imports_a_room_above_it(tree):
     assert upward_imports(graph(tree)) == []
+
+
+def test_every_import_names_a_module_that_exists(tree):
+    assert missing_modules(tree) == []
+
+
+def test_the_tests_and_benchmarks_import_no_old_module_path(tree):
+    known = set(tree)
+    bad = []
+    for folder in ("tests", "benchmarks", "docs", "plugins"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            name = str(path.relative_to(ROOT))
+            bad += missing_modules({name: imports_of(path, name, known)}, known)
+    assert bad == []
 
 
 def test_no_private_name_is_imported_across_modules(tree):
@@ -242,7 +330,7 @@ def test_private_imports_are_found(tmp_path):
 
 def test_upward_imports_are_found(tmp_path):
     pkg = tmp_path / "robench"
-    for folder in ("stats", "present", "cli", "run"):
+    for folder in ("stats", "data", "learn", "run", "storage", "present", "cli"):
         (pkg / folder).mkdir(parents=True)
         (pkg / folder / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
@@ -250,9 +338,41 @@ def test_upward_imports_are_found(tmp_path):
     (pkg / "present" / "formatting.py").write_text("from robench.stats import ranks\n")
     (pkg / "run" / "runner.py").write_text("def f():\n    from robench.cli import common\n")
     (pkg / "cli" / "common.py").write_text("from robench.run import runner\n")
-    (pkg / "statsmodels_like.py").write_text("from robench.present import formatting\n")
+    # a lower room reaching up at function level, and the data room importing learn
+    (pkg / "storage" / "store.py").write_text("def g():\n    from robench.run.runner import f\n")
+    (pkg / "data" / "corruptions.py").write_text("from robench.learn import boundary\n")
+    (pkg / "learn" / "boundary.py").write_text("from robench.data import corruptions\n"
+                                              "if False:\n    pass\n")
+    # an annotation-only import is not a dependency
+    (pkg / "learn" / "train.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from robench.run import runner\n")
     assert upward_imports(graph(scan(tmp_path))) == [
-        "robench.run.runner -> robench.cli",
-        "robench.run.runner -> robench.cli.common",
-        "robench.stats.ranks -> robench.present.formatting",
+        "robench.data.corruptions (data) -> robench.learn (learn)",
+        "robench.data.corruptions (data) -> robench.learn.boundary (learn)",
+        "robench.run.runner (run) -> robench.cli (cli)",
+        "robench.run.runner (run) -> robench.cli.common (cli)",
+        "robench.stats.ranks (ground) -> robench.present.formatting (present)",
+        "robench.storage.store (storage) -> robench.run.runner (run)",
     ]
+
+
+def test_a_module_outside_every_room_is_found(tmp_path):
+    pkg = tmp_path / "robench"
+    (pkg / "misc").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "misc" / "__init__.py").write_text("")
+    (pkg / "misc" / "helpers.py").write_text("")
+    assert unplaced_modules(graph(scan(tmp_path))) == ["robench.misc", "robench.misc.helpers"]
+
+
+def test_an_import_of_an_old_or_missing_module_path_is_found(tmp_path):
+    pkg = tmp_path / "robench"
+    (pkg / "data").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "data" / "__init__.py").write_text("")
+    (pkg / "data" / "cache.py").write_text("x = 1\n")
+    (pkg / "api.py").write_text("import robench.cache\nfrom robench.data.cache import x\n"
+                                "from robench.data import cache\n"
+                                "def f():\n    from robench.trials import make_spec\n")
+    assert missing_modules(scan(tmp_path)) == [
+        "robench.api: import robench.cache", "robench.api: import robench.trials"]

@@ -1,9 +1,11 @@
 """robench installs like a package: the built wheel, installed the ordinary way (not editable) in
 a fresh virtual environment, runs the main job, builds the site and lists its plugins.
 
-The environment reuses the machine's installed packages (torch is gigabytes; nothing may be
-downloaded here): ``--system-site-packages``, ``pip install --no-index`` so a dependency that is
-not already installed fails instead of downloading. Python 3.11's venv bundles an old setuptools
+The environment reuses the installed packages of the environment running the tests (torch is
+gigabytes; nothing may be downloaded here): a ``.pth`` file adds that environment's
+site-packages as a site directory (``--system-site-packages`` would reach the base interpreter's,
+which lacks them when the tests run in a virtual environment, as CI's do), and ``pip install
+--no-index`` makes a dependency that is not already installed fail instead of downloading. Python 3.11's venv bundles an old setuptools
 that would shadow the machine's (torch needs >= 77), so it is removed from the new environment.
 The wheel's robench must be the one that runs, not the editable checkout.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -36,8 +39,12 @@ def installed(tmp_path_factory):
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
           "-w", str(tmp / "dist"), str(ROOT)], cwd=tmp, env=env)
     wheel, = (tmp / "dist").glob("robench-*.whl")
-    _run([sys.executable, "-m", "venv", "--system-site-packages", str(tmp / "venv")], tmp, env)
+    _run([sys.executable, "-m", "venv", str(tmp / "venv")], tmp, env)
     bin_ = tmp / "venv" / "bin"
+    inner = _run([bin_ / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                 tmp, env).strip()
+    outer = sysconfig.get_paths()["purelib"]  # this environment's, after the new venv's own
+    Path(inner, "zz_outer_site.pth").write_text(f"import site; site.addsitedir({outer!r})\n")
     subprocess.run([bin_ / "pip", "uninstall", "-y", "-q", "setuptools"], cwd=tmp, env=env,
                    capture_output=True)  # absent on Python >= 3.12: nothing to remove
     _run([bin_ / "pip", "install", "--no-index", "-q", str(wheel)], tmp, env)

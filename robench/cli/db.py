@@ -48,7 +48,7 @@ def merge(sources, contributors, db_path):
       robench merge alice.db bob.db --contributor alice --contributor bob --db all.db
       robench leaderboard --db all.db
     """
-    from robench.storage.merge import merge_databases
+    from robench.exchange.merge import merge_databases
 
     report = merge_databases(sources, db_path, contributors)
     for s in report.sources:
@@ -142,7 +142,7 @@ def verify(sample, contributor, seed, db_path):
       robench verify --db all.db --contributor alice --sample 30 --seed 7
     """
     from robench.storage.store import Store
-    from robench.run.verify import DEFAULT_SAMPLE, verify as verify_trials
+    from robench.exchange.verify import DEFAULT_SAMPLE, verify as verify_trials
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run` or "

@@ -29,7 +29,7 @@ def init_leaderboard(path, title, example):
     """
     from pathlib import Path
 
-    from robench.storage.publishing import init_repository, robench_command
+    from robench.exchange.publishing import init_repository, robench_command
 
     for name in init_repository(path, title=title):
         click.echo(f"wrote {Path(path) / name}")
@@ -73,7 +73,7 @@ def publish(step, repo, to):
       robench publish run .
       robench publish deploy . --to ../gh-pages
     """
-    from robench.storage import publishing
+    from robench.exchange import publishing
 
     if step == "deploy":
         if not to:

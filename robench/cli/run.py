@@ -192,7 +192,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         trial_timeout=trial_timeout,
         explicit={k: chosen.explicit[k] for k in ("datasets", "models", "clusterers")},
     ).resolve(reg)
-    from robench.storage.provenance import redact_secrets
+    from robench.process.provenance import redact_secrets
     from robench.run.runner import execute, plan_run
     from robench.storage.store import Store
 

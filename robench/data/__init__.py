@@ -1,5 +1,6 @@
 """Data: the container and its fingerprint, data and model references, sources, splitters,
-corruptions and the on-disk cache.
+corruptions, the on-disk cache, and the checks at the model boundary (finite inputs,
+valid predictions).
 
 ``robench.data`` re-exports the container (:mod:`robench.data.dataset`), the names plugin
 authors use: ``Dataset``, ``Rows``, ``DatasetError``, and the scikit-learn cross-validators

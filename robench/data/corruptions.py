@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-# The finiteness checks live at the model boundary (robench.learn.boundary); re-exported here.
-from robench.learn.boundary import NonFiniteError, check_finite, nonfinite_rows  # noqa: F401
+# The finiteness checks live at the model boundary (robench.data.boundary); re-exported here.
+from robench.data.boundary import NonFiniteError, check_finite, nonfinite_rows  # noqa: F401
 from robench.data.cache import cache_dir, cached_arrays, content_key
 
 #: The 15 ImageNet-C test corruptions, by family, then the 4 extra ("validation") ones.

@@ -98,13 +98,3 @@ def validation_split(train_idx, y, fraction: float, rng: np.random.Generator):
     train_idx = np.asarray(train_idx)
     val_local = _fraction_mask(np.asarray(y)[train_idx], fraction, rng)
     return train_idx[~val_local], train_idx[val_local]
-
-
-def __getattr__(name):
-    # robench 0.1 documented `from robench.splitters import SourceExclusiveSplit`; the classes
-    # are served by the package now (imported on first use: scikit-learn).
-    if name in ("SourceExclusiveSplit", "SourceInclusiveSplit"):
-        import robench.data
-
-        return getattr(robench.data, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,2 +1,2 @@
-"""Learning: torch training and the shared networks, devices, features, the reference model,
-boundary checks on what models receive and return, multicut."""
+"""Learning: torch training and the shared networks, devices, the splits as a model takes them,
+features, the reference model, multicut."""

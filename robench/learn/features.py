@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from robench.learn.boundary import check_model_input
+from robench.data.boundary import check_model_input
 from robench.data.cache import cached_arrays, content_key
 
 #: Rows per call of a non-torch model's ``features`` (torch models batch themselves).

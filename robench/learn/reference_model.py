@@ -56,10 +56,10 @@ def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> d
     out["model_key"] = content_key("reference-model", dataset.fingerprint(), spec["model"],
                                    spec["versions"]["model"], params["train"],
                                    params["test_size"], params["val_fraction"], seed)
-    from robench.learn.boundary import check_model_input
-    from robench.run.trials import model_inputs
+    from robench.data.boundary import check_model_input
+    from robench.learn.inputs import model_inputs
 
-    # The splits as the model takes them (robench.run.trials.model_inputs): Rows read a batch at a
+    # The splits as the model takes them (robench.learn.inputs.model_inputs): Rows read a batch at a
     # time for a torch model, the split's rows alone for others; never the data set as float32.
     fit_X, val_X, X = model_inputs(clf, dataset, fit, val)
     check_model_input(X, spec["model"], f"rows of data set '{dataset.name}'")

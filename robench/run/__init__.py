@@ -1,2 +1,2 @@
 """Running: configuration and knobs, the selection policy, planning, trials and keys,
-executors, liveness and time limits, scoring, adaptive repeats."""
+executors, scoring, adaptive repeats."""

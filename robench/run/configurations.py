@@ -26,10 +26,7 @@ from typing import Iterable, Optional
 
 from robench.data.cache import content_key
 from robench.errors import ConfigurationError  # noqa: F401 (public here too)
-
-#: The configuration of scores stored before configurations were recorded.
-LEGACY = "legacy"
-LEGACY_LABEL = "legacy (stored before robench recorded configurations)"
+from robench.storage.migrations import LEGACY, LEGACY_LABEL  # noqa: F401 (public here too)
 #: ``--config`` value that shows every configuration instead of choosing one per table.
 ALL = "all"
 

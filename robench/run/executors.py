@@ -65,8 +65,8 @@ def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None) -> None
         from robench.learn.devices import claim_worker_gpu
 
         claim_worker_gpu(gpu_queue.get(timeout=60))
-    from robench.run.guard import HARD_LIMIT_GRACE, watch_sigint
-    from robench.run.liveness import die_with_parent, watch_parent
+    from robench.process.guard import HARD_LIMIT_GRACE, watch_sigint
+    from robench.process.liveness import die_with_parent, watch_parent
 
     # A worker outliving a killed driver would hold its memory for ever: the kernel kills it
     # with its parent (the driver; for a Dask worker, the process that started it), whatever
@@ -115,14 +115,14 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
     """Run one trial spec and return its row; whatever it raises becomes a failed row.
 
     ``timeout`` (seconds, None for none) ends a trial that runs longer (see
-    :func:`robench.run.guard.time_limit`); one that defeats the limit (catches it, or blocks
+    :func:`robench.process.guard.time_limit`); one that defeats the limit (catches it, or blocks
     SIGALRM) and finishes later is recorded as failed all the same, its result dropped. A
     SystemExit, or a KeyboardInterrupt that no Ctrl-C caused, raised by the trial's code is
     recorded like any error; a real Ctrl-C propagates.
     """
     import time
 
-    from robench.run.guard import TrialTimeout, time_limit, user_interrupted
+    from robench.process.guard import TrialTimeout, time_limit, user_interrupted
 
     env = env if env is not None else _ENV
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
@@ -222,7 +222,7 @@ class LocalExecutor(Executor):
         self.env = TrialEnv(registry)
 
     def run(self, specs):
-        from robench.run.guard import unwatch_sigint, watch_sigint
+        from robench.process.guard import unwatch_sigint, watch_sigint
 
         _limit_threads()
         previous = signal.getsignal(signal.SIGINT)
@@ -368,7 +368,7 @@ def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str],
     """Run a trial on a Dask worker, building (once per worker process) its registry.
 
     ``timeout`` is the trial's time limit: raised in the worker's thread, and past
-    :data:`HARD_GRACE` more the worker process is ended (robench.run.guard).
+    :data:`HARD_GRACE` more the worker process is ended (robench.process.guard).
     """
     import json
 
@@ -411,7 +411,7 @@ class DaskExecutor(Executor):
             try:
                 self._client = Client(self.scheduler, timeout="20s")
             except OSError as exc:
-                from robench.storage.provenance import redact_secrets
+                from robench.process.provenance import redact_secrets
 
                 raise ValueError(f"could not connect to the Dask scheduler at "
                                  f"{redact_secrets(self.scheduler)}: {exc}") from exc

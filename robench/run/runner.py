@@ -241,7 +241,7 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     # on one device is found stored on another (robench.learn.devices says why).
     todo = [dict(plan.specs[k], device=cfg.device) for k in keys if k not in done_keys]
     config = cfg.to_dict()
-    from robench.storage.provenance import redact_secrets
+    from robench.process.provenance import redact_secrets
 
     config["executor_options"] = {k: redact_secrets(v)
                                   for k, v in (config.get("executor_options") or {}).items()}

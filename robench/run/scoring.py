@@ -25,7 +25,7 @@ from robench import __version__
 from robench.data.cache import content_key
 from robench.run.configurations import LEGACY
 from robench.storage.migrations import metric_id
-from robench.storage.provenance import utc_now
+from robench.process.provenance import utc_now
 from robench.specs import Score
 from robench.storage.store import decode_row, encode_row
 

@@ -15,9 +15,10 @@ from typing import Optional
 import numpy as np
 
 from robench.stats.bits import pack_bits
-from robench.learn.boundary import check_model_input, predict_checked
+from robench.data.boundary import check_model_input, predict_checked
 from robench.data.cache import content_key
 from robench.data import Rows, pixels_to_float
+from robench.learn.inputs import model_inputs
 from robench.specs import ClustererSpec, DatasetSpec, ModelContext, ModelSpec
 
 
@@ -146,29 +147,6 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
 #: Rows per ``predict`` call in the prediction pass of a model that takes arrays: its float32
 #: copy of a chunk is 4,096 x d (CIFAR-10: 50 MB) instead of the whole data set (737 MB).
 PREDICT_CHUNK = 4096
-
-
-def model_inputs(model, dataset, train_idx, val_idx) -> tuple:
-    """Return (training rows, validation rows, all rows) as ``model`` takes them.
-
-    * A model with ``accepts_rows`` (:class:`robench.learn.train.TorchClassifier`) gets
-      :class:`robench.data.Rows` views: it reads a mini-batch at a time, so no split is copied
-      and a memory-mapped data set is read from its file a batch at a time.
-    * Any other model gets arrays: uint8 pixels as held if it ``accepts_uint8``, else float32
-      rows converted for the split alone (never the whole data set).
-    * With ``ROBENCH_COMPACT_DATA=0`` (the float32 path before issue 21, kept to compare) every
-      model gets float32 arrays and the splits are copied whole, as they were.
-    """
-    from robench.data.references import compact_data
-
-    if not compact_data():
-        X = dataset.X
-        return X[train_idx], X[val_idx], X
-    if getattr(model, "accepts_rows", False):
-        return dataset.view(train_idx), dataset.view(val_idx), dataset.view()
-    if dataset.pixels and getattr(model, "accepts_uint8", False):
-        return dataset.take(train_idx), dataset.take(val_idx), dataset.view()
-    return dataset.rows(train_idx), dataset.rows(val_idx), dataset.view()
 
 
 def predict_rows(model, X, n_classes: int, name: str) -> np.ndarray:

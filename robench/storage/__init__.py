@@ -1,2 +1,2 @@
-"""Storage: the SQLite schema and writes, migrations, read-only access, merge, metadata,
-provenance."""
+"""Storage: the SQLite schema and writes, migrations, read-only access, verification records,
+metadata."""

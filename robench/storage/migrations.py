@@ -22,6 +22,9 @@ from robench.errors import SchemaError  # noqa: F401 (public here too)
 
 #: ``PRAGMA application_id`` of a robench results database: "RBNC" as a big-endian int32.
 APPLICATION_ID = 0x52424E43
+#: The configuration of scores stored before configurations were recorded (migration v1).
+LEGACY = "legacy"
+LEGACY_LABEL = "legacy (stored before robench recorded configurations)"
 
 
 def _statements(script: str) -> list[str]:
@@ -50,8 +53,6 @@ def _tables(conn) -> set[str]:
 
 def _to_v1(conn) -> None:
     """Scores and score groups gain ``configuration``; stored ones become ``legacy``."""
-    from robench.run.configurations import LEGACY, LEGACY_LABEL
-
     for table in ("scores", "score_groups"):
         if "configuration" not in _columns(conn, table):
             conn.execute(f'ALTER TABLE "{table}" ADD COLUMN configuration TEXT')
@@ -104,7 +105,7 @@ def _to_v2(conn, schema: str) -> None:
     source-aware protocol gains ``clustering``: the key of the one stored clustering of its
     data set, clusterer, k and seed (NULL where there is none, or several).
     """
-    from robench.storage.provenance import utc_now
+    from robench.process.provenance import utc_now
 
     creates = {m.group(1): s for s in _statements(schema) if (m := _CREATE.match(s))}
     tables = _tables(conn)

@@ -15,7 +15,7 @@ declared column that a file written by an older robench lacks is added when a ro
 value for it is written, never when the file is opened.
 
 What a score is computed from and when it is reused is :mod:`robench.run.scoring`'s business;
-what a run records about its machine is :mod:`robench.storage.provenance`'s.
+what a run records about its machine is :mod:`robench.process.provenance`'s.
 
 This module must stay importable without torch: ``robench leaderboard`` and ``robench results``
 read results on machines that never trained anything.
@@ -36,9 +36,10 @@ from typing import Any, Iterable, Optional
 
 import sqlite_utils
 
-from robench.run.liveness import host_name, process_running, process_started
+from robench.process.liveness import host_name, process_running, process_started
+from robench.process.provenance import run_environment, utc_now
 from robench.storage import cells
-from robench.storage.provenance import run_environment, utc_now
+from robench.storage.migrations import LEGACY, LEGACY_LABEL
 
 #: Run statuses, in the order a run can move through them.
 #: 'killed': its process ended without finishing it (kill -9, power cut); marked so by the next
@@ -711,7 +712,6 @@ class Store:
         metrics = [encode_row("metrics", m) for m in metrics]
         if not score_rows and not groups:
             return
-        from robench.run.configurations import LEGACY, LEGACY_LABEL
 
         with self._write():
             if metrics:  # before the scores that point to them (foreign key)
@@ -766,7 +766,6 @@ class Store:
     ) -> list[dict]:
         """Return score rows, JSON decoded, optionally filtered by dataset, metric, model and
         configuration id; a score stored before configurations were recorded has 'legacy'."""
-        from robench.run.configurations import LEGACY
 
         filters = {"dataset": dataset, "metric": metric, "model": model,
                    "configuration": configuration}
@@ -815,7 +814,6 @@ class Store:
         """Return, per score row, the versions behind it: robench and the plugin versions of
         the run that computed it, and the component versions (dataset, model, clusterer,
         protocol) its trials were keyed with (from one trial of its score group)."""
-        from robench.run.configurations import LEGACY
 
         run_ids = {r["run_id"] for r in rows if r.get("run_id") is not None}
         runs = {r["id"]: r for r in self.runs(run_ids)} if run_ids else {}

@@ -16,7 +16,7 @@ from typing import Optional
 
 def save_verification(store, result, *, seed: int, contributor: Optional[str],
                       environment: dict, plugin_versions: dict, finished_at: str) -> int:
-    """Insert one verification (a :class:`robench.run.verify.Verification`); return its id."""
+    """Insert one verification (a :class:`robench.exchange.verify.Verification`); return its id."""
     from robench.storage.store import encode_row
 
     trials = result.trials

@@ -1,7 +1,6 @@
 """Models by reference: -m timm:ARCH (any timm architecture), the model reference mechanism,
 pretrained weights only from the local cache, small inputs resized, timm's own features."""
 
-import os
 
 import numpy as np
 import pytest
@@ -9,9 +8,8 @@ from click.testing import CliRunner
 
 from robench.data.model_references import ModelReferenceError
 
-SLOW = pytest.mark.skipif(not os.environ.get("ROBENCH_SLOW_TESTS"),
-                          reason="timm:resnet18 end to end takes minutes on a CPU; set "
-                                 "ROBENCH_SLOW_TESTS=1 (the fast test uses timm:test_resnet)")
+SLOW = pytest.mark.slow(reason="timm:resnet18 end to end takes minutes on a CPU (the fast test "
+                               "uses timm:test_resnet)")
 FAST = ["--set", "train.max_epochs=1", "--set", "train.patience=1", "--executor", "local"]
 
 

@@ -61,11 +61,8 @@ SLOW = {
 
 def builtins(kind):
     """Return the built-in names of a kind as pytest params, the slow ones marked with why."""
-    skip = not os.environ.get("ROBENCH_SLOW_TESTS")
-
     def marked(n):
-        why = f"{n} is slow (6-10 s): {SLOW[n]}; set ROBENCH_SLOW_TESTS=1"
-        return pytest.param(n, marks=pytest.mark.skipif(skip, reason=why))
+        return pytest.param(n, marks=pytest.mark.slow(reason=f"{n} is slow (6-10 s): {SLOW[n]}"))
 
     return [marked(n) if n in SLOW else n for n in BUILTINS.names(kind)]
 

@@ -275,8 +275,8 @@ def test_evaluation_fills_one_result_and_gives_torch_cat_values(monkeypatch):
 
 
 def test_the_boundary_checks_float_rows_of_a_view_a_batch_at_a_time(monkeypatch):
-    from robench.learn import boundary
-    from robench.learn.boundary import NonFiniteModelInput, check_model_input
+    from robench.data import boundary
+    from robench.data.boundary import NonFiniteModelInput, check_model_input
 
     X = np.random.default_rng(0).random((50, 4)).astype(np.float32)
     ds = Dataset("f", X, np.arange(50) % 2)

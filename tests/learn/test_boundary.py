@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from robench.learn.boundary import (NonFiniteError, NonFiniteModelInput, check_finite,
+from robench.data.boundary import (NonFiniteError, NonFiniteModelInput, check_finite,
                               check_model_input, nonfinite_rows)
 from robench.data import Dataset
 from robench.specs import ModelSpec

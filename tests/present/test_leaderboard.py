@@ -475,7 +475,7 @@ def test_a_merged_database_shows_contributors_models_with_their_provenance(tiny_
     from click.testing import CliRunner
 
     from robench.cli import cli
-    from robench.storage.merge import merge_databases
+    from robench.exchange.merge import merge_databases
 
     tiny = ["run", "-d", "tiny", "-c", "kmeans", "-k", "3", "-r", "2", "--executor", "local",
             "--metric", "rho"]

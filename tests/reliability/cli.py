@@ -72,7 +72,7 @@ def children(pid) -> list:
 
 def alive(pids) -> list:
     """Return those of ``pids`` that still run (zombies count as gone)."""
-    from robench.run.liveness import process_running
+    from robench.process.liveness import process_running
 
     return [p for p in pids if process_running(p)]
 

@@ -60,7 +60,7 @@ def test_bad_predictions_are_failed_trials_with_the_reason(hostile, store, model
 def test_check_predictions_accepts_whole_number_floats():
     import numpy as np
 
-    from robench.learn.boundary import check_predictions
+    from robench.data.boundary import check_predictions
 
     out = check_predictions(np.array([0.0, 2.0, 1.0]), 3, 3, "m")
     assert out.dtype == np.int64 and out.tolist() == [0, 2, 1]

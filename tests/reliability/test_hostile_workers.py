@@ -55,7 +55,7 @@ def test_a_trial_holding_the_gil_past_its_limit_ends_its_worker():
     code = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
-        from robench.run import guard
+        from robench.process import guard
         guard.HARD_LIMIT_GRACE[0] = 0.5
         with guard.time_limit(0.5):
             sum(range(10**15))

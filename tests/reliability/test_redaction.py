@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from robench.storage.provenance import redact_secrets
+from robench.process.provenance import redact_secrets
 from robench.run.runner import execute
 from tests.helpers import run_config
 

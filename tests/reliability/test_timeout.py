@@ -73,7 +73,7 @@ def test_a_trial_the_alarm_cannot_reach_ends_its_worker(tmp_path):
     code = textwrap.dedent(f"""
         import ctypes, ctypes.util, signal, sys
         sys.path.insert(0, {str(ROOT)!r})
-        from robench.run import guard
+        from robench.process import guard
         libc = ctypes.CDLL(ctypes.util.find_library("c"))
         guard.HARD_LIMIT_GRACE[0] = 0.5
         with guard.time_limit(0.5):

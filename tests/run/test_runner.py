@@ -99,7 +99,8 @@ def test_a_failing_trial_is_recorded_and_the_rest_runs(tiny_registry, store):
 
 
 def test_interrupt_keeps_finished_trials_and_the_next_run_resumes(tiny_registry, store):
-    """Invariant 5: each trial is committed on its own; Ctrl-C loses only trials in flight."""
+    """Invariants 6 and 5: each trial is committed on its own (short transactions), so Ctrl-C
+    loses only trials in flight, and the next run reruns only what is not stored."""
     report = execute(cfg(executor="interrupt-after", repeats=3), tiny_registry, store)
     assert report.interrupted
     assert len(store.trials()) == tiny.InterruptAfter.N

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from robench.cli import cli
-from robench.run.verify import sample_trials, tolerance
+from robench.exchange.verify import sample_trials, tolerance
 
 TINY = ["-d", "tiny", "-c", "kmeans", "-k", "3", "-r", "2", "--metric", "rho",
         "--set", "train.max_epochs=2", "--set", "train.batch_size=16"]
@@ -50,7 +50,7 @@ def test_trials_are_deterministic_from_their_stored_spec(ran, tiny_registry):
     from robench.run.executors import execute_trial
     from robench.storage.store import Store
     from robench.run.trials import TrialEnv
-    from robench.run.verify import _stored_like
+    from robench.exchange.verify import _stored_like
 
     with Store(ran, readonly=True) as store:
         rows = store.trials(status="ok")

@@ -1,6 +1,6 @@
 """Tests for what a run records about where it ran."""
 
-from robench.storage.provenance import platform_description, run_environment
+from robench.process.provenance import platform_description, run_environment
 
 
 def test_platform_description_names_cpu_model_and_best_vector_isa(tmp_path):

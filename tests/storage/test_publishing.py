@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from robench.storage import publishing
+from robench.exchange import publishing
 
 
 def robench(*args, cwd=None):

@@ -82,7 +82,7 @@ def test_store_creates_parent_dir_schema_and_wal(tmp_path):
 
 
 def test_store_imports_without_torch():
-    code = ("import sys, robench.storage.store, robench.run.scoring, robench.storage.readonly, robench.storage.provenance, "
+    code = ("import sys, robench.storage.store, robench.run.scoring, robench.storage.readonly, robench.process.provenance, "
             "robench.present.skips, robench.present.leaderboard; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from robench.learn.boundary import check_model_input, predict_checked
+from robench.data.boundary import check_model_input, predict_checked
 from robench.learn.reference_model import fit_reference, not_applicable_row, trial_row
 from robench.stats.seeds import derived_seed
 from robench.specs import Knob

@@ -27,7 +27,7 @@ Every array is checked finite where it is made: the inputs before attacking, eac
 loss gradient (``torch.sign`` maps NaN to 0, so a NaN gradient from a diverged model would
 leave the input unperturbed and report clean accuracy as robust accuracy) and each attack's
 adversarial examples (a torch model classifies NaN input without complaint). A non-finite
-value raises :class:`robench.learn.boundary.NonFiniteError` naming the attack, ε and the number
+value raises :class:`robench.data.boundary.NonFiniteError` naming the attack, ε and the number
 of bad inputs.
 """
 
@@ -45,7 +45,7 @@ def _nothing():
 
 
 def _finite(arrays, what: str):
-    from robench.learn.boundary import check_finite
+    from robench.data.boundary import check_finite
 
     return check_finite(arrays, what)
 
@@ -84,7 +84,7 @@ def _grad_sign(module, x, y, what: str = "attack"):
     # unperturbed and report the clean accuracy as robust accuracy. Refuse it instead.
     bad = int((~torch.isfinite(grad.reshape(len(grad), -1))).any(1).sum())
     if bad:
-        from robench.learn.boundary import NonFiniteError
+        from robench.data.boundary import NonFiniteError
 
         raise NonFiniteError(f"{what}: the loss gradient is non-finite (NaN or inf) for {bad} "
                              f"of {len(grad)} inputs; the model's logits or loss are not finite")

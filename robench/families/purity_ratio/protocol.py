@@ -224,7 +224,7 @@ def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray
 
 def run(spec: dict, env) -> dict:
     """Run one reference trial (see the module docstring)."""
-    from robench.learn.boundary import predict_checked
+    from robench.data.boundary import predict_checked
     from robench.learn.features import feature_support, features, features_key
     from robench.learn.multicut import multicut_supervised, stratified_subsample
 
@@ -298,7 +298,7 @@ def run(spec: dict, env) -> dict:
 
 def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
     """Return clean and corrupted accuracy of ``clf`` on the corruption subsample."""
-    from robench.learn.boundary import check_model_input, predict_checked
+    from robench.data.boundary import check_model_input, predict_checked
     from robench.data.corruptions import corrupted_sets, index_hash
     from robench.learn.multicut import stratified_subsample
 

@@ -37,7 +37,8 @@ import numpy as np
 
 from robench.stats.seeds import derived_seed
 from robench.specs import Knob
-from robench.run.trials import Combo, accuracy_per_class, make_spec, model_inputs, trial_key
+from robench.learn.inputs import model_inputs
+from robench.run.trials import Combo, accuracy_per_class, make_spec, trial_key
 from robench.data.sources import find_sources, sources_key
 from robench.data.splitters import validation_split
 
@@ -337,7 +338,7 @@ def run(spec: dict, env) -> dict:
     fold-distance computation."""
     if spec["kind"] == WASSERSTEIN:
         return run_wasserstein(spec, env)
-    from robench.learn.boundary import check_model_input, predict_checked
+    from robench.data.boundary import check_model_input, predict_checked
     from robench.specs import ModelContext
 
     dataset = env.dataset(spec["dataset"])
@@ -350,7 +351,7 @@ def run(spec: dict, env) -> dict:
                        dict(spec["params"]["train"]))
     t0 = time.perf_counter()
     model = model_spec.build(ctx)
-    # the splits as the model takes them (robench.run.trials.model_inputs): no float32 copy of
+    # the splits as the model takes them (robench.learn.inputs.model_inputs): no float32 copy of
     # the data set, and no copy of a split for a model that reads batches
     fit_X, val_X, X = model_inputs(model, dataset, train, val)
     check_model_input(X, model_spec.name, f"rows of data set '{dataset.name}'")

@@ -11,7 +11,6 @@ for them). The classifier contract of every paper CNN is checked by tests/contra
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
@@ -20,9 +19,7 @@ import torch
 from robench.families.shifted_cv import cnns
 from robench.families.shifted_cv.cnns import BayesianPaperCNN, PaperCNN
 
-SLOW = pytest.mark.skipif(not os.environ.get("ROBENCH_SLOW_TESTS"),
-                          reason="trains lenet and 3conv3fc 8 times each (~2 min on 2 cores); "
-                                 "set ROBENCH_SLOW_TESTS=1")
+SLOW = pytest.mark.slow(reason="trains lenet and 3conv3fc 8 times each (~2 min on 2 cores)")
 NAMES = list(cnns.ARCHITECTURES)
 
 

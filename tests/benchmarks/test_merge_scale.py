@@ -11,7 +11,7 @@ import merge_scale as M  # noqa: E402
 
 
 def test_generated_contributions_merge_as_honest_duplicates_and_again_copy_nothing(tmp_path):
-    from robench.storage.merge import merge_databases
+    from robench.exchange.merge import merge_databases
 
     sources = M.generate(tmp_path, contributors=2, n_models=3, repeats=2)
     # 3 models x 2 data sets x (inclusive, exclusive, random) x 2 repeats

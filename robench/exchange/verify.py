@@ -168,8 +168,8 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     """
     from robench.learn.devices import device_label
     from robench.run.executors import execute_trial
-    from robench.run.liveness import host_name
-    from robench.storage.provenance import run_environment, utc_now
+    from robench.process.liveness import host_name
+    from robench.process.provenance import run_environment, utc_now
     from robench.run.trials import TrialEnv
 
     if sample < 1:

@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from robench.errors import MergeError
-from robench.storage.merge import file_sha256
+from robench.exchange.merge import file_sha256
 
 PUBLISHED = Path("published") / "robench.db"
 ACCEPTED = Path("published") / "accepted.json"
@@ -109,7 +109,7 @@ def _report(repo, result: StepResult) -> StepResult:
 
 def validate(repo) -> StepResult:
     """Merge every pending contribution into a fresh staging copy of the published database."""
-    from robench.storage.merge import merge_databases
+    from robench.exchange.merge import merge_databases
 
     repo = _root(repo)
     result = StepResult("validate")
@@ -201,7 +201,7 @@ def diff(repo) -> StepResult:
 
 def merge(repo) -> StepResult:
     """Merge the pending contributions into the published database and record them."""
-    from robench.storage.merge import merge_databases
+    from robench.exchange.merge import merge_databases
 
     repo = _root(repo)
     result = StepResult("merge")

@@ -54,7 +54,7 @@ from typing import Optional
 from robench.storage.content import (TRIAL_RESULT, differing, group_content, same_raw, score_content,
                               trial_content)
 from robench.storage.migrations import CURRENT, SchemaError, check_readable, migrate
-from robench.storage.provenance import utc_now
+from robench.process.provenance import utc_now
 from robench.errors import MergeError  # noqa: F401 (public here too)
 
 #: Columns that name what a conflicting row is about, for the report.
