@@ -33,15 +33,11 @@ def register_metrics(register):
                     "from centroid and boundary points (5 mixes); EP/CP/BC/PBC, covariate shift.",
         needs_features=True,
         protocol=protocol.NAME,
-        aggregate=metric.aggregate_coverage,
-        definition=metric.COVERAGE_DEFINITION,
+        aggregate=metric.aggregate,
+        definition=metric.DEFINITION,
         higher_is_better=True,
         uses_clusterer=False,
-        # 5: confidence calibrated by temperature scaling on the validation split (knob
-        # confidence; raw = the paper's softmax), per-repeat values of every summary score;
-        # 4: boundary seeds by the paper rule by default, both rules reported; 3: mean over
-        # reference models with a t CI; 2: class-spread noise
-        version="5",
+        version=metric.VERSION,
         report=report.report_lines,
         claims=claims.all_coverage_claims,
         moved_from="robench.builtin.coverage",

@@ -6,8 +6,13 @@ from robench.present.formatting import as_dict
 from robench.specs import Score
 
 METRIC = "coverage"
+#: 5: confidence calibrated by temperature scaling on the validation split (knob confidence;
+#: raw = the paper's softmax), per-repeat values of every summary score; 4: boundary seeds by
+#: the paper rule by default, both rules reported; 3: mean over reference models with a t CI;
+#: 2: class-spread noise.
+VERSION = "5"
 
-COVERAGE_DEFINITION = (
+DEFINITION = (
     "Coverage testing in a model's feature space (Mani et al., 2019). R reference models "
     "(coverage.repeats, default 3): repeat 0 is trained on the stratified random split of "
     "repeat 0 (the purity-ratio reference model; validation carved from the training part), "
@@ -148,7 +153,7 @@ def _mean_tables(tables: list) -> dict:
     return out
 
 
-def aggregate_coverage(group: dict, trials: list) -> list:
+def aggregate(group: dict, trials: list) -> list:
     """Turn a (dataset, model)'s coverage trials (one per reference model) into its scores.
 
     The headline and every per-mix, per-size and summary score are means over the repeats

@@ -7,8 +7,10 @@ from robench.present.formatting import as_dict
 from robench.specs import Score
 
 METRIC = "purity-ratio"
+#: 3: the validation verdict by Fisher's interval of r (2: by its sign).
+VERSION = "3"
 
-PURITY_RATIO_DEFINITION = (
+DEFINITION = (
     "Feature-space clusterability as a robustness indicator (Ho et al., AAAI 2022). A reference "
     "model is trained on the stratified random split of repeat 0 (validation carved from the "
     "training part; early stopping on validation only); Model_ACC is its accuracy on the clean "
@@ -154,7 +156,7 @@ def zoo_of(rows: dict) -> set:
     return set()
 
 
-def aggregate_purity_ratio(group: dict, trials: list) -> list:
+def aggregate(group: dict, trials: list) -> list:
     """Turn a (dataset, model)'s reference trial and its zoo's into indicators and validation."""
     dataset = group["dataset"]
     rows = model_rows(trials)

@@ -8,14 +8,18 @@ scikit-learn are imported inside the functions that use them.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
+
+from robench.specs import ClustererSpec
 
 #: VAE epochs of the two registered clusterers: few for ``vae-vgmm`` (about 3 minutes for the
 #: ten classes of mnist-5k on this kind of machine), the paper code's 20 for ``vae-vgmm-paper``.
 VAE_EPOCHS_FAST = 5
 VAE_EPOCHS_PAPER = 20
+VERSION = "1"
 #: Variational EM iterations of the mixture (scikit-learn's default is 100).
 VGMM_MAX_ITER = 500
 
@@ -101,3 +105,16 @@ def vae_vgmm_fit_predict(Z, k: int, *, seed: int, true_sources=None,
                      "latent_dim": int(latent_dim), "final_loss": float(arrays["loss"][-1]),
                      "seconds": float(arrays["seconds"]), "cache_hit": bool(hit)}
     return Labels(labels, record)
+
+
+def clusterer_specs():
+    """Yield vae-vgmm (few VAE epochs) and vae-vgmm-paper (the paper code's 20), opt-in."""
+    for name, epochs, what in (("vae-vgmm", VAE_EPOCHS_FAST, "few"),
+                               ("vae-vgmm-paper", VAE_EPOCHS_PAPER, "the paper code's")):
+        yield ClustererSpec(
+            name, functools.partial(vae_vgmm_fit_predict, epochs=epochs),
+            f"VAE ({what} {epochs} epochs, 62-d latent; the paper's conv VAE on 28x28 images, "
+            "else an MLP VAE) + variational GMM with a Dirichlet prior on its latent means, per "
+            "class; an empty component is refilled by splitting the largest (opt-in: slow).",
+            version=VERSION, in_default_run=False,
+        )

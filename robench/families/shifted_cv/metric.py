@@ -7,7 +7,8 @@ import json
 from robench.specs import Score
 
 METRIC = "shifted-cv"
-SHIFTED_CV_DEFINITION = (
+VERSION = "1"
+DEFINITION = (
     "Shifted K-fold cross-validation (Sun et al., Algorithms 1-2) vs random stratified K-fold. "
     "Sub-domains: the run's clusterer with k = K per class (vae-vgmm: a VAE per class and a "
     "variational GMM, Dirichlet-distribution prior, on its latent means; an empty component is "
@@ -59,7 +60,7 @@ def _fold_fallback(trials: list) -> dict:
     return {}
 
 
-def aggregate_shifted_cv(group: dict, trials: list) -> list:
+def aggregate(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s fold trials into scores, plus the fold distances."""
     from robench.families.shifted_cv import protocol as sc
 

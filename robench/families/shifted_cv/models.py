@@ -8,9 +8,24 @@ from __future__ import annotations
 
 import functools
 
-from robench.specs import ModelContext
+from robench.specs import ModelContext, ModelSpec
 
 ARCHITECTURES = ("lenet", "alexnet", "3conv3fc")
+#: 2: fused Adam step; 3: channels-last end to end.
+VERSION = "3"
+#: 2: fused Adam step (the channels-last layout was slower for the Bayesian versions).
+BAYESIAN_VERSION = "2"
+
+DESCRIPTIONS = {
+    "lenet": "LeNet-5 (conv 6-16, fc 120-84)",
+    "alexnet": "AlexNet for small images (conv 64-192-384-256-256, the paper code's)",
+    "3conv3fc": "3conv3fc (conv 32-64-128, fc 1000-1000)",
+}
+
+#: Trainable parameters of each paper CNN on its one input size (1x28x28): those that do not
+#: depend on the number of classes, and those each class adds (the head's weights and bias).
+#: tests/families/shifted_cv/test_shifted_cv.py counts them on the built modules.
+PARAMS = {"lenet": (60_856, 85), "alexnet": (2_454_208, 257), "3conv3fc": (1_771_024, 1_001)}
 
 
 def build_paper_cnn(ctx: ModelContext, arch: str, bayesian: bool):
@@ -27,3 +42,32 @@ def build_paper_cnn(ctx: ModelContext, arch: str, bayesian: bool):
     else:
         module = functools.partial(PaperCNN, arch, ctx.n_classes)
     return TorchClassifier(module, seed=ctx.seed, **training_budget(ctx.train))
+
+
+def params_text(arch: str, bayesian: bool) -> str:
+    """Say how many trainable parameters the paper CNN has (Bayesian: two per weight)."""
+    base, per_class = PARAMS[arch]
+    factor = 2 if bayesian else 1
+    text = (f"{factor * (base + 10 * per_class):,} with 10 classes ({factor * base:,} + "
+            f"{factor * per_class:,} per class)")
+    return text + (": a mean and a scale for each weight and bias" if bayesian else "")
+
+
+def model_specs():
+    """Yield the specs of the paper CNNs and their Bayesian versions (opt-in: slow)."""
+    for arch in ARCHITECTURES:
+        yield ModelSpec(
+            arch, functools.partial(build_paper_cnn, arch=arch, bayesian=False),
+            f"{DESCRIPTIONS[arch]}, ReLU, 28x28 zero-padded to 32x32, Adam, early stopping on "
+            "validation (opt-in: slow)",
+            version=VERSION, requires_image=True, image_shapes=((1, 28, 28),),
+            in_default_run=False, params=params_text(arch, bayesian=False),
+        )
+        yield ModelSpec(
+            f"bayesian-{arch}", functools.partial(build_paper_cnn, arch=arch, bayesian=True),
+            f"Bayesian {DESCRIPTIONS[arch]}: Bayes by Backprop, local reparameterization "
+            "(bayesian-torch layers), N(0,1) prior, softplus, KL/N, MC-averaged predictions "
+            "(opt-in: slow)",
+            version=BAYESIAN_VERSION, requires_image=True, image_shapes=((1, 28, 28),),
+            in_default_run=False, params=params_text(arch, bayesian=True),
+        )

@@ -324,11 +324,11 @@ def test_png_strip_draws_images_and_greys_out_missing_cells():
 def test_aggregate_defines_the_headline_as_the_mean_over_mixes(digits_trials):
     import json
 
-    from robench.families.coverage.metric import aggregate_coverage
+    from robench.families.coverage.metric import aggregate
 
     spec, res, _ = digits_trials
     row = {**res, "protocol": "coverage", "status": "ok", "extra": json.dumps(res["extra"])}
-    scores = {s.score: s for s in aggregate_coverage({"dataset": "digits", "model": "mlp"},
+    scores = {s.score: s for s in aggregate({"dataset": "digits", "model": "mlp"},
                                                      [row])}
     per_mix = [scores[f"acc@{m}@1000"].value for m in ("0-100", "30-70", "50-50", "70-30",
                                                         "100-0")]
@@ -354,7 +354,7 @@ def _extra_with(headline_parts: dict, bc: float, seed: int) -> dict:
 def test_aggregate_averages_reference_models_with_a_student_t_interval():
     import json
 
-    from robench.families.coverage.metric import aggregate_coverage
+    from robench.families.coverage.metric import aggregate
 
     mixes = ("0-100", "30-70", "50-50", "70-30", "100-0")
     # per-repeat headlines 0.6, 0.7, 0.8 (each mix at the same accuracy)
@@ -362,7 +362,7 @@ def test_aggregate_averages_reference_models_with_a_student_t_interval():
              "extra": json.dumps(_extra_with({m: acc for m in mixes}, bc=0.1 * (r + 1), seed=r))}
             for r, acc in enumerate((0.6, 0.7, 0.8))]
     rows.append({"protocol": "coverage", "status": "failed", "repeat": 3, "error": "boom\n..."})
-    sc = {s.score: s for s in aggregate_coverage({"dataset": "d", "model": "m"}, rows)}
+    sc = {s.score: s for s in aggregate({"dataset": "d", "model": "m"}, rows)}
     head = sc["coverage"]
     # mean 0.7, sample sd 0.1, t(0.975, 2 df) = 4.302653: half-width 4.302653 * 0.1 / sqrt(3)
     assert head.value == pytest.approx(0.7) and head.n == 3
@@ -377,7 +377,7 @@ def test_aggregate_averages_reference_models_with_a_student_t_interval():
 
     assert t_interval([0.5, 0.99, 0.98])[2] == 1.0 and t_interval([0.5, 0.01, 0.02])[1] == 0.0
     # one reference model: its value, no interval
-    one = {s.score: s for s in aggregate_coverage({"dataset": "d", "model": "m"}, rows[:1])}
+    one = {s.score: s for s in aggregate({"dataset": "d", "model": "m"}, rows[:1])}
     assert one["coverage"].value == pytest.approx(0.6) and one["coverage"].ci_low is None
 
 
