@@ -334,8 +334,6 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
     >>> robench.evaluate("timm:resnet18", "digits", metrics=["rho", "purity-ratio"])
     """
     from robench.data.cache import set_cache_dir
-    from robench.run.config import RunConfig
-    from robench.learn.devices import resolve_device
     from robench.plugins import make_registry
     from robench.run.runner import execute
     from robench.storage.store import Store
@@ -389,23 +387,20 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
                          "executor='local', or pass registered names / references (workers "
                          "read data by path, e.g. 'npz:/shared/x.npz')")
 
-    from robench.run.selection import select
+    from robench.run.prepare import prepare
 
-    chosen = select(reg, profile, datasets=[dname], models=[mname],
-                    clusterers=[clusterers] if isinstance(clusterers, str) else clusterers,
-                    metrics=[metrics] if isinstance(metrics, str) else metrics)
-    cfg = RunConfig(datasets=chosen.datasets, models=chosen.models, clusterers=chosen.clusterers,
-                    metrics=chosen.metrics,
-                    profile=profile, repeats=repeats, k=k, seed=seed,
-                    settings=_check_settings(settings or {}, reg), executor=executor,
-                    jobs=jobs, device=resolve_device(device),
-                    explicit={"datasets": [dname], "models": [mname],
-                              "clusterers": chosen.explicit["clusterers"]}).resolve(reg)
+    prepared = prepare(reg, profile=profile, datasets=[dname], models=[mname],
+                       clusterers=[clusterers] if isinstance(clusterers, str) else clusterers or (),
+                       metrics=[metrics] if isinstance(metrics, str) else metrics or (),
+                       repeats=repeats, k=k, seed=seed,
+                       settings=_check_settings(settings or {}, reg), executor=executor,
+                       jobs=jobs, device=device)
+    cfg = prepared.config
     db = db or os.environ.get("ROBENCH_DB", "robench.db")
     store = Store(db)
     try:
         report = execute(cfg, reg, store, command=f"robench.evaluate({mname!r}, {dname!r})",
-                         rescore=rescore)
+                         rescore=rescore, plan=prepared.plan)
     finally:
         store.close()
     if report.failed:

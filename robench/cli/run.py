@@ -145,15 +145,13 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     includes them in --all.
     """
     from robench.data.cache import set_cache_dir
-    from robench.run.config import RunConfig, default_jobs
+    from robench.run.config import parse_settings
+    from robench.run.prepare import prepare
 
     if not (run_all or datasets_names or models_names or clusterers_names or metric_names):
         raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
     if precision is not None and until != "decided":
         raise click.UsageError("--precision goes with --until decided")
-    from robench.learn.devices import resolve_device
-
-    device = resolve_device(device)  # a device that is not here fails now, exit 2
     if cache_dir:
         set_cache_dir(cache_dir)
     if data_dir:
@@ -162,43 +160,21 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         set_data_dir(data_dir)
     reg = load_registry()
     report_broken_plugins(reg)
-    from robench.run.config import parse_settings, resolve_knobs
-
-    # Every value is checked before anything is read or written: the knobs first, then the
-    # cache folder, then the names (a data reference is parsed into the cache).
-    parsed = parse_settings(settings, reg)
-    resolve_knobs(reg, profile, parsed)
-    from robench.data.cache import check_cache_dir
-
-    check_cache_dir()
-    from robench.run.selection import select
-
-    # unknown names fail here with the known ones listed; a data set or model reference
-    # (npz:PATH, timm:ARCH) is read and checked here and named by its canonical form
-    chosen = select(reg, profile, datasets=datasets_names, models=models_names,
-                    clusterers=clusterers_names, metrics=metric_names)
-    ncpu = os.cpu_count() or 1
-    if executor is None:
-        executor = "process" if ncpu > 1 and (jobs or default_jobs()) > 1 else "local"
-    reg.get("executors", executor)
-    if scheduler and executor != "dask":
-        raise click.UsageError("--scheduler goes with --executor dask")
-    cfg = RunConfig(
-        datasets=chosen.datasets, models=chosen.models, clusterers=chosen.clusterers,
-        metrics=chosen.metrics, profile=profile, repeats=repeats, k=k, seed=seed,
-        executor=executor, jobs=jobs or default_jobs(), device=device,
-        settings=parsed,
-        executor_options={"scheduler": scheduler} if scheduler else {},
-        trial_timeout=trial_timeout,
-        explicit={k: chosen.explicit[k] for k in ("datasets", "models", "clusterers")},
-    ).resolve(reg)
+    # Every value is checked before anything is read or written (robench.run.prepare): the
+    # device, the knobs, the cache folder, then the names (a data reference is parsed into the
+    # cache); the plan is made before the database is opened, so a run that cannot be made
+    # (a bad value, only broken data sets) exits 2 with the file untouched, or not created.
+    prepared = prepare(reg, profile=profile, datasets=datasets_names, models=models_names,
+                       clusterers=clusterers_names, metrics=metric_names, repeats=repeats, k=k,
+                       seed=seed, settings=parse_settings(settings, reg), executor=executor,
+                       jobs=jobs, device=device, scheduler=scheduler,
+                       trial_timeout=trial_timeout)
+    cfg, plan, chosen = prepared.config, prepared.plan, prepared.selection
+    executor = cfg.executor
     from robench.process.provenance import redact_secrets
-    from robench.run.runner import execute, plan_run
+    from robench.run.runner import execute
     from robench.storage.store import Store
 
-    # Planned before the database is opened: a run that cannot be made (a bad value, only
-    # broken data sets) exits 2 with the file untouched, or not created.
-    plan = plan_run(cfg, reg)
     if until == "decided":
         from robench.run.adaptive import check_decided
         from robench.stats.sequential import PRECISION
