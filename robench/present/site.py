@@ -28,6 +28,7 @@ import json
 import math
 import re
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -415,206 +416,261 @@ def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
 # ---------------------------------------------------------------------------------- build
 
 
-def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
-               config: Optional[str] = None) -> Path:
-    """Write the static leaderboard site of ``store``'s scores; return index.html.
+@dataclass
+class Site:
+    """Everything the pages of one build are made from (read once, then only rendered)."""
 
-    Each table (data set, metric) shows one configuration, chosen by
-    :func:`robench.present.leaderboard.chosen_configurations` (``config`` picks one) and labelled.
-    """
-    if registry is None:
-        from robench.plugins import get_registry
+    registry: object
+    top: int
+    scores: list  # the chosen configuration's scores, JSON-safe
+    runs: dict  # run id -> run row
+    records: list  # verification records
+    sections: dict  # metric -> LeaderboardSection
+    assets: _Assets
+    env: jinja2.Environment
+    pseudo: set  # model names that are not models ("" and sections' pseudo models)
+    model_names: list  # every model with a page
+    model_pages: dict  # model -> page slug
+    helpers: dict  # (data set, model) -> metrics it was a helper of
+    ranked_scores: list  # the scores of contributed (not helper) models
+    datasets: list = field(default_factory=list)  # one context per data set (its page)
+    tables_used: list = field(default_factory=list)  # (data set, metric) tables and configs
+    per_model: dict = field(default_factory=lambda: defaultdict(list))  # model -> its rows
+    badges: dict = field(default_factory=lambda: defaultdict(list))  # model -> its badges
+    badge_names: dict = field(default_factory=dict)  # stem -> (model, data set, metric)
 
-        registry = get_registry()
-    if top < 1:
-        raise ValueError(f"--top must be at least 1, got {top}")
+    @property
+    def common(self) -> dict:
+        """What every page template receives."""
+        return {"n_scores": len(self.scores), "runs": [self.runs[i] for i in sorted(self.runs)]}
+
+
+def read_site(store: Store, registry, top: int, config: Optional[str]) -> Site:
+    """Read the scores, runs, verifications and sections a build needs; lay out its data sets."""
+    from robench.storage.verification import verifications
+
     chosen, choices = chosen_configurations(store, config)
     scores = _json_safe(chosen)
     # helper models (trained by a metric for its own scores) get pages, never a rank
     helpers = store.helper_models()
-    helper_rows = [s for s in scores if (s["dataset"], s["model"]) in helpers]
-    ranked_scores = [s for s in scores if (s["dataset"], s["model"]) not in helpers]
-    from robench.storage.verification import status, verifications
-
-    records = verifications(store)
     run_ids = sorted({s["run_id"] for s in scores if s.get("run_id") is not None})
-    runs = {r["id"]: r for r in _json_safe(store.runs(run_ids) if run_ids else [])}
     sections = registered_sections(registry)
     assets = _Assets()
     pseudo = {""} | {m for section in sections.values() for m in section.pseudo_models}
     model_names = sorted({s["model"] for s in scores} - pseudo)
     model_pages = {m: page_slug(m) for m in model_names}
-    env = _site_environment(sections, assets, model_pages)
-    pages: dict[str, str] = {}
-
+    site = Site(registry=registry, top=top, scores=scores,
+                runs={r["id"]: r for r in _json_safe(store.runs(run_ids) if run_ids else [])},
+                records=verifications(store), sections=sections, assets=assets,
+                env=_site_environment(sections, assets, model_pages), pseudo=pseudo,
+                model_names=model_names, model_pages=model_pages, helpers=helpers,
+                ranked_scores=[s for s in scores if (s["dataset"], s["model"]) not in helpers])
+    for r in scores:
+        if (r["dataset"], r["model"]) in helpers and r["model"] in model_pages:
+            site.per_model[r["model"]].append(r)
     by_dataset: dict[str, list] = defaultdict(list)
-    for s in ranked_scores:
+    for s in site.ranked_scores:
         by_dataset[s["dataset"]].append(s)
     skips: dict[str, list] = defaultdict(list)
     for s in store.skips():
         skips[s["dataset"]].append(s)
-
-    datasets, tables_used = [], []
-    per_model: dict[str, list] = defaultdict(list)
-    badges: dict[str, list] = defaultdict(list)
-    badge_names: dict[str, tuple] = {}
-    for r in helper_rows:
-        if r["model"] in model_pages:
-            per_model[r["model"]].append(r)
     for name, rows in sorted(by_dataset.items()):
-        slug = page_slug(name)
-        overview = _overview(rows, sections, registry)
-        ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - pseudo)
-        top_models = ranked[:top]
-        parts, shown, plots = [], set(), []
-        for metric, section in sections.items():
-            mine = [r for r in rows if r["metric"] == metric]
-            if not mine:
-                continue
-            html, note = _drawn(f"The {section.title or metric} section", _section_html, env,
-                                section, metric, mine, name, registry)
-            if html is None and note is None:
-                continue
-            html = html if note is None else _note_html(note)
-            parts.append({"metric": metric, "title": section.title or metric,
-                          "id": f"section-{page_slug(metric)}", "html": markupsafe.Markup(html),
-                          "configuration": _configuration(mine, runs,
-                                                          choices.get((name, metric)))})
-            tables_used.append({"dataset": name, "metric": metric,
-                                "title": section.title or metric,
-                                "configuration": parts[-1]["configuration"]})
-            shown.add(metric)
-            if section.plots is not None:
-                chosen = [r for r in mine if r["model"] in set(top_models)]
-                for i, plot in enumerate(_drawn("plots", section.plots, chosen)[0] or ()):
-                    if isinstance(plot, dict) and plot.get("model") is None:
-                        drawn = _drawn("plot", assets.plot, plot, f"{name}-{metric}-{i}")[0]
-                        if drawn is not None:
-                            plots.append(drawn)
-        other = [r for r in rows if r["metric"] not in shown]
-        for metric in sorted({r["metric"] for r in other}):
-            tables_used.append({"dataset": name, "metric": metric, "title": metric,
-                                "configuration": _configuration(
-                                    [r for r in other if r["metric"] == metric], runs,
-                                    choices.get((name, metric)))})
-        for r in rows:
-            if r["model"] in model_pages:
-                per_model[r["model"]].append(r)
-        for h in (overview or {}).get("heads", ()):
-            n_ranked = sum(1 for r in h["rows"] if r.get("rank"))
-            for r in h["rows"]:
-                if r["model"] in model_pages:
-                    src = f"badges/{_badge_name(r['model'], name, h['metric'], badge_names)}.svg"
-                    assets.files[src] = headline_badge(
-                        f"robench {h['label']} · {name}", r, n_ranked,
-                        pct=h["format"] == "pct").encode("utf-8")
-                    badges[r["model"]].append({"dataset": name, "metric": h["metric"],
-                                               "label": h["label"], "src": src})
-        mine_helpers = sorted({m for (d, m) in helpers if d == name})
-        configurations = [{"metric": t["metric"], "text": t["configuration"]}
-                          for t in tables_used if t["dataset"] == name]
-        datasets.append({"name": name, "slug": slug, "overview": overview,
-                         "configurations": configurations,
-                         "top_models": top_models, "top_set": set(top_models),
-                         "sections": parts, "plots": plots,
-                         "other": _pivot_other(other, pseudo),
-                         "not_applicable": not_applicable(skips[name], rows),
-                         "n_models": len({r["model"] for r in rows} - pseudo),
-                         "helpers": [{"model": m, "metrics": helpers[(name, m)]}
-                                     for m in mine_helpers],
-                         "verification": status(records, dataset=name)["text"]})
+        site.datasets.append(_dataset_context(site, name, rows, skips[name], choices))
+    return site
 
-    common = {"n_scores": len(scores), "runs": [runs[i] for i in sorted(runs)]}
-    shown = {h["metric"] for ds in datasets if ds["overview"] for h in ds["overview"]["heads"]}
-    legends = [s.legend for metric, s in sections.items() if metric in shown and s.legend]
-    pages["index.html"] = env.get_template("index.html").render(
-        root="", page="index", datasets=datasets, top=top, legends=legends, **common)
-    for ds in datasets:
-        pages[f"datasets/{ds['slug']}.html"] = env.get_template("dataset.html").render(
-            root="../", page="dataset", ds=ds, **common)
 
-    metas = {m: _model_meta(m, registry) for m in model_names}
-    asked = {s["model"] for s in ranked_scores}  # models someone ran, somewhere
+def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: dict) -> dict:
+    """Return one data set's page context: overview, family sections, plots, other scores;
+    record its tables, its models' rows and their headline badges on ``site``."""
+    from robench.storage.verification import status
+
+    overview = _overview(rows, site.sections, site.registry)
+    ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - site.pseudo)
+    top_models = ranked[:site.top]
+    parts, shown, plots = [], set(), []
+    for metric, section in site.sections.items():
+        mine = [r for r in rows if r["metric"] == metric]
+        if not mine:
+            continue
+        html, note = _drawn(f"The {section.title or metric} section", _section_html, site.env,
+                            section, metric, mine, name, site.registry)
+        if html is None and note is None:
+            continue
+        html = html if note is None else _note_html(note)
+        parts.append({"metric": metric, "title": section.title or metric,
+                      "id": f"section-{page_slug(metric)}", "html": markupsafe.Markup(html),
+                      "configuration": _configuration(mine, site.runs,
+                                                      choices.get((name, metric)))})
+        site.tables_used.append({"dataset": name, "metric": metric,
+                                 "title": section.title or metric,
+                                 "configuration": parts[-1]["configuration"]})
+        shown.add(metric)
+        if section.plots is not None:
+            chosen = [r for r in mine if r["model"] in set(top_models)]
+            for i, plot in enumerate(_drawn("plots", section.plots, chosen)[0] or ()):
+                if isinstance(plot, dict) and plot.get("model") is None:
+                    drawn = _drawn("plot", site.assets.plot, plot, f"{name}-{metric}-{i}")[0]
+                    if drawn is not None:
+                        plots.append(drawn)
+    other = [r for r in rows if r["metric"] not in shown]
+    for metric in sorted({r["metric"] for r in other}):
+        site.tables_used.append({"dataset": name, "metric": metric, "title": metric,
+                                 "configuration": _configuration(
+                                     [r for r in other if r["metric"] == metric], site.runs,
+                                     choices.get((name, metric)))})
+    for r in rows:
+        if r["model"] in site.model_pages:
+            site.per_model[r["model"]].append(r)
+    _headline_badges(site, name, overview)
+    mine_helpers = sorted({m for (d, m) in site.helpers if d == name})
+    configurations = [{"metric": t["metric"], "text": t["configuration"]}
+                      for t in site.tables_used if t["dataset"] == name]
+    return {"name": name, "slug": page_slug(name), "overview": overview,
+            "configurations": configurations,
+            "top_models": top_models, "top_set": set(top_models),
+            "sections": parts, "plots": plots,
+            "other": _pivot_other(other, site.pseudo),
+            "not_applicable": not_applicable(skips, rows),
+            "n_models": len({r["model"] for r in rows} - site.pseudo),
+            "helpers": [{"model": m, "metrics": site.helpers[(name, m)]} for m in mine_helpers],
+            "verification": status(site.records, dataset=name)["text"]}
+
+
+def _headline_badges(site: Site, dataset: str, overview: Optional[dict]) -> None:
+    """Make an SVG badge of every headline row of a data set's overview, for its model page."""
+    for h in (overview or {}).get("heads", ()):
+        n_ranked = sum(1 for r in h["rows"] if r.get("rank"))
+        for r in h["rows"]:
+            if r["model"] in site.model_pages:
+                stem = _badge_name(r["model"], dataset, h["metric"], site.badge_names)
+                src = f"badges/{stem}.svg"
+                site.assets.files[src] = headline_badge(
+                    f"robench {h['label']} · {dataset}", r, n_ranked,
+                    pct=h["format"] == "pct").encode("utf-8")
+                site.badges[r["model"]].append({"dataset": dataset, "metric": h["metric"],
+                                                "label": h["label"], "src": src})
+
+
+def index_page(site: Site) -> dict[str, str]:
+    """Return index.html: one overview table per data set, the legends of the shown headlines."""
+    shown = {h["metric"] for ds in site.datasets if ds["overview"]
+             for h in ds["overview"]["heads"]}
+    legends = [s.legend for metric, s in site.sections.items() if metric in shown and s.legend]
+    return {"index.html": site.env.get_template("index.html").render(
+        root="", page="index", datasets=site.datasets, top=site.top, legends=legends,
+        **site.common)}
+
+
+def dataset_pages(site: Site) -> dict[str, str]:
+    """Return datasets/<slug>.html for every data set."""
+    return {f"datasets/{ds['slug']}.html": site.env.get_template("dataset.html").render(
+        root="../", page="dataset", ds=ds, **site.common) for ds in site.datasets}
+
+
+def _model_metas(site: Site) -> dict:
+    """Return every model's metadata: registry entry, runs, provenance, verification, badges."""
+    from robench.storage.verification import status
+
+    metas = {m: _model_meta(m, site.registry) for m in site.model_names}
     helper_of: dict[str, list] = defaultdict(list)
-    for (d, m), metrics in sorted(helpers.items()):
+    for (d, m), metrics in sorted(site.helpers.items()):
         helper_of[m].append(f"{', '.join(metrics)} on {d}")
-    for m in model_names:
-        metas[m]["runs"] = _provenance(per_model[m], runs)
+    for m in site.model_names:
+        metas[m]["runs"] = _provenance(site.per_model[m], site.runs)
         # a helper was trained by a metric, not contributed by anyone
         metas[m]["provenance"] = "" if m in helper_of else "; ".join(
             sorted({r["source"] for r in metas[m]["runs"] if r["source"]}))
         metas[m]["helper"] = "; ".join(helper_of.get(m, ()))
-        metas[m]["verification"] = status(records, model=m)["text"]
-        metas[m]["badges"] = badges.get(m, [])
-    blocks_of: dict[str, list] = {}
-    for model in model_names:
-        rows = per_model[model]
-        blocks = []
-        for ds in datasets:
-            mine = [r for r in rows if r["dataset"] == ds["name"]]
-            if not mine:
-                continue
-            parts, plots = [], []
-            for metric, section in sections.items():
-                own = [r for r in mine if r["metric"] == metric]
-                html, note = (_drawn(f"The {section.title or metric} section", _section_html,
-                                     env, section, metric, own, ds["name"], registry)
-                              if own else (None, None))
-                if html is not None or note is not None:
-                    parts.append({"title": section.title or metric,
-                                  "html": html if note is None else _note_html(note)})
-                # drawn for each data set's top models only: an SVG costs ~0.1 s, and the
-                # values of every other model are in its tables (build time stays linear
-                # and small at 1,000 models x 5 data sets)
-                if own and section.plots is not None and model in ds["top_set"]:
-                    for i, plot in enumerate(_drawn("plots", section.plots, own)[0] or ()):
-                        if isinstance(plot, dict) and plot.get("model") == model:
-                            drawn = _drawn("plot", assets.plot, plot,
-                                           f"{ds['name']}-{model}-{metric}-{i}")[0]
-                            if drawn is not None:
-                                plots.append(drawn)
-            details = [t for r in mine for t in (_drawn("details", _detail_tables, r)[0] or ())]
-            headline = []
-            if ds["overview"]:
-                for h in ds["overview"]["heads"]:
-                    r = h["by_model"].get(model)
-                    if r:
-                        headline.append({"head": h, "row": r})
-            blocks.append({"ds": ds, "scores": sorted(mine, key=lambda r: (
-                r["metric"], r.get("clusterer") or "", r["score"])), "details": details,
-                "sections": parts, "plots": plots, "headline": headline})
-        blocks_of[model] = blocks
+        metas[m]["verification"] = status(site.records, model=m)["text"]
+        metas[m]["badges"] = site.badges.get(m, [])
+    return metas
+
+
+def _model_blocks(site: Site, model: str) -> list:
+    """Return a model page's blocks: per data set its scores, sections, plots and details."""
+    rows = site.per_model[model]
+    blocks = []
+    for ds in site.datasets:
+        mine = [r for r in rows if r["dataset"] == ds["name"]]
+        if not mine:
+            continue
+        parts, plots = [], []
+        for metric, section in site.sections.items():
+            own = [r for r in mine if r["metric"] == metric]
+            html, note = (_drawn(f"The {section.title or metric} section", _section_html,
+                                 site.env, section, metric, own, ds["name"], site.registry)
+                          if own else (None, None))
+            if html is not None or note is not None:
+                parts.append({"title": section.title or metric,
+                              "html": html if note is None else _note_html(note)})
+            # drawn for each data set's top models only: an SVG costs ~0.1 s, and the
+            # values of every other model are in its tables (build time stays linear
+            # and small at 1,000 models x 5 data sets)
+            if own and section.plots is not None and model in ds["top_set"]:
+                for i, plot in enumerate(_drawn("plots", section.plots, own)[0] or ()):
+                    if isinstance(plot, dict) and plot.get("model") == model:
+                        drawn = _drawn("plot", site.assets.plot, plot,
+                                       f"{ds['name']}-{model}-{metric}-{i}")[0]
+                        if drawn is not None:
+                            plots.append(drawn)
+        details = [t for r in mine for t in (_drawn("details", _detail_tables, r)[0] or ())]
+        headline = []
+        if ds["overview"]:
+            for h in ds["overview"]["heads"]:
+                r = h["by_model"].get(model)
+                if r:
+                    headline.append({"head": h, "row": r})
+        blocks.append({"ds": ds, "scores": sorted(mine, key=lambda r: (
+            r["metric"], r.get("clusterer") or "", r["score"])), "details": details,
+            "sections": parts, "plots": plots, "headline": headline})
+    return blocks
+
+
+def model_pages(site: Site, metas: dict) -> dict[str, str]:
+    """Return models/<slug>.html for every model, and legends.html with the section legends
+    two or more of them share (each page links to it instead of repeating them)."""
+    blocks_of = {model: _model_blocks(site, model) for model in site.model_names}
     legends = _share_legends(blocks_of)
-    for model, blocks in blocks_of.items():
-        pages[f"models/{model_pages[model]}.html"] = env.get_template("model.html").render(
-            root="../", page="model", meta=metas[model], blocks=blocks, **common)
+    pages = {f"models/{site.model_pages[model]}.html": site.env.get_template(
+        "model.html").render(root="../", page="model", meta=metas[model], blocks=blocks,
+                             **site.common) for model, blocks in blocks_of.items()}
     if legends:
-        pages["legends.html"] = env.get_template("legends.html").render(
-            root="", page="legends", legends=legends, **common)
-    pages["models.html"] = env.get_template("models.html").render(
-        root="", page="models", models=[metas[m] for m in model_names if m in asked],
-        helpers=[metas[m] for m in model_names if m not in asked],
-        datasets_of={m: sorted({r["dataset"] for r in per_model[m]}) for m in model_names},
-        any_provenance=any(metas[m].get("provenance") for m in model_names),
-        **common)
+        pages["legends.html"] = site.env.get_template("legends.html").render(
+            root="", page="legends", legends=legends, **site.common)
+    return pages
+
+
+def models_page(site: Site, metas: dict) -> dict[str, str]:
+    """Return models.html: the contributed models, then the helpers, with their data sets."""
+    asked = {s["model"] for s in site.ranked_scores}  # models someone ran, somewhere
+    names = site.model_names
+    return {"models.html": site.env.get_template("models.html").render(
+        root="", page="models", models=[metas[m] for m in names if m in asked],
+        helpers=[metas[m] for m in names if m not in asked],
+        datasets_of={m: sorted({r["dataset"] for r in site.per_model[m]}) for m in names},
+        any_provenance=any(metas[m].get("provenance") for m in names),
+        **site.common)}
+
+
+def methods_page(site: Site) -> dict[str, str]:
+    """Return methods.html: each metric's definitions and papers, the tables' configurations."""
     metrics = []
-    for metric in sorted({s["metric"] for s in scores}):
-        spec = _spec(registry, "metrics", metric)
+    for metric in sorted({s["metric"] for s in site.scores}):
+        spec = _spec(site.registry, "metrics", metric)
         versions = sorted({(s.get("metric_version") or "", s.get("definition") or "")
-                           for s in scores if s["metric"] == metric})
+                           for s in site.scores if s["metric"] == metric})
         metrics.append({"name": metric, "spec": spec, "versions": versions,
                         "references": [{"title": t, "url": u if re.match(r"https?://", u or "")
                                         else ""} for t, u in (spec.references if spec else ())]})
-    pages["methods.html"] = env.get_template("methods.html").render(
-        root="", page="methods", metrics=metrics, tables=tables_used, **common)
+    return {"methods.html": site.env.get_template("methods.html").render(
+        root="", page="methods", metrics=metrics, tables=site.tables_used, **site.common)}
 
+
+def write_site(out_dir, files: dict[str, bytes]) -> Path:
+    """Write ``files`` under ``out_dir`` (only those that changed); remove the pages, plots,
+    images and badges of an earlier build that this one no longer has; return index.html."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    files = {name: text.encode("utf-8") for name, text in pages.items()}
-    files.update(assets.files)
-    files.update(_downloads(scores))
-    files["style.css"] = STYLE.read_bytes()
-    files["sort.js"] = SORT_JS.read_bytes()
     for sub, ext in _OWNED.items():  # a page of a model no longer in the database goes away
         folder = out / sub
         if folder.is_dir():
@@ -627,6 +683,34 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         if not path.exists() or path.read_bytes() != data:
             path.write_bytes(data)
     return out / "index.html"
+
+
+def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
+               config: Optional[str] = None) -> Path:
+    """Write the static leaderboard site of ``store``'s scores; return index.html.
+
+    Each table (data set, metric) shows one configuration, chosen by
+    :func:`robench.present.leaderboard.chosen_configurations` (``config`` picks one) and labelled.
+    The site is read once (:func:`read_site`), then each page kind has its own builder.
+    """
+    if registry is None:
+        from robench.plugins import get_registry
+
+        registry = get_registry()
+    if top < 1:
+        raise ValueError(f"--top must be at least 1, got {top}")
+    site = read_site(store, registry, top, config)
+    pages = {**index_page(site), **dataset_pages(site)}
+    metas = _model_metas(site)
+    pages.update(model_pages(site, metas))
+    pages.update(models_page(site, metas))
+    pages.update(methods_page(site))
+    files = {name: text.encode("utf-8") for name, text in pages.items()}
+    files.update(site.assets.files)
+    files.update(_downloads(site.scores))
+    files["style.css"] = STYLE.read_bytes()
+    files["sort.js"] = SORT_JS.read_bytes()
+    return write_site(out_dir, files)
 
 
 __all__ = ["build_site", "page_slug", "DEFAULT_TOP", "format_number", "format_percent"]
