@@ -1,3 +1,4 @@
+"""The site's builders: one per page kind over one Site object."""
 
 
 def test_each_page_kind_has_its_own_builder(tmp_path):
