@@ -5,12 +5,14 @@ import functools
 import os
 import subprocess
 import sys
+import unittest
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import robench.testing as kit
+import robench.testing.models as kit_models
 from robench import hookimpl
 from robench.families.source_aware.rho import aggregate_rho
 from robench.data import Dataset
@@ -228,13 +230,13 @@ def test_model_that_learns_from_the_rows_it_predicts():
 
 
 def test_fit_path_that_hands_test_rows_to_the_model(monkeypatch):
-    real = kit._robench_fit_path()
+    real = kit_models._robench_fit_path()
 
     def early_stops_on_test(spec, dataset, train_idx, val_idx, test_idx, **kw):
         return real(spec, dataset, train_idx, np.concatenate([val_idx, test_idx]), test_idx,
                     **kw)
 
-    monkeypatch.setattr(kit, "_robench_fit_path", lambda: early_stops_on_test)
+    monkeypatch.setattr(kit_models, "_robench_fit_path", lambda: early_stops_on_test)
     fails("never-handed-test-rows", check_model, model(Centroid), match="24 of them test rows")
 
 
@@ -245,7 +247,7 @@ def test_fit_path_that_hands_views_of_the_data(monkeypatch):
         # slices are views: X.base would expose every row, test rows included
         spec.build(ctx).fit(X[:60], y[:60], X[60:80], y[60:80])
 
-    monkeypatch.setattr(kit, "_robench_fit_path", lambda: with_views)
+    monkeypatch.setattr(kit_models, "_robench_fit_path", lambda: with_views)
     fails("fit-inputs-are-copies", check_model, model(Centroid), match="X.base")
 
 
@@ -584,3 +586,207 @@ def test_run_whose_trials_fail():
         check_metric("broken", metric_registry(renamed), dataset="tiny", model="boom",
                      clusterer="oracle", k=3)
     assert info.value.check == "run" and "boom" in str(info.value)
+
+
+# --- the checks as named pieces: generators, collect-all, expected failures, pytest ----------
+
+
+def test_the_model_generator_yields_named_checks_in_order_and_trains_nothing():
+    builds = []
+
+    def build(ctx):
+        builds.append(ctx.seed)
+        return Centroid(ctx)
+
+    checks = list(kit.model_checks(model(build), min_accuracy=0.5))
+    assert [c.name for c in checks] == [
+        "spec", "build", "fit", "unused-train-knobs", "fit-inputs-are-copies", "predict",
+        "predict-type", "predict-shape", "predict-finite", "predict-dtype", "predict-range",
+        "never-handed-test-rows", "fit-returns-self", "fitted-attributes", "predict-proba",
+        "has-features", "features", "features-head", "predict-does-not-learn",
+        "deterministic", "build-fresh", "accuracy"]
+    assert [c.name for c in kit.model_checks(model(build))][-1] == "build-fresh"
+    assert checks[9].id == "model[broken]-predict-dtype"
+    assert {c.kind for c in checks} == {"model"} and len({id(c.case) for c in checks}) == 1
+    assert builds == []  # nothing trained until a check needs it
+    checks[checks.index(next(c for c in checks if c.name == "never-handed-test-rows"))]()
+    assert len(builds) == 1  # the first training, for the check that needed it
+    with pytest.raises(unittest.SkipTest, match="no predict_proba"):  # pytest: skipped
+        checks[14]()
+    report = kit.run_checks(checks)
+    assert len(builds) == 2  # two trainings in all, shared by every check
+    assert report.passed == [c.name for c in checks
+                             if c.name not in ("predict-proba", "features-head")]
+
+
+def test_the_other_generators_yield_named_checks_in_order():
+    assert [c.name for c in kit.dataset_checks(dataset(lambda: blobs()))] == [
+        "spec", "load", "arrays", "sources", "image-shape", "image-range", "deterministic"]
+    assert [c.name for c in kit.clusterer_checks(clusterer(kmeans))] == [
+        "spec", "fit-predict", "labels", "deterministic", "requires-true-sources",
+        "degenerate-input"]
+    metric_names = [c.name for c in kit.metric_checks("rho", BUILTINS)]
+    assert metric_names == ["spec", "spec-protocol", "run", "scores", "aggregate-pure",
+                            "run-scores", "failed-trials", "empty-group"]
+    assert metric_names == list(kit.METRIC_CHECKS)
+    assert [c.id for c in kit.checks_of(("clusterers", "kmeans"), BUILTINS)][1] == \
+        "clusterer[kmeans]-fit-predict"
+    assert next(iter(kit.checks_of("digits", BUILTINS))).kind == "dataset"
+    with pytest.raises(ValueError, match="not registered"):
+        kit.checks_of("no-such-component", BUILTINS)
+
+
+class FloatLabelsNoHistory(Centroid):
+    """Two independent breakages: float labels, and no fitted attributes."""
+
+    def fit(self, X, y, X_val, y_val):
+        self.means_ = np.stack([X[y == c].mean(0) for c in range(self.ctx.n_classes)])
+        return self
+
+    def predict(self, X):
+        return super().predict(X).astype(np.float64)
+
+
+def test_the_default_stops_at_the_first_failure():
+    err = fails("predict-dtype", check_model, model(FloatLabelsNoHistory))
+    assert err.failures == [err]
+    assert "fit" in err.report.passed and "fitted-attributes" not in err.report.passed
+    assert list(err.report.failed) == ["predict-dtype"]
+
+
+def test_collect_all_reports_every_failure_at_once():
+    with pytest.raises(ConformanceError) as info:
+        check_model(model(FloatLabelsNoHistory), collect_all=True)
+    err = info.value
+    assert [f.check for f in err.failures] == ["predict-dtype", "fitted-attributes"]
+    assert err.check == "predict-dtype, fitted-attributes"
+    message = str(err)
+    assert message.startswith("model 'broken' fails 2 checks:")
+    assert "float64" in message and "history_" in message and "How to fix" in message
+    # every other check ran and passed (the float labels were replaced in the fit path)
+    assert {"never-handed-test-rows", "features", "deterministic",
+            "build-fresh"} <= set(err.report.passed)
+    assert list(err.report.failed) == ["predict-dtype", "fitted-attributes"]
+
+
+def test_collect_all_skips_what_needs_a_failed_prerequisite():
+    class Crash(Centroid):
+        def fit(self, X, y, X_val, y_val):
+            raise RuntimeError("out of coffee")
+
+    with pytest.raises(ConformanceError) as info:
+        check_model(model(Crash), collect_all=True)
+    err = info.value
+    assert err.check == "fit" and err.failures == [err] and "out of coffee" in str(err)
+    assert err.report.passed == ["spec", "build"]
+    assert err.report.skipped["predict"] == "'fit' failed"
+    assert err.report.skipped["build-fresh"] == "'fit' failed"
+    assert "skipped deterministic: 'fit' failed" in str(err.report)
+
+
+def test_expected_failures_are_recorded_and_do_not_raise():
+    report = check_model(model(FloatLabelsNoHistory), expected_failures={
+        "predict-dtype": "float labels until 2.0", "fitted-attributes": "no history yet"})
+    assert report.xfailed == {"predict-dtype": "float labels until 2.0",
+                              "fitted-attributes": "no history yet"}
+    assert report.failed == {} and "deterministic" in report.passed
+    assert "expected failure predict-dtype: float labels until 2.0" in str(report)
+    # the others still count
+    fails("fitted-attributes", check_model, model(FloatLabelsNoHistory),
+          expected_failures={"predict-dtype": "float labels until 2.0"})
+
+
+def test_an_expected_failure_that_passes_is_a_failure():
+    err = fails("build-fresh", check_model, model(Centroid),
+                expected_failures={"build-fresh": "shares its model"},
+                match="listed in expected_failures ('shares its model') but passed")
+    assert "remove 'build-fresh'" in err.fix
+
+
+def test_an_expected_failure_that_names_no_check_is_refused():
+    with pytest.raises(ValueError, match="'predict_dtype', not a check"):
+        check_dataset(dataset(lambda: blobs()), expected_failures={"predict_dtype": "typo"})
+
+
+def test_collect_all_on_a_dataset_and_a_clusterer():
+    def load():
+        ds = blobs(image_shape=(1, 4, 4))
+        return Dataset("other", ds.X * 255, ds.y, sources=ds.sources, image_shape=(1, 4, 4))
+
+    with pytest.raises(ConformanceError) as info:
+        check_dataset(dataset(load, is_image=True), collect_all=True)
+    assert [f.check for f in info.value.failures] == ["load", "image-range"]
+
+    def unseeded_floats(Z, k, *, seed, true_sources=None):
+        return np.random.default_rng().integers(0, k, len(Z)) * 1.0
+
+    with pytest.raises(ConformanceError) as info:
+        check_clusterer(clusterer(unseeded_floats), collect_all=True)
+    assert [f.check for f in info.value.failures] == ["labels", "deterministic", "labels"]
+    assert list(info.value.report.failed) == ["labels", "deterministic", "degenerate-input"]
+
+
+PARAMETRIZED = '''
+import numpy as np
+from robench.specs import ModelSpec
+from robench.testing import parametrize_with_checks
+
+
+class Floaty:
+    has_features = False
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def fit(self, X, y, X_val, y_val):
+        self.means_ = np.stack([X[y == c].mean(0) for c in range(self.ctx.n_classes)])
+        self.history_, self.n_epochs_, self.best_epoch_ = [], 0, 0
+        self.train_accuracy_, self.val_accuracy_ = 1.0, None
+        return self
+
+    def predict(self, X):
+        d = ((X[:, None, :] - self.means_[None]) ** 2).sum(-1)
+        return d.argmin(1).astype(np.float64)
+
+
+FLOATY = ModelSpec("floaty", Floaty, "float labels", has_features=False)
+
+
+@parametrize_with_checks([FLOATY], expected_failures={"predict-dtype": "float labels"})
+def test_floaty(check):
+    check()
+
+
+@parametrize_with_checks([FLOATY], expected_failures={"build-fresh": "stale entry"})
+def test_stale(check):
+    check()
+'''
+
+
+def test_parametrize_with_checks_makes_one_test_per_check(tmp_path):
+    mark = kit.parametrize_with_checks(
+        [model(Centroid)], expected_failures={"predict-proba": "not yet"}, train={})
+    argnames, params = mark.args
+    assert argnames == "check"
+    assert [p.id for p in params] == [f"model[broken]-{name}" for name in kit.MODEL_CHECKS[:-1]]
+    xfails = {p.id: m for p in params for m in p.marks}
+    assert list(xfails) == ["model[broken]-predict-proba"]
+    assert xfails["model[broken]-predict-proba"].kwargs == {"reason": "not yet", "strict": True}
+    with pytest.raises(ValueError, match="'nope', not a check"):
+        kit.parametrize_with_checks([model(Centroid)], expected_failures={"nope": "?"})
+
+    # as pytest runs it: the expected failure xfails, the stale one fails the test (strict)
+    (tmp_path / "test_floaty.py").write_text(PARAMETRIZED)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p))
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p",
+                             "no:cacheprovider", str(tmp_path / "test_floaty.py")],
+                            cwd=tmp_path, env=env, capture_output=True, text=True)
+    out = result.stdout
+    assert "XFAIL test_floaty.py::test_floaty[model[floaty]-predict-dtype]" in out, out
+    assert "PASSED test_floaty.py::test_floaty[model[floaty]-predict-shape]" in out, out
+    assert ("SKIPPED [1] test_floaty.py:28: the classifier has no feature space" in out
+            or "the classifier has no feature space (has_features is False)" in out), out
+    assert "FAILED test_floaty.py::test_stale[model[floaty]-build-fresh]" in out, out
+    assert "FAILED test_floaty.py::test_stale[model[floaty]-predict-dtype]" in out, out
+    assert result.returncode == 1, out
