@@ -27,7 +27,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from robench.stats import is_finite
-from robench.stats.paired import ALPHA, EQUIVALENT, ORDERED, UNDECIDED, chance_bar, compare_all, rank_text
+from robench.stats.paired import (ALPHA, EQUIVALENT, ORDERED, UNDECIDED, chance_bar, compare_all,
+                                  complete_cycles, rank_text)
 
 #: Relevance margin of the chance bar: a model is ranked only when its E[AccI] interval lies
 #: above ``chance + CHANCE_MARGIN * (1 - chance)`` (:func:`robench.stats.paired.chance_bar`;
@@ -168,13 +169,14 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
         best, worst = res["best"].tolist(), res["worst"].tolist()
         for k, (a, b) in enumerate(res["pairs"]):
             st = int(res["status"][k])
-            common = np.isfinite(x[a]) & np.isfinite(i[a]) & np.isfinite(x[b]) & np.isfinite(i[b])
+            common = complete_cycles(np.isfinite(x[a]) & np.isfinite(i[a]) & np.isfinite(x[b])
+                                     & np.isfinite(i[b]), cycle)  # the repeats the test used
             pairs.append({"pair": [ranked[a]["model"], ranked[b]["model"]],
                           "status": {1: ORDERED, -1: ORDERED, 2: EQUIVALENT}.get(st, UNDECIDED),
                           "above": (ranked[a]["model"] if st == 1 else ranked[b]["model"]
                                     if st == -1 else None),
                           "difference": float(ranked[a]["value"]) - float(ranked[b]["value"]),
-                          "n": int(common.sum())})
+                          "n": int(common.sum())})  # noqa: E501
     for j, r in enumerate(ranked):
         r.update(rank=j + 1, rank_best=int(best[j]), rank_worst=int(worst[j]),
                  rank_interval=rank_text(int(best[j]), int(worst[j])),
