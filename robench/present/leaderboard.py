@@ -107,10 +107,14 @@ def rank_table(rows: list) -> dict:
     out = rank_models(sorted(rows, key=lambda r: str(r["model"])), higher_is_better=higher,
                       precision=precision, looks=looks)
     ranked = out["rows"]
+    rule = out["rule"]
+    if adaptive:
+        rule += (f"; adaptive repeats (--until decided, {looks} planned looks): every test at "
+                 "the level corrected for the looks, R = repeats used")
     for r in ranked:
         r.pop("samples", None)
-        r["rank_rule"] = out["rule"]
-    return {"rows": ranked, "rule": out["rule"], "pairs": out["pairs"]}
+        r["rank_rule"] = rule
+    return {"rows": ranked, "rule": rule, "pairs": out["pairs"]}
 
 
 def attach_ranks(sections: dict, rows: list) -> None:

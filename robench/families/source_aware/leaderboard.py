@@ -135,8 +135,8 @@ def rho_tables(scores: list) -> list:
                 "adaptive": _adaptive(rho),
                 "higher_is_better": rho["higher_is_better"],
                 "samples": rho_samples(details),
-                "cycle": (details.get("design") or {}).get("cycle")
-                if isinstance(details.get("design"), dict) else None,
+                "cycle": (details.get("held_out") or {}).get("cycle")
+                if isinstance(details.get("held_out"), dict) else None,
                 "unranked": at_chance(rho, inc),
                 "acc_exclusive": acc_x,
                 "acc_inclusive": acc_i,

@@ -91,7 +91,7 @@ def aggregate_rho(group: dict, trials: list) -> list:
                             n=len(vals), details={"per_repeat": vals, "interval": interval,
                                                   "repeats": [t.get("repeat") for t in
                                                               by_kind[kind]]}))
-    details = {"k": k, "n_failed": n_failed, "design": design_of(by_kind["exclusive"])}
+    details = {"k": k, "n_failed": n_failed, "held_out": design_of(by_kind["exclusive"])}
     if accs["exclusive"] and accs["inclusive"]:
         rho = sa.ratio_of_means(accs["exclusive"], accs["inclusive"])
         lo, hi, interval = rho_interval(accs["exclusive"], accs["inclusive"])
@@ -119,7 +119,8 @@ def aggregate_rho(group: dict, trials: list) -> list:
 
 
 def design_of(exclusive: list) -> dict:
-    """Return the held-out design of exclusive trials: ``{"held_out", "cycle"}``.
+    """Return the held-out design of exclusive trials (``details.held_out`` of a rho score):
+    ``{"held_out", "cycle"}``.
 
     ``balanced`` with its cycle (the lcm of the classes' source counts, recorded by each
     trial) when every trial was run by protocol 2's balanced design with one cycle length;
