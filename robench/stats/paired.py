@@ -130,6 +130,23 @@ def _bets(values, ok, cap):
     return np.clip(np.where(count > 0, lam, 0.0), 0.0, cap)
 
 
+def _prpl_bets(values, ok, cap, alpha):
+    """Return the predictable plug-in bets of a confidence sequence (Waudby-Smith & Ramdas):
+    ``lambda_r = sqrt(2 log(1/alpha) / (v r log(1 + r)))`` with v the variance of the values
+    before r (prior 1/4), clipped to [0, cap]; they do not depend on the hypothesised value,
+    so the wealth is monotone in it."""
+    v = np.where(ok, values, 0.0)
+    count = np.cumsum(ok, -1) - ok
+    s1 = np.cumsum(v, -1) - v
+    s2 = np.cumsum(v * v, -1) - v * v
+    t = count + 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.where(count > 0, s1 / np.maximum(count, 1), 0.0)
+        var = (s2 - count * m * m + 0.25) / t
+        lam = np.sqrt(2 * np.log(1.0 / np.asarray(alpha, float)) / (var * t * np.log1p(t)))
+    return np.clip(lam, 0.0, cap)
+
+
 def _log_wealth(d, lam, ok):
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(ok, np.log1p(lam * d), 0.0).sum(-1)
@@ -159,8 +176,9 @@ def ratio_cs(x, i, alpha, ok=None) -> tuple:
     thr = np.log(2.0 / alpha)
     c_hat = _running_ratio(x, i, ok)[..., None]
     plug = x - c_hat[..., 0] * i
-    lam_lo = _bets(plug, ok, _TRUNCATE / C_MAX)   # X - cI >= -c >= -C_MAX
-    lam_hi = _bets(-plug, ok, _TRUNCATE)           # cI - X >= -1
+    a_side = alpha[..., None] / 2 if alpha.ndim else alpha / 2
+    lam_lo = _prpl_bets(plug, ok, _TRUNCATE / C_MAX, a_side)  # X - cI >= -c >= -C_MAX
+    lam_hi = _prpl_bets(-plug, ok, _TRUNCATE, a_side)         # cI - X >= -1
 
     def bisect(reject, increasing):
         lo = np.zeros(x.shape[:-1])
