@@ -175,6 +175,7 @@ def _decide(cfg, registry, store, spec, state: dict, *, precision: float, alpha:
     current = {}  # (table, model) -> its group at the repeats it has so far
     final = {}  # table -> (groups, adaptive details)
     need = {t: list(models[t]) for t in tables}  # the models of each table to extend
+    dropped: dict = {}  # table -> {model: why it is not ranked}: it gets no more repeats
     report = None
     for j, n in enumerate(plan_looks):
         if not pending:
@@ -198,10 +199,15 @@ def _decide(cfg, registry, store, spec, state: dict, *, precision: float, alpha:
             ms = models[t]
             facts = _per_repeat(store, [current[(t, m)][0] for m in ms], n, spec.paired.values)
             x, i = facts["x"], facts["i"]
-            # the chance guard first: a model not shown above chance + margin is not compared
-            # and, once its interval lies below the bar, gets no more repeats
+            # the chance guard first: a model not shown above chance + margin at a look is
+            # not compared, gets no more repeats and is listed unranked with the reason
             guard = {m: _guard(i[0, k], facts["chance"], facts["basis"], level, margin)
                      for k, m in enumerate(ms)}
+            for m in ms:
+                if m in dropped.setdefault(t, {}):
+                    guard[m] = (dropped[t][m], False)
+                elif guard[m][0] is not None:
+                    dropped[t][m] = guard[m][0]
             ranked = [m for m in ms if guard[m][0] is None]
             idx = [ms.index(m) for m in ranked]
             if ranked:
@@ -278,14 +284,14 @@ STATUS_WORDS = {0: UNDECIDED, 1: ORDERED, -1: ORDERED, 2: EQUIVALENT}
 
 
 def _guard(inclusive, chance, basis: str, level: float, margin: float) -> tuple:
-    """Return (why a model is not ranked or None, whether more repeats could change that).
+    """Return (why a model is not ranked or None, False).
 
     The chance guard of every ranking path (:func:`robench.stats.ranks.chance_reason`) on the
-    model's inclusive accuracies so far, with their t interval at the run's corrected level;
-    more repeats can help only while that interval still reaches above the bar.
+    model's inclusive accuracies so far, with their t interval at the run's corrected level.
+    A model that fails it at a look is not ranked and gets no more repeats (the driver keeps
+    the reason): a random-label model costs one look's repeats, never the real models'.
     """
     from robench.stats.intervals import mean_interval
-    from robench.stats.paired import chance_bar
 
     vals = [float(v) for v in inclusive if np.isfinite(v)]
     if chance is None:
@@ -295,10 +301,7 @@ def _guard(inclusive, chance, basis: str, level: float, margin: float) -> tuple:
     why = chance_reason(value, iv.low if iv else None, iv.high if iv else None, chance, basis,
                         values=vals, margin=margin,
                         interval_reason=(iv.as_dict().get("reason") if iv else "no repeats"))
-    if why is None:
-        return None, False
-    hopeful = iv is not None and iv.high is not None and iv.high > chance_bar(chance, margin)
-    return why, hopeful
+    return why, False
 
 
 def _num(v) -> Optional[float]:

@@ -174,3 +174,30 @@ def test_the_core_names_no_metric():
     import robench.run.adaptive as adaptive
 
     assert '"rho"' not in inspect.getsource(adaptive)
+
+
+def test_a_random_label_model_is_never_ranked_and_costs_no_repeats(tiny_registry, store):
+    """A model trained on shuffled labels (rho ~1, which would top the table) added to
+    centroid and svm: in a plain run and under --until decided it is listed unranked with its
+    reason and the best real model shows rank 1; under --until decided it stops at the first
+    look (its E[AccI] interval lies below chance + margin) while the real models go on."""
+    from robench.families.source_aware.leaderboard import rho_tables
+
+    models = ["centroid", "svm", "shuffled"]
+    execute(cfg(models=models, repeats=12), tiny_registry, store)
+    plain = {r["model"]: r for r in rho_tables(store.scores(metric="rho"))[0]["rows"]}
+    assert plain["shuffled"]["rank"] is None
+    assert plain["shuffled"]["unranked"].startswith("at chance: E[AccI]")
+    best = min((r for r in plain.values() if r["rank"]), key=lambda r: r["rank"])
+    assert best["rank_interval"] == "1"
+
+    report = run_until_decided(cfg(models=models, repeats=100), tiny_registry, store,
+                               precision=0.001)
+    info = report.adaptive[0]
+    assert "shuffled" in info["unranked"] and "shuffled" not in info["order"]
+    assert info["repeats_by_model"]["shuffled"] == info["looks_taken"][0] == 6
+    assert info["repeats_by_model"]["centroid"] >= 6
+    rows = {r["model"]: r for r in rho_tables(store.scores(metric="rho"))[0]["rows"]}
+    assert rows["shuffled"]["rank"] is None and rows["shuffled"]["unranked"].startswith("at chance")
+    assert min(r["rank_interval"] for r in rows.values() if r["rank_interval"]) == "1"
+    assert any(r["rank_interval"] == "1" for r in rows.values())
