@@ -37,10 +37,10 @@ from typing import Callable, Optional
 import numpy as np
 
 from robench.run.runner import ConfigError, Plan, RunReport, execute, plan_run
-from robench.stats.paired import looks_for, rank_text
+from robench.stats.paired import rank_text
 from robench.stats.ranks import chance_level, chance_margin, chance_reason
 from robench.stats.sequential import (ALPHA, EQUIVALENT, FIRST_LOOK, ORDERED, PRECISION, UNDECIDED,
-                                      corrected_level, stop_reason, table_look)
+                                      corrected_level, looks_for, stop_reason, table_look)
 
 #: The decision rule's name, stored with every score (and in its inputs fingerprint): paired
 #: delta-method differences, Hall's skew correction, Bonferroni over the looks.

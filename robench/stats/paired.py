@@ -333,18 +333,6 @@ def chance_bar(chance: float, margin: float) -> float:
     return float(chance) + float(margin) * (1.0 - float(chance))
 
 
-def looks_for(max_repeats: int, first: int, cycle: Optional[int]) -> list:
-    """Return the planned looks for a cycle: whole cycles from ``first``, doubling, the
-    last at ``max_repeats`` (see :func:`robench.stats.sequential.looks`)."""
-    from robench.stats.sequential import looks
-
-    if not cycle or cycle < 2 or max_repeats < 2 * cycle:
-        return looks(max_repeats, first)
-    plan = [cycle * n for n in looks(max_repeats // cycle, max(1, math.ceil(first / cycle)))]
-    plan[-1] = max_repeats
-    return plan
-
-
 # --- simulation: null pairs on the shapes the design produces ---------------------------------
 
 #: Source-effect shapes of the simulations (mean 0, sd 1; negative = a harder source).

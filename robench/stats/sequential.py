@@ -1,53 +1,24 @@
-"""A group-sequential stopping rule for rho tables: planned looks, paired differences, decisions.
+"""The sequential rule of ``robench run --until decided``: planned looks, every pair tested.
 
 **Paired differences.** In the source-aware protocol repeat r of every model uses the same
 partitions (the exclusive and inclusive test masks and the training seeds depend on the
-repeat index, the data set and the clusterer, never on the model), so models that find
-repeat r's held-out sources hard find them hard together: on mnist-5k (quick training, 24
-repeats) the per-repeat exclusive accuracies of the five built-in models correlate 0.72-0.91.
-Comparing marginal rho intervals for overlap ignores that and throws most of the information
-away. Here each adjacent pair (a, b) gets an interval for its difference
-``D = rho_a - rho_b`` from the repeats both models completed: rho_m = E[X_m] / E[I_m] is a
-ratio of means, linearised per repeat by its influence value (delta method)
+repeat index, the data set and the clusterer, never on the model), so models are compared
+by the per-repeat differences of their scores. rho_m = E[X_m] / E[I_m] is a ratio of means,
+linearised per repeat by its influence value (delta method)
 
-    psi_m,r = (x_m,r - rho_hat_m * i_m,r) / Ibar_m,
+    psi_m,r = (x_m,r - rho_hat_m * i_m,r) / Ibar_m;
 
-so ``D_hat = rho_hat_a - rho_hat_b`` has standard error ``sd_r(psi_a,r - psi_b,r) / sqrt(n)``.
-A repeat unit (its exclusive partition, its inclusive partition and their training seeds) is
-drawn independently of every other repeat, so the n differences are i.i.d.; the
-linearisation error is second order in the inclusive mean's relative spread (~1% here).
+:func:`paired_difference` gives the resulting interval of ``rho_a - rho_b`` (Hall's
+skew-corrected or Student's; the adequacy claim uses it).
 
-**Skew.** The differences need not be symmetric: when a few partitions are far harder than
-the rest and hurt one model more, the per-repeat difference is skewed, and Student's
-``D_hat ± t(n - 1) se`` misses on one side far more often than its level says (on a
-Gamma(2)-shaped shared effect, skewness of the difference ~1.2, the 99% interval missed
-1.9% on one side at 6 repeats, 1.0% at 100, instead of 0.5%; the sequential rule then made
-6.3% wrong orders against its 5%, all one way: the model hit harder by the rare hard
-partitions ranked higher). The interval is therefore Hall's skewness-corrected one
-(:func:`paired_difference`), with the sample skewness moved one standard error towards each
-bound (few repeats cannot estimate a tail: at 6 the plain correction still missed 1.8%).
-tests/stats/test_sequential.py pins the wrong-order rate at or below 5% on the skewed
-setting and the normal ones; docs/adaptive.md shows the rates and the repeats it costs.
-
-**Looks and level.** Looks after 6, 12, 24, ... repeats, doubling, the last exactly at the
-maximum (:func:`looks`); every interval at every look is computed at ``1 - alpha / K`` for K
-planned looks (Bonferroni over the looks). By the union bound the probability that a pair's
-difference interval (or a model's rho interval) misses its true value at *any* look is at
-most alpha, so the interval reported wherever the rule stops covers with probability >=
-1 - alpha, for this stopping rule or any other; a wrong call needs such a miss. Group-
-sequential alpha-spending boundaries (Pocock, O'Brien-Fleming) are tighter, but they assume
-a normal statistic with known information fractions; the union bound needs only each look's
-interval to be valid. The first look is at 6, not 3: with 2 degrees of freedom the corrected
-t quantile is ~11 (4.3 uncorrected), so a look at 3 would spend a share of alpha on a look
-that can only separate pairs more than ~6 paired standard deviations apart.
-
-**Decisions.** A pair is *ordered* when its difference interval excludes 0 on the side of the
-estimates' order, *equivalent* when the interval lies within ``(-precision, +precision)``
-(the two are within the precision of each other: more repeats would rank them by an amount
-the user said does not matter) and undecided otherwise. Only models in an undecided pair get
-the next look's repeats; a table stops when no pair is undecided, or at the maximum. The
-guarantee is per pair: whichever adjacent pairs the data select, a reported order or
-equivalence is wrong with probability at most alpha (it needs that pair's interval to miss).
+**Decisions.** At every look :func:`table_look` calls the one paired test of
+:mod:`robench.stats.paired` on every pair of the table (:func:`robench.stats.paired.
+compare_all`: Holm over the pairs, equivalence within the precision): Student's t over
+complete cycles of the balanced held-out design, at ``alpha / K`` for K planned looks
+(Bonferroni: a wrong call at any look has probability at most alpha), or the betting test,
+valid at every look as it is. Looks at whole cycles (:func:`looks_for`). Only models in an
+undecided pair get the next look's repeats; a table stops when no pair is undecided, or at
+the maximum. docs/adaptive.md has the rates; tests/stats/test_sequential.py pins them.
 
 Everything here is a pure function of numbers, vectorised over simulated runs: the driver
 (:mod:`robench.run.adaptive`) calls :func:`table_look` on one run, the simulation on thousands.
@@ -55,6 +26,7 @@ Everything here is a pure function of numbers, vectorised over simulated runs: t
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -94,6 +66,16 @@ def looks(max_repeats: int, first: int = FIRST_LOOK) -> list:
             nxt = max_repeats
         out.append(nxt)
     return out
+
+
+def looks_for(max_repeats: int, first: int, cycle: Optional[int]) -> list:
+    """Return the planned looks for a cycle: whole cycles from ``first``, doubling, the
+    last at ``max_repeats`` (see :func:`looks`)."""
+    if not cycle or cycle < 2 or max_repeats < 2 * cycle:
+        return looks(max_repeats, first)
+    plan = [cycle * n for n in looks(max_repeats // cycle, max(1, math.ceil(first / cycle)))]
+    plan[-1] = max_repeats
+    return plan
 
 
 def corrected_level(n_looks: int, alpha: float = ALPHA) -> float:
@@ -250,13 +232,11 @@ def run_sequential(x, i, *, max_repeats: Optional[int] = None, precision: float 
     """Run the stopping rule on simulated tables; return what each run stopped at.
 
     ``x``, ``i``: shape ``(runs, models, R)`` of complete repeats (R >= ``max_repeats``).
-    Looks as :func:`robench.stats.paired.looks_for` (whole cycles where ``cycle`` is
+    Looks as :func:`looks_for` (whole cycles where ``cycle`` is
     given); at each look the models still open get repeats up to the look and
     :func:`table_look` decides; a run stops when its table is decided or at the last look.
     Returns the final :func:`table_look` arrays plus ``repeats`` (runs, M) and ``looks``.
     """
-    from robench.stats.paired import looks_for
-
     x, i = np.asarray(x, float), np.asarray(i, float)
     runs, m, r = x.shape
     plan = looks_for(max_repeats or r, first, cycle)

@@ -112,11 +112,13 @@ def test_holm_over_all_pairs_steps_down():
 
 
 def test_chance_bar_and_looks_for_cycles():
+    from robench.stats.sequential import looks_for
+
     assert paired.chance_bar(0.1, 0.1) == pytest.approx(0.19)
     assert paired.chance_bar(0.5, 0.0) == 0.5
-    assert paired.looks_for(100, 6, 5) == [10, 20, 40, 100]
-    assert paired.looks_for(100, 6, 3) == [6, 12, 24, 48, 100]
-    assert paired.looks_for(8, 6, 5) == [8] and paired.looks_for(24, 6, None) == [6, 12, 24]
+    assert looks_for(100, 6, 5) == [10, 20, 40, 100]
+    assert looks_for(100, 6, 3) == [6, 12, 24, 48, 100]
+    assert looks_for(8, 6, 5) == [8] and looks_for(24, 6, None) == [6, 12, 24]
 
 
 def test_the_balanced_design_holds_every_source_out_once_a_cycle():
