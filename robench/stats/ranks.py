@@ -216,7 +216,8 @@ def rule_text(tests: int, alpha: float = ALPHA, cycle: Optional[int] = None,
         return "one ranked model"
     how = (f"Student's t over complete cycles of the balanced held-out design ({cycle} "
            "repeats a cycle)" if cycle else
-           "a betting test (valid on any shape, conservative: held-out sources drawn at random)")
+           "a betting test (valid on any shape, conservative: the repeats are not a "
+           "balanced held-out design)")
     eq = (f"; equivalent: within +-{precision:g}, two one-sided tests" if precision else "")
     return (f"rank intervals from all {tests} pair{'s' if tests != 1 else ''}: the paired "
             f"difference over shared repeats by {how}, Holm-corrected (familywise "

@@ -192,7 +192,8 @@ def test_results_json_and_csv_carry_details_and_versions(tmp_path):
     assert rho["run_id"] == 1 and rho["configuration"] == "legacy"
     csv = run("results", "--format", "csv", "--db", db).output.splitlines()
     assert csv[0].endswith("configuration,run_id,configuration_label,contributor,helper,details,versions,"
-                          "verification")
+                          "verification,rank_interval,rank_best,rank_worst,rank_estimate,"
+                          "unranked")
 
 
 def test_results_refuses_an_unknown_filter_naming_the_closest(tmp_path):
