@@ -507,7 +507,8 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
     from robench.stats.intervals import tie_ranks
     from robench.plugins import make_registry
     from robench.run.runner import execute
-    from robench.stats.sequential import STATUS, block_ranks, paired_difference, table_look
+    from robench.stats.paired import rank_text
+    from robench.stats.sequential import paired_difference, table_look
     from robench.storage.store import Store
 
     reg = make_registry(load_entrypoints=False)
@@ -557,10 +558,14 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
         f_wall_extra = time.perf_counter() - t0
         f_trials, f_secs = trial_seconds(store, {m: r_fixed for m in models})
         x, i = _table_accuracies(store, models, r_fixed)
-        look = table_look(x, i, precision, 0.95)
+        look = table_look(x, i, precision, cycle=5)
         f_order = [models[k] for k in look["order"][0]]
-        f_status = [STATUS[c] for c in look["status"][0]]
-        f_ranks = dict(zip(f_order, block_ranks(f_status)))
+        words = {0: "undecided", 1: "ordered", -1: "ordered", 2: "equivalent"}
+        by_pair = {frozenset((models[a], models[b])): words[int(c)]
+                   for (a, b), c in zip(look["pairs"], look["status"][0])}
+        f_status = [by_pair[frozenset(p)] for p in zip(f_order, f_order[1:])]
+        f_ranks = {models[k]: rank_text(int(b), int(w))
+                   for k, (b, w) in enumerate(zip(look["best"][0], look["worst"][0]))}
         rho = {s["model"]: s for s in store.scores(metric="rho") if s["score"] == "rho"
                and "adaptive" not in (s["details"] or {})}
         plain = tie_ranks([rho[m]["value"] for m in f_order], [rho[m]["ci_low"] for m in f_order],
@@ -571,7 +576,9 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
     def chain(order, statuses):
         return order[0] + "".join(f" {sign[s]} {m}" for m, s in zip(order[1:], statuses))
 
-    a_status = [p["status"] for p in info["pairs"]]
+    a_by_pair = {frozenset(p["pair"]): p["status"] for p in info["pairs"]}
+    a_status = [a_by_pair.get(frozenset(p), "undecided")
+                for p in zip(info["order"], info["order"][1:])]
     rows.append((f"adaptive setup: mnist-5k x 5 models, kmeans, precision {precision}",
                  f"looks {info['looks_planned']}, level {info['level']:.4f} per look",
                  f"sources and data prepared first ({prep_s:.0f} s, in neither side)"))
@@ -592,10 +599,10 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
                  f"trials: {f_wall_extra:.0f} s wall for the rest)"))
     rows.append(("adaptive ranking (paired decisions, corrected level)",
                  chain(info["order"], a_status),
-                 "ranks " + ", ".join(f"{m} {info['ranks'][m]}" for m in info["order"])))
+                 "rank intervals " + ", ".join(f"{m} {info['ranks'][m]}" for m in info["order"])))
     rows.append((f"fixed ranking at {r_fixed} repeats (paired decisions, 95%)",
                  chain(f_order, f_status),
-                 "ranks " + ", ".join(f"{m} {f_ranks[m]}" for m in f_order)))
+                 "rank intervals " + ", ".join(f"{m} {f_ranks[m]}" for m in f_order)))
     rows.append((f"plain run at {r_fixed} repeats (overlapping 95% rho CIs tie)",
                  ", ".join(f"{r}. {m} {rho[m]['value']:.3f}" for m, r in zip(f_order, plain)),
                  "what robench run prints"))

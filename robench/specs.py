@@ -462,6 +462,9 @@ class ProtocolSpec:
     # and still runs for the others.
     preconditions: Optional[Callable[..., Optional[str]]] = None
     plugin: str = ""
+    # older protocol versions whose trials this version still runs unchanged (the kinds a
+    # version bump did not change keep their keys): ``robench verify`` re-runs them too
+    trial_versions: tuple = ()
 
     def __post_init__(self):
         check_slug(self.name)

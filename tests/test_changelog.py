@@ -43,7 +43,7 @@ def required(about: dict) -> list[tuple[str, str, object, object]]:
         path = c["path"]
         if path == "versions.protocol":
             out.append(("protocol", c["protocol"], c["from"], c["to"]))
-        elif path.startswith("params.analysis."):
+        elif path.startswith("params."):  # params.analysis.KEY or params.KEY: a knob
             out.append(("knob", f"{c['protocol']}.{path.rpartition('.')[2]}", None, c["to"]))
         elif path.startswith("versions.corruptions."):
             out.append(("corruption", path.rpartition(".")[2], c["from"], c["to"]))

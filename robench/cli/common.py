@@ -196,7 +196,15 @@ def emit_scores(rows, fmt):
                  "verification"]
     if fmt == "json":  # and a ranked score its rank, or why it has none
         cols += ["ranking"]
+    if fmt == "csv":  # the rank interval a ranked score can hold, its estimate's position
+        cols += ["rank_interval", "rank_best", "rank_worst", "rank_estimate", "unranked"]
     out = [{c: r.get(c) for c in cols} for r in rows]
+    if fmt == "csv":
+        for obj, r in zip(out, rows):
+            ranking = r.get("ranking") or {}
+            obj.update(rank_interval=ranking.get("rank_interval"),
+                       rank_best=ranking.get("rank_best"), rank_worst=ranking.get("rank_worst"),
+                       rank_estimate=ranking.get("rank"), unranked=ranking.get("unranked"))
     if fmt == "csv":
         for obj in out:
             for c in ("details", "versions", "verification"):

@@ -52,7 +52,7 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
     store = Store(db_path, readonly=True)
     _check_names(store, dataset=dataset, metric=metric, model=model)
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
-    if fmt == "json":  # ranks are relative to the whole table: before --model filters it
+    if fmt in ("json", "csv"):  # ranks are relative to the whole table: before --model filters
         from robench.present.leaderboard import attach_ranks, registered_sections
 
         attach_ranks(registered_sections(load_registry()), rows)
@@ -205,21 +205,22 @@ def _headline_lines(reg, metric: str, rows: list):
     pct = head.get("format") == "pct"
     beside = list(section.columns)
     width = max(18, *(len(str(r["model"])) + 1 for r in head["rows"]))
-    tied = any(r.get("tied") for r in head["rows"])
-    rule = head.get("rule")  # the section's own rule (paired ranks), else marginal overlap
-    lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: ranked"
-             + (" (= shares a rank: the 95% intervals overlap)" if tied and not rule else ""),
-             f"  {'#':>3} {'model':<{width}}{'score':>8} {'95% CI':>17}"
+    intervals = any(r.get("rank_interval") for r in head["rows"])
+    rule = head.get("rule")  # the section's own rule (paired ranks)
+    lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: sorted by the estimate"
+             + ("" if intervals else " (# is the order of the estimates, no tested rank)"),
+             f"  {'rank':>5} {'#':>3} {'model':<{width}}{'score':>8} {'95% CI':>17}"
              + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]
     for r in head["rows"]:
-        rank = "-" if r.get("rank") is None else f"{r['rank']}{'=' if r.get('tied') else ''}"
+        rank = r.get("rank_interval") or "-"
+        pos = "-" if r.get("rank") is None else str(r["rank"])
         ci = (f"[{fixed(r.get('ci_low'), pct, 0).strip()}, {fixed(r.get('ci_high'), pct, 0).strip()}]"
               if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
-        lines.append(f"  {rank:>3} {str(r['model']):<{width}}{fixed(r.get('value'), pct, 8)}"
+        lines.append(f"  {rank:>5} {pos:>3} {str(r['model']):<{width}}{fixed(r.get('value'), pct, 8)}"
                      f" {ci:>17}" + "".join(f" {fixed(r.get(key), fmt == 'pct', 12)}"
                                              for key, _, fmt in beside))
     if rule and len(head["rows"]) > 1:
-        lines += rule_lines(f"{rule}" + ("; = marks a shared rank." if tied else "."))
+        lines += rule_lines(f"{rule}.")
     return lines
 
 

@@ -105,9 +105,9 @@ class _RunCommand(click.Command):
               show_default=True,
               help="fixed: every repeat at once. decided: rho tables in rounds of 6, 12, 24, "
                    "... repeats up to --repeats (or the profile's), intervals at a level "
-                   "corrected for the looks; a model stops once its adjacent pairs are decided "
-                   "(the paired interval of their rho difference excludes 0, or lies within "
-                   "±--precision), a table once all are (docs/adaptive.md).")
+                   "corrected for the looks; a model stops once its pairs are decided "
+                   "(the paired test orders them, or shows them within ±--precision), a "
+                   "table once all are (docs/adaptive.md).")
 @click.option("--precision", type=Finite(min=0, min_open=True, max=1), default=None,
               help="With --until decided: two models whose rho difference is shown to lie "
                    "within ±this are equivalent, a decided tie (default 0.01).")
@@ -321,8 +321,8 @@ def _print_adaptive(tables):
         return
     click.echo("\nAdaptive repeats (--until decided): intervals above at level "
                f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
-               f"looks: {', '.join(map(str, tables[0]['looks_planned']))}); adjacent pairs by "
-               f"the paired interval of their rho difference, equivalent within "
+               f"looks: {', '.join(map(str, tables[0]['looks_planned']))}); every pair by "
+               f"the paired test of its rho difference (docs/intervals.md), equivalent within "
                f"{tables[0]['precision']:g}")
     signs = {"ordered": ">", "equivalent": "~", "undecided": "?"}
     for t in tables:
@@ -331,9 +331,15 @@ def _print_adaptive(tables):
                    f"{t['max_repeats']}: {reps} ({t['trials']} trials)")
         pairs = t.get("pairs") or []
         if pairs:
-            chain = pairs[0]["pair"][0] + "".join(
-                f" {signs[p['status']]} {p['pair'][1]}" for p in pairs)
-            click.echo(f"    {chain}   (> ordered, ~ equivalent, ? undecided)")
+            said = ", ".join(
+                f"{p['above']} > {[m for m in p['pair'] if m != p['above']][0]}"
+                if p.get("above") else f"{p['pair'][0]} {signs[p['status']]} {p['pair'][1]}"
+                for p in pairs)
+            click.echo(f"    {said}   (> ordered, ~ equivalent, ? undecided)")
+        if t.get("ranks"):
+            click.echo("    rank intervals: " + ", ".join(f"{m} {r}" for m, r in t["ranks"].items())
+                       + "".join(f"; {m} not ranked ({why})"
+                                 for m, why in (t.get("unranked") or {}).items()))
 
 
 def failure_groups(rows: list) -> list:

@@ -15,6 +15,11 @@ from __future__ import annotations
 import numpy as np
 
 KIND_CODES = {"inclusive": 1, "exclusive": 2, "random": 3}
+#: Stream of the balanced design's per-(cycle, class) permutations.
+_BALANCED_STREAM = 7
+#: Held-out designs of the exclusive partition: a source per class drawn at random each
+#: repeat (source-aware protocol 1), or in rotation (protocol 2).
+HELD_OUT = ("random", "balanced")
 
 
 def partition_rng(seed: int, repeat: int, kind: str, *extra: int) -> np.random.Generator:
@@ -52,6 +57,41 @@ def exclusive_test_mask(y, groups, rng: np.random.Generator) -> np.ndarray:
     return mask
 
 
+def balanced_exclusive_test_mask(y, groups, *, seed: int, repeat: int) -> np.ndarray:
+    """Return the balanced design's exclusive test mask: sources held out in rotation.
+
+    Per class with k sources, repeat r lies in cycle ``r // k`` at position ``r % k``; the
+    held-out source is the one at that position of a permutation of the class's sources
+    drawn afresh per (seed, cycle, class), so within a cycle every source is held out exactly
+    once and which sources of different classes are held out together stays random.
+    """
+    y, groups = _check(y, groups)
+    mask = np.zeros(y.shape[0], dtype=bool)
+    for c_index, c in enumerate(np.unique(y)):
+        in_class = y == c
+        sources = np.unique(groups[in_class])
+        if sources.size < 2:
+            raise ValueError(
+                f"class {c} has {sources.size} source(s); the exclusive split needs at least 2"
+            )
+        k = sources.size
+        cycle, position = divmod(int(repeat), k)
+        perm = np.random.default_rng(
+            [int(seed), cycle, KIND_CODES["exclusive"], _BALANCED_STREAM, c_index]).permutation(k)
+        mask |= in_class & (groups == sources[perm[position]])
+    return mask
+
+
+def balanced_cycle(y, groups) -> int:
+    """Return the length of a complete cycle of the balanced design: the least common
+    multiple of the classes' source counts (every class's sources each held out once)."""
+    import math
+
+    y, groups = _check(y, groups)
+    ks = [np.unique(groups[y == c]).size for c in np.unique(y)]
+    return int(math.lcm(*ks)) if ks else 0
+
+
 def _fraction_mask(strata, test_size: float, rng: np.random.Generator) -> np.ndarray:
     """Return a mask taking round(test_size * n) samples at random from every stratum."""
     strata = np.asarray(strata)
@@ -77,8 +117,15 @@ def random_test_mask(y, test_size: float, rng: np.random.Generator) -> np.ndarra
     return _fraction_mask(y, test_size, rng)
 
 
-def test_mask(kind: str, y, groups, *, seed: int, repeat: int, test_size: float = 0.2) -> np.ndarray:
-    """Return the test mask of partition ``kind`` for one repeat (pure, deterministic)."""
+def test_mask(kind: str, y, groups, *, seed: int, repeat: int, test_size: float = 0.2,
+              held_out: str = "random") -> np.ndarray:
+    """Return the test mask of partition ``kind`` for one repeat (pure, deterministic).
+
+    ``held_out`` chooses the exclusive partition's design (:data:`HELD_OUT`)."""
+    if kind == "exclusive" and held_out == "balanced":
+        return balanced_exclusive_test_mask(y, groups, seed=seed, repeat=repeat)
+    if held_out not in HELD_OUT:
+        raise ValueError(f"unknown held-out design {held_out!r}; known: {', '.join(HELD_OUT)}")
     rng = partition_rng(seed, repeat, kind)
     if kind == "exclusive":
         return exclusive_test_mask(y, groups, rng)

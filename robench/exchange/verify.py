@@ -97,8 +97,9 @@ def missing(spec: dict, registry) -> Optional[str]:
     protocol = spec.get("protocol")
     if protocol not in registry.names("protocols"):
         return f"protocol '{protocol}' is not installed here"
-    have = str(registry.get("protocols", protocol).version)
-    if str(versions.get("protocol")) != have:
+    spec_ = registry.get("protocols", protocol)
+    have = str(spec_.version)
+    if str(versions.get("protocol")) not in {have, *map(str, spec_.trial_versions)}:
         return (f"protocol '{protocol}' is version {have} here, the trial ran with "
                 f"{versions.get('protocol')}")
     checks = (("datasets", spec.get("dataset"), "dataset"),

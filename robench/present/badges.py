@@ -48,8 +48,11 @@ def _fmt(value, pct: bool) -> str:
 
 def headline_message(row: dict, n_ranked: int, pct: bool = False) -> str:
     """Return a badge's message for one headline row: rank, score and interval."""
-    rank = row.get("rank")
-    text = f"#{rank} of {n_ranked} · " if rank else "not ranked · "
+    rank, interval = row.get("rank"), row.get("rank_interval")
+    if rank and interval:  # the tested rank interval, not the estimate's position
+        text = f"rank {interval} of {n_ranked} · "
+    else:
+        text = f"#{rank} of {n_ranked} · " if rank else "not ranked · "
     text += _fmt(row.get("value"), pct)
     if row.get("ci_low") is not None and row.get("ci_high") is not None:
         text += f" [{_fmt(row['ci_low'], pct)}, {_fmt(row['ci_high'], pct)}]"
@@ -67,5 +70,6 @@ def colour(rank: Optional[int], n_ranked: int) -> str:
 
 def headline_badge(label: str, row: dict, n_ranked: int, pct: bool = False) -> str:
     """Return the SVG badge of one model's headline row on one data set."""
-    return badge_svg(label, headline_message(row, n_ranked, pct), colour(row.get("rank"),
-                                                                         n_ranked))
+    # colour by the worst rank the model can hold: "first" only when rank 1 is decided
+    rank = row.get("rank_worst") if row.get("rank_interval") else row.get("rank")
+    return badge_svg(label, headline_message(row, n_ranked, pct), colour(rank, n_ranked))

@@ -87,33 +87,32 @@ def rank_table(rows: list) -> dict:
 
     Each row has ``model``, ``value``, ``ci_low``, ``ci_high``, ``higher_is_better`` and,
     where known, ``samples`` (its per-repeat values, keyed by repeat: models that share a
-    repeat share its partitions, so adjacent models are compared by their paired
-    difference, Holm-corrected over the table's adjacent pairs) and ``unranked`` (why it
-    takes no rank, e.g. at chance). Returns ``{"rows", "rule", "pairs"}``: the rows best
-    first (unranked ones last), each with ``rank``, ``tied``, ``unranked`` and ``next`` (its
-    pair with the row below), ``samples`` dropped. A table run with ``--until decided``
-    keeps the ranks its pair decisions gave (``adaptive.rank``: a new rank only after an
-    ordered pair, :mod:`robench.stats.sequential`); an unranked model there has no rank.
+    repeat share its partitions), ``cycle`` (the balanced design's cycle of those repeats)
+    and ``unranked`` (why it takes no rank, e.g. at chance). Every pair is tested (the one
+    paired test of :mod:`robench.stats.paired`, Holm over all pairs); equivalence within the
+    ``--precision`` of a ``--until decided`` run (its ``adaptive.precision``, and its tests at
+    the level of its looks, so the table shows what the run decided), else within
+    :data:`robench.stats.sequential.PRECISION`. Returns ``{"rows", "rule", "pairs"}``: rows
+    best estimate first (unranked ones last), each with ``rank`` (position by estimate),
+    ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``, ``unranked``; ``samples``
+    dropped.
     """
     from robench.stats.ranks import rank_models
+    from robench.stats.sequential import PRECISION
 
     higher = all(r.get("higher_is_better", True) for r in rows)
-    out = rank_models(sorted(rows, key=lambda r: str(r["model"])), higher_is_better=higher)
+    adaptive = [r.get("adaptive") for r in rows if isinstance(r.get("adaptive"), dict)]
+    precision = next((a["precision"] for a in adaptive if a.get("precision")), PRECISION)
+    looks = max((int(a.get("looks") or 1) for a in adaptive), default=1)
+    out = rank_models(sorted(rows, key=lambda r: str(r["model"])), higher_is_better=higher,
+                      precision=precision, looks=looks)
     ranked = out["rows"]
     rule = out["rule"]
-    if ranked and all((r.get("adaptive") or {}).get("rank") is not None for r in ranked):
-        for r in ranked:
-            r["rank"] = None if r.get("unranked") else r["adaptive"]["rank"]
-        ranked.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0))
-        rule = ("adaptive repeats (--until decided): adjacent models share a rank unless the "
-                "paired interval of their difference, at the level corrected for the looks, "
-                "orders them; R = repeats used")
-    counts: dict = defaultdict(int)
-    for r in ranked:
-        counts[r["rank"]] += 1
+    if adaptive:
+        rule += (f"; adaptive repeats (--until decided, {looks} planned looks): every test at "
+                 "the level corrected for the looks, R = repeats used")
     for r in ranked:
         r.pop("samples", None)
-        r["tied"] = r["rank"] is not None and counts[r["rank"]] > 1
         r["rank_rule"] = rule
     return {"rows": ranked, "rule": rule, "pairs": out["pairs"]}
 

@@ -37,12 +37,14 @@ from typing import Callable, Optional
 import numpy as np
 
 from robench.run.runner import ConfigError, Plan, RunReport, execute, plan_run
-from robench.stats.sequential import (ALPHA, PRECISION, STATUS, block_ranks, corrected_level, looks,
-                                stop_reason, table_look)
+from robench.stats.paired import rank_text
+from robench.stats.ranks import chance_level, chance_margin, chance_reason
+from robench.stats.sequential import (ALPHA, EQUIVALENT, FIRST_LOOK, ORDERED, PRECISION, UNDECIDED,
+                                      corrected_level, looks_for, stop_reason, table_look)
 
 #: The decision rule's name, stored with every score (and in its inputs fingerprint): paired
 #: delta-method differences, Hall's skew correction, Bonferroni over the looks.
-RULE = "paired-delta-hall-bonferroni"
+RULE = "all-pairs-balanced-t-or-betting-holm-bonferroni"
 
 
 def paired_metrics(metrics: list, registry) -> list:
@@ -152,8 +154,10 @@ def _decide(cfg, registry, store, spec, state: dict, *, precision: float, alpha:
     """Run one paired metric's tables look by look; add its trials and scores to ``state``."""
     metric = spec.name
     emit = on_event or (lambda *a, **k: None)
-    plan_looks = looks(cfg.repeats)
+    # looks at whole cycles of the balanced held-out design where the metric has sources
+    plan_looks = looks_for(cfg.repeats, FIRST_LOOK, cfg.k if spec.uses_clusterer else None)
     level = corrected_level(len(plan_looks), alpha)
+    margin = chance_margin()
     first = plan_run(replace(cfg, metrics=[metric], repeats=plan_looks[0]), registry)
     state["skipped"] += first.skipped
     tables = list(dict.fromkeys((g.combo.dataset.name, g.combo.clusterer.name)
@@ -171,6 +175,7 @@ def _decide(cfg, registry, store, spec, state: dict, *, precision: float, alpha:
     current = {}  # (table, model) -> its group at the repeats it has so far
     final = {}  # table -> (groups, adaptive details)
     need = {t: list(models[t]) for t in tables}  # the models of each table to extend
+    dropped: dict = {}  # table -> {model: why it is not ranked}: it gets no more repeats
     report = None
     for j, n in enumerate(plan_looks):
         if not pending:
@@ -189,39 +194,73 @@ def _decide(cfg, registry, store, spec, state: dict, *, precision: float, alpha:
             return
         for (t, m), p in plans.items():
             current[(t, m)] = (p.groups[0], n)
+        last = j == len(plan_looks) - 1
         for t in list(pending):
             ms = models[t]
-            x, i = _per_repeat(store, [current[(t, m)][0] for m in ms], n, spec.paired.values)
-            res = table_look(x, i, precision, level, spec.higher_is_better)
-            order = [ms[k] for k in res["order"][0]]
-            statuses = [STATUS[c] for c in res["status"][0]]
-            decided = bool(res["decided"][0])
+            facts = _per_repeat(store, [current[(t, m)][0] for m in ms], n, spec.paired.values)
+            x, i = facts["x"], facts["i"]
+            # the chance guard first: a model not shown above chance + margin at a look is
+            # not compared, gets no more repeats and is listed unranked with the reason
+            guard = {m: _guard(i[0, k], facts["chance"], facts["basis"], level, margin)
+                     for k, m in enumerate(ms)}
+            for m in ms:
+                if m in dropped.setdefault(t, {}):
+                    guard[m] = (dropped[t][m], False)
+                elif guard[m][0] is not None:
+                    dropped[t][m] = guard[m][0]
+            ranked = [m for m in ms if guard[m][0] is None]
+            idx = [ms.index(m) for m in ranked]
+            if ranked:
+                res = table_look(x[:, idx], i[:, idx], precision, alpha, spec.higher_is_better,
+                                 cycle=facts["cycle"], looks=len(plan_looks))
+            else:  # nothing to rank: nothing to decide
+                res = {"estimate": np.zeros((1, 0)), "pairs": [], "status": np.zeros((1, 0)),
+                       "best": np.zeros((1, 0)), "worst": np.zeros((1, 0)),
+                       "decided": np.array([True]), "open": np.zeros((1, 0), bool)}
+            estimate = {m: _num(res["estimate"][0][k]) for k, m in enumerate(ranked)}
+            order = sorted(ranked, key=lambda m: (estimate[m] is None,
+                                                  -(estimate[m] or 0) if spec.higher_is_better
+                                                  else (estimate[m] or 0)))
+            pairs = []
+            for k, (a, b) in enumerate(res["pairs"]):
+                code = int(res["status"][0][k])
+                pairs.append({"pair": [ranked[a], ranked[b]], "status": STATUS_WORDS[code],
+                              "above": ranked[a] if code == 1 else ranked[b] if code == -1
+                              else None})
+            unclear = [m for m in ms if guard[m][0] is not None and guard[m][1]]
+            decided = bool(res["decided"][0]) and not unclear
+            statuses = [p["status"] for p in pairs]
             reason = stop_reason(statuses, decided, n, plan_looks[-1])
-            pairs = [{"pair": [a, b], "status": st, "difference": _num(res["d"][0][k]),
-                      "low": _num(res["low"][0][k]), "high": _num(res["high"][0][k]),
-                      "repeats": int(res["n"][0][k])}
-                     for k, (a, b, st) in enumerate(zip(order, order[1:], statuses))]
+            if reason is None and last:
+                reason = "maximum repeats reached, undecided"
             repeats = {m: current[(t, m)][1] for m in ms}
             history[t].append({"look": n, "repeats": repeats, "decided": decided,
-                               "pairs": {f"{p['pair'][0]} > {p['pair'][1]}": p["status"]
+                               "unranked": {m: guard[m][0] for m in ms if guard[m][0]},
+                               "pairs": {f"{p['pair'][0]} ~ {p['pair'][1]}":
+                                         p["above"] and f"{p['above']} above" or p["status"]
                                          for p in pairs}})
-            need[t] = [m for k, m in enumerate(ms) if res["open"][0][k]]
+            open_ = {ranked[k] for k in range(len(ranked)) if res["open"][0][k]}
+            need[t] = [m for m in ms if m in open_ or m in unclear]
             if reason is None:
                 continue
             pending.remove(t)
-            ranks = dict(zip(order, block_ranks(statuses)))
+            intervals = {m: rank_text(int(res["best"][0][k]), int(res["worst"][0][k]))
+                         for k, m in enumerate(ranked)}
             adaptive = {
                 "design": "adaptive", "rule": RULE, "score": spec.paired.score,
                 "max_repeats": plan_looks[-1], "looks_planned": plan_looks,
                 "looks_taken": plan_looks[:j + 1], "level": level, "alpha": alpha,
-                "precision": precision, "stopped": reason, "order": order, "ranks": ranks,
+                "precision": precision, "cycle": facts["cycle"], "chance_margin": margin,
+                "stopped": reason, "order": order, "ranks": intervals,
+                "unranked": {m: guard[m][0] for m in ms if guard[m][0]},
                 "pairs": pairs, "repeats_by_model": repeats, "history": history[t],
             }
             groups = []
             for m in ms:
                 g, reps = current[(t, m)]
-                mine = {**adaptive, "repeats": reps, "rank": ranks[m],
-                        "model_stopped": _model_reason(m, pairs, reps, reason)}
+                mine = {**adaptive, "repeats": reps, "rank": intervals.get(m),
+                        "model_stopped": (guard[m][0] if guard[m][0] else
+                                          _model_reason(m, pairs, reps, reason))}
                 groups.append(replace(g, options={"adaptive": {
                     "repeats": reps, "looks_planned": plan_looks, "level": level,
                     "precision": precision, "rule": RULE}},
@@ -240,20 +279,50 @@ def _decide(cfg, registry, store, spec, state: dict, *, precision: float, alpha:
                         for t in tables if t in final]
 
 
+#: Pair status codes of :func:`robench.stats.paired.compare_all` in words.
+STATUS_WORDS = {0: UNDECIDED, 1: ORDERED, -1: ORDERED, 2: EQUIVALENT}
+
+
+def _guard(inclusive, chance, basis: str, level: float, margin: float) -> tuple:
+    """Return (why a model is not ranked or None, False).
+
+    The chance guard of every ranking path (:func:`robench.stats.ranks.chance_reason`) on the
+    model's inclusive accuracies so far, with their t interval at the run's corrected level.
+    A model that fails it at a look is not ranked and gets no more repeats (the driver keeps
+    the reason): a random-label model costs one look's repeats, never the real models'.
+    """
+    from robench.stats.intervals import mean_interval
+
+    vals = [float(v) for v in inclusive if np.isfinite(v)]
+    if chance is None:
+        return None, False
+    iv = mean_interval(vals, level, bounds=(0.0, 1.0)) if vals else None
+    value = float(np.mean(vals)) if vals else None
+    why = chance_reason(value, iv.low if iv else None, iv.high if iv else None, chance, basis,
+                        values=vals, margin=margin,
+                        interval_reason=(iv.as_dict().get("reason") if iv else "no repeats"))
+    return why, False
+
+
 def _num(v) -> Optional[float]:
     v = float(v)
     return v if np.isfinite(v) else None
 
 
-def _per_repeat(store, groups: list, n: int, values: Callable) -> tuple:
-    """Return (x, i) of shape (1, models, n): the paired comparison's values per repeat.
+def _per_repeat(store, groups: list, n: int, values: Callable) -> dict:
+    """Return the paired comparison's values per repeat and what the tests need of the trials.
 
-    ``values(trial)`` is the metric's :attr:`PairedComparison.values` (for rho: the exclusive
-    accuracy as x, the inclusive as i; a model without any i is a plain mean, i = 1). NaN
-    where a model's repeat was not run (it stopped earlier) or its trial failed.
+    ``x``, ``i`` of shape (1, models, n): ``values(trial)`` is the metric's
+    :attr:`PairedComparison.values` (for rho: the exclusive accuracy as x, the inclusive as
+    i; a model without any i is a plain mean, i = 1), NaN where a model's repeat was not run
+    (it stopped earlier) or its trial failed. ``cycle``: the balanced design's cycle when
+    every trial with one recorded the same (None otherwise: the betting test); ``chance``,
+    ``basis``: the chance accuracy of the test sets (1/classes, or the majority-class rate
+    where higher, :func:`robench.stats.ranks.chance_level`).
     """
     x = np.full((1, len(groups), n), np.nan)
     i = np.full((1, len(groups), n), np.nan)
+    cycles, balanced, classes, shares = set(), True, 0, []
     for m, g in enumerate(groups):
         clus = g.key_dict.get("clusterer")
         for t in store.trials(keys=g.keys):
@@ -266,21 +335,34 @@ def _per_repeat(store, groups: list, n: int, values: Callable) -> tuple:
                 continue
             side, value = got
             (x if side == "x" else i)[0, m, r] = value
+            extra = t.get("extra") if isinstance(t.get("extra"), dict) else {}
+            if side == "x":
+                if (t.get("params") or {}).get("held_out") == "balanced" and extra.get("cycle"):
+                    cycles.add(int(extra["cycle"]))
+                else:
+                    balanced = False
+            else:
+                classes = max(classes, len(t.get("per_class") or []))
+                counts = extra.get("test_class_counts")
+                if isinstance(counts, list) and counts and sum(counts) > 0:
+                    shares.append(max(counts) / sum(counts))
         if np.isnan(i[0, m]).all():  # a plain mean: no trial gives a denominator
             i[0, m] = np.where(np.isfinite(x[0, m]), 1.0, np.nan)
-    return x, i
+    cycle = cycles.pop() if balanced and len(cycles) == 1 else None
+    majority = sum(shares) / len(shares) if shares else None
+    chance, basis = chance_level(classes or None, majority) if classes else (None, "")
+    return {"x": x, "i": i, "cycle": cycle, "chance": chance, "basis": basis}
 
 
 def _model_reason(model: str, pairs: list, repeats: int, table_reason: str) -> str:
     """Return why one model of a stopped table stopped where it did."""
     mine = [p for p in pairs if model in p["pair"]]
-    if any(p["status"] == "undecided" for p in mine):
+    if not mine or any(p["status"] == UNDECIDED for p in mine):
         return table_reason
-    if not mine:
-        return table_reason
-    said = ", ".join(f"{p['pair'][0]} > {p['pair'][1]}" if p["status"] == "ordered"
-                     else f"{p['pair'][0]} ~ {p['pair'][1]}" for p in mine)
-    return f"its adjacent pairs decided at {repeats} repeats ({said})"
+    said = ", ".join(
+        f"{p['above']} > {[m for m in p['pair'] if m != p['above']][0]}" if p["above"]
+        else f"{p['pair'][0]} ~ {p['pair'][1]}" for p in mine)
+    return f"its pairs decided at {repeats} repeats ({said})"
 
 
 def _add(state: dict, report: RunReport, plan: Plan) -> None:

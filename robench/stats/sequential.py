@@ -1,53 +1,24 @@
-"""A group-sequential stopping rule for rho tables: planned looks, paired differences, decisions.
+"""The sequential rule of ``robench run --until decided``: planned looks, every pair tested.
 
 **Paired differences.** In the source-aware protocol repeat r of every model uses the same
 partitions (the exclusive and inclusive test masks and the training seeds depend on the
-repeat index, the data set and the clusterer, never on the model), so models that find
-repeat r's held-out sources hard find them hard together: on mnist-5k (quick training, 24
-repeats) the per-repeat exclusive accuracies of the five built-in models correlate 0.72-0.91.
-Comparing marginal rho intervals for overlap ignores that and throws most of the information
-away. Here each adjacent pair (a, b) gets an interval for its difference
-``D = rho_a - rho_b`` from the repeats both models completed: rho_m = E[X_m] / E[I_m] is a
-ratio of means, linearised per repeat by its influence value (delta method)
+repeat index, the data set and the clusterer, never on the model), so models are compared
+by the per-repeat differences of their scores. rho_m = E[X_m] / E[I_m] is a ratio of means,
+linearised per repeat by its influence value (delta method)
 
-    psi_m,r = (x_m,r - rho_hat_m * i_m,r) / Ibar_m,
+    psi_m,r = (x_m,r - rho_hat_m * i_m,r) / Ibar_m;
 
-so ``D_hat = rho_hat_a - rho_hat_b`` has standard error ``sd_r(psi_a,r - psi_b,r) / sqrt(n)``.
-A repeat unit (its exclusive partition, its inclusive partition and their training seeds) is
-drawn independently of every other repeat, so the n differences are i.i.d.; the
-linearisation error is second order in the inclusive mean's relative spread (~1% here).
+:func:`paired_difference` gives the resulting interval of ``rho_a - rho_b`` (Hall's
+skew-corrected or Student's; the adequacy claim uses it).
 
-**Skew.** The differences need not be symmetric: when a few partitions are far harder than
-the rest and hurt one model more, the per-repeat difference is skewed, and Student's
-``D_hat ± t(n - 1) se`` misses on one side far more often than its level says (on a
-Gamma(2)-shaped shared effect, skewness of the difference ~1.2, the 99% interval missed
-1.9% on one side at 6 repeats, 1.0% at 100, instead of 0.5%; the sequential rule then made
-6.3% wrong orders against its 5%, all one way: the model hit harder by the rare hard
-partitions ranked higher). The interval is therefore Hall's skewness-corrected one
-(:func:`paired_difference`), with the sample skewness moved one standard error towards each
-bound (few repeats cannot estimate a tail: at 6 the plain correction still missed 1.8%).
-tests/stats/test_sequential.py pins the wrong-order rate at or below 5% on the skewed
-setting and the normal ones; docs/adaptive.md shows the rates and the repeats it costs.
-
-**Looks and level.** Looks after 6, 12, 24, ... repeats, doubling, the last exactly at the
-maximum (:func:`looks`); every interval at every look is computed at ``1 - alpha / K`` for K
-planned looks (Bonferroni over the looks). By the union bound the probability that a pair's
-difference interval (or a model's rho interval) misses its true value at *any* look is at
-most alpha, so the interval reported wherever the rule stops covers with probability >=
-1 - alpha, for this stopping rule or any other; a wrong call needs such a miss. Group-
-sequential alpha-spending boundaries (Pocock, O'Brien-Fleming) are tighter, but they assume
-a normal statistic with known information fractions; the union bound needs only each look's
-interval to be valid. The first look is at 6, not 3: with 2 degrees of freedom the corrected
-t quantile is ~11 (4.3 uncorrected), so a look at 3 would spend a share of alpha on a look
-that can only separate pairs more than ~6 paired standard deviations apart.
-
-**Decisions.** A pair is *ordered* when its difference interval excludes 0 on the side of the
-estimates' order, *equivalent* when the interval lies within ``(-precision, +precision)``
-(the two are within the precision of each other: more repeats would rank them by an amount
-the user said does not matter) and undecided otherwise. Only models in an undecided pair get
-the next look's repeats; a table stops when no pair is undecided, or at the maximum. The
-guarantee is per pair: whichever adjacent pairs the data select, a reported order or
-equivalence is wrong with probability at most alpha (it needs that pair's interval to miss).
+**Decisions.** At every look :func:`table_look` calls the one paired test of
+:mod:`robench.stats.paired` on every pair of the table (:func:`robench.stats.paired.
+compare_all`: Holm over the pairs, equivalence within the precision): Student's t over
+complete cycles of the balanced held-out design, at ``alpha / K`` for K planned looks
+(Bonferroni: a wrong call at any look has probability at most alpha), or the betting test,
+valid at every look as it is. Looks at whole cycles (:func:`looks_for`). Only models in an
+undecided pair get the next look's repeats; a table stops when no pair is undecided, or at
+the maximum. docs/adaptive.md has the rates; tests/stats/test_sequential.py pins them.
 
 Everything here is a pure function of numbers, vectorised over simulated runs: the driver
 (:mod:`robench.run.adaptive`) calls :func:`table_look` on one run, the simulation on thousands.
@@ -55,6 +26,7 @@ Everything here is a pure function of numbers, vectorised over simulated runs: t
 
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -94,6 +66,16 @@ def looks(max_repeats: int, first: int = FIRST_LOOK) -> list:
             nxt = max_repeats
         out.append(nxt)
     return out
+
+
+def looks_for(max_repeats: int, first: int, cycle: Optional[int]) -> list:
+    """Return the planned looks for a cycle: whole cycles from ``first``, doubling, the
+    last at ``max_repeats`` (see :func:`looks`)."""
+    if not cycle or cycle < 2 or max_repeats < 2 * cycle:
+        return looks(max_repeats, first)
+    plan = [cycle * n for n in looks(max_repeats // cycle, max(1, math.ceil(first / cycle)))]
+    plan[-1] = max_repeats
+    return plan
 
 
 def corrected_level(n_looks: int, alpha: float = ALPHA) -> float:
@@ -176,34 +158,23 @@ def paired_difference(xa, ia, xb, ib, level: float, *, skew_corrected: bool = Tr
             "skewness": np.where(n >= 3, g, np.nan)}
 
 
-def pair_status(low, high, precision: float):
-    """Return status codes (0 undecided, 1 ordered, 2 equivalent) of difference intervals.
-
-    ``low``/``high`` bound ``rho_above - rho_below`` for pairs ordered by estimate. Ordered:
-    the interval lies above 0. Equivalent: it lies within (-precision, precision). An
-    interval below 0 (the pair's common repeats contradict the order of the two models' full
-    estimates, possible when one stopped earlier) or undefined is undecided: both models then
-    get the next look's repeats, which makes their repeats common again.
-    """
-    low, high = np.asarray(low, float), np.asarray(high, float)
-    with np.errstate(invalid="ignore"):
-        ordered = low > 0
-        equivalent = (low > -precision) & (high < precision)
-    return np.where(ordered, 1, np.where(equivalent, 2, 0))
-
-
-def table_look(x, i, precision: float, level: float, higher_is_better: bool = True, *,
-               skew_corrected: bool = True) -> dict:
+def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: bool = True, *,
+               cycle: Optional[int] = None, looks: int = 1) -> dict:
     """Return one look's decision for tables of models, vectorised over runs.
 
     ``x``, ``i``: exclusive and inclusive accuracies, shape ``(runs, models, R)``, NaN where a
-    repeat was not run. Models are ordered by their rho estimate over all their own repeats
-    (best first); each adjacent pair gets :func:`paired_difference` and :func:`pair_status`.
-    Returns ``order`` (runs, M) model indices, ``estimate`` (runs, M), per pair (runs, M-1)
-    ``status``, ``d``, ``low``, ``high``, ``n``; ``decided`` (runs,) and ``open`` (runs, M):
-    the models in an undecided pair (for one model alone, decided when its Fieller interval
-    at ``level`` has half-width below ``precision``; open otherwise).
+    repeat was not run. Every pair of models gets the one paired test
+    (:func:`robench.stats.paired.compare_all`: Holm over the pairs, equivalence within
+    ``precision``; Student's t over complete cycles of ``cycle`` at ``alpha / looks``, or the
+    betting test, valid at every look). Returns ``order`` (runs, M) model indices by
+    estimate, ``estimate`` (runs, M), ``pairs`` [(a, b)] of model indices, per pair
+    (runs, P) ``status`` (+1 a above b, -1 b above a, 2 equivalent, 0 undecided),
+    ``best``/``worst`` (runs, M) rank intervals, ``decided`` (runs,): no pair undecided, and
+    ``open`` (runs, M): the models in an undecided pair (one model alone: decided when its
+    Fieller interval at ``1 - alpha / looks`` has half-width below ``precision``).
     """
+    from robench.stats.paired import compare_all
+
     x, i = np.asarray(x, float), np.asarray(i, float)
     runs, m, _ = x.shape
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -213,32 +184,27 @@ def table_look(x, i, precision: float, level: float, higher_is_better: bool = Tr
     if m == 1:
         from robench.stats.intervals import fieller_bounds
 
+        level = corrected_level(looks, alpha)
         nx, ni = np.isfinite(x[:, 0]).sum(-1), np.isfinite(i[:, 0]).sum(-1)
         with np.errstate(invalid="ignore", divide="ignore"):
             low, high, _ = fieller_bounds(np.nanmean(x[:, 0], -1), np.nanvar(x[:, 0], -1, ddof=1),
                                           nx, np.nanmean(i[:, 0], -1),
                                           np.nanvar(i[:, 0], -1, ddof=1), ni, level)
             decided = (high - low) / 2 < precision
-        empty = np.zeros((runs, 0))
-        return {"order": order, "estimate": est, "status": empty.astype(int), "d": empty,
-                "low": empty, "high": empty, "n": empty.astype(int), "decided": decided,
+        return {"order": order, "estimate": est, "pairs": [],
+                "status": np.zeros((runs, 0), int), "best": np.ones((runs, 1), int),
+                "worst": np.ones((runs, 1), int), "decided": decided,
                 "open": ~decided[:, None]}
-    xo = np.take_along_axis(x, order[:, :, None], 1)
-    io = np.take_along_axis(i, order[:, :, None], 1)
-    pd = paired_difference(xo[:, :-1], io[:, :-1], xo[:, 1:], io[:, 1:], level,
-                           skew_corrected=skew_corrected)
-    low, high = pd["low"], pd["high"]
-    if not higher_is_better:  # "above" is the lower rho: the difference that should be > 0
-        low, high = -pd["high"], -pd["low"]
-    status = pair_status(low, high, precision)
-    undecided = status == 0
-    open_sorted = np.zeros((runs, m), bool)
-    open_sorted[:, :-1] |= undecided
-    open_sorted[:, 1:] |= undecided
-    open_ = np.zeros_like(open_sorted)
-    np.put_along_axis(open_, order, open_sorted, 1)
-    return {"order": order, "estimate": est, "status": status, "d": pd["d"], "low": pd["low"],
-            "high": pd["high"], "n": pd["n"], "decided": ~undecided.any(1), "open": open_}
+    res = compare_all(x, i, alpha=alpha, precision=precision, cycle=cycle, looks=looks,
+                      higher_is_better=higher_is_better)
+    undecided = res["status"] == 0
+    open_ = np.zeros((runs, m), bool)
+    for k, (a, b) in enumerate(res["pairs"]):
+        open_[:, a] |= undecided[:, k]
+        open_[:, b] |= undecided[:, k]
+    return {"order": order, "estimate": est, "pairs": res["pairs"], "status": res["status"],
+            "best": res["best"], "worst": res["worst"], "decided": ~undecided.any(1),
+            "open": open_}
 
 
 def stop_reason(statuses: Sequence[str], decided: bool, n: int, max_repeats: int) -> Optional[str]:
@@ -248,45 +214,32 @@ def stop_reason(statuses: Sequence[str], decided: bool, n: int, max_repeats: int
         if not statuses:
             return "its interval narrower than the precision"
         if kinds == {ORDERED}:
-            return "every adjacent pair ordered"
+            return "every pair ordered"
         if kinds == {EQUIVALENT}:
-            return "every adjacent pair equivalent within the precision"
-        return "every adjacent pair ordered or equivalent within the precision"
+            return "every pair equivalent within the precision"
+        return "every pair ordered or equivalent within the precision"
     if n >= max_repeats:
         return "maximum repeats reached, undecided"
     return None
-
-
-def block_ranks(statuses: Sequence[str]) -> list:
-    """Return competition ranks of models in estimate order: a new rank after an ordered pair.
-
-    Models joined by an equivalent or undecided adjacent pair share the rank of the first of
-    their block (1, 1, 3, ...); only an ordered pair starts a new block.
-    """
-    ranks = [1]
-    for j, s in enumerate(statuses, start=2):
-        ranks.append(j if s == ORDERED else ranks[-1])
-    return ranks
 
 
 # --- simulation of the rule's error rates -----------------------------------------------------
 
 
 def run_sequential(x, i, *, max_repeats: Optional[int] = None, precision: float = PRECISION,
-                   alpha: float = ALPHA, corrected: bool = True, first: int = FIRST_LOOK,
-                   higher_is_better: bool = True, skew_corrected: bool = True) -> dict:
+                   alpha: float = ALPHA, first: int = FIRST_LOOK,
+                   higher_is_better: bool = True, cycle: Optional[int] = None) -> dict:
     """Run the stopping rule on simulated tables; return what each run stopped at.
 
     ``x``, ``i``: shape ``(runs, models, R)`` of complete repeats (R >= ``max_repeats``).
-    Looks as :func:`looks`; the level is :func:`corrected_level` (``1 - alpha`` at every look
-    if not ``corrected``). At each look the models still open get repeats up to the look;
-    a run stops when its table is decided or at the last look. Returns the final
-    :func:`table_look` arrays plus ``repeats`` (runs, M) and ``level``, ``looks``.
+    Looks as :func:`looks_for` (whole cycles where ``cycle`` is
+    given); at each look the models still open get repeats up to the look and
+    :func:`table_look` decides; a run stops when its table is decided or at the last look.
+    Returns the final :func:`table_look` arrays plus ``repeats`` (runs, M) and ``looks``.
     """
     x, i = np.asarray(x, float), np.asarray(i, float)
     runs, m, r = x.shape
-    plan = looks(max_repeats or r, first)
-    level = corrected_level(len(plan), alpha) if corrected else 1.0 - alpha
+    plan = looks_for(max_repeats or r, first, cycle)
     counts = np.zeros((runs, m), int)
     active = np.ones((runs, m), bool)
     running = np.ones(runs, bool)
@@ -296,62 +249,50 @@ def run_sequential(x, i, *, max_repeats: Optional[int] = None, precision: float 
         counts = np.where(active & running[:, None], n, counts)
         seen = idx[None, None, :] < counts[:, :, None]
         res = table_look(np.where(seen, x, np.nan), np.where(seen, i, np.nan), precision,
-                         level, higher_is_better, skew_corrected=skew_corrected)
+                         alpha, higher_is_better, cycle=cycle, looks=len(plan))
         stop = running & (res["decided"] | (j == len(plan) - 1))
         if final is None:
-            final = {k: v.copy() for k, v in res.items()}
+            final = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in res.items()}
         for k, v in res.items():
-            final[k][stop] = v[stop]
+            if isinstance(v, np.ndarray):
+                final[k][stop] = v[stop]
         running &= ~stop
         active = res["open"]
         if not running.any():
             break
-    from robench.stats.intervals import fieller_bounds
-
-    seen = idx[None, None, :] < counts[:, :, None]  # each model's repeats where it stopped
-    xs, is_ = np.where(seen, x, np.nan), np.where(seen, i, np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        model_low, model_high, _ = fieller_bounds(
-            np.nanmean(xs, -1), np.nanvar(xs, -1, ddof=1), counts,
-            np.nanmean(is_, -1), np.nanvar(is_, -1, ddof=1), counts, level)
-    final.update(repeats=counts, level=level, looks=plan, model_low=model_low,
-                 model_high=model_high)
+    final.update(repeats=counts, looks=plan)
     return final
 
 
 def error_rates(final: dict, rho_true, precision: float = PRECISION,
                 higher_is_better: bool = True) -> dict:
-    """Return the error rates of :func:`run_sequential`'s calls against the true rho.
+    """Return the error rates of :func:`run_sequential`'s (or one look's) calls.
 
-    Per adjacent pair (in each run's final order): ``wrong_order`` (called ordered, but the
-    model above is not truly better), ``wrong_equivalent`` (called equivalent, but the true
-    rho differ by >= precision), ``wrong`` (either), ``pair_miss`` (its difference interval
-    misses the true difference or is undefined), as fractions of all adjacent pairs; per run
-    ``any_wrong`` (at least one wrong call in the table); ``model_miss`` (a model's reported
-    Fieller interval, at its own repeats, misses its true rho), ``mean_repeats`` per model.
+    Per pair: ``wrong_order`` (called ordered, but the model called better is not truly
+    better), ``wrong_equivalent`` (called equivalent, but the true rho differ by >=
+    precision), ``wrong`` (either), as fractions of all pairs; ``any_wrong`` (at least one
+    wrong call in a table), ``decided``, ``mean_repeats`` and ``mc_se`` (of ``any_wrong``).
     """
     rho_true = np.asarray(rho_true, float)
-    order = final["order"]
-    ro = rho_true[order]
-    true_d = ro[:, :-1] - ro[:, 1:]
-    better = true_d > 0 if higher_is_better else true_d < 0
+    pairs = final["pairs"]
     status = final["status"]
-    wrong_order = (status == 1) & ~better
+    if not pairs:
+        return {"wrong_order": 0.0, "wrong_equivalent": 0.0, "wrong": 0.0, "any_wrong": 0.0,
+                "decided": float(np.mean(final["decided"])),
+                "mean_repeats": float(np.mean(final.get("repeats", 0))), "mc_se": 0.0}
+    true_d = np.array([rho_true[a] - rho_true[b] for a, b in pairs])
+    if not higher_is_better:
+        true_d = -true_d
+    wrong_order = ((status == 1) & ~(true_d > 0)) | ((status == -1) & ~(true_d < 0))
     wrong_equiv = (status == 2) & (np.abs(true_d) >= precision)
-    with np.errstate(invalid="ignore"):
-        miss = ~((final["low"] <= true_d) & (true_d <= final["high"]))
     wrong = wrong_order | wrong_equiv
-    n_pairs = status.size
-    out = {k: float(v.sum() / n_pairs) for k, v in
-           (("wrong_order", wrong_order), ("wrong_equivalent", wrong_equiv), ("wrong", wrong),
-            ("pair_miss", miss))}
-    out["any_wrong"] = float(wrong.any(1).mean())
-    with np.errstate(invalid="ignore"):
-        model_miss = ~((final["model_low"] <= rho_true) & (rho_true <= final["model_high"]))
-    out["model_miss"] = float(model_miss.mean())
-    out["decided"] = float(final["decided"].mean())
-    out["mean_repeats"] = float(final["repeats"].mean())
-    out["mc_se"] = float(np.sqrt(max(out["wrong"], 0.01) * (1 - out["wrong"]) / n_pairs))
+    out = {k: float(v.mean()) for k, v in
+           (("wrong_order", wrong_order), ("wrong_equivalent", wrong_equiv), ("wrong", wrong))}
+    out["any_wrong"] = float(wrong.any(-1).mean())
+    out["decided"] = float(np.mean(final["decided"]))
+    out["mean_repeats"] = float(np.mean(final["repeats"])) if "repeats" in final else float("nan")
+    runs = status.shape[0]
+    out["mc_se"] = float(np.sqrt(max(out["any_wrong"], 0.01) * (1 - out["any_wrong"]) / runs))
     return out
 
 

@@ -157,7 +157,9 @@ COLUMNS = {
         "fingerprint": "hash of what it found (merging it again copies nothing)",
     },
     "leaderboard": {
-        "rank": "competition rank within the table (1 = best)", "value": "the headline score",
+        "rank": "position by the headline estimate (1 = best): a point estimate with no test "
+                "and no chance guard; the tested rank intervals are in `robench results "
+                "--format json` (ranking)", "value": "the headline score",
         "ci_low": "lower end of its CI", "ci_high": "upper end of its CI",
         "n": "repeats or samples", "higher_is_better": "1 if higher ranks better",
         "configuration_label": "the configuration shown", "metric_version": "metric version",

@@ -212,14 +212,14 @@ def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_
             "--executor", "local", "--db", db, "--metric", "rho"]
     res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9"])
     assert res.exit_code == 0, res.output
-    assert ("ranks: adaptive repeats (--until decided): adjacent models share a rank unless "
-            "the paired interval of their difference, at the level corrected for the looks, "
-            "orders them; R = repeats used") in " ".join(res.output.split())  # wrapped
+    assert ("adaptive repeats (--until decided, 2 planned looks): every test at the level "
+            "corrected for the looks, R = repeats used") in " ".join(res.output.split())  # wrapped
     assert "97.5% CI" in res.output
     # centroid and spy are one model under two names: equivalent at the first look
-    assert ("tiny / kmeans: every adjacent pair equivalent within the precision; repeats of "
+    assert ("tiny / kmeans: every pair equivalent within the precision; repeats of "
             "at most 12: centroid 6, spy 6 (36 trials)") in res.output
     assert "centroid ~ spy   (> ordered, ~ equivalent, ? undecided)" in res.output
+    assert "rank intervals: centroid 1-2, spy 1-2" in res.output
     bad = runner.invoke(cli, ["run", *args, "--precision", "0.1"])
     assert bad.exit_code == 2 and "--precision goes with --until decided" in bad.output
     bad = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "0"])

@@ -192,7 +192,8 @@ def test_results_json_and_csv_carry_details_and_versions(tmp_path):
     assert rho["run_id"] == 1 and rho["configuration"] == "legacy"
     csv = run("results", "--format", "csv", "--db", db).output.splitlines()
     assert csv[0].endswith("configuration,run_id,configuration_label,contributor,helper,details,versions,"
-                          "verification")
+                          "verification,rank_interval,rank_best,rank_worst,rank_estimate,"
+                          "unranked")
 
 
 def test_results_refuses_an_unknown_filter_naming_the_closest(tmp_path):
@@ -227,10 +228,12 @@ def test_results_prints_the_headline_tables_by_default_and_every_score_on_reques
     # purity-ratio's report (28 lines: the ranked table, then the validation tables) is longer
     # than 20 lines: shown by its headline table, pointing at the whole report
     assert any(l.startswith("digits / purity-ratio: configuration ") for l in lines)
-    at = lines.index("digits - purity-ratio: ranked")
-    assert lines[at + 1].split() == ["#", "model", "score", "95%", "CI", "Model_ACC"]
+    # purity-ratio tests no pair: its rows are sorted by the estimate, no rank interval
+    at = lines.index("digits - purity-ratio: sorted by the estimate (# is the order of the "
+                     "estimates, no tested rank)")
+    assert lines[at + 1].split() == ["rank", "#", "model", "score", "95%", "CI", "Model_ACC"]
     assert [l.split() for l in lines[at + 2:at + 4]] == [
-        ["1", "cnn-1", "0.696", "68.8"], ["2", "mlp", "0.658", "79.1"]]
+        ["-", "1", "cnn-1", "0.696", "68.8"], ["-", "2", "mlp", "0.658", "79.1"]]
     assert lines[at + 4] == "  (the whole report: robench results -d digits --metric purity-ratio)"
     # verification is said per model, not per data-set-level pseudo model
     assert "  digits / mlp: not verified" in lines and "  digits / : not verified" not in lines
@@ -278,16 +281,17 @@ def test_exported_per_repeat_values_are_numbers(tmp_path):
 
 
 def test_a_headline_table_states_its_own_ranking_rule_not_a_generic_one():
-    """A section that ranks by paired differences gives its rule, printed under the table;
-    only a section without a rule gets the marginal-overlap reading of a shared rank."""
+    """A section that ranks by tested pairs shows each row's rank interval and its rule,
+    printed under the table; a section without one shows the order of the estimates only,
+    labelled as such."""
     from types import SimpleNamespace
 
     from robench.cli.results import _headline_lines
 
-    rows = [{"model": m, "value": v, "ci_low": v - 0.1, "ci_high": v + 0.1, "rank": 1,
-             "tied": True} for m, v in (("a", 0.6), ("b", 0.5))]
-    rule = ("adjacent models get different ranks when the paired difference over their "
-            "shared repeats is significant, Holm-corrected over the 1 paired adjacent pair")
+    rows = [{"model": m, "value": v, "ci_low": v - 0.1, "ci_high": v + 0.1, "rank": k,
+             "rank_interval": "1-2"} for k, (m, v) in enumerate((("a", 0.6), ("b", 0.5)), 1)]
+    rule = ("rank intervals from all 1 pair: the paired difference over shared repeats, "
+            "Holm-corrected (familywise 5%)")
 
     def registry(head):
         section = SimpleNamespace(headline=lambda _rows: head, columns=())
@@ -296,10 +300,13 @@ def test_a_headline_table_states_its_own_ranking_rule_not_a_generic_one():
     score_rows = [{"dataset": "d"}]
     paired = _headline_lines(registry({"label": "x", "rows": rows, "rule": rule}), "x",
                              score_rows)
-    assert paired[0] == "\nd - x: ranked"
+    assert paired[0] == "\nd - x: sorted by the estimate"
+    assert [l.split()[:3] for l in paired[2:4]] == [["1-2", "1", "a"], ["1-2", "2", "b"]]
     below = paired[paired.index(next(l for l in paired if l.startswith("  ranks: "))):]
-    assert " ".join(" ".join(below).split()) == f"ranks: {rule}; = marks a shared rank."
+    assert " ".join(" ".join(below).split()) == f"ranks: {rule}."
     assert all(len(line) <= 80 for line in paired)
-    marginal = _headline_lines(registry({"label": "x", "rows": rows}), "x", score_rows)
-    assert marginal[0] == "\nd - x: ranked (= shares a rank: the 95% intervals overlap)"
+    plain = [{k: v for k, v in r.items() if k != "rank_interval"} for r in rows]
+    marginal = _headline_lines(registry({"label": "x", "rows": plain}), "x", score_rows)
+    assert marginal[0] == ("\nd - x: sorted by the estimate (# is the order of the estimates, "
+                           "no tested rank)")
     assert not any(l.startswith("  ranks: ") for l in marginal)

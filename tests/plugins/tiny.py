@@ -56,6 +56,22 @@ class Spy(Centroid):
         return super().fit(X, y, X_val, y_val)
 
 
+class Shuffled(Centroid):
+    """A random-label model: nearest centroid of labels shuffled by its seed (learns nothing
+    of the data, so it is at chance on every partition and its rho is ~1)."""
+
+    def fit(self, X, y, X_val, y_val):
+        rng = np.random.default_rng(self.ctx.seed)
+        y = rng.permutation(np.asarray(y))
+        present = [c for c in range(self.ctx.n_classes) if (y == c).any()]
+        self.means_ = np.stack([X[y == c].mean(0) if c in present else X.mean(0)
+                                for c in range(self.ctx.n_classes)])
+        self.train_accuracy_ = float((self.predict(X) == y).mean())
+        self.val_accuracy_ = None
+        self.n_epochs_ = self.best_epoch_ = 1
+        return self
+
+
 class Boom(Centroid):
     """A model whose training always raises."""
 
@@ -92,6 +108,7 @@ def register_models(register):
     register(ModelSpec("centroid", Centroid, "Nearest class centroid."))
     register(ModelSpec("spy", Spy, "Centroid that records what it was trained on."))
     register(ModelSpec("boom", Boom, "Always fails in fit."))
+    register(ModelSpec("shuffled", Shuffled, "Learns from shuffled labels: at chance."))
     register(ModelSpec("die", lambda ctx: DieInWorker(ctx), "Kills its worker process."))
 
 

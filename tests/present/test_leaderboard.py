@@ -164,12 +164,15 @@ def test_index_ranks_by_rho_with_accuracies_beside_and_ties(filled, tmp_path):
     assert "rho (kmeans) rank" in overview and "E[AccX]" in overview and "E[AccI]" in overview
     assert "random split" in overview
     row = section(overview, 'models/lenet.html', "</tr>")
-    assert ">1<" in row and "0.975" in row and "[0.955, 0.995]" in row
+    # no per-repeat values stored: no pair is tested, so every model may hold every rank;
+    # the estimate's position (#1) sorts the rows, labelled as a point estimate
+    assert 'data-value="1"' in row and ">1-3 <span" in row and "#1</span>" in row
+    assert "0.975" in row and "[0.955, 0.995]" in row
     assert "92.6%" in row and "95.0%" in row and "95.1%" in row  # E[AccX], E[AccI], random
     assert 'class="tie"' not in overview  # these intervals do not overlap
 
 
-def test_overlapping_intervals_share_a_rank(store, tmp_path):
+def test_untested_pairs_leave_every_rank_open(store, tmp_path):
     run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
     scores = (rho_scores("a", 0.95, 0.9, 0.95, 0.95, half=0.05)
               + rho_scores("b", 0.93, 0.88, 0.95, 0.95, half=0.05)
@@ -177,16 +180,17 @@ def test_overlapping_intervals_share_a_rank(store, tmp_path):
     save_scores(store, scores, run_id, {"rho": ("2", RHO_DEFINITION)})
     html = read(tmp_path, build_site(store, tmp_path).name)
     overview = section(html, 'id="ds-digits"', "</table>")
-    ranks = re.findall(r'class="num rank sub" data-value="(\d)">\d(<span class="tie")?', overview)
-    assert ranks == [("1", '<span class="tie"'), ("1", '<span class="tie"'), ("3", "")]
+    ranks = re.findall(r'class="num rank sub" data-value="(\d)"[^>]*>([0-9-]+) ', overview)
+    assert ranks == [("1", "1-3"), ("2", "1-3"), ("3", "1-3")]
 
 
 def test_dataset_page_has_every_section_pivoted_other_metrics_and_plots(filled, tmp_path):
     build_site(filled, tmp_path)
     html = read(tmp_path, "datasets/digits.html")
     kmeans = section(html, "<code>kmeans</code>", "</table>")
-    assert re.search(r'class="rank">1</td>\s*<th scope="row" class="model">'
-                     r'<a href="../models/lenet.html">lenet</a>', kmeans)
+    assert re.search(r'class="rank" data-value="1">1-[23] <span class="ci"[^>]*>#1</span></td>\s*'
+                     r'<th scope="row" class="model"><a href="../models/lenet.html">lenet</a>',
+                     kmeans)
     assert "[92.63%, 95.00%]" in kmeans and 'style="left: 92.63%; width: 2.37%"' in kmeans
     oracle = section(html, "<code>oracle</code>", "</table>")
     assert "lenet.html" in oracle and "mlp.html" not in oracle

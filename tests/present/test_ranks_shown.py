@@ -20,8 +20,11 @@ def trials(x, i, classes=10):
     out = []
     for kind, accs in (("exclusive", x), ("inclusive", i), ("random", i)):
         for r, acc in enumerate(accs):
+            balanced = kind == "exclusive"  # protocol 2: held out in rotation, cycles of 5
             out.append({"kind": kind, "repeat": r, "accuracy": float(acc), "status": "ok",
-                        "clusterer": "" if kind == "random" else "kmeans", "params": {"k": 3},
+                        "clusterer": "" if kind == "random" else "kmeans",
+                        "params": {"k": 3, **({"held_out": "balanced"} if balanced else {})},
+                        "extra": {"cycle": 5} if balanced else {},
                         "per_class": [float(acc)] * classes})
     return out
 
@@ -56,15 +59,21 @@ def test_results_json_carries_each_rank_the_rule_and_why_not(db):
     assert res.exit_code == 0, res.output
     rows = {r["model"]: r for r in json.loads(res.output) if r["score"] == "rho"}
     assert rows["a"]["ranking"]["rank"] == 1 and rows["b"]["ranking"]["rank"] == 2
+    assert rows["a"]["ranking"]["rank_interval"] == "1"
+    assert rows["b"]["ranking"]["rank_interval"] == "2"
+    assert (rows["b"]["ranking"]["rank_best"], rows["b"]["ranking"]["rank_worst"]) == (2, 2)
     rule = rows["a"]["ranking"]["rule"]
-    assert "paired difference" in rule and "Holm-corrected over the 1 paired adjacent pair" in rule
-    assert rows["a"]["ranking"]["vs_next"]["paired"] and rows["a"]["ranking"]["vs_next"]["n"] == 10
+    assert "paired difference" in rule and "rank intervals from all 1 pair" in rule
+    assert "Holm-corrected" in rule and "complete cycles" in rule
+    assert rows["a"]["ranking"]["pairs"] == [{"pair": ["a", "b"], "status": "ordered",
+                                              "above": "a", "difference": pytest.approx(0.01, abs=0.005),
+                                              "n": 10}]
     chance = rows["random"]["ranking"]
     assert chance["rank"] is None and chance["unranked"].startswith("at chance: E[AccI] 10.0%")
     # the rank is the table's, also when --model shows one model
     res = CliRunner().invoke(cli, ["results", "--db", str(db), "--format", "json", "-m", "b"])
     one = [r for r in json.loads(res.output) if r["score"] == "rho"]
-    assert [r["ranking"]["rank"] for r in one] == [2]
+    assert [r["ranking"]["rank_interval"] for r in one] == ["2"]
     acc = next(r for r in json.loads(res.output) if r["score"] == "acc_exclusive")
     assert acc["ranking"] is None  # only the ranked score carries a rank
 
@@ -77,8 +86,8 @@ def test_metric_report_states_the_rule_and_the_chance_model(db):
     rule = next(i for i, t in enumerate(lines) if t.startswith("  ranks: "))
     said = " ".join(" ".join(lines[rule:]).split())  # the rule under the table, wrapped
     assert rule > head and "Holm-corrected" in said
-    assert "no rank where E[AccI] is not shown above chance" in said
-    assert next(t for t in lines if " random " in t).lstrip().startswith("- random")
+    assert "no rank where E[AccI] is not shown above chance plus the margin" in said
+    assert next(t for t in lines if " random " in t).lstrip().startswith("-  - random")
     assert any(t.strip().startswith("random: at chance") for t in lines)
 
 
@@ -87,9 +96,21 @@ def test_site_shows_paired_ranks_the_rule_and_at_chance(db, tmp_path):
     site = tmp_path / "site"
     build_site(store, site)
     page = (site / "datasets" / "d.html").read_text()
-    assert "Holm-corrected over the 1 paired adjacent pair" in page
+    assert "rank intervals from all 1 pair" in page and "Holm-corrected" in page
+    assert "Rank (# est.)" in page and 'title="position by the estimate' in page
     assert 'class="unranked"' in page and ">at chance<" in page
     assert "random: at chance: E[AccI]" in page.replace('<a href="../models/random.html">random</a>',
                                                         "random")
     index = (site / "index.html").read_text()
     assert ">at chance<" in index and "Holm-corrected" in index
+
+
+def test_results_csv_carries_the_rank_interval(db):
+    import csv
+    import io
+
+    res = CliRunner().invoke(cli, ["results", "--db", str(db), "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    rows = [r for r in csv.DictReader(io.StringIO(res.output)) if r["score"] == "rho"]
+    got = {r["model"]: (r["rank_interval"], r["rank_estimate"], r["unranked"][:9]) for r in rows}
+    assert got == {"a": ("1", "1", ""), "b": ("2", "2", ""), "random": ("", "", "at chance")}

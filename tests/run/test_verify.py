@@ -209,3 +209,19 @@ def test_a_merge_keeps_each_contributions_verification_history(ran, tmp_path):
     conn.close()
     res = run("merge", copy, "--contributor", "alice", "--db", merged)
     assert res.exit_code == 0 and "verification record(s) copied" not in res.output
+
+
+def test_every_kind_of_source_aware_trial_is_re_runnable_after_protocol_2(ran, tiny_registry):
+    """Protocol 2 changed the exclusive partition only: inclusive and random trials keep
+    their version-1 keys (ProtocolSpec.trial_versions) and stay re-runnable by verify;
+    a version neither current nor listed is refused."""
+    from robench.run.verify import missing
+    from robench.storage.store import Store
+
+    store = Store(ran, readonly=True)
+    specs = {t["kind"]: t["spec"] for t in store.trials() if t["protocol"] == "source-aware"}
+    assert specs["exclusive"]["versions"]["protocol"] == "2"
+    assert specs["inclusive"]["versions"]["protocol"] == specs["random"]["versions"]["protocol"] == "1"
+    assert all(missing(s, tiny_registry) is None for s in specs.values())
+    old = {**specs["inclusive"], "versions": {**specs["inclusive"]["versions"], "protocol": "0"}}
+    assert "version 2 here, the trial ran with 0" in missing(old, tiny_registry)

@@ -137,5 +137,7 @@ def ranks(rows: list) -> list:
     adds it to its JSON)."""
     tables = section(rows)
     return [{"model": r["model"], "clusterer": "", "score": METRIC, "rank": r["rank"],
-             "tied": r["tied"], "unranked": r["unranked"], "rule": tables["rule"],
-             "vs_next": r.get("next")} for r in (tables or {}).get("models", [])]
+             "rank_best": r["rank_best"], "rank_worst": r["rank_worst"],
+             "rank_interval": r["rank_interval"], "tied": r["tied"],
+             "unranked": r["unranked"], "rule": tables["rule"]}
+            for r in (tables or {}).get("models", [])]

@@ -19,6 +19,7 @@ def register_protocols(register):
     """Register source-aware, random-split and adequacy."""
     register(ProtocolSpec(
         name=protocol.NAME, version=protocol.VERSION, plan=protocol.plan, run=protocol.run,
+        trial_versions=tuple(sorted(set(protocol.KIND_VERSIONS.values()) - {protocol.VERSION})),
         prepare=protocol.prepare, sources_per_class=lambda cfg: cfg.k,
         preconditions=protocol.preconditions,
         description="Per class k sources by clustering; R repeats each of source-inclusive, "
@@ -32,6 +33,7 @@ def register_protocols(register):
     ))
     register(ProtocolSpec(
         name=adequacy.NAME, version=adequacy.VERSION, plan=adequacy.plan, run=adequacy.run,
+        trial_versions=tuple(sorted(set(adequacy.KIND_VERSIONS.values()) - {adequacy.VERSION})),
         prepare=adequacy.prepare, section=adequacy.SECTION, knobs=adequacy.KNOBS,
         sources_per_class=lambda cfg: cfg.k, preconditions=protocol.preconditions,
         description="Nested, stratified subsets of each source-aware training partition "

@@ -34,7 +34,10 @@ from robench.data.splitters import KIND_CODES, partition_rng, validation_split
 from robench.run.trials import Combo, fit_and_score, trial_key
 
 NAME = "adequacy"
-VERSION = "1"
+#: 2: the exclusive test partitions are the source-aware protocol 2's (balanced held-out
+#: design); inclusive trials keep version 1's keys (their partitions did not change).
+VERSION = "2"
+KIND_VERSIONS = {"inclusive": "1", "exclusive": VERSION}
 KINDS = ("inclusive", "exclusive")
 #: Subset sizes used when the profile names none (the full training partition is always added).
 DEFAULT_SIZES = (100, 300, 1000, 3000)
@@ -106,7 +109,6 @@ def plan(combo: Combo, cfg, registry) -> list:
     if n is not None:
         sizes = usable_sizes(sizes, n, cfg.test_size, cfg.k)
     versions = {
-        "protocol": VERSION,
         **registry.dataset_versions(combo.dataset.name),
         "model": registry.component_version("models", combo.model.name),
         "clusterer": registry.component_version("clusterers", combo.clusterer.name),
@@ -131,8 +133,9 @@ def plan(combo: Combo, cfg, registry) -> list:
                         "val_fraction": cfg.val_fraction,
                         "train": cfg.train,
                         "size": int(size),
+                        **({"held_out": source_aware.HELD_OUT} if kind == "exclusive" else {}),
                     },
-                    "versions": versions,
+                    "versions": {"protocol": KIND_VERSIONS[kind], **versions},
                 }
                 spec["key"] = trial_key(spec)
                 specs.append(spec)

@@ -95,27 +95,79 @@ def rho_claims(rows: list) -> list:
                 would_decide="" if verdict != UNDECIDED else (
                     MORE_REPEATS + (f" (about {need} at the observed difference and spread)"
                                     if need else ""))))
-        # 3. rho rises with capacity (the paper's order on MNIST)
+        # 3. rho rises with capacity (the paper's order on MNIST), by the one paired test
         order = [m for m in CAPACITY if "rho" in models.get(m, {})]
         if len(order) >= 2:
-            pairs = [(a, b, compare(models[b]["rho"], models[a]["rho"]))
-                     for a, b in zip(order, order[1:])]
-            verdict = _combine([v for _, _, (v, _) in pairs])
+            from robench.families.source_aware.leaderboard import rho_samples
+
+            samples = [rho_samples(_details(models[m]["rho"])) or {} for m in order]
+            steps = _capacity_steps(order, samples, _cycle(models, order))
+            verdict = _combine([v for _, _, v, _ in steps])
             figure = " < ".join(f"{m} {fmt(models[m]['rho'])}" for m in order)
-            why = "; ".join(f"{a} -> {b}: {v}" for a, b, (v, _) in pairs)
-            # the other pairs of the order the intervals decide, e.g. svm < cnn-3
-            decided = [(a, b, v) for i, a in enumerate(order) for b in order[i + 2:]
-                       for v, _ in [compare(models[b]["rho"], models[a]["rho"])]
-                       if v != UNDECIDED]
-            if decided:
-                why += "; decided beyond adjacent steps: " + ", ".join(
-                    f"{a} < {b}" if v == HOLDS else f"{a} > {b}" for a, b, v in decided)
             claims.append(Claim(
                 PAPER, "rho rises with capacity (" + " < ".join(order) + ")",
                 "SVM < MLP < CNN-1 < CNN-2 < CNN-3 on MNIST (Table 1)", dataset, figure,
-                verdict, why, {f"{a}<{b}": w for a, b, (_, w) in pairs},
+                verdict, "; ".join(f"{t}: {v}" for _, _, v, t in steps) + _rule(steps),
+                {f"{a}<{b}": v for a, b, v, _ in steps},
                 would_decide=MORE_REPEATS if verdict == UNDECIDED else ""))
     return claims
+
+
+def _rule(steps: list) -> str:
+    return (f" (paired by repeat, each step by the paired test every model order uses, "
+            f"robench.stats.paired: two-sided, Bonferroni over {len(steps)} steps, "
+            "familywise 5%)")
+
+
+def _details(row: Optional[dict]) -> dict:
+    d = (row or {}).get("details")
+    return d if isinstance(d, dict) else {}
+
+
+def _cycle(models: dict, order: list):
+    """Return the balanced design's cycle shared by the models' rho scores (None if any
+    lacks it: the betting test)."""
+    cycles = {(_details(models[m].get("rho")).get("held_out") or {}).get("cycle") for m in order}
+    cycle = cycles.pop() if len(cycles) == 1 else None
+    return cycle if isinstance(cycle, int) and cycle >= 2 else None
+
+
+def _capacity_steps(order: list, samples: list, cycle, percent: bool = False) -> list:
+    """Return [(a, b, verdict, text)] for each adjacent step a -> b of the claimed order.
+
+    Each step: does b show above a (holds), a above b (does not hold), or neither
+    (undecided), by :func:`robench.stats.paired.shows_above` over the repeats both have,
+    each direction at 0.05 / (2 x steps). ``samples``: per model {repeat: value} or
+    {repeat: (numerator, denominator)}; without them the step is undecided.
+    """
+    import numpy as np
+
+    from robench.stats.paired import shows_above
+
+    level = 0.05 / (len(order) - 1) / 2
+    rows = [{int(r): (v if isinstance(v, (tuple, list)) else (v, 1.0)) for r, v in s.items()}
+            for s in samples]
+    width = max((max(s) for s in rows if s), default=-1) + 1
+    steps = []
+    for k, (a, b) in enumerate(zip(order, order[1:])):
+        sa, sb = rows[k], rows[k + 1]
+        common = sorted(set(sa) & set(sb))
+        if len(common) < 2:
+            steps.append((a, b, UNDECIDED, f"{a} -> {b}: no per-repeat values to pair "
+                          "(scores stored before they were kept: rescore them)"))
+            continue
+        arr = np.full((4, max(width, 1)), np.nan)
+        for r in common:
+            arr[0, r], arr[1, r] = sb[r]
+            arr[2, r], arr[3, r] = sa[r]
+        up = bool(shows_above(arr[0], arr[1], arr[2], arr[3], alpha=level, cycle=cycle))
+        down = bool(shows_above(arr[2], arr[3], arr[0], arr[1], alpha=level, cycle=cycle))
+        with np.errstate(invalid="ignore"):
+            d = (np.nanmean(arr[0]) / np.nanmean(arr[1]) - np.nanmean(arr[2]) / np.nanmean(arr[3]))
+        shown = f"{100 * d:+.1f} points" if percent else f"{d:+.3f}"
+        v = HOLDS if up else FAILS if down else UNDECIDED
+        steps.append((a, b, v, f"{a} -> {b}: {shown} over {len(common)} shared repeats"))
+    return steps
 
 
 def _by_repeat(row: Optional[dict]) -> dict:
@@ -170,30 +222,15 @@ def _exclusive_claims(dataset: str, models: dict) -> list:
             would_decide=MORE_REPEATS if verdict == UNDECIDED else ""))
     order = [m for m in CAPACITY if (models.get(m) or {}).get("acc_exclusive")]
     if len(order) >= 2:
-        level = 1 - 0.05 / (len(order) - 1)
-        steps = []
-        for a, b in zip(order, order[1:]):
-            xa, xb = _by_repeat(models[a]["acc_exclusive"]), _by_repeat(models[b]["acc_exclusive"])
-            common = sorted(set(xa) & set(xb))
-            iv = difference_interval([xb[r] for r in common], [xa[r] for r in common], level,
-                                     paired=True)
-            if iv["low"] is None:
-                why = (iv.get("reason") if common else "the rows carry no repeat indices "
-                       "(scores stored before they were added: rescore them)")
-                steps.append((a, b, UNDECIDED, f"{a} -> {b}: no paired interval ({why})"))
-                continue
-            text = (f"{a} -> {b}: {100 * iv['estimate']:+.1f} points "
-                    f"[{100 * iv['low']:+.1f}, {100 * iv['high']:+.1f}] over {iv['n']} repeats")
-            v = HOLDS if iv["low"] > 0 else FAILS if iv["high"] < 0 else UNDECIDED
-            steps.append((a, b, v, text))
+        samples = [_by_repeat(models[m]["acc_exclusive"]) for m in order]
+        steps = _capacity_steps(order, samples, _cycle(models, order), percent=True)
         verdict = _combine([v for _, _, v, _ in steps])
         out.append(Claim(
             PAPER, "E[AccX] rises with capacity (" + " < ".join(order) + ")",
             "SVM 80.3% < MLP 87.9% < CNN-1 94.1% < CNN-2 97.1% < CNN-3 98.0% on MNIST with "
             "k-means sources (Table 1; section 5.1)", dataset,
             " < ".join(f"{m} {fmt(models[m]['acc_exclusive'], True)}" for m in order), verdict,
-            "; ".join(f"{t}: {v}" for _, _, v, t in steps) + f" (paired by repeat, "
-            f"{100 * level:.4g}% per step: Bonferroni over {len(steps)} steps)",
+            "; ".join(f"{t}: {v}" for _, _, v, t in steps) + _rule(steps),
             {f"{a}<{b}": v for a, b, v, _ in steps},
             would_decide=MORE_REPEATS if verdict == UNDECIDED else ""))
     return out

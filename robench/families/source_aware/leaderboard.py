@@ -34,8 +34,9 @@ def _adaptive(rho: dict) -> Optional[dict]:
     if not isinstance(ad, dict):
         return None
     return {"repeats": ad.get("repeats"), "max_repeats": ad.get("max_repeats"),
-            "rank": ad.get("rank"), "stopped": ad.get("model_stopped") or ad.get("stopped"),
-            "level": ad.get("level")}
+            "stopped": ad.get("model_stopped") or ad.get("stopped"),
+            "level": ad.get("level"), "precision": ad.get("precision"),
+            "looks": len(ad.get("looks_planned") or []) or 1}
 
 
 def rho_samples(details: dict) -> Optional[dict]:
@@ -134,6 +135,8 @@ def rho_tables(scores: list) -> list:
                 "adaptive": _adaptive(rho),
                 "higher_is_better": rho["higher_is_better"],
                 "samples": rho_samples(details),
+                "cycle": (details.get("held_out") or {}).get("cycle")
+                if isinstance(details.get("held_out"), dict) else None,
                 "unranked": at_chance(rho, inc),
                 "acc_exclusive": acc_x,
                 "acc_inclusive": acc_i,
@@ -150,7 +153,7 @@ def rho_tables(scores: list) -> list:
     for clusterer, rows in sorted(by_clusterer.items()):
         ranked = rank_table(rows)
         tables.append({"clusterer": clusterer or "(none)", "rows": ranked["rows"],
-                       "rule": ranked["rule"],
+                       "rule": ranked["rule"], "pairs": ranked["pairs"],
                        "notes": [{"model": r["model"], "text": t} for r in ranked["rows"]
                                  for t in (r["unranked"], r["interval_note"]) if t]})
     return tables
@@ -165,9 +168,12 @@ def ranks(rows: list) -> list:
         clusterer = "" if table["clusterer"] == "(none)" else table["clusterer"]
         for r in table["rows"]:
             out.append({"model": r["model"], "clusterer": clusterer, "score": "rho",
-                        "rank": r["rank"], "tied": r["tied"], "unranked": r["unranked"],
+                        "rank": r["rank"], "rank_best": r["rank_best"],
+                        "rank_worst": r["rank_worst"], "rank_interval": r["rank_interval"],
+                        "tied": r["tied"], "unranked": r["unranked"],
                         "rule": table["rule"], "interval": r["interval"],
-                        "interval_note": r["interval_note"], "vs_next": r.get("next")})
+                        "interval_note": r["interval_note"],
+                        "pairs": [p for p in table["pairs"] if r["model"] in p["pair"]]})
     return out
 
 

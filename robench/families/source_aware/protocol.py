@@ -2,7 +2,10 @@
 
 Per class the data are clustered into k sources. For every repeat r (seeded):
 
-* exclusive: per class one source drawn at random is the test set, none of it trains;
+* exclusive: per class one source is the test set, none of it trains; since protocol
+  version 2 the sources are held out in rotation (the balanced design: within each cycle of
+  k repeats every source of a class is held out once, in a fresh random order per class and
+  cycle), before it one was drawn at random each repeat;
 * inclusive: ``test_size`` of every source of every class is test, the rest trains;
 * random: a source-unaware stratified split with the same test fraction (baseline E[Acc]).
 
@@ -19,11 +22,18 @@ import numpy as np
 from robench.stats.seeds import derived_seed
 from robench.run.trials import Combo, fit_and_score, make_spec
 from robench.data.sources import find_sources, sources_key
-from robench.data.splitters import KIND_CODES, partition_rng, test_mask, validation_split
+from robench.data.splitters import (KIND_CODES, balanced_cycle, partition_rng, test_mask,
+                                    validation_split)
 
 NAME = "source-aware"
-VERSION = "1"
+#: 2: the exclusive partition's held-out sources in rotation (the balanced design).
+VERSION = "2"
 KINDS = ("inclusive", "exclusive", "random")
+#: The protocol version each kind's trials are keyed by: only the exclusive partition
+#: changed in version 2, so inclusive and random trials keep their keys (nothing reruns).
+KIND_VERSIONS = {"inclusive": "1", "exclusive": VERSION, "random": "1"}
+#: The exclusive partition's held-out design (``params.held_out`` of its trials).
+HELD_OUT = "balanced"
 
 
 def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int) -> dict:
@@ -35,7 +45,9 @@ def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int) -> dict:
         "val_fraction": cfg.val_fraction,
         "train": cfg.train,
     }
-    return make_spec(NAME, VERSION, combo, cfg, registry, kind=kind, repeat=repeat,
+    if kind == "exclusive":
+        params["held_out"] = HELD_OUT
+    return make_spec(NAME, KIND_VERSIONS[kind], combo, cfg, registry, kind=kind, repeat=repeat,
                      params=params, with_clusterer=source_aware)
 
 
@@ -95,7 +107,8 @@ def partition(spec: dict, dataset, env_registry) -> tuple:
     else:
         clus = env_registry.get("clusterers", spec["clusterer"])
         groups = find_sources(dataset, clus, spec["versions"]["clusterer"], params["k"], seed).groups
-    mask = test_mask(kind, dataset.y, groups, seed=seed, repeat=r, test_size=params["test_size"])
+    mask = test_mask(kind, dataset.y, groups, seed=seed, repeat=r, test_size=params["test_size"],
+                     held_out=params.get("held_out", "random"))
     train_all = np.flatnonzero(~mask)
     fit_idx, val_idx = validation_split(train_all, dataset.y, params["val_fraction"],
                                         partition_rng(seed, r, kind, 1))
@@ -114,7 +127,18 @@ def run(spec: dict, env) -> dict:
     # ranks); recorded, not part of the trial's definition, so its key is unchanged
     counts = np.bincount(np.asarray(dataset.y)[test_idx], minlength=dataset.n_classes)
     out["extra"] = {"test_class_counts": counts.tolist()}
+    if spec["params"].get("held_out") == "balanced":
+        # the cycle of the balanced design (lcm of the classes' source counts): the paired
+        # test uses the repeats of complete cycles (robench.stats.paired)
+        out["extra"]["cycle"] = _cycle(spec, dataset, env.registry)
     return out
+
+
+def _cycle(spec: dict, dataset, env_registry) -> int:
+    clus = env_registry.get("clusterers", spec["clusterer"])
+    groups = find_sources(dataset, clus, spec["versions"]["clusterer"], spec["params"]["k"],
+                          spec["seed"]).groups
+    return balanced_cycle(dataset.y, groups)
 
 
 # --- the science: pure functions over accuracies -------------------------------------------

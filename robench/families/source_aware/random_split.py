@@ -13,7 +13,7 @@ from robench.families.source_aware import protocol as source_aware
 from robench.run.trials import Combo
 
 NAME = "random-split"
-VERSION = source_aware.VERSION
+VERSION = source_aware.KIND_VERSIONS["random"]
 KIND = "random"
 
 

@@ -25,10 +25,11 @@ def rho_lines(rows: list) -> list:
     """Return rho per data set and clusterer, models ranked best first, as text lines.
 
     The ranks are the leaderboard's (:func:`robench.families.source_aware.leaderboard.
-    rho_tables`): paired over the repeats the models share, Holm over adjacent pairs, said
-    under each table (wrapped to a terminal's 80 columns); "=" marks a shared rank. A model whose E[AccI] is not shown above
-    chance has no rank ("-", at chance); the notes under a table give that reason and why an
-    interval is empty, unbounded or below 0.
+    rho_tables`): rank intervals from every pair, paired over the repeats the models share,
+    Holm over all pairs, said under each table (wrapped to a terminal's 80 columns); "#" is
+    the position by the estimate (a point estimate). A model whose E[AccI] is not shown above
+    chance plus the margin has no rank ("-", at chance); the notes under a table give that
+    reason and why an interval is empty, unbounded or below 0.
     """
     from robench.families.source_aware.leaderboard import rho_tables
 
@@ -45,21 +46,21 @@ def rho_lines(rows: list) -> list:
         for table in rho_tables(mine):
             lines.append(f"\n{dataset} - sources by {table['clusterer']}: ranked by rho = "
                          "E[AccX]/E[AccI]")
-            lines.append(f"  {'#':>3} {'model':<14} {'rho':>6} {ci_name:>16}   "
+            lines.append(f"  {'rank':>5} {'#':>2} {'model':<14} {'rho':>6} {ci_name:>16}   "
                          f"{'E[AccX]':>7} {'E[AccI]':>7} {'E[Acc]':>7} {'R':>4}")
             for r in table["rows"]:
-                rank = ("-" if r["rank"] is None
-                        else f"{r['rank']}{'=' if r['tied'] else ''}")
+                rank = r["rank_interval"] or "-"
+                pos = "-" if r["rank"] is None else str(r["rank"])
                 rho = "  -   " if r.get("value") is None else f"{r['value']:6.3f}"
                 flag = "  at chance" if (r["unranked"] or "").startswith("at chance") else (
                     "  not ranked" if r["unranked"] else "")
-                lines.append(f"  {rank:>3} {r['model']:<14} {rho} {r['interval']:>16}   "
+                lines.append(f"  {rank:>5} {pos:>2} {r['model']:<14} {rho} {r['interval']:>16}   "
                              f"{_pct(r['acc_exclusive'])}  {_pct(r['acc_inclusive'])} "
                              f"{_pct(r['acc_random'])} {r.get('n') or 0:>4}{flag}")
             for note in table["notes"]:
                 lines.append(f"      {note['model']}: {note['text']}")
-            lines += rule_lines(f"{table['rule']}; = marks a shared rank; no rank where "
-                                "E[AccI] is not shown above chance.")
+            lines += rule_lines(f"{table['rule']}; no rank where E[AccI] is not shown above "
+                                "chance plus the margin.")
     return lines
 
 

@@ -91,7 +91,7 @@ def aggregate_rho(group: dict, trials: list) -> list:
                             n=len(vals), details={"per_repeat": vals, "interval": interval,
                                                   "repeats": [t.get("repeat") for t in
                                                               by_kind[kind]]}))
-    details = {"k": k, "n_failed": n_failed}
+    details = {"k": k, "n_failed": n_failed, "held_out": design_of(by_kind["exclusive"])}
     if accs["exclusive"] and accs["inclusive"]:
         rho = sa.ratio_of_means(accs["exclusive"], accs["inclusive"])
         lo, hi, interval = rho_interval(accs["exclusive"], accs["inclusive"])
@@ -116,6 +116,25 @@ def aggregate_rho(group: dict, trials: list) -> list:
     scores.insert(0, Score(**base, score="rho", value=rho, ci_low=lo, ci_high=hi, n=n,
                            details=details))
     return scores
+
+
+def design_of(exclusive: list) -> dict:
+    """Return the held-out design of exclusive trials (``details.held_out`` of a rho score):
+    ``{"held_out", "cycle"}``.
+
+    ``balanced`` with its cycle (the lcm of the classes' source counts, recorded by each
+    trial) when every trial was run by protocol 2's balanced design with one cycle length;
+    ``random`` (protocol 1: a source drawn at random each repeat) otherwise.
+    """
+    cycles = set()
+    for t in exclusive:
+        extra = t.get("extra") if isinstance(t.get("extra"), dict) else {}
+        if (t.get("params") or {}).get("held_out") != "balanced" or not extra.get("cycle"):
+            return {"held_out": "random", "cycle": None}
+        cycles.add(int(extra["cycle"]))
+    if len(cycles) != 1:
+        return {"held_out": "random", "cycle": None}
+    return {"held_out": "balanced", "cycle": cycles.pop()}
 
 
 def paired_values(trial: dict):

@@ -63,6 +63,9 @@ def test_exclusive_accuracy_spreads_more_and_rises_with_capacity():
     for m, mean in (("svm", 0.80), ("mlp", 0.82), ("cnn-1", 0.84)):
         rows.append(acc(m, "acc_exclusive", mean + 0.05 * z + 0.005 * rng.standard_normal(20)))
         rows.append(acc(m, "acc_inclusive", 0.97 + 0.004 * rng.standard_normal(20)))
+        # protocol 2's balanced design (cycles of 5), which the rho score records
+        rows.append({**acc(m, "acc_exclusive", [0.8, 0.8]), "score": "rho",
+                     "details": {"held_out": {"held_out": "balanced", "cycle": 5}}})
     claims = rho_claims(rows)
     spread = by(claims, "sd(AccX)")
     assert spread.verdict == HOLDS and "section 5.1" in spread.paper_figure
@@ -71,7 +74,7 @@ def test_exclusive_accuracy_spreads_more_and_rises_with_capacity():
     assert "paired by repeat" in rises.why and "Bonferroni over 2 steps" in rises.why
     # marginal intervals overlap (the shared effect's spread 0.05 over 20 repeats), yet the
     # paired differences decide every step
-    svm, mlp = rows[0], rows[2]
+    svm, mlp = rows[0], rows[3]
     assert svm["ci_high"] > mlp["ci_low"]
     # the same models without repeat indices cannot be paired: undecided, not guessed
     for r in rows:

@@ -1,4 +1,5 @@
-"""rho tables rank by paired differences, give no rank at chance, and show intervals honestly.
+"""rho tables rank from every tested pair (rank intervals), give no rank at chance plus the
+margin, and show intervals honestly.
 
 Score rows come from the real aggregate (aggregate_rho) of simulated trials, so the per-repeat
 accuracies, their repeats and the chance level travel the way they do in a run.
@@ -15,17 +16,23 @@ from robench.families.source_aware.rho import aggregate_rho, chance_of
 from robench.stats.intervals import ratio_interval
 
 
-def trials(x, i, *, classes=10, counts=None, failed=()):
-    """Return source-aware trial rows: exclusive accuracies x and inclusive i, per repeat."""
+def trials(x, i, *, classes=10, counts=None, failed=(), cycle=None):
+    """Return source-aware trial rows: exclusive accuracies x and inclusive i, per repeat.
+
+    ``cycle``: the exclusive trials are protocol 2's balanced design with that cycle (None:
+    protocol 1's random draws)."""
     out = []
     for kind, accs in (("exclusive", x), ("inclusive", i), ("random", i)):
         for r, acc in enumerate(accs):
             row = {"kind": kind, "repeat": r, "accuracy": float(acc),
                    "status": "failed" if (kind, r) in failed else "ok",
                    "clusterer": "" if kind == "random" else "kmeans", "params": {"k": 3},
-                   "per_class": [float(acc)] * classes}
+                   "per_class": [float(acc)] * classes, "extra": {}}
             if counts is not None:
-                row["extra"] = {"test_class_counts": list(counts)}
+                row["extra"]["test_class_counts"] = list(counts)
+            if cycle and kind == "exclusive":
+                row["params"] = {"k": 3, "held_out": "balanced"}
+                row["extra"]["cycle"] = cycle
             out.append(row)
     return out
 
@@ -44,83 +51,120 @@ def table(*models):
 
 
 def test_shared_partitions_rank_apart_what_marginal_intervals_tie():
-    """Ten repeats share a partition effect (sd 0.05); b is 0.01 below a in each. The
-    marginal Fieller intervals overlap (the old rule gave 1, 1); the paired rule orders them."""
+    """Ten repeats (two balanced cycles of 5) share a partition effect (sd 0.05); b is 0.01
+    below a in each. The marginal Fieller intervals overlap; the paired test orders them:
+    rank intervals 1 and 2. The same numbers from protocol 1's random draws get the betting
+    test, which cannot decide a 0.01 gap at 10 repeats: both 1-2."""
     rng = np.random.default_rng(3)
     z = 0.05 * rng.standard_normal(10)
     xa, xb = 0.80 + z + 0.002 * rng.standard_normal(10), 0.79 + z + 0.002 * rng.standard_normal(10)
     ia, ib = 0.95 + 0.005 * rng.standard_normal(10), 0.95 + 0.005 * rng.standard_normal(10)
     a, b = ratio_interval(xa, ia), ratio_interval(xb, ib)
     assert a.low < b.high  # overlapping marginal intervals
+    rows, _ = table(score_rows("a", xa, ia, cycle=5), score_rows("b", xb, ib, cycle=5))
+    assert (rows["a"]["rank_interval"], rows["b"]["rank_interval"]) == ("1", "2")
+    assert (rows["a"]["rank"], rows["b"]["rank"]) == (1, 2) and not rows["a"]["tied"]
+    pair = rho_tables([r for m in (score_rows("a", xa, ia, cycle=5),
+                                            score_rows("b", xb, ib, cycle=5)) for r in m])[0]["pairs"]
+    assert pair == [{"pair": ["a", "b"], "status": "ordered", "above": "a",
+                     "difference": pytest.approx(a.estimate - b.estimate), "n": 10}]
     rows, _ = table(score_rows("a", xa, ia), score_rows("b", xb, ib))
-    assert (rows["a"]["rank"], rows["b"]["rank"]) == (1, 2)
-    assert not rows["a"]["tied"] and rows["a"]["next"]["paired"]
-    assert rows["a"]["next"]["n"] == 10 and rows["a"]["next"]["p"] < 0.01
+    assert (rows["a"]["rank_interval"], rows["b"]["rank_interval"]) == ("1-2", "1-2")
+    assert "betting" in rho_tables(_)[0]["rule"]
 
 
-def test_marginally_apart_but_paired_difference_includes_zero_shares_a_rank():
-    """Three repeats whose swings mirror each other (exclusive and inclusive): the marginal
-    intervals do not overlap (the old rule gave 1, 2), the paired difference includes 0."""
+def test_marginally_apart_but_paired_difference_includes_zero_is_undecided():
+    """Three repeats (one balanced cycle of 3) whose swings mirror each other (exclusive and
+    inclusive): the marginal intervals do not overlap, the paired test (t with 2 df at
+    2.5% a side) does not order them: both 1-2."""
     e, f = np.array([-0.02, 0.0, 0.02]), np.array([0.01, -0.01, 0.0])
     xa, ia, xb, ib = 0.85 + e, 0.95 + f, 0.75 - e, 0.95 - f
     assert ratio_interval(xa, ia).low > ratio_interval(xb, ib).high
-    rows, all_rows = table(score_rows("a", xa, ia), score_rows("b", xb, ib))
-    assert (rows["a"]["rank"], rows["b"]["rank"]) == (1, 1) and rows["b"]["tied"]
-    assert rows["a"]["next"]["p"] > 0.05
+    rows, all_rows = table(score_rows("a", xa, ia, cycle=3), score_rows("b", xb, ib, cycle=3))
+    assert (rows["a"]["rank_interval"], rows["b"]["rank_interval"]) == ("1-2", "1-2")
+    assert rows["b"]["tied"] and (rows["a"]["rank"], rows["b"]["rank"]) == (1, 2)
     lines = rho_lines(all_rows)
     text = "\n".join(lines)
-    assert "Holm-corrected over the 1 paired adjacent pair" in " ".join(text.split())
-    assert "  1= a" in text and "  1= b" in text
-    # the title names the ranking; the rule follows the table, wrapped to a terminal's width
+    said = " ".join(text.split())
+    assert "rank intervals from all 1 pair" in said and "Holm-corrected" in said
+    assert "(a point estimate)" in said
+    assert "    1-2  1 a " in text and "    1-2  2 b " in text
+    # the title names the sort; the rule follows the table, wrapped to a terminal's width
     title = next(i for i, line in enumerate(lines) if "ranked by rho" in line)
     assert lines[title].strip() == "d - sources by kmeans: ranked by rho = E[AccX]/E[AccI]"
     rule = next(i for i, line in enumerate(lines) if line.startswith("  ranks: "))
     assert rule > title + 2 and all(len(line) <= 80 for line in lines)
 
 
-def test_pairs_use_the_repeats_both_models_have():
-    """A failed repeat of one model leaves that repeat out of its pairs (the details store
-    each accuracy's repeat; positions would pair repeat 2 with repeat 3)."""
+def test_pairs_use_the_complete_cycles_both_models_have():
+    """A failed repeat of one model breaks its cycle: with cycles of 4 over 8 repeats and a's
+    exclusive repeat 2 failed, the test uses the 4 repeats of the second cycle only."""
     rng = np.random.default_rng(5)
     z = 0.05 * rng.standard_normal(8)
     xa, xb = 0.80 + z + 0.002 * rng.standard_normal(8), 0.79 + z + 0.002 * rng.standard_normal(8)
     i = np.full(8, 0.95) + 0.004 * rng.standard_normal(8)
-    a = score_rows("a", xa, i, failed={("exclusive", 2)})
-    rows, _ = table(a, score_rows("b", xb, i))
+    a = score_rows("a", xa, i, failed={("exclusive", 2)}, cycle=4)
+    b = score_rows("b", xb, i, cycle=4)
     rho_a = next(r for r in a if r["score"] == "rho")
     assert rho_a["details"]["repeats_exclusive"] == [0, 1, 3, 4, 5, 6, 7]
-    assert rows["a"]["next"]["n"] == 7 and rows["a"]["rank"] == 1 and rows["b"]["rank"] == 2
+    tables = rho_tables(a + b)
+    assert tables[0]["pairs"][0]["n"] == 4
+    rows = {r["model"]: r for r in tables[0]["rows"]}
+    assert (rows["a"]["rank_interval"], rows["b"]["rank_interval"]) == ("1", "2")
     # a score from before (no repeats stored) with a failed trial is not paired at all
     for r in a:
         r["details"].pop("repeats_exclusive", None)
         r["details"].pop("repeats_inclusive", None)
-    rows, _ = table(a, score_rows("b", xb, i))
-    assert not rows["a"]["next"]["paired"]
+    rows, _ = table(a, b)
+    assert (rows["a"]["rank_interval"], rows["b"]["rank_interval"]) == ("1-2", "1-2")
 
 
 def test_a_model_at_chance_is_shown_but_not_ranked():
-    """A random-label model: E[AccI] ~10% on 10 classes, rho ~1 (it would top the table)."""
+    """A random-label model: E[AccI] ~10% on 10 classes, rho ~1 (it would top the table);
+    a weak one at 13%: above chance, not above chance + the margin (19%). Neither is ranked
+    and the best real model is rank 1."""
     rng = np.random.default_rng(0)
     good_x, good_i = 0.85 + 0.02 * rng.standard_normal(5), 0.95 + 0.005 * rng.standard_normal(5)
     rand_x = np.array([0.11, 0.09, 0.10, 0.12, 0.08])
     rand_i = np.array([0.095, 0.10, 0.105, 0.09, 0.11])  # mean 10% = 1/10: rho 1.0
-    rows, all_rows = table(score_rows("good", good_x, good_i), score_rows("random", rand_x, rand_i))
+    weak_x = np.array([0.125, 0.13, 0.128, 0.131, 0.127])
+    weak_i = np.array([0.129, 0.131, 0.13, 0.132, 0.128])  # 13%: [12.8, 13.2] > 10%
+    rows, all_rows = table(score_rows("good", good_x, good_i), score_rows("random", rand_x, rand_i),
+                           score_rows("weak", weak_x, weak_i))
     assert rows["random"]["value"] > rows["good"]["value"]  # the ratio alone would rank it 1st
-    assert rows["good"]["rank"] == 1 and not rows["good"]["tied"]
-    assert rows["random"]["rank"] is None
+    assert rows["weak"]["value"] > rows["good"]["value"]
+    assert rows["good"]["rank_interval"] == "1" and not rows["good"]["tied"]
+    assert rows["random"]["rank"] is None and rows["weak"]["rank"] is None
     why = rows["random"]["unranked"]
-    assert why.startswith("at chance: E[AccI]") and "chance (10.0%, 1/10 classes" in why
+    assert why.startswith("at chance: E[AccI]") and "chance 10.0% (1/10 classes" in why
+    assert "margin 0.1 of the rest = 19.0%" in rows["weak"]["unranked"]
     ordered = rho_tables(all_rows)[0]["rows"]
-    assert [r["model"] for r in ordered] == ["good", "random"]
+    assert [r["model"] for r in ordered][0] == "good"
     text = "\n".join(rho_lines(all_rows))
     line = next(t for t in text.splitlines() if " random " in t)
-    assert line.lstrip().startswith("- random") and line.endswith("at chance")
+    assert line.lstrip().startswith("-  - random") and line.endswith("at chance")
     assert "random: at chance: E[AccI]" in text
     json_rows = {r["model"]: r for r in ranks(all_rows)}
-    assert json_rows["random"]["rank"] is None
+    assert json_rows["random"]["rank"] is None and json_rows["random"]["rank_interval"] is None
     assert json_rows["random"]["unranked"].startswith("at chance")
-    assert json_rows["good"]["rank"] == 1
+    assert json_rows["good"]["rank"] == 1 and json_rows["good"]["rank_interval"] == "1"
     assert json_rows["good"]["rule"] == rho_tables(all_rows)[0]["rule"] == "one ranked model"
+
+
+def test_the_chance_margin_is_a_knob(monkeypatch):
+    """ROBENCH_CHANCE_MARGIN=0 ranks the 13% model (its interval excludes 10%); 0.5 leaves
+    a 50% model unranked."""
+    weak_x = np.array([0.125, 0.13, 0.128, 0.131, 0.127])
+    weak_i = np.array([0.129, 0.131, 0.13, 0.132, 0.128])
+    monkeypatch.setenv("ROBENCH_CHANCE_MARGIN", "0")
+    rows, _ = table(score_rows("weak", weak_x, weak_i))
+    assert rows["weak"]["rank"] == 1
+    monkeypatch.setenv("ROBENCH_CHANCE_MARGIN", "0.5")
+    rows, _ = table(score_rows("half", weak_x + 0.4, weak_i + 0.4))  # 53%: bar 55%
+    assert rows["half"]["rank"] is None
+    monkeypatch.setenv("ROBENCH_CHANCE_MARGIN", "2")
+    with pytest.raises(ValueError, match="ROBENCH_CHANCE_MARGIN"):
+        table(score_rows("half", weak_x + 0.4, weak_i + 0.4))
 
 
 def test_chance_is_the_majority_class_rate_where_higher():
