@@ -26,7 +26,7 @@ TINY = ["-d", "tiny", "-m", "centroid", "-c", "kmeans", "-k", "3", "-r", "2",
 
 def test_run_results_query_leaderboard(runner, tiny_registry, tmp_path):
     db = str(tmp_path / "r.db")
-    res = run(runner, "run", *TINY, "--db", db)
+    res = run(runner, "run", *TINY, "--db", db, "-v")
     assert res.exit_code == 0, res.output
     assert "tiny - sources by kmeans: ranked by rho" in res.output
     assert "6 trials planned" in res.output and "centroid" in res.output
@@ -92,6 +92,12 @@ def test_oracle_by_name_on_data_without_sources_is_a_clear_error(runner, tiny_re
 def test_all_lists_skipped_combinations_and_does_not_fail_on_them(runner, tiny_registry, tmp_path):
     res = run(runner, "run", "-d", "tiny-nosrc", "-m", "centroid", "-k", "3", "-r", "1",
               "--executor", "local", "--db", str(tmp_path / "r.db"))
+    assert res.exit_code == 0, res.output
+    assert "3 combination(s) skipped as not applicable (-v lists why)" in " ".join(
+        res.stdout.split())
+    assert "Skipped (not applicable" not in res.output  # the list is behind -v
+    res = run(runner, "run", "-d", "tiny-nosrc", "-m", "centroid", "-k", "3", "-r", "1",
+              "--executor", "local", "--db", str(tmp_path / "r.db"), "--verbose")
     assert res.exit_code == 0, res.output
     assert "Skipped (not applicable" in res.output and "oracle" in res.output
     opt_in = [l for l in res.output.splitlines() if l.startswith("Opt-in, not run")]
@@ -210,7 +216,7 @@ def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_
     db = str(tmp_path / "r.db")
     args = ["-d", "tiny", "-m", "centroid", "-m", "spy", "-c", "kmeans", "-k", "3", "-r", "12",
             "--executor", "local", "--db", db, "--metric", "rho"]
-    res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9"])
+    res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9", "-v"])
     assert res.exit_code == 0, res.output
     assert ("ranks: adaptive repeats (--until decided): adjacent models share a rank unless "
             "the paired interval of their difference, at the level corrected for the looks, "
