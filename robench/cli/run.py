@@ -251,8 +251,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     if report.failed:  # on stderr; the summary counts them
         _print_failures(report.failed, most=20 if full else 3)
     _print_opt_in(chosen.opt_in, profile, width)
-    _print_summary(rows, registered_sections(reg), report, cfg, until=until, width=width,
-                   db_path=db_path, full=full)
+    _print_summary(rows, registered_sections(reg), report, cfg, width=width, db_path=db_path,
+                   full=full)
     if report.interrupted:
         click.secho("Interrupted: every finished trial is stored; run the same command to "
                     "resume.", fg="yellow", err=True)
@@ -271,7 +271,7 @@ def _print_opt_in(opt_in, profile, width: int = DEFAULT_WIDTH):
             echo(line)
 
 
-def _print_summary(rows, sections, report, cfg, *, until, width, db_path, full):
+def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
     """Print the run's answer, last and short: the headline table of each data set (one line
     per model asked for), what is decided and what would decide the rest, the counts, and
     where the full reports are."""
@@ -279,7 +279,7 @@ def _print_summary(rows, sections, report, cfg, *, until, width, db_path, full):
 
     out = summary_lines(rows, sections, models=cfg.models, width=width)
     lines = list(out["lines"])
-    decided = _decided_line(out["tables"], report.adaptive, cfg, until)
+    decided = _decided_line(out["tables"], report.adaptive, cfg)
     if decided:
         lines += wrap(decided, width)
     if out["rest"]:
@@ -307,11 +307,10 @@ def _print_summary(rows, sections, report, cfg, *, until, width, db_path, full):
         echo(line)
 
 
-def _decided_line(tables, adaptive, cfg, until) -> str:
+def _decided_line(tables, adaptive, cfg) -> str:
     """Return what the rank columns decided and what would decide the rest (flags that exist:
     a profile with more repeats, --until decided, --repeats)."""
     from robench.present.summary import decided_text
-
     from robench.run.config import REPEATS
 
     if adaptive:  # --until decided: its own pair decisions (a decided tie is decided too)

@@ -1,6 +1,7 @@
 """`robench run` ends with its answer, short: the headline summary (-v: the full reports)."""
 
 import io
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -93,7 +94,8 @@ def test_the_summary_fits_a_narrow_terminal(ran, monkeypatch):
         def isatty(self):
             return True
 
-    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=None: shutil.os.terminal_size((52, 20)))
+    monkeypatch.setattr(shutil, "get_terminal_size",
+                        lambda fallback=None: os.terminal_size((52, 20)))
     assert summary.output_width(Tty()) == 52
     assert summary.output_width(io.StringIO()) == 100
     _, db = ran
