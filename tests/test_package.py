@@ -1,13 +1,15 @@
 """robench installs like a package: the built wheel, installed the ordinary way (not editable) in
 a fresh virtual environment, runs the main job, builds the site and lists its plugins.
 
-The environment reuses the installed packages of the environment running the tests (torch is
-gigabytes; nothing may be downloaded here): a ``.pth`` file adds that environment's
-site-packages as a site directory (``--system-site-packages`` would reach the base interpreter's,
-which lacks them when the tests run in a virtual environment, as CI's do), and ``pip install
---no-index`` makes a dependency that is not already installed fail instead of downloading. Python 3.11's venv bundles an old setuptools
-that would shadow the machine's (torch needs >= 77), so it is removed from the new environment.
-The wheel's robench must be the one that runs, not the editable checkout.
+The environment reuses the packages of the environment the tests run in (torch is gigabytes;
+nothing may be downloaded here): a ``.pth`` file puts that environment's site-packages after the
+new one's (``--system-site-packages`` would give the base interpreter's, which need not hold
+them: in a virtual environment like `.ci/run`'s it does not), and ``pip install --no-index`` so
+a dependency that is not already installed fails instead of downloading. Python 3.11's venv
+bundles an old setuptools that would shadow the installed one (torch needs >= 77), so it is
+removed from the new environment. The wheel's robench must be the one that runs, not the
+editable checkout (a path line of a ``.pth`` file adds the folder only: the editable install's
+own ``.pth`` hooks in that folder are not run).
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ def installed(tmp_path_factory):
     wheel, = (tmp / "dist").glob("robench-*.whl")
     _run([sys.executable, "-m", "venv", str(tmp / "venv")], tmp, env)
     bin_ = tmp / "venv" / "bin"
-    inner = _run([bin_ / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                 tmp, env).strip()
-    outer = sysconfig.get_paths()["purelib"]  # this environment's, after the new venv's own
-    Path(inner, "zz_outer_site.pth").write_text(f"import site; site.addsitedir({outer!r})\n")
+    new_site = _run([bin_ / "python", "-c",
+                     "import sysconfig; print(sysconfig.get_paths()['purelib'])"], tmp, env).strip()
+    here = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    Path(new_site, "robench_test_reuse.pth").write_text("".join(f"{p}\n" for p in here))
     subprocess.run([bin_ / "pip", "uninstall", "-y", "-q", "setuptools"], cwd=tmp, env=env,
                    capture_output=True)  # absent on Python >= 3.12: nothing to remove
     _run([bin_ / "pip", "install", "--no-index", "-q", str(wheel)], tmp, env)

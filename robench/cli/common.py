@@ -36,6 +36,25 @@ def echo(text="", err: bool = False, **style) -> None:
     click.secho(printable(text, lines=True), err=err, **style)
 
 
+#: Exit status of a command whose reader closed the pipe: 128 + SIGPIPE, what a shell reports
+#: for a Unix tool ended by it (``robench query ... | head`` under ``set -o pipefail``).
+BROKEN_PIPE_EXIT = 141
+
+
+def reader_gone():
+    """Exit quietly because stdout's reader went away (``| head``), as Unix tools do.
+
+    Whatever is still buffered for stdout goes to /dev/null: the interpreter's flush at exit
+    would otherwise fail again and print "Exception ignored ... BrokenPipeError".
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is no file (a test's capture)
+        pass
+    sys.exit(BROKEN_PIPE_EXIT)
+
+
 def friendly_errors(fn):
     """Turn expected user errors into a clear message and exit code 2, never a traceback."""
 
@@ -47,6 +66,8 @@ def friendly_errors(fn):
             # click would print "Aborted!" and exit 1; a Ctrl-C is 130 everywhere in robench
             click.secho("Interrupted.", fg="yellow", err=True)
             sys.exit(130)
+        except BrokenPipeError:
+            reader_gone()
         except (*USER_ERRORS, FileNotFoundError) as exc:
             fail(str(exc).strip("'\""))
         except ValueError as exc:

@@ -273,7 +273,25 @@ def _chosen_scores(store, config, **filters):
 # -------------------------------------------------------------------------------- query
 
 
-@click.command()
+class _QueryCommand(click.Command):
+    """``robench query``, whose help names the tables and views of robench's schema (read
+    from it, so the list is the database's own)."""
+
+    def format_help_text(self, ctx, formatter):
+        from robench.storage.readonly import schema_objects
+        from robench.storage.store import SCHEMA
+
+        tables, views = schema_objects(SCHEMA)
+        written = self.help
+        self.help = written.replace("{tables}", ", ".join(tables)).replace(
+            "{views}", ", ".join(views))
+        try:
+            super().format_help_text(ctx, formatter)
+        finally:
+            self.help = written
+
+
+@click.command(cls=_QueryCommand)
 @click.argument("sql")
 @click.option("--timeout", type=Finite(min=0, min_open=True, max=1e6), default=5.0,
               show_default=True, metavar="SECONDS",
@@ -284,8 +302,7 @@ def _chosen_scores(store, config, **filters):
 def query(sql, timeout, fmt, db_path):
     """Run a read-only SQL query on the results database (opened read-only).
 
-    Tables: runs, configurations, metrics, clusterings, trials, scores, score_groups, skips;
-    views: leaderboard, trial_summary, configuration_choice. Writes are refused. With
+    Tables: {tables}; views: {views}. Writes are refused. With
     --format json, columns holding JSON (details, config, ...) come back as JSON. Rows are
     written as they are fetched (a large result is never held whole); --timeout covers the
     statement until its last row, and a query still running a second after it ends robench

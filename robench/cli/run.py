@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from robench.run.config import (DEFAULT_PROFILE, MAX_JOBS, MAX_REPEATS, MAX_SOUR
 
 from robench.cli.common import (Finite, db_option, echo, friendly_errors, load_registry,
                                 print_reports, print_skips, report_broken_plugins)
+from robench.present.summary import DEFAULT_WIDTH, has_summary, output_width, wrap
 
 
 # ---------------------------------------------------------------------------------- run
@@ -119,17 +121,24 @@ class _RunCommand(click.Command):
                    "already stored in --db, the combinations skipped and why, and a time "
                    "projected from the durations stored in --db. Nothing runs; --db is only "
                    "read.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Print every metric's full report (the tables `robench results` shows) "
+                   "and every skipped combination, then the summary.")
 @db_option
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
         profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
         precision,
-        rescore, dry_run, db_path,
+        rescore, dry_run, verbose, db_path,
         trial_timeout):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
-    interrupted run resumes where it stopped.
+    interrupted run resumes where it stopped. Progress goes to stderr; stdout ends with a
+    summary no wider than the terminal (100 columns when it is not one): per data set one
+    line per model (its rank in the rho table, rho and its interval, and each other metric's
+    headline value), what is decided, counts of failures and skips, and where the full
+    reports are (-v prints them here; `robench results` any time).
 
     \b
     Examples:
@@ -206,17 +215,20 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     finally:
         progress.close()
         store.close()
-    print_skips(report.skipped)
-    _print_opt_in(chosen.opt_in, profile)
-    print_reports(reg, [vars(s) for s in report.scores])
-    _print_adaptive(report.adaptive)
-    if report.failed:
-        _print_failures(report.failed)
-    click.echo(
-        f"\nrun {report.run_id}: {report.n_planned} trials planned, {report.n_cached} already "
-        f"stored, {report.n_ran} run, {len(report.failed)} failed, {len(report.skipped)} "
-        f"combination(s) skipped, {report.seconds:.1f} s. Results in {db_path}."
-    )
+    from robench.present.leaderboard import registered_sections
+
+    rows = [vars(s) for s in report.scores]
+    width = output_width()
+    full = verbose or not has_summary(rows, registered_sections(reg), cfg.models)
+    if full:  # without a headline column the reports are the answer
+        print_skips(report.skipped)
+        print_reports(reg, rows)
+        _print_adaptive(report.adaptive)
+    if report.failed:  # on stderr; the summary counts them
+        _print_failures(report.failed, most=20 if full else 3)
+    _print_opt_in(chosen.opt_in, profile, width)
+    _print_summary(rows, registered_sections(reg), report, cfg, width=width, db_path=db_path,
+                   full=full)
     if report.interrupted:
         click.secho("Interrupted: every finished trial is stored; run the same command to "
                     "resume.", fg="yellow", err=True)
@@ -225,12 +237,80 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         sys.exit(1)
 
 
-def _print_opt_in(opt_in, profile):
+def _print_opt_in(opt_in, profile, width: int = DEFAULT_WIDTH):
     if opt_in:
         listed = "; ".join(f"{k}: {', '.join(opt_in[k])}"
                            for k in ("metrics", "clusterers", "models") if k in opt_in)
-        click.echo(f"\nOpt-in, not run in the {profile} profile (slow): {listed}. Name them "
-                   "(--metric/-m/-c) or use --profile paper.")
+        click.echo("")
+        for line in wrap(f"Opt-in, not run in the {profile} profile (slow): {listed}. Name "
+                         "them (--metric/-m/-c) or use --profile paper.", width):
+            echo(line)
+
+
+def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
+    """Print the run's answer, last and short: the headline table of each data set (one line
+    per model asked for), what is decided and what would decide the rest, the counts, and
+    where the full reports are."""
+    from robench.present.summary import summary_lines
+
+    out = summary_lines(rows, sections, models=cfg.models, width=width)
+    lines = list(out["lines"])
+    decided = _decided_line(out["tables"], report.adaptive, cfg)
+    if decided:
+        lines += wrap(decided, width)
+    if out["rest"]:
+        rest = sorted({m for ms in out["rest"].values() for m in ms})
+        lines += wrap(f"Not in the table{'s' if len(out['tables']) > 1 else ''} above: "
+                      f"{', '.join(rest)}" + ("" if full else " (their reports: -v)") + ".",
+                      width)
+    failed = len(report.failed)
+    skipped = (f"{len(report.skipped)} combination(s) skipped as not applicable"
+               + (" (-v lists why)" if report.skipped and not full else ""))
+    lines += wrap(f"run {report.run_id}: {report.n_planned} trials planned, {report.n_cached} "
+                  f"already stored, {report.n_ran} run, {failed} failed"
+                  + (" (listed above)" if failed else "") + f"; {skipped}; "
+                  f"{report.seconds:.1f} s. Results in {db_path}.", width)
+    db = "" if str(db_path) == "robench.db" else f" --db {shlex.quote(str(db_path))}"
+    example = next(((t["dataset"], t["ranked"]["metric"]) for t in out["tables"] if t["ranked"]),
+                   None) or next(((r["dataset"], r["metric"]) for r in rows), None)
+    if example:
+        ds, metric = (shlex.quote(str(v)) for v in example)
+        lines += wrap(f"Full reports: robench results -d {ds} --metric {metric}{db} (any data "
+                      f"set and metric); the site: robench leaderboard{db}"
+                      + ("." if full else "; here: -v."), width)
+    click.echo("")
+    for line in lines:
+        echo(line)
+
+
+def _decided_line(tables, adaptive, cfg) -> str:
+    """Return what the rank columns decided and what would decide the rest (flags that exist:
+    a profile with more repeats, --until decided, --repeats)."""
+    from robench.present.summary import decided_text
+    from robench.run.config import REPEATS
+
+    if adaptive:  # --until decided: its own pair decisions (a decided tie is decided too)
+        pairs = [p for t in adaptive for p in (t.get("pairs") or [])]
+        open_ = sum(1 for p in pairs if p["status"] == "undecided")
+        text = (f"Decided (--until decided): {len(pairs) - open_} of {len(pairs)} adjacent "
+                "pairs (ordered or equivalent)")
+        if open_:
+            return (text + f"; the other {open_} reached --repeats {cfg.repeats}: a larger "
+                    "--repeats (or --precision) decides more.")
+        return text + "."
+    text = decided_text(tables)
+    if not text:
+        return ""
+    if all(t["ordered"] == t["pairs"] for t in tables if t["ranked"]):
+        return text
+    more = [p for p in PROFILES if REPEATS[p] > cfg.repeats]
+    if cfg.repeats == REPEATS[cfg.profile] and more:  # the profile's repeats: the next profile
+        ways = [f"--profile {more[0]} ({REPEATS[more[0]]} repeats)"]
+    else:
+        ways = [f"--repeats {2 * cfg.repeats}"]
+    ways.append(f"--until decided --repeats {max(32, 2 * cfg.repeats)} (more repeats only "
+                "where a pair is undecided)")
+    return f"{text} More repeats decide the rest: {', or '.join(ways)}."
 
 
 def _duration(seconds: float) -> str:
@@ -391,9 +471,12 @@ class _Progress:
         self.bar = None
         self.total = self.done = 0
         self.live = self.stream.isatty()
+        self.prepared: set = set()
 
     def echo(self, text, **style):
-        click.secho(text, file=self.stream, **style)
+        """Print a progress message wrapped to the stream's width (a trial's line is short)."""
+        for line in wrap(text, output_width(self.stream)):
+            click.secho(line, file=self.stream, **style)
 
     def __call__(self, event, **info):
         if event == "planned":
@@ -430,7 +513,11 @@ class _Progress:
             reps = ", ".join(f"{m} {r}" for m, r in info["repeats"].items())
             self.echo(f"{info['table']}: stopped ({info['reason']}); repeats: {reps}")
         elif event == "prepare":
-            self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
+            # each protocol prepares its own partitions of a (data set, clusterer): said once
+            where = (info["dataset"], info["clusterer"])
+            if where not in self.prepared:
+                self.prepared.add(where)
+                self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
         elif event == "prepare_failed":
             what = f" ({info['protocol']})" if info.get("protocol") else ""
             self.echo(f"sources failed for {info['dataset']} / {info['clusterer']}{what}: "

@@ -113,12 +113,13 @@ class Results:
 
 def load(path, label: Optional[str] = None) -> Results:
     """Read a results database read-only (the file is never changed) into :class:`Results`."""
+    from robench.storage.readonly import readonly_uri
     from robench.storage.store import decode_row
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no results database at {path}; run `robench run` first")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    conn = sqlite3.connect(readonly_uri(path), uri=True)  # leaves no -shm/-wal beside it
     conn.row_factory = sqlite3.Row
     try:
         conn.execute("PRAGMA query_only = ON")

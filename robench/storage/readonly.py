@@ -2,9 +2,16 @@
 
 Read commands (``results``, ``query``, ``leaderboard``) open the file through
 :func:`readonly_uri`: SQLite URI ``mode=ro``, plus ``immutable=1`` when the file is a WAL
-database without its ``-shm`` file in a folder that cannot be written (a WAL reader needs
-that file and could not create it; immutable also means a leftover ``-wal`` is not read).
-They never migrate, never switch the journal mode and never write a byte.
+database without its ``-shm`` file and either without its ``-wal`` file or in a folder that
+cannot be written. A WAL reader otherwise creates both files beside the database and, being
+read-only, cannot remove them when it closes: a read would leave ``robench.db-shm`` and
+``robench.db-wal`` behind. Without them no connection has the file open in WAL mode and every
+committed row is in the file itself, so it is read as it is, without locks. (A run that
+starts while such a read is under way writes to its own ``-wal`` and changes the file itself
+only when it checkpoints; a read that overlaps a checkpoint can fail or see the file half
+old, half new: run it again.) In a folder that cannot be written a WAL reader could not
+create the ``-shm`` file at all; immutable also means a leftover ``-wal`` is not read. They
+never migrate, never switch the journal mode and never write a byte.
 
 A statement is refused before it runs if it would change the file: by its first keyword (some
 statements act before, or without, any authorizer callback), then by an SQLite authorizer
@@ -51,10 +58,21 @@ def readonly_uri(path) -> str:
     # as_uri() percent-encodes the path, so a '?' or '#' in a directory name cannot break it
     uri = f"{path.resolve().as_uri()}?mode=ro"
     wal = len(header) >= 20 and header[18] == 2 and header[19] == 2
-    shm = Path(f"{path}-shm")
-    if wal and not shm.exists() and not os.access(path.resolve().parent, os.W_OK):
+    shm, log = Path(f"{path}-shm"), Path(f"{path}-wal")
+    if wal and not shm.exists() and (not log.exists()
+                                     or not os.access(path.resolve().parent, os.W_OK)):
         uri += "&immutable=1"
     return uri
+
+
+def schema_objects(schema: str) -> tuple[list, list]:
+    """Return (table names, view names) that a schema's CREATE statements make, in order."""
+    import re
+
+    found = re.findall(r"CREATE\s+(TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?(\w+)", schema,
+                       flags=re.I)
+    return ([n for kind, n in found if kind.upper() == "TABLE"],
+            [n for kind, n in found if kind.upper() == "VIEW"])
 
 
 def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connection:

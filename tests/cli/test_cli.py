@@ -26,7 +26,7 @@ TINY = ["-d", "tiny", "-m", "centroid", "-c", "kmeans", "-k", "3", "-r", "2",
 
 def test_run_results_query_leaderboard(runner, tiny_registry, tmp_path):
     db = str(tmp_path / "r.db")
-    res = run(runner, "run", *TINY, "--db", db)
+    res = run(runner, "run", *TINY, "--db", db, "-v")
     assert res.exit_code == 0, res.output
     assert "tiny - sources by kmeans: ranked by rho" in res.output
     assert "6 trials planned" in res.output and "centroid" in res.output
@@ -92,6 +92,12 @@ def test_oracle_by_name_on_data_without_sources_is_a_clear_error(runner, tiny_re
 def test_all_lists_skipped_combinations_and_does_not_fail_on_them(runner, tiny_registry, tmp_path):
     res = run(runner, "run", "-d", "tiny-nosrc", "-m", "centroid", "-k", "3", "-r", "1",
               "--executor", "local", "--db", str(tmp_path / "r.db"))
+    assert res.exit_code == 0, res.output
+    assert "3 combination(s) skipped as not applicable (-v lists why)" in " ".join(
+        res.stdout.split())
+    assert "Skipped (not applicable" not in res.output  # the list is behind -v
+    res = run(runner, "run", "-d", "tiny-nosrc", "-m", "centroid", "-k", "3", "-r", "1",
+              "--executor", "local", "--db", str(tmp_path / "r.db"), "--verbose")
     assert res.exit_code == 0, res.output
     assert "Skipped (not applicable" in res.output and "oracle" in res.output
     opt_in = [l for l in res.output.splitlines() if l.startswith("Opt-in, not run")]
@@ -210,7 +216,7 @@ def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_
     db = str(tmp_path / "r.db")
     args = ["-d", "tiny", "-m", "centroid", "-m", "spy", "-c", "kmeans", "-k", "3", "-r", "12",
             "--executor", "local", "--db", db, "--metric", "rho"]
-    res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9"])
+    res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9", "-v"])
     assert res.exit_code == 0, res.output
     assert ("adaptive repeats (--until decided, 2 planned looks): every test at the level "
             "corrected for the looks, R = repeats used") in " ".join(res.output.split())  # wrapped
@@ -238,3 +244,43 @@ def test_version_lists_robench_and_every_installed_plugin_with_its_version(tiny_
     assert lines[0] == f"robench {__version__}"
     assert any(line.strip().startswith("tests.plugins.tiny ") for line in lines[1:]), out.output
     assert not any("robench.builtin" in line for line in lines), "built-ins are robench itself"
+
+
+@pytest.mark.parametrize("typed, meant", [
+    ("db", ["query", "results", "migrate"]), ("reslts", ["results"]), ("sql", ["query"]),
+    ("leaderbord", ["leaderboard"]), ("lst", ["list"]),
+])
+def test_an_unknown_command_is_answered_with_the_closest_names(runner, typed, meant):
+    res = runner.invoke(cli, [typed])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    error = next(line for line in res.output.splitlines() if line.startswith("Error:"))
+    said = error.split("Did you mean ", 1)[1].split("?")[0]
+    assert [n.strip("' ,") for n in said.replace(" or ", ", ").split(", ")][:len(meant)] == meant
+    assert "Commands: " in error and "run" in error.split("Commands: ")[1]
+
+
+def test_an_unknown_command_with_nothing_close_lists_the_commands(runner):
+    res = runner.invoke(cli, ["xyzzy"])
+    assert res.exit_code == 2 and "Did you mean" not in res.output
+    assert "No such command 'xyzzy'. Commands: " in res.output
+
+
+def test_query_help_names_every_table_and_view_of_the_database(runner, tmp_path):
+    """The help's list is the schema's: the tables and views a new database really has."""
+    import re
+    import sqlite3
+
+    from robench.storage.store import Store
+
+    Store(tmp_path / "r.db").close()
+    conn = sqlite3.connect(tmp_path / "r.db")
+    real = {kind: sorted(r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = ? AND name NOT LIKE 'sqlite_%'", (kind,)))
+        for kind in ("table", "view")}
+    conn.close()
+    text = " ".join(runner.invoke(cli, ["query", "--help"]).output.split())
+    found = re.search(r"Tables: (.*?); views: (.*?)\. ", text)
+    assert found, text
+    assert sorted(found.group(1).split(", ")) == real["table"]
+    assert sorted(found.group(2).split(", ")) == real["view"]
+    assert len(real["table"]) + len(real["view"]) >= 15

@@ -310,3 +310,29 @@ def test_a_headline_table_states_its_own_ranking_rule_not_a_generic_one():
     assert marginal[0] == ("\nd - x: sorted by the estimate (# is the order of the estimates, "
                            "no tested rank)")
     assert not any(l.startswith("  ranks: ") for l in marginal)
+
+
+def test_query_into_a_closed_pipe_exits_quietly_as_unix_tools_do(tmp_path):
+    """`robench query ... | head -1`: once head has its line robench stops, says nothing on
+    stderr (no "Error: Broken pipe", no "Exception ignored") and exits 141 (128 + SIGPIPE,
+    what a shell reports for a Unix tool ended by the pipe)."""
+    import os
+    import subprocess
+    import sys
+
+    from robench.storage.store import Store
+
+    db = tmp_path / "r.db"
+    Store(db).close()
+    sql = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 300000) "
+           "SELECT x, printf('%040d', x) AS pad FROM c")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    for fmt in ("table", "csv", "json"):
+        proc = subprocess.Popen([sys.executable, "-m", "robench", "query", sql, "--db", str(db),
+                                 "--format", fmt, "--timeout", "60"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        assert proc.stdout.readline()  # what head reads, then it goes away
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 141, (fmt, err)
+        assert err == "", (fmt, err)

@@ -122,3 +122,32 @@ def test_the_template_install_line_brings_its_test_extra():
     readme = (TEMPLATE / "README.md").read_text(encoding="utf-8")
     installs = [l for l in readme.splitlines() if l.startswith("pip install -e")]
     assert installs and all("[test]" in l for l in installs), installs
+
+
+def test_a_copy_of_the_template_keeps_what_running_it_writes_out_of_git(tmp_path):
+    """Copied into its own repository (CONTRIBUTING's step 1), the template's .gitignore keeps
+    out what its steps write there: the results database of `robench run` (step 5) and its
+    SQLite side files, a built leaderboard, Python's build and test caches; its own files
+    stay visible."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    copy = tmp_path / "robench-my-model"
+    shutil.copytree(TEMPLATE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info",
+                                                                  ".pytest_cache"))
+    subprocess.run(["git", "init", "-q", str(copy)], check=True)
+    own = {p.relative_to(copy).as_posix() for p in copy.rglob("*")
+           if p.is_file() and ".git" not in p.relative_to(copy).parts}
+    assert ".gitignore" in own and "README.md" in own
+    written = ["robench.db", "robench.db-wal", "robench.db-shm", "robench.db-journal",
+               "leaderboard/index.html", "robench_template/__pycache__/cnn.cpython-311.pyc",
+               "robench_template.egg-info/PKG-INFO", ".pytest_cache/v/cache/nodeids",
+               "build/lib/x.py", "dist/robench_template-0.2.0-py3-none-any.whl"]
+    for name in written:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        (copy / name).write_text("x")
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=copy,
+                            capture_output=True, text=True, check=True).stdout
+    seen = {line[3:] for line in status.splitlines()}
+    assert seen == own, (seen ^ own)

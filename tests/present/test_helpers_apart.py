@@ -19,8 +19,9 @@ def test_a_run_says_which_helper_trials_it_adds_before_it_starts(helped):
     assert res.exit_code == 0, res.output
     said = ("+ 1 helper trial(s) (1 to run) of 1 model(s) you did not ask for: centroid. "
             "Metric 'helped' (protocol 'helped') trains them for its own scores")
-    assert said in res.output
-    assert res.output.index(said) < res.output.index("trials planned")
+    out = " ".join(res.output.split())  # progress lines are wrapped to the width
+    assert said in out
+    assert out.index(said) < out.index("trials planned")
     again = run("run", "-d", "tiny", "-m", "spy", "--metric", "helped", "--executor", "local",
                 "--db", helped)
     assert "+ 1 helper trial(s) (0 to run)" in again.output

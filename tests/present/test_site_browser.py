@@ -449,3 +449,44 @@ def test_axe_finds_no_serious_or_critical_violation(docs_site, site, browser, wi
                    for v in results.response["violations"]
                    if v["impact"] in ("serious", "critical")]
             assert bad == [], (path.relative_to(root), width, bad)
+
+
+def test_the_phone_data_set_page_collapses_its_per_model_blocks(docs_site, browser):
+    """On a phone the data set page shows each family's table with its per-model blocks and
+    the purity-ratio validation grids closed (a summary line each, opened on a tap); the page
+    is shorter for it (the control: the same page with every block opened)."""
+    problems: list = []
+    page = open_page(browser, (docs_site / "datasets" / "digits.html").as_uri(), PHONE,
+                     problems)
+    blocks = page.evaluate("""Array.from(document.querySelectorAll('main details')).map(d => ({
+        open: d.open, cls: d.className, summary: d.querySelector('summary').textContent.trim(),
+        right: d.querySelector('summary').getBoundingClientRect().right}))""")
+    closed = page.evaluate("document.documentElement.scrollHeight")
+    client = page.evaluate("document.documentElement.clientWidth")
+    page.evaluate("document.querySelectorAll('main details').forEach(d => { d.open = true; })")
+    opened = page.evaluate("document.documentElement.scrollHeight")
+    page.context.close()
+    assert problems == []
+    kinds = {b["cls"] for b in blocks}
+    assert {"per-model", "validation"} <= kinds, blocks
+    assert sum(b["cls"] == "per-model" for b in blocks) == 2  # mlp and cnn-1 (coverage)
+    assert not any(b["open"] for b in blocks), blocks
+    assert all(b["right"] <= client + 0.5 for b in blocks), blocks  # summaries wrap
+    assert opened > closed + 1000, (closed, opened)
+
+
+def test_the_purity_ratio_table_is_not_cut_on_a_desktop(docs_site, site, browser):
+    """Its many long headers wrap at their spaces: the table fits 1,400 px without scrolling
+    (before, its nowrap headers made it 1,435 px wide in a 1,344 px box)."""
+    for root in (docs_site, site):
+        problems: list = []
+        page = open_page(browser, (root / "datasets" / "digits.html").as_uri(), DESKTOP,
+                         problems)
+        box = page.evaluate("""(() => {
+            const b = document.querySelector('#section-purity-ratio .scroll');
+            return [b.scrollWidth, b.clientWidth, b.querySelectorAll('thead th').length];
+        })()""")
+        page.context.close()
+        assert problems == []
+        width, client, heads = box
+        assert heads >= 10 and width <= client + 1, (root.name, box)

@@ -108,3 +108,45 @@ def test_query_readonly_syntax_error_is_value_error(filled_db):
         query_readonly(filled_db, "SELEC * FROM trials")
     with pytest.raises(ValueError, match="no such table"):
         query_readonly(filled_db, "SELECT * FROM nope")
+
+
+def test_read_commands_leave_no_file_beside_the_database(filled_db):
+    """results, query, diff, metadata and leaderboard leave the folder as they found it: no
+    -shm or -wal file (a plain mode=ro reader of a WAL database creates both and cannot
+    remove them) and the same bytes; the control, a plain mode=ro read, leaves both."""
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+
+    folder = filled_db.parent
+    with open(filled_db, "rb") as fh:
+        assert fh.read(20)[18:20] == b"\x02\x02"  # a WAL database (header bytes 18 and 19)
+    before, digest = sorted(p.name for p in folder.iterdir()), file_sha256(filled_db)
+    assert before == ["robench.db"]
+    db = str(filled_db)
+    for args in (["results", "--db", db], ["results", "--format", "json", "--db", db],
+                 ["query", "select count(*) from trials", "--db", db],
+                 ["diff", db, db], ["metadata", "--db", db],
+                 ["leaderboard", "--db", db, "--out", str(folder.parent / "site")]):
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 0, (args, res.output)
+        assert sorted(p.name for p in folder.iterdir()) == before, args
+    assert file_sha256(filled_db) == digest
+    plain = sqlite3.connect(f"{filled_db.resolve().as_uri()}?mode=ro", uri=True)
+    plain.execute("SELECT count(*) FROM trials").fetchone()
+    plain.close()
+    assert {"robench.db-shm", "robench.db-wal"} <= {p.name for p in folder.iterdir()}
+
+
+def test_a_read_while_a_run_holds_the_database_sees_its_committed_rows(filled_db):
+    """With a writer's -wal beside the file the read goes through it (not immutable): a row
+    committed to the -wal but not yet to the file is seen."""
+    from robench.storage.readonly import readonly_uri
+
+    with Store(filled_db) as store:
+        store.save_trial(trial_row("t3", repeat=2))
+        assert (filled_db.parent / "robench.db-wal").exists()
+        assert "immutable" not in readonly_uri(filled_db)
+        _, rows = query_readonly(filled_db, "SELECT count(*) FROM trials")
+        assert rows == [(3,)]
+    assert "immutable=1" in readonly_uri(filled_db)  # closed: no -wal, no -shm

@@ -42,7 +42,9 @@ def register_metrics(register):
         report=report.report_lines,
         leaderboard=LeaderboardSection(build=leaderboard.section, template="mce.html",
                                        templates=leaderboard.TEMPLATES,
-                                       title="Common corruptions (mCE)"),
+                                       title="Common corruptions (mCE)",
+                                       headline=leaderboard.headline,
+                                       legend=leaderboard.LEGEND),
         references=(("Dan Hendrycks and Thomas Dietterich, Benchmarking Neural Network "
                      "Robustness to Common Corruptions and Perturbations (ICLR 2019)",
                      "https://arxiv.org/abs/1903.12261"),),

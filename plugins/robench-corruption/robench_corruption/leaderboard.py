@@ -9,6 +9,8 @@ from robench.present.formatting import scores_by_model
 from robench_corruption.metric import METRIC
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
+#: What the overview's legend says about this family's headline column.
+LEGEND = "mCE = corruption error relative to the baseline model's (1 = as good; lower is better)"
 
 
 def section(rows: list):
@@ -33,3 +35,14 @@ def section(rows: list):
                       "note": details.get("not_applicable") or details.get("error"),
                       "n": head.get("n")})
     return {"models": rank_rows(table), "corruptions": corruptions, "baseline": baseline}
+
+
+def headline(rows: list):
+    """Return mCE's column of the overview (lower is better; no interval, no test)."""
+    tables = section(rows)
+    if not tables:
+        return None
+    return {"label": "mCE", "format": "num", "rows": tables["models"],
+            "note": f"mean corruption error over the corruptions and severities, relative to "
+                    f"the baseline model '{tables['baseline'] or '?'}' (= 1); lower is better; "
+                    "no interval is computed."}

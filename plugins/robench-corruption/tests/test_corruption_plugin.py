@@ -50,7 +50,7 @@ def test_run_on_digits_end_to_end(registry, tmp_path):
 
     db, runner = str(tmp_path / "r.db"), CliRunner()
     out = runner.invoke(cli, ["run", "-d", "digits", "-m", "svm", "-m", "mlp", "--metric", "mce",
-                              "--executor", "local", "--db", db, *TINY])
+                              "--executor", "local", "--db", db, *TINY, "-v"])
     assert out.exit_code == 0, out.output
     assert "2 trials planned" in out.output  # svm and the baseline mlp, shared by key
     assert "digits - mCE (Hendrycks & Dietterich), baseline 'mlp' = 1" in out.output
@@ -67,7 +67,14 @@ def test_run_on_digits_end_to_end(registry, tmp_path):
     assert len(svm["accuracy"]) == 3 and len(svm["baseline_accuracy"]) == 3
     again = runner.invoke(cli, ["run", "-d", "digits", "-m", "svm", "-m", "mlp", "--metric", "mce",
                                 "--executor", "local", "--db", db, *TINY])
-    assert "2 already stored, 0 run" in again.output, again.output
+    assert "2 already stored, 0 run" in " ".join(again.output.split()), again.output
+    # without -v the run ends with the summary: mCE is its headline column (lower is better)
+    lines = again.stdout.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith("  digits "))
+    assert lines[at].split()[1:] == ["mCE"], lines[at]
+    shown = [l.split() for l in lines[at + 1:at + 3]]
+    want = sorted([m, f"{rows[(m, 'mce')]['value']:.3f}"] for m in ("mlp", "svm"))
+    assert shown == sorted(want, key=lambda r: float(r[1])), again.stdout  # lower is better
     with Store(db) as store:
         build_site(store, tmp_path / "site", registry=registry)
     html = (tmp_path / "site" / "datasets" / "digits.html").read_text()

@@ -1,0 +1,228 @@
+"""The headline summary ``robench run`` ends with: per data set one line per model.
+
+Built from the metrics' leaderboard headlines (:attr:`robench.specs.LeaderboardSection.headline`,
+the columns of the site's overview), so every value, rank and interval is the one the
+families' own tables show: the rank column is the first headline (in display order) that
+ranks by a test (its ``rule``; rho: the rho table's ranks by
+:func:`robench.present.leaderboard.rank_table`), the others show their values only. Pure
+functions: lines of text no wider than ``width``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+from typing import Optional
+
+from robench.present.formatting import is_finite, printable
+
+#: Columns when stdout is not a terminal (a pipe, a log file).
+DEFAULT_WIDTH = 100
+#: Narrowest width the summary lays itself out for.
+MIN_WIDTH = 40
+
+
+def output_width(stream=None) -> int:
+    """Return the terminal's width when ``stream`` (default stdout) is one, else 100."""
+    stream = stream or sys.stdout
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        return DEFAULT_WIDTH
+    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+
+
+def wrap(text: str, width: int, indent: str = "", subsequent: Optional[str] = None) -> list:
+    """Return ``text`` wrapped to ``width`` columns (words longer than a line are split)."""
+    return textwrap.wrap(text, max(width, MIN_WIDTH // 2), initial_indent=indent,
+                         subsequent_indent=indent + "  " if subsequent is None else subsequent,
+                         break_on_hyphens=False) or [indent.rstrip()]
+
+
+def fit(text: str, width: int) -> str:
+    """Return ``text`` cut to ``width`` columns, a cut marked by "~"."""
+    return text if len(text) <= width else text[:max(width - 1, 0)] + "~"
+
+
+def _heads(rows: list, sections: dict) -> list:
+    """Return the headline columns of one data set's rows, in the sections' order; a headline
+    that cannot be drawn from the stored scores is left out (the full report says why)."""
+    heads = []
+    for metric, section in sections.items():
+        if getattr(section, "headline", None) is None:
+            continue
+        mine = [r for r in rows if r["metric"] == metric]
+        if not mine:
+            continue
+        try:
+            head = section.headline(mine)
+        except Exception:  # noqa: BLE001 - a value its family cannot read: -v shows the report
+            continue
+        if isinstance(head, dict) and head.get("rows"):
+            heads.append({"metric": metric, "label": str(head.get("label") or metric),
+                          "format": head.get("format", "num"), "rule": head.get("rule") or "",
+                          "rows": head["rows"],
+                          "by_model": {r["model"]: r for r in head["rows"]}})
+    return heads
+
+
+def _value(v, fmt: str) -> str:
+    if not is_finite(v):
+        return "-"
+    return f"{100 * v:.1f}%" if fmt == "pct" else f"{v:.3f}"
+
+
+def _ranked_cell(row: dict, fmt: str) -> str:
+    """Return the rank column's value with its interval as the family's table shows it."""
+    value = _value(row.get("value"), fmt)
+    interval = row.get("interval")
+    if not interval and is_finite(row.get("ci_low")) and is_finite(row.get("ci_high")):
+        interval = f"[{_value(row['ci_low'], fmt)}, {_value(row['ci_high'], fmt)}]"
+    return f"{value} {interval}" if interval and value != "-" else value
+
+
+def rank_text(row: Optional[dict]) -> str:
+    """Return a rank as the families' tables show it: "1", "1=" (shared), "-" (none)."""
+    if row is None or row.get("rank") is None:
+        return "-"
+    return f"{row['rank']}{'=' if row.get('tied') else ''}"
+
+
+def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Optional[dict]:
+    """Return one data set's summary table: its headline columns and one entry per model.
+
+    ``models``: the models to list (the ones a run asked for; helpers are not listed), all by
+    default. Returns None when no metric of the rows has a headline.
+    """
+    heads = _heads(rows, sections)
+    if not heads:
+        return None
+    ranked = next((h for h in heads if h["rule"]), None)
+    names = {m for h in heads for m in h["by_model"]}
+    if models is not None:
+        names &= set(models)
+    if not names:
+        return None
+    # each headline's rows come best first: a model's place is its position in the rank
+    # column, then in the other columns (what the site's overview does)
+    order_heads = ([ranked] if ranked else []) + [h for h in heads if h is not ranked]
+    positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in order_heads]
+    order = sorted(names, key=lambda m: ([p.get(m, 10 ** 9) for p in positions], str(m)))
+    ordered = pairs = 0
+    if ranked:
+        ranks = [r["rank"] for r in ranked["rows"] if r.get("model") in names
+                 and r.get("rank") is not None]
+        pairs = max(len(ranks) - 1, 0)
+        ordered = sum(1 for a, b in zip(ranks, ranks[1:]) if a != b)
+    return {"dataset": dataset, "ranked": ranked, "others": [h for h in heads if h is not ranked],
+            "models": order, "ordered": ordered, "pairs": pairs,
+            "unranked": [m for m in order if ranked and m in ranked["by_model"]
+                         and ranked["by_model"][m].get("rank") is None]}
+
+
+def table_lines(table: dict, width: int) -> list:
+    """Return a data set's summary table as lines no wider than ``width``: a header line
+    (the data set's name and the column labels), then one line per model. Model names are
+    abbreviated, and columns that do not fit are left out (said on the header line)."""
+    ranked, others = table["ranked"], list(table["others"])
+    models = [printable(m) for m in table["models"]]
+    cells = []  # per model: [rank, model, ranked value, other values...]
+    for name, model in zip(models, table["models"]):
+        row = [rank_text(ranked["by_model"].get(model)) if ranked else "", name]
+        if ranked:
+            hit = ranked["by_model"].get(model)
+            row.append(_ranked_cell(hit, ranked["format"]) if hit else "-")
+        for h in others:
+            hit = h["by_model"].get(model)
+            row.append(_value(hit.get("value"), h["format"]) if hit else "-")
+        cells.append(row)
+    level = "CI" if ranked and any(r.get("adaptive") for r in ranked["rows"]) else "95% CI"
+    labels = ([f"{ranked['label']}" + (f" [{level}]" if any("[" in c[2] for c in cells) else "")]
+              if ranked else []) + [h["label"] for h in others]
+    labels = [printable(label) for label in labels]
+    value_widths = [max([len(label)] + [len(c[2 + i]) for c in cells])
+                    for i, label in enumerate(labels)]
+    rank_w = max([len(c[0]) for c in cells] + [1]) if ranked else 0
+    name_w = max(len(m) for m in models)
+    # what the data set's name needs in the header's first cell (the rank and model columns)
+    lead = lambda nw: (rank_w + 1 if ranked else 0) + nw  # noqa: E731
+
+    def total(n_values, nw):
+        return 2 + lead(nw) + sum(2 + w for w in value_widths[:n_values])
+
+    shown = len(labels)
+    min_name = min(name_w, 12)
+    note = lambda n: f"  (+{len(labels) - n})" if n < len(labels) else ""  # noqa: E731
+    while shown > 1 and total(shown, min_name) + len(note(shown)) > width:
+        shown -= 1  # a very narrow terminal: the last columns go, counted on the header
+    name_w = max(min_name, min(name_w, width - total(shown, 0)))
+    dataset = printable(table["dataset"])
+    if lead(name_w) < len(dataset) and total(shown, name_w + len(dataset) - lead(name_w)) + len(
+            note(shown)) <= width:  # the name fits the header's first cell when widened
+        name_w += len(dataset) - lead(name_w)
+    title = dataset if len(dataset) <= lead(name_w) else ""
+    head = "  " + title.ljust(lead(name_w)) + "".join(
+        "  " + label.rjust(w) for label, w in zip(labels[:shown], value_widths[:shown]))
+    head += note(shown)
+    lines = [] if title else [fit(dataset, width)]
+    lines.append(fit(head.rstrip(), width))
+    for c in cells:
+        line = "  " + (c[0].rjust(rank_w) + " " if ranked else "") + fit(c[1], name_w).ljust(
+            name_w) + "".join("  " + v.rjust(w) for v, w in zip(c[2:2 + shown], value_widths))
+        lines.append(fit(line.rstrip(), width))
+    if table["unranked"]:  # why "-": the rank column's own reason, on one line
+        first = ranked["by_model"][table["unranked"][0]]
+        why = printable(first.get("unranked") or "no rank given")
+        lines.append(fit(f"  - not ranked: {', '.join(printable(m) for m in table['unranked'])}"
+                         f" ({why})", width))
+    return lines
+
+
+def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAULT_WIDTH) -> dict:
+    """Return the summary of score rows: ``{"lines", "tables", "rest"}``.
+
+    ``lines``: each data set's table (:func:`table_lines`); ``tables``: those tables
+    (:func:`dataset_table`, for what is decided); ``rest``: {data set: [metrics without a
+    headline column]} (their reports are behind ``-v`` and ``robench results``).
+    """
+    by_dataset: dict = {}
+    for r in rows:
+        by_dataset.setdefault(r["dataset"], []).append(r)
+    lines, tables, rest = [], [], {}
+    for dataset in sorted(by_dataset, key=str):
+        mine = by_dataset[dataset]
+        table = dataset_table(dataset, mine, sections, models)
+        if table is not None:
+            tables.append(table)
+            lines += table_lines(table, width)
+        shown = {h["metric"] for h in ((table or {}).get("others") or [])}
+        if table and table["ranked"]:
+            shown.add(table["ranked"]["metric"])
+        others = sorted({r["metric"] for r in mine} - shown, key=str)
+        if others:
+            rest[dataset] = others
+    return {"lines": lines, "tables": tables, "rest": rest}
+
+
+def has_summary(rows: list, sections: dict, models=None) -> bool:
+    """Return whether any data set of ``rows`` has a headline column to summarize."""
+    by_dataset: dict = {}
+    for r in rows:
+        by_dataset.setdefault(r["dataset"], []).append(r)
+    return any(dataset_table(d, mine, sections, models) is not None
+               for d, mine in by_dataset.items())
+
+
+def decided_text(tables: list) -> str:
+    """Return what the rank columns decided: ordered adjacent pairs of all, per data set."""
+    ranked = [t for t in tables if t["ranked"] and t["pairs"]]
+    if not ranked:
+        return ""
+    ordered, pairs = sum(t["ordered"] for t in ranked), sum(t["pairs"] for t in ranked)
+    each = ", ".join(f"{t['dataset']} {t['ordered']}/{t['pairs']}" for t in ranked)
+    label = ranked[0]["ranked"]["label"]
+    return (f"Decided by {label}: {ordered} of {pairs} adjacent pairs ordered ({each}; "
+            "\"1=\" is a shared rank).")
