@@ -158,11 +158,7 @@ def verify(sample, contributor, seed, db_path):
         elif t["outcome"] == "match":
             click.echo(f"  match    {t['key'][:16]} ({name}), {t['mode']}")
         else:
-            diffs = "; ".join(
-                f"{d['column']} stored {_brief(d['stored'])}, re-run {_brief(d['rerun'])}"
-                + (f" (tolerance {d['tolerance']:.4f})" if d.get("tolerance") else "")
-                + (f": {d['error']}" if d.get("error") else "")
-                for d in t["differences"][:6])
+            diffs = "; ".join(difference_text(d) for d in t["differences"][:6])
             click.secho(f"  MISMATCH {t['key'][:16]} ({name}), {t['mode']}: {diffs}",
                         fg="red")
 
@@ -182,9 +178,27 @@ def verify(sample, contributor, seed, db_path):
               "and versions they ran with (listed above)")
 
 
-def _brief(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
+def difference_text(d: dict) -> str:
+    """Return one verify difference as text: where it first differs and both whole values.
+
+    An exact comparison names the JSON path of the first difference inside the column
+    (``extra/multicut/coef stored -4.869149183653176, re-run -4.8691491836531755``); the
+    values are never cut, since two long values cut alike would look identical.
+    """
+    if "path" in d:
+        text = f"{d['path']} stored {_full(d['stored_at'])}, re-run {_full(d['rerun_at'])}"
+    else:
+        text = f"{d['column']} stored {_full(d['stored'])}, re-run {_full(d['rerun'])}"
+    if d.get("tolerance"):
+        text += f" (tolerance {d['tolerance']:.4f})"
+    if d.get("error"):
+        text += f": {d['error']}"
+    return text
+
+
+def _full(value) -> str:
+    # repr of a float is the shortest text that reads back as the same float: all digits
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 # --------------------------------------------------------------------------------- diff

@@ -284,6 +284,8 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 try:
                     for row in executor.run(runnable):
                         row["run_id"] = run_id
+                        if row.get("execution") is not None:  # how it ran (robench verify)
+                            row["execution"] = {**row["execution"], "executor": cfg.executor}
                         if row.get("key") in clustering:
                             row["clustering"] = clustering[row["key"]]
                         # its own transaction: a crash loses only the trials in flight

@@ -144,7 +144,9 @@ CREATE TABLE IF NOT EXISTS trials (
     details TEXT,  -- JSON: what a trial that trains no model measured
     not_applicable TEXT,  -- why a trial had nothing to measure (it still counts as ok)
     extra TEXT,  -- JSON: a protocol's own results beyond the columns above
-    device TEXT  -- where the trial's torch work ran (cpu, cuda:N, mps); not part of its key
+    device TEXT,  -- where the trial's torch work ran (cpu, cuda:N, mps); not part of its key
+    execution TEXT  -- JSON: how it ran ({"threads": torch/BLAS threads, "executor": name}),
+                    -- what `robench verify` re-runs it with; not part of its key
 );
 CREATE TABLE IF NOT EXISTS scores (
     dataset TEXT,
@@ -298,7 +300,8 @@ _UNDIGESTED = ("device",)
 #: Columns that hold JSON text, per table; they are encoded on write and decoded on read.
 JSON_COLUMNS = {
     "runs": ("config", "plugin_versions"),
-    "trials": ("params", "spec", "versions", "per_class", "history", "details", "extra"),
+    "trials": ("params", "spec", "versions", "per_class", "history", "details", "extra",
+               "execution"),
     "scores": ("details",),
     "score_groups": ("trial_keys", "scores"),
     "clusterings": ("details",),
