@@ -142,7 +142,7 @@ def verify(sample, contributor, seed, db_path):
       robench verify --db all.db --contributor alice --sample 30 --seed 7
     """
     from robench.storage.store import Store
-    from robench.exchange.verify import DEFAULT_SAMPLE, verify as verify_trials
+    from robench.exchange.verify import DEFAULT_SAMPLE, difference_text, verify as verify_trials
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run` or "
@@ -176,29 +176,6 @@ def verify(sample, contributor, seed, db_path):
     if not matched:
         fail(f"none of the {refused} sampled trial(s) can be re-run here: install the plugins "
               "and versions they ran with (listed above)")
-
-
-def difference_text(d: dict) -> str:
-    """Return one verify difference as text: where it first differs and both whole values.
-
-    An exact comparison names the JSON path of the first difference inside the column
-    (``extra/multicut/coef stored -4.869149183653176, re-run -4.8691491836531755``); the
-    values are never cut, since two long values cut alike would look identical.
-    """
-    if "path" in d:
-        text = f"{d['path']} stored {_full(d['stored_at'])}, re-run {_full(d['rerun_at'])}"
-    else:
-        text = f"{d['column']} stored {_full(d['stored'])}, re-run {_full(d['rerun'])}"
-    if d.get("tolerance"):
-        text += f" (tolerance {d['tolerance']:.4f})"
-    if d.get("error"):
-        text += f": {d['error']}"
-    return text
-
-
-def _full(value) -> str:
-    # repr of a float is the shortest text that reads back as the same float: all digits
-    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 # --------------------------------------------------------------------------------- diff

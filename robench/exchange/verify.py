@@ -26,6 +26,7 @@ recorded in the ``verifications`` table.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
@@ -164,10 +165,10 @@ class Rerunner:
             from concurrent.futures import ProcessPoolExecutor
 
             from robench.data.cache import cache_dir
-            from robench.run.executors import _init_worker
+            from robench.run.executors import init_worker
 
             self._pools[threads] = ProcessPoolExecutor(
-                max_workers=1, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                max_workers=1, mp_context=mp.get_context("spawn"), initializer=init_worker,
                 initargs=(self.registry.recipe, str(cache_dir()), None, threads))
         return self._pools[threads]
 
@@ -175,12 +176,12 @@ class Rerunner:
         """Return the row of ``spec`` re-run with ``execution`` (see :func:`execution_of`)."""
         from concurrent.futures.process import BrokenProcessPool
 
-        from robench.run.executors import _limit_threads, execute_trial, failed_row
+        from robench.run.executors import limit_threads, execute_trial, failed_row
 
         threads = execution.get("threads")
         if threads is None or self.registry.recipe is None:
             if threads is not None:
-                _limit_threads(threads)
+                limit_threads(threads)
             return execute_trial(dict(spec), self.env, self.timeout)
         try:
             return self._pool(threads).submit(execute_trial, dict(spec), None,
@@ -238,6 +239,29 @@ def compare(stored: dict, rerun: dict, exact: bool) -> list:
         if abs(float(a) - float(b)) > tol:
             out.append({"column": c, "stored": a, "rerun": b, "tolerance": tol})
     return out
+
+
+def difference_text(d: dict) -> str:
+    """Return one verify difference as text: where it first differs and both whole values.
+
+    An exact comparison names the JSON path of the first difference inside the column
+    (``extra/multicut/coef stored -4.869149183653176, re-run -4.8691491836531755``); the
+    values are never cut, since two long values cut alike would look identical.
+    """
+    if "path" in d:
+        text = f"{d['path']} stored {_full(d['stored_at'])}, re-run {_full(d['rerun_at'])}"
+    else:
+        text = f"{d['column']} stored {_full(d['stored'])}, re-run {_full(d['rerun'])}"
+    if d.get("tolerance"):
+        text += f" (tolerance {d['tolerance']:.4f})"
+    if d.get("error"):
+        text += f": {d['error']}"
+    return text
+
+
+def _full(value) -> str:
+    # repr of a float is the shortest text that reads back as the same float: all digits
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def _public(version: Optional[str]) -> str:

@@ -24,10 +24,10 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 #: Seconds past --trial-timeout after which a worker whose trial ignores the time limit (stuck
 #: inside one C call) is ended; the process executor then records the trial as failed.
 HARD_GRACE = 60.0
-_ENV = None  # the worker process's TrialEnv, built by _init_worker
+_ENV = None  # the worker process's TrialEnv, built by init_worker
 
 
-def _limit_threads(threads: int = TRIAL_THREADS) -> None:
+def limit_threads(threads: int = TRIAL_THREADS) -> None:
     """Make every trial in this process use ``threads`` threads (torch, OpenMP, BLAS).
 
     torch reads ROBENCH_TORCH_THREADS when robench.learn.train is imported, so setting it costs
@@ -65,7 +65,7 @@ def _limit_threads(threads: int = TRIAL_THREADS) -> None:
 def execution_settings() -> dict:
     """Return the execution settings a trial run in this process gets: its thread count.
 
-    ``threads`` is the limit :func:`_limit_threads` set in this process (every executor sets
+    ``threads`` is the limit :func:`limit_threads` set in this process (every executor sets
     it before its first trial), or None when nothing limited it (a trial run by calling
     :func:`execute_trial` directly: the machine's defaults). The runner adds the executor's
     name; both are stored with the trial (its ``execution`` column), outside its key.
@@ -74,7 +74,7 @@ def execution_settings() -> dict:
     return {"threads": int(threads) if threads and threads.isdigit() else None}
 
 
-def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
+def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
                  threads: int = TRIAL_THREADS) -> None:
     """Build the worker's registry from its recipe (plain data, never live plugin objects).
 
@@ -97,7 +97,7 @@ def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
     watch_sigint()  # records a real Ctrl-C; False (a no-op) on a Dask worker's thread
     # this process is robench's own worker: a trial stuck past its limit may end it
     HARD_LIMIT_GRACE[0] = HARD_GRACE
-    _limit_threads(threads)
+    limit_threads(threads)
     import sys
 
     sys._robench_called_from_test = not recipe.get("load_entrypoints", True)
@@ -246,7 +246,7 @@ class LocalExecutor(Executor):
     def run(self, specs):
         from robench.process.guard import unwatch_sigint, watch_sigint
 
-        _limit_threads()
+        limit_threads()
         previous = signal.getsignal(signal.SIGINT)
         watching = watch_sigint()
         try:
@@ -296,7 +296,7 @@ class ProcessExecutor(Executor):
                 gpu_queue.put(gpu)
         return ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx,
-            initializer=_init_worker, initargs=(self.recipe, str(cache_dir()), gpu_queue),
+            initializer=init_worker, initargs=(self.recipe, str(cache_dir()), gpu_queue),
         )
 
     def run(self, specs):
@@ -396,7 +396,7 @@ def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str],
 
     key = json.dumps([recipe, cache_dir], sort_keys=True)
     if key not in _DASK_ENVS:
-        _init_worker(recipe, cache_dir)
+        init_worker(recipe, cache_dir)
         _DASK_ENVS[key] = _ENV
     return execute_trial(spec, _DASK_ENVS[key], timeout)
 
@@ -440,7 +440,7 @@ class DaskExecutor(Executor):
         else:
             import dask
 
-            _limit_threads()
+            limit_threads()
             # A worker that dies (killed, or ended past --trial-timeout) fails its task at
             # once: robench retries the suspects itself, one at a time (run() below), instead
             # of Dask trying each on three more workers first.
