@@ -39,6 +39,16 @@ def two_threads() -> dict:
     return env
 
 
+def edit(path, sql: str) -> None:
+    """Run ``sql`` on the database at ``path`` and close it (its bytes are then the file's)."""
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            conn.execute(sql)
+    finally:
+        conn.close()
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -180,9 +190,8 @@ def test_the_loop_publishes_an_honest_contribution_verified_and_rejects_a_forger
                    "robench").returncode == 0
     mallory = forged / "contributions" / "mallory.db"
     shutil.copyfile(honest, mallory)
-    with sqlite3.connect(mallory) as conn:
-        conn.execute("UPDATE trials SET accuracy = 0.99 WHERE protocol = 'source-aware' AND "
-                     "kind = 'exclusive'")
+    edit(mallory, "UPDATE trials SET accuracy = 0.99 WHERE protocol = 'source-aware' AND "
+          "kind = 'exclusive'")
     before = {p.name: digest(p) for p in (forged / "published").iterdir()}
     out = robench("publish", "merge", forged)  # run alone: nothing verified, nothing merged
     assert out.returncode == 1 and "mallory.db: rejected." in out.stdout
