@@ -327,6 +327,11 @@ def migrate(db_path):
         return
     for version, summary in steps:
         click.echo(f"  -> {version}: {summary}")
+    from robench.run.ranking import refresh_ranks
+    from robench.storage.store import Store
+
+    with Store(db_path) as store:  # the leaderboard view reads the stored ranks
+        refresh_ranks(store, load_registry())
     click.echo(f"{db_path}: schema version {before} -> {CURRENT} "
                f"({size / 1e6:.1f} MB -> {os.path.getsize(db_path) / 1e6:.1f} MB after VACUUM)")
 

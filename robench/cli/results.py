@@ -52,15 +52,17 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
     store = Store(db_path, readonly=True)
     _check_names(store, dataset=dataset, metric=metric, model=model)
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
+    helpers = store.helper_models()
     if fmt == "json":  # ranks are relative to the whole table: before --model filters it
         from robench.present.leaderboard import attach_ranks, registered_sections
 
-        attach_ranks(registered_sections(load_registry()), rows)
+        # helpers are never ranked: the table ranked is the site's (robench.run.ranking)
+        attach_ranks(registered_sections(load_registry()),
+                     [r for r in rows if (r["dataset"], r["model"]) not in helpers])
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
     from robench.storage.verification import status, verifications
 
-    helpers = store.helper_models()
     for row in rows:
         row["helper"] = (row["dataset"], row["model"]) in helpers
     helper_rows = [r for r in rows if r["helper"]]

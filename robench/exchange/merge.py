@@ -378,6 +378,9 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
                 finally:
                     src.close()
             report.sources.append({"source": str(path), "contributor": contributor, **counts})
+        from robench.run.ranking import refresh_ranks
+
+        refresh_ranks(store, _Recompute(conn, registry).registry)  # the leaderboard view's
     return report
 
 

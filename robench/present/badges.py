@@ -49,23 +49,27 @@ def _fmt(value, pct: bool) -> str:
 def headline_message(row: dict, n_ranked: int, pct: bool = False) -> str:
     """Return a badge's message for one headline row: rank, score and interval."""
     rank = row.get("rank")
-    text = f"#{rank} of {n_ranked} · " if rank else "not ranked · "
+    # a shared rank is no win: "1= of 3" (the site's and the leaderboard view's notation)
+    text = (f"rank {rank}{'=' if row.get('tied') else ''} of {n_ranked} · " if rank
+            else "not ranked · ")
     text += _fmt(row.get("value"), pct)
     if row.get("ci_low") is not None and row.get("ci_high") is not None:
         text += f" [{_fmt(row['ci_low'], pct)}, {_fmt(row['ci_high'], pct)}]"
     return text
 
 
-def colour(rank: Optional[int], n_ranked: int) -> str:
-    """Return the badge colour of a rank among ``n_ranked`` models."""
+def colour(rank: Optional[int], n_ranked: int, tied: bool = False) -> str:
+    """Return the badge colour of a rank among ``n_ranked`` models (a shared first is no win)."""
     if not rank:
         return COLOURS["none"]
-    if rank == 1:
+    if rank == 1 and not tied:
         return COLOURS["first"]
+    if rank == 1:
+        return COLOURS["top"]
     return COLOURS["top"] if rank <= max(1, n_ranked // 10) else COLOURS["ranked"]
 
 
 def headline_badge(label: str, row: dict, n_ranked: int, pct: bool = False) -> str:
     """Return the SVG badge of one model's headline row on one data set."""
-    return badge_svg(label, headline_message(row, n_ranked, pct), colour(row.get("rank"),
-                                                                         n_ranked))
+    return badge_svg(label, headline_message(row, n_ranked, pct),
+                     colour(row.get("rank"), n_ranked, bool(row.get("tied"))))

@@ -264,18 +264,38 @@ CREATE VIEW IF NOT EXISTS configuration_choice AS
                  MAX(COALESCE(s.run_id, 0)) AS latest_run
           FROM scores s LEFT JOIN configurations c ON c.id = s.configuration
           GROUP BY s.dataset, s.metric, s.configuration);
+CREATE TABLE IF NOT EXISTS ranks (
+    -- per model of a ranked table: the rank the site, `robench results` and badges show,
+    -- stored by robench.run.ranking whenever scores change (a view cannot run the ranking)
+    dataset TEXT,
+    metric TEXT,
+    clusterer TEXT,  -- '' for a metric without clusterer
+    model TEXT,
+    configuration TEXT,
+    rank INTEGER,  -- NULL: not ranked (unranked says why)
+    tied INTEGER,  -- 1: another model shares the rank (shown as 1=)
+    n_ranked INTEGER,  -- ranked models in the table
+    unranked TEXT,
+    rule TEXT,  -- how the table's ranks were decided
+    computed_at TEXT,
+    PRIMARY KEY (dataset, metric, clusterer, model)
+);
 CREATE VIEW IF NOT EXISTS leaderboard AS
-    -- one row per ranked model per table: the headline score of the chosen configuration
-    SELECT s.dataset, s.metric, s.clusterer,
-           RANK() OVER (PARTITION BY s.dataset, s.metric, s.clusterer
-                        ORDER BY CASE WHEN s.higher_is_better THEN -s.value ELSE s.value END)
-               AS rank,
-           s.model, s.value, s.ci_low, s.ci_high, s.n, s.higher_is_better,
-           ch.label AS configuration_label, s.metric_version, s.configuration, s.run_id
+    -- one row per model of each ranked table (helpers left out): its headline score in the
+    -- chosen configuration and the rank the site shows (NULL: not ranked; rank_text 1=: tied)
+    SELECT s.dataset, s.metric, s.clusterer, r.rank,
+           CASE WHEN r.rank IS NULL THEN NULL
+                WHEN r.tied THEN r.rank || '=' ELSE CAST(r.rank AS TEXT) END AS rank_text,
+           r.n_ranked, s.model, s.value, s.ci_low, s.ci_high, s.n, s.higher_is_better,
+           ch.label AS configuration_label, s.metric_version, s.configuration, s.run_id,
+           r.unranked, r.rule AS rank_rule
     FROM scores s
     JOIN configuration_choice ch
       ON ch.dataset = s.dataset AND ch.metric = s.metric
      AND ch.configuration = s.configuration AND ch.chosen
+    JOIN ranks r
+      ON r.dataset = s.dataset AND r.metric = s.metric
+     AND r.clusterer = COALESCE(s.clusterer, '') AND r.model = s.model
     WHERE s.score = s.metric AND s.value IS NOT NULL;
 CREATE VIEW IF NOT EXISTS trial_summary AS
     -- per (dataset, model, clusterer, protocol, kind): how many trials, how they went
@@ -312,6 +332,7 @@ JSON_COLUMNS = {
     "conflicts": ("columns", "incoming"),
     "merged_sources": (),
     "verifications": ("plugin_versions", "trials"),
+    "ranks": (),
 }
 
 #: Per table, the JSON column where data of a protocol's own belongs (named when refusing a
