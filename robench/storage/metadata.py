@@ -34,8 +34,12 @@ TABLES = {
                       "bytes again copies nothing.",
     "verifications": "What `robench verify` re-ran and found: a sample of stored trials re-run "
                      "from their specs and compared with the stored rows.",
-    "leaderboard": "One row per ranked model per table (data set, metric, clusterer): the "
-                   "headline score of the configuration the table shows, with its CI.",
+    "ranks": "The rank of each model in each ranked table, as the site, `robench results` "
+             "and the badges show it (stored whenever scores change; helpers never ranked).",
+    "leaderboard": "One row per model of each ranked table (data set, metric, clusterer; "
+                   "helper models left out): the headline score of the configuration the "
+                   "table shows, with its CI and the rank the site shows (ties 1=, none "
+                   "without a tested order).",
     "trial_summary": "Per (dataset, model, clusterer, protocol, kind): how many trials, how "
                      "many ok or failed, their mean/min/max accuracy and total seconds.",
     "configuration_choice": "Per table (data set, metric): each configuration's coverage "
@@ -156,8 +160,17 @@ COLUMNS = {
                        "was merged from",
         "fingerprint": "hash of what it found (merging it again copies nothing)",
     },
+    "ranks": {
+        "rank": "rank within the table (1 = best; NULL: not ranked, see unranked)",
+        "tied": "1 if another model shares the rank", "n_ranked": "ranked models in the table",
+        "unranked": "why the model has no rank", "rule": "how the table's ranks were decided",
+        "configuration": "the configuration ranked",
+    },
     "leaderboard": {
-        "rank": "competition rank within the table (1 = best)", "value": "the headline score",
+        "rank": "rank within the table as the site shows it (1 = best; NULL: not ranked)",
+        "rank_text": "the rank as shown: 1= when shared", "n_ranked": "ranked models in the table",
+        "unranked": "why the model has no rank", "rank_rule": "how the table's ranks were decided",
+        "value": "the headline score",
         "ci_low": "lower end of its CI", "ci_high": "upper end of its CI",
         "n": "repeats or samples", "higher_is_better": "1 if higher ranks better",
         "configuration_label": "the configuration shown", "metric_version": "metric version",
