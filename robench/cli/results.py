@@ -209,7 +209,9 @@ def _headline_lines(reg, metric: str, rows: list):
     width = max(18, *(len(str(r["model"])) + 1 for r in head["rows"]))
     tied = any(r.get("tied") for r in head["rows"])
     rule = head.get("rule")  # the section's own rule (paired ranks), else marginal overlap
-    lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: ranked"
+    ranked = any(r.get("rank") is not None for r in head["rows"])
+    lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: "
+             + ("ranked" if ranked else "best first, not ranked")
              + (" (= shares a rank: the 95% intervals overlap)" if tied and not rule else ""),
              f"  {'#':>3} {'model':<{width}}{'score':>8} {'95% CI':>17}"
              + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]

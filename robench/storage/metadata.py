@@ -107,6 +107,7 @@ COLUMNS = {
         "last_test_accuracy": "test accuracy at the last epoch",
         "not_applicable": "why the trial had nothing to measure",
         "extra": "a protocol's own results" + _JSON, "device": "cpu, cuda:N or mps",
+        "execution": "how it ran: {threads, executor} (what `robench verify` re-runs it with)",
     },
     "scores": {
         "score": "which score of the metric (the headline has the metric's name)",

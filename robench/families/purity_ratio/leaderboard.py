@@ -106,6 +106,7 @@ def headline(rows: list):
     if not tables or not tables["models"]:
         return None
     return {"label": "purity-ratio", "format": "num", "rows": tables["models"],
+            "rule": tables["rule"],
             "note": "p_purity combined (eq. 10): how clusterable the feature space is "
                     "relative to the model's accuracy Model_ACC, shown beside it"
                     + ("." if tables["ranked"] else "; " + NO_INTERVAL + ".")}
