@@ -51,7 +51,10 @@ def compute_ranks(rows: list, registry) -> list:
             continue
         configuration = {(r["model"], r.get("clusterer") or ""): r.get("configuration")
                          for r in mine if r["score"] == metric}
-        found = [x for x in ranks(mine) if x.get("score") == metric]
+        try:
+            found = [x for x in ranks(mine) if isinstance(x, dict) and x.get("score") == metric]
+        except Exception:  # noqa: BLE001 - a plugin's ranking that fails ranks nothing here
+            continue  # (the site shows that section's failure; a run or merge goes on)
         ranked: dict = defaultdict(int)
         for x in found:
             ranked[x.get("clusterer") or ""] += x.get("rank") is not None

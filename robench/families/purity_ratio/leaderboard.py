@@ -21,7 +21,7 @@ def leaderboard_tables(rows: list) -> dict:
     table = []
     for model, sc in models.items():
         head = sc.get(METRIC) or {}
-        details = head.get("details") or {}
+        details = head.get("details") if isinstance(head.get("details"), dict) else {}
         g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
         table.append({
             "model": model, "value": head.get("value"), "ci_low": head.get("ci_low"),
