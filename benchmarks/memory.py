@@ -152,7 +152,7 @@ BASELINE = ("import json, sys; sys._robench_called_from_test = True\n"
 BASELINES = {
     "torch": "import torch",
     "idle worker": ("import robench.run.executors as ex\n"
-                    "ex._init_worker({'load_entrypoints': False}, None)\n"
+                    "ex.init_worker({'load_entrypoints': False}, None)\n"
                     "import robench.learn.train"),
 }
 

@@ -233,9 +233,9 @@ def _init_worker(cache: str, load_entrypoints: bool) -> None:
     os.environ["ROBENCH_TORCH_THREADS"] = "1"
     sys._robench_called_from_test = not load_entrypoints
     from robench.data.cache import set_cache_dir
-    from robench.run.executors import _limit_threads
+    from robench.run.executors import limit_threads
 
-    _limit_threads()
+    limit_threads()
     set_cache_dir(cache)
     _instrument()
 

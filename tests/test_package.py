@@ -77,3 +77,39 @@ def test_the_wheel_runs_the_main_job_builds_the_site_and_lists_plugins(installed
     plugins = _run([bin_ / "robench", "plugins"], work, env)
     assert "robench.families.source_aware" in plugins and "robench.builtin.models" in plugins
     assert "failed" not in plugins.split("[builtin]")[0]
+
+
+def _venv(where: Path, env) -> Path:
+    """Make a venv that sees this environment's packages (see the module docstring)."""
+    _run([sys.executable, "-m", "venv", str(where)], where.parent, env)
+    bin_ = where / "bin"
+    inner = _run([bin_ / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                 where.parent, env).strip()
+    outer = sysconfig.get_paths()["purelib"]
+    Path(inner, "zz_outer_site.pth").write_text(f"import site; site.addsitedir({outer!r})\n")
+    subprocess.run([bin_ / "pip", "uninstall", "-y", "-q", "setuptools"], cwd=where.parent,
+                   env=env, capture_output=True)
+    return bin_
+
+
+def test_the_leaderboards_install_step_installs_the_robench_that_wrote_it(installed):
+    """init-leaderboard, run from the installed wheel, names that wheel (copied beside the
+    workflow) in requirements.txt; the workflow's install step, offline (--no-index), installs
+    it and the plugins in a fresh venv, where that robench runs and finds its templates."""
+    bin_, env, work = installed
+    board = work / "board"
+    _run([bin_ / "robench", "init-leaderboard", str(board), "--no-example"], work, env)
+    requirements = (board / "requirements.txt").read_text()
+    wheel, = (board / "wheels").glob("robench-*.whl")
+    assert f"./wheels/{wheel.name}" in requirements.splitlines(), requirements
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in requirements
+    workflow = (board / ".github" / "workflows" / "leaderboard.yml").read_text()
+    step = "pip install -r requirements.txt"
+    assert workflow.count(f"run: {step}") == 2
+    runner = _venv(work / "runner", env)
+    _run([runner / "python", "-m", *step.split()[:2], "--no-index", "-q",
+          *step.split()[2:]], board, env)
+    where = _run([runner / "python", "-c", "import robench; print(robench.__file__)"], board, env)
+    assert str(work / "runner") in where, where
+    out = _run([runner / "robench", "publish", "check", "."], board, env)
+    assert "validate: ok" in out

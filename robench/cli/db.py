@@ -142,7 +142,7 @@ def verify(sample, contributor, seed, db_path):
       robench verify --db all.db --contributor alice --sample 30 --seed 7
     """
     from robench.storage.store import Store
-    from robench.exchange.verify import DEFAULT_SAMPLE, verify as verify_trials
+    from robench.exchange.verify import DEFAULT_SAMPLE, difference_text, verify as verify_trials
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run` or "
@@ -158,11 +158,7 @@ def verify(sample, contributor, seed, db_path):
         elif t["outcome"] == "match":
             click.echo(f"  match    {t['key'][:16]} ({name}), {t['mode']}")
         else:
-            diffs = "; ".join(
-                f"{d['column']} stored {_brief(d['stored'])}, re-run {_brief(d['rerun'])}"
-                + (f" (tolerance {d['tolerance']:.4f})" if d.get("tolerance") else "")
-                + (f": {d['error']}" if d.get("error") else "")
-                for d in t["differences"][:6])
+            diffs = "; ".join(difference_text(d) for d in t["differences"][:6])
             click.secho(f"  MISMATCH {t['key'][:16]} ({name}), {t['mode']}: {diffs}",
                         fg="red")
 
@@ -182,11 +178,6 @@ def verify(sample, contributor, seed, db_path):
               "and versions they ran with (listed above)")
 
 
-def _brief(value) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 # --------------------------------------------------------------------------------- diff
 
 
@@ -194,29 +185,40 @@ def _brief(value) -> str:
 @click.argument("db_a", metavar="A", type=click.Path(dir_okay=False))
 @click.argument("db_b", metavar="B", type=click.Path(dir_okay=False))
 @click.option("--metric", default=None, help="Only this metric's scores.")
+@click.option("--models", nargs=2, default=None, metavar="MODEL_A MODEL_B",
+              help="Compare MODEL_A's scores in A with MODEL_B's in B (A and B may be one "
+                   "file: two versions of a model registered under two names).")
+@click.option("--compare-anyway", "anyway", is_flag=True,
+              help="Also compare scores whose configuration or component versions differ "
+                   "(independently; the differences are kept beside the decision).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
               default="text", show_default=True, help="Output format.")
 @friendly_errors
-def diff(db_a, db_b, metric, fmt):
+def diff(db_a, db_b, metric, models, anyway, fmt):
     """Compare every score two results databases share; exit 1 if any got worse.
 
     \b
     Scores are matched by data set, model, clusterer, metric, score name and configuration.
-    Each change B - A gets an interval (the stored intervals' half-widths combined in
-    quadrature) and a decision: better or worse (the interval excludes 0, in the score's
-    direction), unchanged, or not comparable (another configuration, metric version,
-    component version or data, or no value). Exit 1 when any score got worse beyond its
-    interval, else 0 (a CI guard); 2 for bad input. Both files are only read.
+    Each change B - A gets a 95% interval: paired by repeat where both scores hold their
+    per-repeat values in one configuration (same partitions), else from the stored intervals
+    combined as independent. Decisions: better or worse (the interval excludes 0, in the
+    score's direction), within noise (it includes 0: the data cannot tell), same, or not
+    comparable (another configuration, whose differing knobs, seed, repeats and sources are
+    named; another metric or component version, or data; no value). Exit 1 when any score
+    got worse beyond its interval, else 0 (a CI guard); 2 for bad input. Both files are only
+    read.
 
     \b
     Examples:
       robench diff before.db after.db
+      robench diff v1.db v2.db --compare-anyway          # did v2 get better?
+      robench diff all.db all.db --models mlp mlp-v2 --metric rho
       robench diff main.db pr.db --metric rho --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
     from robench.stats.diff import counts, diff_scores
     from robench.storage.store import Store
 
-    rows = []
+    rows, configs = [], []
     for path in (db_a, db_b):
         if not os.path.exists(path):
             raise FileNotFoundError(f"no results database at {path}")
@@ -224,11 +226,20 @@ def diff(db_a, db_b, metric, fmt):
             found = store.scores(metric=metric)
             for row, versions in zip(found, store.score_versions(found)):
                 row["versions"] = versions
+            configs.append(store.configurations())
         rows.append(found)
     if metric is not None and not (rows[0] or rows[1]):
         raise click.BadParameter(f"neither database has a score of metric '{metric}'",
                                  param_hint="--metric")
-    result = diff_scores(*rows)
+    if models:
+        for side, (name, found) in enumerate(zip(models, rows)):
+            if not any(r["model"] == name for r in found):
+                raise click.BadParameter(f"{(db_a, db_b)[side]} has no score of model "
+                                         f"'{name}'", param_hint="--models")
+        label = f"{models[0]} -> {models[1]}"
+        rows = [[dict(r, model=label) for r in found if r["model"] == name]
+                for name, found in zip(models, rows)]
+    result = diff_scores(*rows, configs_a=configs[0], configs_b=configs[1], anyway=anyway)
     tally = counts(result)
     summary = (f"{len(result)} score(s) in both: " + ", ".join(
         f"{n} {d}" for d, n in tally.items()) + f" (A: {db_a}, B: {db_b})")
@@ -266,7 +277,8 @@ def _change(c) -> str:
 
 
 def _decision(c) -> str:
-    return c["decision"] + (f" ({c['reason']})" if c.get("reason") else "")
+    notes = [n for n in (c.get("method"), c.get("reason")) if n]
+    return c["decision"] + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def _md(value) -> str:
@@ -336,6 +348,11 @@ def migrate(db_path):
         return
     for version, summary in steps:
         click.echo(f"  -> {version}: {summary}")
+    from robench.run.ranking import refresh_ranks
+    from robench.storage.store import Store
+
+    with Store(db_path) as store:  # the leaderboard view reads the stored ranks
+        refresh_ranks(store, load_registry())
     click.echo(f"{db_path}: schema version {before} -> {CURRENT} "
                f"({size / 1e6:.1f} MB -> {os.path.getsize(db_path) / 1e6:.1f} MB after VACUUM)")
 

@@ -13,35 +13,57 @@ from robench.cli.common import fail, friendly_errors
 @click.argument("path", type=click.Path(file_okay=False))
 @click.option("--title", default="robench leaderboard", show_default=True,
               help="The leaderboard's title (README and settings).")
+@click.option("--requirement", default=None, metavar="REQ",
+              help="What the runner installs as robench: a pip requirement (a git URL such "
+                   "as 'robench @ git+https://github.com/ORG/robench@COMMIT', a wheel path, "
+                   "'robench==X.Y'). Default: the robench running now, as a wheel built from "
+                   "its source tree into wheels/ (commit it), or its git URL.")
 @click.option("--example/--no-example", default=True, show_default=True,
               help="Add contributions/example.db from a small real run (digits, svm, rho, "
                    "2 repeats; about half a minute) so the pipeline has something to check.")
 @friendly_errors
-def init_leaderboard(path, title, example):
+def init_leaderboard(path, title, requirement, example):
     """Write a leaderboard repository: contributions/, the published database, the site
-    folder, a README for contributors and a GitHub Actions workflow whose every step is one
-    `robench publish` command.
+    folder, a README for contributors, requirements.txt for the runner (robench, torch's CPU
+    build, every installed plugin with its version) and a GitHub Actions workflow whose every
+    step is one `robench publish` command.
 
     \b
     Example:
       robench init-leaderboard my-board && cd my-board
       robench publish run .          # check, merge and build the example contribution
+      robench init-leaderboard board --requirement "robench @ git+https://github.com/ORG/robench@COMMIT"
     """
+    import subprocess
     from pathlib import Path
 
-    from robench.exchange.publishing import init_repository, robench_command
+    from robench.exchange.publishing import init_repository
 
-    for name in init_repository(path, title=title):
+    for name in init_repository(path, title=title, requirement=requirement):
         click.echo(f"wrote {Path(path) / name}")
     if example:
         target = Path(path) / "contributions" / "example.db"
         click.echo(f"running a small example contribution into {target} ...")
-        proc = robench_command("run", "-d", "digits", "-m", "svm", "--metric", "rho", "-r", "2",
-                        "--db", target)
+        # the example is a contribution like any other: what a contributor would type
+        proc = subprocess.run([sys.executable, "-m", "robench", "run", "-d", "digits", "-m",
+                               "svm", "--metric", "rho", "-r", "2", "--db", str(target)],
+                              capture_output=True, text=True)
         if proc.returncode != 0:
             fail(f"the example run failed: {proc.stderr.strip().splitlines()[-1:]}")
         click.echo(f"wrote {target}")
     click.echo(f"Next: cd {path} && robench publish run .   (docs/publishing.md)")
+
+
+def steps() -> dict:
+    """Return {step name: function(repo)} of the pipeline, the site builder bound to build."""
+    from functools import partial
+
+    from robench.exchange import publishing
+    from robench.present.site import build_site
+
+    return {"validate": publishing.validate, "verify": publishing.verify,
+            "diff": publishing.diff, "merge": publishing.merge,
+            "build": partial(publishing.build, builder=build_site)}
 
 
 @click.command("publish")
@@ -64,8 +86,10 @@ def publish(step, repo, to):
     merge     merge pending contributions into published/robench.db, record them
     build     rebuild site/ from the published database
     deploy    copy site/ to --to
-    The report of the steps is .staging/report.md (a pull-request comment). Exit 1 when a
-    contribution is rejected or a step fails.
+    The report of the steps is .staging/report.md (the job summary). merge merges only
+    contributions that merge cleanly and passed verify on this content, and only when all
+    pending ones did: otherwise nothing published changes. Exit 1 when a contribution is
+    rejected or a step fails.
 
     \b
     Examples:
@@ -82,8 +106,9 @@ def publish(step, repo, to):
     else:
         names = {"check": publishing.CHECK, "run": publishing.RUN}.get(step, (step,))
         results = []
+        run_step = steps()
         for name in names:
-            results.append(publishing.STEPS[name](repo))
+            results.append(run_step[name](repo))
             if not results[-1].ok:
                 break
     for r in results:

@@ -52,15 +52,17 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
     store = Store(db_path, readonly=True)
     _check_names(store, dataset=dataset, metric=metric, model=model)
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
+    helpers = store.helper_models()
     if fmt in ("json", "csv"):  # ranks are relative to the whole table: before --model filters
         from robench.present.leaderboard import attach_ranks, registered_sections
 
-        attach_ranks(registered_sections(load_registry()), rows)
+        # helpers are never ranked: the table ranked is the site's (robench.run.ranking)
+        attach_ranks(registered_sections(load_registry()),
+                     [r for r in rows if (r["dataset"], r["model"]) not in helpers])
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
     from robench.storage.verification import status, verifications
 
-    helpers = store.helper_models()
     for row in rows:
         row["helper"] = (row["dataset"], row["model"]) in helpers
     helper_rows = [r for r in rows if r["helper"]]
@@ -207,8 +209,11 @@ def _headline_lines(reg, metric: str, rows: list):
     width = max(18, *(len(str(r["model"])) + 1 for r in head["rows"]))
     intervals = any(r.get("rank_interval") for r in head["rows"])
     rule = head.get("rule")  # the section's own rule (paired ranks)
-    lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: sorted by the estimate"
-             + ("" if intervals else " (# is the order of the estimates, no tested rank)"),
+    ranked = any(r.get("rank") is not None for r in head["rows"])
+    lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: "
+             + ("sorted by the estimate" if ranked else "best first, not ranked")
+             + ("" if intervals or not ranked
+                else " (# is the order of the estimates, no tested rank)"),
              f"  {'rank':>5} {'#':>3} {'model':<{width}}{'score':>8} {'95% CI':>17}"
              + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]
     for r in head["rows"]:

@@ -302,6 +302,21 @@ def _insert(conn, table: str, row: dict, verb: str = "INSERT") -> None:
                  f'VALUES ({", ".join("?" * len(names))})', [row[n] for n in names])
 
 
+def _fit_columns(conn, table: str, rows: list) -> None:
+    """Add to the target the declared columns ``rows`` hold values for and it lacks.
+
+    A target written by an older robench lacks a column added since (a trial's
+    ``execution``); like :meth:`robench.storage.store.Store._fit_to_file`, the column is added
+    only when a row has a value for it.
+    """
+    from robench.storage.store import COLUMNS
+
+    present = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
+    for name, sqltype in COLUMNS[table].items():
+        if name not in present and any(r.get(name) is not None for r in rows):
+            conn.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {sqltype}')
+
+
 def _stored_rows(conn, table: str, keys) -> dict:
     """Return {key: row} of the target's ``table`` rows among ``keys``."""
     out = {}
@@ -363,6 +378,9 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
                 finally:
                     src.close()
             report.sources.append({"source": str(path), "contributor": contributor, **counts})
+        from robench.run.ranking import refresh_ranks
+
+        refresh_ranks(store, _Recompute(conn, registry).registry)  # the leaderboard view's
     return report
 
 
@@ -466,6 +484,7 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
         for row in _rows(src, table):
             _insert(conn, table, remap(row), "INSERT OR IGNORE")
     incoming = _rows(src, "trials")
+    _fit_columns(conn, "trials", incoming)
     stored = _stored_rows(conn, "trials", [r["key"] for r in incoming])
     for row in incoming:
         remap(row)

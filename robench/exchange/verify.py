@@ -26,6 +26,7 @@ recorded in the ``verifications`` table.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import time
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from robench.errors import VerifyError
-from robench.storage.content import ACCURACIES, differing, trial_content
+from robench.storage.content import ACCURACIES, differing, first_difference, trial_content
 
 #: Trials re-run when ``--sample`` is not given: one of each of ten (model, protocol) strata.
 DEFAULT_SAMPLE = 10
@@ -120,6 +121,89 @@ def missing(spec: dict, registry) -> Optional[str]:
     return None
 
 
+def execution_of(stored: dict) -> dict:
+    """Return the execution settings a stored trial ran with: its threads and executor.
+
+    A trial stored before robench recorded them (no ``execution``) ran on one of robench's
+    executors, each of which limits every trial to
+    :data:`robench.run.executors.TRIAL_THREADS` threads: that is what it gets.
+    """
+    from robench.run.executors import TRIAL_THREADS
+
+    recorded = stored.get("execution")
+    if not isinstance(recorded, dict):
+        return {"threads": TRIAL_THREADS, "executor": None}
+    threads = recorded.get("threads")
+    return {"threads": int(threads) if isinstance(threads, int) and threads > 0 else None,
+            "executor": recorded.get("executor")}
+
+
+class Rerunner:
+    """Re-run trial specs with the execution settings they first ran with.
+
+    The workers of every executor run a trial with a fixed thread count (torch, OpenMP, BLAS);
+    the process running ``robench verify`` has the machine's. A BLAS reduction over two
+    threads rounds differently in the last bit from one over one, so a re-run in this process
+    with its own threads does not reproduce a float the trial stored (a purity-ratio trial's
+    ``extra/multicut/coef`` differed in its 17th digit, a CNN's training history in its
+    epochs). Each trial is therefore re-run the way the process executor ran it: in a spawned
+    worker process built from the registry's recipe with the trial's thread count (one pool
+    per thread count, reused). A trial recorded with no thread limit, or a registry that a
+    worker cannot rebuild (no recipe), is re-run in this process under the recorded limit.
+    """
+
+    def __init__(self, registry, timeout: Optional[float] = None):
+        from robench.run.trials import TrialEnv
+
+        self.registry = registry
+        self.timeout = timeout
+        self.env = TrialEnv(registry)
+        self._pools: dict = {}
+
+    def _pool(self, threads: int):
+        if threads not in self._pools:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            from robench.data.cache import cache_dir
+            from robench.run.executors import init_worker
+
+            self._pools[threads] = ProcessPoolExecutor(
+                max_workers=1, mp_context=mp.get_context("spawn"), initializer=init_worker,
+                initargs=(self.registry.recipe, str(cache_dir()), None, threads))
+        return self._pools[threads]
+
+    def run(self, spec: dict, execution: dict) -> dict:
+        """Return the row of ``spec`` re-run with ``execution`` (see :func:`execution_of`)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        from robench.run.executors import limit_threads, execute_trial, failed_row
+
+        threads = execution.get("threads")
+        if threads is None or self.registry.recipe is None:
+            if threads is not None:
+                limit_threads(threads)
+            return execute_trial(dict(spec), self.env, self.timeout)
+        try:
+            return self._pool(threads).submit(execute_trial, dict(spec), None,
+                                              self.timeout).result()
+        except BrokenProcessPool:
+            self._pools.pop(threads).shutdown(wait=False, cancel_futures=True)
+            return failed_row(spec, "the worker process re-running this trial died (killed "
+                              "or out of memory)")
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._pools.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def _stored_like(row: dict) -> dict:
     """Return a freshly computed trial row as the database would give it back."""
     from robench.storage.store import decode_row, encode_row
@@ -128,11 +212,20 @@ def _stored_like(row: dict) -> dict:
 
 
 def compare(stored: dict, rerun: dict, exact: bool) -> list:
-    """Return the differences [{column, stored, rerun, tolerance}] between two trial rows."""
+    """Return the differences [{column, stored, rerun, tolerance, path, ...}] of two trial rows.
+
+    In exact mode each differing column also names the JSON path of its first difference
+    (``path``, e.g. ``extra/multicut/coef``) and both whole values there (``stored_at``,
+    ``rerun_at``), so a message can show where two long values part.
+    """
     old, new = trial_content(stored), trial_content(rerun)
     if exact:
-        return [{"column": c, "stored": old.get(c), "rerun": new.get(c), "tolerance": 0.0}
-                for c in differing(old, new)]
+        out = []
+        for c in differing(old, new):
+            path, a, b = first_difference(old.get(c), new.get(c), c)
+            out.append({"column": c, "stored": old.get(c), "rerun": new.get(c),
+                        "tolerance": 0.0, "path": path, "stored_at": a, "rerun_at": b})
+        return out
     out = [{"column": c, "stored": old.get(c), "rerun": new.get(c), "tolerance": 0.0}
            for c in _EXACT_ALWAYS if old.get(c) != new.get(c)]
     for c in ACCURACIES:
@@ -147,6 +240,29 @@ def compare(stored: dict, rerun: dict, exact: bool) -> list:
         if abs(float(a) - float(b)) > tol:
             out.append({"column": c, "stored": a, "rerun": b, "tolerance": tol})
     return out
+
+
+def difference_text(d: dict) -> str:
+    """Return one verify difference as text: where it first differs and both whole values.
+
+    An exact comparison names the JSON path of the first difference inside the column
+    (``extra/multicut/coef stored -4.869149183653176, re-run -4.8691491836531755``); the
+    values are never cut, since two long values cut alike would look identical.
+    """
+    if "path" in d:
+        text = f"{d['path']} stored {_full(d['stored_at'])}, re-run {_full(d['rerun_at'])}"
+    else:
+        text = f"{d['column']} stored {_full(d['stored'])}, re-run {_full(d['rerun'])}"
+    if d.get("tolerance"):
+        text += f" (tolerance {d['tolerance']:.4f})"
+    if d.get("error"):
+        text += f": {d['error']}"
+    return text
+
+
+def _full(value) -> str:
+    # repr of a float is the shortest text that reads back as the same float: all digits
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def _public(version: Optional[str]) -> str:
@@ -168,10 +284,8 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     ``on_trial`` is called with each checked trial's entry as it finishes.
     """
     from robench.learn.devices import device_label
-    from robench.run.executors import execute_trial
     from robench.process.liveness import host_name
     from robench.process.provenance import run_environment, utc_now
-    from robench.run.trials import TrialEnv
 
     if sample < 1:
         raise VerifyError(f"--sample must be at least 1, got {sample}")
@@ -192,7 +306,19 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     result = Verification(host=host_name(), device=device_label("cpu"), started_at=utc_now())
     runs = {r["id"]: r for r in store.runs({r["run_id"] for r in rows
                                             if r.get("run_id") is not None})}
-    trial_env = TrialEnv(registry)
+    with Rerunner(registry) as rerunner:
+        _check_sample(store, rows, sample, seed, runs, env, result, rerunner, on_trial)
+    from robench.storage.verification import save_verification
+
+    result.record_id = save_verification(store, result, seed=seed, contributor=contributor,
+                                         environment=env, plugin_versions=registry
+                                         .plugin_versions(), finished_at=utc_now())
+    return result
+
+
+def _check_sample(store, rows, sample, seed, runs, env, result, rerunner, on_trial) -> None:
+    """Re-run and compare each sampled trial, appending its entry to ``result.trials``."""
+    registry = rerunner.registry
     for stored in sample_trials(rows, sample, seed):
         entry = {c: stored.get(c) for c in ("key", "dataset", "model", "clusterer", "protocol",
                                             "kind", "repeat")}
@@ -202,7 +328,8 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
             entry.update(outcome="refused", reason=why)
         else:
             t0 = time.perf_counter()
-            rerun = _stored_like(execute_trial(dict(spec), trial_env))
+            execution = execution_of(stored)
+            rerun = _stored_like(rerunner.run(spec, execution))
             run = runs.get(stored.get("run_id")) or {}
             exact = (stored.get("device") in (None, rerun.get("device"))
                      and _public(run.get("torch_version")) == _public(env["torch_version"])
@@ -216,14 +343,9 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
             entry.update(outcome="mismatch" if diffs else "match",
                          mode="exact" if exact else "tolerance", differences=diffs,
                          stored_device=stored.get("device"), device=rerun.get("device"),
+                         threads=execution["threads"],
                          seconds=round(time.perf_counter() - t0, 3))
             result.device = rerun.get("device") or result.device
         result.trials.append(entry)
         if on_trial is not None:
             on_trial(entry)
-    from robench.storage.verification import save_verification
-
-    result.record_id = save_verification(store, result, seed=seed, contributor=contributor,
-                                         environment=env, plugin_versions=registry
-                                         .plugin_versions(), finished_at=utc_now())
-    return result

@@ -52,24 +52,30 @@ def headline_message(row: dict, n_ranked: int, pct: bool = False) -> str:
     if rank and interval:  # the tested rank interval, not the estimate's position
         text = f"rank {interval} of {n_ranked} · "
     else:
-        text = f"#{rank} of {n_ranked} · " if rank else "not ranked · "
+        # a shared rank is no win: "1= of 3" (the site's and the leaderboard view's notation)
+        text = (f"rank {rank}{'=' if row.get('tied') else ''} of {n_ranked} · " if rank
+                else "not ranked · ")
     text += _fmt(row.get("value"), pct)
     if row.get("ci_low") is not None and row.get("ci_high") is not None:
         text += f" [{_fmt(row['ci_low'], pct)}, {_fmt(row['ci_high'], pct)}]"
     return text
 
 
-def colour(rank: Optional[int], n_ranked: int) -> str:
-    """Return the badge colour of a rank among ``n_ranked`` models."""
+def colour(rank: Optional[int], n_ranked: int, tied: bool = False) -> str:
+    """Return the badge colour of a rank among ``n_ranked`` models (a shared first is no win)."""
     if not rank:
         return COLOURS["none"]
-    if rank == 1:
+    if rank == 1 and not tied:
         return COLOURS["first"]
+    if rank == 1:
+        return COLOURS["top"]
     return COLOURS["top"] if rank <= max(1, n_ranked // 10) else COLOURS["ranked"]
 
 
 def headline_badge(label: str, row: dict, n_ranked: int, pct: bool = False) -> str:
     """Return the SVG badge of one model's headline row on one data set."""
     # colour by the worst rank the model can hold: "first" only when rank 1 is decided
-    rank = row.get("rank_worst") if row.get("rank_interval") else row.get("rank")
-    return badge_svg(label, headline_message(row, n_ranked, pct), colour(rank, n_ranked))
+    interval = row.get("rank_interval")
+    rank = row.get("rank_worst") if interval else row.get("rank")
+    tied = bool(row.get("tied")) or (bool(interval) and row.get("rank_best") != rank)
+    return badge_svg(label, headline_message(row, n_ranked, pct), colour(rank, n_ranked, tied))

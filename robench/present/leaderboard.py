@@ -133,8 +133,11 @@ def attach_ranks(sections: dict, rows: list) -> None:
         section = sections.get(metric)
         if section is None or getattr(section, "ranks", None) is None:
             continue
-        found = {(x["model"], x.get("clusterer") or "", x["score"]): x
-                 for x in section.ranks(mine)}
+        try:
+            found = {(x["model"], x.get("clusterer") or "", x["score"]): x
+                     for x in section.ranks(mine)}
+        except Exception:  # noqa: BLE001 - stored values its ranking cannot read: no ranks
+            continue
         for r in mine:
             hit = found.get((r["model"], r.get("clusterer") or "", r["score"]))
             if hit is not None:

@@ -19,14 +19,16 @@ import traceback
 from typing import Iterable, Iterator, Optional
 
 TRIAL_THREADS = 1
+#: The environment variables OpenMP and the BLAS libraries read their thread count from.
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 #: Seconds past --trial-timeout after which a worker whose trial ignores the time limit (stuck
 #: inside one C call) is ended; the process executor then records the trial as failed.
 HARD_GRACE = 60.0
-_ENV = None  # the worker process's TrialEnv, built by _init_worker
+_ENV = None  # the worker process's TrialEnv, built by init_worker
 
 
-def _limit_threads() -> None:
-    """Make every trial in this process use TRIAL_THREADS threads (torch, OpenMP, BLAS).
+def limit_threads(threads: int = TRIAL_THREADS) -> None:
+    """Make every trial in this process use ``threads`` threads (torch, OpenMP, BLAS).
 
     torch reads ROBENCH_TORCH_THREADS when robench.learn.train is imported, so setting it costs
     nothing in a process that never trains a torch model; if torch is already in use here,
@@ -35,26 +37,45 @@ def _limit_threads() -> None:
     environment only when they load, so they are limited through threadpoolctl: with their
     default two threads on a busy machine a scikit-learn logistic regression on digits took
     10 s instead of 0.05 s.
+
+    The variables are set, not defaulted: a trial records the thread count it ran with
+    (:func:`execution_settings`), and ``robench verify`` re-runs it with that count, so a
+    value inherited from the caller's shell must not decide it silently (a BLAS reduction
+    summed over 2 threads rounds differently in the last bit from one over 1).
     """
     import sys
 
-    os.environ["ROBENCH_TORCH_THREADS"] = str(TRIAL_THREADS)
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ.setdefault(var, str(TRIAL_THREADS))
+    threads = max(1, int(threads))
+    os.environ["ROBENCH_TORCH_THREADS"] = str(threads)
+    for var in THREAD_VARIABLES:
+        os.environ[var] = str(threads)
     if any(m in sys.modules for m in ("numpy", "scipy", "sklearn")):
         try:
             from threadpoolctl import threadpool_limits
         except ImportError:  # pragma: no cover - a scikit-learn dependency
             pass
         else:
-            threadpool_limits(TRIAL_THREADS)
+            threadpool_limits(threads)
     if "robench.learn.train" in sys.modules:
-        sys.modules["robench.learn.train"].set_torch_threads(TRIAL_THREADS)
+        sys.modules["robench.learn.train"].set_torch_threads(threads)
     elif "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(TRIAL_THREADS)
+        sys.modules["torch"].set_num_threads(threads)
 
 
-def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None) -> None:
+def execution_settings() -> dict:
+    """Return the execution settings a trial run in this process gets: its thread count.
+
+    ``threads`` is the limit :func:`limit_threads` set in this process (every executor sets
+    it before its first trial), or None when nothing limited it (a trial run by calling
+    :func:`execute_trial` directly: the machine's defaults). The runner adds the executor's
+    name; both are stored with the trial (its ``execution`` column), outside its key.
+    """
+    threads = os.environ.get("ROBENCH_TORCH_THREADS")
+    return {"threads": int(threads) if threads and threads.isdigit() else None}
+
+
+def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
+                 threads: int = TRIAL_THREADS) -> None:
     """Build the worker's registry from its recipe (plain data, never live plugin objects).
 
     With ``gpu_queue`` (the process executor's, when several GPUs are visible) the worker
@@ -76,7 +97,7 @@ def _init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None) -> None
     watch_sigint()  # records a real Ctrl-C; False (a no-op) on a Dask worker's thread
     # this process is robench's own worker: a trial stuck past its limit may end it
     HARD_LIMIT_GRACE[0] = HARD_GRACE
-    _limit_threads()
+    limit_threads(threads)
     import sys
 
     sys._robench_called_from_test = not recipe.get("load_entrypoints", True)
@@ -129,6 +150,7 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
                                 "repeat", "seed", "params", "versions")}
     row["spec"] = _keyed(spec)
     row["worker"] = worker_stamp()
+    row["execution"] = execution_settings()
     base = dict(row)
     started = time.monotonic()
     try:
@@ -224,7 +246,7 @@ class LocalExecutor(Executor):
     def run(self, specs):
         from robench.process.guard import unwatch_sigint, watch_sigint
 
-        _limit_threads()
+        limit_threads()
         previous = signal.getsignal(signal.SIGINT)
         watching = watch_sigint()
         try:
@@ -274,7 +296,7 @@ class ProcessExecutor(Executor):
                 gpu_queue.put(gpu)
         return ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx,
-            initializer=_init_worker, initargs=(self.recipe, str(cache_dir()), gpu_queue),
+            initializer=init_worker, initargs=(self.recipe, str(cache_dir()), gpu_queue),
         )
 
     def run(self, specs):
@@ -374,7 +396,7 @@ def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str],
 
     key = json.dumps([recipe, cache_dir], sort_keys=True)
     if key not in _DASK_ENVS:
-        _init_worker(recipe, cache_dir)
+        init_worker(recipe, cache_dir)
         _DASK_ENVS[key] = _ENV
     return execute_trial(spec, _DASK_ENVS[key], timeout)
 
@@ -418,7 +440,7 @@ class DaskExecutor(Executor):
         else:
             import dask
 
-            _limit_threads()
+            limit_threads()
             # A worker that dies (killed, or ended past --trial-timeout) fails its task at
             # once: robench retries the suspects itself, one at a time (run() below), instead
             # of Dask trying each on three more workers first.

@@ -284,6 +284,8 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 try:
                     for row in executor.run(runnable):
                         row["run_id"] = run_id
+                        if row.get("execution") is not None:  # how it ran (robench verify)
+                            row["execution"] = {**row["execution"], "executor": cfg.executor}
                         if row.get("key") in clustering:
                             row["clustering"] = clustering[row["key"]]
                         # its own transaction: a crash loses only the trials in flight
@@ -305,6 +307,9 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                         for g in plan.groups}
             scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
                                                           versions=versions, rescore=rescore)
+            from robench.run.ranking import refresh_ranks
+
+            refresh_ranks(store, registry)  # what the leaderboard view shows
         status = "interrupted" if interrupted else ("failed" if failed else "ok")
         store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
                          n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),

@@ -102,3 +102,24 @@ def same_raw(old: dict, new: dict, columns) -> bool:
 def differing(old: dict, new: dict) -> list[str]:
     """Return the names whose values differ between two content dicts."""
     return sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+
+
+def first_difference(old: Any, new: Any, path: str = "") -> tuple[str, Any, Any]:
+    """Return (JSON path, old value, new value) of the first place two content values differ.
+
+    The path joins dict keys and list indices with ``/`` (``extra/multicut/coef``,
+    ``history/3/val_accuracy``); dict keys are walked in sorted order, so "first" is
+    reproducible. Both values are returned whole, never cut. Returns ``(path, old, new)`` of
+    the values themselves when they are not both dicts or both lists of one length.
+    """
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in old or key not in new:
+                return f"{path}/{key}".lstrip("/"), old.get(key), new.get(key)
+            if old[key] != new[key]:
+                return first_difference(old[key], new[key], f"{path}/{key}")
+    elif (isinstance(old, list) and isinstance(new, list) and len(old) == len(new)):
+        for i, (a, b) in enumerate(zip(old, new)):
+            if a != b:
+                return first_difference(a, b, f"{path}/{i}")
+    return path.lstrip("/"), old, new

@@ -34,8 +34,12 @@ TABLES = {
                       "bytes again copies nothing.",
     "verifications": "What `robench verify` re-ran and found: a sample of stored trials re-run "
                      "from their specs and compared with the stored rows.",
-    "leaderboard": "One row per ranked model per table (data set, metric, clusterer): the "
-                   "headline score of the configuration the table shows, with its CI.",
+    "ranks": "The rank of each model in each ranked table, as the site, `robench results` "
+             "and the badges show it (stored whenever scores change; helpers never ranked).",
+    "leaderboard": "One row per model of each ranked table (data set, metric, clusterer; "
+                   "helper models left out): the headline score of the configuration the "
+                   "table shows, with its CI and the rank the site shows (ties 1=, none "
+                   "without a tested order).",
     "trial_summary": "Per (dataset, model, clusterer, protocol, kind): how many trials, how "
                      "many ok or failed, their mean/min/max accuracy and total seconds.",
     "configuration_choice": "Per table (data set, metric): each configuration's coverage "
@@ -103,6 +107,7 @@ COLUMNS = {
         "last_test_accuracy": "test accuracy at the last epoch",
         "not_applicable": "why the trial had nothing to measure",
         "extra": "a protocol's own results" + _JSON, "device": "cpu, cuda:N or mps",
+        "execution": "how it ran: {threads, executor} (what `robench verify` re-runs it with)",
     },
     "scores": {
         "score": "which score of the metric (the headline has the metric's name)",
@@ -156,10 +161,23 @@ COLUMNS = {
                        "was merged from",
         "fingerprint": "hash of what it found (merging it again copies nothing)",
     },
+    "ranks": {
+        "rank": "position by the headline estimate (1 = best; NULL: not ranked, see unranked)",
+        "tied": "1 if the model can hold more than one rank (its rank interval is not one rank)",
+        "rank_interval": "the ranks the model can hold: 1 + the models shown better to M - the "
+                         "models shown worse (1-2), one rank when decided",
+        "n_ranked": "ranked models in the table",
+        "unranked": "why the model has no rank", "rule": "how the table's ranks were decided",
+        "configuration": "the configuration ranked",
+    },
     "leaderboard": {
-        "rank": "position by the headline estimate (1 = best): a point estimate with no test "
-                "and no chance guard; the tested rank intervals are in `robench results "
-                "--format json` (ranking)", "value": "the headline score",
+        "rank": "the model's position by the headline estimate within the table (1 = best; "
+                "NULL: not ranked): sorts the rows; what was tested is rank_text",
+        "rank_text": "the ranks the model can hold as the site shows them: an interval from "
+                     "every paired test (1-2), or 1 when decided",
+        "n_ranked": "ranked models in the table",
+        "unranked": "why the model has no rank", "rank_rule": "how the table's ranks were decided",
+        "value": "the headline score",
         "ci_low": "lower end of its CI", "ci_high": "upper end of its CI",
         "n": "repeats or samples", "higher_is_better": "1 if higher ranks better",
         "configuration_label": "the configuration shown", "metric_version": "metric version",

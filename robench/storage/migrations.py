@@ -166,6 +166,9 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
      lambda conn, schema: None),  # the tables are created from the schema
     (4, "merged_sources and verifications tables for `robench merge` and `robench verify`",
      lambda conn, schema: None),  # the tables are created from the schema
+    (5, "ranks table (the ranks the site shows, stored when scores change); the leaderboard "
+        "view reads them instead of ranking by value, and leaves helper models out",
+     lambda conn, schema: conn.execute("DROP VIEW IF EXISTS leaderboard")),
 ]
 #: The schema version this robench writes.
 CURRENT = MIGRATIONS[-1][0]

@@ -144,7 +144,9 @@ CREATE TABLE IF NOT EXISTS trials (
     details TEXT,  -- JSON: what a trial that trains no model measured
     not_applicable TEXT,  -- why a trial had nothing to measure (it still counts as ok)
     extra TEXT,  -- JSON: a protocol's own results beyond the columns above
-    device TEXT  -- where the trial's torch work ran (cpu, cuda:N, mps); not part of its key
+    device TEXT,  -- where the trial's torch work ran (cpu, cuda:N, mps); not part of its key
+    execution TEXT  -- JSON: how it ran ({"threads": torch/BLAS threads, "executor": name}),
+                    -- what `robench verify` re-runs it with; not part of its key
 );
 CREATE TABLE IF NOT EXISTS scores (
     dataset TEXT,
@@ -262,18 +264,41 @@ CREATE VIEW IF NOT EXISTS configuration_choice AS
                  MAX(COALESCE(s.run_id, 0)) AS latest_run
           FROM scores s LEFT JOIN configurations c ON c.id = s.configuration
           GROUP BY s.dataset, s.metric, s.configuration);
+CREATE TABLE IF NOT EXISTS ranks (
+    -- per model of a ranked table: the rank the site, `robench results` and badges show,
+    -- stored by robench.run.ranking whenever scores change (a view cannot run the ranking)
+    dataset TEXT,
+    metric TEXT,
+    clusterer TEXT,  -- '' for a metric without clusterer
+    model TEXT,
+    configuration TEXT,
+    rank INTEGER,  -- position by the estimate; NULL: not ranked (unranked says why)
+    tied INTEGER,  -- 1: the model can hold more than one rank (shown as 1= or 1-2)
+    rank_interval TEXT,  -- the ranks it can hold, from every paired test ("1-2"; "1": decided)
+    n_ranked INTEGER,  -- ranked models in the table
+    unranked TEXT,
+    rule TEXT,  -- how the table's ranks were decided
+    computed_at TEXT,
+    PRIMARY KEY (dataset, metric, clusterer, model)
+);
 CREATE VIEW IF NOT EXISTS leaderboard AS
-    -- one row per ranked model per table: the headline score of the chosen configuration
-    SELECT s.dataset, s.metric, s.clusterer,
-           RANK() OVER (PARTITION BY s.dataset, s.metric, s.clusterer
-                        ORDER BY CASE WHEN s.higher_is_better THEN -s.value ELSE s.value END)
-               AS rank,
-           s.model, s.value, s.ci_low, s.ci_high, s.n, s.higher_is_better,
-           ch.label AS configuration_label, s.metric_version, s.configuration, s.run_id
+    -- one row per model of each ranked table (helpers left out): its headline score in the
+    -- chosen configuration and the rank the site shows (NULL: not ranked; rank_text: the rank
+    -- interval where the section gives one, "1-2", else 1= when tied)
+    SELECT s.dataset, s.metric, s.clusterer, r.rank,
+           CASE WHEN r.rank IS NULL THEN NULL
+                WHEN r.rank_interval IS NOT NULL THEN r.rank_interval
+                WHEN r.tied THEN r.rank || '=' ELSE CAST(r.rank AS TEXT) END AS rank_text,
+           r.n_ranked, s.model, s.value, s.ci_low, s.ci_high, s.n, s.higher_is_better,
+           ch.label AS configuration_label, s.metric_version, s.configuration, s.run_id,
+           r.unranked, r.rule AS rank_rule
     FROM scores s
     JOIN configuration_choice ch
       ON ch.dataset = s.dataset AND ch.metric = s.metric
      AND ch.configuration = s.configuration AND ch.chosen
+    JOIN ranks r
+      ON r.dataset = s.dataset AND r.metric = s.metric
+     AND r.clusterer = COALESCE(s.clusterer, '') AND r.model = s.model
     WHERE s.score = s.metric AND s.value IS NOT NULL;
 CREATE VIEW IF NOT EXISTS trial_summary AS
     -- per (dataset, model, clusterer, protocol, kind): how many trials, how they went
@@ -298,7 +323,8 @@ _UNDIGESTED = ("device",)
 #: Columns that hold JSON text, per table; they are encoded on write and decoded on read.
 JSON_COLUMNS = {
     "runs": ("config", "plugin_versions"),
-    "trials": ("params", "spec", "versions", "per_class", "history", "details", "extra"),
+    "trials": ("params", "spec", "versions", "per_class", "history", "details", "extra",
+               "execution"),
     "scores": ("details",),
     "score_groups": ("trial_keys", "scores"),
     "clusterings": ("details",),
@@ -309,6 +335,7 @@ JSON_COLUMNS = {
     "conflicts": ("columns", "incoming"),
     "merged_sources": (),
     "verifications": ("plugin_versions", "trials"),
+    "ranks": (),
 }
 
 #: Per table, the JSON column where data of a protocol's own belongs (named when refusing a

@@ -228,13 +228,15 @@ def test_results_prints_the_headline_tables_by_default_and_every_score_on_reques
     # purity-ratio's report (28 lines: the ranked table, then the validation tables) is longer
     # than 20 lines: shown by its headline table, pointing at the whole report
     assert any(l.startswith("digits / purity-ratio: configuration ") for l in lines)
-    # purity-ratio tests no pair: its rows are sorted by the estimate, no rank interval
-    at = lines.index("digits - purity-ratio: sorted by the estimate (# is the order of the "
-                     "estimates, no tested rank)")
+    # without an interval its values are listed best first, with no rank (issue 38) and no
+    # position either: nothing was tested
+    at = lines.index("digits - purity-ratio: best first, not ranked")
     assert lines[at + 1].split() == ["rank", "#", "model", "score", "95%", "CI", "Model_ACC"]
     assert [l.split() for l in lines[at + 2:at + 4]] == [
-        ["-", "1", "cnn-1", "0.696", "68.8"], ["-", "2", "mlp", "0.658", "79.1"]]
-    assert lines[at + 4] == "  (the whole report: robench results -d digits --metric purity-ratio)"
+        ["-", "-", "cnn-1", "0.696", "68.8"], ["-", "-", "mlp", "0.658", "79.1"]]
+    assert lines[at + 4].startswith("  ranks: no interval")  # why nobody is ranked
+    assert "  (the whole report: robench results -d digits --metric purity-ratio)" in \
+        lines[at + 5:at + 9]
     # verification is said per model, not per data-set-level pseudo model
     assert "  digits / mlp: not verified" in lines and "  digits / : not verified" not in lines
     assert "  digits / zoo: not verified" not in lines

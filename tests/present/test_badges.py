@@ -20,9 +20,19 @@ def test_a_badge_is_valid_svg_with_its_text_escaped_and_the_same_bytes_each_time
 def test_rank_score_and_interval_are_on_the_badge():
     row = {"rank": 2, "value": 0.8123, "ci_low": 0.75, "ci_high": 0.86}
     svg = headline_badge("robench rho · digits", row, 40)
-    assert "#2 of 40 · 0.812 [0.750, 0.860]" in svg and COLOURS["top"] in svg
+    assert "rank 2 of 40 · 0.812 [0.750, 0.860]" in svg and COLOURS["top"] in svg
     assert "not ranked · —" in headline_badge("rho", {"rank": None, "value": None}, 3)
     assert colour(1, 5) == COLOURS["first"] and colour(5, 5) == COLOURS["ranked"]
+
+
+def test_a_shared_first_rank_is_no_win_on_the_badge():
+    """Three models tied at the top each read "rank 1= of 3", in the colour of a top rank,
+    never the winner's green; the untied first keeps it (the control)."""
+    tied = {"rank": 1, "tied": True, "value": 0.9, "ci_low": 0.8, "ci_high": 1.0}
+    svg = headline_badge("robench rho · digits", tied, 3)
+    assert "rank 1= of 3 · " in svg and COLOURS["first"] not in svg and COLOURS["top"] in svg
+    alone = headline_badge("robench rho · digits", dict(tied, tied=False), 3)
+    assert "rank 1 of 3 · " in alone and COLOURS["first"] in alone
 
 
 def test_the_site_writes_a_badge_per_model_and_headline(helped, tmp_path):

@@ -30,13 +30,13 @@ def two_copies(tiny_registry, tmp_path):
     return a, b
 
 
-def test_two_copies_of_one_database_are_unchanged_and_exit_0(two_copies):
+def test_two_copies_of_one_database_are_the_same_and_exit_0(two_copies):
     a, b = two_copies
     res = run("diff", a, b)
     assert res.exit_code == 0, res.output
     n = sqlite3.connect(a).execute("SELECT count(*) FROM scores WHERE value IS NOT NULL") \
         .fetchone()[0]
-    assert f"{n} unchanged" in res.output and "0 worse" in res.output
+    assert f"{n} same" in res.output and "0 worse" in res.output and "unchanged" not in res.output
 
 
 def test_a_score_edited_down_is_worse_and_exits_1_in_every_format(two_copies):
@@ -69,21 +69,21 @@ def test_decisions_by_hand():
     a = dict(base, value=0.80, ci_low=0.75, ci_high=0.85)
     # half-widths 0.05 and 0.05: the change's interval is +-0.0707
     assert compare(a, dict(base, value=0.86, ci_low=0.81, ci_high=0.91))["decision"] == \
-        "unchanged"
+        "within noise"
     assert compare(a, dict(base, value=0.90, ci_low=0.85, ci_high=0.95))["decision"] == "better"
     assert compare(a, dict(base, value=0.70, ci_low=0.65, ci_high=0.75))["decision"] == "worse"
     lower = dict(base, higher_is_better=False)
     assert compare(dict(lower, value=1.0), dict(lower, value=0.9))["decision"] == "better"
     # no interval on either side: any change beyond rounding counts
     assert compare(dict(base, value=0.5), dict(base, value=0.5 + 1e-12))["decision"] == \
-        "unchanged"
+        "same"
     assert compare(dict(base, value=0.5), dict(base, value=0.499))["decision"] == "worse"
     # another metric version, model version or data: not comparable, with the reason
     c = compare(a, dict(a, metric_version="2"))
     assert c["decision"] == "not comparable" and "metric version 1 vs 2" in c["reason"]
     va = {"components": {"model": "0.1.0/1", "dataset_content": "x"}}
     vb = {"components": {"model": "0.2.0/1", "dataset_content": "x"}}  # plugin upgrade only
-    assert compare(dict(a, versions=va), dict(a, versions=vb))["decision"] == "unchanged"
+    assert compare(dict(a, versions=va), dict(a, versions=vb))["decision"] == "same"
     vc = {"components": {"model": "0.2.0/2", "dataset_content": "y"}}
     c = compare(dict(a, versions=va), dict(a, versions=vc))
     assert c["decision"] == "not comparable" and "model 1 vs 2" in c["reason"] \
@@ -100,3 +100,63 @@ def test_bad_input_is_refused_with_one_line(two_copies, tmp_path):
     res = run("diff", a, a, "--metric", "nope")
     assert res.exit_code == 2 and "neither database has a score of metric 'nope'" in res.output
     assert "Traceback" not in res.output
+
+
+def rho_row(acc_x, acc_i, **kw):
+    """A rho score row with its per-repeat accuracies (rho = mean AccX / mean AccI)."""
+    value = (sum(acc_x) / len(acc_x)) / (sum(acc_i) / len(acc_i))
+    details = {"acc_exclusive": acc_x, "acc_inclusive": acc_i,
+               "repeats_exclusive": list(range(len(acc_x))),
+               "repeats_inclusive": list(range(len(acc_i)))}
+    return dict(dataset="digits", model="svm", clusterer="kmeans", metric="rho", score="rho",
+                configuration="c", metric_version="1", higher_is_better=True, value=value,
+                details=details, **kw)
+
+
+def test_a_rho_halved_in_every_repeat_is_worse_when_paired_by_repeat():
+    """Issue 38: with 2 repeats each rho's own interval is wide, so a rho halved in every
+    repeat read "unchanged" (compared as independent: about [-1.77, +0.98]); on the same
+    partitions the halving is the same in each repeat, and the paired interval excludes 0."""
+    acc_x, acc_i = [0.80, 0.78], [0.90, 0.91]
+    a = rho_row(acc_x, acc_i, ci_low=-0.5, ci_high=2.2)  # 2 repeats: a wide interval
+    b = rho_row([x / 2 for x in acc_x], acc_i, ci_low=-0.25, ci_high=1.1)
+    paired = compare(a, b)
+    assert paired["decision"] == "worse" and paired["method"] == "paired by repeat (2 repeats)"
+    assert paired["high"] < 0 and paired["change"] == pytest.approx(-a["value"] / 2)
+    # the control: the same two scores without their per-repeat values cannot be paired
+    bare = compare({k: v for k, v in a.items() if k != "details"},
+                   {k: v for k, v in b.items() if k != "details"})
+    assert bare["decision"] == "within noise" and bare["low"] < 0 < bare["high"]
+    assert "unchanged" not in json.dumps([paired, bare])
+    # a side whose per-repeat values do not give its stored value is not paired, and says so
+    edited = dict(b, value=b["value"] + 0.1)
+    c = compare(a, edited)
+    assert c["method"] == "independent intervals" and "do not give its stored value" in \
+        c["reason"]
+
+
+def test_another_configuration_names_what_differs_and_compares_when_asked():
+    a = rho_row([0.8, 0.82], [0.9, 0.91], ci_low=0.7, ci_high=1.0)
+    b = dict(rho_row([0.7, 0.74], [0.9, 0.92], ci_low=0.6, ci_high=0.95), configuration="d")
+    configs_a = {"c": {"seed": 0, "repeats": 2, "sources": 3, "profile": "quick",
+                       "knobs": {"train": {"max_epochs": 4, "lr": 0.01}}}}
+    configs_b = {"d": {"seed": 1, "repeats": 2, "sources": 3, "profile": "quick",
+                       "knobs": '{"train": {"max_epochs": 8, "lr": 0.01}}'}}
+    (row,) = diff_scores([a], [b], configs_a=configs_a, configs_b=configs_b)
+    assert row["decision"] == "not comparable" and (row["a"], row["b"]) == (a["value"],
+                                                                            b["value"])
+    assert "seed 0 vs 1" in row["reason"] and "train.max_epochs 4 vs 8" in row["reason"]
+    assert "lr" not in row["reason"]
+    (row,) = diff_scores([a], [b], configs_a=configs_a, configs_b=configs_b, anyway=True)
+    assert row["decision"] in ("worse", "within noise") and row["change"] is not None
+    assert row["method"] == "independent intervals" and "seed 0 vs 1" in row["reason"]
+
+
+def test_two_models_of_one_database_are_compared_by_name(two_copies):
+    a, _ = two_copies
+    res = run("diff", a, a, "--models", "centroid", "spy", "--metric", "rho")
+    assert res.exit_code in (0, 1), res.output
+    assert "tiny centroid -> spy kmeans rho rho: " in res.output
+    assert "paired by repeat (8 repeats)" in res.output  # one run: the same partitions
+    res = run("diff", a, a, "--models", "centroid", "nope")
+    assert res.exit_code == 2 and "no score of model 'nope'" in res.output

@@ -67,10 +67,18 @@ def test_foreign_keys_are_declared_and_enforced(tmp_path):
 
 
 def test_views_rank_the_chosen_configuration(old_db):
-    Store(old_db).close()
+    from robench.plugins import get_registry
+    from robench.run.ranking import compute_ranks, refresh_ranks, table_rows
+
+    with Store(old_db) as store:  # migrated; the ranks are stored when scores change
+        assert _rows(old_db, "SELECT count(*) FROM leaderboard") == [(0,)]
+        refresh_ranks(store, get_registry())
+        expected = {(r["model"], r["rank"]) for r in compute_ranks(table_rows(store),
+                                                                   get_registry())}
     rows = _rows(old_db, "SELECT dataset, metric, clusterer, rank, model, configuration_label "
-                         "FROM leaderboard ORDER BY rank")
-    assert [(r[3], r[4]) for r in rows] == [(1, "svm"), (2, "mlp")]
+                         "FROM leaderboard ORDER BY rank, model")
+    assert {r[4] for r in rows} == {"svm", "mlp"}
+    assert {(r[4], r[3]) for r in rows} == expected  # the ranks the site computes
     assert rows[0][5].startswith("legacy")
     summary = _rows(old_db, "SELECT model, kind, trials, ok FROM trial_summary "
                             "WHERE model = 'mlp' ORDER BY kind")

@@ -46,6 +46,7 @@ def register_metrics(register):
                                        templates=leaderboard.TEMPLATES,
                                        title="Feature-space clusterability",
                                        headline=leaderboard.headline,
+                                       ranks=leaderboard.ranks,
                                        columns=(("model_acc", "Model_ACC", "pct"),),
                                        legend=leaderboard.LEGEND,
                                        pseudo_models=(metric.ZOO_MODEL,)),

@@ -21,11 +21,11 @@ def leaderboard_tables(rows: list) -> dict:
     table = []
     for model, sc in models.items():
         head = sc.get(METRIC) or {}
-        details = head.get("details") or {}
+        details = head.get("details") if isinstance(head.get("details"), dict) else {}
         g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
         table.append({
-            "model": model, "value": head.get("value"),
-            "higher_is_better": True, "zoo_member": bool(details.get("zoo_member")),
+            "model": model, "value": head.get("value"), "ci_low": head.get("ci_low"),
+            "ci_high": head.get("ci_high"), "higher_is_better": True, "zoo_member": bool(details.get("zoo_member")),
             "note": why_not(details),
             **{k: g(k) for k in ("model_acc", "p_purity_kmeans", "p_purity_multicut",
                                  "p_acc_kmeans", "p_acc_multicut", "p_acc_combined", "delta",
@@ -58,15 +58,46 @@ def leaderboard_tables(rows: list) -> dict:
             "verdict": holds.get("details") or None}
 
 
+#: Why a purity-ratio table without intervals ranks nobody.
+NO_INTERVAL = ("no interval (one reference model per model): an order of point values is not "
+               "a tested order, so no rank")
+
+
 def section(rows: list):
-    """Return the purity-ratio section of one data set (models ranked), or None without scores."""
-    from robench.present.leaderboard import rank_rows
+    """Return the purity-ratio section of one data set, or None without scores.
+
+    Models are ranked (:func:`robench.present.leaderboard.rank_table`: ties shown as ``1=``)
+    only when every model's p_purity has an interval; otherwise they are listed best first
+    with no rank (``ranked`` False), like any score without an interval.
+    """
+    from robench.present.leaderboard import rank_rows, rank_table
+    from robench.present.formatting import is_finite
 
     tables = leaderboard_tables(rows)
     if not tables:
         return None
-    tables["models"] = rank_rows(sorted(tables["models"], key=lambda r: r["model"]))
+    models = sorted(tables["models"], key=lambda r: r["model"])
+    tables["ranked"] = bool(models) and all(
+        is_finite(r.get("ci_low")) and is_finite(r.get("ci_high")) for r in models)
+    if tables["ranked"]:
+        table = rank_table(models)
+        tables["models"], tables["rule"] = table["rows"], table["rule"]
+    else:
+        tables["models"] = rank_rows(models)  # best first; the order is not a rank
+        for r in tables["models"]:
+            r["rank"], r["tied"], r["unranked"] = None, False, NO_INTERVAL
+        tables["rule"] = NO_INTERVAL
     return tables
+
+
+def ranks(rows: list) -> list:
+    """Return the rank of every purity-ratio score of one data set's rows (None: not ranked)."""
+    tables = section(rows)
+    if not tables:
+        return []
+    return [{"model": r["model"], "clusterer": "", "score": METRIC, "rank": r["rank"],
+             "tied": r.get("tied", False), "unranked": r.get("unranked"),
+             "rule": tables["rule"]} for r in tables["models"]]
 
 
 def headline(rows: list):
@@ -75,6 +106,7 @@ def headline(rows: list):
     if not tables or not tables["models"]:
         return None
     return {"label": "purity-ratio", "format": "num", "rows": tables["models"],
+            "rule": tables["rule"],
             "note": "p_purity combined (eq. 10): how clusterable the feature space is "
-                    "relative to the model's accuracy Model_ACC, shown beside it; no interval "
-                    "(one reference model)."}
+                    "relative to the model's accuracy Model_ACC, shown beside it"
+                    + ("." if tables["ranked"] else "; " + NO_INTERVAL + ".")}
