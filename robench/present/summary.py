@@ -64,7 +64,7 @@ def _heads(rows: list, sections: dict) -> list:
         if isinstance(head, dict) and head.get("rows"):
             heads.append({"metric": metric, "label": str(head.get("label") or metric),
                           "format": head.get("format", "num"), "rule": head.get("rule") or "",
-                          "rows": head["rows"],
+                          "rows": head["rows"], "pairs": head.get("pairs") or [],
                           "by_model": {r["model"]: r for r in head["rows"]}})
     return heads
 
@@ -85,9 +85,12 @@ def _ranked_cell(row: dict, fmt: str) -> str:
 
 
 def rank_text(row: Optional[dict]) -> str:
-    """Return a rank as the families' tables show it: "1", "1=" (shared), "-" (none)."""
+    """Return a rank as the families' tables show it: the rank interval from every tested pair
+    ("1-3"; "1" decided), else "1" / "1=" (shared), "-" (none)."""
     if row is None or row.get("rank") is None:
         return "-"
+    if row.get("rank_interval"):
+        return str(row["rank_interval"])
     return f"{row['rank']}{'=' if row.get('tied') else ''}"
 
 
@@ -112,7 +115,12 @@ def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Opti
     positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in order_heads]
     order = sorted(names, key=lambda m: ([p.get(m, 10 ** 9) for p in positions], str(m)))
     ordered = pairs = 0
-    if ranked:
+    if ranked and ranked.get("pairs"):
+        # every pair of the shown models was tested: ordered or equivalent counts as decided
+        tested = [p for p in ranked["pairs"] if set(p.get("pair") or ()) <= names]
+        pairs = len(tested)
+        ordered = sum(1 for p in tested if p.get("status") in ("ordered", "equivalent"))
+    elif ranked:
         ranks = [r["rank"] for r in ranked["rows"] if r.get("model") in names
                  and r.get("rank") is not None]
         pairs = max(len(ranks) - 1, 0)
@@ -217,12 +225,16 @@ def has_summary(rows: list, sections: dict, models=None) -> bool:
 
 
 def decided_text(tables: list) -> str:
-    """Return what the rank columns decided: ordered adjacent pairs of all, per data set."""
+    """Return what the rank columns decided: the pairs ordered or equivalent of all tested
+    pairs, per data set (adjacent pairs where a section gives only tie ranks)."""
     ranked = [t for t in tables if t["ranked"] and t["pairs"]]
     if not ranked:
         return ""
     ordered, pairs = sum(t["ordered"] for t in ranked), sum(t["pairs"] for t in ranked)
     each = ", ".join(f"{t['dataset']} {t['ordered']}/{t['pairs']}" for t in ranked)
     label = ranked[0]["ranked"]["label"]
+    if any(t["ranked"].get("pairs") for t in ranked):
+        return (f"Decided by {label}: {ordered} of {pairs} pairs ordered or equivalent "
+                f"({each}; \"1-3\" is the ranks a model can hold given every tested pair).")
     return (f"Decided by {label}: {ordered} of {pairs} adjacent pairs ordered ({each}; "
             "\"1=\" is a shared rank).")

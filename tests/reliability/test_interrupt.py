@@ -12,11 +12,13 @@ from tests.reliability.cli import HOSTILE, integrity, rows, start
 
 
 def test_ctrl_c_while_planning_exits_130(tiny_registry, tmp_path, monkeypatch):
-    from robench.run import runner
+    from robench.run import prepare
+
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "plan_run", interrupted)
+    # planning happens in robench.run.prepare (the run's one preparation): patch it there
+    monkeypatch.setattr(prepare, "plan_run", interrupted)
     res = CliRunner().invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "-c", "kmeans",
                                    "--metric", "rho", "--db", str(tmp_path / "i.db")])
     assert res.exit_code == 130, res.output

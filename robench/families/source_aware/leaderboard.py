@@ -198,7 +198,7 @@ def headline(rows: list) -> Optional[dict]:
     if table is None:
         return None
     return {"label": f"rho ({table['clusterer']})", "format": "num", "rows": table["rows"],
-            "rule": table["rule"],
+            "rule": table["rule"], "pairs": table.get("pairs") or [],
             "note": "E[AccX]/E[AccI] with Fieller's 95% interval; read it with E[AccX], "
                     "E[AccI] and the random-split accuracy beside it, since a weak model can "
                     "have a high ratio; a model whose E[AccI] is not shown above chance gets "
