@@ -12,6 +12,7 @@ import click
 
 
 from robench.cli.common import db_option, echo, fail, friendly_errors, load_registry
+from robench.escaping import json_text, markdown_cell, markdown_text, terminal
 
 
 # -------------------------------------------------------------------------------- merge
@@ -150,20 +151,24 @@ def verify(sample, contributor, seed, db_path):
     n = sample or DEFAULT_SAMPLE
 
     def show(t):
-        name = " ".join(str(t[c]) for c in ("dataset", "model", "clusterer", "protocol", "kind",
-                                             "repeat") if t.get(c) not in (None, ""))
+        # names and values come from the database: one line each, no control character
+        name = terminal(" ".join(str(t[c]) for c in ("dataset", "model", "clusterer",
+                                                      "protocol", "kind", "repeat")
+                                 if t.get(c) not in (None, "")))
+        key = terminal(str(t["key"])[:16])
         if t["outcome"] == "refused":
-            click.echo(f"  refused  {t['key'][:16]} ({name}): {t['reason']}; install the "
-                       "plugin version it ran with to check it")
+            hint = ("" if t.get("timed_out") else "; install the plugin version it ran with "
+                    "to check it")
+            click.echo(f"  refused  {key} ({name}): {terminal(t['reason'])}{hint}")
         elif t["outcome"] == "match":
-            click.echo(f"  match    {t['key'][:16]} ({name}), {t['mode']}")
+            click.echo(f"  match    {key} ({name}), {t['mode']}")
         else:
             diffs = "; ".join(
                 f"{d['column']} stored {_brief(d['stored'])}, re-run {_brief(d['rerun'])}"
                 + (f" (tolerance {d['tolerance']:.4f})" if d.get("tolerance") else "")
                 + (f": {d['error']}" if d.get("error") else "")
                 for d in t["differences"][:6])
-            click.secho(f"  MISMATCH {t['key'][:16]} ({name}), {t['mode']}: {diffs}",
+            click.secho(f"  MISMATCH {key} ({name}), {t['mode']}: {terminal(diffs)}",
                         fg="red")
 
     with Store(db_path) as store:
@@ -233,24 +238,24 @@ def diff(db_a, db_b, metric, fmt):
     summary = (f"{len(result)} score(s) in both: " + ", ".join(
         f"{n} {d}" for d, n in tally.items()) + f" (A: {db_a}, B: {db_b})")
     if fmt == "json":
-        click.echo(json.dumps({"a": str(db_a), "b": str(db_b), "counts": tally,
-                               "scores": result}, indent=2, default=str))
+        click.echo(json_text({"a": str(db_a), "b": str(db_b), "counts": tally,
+                              "scores": result}, indent=2))
     elif fmt == "markdown":
         click.echo("| data set | model | clusterer | metric | score | A | B | change [interval] "
                    "| decision |")
         click.echo("|---|---|---|---|---|---|---|---|---|")
-        for c in result:
-            click.echo("| " + " | ".join(_md(v) for v in (
-                c["dataset"], c["model"], c["clusterer"], c["metric"], c["score"],
-                _num(c["a"]), _num(c["b"]), _change(c), _decision(c))) + " |")
-        click.echo(f"\n{summary}")
+        for c in result:  # names from the databases: code spans, never Markdown or HTML
+            names = [markdown_cell(c[k]) for k in ("dataset", "model", "clusterer", "metric",
+                                                   "score")]
+            click.echo("| " + " | ".join(names + [markdown_text(v) for v in (
+                _num(c["a"]), _num(c["b"]), _change(c), _decision(c))]) + " |")
+        click.echo(f"\n{markdown_text(summary)}")
     else:
         for c in result:
-            name = " ".join(str(c[k]) for k in ("dataset", "model", "clusterer", "metric",
-                                                 "score") if c[k])
-            click.echo(f"{name}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} "
-                       f"{_decision(c)}")
-        click.echo(summary)
+            name = terminal(" ".join(str(c[k]) for k in ("dataset", "model", "clusterer",
+                                                          "metric", "score") if c[k]))
+            echo(f"{name}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} {_decision(c)}")
+        echo(summary)
     if tally["worse"]:
         sys.exit(1)
 
@@ -267,10 +272,6 @@ def _change(c) -> str:
 
 def _decision(c) -> str:
     return c["decision"] + (f" ({c['reason']})" if c.get("reason") else "")
-
-
-def _md(value) -> str:
-    return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
 
 
 # ----------------------------------------------------------------------------- metadata

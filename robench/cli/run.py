@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from robench.escaping import terminal
+
 from robench.run.config import (DEFAULT_PROFILE, MAX_JOBS, MAX_REPEATS, MAX_SOURCES,
                                 PROFILES)
 
@@ -394,7 +396,7 @@ def _print_failures(rows: list, most: int = 20) -> None:
 
 def _trial_label(row) -> str:
     clus = f"/{row['clusterer']}" if row.get("clusterer") else ""
-    return f"{row['dataset']}/{row['model']}{clus} {row['kind']} #{row['repeat']}"
+    return terminal(f"{row['dataset']}/{row['model']}{clus} {row['kind']} #{row['repeat']}")
 
 
 class _Progress:
@@ -411,7 +413,8 @@ class _Progress:
         self.live = self.stream.isatty()
 
     def echo(self, text, **style):
-        click.secho(text, file=self.stream, **style)
+        # one line each, whatever a name or a plugin's error holds (no control character)
+        click.secho(terminal(text), file=self.stream, **style)
 
     def __call__(self, event, **info):
         if event == "planned":

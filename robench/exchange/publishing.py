@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from robench.errors import MergeError
+from robench.escaping import markdown_code, markdown_text
 from robench.exchange.merge import file_sha256
 
 PUBLISHED = Path("published") / "robench.db"
@@ -57,7 +58,9 @@ class StepResult:
     def reject(self, name: str, reason: str) -> None:
         self.ok = False
         self.rejected[name] = reason
-        self.lines.append(f"- **{name}: rejected.** {reason}")
+        # the report is Markdown for a pull-request comment: a name is a code span, a reason
+        # (which quotes names and values from the contribution) escaped prose, each one line
+        self.lines.append(f"- **{markdown_code(name)}: rejected.** {markdown_text(reason)}")
 
 
 def _root(repo) -> Path:
@@ -142,7 +145,7 @@ def validate(repo) -> StepResult:
         if problems:
             result.reject(path.name, "; ".join(problems))
         else:
-            result.lines.append(f"- {path.name} ({path.stem}): merges cleanly: "
+            result.lines.append(f"- {markdown_code(path.name)}: merges cleanly: "
                                 f"{counts.get('trials', 0)} trial(s), {counts.get('scores', 0)} "
                                 f"score(s) new, {counts.get('trials_duplicate', 0)} trial(s) "
                                 "already published")
@@ -162,7 +165,8 @@ def verify(repo) -> StepResult:
         proc = robench_command("verify", "--db", copy, "--sample", conf["verify_sample"],
                         "--seed", conf["verify_seed"])
         if proc.returncode == 0:
-            result.lines.append(f"- {path.name}: {_tail(proc.stdout, 1)}")
+            result.lines.append(f"- {markdown_code(path.name)}: "
+                                f"{markdown_text(_tail(proc.stdout, 1))}")
         elif proc.returncode == 1:
             mismatches = [line.strip() for line in proc.stdout.splitlines() if "MISMATCH" in line]
             result.reject(path.name, "its trials do not reproduce here: "
@@ -195,7 +199,7 @@ def diff(repo) -> StepResult:
                             "worse above)")
     elif proc.returncode != 0:
         result.ok = False
-        result.lines.append(f"- robench diff failed: {_tail(proc.stderr, 3)}")
+        result.lines.append(f"- robench diff failed: {markdown_text(_tail(proc.stderr, 3))}")
     return _report(repo, result)
 
 
@@ -218,7 +222,8 @@ def merge(repo) -> StepResult:
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     for path in todo:
         record[file_sha256(path)] = {"file": path.name, "contributor": path.stem, "accepted": now}
-        result.lines.append(f"- {path.name}: merged as {path.stem}")
+        result.lines.append(f"- {markdown_code(path.name)}: merged as "
+                            f"{markdown_code(path.stem)}")
     (repo / ACCEPTED).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return _report(repo, result)
 
@@ -235,9 +240,9 @@ def build(repo) -> StepResult:
     proc = robench_command("leaderboard", "--db", repo / PUBLISHED, "--out", repo / "site")
     if proc.returncode != 0:
         result.ok = False
-        result.lines.append(f"- the site did not build: {_tail(proc.stderr, 3)}")
+        result.lines.append(f"- the site did not build: {markdown_text(_tail(proc.stderr, 3))}")
     else:
-        result.lines.append(f"- {_tail(proc.stdout, 1)}")
+        result.lines.append(f"- {markdown_text(_tail(proc.stdout, 1))}")
     return _report(repo, result)
 
 
@@ -251,7 +256,7 @@ def deploy(repo, to) -> StepResult:
         result.lines.append("- no site to deploy: run `robench publish build` first")
         return _report(repo, result)
     shutil.copytree(site, to, dirs_exist_ok=True)
-    result.lines.append(f"- copied {site} to {to}")
+    result.lines.append(f"- copied {markdown_code(site)} to {markdown_code(to)}")
     return _report(repo, result)
 
 
