@@ -16,8 +16,9 @@ writes, with the function of that language here, and nothing else:
                    backticks than the name holds, on one line (no raw HTML, image, link,
                    mention or heading can come out of a code span); ``markdown_cell`` is the
                    same inside a table (``|`` escaped)
-``markdown_text``  prose from data outside a code span: every Markdown punctuation
-                   backslash-escaped, one line, ``@`` mentions broken
+``markdown_text``  prose from data outside a code span: one line, the punctuation that opens
+                   inline syntax (emphasis, code, links, images, HTML, entities, tables)
+                   backslash-escaped and a block marker at its start, ``@`` mentions broken
 ``csv_cell``       a spreadsheet cell: text starting with ``= + - @``, a tab or a carriage
                    return (a formula to Excel, LibreOffice, Google Sheets) gets a leading ``'``
 ``json_text``      JSON: ``allow_nan=False`` with every non-finite float written as ``null``
@@ -82,7 +83,11 @@ def xml_attr(value: Any) -> str:
 # --------------------------------------------------------------------------- Markdown
 
 _BACKTICKS = re.compile("`+")
-_MD_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!<>|~&\"'=:$%^;,/?])")
+# what can open emphasis, code, links, images, raw HTML, entities, tables or strikethrough
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]<>!|~&#$])")
+# what starts a block at the beginning of a line (list, quote, heading underline, ordered list)
+_MD_BULLET = re.compile(r"^([-+=])")
+_MD_ORDERED = re.compile(r"^(\d+)([.)])")
 
 
 def _one_line(value: Any) -> str:
@@ -113,10 +118,12 @@ def markdown_cell(value: Any) -> str:
 
 
 def markdown_text(value: Any) -> str:
-    """Return ``value`` as Markdown prose: one line, every punctuation backslash-escaped (no
-    emphasis, link, image, HTML, heading, list or table syntax), mentions broken by a word
-    joiner after ``@`` (GitHub links ``@name`` even when the ``@`` is escaped)."""
+    """Return ``value`` as Markdown prose: one line, the punctuation that opens inline syntax
+    backslash-escaped (no emphasis, code, link, image, HTML, entity or table syntax), a block
+    marker at its start escaped (no list, quote or heading), mentions broken by a word joiner
+    after ``@`` (GitHub links ``@name`` even when the ``@`` is escaped)."""
     text = _MD_PUNCTUATION.sub(r"\\\1", _one_line(value))
+    text = _MD_ORDERED.sub(r"\1\\\2", _MD_BULLET.sub(r"\\\1", text))
     return text.replace("@", "@\u2060")
 
 

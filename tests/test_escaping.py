@@ -99,7 +99,8 @@ def test_markdown_text_has_no_active_markdown(text):
     out = markdown_text(text)
     assert not any(c in out for c in _SPAN_BREAKERS)
     unescaped = re.sub(r"\\.", "", out)  # what is left after every backslash escape
-    assert not set(unescaped) & set("`*_[]()<>!#|&~")
+    assert not set(unescaped) & set("`*_[]<>!#|&~")
+    assert not re.match(r"[-+=]|\d+[.)]", out)  # no list or heading underline at the start
     assert re.search(r"@\w", out) is None  # a mention needs a word character after the @
 
 

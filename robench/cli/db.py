@@ -122,9 +122,18 @@ def merge(sources, contributors, db_path):
               help="Only the trials of runs merged from this contributor.")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0,
               show_default=True, help="Seed of the random sample.")
+@click.option("--trial-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Most seconds one re-run may take (default: the limit "
+              "its run had, --trial-timeout as recorded, else its profile's).")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Most seconds all re-runs together may take; trials "
+              "not reached are refused.")
+@click.option("--by-influence", is_flag=True, default=False,
+              help="Draw the sample by each trial's influence on the headline scores (what "
+              "`robench publish verify` does).")
 @db_option
 @friendly_errors
-def verify(sample, contributor, seed, db_path):
+def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_path):
     """Re-run a random sample of stored trials here and check they reproduce.
 
     \b
@@ -148,6 +157,7 @@ def verify(sample, contributor, seed, db_path):
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run` or "
                                 "`robench merge` first")
+    _check_database(db_path)  # verify writes its record: never into what is not one
     n = sample or DEFAULT_SAMPLE
 
     def show(t):
@@ -174,7 +184,9 @@ def verify(sample, contributor, seed, db_path):
     with Store(db_path) as store:
         click.echo(f"re-running {n} sampled trial(s) of {db_path} (seed {seed}) ...")
         result = verify_trials(store, load_registry(), sample=n, seed=seed,
-                               contributor=contributor, on_trial=show)
+                               contributor=contributor, on_trial=show,
+                               trial_timeout=trial_timeout, budget=budget,
+                               weighted=by_influence)
     matched, mismatched = result.count("match"), result.count("mismatch")
     refused = result.count("refused")
     click.echo(f"verified {matched} of {matched + mismatched} re-run trial(s) on "
@@ -185,6 +197,34 @@ def verify(sample, contributor, seed, db_path):
     if not matched:
         fail(f"none of the {refused} sampled trial(s) can be re-run here: install the plugins "
               "and versions they ran with (listed above)")
+
+
+def _check_database(path) -> None:
+    """Refuse (one line) a file that is empty, not a robench database or damaged."""
+    import stat
+
+    from robench.errors import VerifyError
+    from robench.storage.migrations import SchemaError
+    from robench.storage.readonly import connect_readonly
+
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise VerifyError(f"{path} is not a regular file")
+    if info.st_size == 0:
+        raise VerifyError(f"{path} is empty (0 bytes), not a robench results database")
+    try:
+        conn = connect_readonly(path)
+    except SchemaError as exc:
+        raise VerifyError(str(exc)) from None
+    try:
+        found = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        found = str(exc)
+    finally:
+        conn.close()
+    if found != "ok":
+        raise VerifyError(f"{path} is damaged (SQLite: {found}); nothing was re-run or "
+                          "recorded")
 
 
 def _brief(value) -> str:

@@ -73,22 +73,96 @@ def tolerance(stored: float, rerun: float, n: int) -> float:
     return 3.0 * math.sqrt(2.0 * p * (1.0 - p) / n) + 1.0 / n
 
 
-def sample_trials(rows: list, n: int, seed: int) -> list:
-    """Return up to ``n`` of ``rows`` (trial rows), stratified by (model, protocol)."""
+#: Strata the sample covers before any is sampled twice.
+STRATUM = ("model", "protocol", "kind")
+#: Trials of one headline score's inputs: a trial's influence on that score is shared with
+#: the trials of its group.
+_GROUP = ("dataset", "model", "clusterer", "protocol", "kind")
+
+
+def influence(rows: list) -> dict:
+    """Return {trial key: weight}: each trial's share of influence on the headline scores.
+
+    A score is computed from a group of trials (same data set, model, clusterer, protocol and
+    partition kind): moving the score by a given amount takes an edit of about (group size x
+    amount) spread over the group, so each trial weighs 1 / group size; and a trial whose
+    accuracy lies far from its group's median moves the score more than its siblings, so its
+    weight grows with that distance, in robust standard deviations (MAD, at least one test
+    row or half a point). A forger who edits few trials by much makes them heavy; one who edits
+    many by little edits many.
+    """
+    import statistics
+
+    groups = {}
+    for row in rows:
+        groups.setdefault(tuple(row.get(c) or "" for c in _GROUP), []).append(row)
+    out = {}
+    for members in groups.values():
+        accs = [float(r["accuracy"]) for r in members if _number(r.get("accuracy"))]
+        centre = statistics.median(accs) if accs else 0.0
+        mad = statistics.median(abs(a - centre) for a in accs) if accs else 0.0
+        for r in members:
+            spread = max(1.4826 * mad, 1.0 / max(int(r.get("n_test") or 0), 1), 0.005)
+            far = abs(float(r["accuracy"]) - centre) / spread if _number(r.get("accuracy")) \
+                else 0.0
+            out[r["key"]] = (1.0 + far) / len(members)
+    return out
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def sample_trials(rows: list, n: int, seed: int, weighted: bool = False) -> list:
+    """Return up to ``n`` of ``rows`` (trial rows), stratified by (model, protocol, kind).
+
+    Every stratum gets one trial before any gets a second (strata in a seeded order when
+    ``n`` is smaller than their number). With ``weighted``, the trial a stratum gives and
+    the trials drawn after every stratum has one are drawn with probability proportional to
+    :func:`influence`, without replacement; without, uniformly.
+    """
     rng = random.Random(seed)
+    weights = influence(rows) if weighted else {}
     strata = {}
     for row in sorted(rows, key=lambda r: r["key"]):
-        strata.setdefault((row.get("model") or "", row.get("protocol") or ""), []).append(row)
+        strata.setdefault(tuple(row.get(c) or "" for c in STRATUM), []).append(row)
     order = sorted(strata)
     rng.shuffle(order)
-    for name in order:
-        rng.shuffle(strata[name])
+    pools = {name: list(strata[name]) for name in order}
+
+    def draw(pool: list) -> dict:
+        if not weighted:
+            return pool.pop(rng.randrange(len(pool)))
+        total = sum(weights[r["key"]] for r in pool)
+        x, acc = rng.random() * total, 0.0
+        for i, r in enumerate(pool):
+            acc += weights[r["key"]]
+            if x < acc:
+                return pool.pop(i)
+        return pool.pop()
+
     out = []
-    while len(out) < n and any(strata.values()):
+    for name in order:  # every stratum once
+        if len(out) < n and pools[name]:
+            out.append(draw(pools[name]))
+    rest = [r for name in order for r in pools[name]]
+    if weighted:
+        while len(out) < n and rest:
+            out.append(draw(rest))
+        return out
+    while len(out) < n and any(pools.values()):  # then round robin, as before
         for name in order:
-            if strata[name] and len(out) < n:
-                out.append(strata[name].pop())
+            if pools[name] and len(out) < n:
+                out.append(draw(pools[name]))
     return out
+
+
+def default_sample(rows: list, fraction: float, least: int) -> int:
+    """Return how many trials a contribution's verification re-runs: every stratum once, at
+    least ``least``, and ``fraction`` of the trials (rounded up)."""
+    strata = {tuple(r.get(c) or "" for c in STRATUM) for r in rows}
+    return min(len(rows), max(len(strata), least, math.ceil(fraction * len(rows))))
 
 
 def missing(spec: dict, registry) -> Optional[str]:
@@ -117,6 +191,14 @@ def missing(spec: dict, registry) -> Optional[str]:
             return (f"{kind[:-1]} '{name}' is {have} here (plugin/component version), the "
                     f"trial ran with {versions[slot]}")
     return None
+
+
+def _unregistered(registry, name) -> bool:
+    try:
+        registry.get("models", name)
+    except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
+        return True
+    return False
 
 
 def _stored_like(row: dict) -> dict:
@@ -158,13 +240,31 @@ def _cpu(platform: Optional[str]) -> str:
     return (platform or "").partition("CPU: ")[2]
 
 
+def trial_limit(run: dict, limit: Optional[float]) -> float:
+    """Return the seconds one re-run may take: the limit its run had (``--trial-timeout`` as
+    recorded in the run's configuration, else its profile's), never more than ``limit``."""
+    from robench.run.config import TRIAL_TIMEOUT
+
+    config = run.get("config") if isinstance(run.get("config"), dict) else {}
+    own = config.get("trial_timeout")
+    if not _number(own) or own <= 0:  # 0 (no limit) is not a limit a verifier takes over
+        own = TRIAL_TIMEOUT.get(config.get("profile"), TRIAL_TIMEOUT["standard"])
+    return float(own if limit is None else min(own, limit))
+
+
 def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
            contributor: Optional[str] = None,
-           on_trial: Optional[Callable[[dict], None]] = None) -> Verification:
+           on_trial: Optional[Callable[[dict], None]] = None,
+           trial_timeout: Optional[float] = None, budget: Optional[float] = None,
+           weighted: bool = False) -> Verification:
     """Re-run a stratified sample of ``store``'s ok trials here, compare, record; return it.
 
     ``contributor`` limits the sample to the trials of runs merged from that contributor.
-    ``on_trial`` is called with each checked trial's entry as it finishes.
+    ``on_trial`` is called with each checked trial's entry as it finishes. Each re-run runs
+    under the time limit its run had (:func:`trial_limit`, at most ``trial_timeout``) and the
+    re-runs together under ``budget`` seconds: a trial that does not finish in time, or is not
+    reached, is refused with the reason (``timed_out`` set), never matched. ``weighted``
+    draws the sample by influence (:func:`sample_trials`).
     """
     from robench.learn.devices import device_label
     from robench.run.executors import execute_trial
@@ -192,20 +292,44 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     runs = {r["id"]: r for r in store.runs({r["run_id"] for r in rows
                                             if r.get("run_id") is not None})}
     trial_env = TrialEnv(registry)
-    for stored in sample_trials(rows, sample, seed):
+    began = time.monotonic()
+    for stored in sample_trials(rows, sample, seed, weighted=weighted):
         entry = {c: stored.get(c) for c in ("key", "dataset", "model", "clusterer", "protocol",
                                             "kind", "repeat")}
         spec = stored.get("spec")
         why = "no stored spec" if not isinstance(spec, dict) else missing(spec, registry)
+        run = runs.get(stored.get("run_id")) or {}
+        limit = trial_limit(run, trial_timeout)
+        left = None if budget is None else budget - (time.monotonic() - began)
+        if why is None and left is not None and left <= 0:
+            why = f"not re-run: the verification's time budget of {budget:g} s was spent"
+            entry["timed_out"] = True
         if why is not None:
             entry.update(outcome="refused", reason=why)
         else:
+            limit = limit if left is None else min(limit, left)
             t0 = time.perf_counter()
-            rerun = _stored_like(execute_trial(dict(spec), trial_env))
-            run = runs.get(stored.get("run_id")) or {}
+            rerun = _stored_like(execute_trial(dict(spec), trial_env, limit))
             exact = (stored.get("device") in (None, rerun.get("device"))
                      and _public(run.get("torch_version")) == _public(env["torch_version"])
                      and _cpu(run.get("platform")) == _cpu(env["platform"]))
+            error = rerun.get("error") or ""
+            if rerun.get("status") != "ok" and error.startswith("TrialTimeout"):
+                entry.update(outcome="refused", timed_out=True, seconds=round(
+                    time.perf_counter() - t0, 3), reason=f"did not finish within {limit:g} s "
+                    "here (the time limit its run had, at most the verifier's)")
+                result.trials.append(entry)
+                if on_trial is not None:
+                    on_trial(entry)
+                continue
+            if rerun.get("status") != "ok" and _unregistered(registry, spec.get("model")):
+                # a model the protocol does not build itself: not installed, not a mismatch
+                entry.update(outcome="refused", reason=f"model '{spec.get('model')}' is not "
+                             "installed here")
+                result.trials.append(entry)
+                if on_trial is not None:
+                    on_trial(entry)
+                continue
             if rerun.get("status") != "ok":
                 diffs = [{"column": "status", "stored": "ok", "rerun": "failed",
                           "tolerance": 0.0, "error": (rerun.get("error") or "").splitlines()[0]

@@ -53,13 +53,18 @@ def verifications(store) -> list:
 
 def status(records: list, *, dataset: Optional[str] = None,
            model: Optional[str] = None) -> dict:
-    """Return the latest verification of the trials of ``model`` and/or ``dataset``.
+    """Return the latest verification of the trials of ``model`` and/or ``dataset``: the
+    newest of this database's own records, else the newest a contributor brought.
 
     ``{"verified": k, "sampled": n, "mismatched": m, "refused": r, "host", "date",
     "recorded_in", "text"}`` from the newest record that re-ran any such trial, or
     ``{"text": "not verified"}``.
     """
-    for record in reversed(records):
+    # this database's own verifier first (recorded_in empty), newest first; a record a
+    # contributor brought is shown only where no own record covers the trials, and says whose
+    ordered = ([r for r in reversed(records) if not r.get("recorded_in")]
+               + [r for r in reversed(records) if r.get("recorded_in")])
+    for record in ordered:
         mine = [t for t in (record.get("trials") or []) if isinstance(t, dict)
                 and (dataset is None or t.get("dataset") == dataset)
                 and (model is None or t.get("model") == model)
@@ -70,7 +75,7 @@ def status(records: list, *, dataset: Optional[str] = None,
         date = str(record.get("finished_at") or "")[:10]
         text = f"verified {k} of {len(mine)} sampled trials on {record.get('host')}, {date}"
         if record.get("recorded_in"):
-            text += f" (recorded in {record['recorded_in']})"
+            text += f" (as reported by {record['recorded_in']}, not re-run here)"
         return {"verified": k, "sampled": len(mine), "mismatched": len(mine) - k,
                 "host": record.get("host"), "date": date,
                 "recorded_in": record.get("recorded_in"), "text": text}
