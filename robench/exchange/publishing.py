@@ -48,7 +48,7 @@ ACCEPTED = Path("published") / "accepted.json"
 STAGING = Path(".staging")
 SETTINGS = "leaderboard.json"
 DEFAULT_SETTINGS = {"title": "robench leaderboard", "verify_sample": 10,
-                    "verify_fraction": 0.05, "verify_trial_timeout": 900,
+                    "verify_fraction": 0.10, "verify_trial_timeout": 900,
                     "verify_budget": 3600, "verify_allow": {"datasets": [], "models": []},
                     "max_contribution_mb": 512}
 #: The lock file a step holds while it runs (one step at a time per repository).

@@ -80,17 +80,12 @@ STRATUM = ("model", "protocol", "kind")
 _GROUP = ("dataset", "model", "clusterer", "protocol", "kind")
 
 
-def influence(rows: list) -> dict:
-    """Return {trial key: weight}: each trial's share of influence on the headline scores.
+#: Robust standard deviations from its group's median beyond which a trial is always re-run.
+CERTAIN = 3.0
 
-    A score is computed from a group of trials (same data set, model, clusterer, protocol and
-    partition kind): moving the score by a given amount takes an edit of about (group size x
-    amount) spread over the group, so each trial weighs 1 / group size; and a trial whose
-    accuracy lies far from its group's median moves the score more than its siblings, so its
-    weight grows with that distance, in robust standard deviations (MAD, at least one test
-    row or half a point). A forger who edits few trials by much makes them heavy; one who edits
-    many by little edits many.
-    """
+
+def _deviations(rows: list) -> dict:
+    """Return {trial key: (group size, |accuracy - group median| in robust SDs)}."""
     import statistics
 
     groups = {}
@@ -103,10 +98,23 @@ def influence(rows: list) -> dict:
         mad = statistics.median(abs(a - centre) for a in accs) if accs else 0.0
         for r in members:
             spread = max(1.4826 * mad, 1.0 / max(int(r.get("n_test") or 0), 1), 0.005)
-            far = abs(float(r["accuracy"]) - centre) / spread if _number(r.get("accuracy")) \
-                else 0.0
-            out[r["key"]] = (1.0 + far) / len(members)
+            far = (abs(float(r["accuracy"]) - centre) / spread
+                   if _number(r.get("accuracy")) else 0.0)
+            out[r["key"]] = (len(members), far)
     return out
+
+
+def influence(rows: list) -> dict:
+    """Return {trial key: weight}: each trial's influence on the headline scores.
+
+    A score is computed from a group of trials (same data set, model, clusterer, protocol and
+    partition kind), so a trial's share of it is 1 / group size; and a trial whose accuracy
+    lies ``z`` robust standard deviations (MAD; at least one test row or half a point) from
+    its group's median moves the score more than its siblings: the weight is
+    (1 + z)^2 / group size. A forger who edits few trials by much makes them heavy (beyond
+    :data:`CERTAIN` they are always re-run); one who edits many by little edits many.
+    """
+    return {key: (1.0 + far) ** 2 / size for key, (size, far) in _deviations(rows).items()}
 
 
 def _number(value) -> bool:
@@ -114,47 +122,67 @@ def _number(value) -> bool:
         and math.isfinite(value)
 
 
+def _weighted_draw(rng, pool: list, weights: dict) -> dict:
+    total = sum(weights[r["key"]] for r in pool)
+    x, acc = rng.random() * total, 0.0
+    for i, r in enumerate(pool):
+        acc += weights[r["key"]]
+        if x < acc:
+            return pool.pop(i)
+    return pool.pop()
+
+
 def sample_trials(rows: list, n: int, seed: int, weighted: bool = False) -> list:
     """Return up to ``n`` of ``rows`` (trial rows), stratified by (model, protocol, kind).
 
     Every stratum gets one trial before any gets a second (strata in a seeded order when
-    ``n`` is smaller than their number). With ``weighted``, the trial a stratum gives and
-    the trials drawn after every stratum has one are drawn with probability proportional to
-    :func:`influence`, without replacement; without, uniformly.
+    ``n`` is smaller than their number). With ``weighted`` (what a leaderboard's check uses):
+    first every trial more than :data:`CERTAIN` robust SDs from its group's median (at most
+    half the sample, the farthest first); then the rest of the sample split evenly across the
+    strata (a stratum with too few trials passes its share on), each stratum's trials drawn
+    with probability proportional to :func:`influence`, without replacement. Without
+    ``weighted``: uniformly, in turn.
     """
     rng = random.Random(seed)
-    weights = influence(rows) if weighted else {}
     strata = {}
     for row in sorted(rows, key=lambda r: r["key"]):
         strata.setdefault(tuple(row.get(c) or "" for c in STRATUM), []).append(row)
     order = sorted(strata)
     rng.shuffle(order)
     pools = {name: list(strata[name]) for name in order}
-
-    def draw(pool: list) -> dict:
-        if not weighted:
-            return pool.pop(rng.randrange(len(pool)))
-        total = sum(weights[r["key"]] for r in pool)
-        x, acc = rng.random() * total, 0.0
-        for i, r in enumerate(pool):
-            acc += weights[r["key"]]
-            if x < acc:
-                return pool.pop(i)
-        return pool.pop()
-
     out = []
-    for name in order:  # every stratum once
-        if len(out) < n and pools[name]:
-            out.append(draw(pools[name]))
-    rest = [r for name in order for r in pools[name]]
     if weighted:
-        while len(out) < n and rest:
-            out.append(draw(rest))
+        deviations = _deviations(rows)
+        weights = influence(rows)
+        far = sorted((r for r in rows if deviations[r["key"]][1] > CERTAIN),
+                     key=lambda r: (-deviations[r["key"]][1], r["key"]))
+        covered = set()
+        for r in far:  # never so many that a stratum would go unsampled
+            stratum = tuple(r.get(c) or "" for c in STRATUM)
+            left = len(set(order) - covered - {stratum})
+            if len(out) >= n // 2 or n - len(out) - 1 < left:
+                break
+            out.append(r)
+            covered.add(stratum)
+        taken = {r["key"] for r in out}
+        for name in order:
+            pools[name] = [r for r in pools[name] if r["key"] not in taken]
+        for name in order:  # every stratum once
+            if name not in covered and pools[name] and len(out) < n:
+                out.append(_weighted_draw(rng, pools[name], weights))
+        while len(out) < n and any(pools.values()):
+            live = [name for name in order if pools[name]]
+            share = max(1, (n - len(out)) // len(live))
+            for name in live:  # every stratum its share, in turn
+                if len(out) >= n:
+                    break
+                for _ in range(min(share, len(pools[name]), n - len(out))):
+                    out.append(_weighted_draw(rng, pools[name], weights))
         return out
-    while len(out) < n and any(pools.values()):  # then round robin, as before
+    while len(out) < n and any(pools.values()):
         for name in order:
             if pools[name] and len(out) < n:
-                out.append(draw(pools[name]))
+                out.append(pools[name].pop(rng.randrange(len(pools[name]))))
     return out
 
 
