@@ -740,7 +740,7 @@ jobs:
       - uses: actions/deploy-pages@v4
 """
 
-GITIGNORE = ".staging/\nsite/\n"
+GITIGNORE = ".staging/\nsite/\n.robench-publish.lock\n"
 
 
 def init_repository(path, title: str = DEFAULT_SETTINGS["title"], requirement: str = "",
