@@ -195,8 +195,10 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
     if mismatched:
         sys.exit(1)
     if not matched:
-        fail(f"none of the {refused} sampled trial(s) can be re-run here: install the plugins "
-              "and versions they ran with (listed above)")
+        timed_out = sum(bool(t.get("timed_out")) for t in result.trials)
+        fail(f"none of the {refused} sampled trial(s) can be re-run here: "
+             + ("install the plugins and versions they ran with (listed above)" if not timed_out
+                else f"{timed_out} ran out of time, the others are listed above"))
 
 
 def _check_database(path) -> None:

@@ -404,13 +404,29 @@ def _unrunnable(copy: Path, allow: dict) -> tuple[int, list, list]:
     return len(rows), against, allowed
 
 
+def _drop_verifications(copy: Path) -> None:
+    """Delete the verification records a contribution brought from the verifier's copy: the
+    record read back after ``robench verify`` must be the one it wrote."""
+    import sqlite3
+
+    conn = sqlite3.connect(copy)
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+                        "'verifications'").fetchone():
+            with conn:
+                conn.execute("DELETE FROM verifications")
+    finally:
+        conn.close()
+
+
 def _last_verification(copy: Path) -> dict:
+    """Return the record ``robench verify`` wrote into the copy (the newest by id), or {}."""
     from robench.storage.store import Store
     from robench.storage.verification import verifications
 
     with Store(copy, readonly=True) as store:
         records = verifications(store)
-    return records[-1] if records else {}
+    return max(records, key=lambda r: r.get("id") or 0) if records else {}
 
 
 def _label(t: dict) -> str:
@@ -445,6 +461,7 @@ def verify(repo, seed: int | None = None) -> StepResult:
             copy = work / path.name  # verify records what it checked: never in the contribution
             shutil.copyfile(path, copy)
             try:
+                _drop_verifications(copy)
                 total, against, allowed = _unrunnable(copy, allow)
             except Exception as exc:  # noqa: BLE001 - a database validate did not refuse
                 result.reject(path.name, f"it cannot be verified: {exc}")
@@ -474,7 +491,7 @@ def verify(repo, seed: int | None = None) -> StepResult:
                 result.reject(path.name, f"its verification ran past its budget of {budget:g} s "
                               "(verify_budget in leaderboard.json) and was ended")
                 continue
-            record = _last_verification(copy) if proc.returncode in (0, 1) else {}
+            record = _last_verification(copy)  # the only record in the copy: verify's own
             trials = record.get("trials") or []
             mismatched = [t for t in trials if t.get("outcome") == "mismatch"]
             refused = [t for t in trials if t.get("outcome") == "refused"]
@@ -491,7 +508,7 @@ def verify(repo, seed: int | None = None) -> StepResult:
                 result.reject(path.name, f"{len(counted)} of {len(trials)} sampled trial(s) could "
                               "not be re-run here: " + "; ".join(
                                   f"{_label(t)}: {t.get('reason')}" for t in counted[:5]))
-            elif proc.returncode != 0 or not record:
+            elif not record or proc.returncode not in (0, 2):
                 result.reject(path.name, f"it cannot be verified: {_tail(proc.stderr, 3)}")
             else:
                 note = (f"; {len(refused)} refused but allowed by verify_allow"

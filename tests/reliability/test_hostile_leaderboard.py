@@ -150,6 +150,26 @@ def test_forged_verification_records_are_never_the_leaderboards(honest, tmp_path
     assert status(records + [own], model="svm")["host"] == "ci"  # the verifier's own first
 
 
+def test_the_check_reads_its_own_verification_never_the_contributions(board, honest):
+    """A contribution that carries a record claiming every trial matched (dated 2099, id
+    999999) and a trial that does not reproduce: the check goes by its own re-run."""
+    forged = board / "contributions" / "mallory.db"
+    shutil.copyfile(honest, forged)
+    with sqlite3.connect(forged) as conn:
+        keys = [r[0] for r in conn.execute("SELECT key FROM trials")]
+        conn.execute("UPDATE trials SET n_train = n_train + 1")  # no longer what a re-run gives
+        trials = json.dumps([{"key": k, "dataset": "digits", "model": "svm", "outcome": "match"}
+                             for k in keys])
+        conn.execute("INSERT INTO verifications (id, started_at, finished_at, host, n_sampled, "
+                      "n_matched, n_mismatched, n_refused, trials, fingerprint) VALUES (999999, "
+                      "'2099-12-31', '2099-12-31', 'ci', ?, ?, 0, 0, ?, 'forged')",
+                      (len(keys), len(keys), trials))
+    conn.close()
+    result = publishing.verify(board, seed=3)
+    assert not result.ok and "do not reproduce here" in result.rejected["mallory.db"]
+    assert "n_train" in result.rejected["mallory.db"]
+
+
 def test_trials_that_cannot_be_rerun_count_against_the_contribution(board, tmp_path):
     """Issue 40, 3: trials on a private CSV, deleted afterwards, with made-up accuracies."""
     import numpy as np
