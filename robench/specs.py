@@ -462,6 +462,10 @@ class ProtocolSpec:
     # and still runs for the others.
     preconditions: Optional[Callable[..., Optional[str]]] = None
     plugin: str = ""
+    # partition(spec, dataset, registry) -> (train, val, test) row indices of a trial spec,
+    # if the protocol's trials train on a partition of the data set: a leaderboard's check
+    # reads a contributed trial's stored correctness against the data's labels with it.
+    partition: Optional[Callable[..., tuple]] = None
 
     def __post_init__(self):
         check_slug(self.name)

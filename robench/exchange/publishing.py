@@ -366,6 +366,8 @@ def validate(repo) -> StepResult:
             for u in report.unchecked:
                 problems.append(f"{u['n']} score(s) of metric '{u['metric']}' {u['version']} "
                                 f"cannot be recomputed here ({u['why']})")
+            if not problems:
+                problems += _against_data(path)
             if problems:
                 result.reject(path.name, "; ".join(problems))
             else:
@@ -374,6 +376,20 @@ def validate(repo) -> StepResult:
                                     f"score(s) new, {counts.get('trials_duplicate', 0)} trial(s) "
                                     "already published")
         return _report(repo, result)
+
+
+def _against_data(path: Path) -> list:
+    """Return what a contribution's trials contradict in the data installed here (their
+    correct bits against the labels on their partition's test rows), as problems."""
+    from robench.exchange.verify import data_inconsistencies
+    from robench.plugins import get_registry
+    from robench.storage.store import Store
+
+    with Store(path, readonly=True) as store:
+        rows = store.trials(status="ok")
+    found = data_inconsistencies(rows, get_registry())
+    return [f"{len(found)} trial(s) contradict the data they name: " + "; ".join(
+        f"{_label(t)}: {why}" for t, why in found[:5])] if found else []
 
 
 def _allowed(entry: dict, allow: dict) -> bool:

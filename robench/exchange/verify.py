@@ -229,6 +229,78 @@ def _unregistered(registry, name) -> bool:
     return False
 
 
+def against_data(row: dict, y, indices: tuple) -> Optional[str]:
+    """Return how an ok trial contradicts the data it names, or None.
+
+    ``y`` are the data set's labels and ``indices`` the trial's (train, val, test) rows, from
+    its protocol's ``partition``: the row counts must be those of the partition, the stored
+    per-row ``correct`` bits must cover the data set, and the test accuracy, per-class
+    accuracies and test class counts must be what those bits give on the test rows.
+    """
+    import numpy as np
+
+    from robench.stats.bits import unpack_bits
+
+    train, val, test = (np.asarray(i, dtype=int) for i in indices)
+    y = np.asarray(y)
+    for column, rows in (("n_train", train), ("n_val", val), ("n_test", test)):
+        if row.get(column) is not None and int(row[column]) != len(rows):
+            return f"{column} {row[column]} is not the {len(rows)} rows of its partition"
+    if not row.get("correct"):
+        return None
+    import base64
+
+    if len(base64.b64decode(row["correct"])) != (len(y) + 7) // 8:
+        return f"its correct bits do not cover the data set's {len(y)} rows"
+    bits = unpack_bits(row["correct"], len(y))
+    if row.get("accuracy") is not None and len(test):
+        have = float(bits[test].mean())
+        if abs(have - float(row["accuracy"])) > 1e-9:
+            return (f"accuracy {row['accuracy']} is not what its correct bits give on its test "
+                    f"rows ({have:.6f})")
+    per_class = row.get("per_class")
+    if isinstance(per_class, str):
+        import json
+
+        per_class = json.loads(per_class)
+    if isinstance(per_class, list) and len(test):
+        for c, value in enumerate(per_class):
+            mask = y[test] == c
+            have = float(bits[test][mask].mean()) if mask.any() else None
+            if (have is None) != (value is None) or (
+                    have is not None and abs(have - float(value)) > 1e-9):
+                return (f"its per-class accuracy of class {c} is not what its correct bits give "
+                        "on its test rows")
+    return None
+
+
+def data_inconsistencies(rows: list, registry) -> list:
+    """Return [(trial, why)] of the ok trials that contradict the data here (see
+    :func:`against_data`), for the trials whose data set is installed here with the content
+    they ran on and whose protocol says how it partitions (others are left to ``verify``)."""
+    out = []
+    for row in rows:
+        spec = row.get("spec")
+        if row.get("status") != "ok" or not isinstance(spec, dict):
+            continue
+        try:
+            protocol = registry.get("protocols", spec.get("protocol"))
+            if protocol.partition is None:
+                continue
+            versions = spec.get("versions") or {}
+            here = registry.dataset_versions(spec["dataset"])
+            if any(versions.get(k) != v for k, v in here.items()):
+                continue  # other data, or another version of it: nothing to read it against
+            dataset = registry.load_dataset(spec["dataset"])
+            indices = protocol.partition(spec, dataset, registry)
+        except Exception:  # noqa: BLE001 - data or clusterer not usable here: verify decides
+            continue
+        why = against_data(row, dataset.y, indices)
+        if why is not None:
+            out.append((row, why))
+    return out
+
+
 def _stored_like(row: dict) -> dict:
     """Return a freshly computed trial row as the database would give it back."""
     from robench.storage.store import decode_row, encode_row

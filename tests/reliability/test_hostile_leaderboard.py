@@ -77,6 +77,49 @@ def test_an_edited_trial_with_rescored_scores_contradicts_itself(honest, tmp_pat
     assert acc != 0.95
 
 
+def test_a_forgery_consistent_in_itself_is_read_against_the_data(honest, tmp_path):
+    """Every copy of one trial's result edited alike (accuracy, per-class accuracy, all-data
+    accuracy, correct bits): the bits set are not all on its partition's test rows."""
+    import base64
+
+    import numpy as np
+
+    from robench.exchange.verify import data_inconsistencies
+    from robench.plugins import get_registry
+    from robench.storage.store import Store
+
+    forged = tmp_path / "forged.db"
+    shutil.copyfile(honest, forged)
+    with sqlite3.connect(forged) as conn:
+        key, bits, acc, n_test, per_class, extra = conn.execute(
+            "SELECT key, correct, accuracy, n_test, per_class, extra FROM trials WHERE kind = "
+            "'exclusive' ORDER BY key LIMIT 1").fetchone()
+        raw = np.frombuffer(base64.b64decode(bits), dtype=np.uint8)
+        n = int(round(conn.execute("SELECT n_train + n_val + n_test FROM trials WHERE key = ?",
+                                   (key,)).fetchone()[0]))
+        flags = np.unpackbits(raw, count=n).astype(bool)
+        wrong = np.flatnonzero(~flags)[:3]  # three wrong rows made right, wherever they are
+        flags[wrong] = True
+        counts = json.loads(extra)["test_class_counts"]
+        per_class = json.loads(per_class)
+        c = int(np.argmax(counts))
+        per_class[c] = (per_class[c] * counts[c] + 3) / counts[c]
+        conn.execute("UPDATE trials SET correct = ?, all_accuracy = ?, accuracy = ?, "
+                     "per_class = ? WHERE key = ?",
+                     (base64.b64encode(np.packbits(flags).tobytes()).decode(),
+                      float(flags.mean()), (acc * n_test + 3) / n_test, json.dumps(per_class),
+                      key))
+    conn.close()
+    with Store(forged, readonly=True) as store:
+        rows = store.trials(status="ok")
+    assert all(trial_inconsistency(r) is None for r in rows)  # consistent in itself
+    found = data_inconsistencies(rows, get_registry())
+    assert [r["key"] for r, _ in found] == [key]
+    # the control: the honest trials agree with the data
+    with Store(honest, readonly=True) as store:
+        assert data_inconsistencies(store.trials(status="ok"), get_registry()) == []
+
+
 @pytest.mark.parametrize("change, why", [
     ({"accuracy": 0.5 + 0.5 / 1000}, "whole number of its"),
     ({"all_accuracy": 0.25}, "correct bits"),

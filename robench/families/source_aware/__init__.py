@@ -20,7 +20,7 @@ def register_protocols(register):
     register(ProtocolSpec(
         name=protocol.NAME, version=protocol.VERSION, plan=protocol.plan, run=protocol.run,
         prepare=protocol.prepare, sources_per_class=lambda cfg: cfg.k,
-        preconditions=protocol.preconditions,
+        preconditions=protocol.preconditions, partition=protocol.partition,
         description="Per class k sources by clustering; R repeats each of source-inclusive, "
                     "source-exclusive and stratified random train/test partitions.",
     ))
