@@ -35,6 +35,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -222,7 +223,20 @@ def pending(repo) -> list[Path]:
     return contributions(repo)[0]
 
 
-_HELD: dict = {}
+#: The repositories this thread holds the lock of, with how deep (re-entrant per thread).
+_HELD = threading.local()
+
+
+def _locked(step):
+    """Run a pipeline step holding the repository's lock (:func:`repository_lock`)."""
+    import functools
+
+    @functools.wraps(step)
+    def locked(repo, *args, **kwargs):
+        with repository_lock(repo):
+            return step(repo, *args, **kwargs)
+
+    return locked
 
 
 @contextmanager
@@ -237,12 +251,13 @@ def repository_lock(repo, wait: float = 0.0):
     import time
 
     root = _root(repo).resolve()
-    if _HELD.get(root):
-        _HELD[root] += 1
+    held = _HELD.__dict__.setdefault("roots", {})
+    if held.get(root):
+        held[root] += 1
         try:
             yield
         finally:
-            _HELD[root] -= 1
+            held[root] -= 1
         return
     path = contained(root, LOCK)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
@@ -258,11 +273,11 @@ def repository_lock(repo, wait: float = 0.0):
                                      f"{LOCK}); wait for it to finish, or pass --wait "
                                      "SECONDS") from None
                 time.sleep(0.2)
-        _HELD[root] = 1
+        held[root] = 1
         try:
             yield
         finally:
-            _HELD.pop(root, None)
+            held.pop(root, None)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
@@ -334,48 +349,48 @@ def _copy_database(source: Path, target: Path) -> None:
         src.close()
 
 
+@_locked
 def validate(repo) -> StepResult:
     """Merge every pending contribution into a fresh staging copy of the published database."""
     from robench.exchange.merge import merge_databases
 
     repo = _root(repo)
-    with repository_lock(repo):
-        settings(repo)  # every JSON file of the repository checked before anything is written
-        todo, refused = contributions(repo)
-        staging = _fresh_staging(repo)
-        result = StepResult("validate")
-        for name, why in refused.items():
-            result.reject(name, why)
-        target = staging / "robench.db"
-        for path in todo:
-            try:
-                report = merge_databases([path], target, [path.stem])
-            except (MergeError, ValueError, OSError) as exc:
-                result.reject(path.name, f"it cannot be merged: {exc}")
-                continue
-            counts = report.sources[0] if report.sources else {}
-            problems = []
-            if report.conflicts:
-                problems.append(f"{len(report.conflicts)} conflict(s) with what is published or "
-                                "pending: " + "; ".join(
-                                    f"{c['kind'].replace('_', ' ')} {c['label']} differs in "
-                                    f"{', '.join(c['columns'])}" for c in report.conflicts[:5]))
-            if counts.get("scores_without_trials"):
-                problems.append(f"{counts['scores_without_trials']} score(s) without the trials "
-                                "they were computed from")
-            for u in report.unchecked:
-                problems.append(f"{u['n']} score(s) of metric '{u['metric']}' {u['version']} "
-                                f"cannot be recomputed here ({u['why']})")
-            if not problems:
-                problems += _against_data(path)
-            if problems:
-                result.reject(path.name, "; ".join(problems))
-            else:
-                result.lines.append(f"- {markdown_code(path.name)}: merges cleanly: "
-                                    f"{counts.get('trials', 0)} trial(s), {counts.get('scores', 0)} "
-                                    f"score(s) new, {counts.get('trials_duplicate', 0)} trial(s) "
-                                    "already published")
-        return _report(repo, result)
+    settings(repo)  # every JSON file of the repository checked before anything is written
+    todo, refused = contributions(repo)
+    staging = _fresh_staging(repo)
+    result = StepResult("validate")
+    for name, why in refused.items():
+        result.reject(name, why)
+    target = staging / "robench.db"
+    for path in todo:
+        try:
+            report = merge_databases([path], target, [path.stem])
+        except (MergeError, ValueError, OSError) as exc:
+            result.reject(path.name, f"it cannot be merged: {exc}")
+            continue
+        counts = report.sources[0] if report.sources else {}
+        problems = []
+        if report.conflicts:
+            problems.append(f"{len(report.conflicts)} conflict(s) with what is published or "
+                            "pending: " + "; ".join(
+                                f"{c['kind'].replace('_', ' ')} {c['label']} differs in "
+                                f"{', '.join(c['columns'])}" for c in report.conflicts[:5]))
+        if counts.get("scores_without_trials"):
+            problems.append(f"{counts['scores_without_trials']} score(s) without the trials "
+                            "they were computed from")
+        for u in report.unchecked:
+            problems.append(f"{u['n']} score(s) of metric '{u['metric']}' {u['version']} "
+                            f"cannot be recomputed here ({u['why']})")
+        if not problems:
+            problems += _against_data(path)
+        if problems:
+            result.reject(path.name, "; ".join(problems))
+        else:
+            result.lines.append(f"- {markdown_code(path.name)}: merges cleanly: "
+                                f"{counts.get('trials', 0)} trial(s), {counts.get('scores', 0)} "
+                                f"score(s) new, {counts.get('trials_duplicate', 0)} trial(s) "
+                                "already published")
+    return _report(repo, result)
 
 
 def _against_data(path: Path) -> list:
@@ -450,6 +465,7 @@ def _label(t: dict) -> str:
                                              "repeat") if t.get(c) not in (None, ""))
 
 
+@_locked
 def verify(repo, seed: int | None = None) -> StepResult:
     """Re-run a sample of each pending contribution's trials here (``robench verify``).
 
@@ -463,113 +479,113 @@ def verify(repo, seed: int | None = None) -> StepResult:
     from robench.exchange.verify import default_sample
 
     repo = _root(repo)
-    with repository_lock(repo):
-        conf = settings(repo)
-        todo, _ = contributions(repo)
-        result = StepResult("verify")
-        seed = secrets.randbits(32) if seed is None else int(seed)
-        result.lines.append(f"- sample seed {seed} (drawn by this check, recorded in each "
-                            "verification)")
-        work = contained(repo, STAGING / "verify")
-        work.mkdir(parents=True, exist_ok=True)
-        allow = conf["verify_allow"]
-        for path in todo:
-            copy = work / path.name  # verify records what it checked: never in the contribution
-            shutil.copyfile(path, copy)
-            try:
-                _drop_verifications(copy)
-                total, against, allowed = _unrunnable(copy, allow)
-            except Exception as exc:  # noqa: BLE001 - a database validate did not refuse
-                result.reject(path.name, f"it cannot be verified: {exc}")
-                continue
-            if against:
-                result.reject(path.name, f"{len(against)} of its {total} trial(s) cannot be "
-                              "re-run here, so they count for nothing: " + "; ".join(
-                                  f"{_label(t)}: {why}" for t, why in against[:5])
-                              + " (a maintainer can allow a data set or model by name: "
-                              "verify_allow in leaderboard.json)")
-                continue
-            if not total:
-                result.lines.append(f"- {markdown_code(path.name)}: no trial to verify")
-                continue
-            from robench.storage.store import Store
+    conf = settings(repo)
+    todo, _ = contributions(repo)
+    result = StepResult("verify")
+    seed = secrets.randbits(32) if seed is None else int(seed)
+    result.lines.append(f"- sample seed {seed} (drawn by this check, recorded in each "
+                        "verification)")
+    work = contained(repo, STAGING / "verify")
+    work.mkdir(parents=True, exist_ok=True)
+    allow = conf["verify_allow"]
+    for path in todo:
+        copy = work / path.name  # verify records what it checked: never in the contribution
+        shutil.copyfile(path, copy)
+        try:
+            _drop_verifications(copy)
+            total, against, allowed = _unrunnable(copy, allow)
+        except Exception as exc:  # noqa: BLE001 - a database validate did not refuse
+            result.reject(path.name, f"it cannot be verified: {exc}")
+            continue
+        if against:
+            result.reject(path.name, f"{len(against)} of its {total} trial(s) cannot be "
+                          "re-run here, so they count for nothing: " + "; ".join(
+                              f"{_label(t)}: {why}" for t, why in against[:5])
+                          + " (a maintainer can allow a data set or model by name: "
+                          "verify_allow in leaderboard.json)")
+            continue
+        if not total:
+            result.lines.append(f"- {markdown_code(path.name)}: no trial to verify")
+            continue
+        from robench.storage.store import Store
 
-            with Store(copy, readonly=True) as store:
-                rows = store.trials(status="ok")
-            n = default_sample(rows, conf["verify_fraction"], conf["verify_sample"])
-            budget = conf["verify_budget"]
-            try:
-                proc = robench_command(
-                    "verify", "--db", copy, "--sample", n, "--seed", seed, "--by-influence",
-                    "--trial-timeout", conf["verify_trial_timeout"], "--budget", budget,
-                    timeout=budget + _VERIFY_GRACE)
-            except subprocess.TimeoutExpired:
-                result.reject(path.name, f"its verification ran past its budget of {budget:g} s "
-                              "(verify_budget in leaderboard.json) and was ended")
-                continue
-            record = _last_verification(copy)  # the only record in the copy: verify's own
-            trials = record.get("trials") or []
-            mismatched = [t for t in trials if t.get("outcome") == "mismatch"]
-            refused = [t for t in trials if t.get("outcome") == "refused"]
-            counted = [t for t in refused if t.get("timed_out") or not _allowed(t, allow)]
-            matched = sum(t.get("outcome") == "match" for t in trials)
-            if mismatched:
-                result.reject(path.name, f"{len(mismatched)} of {len(trials)} sampled trial(s) do "
-                              "not reproduce here: " + "; ".join(
-                                  f"{_label(t)}: " + ", ".join(
-                                      f"{d.get('column')} stored {d.get('stored')}, re-run "
-                                      f"{d.get('rerun')}" for d in (t.get("differences") or [])[:3])
-                                  for t in mismatched[:5]))
-            elif counted:
-                result.reject(path.name, f"{len(counted)} of {len(trials)} sampled trial(s) could "
-                              "not be re-run here: " + "; ".join(
-                                  f"{_label(t)}: {t.get('reason')}" for t in counted[:5]))
-            elif not record or proc.returncode not in (0, 2):
-                result.reject(path.name, f"it cannot be verified: {_tail(proc.stderr, 3)}")
-            else:
-                note = (f"; {len(refused)} refused but allowed by verify_allow"
-                        if refused else "")
-                result.lines.append(
-                    f"- {markdown_code(path.name)}: verified {matched} of {len(trials)} sampled "
-                    f"trial(s) of {total} ({len(trials) / total:.0%}, every model, protocol and "
-                    f"partition kind; drawn by influence, seed {seed}){markdown_text(note)}")
-            for t, why in allowed[:5]:
-                result.lines.append(f"- {markdown_code(path.name)}: "
-                                    f"{markdown_text(_label(t))} cannot be re-run here "
-                                    f"({markdown_text(why)}); allowed by verify_allow")
-        return _report(repo, result)
+        with Store(copy, readonly=True) as store:
+            rows = store.trials(status="ok")
+        n = default_sample(rows, conf["verify_fraction"], conf["verify_sample"])
+        budget = conf["verify_budget"]
+        try:
+            proc = robench_command(
+                "verify", "--db", copy, "--sample", n, "--seed", seed, "--by-influence",
+                "--trial-timeout", conf["verify_trial_timeout"], "--budget", budget,
+                timeout=budget + _VERIFY_GRACE)
+        except subprocess.TimeoutExpired:
+            result.reject(path.name, f"its verification ran past its budget of {budget:g} s "
+                          "(verify_budget in leaderboard.json) and was ended")
+            continue
+        record = _last_verification(copy)  # the only record in the copy: verify's own
+        trials = record.get("trials") or []
+        mismatched = [t for t in trials if t.get("outcome") == "mismatch"]
+        refused = [t for t in trials if t.get("outcome") == "refused"]
+        counted = [t for t in refused if t.get("timed_out") or not _allowed(t, allow)]
+        matched = sum(t.get("outcome") == "match" for t in trials)
+        if mismatched:
+            result.reject(path.name, f"{len(mismatched)} of {len(trials)} sampled trial(s) do "
+                          "not reproduce here: " + "; ".join(
+                              f"{_label(t)}: " + ", ".join(
+                                  f"{d.get('column')} stored {d.get('stored')}, re-run "
+                                  f"{d.get('rerun')}" for d in (t.get("differences") or [])[:3])
+                              for t in mismatched[:5]))
+        elif counted:
+            result.reject(path.name, f"{len(counted)} of {len(trials)} sampled trial(s) could "
+                          "not be re-run here: " + "; ".join(
+                              f"{_label(t)}: {t.get('reason')}" for t in counted[:5]))
+        elif not record or proc.returncode not in (0, 2):
+            result.reject(path.name, f"it cannot be verified: {_tail(proc.stderr, 3)}")
+        else:
+            note = (f"; {len(refused)} refused but allowed by verify_allow"
+                    if refused else "")
+            result.lines.append(
+                f"- {markdown_code(path.name)}: verified {matched} of {len(trials)} sampled "
+                f"trial(s) of {total} ({len(trials) / total:.0%}, every model, protocol and "
+                f"partition kind; drawn by influence, seed {seed}){markdown_text(note)}")
+        for t, why in allowed[:5]:
+            result.lines.append(f"- {markdown_code(path.name)}: "
+                                f"{markdown_text(_label(t))} cannot be re-run here "
+                                f"({markdown_text(why)}); allowed by verify_allow")
+    return _report(repo, result)
 
 
+@_locked
 def diff(repo) -> StepResult:
     """Compare the published database with the staging one (``robench diff``)."""
     repo = _root(repo)
-    with repository_lock(repo):
-        result = StepResult("diff")
-        staging = contained(repo, STAGING / "robench.db")
-        published = contained(repo, PUBLISHED)
-        if not staging.is_file():
-            result.ok = False
-            result.lines.append("- no staging database: run `robench publish validate` first")
-            return _report(repo, result)
-        if not published.is_file():
-            result.lines.append("- nothing published yet: every score is new")
-            return _report(repo, result)
-        proc = robench_command("diff", published, staging, "--format", "markdown")
-        table = proc.stdout.strip()
-        common = [line for line in table.splitlines() if line.startswith("| ")
-                  and "---" not in line][1:]
-        result.lines.append(table if common else "- no published score is changed by the "
-                            "contribution(s): every score is new")
-        if proc.returncode == 1:
-            result.ok = False
-            result.lines.append("- **a published score got worse beyond its interval** (rows "
-                                "marked worse above)")
-        elif proc.returncode != 0:
-            result.ok = False
-            result.lines.append(f"- robench diff failed: {markdown_text(_tail(proc.stderr, 3))}")
+    result = StepResult("diff")
+    staging = contained(repo, STAGING / "robench.db")
+    published = contained(repo, PUBLISHED)
+    if not staging.is_file():
+        result.ok = False
+        result.lines.append("- no staging database: run `robench publish validate` first")
         return _report(repo, result)
+    if not published.is_file():
+        result.lines.append("- nothing published yet: every score is new")
+        return _report(repo, result)
+    proc = robench_command("diff", published, staging, "--format", "markdown")
+    table = proc.stdout.strip()
+    common = [line for line in table.splitlines() if line.startswith("| ")
+              and "---" not in line][1:]
+    result.lines.append(table if common else "- no published score is changed by the "
+                        "contribution(s): every score is new")
+    if proc.returncode == 1:
+        result.ok = False
+        result.lines.append("- **a published score got worse beyond its interval** (rows "
+                            "marked worse above)")
+    elif proc.returncode != 0:
+        result.ok = False
+        result.lines.append(f"- robench diff failed: {markdown_text(_tail(proc.stderr, 3))}")
+    return _report(repo, result)
 
 
+@_locked
 def merge(repo) -> StepResult:
     """Merge the pending contributions into the published database and record them.
 
@@ -579,94 +595,93 @@ def merge(repo) -> StepResult:
     from robench.exchange.merge import merge_databases
 
     repo = _root(repo)
-    with repository_lock(repo):
-        result = StepResult("merge")
-        record = accepted(repo)  # its shape checked before anything is written
-        settings(repo)
-        published = contained(repo, PUBLISHED)
-        record_path = contained(repo, ACCEPTED)
-        todo, refused = contributions(repo)
-        if refused:
-            result.ok = False
-            for name, why in refused.items():
-                result.reject(name, why)
-            result.lines.append("- nothing merged: remove the refused file(s) first")
-            return _report(repo, result)
-        if not todo:
-            return _report(repo, result)
-        published.parent.mkdir(exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".merging-", dir=published.parent))
-        try:
-            target = work / "robench.db"
-            if published.is_file():
-                _copy_database(published, target)
-            report = merge_databases(todo, target, [p.stem for p in todo])
-            if report.conflicts:  # `check` refuses these; merging anyway never overwrites
-                result.ok = False
-                result.lines.append(f"- {len(report.conflicts)} conflict(s) kept apart in the "
-                                    "conflicts table; run `robench publish check` before "
-                                    "merging")
-            now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            for path in todo:
-                record[contribution_sha256(path)] = {"file": path.name,
-                                                     "contributor": path.stem, "accepted": now}
-                result.lines.append(f"- {markdown_code(path.name)}: merged as "
-                                    f"{markdown_code(path.stem)}")
-            (work / "accepted.json").write_text(json.dumps(record, indent=2, sort_keys=True)
-                                                + "\n")
-            os.replace(target, published)
-            os.replace(work / "accepted.json", record_path)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+    result = StepResult("merge")
+    record = accepted(repo)  # its shape checked before anything is written
+    settings(repo)
+    published = contained(repo, PUBLISHED)
+    record_path = contained(repo, ACCEPTED)
+    todo, refused = contributions(repo)
+    if refused:
+        result.ok = False
+        for name, why in refused.items():
+            result.reject(name, why)
+        result.lines.append("- nothing merged: remove the refused file(s) first")
         return _report(repo, result)
+    if not todo:
+        return _report(repo, result)
+    published.parent.mkdir(exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".merging-", dir=published.parent))
+    try:
+        target = work / "robench.db"
+        if published.is_file():
+            _copy_database(published, target)
+        report = merge_databases(todo, target, [p.stem for p in todo])
+        if report.conflicts:  # `check` refuses these; merging anyway never overwrites
+            result.ok = False
+            result.lines.append(f"- {len(report.conflicts)} conflict(s) kept apart in the "
+                                "conflicts table; run `robench publish check` before "
+                                "merging")
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        for path in todo:
+            record[contribution_sha256(path)] = {"file": path.name,
+                                                 "contributor": path.stem, "accepted": now}
+            result.lines.append(f"- {markdown_code(path.name)}: merged as "
+                                f"{markdown_code(path.stem)}")
+        (work / "accepted.json").write_text(json.dumps(record, indent=2, sort_keys=True)
+                                            + "\n")
+        os.replace(target, published)
+        os.replace(work / "accepted.json", record_path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return _report(repo, result)
 
 
+@_locked
 def build(repo) -> StepResult:
     """Rebuild the site from the published database (``robench leaderboard``), into a new
     folder that replaces ``site/`` when it is complete."""
     repo = _root(repo)
-    with repository_lock(repo):
-        result = StepResult("build")
-        published = contained(repo, PUBLISHED)
-        site = contained(repo, "site")
-        if not published.is_file():
-            from robench.storage.store import Store
+    result = StepResult("build")
+    published = contained(repo, PUBLISHED)
+    site = contained(repo, "site")
+    if not published.is_file():
+        from robench.storage.store import Store
 
-            published.parent.mkdir(exist_ok=True)
-            Store(published).close()  # an empty leaderboard is still a page
-        new = Path(tempfile.mkdtemp(prefix=".site-new-", dir=repo))
-        try:
-            proc = robench_command("leaderboard", "--db", published, "--out", new)
-            if proc.returncode != 0:
-                result.ok = False
-                result.lines.append(f"- the site did not build: "
-                                    f"{markdown_text(_tail(proc.stderr, 3))}")
-            else:
-                _replace_folder(new, site)
-                said = _tail(proc.stdout, 1).replace(str(new), str(site))
-                result.lines.append(f"- {markdown_text(said)}")
-        finally:
-            shutil.rmtree(new, ignore_errors=True)
-        return _report(repo, result)
+        published.parent.mkdir(exist_ok=True)
+        Store(published).close()  # an empty leaderboard is still a page
+    new = Path(tempfile.mkdtemp(prefix=".site-new-", dir=repo))
+    try:
+        proc = robench_command("leaderboard", "--db", published, "--out", new)
+        if proc.returncode != 0:
+            result.ok = False
+            result.lines.append(f"- the site did not build: "
+                                f"{markdown_text(_tail(proc.stderr, 3))}")
+        else:
+            _replace_folder(new, site)
+            said = _tail(proc.stdout, 1).replace(str(new), str(site))
+            result.lines.append(f"- {markdown_text(said)}")
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
+    return _report(repo, result)
 
 
+@_locked
 def deploy(repo, to) -> StepResult:
     """Copy the built site to ``to`` (a gh-pages checkout, a web root)."""
     repo = _root(repo)
-    with repository_lock(repo):
-        result = StepResult("deploy")
-        site = contained(repo, "site")
-        if not (site / "index.html").is_file():
-            result.ok = False
-            result.lines.append("- no site to deploy: run `robench publish build` first")
-            return _report(repo, result)
-        links = [p for p in site.rglob("*") if p.is_symlink()]
-        if links:
-            raise MergeError(f"{links[0].relative_to(repo)} is a symbolic link; the site holds "
-                             "only files robench wrote: run `robench publish build` again")
-        shutil.copytree(site, to, dirs_exist_ok=True)
-        result.lines.append(f"- copied {markdown_code(site)} to {markdown_code(to)}")
+    result = StepResult("deploy")
+    site = contained(repo, "site")
+    if not (site / "index.html").is_file():
+        result.ok = False
+        result.lines.append("- no site to deploy: run `robench publish build` first")
         return _report(repo, result)
+    links = [p for p in site.rglob("*") if p.is_symlink()]
+    if links:
+        raise MergeError(f"{links[0].relative_to(repo)} is a symbolic link; the site holds "
+                         "only files robench wrote: run `robench publish build` again")
+    shutil.copytree(site, to, dirs_exist_ok=True)
+    result.lines.append(f"- copied {markdown_code(site)} to {markdown_code(to)}")
+    return _report(repo, result)
 
 
 STEPS = {"validate": validate, "verify": verify, "diff": diff, "merge": merge, "build": build}
