@@ -40,7 +40,7 @@ def honest(tmp_path_factory) -> Path:
 def board(tmp_path) -> Path:
     """An empty leaderboard repository (no example contribution)."""
     path = tmp_path / "board"
-    publishing.init_repository(path, title="Hostile board")
+    publishing.init_repository(path, title="Hostile board", requirement="robench")
     return path
 
 
@@ -389,9 +389,9 @@ def test_a_failed_init_leaderboard_leaves_nothing_and_can_be_retried(tmp_path):
         raise RuntimeError("the example run failed")
 
     with pytest.raises(RuntimeError):
-        publishing.init_repository(target, then=boom)
+        publishing.init_repository(target, requirement="robench", then=boom)
     assert not target.exists() and list(tmp_path.iterdir()) == []
-    publishing.init_repository(target)
+    publishing.init_repository(target, requirement="robench")
     assert (target / "leaderboard.json").is_file()
 
 

@@ -215,7 +215,7 @@ def test_every_kind_of_source_aware_trial_is_re_runnable_after_protocol_2(ran, t
     """Protocol 2 changed the exclusive partition only: inclusive and random trials keep
     their version-1 keys (ProtocolSpec.trial_versions) and stay re-runnable by verify;
     a version neither current nor listed is refused."""
-    from robench.run.verify import missing
+    from robench.exchange.verify import missing
     from robench.storage.store import Store
 
     store = Store(ran, readonly=True)
