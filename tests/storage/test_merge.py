@@ -93,27 +93,26 @@ def test_merge_keeps_provenance_and_twice_changes_nothing(two, tmp_path):
 def test_a_conflicting_trial_is_reported_and_kept_apart(two, tmp_path):
     a, _ = two
     forged = tmp_path / "mallory.db"
-    # an edit consistent with the rest of the trial (a row count no other column repeats):
-    # an edited accuracy contradicts the trial's own correct bits and is refused outright
-    # (test_a_self_contradicting_trial_is_refused)
     with another_run(a, forged) as conn:
-        (key, n_train) = conn.execute("SELECT key, n_train FROM trials WHERE status = 'ok' "
-                                      "LIMIT 1").fetchone()
-        conn.execute("UPDATE trials SET n_train = ? WHERE key = ?", (n_train + 7, key))
+        (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+        # a result that is consistent in itself (an accuracy edited alone contradicts its
+        # per-class accuracies and is refused whole: tests/reliability/test_hostile_leaderboard)
+        conn.execute("UPDATE trials SET best_epoch = 7 WHERE key = ?", (key,))
     c = tmp_path / "c.db"
     assert run("merge", a, "--db", c).exit_code == 0
     res = run("merge", forged, "--db", c)
     assert res.exit_code == 0, res.output
     assert "1 conflicting" in res.output and "1 conflict(s)" in res.output
-    assert f"trial {key[:16]} (tiny " in res.output and "differs in n_train: n_train kept" in res.output
-    assert f"incoming {n_train + 7}; kept the one from alice (alice.db, run 1 there)" in res.output
+    assert f"trial {key[:16]} (tiny " in res.output \
+        and "differs in best_epoch: best_epoch kept" in res.output
+    assert "incoming 7; kept the one from alice (alice.db, run 1 there)" in res.output
     conn = sqlite3.connect(c)
-    assert conn.execute("SELECT n_train FROM trials WHERE key = ?", (key,)).fetchone()[0] \
-        == n_train  # the stored result is kept
+    assert conn.execute("SELECT best_epoch FROM trials WHERE key = ?", (key,)).fetchone()[0] \
+        != 7  # the stored result is kept
     (kind, columns, contributor, incoming) = conn.execute(
         "SELECT kind, columns, contributor, incoming FROM conflicts").fetchone()
-    assert (kind, json.loads(columns), contributor) == ("trial", ["n_train"], "mallory")
-    assert json.loads(incoming)["n_train"] == n_train + 7
+    assert (kind, json.loads(columns), contributor) == ("trial", ["best_epoch"], "mallory")
+    assert json.loads(incoming)["best_epoch"] == 7
     conn.close()
     first = dump(c)
     assert run("merge", forged, "--db", c).exit_code == 0
@@ -121,8 +120,8 @@ def test_a_conflicting_trial_is_reported_and_kept_apart(two, tmp_path):
 
 
 def test_a_self_contradicting_trial_is_refused(two, tmp_path):
-    """An accuracy edited by hand contradicts the trial's own correct bits: refused, nothing
-    merged (issue 40)."""
+    """An accuracy edited by hand contradicts the trial's own correct bits and per-class
+    accuracies: merge refuses the source whole, the target is unchanged (issue 40)."""
     a, _ = two
     forged = tmp_path / "mallory.db"
     with another_run(a, forged) as conn:
