@@ -12,11 +12,14 @@ from tests.reliability.cli import HOSTILE, integrity, rows, start
 
 
 def test_ctrl_c_while_planning_exits_130(tiny_registry, tmp_path, monkeypatch):
-    from robench.run import runner
+    from robench.run import prepare, runner
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
+    # robench run plans through robench.run.prepare, which holds its own name for plan_run
+    # once imported (by an earlier test): both names are patched
     monkeypatch.setattr(runner, "plan_run", interrupted)
+    monkeypatch.setattr(prepare, "plan_run", interrupted)
     res = CliRunner().invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "-c", "kmeans",
                                    "--metric", "rho", "--db", str(tmp_path / "i.db")])
     assert res.exit_code == 130, res.output
