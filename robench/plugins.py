@@ -330,9 +330,12 @@ class Registry:
 
         Raises DatasetError naming the data set if its ``load()`` raises (anything, SystemExit
         included) or returns something that is not a :class:`robench.data.Dataset`; a data set
-        that failed is not loaded again by this registry.
+        that failed is not loaded again by this registry. A trial's time limit
+        (:class:`robench.process.guard.TrialTimeout`) or a Ctrl-C that ends a load is raised
+        as it is and not remembered as the data set's failure.
         """
         from robench.data import Dataset, DatasetError
+        from robench.process.guard import TrialTimeout
 
         if name in self._dataset_errors:
             raise self._dataset_errors[name]
@@ -340,7 +343,9 @@ class Registry:
             spec = self.get("datasets", name)
             try:
                 loaded = spec.load()
-            except KeyboardInterrupt:
+            except (KeyboardInterrupt, TrialTimeout):
+                # the trial's time limit ended the load, not the data set: that trial fails,
+                # and the next trial of this worker loads it again (never memoised)
                 raise
             except DatasetError as exc:
                 error = DatasetError(str(exc) if f"'{name}'" in str(exc)

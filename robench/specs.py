@@ -465,6 +465,10 @@ class ProtocolSpec:
     # older protocol versions whose trials this version still runs unchanged (the kinds a
     # version bump did not change keep their keys): ``robench verify`` re-runs them too
     trial_versions: tuple = ()
+    # partition(spec, dataset, registry) -> (train, val, test) row indices of a trial spec,
+    # if the protocol's trials train on a partition of the data set: a leaderboard's check
+    # reads a contributed trial's stored correctness against the data's labels with it.
+    partition: Optional[Callable[..., tuple]] = None
 
     def __post_init__(self):
         check_slug(self.name)

@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from robench.errors import USER_ERRORS
+from robench.escaping import csv_cell, json_text
 
 
 KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "protocols", "executors",
@@ -239,7 +240,7 @@ def emit_scores(rows, fmt):
 def emit(cols, rows, fmt, objects=None):
     if fmt == "json":
         objects = objects if objects is not None else [dict(zip(cols, r)) for r in rows]
-        click.echo(json.dumps([json_ready(o) for o in objects], indent=2))
+        click.echo(json_text([json_ready(o) for o in objects], indent=2))
     else:
         stream(cols, iter([list(rows)]), fmt)
 
@@ -285,12 +286,8 @@ def stream(cols, batches, fmt, json_out=None):
     if fmt == "csv":
         import csv
 
-        from robench.present.formatting import printable
-
-        def text(v):
-            if isinstance(v, bytes):
-                v = v.decode("utf-8", "replace")
-            return printable(v, lines=True) if isinstance(v, str) else v
+        def text(v):  # a cell a spreadsheet opens: no formula, no control character
+            return csv_cell(v)
 
         w = csv.writer(sys.stdout)
         w.writerow([text(c) for c in cols])
@@ -342,7 +339,7 @@ class JsonStream:
 
     def row(self, obj: dict) -> None:
         with self.lock:
-            self._write(json.dumps(json_ready(obj)))
+            self._write(json_text(json_ready(obj)))
 
     def end(self) -> None:
         with self.lock:
@@ -357,7 +354,7 @@ class JsonStream:
             reason = str(reason) or type(reason).__name__
         with self.lock:
             if not self.ended:
-                self._write(json.dumps({"robench_error": str(reason)}))
+                self._write(json_text({"robench_error": str(reason)}))
                 self.out.write("\n]\n")
                 self.ended = True
                 self.out.flush()

@@ -12,6 +12,7 @@ import click
 
 
 from robench.cli.common import db_option, echo, fail, friendly_errors, load_registry
+from robench.escaping import json_text, markdown_cell, markdown_text, terminal
 
 
 # -------------------------------------------------------------------------------- merge
@@ -121,9 +122,18 @@ def merge(sources, contributors, db_path):
               help="Only the trials of runs merged from this contributor.")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0,
               show_default=True, help="Seed of the random sample.")
+@click.option("--trial-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Most seconds one re-run may take (default: the limit "
+              "its run had, --trial-timeout as recorded, else its profile's).")
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Most seconds all re-runs together may take; trials "
+              "not reached are refused.")
+@click.option("--by-influence", is_flag=True, default=False,
+              help="Draw the sample by each trial's influence on the headline scores (what "
+              "`robench publish verify` does).")
 @db_option
 @friendly_errors
-def verify(sample, contributor, seed, db_path):
+def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_path):
     """Re-run a random sample of stored trials here and check they reproduce.
 
     \b
@@ -147,25 +157,32 @@ def verify(sample, contributor, seed, db_path):
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run` or "
                                 "`robench merge` first")
+    _check_database(db_path)  # verify writes its record: never into what is not one
     n = sample or DEFAULT_SAMPLE
 
     def show(t):
-        name = " ".join(str(t[c]) for c in ("dataset", "model", "clusterer", "protocol", "kind",
-                                             "repeat") if t.get(c) not in (None, ""))
+        # names and values come from the database: one line each, no control character
+        name = terminal(" ".join(str(t[c]) for c in ("dataset", "model", "clusterer",
+                                                      "protocol", "kind", "repeat")
+                                 if t.get(c) not in (None, "")))
+        key = terminal(str(t["key"])[:16])
         if t["outcome"] == "refused":
-            click.echo(f"  refused  {t['key'][:16]} ({name}): {t['reason']}; install the "
-                       "plugin version it ran with to check it")
+            hint = ("" if t.get("timed_out") else "; install the plugin version it ran with "
+                    "to check it")
+            click.echo(f"  refused  {key} ({name}): {terminal(t['reason'])}{hint}")
         elif t["outcome"] == "match":
-            click.echo(f"  match    {t['key'][:16]} ({name}), {t['mode']}")
+            click.echo(f"  match    {key} ({name}), {t['mode']}")
         else:
             diffs = "; ".join(difference_text(d) for d in t["differences"][:6])
-            click.secho(f"  MISMATCH {t['key'][:16]} ({name}), {t['mode']}: {diffs}",
+            click.secho(f"  MISMATCH {key} ({name}), {t['mode']}: {terminal(diffs)}",
                         fg="red")
 
     with Store(db_path) as store:
         click.echo(f"re-running {n} sampled trial(s) of {db_path} (seed {seed}) ...")
         result = verify_trials(store, load_registry(), sample=n, seed=seed,
-                               contributor=contributor, on_trial=show)
+                               contributor=contributor, on_trial=show,
+                               trial_timeout=trial_timeout, budget=budget,
+                               weighted=by_influence)
     matched, mismatched = result.count("match"), result.count("mismatch")
     refused = result.count("refused")
     click.echo(f"verified {matched} of {matched + mismatched} re-run trial(s) on "
@@ -174,8 +191,38 @@ def verify(sample, contributor, seed, db_path):
     if mismatched:
         sys.exit(1)
     if not matched:
-        fail(f"none of the {refused} sampled trial(s) can be re-run here: install the plugins "
-              "and versions they ran with (listed above)")
+        timed_out = sum(bool(t.get("timed_out")) for t in result.trials)
+        fail(f"none of the {refused} sampled trial(s) can be re-run here: "
+             + ("install the plugins and versions they ran with (listed above)" if not timed_out
+                else f"{timed_out} ran out of time, the others are listed above"))
+
+
+def _check_database(path) -> None:
+    """Refuse (one line) a file that is empty, not a robench database or damaged."""
+    import stat
+
+    from robench.errors import VerifyError
+    from robench.storage.migrations import SchemaError
+    from robench.storage.readonly import connect_readonly
+
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise VerifyError(f"{path} is not a regular file")
+    if info.st_size == 0:
+        raise VerifyError(f"{path} is empty (0 bytes), not a robench results database")
+    try:
+        conn = connect_readonly(path)
+    except SchemaError as exc:
+        raise VerifyError(str(exc)) from None
+    try:
+        found = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        found = str(exc)
+    finally:
+        conn.close()
+    if found != "ok":
+        raise VerifyError(f"{path} is damaged (SQLite: {found}); nothing was re-run or "
+                          "recorded")
 
 
 # --------------------------------------------------------------------------------- diff
@@ -244,24 +291,24 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
     summary = (f"{len(result)} score(s) in both: " + ", ".join(
         f"{n} {d}" for d, n in tally.items()) + f" (A: {db_a}, B: {db_b})")
     if fmt == "json":
-        click.echo(json.dumps({"a": str(db_a), "b": str(db_b), "counts": tally,
-                               "scores": result}, indent=2, default=str))
+        click.echo(json_text({"a": str(db_a), "b": str(db_b), "counts": tally,
+                              "scores": result}, indent=2))
     elif fmt == "markdown":
         click.echo("| data set | model | clusterer | metric | score | A | B | change [interval] "
                    "| decision |")
         click.echo("|---|---|---|---|---|---|---|---|---|")
-        for c in result:
-            click.echo("| " + " | ".join(_md(v) for v in (
-                c["dataset"], c["model"], c["clusterer"], c["metric"], c["score"],
-                _num(c["a"]), _num(c["b"]), _change(c), _decision(c))) + " |")
-        click.echo(f"\n{summary}")
+        for c in result:  # names from the databases: code spans, never Markdown or HTML
+            names = [markdown_cell(c[k]) for k in ("dataset", "model", "clusterer", "metric",
+                                                   "score")]
+            click.echo("| " + " | ".join(names + [markdown_text(v) for v in (
+                _num(c["a"]), _num(c["b"]), _change(c), _decision(c))]) + " |")
+        click.echo(f"\n{markdown_text(summary)}")
     else:
         for c in result:
-            name = " ".join(str(c[k]) for k in ("dataset", "model", "clusterer", "metric",
-                                                 "score") if c[k])
-            click.echo(f"{name}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} "
-                       f"{_decision(c)}")
-        click.echo(summary)
+            name = terminal(" ".join(str(c[k]) for k in ("dataset", "model", "clusterer",
+                                                          "metric", "score") if c[k]))
+            echo(f"{name}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} {_decision(c)}")
+        echo(summary)
     if tally["worse"]:
         sys.exit(1)
 
@@ -279,10 +326,6 @@ def _change(c) -> str:
 def _decision(c) -> str:
     notes = [n for n in (c.get("method"), c.get("reason")) if n]
     return c["decision"] + (f" ({'; '.join(notes)})" if notes else "")
-
-
-def _md(value) -> str:
-    return str(value if value is not None else "").replace("|", "\\|").replace("\n", " ")
 
 
 # ----------------------------------------------------------------------------- metadata

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from robench.cli.common import fail, friendly_errors
+from robench.cli.common import echo, friendly_errors
 
 
 @click.command("init-leaderboard")
@@ -37,20 +37,26 @@ def init_leaderboard(path, title, requirement, example):
     import subprocess
     from pathlib import Path
 
+    from robench.errors import MergeError
     from robench.exchange.publishing import init_repository
 
-    for name in init_repository(path, title=title, requirement=requirement):
-        click.echo(f"wrote {Path(path) / name}")
-    if example:
-        target = Path(path) / "contributions" / "example.db"
-        click.echo(f"running a small example contribution into {target} ...")
+    def run_example(folder):
+        target = folder / "contributions" / "example.db"
+        click.echo("running a small example contribution into "
+                   f"{Path(path) / 'contributions' / 'example.db'} ...")
         # the example is a contribution like any other: what a contributor would type
         proc = subprocess.run([sys.executable, "-m", "robench", "run", "-d", "digits", "-m",
                                "svm", "--metric", "rho", "-r", "2", "--db", str(target)],
                               capture_output=True, text=True)
-        if proc.returncode != 0:
-            fail(f"the example run failed: {proc.stderr.strip().splitlines()[-1:]}")
-        click.echo(f"wrote {target}")
+        if proc.returncode != 0:  # nothing is left behind: the folder is moved in at the end
+            last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+            raise MergeError(f"the example run failed: {last}; nothing was written")
+
+    for name in init_repository(path, title=title, requirement=requirement,
+                                then=run_example if example else None):
+        click.echo(f"wrote {Path(path) / name}")
+    if example:
+        click.echo(f"wrote {Path(path) / 'contributions' / 'example.db'}")
     click.echo(f"Next: cd {path} && robench publish run .   (docs/publishing.md)")
 
 
@@ -72,16 +78,21 @@ def steps() -> dict:
 @click.argument("repo", type=click.Path(file_okay=False, exists=True), default=".")
 @click.option("--to", "to", default=None, type=click.Path(file_okay=False),
               help="deploy: the folder the site is copied to.")
+@click.option("--wait", type=click.FloatRange(min=0), default=0, show_default=True,
+              metavar="SECONDS", help="Wait this long for another `robench publish` on the "
+              "same repository to finish (else refuse at once).")
 @friendly_errors
-def publish(step, repo, to):
+def publish(step, repo, to, wait):
     """Run one step of a leaderboard repository's pipeline (the same in CI and locally).
 
     \b
     check     validate + verify + diff: what a pull request runs
     run       check + merge + build: what the main branch runs
-    validate  merge pending contributions into a staging copy: schema, scores recomputed
-              from their trials, no conflicts
-    verify    re-run a sample of each pending contribution's trials here
+    validate  merge pending contributions into a staging copy: regular files, schema,
+              trials consistent with themselves and the data, scores recomputed from
+              their trials, no conflicts
+    verify    re-run a sample of each pending contribution's trials here (seed drawn by
+              the check, every stratum, by influence, under time limits)
     diff      no published score gets worse beyond its interval
     merge     merge pending contributions into published/robench.db, record them
     build     rebuild site/ from the published database
@@ -99,22 +110,24 @@ def publish(step, repo, to):
     """
     from robench.exchange import publishing
 
-    if step == "deploy":
-        if not to:
-            raise click.UsageError("deploy needs --to FOLDER")
-        results = [publishing.deploy(repo, to)]
-    else:
-        names = {"check": publishing.CHECK, "run": publishing.RUN}.get(step, (step,))
-        results = []
-        run_step = steps()
-        for name in names:
-            results.append(run_step[name](repo))
-            if not results[-1].ok:
-                break
+    if step == "deploy" and not to:
+        raise click.UsageError("deploy needs --to FOLDER")
+    # one pipeline at a time per repository: `check` holds the lock over its three steps
+    with publishing.repository_lock(repo, wait=wait):
+        if step == "deploy":
+            results = [publishing.deploy(repo, to)]
+        else:
+            names = {"check": publishing.CHECK, "run": publishing.RUN}.get(step, (step,))
+            results = []
+            run_step = steps()
+            for name in names:
+                results.append(run_step[name](repo))
+                if not results[-1].ok:
+                    break
     for r in results:
         click.echo(f"{r.step}: {'ok' if r.ok else 'FAILED'}")
         for line in r.lines:
-            click.echo(f"  {line}")
+            echo(f"  {line}")
     if not all(r.ok for r in results):
         click.secho("rejected: see the reasons above (also in .staging/report.md)", fg="red",
                     err=True)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from robench.escaping import terminal
+
 from robench.run.config import (DEFAULT_PROFILE, MAX_JOBS, MAX_REPEATS, MAX_SOURCES,
                                 PROFILES)
 
@@ -456,7 +458,7 @@ def _print_failures(rows: list, most: int = 20) -> None:
 
 def _trial_label(row) -> str:
     clus = f"/{row['clusterer']}" if row.get("clusterer") else ""
-    return f"{row['dataset']}/{row['model']}{clus} {row['kind']} #{row['repeat']}"
+    return terminal(f"{row['dataset']}/{row['model']}{clus} {row['kind']} #{row['repeat']}")
 
 
 class _Progress:
@@ -475,7 +477,8 @@ class _Progress:
 
     def echo(self, text, **style):
         """Print a progress message wrapped to the stream's width (a trial's line is short)."""
-        for line in wrap(text, output_width(self.stream)):
+        # names and plugins' errors come from outside: no control or bidi character goes raw
+        for line in wrap(terminal(text), output_width(self.stream)):
             click.secho(line, file=self.stream, **style)
 
     def __call__(self, event, **info):

@@ -35,7 +35,8 @@ Into the target (created or migrated like any database ``robench run`` writes):
   installed here at its version is not copied (reported, with what to install). A score whose
   identity is stored already is a duplicate when its content is the same, else a conflict.
 - **verifications** (``robench verify`` records) are copied once each, marked with the
-  contributor and file they came from.
+  contributor and file they came from, whatever the source says about where they were
+  recorded: only a verifier writes a database's own records (``recorded_in`` empty).
 
 Merging twice changes nothing the second time.
 """
@@ -213,6 +214,10 @@ def _check_identities(conn, path) -> None:
                                                       or ""}:
             raise MergeError(f"{path}: trial {row['key'][:16]} ({label}): its key or columns do "
                              "not match its spec (edited by hand?); refusing to merge it")
+        why = trial_inconsistency(row)
+        if why is not None:
+            raise MergeError(f"{path}: trial {row['key'][:16]} ({label}) contradicts itself: "
+                             f"{why} (edited by hand?); refusing to merge it")
     for row in _rows(conn, "scores"):
         expected = score_key(row["dataset"], row["model"], row["clusterer"], row["metric"],
                              row["score"], row.get("configuration"))
@@ -229,6 +234,78 @@ def _check_identities(conn, path) -> None:
             raise MergeError(f"{path}: score group {row['key'][:16]} ({row['dataset']} "
                              f"{row['model']} {row['metric']}): its key is not the one of what "
                              "it names; refusing to merge it")
+
+
+#: How far a stored fraction may lie from a whole number of rows (float rounding only).
+_ROWS_SLACK = 1e-6
+
+
+def trial_inconsistency(row: dict) -> Optional[str]:
+    """Return how an ok trial row contradicts itself, or None.
+
+    What a trial stores says the same thing several times: its test accuracy is a whole
+    number of its ``n_test`` rows; its whole-data-set accuracy is the share of set bits in its
+    per-row ``correct`` bits; its test accuracy is the mean of its per-class accuracies
+    weighted by the test set's class counts (``extra.test_class_counts``, where recorded),
+    and lies between the least and the greatest of them in any case. A number edited by hand
+    (and a score recomputed from it) breaks one of these unless every copy is edited alike.
+    """
+    import base64
+    import binascii
+
+    if row.get("status") != "ok":
+        return None
+    for column in ("accuracy", "train_accuracy", "val_accuracy", "all_accuracy",
+                   "last_val_accuracy", "last_test_accuracy"):
+        value = row.get(column)
+        if value is not None and not 0.0 <= float(value) <= 1.0:
+            return f"{column} {value} is not between 0 and 1"
+    acc, n_test = row.get("accuracy"), row.get("n_test")
+    if acc is not None and n_test:
+        hits = float(acc) * int(n_test)
+        if abs(hits - round(hits)) > _ROWS_SLACK * max(1, int(n_test)):
+            return (f"accuracy {acc} is not a whole number of its {n_test} test rows "
+                    f"({hits:.4f} correct)")
+    bits = row.get("correct")
+    if bits:
+        try:
+            raw = base64.b64decode(bits, validate=True)
+        except (binascii.Error, ValueError, TypeError):
+            return "its correct bits are not base64"
+        if not raw:
+            return "its correct bits are empty"
+        hits = sum(bin(b).count("1") for b in raw)
+        whole = row.get("all_accuracy")
+        # the bits are packed in bytes: the data set has 8(L-1)+1 .. 8L rows
+        sizes = range(8 * (len(raw) - 1) + 1, 8 * len(raw) + 1)
+        if whole is None or not any(abs(hits / size - float(whole)) <= 1e-9 for size in sizes):
+            return (f"all_accuracy {whole} is not the share of correct rows its stored correct "
+                    f"bits give ({hits} of {sizes.start}-{sizes.stop - 1} rows)")
+    per_class = _json(row.get("per_class"))
+    if acc is not None and isinstance(per_class, list):
+        values = [float(v) for v in per_class if isinstance(v, (int, float))]
+        if values and not min(values) - 1e-9 <= float(acc) <= max(values) + 1e-9:
+            return (f"accuracy {acc} lies outside its own per-class accuracies "
+                    f"({min(values):.4f}-{max(values):.4f})")
+        extra = _json(row.get("extra"))
+        counts = extra.get("test_class_counts") if isinstance(extra, dict) else None
+        if isinstance(counts, list) and len(counts) == len(per_class) and n_test:
+            if any(not isinstance(c, int) or c < 0 for c in counts) or sum(counts) != n_test:
+                return (f"its test class counts do not add up to its {n_test} test rows")
+            hits = 0.0
+            for value, count in zip(per_class, counts):
+                if (value is None) != (count == 0):
+                    return "its per-class accuracies and test class counts disagree"
+                if value is not None:
+                    part = float(value) * count
+                    if abs(part - round(part)) > _ROWS_SLACK * max(1, count):
+                        return ("a per-class accuracy is not a whole number of that class's "
+                                "test rows")
+                    hits += part
+            if abs(hits - float(acc) * n_test) > _ROWS_SLACK * max(1, n_test):
+                return (f"accuracy {acc} is not what its per-class accuracies and test class "
+                        f"counts give ({hits / n_test:.6f})")
+    return None
 
 
 def _json(value):
@@ -603,10 +680,15 @@ def _against_stored(conn, kind, stored, row, path, contributor, now, report, cou
 
 
 def _merge_verifications(conn, src, path, contributor, counts) -> None:
-    """Copy the source's verification records once each, saying where they came from."""
+    """Copy the source's verification records once each, marked as the contributor's.
+
+    A record in a contribution is what its contributor says was verified: whatever its
+    ``recorded_in`` claims (the leaderboard's CI, another contributor), it is marked with the
+    contributor and file it came in, never left blank (blank is this database's own verifier).
+    """
     for row in _rows(src, "verifications"):
         row = {k: v for k, v in row.items() if k != "id"}
-        row["recorded_in"] = row.get("recorded_in") or f"{contributor} ({path.name})"
+        row["recorded_in"] = f"{contributor} ({path.name})"
         before = conn.total_changes
         _insert(conn, "verifications", row, "INSERT OR IGNORE")
         counts["verifications"] += conn.total_changes - before

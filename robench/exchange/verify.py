@@ -74,22 +74,124 @@ def tolerance(stored: float, rerun: float, n: int) -> float:
     return 3.0 * math.sqrt(2.0 * p * (1.0 - p) / n) + 1.0 / n
 
 
-def sample_trials(rows: list, n: int, seed: int) -> list:
-    """Return up to ``n`` of ``rows`` (trial rows), stratified by (model, protocol)."""
+#: Strata the sample covers before any is sampled twice.
+STRATUM = ("model", "protocol", "kind")
+#: Trials of one headline score's inputs: a trial's influence on that score is shared with
+#: the trials of its group.
+_GROUP = ("dataset", "model", "clusterer", "protocol", "kind")
+
+
+#: Robust standard deviations from its group's median beyond which a trial is always re-run.
+CERTAIN = 3.0
+
+
+def _deviations(rows: list) -> dict:
+    """Return {trial key: (group size, |accuracy - group median| in robust SDs)}."""
+    import statistics
+
+    groups = {}
+    for row in rows:
+        groups.setdefault(tuple(row.get(c) or "" for c in _GROUP), []).append(row)
+    out = {}
+    for members in groups.values():
+        accs = [float(r["accuracy"]) for r in members if _number(r.get("accuracy"))]
+        centre = statistics.median(accs) if accs else 0.0
+        mad = statistics.median(abs(a - centre) for a in accs) if accs else 0.0
+        for r in members:
+            spread = max(1.4826 * mad, 1.0 / max(int(r.get("n_test") or 0), 1), 0.005)
+            far = (abs(float(r["accuracy"]) - centre) / spread
+                   if _number(r.get("accuracy")) else 0.0)
+            out[r["key"]] = (len(members), far)
+    return out
+
+
+def influence(rows: list) -> dict:
+    """Return {trial key: weight}: each trial's influence on the headline scores.
+
+    A score is computed from a group of trials (same data set, model, clusterer, protocol and
+    partition kind), so a trial's share of it is 1 / group size; and a trial whose accuracy
+    lies ``z`` robust standard deviations (MAD; at least one test row or half a point) from
+    its group's median moves the score more than its siblings: the weight is
+    (1 + z)^2 / group size. A forger who edits few trials by much makes them heavy (beyond
+    :data:`CERTAIN` they are always re-run); one who edits many by little edits many.
+    """
+    return {key: (1.0 + far) ** 2 / size for key, (size, far) in _deviations(rows).items()}
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _weighted_draw(rng, pool: list, weights: dict) -> dict:
+    total = sum(weights[r["key"]] for r in pool)
+    x, acc = rng.random() * total, 0.0
+    for i, r in enumerate(pool):
+        acc += weights[r["key"]]
+        if x < acc:
+            return pool.pop(i)
+    return pool.pop()
+
+
+def sample_trials(rows: list, n: int, seed: int, weighted: bool = False) -> list:
+    """Return up to ``n`` of ``rows`` (trial rows), stratified by (model, protocol, kind).
+
+    Every stratum gets one trial before any gets a second (strata in a seeded order when
+    ``n`` is smaller than their number). With ``weighted`` (what a leaderboard's check uses):
+    first every trial more than :data:`CERTAIN` robust SDs from its group's median (at most
+    half the sample, the farthest first); then the rest of the sample split evenly across the
+    strata (a stratum with too few trials passes its share on), each stratum's trials drawn
+    with probability proportional to :func:`influence`, without replacement. Without
+    ``weighted``: uniformly, in turn.
+    """
     rng = random.Random(seed)
     strata = {}
     for row in sorted(rows, key=lambda r: r["key"]):
-        strata.setdefault((row.get("model") or "", row.get("protocol") or ""), []).append(row)
+        strata.setdefault(tuple(row.get(c) or "" for c in STRATUM), []).append(row)
     order = sorted(strata)
     rng.shuffle(order)
-    for name in order:
-        rng.shuffle(strata[name])
+    pools = {name: list(strata[name]) for name in order}
     out = []
-    while len(out) < n and any(strata.values()):
+    if weighted:
+        deviations = _deviations(rows)
+        weights = influence(rows)
+        far = sorted((r for r in rows if deviations[r["key"]][1] > CERTAIN),
+                     key=lambda r: (-deviations[r["key"]][1], r["key"]))
+        covered = set()
+        for r in far:  # never so many that a stratum would go unsampled
+            stratum = tuple(r.get(c) or "" for c in STRATUM)
+            left = len(set(order) - covered - {stratum})
+            if len(out) >= n // 2 or n - len(out) - 1 < left:
+                break
+            out.append(r)
+            covered.add(stratum)
+        taken = {r["key"] for r in out}
         for name in order:
-            if strata[name] and len(out) < n:
-                out.append(strata[name].pop())
+            pools[name] = [r for r in pools[name] if r["key"] not in taken]
+        for name in order:  # every stratum once
+            if name not in covered and pools[name] and len(out) < n:
+                out.append(_weighted_draw(rng, pools[name], weights))
+        while len(out) < n and any(pools.values()):
+            live = [name for name in order if pools[name]]
+            share = max(1, (n - len(out)) // len(live))
+            for name in live:  # every stratum its share, in turn
+                if len(out) >= n:
+                    break
+                for _ in range(min(share, len(pools[name]), n - len(out))):
+                    out.append(_weighted_draw(rng, pools[name], weights))
+        return out
+    while len(out) < n and any(pools.values()):
+        for name in order:
+            if pools[name] and len(out) < n:
+                out.append(pools[name].pop(rng.randrange(len(pools[name]))))
     return out
+
+
+def default_sample(rows: list, fraction: float, least: int) -> int:
+    """Return how many trials a contribution's verification re-runs: every stratum once, at
+    least ``least``, and ``fraction`` of the trials (rounded up)."""
+    strata = {tuple(r.get(c) or "" for c in STRATUM) for r in rows}
+    return min(len(rows), max(len(strata), least, math.ceil(fraction * len(rows))))
 
 
 def missing(spec: dict, registry) -> Optional[str]:
@@ -173,20 +275,34 @@ class Rerunner:
                 initargs=(self.registry.recipe, str(cache_dir()), None, threads))
         return self._pools[threads]
 
-    def run(self, spec: dict, execution: dict) -> dict:
-        """Return the row of ``spec`` re-run with ``execution`` (see :func:`execution_of`)."""
+    def run(self, spec: dict, execution: dict, timeout: Optional[float] = None) -> dict:
+        """Return the row of ``spec`` re-run with ``execution`` (see :func:`execution_of`),
+        under ``timeout`` seconds (else the rerunner's own limit)."""
         from concurrent.futures.process import BrokenProcessPool
 
         from robench.run.executors import limit_threads, execute_trial, failed_row
 
+        limit = self.timeout if timeout is None else timeout
         threads = execution.get("threads")
         if threads is None or self.registry.recipe is None:
             if threads is not None:
                 limit_threads(threads)
-            return execute_trial(dict(spec), self.env, self.timeout)
+            return execute_trial(dict(spec), self.env, limit)
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        from robench.run.executors import HARD_GRACE
+
         try:
-            return self._pool(threads).submit(execute_trial, dict(spec), None,
-                                              self.timeout).result()
+            # the worker ends its own trial at ``limit``; one that defeats that is given up on
+            return self._pool(threads).submit(execute_trial, dict(spec), None, limit).result(
+                timeout=None if limit is None else limit + HARD_GRACE)
+        except FutureTimeout:
+            pool = self._pools.pop(threads)
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                proc.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
+            return failed_row(spec, f"TrialTimeout: the re-run did not stop at its time limit "
+                              f"of {limit:g} s; its worker process was ended")
         except BrokenProcessPool:
             self._pools.pop(threads).shutdown(wait=False, cancel_futures=True)
             return failed_row(spec, "the worker process re-running this trial died (killed "
@@ -202,6 +318,86 @@ class Rerunner:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _unregistered(registry, name) -> bool:
+    try:
+        registry.get("models", name)
+    except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
+        return True
+    return False
+
+
+def against_data(row: dict, y, indices: tuple) -> Optional[str]:
+    """Return how an ok trial contradicts the data it names, or None.
+
+    ``y`` are the data set's labels and ``indices`` the trial's (train, val, test) rows, from
+    its protocol's ``partition``: the row counts must be those of the partition, the stored
+    per-row ``correct`` bits must cover the data set, and the test accuracy, per-class
+    accuracies and test class counts must be what those bits give on the test rows.
+    """
+    import numpy as np
+
+    from robench.stats.bits import unpack_bits
+
+    train, val, test = (np.asarray(i, dtype=int) for i in indices)
+    y = np.asarray(y)
+    for column, rows in (("n_train", train), ("n_val", val), ("n_test", test)):
+        if row.get(column) is not None and int(row[column]) != len(rows):
+            return f"{column} {row[column]} is not the {len(rows)} rows of its partition"
+    if not row.get("correct"):
+        return None
+    import base64
+
+    if len(base64.b64decode(row["correct"])) != (len(y) + 7) // 8:
+        return f"its correct bits do not cover the data set's {len(y)} rows"
+    bits = unpack_bits(row["correct"], len(y))
+    if row.get("accuracy") is not None and len(test):
+        have = float(bits[test].mean())
+        if abs(have - float(row["accuracy"])) > 1e-9:
+            return (f"accuracy {row['accuracy']} is not what its correct bits give on its test "
+                    f"rows ({have:.6f})")
+    per_class = row.get("per_class")
+    if isinstance(per_class, str):
+        import json
+
+        per_class = json.loads(per_class)
+    if isinstance(per_class, list) and len(test):
+        for c, value in enumerate(per_class):
+            mask = y[test] == c
+            have = float(bits[test][mask].mean()) if mask.any() else None
+            if (have is None) != (value is None) or (
+                    have is not None and abs(have - float(value)) > 1e-9):
+                return (f"its per-class accuracy of class {c} is not what its correct bits give "
+                        "on its test rows")
+    return None
+
+
+def data_inconsistencies(rows: list, registry) -> list:
+    """Return [(trial, why)] of the ok trials that contradict the data here (see
+    :func:`against_data`), for the trials whose data set is installed here with the content
+    they ran on and whose protocol says how it partitions (others are left to ``verify``)."""
+    out = []
+    for row in rows:
+        spec = row.get("spec")
+        if row.get("status") != "ok" or not isinstance(spec, dict):
+            continue
+        try:
+            protocol = registry.get("protocols", spec.get("protocol"))
+            if protocol.partition is None:
+                continue
+            versions = spec.get("versions") or {}
+            here = registry.dataset_versions(spec["dataset"])
+            if any(versions.get(k) != v for k, v in here.items()):
+                continue  # other data, or another version of it: nothing to read it against
+            dataset = registry.load_dataset(spec["dataset"])
+            indices = protocol.partition(spec, dataset, registry)
+        except Exception:  # noqa: BLE001 - data or clusterer not usable here: verify decides
+            continue
+        why = against_data(row, dataset.y, indices)
+        if why is not None:
+            out.append((row, why))
+    return out
 
 
 def _stored_like(row: dict) -> dict:
@@ -275,13 +471,31 @@ def _cpu(platform: Optional[str]) -> str:
     return (platform or "").partition("CPU: ")[2]
 
 
+def trial_limit(run: dict, limit: Optional[float]) -> float:
+    """Return the seconds one re-run may take: the limit its run had (``--trial-timeout`` as
+    recorded in the run's configuration, else its profile's), never more than ``limit``."""
+    from robench.run.config import TRIAL_TIMEOUT
+
+    config = run.get("config") if isinstance(run.get("config"), dict) else {}
+    own = config.get("trial_timeout")
+    if not _number(own) or own <= 0:  # 0 (no limit) is not a limit a verifier takes over
+        own = TRIAL_TIMEOUT.get(config.get("profile"), TRIAL_TIMEOUT["standard"])
+    return float(own if limit is None else min(own, limit))
+
+
 def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
            contributor: Optional[str] = None,
-           on_trial: Optional[Callable[[dict], None]] = None) -> Verification:
+           on_trial: Optional[Callable[[dict], None]] = None,
+           trial_timeout: Optional[float] = None, budget: Optional[float] = None,
+           weighted: bool = False) -> Verification:
     """Re-run a stratified sample of ``store``'s ok trials here, compare, record; return it.
 
     ``contributor`` limits the sample to the trials of runs merged from that contributor.
-    ``on_trial`` is called with each checked trial's entry as it finishes.
+    ``on_trial`` is called with each checked trial's entry as it finishes. Each re-run runs
+    under the time limit its run had (:func:`trial_limit`, at most ``trial_timeout``) and the
+    re-runs together under ``budget`` seconds: a trial that does not finish in time, or is not
+    reached, is refused with the reason (``timed_out`` set), never matched. ``weighted``
+    draws the sample by influence (:func:`sample_trials`).
     """
     from robench.learn.devices import device_label
     from robench.process.liveness import host_name
@@ -307,7 +521,8 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     runs = {r["id"]: r for r in store.runs({r["run_id"] for r in rows
                                             if r.get("run_id") is not None})}
     with Rerunner(registry) as rerunner:
-        _check_sample(store, rows, sample, seed, runs, env, result, rerunner, on_trial)
+        _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial,
+                      trial_timeout=trial_timeout, budget=budget, weighted=weighted)
     from robench.storage.verification import save_verification
 
     result.record_id = save_verification(store, result, seed=seed, contributor=contributor,
@@ -316,24 +531,49 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     return result
 
 
-def _check_sample(store, rows, sample, seed, runs, env, result, rerunner, on_trial) -> None:
+def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
+                  trial_timeout=None, budget=None, weighted=False) -> None:
     """Re-run and compare each sampled trial, appending its entry to ``result.trials``."""
     registry = rerunner.registry
-    for stored in sample_trials(rows, sample, seed):
+    began = time.monotonic()
+    for stored in sample_trials(rows, sample, seed, weighted=weighted):
         entry = {c: stored.get(c) for c in ("key", "dataset", "model", "clusterer", "protocol",
                                             "kind", "repeat")}
         spec = stored.get("spec")
         why = "no stored spec" if not isinstance(spec, dict) else missing(spec, registry)
+        run = runs.get(stored.get("run_id")) or {}
+        limit = trial_limit(run, trial_timeout)
+        left = None if budget is None else budget - (time.monotonic() - began)
+        if why is None and left is not None and left <= 0:
+            why = f"not re-run: the verification's time budget of {budget:g} s was spent"
+            entry["timed_out"] = True
         if why is not None:
             entry.update(outcome="refused", reason=why)
         else:
+            limit = limit if left is None else min(limit, left)
             t0 = time.perf_counter()
             execution = execution_of(stored)
-            rerun = _stored_like(rerunner.run(spec, execution))
-            run = runs.get(stored.get("run_id")) or {}
+            rerun = _stored_like(rerunner.run(spec, execution, timeout=limit))
             exact = (stored.get("device") in (None, rerun.get("device"))
                      and _public(run.get("torch_version")) == _public(env["torch_version"])
                      and _cpu(run.get("platform")) == _cpu(env["platform"]))
+            error = rerun.get("error") or ""
+            if rerun.get("status") != "ok" and error.startswith("TrialTimeout"):
+                entry.update(outcome="refused", timed_out=True, seconds=round(
+                    time.perf_counter() - t0, 3), reason=f"did not finish within {limit:g} s "
+                    "here (the time limit its run had, at most the verifier's)")
+                result.trials.append(entry)
+                if on_trial is not None:
+                    on_trial(entry)
+                continue
+            if rerun.get("status") != "ok" and _unregistered(registry, spec.get("model")):
+                # a model the protocol does not build itself: not installed, not a mismatch
+                entry.update(outcome="refused", reason=f"model '{spec.get('model')}' is not "
+                             "installed here")
+                result.trials.append(entry)
+                if on_trial is not None:
+                    on_trial(entry)
+                continue
             if rerun.get("status") != "ok":
                 diffs = [{"column": "status", "stored": "ok", "rerun": "failed",
                           "tolerance": 0.0, "error": (rerun.get("error") or "").splitlines()[0]

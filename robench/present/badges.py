@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 from typing import Optional
-from xml.sax.saxutils import escape
+
+from robench.escaping import xml_attr, xml_text
 
 #: Colours by standing: first, top tenth, ranked, not ranked.
 COLOURS = {"first": "#2e7d32", "top": "#558b2f", "ranked": "#1565c0", "none": "#757575"}
@@ -27,13 +28,13 @@ def badge_svg(label: str, message: str, colour: str) -> str:
     lw, mw = _width(label), _width(message)
     w = lw + mw
     label_x, message_x = lw / 2, lw + mw / 2
-    title = escape(f"{label}: {message}")
-    label, message = escape(label), escape(message)
+    title = f"{label}: {message}"
+    label, message = xml_text(label), xml_text(message)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="20" role="img" '
-        f'aria-label="{title}"><title>{title}</title>'
+        f'aria-label="{xml_attr(title)}"><title>{xml_text(title)}</title>'
         f'<rect width="{lw}" height="20" fill="#555"/>'
-        f'<rect x="{lw}" width="{mw}" height="20" fill="{colour}"/>'
+        f'<rect x="{lw}" width="{mw}" height="20" fill="{xml_attr(colour)}"/>'
         '<g fill="#fff" text-anchor="middle" font-family="DejaVu Sans,Verdana,Geneva,sans-serif" '
         'font-size="11">'
         f'<text x="{label_x:g}" y="14">{label}</text>'

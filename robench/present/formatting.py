@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
+from robench.escaping import terminal
 from robench.stats import is_finite  # noqa: F401  (defined in stats; re-exported here)
 
 
@@ -57,22 +58,11 @@ def why_not(details: dict) -> str:
     return str(details.get("error") or "")
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7f, *range(0x80, 0xa0))}
-_CONTROL.update({0x09: "\\t", 0x0a: "\\n", 0x0d: "\\r"})
-_CONTROL.update({c: f"\\u{c:04x}" for c in (0x061c, 0x200e, 0x200f, *range(0x202a, 0x202f),
-                                              *range(0x2066, 0x206a))})
-_CONTROL_KEEP_LINES = {c: v for c, v in _CONTROL.items() if c not in (0x09, 0x0a)}
-
-
 def printable(value, lines: bool = False) -> str:
-    """Return ``value`` as text that cannot drive a terminal.
-
-    Control characters (C0, DEL and C1: every escape sequence starts with one) and the
-    bidirectional overrides that reorder what a line shows are written out as ``\\xNN`` or
-    ``\\uNNNN``. With ``lines``, tabs and line feeds are kept (text of several lines, CSV
-    cells, which the CSV writer quotes).
-    """
-    return str(value).translate(_CONTROL_KEEP_LINES if lines else _CONTROL)
+    """Return ``value`` as text that cannot drive a terminal (:func:`robench.escaping.terminal`:
+    C0, DEL, C1 and bidirectional controls written out as ``\\xNN`` or ``\\uNNNN``). With
+    ``lines``, tabs and line feeds are kept."""
+    return terminal(value, lines=lines)
 
 
 def interval_text(low, high, *, reason=None, floor=None, digits: int = 3) -> tuple:

@@ -38,6 +38,7 @@ import markupsafe
 from robench.present.leaderboard import (environment, not_applicable, registered_sections,
                                  chosen_configurations, format_number, format_percent,
                                  rank_rows)
+from robench.escaping import csv_cell
 from robench.present.badges import headline_badge
 from robench.present.formatting import is_finite
 from robench.storage.store import Store
@@ -330,7 +331,8 @@ def _downloads(scores: list) -> dict[str, bytes]:
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(EXPORT_COLUMNS)
     for r in rows:
-        writer.writerow(["" if r[c] is None else r[c] for c in EXPORT_COLUMNS])
+        # names are contributors' text: a spreadsheet must not read one as a formula
+        writer.writerow(["" if r[c] is None else csv_cell(r[c]) for c in EXPORT_COLUMNS])
     return {"scores.json": (js + "\n").encode("utf-8"), "scores.csv": buf.getvalue().encode()}
 
 

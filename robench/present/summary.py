@@ -94,6 +94,14 @@ def rank_text(row: Optional[dict]) -> str:
     return f"{row['rank']}{'=' if row.get('tied') else ''}"
 
 
+def _ordered(a: dict, b: dict) -> bool:
+    """Whether the rank column orders ``a`` above ``b``: their rank intervals do not overlap
+    where the family gives them (``rank_best``/``rank_worst``), else their ranks differ."""
+    if a.get("rank_worst") is not None and b.get("rank_best") is not None:
+        return a["rank_worst"] < b["rank_best"]
+    return a["rank"] != b["rank"]
+
+
 def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Optional[dict]:
     """Return one data set's summary table: its headline columns and one entry per model.
 
@@ -121,10 +129,10 @@ def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Opti
         pairs = len(tested)
         ordered = sum(1 for p in tested if p.get("status") in ("ordered", "equivalent"))
     elif ranked:
-        ranks = [r["rank"] for r in ranked["rows"] if r.get("model") in names
+        ranks = [r for r in ranked["rows"] if r.get("model") in names
                  and r.get("rank") is not None]
         pairs = max(len(ranks) - 1, 0)
-        ordered = sum(1 for a, b in zip(ranks, ranks[1:]) if a != b)
+        ordered = sum(1 for a, b in zip(ranks, ranks[1:]) if _ordered(a, b))
     return {"dataset": dataset, "ranked": ranked, "others": [h for h in heads if h is not ranked],
             "models": order, "ordered": ordered, "pairs": pairs,
             "unranked": [m for m in order if ranked and m in ranked["by_model"]

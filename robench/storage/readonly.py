@@ -123,6 +123,11 @@ _DENIED_ACTIONS = {
     32: "SAVEPOINT",
 }  # fmt: skip
 _PRAGMA = 19
+_FUNCTION = 31
+# SQL functions refused by name: fts3_tokenizer(name) returns a tokenizer's address (a heap
+# pointer) and fts3_tokenizer(name, pointer) makes SQLite call through any address given;
+# load_extension loads code.
+_DENIED_FUNCTIONS = {"fts3_tokenizer", "load_extension"}
 _UPDATE = 23
 # SQLite reports its own schema bookkeeping as UPDATEs of these while preparing plain reads
 # such as SELECT ... FROM pragma_table_info(...); a user cannot write them without a CREATE.
@@ -207,6 +212,9 @@ def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
             return sqlite3.SQLITE_OK
         if action in _DENIED_ACTIONS:
             refused.append(_DENIED_ACTIONS[action])
+            return sqlite3.SQLITE_DENY
+        if action == _FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
+            refused.append(f"{arg2.lower()}()")
             return sqlite3.SQLITE_DENY
         if action == _PRAGMA:
             name = (arg1 or "").lower()

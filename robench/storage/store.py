@@ -856,6 +856,9 @@ class Store:
                 if keys:
                     first_trial[ident] = keys[0]
         wanted = list(set(first_trial.values()))
+        trials = self.db["trials"]
+        if not trials.exists() or not {"key", "versions"} <= set(trials.columns_dict):
+            wanted = []  # an old or hand-made file without them: versions unknown, as text
         versions = {}
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]

@@ -13,6 +13,24 @@ import hashlib
 import json
 from typing import Optional
 
+#: Who writes a leaderboard's own records: ``robench publish``'s merge step records its verify
+#: step's verification of a contribution as ``"<PIPELINE>: publish verify of <file>"``.
+PIPELINE = "the leaderboard's pipeline"
+
+
+def own_record(record: dict) -> bool:
+    """Whether a verification record is this database's own: written by ``robench verify`` on
+    it (``recorded_in`` empty) or by the leaderboard's pipeline, never one a contributor
+    brought.
+
+    A merge marks every record it copies ``"<contributor> (<file>)"``, whatever the source
+    said, so a contributor's record always ends with ``)``; the pipeline's ends with the
+    contribution's file name (``.db``) and cannot be forged through a merge.
+    """
+    where = record.get("recorded_in")
+    return not where or (where.startswith(f"{PIPELINE}: publish verify of ")
+                         and where.endswith(".db"))
+
 
 def save_verification(store, result, *, seed: int, contributor: Optional[str],
                       environment: dict, plugin_versions: dict, finished_at: str) -> int:
@@ -53,13 +71,19 @@ def verifications(store) -> list:
 
 def status(records: list, *, dataset: Optional[str] = None,
            model: Optional[str] = None) -> dict:
-    """Return the latest verification of the trials of ``model`` and/or ``dataset``.
+    """Return the latest verification of the trials of ``model`` and/or ``dataset``: the
+    newest of this database's own records, else the newest a contributor brought.
 
     ``{"verified": k, "sampled": n, "mismatched": m, "refused": r, "host", "date",
     "recorded_in", "text"}`` from the newest record that re-ran any such trial, or
     ``{"text": "not verified"}``.
     """
-    for record in reversed(records):
+    # this database's own verifier first (robench verify on it, or the leaderboard's
+    # pipeline), newest first; a record a contributor brought is shown only where no own
+    # record covers the trials, and says whose
+    ordered = ([r for r in reversed(records) if own_record(r)]
+               + [r for r in reversed(records) if not own_record(r)])
+    for record in ordered:
         mine = [t for t in (record.get("trials") or []) if isinstance(t, dict)
                 and (dataset is None or t.get("dataset") == dataset)
                 and (model is None or t.get("model") == model)
@@ -69,8 +93,10 @@ def status(records: list, *, dataset: Optional[str] = None,
         k = sum(t["outcome"] == "match" for t in mine)
         date = str(record.get("finished_at") or "")[:10]
         text = f"verified {k} of {len(mine)} sampled trials on {record.get('host')}, {date}"
-        if record.get("recorded_in"):
+        if own_record(record) and record.get("recorded_in"):
             text += f" (recorded in {record['recorded_in']})"
+        elif record.get("recorded_in"):
+            text += f" (as reported by {record['recorded_in']}, not re-run here)"
         return {"verified": k, "sampled": len(mine), "mismatched": len(mine) - k,
                 "host": record.get("host"), "date": date,
                 "recorded_in": record.get("recorded_in"), "text": text}

@@ -190,11 +190,11 @@ def test_a_merge_keeps_each_contributions_verification_history(ran, tmp_path):
     rows = json.loads(run("results", "--db", merged, "--format", "json").output)
     texts = {r["model"]: r["verification"]["text"] for r in rows}
     assert texts["centroid"].startswith("verified 1 of 1 sampled trials on ")
-    assert texts["centroid"].endswith("(recorded in alice (alice.db))")
+    assert texts["centroid"].endswith("(as reported by alice (alice.db), not re-run here)")
     # the maintainer's own verification of the merged database comes on top of it
     assert run("verify", "--db", merged, "--sample", "4").exit_code == 0
     rows = json.loads(run("results", "--db", merged, "--format", "json").output)
-    assert not any("recorded in" in r["verification"]["text"] for r in rows)
+    assert not any("reported by" in r["verification"]["text"] for r in rows)
     conn = sqlite3.connect(merged)
     assert [r[0] for r in conn.execute("SELECT recorded_in FROM verifications ORDER BY id")] \
         == ["alice (alice.db)", None]

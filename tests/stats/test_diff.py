@@ -58,7 +58,7 @@ def test_a_score_edited_down_is_worse_and_exits_1_in_every_format(two_copies):
     assert worse["high"] == pytest.approx(-0.5 + (2 * (half / 2) ** 2) ** 0.5)
     assert out["counts"]["worse"] == 1
     md = run("diff", a, b, "--format", "markdown")
-    assert md.exit_code == 1 and "| tiny | centroid | kmeans | rho | rho |" in md.output
+    assert md.exit_code == 1 and "| `tiny` | `centroid` | `kmeans` | `rho` | `rho` |" in md.output
     # the other way round it got better, which is no failure
     assert run("diff", b, a, "--metric", "rho").exit_code == 0
 

@@ -95,25 +95,44 @@ def test_a_conflicting_trial_is_reported_and_kept_apart(two, tmp_path):
     forged = tmp_path / "mallory.db"
     with another_run(a, forged) as conn:
         (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
-        conn.execute("UPDATE trials SET accuracy = 0.123 WHERE key = ?", (key,))
+        # a result that is consistent in itself (an accuracy edited alone contradicts its
+        # per-class accuracies and is refused whole: tests/reliability/test_hostile_leaderboard)
+        conn.execute("UPDATE trials SET best_epoch = 7 WHERE key = ?", (key,))
     c = tmp_path / "c.db"
     assert run("merge", a, "--db", c).exit_code == 0
     res = run("merge", forged, "--db", c)
-    assert res.exit_code == 0
+    assert res.exit_code == 0, res.output
     assert "1 conflicting" in res.output and "1 conflict(s)" in res.output
-    assert f"trial {key[:16]} (tiny " in res.output and "differs in accuracy: accuracy kept" in res.output
-    assert "incoming 0.123; kept the one from alice (alice.db, run 1 there)" in res.output
+    assert f"trial {key[:16]} (tiny " in res.output \
+        and "differs in best_epoch: best_epoch kept" in res.output
+    assert "incoming 7; kept the one from alice (alice.db, run 1 there)" in res.output
     conn = sqlite3.connect(c)
-    assert conn.execute("SELECT accuracy FROM trials WHERE key = ?", (key,)).fetchone()[0] \
-        != 0.123  # the stored result is kept
+    assert conn.execute("SELECT best_epoch FROM trials WHERE key = ?", (key,)).fetchone()[0] \
+        != 7  # the stored result is kept
     (kind, columns, contributor, incoming) = conn.execute(
         "SELECT kind, columns, contributor, incoming FROM conflicts").fetchone()
-    assert (kind, json.loads(columns), contributor) == ("trial", ["accuracy"], "mallory")
-    assert json.loads(incoming)["accuracy"] == 0.123
+    assert (kind, json.loads(columns), contributor) == ("trial", ["best_epoch"], "mallory")
+    assert json.loads(incoming)["best_epoch"] == 7
     conn.close()
     first = dump(c)
     assert run("merge", forged, "--db", c).exit_code == 0
     assert dump(c) == first  # the conflict is recorded once
+
+
+def test_a_self_contradicting_trial_is_refused(two, tmp_path):
+    """An accuracy edited by hand contradicts the trial's own correct bits and per-class
+    accuracies: merge refuses the source whole, the target is unchanged (issue 40)."""
+    a, _ = two
+    forged = tmp_path / "mallory.db"
+    with another_run(a, forged) as conn:
+        (key,) = conn.execute("SELECT key FROM trials WHERE status = 'ok' LIMIT 1").fetchone()
+        conn.execute("UPDATE trials SET accuracy = 0.123 WHERE key = ?", (key,))
+    c = tmp_path / "c.db"
+    assert run("merge", a, "--db", c).exit_code == 0
+    first = dump(c)
+    res = run("merge", forged, "--db", c)
+    assert res.exit_code == 2 and "contradicts itself" in res.output, res.output
+    assert dump(c) == first
 
 
 def test_an_old_contributor_database_is_migrated_in_a_copy(tmp_path):

@@ -21,7 +21,7 @@ def register_protocols(register):
         name=protocol.NAME, version=protocol.VERSION, plan=protocol.plan, run=protocol.run,
         trial_versions=tuple(sorted(set(protocol.KIND_VERSIONS.values()) - {protocol.VERSION})),
         prepare=protocol.prepare, sources_per_class=lambda cfg: cfg.k,
-        preconditions=protocol.preconditions,
+        preconditions=protocol.preconditions, partition=protocol.partition,
         description="Per class k sources by clustering; R repeats each of source-inclusive, "
                     "source-exclusive and stratified random train/test partitions.",
     ))

@@ -1,0 +1,169 @@
+"""One escaping function per output language robench writes text from other people into.
+
+Names, paths, reasons and values come from contributed databases, plugins and file names: a
+leaderboard repository prints, renders and serves them. Each writer escapes for the language it
+writes, with the function of that language here, and nothing else:
+
+=================  ==========================================================================
+``terminal``       a line on a terminal: C0/C1 control characters (every escape sequence starts
+                   with one), lone surrogates and the bidirectional controls that reorder what a
+                   line shows (U+202E ...) written out as ``\\xNN`` / ``\\uNNNN``
+``xml_text``       SVG/XML character data: ``& < >`` as entities, characters XML 1.0 forbids
+                   escaped visibly
+``xml_attr``       a double- or single-quoted XML attribute value: ``xml_text`` plus both quotes
+                   and the whitespace an attribute would normalise away
+``markdown_code``  a name in GitHub-flavoured Markdown: an inline code span fenced with more
+                   backticks than the name holds, on one line (no raw HTML, image, link,
+                   mention or heading can come out of a code span); ``markdown_cell`` is the
+                   same inside a table (``|`` escaped)
+``markdown_text``  prose from data outside a code span: one line, the punctuation that opens
+                   inline syntax (emphasis, code, links, images, HTML, entities, tables)
+                   backslash-escaped and a block marker at its start, ``@`` mentions broken
+``csv_cell``       a spreadsheet cell: text starting with ``= + - @``, a tab or a carriage
+                   return (a formula to Excel, LibreOffice, Google Sheets) gets a leading ``'``
+``json_text``      JSON: ``allow_nan=False`` with every non-finite float written as ``null``
+=================  ==========================================================================
+
+This module imports nothing of robench (ground room): every room may use it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+# --------------------------------------------------------------------------- terminal
+
+#: Bidirectional formatting characters: they reorder how a line is shown (Trojan Source).
+BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_TERMINAL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0))}
+_TERMINAL.update({0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"})
+# line and paragraph separators end a line in some terminals and editors; surrogates cannot be
+# encoded (printing one raises UnicodeEncodeError)
+_TERMINAL.update({c: f"\\u{c:04x}" for c in (*BIDI, 0x2028, 0x2029, *range(0xD800, 0xE000))})
+_TERMINAL_LINES = {c: v for c, v in _TERMINAL.items() if c not in (0x09, 0x0A)}
+
+
+def terminal(value: Any, lines: bool = False) -> str:
+    """Return ``value`` as text that cannot drive a terminal or reorder its line.
+
+    With ``lines``, tabs and line feeds are kept (text of several lines that robench itself
+    lays out); without, the result is one line.
+    """
+    return str(value).translate(_TERMINAL_LINES if lines else _TERMINAL)
+
+
+# -------------------------------------------------------------------------------- XML
+
+# XML 1.0 allows tab, LF, CR and everything from U+0020 except surrogates, U+FFFE and U+FFFF
+_XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# a carriage return in character data is read back as a line feed unless referenced
+_XML_TEXT = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", 0x0D: "&#13;"}
+_XML_ATTR = {**_XML_TEXT, ord('"'): "&quot;", ord("'"): "&#39;", 0x09: "&#9;", 0x0A: "&#10;",
+             0x0D: "&#13;"}
+
+
+def _xml_visible(text: str) -> str:
+    # a character XML cannot hold even as a reference is shown as its code, never dropped
+    return _XML_FORBIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def xml_text(value: Any) -> str:
+    """Return ``value`` as XML character data (between tags)."""
+    return _xml_visible(str(value)).translate(_XML_TEXT)
+
+
+def xml_attr(value: Any) -> str:
+    """Return ``value`` for a quoted XML attribute value (either quote)."""
+    return _xml_visible(str(value)).translate(_XML_ATTR)
+
+
+# --------------------------------------------------------------------------- Markdown
+
+_BACKTICKS = re.compile("`+")
+# what can open emphasis, code, links, images, raw HTML, entities, tables or strikethrough
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]<>!|~&#$])")
+# what starts a block at the beginning of a line (list, quote, heading underline, ordered list)
+_MD_BULLET = re.compile(r"^([-+=])")
+_MD_ORDERED = re.compile(r"^(\d+)([.)])")
+
+
+def _one_line(value: Any) -> str:
+    # control characters (newlines first: a new line can start a heading, a list or raw HTML)
+    # are written out as in a terminal
+    return terminal(value)
+
+
+def markdown_code(value: Any) -> str:
+    """Return ``value`` as one inline code span (empty text gives an empty string).
+
+    The fence is one backtick longer than the longest run of backticks inside; a space pads
+    text that starts or ends with a backtick or a space (CommonMark strips one from each side).
+    """
+    text = _one_line(value)
+    if not text:
+        return ""
+    fence = "`" * (max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
+    if text[0] in "` " or text[-1] in "` ":
+        text = f" {text} "
+    return f"{fence}{text}{fence}"
+
+
+def markdown_cell(value: Any) -> str:
+    """Return ``value`` as a code span inside a Markdown table cell (``|`` escaped: GFM splits
+    cells on a pipe even inside a code span)."""
+    return markdown_code(value).replace("|", "\\|")
+
+
+def markdown_text(value: Any) -> str:
+    """Return ``value`` as Markdown prose: one line, the punctuation that opens inline syntax
+    backslash-escaped (no emphasis, code, link, image, HTML, entity or table syntax), a block
+    marker at its start escaped (no list, quote or heading), mentions broken by a word joiner
+    after ``@`` (GitHub links ``@name`` even when the ``@`` is escaped)."""
+    text = _MD_PUNCTUATION.sub(r"\\\1", _one_line(value))
+    text = _MD_ORDERED.sub(r"\1\\\2", _MD_BULLET.sub(r"\\\1", text))
+    return text.replace("@", "@\u2060")
+
+
+# -------------------------------------------------------------------------------- CSV
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """Return ``value`` for a CSV cell: numbers and None as they are; text with its control
+    characters escaped (line feeds and tabs kept: the writer quotes them) and a leading ``'``
+    when it would start a formula."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    text = str(value)
+    if text.startswith(FORMULA_PREFIXES):
+        text = "'" + text
+    return terminal(text, lines=True)
+
+
+# ------------------------------------------------------------------------------- JSON
+
+
+def finite(value: Any) -> Any:
+    """Return ``value`` (JSON-like) with every non-finite float as None, tuples as lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return finite(value.tolist())  # numpy scalars and arrays
+    return value
+
+
+def json_text(value: Any, **kwargs) -> str:
+    """Return ``value`` as standard JSON (no NaN or Infinity: they are null)."""
+    kwargs.setdefault("default", str)
+    return json.dumps(finite(value), allow_nan=False, **kwargs)
