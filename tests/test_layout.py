@@ -376,3 +376,46 @@ def test_an_import_of_an_old_or_missing_module_path_is_found(tmp_path):
                                 "def f():\n    from robench.trials import make_spec\n")
     assert missing_modules(scan(tmp_path)) == [
         "robench.api: import robench.cache", "robench.api: import robench.trials"]
+
+
+# --- one shape per family ------------------------------------------------------------------
+
+
+FAMILY_DIR = ROOT / "robench" / "families"
+
+
+def test_every_family_metric_module_owns_its_name_version_definition_and_aggregate():
+    """A metric's name, version, definition and aggregate come from one module, its own."""
+    import importlib
+
+    from robench.plugins import get_registry
+
+    checked = 0
+    for spec in get_registry().all("metrics"):
+        module_name = spec.aggregate.__module__
+        if not module_name.startswith("robench.families."):
+            continue
+        module = importlib.import_module(module_name)
+        assert (module.METRIC, module.VERSION, module.DEFINITION, spec.aggregate) == (
+            spec.name, spec.version, spec.definition, module.aggregate), module_name
+        checked += 1
+    assert checked >= 6  # rho, adequacy, lost-test, coverage, purity-ratio, shifted-cv
+
+
+def _version_literals(path: Path) -> list:
+    """Return the lines of ``version=`` keywords given a literal in a module's calls."""
+    return [kw.value.lineno for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Call) for kw in node.keywords
+            if kw.arg == "version" and isinstance(kw.value, ast.Constant)]
+
+
+def test_a_family_init_only_wires_no_version_literal():
+    offenders = {str(p.relative_to(ROOT)): lines for p in sorted(FAMILY_DIR.glob("*/__init__.py"))
+                 if (lines := _version_literals(p))}
+    assert offenders == {}
+
+
+def test_a_version_literal_in_a_family_init_is_found(tmp_path):
+    init = tmp_path / "__init__.py"
+    init.write_text("register(MetricSpec(name=metric.METRIC,\n    version='3'))\n")
+    assert _version_literals(init) == [2]

@@ -14,7 +14,7 @@ import pytest
 import robench.testing as kit
 import robench.testing.models as kit_models
 from robench import hookimpl
-from robench.families.source_aware.rho import aggregate_rho
+from robench.families.source_aware.rho import aggregate as aggregate_rho
 from robench.data import Dataset
 from robench.plugins import Registry, make_plugin_manager, make_registry
 from robench.specs import (ClustererSpec, DatasetSpec, MetricSpec, ModelContext, ModelSpec,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from robench import hookimpl
-from robench.families.source_aware.rho import aggregate_rho
+from robench.families.source_aware.rho import aggregate as aggregate_rho
 from robench.specs import MetricSpec
 
 #: Groups the spy metric's aggregate was called for, as (dataset, model, clusterer) tuples.

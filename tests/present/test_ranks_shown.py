@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from robench.cli import cli
-from robench.families.source_aware.rho import VERSION, aggregate_rho
+from robench.families.source_aware.rho import VERSION
+from robench.families.source_aware.rho import aggregate as aggregate_rho
 from robench.present.site import build_site
 from robench.run.scoring import save_scores
 from robench.storage.store import Store

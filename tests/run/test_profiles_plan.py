@@ -24,7 +24,7 @@ import pytest
 from robench.data import sources as sources_mod
 from robench.run.config import RunConfig
 from robench.families.shifted_cv import protocol as shifted_cv
-from robench.families.source_aware import adequacy
+from robench.families.source_aware import adequacy_protocol as adequacy
 from robench.families.source_aware import protocol as source_aware
 from robench.learn.reference_model import reference_split
 from robench.run.runner import plan_run

@@ -9,8 +9,9 @@ partitions), the ``random-split`` protocol (its random partitions alone) and the
 from __future__ import annotations
 
 from robench import hookimpl
-from robench.families.source_aware import (adequacy, claims, leaderboard, metric, protocol,
-                                           random_split, report, rho)
+from robench.families.source_aware import (adequacy, adequacy_protocol, claims, leaderboard,
+                                           lost_test, protocol, random_split_protocol, report,
+                                           rho)
 from robench.specs import LeaderboardSection, MetricSpec, PairedComparison, ProtocolSpec
 
 
@@ -26,15 +27,18 @@ def register_protocols(register):
                     "source-exclusive and stratified random train/test partitions.",
     ))
     register(ProtocolSpec(
-        name=random_split.NAME, version=random_split.VERSION, plan=random_split.plan,
-        run=random_split.run,
+        name=random_split_protocol.NAME, version=random_split_protocol.VERSION, plan=random_split_protocol.plan,
+        run=random_split_protocol.run,
         description="The source-aware protocol's stratified random splits alone (same trials, "
                     "shared by key), for metrics that need no clusterer.",
     ))
     register(ProtocolSpec(
-        name=adequacy.NAME, version=adequacy.VERSION, plan=adequacy.plan, run=adequacy.run,
-        trial_versions=tuple(sorted(set(adequacy.KIND_VERSIONS.values()) - {adequacy.VERSION})),
-        prepare=adequacy.prepare, section=adequacy.SECTION, knobs=adequacy.KNOBS,
+        name=adequacy_protocol.NAME, version=adequacy_protocol.VERSION,
+        plan=adequacy_protocol.plan, run=adequacy_protocol.run,
+        trial_versions=tuple(sorted(set(adequacy_protocol.KIND_VERSIONS.values())
+                                    - {adequacy_protocol.VERSION})),
+        prepare=adequacy_protocol.prepare, section=adequacy_protocol.SECTION,
+        knobs=adequacy_protocol.KNOBS,
         sources_per_class=lambda cfg: cfg.k, preconditions=protocol.preconditions,
         description="Nested, stratified subsets of each source-aware training partition "
                     "(test partitions fixed): the training-size sweep.",
@@ -48,11 +52,11 @@ def register_metrics(register):
         name=rho.METRIC,
         description="Source-aware robustness E[AccX]/E[AccI] with the interval and Fieller's CI.",
         protocol=protocol.NAME,
-        aggregate=rho.aggregate_rho,
-        definition=rho.RHO_DEFINITION,
+        aggregate=rho.aggregate,
+        definition=rho.DEFINITION,
         higher_is_better=True,
         uses_clusterer=True,
-        version=rho.VERSION,  # 2: Fieller / t intervals (the bootstrap under-covered)
+        version=rho.VERSION,
         report=report.rho_lines,
         claims=claims.rho_claims,
         paired=PairedComparison(score=rho.METRIC, values=rho.paired_values,
@@ -70,16 +74,15 @@ def register_metrics(register):
         display_order=10,
     ))
     register(MetricSpec(
-        name=metric.ADEQUACY,
+        name=adequacy.METRIC,
         description="Dataset adequacy: E[AccX], E[AccI] and rho as the training set grows, "
                     "per class too.",
-        protocol=adequacy.NAME,
-        aggregate=metric.aggregate_adequacy,
-        definition=metric.ADEQUACY_DEFINITION,
+        protocol=adequacy_protocol.NAME,
+        aggregate=adequacy.aggregate,
+        definition=adequacy.DEFINITION,
         higher_is_better=True,
         uses_clusterer=True,
-        # 2: Fieller / t intervals, as rho; 3: per-size accuracies carry their repeats
-        version="3",
+        version=adequacy.VERSION,
         report=report.adequacy_lines,
         claims=claims.adequacy_claims,
         leaderboard=LeaderboardSection(build=leaderboard.adequacy_section,
@@ -93,16 +96,14 @@ def register_metrics(register):
         display_order=60,
     ))
     register(MetricSpec(
-        name=metric.LOST_TEST,
+        name=lost_test.METRIC,
         description="Lost-test-set estimators vs the true test accuracy of the random "
                     "splits; headline: the realistic estimator's (practical_logged) error.",
-        protocol=random_split.NAME,
-        aggregate=metric.aggregate_lost_test,
-        definition=metric.LOST_TEST_DEFINITION,
+        protocol=random_split_protocol.NAME,
+        aggregate=lost_test.aggregate,
+        definition=lost_test.DEFINITION,
         uses_clusterer=False,
-        # 2: batches sampled as hypergeometric counts (same distribution); 3: headline
-        # 'lost-test' = the realistic estimator's (practical_logged) absolute error
-        version="3",
+        version=lost_test.VERSION,
         higher_is_better=False,
         report=report.lost_test_lines,
         claims=claims.lost_test_claims,

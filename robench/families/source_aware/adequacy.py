@@ -1,376 +1,100 @@
-"""Dataset adequacy (Kilinc & Uysal, section 5.2): rho as the training set grows.
-
-For every repeat r and kind (inclusive, exclusive) the test partition is *exactly* the
-source-aware protocol's (same seed, repeat and kind: it is computed by
-:func:`robench.families.source_aware.protocol.partition`). The training partition is then cut down to
-nested, stratified subsets: one seeded, stratified ordering of the training partition per
-(seed, repeat, kind) is drawn once, and a subset of size n is its first n samples, so a larger
-subset contains every smaller one. Validation for early stopping is carved from the subset
-(``val_fraction``, stratified), never from the test partition; a size counts fit and
-validation samples together, as the full-size run's "training partition" does. Every subset
-gets as many gradient steps as the full-size run (:func:`scaled_budget`), so the curve measures
-data, not under-training.
-
-The full-size point of the curve *is* the source-aware trial of the same (seed, repeat, kind):
-:func:`plan` returns that trial's spec, so it is shared by key with the ``rho`` metric and
-trained once. Smaller sizes are trials of this protocol, keyed per size.
-
-Scores per size: E[AccI], E[AccX] (t CIs), rho with Fieller's CI; the smallest size from which
-E[AccI] (and, separately, E[AccX]) stays within 1 point of its full-size value; per class the
-interval and rho at every size, and a ranking of the least robust classes with a reading.
-"""
+"""The ``adequacy`` metric (Kilinc & Uysal, section 5.2): E[AccX], E[AccI] and rho as the
+training set grows, per class too, from the ``adequacy`` protocol's trials."""
 
 from __future__ import annotations
 
-import math
+from robench.families.source_aware import adequacy_protocol as ad
+from robench.families.source_aware import protocol as sa
+from robench.families.source_aware.rho import mean_score_interval, rho_interval
+from robench.specs import Score
 
-import numpy as np
-
-from robench.families.source_aware import protocol as source_aware
-from robench.stats.seeds import derived_seed
-from robench.specs import Knob
-from robench.present.formatting import percent
-from robench.data.splitters import KIND_CODES, partition_rng, validation_split
-from robench.run.trials import Combo, fit_and_score, trial_key
-
-NAME = "adequacy"
-#: 2: the exclusive test partitions are the source-aware protocol 2's (balanced held-out
-#: design); inclusive trials keep version 1's keys (their partitions did not change).
-VERSION = "2"
-KIND_VERSIONS = {"inclusive": "1", "exclusive": VERSION}
-KINDS = ("inclusive", "exclusive")
-#: Subset sizes used when the profile names none (the full training partition is always added).
-DEFAULT_SIZES = (100, 300, 1000, 3000)
-#: "Enough data": E[Acc] within this distance (1 point) of its full-size value.
-ENOUGH_TOLERANCE = 0.01
-#: Extra stream of partition_rng for the nested ordering (1 is the validation split's).
-_ORDER_STREAM = 2
-FULL = "full"
-
-
-# --- planning --------------------------------------------------------------------------------
-
-
-SECTION = "adequacy"
-
-#: The sweep's knobs (``--set adequacy.KEY=VALUE``); repeats null = the run's repeats.
-KNOBS = (
-    Knob("repeats", "int", "repeats per size (capped by --repeats); null: the run's repeats",
-         default=None, profiles={"quick": 2, "standard": 4}, minimum=1, maximum=10_000,
-         nullable=True),
-    Knob("sizes", "list", "nominal training sizes of the sweep (below the full partition)",
-         default=list(DEFAULT_SIZES),
-         profiles={"quick": [100, 300, 1000], "paper": [100, 300, 1000, 3000, 10000, 30000]},
-         items="int", minimum=2, min_items=1),
+METRIC = "adequacy"
+#: 2: Fieller / t intervals, as rho; 3: per-size accuracies carry their repeats.
+VERSION = "3"
+DEFINITION = (
+    "Dataset adequacy (Kilinc & Uysal, section 5.2). For each repeat and each of the "
+    "source-inclusive and source-exclusive partitions, the test partition is exactly the "
+    "source-aware protocol's (same seed, repeat, kind); the model is trained on nested, "
+    "stratified, seeded subsets of that partition's training part (default sizes 100, 300, "
+    "1000, 3000 where the partition is larger, plus the full partition, which is the rho "
+    "metric's own trial). A size counts fit + validation samples; validation is carved from the "
+    "subset. Per size: E[AccX], E[AccI] (means over repeats, Student-t CI clipped to [0, 1]) and "
+    "rho = E[AccX]/E[AccI] with Fieller's CI (version 2; version 1 used a percentile "
+    "bootstrap, which under-covers at a few repeats); None with the reason where undefined. "
+    "Each per-size accuracy score lists the repeat of each value (version 3), since every "
+    "size of repeat r is tested on repeat r's partitions. enough_inclusive / "
+    "enough_exclusive: the smallest size from which E[AccI] (E[AccX]) stays within 1 point of "
+    "its full-size value. Per class: E[AccX_c], E[AccI_c], rho_c at every size (paper Figures "
+    "9-10); worst_class_rho is the lowest full-size rho_c, with every class ranked least robust "
+    "first and a one-line reading in its details."
 )
 
 
-def settings(cfg) -> tuple:
-    """Return (repeats, nominal sizes) of the adequacy sweep for a run configuration.
-
-    Repeats are the ``adequacy.repeats`` knob capped by ``cfg.repeats`` (so ``--repeats 1``
-    also shrinks the sweep); ``None`` means ``cfg.repeats``.
-    """
-    knobs = cfg.knobs[SECTION]
-    wanted = knobs.get("repeats")
-    repeats = cfg.repeats if wanted is None else max(1, min(int(wanted), cfg.repeats))
-    sizes = sorted({int(s) for s in (knobs.get("sizes") or DEFAULT_SIZES)})
-    if any(s < 2 for s in sizes):
-        raise ValueError(f"adequacy sizes must be at least 2, got {sizes}")
-    return repeats, sizes
-
-
-def usable_sizes(sizes, n_samples: int, test_size: float, k: int) -> list:
-    """Return the nominal sizes smaller than the training partition is expected to be.
-
-    The inclusive training partition holds about (1 - test_size)·N samples, the exclusive one
-    about (1 - 1/k)·N; a size at or above the smaller of the two would only repeat the full
-    run. A size that still exceeds one repeat's partition (uneven sources) is capped at run
-    time and flagged in the scores.
-    """
-    limit = n_samples * (1 - max(test_size, 1 / max(int(k or 2), 2)))
-    return [s for s in sizes if s < limit]
-
-
-def _n_samples(registry, name: str):
-    try:  # loaded once per registry: the driver's preparation and trials reuse it
-        return int(registry.load_dataset(name).y.shape[0])
-    except Exception:  # noqa: BLE001 - the trials will record the loading error themselves
-        return None
-
-
-def plan(combo: Combo, cfg, registry) -> list:
-    """Return the trial specs of one (dataset, model, clusterer): kinds x repeats x sizes.
-
-    The full-size specs are the source-aware protocol's own (shared by key with ``rho``).
-    """
-    repeats, sizes = settings(cfg)
-    n = _n_samples(registry, combo.dataset.name)
-    if n is not None:
-        sizes = usable_sizes(sizes, n, cfg.test_size, cfg.k)
-    versions = {
-        **registry.dataset_versions(combo.dataset.name),
-        "model": registry.component_version("models", combo.model.name),
-        "clusterer": registry.component_version("clusterers", combo.clusterer.name),
-    }
-    full = {(s["kind"], s["repeat"]): s for s in source_aware.plan(combo, cfg, registry)
-            if s["kind"] in KINDS and s["repeat"] < repeats}
-    specs = []
-    for kind in KINDS:
-        for r in range(repeats):
-            for size in sizes:
-                spec = {
-                    "protocol": NAME,
-                    "dataset": combo.dataset.name,
-                    "model": combo.model.name,
-                    "clusterer": combo.clusterer.name,
-                    "kind": kind,
-                    "repeat": r,
-                    "seed": cfg.seed,
-                    "params": {
-                        "k": cfg.k,
-                        "test_size": cfg.test_size,
-                        "val_fraction": cfg.val_fraction,
-                        "train": cfg.train,
-                        "size": int(size),
-                        **({"held_out": source_aware.HELD_OUT} if kind == "exclusive" else {}),
-                    },
-                    "versions": {"protocol": KIND_VERSIONS[kind], **versions},
-                }
-                spec["key"] = trial_key(spec)
-                specs.append(spec)
-            specs.append(full[(kind, r)])
-    return specs
-
-
-def prepare(combo: Combo, cfg, registry, dataset) -> dict:
-    """Find (or load from cache) the sources, exactly as the source-aware protocol does."""
-    return source_aware.prepare(combo, cfg, registry, dataset)
-
-
-# --- partitions ------------------------------------------------------------------------------
-
-
-def stratified_order(idx, y, rng: np.random.Generator) -> np.ndarray:
-    """Return ``idx`` reordered so that every prefix is stratified by class.
-
-    Each class is shuffled; its j-th sample gets the position key (j + u_c) / n_c with one
-    random offset u_c per class, and all samples are sorted by key. A prefix of length m then
-    holds within 1 + C·n_c/N of m·n_c/N samples of class c (C classes), and prefixes are
-    nested by construction.
-    """
-    idx = np.asarray(idx)
-    labels = np.asarray(y)[idx]
-    members, keys = [], []
-    for c in np.unique(labels):
-        in_c = rng.permutation(idx[labels == c])
-        offset = rng.random()
-        members.append(in_c)
-        keys.append((np.arange(in_c.size) + offset) / in_c.size)
-    if not members:
-        return idx[:0]
-    order = np.argsort(np.concatenate(keys), kind="stable")
-    return np.concatenate(members)[order]
-
-
-def nested_subset(train_idx, y, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Return the first ``size`` samples of the stratified ordering of ``train_idx`` (sorted)."""
-    order = stratified_order(train_idx, y, rng)
-    return np.sort(order[: int(size)])
-
-
-def partition(spec: dict, dataset, registry) -> tuple:
-    """Return (fit, val, test) indices of an adequacy trial spec (pure function of the spec).
-
-    The test partition and the training partition it leaves are the source-aware protocol's
-    for the same (seed, repeat, kind); the training partition is then cut to the nested
-    subset of ``params['size']`` samples, and validation is carved from that subset.
-    """
-    return _partition(spec, dataset, registry)[:3]
-
-
-def _partition(spec: dict, dataset, registry) -> tuple:
-    """Return (fit, val, test, fit part of the full-size run) of an adequacy trial spec."""
-    fit_all, val_all, test = source_aware.partition(spec, dataset, registry)
-    train_all = np.union1d(fit_all, val_all)
-    size = int(spec["params"]["size"])
-    kind, r, seed = spec["kind"], spec["repeat"], spec["seed"]
-    subset = nested_subset(train_all, dataset.y, min(size, train_all.size),
-                           partition_rng(seed, r, kind, _ORDER_STREAM))
-    fit, val = validation_split(subset, dataset.y, spec["params"]["val_fraction"],
-                                partition_rng(seed, r, kind, 1, size))
-    if val.size == 0 and subset.size >= 2:
-        # Too few samples per class for a stratified fraction: keep one for early stopping.
-        fit, val = subset[1:], subset[:1]
-    return fit, val, test, fit_all
-
-
-def scaled_budget(train: dict, n_fit: int, n_fit_full: int) -> dict:
-    """Return the training budget giving a subset as many gradient steps as the full size.
-
-    With a fixed epoch budget a 100-sample subset would get a handful of mini-batch steps and
-    the curve would measure under-training, not data; the paper trains every size until the
-    test error stops falling. Epochs and patience are therefore multiplied by the ratio of
-    mini-batches per epoch (full / subset); early stopping on validation still ends training
-    once it stops improving. Budgets without ``max_epochs`` (e.g. an SVM's) are left alone.
-    """
-    budget = dict(train)
-    if "max_epochs" not in budget or n_fit <= 0:
-        return budget
-    bs = max(1, int(budget.get("batch_size") or 128))
-    scale = math.ceil(n_fit_full / bs) / math.ceil(n_fit / bs)
-    if scale > 1:
-        budget["max_epochs"] = int(math.ceil(budget["max_epochs"] * scale))
-        if budget.get("patience"):
-            budget["patience"] = int(math.ceil(budget["patience"] * scale))
-    return budget
-
-
-def run(spec: dict, env) -> dict:
-    """Run one trial: nested subset of the training partition, train, score on the fixed test."""
-    dataset = env.dataset(spec["dataset"])
-    fit, val, test, fit_full = _partition(spec, dataset, env.registry)
-    model_spec = env.registry.get("models", spec["model"])
-    seed = derived_seed(spec["seed"], spec["repeat"], KIND_CODES[spec["kind"]],
-                        spec["params"]["size"])
-    budget = scaled_budget(spec["params"]["train"], len(fit), len(fit_full))
-    return fit_and_score(model_spec, dataset, fit, val, test, seed=seed, train_budget=budget)
-
-
-# --- the science: pure functions over trial rows ---------------------------------------------
-
-
-def size_label(row: dict):
-    """Return a trial row's nominal size, or ``"full"`` for a source-aware (full-size) trial."""
-    size = (row.get("params") or {}).get("size")
-    return FULL if size is None else int(size)
-
-
-def _sort_key(label):
-    return (1, 0) if label == FULL else (0, label)
-
-
-def size_curves(trials: list, clusterer: str = None) -> list:
-    """Return one entry per size (ascending, ``full`` last) from successful trial rows.
-
-    Each entry: label, acc_exclusive / acc_inclusive (per-repeat lists), repeats_exclusive /
-    repeats_inclusive (the repeat index of each of those values: every size of repeat r is
-    tested on repeat r's partitions, so sizes pair by repeat), n_samples (mean subset size:
-    fit + validation), n_capped (repeats whose partition was smaller than the nominal size),
-    per_class_exclusive / per_class_inclusive (per-repeat per-class lists).
-    """
-    by_size: dict = {}
-    for t in trials:
-        if t.get("status", "ok") != "ok" or t["kind"] not in KINDS:
-            continue
-        if clusterer is not None and t.get("clusterer") != clusterer:
-            continue
-        label = size_label(t)
-        e = by_size.setdefault(label, {"label": label, "acc_exclusive": [], "acc_inclusive": [],
-                                       "repeats_exclusive": [], "repeats_inclusive": [],
-                                       "per_class_exclusive": [], "per_class_inclusive": [],
-                                       "sizes": [], "n_capped": 0})
-        e[f"acc_{t['kind']}"].append(float(t["accuracy"]))
-        e[f"repeats_{t['kind']}"].append(t.get("repeat"))
-        e[f"per_class_{t['kind']}"].append(t.get("per_class") or [])
-        n_sub = int(t.get("n_train") or 0) + int(t.get("n_val") or 0)
-        e["sizes"].append(n_sub)
-        if label != FULL and n_sub < label:
-            e["n_capped"] += 1
-    out = []
-    for label in sorted(by_size, key=_sort_key):
-        e = by_size.pop(label)
-        sizes = e.pop("sizes")
-        e["n_samples"] = float(np.mean(sizes)) if sizes else None
-        out.append(e)
-    return out
-
-
-def mean_or_none(values):
-    """Return the mean of a list, or None if it is empty."""
-    return float(np.mean(values)) if len(values) else None
-
-
-def enough_size(curves: list, kind: str, tol: float = ENOUGH_TOLERANCE):
-    """Return the curve entry from which E[Acc_kind] stays within ``tol`` of the full size's.
-
-    "Stays": every larger size must be within ``tol`` too, so one lucky small size on a noisy
-    curve does not count. Returns None if there is no full-size point.
-    """
-    key = f"acc_{kind}"
-    points = [(c, mean_or_none(c[key])) for c in curves]
-    full = next((m for c, m in points if c["label"] == FULL), None)
-    if full is None:
-        return None
-    answer = None
-    for c, m in reversed(points):
-        if m is None or abs(m - full) > tol:
-            break
-        answer = c
-    return answer
-
-
-def class_curves(curves: list) -> list:
-    """Return per class, per size, (E[AccX_c], E[AccI_c], rho_c) via source_aware.class_rho."""
-    n_classes = max((len(pc) for c in curves
-                     for pc in c["per_class_exclusive"] + c["per_class_inclusive"]), default=0)
-    out = [{"class": cl, "labels": [], "acc_exclusive": [], "acc_inclusive": [], "rho": []}
-           for cl in range(n_classes)]
+def aggregate(group: dict, trials: list) -> list:
+    """Turn one (dataset, model, clusterer)'s adequacy trials into per-size and class scores."""
+    base = dict(dataset=group["dataset"], model=group["model"], clusterer=group["clusterer"],
+                metric=METRIC)
+    curves = ad.size_curves(trials, clusterer=group["clusterer"])
+    n_failed = sum(1 for t in trials if t.get("status") != "ok")
+    scores, table = [], []
     for c in curves:
-        if not (c["per_class_exclusive"] and c["per_class_inclusive"]):
-            continue
-        per = source_aware.class_rho(c["per_class_exclusive"], c["per_class_inclusive"])
-        for cl, entry in enumerate(per):
-            out[cl]["labels"].append(c["label"])
-            out[cl]["acc_exclusive"].append(entry["acc_exclusive"])
-            out[cl]["acc_inclusive"].append(entry["acc_inclusive"])
-            out[cl]["rho"].append(entry["rho"])
-    return out
+        label, xs, is_ = c["label"], c["acc_exclusive"], c["acc_inclusive"]
+        info = {"size": label, "n_samples": c["n_samples"], "n_capped": c["n_capped"]}
+        for kind, vals in (("exclusive", xs), ("inclusive", is_)):
+            lo, hi, interval = mean_score_interval(vals)
+            # "repeats" (version 3): each value's repeat, so that sizes, which share a
+            # repeat's test partitions, are compared repeat by repeat (the adequacy claim)
+            scores.append(Score(**base, score=f"acc_{kind}@{label}", value=ad.mean_or_none(vals),
+                                ci_low=lo, ci_high=hi, n=len(vals),
+                                details={**info, "per_repeat": vals, "interval": interval,
+                                         "repeats": c[f"repeats_{kind}"]}))
+        if xs and is_:
+            rho = sa.ratio_of_means(xs, is_)
+            lo, hi, interval = rho_interval(xs, is_)
+            per_class = sa.class_rho(c["per_class_exclusive"], c["per_class_inclusive"])
+        else:
+            rho, lo, hi, per_class, interval = None, None, None, [], None
+        scores.append(Score(**base, score=f"rho@{label}", value=rho, ci_low=lo, ci_high=hi,
+                            n=min(len(xs), len(is_)),
+                            details={**info, "acc_exclusive": ad.mean_or_none(xs),
+                                     "acc_inclusive": ad.mean_or_none(is_),
+                                     "per_class": per_class, "interval": interval}))
+        table.append({**info, "acc_exclusive": ad.mean_or_none(xs),
+                      "acc_inclusive": ad.mean_or_none(is_), "rho": rho, "ci_low": lo,
+                      "ci_high": hi, "n": min(len(xs), len(is_))})
+
+    for kind, acc, likely in (("inclusive", "AccI", "likely"), ("exclusive", "AccX", "unlikely")):
+        hit = ad.enough_size(curves, kind)
+        value = None if hit is None else hit["n_samples"]
+        scores.append(Score(
+            **base, score=f"enough_{kind}", value=value, n=len(curves), higher_is_better=False,
+            details={"size": None if hit is None else hit["label"],
+                     "tolerance": ad.ENOUGH_TOLERANCE,
+                     "reading": (f"E[{acc}] ({likely} inputs) "
+                                 + _enough_text(hit, ad.ENOUGH_TOLERANCE)),
+                     "curve": [{"size": c["label"], "n_samples": c["n_samples"],
+                                "mean": ad.mean_or_none(c[f"acc_{kind}"])} for c in curves]},
+        ))
+
+    per_class = ad.class_curves(curves)
+    ranked = ad.rank_classes(per_class)
+    ranking = [{**c, "reading": ad.class_reading(c)} for c in ranked]
+    worst = next((c for c in ranking if c["rho"] and c["rho"][-1] is not None), None)
+    scores.append(Score(
+        **base, score="worst_class_rho", value=None if worst is None else worst["rho"][-1],
+        n=len(per_class),
+        details={"class": None if worst is None else worst["class"],
+                 "reading": None if worst is None else worst["reading"],
+                 "ranking": ranking, "table": table, "n_failed": n_failed},
+    ))
+    return scores
 
 
-#: A class's accuracy "rises with size" if it gains at least this much from the smallest to
-#: the full size (2 points); "flat" otherwise.
-RISE = 0.02
+def _enough_text(hit, tol: float) -> str:
+    if hit is None:
+        return "is unknown (no full-size trials)"
+    if hit["label"] == "full":
+        return f"reaches its full-size value only at the full size (~{hit['n_samples']:.0f})"
+    return f"is within {100 * tol:g} point of its full-size value from n = {hit['label']} on"
 
 
-def _gain(values):
-    vals = [v for v in values if v is not None]
-    return (vals[-1] - vals[0]) if len(vals) >= 2 else 0.0
-
-
-def _pct(v):
-    return percent(v, 1, missing="-")
-
-
-def class_reading(curve: dict, name: str = None) -> str:
-    """Return a one-line reading of one class's curve (what more data would do for it)."""
-    name = name or f"class {curve['class']}"
-    x, i, rho = curve["acc_exclusive"], curve["acc_inclusive"], curve["rho"]
-    if not x or x[-1] is None or i[-1] is None:
-        return f"{name}: no test samples at the full size"
-    gx, gi = _gain(x), _gain(i)
-    x_range = f"{_pct(next((v for v in x if v is not None), None))}->{_pct(x[-1])}"
-    i_range = f"{_pct(next((v for v in i if v is not None), None))}->{_pct(i[-1])}"
-    rho_full = rho[-1]
-    if gx >= RISE and gi < max(RISE, gx / 2):
-        return (f"collect more data for {name}: its AccX rises with size ({x_range}) while "
-                f"AccI is flat ({i_range}); more, and more varied, samples help unlikely inputs")
-    if gx >= RISE:
-        return (f"{name} is hard with little data: AccI ({i_range}) and AccX ({x_range}) both "
-                "rise with size; more data of any kind helps")
-    if rho_full is not None and rho_full < 1 - RISE:
-        return (f"{name}: AccX does not rise with size ({x_range}, rho {rho_full:.3f}) "
-                f"while AccI is {_pct(i[-1])}; more of the same data will not fix it: collect "
-                "samples from new sources (styles) of this class")
-    return (f"{name} is robust: AccX {_pct(x[-1])} vs AccI {_pct(i[-1])} at the full size"
-            + ("" if rho_full is None else f" (rho {rho_full:.3f})"))
-
-
-def rank_classes(curves_by_class: list) -> list:
-    """Return the classes ordered least robust first: by full-size rho, then by AccX."""
-    def key(c):
-        rho = c["rho"][-1] if c["rho"] else None
-        x = c["acc_exclusive"][-1] if c["acc_exclusive"] else None
-        return (rho is None, math.inf if rho is None else rho, math.inf if x is None else x)
-
-    return sorted(curves_by_class, key=key)

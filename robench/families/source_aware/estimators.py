@@ -43,7 +43,7 @@ What each estimate can tell (:data:`ESTIMATORS`; the headline is :data:`HEADLINE
   that it is biased (expectation a/k²).
 
 Everything here is a pure function of numbers and boolean vectors; the ``lost-test`` metric
-(:mod:`robench.families.source_aware.metric`) applies it to stored random-split trials.
+(:mod:`robench.families.source_aware.lost_test`) applies it to stored random-split trials.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
-from robench.families.source_aware.metric import ADEQUACY
+from robench.families.source_aware.adequacy import METRIC as ADEQUACY
 from robench.present.formatting import is_finite
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from robench.specs import Score
 
-RHO_DEFINITION = (
+DEFINITION = (
     "rho = E[AccX] / E[AccI] (source-aware robustness, Kilinc & Uysal eq. 3): the mean test "
     "accuracy over R repeats of the source-exclusive partition (per class one whole source, "
     "found by clustering the class into k sources, is held out for test) divided by the mean "
@@ -65,7 +65,7 @@ def chance_of(trials: list) -> dict:
     return {"level": level, "basis": basis, "n_classes": k, "majority": majority}
 
 
-def aggregate_rho(group: dict, trials: list) -> list:
+def aggregate(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s source-aware trials into rho and its interval."""
     from robench.families.source_aware import protocol as sa
 

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from robench.families.source_aware.metric import aggregate_adequacy
+from robench.families.source_aware.adequacy import aggregate as aggregate_adequacy
 from robench.cli import cli
 from tests.helpers import run_config
-from robench.families.source_aware import adequacy, random_split
+from robench.families.source_aware import adequacy_protocol as adequacy
+from robench.families.source_aware import random_split_protocol as random_split
 from robench.families.source_aware import protocol as source_aware
 from robench.run.trials import Combo, TrialEnv
 from robench.run.runner import RunReport, execute

@@ -6,7 +6,7 @@ import pytest
 
 from robench.families.source_aware.claims import (ADEQUACY_ALPHA, adequacy_claims,
                                                   adequacy_decisions)
-from robench.families.source_aware.metric import aggregate_adequacy
+from robench.families.source_aware.adequacy import aggregate as aggregate_adequacy
 from robench.stats.claims import FAILS, HOLDS, MORE_REPEATS, UNDECIDED, combine, compare
 
 SMALL = 100

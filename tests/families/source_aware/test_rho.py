@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from robench.families.source_aware.rho import aggregate_rho
+from robench.families.source_aware.rho import aggregate as aggregate_rho
 from robench.families.source_aware.protocol import class_rho, ratio_of_means
 
 

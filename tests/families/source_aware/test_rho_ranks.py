@@ -12,7 +12,8 @@ import pytest
 
 from robench.families.source_aware.leaderboard import ranks, rho_tables
 from robench.families.source_aware.report import rho_lines
-from robench.families.source_aware.rho import aggregate_rho, chance_of
+from robench.families.source_aware.rho import aggregate as aggregate_rho
+from robench.families.source_aware.rho import chance_of
 from robench.stats.intervals import ratio_interval
 
 
