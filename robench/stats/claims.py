@@ -242,7 +242,7 @@ def summary(claims: list) -> str:
     n_alg = sum(c.kind == "algebra" for c in claims)
     return (f"{len(claims)} claims: {len(ev)} evidence ({parts or 'none'}); {n_con} by "
             f"construction; {n_alg} algebra checks. Expected false decisions among the "
-            f"{decided} decided evidence rows: at most {bound:.1f} (the sum of the "
+            f"{decided} decided evidence rows: at most {bound:.2f} (the sum of the "
             f"{len(ev)} evidence rows' levels, valid whatever their dependence).")
 
 

@@ -28,7 +28,12 @@ def _table(rows: list, clusterer: str = "kmeans") -> dict:
     return out
 
 
-def _equivalent(inclusive: dict, random: dict) -> tuple:
+def _equivalence_part(inclusive, random):
+    """Return the part "E[AccI] ~ E[Acc]" of one model: TOST at any level."""
+    return lambda level: _equivalent(inclusive, random, level)[0]
+
+
+def _equivalent(inclusive: dict, random: dict, alpha: float = 0.05) -> tuple:
     """Return (verdict, why, repeats) of E[AccI] ~ E[Acc] within the margin, by TOST.
 
     The inclusive and the random partitions of a repeat are drawn independently (their
@@ -39,7 +44,7 @@ def _equivalent(inclusive: dict, random: dict) -> tuple:
     per = [((r or {}).get("details") or {}).get("per_repeat") for r in (inclusive, random)]
     if not (per[0] and per[1]):
         return UNDECIDED, "a side has no per-repeat accuracies", None
-    res = equivalence(per[0], per[1], EQUIVALENCE_MARGIN, paired=False)
+    res = equivalence(per[0], per[1], EQUIVALENCE_MARGIN, paired=False, alpha=alpha)
     figure = f"{fmt(inclusive, True)} vs {fmt(random, True)}"
     if res["low"] is None:
         return UNDECIDED, f"{figure}: {res['reason']}", None
@@ -246,7 +251,11 @@ def rho_claims(rows: list) -> list:
         eq = {m: _equivalent(sc.get("acc_inclusive"), sc.get("acc_random"))
               for m, sc in models.items() if sc.get("acc_inclusive") or sc.get("acc_random")}
         if eq:
-            verdict = _combine([v for v, _, _ in eq.values()])
+            verdict = decide_parts([_equivalence_part(sc.get("acc_inclusive"),
+                                                      sc.get("acc_random"))
+                                    for sc in models.values()
+                                    if sc.get("acc_inclusive") or sc.get("acc_random")],
+                                   alpha=0.05)
             n_hold = sum(v == HOLDS for v, _, _ in eq.values())
             example = next((f"{m}: {w}" for m, (v, w, _) in sorted(eq.items()) if v != HOLDS),
                            next(iter(sorted(eq.items())))[1][1])
@@ -259,7 +268,9 @@ def rho_claims(rows: list) -> list:
                 f"equivalent within ±{100 * EQUIVALENCE_MARGIN:g} point for {n_hold} of "
                 f"{len(eq)} models", verdict,
                 "two one-sided tests (90% Welch interval of E[AccI] - E[Acc] inside the "
-                "margin; the partitions are drawn independently); " + example,
+                "margin for every model: intersection-union; outside it for some model at "
+                "0.05 / models: Bonferroni; the partitions are drawn independently); "
+                + example,
                 {m: w for m, (_, w, _) in eq.items()},
                 would_decide="" if verdict != UNDECIDED else would(
                     None if not needs or None in needs else max(needs)))
@@ -282,7 +293,9 @@ def _shifted_equivalence_control(models: dict, verdict: str):
     recentred on E[AccI] (an equality it must not call unequal)."""
     from robench.stats.claims import Control
 
-    verdicts = []
+    from robench.stats.claims import decide_parts
+
+    verdicts, parts = [], []
     for sc in models.values():
         rnd, inc = sc.get("acc_random"), sc.get("acc_inclusive")
         per = ((rnd or {}).get("details") or {}).get("per_repeat")
@@ -293,7 +306,8 @@ def _shifted_equivalence_control(models: dict, verdict: str):
                  else -2 * EQUIVALENCE_MARGIN)
         moved = {**rnd, "details": {**rnd["details"], "per_repeat": [v + shift for v in per]}}
         verdicts.append(_equivalent(inc, moved)[0])
-    v = _combine(verdicts) if verdicts else None
+        parts.append(_equivalence_part(inc, moved))
+    v = decide_parts(parts, alpha=0.05) if parts else None
     what = ("E[Acc] recentred on E[AccI]" if verdict == FAILS
             else f"E[Acc] moved by {200 * EQUIVALENCE_MARGIN:g} points")
     return Control(what, v, f"{sum(x == HOLDS for x in verdicts)} of {len(verdicts)} models "
