@@ -51,6 +51,8 @@ ALPHA, SIDE = 0.05, 0.025
 STANDARD_REPEATS, BUDGET_FACTOR = 10, 10
 #: The standard profile's zoo of models (purity-ratio), the unit of its correlations.
 STANDARD_MODELS = 8
+#: The standard profile's shifted-CV folds (2 repeats of 5 folds), the unit of its rows.
+STANDARD_FOLDS = 10
 NOT_DECIDABLE = "not decidable within the paper's budget"
 #: What decides an undecided claim, by the rule that left it undecided: intervals over
 #: repeats narrow with repeats, a correlation over a zoo with models, a property of the data
@@ -211,12 +213,13 @@ def repeats_needed(n: int, half_width: float, distance: float) -> Optional[int]:
 def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
     """Return "what would decide it" with a number, or that the budget cannot.
 
-    ``unit``: "repeats" (budget: :data:`BUDGET_FACTOR` x :data:`STANDARD_REPEATS`) or
-    "models" (x :data:`STANDARD_MODELS`). ``need`` None: the rule gives no planning figure
+    ``unit``: "repeats" (budget: :data:`BUDGET_FACTOR` x :data:`STANDARD_REPEATS`),
+    "models" (x :data:`STANDARD_MODELS`) or "folds" (x :data:`STANDARD_FOLDS`). ``need`` None: the rule gives no planning figure
     (no interval at this size, or an estimate on its bound); ``why`` says which.
     """
-    standard = STANDARD_MODELS if unit == "models" else STANDARD_REPEATS
-    head = MORE_MODELS if unit == "models" else MORE_REPEATS
+    standard = {"models": STANDARD_MODELS, "folds": STANDARD_FOLDS}.get(unit, STANDARD_REPEATS)
+    head = {"models": MORE_MODELS, "folds": MORE_REPEATS + " (of the K-fold CV: more folds)"
+            }.get(unit, MORE_REPEATS)
     budget = BUDGET_FACTOR * standard
     if need is None:
         why = why or "no interval, or an estimate on its bound, at this size"
@@ -224,7 +227,7 @@ def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
     if need > budget:
         return (f"{NOT_DECIDABLE} (about {need} {unit}, over {BUDGET_FACTOR}x the standard "
                 f"profile's {standard})")
-    return f"{head} (about {need} at the observed estimate and spread)"
+    return f"{head} (about {need} {unit} at the observed estimate and spread)"
 
 
 def summary(claims: list) -> str:

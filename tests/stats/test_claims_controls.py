@@ -69,7 +69,7 @@ def test_summary_counts_evidence_construction_and_algebra_apart():
 
 
 def test_undecided_rows_beyond_ten_times_the_standard_profile_say_so():
-    assert would(95) == "more repeats (about 95 at the observed estimate and spread)"
+    assert would(95) == "more repeats (about 95 repeats at the observed estimate and spread)"
     assert would(101).startswith("not decidable within the paper's budget (about 101 repeats")
     assert would(13343).startswith("not decidable within the paper's budget")
     assert would(81, "models").startswith("not decidable within the paper's budget")

@@ -241,7 +241,7 @@ def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
             verdict, f"{n_hold} of {len(parts)} models {rule}" + note,
             {m: w for m, (_, w, _) in parts.items()},
             would_decide="" if verdict != UNDECIDED else would(
-                None if not needs or None in needs else max(needs),
+                None if not needs or None in needs else max(needs), "folds",
                 why="" if needs else "no model is undecided at 0.025 but the parts disagree"))
         out.append(controlled(c, _control("kmeans" if kind == "random" else clus, kind, make)))
     return out
@@ -288,7 +288,9 @@ def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
         "folds", verdict,
         why + " (jackknife over folds: the distances of a repeat share their folds)",
         {"ratio": ratio, "low": res["low"], "high": res["high"]},
-        would_decide="" if verdict != UNDECIDED else would(need)), control)
+        would_decide="" if verdict != UNDECIDED else would(
+            None if need is None else need * max(1, folds[0] // max(1, len(reps))), "folds")),
+        control)
 
 
 def _bayesian_claims(where: str, per_model: dict) -> list:
@@ -332,5 +334,6 @@ def _bayesian_claims(where: str, per_model: dict) -> list:
             "two one-sided tests on the per-fold difference of the last-epoch drops (the "
             f"models share the folds), margin ±{100 * BAYESIAN_MARGIN:g} points",
             {"difference": e.get("estimate"), "low": e.get("low"), "high": e.get("high")},
-            would_decide="" if verdict != UNDECIDED else would(e.get("repeats"))), control))
+            would_decide="" if verdict != UNDECIDED else would(e.get("repeats"), "folds")),
+            control))
     return out

@@ -93,7 +93,7 @@ def test_undecided_relation_says_how_many_models_would_decide_it():
     r = float(np.corrcoef(x, y)[0, 1])
     assert head.verdict == UNDECIDED and 0 < r < 0.7
     n = models_to_decide(r)
-    assert n > 80 or head.would_decide == f"{MORE_MODELS} (about {n} at the observed " \
+    assert n > 80 or head.would_decide == f"{MORE_MODELS} (about {n} models at the observed " \
         "estimate and spread)"
     if n > 80:  # over 10x the standard zoo of 8 models
         assert head.would_decide.startswith("not decidable within the paper's budget")
