@@ -275,3 +275,21 @@ def test_the_exact_permutation_p_value_by_hand():
     t = correlation_test([1, 2, 3, 4], [10, 20, 30, 40])
     assert t["exact"] and t["r"] == pytest.approx(1.0)
     assert t["p_greater"] == pytest.approx(1 / 24) and t["p_less"] == pytest.approx(1.0)
+
+
+def test_every_claim_of_the_fixture_database_carries_its_control():
+    """Every row of the table (tests/fixtures/docs.db: every family) has a control or says
+    why none applies, and every undecided row says what would decide it."""
+    from pathlib import Path
+
+    from robench.plugins import make_registry
+    from robench.present.docgen import load
+    from robench.stats.claims import evaluate
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "docs.db"
+    claims = evaluate(make_registry(load_entrypoints=False), load(fixture, "docs.db").rows(None))
+    assert len({c.paper for c in claims}) >= 5
+    for c in claims:
+        assert c.control, c.claim
+        if c.verdict == UNDECIDED:
+            assert c.would_decide and any(ch.isdigit() for ch in c.would_decide), c.claim

@@ -261,8 +261,8 @@ def test_set_quality_claims(rows: list) -> list:
             f"{high} (test {acc[high]:.1f}%): CP {fmt(cp[high], True)}", verdict, why + ref,
             {"model": high, "majority": MAJORITY},
             would_decide="" if verdict != UNDECIDED else (
-                would(need) if need else "more repeats: rescore (per-repeat CP not stored, "
-                                         "no interval)")), ctl))
+                would(need) if need else would(None, why="the coverage metric stores no "
+                                               "per-repeat CP: no interval"))), ctl))
         if len(scored) < 2:
             continue
         part = paired_part(_per_repeat(scored[high]["cp"]), _per_repeat(scored[low]["cp"]))
@@ -284,7 +284,8 @@ def test_set_quality_claims(rows: list) -> list:
             {"least_accurate": low, "most_accurate": high},
             would_decide="" if verdict != UNDECIDED else (
                 would(parts_need([part])) if paired else
-                "more repeats: rescore (per-repeat CP not stored)")), ctl))
+                would(None, why="the coverage metric stores no per-repeat CP to pair"))),
+            ctl))
     return claims
 
 

@@ -471,7 +471,10 @@ def _decide_paired(paired: dict) -> tuple:
     for j, (m, reps) in enumerate(zip(names, common)):
         for k, values in enumerate(paired[m][1]):
             arr[k, j, :len(reps)] = [values[r] for r in reps]
-    dec = adequacy_decisions(*arr)
+    dec = adequacy_decisions(*arr)  # Bonferroni over the models: "does not hold"
+    # "holds" needs every model: an intersection-union test, each model at 95% (one-sided
+    # 2.5%) with no correction (alpha x tests makes adequacy_decisions' level 0.95)
+    iut = adequacy_decisions(*arr, alpha=ADEQUACY_ALPHA * max(int(dec["tests"]), 1))
     out = {}
     for j, m in enumerate(names):
         d, lo, hi = (float(dec[key][j]) for key in ("d", "low", "high"))
@@ -488,7 +491,8 @@ def _decide_paired(paired: dict) -> tuple:
                       f", paired difference{value} (no interval)", None, ev)
             continue
         text = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] over {n} shared repeats"
-        verdict = {1: HOLDS, -1: FAILS}.get(int(dec["status"][j]), UNDECIDED)
+        verdict = (FAILS if int(dec["status"][j]) == -1 else
+                   HOLDS if int(iut["status"][j]) == 1 else UNDECIDED)
         need = (repeats_to_decide(d, float(dec["se"][j]) * math.sqrt(n), n, level)
                 if verdict == UNDECIDED else None)
         out[m] = (verdict, f"{label} {text}", f", paired difference {text}", need, ev)
@@ -563,8 +567,9 @@ def adequacy_claims(rows: list) -> list:
             rule.append(
                 "paired by repeat (every size of a repeat is tested on its partitions): the "
                 "difference of the two ratios of means, delta-method interval (skewness-"
-                f"corrected) at {100 * (1 - ADEQUACY_ALPHA / max(tests, 1)):.4g}% per model, "
-                f"Bonferroni over {tests} model(s)")
+                "corrected); holds: every model's 95% interval above 0 (intersection-union); "
+                f"does not hold: a model's {100 * (1 - ADEQUACY_ALPHA / max(tests, 1)):.4g}% "
+                f"interval below 0 (Bonferroni over {tests} model(s))")
         if len(paired) < len(res):
             rule.append(f"{len(res) - len(paired)} model(s) by the overlap of marginal "
                         "intervals (stored without repeat indices)")
