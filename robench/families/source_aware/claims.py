@@ -790,9 +790,10 @@ def _realistic_claims(dataset: str, trials: list) -> list:
             why = ("no simulated set had a_hat < a here (p > a: the model fits its training "
                    "part better than its test set); Delta a >= 0 does not imply a_hat >= a: "
                    "E[a_hat] - a = (1 - 1/k)(p - a)")
-            decide = (MORE_DATA + ": not decidable by data in favour (a universal statement): one model or "
-                      "data set with whole-data accuracy p below its test accuracy a (in 1 "
-                      "of 1 counterexample) would refute it")
+            decide = (MORE_DATA + ": not decidable by data in favour (a universal "
+                      "statement): one model or "
+                      "data set with whole-data accuracy p below its test accuracy a (1 "
+                      "counterexample is enough) would refute it")
         from robench.stats.claims import controlled
 
         out.append(controlled(Claim(
