@@ -210,24 +210,25 @@ def test_equivalent_outcome_keeps_its_level_at_the_margin(shape):
 
 def test_equivalence_rows_no_longer_fail_by_an_uncorrected_union():
     """E[AccI] ~ E[Acc] over 5 models whose true gap sits at the margin (log-normal
-    accuracies): "does not hold" at most 5%; the old rule (any model's TOST not equivalent)
-    3-4x that."""
-    from robench.families.source_aware.claims import EQUIVALENCE_MARGIN, rho_claims
+    accuracies): the row's rule says "does not hold" at most 5%; the old rule (any model's
+    TOST not equivalent) well above it."""
+    from robench.families.source_aware.claims import (EQUIVALENCE_MARGIN, _equivalence_part,
+                                                      _equivalent)
 
     rng = np.random.default_rng(14)
-    runs, new, old = 200, 0, 0
+    runs, new, old = 100, 0, 0  # measured once at 200 runs: 2.0% new, 18.5% old
+
+    def row(v):
+        return {"value": float(v.mean()), "details": {"per_repeat": v.tolist()}}
+
     for _ in range(runs):
-        rows = []
+        pairs = []
         for m in range(5):
             i = 0.9 - 0.01 * (rng.lognormal(0, 1, 10) - math.exp(0.5))
             a = 0.9 + EQUIVALENCE_MARGIN - 0.01 * (rng.lognormal(0, 1, 10) - math.exp(0.5))
-            for score, v in (("acc_inclusive", i), ("acc_random", a)):
-                rows.append({"dataset": "d", "model": f"m{m}", "clusterer": "kmeans",
-                             "metric": "rho", "score": score, "value": float(v.mean()),
-                             "details": {"per_repeat": v.tolist()}})
-        (c,) = [c for c in rho_claims(rows) if "random split" in c.claim]
-        new += c.evidence.get("rule verdict", c.verdict) == FAILS
-        old += "outside" in " ".join(str(v) for v in c.evidence.values())
+            pairs.append((row(i), row(a)))
+        new += decide_parts([_equivalence_part(i, a) for i, a in pairs], alpha=0.05) == FAILS
+        old += any(_equivalent(i, a)[0] == FAILS for i, a in pairs)
     assert new / runs <= _mc_bound(0.05, runs)
     assert old / runs > _mc_bound(0.05, runs)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from robench.stats.claims import (BY_CONSTRUCTION, FAILS, HOLDS, SIDE, UNDECIDED, Claim,
                                   Control, OrderingPart, controlled, decide_parts, fmt, modal,
                                   parts_need, repeats_needed, within, would)
@@ -62,7 +64,12 @@ def _per_repeat(row: dict) -> list:
             for v in ((row or {}).get("details") or {}).get("per_repeat") or []]
 
 
-def paired_part(a: list, b: list) -> OrderingPart:
+#: Two models' coverage-guided accuracies (or CPs) count as a tie ("equivalent") when shown
+#: within this many points: the third outcome of the model contrasts.
+CONTRAST_MARGIN = 0.01
+
+
+def paired_part(a: list, b: list, margin: Optional[float] = None) -> OrderingPart:
     """Return "a above b" over reference models paired by repeat (repeat r of every model
     uses the same split and seed, robench.families.coverage.protocol.repeat_seed): i.i.d.
     units, so Student's t on the paired differences (robench.stats.paired.balanced_test with
@@ -73,7 +80,7 @@ def paired_part(a: list, b: list) -> OrderingPart:
     va, vb = np.full(n, np.nan), np.full(n, np.nan)
     va[:len(a)], vb[:len(b)] = a, b
     one = np.ones(n)
-    return OrderingPart(va, one, vb, one, cycle=1)
+    return OrderingPart(va, one, vb, one, cycle=1, margin=margin)
 
 
 def _knobs(det: dict) -> dict:
@@ -265,9 +272,11 @@ def test_set_quality_claims(rows: list) -> list:
                                                "per-repeat CP: no interval"))), ctl))
         if len(scored) < 2:
             continue
-        part = paired_part(_per_repeat(scored[high]["cp"]), _per_repeat(scored[low]["cp"]))
+        part = paired_part(_per_repeat(scored[high]["cp"]), _per_repeat(scored[low]["cp"]),
+                           CONTRAST_MARGIN)
         verdict = decide_parts([part])
-        cv = decide_parts([paired_part([m["cp"] for m in strong], [m["cp"] for m in weak])])
+        cv = decide_parts([paired_part([m["cp"] for m in strong], [m["cp"] for m in weak],
+                                       CONTRAST_MARGIN)])
         ctl = Control(_strong_what(), cv, f"CP {100 * sum(m['cp'] for m in weak) / len(weak):.1f}"
                       f"% vs {100 * sum(m['cp'] for m in strong) / len(strong):.1f}%")
         paired = n >= 2 and len(_per_repeat(scored[low]["cp"])) >= 2
@@ -279,7 +288,7 @@ def test_set_quality_claims(rows: list) -> list:
             f"{low} (test {acc[low]:.1f}%) CP {fmt(cp[low], True)} vs {high} (test "
             f"{acc[high]:.1f}%) CP {fmt(cp[high], True)}", verdict,
             ("paired by repeat (the same split and seed), Student's t on the differences, "
-             "one-sided 0.025" if paired else "no per-repeat CP stored: nothing to pair")
+             f"one-sided 0.025; equivalent within ±{100 * CONTRAST_MARGIN:g} point" if paired else "no per-repeat CP stored: nothing to pair")
             + "; test accuracies are means over the reference models",
             {"least_accurate": low, "most_accurate": high},
             would_decide="" if verdict != UNDECIDED else (
@@ -309,7 +318,7 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
             continue
         low, high = order[0], order[-1]
         part = paired_part(_per_repeat(scored[low]["coverage"]),
-                           _per_repeat(scored[high]["coverage"]))
+                           _per_repeat(scored[high]["coverage"]), CONTRAST_MARGIN)
         verdict = decide_parts([part])
         acc = {m: 100 * scored[m]["model_acc"]["value"] for m in (low, high)}
         det = (scored[high].get("coverage") or {}).get("details") or {}
@@ -324,7 +333,7 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
         weak = _nulls(WEAK_SEP, _knobs(det), _null_repeats(n))
         strong = _nulls(STRONG, _knobs(det), _null_repeats(n))
         cv = decide_parts([paired_part([m["coverage"] for m in weak],
-                                       [m["coverage"] for m in strong])])
+                                       [m["coverage"] for m in strong], CONTRAST_MARGIN)])
         ctl = Control(_strong_what(), cv,
                       f"coverage-guided {100 * sum(m['coverage'] for m in weak) / len(weak):.1f}"
                       f"% vs {100 * sum(m['coverage'] for m in strong) / len(strong):.1f}%")
@@ -335,7 +344,8 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
             f"{low} (test {acc[low]:.1f}%) {fmt(scored[low]['coverage'], True)} vs {high} "
             f"(test {acc[high]:.1f}%) {fmt(scored[high]['coverage'], True)}",
             verdict, "paired by repeat (the same split and seed), Student's t on the "
-            "differences, one-sided 0.025; " + "; ".join(halves)
+            f"differences, one-sided 0.025, equivalent within ±{100 * CONTRAST_MARGIN:g} "
+            "point; " + "; ".join(halves)
             + "; test accuracies are means over the reference models",
             {"least_accurate": low, "most_accurate": high},
             would_decide=would(parts_need([part])) if verdict == UNDECIDED else ""), ctl))
