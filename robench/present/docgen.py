@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -268,13 +267,13 @@ def render_claims(results: Results, registry, metric: Optional[str]) -> list:
     if not claims:
         raise NoRows([stamp(results, rows), ""] + _missing("scores that decide a claim",
                                                            metric or "NAME"))
+    from robench.stats.claims import summary
+
     table = [[c.paper, c.claim, c.paper_figure, c.dataset, c.figure, f"**{c.verdict}**",
-              c.why, c.would_decide or "-"] for c in claims]
-    counts = Counter(c.verdict for c in claims)
-    summary = ", ".join(f"{n} {v}" for v, n in counts.most_common())
-    return [stamp(results, rows), "", f"{len(claims)} claims: {summary}.", ""] + _md_table(
+              c.control or "-", c.why, c.would_decide or "-"] for c in claims]
+    return [stamp(results, rows), "", summary(claims), ""] + _md_table(
         ["paper", "claim", "paper's figure", "data set", "robench's figure (95% CI)",
-         "verdict", "why", "what would decide it"], table)
+         "verdict", "control (the property absent)", "why", "what would decide it"], table)
 
 
 def render_runs(results: Results) -> list:

@@ -8,6 +8,23 @@ cannot decide at its size is reported as undecided with the reason, never as hol
 whose figure follows from how robench (or the paper) defines the measured quantity gets the
 verdict :data:`BY_CONSTRUCTION`: its figure is shown, but it is not counted as evidence either
 way (the family's ``why`` says which construction decides it).
+
+Every claim carries a **control** (:class:`Control`): the same computation where the claimed
+property is absent (data without sub-domains, a model without the feature, a shuffled
+assignment, a null simulation). :func:`controlled` applies the rule that makes a verdict
+evidence: a decided verdict counts only when the control's verdict differs; otherwise the
+row is :data:`BY_CONSTRUCTION` (or :data:`ALGEBRA` for a check of a formula), with the
+control's figure beside it.
+
+A claim made of parts (one per model, one per step of an order) is decided by
+:func:`decide_parts`: *holds* is an intersection-union test (every part at the row's level,
+no correction: the claim is false only if some part is, and that part alone errs at most at
+the level), *does not hold* is a union over the parts (Bonferroni over them, which for "any
+part fails" is Holm's first step), and *equivalent* (every part within its stated margin)
+is the third outcome of ordering claims. The table is counted by :func:`summary`: evidence,
+by-construction and algebra rows apart, and the expected number of false decisions among
+the evidence rows (each row errs at most at its level; by linearity of expectation the sum
+of the levels bounds the expected count under any dependence between rows).
 """
 
 from __future__ import annotations
@@ -17,9 +34,26 @@ from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
+#: An ordering claim whose every part is shown within its stated margin: a third outcome.
+EQUIVALENT = "equivalent"
 #: The figure follows from the definitions, so it is no evidence for or against the claim.
 BY_CONSTRUCTION = "by construction: not evidence"
-VERDICTS = (HOLDS, FAILS, UNDECIDED, BY_CONSTRUCTION)
+#: The figure checks a formula's algebra (its control, a simulation where the formula's
+#: assumption is planted, decides it the same way): a check of the code, not of the data.
+ALGEBRA = "algebra check: not evidence"
+VERDICTS = (HOLDS, FAILS, EQUIVALENT, UNDECIDED, BY_CONSTRUCTION, ALGEBRA)
+#: The verdicts that decide something (and so can be matched by a control).
+DECIDED = (HOLDS, FAILS, EQUIVALENT)
+#: A row's error bound: each direction of a decision one-sided at ``SIDE`` (a 95% interval).
+ALPHA, SIDE = 0.05, 0.025
+#: Repeats of the standard profile; a row needing more than ``BUDGET_FACTOR`` times that is
+#: "not decidable within the paper's budget".
+STANDARD_REPEATS, BUDGET_FACTOR = 10, 10
+#: The standard profile's zoo of models (purity-ratio), the unit of its correlations.
+STANDARD_MODELS = 8
+#: The standard profile's shifted-CV folds (2 repeats of 5 folds), the unit of its rows.
+STANDARD_FOLDS = 10
+NOT_DECIDABLE = "not decidable within the paper's budget"
 #: What decides an undecided claim, by the rule that left it undecided: intervals over
 #: repeats narrow with repeats, a correlation over a zoo with models, a property of the data
 #: with a larger (or another) data set. ``Claim.would_decide`` starts with one of them.
@@ -63,14 +97,157 @@ class Claim:
     why: str
     evidence: dict = field(default_factory=dict)
     would_decide: str = ""
+    control: str = ""
+    level: float = ALPHA
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
 
+    @property
+    def kind(self) -> str:
+        """Return "evidence", "by construction" or "algebra" (what the row counts as)."""
+        return {BY_CONSTRUCTION: "by construction", ALGEBRA: "algebra"}.get(self.verdict,
+                                                                             "evidence")
+
     def as_dict(self) -> dict:
         """Return the fields as a dict."""
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Control:
+    """The same computation where the claimed property is absent, and its verdict.
+
+    Attributes
+    ----------
+    what : str
+        The control in a few words ("k-means on i.i.d. Gaussian classes", "shuffled models").
+    verdict : str or None
+        The claim's rule applied to the control (the most common verdict over its
+        replicates); None where no control applies (``figure`` then says why).
+    figure : str
+        The control's figure ("holds in 5 of 5 null data sets: ratio 1.17").
+    algebra : bool
+        The control plants the formula's own assumption: a match is an algebra check.
+    """
+
+    what: str
+    verdict: Optional[str]
+    figure: str
+    algebra: bool = False
+
+    def text(self) -> str:
+        """Return the control as shown in the table's control column."""
+        if self.verdict is None:
+            return f"none applies: {self.figure}"
+        return f"{self.what}: {self.verdict} ({self.figure})"
+
+
+def modal(verdicts: list) -> tuple:
+    """Return (the most common verdict, "k of n") of a control's replicates (ties: undecided)."""
+    from collections import Counter
+
+    if not verdicts:
+        return UNDECIDED, "no replicate"
+    (top, k), *rest = Counter(verdicts).most_common() + [(None, 0)]
+    if rest and rest[0][1] == k:
+        top = UNDECIDED
+    return top, f"{top} in {k} of {len(verdicts)}"
+
+
+def controlled(claim: Claim, control: Control) -> Claim:
+    """Return the claim judged against its control.
+
+    A decided verdict (holds, does not hold, equivalent) counts as evidence only when the
+    control decides differently; where the control gives the same verdict the row becomes
+    :data:`BY_CONSTRUCTION` (:data:`ALGEBRA` for a formula's check), the verdict the rule
+    gave is kept in ``evidence["rule verdict"]`` and the why says so. An undecided row stays
+    undecided. The control is shown either way.
+    """
+    from dataclasses import replace
+
+    out = replace(claim, control=control.text())
+    if claim.verdict in DECIDED and control.verdict == claim.verdict:
+        kind = ALGEBRA if control.algebra else BY_CONSTRUCTION
+        return replace(out, verdict=kind, evidence={**claim.evidence,
+                                                    "rule verdict": claim.verdict},
+                       why=f"the rule says {claim.verdict}, and so does the control where the "
+                           f"property is absent ({control.what}): {claim.why}",
+                       would_decide="")
+    return out
+
+
+def decide_parts(parts: list, alpha: float = SIDE) -> str:
+    """Return the verdict of a claim made of parts, each ``part(level) -> verdict``.
+
+    Holds when every part holds at ``alpha`` (an intersection-union test: no correction);
+    does not hold when some part does not hold at ``alpha / m`` (Bonferroni over the m
+    parts: the familywise rate of "some part is reversed" stays at alpha); equivalent when
+    every part is equivalent at ``alpha``; undecided otherwise.
+    """
+    if not parts:
+        return UNDECIDED
+    m = len(parts)
+    strict = [p(alpha / m) for p in parts]
+    if any(v == FAILS for v in strict):
+        return FAILS
+    loose = [p(alpha) for p in parts]
+    if all(v == HOLDS for v in loose):
+        return HOLDS
+    if all(v == EQUIVALENT for v in loose):
+        return EQUIVALENT
+    return UNDECIDED
+
+
+def repeats_needed(n: int, half_width: float, distance: float) -> Optional[int]:
+    """Return the repeats at which an interval of ``half_width`` at ``n`` would clear a bound
+    ``distance`` away (half-widths shrink like 1/sqrt(n)); None where it never would."""
+    if not (n and half_width and half_width > 0 and distance and abs(distance) > 0):
+        return None
+    if not (math.isfinite(half_width) and math.isfinite(distance)):
+        return None
+    return max(int(n) + 1, math.ceil(n * (half_width / abs(distance)) ** 2))
+
+
+def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
+    """Return "what would decide it" with a number, or that the budget cannot.
+
+    ``unit``: "repeats" (budget: :data:`BUDGET_FACTOR` x :data:`STANDARD_REPEATS`),
+    "models" (x :data:`STANDARD_MODELS`) or "folds" (x :data:`STANDARD_FOLDS`). ``need``
+    None: the rule gives no planning figure
+    (no interval at this size, or an estimate on its bound); ``why`` says which.
+    """
+    standard = {"models": STANDARD_MODELS, "folds": STANDARD_FOLDS}.get(unit, STANDARD_REPEATS)
+    head = {"models": MORE_MODELS, "folds": MORE_REPEATS + " (of the K-fold CV: more folds)"
+            }.get(unit, MORE_REPEATS)
+    budget = BUDGET_FACTOR * standard
+    if need is None:
+        why = why or "no interval, or an estimate on its bound, at this size"
+        return f"{head}: no planning figure ({why}); at least {standard} to plan from"
+    if need > budget:
+        return (f"{NOT_DECIDABLE} (about {need} {unit}, over {BUDGET_FACTOR}x the standard "
+                f"profile's {standard})")
+    return f"{head} (about {need} {unit} at the observed estimate and spread)"
+
+
+def summary(claims: list) -> str:
+    """Return the table's header line: evidence, by-construction and algebra rows apart, and
+    the expected number of false decisions among the decided evidence rows."""
+    from collections import Counter
+
+    ev = [c for c in claims if c.kind == "evidence"]
+    counts = Counter(c.verdict for c in ev)
+    parts = ", ".join(f"{counts[v]} {v}" for v in (HOLDS, FAILS, EQUIVALENT, UNDECIDED)
+                      if counts[v])
+    bound = sum(c.level for c in ev)
+    decided = sum(counts[v] for v in DECIDED)
+    n_con = sum(c.kind == "by construction" for c in claims)
+    n_alg = sum(c.kind == "algebra" for c in claims)
+    return (f"{len(claims)} claims: {len(ev)} evidence ({parts or 'none'}); {n_con} by "
+            f"construction; {n_alg} algebra checks. Expected false decisions among the "
+            f"{decided} decided evidence rows: at most {bound:.2f} (the sum of the "
+            f"{len(ev)} evidence rows' levels, valid whatever their dependence).")
 
 
 def _num(v) -> Optional[float]:
@@ -198,3 +375,73 @@ def evaluate(registry, rows: list) -> list:
         mine = [r for r in rows if r.get("metric") == metric.name]
         out.extend(metric.claims(mine))
     return out
+
+
+class OrderingPart:
+    """One paired part "a above b" of an ordering claim, decided at any level.
+
+    ``xa, ia, xb, ib``: per repeat index the numerator and denominator of each side's ratio
+    of means (a mean: denominator 1), NaN where missing; both sides share the repeat's
+    partitions (or reference model), so :func:`robench.stats.paired.shows_above` decides:
+    Student's t over complete cycles with the balanced design's ``cycle``, the betting test
+    otherwise; ``cycle=1``: i.i.d. units (reference models trained with independent seeds
+    on repeat r's split, no held-out sources), Student's t over all of them. Called with a
+    one-sided level: :data:`HOLDS` when a is shown above b,
+    :data:`FAILS` when b is shown above a, :data:`EQUIVALENT` when ``margin`` is given and
+    both ``a - b > -margin`` and ``b - a > -margin`` are shown, else :data:`UNDECIDED`.
+    """
+
+    def __init__(self, xa, ia, xb, ib, *, cycle=None, margin: Optional[float] = None):
+        import numpy as np
+
+        self.v = [np.asarray(v, float) for v in (xa, ia, xb, ib)]
+        self.cycle, self.margin = cycle, margin
+
+    def _above(self, xa, ia, xb, ib, delta, level) -> bool:
+        from robench.stats.paired import balanced_test, shows_above
+
+        if self.cycle == 1:  # i.i.d. units (reference models): Student's t over them all
+            return bool(balanced_test(xa, ia, xb, ib, delta, level, 1)["reject"])
+        return bool(shows_above(xa, ia, xb, ib, delta=delta, alpha=level, cycle=self.cycle))
+
+    def __call__(self, level: float) -> str:
+        xa, ia, xb, ib = self.v
+        if self._above(xa, ia, xb, ib, 0.0, level):
+            return HOLDS
+        if self._above(xb, ib, xa, ia, 0.0, level):
+            return FAILS
+        if self.margin and self._above(xa, ia, xb, ib, -self.margin, level) and \
+                self._above(xb, ib, xa, ia, -self.margin, level):
+            return EQUIVALENT
+        return UNDECIDED
+
+    def stats(self) -> dict:
+        """Return the paired difference ``d``, its ``se`` and ``n`` (delta method)."""
+        from robench.stats.paired import balanced_test
+
+        res = balanced_test(*self.v, 0.0, SIDE, int(self.cycle) if self.cycle else 1)
+        return {k: float(res[k]) for k in ("d", "se", "n")}
+
+    def need(self) -> Optional[int]:
+        """Return the repeats at which the observed difference and spread would decide the
+        order (or, with a margin, equivalence) at :data:`SIDE`: t planning figure."""
+        from robench.stats.equivalence import repeats_to_decide
+
+        s = self.stats()
+        if not (s["n"] >= 2 and math.isfinite(s["se"]) and s["se"] > 0):
+            return None
+        sd = s["se"] * math.sqrt(s["n"])
+        order = repeats_to_decide(s["d"], sd, int(s["n"]), 1 - SIDE)
+        if self.margin and abs(s["d"]) < self.margin:
+            eq = repeats_to_decide(self.margin - abs(s["d"]), sd, int(s["n"]), 1 - SIDE)
+            order = min(v for v in (order, eq) if v) if (order or eq) else None
+        return order
+
+
+def parts_need(parts: list, alpha: float = SIDE) -> Optional[int]:
+    """Return the largest planning figure of the parts still undecided at ``alpha`` (None
+    where one of them has none: it sits on its bound)."""
+    needs = [p.need() for p in parts if p(alpha) == UNDECIDED]
+    if not needs or any(n is None for n in needs):
+        return None
+    return max(needs)

@@ -71,15 +71,23 @@ def test_rho_capacity_claim_holds_fails_or_is_undecided():
     assert c.verdict == UNDECIDED and "no per-repeat values" in c.why
 
 
-def test_inclusive_above_exclusive():
-    rows = [row("mlp", "acc_inclusive", 0.97, 0.96, 0.98),
-            row("mlp", "acc_exclusive", 0.85, 0.80, 0.90),
-            row("svm", "acc_inclusive", 0.95, 0.94, 0.96),
-            row("svm", "acc_exclusive", 0.94, 0.90, 0.98)]  # overlaps: undecided
-    claims = rho_claims(rows)
-    gap = _by_claim(claims, "E[AccI] > E[AccX]")
-    assert gap.verdict == UNDECIDED and "1 of 2" in gap.why
-    assert gap.would_decide == "more repeats"
+def test_inclusive_above_exclusive_is_paired_by_repeat_and_needs_every_model():
+    rng = np.random.default_rng(1)
+    rows = []
+    for m, gap in (("mlp", 0.12), ("svm", 0.001)):
+        i = 0.95 + 0.01 * rng.standard_normal(10)
+        x = i - gap + 0.01 * rng.standard_normal(10)
+        r = row(m, "rho", float(x.mean() / i.mean()))
+        r["details"] = {"acc_exclusive": x.tolist(), "acc_inclusive": i.tolist(),
+                        "repeats_exclusive": list(range(10)),
+                        "repeats_inclusive": list(range(10)),
+                        "held_out": {"held_out": "balanced", "cycle": 5}}
+        rows.append(r)
+    gap = _by_claim(rho_claims(rows), "E[AccI] > E[AccX]")
+    # mlp is shown (12 points), svm is not (0.1 point): the intersection-union test waits
+    assert gap.verdict == UNDECIDED and "1 of 2" in gap.figure
+    assert gap.would_decide.startswith(("more repeats", "not decidable"))
+    assert "k-means sources of i.i.d. Gaussian classes" in gap.control
 
 
 def test_evaluate_collects_the_registered_claims():
@@ -91,27 +99,33 @@ def test_evaluate_collects_the_registered_claims():
     assert [c.verdict for c in claims if "capacity" in c.claim] == [HOLDS]
 
 
-def test_purity_ratio_claims_read_the_validation_verdict():
+def test_purity_ratio_claims_permute_the_zoo_points():
     from robench.families.purity_ratio.claims import purity_claims
 
-    def holds(value, r, tau):
-        return {"dataset": "digits", "model": "zoo", "metric": "purity-ratio",
-                "score": "validation_holds", "value": value,
-                "details": {"holds": value if value is None else bool(value), "r": r,
-                            "tau": tau, "n": 8, "reason": "why"}}
+    def zoo(xs, ys):
+        return [{"dataset": "digits", "model": "zoo", "metric": "purity-ratio",
+                 "score": "r|purity-ratio|corruption", "value": 0.0,
+                 "details": {"points": [[f"m{j}", x, y] for j, (x, y) in
+                                        enumerate(zip(xs, ys))]}},
+                {"dataset": "digits", "model": "zoo", "metric": "purity-ratio",
+                 "score": "validation_holds", "value": 1.0,
+                 "details": {"r": 0.0, "tau": 0.5, "n": len(xs), "reason": "why"}}]
 
     def head(claims):
         return _by_claim(claims, "rises with corruption robustness")
 
-    # r = -0.92 over 8 models: Fisher's interval [-0.99, -0.61] lies below 0: reversed
-    c = head(purity_claims([holds(0.0, -0.92, -0.71)]))
-    assert c.verdict == FAILS and "r = -0.92 [-0.99, -0.61]" in c.figure
-    assert head(purity_claims([holds(1.0, 0.95, 0.8)])).verdict == HOLDS
-    # a positive r whose interval contains 0 at 8 models decides nothing
-    c = head(purity_claims([holds(1.0, 0.6, 0.4)]))
-    assert c.verdict == UNDECIDED and "contains 0" in c.why
-    # without the zoo's points no baseline comparison is decided
-    claims = purity_claims([holds(None, None, None)])
+    x = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+    # a perfect order over 8 models: p = 1/8! one-sided
+    c = head(purity_claims(zoo(x, [v + 0.01 * (j % 2) for j, v in enumerate(x)])))
+    assert c.verdict == HOLDS and "permutation test (exact)" in c.why
+    assert "shuffled" in c.control and "undecided" in c.control
+    c = head(purity_claims(zoo(x, [-v for v in x])))
+    assert c.verdict == FAILS
+    c = head(purity_claims(zoo(x, [0.3, 0.1, 0.4, 0.2, 0.5, 0.2, 0.6, 0.1])))
+    assert c.verdict == UNDECIDED and c.would_decide.startswith(("more models",
+                                                                 "not decidable"))
+    # without the zoo's points nothing is decided
+    claims = purity_claims(zoo([], []))
     assert {c.verdict for c in claims} == {UNDECIDED}
 
 
@@ -139,12 +153,14 @@ def test_coverage_claims_decide_table_2_from_the_reference_models():
     rows = [head, acc("100-0", [0.99, 0.98, 0.985]), acc("0-100", [0.10, 0.102, 0.098])]
     trend, level = coverage_claims(rows)
     # the paper's rule misclassifies boundary points by construction: not evidence, though
-    # 10% +- 99% t lies inside the window [8%, 12%]
-    assert trend.verdict == HOLDS and level.verdict == BY_CONSTRUCTION
+    # 10% +- 99% t lies inside the window [8%, 12%]; and a weak model without learnt
+    # features is classified better at the centroids too: the trend is by construction
+    assert trend.verdict == BY_CONSTRUCTION and trend.evidence["rule verdict"] == HOLDS
+    assert level.verdict == BY_CONSTRUCTION
     assert "near chance" in level.figure and "by construction" in level.why
     rows[2] = acc("0-100", [0.50, 0.55, 0.52])  # the band rule's level: far above chance
     trend, level = coverage_claims(rows)
-    assert trend.verdict == HOLDS and level.verdict == BY_CONSTRUCTION
+    assert trend.verdict == BY_CONSTRUCTION and level.verdict == BY_CONSTRUCTION
     assert "above chance" in level.figure
 
 
@@ -181,18 +197,24 @@ def test_adequacy_claim_compares_rho_at_the_full_size_with_the_smallest():
 def test_less_accurate_more_robust_compares_the_extremes_of_test_accuracy():
     from robench.families.coverage.claims import accuracy_vs_robustness_claims
 
-    def rows(model, acc, cov, lo, hi):
+    def rows(model, acc, per):
         base = {"dataset": "mnist-5k", "model": model, "metric": "coverage"}
         return [{**base, "score": "model_acc", "value": acc},
-                {**base, "score": "coverage", "value": cov, "ci_low": lo, "ci_high": hi}]
+                {**base, "score": "coverage", "value": sum(per) / len(per),
+                 "details": {"per_repeat": per, "knobs": {"boundary_rule": "paper"}}}]
 
-    table = rows("lenet", 0.93, 0.80, 0.77, 0.83) + rows("cnn-3", 0.97, 0.70, 0.66, 0.74) \
-        + rows("mlp", 0.95, 0.75, 0.60, 0.90)
+    table = rows("lenet", 0.93, [0.80, 0.81, 0.79, 0.80, 0.82]) \
+        + rows("cnn-3", 0.97, [0.70, 0.70, 0.69, 0.71, 0.71]) \
+        + rows("mlp", 0.95, [0.75, 0.6, 0.9, 0.7, 0.8])
     (claim,) = accuracy_vs_robustness_claims(table)
+    # paired by repeat: lenet shown above cnn-3, which the control (a weak and a strong
+    # model without learnt features) never shows: evidence
     assert claim.verdict == HOLDS and "lenet vs cnn-3" in claim.claim
-    table = rows("lenet", 0.93, 0.60, 0.57, 0.63) + rows("cnn-3", 0.97, 0.70, 0.66, 0.74)
+    table = rows("lenet", 0.93, [0.60, 0.61, 0.59, 0.60, 0.62]) \
+        + rows("cnn-3", 0.97, [0.70, 0.70, 0.69, 0.71, 0.71])
     (claim,) = accuracy_vs_robustness_claims(table)
-    assert claim.verdict == FAILS
+    # the more accurate model more robust: what the construction gives the strong null model
+    assert claim.verdict == BY_CONSTRUCTION and claim.evidence["rule verdict"] == FAILS
 
 
 def test_capacity_claim_orders_nothing_the_paired_test_did_not():

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from robench.stats.claims import BY_CONSTRUCTION, FAILS, HOLDS, UNDECIDED, Claim, compare, fmt, within
+from typing import Optional
+
+from robench.stats.claims import (BY_CONSTRUCTION, FAILS, HOLDS, SIDE, UNDECIDED, Claim,
+                                  Control, OrderingPart, controlled, decide_parts, fmt, modal,
+                                  parts_need, repeats_needed, within, would)
 from robench.stats.intervals import mean_interval
 
 PAPER = "Coverage testing in feature space (Mani et al.)"
@@ -19,6 +23,8 @@ CHANCE_WINDOW = 0.2
 WINDOW_LEVEL = 0.99
 #: Test-set quality: "the majority of the test points" in the centroid region.
 MAJORITY = 0.5
+#: Mean separation of the weak null model of the controls (robench.families.coverage.controls).
+WEAK_SEP = 0.5
 
 
 def _with_interval(row: dict, level: float = 0.95) -> dict:
@@ -53,6 +59,73 @@ def near_chance(row: dict, n_classes: int) -> tuple:
     return verdict, position, f"{position}: {why}", row
 
 
+def _per_repeat(row: dict) -> list:
+    return [v if v is not None else float("nan")
+            for v in ((row or {}).get("details") or {}).get("per_repeat") or []]
+
+
+#: Two models' coverage-guided accuracies (or CPs) count as a tie ("equivalent") when shown
+#: within this many points: the third outcome of the model contrasts.
+CONTRAST_MARGIN = 0.01
+
+
+def paired_part(a: list, b: list, margin: Optional[float] = None) -> OrderingPart:
+    """Return "a above b" over reference models paired by repeat (repeat r of every model
+    uses the same split and seed, robench.families.coverage.protocol.repeat_seed): i.i.d.
+    units, so Student's t on the paired differences (robench.stats.paired.balanced_test with
+    a cycle of 1)."""
+    import numpy as np
+
+    n = max(len(a), len(b))
+    va, vb = np.full(n, np.nan), np.full(n, np.nan)
+    va[:len(a)], vb[:len(b)] = a, b
+    one = np.ones(n)
+    return OrderingPart(va, one, vb, one, cycle=1, margin=margin)
+
+
+def _knobs(det: dict) -> dict:
+    return {k: v for k, v in (det.get("knobs") or {}).items()
+            if k in ("radius", "boundary_rule", "wc_l", "theta1", "theta2", "step", "mixes")}
+
+
+_NULLS: dict = {}
+
+
+def _nulls(sep: float, knobs: dict, repeats: int) -> list:
+    import json
+
+    from robench.families.coverage.controls import null_models
+
+    key = (sep, json.dumps(knobs, sort_keys=True), repeats)
+    if key not in _NULLS:
+        _NULLS[key] = null_models(sep, knobs, repeats)
+    return _NULLS[key]
+
+
+def _null_repeats(n: int) -> int:
+    return max(3, min(int(n or 0), 10))
+
+
+def _weak_what(knobs) -> str:
+    from robench.families.coverage.controls import WEAK
+
+    return (f"a weak model without learnt features (i.i.d. Gaussian classes, mean separation "
+            f"{WEAK:g}: ~40% accuracy; the {knobs.get('boundary_rule', 'paper')} rule)")
+
+
+def _window_need(level: dict, low: float, high: float, rule: str, position: str) -> str:
+    """Return what would decide a near-chance row left undecided."""
+    if position == "near chance":  # decided, but the band rule is not the paper's
+        return ("not decidable by repeats: the band rule is not the paper's; the paper's "
+                "rule decides it (boundary_rule = 'paper')")
+    n = len(_per_repeat(level))
+    lo, hi, v = level.get("ci_low"), level.get("ci_high"), level.get("value")
+    if lo is None or v is None or not n:
+        return would(None)
+    dist = min(abs(v - low), abs(v - high))
+    return would(repeats_needed(n, (hi - lo) / 2, dist))
+
+
 def coverage_claims(rows: list) -> list:
     """Return per (data set, model): Table 2's trend and its all-boundary level near chance.
 
@@ -72,15 +145,26 @@ def coverage_claims(rows: list) -> list:
         cent, raw_bnd = sc.get(f"acc@100-0@{size}"), sc.get(f"acc@0-100@{size}")
         if not (cent and raw_bnd):
             continue
+        part = paired_part(_per_repeat(cent), _per_repeat(raw_bnd))
         cent, bnd = _with_interval(cent), _with_interval(raw_bnd)
         knobs = det.get("knobs") or {}
         rule = knobs.get("boundary_rule", "band")
         how = f"{rule} rule, {knobs.get('confidence', 'raw')} confidence"
-        verdict, why = compare(cent, bnd)
-        claims.append(Claim(
+        verdict = decide_parts([part])
+        st = part.stats()
+        why = (f"100:0 - 0:100 {100 * st['d']:+.1f} points over {int(st['n'])} reference "
+               "models (paired by repeat: Student's t on the differences, one-sided 0.025)")
+        nulls = _nulls(WEAK_SEP, _knobs(det), _null_repeats(st["n"]))
+        cv = decide_parts([paired_part([m["mixes"].get((100, 0)) for m in nulls],
+                                       [m["mixes"].get((0, 100)) for m in nulls])])
+        ctl = Control(_weak_what(_knobs(det)), cv, "100:0 {:.1f}% vs 0:100 {:.1f}%".format(
+            *(100 * sum(m["mixes"].get(k) or 0 for m in nulls) / len(nulls)
+              for k in ((100, 0), (0, 100)))))
+        claims.append(controlled(Claim(
             PAPER, f"all-centroid sets are classified better than all-boundary ones ({model})",
             "Table 2: accuracy falls as the boundary share grows", dataset,
-            f"100:0 {fmt(cent, True)} vs 0:100 {fmt(bnd, True)} ({how})", verdict, why))
+            f"100:0 {fmt(cent, True)} vs 0:100 {fmt(bnd, True)} ({how})", verdict, why,
+            would_decide=would(parts_need([part])) if verdict == UNDECIDED else ""), ctl))
         n_classes = len((det.get("quality") or {}).get("ep") or []) or None
         if n_classes:
             low, high = chance_window(n_classes)
@@ -92,13 +176,20 @@ def coverage_claims(rows: list) -> list:
                        f"them by construction; {why}")
             elif verdict == HOLDS:
                 verdict, why = UNDECIDED, why + "; the band rule is not the paper's"
-            claims.append(Claim(
+            nv = [near_chance({"details": {"per_repeat": [m["mixes"].get((0, 100))
+                                                           for m in nulls]}}, n_classes)[1]]
+            claims.append(controlled(Claim(
                 PAPER, f"the all-boundary set is classified near chance ({model})",
                 "Table 2, column (1): all-boundary accuracy at most 10%, as low as 0% "
                 "(10-class sets: 8.7-10.9%)", dataset,
                 f"0:100 {fmt(level, True)} ({100 * WINDOW_LEVEL:g}% CI): {position}; chance "
                 f"{100 / n_classes:g}%, window [{100 * low:g}, {100 * high:g}]% ({how})",
-                verdict, why, {"window": [low, high], "position": position}))
+                verdict, why, {"window": [low, high], "position": position},
+                would_decide="" if verdict != UNDECIDED else _window_need(
+                    level, low, high, rule, position)),
+                Control(_weak_what(_knobs(det)), {"near chance": HOLDS}.get(nv[0], FAILS
+                        if nv[0] in ("below chance", "above chance") else UNDECIDED),
+                        f"0:100 is {nv[0]}")))
     return claims
 
 
@@ -119,6 +210,18 @@ def _by_accuracy(rows: list, score: str) -> list:
     return out
 
 
+def _strong_what() -> str:
+    from robench.families.coverage.controls import STRONG
+
+    return (f"models without learnt features (i.i.d. Gaussian classes, mean separation "
+            f"{WEAK_SEP:g} vs {STRONG:g}: ~40% vs ~97% accuracy)")
+
+
+def _mean_row(values: list) -> dict:
+    iv = mean_interval([v for v in values if v is not None], 0.95, bounds=(0.0, 1.0))
+    return {"value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high}
+
+
 def test_set_quality_claims(rows: list) -> list:
     """Return per data set: the most accurate model's centroid share, and its contrast.
 
@@ -126,40 +229,72 @@ def test_set_quality_claims(rows: list) -> list:
     classify the majority of the test points in the centroid region, and LeNet, the least
     accurate, has a good coverage (fewer test points at the centroids). robench decides, per
     data set, (1) the most accurate model's CP (mean over classes) against
-    :data:`MAJORITY` and (2) its CP against the least accurate model's, each by the t
-    intervals over the reference models.
+    :data:`MAJORITY` and (2) its CP against the least accurate model's, paired by repeat
+    where per-repeat CPs are stored. Controls: the same CP of Gaussian classes (r sets it:
+    about half of any Gaussian class lies within one RMS radius), and of a weak and a strong
+    model without learnt features (equal CP whatever the accuracy).
     """
+    from robench.families.coverage.controls import STRONG
+
     claims = []
     for dataset, scored, order in _by_accuracy(rows, "cp"):
         low, high = order[0], order[-1]
         cp = {m: _with_interval(scored[m]["cp"]) for m in (low, high)}
         acc = {m: 100 * scored[m]["model_acc"]["value"] for m in (low, high)}
         det = (scored[high].get("coverage") or {}).get("details") or {}
+        knobs = _knobs(det)
         train = [v for v in (det.get("quality") or {}).get("cp_train") or [] if v is not None]
         r = (det.get("knobs") or {}).get("radius")
         ref = (f"; at r = {r:g} (class RMS radius) {100 * sum(train) / len(train):.0f}% of its "
                "training points are in the region: the level follows r, which the paper "
                "does not give" if train and r is not None else "")
         verdict, why = within(cp[high], MAJORITY, 1.0)
-        claims.append(Claim(
+        n = len(_per_repeat(scored[high]["cp"]))
+        strong = _nulls(STRONG, knobs, _null_repeats(n))
+        weak = _nulls(WEAK_SEP, knobs, _null_repeats(n))
+        null_cp = _mean_row([m["cp"] for m in strong])
+        ctl = Control("the CP of i.i.d. Gaussian classes at the same r (a model without "
+                      "learnt features)", within(null_cp, MAJORITY, 1.0)[0],
+                      f"CP {fmt(null_cp, True)}")
+        need = None
+        if verdict == UNDECIDED and cp[high].get("ci_low") is not None and n:
+            need = repeats_needed(n, (cp[high]["ci_high"] - cp[high]["ci_low"]) / 2,
+                                  cp[high]["value"] - MAJORITY)
+        claims.append(controlled(Claim(
             PAPER, f"the most accurate model puts most test points in the centroid region "
                    f"({high})",
             "Section 5.3 (RQ2), Figure 5: ResNet and VGG, the most accurate, classify the "
             "majority of the MNIST and SVHN test points in the centroid region", dataset,
             f"{high} (test {acc[high]:.1f}%): CP {fmt(cp[high], True)}", verdict, why + ref,
-            {"model": high, "majority": MAJORITY}))
+            {"model": high, "majority": MAJORITY},
+            would_decide="" if verdict != UNDECIDED else (
+                would(need) if need else would(None, why="the coverage metric stores no "
+                                               "per-repeat CP: no interval"))), ctl))
         if len(scored) < 2:
             continue
-        verdict, why = compare(cp[high], cp[low])
-        claims.append(Claim(
+        part = paired_part(_per_repeat(scored[high]["cp"]), _per_repeat(scored[low]["cp"]),
+                           CONTRAST_MARGIN)
+        verdict = decide_parts([part])
+        cv = decide_parts([paired_part([m["cp"] for m in strong], [m["cp"] for m in weak],
+                                       CONTRAST_MARGIN)])
+        ctl = Control(_strong_what(), cv, f"CP {100 * sum(m['cp'] for m in weak) / len(weak):.1f}"
+                      f"% vs {100 * sum(m['cp'] for m in strong) / len(strong):.1f}%")
+        paired = n >= 2 and len(_per_repeat(scored[low]["cp"])) >= 2
+        claims.append(controlled(Claim(
             PAPER, f"a less accurate model has fewer test points at the centroids ({low} vs "
                    f"{high})",
             "Section 5.3 (RQ2), Figure 5: LeNet, the least accurate, has a good coverage of "
             "the test points; ResNet and VGG put the majority in the centroid region", dataset,
             f"{low} (test {acc[low]:.1f}%) CP {fmt(cp[low], True)} vs {high} (test "
             f"{acc[high]:.1f}%) CP {fmt(cp[high], True)}", verdict,
-            why + "; test accuracies are means over the reference models",
-            {"least_accurate": low, "most_accurate": high}))
+            ("paired by repeat (the same split and seed), Student's t on the differences, "
+             f"one-sided 0.025; equivalent within ±{100 * CONTRAST_MARGIN:g} point" if paired else "no per-repeat CP stored: nothing to pair")
+            + "; test accuracies are means over the reference models",
+            {"least_accurate": low, "most_accurate": high},
+            would_decide="" if verdict != UNDECIDED else (
+                would(parts_need([part])) if paired else
+                would(None, why="the coverage metric stores no per-repeat CP to pair"))),
+            ctl))
     return claims
 
 
@@ -169,23 +304,51 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
     The paper's observation: LeNet, the least accurate of its models on MNIST and FMNIST, is
     classified better than VGG-19 on every generated set ("less accurate, more robust").
     robench compares the least and the most accurate model of each data set (test accuracy,
-    mean over the reference models) by their coverage-guided accuracy's intervals.
+    mean over the reference models) by their coverage-guided accuracies paired by repeat.
+    Coverage-guided accuracy is the mean of the mixes, which average 50% centroid, so it is
+    about (acc@100:0 + acc@0:100) / 2 and the boundary half is near 0 by construction under
+    the paper's rule; the control, a weak and a strong model without learnt features, shows
+    which verdict that construction gives.
     """
+    from robench.families.coverage.controls import STRONG
+
     claims = []
     for dataset, scored, order in _by_accuracy(rows, "coverage"):
         if len(scored) < 2:
             continue
         low, high = order[0], order[-1]
-        verdict, why = compare(scored[low]["coverage"], scored[high]["coverage"])
+        part = paired_part(_per_repeat(scored[low]["coverage"]),
+                           _per_repeat(scored[high]["coverage"]), CONTRAST_MARGIN)
+        verdict = decide_parts([part])
         acc = {m: 100 * scored[m]["model_acc"]["value"] for m in (low, high)}
-        claims.append(Claim(
+        det = (scored[high].get("coverage") or {}).get("details") or {}
+        size = det.get("size")
+        halves = []
+        for m in (low, high):
+            c, b = (((scored[m].get(f"acc@{mix}@{size}") or {}).get("value"))
+                    for mix in ("100-0", "0-100"))
+            if c is not None and b is not None:
+                halves.append(f"{m} (acc@100:0 + acc@0:100)/2 = {50 * (c + b):.1f}%")
+        n = len(_per_repeat(scored[high]["coverage"]))
+        weak = _nulls(WEAK_SEP, _knobs(det), _null_repeats(n))
+        strong = _nulls(STRONG, _knobs(det), _null_repeats(n))
+        cv = decide_parts([paired_part([m["coverage"] for m in weak],
+                                       [m["coverage"] for m in strong], CONTRAST_MARGIN)])
+        ctl = Control(_strong_what(), cv,
+                      f"coverage-guided {100 * sum(m['coverage'] for m in weak) / len(weak):.1f}"
+                      f"% vs {100 * sum(m['coverage'] for m in strong) / len(strong):.1f}%")
+        claims.append(controlled(Claim(
             PAPER, f"a less accurate model is more robust on generated sets ({low} vs {high})",
             "LeNet (least accurate) above VGG-19 on every generated MNIST/FMNIST set "
             "(Table 2)", dataset,
             f"{low} (test {acc[low]:.1f}%) {fmt(scored[low]['coverage'], True)} vs {high} "
             f"(test {acc[high]:.1f}%) {fmt(scored[high]['coverage'], True)}",
-            verdict, why + "; test accuracies are means over the reference models",
-            {"least_accurate": low, "most_accurate": high}))
+            verdict, "paired by repeat (the same split and seed), Student's t on the "
+            f"differences, one-sided 0.025, equivalent within ±{100 * CONTRAST_MARGIN:g} "
+            "point; " + "; ".join(halves)
+            + "; test accuracies are means over the reference models",
+            {"least_accurate": low, "most_accurate": high},
+            would_decide=would(parts_need([part])) if verdict == UNDECIDED else ""), ctl))
     return claims
 
 

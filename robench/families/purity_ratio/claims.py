@@ -1,7 +1,10 @@
 """The clusterability paper's claims, decided on stored purity-ratio scores (robench.stats.claims).
 
 Every claim here rests on correlations across the data set's zoo of models (8 in the quick
-and standard profiles): a single correlation gets Fisher's z interval; "indicator A predicts
+and standard profiles): a single correlation gets an exact permutation test over the models
+(:func:`robench.stats.permutation.correlation_test`: Fisher's z is anti-conservative on
+skewed indicators), on each model's values averaged over however many repeats are stored;
+its control is the same test with the models' robustness shuffled; "indicator A predicts
 robustness better than indicator B" compares two correlations that share the robustness
 variable over the same models, so it gets a test for dependent correlations
 (:func:`robench.stats.jackknife.dependent_correlations`: the Fisher-z difference jackknifed
@@ -15,8 +18,12 @@ import math
 from typing import Optional
 
 from robench.families.purity_ratio.metric import r_interval
-from robench.stats.claims import FAILS, HOLDS, MORE_MODELS, UNDECIDED, Claim
+from robench.stats.claims import (FAILS, HOLDS, MORE_MODELS, SIDE, UNDECIDED, Claim, Control,
+                                  controlled, modal, would)
 from robench.stats.claims import combine as _combine
+
+#: Shuffles of a control (its verdict: the most common one).
+CONTROL_SHUFFLES = 20
 
 PAPER = "Feature-space clusterability (Ho et al.)"
 #: The target the headline claims are decided on: corruption robustness over all severities.
@@ -43,17 +50,49 @@ def _r_text(r, n) -> str:
 
 
 def _points(rows: list, dataset: str, indicator: str, target: str) -> dict:
-    """Return {model: (indicator oriented as validated, robustness)} of a validation row."""
+    """Return {model: (indicator oriented as validated, robustness)} of a validation row,
+    each the mean over the model's stored points (one per repeat of its reference model)."""
     from robench.families.purity_ratio.metric import INDICATORS
 
     sign = INDICATORS.get(indicator, 1)
     for r in rows:
         if (r.get("dataset") == dataset and r.get("model") == "zoo"
                 and r.get("score") == f"r|{indicator}|{target}"):
-            return {p[0]: (sign * float(p[1]), float(p[2]))
-                    for p in ((r.get("details") or {}).get("points") or [])
-                    if p[1] is not None and p[2] is not None}
+            return _by_model((r.get("details") or {}).get("points") or [], sign)
     return {}
+
+
+def _by_model(points: list, sign: float = 1.0) -> dict:
+    """Return {model: (mean indicator, mean robustness)} over a row's points."""
+    acc: dict = {}
+    for p in points:
+        if len(p) >= 3 and p[1] is not None and p[2] is not None:
+            acc.setdefault(p[0], []).append((sign * float(p[1]), float(p[2])))
+    return {m: (sum(a for a, _ in v) / len(v), sum(b for _, b in v) / len(v))
+            for m, v in acc.items()}
+
+
+def _corr_verdict(x: list, y: list, level: float = SIDE) -> tuple:
+    """Return (verdict, test) of "r > 0" by the exact permutation test at one-sided ``level``:
+    holds when p(r >= observed) <= level, does not hold when p(r <= observed) <= level."""
+    from robench.stats.permutation import correlation_test
+
+    t = correlation_test(x, y)
+    v = HOLDS if t["p_greater"] <= level else FAILS if t["p_less"] <= level else UNDECIDED
+    return v, t
+
+
+def _shuffle_control(x: list, y: list, rule, what: str = "the models' robustness shuffled "
+                     "(indicator and robustness unrelated)") -> Control:
+    """Return the control of a correlation rule: ``rule(x, y_shuffled)`` over shuffles."""
+    import numpy as np
+
+    if len(x) < 3:
+        return Control(what, None, "fewer than 3 models: nothing to shuffle")
+    rng = np.random.default_rng(0)
+    verdicts = [rule(x, list(rng.permutation(y))) for _ in range(CONTROL_SHUFFLES)]
+    v, text = modal(verdicts)
+    return Control(what, v, text + " shuffles")
 
 
 def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> tuple:
@@ -65,22 +104,52 @@ def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> t
     common = sorted(set(pa) & set(pb))
     if len(common) < 4:
         return (UNDECIDED, f"{a} vs {b}: {len(common)} models with both (needs 4)", {},
-                MORE_MODELS)
+                MORE_MODELS + " (at least 4 with both indicators)")
     res = dependent_correlations([pa[m][1] for m in common], [pa[m][0] for m in common],
                                  [pb[m][0] for m in common])
     text = (f"{a} r = {res['r1']:+.2f} vs {b} r = {res['r2']:+.2f} (r between them "
             f"{res['r12']:+.2f}, {res['n']} models)")
     ev = {k: res.get(k) for k in ("r1", "r2", "r12", "n", "estimate", "low", "high")}
     if res["low"] is None:
-        return UNDECIDED, f"{text}: {res['reason']}", ev, MORE_MODELS
+        return UNDECIDED, f"{text}: {res['reason']}", ev, would(None, "models")
     iv = f"Fisher-z difference {res['estimate']:+.2f} [{res['low']:+.2f}, {res['high']:+.2f}]"
     if res["low"] > 0:
         return HOLDS, f"{text}; {iv} lies above 0", ev, ""
     if res["high"] < 0:
         return FAILS, f"{text}; {iv} lies below 0", ev, ""
     need = repeats_to_decide(res["estimate"], res["sd"], res["n"], 0.95)
-    return (UNDECIDED, f"{text}; {iv} contains 0", ev,
-            MORE_MODELS + (f" (about {need} at this difference and spread)" if need else ""))
+    return UNDECIDED, f"{text}; {iv} contains 0", ev, would(need, "models")
+
+
+def _better_verdict(rows_pts: tuple) -> str:
+    from robench.stats.jackknife import dependent_correlations
+
+    y, x1, x2 = rows_pts
+    res = dependent_correlations(y, x1, x2)
+    if res["low"] is None:
+        return UNDECIDED
+    return HOLDS if res["low"] > 0 else FAILS if res["high"] < 0 else UNDECIDED
+
+
+def _swap_control(rows: list, dataset: str, a: str, b: str) -> Control:
+    """Return the control of "a predicts better than b": the same test with the two
+    indicators swapped at random per model (equally good by construction)."""
+    import numpy as np
+
+    what = f"{a} and {b} swapped at random per model (equally predictive)"
+    pa, pb = _points(rows, dataset, a, TARGET), _points(rows, dataset, b, TARGET)
+    common = sorted(set(pa) & set(pb))
+    if len(common) < 4:
+        return Control(what, None, f"{len(common)} models with both: nothing to swap")
+    rng = np.random.default_rng(0)
+    verdicts = []
+    for _ in range(CONTROL_SHUFFLES):
+        flip = rng.random(len(common)) < 0.5
+        x1 = [pb[m][0] if f else pa[m][0] for m, f in zip(common, flip)]
+        x2 = [pa[m][0] if f else pb[m][0] for m, f in zip(common, flip)]
+        verdicts.append(_better_verdict(([pa[m][1] for m in common], x1, x2)))
+    v, text = modal(verdicts)
+    return Control(what, v, text + " swaps")
 
 
 def purity_claims(rows: list) -> list:
@@ -99,46 +168,51 @@ def purity_claims(rows: list) -> list:
             continue
         dataset = r["dataset"]
         d = r.get("details") or {}
-        r_, tau, n = d.get("r"), d.get("tau"), d.get("n")
-        lo, hi = r_interval(r_, n)
-        figure = ("-" if r_ is None else _r_text(r_, n)
-                  + (f", tau = {tau:+.2f}" if tau is not None else "") + f" over {n} models")
+        pts = _points(rows, dataset, "purity-ratio", TARGET)
+        models = sorted(pts)
+        x, y = [pts[m][0] for m in models], [pts[m][1] for m in models]
+        tau = d.get("tau")
         decide = ""
-        if r_ is None or tau is None:
-            verdict, why = UNDECIDED, d.get("reason") or "no validation"
-            decide = MORE_MODELS
-        elif lo is None:
-            verdict, why = UNDECIDED, f"no interval for r at {n} models (Fisher's needs 4)"
-            decide = MORE_MODELS
-        elif lo > 0 and (tau or 0) > 0:
-            verdict, why = HOLDS, f"r's interval [{lo:+.2f}, {hi:+.2f}] lies above 0, tau > 0"
-        elif hi < 0:
-            verdict, why = FAILS, f"r's interval [{lo:+.2f}, {hi:+.2f}] lies below 0: reversed"
+        if len(models) < 3:
+            r_, n = d.get("r"), d.get("n")
+            verdict, why = UNDECIDED, (d.get("reason") or "no per-model points stored: "
+                                       "nothing to permute")
+            figure = "-" if r_ is None else f"r = {r_:+.2f} over {n} models"
+            decide = would(None, "models")
+            control = Control("the models' robustness shuffled", None, "no per-model points")
         else:
-            verdict, why = UNDECIDED, (f"r's interval [{lo:+.2f}, {hi:+.2f}] contains 0 at "
-                                       f"{n} models")
-            need = models_to_decide(r_)
-            decide = MORE_MODELS + (f" (about {need} at this r)" if need else "")
-        claims.append(Claim(
+            verdict, t = _corr_verdict(x, y)
+            r_, n = t["r"], t["n"]
+            figure = (f"r = {r_:+.2f}" + (f", tau = {tau:+.2f}" if tau is not None else "")
+                      + f" over {n} models (per-model means over their repeats)")
+            how = "exact" if t["exact"] else f"{t['n']} models, Monte Carlo"
+            why = (f"permutation test ({how}): p(r >= observed) = {t['p_greater']:.4f}, "
+                   f"p(r <= observed) = {t['p_less']:.4f}, one-sided level {SIDE:g}")
+            if verdict == UNDECIDED:
+                decide = would(models_to_decide(r_) if r_ > 0 else None, "models")
+            control = _shuffle_control(x, y, lambda a, b: _corr_verdict(a, b)[0])
+        claims.append(controlled(Claim(
             PAPER, "purity-ratio (eq. 10) rises with corruption robustness across models",
             "R^2 = 0.87 (eq. 10, Table 4 and Figure 1), tau = 0.73 (Table 5) on ImageNet-C",
             dataset, figure, verdict, why,
-            {k: d.get(k) for k in ("r", "tau", "n", "baselines")}, would_decide=decide))
+            {k: d.get(k) for k in ("r", "tau", "n", "baselines")}, would_decide=decide),
+            control))
         for baseline, text, paper in (
                 ("delta", "the class-overlap baseline Delta (the paper's)",
                  "R^2 = 0.87 vs Delta's 0.27 (Tables 3-4)"),
                 ("model_acc", "model accuracy (a baseline robench adds)",
                  "- (not in the paper: robench's added baseline)")):
             verdict, why, ev, decide = _better(rows, dataset, "purity-ratio", baseline)
-            claims.append(Claim(
+            claims.append(controlled(Claim(
                 PAPER, f"purity-ratio predicts corruption robustness better than {text}",
                 paper, dataset, why.split(";")[0], verdict,
                 why + " (dependent correlations: Fisher-z difference jackknifed over models)",
-                ev, would_decide=decide))
+                ev, would_decide=decide), _swap_control(rows, dataset, "purity-ratio",
+                                                        baseline)))
         parts = [(c,) + _better(rows, dataset, "purity-ratio", f"p_purity_{c}")
                  for c in ("kmeans", "multicut")]
         verdict = _combine([v for _, v, _, _, _ in parts])
-        claims.append(Claim(
+        claims.append(controlled(Claim(
             PAPER, "eq. 10 (k-means x multicut purity) predicts corruption robustness better "
                    "than either clusterer's purity alone",
             "R^2 = 0.87 vs k-means 0.83 and multicut 0.71 (Table 4, all severities)", dataset,
@@ -146,7 +220,8 @@ def purity_claims(rows: list) -> list:
             "; ".join(w for _, _, w, _, _ in parts) + " (dependent correlations, jackknife "
             "over models)", {c: ev for c, _, _, ev, _ in parts},
             would_decide="" if verdict != UNDECIDED else next(
-                (dd for _, v, _, _, dd in parts if v == UNDECIDED and dd), MORE_MODELS)))
+                (dd for _, v, _, _, dd in parts if v == UNDECIDED and dd), would(None, "models"))),
+            _swap_control(rows, dataset, "purity-ratio", "p_purity_kmeans")))
         claims.extend(_adversarial_claims(rows, dataset))
     return claims
 
@@ -155,11 +230,17 @@ def _adversarial_claims(rows: list, dataset: str) -> list:
     """Return per attack: purity-ratio correlates positively with adversarial robustness.
 
     The paper reports the correlation over a range of perturbation sizes (strong for
-    moderate eps, weak at the extremes). robench decides it on every eps it measured, with
-    Fisher's interval at 1 - 0.05 / (number of eps) (Bonferroni: picking the best eps
-    after the fact is paid for): holds when some eps's interval lies above 0, does not
-    hold when every eps's lies below 0, undecided otherwise.
+    moderate eps, weak at the extremes). robench decides it on every eps it measured by the
+    exact permutation test on the per-model points: holds when some eps gives p(r >=
+    observed) <= 0.025 / (number of eps) (Bonferroni: picking the best eps after the fact is
+    paid for), does not hold when every eps is shown negative at 0.025 (an intersection-
+    union test), undecided otherwise. Control: the same rule with the models' robustness
+    shuffled at every eps.
     """
+    import numpy as np
+
+    from robench.families.purity_ratio.metric import INDICATORS
+
     by_attack: dict = {}
     for r in rows:
         score = str(r.get("score") or "")
@@ -169,33 +250,58 @@ def _adversarial_claims(rows: list, dataset: str) -> list:
         target = score.split("|", 2)[2]
         attack, _, eps = target.partition("@")
         if attack in ADVERSARIAL and eps and r.get("value") is not None:
-            by_attack.setdefault(attack, []).append((float(eps), r["value"], r.get("n")))
+            pts = _by_model((r.get("details") or {}).get("points") or [],
+                            INDICATORS.get("purity-ratio", 1))
+            by_attack.setdefault(attack, []).append((float(eps), r["value"], r.get("n"), pts))
     out = []
     for attack, entries in sorted(by_attack.items()):
-        entries.sort()
-        level = 1 - 0.05 / len(entries)
-        ivs = [(eps, r, n) + r_interval(r, n, level) for eps, r, n in entries]
-        above = [e for e in ivs if e[3] is not None and e[3] > 0]
-        below = [e for e in ivs if e[4] is not None and e[4] < 0]
-        if above:
-            verdict, why = HOLDS, (f"at eps {', '.join(f'{e[0]:g}' for e in above)} r's "
-                                   "interval lies above 0")
-        elif len(below) == len(ivs):
-            verdict, why = FAILS, "r's interval lies below 0 at every eps"
+        entries.sort(key=lambda e: e[0])
+        m = len(entries)
+
+        def rule(columns):
+            tests = [_corr_verdict(x, y, SIDE / m)[1] for x, y in columns]
+            if any(t["p_greater"] <= SIDE / m for t in tests):
+                return HOLDS
+            if tests and all(t["p_less"] <= SIDE for t in tests):
+                return FAILS
+            return UNDECIDED
+
+        columns = []
+        for eps, r_, n, pts in entries:
+            models = sorted(pts)
+            columns.append(([pts[k][0] for k in models], [pts[k][1] for k in models]))
+        from robench.stats.permutation import correlation_test
+
+        tests = [correlation_test(x, y) for x, y in columns]
+        verdict = rule(columns) if all(len(x) >= 3 for x, _ in columns) else UNDECIDED
+        above = [e[0] for e, t in zip(entries, tests) if t["p_greater"] <= SIDE / m]
+        if verdict == HOLDS:
+            why = f"at eps {', '.join(f'{e:g}' for e in above)} r > 0 is shown"
+        elif verdict == FAILS:
+            why = "r < 0 is shown at every eps"
         else:
-            verdict, why = UNDECIDED, "no eps has r's interval above 0"
-        best = max(ivs, key=lambda e: e[1])
-        need = models_to_decide(best[1], level) if verdict == UNDECIDED and best[1] > 0 else None
+            why = "no eps shows r > 0"
+        rng = np.random.default_rng(0)
+        ctl_verdicts = [rule([(x, list(rng.permutation(y))) for x, y in columns])
+                        for _ in range(CONTROL_SHUFFLES)] if columns and all(
+            len(x) >= 3 for x, _ in columns) else []
+        cv, ctext = modal(ctl_verdicts)
+        control = Control("the models' robustness shuffled at every eps", cv if ctl_verdicts
+                          else None, ctext + " shuffles" if ctl_verdicts
+                          else "no per-model points stored")
+        best = max(tests, key=lambda t: t["r"] if math.isfinite(t["r"]) else -2)
+        need = (models_to_decide(best["r"], 1 - 2 * SIDE / m)
+                if verdict == UNDECIDED and math.isfinite(best["r"]) and best["r"] > 0 else None)
         name, figure = ADVERSARIAL[attack]
-        out.append(Claim(
+        n_models = max((t["n"] for t in tests), default=0)
+        out.append(controlled(Claim(
             PAPER, f"purity-ratio (eq. 10) correlates with robustness to {name}",
             f"{figure} for moderate eps (section 4.5, Figure 7)", dataset,
-            "; ".join(f"eps {eps:g}: r = {r:+.2f}" + ("" if lo is None else
-                                                     f" [{lo:+.2f}, {hi:+.2f}]")
-                      for eps, r, n, lo, hi in ivs) + f" over {entries[0][2]} models",
-            verdict, why + f" (Fisher's interval at {100 * level:.4g}%: Bonferroni over "
-                           f"{len(ivs)} eps)",
-            {f"{eps:g}": {"r": r, "n": n, "low": lo, "high": hi} for eps, r, n, lo, hi in ivs},
-            would_decide="" if verdict != UNDECIDED else MORE_MODELS + (
-                f" (about {need} at the best eps's r)" if need else "")))
+            "; ".join(f"eps {e[0]:g}: r = {t['r']:+.2f} (p = {t['p_greater']:.3f})"
+                      for e, t in zip(entries, tests)) + f" over {n_models} models",
+            verdict, why + f" (exact permutation tests at one-sided {SIDE:g} / {m} per eps: "
+                           f"Bonferroni over {m} eps)",
+            {f"{e[0]:g}": {"r": t["r"], "n": t["n"], "p_greater": t["p_greater"],
+                           "p_less": t["p_less"]} for e, t in zip(entries, tests)},
+            would_decide="" if verdict != UNDECIDED else would(need, "models")), control))
     return out

@@ -16,8 +16,7 @@ import math
 import numpy as np
 
 from robench.families.shifted_cv.metric import METRIC
-from robench.stats.claims import FAILS, HOLDS, MORE_REPEATS, UNDECIDED, Claim
-from robench.stats.claims import combine as _combine
+from robench.stats.claims import FAILS, HOLDS, UNDECIDED, Claim
 from robench.stats.intervals import LEVEL
 
 PAPER = "Variational resampling under distribution shift (Sun et al.)"
@@ -68,10 +67,10 @@ def _pts(v) -> str:
     return f"{100 * v:+.1f}"
 
 
-def _paired_gap(val: list, test: list) -> dict:
+def _paired_gap(val: list, test: list, level: float = LEVEL) -> dict:
     from robench.stats.equivalence import difference_interval
 
-    return difference_interval(val, test, LEVEL, paired=True)
+    return difference_interval(val, test, level, paired=True)
 
 
 def _gap_text(iv: dict) -> str:
@@ -79,10 +78,6 @@ def _gap_text(iv: dict) -> str:
         return "no interval"
     return (f"{_pts(iv['estimate'])} points [{_pts(iv['low'])}, {_pts(iv['high'])}] over "
             f"{iv['n']} folds")
-
-
-def _more(verdict: str) -> str:
-    return MORE_REPEATS + " (shifted-cv repeats: more folds)" if verdict == UNDECIDED else ""
 
 
 def _group(rows: list) -> dict:
@@ -93,11 +88,76 @@ def _group(rows: list) -> dict:
     return groups
 
 
+#: Null data sets per control (its verdict: their most common one).
+CONTROL_REPLICATES = 5
+_NULLS: dict = {}
+
+
+def _null(shuffled: bool) -> list:
+    """Return the control's null shifted-CV results (cached): k-means sub-domains of i.i.d.
+    Gaussian classes, or (``shuffled``, the oracle's control) random source ids."""
+    from robench.stats.controls import shifted_null
+
+    if shuffled not in _NULLS:
+        _NULLS[shuffled] = [shifted_null(seed, shuffled=shuffled)
+                            for seed in range(CONTROL_REPLICATES)]
+    return _NULLS[shuffled]
+
+
+def _null_what(clus: str) -> str:
+    if clus == "oracle":
+        return "true sources shuffled (ids that carry nothing), nearest-mean model"
+    return (f"{clus} stand-in: k-means sub-domains of i.i.d. Gaussian classes (no "
+            "sub-domains), nearest-mean model")
+
+
+def _drop_part(val, test):
+    def part(level):
+        iv = _paired_gap(val, test, 1 - 2 * level)
+        return (UNDECIDED if iv["low"] is None else HOLDS if iv["low"] > 0
+                else FAILS if iv["high"] < 0 else UNDECIDED)
+    return part
+
+
+def _spread_part(val, test):
+    from robench.stats.jackknife import sd_ratio_paired
+
+    def part(level):
+        s = sd_ratio_paired(test, val, 1 - 2 * level)
+        if s["low"] is None:
+            return UNDECIDED
+        return HOLDS if s["low"] > 1 else FAILS if s["high"] < 1 else UNDECIDED
+    return part
+
+
+def _gap_part(val, test):
+    from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, equivalence
+
+    def part(level):
+        e = equivalence(val, test, RANDOM_GAP_MARGIN, paired=True, alpha=2 * level)
+        return {EQUIVALENT: HOLDS, NOT_EQUIVALENT: FAILS}.get(e["status"], UNDECIDED)
+    return part
+
+
+def _control(clus: str, kind: str, make_part) -> "object":
+    """Return the control of a per-model fold claim: ``make_part(val, test)`` on the null
+    data sets' folds of ``kind`` (shifted or random)."""
+    from robench.stats.claims import Control, decide_parts, modal
+
+    verdicts = []
+    for w in _null(clus == "oracle"):
+        verdicts.append(decide_parts([make_part(w[kind]["val"], w[kind]["test"])]))
+    v, text = modal(verdicts)
+    return Control(_null_what(clus), v, text + " null data sets")
+
+
 def shifted_cv_claims(rows: list) -> list:
-    """Return per (data set, clusterer): the drop, the spread ratio, random CV's gap, the
-    fold distances and the Bayesian CNNs' vulnerability; the paper's sub-domains first."""
+    """Return per (data set, clusterer): the drop, the spread ratio, the fold distances and
+    the Bayesian CNNs' vulnerability, the paper's sub-domains first; random CV's gap once
+    per data set (the random folds do not depend on the clusterer)."""
     groups = _group(rows)
     claims = []
+    random_done = set()
     for (dataset, clus), models in sorted(groups.items(),
                                           key=lambda g: (g[0][1] not in PAPER_CLUSTERERS, g[0])):
         primary = clus in PAPER_CLUSTERERS
@@ -108,16 +168,23 @@ def shifted_cv_claims(rows: list) -> list:
             head = sc.get(METRIC)
             if model and head:
                 per_model[model] = (head.get("details") or {})
-        claims.extend(_fold_claims(where, per_model))
+        with_random = dataset not in random_done
+        fold = _fold_claims(where, per_model, clus, dataset if with_random else None)
+        if any("random CV" in c.claim for c in fold):
+            random_done.add(dataset)
+        claims.extend(fold)
         w = (models.get("") or {}).get("wasserstein_ratio")
         if w and w.get("value") is not None:
-            claims.append(_distance_claim(where, w))
+            claims.append(_distance_claim(where, w, clus))
         claims.extend(_bayesian_claims(where, per_model))
     return claims
 
 
-def _fold_claims(where: str, per_model: dict) -> list:
-    from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, equivalence
+def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
+                 random_dataset=None) -> list:
+    from robench.stats.claims import (SIDE, controlled, decide_parts, repeats_needed,
+                                      would)
+    from robench.stats.equivalence import equivalence
     from robench.stats.jackknife import sd_ratio_paired
 
     drops, spreads, gaps = {}, {}, {}
@@ -125,83 +192,110 @@ def _fold_claims(where: str, per_model: dict) -> list:
         per = d.get("per_fold") or {}
         val, test = _last(per, "shifted")
         iv = _paired_gap(val, test)
-        v = (UNDECIDED if iv["low"] is None else HOLDS if iv["low"] > 0
-             else FAILS if iv["high"] < 0 else UNDECIDED)
-        drops[model] = (v, f"{model}: {_gap_text(iv)}")
+        need = (None if iv["low"] is None else
+                repeats_needed(iv["n"], (iv["high"] - iv["low"]) / 2, iv["estimate"]))
+        drops[model] = (_drop_part(val, test), f"{model}: {_gap_text(iv)}", need)
         s = sd_ratio_paired(test, val)
         if s["low"] is None:
-            spreads[model] = (UNDECIDED, f"{model}: {s.get('reason')}")
+            spreads[model] = (_spread_part(val, test), f"{model}: {s.get('reason')}", None)
         else:
-            text = f"{model}: {s['ratio']:.1f} [{s['low']:.1f}, {s['high']:.1f}]"
-            spreads[model] = ((HOLDS, text) if s["low"] > 1 else (FAILS, text) if s["high"] < 1
-                              else (UNDECIDED, text + " contains 1"))
+            spreads[model] = (_spread_part(val, test),
+                              f"{model}: {s['ratio']:.1f} [{s['low']:.1f}, {s['high']:.1f}]",
+                              repeats_needed(len(val), (math.log(s["high"]) - math.log(
+                                  s["low"])) / 2, math.log(s["ratio"])))
         rval, rtest = _last(per, "random")
-        if rval and rtest:
+        if rval and rtest and random_dataset is not None:
             e = equivalence(rval, rtest, RANDOM_GAP_MARGIN, paired=True)
             text = (f"{model}: " + ("no interval" if e["low"] is None else
                                     f"{_pts(e['estimate'])} points, 90% [{_pts(e['low'])}, "
                                     f"{_pts(e['high'])}]"))
-            gaps[model] = ({EQUIVALENT: HOLDS, NOT_EQUIVALENT: FAILS}.get(e["status"], UNDECIDED),
-                           text)
-    note = " (folds treated as exchangeable units)"
+            gaps[model] = (_gap_part(rval, rtest), text, e.get("repeats"))
+    note = " (folds treated as exchangeable units; every model at one-sided 0.025: " \
+           "intersection-union)"
     rows = (
         (drops, "under shift the test folds are classified worse than validation (last-epoch "
                 "validation - test accuracy > 0)",
          "about 26 points on Fashion-MNIST (Table I, last epoch)",
-         "have the paired interval (validation - test by fold, 95% t) above 0"),
+         "have the paired interval (validation - test by fold, 95% t) above 0",
+         "shifted", _drop_part, where),
         (spreads, "test accuracy spreads more under shift: sd(test) / sd(validation) > 1 "
                   "(last epoch)", "about 14 times larger (Table I)",
-         "decided above 1 (paired by fold: jackknife of the log variance ratio, 95%)"),
+         "decided above 1 (paired by fold: jackknife of the log variance ratio, 95%)",
+         "shifted", _spread_part, where),
         (gaps, "under random CV test accuracy equals validation accuracy (gap within "
                f"±{100 * RANDOM_GAP_MARGIN:g} point)",
          "test accuracy almost identical to validation accuracy (Figures 3-5, CV rows)",
          "equivalent (two one-sided tests on the paired last-epoch gaps, margin "
-         f"±{100 * RANDOM_GAP_MARGIN:g} point)"),
+         f"±{100 * RANDOM_GAP_MARGIN:g} point)", "random", _gap_part,
+         f"{random_dataset} (random folds: the same for every clusterer)"),
     )
     out = []
-    for parts, claim, paper_figure, rule in rows:
+    for parts, claim, paper_figure, rule, kind, make, place in rows:
         if not parts:
             continue
-        verdict = _combine([v for v, _ in parts.values()])
-        n_hold = sum(v == HOLDS for v, _ in parts.values())
-        out.append(Claim(
-            PAPER, claim, paper_figure, where, "; ".join(w for _, w in parts.values()), verdict,
-            f"{n_hold} of {len(parts)} models {rule}" + note,
-            {m: w for m, (_, w) in parts.items()}, would_decide=_more(verdict)))
+        verdict = decide_parts([p for p, _, _ in parts.values()])
+        n_hold = sum(p(SIDE) == HOLDS for p, _, _ in parts.values())
+        needs = [nd for p, _, nd in parts.values() if p(SIDE) == UNDECIDED]
+        c = Claim(
+            PAPER, claim, paper_figure, place, "; ".join(w for _, w, _ in parts.values()),
+            verdict, f"{n_hold} of {len(parts)} models {rule}" + note,
+            {m: w for m, (_, w, _) in parts.items()},
+            would_decide="" if verdict != UNDECIDED else would(
+                None if not needs or None in needs else max(needs), "folds",
+                why="" if needs else "no model is undecided at 0.025 but the parts disagree"))
+        out.append(controlled(c, _control("kmeans" if kind == "random" else clus, kind, make)))
     return out
 
 
-def _distance_claim(where: str, w: dict) -> Claim:
+def _ratio_verdict(res: dict) -> str:
+    if res["low"] is None:
+        return UNDECIDED
+    return HOLDS if res["low"] > 1 else FAILS if res["high"] < 1 else UNDECIDED
+
+
+def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
+    from robench.stats.claims import Control, controlled, modal, repeats_needed, would
     from robench.stats.jackknife import distance_ratio
 
     reps = (w.get("details") or {}).get("repeats") or []
     sh = [(e.get("shifted") or {}).get("matrix") for e in reps]
     ra = [(e.get("random") or {}).get("matrix") for e in reps]
     res = distance_ratio([m for m in sh if m], [m for m in ra if m])
+    verdict = _ratio_verdict(res)
     if res["low"] is None:
-        verdict, why = UNDECIDED, f"no interval: {res['reason']}"
-    elif res["low"] > 1:
-        verdict, why = HOLDS, f"[{res['low']:.2f}, {res['high']:.2f}] lies above 1"
-    elif res["high"] < 1:
-        verdict, why = FAILS, f"[{res['low']:.2f}, {res['high']:.2f}] lies below 1"
+        why = f"no interval: {res['reason']}"
+    elif verdict == HOLDS:
+        why = f"[{res['low']:.2f}, {res['high']:.2f}] lies above 1"
+    elif verdict == FAILS:
+        why = f"[{res['low']:.2f}, {res['high']:.2f}] lies below 1"
     else:
-        verdict, why = UNDECIDED, f"[{res['low']:.2f}, {res['high']:.2f}] contains 1"
+        why = f"[{res['low']:.2f}, {res['high']:.2f}] contains 1"
     ratio = res["ratio"] if res["ratio"] is not None else w["value"]
     figure = f"{ratio:.2f}" + ("" if res["low"] is None else
                                f" [{res['low']:.2f}, {res['high']:.2f}]")
     folds = res["folds"]
-    return Claim(
+    need = (None if res["low"] is None else repeats_needed(
+        max(1, len(reps)), (math.log(res["high"]) - math.log(res["low"])) / 2, math.log(ratio)))
+    nulls = [distance_ratio(n["shifted"]["matrices"], n["random"]["matrices"])
+             for n in _null(clus == "oracle")]
+    v, text = modal([_ratio_verdict(r) for r in nulls])
+    control = Control(_null_what(clus) + ", W1 in the data space", v, text + " null data "
+                      "sets; ratios " + ", ".join(f"{r['ratio']:.2f}" for r in nulls))
+    return controlled(Claim(
         PAPER, "shifted folds are farther apart than random ones (Wasserstein ratio > 1)",
         "VGMM fold distances ~0.21 vs random ~0.14 (Tables III-IV)", where,
         f"ratio of mean pairwise W1 {figure} over {folds[0]} shifted and {folds[1]} random "
         "folds", verdict,
         why + " (jackknife over folds: the distances of a repeat share their folds)",
         {"ratio": ratio, "low": res["low"], "high": res["high"]},
-        would_decide=_more(verdict))
+        would_decide="" if verdict != UNDECIDED else would(
+            None if need is None else need * max(1, folds[0] // max(1, len(reps))), "folds")),
+        control)
 
 
 def _bayesian_claims(where: str, per_model: dict) -> list:
     """Return per architecture with both versions: the Bayesian CNN's drop ~ the plain one's."""
+    from robench.stats.claims import Control, controlled, would
     from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, equivalence
 
     out = []
@@ -223,7 +317,16 @@ def _bayesian_claims(where: str, per_model: dict) -> list:
         figure = ("no interval" if e["low"] is None else
                   f"drop of {twin} - drop of {model}: {_pts(e['estimate'])} points, 90% "
                   f"[{_pts(e['low'])}, {_pts(e['high'])}] over {len(common)} shared folds")
-        out.append(Claim(
+        moved = [drops[model][f] + (e["estimate"] if verdict == FAILS else
+                                    -2 * BAYESIAN_MARGIN) for f in common] \
+            if e.get("estimate") is not None else []
+        cv = {EQUIVALENT: HOLDS, NOT_EQUIVALENT: FAILS}.get(
+            equivalence([drops[twin][f] for f in common], moved, BAYESIAN_MARGIN,
+                        paired=True)["status"], UNDECIDED) if moved else None
+        control = Control(("the plain drops recentred on the Bayesian ones" if verdict == FAILS
+                           else f"the plain drops moved by {200 * BAYESIAN_MARGIN:g} points"),
+                          cv, "the same two one-sided tests" if moved else "no interval")
+        out.append(controlled(Claim(
             PAPER, f"a Bayesian CNN is as vulnerable to shift as its plain version ({twin} vs "
                    f"{model}, drops within ±{100 * BAYESIAN_MARGIN:g} points)",
             "vulnerability about the same (section V-C; Table I drops: AlexNet 24.4 vs 27.4, "
@@ -231,5 +334,6 @@ def _bayesian_claims(where: str, per_model: dict) -> list:
             "two one-sided tests on the per-fold difference of the last-epoch drops (the "
             f"models share the folds), margin ±{100 * BAYESIAN_MARGIN:g} points",
             {"difference": e.get("estimate"), "low": e.get("low"), "high": e.get("high")},
-            would_decide=_more(verdict)))
+            would_decide="" if verdict != UNDECIDED else would(e.get("repeats"), "folds")),
+            control))
     return out

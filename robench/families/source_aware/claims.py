@@ -6,7 +6,7 @@ import math
 from typing import Optional
 
 from robench.families.source_aware.rho import METRIC as RHO
-from robench.stats.claims import (FAILS, HOLDS, MORE_DATA, MORE_REPEATS, UNDECIDED, Claim,
+from robench.stats.claims import (FAILS, HOLDS, MORE_DATA, UNDECIDED, Claim,
                                   compare, fmt, repeats_to_separate)
 from robench.stats.claims import combine as _combine
 
@@ -28,7 +28,12 @@ def _table(rows: list, clusterer: str = "kmeans") -> dict:
     return out
 
 
-def _equivalent(inclusive: dict, random: dict) -> tuple:
+def _equivalence_part(inclusive, random):
+    """Return the part "E[AccI] ~ E[Acc]" of one model: TOST at any level."""
+    return lambda level: _equivalent(inclusive, random, level)[0]
+
+
+def _equivalent(inclusive: dict, random: dict, alpha: float = 0.05) -> tuple:
     """Return (verdict, why, repeats) of E[AccI] ~ E[Acc] within the margin, by TOST.
 
     The inclusive and the random partitions of a repeat are drawn independently (their
@@ -39,7 +44,7 @@ def _equivalent(inclusive: dict, random: dict) -> tuple:
     per = [((r or {}).get("details") or {}).get("per_repeat") for r in (inclusive, random)]
     if not (per[0] and per[1]):
         return UNDECIDED, "a side has no per-repeat accuracies", None
-    res = equivalence(per[0], per[1], EQUIVALENCE_MARGIN, paired=False)
+    res = equivalence(per[0], per[1], EQUIVALENCE_MARGIN, paired=False, alpha=alpha)
     figure = f"{fmt(inclusive, True)} vs {fmt(random, True)}"
     if res["low"] is None:
         return UNDECIDED, f"{figure}: {res['reason']}", None
@@ -53,36 +58,209 @@ def _equivalent(inclusive: dict, random: dict) -> tuple:
             res["repeats"])
 
 
+#: Capacity steps count as a tie ("equivalent") when shown within this many points of rho
+#: (or of AccX): the third outcome of the ordering claims.
+CAPACITY_MARGIN = 0.02
+#: Null data sets (or shuffles) per control: the control's verdict is their most common one.
+CONTROL_REPLICATES = 5
+_CLUSTERING_NULL = ("k-means sources of i.i.d. Gaussian classes (no sources), nearest-mean "
+                    "model")
+
+
+def _null(repeats: int) -> list:
+    """Return the control's null data sets' per-repeat accuracies (cached per repeats)."""
+    from robench.stats.controls import source_aware_null
+
+    if repeats not in _NULLS:
+        _NULLS[repeats] = [source_aware_null(seed, repeats=repeats)
+                           for seed in range(CONTROL_REPLICATES)]
+    return _NULLS[repeats]
+
+
+_NULLS: dict = {}
+
+
+def _arrays(samples: dict, width: int):
+    """Return (x, i) arrays over repeat indices of {repeat: (x, i)} (NaN where missing)."""
+    import numpy as np
+
+    x, i = np.full(width, np.nan), np.full(width, np.nan)
+    for r, (xv, iv) in samples.items():
+        x[int(r)], i[int(r)] = xv, iv
+    return x, i
+
+
+def _cost_part(samples: dict, cycle):
+    """Return the part "AccI above AccX" of one model (paired by repeat)."""
+    import numpy as np
+
+    from robench.stats.claims import OrderingPart
+
+    width = max((int(r) for r in samples), default=-1) + 1
+    x, i = _arrays(samples, max(width, 1))
+    one = np.where(np.isfinite(x), 1.0, np.nan)
+    return OrderingPart(i, one, x, one, cycle=cycle)
+
+
+def _cost_control(repeats: int, cycle) -> "object":
+    import numpy as np
+
+    from robench.stats.claims import Control, decide_parts, modal
+
+    verdicts, gaps = [], []
+    for w in _null(repeats):
+        samples = dict(enumerate(zip(w["acc_exclusive"], w["acc_inclusive"])))
+        verdicts.append(decide_parts([_cost_part(samples, cycle or 5)]))
+        gaps.append(float(np.mean(w["acc_inclusive"] - w["acc_exclusive"])))
+    v, text = modal(verdicts)
+    return Control(_CLUSTERING_NULL, v, f"{text}; AccI - AccX {100 * np.mean(gaps):+.1f} "
+                                        f"points at {repeats} repeats")
+
+
+def _spread_part(x: list, i: list):
+    from robench.stats.jackknife import sd_ratio_independent
+
+    def part(level):
+        s = sd_ratio_independent(x, i, 1 - 2 * level)
+        if s["low"] is None:
+            return UNDECIDED
+        return HOLDS if s["low"] > 1 else FAILS if s["high"] < 1 else UNDECIDED
+    return part
+
+
+def _spread_control(repeats: int):
+    from robench.stats.claims import Control, decide_parts, modal
+    from robench.stats.jackknife import sd_ratio_independent
+
+    verdicts, ratios = [], []
+    for w in _null(repeats):
+        x, i = w["acc_exclusive"].tolist(), w["acc_inclusive"].tolist()
+        verdicts.append(decide_parts([_spread_part(x, i)]))
+        ratios.append(sd_ratio_independent(x, i)["ratio"] or float("nan"))
+    v, text = modal(verdicts)
+    return Control(_CLUSTERING_NULL, v, f"{text}; sd ratio "
+                                        + ", ".join(f"{r:.1f}" for r in ratios))
+
+
+def _steps(order: list, samples: list, cycle, percent: bool = False) -> list:
+    """Return [(a, b, part)] for each adjacent step a -> b of the claimed order: the part
+    "b above a", paired by repeat (samples: per model {repeat: (num, den)} or {repeat: v})."""
+    from robench.stats.claims import OrderingPart
+
+    rows = [{int(r): (v if isinstance(v, (tuple, list)) else (v, 1.0)) for r, v in s.items()}
+            for s in samples]
+    width = max((max(s) for s in rows if s), default=-1) + 1
+    out = []
+    for k, (a, b) in enumerate(zip(order, order[1:])):
+        common = set(rows[k]) & set(rows[k + 1])
+        xa, ia = _arrays({r: rows[k + 1][r] for r in common}, max(width, 1))
+        xb, ib = _arrays({r: rows[k][r] for r in common}, max(width, 1))
+        out.append((a, b, OrderingPart(xa, ia, xb, ib, cycle=cycle, margin=CAPACITY_MARGIN),
+                    len(common)))
+    return out
+
+
+def _step_text(a, b, part, n, percent: bool) -> str:
+    from robench.stats.claims import SIDE
+
+    if n < 2:
+        return (f"{a} -> {b}: no per-repeat values to pair (scores stored before they were "
+                "kept: rescore them)")
+    d = part.stats()["d"]
+    shown = f"{100 * d:+.1f} points" if percent else f"{d:+.3f}"
+    return f"{a} -> {b}: {shown} over {n} shared repeats: {part(SIDE)}"
+
+
+def _capacity_control(repeats: int, steps: int, cycle):
+    """Return the capacity claims' control: the same steps on models of equal rho sharing
+    partitions (robench.stats.paired.null_pairs: log-normal source effects)."""
+    import numpy as np
+
+    from robench.stats.claims import Control, OrderingPart, decide_parts, modal
+    from robench.stats.paired import null_pairs
+
+    rng = np.random.default_rng(0)
+    verdicts = []
+    for _ in range(4 * CONTROL_REPLICATES):
+        parts = []
+        for _ in range(steps):
+            x, i = null_pairs(rng, 1, repeats, shape="lognormal",
+                              design="balanced" if cycle else "random")
+            parts.append(OrderingPart(x[0, 1], i[0, 1], x[0, 0], i[0, 0], cycle=cycle,
+                                      margin=CAPACITY_MARGIN))
+        verdicts.append(decide_parts(parts))
+    v, text = modal(verdicts)
+    return Control("models of equal rho sharing the partitions (simulated, log-normal "
+                   "source effects)", v, f"{text} simulated tables at {repeats} repeats")
+
+
+def _chain_claim(dataset, claim, paper_figure, figure, order, samples, cycle, percent):
+    from robench.stats.claims import SIDE, controlled, decide_parts, parts_need, would
+
+    steps = _steps(order, samples, cycle, percent)
+    parts = [p for _, _, p, _ in steps]
+    verdict = decide_parts(parts)
+    n = max((n for *_, n in steps), default=0)
+    why = ("; ".join(_step_text(a, b, p, n_, percent) for a, b, p, n_ in steps)
+           + f" (paired by repeat by robench.stats.paired; holds: every step shown rising at "
+             f"one-sided {SIDE:g}, an intersection-union test; does not hold: a step shown "
+             f"falling at {SIDE:g} / {len(parts)} (Bonferroni); equivalent: every step within "
+             f"±{CAPACITY_MARGIN:g})")
+    c = Claim(PAPER, claim, paper_figure, dataset, figure, verdict, why,
+              {f"{a}<{b}": p(SIDE) for a, b, p, _ in steps},
+              would_decide=would(parts_need(parts)) if verdict == UNDECIDED else "")
+    return controlled(c, _capacity_control(max(n, 2), len(parts), cycle))
+
+
 def rho_claims(rows: list) -> list:
-    """Return the source-aware claims per data set: AccI > AccX, E[AccI] ~ E[Acc], capacity."""
+    """Return the source-aware claims per data set: AccI > AccX, E[AccI] ~ E[Acc], capacity.
+
+    Every claim carries its control (robench.stats.claims.controlled): the k-means sources
+    of i.i.d. Gaussian classes for the claims about held-out sources (clusters of any data
+    are its extremities), models of equal rho for the capacity orders, a difference of
+    twice the margin for the equivalence.
+    """
+    from robench.families.source_aware.leaderboard import rho_samples
+    from robench.stats.claims import SIDE, controlled, decide_parts, parts_need, would
+
     claims = []
     for dataset, models in sorted(_table(rows).items()):
-        # 1. source-inclusive accuracy exceeds source-exclusive (eq. 1-2)
-        res = {m: compare(sc["acc_inclusive"], sc["acc_exclusive"]) for m, sc in models.items()
-               if "acc_inclusive" in sc and "acc_exclusive" in sc}
-        if res:
-            verdict = _combine([v for v, _ in res.values()])
-            n_hold = sum(v == HOLDS for v, _ in res.values())
-            worst = next((f"{m}: {w}" for m, (v, w) in sorted(res.items()) if v != HOLDS), "")
-            claims.append(Claim(
+        # 1. source-inclusive accuracy exceeds source-exclusive (eq. 1-2), paired by repeat
+        samples = {m: rho_samples(_details(sc["rho"])) for m, sc in sorted(models.items())
+                   if sc.get("rho")}
+        samples = {m: s for m, s in samples.items() if s}
+        cycle = _cycle(models, sorted(samples)) if samples else None
+        if samples:
+            parts = {m: _cost_part(s, cycle) for m, s in samples.items()}
+            verdict = decide_parts(list(parts.values()))
+            texts = {m: f"{m}: {100 * p.stats()['d']:+.1f} points over "
+                        f"{int(p.stats()['n'])} repeats: {p(SIDE)}" for m, p in parts.items()}
+            n_hold = sum(p(SIDE) == HOLDS for p in parts.values())
+            n = max(len(s) for s in samples.values())
+            c = Claim(
                 PAPER, "E[AccI] > E[AccX]: unseen sources cost accuracy",
                 "holds for every model and data set (Figures 5-8)", dataset,
-                f"decided for {n_hold} of {len(res)} models", verdict,
-                f"{n_hold} of {len(res)} models have AccI's interval above AccX's"
-                + (f"; {worst}" if worst else ""),
-                {m: w for m, (_, w) in res.items()},
-                would_decide=MORE_REPEATS if verdict == UNDECIDED else ""))
+                f"AccI - AccX shown above 0 for {n_hold} of {len(parts)} models",
+                verdict, "; ".join(texts.values()) + " (paired by repeat, robench.stats."
+                "paired; every model at one-sided 0.025: intersection-union)", texts,
+                would_decide=would(parts_need(list(parts.values())))
+                if verdict == UNDECIDED else "")
+            claims.append(controlled(c, _cost_control(n, cycle)))
         claims.extend(_exclusive_claims(dataset, models))
         # 2. E[AccI] ~ E[Acc] (the random split behaves like the inclusive one)
         eq = {m: _equivalent(sc.get("acc_inclusive"), sc.get("acc_random"))
               for m, sc in models.items() if sc.get("acc_inclusive") or sc.get("acc_random")}
         if eq:
-            verdict = _combine([v for v, _, _ in eq.values()])
+            verdict = decide_parts([_equivalence_part(sc.get("acc_inclusive"),
+                                                      sc.get("acc_random"))
+                                    for sc in models.values()
+                                    if sc.get("acc_inclusive") or sc.get("acc_random")],
+                                   alpha=0.05)
             n_hold = sum(v == HOLDS for v, _, _ in eq.values())
             example = next((f"{m}: {w}" for m, (v, w, _) in sorted(eq.items()) if v != HOLDS),
                            next(iter(sorted(eq.items())))[1][1])
-            need = max((r for v, _, r in eq.values() if v == UNDECIDED and r), default=None)
-            claims.append(Claim(
+            needs = [r for v, _, r in eq.values() if v == UNDECIDED]
+            c = Claim(
                 PAPER, "E[AccI] ~ E[Acc]: a random split measures the inclusive accuracy "
                        f"(equal within ±{100 * EQUIVALENCE_MARGIN:g} point)",
                 "E[AccI] approximately equal to E[Acc] if the data set is large enough "
@@ -90,33 +268,50 @@ def rho_claims(rows: list) -> list:
                 f"equivalent within ±{100 * EQUIVALENCE_MARGIN:g} point for {n_hold} of "
                 f"{len(eq)} models", verdict,
                 "two one-sided tests (90% Welch interval of E[AccI] - E[Acc] inside the "
-                "margin; the partitions are drawn independently); " + example,
+                "margin for every model: intersection-union; outside it for some model at "
+                "0.05 / models: Bonferroni; the partitions are drawn independently); "
+                + example,
                 {m: w for m, (_, w, _) in eq.items()},
-                would_decide="" if verdict != UNDECIDED else (
-                    MORE_REPEATS + (f" (about {need} at the observed difference and spread)"
-                                    if need else ""))))
+                would_decide="" if verdict != UNDECIDED else would(
+                    None if not needs or None in needs else max(needs)))
+            claims.append(controlled(c, _shifted_equivalence_control(models, verdict)))
         # 3. rho rises with capacity (the paper's order on MNIST), by the one paired test
         order = [m for m in CAPACITY if "rho" in models.get(m, {})]
         if len(order) >= 2:
-            from robench.families.source_aware.leaderboard import rho_samples
-
-            samples = [rho_samples(_details(models[m]["rho"])) or {} for m in order]
-            steps = _capacity_steps(order, samples, _cycle(models, order))
-            verdict = _combine([v for _, _, v, _ in steps])
-            figure = " < ".join(f"{m} {fmt(models[m]['rho'])}" for m in order)
-            claims.append(Claim(
-                PAPER, "rho rises with capacity (" + " < ".join(order) + ")",
-                "SVM < MLP < CNN-1 < CNN-2 < CNN-3 on MNIST (Table 1)", dataset, figure,
-                verdict, "; ".join(f"{t}: {v}" for _, _, v, t in steps) + _rule(steps),
-                {f"{a}<{b}": v for a, b, v, _ in steps},
-                would_decide=MORE_REPEATS if verdict == UNDECIDED else ""))
+            claims.append(_chain_claim(
+                dataset, "rho rises with capacity (" + " < ".join(order) + ")",
+                "SVM < MLP < CNN-1 < CNN-2 < CNN-3 on MNIST (Table 1)",
+                " < ".join(f"{m} {fmt(models[m]['rho'])}" for m in order), order,
+                [rho_samples(_details(models[m]["rho"])) or {} for m in order],
+                _cycle(models, order), percent=False))
     return claims
 
 
-def _rule(steps: list) -> str:
-    return (f" (paired by repeat, each step by the paired test every model order uses, "
-            f"robench.stats.paired: two-sided, Bonferroni over {len(steps)} steps, "
-            "familywise 5%)")
+def _shifted_equivalence_control(models: dict, verdict: str):
+    """Return the equivalence's control: the same test with E[Acc] moved by twice the
+    margin (a difference it must not call equal); for a "does not hold", with E[Acc]
+    recentred on E[AccI] (an equality it must not call unequal)."""
+    from robench.stats.claims import Control
+
+    from robench.stats.claims import decide_parts
+
+    verdicts, parts = [], []
+    for sc in models.values():
+        rnd, inc = sc.get("acc_random"), sc.get("acc_inclusive")
+        per = ((rnd or {}).get("details") or {}).get("per_repeat")
+        per_i = ((inc or {}).get("details") or {}).get("per_repeat")
+        if not (per and per_i):
+            continue
+        shift = (sum(per_i) / len(per_i) - sum(per) / len(per) if verdict == FAILS
+                 else -2 * EQUIVALENCE_MARGIN)
+        moved = {**rnd, "details": {**rnd["details"], "per_repeat": [v + shift for v in per]}}
+        verdicts.append(_equivalent(inc, moved)[0])
+        parts.append(_equivalence_part(inc, moved))
+    v = decide_parts(parts, alpha=0.05) if parts else None
+    what = ("E[Acc] recentred on E[AccI]" if verdict == FAILS
+            else f"E[Acc] moved by {200 * EQUIVALENCE_MARGIN:g} points")
+    return Control(what, v, f"{sum(x == HOLDS for x in verdicts)} of {len(verdicts)} models "
+                            "equivalent" if verdicts else "no per-repeat accuracies")
 
 
 def _details(row: Optional[dict]) -> dict:
@@ -132,44 +327,6 @@ def _cycle(models: dict, order: list):
     return cycle if isinstance(cycle, int) and cycle >= 2 else None
 
 
-def _capacity_steps(order: list, samples: list, cycle, percent: bool = False) -> list:
-    """Return [(a, b, verdict, text)] for each adjacent step a -> b of the claimed order.
-
-    Each step: does b show above a (holds), a above b (does not hold), or neither
-    (undecided), by :func:`robench.stats.paired.shows_above` over the repeats both have,
-    each direction at 0.05 / (2 x steps). ``samples``: per model {repeat: value} or
-    {repeat: (numerator, denominator)}; without them the step is undecided.
-    """
-    import numpy as np
-
-    from robench.stats.paired import shows_above
-
-    level = 0.05 / (len(order) - 1) / 2
-    rows = [{int(r): (v if isinstance(v, (tuple, list)) else (v, 1.0)) for r, v in s.items()}
-            for s in samples]
-    width = max((max(s) for s in rows if s), default=-1) + 1
-    steps = []
-    for k, (a, b) in enumerate(zip(order, order[1:])):
-        sa, sb = rows[k], rows[k + 1]
-        common = sorted(set(sa) & set(sb))
-        if len(common) < 2:
-            steps.append((a, b, UNDECIDED, f"{a} -> {b}: no per-repeat values to pair "
-                          "(scores stored before they were kept: rescore them)"))
-            continue
-        arr = np.full((4, max(width, 1)), np.nan)
-        for r in common:
-            arr[0, r], arr[1, r] = sb[r]
-            arr[2, r], arr[3, r] = sa[r]
-        up = bool(shows_above(arr[0], arr[1], arr[2], arr[3], alpha=level, cycle=cycle))
-        down = bool(shows_above(arr[2], arr[3], arr[0], arr[1], alpha=level, cycle=cycle))
-        with np.errstate(invalid="ignore"):
-            d = (np.nanmean(arr[0]) / np.nanmean(arr[1]) - np.nanmean(arr[2]) / np.nanmean(arr[3]))
-        shown = f"{100 * d:+.1f} points" if percent else f"{d:+.3f}"
-        v = HOLDS if up else FAILS if down else UNDECIDED
-        steps.append((a, b, v, f"{a} -> {b}: {shown} over {len(common)} shared repeats"))
-    return steps
-
-
 def _by_repeat(row: Optional[dict]) -> dict:
     """Return {repeat: value} of an accuracy row (empty without repeat indices)."""
     d = (row or {}).get("details") or {}
@@ -183,56 +340,54 @@ def _exclusive_claims(dataset: str, models: dict) -> list:
     """Return section 5.1's claims on AccX: it spreads more than AccI, and rises with capacity.
 
     The spread: per model, sd(AccX) / sd(AccI) with Miller's jackknife interval (the
-    exclusive and inclusive partitions are drawn independently). The capacity order: each
-    adjacent step of :data:`CAPACITY` by the paired t interval of the per-repeat difference
-    (the models of a repeat share its partitions), at 1 - 0.05 / steps (Bonferroni over the
-    steps, so that a reported reversal is wrong with probability at most 5%).
+    exclusive and inclusive partitions are drawn independently), every model at one-sided
+    0.025 (intersection-union), its control the k-means sources of i.i.d. Gaussian classes.
+    The capacity order: :func:`_chain_claim` (paired steps).
     """
-    from robench.stats.equivalence import difference_interval
+    from robench.stats.claims import SIDE, controlled, decide_parts, repeats_needed, would
     from robench.stats.jackknife import sd_ratio_independent
 
     out = []
-    spread = {}
+    res = {}
+    n = 0
     for m, sc in sorted(models.items()):
         x = ((sc.get("acc_exclusive") or {}).get("details") or {}).get("per_repeat")
         i = ((sc.get("acc_inclusive") or {}).get("details") or {}).get("per_repeat")
         if x and i:
-            spread[m] = sd_ratio_independent(x, i)
-    if spread:
-        res = {}
-        for m, s in spread.items():
+            res[m] = (_spread_part(x, i), sd_ratio_independent(x, i), len(x))
+            n = max(n, len(x))
+    if res:
+        verdict = decide_parts([p for p, _, _ in res.values()])
+        texts = {}
+        need = 0
+        for m, (p, s, k) in res.items():
             if s["low"] is None:
-                res[m] = (UNDECIDED, f"{m}: {s['reason']}")
-            elif s["low"] > 1:
-                res[m] = (HOLDS, f"{m}: {s['ratio']:.1f} [{s['low']:.1f}, {s['high']:.1f}]")
-            elif s["high"] < 1:
-                res[m] = (FAILS, f"{m}: {s['ratio']:.2f} [{s['low']:.2f}, {s['high']:.2f}]")
-            else:
-                res[m] = (UNDECIDED, f"{m}: {s['ratio']:.2f} [{s['low']:.2f}, {s['high']:.2f}]"
-                                     " contains 1")
-        verdict = _combine([v for v, _ in res.values()])
-        n_hold = sum(v == HOLDS for v, _ in res.values())
-        out.append(Claim(
+                texts[m] = f"{m}: {s['reason']}"
+                need = None
+                continue
+            texts[m] = f"{m}: {s['ratio']:.2f} [{s['low']:.2f}, {s['high']:.2f}]: {p(SIDE)}"
+            if p(SIDE) == UNDECIDED and need is not None:
+                nd = repeats_needed(k, (math.log(s["high"]) - math.log(s["low"])) / 2,
+                                    math.log(s["ratio"]))
+                need = None if nd is None else max(need, nd)
+        n_hold = sum(p(SIDE) == HOLDS for p, _, _ in res.values())
+        c = Claim(
             PAPER, "AccX spreads far more than AccI: sd(AccX) / sd(AccI) > 1",
             "AccI narrowly dispersed, AccX significantly wider (section 5.1, Figure 3)",
-            dataset, "; ".join(w for _, w in res.values()), verdict,
+            dataset, "; ".join(texts.values()), verdict,
             f"{n_hold} of {len(res)} models have the ratio's interval above 1 (Miller's "
-            "jackknife over repeats, 95%)",
-            {m: w for m, (_, w) in res.items()},
-            would_decide=MORE_REPEATS if verdict == UNDECIDED else ""))
+            "jackknife over repeats, 95%; every model: intersection-union)", texts,
+            would_decide=would(need or None) if verdict == UNDECIDED else "")
+        out.append(controlled(c, _spread_control(n)))
     order = [m for m in CAPACITY if (models.get(m) or {}).get("acc_exclusive")]
     if len(order) >= 2:
-        samples = [_by_repeat(models[m]["acc_exclusive"]) for m in order]
-        steps = _capacity_steps(order, samples, _cycle(models, order), percent=True)
-        verdict = _combine([v for _, _, v, _ in steps])
-        out.append(Claim(
-            PAPER, "E[AccX] rises with capacity (" + " < ".join(order) + ")",
+        out.append(_chain_claim(
+            dataset, "E[AccX] rises with capacity (" + " < ".join(order) + ")",
             "SVM 80.3% < MLP 87.9% < CNN-1 94.1% < CNN-2 97.1% < CNN-3 98.0% on MNIST with "
-            "k-means sources (Table 1; section 5.1)", dataset,
-            " < ".join(f"{m} {fmt(models[m]['acc_exclusive'], True)}" for m in order), verdict,
-            "; ".join(f"{t}: {v}" for _, _, v, t in steps) + _rule(steps),
-            {f"{a}<{b}": v for a, b, v, _ in steps},
-            would_decide=MORE_REPEATS if verdict == UNDECIDED else ""))
+            "k-means sources (Table 1; section 5.1)",
+            " < ".join(f"{m} {fmt(models[m]['acc_exclusive'], True)}" for m in order),
+            order, [_by_repeat(models[m]["acc_exclusive"]) for m in order],
+            _cycle(models, order), percent=True))
     return out
 
 
@@ -316,7 +471,10 @@ def _decide_paired(paired: dict) -> tuple:
     for j, (m, reps) in enumerate(zip(names, common)):
         for k, values in enumerate(paired[m][1]):
             arr[k, j, :len(reps)] = [values[r] for r in reps]
-    dec = adequacy_decisions(*arr)
+    dec = adequacy_decisions(*arr)  # Bonferroni over the models: "does not hold"
+    # "holds" needs every model: an intersection-union test, each model at 95% (one-sided
+    # 2.5%) with no correction (alpha x tests makes adequacy_decisions' level 0.95)
+    iut = adequacy_decisions(*arr, alpha=ADEQUACY_ALPHA * max(int(dec["tests"]), 1))
     out = {}
     for j, m in enumerate(names):
         d, lo, hi = (float(dec[key][j]) for key in ("d", "low", "high"))
@@ -333,11 +491,38 @@ def _decide_paired(paired: dict) -> tuple:
                       f", paired difference{value} (no interval)", None, ev)
             continue
         text = f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}] over {n} shared repeats"
-        verdict = {1: HOLDS, -1: FAILS}.get(int(dec["status"][j]), UNDECIDED)
+        verdict = (FAILS if int(dec["status"][j]) == -1 else
+                   HOLDS if int(iut["status"][j]) == 1 else UNDECIDED)
         need = (repeats_to_decide(d, float(dec["se"][j]) * math.sqrt(n), n, level)
                 if verdict == UNDECIDED else None)
         out[m] = (verdict, f"{label} {text}", f", paired difference {text}", need, ev)
     return int(dec["tests"]), out
+
+
+def _adequacy_control(paired: dict):
+    """Return the adequacy claim's control: the same paired decision with the two sizes'
+    labels shuffled within each repeat (a training size that changes nothing)."""
+    import numpy as np
+
+    from robench.stats.claims import Control, modal
+
+    if not paired:
+        return Control("sizes shuffled within repeats", None,
+                       "no repeat indices stored (marginal rule): nothing to shuffle")
+    rng = np.random.default_rng(0)
+    verdicts = []
+    for _ in range(4 * CONTROL_REPLICATES):
+        shuffled = {}
+        for m, (small, (xf, if_, xs, is_)) in paired.items():
+            xf2, if2, xs2, is2 = dict(xf), dict(if_), dict(xs), dict(is_)
+            for r in set(xf) & set(if_) & set(xs) & set(is_):
+                if rng.random() < 0.5:
+                    xf2[r], xs2[r], if2[r], is2[r] = xs[r], xf[r], is_[r], if_[r]
+            shuffled[m] = (small, [xf2, if2, xs2, is2])
+        _, dec = _decide_paired(shuffled)
+        verdicts.append(_combine([d[0] for d in dec.values()]))
+    v, text = modal(verdicts)
+    return Control("the two sizes shuffled within each repeat", v, text + " shuffles")
 
 
 def adequacy_claims(rows: list) -> list:
@@ -382,13 +567,16 @@ def adequacy_claims(rows: list) -> list:
             rule.append(
                 "paired by repeat (every size of a repeat is tested on its partitions): the "
                 "difference of the two ratios of means, delta-method interval (skewness-"
-                f"corrected) at {100 * (1 - ADEQUACY_ALPHA / max(tests, 1)):.4g}% per model, "
-                f"Bonferroni over {tests} model(s)")
+                "corrected); holds: every model's 95% interval above 0 (intersection-union); "
+                f"does not hold: a model's {100 * (1 - ADEQUACY_ALPHA / max(tests, 1)):.4g}% "
+                f"interval below 0 (Bonferroni over {tests} model(s))")
         if len(paired) < len(res):
             rule.append(f"{len(res) - len(paired)} model(s) by the overlap of marginal "
                         "intervals (stored without repeat indices)")
-        numbers = [r[3] for r in res.values() if r[3]]
-        claims.append(Claim(
+        numbers = [r[3] for r in res.values() if r[0] == UNDECIDED]
+        from robench.stats.claims import controlled, would
+
+        c = Claim(
             PAPER, "rho rises with the training size (dataset adequacy)",
             "CNN-1 on MNIST: 0.85 at 100 samples to 0.96 at ~56K (Table 2-3, Figure 8)",
             dataset, "; ".join(r[2] for _, r in sorted(res.items())), verdict,
@@ -396,9 +584,9 @@ def adequacy_claims(rows: list) -> list:
             "full size decidedly above the smallest size's (" + "; ".join(rule) + ")"
             + "".join(f"; {m}: {r[1]}" for m, r in sorted(res.items()) if r[0] != HOLDS),
             {m: r[4] for m, r in res.items()},
-            would_decide="" if verdict != UNDECIDED else MORE_REPEATS + (
-                f" (about {max(numbers)} at the observed differences and spreads)"
-                if numbers else "")))
+            would_decide="" if verdict != UNDECIDED else would(
+                None if not numbers or None in numbers else max(numbers)))
+        claims.append(controlled(c, _adequacy_control(paired)))
     return claims
 
 
@@ -457,12 +645,16 @@ def lost_test_claims(rows: list) -> list:
             continue
         verdict, why, ok, need = _tost_zero([t["alpha_in"] - t["true_accuracy"]
                                              for t in trials], "mean error")
-        claims.append(Claim(
+        from robench.stats.claims import controlled
+
+        claims.append(controlled(Claim(
             LOST, "the corrected estimator k·(a_hat - p(1 - 1/k)) is unbiased for the test "
                   f"accuracy (within ±{100 * UNBIASED_WITHIN:g} point)",
             "the post derives E[a_hat] = a/k + p(1 - 1/k)", dataset,
             f"mean error {_points(ok)} (90%) over {len(trials)} trials (simulated batches)",
-            verdict, why, {"error": ok}, would_decide=_more_repeats(verdict, need)))
+            verdict, why, {"error": ok}, would_decide=_more_repeats(verdict, need)),
+            _lost_control(_unbiased_rule, "binomial batches with the test set planted (the "
+                          "post's assumption)", True)))
         blog = _error_row([t["blog_alpha_in"] - t["true_accuracy"] for t in trials
                            if t.get("blog_alpha_in") is not None])
         lo, hi = blog["ci_low"], blog["ci_high"]
@@ -473,19 +665,77 @@ def lost_test_claims(rows: list) -> list:
                                    "its expectation is a/k², not a")
         else:
             verdict, why = FAILS, f"[{100 * lo:+.1f}, {100 * hi:+.1f}] points contains 0"
-        claims.append(Claim(
+        claims.append(controlled(Claim(
             LOST, "the post's printed formula (1/k)·(a_hat - p(1 - 1/k)) is biased",
             "printed as the estimator of a", dataset,
             f"mean error {_points(blog)} over {len(trials)} trials", verdict, why,
-            {"error": blog}, would_decide=_more_repeats(verdict, None)))
+            {"error": blog}, would_decide=_more_repeats(verdict, None)),
+            _lost_control(_blog_rule, "binomial batches with the test set planted (the "
+                          "post's assumption)", True)))
         claims.extend(_realistic_claims(dataset, trials))
     return claims
 
 
 def _more_repeats(verdict: str, need) -> str:
-    if verdict != UNDECIDED:
-        return ""
-    return MORE_REPEATS + (f" (about {need} at the observed mean and spread)" if need else "")
+    from robench.stats.claims import would
+
+    return would(need) if verdict == UNDECIDED else ""
+
+
+def lost_null(seed: int, trials: int = 40, k: int = 10, gap: float = 0.02, batch: int = 100,
+              sims: int = 200, planted: bool = True) -> list:
+    """Return simulated lost-test trials where the post's model is exactly true.
+
+    Per trial a test accuracy a ~ U(0.8, 0.95), the other batches' accuracy p = a + gap
+    (binomial batches of ``batch`` points), ``sims`` sets of k batches with the test set
+    planted among them (``planted``: its accuracy is a) or not: the controls of the
+    lost-test rows (the formulas' own assumption, so a match is an algebra check).
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(trials):
+        a = rng.uniform(0.8, 0.95)
+        p = min(a + gap, 1.0)
+        others = rng.binomial(batch, p, (sims, k)) / batch
+        if planted:
+            others[:, 0] = a
+        a_hat = others.mean(1)
+        alpha = k * (a_hat - p * (1 - 1 / k))
+        out.append({"true_accuracy": a, "whole_data_accuracy": p, "k": k, "n_sims": sims,
+                    "alpha_in": float(alpha.mean()), "alpha_out": float(alpha.mean()),
+                    "blog_alpha_in": float((alpha / k ** 2).mean()),
+                    "a_hat_in": float(a_hat.mean()),
+                    "a_hat_in_below_a": float(np.mean(a_hat < a))})
+    return out
+
+
+def _lost_control(rule, what: str, algebra: bool, **kw):
+    """Return the verdict of ``rule`` (trials -> verdict) on simulated trials."""
+    from robench.stats.claims import Control, modal
+
+    verdicts = [rule(lost_null(seed, **kw)) for seed in range(CONTROL_REPLICATES)]
+    v, text = modal(verdicts)
+    return Control(what, v, text + " simulations", algebra=algebra)
+
+
+def _unbiased_rule(trials):
+    return _tost_zero([t["alpha_in"] - t["true_accuracy"] for t in trials], "e")[0]
+
+
+def _blog_rule(trials):
+    blog = _error_row([t["blog_alpha_in"] - t["true_accuracy"] for t in trials])
+    lo, hi = blog["ci_low"], blog["ci_high"]
+    return UNDECIDED if lo is None else HOLDS if (hi < 0 or lo > 0) else FAILS
+
+
+def _realistic_rule(trials):
+    return _tost_zero([t["alpha_out"] - t["true_accuracy"] for t in trials], "e")[0]
+
+
+def _upper_bound_rule(trials):
+    return FAILS if any(t["a_hat_in_below_a"] > 0 for t in trials) else UNDECIDED
 
 
 def _realistic_claims(dataset: str, trials: list) -> list:
@@ -498,7 +748,9 @@ def _realistic_claims(dataset: str, trials: list) -> list:
         to_p = [t["alpha_out"] - t["whole_data_accuracy"] for t in real]
         verdict, why, err, need = _tost_zero(to_a, "alpha - a")
         _, _, err_p, _ = _tost_zero(to_p, "alpha - p")
-        out.append(Claim(
+        from robench.stats.claims import controlled
+
+        out.append(controlled(Claim(
             LOST, "the corrected estimator recovers the test accuracy in the realistic case "
                   "(the test set is not among the k random batches)",
             "claimed unbiased for a, assuming k is large enough for the real test set to be "
@@ -507,7 +759,10 @@ def _realistic_claims(dataset: str, trials: list) -> list:
             "it estimates p, the whole data set's accuracy", verdict,
             why + "; without the test set among the batches E[a_hat] = p, so E[alpha] = p",
             {"error_vs_a": err, "error_vs_p": err_p},
-            would_decide=_more_repeats(verdict, need)))
+            would_decide=_more_repeats(verdict, need)),
+            _lost_control(_realistic_rule, "binomial batches, test set not among them, whole-"
+                          "data accuracy p = a (no generalisation gap)", False, gap=0.0,
+                          planted=False)))
     sims = [t for t in trials if t.get("a_hat_in") is not None]
     if sims:
         k = sims[0].get("k")
@@ -535,14 +790,20 @@ def _realistic_claims(dataset: str, trials: list) -> list:
             why = ("no simulated set had a_hat < a here (p > a: the model fits its training "
                    "part better than its test set); Delta a >= 0 does not imply a_hat >= a: "
                    "E[a_hat] - a = (1 - 1/k)(p - a)")
-            decide = (MORE_DATA + ": a model or data set with whole-data accuracy p at or below "
-                      "its test accuracy a would refute it; no amount of data proves it")
-        out.append(Claim(
+            decide = (MORE_DATA + ": not decidable by data in favour (a universal "
+                      "statement): one model or "
+                      "data set with whole-data accuracy p below its test accuracy a (1 "
+                      "counterexample is enough) would refute it")
+        from robench.stats.claims import controlled
+
+        out.append(controlled(Claim(
             LOST, "a_hat >= a: the batch estimate is an upper bound on the test accuracy",
             "'As Delta a >= 0, we have a_hat >= a, so the estimator yields an upper bound on the "
             "true accuracy' (the post)", dataset,
             figure + (f" (k = {k})" if k else ""), verdict, why,
-            {"below": n_below, "mean_gap": mean_gap}, would_decide=decide))
+            {"below": n_below, "mean_gap": mean_gap}, would_decide=decide),
+            _lost_control(_upper_bound_rule, "binomial batches with the rest classified 5 "
+                          "points better than the test set (p > a)", False, gap=0.05)))
     return out
 
 

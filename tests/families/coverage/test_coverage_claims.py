@@ -28,7 +28,7 @@ def _table(rule, boundary, model="mlp"):
 
 def test_by_construction_is_a_verdict_of_its_own():
     assert BY_CONSTRUCTION == "by construction: not evidence"
-    assert BY_CONSTRUCTION in VERDICTS and len(set(VERDICTS)) == 4
+    assert BY_CONSTRUCTION in VERDICTS and len(set(VERDICTS)) == 6
     c = Claim("p", "c", "f", "d", "x", BY_CONSTRUCTION, "the region is defined so")
     assert c.as_dict()["verdict"] == BY_CONSTRUCTION
     with pytest.raises(ValueError, match="verdict must be one of"):

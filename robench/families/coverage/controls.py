@@ -1,0 +1,75 @@
+"""The coverage claims' controls: Table 2's computation on models without the feature.
+
+A "model" here is a feature space of i.i.d. Gaussian classes (one unit Gaussian per class:
+no structure inside a class) with the nearest-mean softmax head; its accuracy is set by the
+separation of the class means (``sep``). The coverage computation is the family's own
+(:mod:`robench.family.coverage.science`: class centroids and RMS radii, the regions under the
+paper's or the band rule, Algorithm 1's generation), so a figure that comes out the same
+for such models follows from the construction, not from what a trained network learnt:
+
+* all-centroid vs all-boundary accuracy: under the paper's rule boundary seeds are points
+  the head misclassifies, so even a weak model is classified better at the centroids;
+* coverage-guided accuracy is the mean of the mixes' accuracies, which average 50%
+  centroid: it is (acc@100:0 + acc@0:100)/2 up to the mixes' linearity;
+* the share of test points within r = 1 class RMS radius of the centroid (CP) is set by r:
+  a Gaussian class puts about half its points inside (chi-square median below its mean).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from robench.families.coverage import science as cov
+
+#: Separation of the class means of a weak and of a strong null model (about 40% and 97%
+#: accuracy with 10 classes in 8 dimensions).
+WEAK, STRONG = 0.5, 2.0
+
+
+def null_model(seed: int, sep: float, knobs: dict, n_classes: int = 10, per_class: int = 100,
+               dim: int = 8, size: int = 300) -> dict:
+    """Return one null model's coverage figures: test accuracy, CP (mean over classes) and
+    the generated sets' accuracy per mix (``knobs``: radius, boundary_rule, wc_l, theta1,
+    theta2, step, mixes)."""
+    rng = np.random.default_rng(seed)
+    means = sep * rng.standard_normal((n_classes, dim))
+
+    def draw(n):
+        y = np.repeat(np.arange(n_classes), n)
+        return means[y] + rng.standard_normal((len(y), dim)), y
+
+    Z_fit, y_fit = draw(per_class)
+    Z_test, y_test = draw(per_class // 2)
+    centroids, radius = cov.class_centroids(Z_fit, y_fit, n_classes)
+
+    def proba(Z):
+        logits = -0.5 * ((np.asarray(Z)[:, None, :] - centroids[None]) ** 2).sum(-1)
+        e = np.exp(logits - logits.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+
+    r = float(knobs.get("radius", 1.0))
+    regions = cov.Regions(centroids, radius, r, float(knobs.get("theta1", 0.4)),
+                          float(knobs.get("theta2", 0.6)), proba,
+                          spread=cov.class_spread(Z_fit, y_fit, n_classes),
+                          boundary_rule=knobs.get("boundary_rule", "paper"),
+                          wc_l=float(knobs.get("wc_l", cov.PAPER_WC_L)))
+    dist = cov.normalized_distance(Z_test, y_test, centroids, radius)
+    out = {"model_acc": float(np.mean(proba(Z_test).argmax(1) == y_test)),
+           "cp": float(np.nanmean(cov.centroid_positioning(dist, y_test, n_classes, r))),
+           "mixes": {}}
+    for mix in knobs.get("mixes") or [[0, 100], [30, 70], [50, 50], [70, 30], [100, 0]]:
+        try:
+            g = cov.generate(Z_test, y_test, regions, tuple(mix), size, seed=seed,
+                             step=float(knobs.get("step", 0.1)))
+        except cov.NoSeeds:
+            out["mixes"][tuple(mix)] = None
+            continue
+        out["mixes"][tuple(mix)] = float(np.mean(proba(g["Z"]).argmax(1) == g["y"]))
+    acc = list(out["mixes"].values())
+    out["coverage"] = None if any(a is None for a in acc) else float(np.mean(acc))
+    return out
+
+
+def null_models(sep: float, knobs: dict, repeats: int) -> list:
+    """Return ``repeats`` null models (seeds 0..repeats-1): the reference models of a control."""
+    return [null_model(seed, sep, knobs) for seed in range(repeats)]
