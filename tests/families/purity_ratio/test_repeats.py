@@ -250,3 +250,68 @@ def test_the_interval_falls_short_on_heavy_skew_at_few_repeats():
     # the shortfall the docs state: not a property to keep, a figure to keep honest
     draw, true = SHAPES["skewed"]
     assert _coverage(draw, true, 3) < 0.935
+
+
+def test_another_headline_shows_its_rank_interval_beside_the_rank_column():
+    from robench.present.summary import summary_lines
+
+    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.77, 0.73]})
+    first = [{"dataset": "d", "model": m, "metric": "first", "score": "first", "value": v}
+             for m, v in (("a", 0.5), ("b", 0.6))]
+
+    def ranked_first(mine):
+        return {"label": "first", "rule": "a rule", "rows": [
+            {"model": "b", "value": 0.6, "rank": 1, "rank_interval": "1"},
+            {"model": "a", "value": 0.5, "rank": 2, "rank_interval": "2"}]}
+
+    sections = {"first": type("F", (), {"headline": staticmethod(ranked_first)})(),
+                "purity-ratio": type("S", (), {"headline": staticmethod(lb.headline)})()}
+    lines = summary_lines(rows + first, sections)["lines"]
+    assert "purity-ratio (rank)" in lines[0]
+    assert any(line.split()[:2] == ["1", "b"] and line.endswith("(1-2)") for line in lines)
+
+
+def test_robench_run_purity_ratio_end_to_end_on_digits(tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    db = str(tmp_path / "r.db")
+    argv = ["run", "-d", "digits", "-m", "mlp", "-m", "cnn-1", "--metric", "purity-ratio",
+            "-r", "2", "--executor", "local", "--db", db,
+            "--set", "train.max_epochs=2", "--set", "clusterability.zoo=[]",
+            "--set", 'clusterability.corruptions=["gaussian-noise"]',
+            "--set", "clusterability.corruption_cap=20", "--set", "clusterability.attack_cap=10",
+            "--set", 'clusterability.attacks=["fgsm"]', "--set", "clusterability.epsilons=[0.1]"]
+    res = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    summary = res.stdout[res.stdout.index("digits"):]
+    # the purity-ratio column is the rank column here: value [95% CI] and rank intervals
+    assert "purity-ratio [95% CI]" in summary
+    shown = [line.split() for line in summary.splitlines() if line.strip().startswith("1-2")]
+    assert sorted(s[1] for s in shown) == ["cnn-1", "mlp"], summary
+    out = CliRunner().invoke(cli, ["results", "--metric", "purity-ratio", "--format", "json",
+                                   "--db", db], catch_exceptions=False)
+    assert out.exit_code == 0, out.output
+    heads = [r for r in json.loads(out.output) if r["score"] == "purity-ratio"
+             and r["model"] in ("mlp", "cnn-1")]
+    assert len(heads) == 2
+    for r in heads:
+        assert r["n"] == 2 and r["ci_low"] <= r["value"] <= r["ci_high"]
+        assert r["ranking"]["rank_interval"] == "1-2"
+        assert r["details"]["per_repeat"]["repeats"] == [0, 1]
+    # every repeat is its own stored trial, with its own seed
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        trials = conn.execute("SELECT model, repeat, key FROM trials WHERE protocol = "
+                              "'clusterability'").fetchall()
+    assert sorted((m, r) for m, r, _ in trials) == [("cnn-1", 0), ("cnn-1", 1), ("mlp", 0),
+                                                    ("mlp", 1)]
+    assert len({k for _, _, k in trials}) == 4
+    again = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    assert again.exit_code == 0
+    assert "4 trials planned: 4 already stored (training nothing)" in again.output
