@@ -310,12 +310,14 @@ def run(spec: dict, env) -> dict:
     return trial_row(base, clf, model_acc, extra, t0)
 
 
-def _corruption_accuracies(clf, dataset, test, spec, env, knobs, seed: int) -> dict:
-    """Return clean and corrupted accuracy of ``clf`` on the corruption subsample."""
+def _corruption_accuracies(clf, dataset, test, spec, env, knobs, seed=None) -> dict:
+    """Return clean and corrupted accuracy of ``clf`` on the corruption subsample; ``seed``:
+    the repeat's (default the spec's)."""
     from robench.data.boundary import check_model_input, predict_checked
     from robench.data.corruptions import corrupted_sets, index_hash
     from robench.learn.multicut import stratified_subsample
 
+    seed = int(spec["seed"] if seed is None else seed)
     idx = test[stratified_subsample(dataset.y[test], knobs["corruption_cap"], seed)]
     shape = (len(idx),) + tuple(dataset.image_shape)
     rows = dataset.rows(idx)
