@@ -30,6 +30,11 @@ def purity_samples(details: dict) -> Optional[dict]:
     return {int(r): v for r, v in zip(per["repeats"], values) if is_finite(v)}
 
 
+#: Why a model with fewer than 2 repeats (or a score of metric version 3 or older) is not ranked.
+FEW_REPEATS = ("no interval and no paired test: fewer than 2 repeats of the reference model "
+               "(one reference model), so no rank")
+
+
 def unranked_reason(value, details: dict) -> Optional[str]:
     """Return why a model takes no rank on purity-ratio, or None.
 
@@ -46,8 +51,7 @@ def unranked_reason(value, details: dict) -> Optional[str]:
         return None  # no value: rank_models says so
     samples = purity_samples(details) or {}
     if len(samples) < 2:
-        return ("one reference model (fewer than 2 repeats): no interval and no paired test, "
-                "so no rank")
+        return FEW_REPEATS
     chance = details.get("chance") if isinstance(details.get("chance"), dict) else {}
     acc = details.get("model_acc") if isinstance(details.get("model_acc"), dict) else {}
     per = details.get("per_repeat") or {}
@@ -141,6 +145,10 @@ def section(rows: list):
     tables["models"], tables["rule"] = ranked["rows"], ranked["rule"]
     tables["pairs"] = ranked["pairs"]
     tables["ranked"] = any(r.get("rank") is not None for r in tables["models"])
+    if not tables["ranked"]:  # say why nobody is, not the rule of an empty table
+        why = {r.get("unranked") for r in tables["models"]}
+        tables["rule"] = (why.pop() if len(why) == 1 and None not in why
+                          else "no model ranked (each model's reason is beside it)")
     tables["notes"] = [{"model": r["model"], "text": t} for r in tables["models"]
                        for t in (r.get("unranked"), r.get("interval_note")) if t]
     return tables

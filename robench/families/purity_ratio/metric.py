@@ -400,7 +400,8 @@ def aggregate(group: dict, trials: list) -> list:
     table = validation({m: v for m, v in summaries.items() if m in zoo})
     usable = [r for r in table if r["n"] >= 3]
     if not usable:
-        reason = ("not applicable: no corruption or attack ground truth (tabular data set)"
+        reason = ("not applicable: no corruption or attack ground truth (a tabular data set, "
+                  "or none measured)"
                   if summaries and not any(targets(s) for s in summaries.values())
                   else "fewer than 3 models with indicators and measured robustness")
         scores.append(Score(**base, score="validation", value=None, n=len(summaries),

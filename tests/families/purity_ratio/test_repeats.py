@@ -185,9 +185,10 @@ def test_a_model_at_chance_is_not_ranked_and_costs_the_others_nothing():
 
 def test_one_repeat_gives_no_interval_and_no_rank():
     got = _by_model(_rows({"a": [0.8], "b": [0.7]}))
-    assert all(r["rank"] is None and "fewer than 2 repeats" in r["unranked"]
+    assert all(r["rank"] is None and r["unranked"] == lb.FEW_REPEATS
                for r in got.values())
     assert got["a"]["interval"] == "none" and "2 repeats" in got["a"]["interval_note"]
+    assert lb.section(_rows({"a": [0.8], "b": [0.7]}))["rule"] == lb.FEW_REPEATS
 
 
 def test_the_terminal_summary_and_report_show_the_interval_and_rank_interval():
