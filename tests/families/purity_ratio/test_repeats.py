@@ -96,10 +96,13 @@ def test_each_repeat_trains_on_its_own_seed_and_split(clus_registry, tmp_path, m
 # --- stored trial rows -> scores -> the column -----------------------------------------------
 
 
-def _table(purity: float, n: int = 1000) -> list:
-    """Return a 2-class contingency table of n points per class with the given purity."""
-    wrong = int(round(2 * n * (1 - purity)))
-    return [[n, wrong], [0, n - wrong]]
+def _table(purity: float, n: int = 900, k: int = 10) -> list:
+    """Return a k-class contingency table (cluster i's majority is class i, n points per
+    class) with the given purity (>= 1/k): each cluster keeps purity * n of its class and
+    takes the rest evenly from the other classes."""
+    keep = int(round(purity * n))
+    rest = [(n - keep) // (k - 1) + (j < (n - keep) % (k - 1)) for j in range(k - 1)]
+    return [[keep if j == i else rest[(j - i - 1) % k] for j in range(k)] for i in range(k)]
 
 
 def _trial(model, repeat, p, acc=0.9, zoo=False):
@@ -108,8 +111,8 @@ def _trial(model, repeat, p, acc=0.9, zoo=False):
     return {"protocol": "clusterability", "model": model, "repeat": repeat, "status": "ok",
             "params": {"zoo_member": zoo}, "spec": {"zoo": []},
             "extra": {"model_acc": acc, "reference_seed": reference_seed(0, repeat),
-                      "n_test": 2000, "kmeans": {"k": 2, "contingency": _table(c)},
-                      "multicut": {"n": 2000, "contingency": _table(c)},
+                      "n_test": 9000, "kmeans": {"k": 10, "contingency": _table(c)},
+                      "multicut": {"n": 9000, "contingency": _table(c)},
                       "corruptions": {"not_applicable": "tabular"},
                       "adversarial": {"not_applicable": "tabular"}}}
 
@@ -177,8 +180,8 @@ def test_a_model_at_chance_is_not_ranked_and_costs_the_others_nothing():
     per = {"a": list(0.95 + 0.01 * rng.standard_normal(30)),
            "b": list(0.40 + 0.01 * rng.standard_normal(30)),
            "guess": list(1.0 + 0.01 * rng.standard_normal(30))}
-    # 2 classes: chance 50%, bar 55%; "guess" is at 51% in every repeat
-    got = _by_model(_rows(per, acc={"guess": 0.51}))
+    # 10 classes: chance 10%, bar 19%; "guess" is at 15% in every repeat
+    got = _by_model(_rows(per, acc={"guess": 0.15}))
     assert got["guess"]["rank"] is None and got["guess"]["unranked"].startswith("at chance")
     assert (got["a"]["rank_interval"], got["b"]["rank_interval"]) == ("1", "2")
 
@@ -316,3 +319,24 @@ def test_robench_run_purity_ratio_end_to_end_on_digits(tmp_path, monkeypatch):
     again = CliRunner().invoke(cli, argv, catch_exceptions=False)
     assert again.exit_code == 0
     assert "4 trials planned: 4 already stored (training nothing)" in again.output
+
+
+def test_models_are_paired_by_repeat_and_a_failed_repeat_is_left_out():
+    # a split effect shared by both models within a repeat (sd ~0.3) and a constant gap of
+    # 0.1: paired by repeat the difference is exactly 0.1 and 100 repeats order the pair; the
+    # same values with one model's repeats shuffled (the pairing broken: the control) do not
+    rng = np.random.default_rng(3)
+    shared = np.clip(0.4 * rng.standard_normal(100), -0.45, 0.45)
+    a, b = list(0.6 + shared), list(0.5 + shared)
+    got = _by_model(_rows({"a": a, "b": b}))
+    assert (got["a"]["rank_interval"], got["b"]["rank_interval"]) == ("1", "2")
+    shuffled = _by_model(_rows({"a": list(rng.permutation(a)), "b": b}))
+    assert shuffled["a"]["rank_interval"] == shuffled["b"]["rank_interval"] == "1-2"
+    # a failed repeat: the others make the score, the failure is said
+    trials = [_trial("a", r, p) for r, p in enumerate([0.8, 0.9, 0.7])]
+    trials[1] = {**trials[1], "status": "failed", "error": "RuntimeError: boom"}
+    head = next(s for s in pm.aggregate({"dataset": "d"}, trials)
+                if s.model == "a" and s.score == "purity-ratio")
+    assert head.n == 2 and head.details["failed_repeats"] == [1]
+    assert head.details["per_repeat"]["repeats"] == [0, 2]
+    assert head.value == pytest.approx(0.75, abs=1e-3)
