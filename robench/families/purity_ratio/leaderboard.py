@@ -27,7 +27,9 @@ def purity_samples(details: dict) -> Optional[dict]:
     values = (per.get("values") or {}).get(METRIC)
     if not isinstance(values, list):
         return None
-    return {int(r): v for r, v in zip(per["repeats"], values) if is_finite(v)}
+    # a database can come from anyone: a repeat that is not a whole number pairs nothing
+    return {r: float(v) for r, v in zip(per["repeats"], values)
+            if isinstance(r, int) and not isinstance(r, bool) and is_finite(v)}
 
 
 #: Why a model with fewer than 2 repeats (or a score of metric version 3 or older) is not ranked.

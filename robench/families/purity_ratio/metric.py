@@ -181,7 +181,9 @@ def per_repeat_values(rows: list, dataset: Optional[str] = None) -> dict:
         values = per.get("values") or {}
         model = out.setdefault(r["dataset"], {}).setdefault(r["model"], {})
         for j, rep in enumerate(per["repeats"]):
-            model[int(rep)] = {name: (vals[j] if isinstance(vals, list) and j < len(vals)
+            if not isinstance(rep, int) or isinstance(rep, bool):
+                continue  # a hostile or damaged row: no repeat to pair by
+            model[rep] = {name: (vals[j] if isinstance(vals, list) and j < len(vals)
                                       else None) for name, vals in values.items()}
     return out
 

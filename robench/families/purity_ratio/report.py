@@ -42,8 +42,8 @@ def report_lines(rows: list) -> list:
             cell = f"{_f(head.get('value'), width=5).strip()} {row.get('interval') or ''}"
             lines.append(f"  {rank:>9} {row['model']:<16} {cell:>24} "
                          f"{str(head.get('n') or '-'):>3} {_f(g('model_acc'), True, 9)} "
-                         f"{_f(g('p_purity_kmeans'), width=8)} {_f(g('p_purity_multicut'), width=8)} "
-                         f"{_f(g('p_acc_kmeans'), width=8)} "
+                         f"{_f(g('p_purity_kmeans'), width=8)} "
+                         f"{_f(g('p_purity_multicut'), width=8)} {_f(g('p_acc_kmeans'), width=8)} "
                          f"{_f(g('delta'), width=10)} {_f(g('corruption_robustness'), width=11)}")
         if table.get("rule"):
             lines += rule_lines(table["rule"])

@@ -340,3 +340,14 @@ def test_models_are_paired_by_repeat_and_a_failed_repeat_is_left_out():
     assert head.n == 2 and head.details["failed_repeats"] == [1]
     assert head.details["per_repeat"]["repeats"] == [0, 2]
     assert head.value == pytest.approx(0.75, abs=1e-3)
+
+
+def test_damaged_per_repeat_details_pair_nothing_and_break_nothing():
+    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.77, 0.73]})
+    for r in rows:
+        if r["model"] == "a" and r["score"] == "purity-ratio":
+            r["details"]["per_repeat"]["repeats"] = ["x", None, 2.5]
+    got = _by_model(rows)
+    assert got["a"]["rank"] is None and got["a"]["unranked"] == lb.FEW_REPEATS
+    assert got["b"]["rank_interval"] == "1"  # alone among the ranked
+    assert pm.per_repeat_values(rows)["d"]["a"] == {}
