@@ -17,6 +17,20 @@ from robench.stats.seeds import derived_seed
 from robench.data.splitters import KIND_CODES, partition_rng, test_mask, validation_split
 
 
+#: Stream of the derived seeds of repeats r > 0 (:func:`reference_seed`); the coverage
+#: protocol's ``repeat_seed`` uses the same, so repeat r's reference model is shared.
+REPEAT_STREAM = 0xC0FE
+
+
+def reference_seed(seed: int, repeat: int) -> int:
+    """Return the seed of repeat ``repeat``'s reference model: the run's ``seed`` for repeat 0,
+    an independent derived seed (``derived_seed(seed, repeat, REPEAT_STREAM)``) otherwise.
+
+    The seed defines the split (:func:`reference_split`), the initialisation and the batch
+    order, so every protocol asking for the same (seed, repeat) trains one model."""
+    return int(seed) if int(repeat) == 0 else derived_seed(int(seed), int(repeat), REPEAT_STREAM)
+
+
 def reference_split(y, *, seed: int, test_size: float, val_fraction: float) -> tuple:
     """Return (fit, val, test) indices: the stratified random split of repeat 0."""
     mask = test_mask("random", y, None, seed=seed, repeat=0, test_size=test_size)

@@ -4,8 +4,10 @@ Built from the metrics' leaderboard headlines (:attr:`robench.specs.LeaderboardS
 the columns of the site's overview), so every value, rank and interval is the one the
 families' own tables show: the rank column is the first headline (in display order) that
 ranks by a test (its ``rule``; rho: the rho table's ranks by
-:func:`robench.present.leaderboard.rank_table`), the others show their values only. Pure
-functions: lines of text no wider than ``width``.
+:func:`robench.present.leaderboard.rank_table`), the others show their values and, where their
+own tested pairs rank them (a ``rank_interval``: purity-ratio, coverage), that rank interval
+in parentheses (their intervals are in the full reports). Pure functions: lines of text no
+wider than ``width``.
 """
 
 from __future__ import annotations
@@ -153,11 +155,17 @@ def table_lines(table: dict, width: int) -> list:
             row.append(_ranked_cell(hit, ranked["format"]) if hit else "-")
         for h in others:
             hit = h["by_model"].get(model)
-            row.append(_value(hit.get("value"), h["format"]) if hit else "-")
+            cell = _value(hit.get("value"), h["format"]) if hit else "-"
+            if hit and hit.get("rank_interval"):  # a column ranked by its own tested pairs
+                cell += f" ({hit['rank_interval']})"
+            row.append(cell)
         cells.append(row)
     level = "CI" if ranked and any(r.get("adaptive") for r in ranked["rows"]) else "95% CI"
+    first = 3 if ranked else 2  # where the other columns start in a row of cells
     labels = ([f"{ranked['label']}" + (f" [{level}]" if any("[" in c[2] for c in cells) else "")]
-              if ranked else []) + [h["label"] for h in others]
+              if ranked else []) + [h["label"] + (" (rank)" if any(
+                  c[first + j].endswith(")") for c in cells) else "")
+                  for j, h in enumerate(others)]
     labels = [printable(label) for label in labels]
     value_widths = [max([len(label)] + [len(c[2 + i]) for c in cells])
                     for i, label in enumerate(labels)]

@@ -40,9 +40,10 @@ def site_ranks(page: str) -> dict:
     out = {}
     for caption, body in re.findall(r"<caption>(.*?)</caption>(.*?)</tbody>", page, re.S):
         # the rank shown: a rank interval (then the estimate's position, #1, in a span) or a
-        # rank with a tie mark
+        # rank with a tie mark; an unranked model's "—" carries its marker (at chance, ...)
         for m in re.finditer(r'<td class="rank"[^>]*>([^<]*)(<span class="tie"[^>]*>=</span>)?'
-                             r'(?:\s*<span class="ci"[^>]*>[^<]*</span>)?</td>'
+                             r'(?:\s*<span class="ci"[^>]*>[^<]*</span>)?'
+                             r'(?:\s*<span class="unranked"[^>]*>[^<]*</span>)?</td>'
                              r'\s*<th scope="row" class="model">(?:<a [^>]*>)?([^<]*)', body):
             text = m.group(1).strip() + ("=" if m.group(2) else "")
             out[(re.sub(r"<[^>]+>", "", caption).strip(), m.group(3).strip())] = text

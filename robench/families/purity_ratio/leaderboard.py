@@ -3,17 +3,76 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
-from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, target_order
-from robench.present.formatting import scores_by_model, why_not
+from robench.families.purity_ratio.metric import (INDICATORS, METRIC, P_MAX, ZOO_MODEL,
+                                                  target_order)
+from robench.present.formatting import is_finite, scores_by_model, why_not
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 #: What the overview's legend says about this family's headline column.
 LEGEND = "purity-ratio = how clusterable the model's feature space is relative to its accuracy"
 
 
+def purity_samples(details: dict) -> Optional[dict]:
+    """Return a purity-ratio score's {repeat: p_purity combined} (None where its repeats are
+    not stored: metric versions before 4, one reference model and no repeats).
+
+    Repeat r of every model of a data set uses the same split and seeds, so these pair
+    models repeat by repeat (:func:`robench.stats.paired.compare_all`).
+    """
+    per = details.get("per_repeat") if isinstance(details, dict) else None
+    if not isinstance(per, dict) or not isinstance(per.get("repeats"), list):
+        return None
+    values = (per.get("values") or {}).get(METRIC)
+    if not isinstance(values, list):
+        return None
+    # a database can come from anyone: a repeat that is not a whole number pairs nothing
+    return {r: float(v) for r, v in zip(per["repeats"], values)
+            if isinstance(r, int) and not isinstance(r, bool) and is_finite(v)}
+
+
+#: Why a model with fewer than 2 repeats (or a score of metric version 3 or older) is not ranked.
+FEW_REPEATS = ("no interval and no paired test: fewer than 2 repeats of the reference model "
+               "(one reference model), so no rank")
+
+
+def unranked_reason(value, details: dict) -> Optional[str]:
+    """Return why a model takes no rank on purity-ratio, or None.
+
+    Not ranked: a model with fewer than 2 repeats (no paired test, no interval); one whose
+    Model_ACC interval over the repeats is not above chance plus the relevance margin
+    (:func:`robench.stats.ranks.chance_reason`: a model at chance has features that cluster
+    like its guesses and a ratio that means nothing); one with a per-repeat p_purity above
+    :data:`robench.families.purity_ratio.metric.P_MAX`, outside the range the paired test's
+    bets are valid for.
+    """
+    from robench.stats.ranks import chance_reason
+
+    if not is_finite(value):
+        return None  # no value: rank_models says so
+    samples = purity_samples(details) or {}
+    if len(samples) < 2:
+        return FEW_REPEATS
+    chance = details.get("chance") if isinstance(details.get("chance"), dict) else {}
+    acc = details.get("model_acc") if isinstance(details.get("model_acc"), dict) else {}
+    per = details.get("per_repeat") or {}
+    why = chance_reason(acc.get("value"), acc.get("low"), acc.get("high"), chance.get("level"),
+                        chance.get("basis") or "", values=(per.get("values") or {}).get(
+                            "model_acc") or (), name="Model_ACC")
+    if why:
+        return why
+    high = max(samples.values())
+    if high > P_MAX:
+        return (f"a repeat's p_purity {high:.3f} exceeds {P_MAX:g} (Model_ACC below 0.5): "
+                "outside the range the paired test is valid for, so no rank")
+    return None
+
+
 def leaderboard_tables(rows: list) -> dict:
     """Return the leaderboard context of one data set's purity-ratio score rows (dicts)."""
+    from robench.present.formatting import interval_text
+
     models = scores_by_model(rows, METRIC)
     if not models:
         return {}
@@ -23,9 +82,19 @@ def leaderboard_tables(rows: list) -> dict:
         head = sc.get(METRIC) or {}
         details = head.get("details") if isinstance(head.get("details"), dict) else {}
         g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
+        reason = (details.get("interval") or {}).get("reason") if isinstance(
+            details.get("interval"), dict) else None
+        text, note = interval_text(head.get("ci_low"), head.get("ci_high"),
+                                   reason=reason or ("no interval: one reference model, no "
+                                                     "repeats (metric version before 4)"),
+                                   floor=0.0)
         table.append({
             "model": model, "value": head.get("value"), "ci_low": head.get("ci_low"),
-            "ci_high": head.get("ci_high"), "higher_is_better": True, "zoo_member": bool(details.get("zoo_member")),
+            "ci_high": head.get("ci_high"), "interval": text, "interval_note": note,
+            "n": head.get("n"), "higher_is_better": True,
+            "zoo_member": bool(details.get("zoo_member")),
+            "samples": purity_samples(details), "cycle": None,
+            "unranked": unranked_reason(head.get("value"), details),
             "note": why_not(details),
             **{k: g(k) for k in ("model_acc", "p_purity_kmeans", "p_purity_multicut",
                                  "p_acc_kmeans", "p_acc_multicut", "p_acc_combined", "delta",
@@ -58,55 +127,61 @@ def leaderboard_tables(rows: list) -> dict:
             "verdict": holds.get("details") or None}
 
 
-#: Why a purity-ratio table without intervals ranks nobody.
-NO_INTERVAL = ("no interval (one reference model per model): an order of point values is not "
-               "a tested order, so no rank")
-
-
 def section(rows: list):
     """Return the purity-ratio section of one data set, or None without scores.
 
-    Models are ranked (:func:`robench.present.leaderboard.rank_table`: ties shown as ``1=``)
-    only when every model's p_purity has an interval; otherwise they are listed best first
-    with no rank (``ranked`` False), like any score without an interval.
+    Models are ranked by :func:`robench.present.leaderboard.rank_table`, the rule every
+    table uses: every pair tested on its per-repeat differences over the repeats both share
+    (:mod:`robench.stats.paired`; purity-ratio's repeats are independent draws, not a
+    balanced held-out design, so the betting test), Holm over all pairs, rank intervals
+    (``1-2``). A model with no value, fewer than 2 repeats or a Model_ACC not shown above
+    chance plus the margin is listed after the ranked ones without a rank
+    (:func:`unranked_reason`).
     """
-    from robench.present.leaderboard import rank_rows, rank_table
-    from robench.present.formatting import is_finite
+    from robench.present.leaderboard import rank_table
 
     tables = leaderboard_tables(rows)
     if not tables:
         return None
-    models = sorted(tables["models"], key=lambda r: r["model"])
-    tables["ranked"] = bool(models) and all(
-        is_finite(r.get("ci_low")) and is_finite(r.get("ci_high")) for r in models)
-    if tables["ranked"]:
-        table = rank_table(models)
-        tables["models"], tables["rule"] = table["rows"], table["rule"]
-    else:
-        tables["models"] = rank_rows(models)  # best first; the order is not a rank
-        for r in tables["models"]:
-            r["rank"], r["tied"], r["unranked"] = None, False, NO_INTERVAL
-        tables["rule"] = NO_INTERVAL
+    ranked = rank_table(tables["models"])
+    tables["models"], tables["rule"] = ranked["rows"], ranked["rule"]
+    tables["pairs"] = ranked["pairs"]
+    tables["ranked"] = any(r.get("rank") is not None for r in tables["models"])
+    if not tables["ranked"]:  # say why nobody is, not the rule of an empty table
+        why = {r.get("unranked") for r in tables["models"]}
+        tables["rule"] = (why.pop() if len(why) == 1 and None not in why
+                          else "no model ranked (each model's reason is beside it)")
+    tables["notes"] = [{"model": r["model"], "text": t} for r in tables["models"]
+                       for t in (r.get("unranked"), r.get("interval_note")) if t]
     return tables
 
 
 def ranks(rows: list) -> list:
-    """Return the rank of every purity-ratio score of one data set's rows (None: not ranked)."""
+    """Return the rank of every purity-ratio score of one data set's rows (what ``robench
+    results`` adds to its JSON and CSV): rank (position by the estimate), rank interval,
+    unranked (why not), rule, interval and the tested pairs the model is in."""
     tables = section(rows)
     if not tables:
         return []
     return [{"model": r["model"], "clusterer": "", "score": METRIC, "rank": r["rank"],
-             "tied": r.get("tied", False), "unranked": r.get("unranked"),
-             "rule": tables["rule"]} for r in tables["models"]]
+             "rank_best": r.get("rank_best"), "rank_worst": r.get("rank_worst"),
+             "rank_interval": r.get("rank_interval"), "tied": r.get("tied", False),
+             "unranked": r.get("unranked"), "rule": tables["rule"],
+             "interval": r.get("interval"), "interval_note": r.get("interval_note"),
+             "pairs": [p for p in tables["pairs"] if r["model"] in p["pair"]]}
+            for r in tables["models"]]
 
 
 def headline(rows: list):
-    """Return purity-ratio's column of the overview (p_purity combined; Model_ACC beside)."""
+    """Return purity-ratio's column of the overview (p_purity combined with its interval,
+    rank intervals from the tested pairs; Model_ACC beside)."""
     tables = section(rows)
     if not tables or not tables["models"]:
         return None
     return {"label": "purity-ratio", "format": "num", "rows": tables["models"],
-            "rule": tables["rule"],
-            "note": "p_purity combined (eq. 10): how clusterable the feature space is "
-                    "relative to the model's accuracy Model_ACC, shown beside it"
-                    + ("." if tables["ranked"] else "; " + NO_INTERVAL + ".")}
+            "rule": tables["rule"], "pairs": tables.get("pairs") or [],
+            "note": "p_purity combined (eq. 10), the mean over repeats of the reference model "
+                    "with Student's t 95% interval: how clusterable the feature space is "
+                    "relative to the model's accuracy Model_ACC, shown beside it; a model "
+                    "whose Model_ACC is not shown above chance gets no rank. Ranks: "
+                    + tables["rule"] + "."}

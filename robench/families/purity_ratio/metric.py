@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Optional
 
 from robench.present.formatting import as_dict
 from robench.specs import Score
 
 METRIC = "purity-ratio"
-#: 3: the validation verdict by Fisher's interval of r (2: by its sign).
-VERSION = "3"
+#: 3: the validation verdict by Fisher's interval of r (2: by its sign). 4: R repeats of every
+#: reference model: the mean over repeats with Student's t interval, every repeat's values in
+#: ``details.per_repeat``, ranks from paired tests over shared repeats (issue 42).
+VERSION = "4"
 
 DEFINITION = (
-    "Feature-space clusterability as a robustness indicator (Ho et al., AAAI 2022). A reference "
-    "model is trained on the stratified random split of repeat 0 (validation carved from the "
-    "training part; early stopping on validation only); Model_ACC is its accuracy on the clean "
-    "test split. Its penultimate features of the test split are clustered by k-means (K = number "
+    "Feature-space clusterability as a robustness indicator (Ho et al., AAAI 2022). Per repeat r "
+    "(R = --repeats) a reference model is trained on the stratified random split of the "
+    "repeat's seed (the run's seed for r = 0, a derived one otherwise; validation carved from "
+    "the training part; early stopping on validation only); Model_ACC is its accuracy on the "
+    "clean test split. Every model's repeat r shares the split and seeds, so models are "
+    "compared by paired differences over shared repeats. Its penultimate features of the test split are clustered by k-means (K = number "
     "of classes, all test samples) and by a minimum-cost multicut (GAEC, bioimage-cpp) on the "
     "complete graph (the paper's; knob graph) of at most multicut_cap stratified test samples, "
     "with edge costs logit(p_join(d)) + bias, d the squared feature distance in units of the "
@@ -43,7 +48,14 @@ DEFINITION = (
     "corruption robustness (version 2; version 1 reported R^2), with the baselines Delta and "
     "Model_ACC beside it; 'validation_holds' is 1 when r > 0 and tau > 0, 0 otherwise, None "
     "when undecidable (fewer than 3 models, no spread). Models without a feature space get value None with the reason; tabular data sets "
-    "get no corruption or attack scores (not applicable)."
+    "get no corruption or attack scores (not applicable). Every score of a model is the mean "
+    "over its repeats of the per-repeat value (purity-ratio: of the per-repeat eq. 10), with "
+    "Student's t 95% interval over the repeats (none with fewer than 2 repeats, reason in "
+    "details.interval); details.per_repeat of the purity-ratio score holds every indicator "
+    "and robustness target of every repeat; the validation correlates the models' means. "
+    "Ranks: every pair of models tested on its per-repeat differences (robench.stats.paired, "
+    "Holm over all pairs), shown as rank intervals; a model whose Model_ACC interval is not "
+    "above chance plus a margin is not ranked."
 )
 
 #: Indicators validated against measured robustness (name -> sign for tau orientation).
@@ -62,14 +74,14 @@ ZOO_MODEL = "zoo"
 
 
 def model_rows(trials: list) -> dict:
-    """Return {model: row} of a group's clusterability trials, ``extra`` decoded."""
-    out = {}
+    """Return {model: {repeat: row}} of a group's clusterability trials, ``extra`` decoded."""
+    out: dict = {}
     for t in trials:
         if t.get("protocol") != "clusterability":
             continue
         row = dict(t)
         row["extra"] = as_dict(row.get("extra"))
-        out[row["model"]] = row
+        out.setdefault(row["model"], {})[int(row.get("repeat") or 0)] = row
     return out
 
 
@@ -87,6 +99,93 @@ def model_summary(row: dict) -> dict:
         "adversarial": cl.adversarial_robustness(extra.get("adversarial") or {}),
         "adversarial_na": (extra.get("adversarial") or {}).get("not_applicable"),
     }
+
+
+def _mean(values):
+    vals = [float(v) for v in values if v is not None and v == v]
+    return sum(vals) / len(vals) if vals else None
+
+
+def mean_summary(per_repeat: dict) -> dict:
+    """Return one summary of a model's repeats ({repeat: :func:`model_summary`}): each
+    indicator and robustness target the mean of its per-repeat values (the model's point in
+    the zoo's validation)."""
+    summaries = list(per_repeat.values())
+    names = {k for s in summaries for k in s["indicators"]}
+    ind = {k: _mean(s["indicators"].get(k) for s in summaries) for k in sorted(names)}
+    corr: dict = {}
+    rob = [s["corruption"].get("robustness") for s in summaries if s["corruption"]]
+    if _mean(rob) is not None:
+        sev = {k for s in summaries for k in (s["corruption"].get("per_severity") or {})}
+        corr = {"robustness": _mean(rob),
+                "acc_all": _mean(s["corruption"].get("acc_all") for s in summaries
+                                 if s["corruption"]),
+                "clean": _mean(s["corruption"].get("clean") for s in summaries
+                               if s["corruption"]),
+                "per_severity": {k: _mean((s["corruption"].get("per_severity") or {}).get(k)
+                                          for s in summaries) for k in sorted(sev)},
+                "n": sum(int(s["corruption"].get("n") or 0) for s in summaries
+                         if s["corruption"])}
+    adv: dict = {}
+    for s in summaries:
+        for attack, by_eps in (s["adversarial"] or {}).items():
+            for eps in by_eps:
+                adv.setdefault(attack, {})[eps] = None
+    adv = {a: {e: _mean((s["adversarial"].get(a) or {}).get(e) for s in summaries)
+               for e in by_eps} for a, by_eps in adv.items()}
+    first = summaries[0] if summaries else {}
+    return {"indicators": ind, "corruption": corr, "adversarial": adv,
+            "corruption_na": first.get("corruption_na"),
+            "adversarial_na": first.get("adversarial_na")}
+
+
+def repeat_summaries(trials: list) -> dict:
+    """Return {model: {repeat: :func:`model_summary`}} of the successful, applicable trials."""
+    out: dict = {}
+    for model, by_repeat in model_rows(trials).items():
+        for r, row in sorted(by_repeat.items()):
+            if row.get("status") != "ok" or row.get("not_applicable") \
+                    or row["extra"].get("not_applicable"):
+                continue
+            out.setdefault(model, {})[r] = model_summary(row)
+    return out
+
+
+def summary_values(summary: dict) -> dict:
+    """Return {indicator or target name: value} of one summary (:func:`model_summary`)."""
+    out = {k: summary["indicators"].get(k) for k in INDICATORS}
+    out.update(targets(summary))
+    return out
+
+
+def per_repeat_values(rows: list, dataset: Optional[str] = None) -> dict:
+    """Return {dataset: {model: {repeat: {name: value}}}} from stored purity-ratio score rows.
+
+    Every indicator of :data:`INDICATORS` and every robustness target (``corruption``,
+    ``corruption@sN``, ``<attack>@<eps>``) of every repeat of every model, read from the
+    headline score's ``details["per_repeat"]`` (metric version 4 on): models of a data set
+    that share a repeat share its split and seeds, so values of one repeat pair across
+    models. ``dataset`` restricts it to one data set. Scores without per-repeat values (older
+    versions) are left out. This is what the claims and the validation read per repeat.
+    """
+    out: dict = {}
+    for r in rows:
+        if r.get("metric") != METRIC or r.get("score") != METRIC or r.get("model") == ZOO_MODEL:
+            continue
+        if dataset is not None and r.get("dataset") != dataset:
+            continue
+        details = r.get("details")
+        per = details.get("per_repeat") if isinstance(details, dict) else None
+        if not isinstance(per, dict) or not isinstance(per.get("repeats"), list):
+            continue
+        values = per.get("values") or {}
+        model = out.setdefault(r["dataset"], {}).setdefault(r["model"], {})
+        for j, rep in enumerate(per["repeats"]):
+            if not isinstance(rep, int) or isinstance(rep, bool):
+                continue  # a hostile or damaged row: no repeat to pair by
+            model[rep] = {name: (vals[j] if isinstance(vals, list) and j < len(vals)
+                                      else None) for name, vals in values.items()}
+    return out
 
 
 def targets(summary: dict) -> dict:
@@ -147,8 +246,10 @@ def target_order(t: str):
 
 
 def zoo_of(rows: dict) -> set:
-    """Return the data set's zoo as planned (``spec["zoo"]`` of the newest trial row)."""
-    newest = sorted(rows.values(), key=lambda r: str(r.get("finished_at") or ""))
+    """Return the data set's zoo as planned (``spec["zoo"]`` of the newest trial row);
+    ``rows``: {model: {repeat: row}} (:func:`model_rows`)."""
+    newest = sorted((r for by_repeat in rows.values() for r in by_repeat.values()),
+                    key=lambda r: str(r.get("finished_at") or ""))
     for row in reversed(newest):
         spec = row.get("spec") or {}
         if isinstance(spec, dict) and spec.get("zoo") is not None:
@@ -156,56 +257,132 @@ def zoo_of(rows: dict) -> set:
     return set()
 
 
+#: Largest per-repeat purity-ratio the paired test takes: its betting bets assume paired
+#: differences of at least -2 (:func:`robench.stats.paired.betting_test`); p <= 1 / Model_ACC,
+#: so every model with Model_ACC >= 0.5 in each repeat is inside it.
+P_MAX = 2.0
+
+
+def _interval(values, bounds=(0.0, float("inf"))) -> tuple:
+    """Return (low, high, details) of Student's t interval of the mean of per-repeat values."""
+    from robench.stats.intervals import mean_interval
+
+    iv = mean_interval(values, bounds=bounds)
+    return iv.low, iv.high, {"method": "t over repeats", "level": iv.level, "df": iv.df,
+                             "n": iv.n[0], "reason": iv.reason}
+
+
+def _chance(rows_by_repeat: dict) -> dict:
+    """Return the chance level of a model's test splits: 1/classes, or the majority-class
+    rate of the test splits where higher (:func:`robench.stats.ranks.chance_level`)."""
+    from robench.stats.ranks import chance_level
+
+    n_classes, majority = None, []
+    for row in rows_by_repeat.values():
+        table = ((row.get("extra") or {}).get("kmeans") or {}).get("contingency")
+        if table:
+            counts = [sum(col) for col in zip(*table)]  # test samples per class
+            n_classes = len(counts)
+            if sum(counts):
+                majority.append(max(counts) / sum(counts))
+    level, basis = chance_level(n_classes, max(majority) if majority else None)
+    return {"level": level, "basis": basis, "n_classes": n_classes}
+
+
 def aggregate(group: dict, trials: list) -> list:
-    """Turn a (dataset, model)'s reference trial and its zoo's into indicators and validation."""
+    """Turn a data set's reference trials (every repeat of every model, the zoo's too) into
+    indicators per model, with their per-repeat values and intervals, and the validation.
+
+    A model's ``purity-ratio`` is the mean over its repeats of the per-repeat p_purity
+    combined (eq. 10), with Student's t interval over the repeats (``details.interval``);
+    ``details.per_repeat`` holds every indicator and robustness target of every repeat
+    (:func:`per_repeat_values` reads it), ``details.chance`` the chance level its Model_ACC is
+    compared with before it is ranked. Sub-scores are means over the repeats with t intervals.
+    The validation across the zoo uses each model's means over its repeats.
+    """
     dataset = group["dataset"]
     rows = model_rows(trials)
     scores, summaries = [], {}
-    for model, row in sorted(rows.items()):
+    for model, by_repeat in sorted(rows.items()):
         base = dict(dataset=dataset, model=model, clusterer="", metric=METRIC)
-        zoo = bool((row.get("params") or {}).get("zoo_member"))
-        if row.get("status") != "ok":
-            err = (row.get("error") or "").splitlines()[0] if row.get("error") else "failed"
+        first = by_repeat[min(by_repeat)]
+        zoo = bool((first.get("params") or {}).get("zoo_member"))
+        ok = {r: row for r, row in sorted(by_repeat.items()) if row.get("status") == "ok"}
+        failed = sorted(r for r in by_repeat if r not in ok)
+        if not ok:
+            err = (first.get("error") or "").splitlines()[0] if first.get("error") else "failed"
             scores.append(Score(**base, score=METRIC, value=None,
-                                details={"error": err, "zoo_member": zoo}))
+                                details={"error": err, "zoo_member": zoo,
+                                         "failed_repeats": failed}))
             continue
-        reason = row.get("not_applicable") or row["extra"].get("not_applicable")
+        reason = next((row.get("not_applicable") or row["extra"].get("not_applicable")
+                       for row in ok.values()
+                       if row.get("not_applicable") or row["extra"].get("not_applicable")),
+                      None)
         if reason:
             scores.append(Score(**base, score=METRIC, value=None,
                                 details={"not_applicable": reason, "zoo_member": zoo}))
             continue
-        summary = model_summary(row)
+        per = {r: model_summary(row) for r, row in ok.items()}
+        summary = mean_summary(per)
         summaries[model] = summary
         ind = summary["indicators"]
-        extra = row["extra"]
-        mc = {k: v for k, v in (extra.get("multicut") or {}).items() if k != "contingency"}
-        scores.append(Score(**base, score=METRIC, value=ind["purity-ratio"],
-                            n=extra.get("n_test"),
-                            details={"indicators": ind, "zoo_member": zoo, "multicut": mc,
-                                     "overlap": extra.get("overlap"),
-                                     "feature_dim": extra.get("feature_dim"),
-                                     "timings": extra.get("timings"),
+        repeats = sorted(per)
+        values: dict = {}
+        for j, r in enumerate(repeats):
+            for name, v in summary_values(per[r]).items():
+                values.setdefault(name, [None] * len(repeats))[j] = v
+        p_values = values.get(METRIC) or []
+        low, high, interval = _interval(p_values)
+        acc_low, acc_high, _ = _interval(values.get("model_acc") or [], bounds=(0.0, 1.0))
+        last = ok[repeats[-1]]["extra"]
+        mc = {k: v for k, v in (last.get("multicut") or {}).items() if k != "contingency"}
+        n_test = ok[repeats[-1]]["extra"].get("n_test")
+        scores.append(Score(**base, score=METRIC, value=ind["purity-ratio"], ci_low=low,
+                            ci_high=high, n=len([v for v in p_values if v is not None]),
+                            details={"indicators": ind, "zoo_member": zoo,
+                                     "estimate": "mean over repeats of p_purity combined",
+                                     "interval": interval,
+                                     "per_repeat": {"repeats": repeats, "values": values,
+                                                    "seeds": [ok[r]["extra"].get(
+                                                        "reference_seed") for r in repeats]},
+                                     "failed_repeats": failed,
+                                     "chance": _chance(ok),
+                                     "model_acc": {"value": ind.get("model_acc"),
+                                                   "low": acc_low, "high": acc_high},
+                                     "n_test": n_test, "multicut": mc,
+                                     "overlap": last.get("overlap"),
+                                     "feature_dim": last.get("feature_dim"),
+                                     "timings": last.get("timings"),
                                      "corruption_robustness": summary["corruption"].get(
                                          "robustness")}))
         for name, higher in MODEL_SCORES:
-            scores.append(Score(**base, score=name, value=ind.get(name), higher_is_better=higher,
-                                n=extra.get("n_test")))
+            vals = [per[r]["indicators"].get(name) for r in repeats]
+            lo, hi, _ = _interval(vals, bounds=(-float("inf"), float("inf")))
+            scores.append(Score(**base, score=name, value=ind.get(name), ci_low=lo, ci_high=hi,
+                                higher_is_better=higher, n=len([v for v in vals if v is not None]),
+                                details={"per_repeat": vals, "repeats": repeats}))
         # the multicut's granularity, without which its purity cannot be read (~1 for fragments)
         scores.append(Score(**base, score="n_clusters_multicut",
                             value=ind.get("n_clusters_multicut"), n=mc.get("n"),
-                            details={"n_classes": len((extra.get("kmeans") or {}).get(
+                            details={"n_classes": len((last.get("kmeans") or {}).get(
                                          "contingency") or []) or None,
+                                     "per_repeat": [per[r]["indicators"].get(
+                                         "n_clusters_multicut") for r in repeats],
                                      **{k: mc.get(k) for k in ("n_singletons", "bias",
                                                                 "bias_mode", "graph", "scale",
                                                                 "calibration")}}))
         corr = summary["corruption"]
         if corr:
+            rob = values.get("corruption") or []
+            lo, hi, _ = _interval(rob)
             scores.append(Score(**base, score="corruption_robustness", value=corr["robustness"],
-                                n=corr.get("n"), details=corr))
+                                ci_low=lo, ci_high=hi, n=corr.get("n"),
+                                details={**corr, "per_repeat": rob, "repeats": repeats}))
             scores.append(Score(**base, score="acc_corrupted_all", value=corr["acc_all"],
                                 n=corr.get("n"), details={"clean": corr["clean"]}))
-            for s, v in (corr.get("per_severity") or {}).items():
-                scores.append(Score(**base, score=f"corruption_robustness@s{s}", value=v,
+            for sev, v in (corr.get("per_severity") or {}).items():
+                scores.append(Score(**base, score=f"corruption_robustness@s{sev}", value=v,
                                     n=corr.get("n")))
         else:
             scores.append(Score(**base, score="corruption_robustness", value=None,
@@ -215,7 +392,7 @@ def aggregate(group: dict, trials: list) -> list:
             for attack, by_eps in adv.items():
                 for eps, v in by_eps.items():
                     scores.append(Score(**base, score=f"{attack}@{eps}", value=v,
-                                        n=(extra.get("adversarial") or {}).get("n")))
+                                        n=(last.get("adversarial") or {}).get("n")))
         else:
             scores.append(Score(**base, score="adversarial_robustness", value=None,
                                 details={"not_applicable": summary["adversarial_na"]}))
@@ -225,7 +402,8 @@ def aggregate(group: dict, trials: list) -> list:
     table = validation({m: v for m, v in summaries.items() if m in zoo})
     usable = [r for r in table if r["n"] >= 3]
     if not usable:
-        reason = ("not applicable: no corruption or attack ground truth (tabular data set)"
+        reason = ("not applicable: no corruption or attack ground truth (a tabular data set, "
+                  "or none measured)"
                   if summaries and not any(targets(s) for s in summaries.values())
                   else "fewer than 3 models with indicators and measured robustness")
         scores.append(Score(**base, score="validation", value=None, n=len(summaries),
@@ -331,21 +509,6 @@ def validation_verdict(table: list, target: str = "corruption") -> dict:
     interval = "" if low is None else f" [{low:+.2f}, {high:+.2f}]"
     out["reason"] = (f"purity-ratio vs {target} robustness over {head['n']} models: r = "
                      f"{r:+.2f}{interval} (Fisher, 95%), tau = {tau:+.2f}: {word}"
-                     + "".join(f"; {b}: r = {v['r']:+.2f}" for b, v in baselines.items()
-                               if v.get("r") is not None))
-    return out
-    r, tau = head.get("r"), head.get("tau")
-    tau = None if tau is None or tau != tau else tau
-    out.update(r=r, tau=tau, n=head["n"])
-    if r is None or tau is None:
-        out["reason"] = "r or tau undefined (no spread in the indicator or the robustness)"
-        return out
-    out["holds"] = bool(r > 0 and tau > 0)
-    others = [b["r"] for b in baselines.values() if b.get("r") is not None]
-    out["beats_baselines"] = bool(others) and all(r > o for o in others)
-    sign = "positive" if out["holds"] else "not positive in both r and tau"
-    out["reason"] = (f"purity-ratio vs {target} robustness over {head['n']} models: r = "
-                     f"{r:+.2f}, tau = {tau:+.2f} ({sign})"
                      + "".join(f"; {b}: r = {v['r']:+.2f}" for b, v in baselines.items()
                                if v.get("r") is not None))
     return out

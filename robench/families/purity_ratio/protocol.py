@@ -1,11 +1,17 @@
 """Feature-space clusterability (Ho et al., AAAI 2022): reference models, features, clusterings,
 corruption and adversarial robustness.
 
-One trial = one reference model of one (dataset, model) and everything computed from it:
+One trial = one reference model of one (dataset, model, repeat) and everything computed from
+it. A model has R trials (``--repeats``: quick 3, standard 10, paper 100), one per repeat r,
+each with its own key and its own seed :func:`robench.learn.reference_model.reference_seed`
+(the run's seed for repeat 0, an independent derived seed for r > 0, the same as the coverage
+protocol's repeat r, so the two share each trained model). Every model's repeat r uses the
+same seed, hence the same split, k-means initialisation and subsamples: models are compared
+by paired differences over the repeats they share.
 
-1. split: the source-aware protocol's stratified random split of repeat 0 (same seed, same
-   test fraction; validation carved from the training part), so the test split is never used
-   for training or early stopping;
+1. split: the stratified random split of the repeat's seed (the source-aware protocol's
+   random split of repeat 0 for that seed; validation carved from the training part), so the
+   test split is never used for training or early stopping;
 2. train the model (seeded; torch weights cached on disk by content key) and measure
    Model_ACC on the clean test split;
 3. penultimate features of the test split (and of a stratified subsample of the training
@@ -34,14 +40,17 @@ import time
 
 import numpy as np
 
-from robench.learn.reference_model import fit_reference, not_applicable_row, trial_row
+from robench.learn.reference_model import (fit_reference, not_applicable_row, reference_seed,
+                                           trial_row)
 from robench.specs import Knob
 from robench.run.trials import Combo, keyed_spec
 
 NAME = "clusterability"
 #: 2: the multicut's boundary is calibrated on training features on the complete graph in the
 #: kNN distance unit by default (bias 0 fragmented the features into clusters of ~3 points).
-VERSION = "2"
+#: 3: R repeats of every reference model (``--repeats``), repeat r seeded by
+#: :func:`robench.learn.reference_model.reference_seed`; repeat 0 computes what version 2 did.
+VERSION = "3"
 KIND = "reference"
 
 SECTION = "clusterability"
@@ -129,8 +138,10 @@ def _member(registry, name: str):
                      f"{', '.join(sorted(ZOO))}")
 
 
-def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
-    """Return the spec of the reference trial of one (dataset, model or zoo member)."""
+def trial_spec(dataset_spec, model_name: str, cfg, registry, repeat: int = 0) -> dict:
+    """Return the spec of repeat ``repeat``'s reference trial of one (dataset, model or zoo
+    member); the spec's ``seed`` is the run's, the trial's own is derived from it and the
+    repeat (:func:`robench.learn.reference_model.reference_seed`)."""
     from robench.families.purity_ratio.zoo import ZOO_VERSION
 
     knobs = settings(cfg)
@@ -145,7 +156,7 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry) -> dict:
     analysis = {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS}
     analysis["corruptions"] = sorted(corruptions)
     return keyed_spec(
-        NAME, VERSION, dataset=dataset_spec.name, model=model_name, kind=KIND, repeat=0,
+        NAME, VERSION, dataset=dataset_spec.name, model=model_name, kind=KIND, repeat=repeat,
         seed=cfg.seed,
         params={
             "test_size": cfg.test_size,
@@ -177,17 +188,19 @@ def zoo_names(dataset_spec, cfg, registry) -> list:
 
 
 def plan(combo: Combo, cfg, registry) -> list:
-    """Return the combination's reference trial, then its data set's zoo trials.
+    """Return the combination's reference trials, then its data set's zoo trials, R each.
+
+    R is the run's ``--repeats``; repeat r of every model shares the repeat's seed (split,
+    clustering seeds, subsamples), so the metric pairs models repeat by repeat.
 
     Every spec also carries the data set's zoo (``spec["zoo"]``, added after the key is
     computed: which models are validated together does not change what a trial computes), so
     the metric's aggregate validates exactly the zoo, whichever model's group it runs for.
     """
     zoo = zoo_names(combo.dataset, cfg, registry)
-    specs = [trial_spec(combo.dataset, combo.model.name, cfg, registry)]
-    for name in zoo:
-        if name != combo.model.name:
-            specs.append(trial_spec(combo.dataset, name, cfg, registry))
+    names = [combo.model.name] + [n for n in zoo if n != combo.model.name]
+    specs = [trial_spec(combo.dataset, name, cfg, registry, r)
+             for name in names for r in range(int(cfg.repeats))]
     for spec in specs:
         spec["zoo"] = list(zoo)
     return specs
@@ -232,9 +245,9 @@ def run(spec: dict, env) -> dict:
     timings = {}
     dataset = env.dataset(spec["dataset"])
     knobs = spec["params"]["analysis"]
-    seed = int(spec["seed"])
+    seed = reference_seed(spec["seed"], spec.get("repeat") or 0)
     y = dataset.y
-    ref = fit_reference(spec, env, dataset, applicable=feature_support,
+    ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=feature_support,
                         build=_build(spec, env.registry))
     fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
     if ref["not_applicable"]:
@@ -271,6 +284,7 @@ def run(spec: dict, env) -> dict:
     overlap = class_overlap(Z_test[ov_sub], y[test][ov_sub])
 
     extra = {
+        "reference_seed": seed,
         "model_acc": model_acc,
         "n_test": int(len(test)),
         "feature_dim": int(Z_test.shape[1]),
@@ -287,7 +301,7 @@ def run(spec: dict, env) -> dict:
         extra["adversarial"] = {"not_applicable": reason}
     else:
         t = time.perf_counter()
-        extra["corruptions"] = _corruption_accuracies(clf, dataset, test, spec, env, knobs)
+        extra["corruptions"] = _corruption_accuracies(clf, dataset, test, spec, env, knobs, seed)
         timings["corruptions"] = time.perf_counter() - t
         t = time.perf_counter()
         extra["adversarial"] = _adversarial(clf, dataset, test, knobs, seed)
@@ -296,13 +310,14 @@ def run(spec: dict, env) -> dict:
     return trial_row(base, clf, model_acc, extra, t0)
 
 
-def _corruption_accuracies(clf, dataset, test, spec, env, knobs) -> dict:
-    """Return clean and corrupted accuracy of ``clf`` on the corruption subsample."""
+def _corruption_accuracies(clf, dataset, test, spec, env, knobs, seed=None) -> dict:
+    """Return clean and corrupted accuracy of ``clf`` on the corruption subsample; ``seed``:
+    the repeat's (default the spec's)."""
     from robench.data.boundary import check_model_input, predict_checked
     from robench.data.corruptions import corrupted_sets, index_hash
     from robench.learn.multicut import stratified_subsample
 
-    seed = int(spec["seed"])
+    seed = int(spec["seed"] if seed is None else seed)
     idx = test[stratified_subsample(dataset.y[test], knobs["corruption_cap"], seed)]
     shape = (len(idx),) + tuple(dataset.image_shape)
     rows = dataset.rows(idx)

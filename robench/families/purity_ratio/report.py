@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from robench.families.purity_ratio.leaderboard import section
 from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, target_order
 from robench.present.formatting import fixed as _f
-from robench.present.formatting import why_not
+from robench.present.formatting import rule_lines, why_not
 
 #: What the paper reports for eq. 10's indicator, per validation table (Ho et al.: Table 4-5
 #: on ImageNet-C; section 4.5, Figure 7 for the attacks).
@@ -21,23 +22,33 @@ def report_lines(rows: list) -> list:
     lines = []
     for dataset, models in sorted(by_ds.items()):
         zoo = models.pop(ZOO_MODEL, {})
-        lines.append(f"\n{dataset} - purity-ratio (feature-space clusterability, eq. 5-10); "
-                     "ranked by p_purity combined")
-        lines.append(f"  {'model':<16} {'Model_ACC':>9} {'p_pur km':>8} {'p_pur mc':>8} "
-                     f"{'combined':>8} {'p_acc km':>8} {'delta':>10} {'ACC*all/ACC':>11}")
-        ranked = sorted(models.items(), key=lambda kv: -(
-            (kv[1].get(METRIC) or {}).get("value") or -1))
-        for model, sc in ranked:
+        table = section([r for m in models.values() for r in m.values()]) or {}
+        lines.append(f"\n{dataset} - purity-ratio (feature-space clusterability, eq. 5-10): "
+                     "p_purity combined, mean over R repeats [95% t interval]")
+        lines.append(f"  {'rank':>9} {'model':<16} {'combined [95% CI]':>24} {'R':>3} "
+                     f"{'Model_ACC':>9} {'p_pur km':>8} {'p_pur mc':>8} {'p_acc km':>8} "
+                     f"{'delta':>10} {'ACC*all/ACC':>11}")
+        for row in table.get("models") or []:
+            sc = models.get(row["model"]) or {}
             head = sc.get(METRIC) or {}
-            details = head.get("details") or {}
+            rank = row.get("rank_interval") or "-"
+            if row.get("rank") is not None:
+                rank += f" #{row['rank']}"
             if head.get("value") is None:
-                lines.append(f"  {model:<16} {why_not(details) or 'no value'}")
+                lines.append(f"  {rank:>9} {row['model']:<16} "
+                             f"{why_not(head.get('details') or {}) or 'no value'}")
                 continue
             g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-            lines.append(f"  {model:<16} {_f(g('model_acc'), True, 9)} "
-                         f"{_f(g('p_purity_kmeans'), width=8)} {_f(g('p_purity_multicut'), width=8)} "
-                         f"{_f(head.get('value'), width=8)} {_f(g('p_acc_kmeans'), width=8)} "
+            cell = f"{_f(head.get('value'), width=5).strip()} {row.get('interval') or ''}"
+            lines.append(f"  {rank:>9} {row['model']:<16} {cell:>24} "
+                         f"{str(head.get('n') or '-'):>3} {_f(g('model_acc'), True, 9)} "
+                         f"{_f(g('p_purity_kmeans'), width=8)} "
+                         f"{_f(g('p_purity_multicut'), width=8)} {_f(g('p_acc_kmeans'), width=8)} "
                          f"{_f(g('delta'), width=10)} {_f(g('corruption_robustness'), width=11)}")
+        if table.get("rule"):
+            lines += rule_lines(table["rule"])
+        for note in table.get("notes") or []:
+            lines.append(f"  {note['model']}: {note['text']}")
         val = zoo.get("validation") or {}
         vdet = val.get("details") or {}
         if val and val.get("value") is None and vdet.get("not_applicable"):

@@ -161,7 +161,7 @@ def test_multicut_defaults_are_calibrated_on_the_complete_graph():
         "calibrated", "complete", "knn-median")
     assert cp.multicut_bias(knobs) == "calibrated"
     assert cp.multicut_bias({**knobs, "bias_mode": "fixed", "bias": 1.5}) == 1.5
-    assert cp.VERSION == "2"
+    assert cp.VERSION == "3"  # 3: repeats (issue 42); the multicut defaults came in 2
 
 
 @pytest.fixture
@@ -201,7 +201,8 @@ def test_end_to_end_image_run_through_the_runner(clus_registry, store):
                   ["zoo-mlp-narrow", "mlp", "zoo-cnn-narrow", "feat-centroid"], scale="none")
     report = execute(cfg, clus_registry, store)
     assert not report.failed, [f["error"] for f in report.failed]
-    assert report.n_planned == 6  # 3 models + 3 more zoo members, each trained once
+    # 3 models + 3 more zoo members, each trained once per repeat (the quick profile's 3)
+    assert cfg.repeats == 3 and report.n_planned == 6 * 3
     sc = _scores(report)
     good, collapsed = sc[("feat-centroid", "purity-ratio")], sc[("feat-collapsed", "purity-ratio")]
     # a collapsed feature space cannot be clustered: k-means purity falls to the majority class
@@ -240,7 +241,7 @@ def test_tabular_data_set_is_visibly_not_applicable(clus_registry, store):
     cfg = _config(["tiny-nosrc"], ["feat-centroid"], ["mlp"])
     report = execute(cfg, clus_registry, store)
     sc = _scores(report)
-    assert report.n_planned == 1  # no zoo on tabular data
+    assert report.n_planned == cfg.repeats  # no zoo on tabular data: one model's repeats
     assert sc[("feat-centroid", "purity-ratio")].value is not None
     assert "tabular" in sc[("feat-centroid", "corruption_robustness")].details["not_applicable"] \
         or "not an image" in sc[("feat-centroid", "corruption_robustness")].details["not_applicable"]
