@@ -146,6 +146,10 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
     from robench.process.guard import TrialTimeout, time_limit, user_interrupted
 
     env = env if env is not None else _ENV
+    if "batch" in spec:  # a unit of trials trained together: a list of rows
+        from robench.run.batching import execute_unit
+
+        return execute_unit(spec, env, timeout, execute_trial)
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
                                 "repeat", "seed", "params", "versions")}
     row["spec"] = _keyed(spec)
@@ -206,7 +210,12 @@ def check_same_data(spec: dict, env) -> None:
 
 
 def failed_row(spec: dict, error: str) -> dict:
-    """Return the row of a trial that could not run at all (e.g. its worker died)."""
+    """Return the row of a trial that could not run at all (e.g. its worker died).
+
+    For a unit of trials (robench.run.batching) a list of rows, one per trial.
+    """
+    if "batch" in spec:
+        return [failed_row(s, error) for s in spec["batch"]]
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
                                 "repeat", "seed", "params", "versions")}
     row.update(spec=_keyed(spec), status="failed", error=error, finished_at=_now())
