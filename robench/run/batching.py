@@ -138,8 +138,13 @@ def execute_unit(unit: dict, env, timeout: Optional[float], execute_one: Callabl
                 env.registry.get("protocols", spec["protocol"]).run(spec, env)
         except batched.FitDeferred:
             deferred[pos] = jobs[0]
+            continue
         except (batched.NotBatchable, TrialTimeout, Exception):  # noqa: BLE001
             pass  # runs alone below, where its failure (if any) is recorded
+        if not deferred:
+            # the first trial could not be deferred (another kind of model, or a protocol
+            # that trains otherwise): its unit mates would not be either; run them all alone
+            break
     trained, shares = {}, {}
     for members in _compatible(deferred):
         device = specs[members[0]].get("device")

@@ -233,6 +233,9 @@ class Executor(abc.ABC):
     #: Seconds after which a trial is stopped and recorded as failed (None: no limit); the
     #: runner sets it from ``--trial-timeout`` after ``create``.
     trial_timeout: Optional[float] = None
+    #: Whether ``run`` accepts units of trials trained together (robench.run.batching) among
+    #: its specs, yielding a list of rows for each; an executor that says nothing gets trials.
+    runs_units: bool = False
 
     @abc.abstractmethod
     def run(self, specs: Iterable[dict]) -> Iterator[dict]:
@@ -246,6 +249,7 @@ class LocalExecutor(Executor):
     """Run trials one after another in this process (simplest to debug)."""
 
     name = "local"
+    runs_units = True
 
     def __init__(self, registry, jobs: int = 1, **_):
         from robench.run.trials import TrialEnv
@@ -279,6 +283,7 @@ class ProcessExecutor(Executor):
     """
 
     name = "process"
+    runs_units = True
 
     def __init__(self, registry, jobs: int = 2, **_):
         if registry.recipe is None:
@@ -421,6 +426,7 @@ class DaskExecutor(Executor):
     """
 
     name = "dask"
+    runs_units = True
 
     def __init__(self, registry, jobs: int = 2, scheduler: Optional[str] = None, **_):
         if registry.recipe is None:

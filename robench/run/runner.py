@@ -283,7 +283,8 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 executor.trial_timeout = cfg.trial_timeout or None
                 from robench.run.batching import group_units, unit_rows
 
-                runnable = group_units(runnable, cfg.batch, cfg.jobs, registry)
+                if getattr(executor, "runs_units", False):
+                    runnable = group_units(runnable, cfg.batch, cfg.jobs, registry)
                 try:
                     for row in (r for item in executor.run(runnable) for r in unit_rows(item)):
                         row["run_id"] = run_id
