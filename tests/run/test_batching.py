@@ -134,3 +134,16 @@ def test_units_go_through_process_workers(registry, tmp_path):
     assert not report.failed and report.n_ran == 6 and len(rows) == 6
     assert sorted(r["execution"]["batched"] for r in rows) == [3] * 6
     assert {r["execution"]["executor"] for r in rows} == {"process"}
+
+
+def test_a_bad_policy_is_a_one_line_error_with_exit_2(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+
+    monkeypatch.setenv("ROBENCH_BATCH", "sometimes")
+    db = tmp_path / "r.db"
+    res = CliRunner().invoke(cli, ["run", "-d", "digits", "-m", "mlp", "--metric", "rho",
+                                   "--dry-run", "--db", str(db)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "ROBENCH_BATCH" in res.output and not db.exists()
