@@ -32,7 +32,8 @@ Sections (each can be skipped):
 * help    - `robench --help` wall time.
 * batched - trials of one model trained together (robench.learn.batched) vs one at a time, the
             same trials in one run: mnist-5k, mlp and cnn-2, --batched-repeats repeats of each
-            partition kind, process executor; seconds, trials/s, the ratio, mean accuracies.
+            partition kind, process executor, --batched-device (default cpu); seconds,
+            trials/s, the ratio, mean accuracies.
 
 Usage:
     python benchmarks/bench.py                      # everything (about an hour on 2 cores idle: the projection ~26 min, adaptive ~9 min)
@@ -788,7 +789,7 @@ def bench_scale(jobs: int, rows: list):
                          f"{dt / (6 * r):.2f} s per trial"))
 
 
-def bench_batched(rows: list, repeats: int, jobs: int):
+def bench_batched(rows: list, repeats: int, jobs: int, device: str = "cpu"):
     """Trials of one model trained together vs one at a time: the same trials, one run.
 
     mnist-5k, source-aware protocol, ``repeats`` repeats of each partition kind, for the mlp
@@ -813,7 +814,7 @@ def bench_batched(rows: list, repeats: int, jobs: int):
                 store = Store(Path(tmp) / f"{model}-{policy}.db")
                 cfg = RunConfig(datasets=["mnist-5k"], models=[model], clusterers=["kmeans"],
                                 metrics=["rho"], repeats=repeats, executor="process",
-                                jobs=jobs, batch=policy)
+                                jobs=jobs, batch=policy, device=device)
                 t0 = time.perf_counter()
                 report = execute(cfg, reg, store)
                 took[policy] = time.perf_counter() - t0
@@ -821,9 +822,10 @@ def bench_batched(rows: list, repeats: int, jobs: int):
                 acc[policy] = [t["accuracy"] for t in store.trials() if t["status"] == "ok"]
                 store.close()
             n = len(acc["on"])
-            rows.append((f"batched: mnist-5k {model}, {n} trials, -j {jobs}, one at a time",
+            where = f"-j {jobs}" + ("" if device == "cpu" else f", {device}")
+            rows.append((f"batched: mnist-5k {model}, {n} trials, {where}, one at a time",
                          f"{took['off']:.1f} s", f"{n / took['off']:.2f} trials/s"))
-            rows.append((f"batched: mnist-5k {model}, {n} trials, -j {jobs}, trained together",
+            rows.append((f"batched: mnist-5k {model}, {n} trials, {where}, trained together",
                          f"{took['on']:.1f} s",
                          f"{took['off'] / took['on']:.2f}x one at a time; mean accuracy "
                          f"{np.mean(acc['on']):.4f} vs {np.mean(acc['off']):.4f}"))
@@ -864,6 +866,8 @@ def main():
                    help="all: skip the 1 vs 2 workers comparison (two more full runs)")
     p.add_argument("--batched-repeats", type=int, default=10,
                    help="batched: repeats per partition kind (trials = 3x this per model)")
+    p.add_argument("--batched-device", default="cpu",
+                   help="batched: the device (cpu, cuda, ...) both arms train on")
     p.add_argument("--robench-part", nargs=2, type=int, metavar=("R", "J"),
                    help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -918,7 +922,7 @@ def run_section(section, args, rows, extra):
     elif section == "help":
         bench_help(rows)
     elif section == "batched":
-        bench_batched(rows, args.batched_repeats, args.jobs)
+        bench_batched(rows, args.batched_repeats, args.jobs, args.batched_device)
 
 
 def _print_table(rows, t0):
