@@ -147,3 +147,21 @@ def test_a_bad_policy_is_a_one_line_error_with_exit_2(tmp_path, monkeypatch):
                                    "--dry-run", "--db", str(db)])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert "ROBENCH_BATCH" in res.output and not db.exists()
+
+
+def test_robench_verify_checks_a_batched_trial_within_the_tolerance(registry, tmp_path):
+    """A trial trained in a batch re-runs alone: same result up to rounding, so verify
+    compares it like a trial from another device (robench.exchange.verify)."""
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+
+    db = str(tmp_path / "b.db")
+    res = CliRunner().invoke(cli, ["run", "-d", "digits", "-m", "mlp", "-c", "kmeans", "-k", "3",
+                                   "-r", "2", "--metric", "rho", "--set", "train.max_epochs=2",
+                                   "--executor", "local", "--db", db],
+                             env={"ROBENCH_BATCH": "on"})
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["verify", "--db", db, "--sample", "3"])
+    assert res.exit_code == 0, res.output
+    assert "0 mismatch(es)" in res.output and res.output.count(", tolerance") == 3
