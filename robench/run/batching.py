@@ -21,9 +21,10 @@ module, a failure before its fit) and every trial of a batched training that fai
 alone, as without batching. ``ROBENCH_BATCH`` / ``RunConfig.batch`` chooses:
 
 * ``off``: every trial alone (the code before batching);
-* ``auto`` (default): batch where it was measured to win: on a CPU only modules without
-  convolutions (an MLP: docs/performance.md; batched convolutions are grouped convolutions,
-  slower than a loop on a CPU), on CUDA every batchable module;
+* ``auto`` (default): batch on CUDA, where one small model cannot fill the device; on a CPU
+  every trial alone: there a worker has one thread, a step of one small model is already
+  compute-bound, and batched training was measured no faster for the MLP and slower for the
+  CNNs (docs/performance.md);
 * ``on``: batch every batchable module, on any device (for tests and measurements).
 """
 
@@ -57,18 +58,21 @@ def check_policy(policy: str) -> str:
     return text
 
 
-def group_units(specs: list, policy: str, jobs: int = 1, registry=None) -> list:
+def group_units(specs: list, policy: str, jobs: int = 1) -> list:
     """Return ``specs`` with the trials of each (protocol, data set, model) put into units.
 
     A unit is ``{"key": ..., "batch": [specs], "device": ...}``, placed where its first trial
     was (the runner's longest-first order is kept). Groups are cut into near-equal units of at
     most :data:`MAX_UNIT` trials and, when fewer than ``jobs`` units would result, into
-    ``jobs`` units so every worker gets one. With policy ``auto`` on a CPU, image models (the
-    convolutional ones, ``ModelSpec.requires_image``) are left alone. Singletons stay trials.
+    ``jobs`` units so every worker gets one. With policy ``auto`` only trials on CUDA are
+    grouped. Singletons stay trials.
     """
     policy = check_policy(policy)
     if policy == "off" or not specs:
         return list(specs)
+    if policy == "auto" and not any(str(s.get("device") or "").startswith("cuda")
+                                    for s in specs):
+        return list(specs)  # auto batches on CUDA only (the module docstring says why)
     groups: dict = {}
     for spec in specs:
         if not spec.get("model") or UNIT in spec:
@@ -78,9 +82,7 @@ def group_units(specs: list, policy: str, jobs: int = 1, registry=None) -> list:
     first_of = {}
     for (protocol, dataset, model, device), members in groups.items():
         on_gpu = device.startswith("cuda")
-        if policy == "auto" and not on_gpu and _image_model(registry, model):
-            continue
-        if len(members) < 2:
+        if (policy == "auto" and not on_gpu) or len(members) < 2:
             continue
         limit = MAX_UNIT["cuda" if on_gpu else "cpu"]
         parts = max(math.ceil(len(members) / limit), min(max(1, int(jobs)), len(members) // 2))
@@ -100,15 +102,6 @@ def group_units(specs: list, policy: str, jobs: int = 1, registry=None) -> list:
         if unit is not None:
             out.append(unit)
     return out
-
-
-def _image_model(registry, model: str) -> bool:
-    if registry is None:
-        return False
-    try:
-        return bool(registry.get("models", model).requires_image)
-    except LookupError:
-        return False
 
 
 def unit_rows(item) -> list:
@@ -192,11 +185,5 @@ def _compatible(deferred: dict) -> list:
 
 
 def _wins(job, device: Optional[str], policy: str) -> bool:
-    """Return whether batching this architecture is worth it under ``policy`` on ``device``."""
-    if policy == "on":
-        return True
-    if device and str(device).startswith("cuda"):
-        return True
-    from robench.learn.batched import has_convolutions
-
-    return not has_convolutions(job.clf.build_module())
+    """Return whether batching is worth it under ``policy`` on ``device`` (auto: on CUDA)."""
+    return policy == "on" or bool(device and str(device).startswith("cuda"))

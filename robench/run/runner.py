@@ -284,7 +284,7 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 from robench.run.batching import group_units, unit_rows
 
                 if getattr(executor, "runs_units", False):
-                    runnable = group_units(runnable, cfg.batch, cfg.jobs, registry)
+                    runnable = group_units(runnable, cfg.batch, cfg.jobs)
                 try:
                     for row in (r for item in executor.run(runnable) for r in unit_rows(item)):
                         row["run_id"] = run_id

@@ -36,7 +36,7 @@ def _specs(cfg, registry):
 def test_units_group_one_protocol_data_set_and_model_and_keep_the_order(registry):
     specs = _specs(_cfg("on", models=("mlp", "cnn-1", "svm")), registry)
     assert batching.group_units(specs, "off") == specs
-    units = batching.group_units(specs, "on", jobs=2, registry=registry)
+    units = batching.group_units(specs, "on", jobs=2)
     trials = [s for u in units for s in u.get("batch", [u])]
     assert sorted(s["key"] for s in trials) == sorted(s["key"] for s in specs)
     for unit in units:
@@ -46,10 +46,10 @@ def test_units_group_one_protocol_data_set_and_model_and_keep_the_order(registry
             assert len(members) >= 2 and unit["key"].startswith("batch-")
     # 6 trials per model, 2 workers: two units of 3 per model
     assert sorted(len(u["batch"]) for u in units) == [3] * 6
-    # on a CPU, auto leaves the convolutional (image) models alone
-    auto = batching.group_units(specs, "auto", jobs=2, registry=registry)
-    assert {s["model"] for u in auto if "batch" in u for s in u["batch"]} == {"mlp", "svm"}
-    assert {u["model"] for u in auto if "batch" not in u} == {"cnn-1"}
+    # auto batches on CUDA only: on a CPU every trial stays alone
+    assert batching.group_units(specs, "auto", jobs=2) == specs
+    on_gpu = [dict(s, device="cuda") for s in specs]
+    assert len(batching.group_units(on_gpu, "auto", jobs=2)) == 6
 
 
 def test_a_batched_run_stores_what_a_one_at_a_time_run_stores(registry, tmp_path):
@@ -80,7 +80,7 @@ def test_trials_that_cannot_be_batched_run_alone_in_their_unit(registry):
     from robench.run.trials import TrialEnv
 
     cfg = _cfg("on", models=("svm",))
-    unit = batching.group_units(_specs(cfg, registry), "on", registry=registry)[0]
+    unit = batching.group_units(_specs(cfg, registry), "on")[0]
     assert "batch" in unit
     rows = execute_trial(unit, TrialEnv(registry), None)
     assert len(rows) == len(unit["batch"])
@@ -96,7 +96,7 @@ def test_a_failed_batched_training_falls_back_to_training_alone(registry, monkey
         raise RuntimeError("out of memory")
 
     monkeypatch.setattr(batched, "fit_many", broken)
-    unit = batching.group_units(_specs(_cfg("on"), registry), "on", registry=registry)[0]
+    unit = batching.group_units(_specs(_cfg("on"), registry), "on")[0]
     rows = list(LocalExecutor(registry).run([unit]))[0]
     assert len(rows) == len(unit["batch"]) and all(r["status"] == "ok" for r in rows)
     assert all("batched" not in r["execution"] for r in rows)
@@ -104,7 +104,7 @@ def test_a_failed_batched_training_falls_back_to_training_alone(registry, monkey
 
 
 def test_a_unit_that_could_not_run_gives_one_failed_row_per_trial(registry):
-    unit = batching.group_units(_specs(_cfg("on"), registry), "on", registry=registry)[0]
+    unit = batching.group_units(_specs(_cfg("on"), registry), "on")[0]
     rows = failed_row(unit, "worker died")
     assert [r["key"] for r in rows] == [s["key"] for s in unit["batch"]]
     assert all(r["status"] == "failed" and r["error"] == "worker died" for r in rows)
