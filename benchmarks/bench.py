@@ -30,6 +30,10 @@ Sections (each can be skipped):
             per trial, the float32 path against the compact (uint8,
             memory-mapped) path in one run (benchmarks/memory.py).
 * help    - `robench --help` wall time.
+* batched - trials of one model trained together (robench.learn.batched) vs one at a time, the
+            same trials in one run: mnist-5k, mlp and cnn-2, --batched-repeats repeats of each
+            partition kind, process executor, --batched-device (default cpu); seconds,
+            trials/s, the ratio, mean accuracies.
 
 Usage:
     python benchmarks/bench.py                      # everything (about an hour on 2 cores idle: the projection ~26 min, adaptive ~9 min)
@@ -785,6 +789,48 @@ def bench_scale(jobs: int, rows: list):
                          f"{dt / (6 * r):.2f} s per trial"))
 
 
+def bench_batched(rows: list, repeats: int, jobs: int, device: str = "cpu"):
+    """Trials of one model trained together vs one at a time: the same trials, one run.
+
+    mnist-5k, source-aware protocol, ``repeats`` repeats of each partition kind, for the mlp
+    (where batching is on by default on a CPU) and cnn-2 (where it is not: batched
+    convolutions are grouped convolutions, slow on a CPU), through the process executor with
+    ``jobs`` workers, ``ROBENCH_BATCH`` off and on alternately in fresh stores (sources found
+    once beforehand, so both arms time training, prediction and storage only).
+    """
+    from robench.plugins import make_registry
+    from robench.run.config import RunConfig
+    from robench.run.runner import execute
+    from robench.storage.store import Store
+
+    reg = make_registry(load_entrypoints=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        warm = Store(Path(tmp) / "warm.db")
+        execute(RunConfig(datasets=["mnist-5k"], models=["svm"], clusterers=["kmeans"],
+                          metrics=["rho"], repeats=1, executor="local"), reg, warm)
+        for model in ("mlp", "cnn-2"):
+            took, acc = {}, {}
+            for policy in ("off", "on"):
+                store = Store(Path(tmp) / f"{model}-{policy}.db")
+                cfg = RunConfig(datasets=["mnist-5k"], models=[model], clusterers=["kmeans"],
+                                metrics=["rho"], repeats=repeats, executor="process",
+                                jobs=jobs, batch=policy, device=device)
+                t0 = time.perf_counter()
+                report = execute(cfg, reg, store)
+                took[policy] = time.perf_counter() - t0
+                assert not report.failed, report.failed[:1]
+                acc[policy] = [t["accuracy"] for t in store.trials() if t["status"] == "ok"]
+                store.close()
+            n = len(acc["on"])
+            where = f"-j {jobs}" + ("" if device == "cpu" else f", {device}")
+            rows.append((f"batched: mnist-5k {model}, {n} trials, {where}, one at a time",
+                         f"{took['off']:.1f} s", f"{n / took['off']:.2f} trials/s"))
+            rows.append((f"batched: mnist-5k {model}, {n} trials, {where}, trained together",
+                         f"{took['on']:.1f} s",
+                         f"{took['off'] / took['on']:.2f}x one at a time; mean accuracy "
+                         f"{np.mean(acc['on']):.4f} vs {np.mean(acc['off']):.4f}"))
+
+
 def bench_help(rows: list):
     cmd = shutil.which("robench") or sys.executable
     args = [cmd, "--help"] if cmd.endswith("robench") else [cmd, "-m", "robench", "--help"]
@@ -795,7 +841,7 @@ def bench_help(rows: list):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sections = ["naive", "flops", "startup", "help", "adaptive", "all", "projection", "scale",
-                "memory"]
+                "memory", "batched"]
     p.add_argument("--only", action="append", choices=sections, help="run only these sections")
     p.add_argument("--skip", action="append", choices=sections, default=[], help="skip sections")
     p.add_argument("--repeats", type=int, default=10, help="repeats for the naive comparison")
@@ -818,6 +864,10 @@ def main():
                         "re-analyse an earlier run; its wall times then mean nothing)")
     p.add_argument("--no-workers", action="store_true",
                    help="all: skip the 1 vs 2 workers comparison (two more full runs)")
+    p.add_argument("--batched-repeats", type=int, default=10,
+                   help="batched: repeats per partition kind (trials = 3x this per model)")
+    p.add_argument("--batched-device", default="cpu",
+                   help="batched: the device (cpu, cuda, ...) both arms train on")
     p.add_argument("--robench-part", nargs=2, type=int, metavar=("R", "J"),
                    help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -871,6 +921,8 @@ def run_section(section, args, rows, extra):
         bench_memory(rows, jobs=min(args.jobs, 2))
     elif section == "help":
         bench_help(rows)
+    elif section == "batched":
+        bench_batched(rows, args.batched_repeats, args.jobs, args.batched_device)
 
 
 def _print_table(rows, t0):

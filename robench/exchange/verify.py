@@ -8,7 +8,8 @@ checked:
 - **exactly** (every column that defines the result, :func:`robench.storage.content.trial_content`:
   accuracies, per-class accuracies, per-row predictions, history, what the protocol measured)
   when the stored trial ran on the same device, torch version and CPU instruction set as here;
-- **within a tolerance** otherwise. Another device or CPU rounds differently in the last bits,
+- **within a tolerance** otherwise. Another device or CPU, or a trial trained in a batch with
+  others (``execution.batched``, robench.run.batching), rounds differently in the last bits,
   which can move early stopping by an epoch and flip borderline predictions; the retrained
   model is then in effect another draw of the same training procedure. Each accuracy measured
   on ``n`` rows is then compared within three standard errors of the difference of two such
@@ -238,6 +239,16 @@ def execution_of(stored: dict) -> dict:
     threads = recorded.get("threads")
     return {"threads": int(threads) if isinstance(threads, int) and threads > 0 else None,
             "executor": recorded.get("executor")}
+
+
+def trained_together(stored: dict) -> bool:
+    """Return whether a stored trial was trained in a batch with others (robench.run.batching).
+
+    Its kernels summed in another order than a re-run alone does, like another device: the
+    re-run is compared within the tolerance, not bit for bit.
+    """
+    recorded = stored.get("execution")
+    return isinstance(recorded, dict) and bool(recorded.get("batched"))
 
 
 class Rerunner:
@@ -556,7 +567,8 @@ def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
             rerun = _stored_like(rerunner.run(spec, execution, timeout=limit))
             exact = (stored.get("device") in (None, rerun.get("device"))
                      and _public(run.get("torch_version")) == _public(env["torch_version"])
-                     and _cpu(run.get("platform")) == _cpu(env["platform"]))
+                     and _cpu(run.get("platform")) == _cpu(env["platform"])
+                     and not trained_together(stored))
             error = rerun.get("error") or ""
             if rerun.get("status") != "ok" and error.startswith("TrialTimeout"):
                 entry.update(outcome="refused", timed_out=True, seconds=round(

@@ -34,6 +34,11 @@ EVAL_BATCH_SIZE = 256
 
 _interop_threads_set = False
 
+#: Hooks :meth:`TorchClassifier.fit` asks first, innermost last: a hook called as
+#: ``hook(clf, X, y, X_val, y_val)`` that returns True has fitted ``clf`` itself (batched
+#: training: robench.learn.batched ``deferring`` and ``replaying``).
+FIT_HOOKS: list = []
+
 
 def set_torch_threads(n: int) -> None:
     """Use ``n`` intra-op threads, and ``n`` inter-op threads if torch still allows it."""
@@ -76,11 +81,11 @@ def training_budget(train: dict) -> dict:
     return {key: train.get(key, default) for key, default in DEFAULT_TRAIN.items()}
 
 
-def _as_inputs(X):
+def as_inputs(X):
     """Return rows as a tensor without copying where possible: float32, or uint8 pixels as held.
 
     uint8 rows are pixels (value / 255, see :class:`robench.data.Dataset`); they stay uint8
-    here (a quarter of the memory) and :func:`_as_float` converts each batch.
+    here (a quarter of the memory) and :func:`as_float` converts each batch.
     :class:`robench.data.Rows` are returned as they are: :func:`_take` reads them a batch at
     a time.
     """
@@ -99,7 +104,7 @@ def _take(X, idx) -> torch.Tensor:
     return X[idx]
 
 
-def _as_float(x: torch.Tensor) -> torch.Tensor:
+def as_float(x: torch.Tensor) -> torch.Tensor:
     """Return a batch as float32: uint8 pixels divided by 255 in float32.
 
     The division is rounded once in float32, exactly like ``robench.data.dataset.pixels_to_float``,
@@ -110,7 +115,8 @@ def _as_float(x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def _as_labels(y) -> torch.Tensor:
+def as_labels(y) -> torch.Tensor:
+    """Return class labels as an int64 tensor."""
     return torch.from_numpy(np.ascontiguousarray(y, dtype=np.int64))
 
 
@@ -423,6 +429,8 @@ class TorchClassifier:
 
     def fit(self, X, y, X_val, y_val) -> "TorchClassifier":
         """Train on (X, y), stop early and pick the restored epoch on (X_val, y_val) alone."""
+        if FIT_HOOKS and FIT_HOOKS[-1](self, X, y, X_val, y_val):
+            return self  # trained together with others (robench.learn.batched)
         if X_val is None or len(X_val) == 0:
             raise ValueError(
                 "TorchClassifier.fit needs a non-empty validation split for early stopping; "
@@ -441,8 +449,8 @@ class TorchClassifier:
         # importing torch._dynamo in every worker).
         optimizer = FusedAdam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         loss_fn = nn.CrossEntropyLoss()
-        Xt, yt = _as_inputs(X), _as_labels(y)
-        Xv, yv = _as_inputs(X_val), _as_labels(y_val)
+        Xt, yt = as_inputs(X), as_labels(y)
+        Xv, yv = as_inputs(X_val), as_labels(y_val)
         n = Xt.shape[0]
         penalty = getattr(module, "penalty", None)
 
@@ -457,7 +465,7 @@ class TorchClassifier:
                 idx = order[start:start + self.batch_size]
                 # Batches move to the device one at a time (a no-op on the CPU), so the
                 # training set itself never has to fit in GPU memory.
-                xb, yb = _as_float(_take(Xt, idx).to(device)), yt[idx].to(device)
+                xb, yb = as_float(_take(Xt, idx).to(device)), yt[idx].to(device)
                 logits = module(xb)
                 loss = loss_fn(logits, yb)
                 if penalty is not None:
@@ -524,7 +532,7 @@ class TorchClassifier:
         with torch.inference_mode():
             out = None
             for s in starts:
-                part = fn(_as_float(_take(X, slice(s, s + EVAL_BATCH_SIZE)).to(device)))
+                part = fn(as_float(_take(X, slice(s, s + EVAL_BATCH_SIZE)).to(device)))
                 if out is None:
                     # One result array filled in place, not a list of small tensors joined at
                     # the end: each kept batch result pinned the freed batch buffers above it
@@ -545,15 +553,15 @@ class TorchClassifier:
     def predict(self, X) -> np.ndarray:
         """Return the predicted class of each row of ``X`` as int64."""
         self._check_fitted()
-        return self._batched(self.module_, _as_inputs(X)).argmax(1).numpy().astype(np.int64)
+        return self._batched(self.module_, as_inputs(X)).argmax(1).numpy().astype(np.int64)
 
     def predict_proba(self, X) -> np.ndarray:
         """Return softmax class probabilities, one row per row of ``X``."""
         self._check_fitted()
-        logits = self._batched(self.module_, _as_inputs(X))
+        logits = self._batched(self.module_, as_inputs(X))
         return torch.softmax(logits, dim=1).numpy()
 
     def features(self, X) -> np.ndarray:
         """Return the penultimate-layer features of each row of ``X``."""
         self._check_fitted()
-        return self._batched(self.module_.features, _as_inputs(X)).numpy()
+        return self._batched(self.module_.features, as_inputs(X)).numpy()

@@ -312,6 +312,9 @@ class RunConfig:
     executor_options: dict = field(default_factory=dict)  # e.g. {"scheduler": ADDRESS}
     trial_timeout: Optional[float] = None  # seconds; None: the profile's; 0: no limit
     explicit: dict = field(default_factory=dict)  # kind -> names the user asked for by name
+    #: Trials of one model trained together: auto | on | off (robench.run.batching); not part
+    #: of any key. Default: ROBENCH_BATCH, else auto.
+    batch: str = field(default_factory=lambda: os.environ.get("ROBENCH_BATCH", "auto"))
 
     def __post_init__(self):
         if self.profile not in PROFILES:
@@ -351,6 +354,9 @@ class RunConfig:
             self.device = resolve_device(self.device)
         if not 0 < self.val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
+        from robench.run.batching import check_policy
+
+        self.batch = check_policy(self.batch)
 
     def resolve(self, registry) -> "RunConfig":
         """Fill ``knobs`` from the registry's knobs, the profile and ``settings``; return self."""

@@ -146,6 +146,10 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
     from robench.process.guard import TrialTimeout, time_limit, user_interrupted
 
     env = env if env is not None else _ENV
+    if "batch" in spec:  # a unit of trials trained together: a list of rows
+        from robench.run.batching import execute_unit
+
+        return execute_unit(spec, env, timeout, execute_trial)
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
                                 "repeat", "seed", "params", "versions")}
     row["spec"] = _keyed(spec)
@@ -206,7 +210,12 @@ def check_same_data(spec: dict, env) -> None:
 
 
 def failed_row(spec: dict, error: str) -> dict:
-    """Return the row of a trial that could not run at all (e.g. its worker died)."""
+    """Return the row of a trial that could not run at all (e.g. its worker died).
+
+    For a unit of trials (robench.run.batching) a list of rows, one per trial.
+    """
+    if "batch" in spec:
+        return [failed_row(s, error) for s in spec["batch"]]
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
                                 "repeat", "seed", "params", "versions")}
     row.update(spec=_keyed(spec), status="failed", error=error, finished_at=_now())
@@ -224,6 +233,9 @@ class Executor(abc.ABC):
     #: Seconds after which a trial is stopped and recorded as failed (None: no limit); the
     #: runner sets it from ``--trial-timeout`` after ``create``.
     trial_timeout: Optional[float] = None
+    #: Whether ``run`` accepts units of trials trained together (robench.run.batching) among
+    #: its specs, yielding a list of rows for each; an executor that says nothing gets trials.
+    runs_units: bool = False
 
     @abc.abstractmethod
     def run(self, specs: Iterable[dict]) -> Iterator[dict]:
@@ -237,6 +249,7 @@ class LocalExecutor(Executor):
     """Run trials one after another in this process (simplest to debug)."""
 
     name = "local"
+    runs_units = True
 
     def __init__(self, registry, jobs: int = 1, **_):
         from robench.run.trials import TrialEnv
@@ -270,6 +283,7 @@ class ProcessExecutor(Executor):
     """
 
     name = "process"
+    runs_units = True
 
     def __init__(self, registry, jobs: int = 2, **_):
         if registry.recipe is None:
@@ -412,6 +426,7 @@ class DaskExecutor(Executor):
     """
 
     name = "dask"
+    runs_units = True
 
     def __init__(self, registry, jobs: int = 2, scheduler: Optional[str] = None, **_):
         if registry.recipe is None:

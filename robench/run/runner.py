@@ -281,8 +281,12 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 executor = registry.get("executors", cfg.executor).create(
                     registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
                 executor.trial_timeout = cfg.trial_timeout or None
+                from robench.run.batching import group_units, unit_rows
+
+                if getattr(executor, "runs_units", False):
+                    runnable = group_units(runnable, cfg.batch, cfg.jobs)
                 try:
-                    for row in executor.run(runnable):
+                    for row in (r for item in executor.run(runnable) for r in unit_rows(item)):
                         row["run_id"] = run_id
                         if row.get("execution") is not None:  # how it ran (robench verify)
                             row["execution"] = {**row["execution"], "executor": cfg.executor}

@@ -8,6 +8,7 @@ runs each in a worker, where :class:`TrialEnv` gives it the registry and the loa
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -116,6 +117,7 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
     # over the fit rows: the prediction below covers them, and gives the same accuracy.
     if getattr(model, "defer_train_accuracy", None) is False:
         model.defer_train_accuracy = True
+    _before_fit(model)
     model.fit(fit_X, y[train_idx], val_X, y[val_idx])
     del fit_X, val_X  # a model that needed them whole keeps what it keeps, not this frame
     # One prediction pass over the whole data set gives test accuracy and, for free, the
@@ -168,6 +170,18 @@ def predict_rows(model, X, n_classes: int, name: str) -> np.ndarray:
             chunk = pixels_to_float(chunk)
         parts.append(predict_checked(model, chunk, n_classes, name))
     return np.concatenate(parts)
+
+
+def _before_fit(model) -> None:
+    """Show a model that is not a TorchClassifier to the active fit hook before its ``fit``.
+
+    Under batched training's first pass (robench.learn.batched ``deferring``) that stops the
+    trial before an SVM or another model trains in vain (it then runs alone). No hook can be
+    active unless torch training was imported, so this imports nothing.
+    """
+    train = sys.modules.get("robench.learn.train")
+    if train is not None and train.FIT_HOOKS and not isinstance(model, train.TorchClassifier):
+        train.FIT_HOOKS[-1](model, None, None, None, None)
 
 
 def _maybe_float(v):

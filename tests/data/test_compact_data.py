@@ -30,9 +30,9 @@ def test_pixels_convert_exactly_like_the_float32_path():
     np.testing.assert_array_equal(pixels_to_float(v), as_before)
     import torch
 
-    from robench.learn.train import _as_float
+    from robench.learn.train import as_float
 
-    np.testing.assert_array_equal(_as_float(torch.from_numpy(v)).numpy(), as_before)
+    np.testing.assert_array_equal(as_float(torch.from_numpy(v)).numpy(), as_before)
 
 
 def test_a_compact_data_set_holds_uint8_and_reads_float32_rows():

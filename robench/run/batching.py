@@ -1,0 +1,189 @@
+"""Trials trained together: groups of one (protocol, data set, model) run as one unit.
+
+:func:`group_units` (called by the runner just before the executor) replaces the trials of one
+(protocol, data set, model) by *units* of a few trials each; an executor runs a unit like a
+trial, in one worker, through :func:`execute_unit`, and gets one row per trial back, each
+stored under its own key exactly as if it had run alone. Keys, specs and rows do not change.
+
+Inside a unit each trial's own code (its protocol's ``run``) runs twice, with nothing changed:
+
+1. up to its first ``TorchClassifier.fit``, which is recorded and stopped
+   (:func:`robench.learn.batched.deferring`): partitions, seed and model as the trial makes them;
+2. the recorded fits of one architecture and training budget are trained together
+   (:func:`robench.learn.batched.fit_many`: each with its own seed, data order and early
+   stopping);
+3. each trial then runs in full through the executor's own ``execute_trial`` (time limit,
+   device, failure rows), its ``fit`` answered with its trained model
+   (:func:`robench.learn.batched.replaying`).
+
+A trial that cannot be batched (not a TorchClassifier, an ``epoch_callback``, a Bayesian
+module, a failure before its fit) and every trial of a batched training that fails runs
+alone, as without batching. ``ROBENCH_BATCH`` / ``RunConfig.batch`` chooses:
+
+* ``off``: every trial alone (the code before batching);
+* ``auto`` (default): batch on CUDA, where one small model cannot fill the device; on a CPU
+  every trial alone: there a worker has one thread, a step of one small model is already
+  compute-bound, and batched training was measured no faster for the MLP and slower for the
+  CNNs (docs/performance.md);
+* ``on``: batch every batchable module, on any device (for tests and measurements).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Callable, Optional
+
+#: What ``RunConfig.batch`` (``ROBENCH_BATCH``) accepts.
+POLICIES = ("auto", "on", "off")
+#: Most trials in one unit: on a CPU a unit runs on one single-threaded worker, so units stay
+#: small enough to spread over the workers; a GPU gains from wide stacks.
+MAX_UNIT = {"cpu": 32, "cuda": 256}
+#: Marks a unit (its trials are under this key) among the specs an executor gets.
+UNIT = "batch"
+
+
+def default_policy() -> str:
+    """Return the policy from ``ROBENCH_BATCH`` (``auto`` when unset)."""
+    return check_policy(os.environ.get("ROBENCH_BATCH", "auto"))
+
+
+def check_policy(policy: str) -> str:
+    """Return ``policy`` normalised, or raise ValueError naming the accepted ones."""
+    text = str(policy).strip().lower()
+    if text not in POLICIES:
+        raise ValueError(f"batch policy '{policy}' is not one of {', '.join(POLICIES)} "
+                         "(ROBENCH_BATCH)")
+    return text
+
+
+def group_units(specs: list, policy: str, jobs: int = 1) -> list:
+    """Return ``specs`` with the trials of each (protocol, data set, model) put into units.
+
+    A unit is ``{"key": ..., "batch": [specs], "device": ...}``, placed where its first trial
+    was (the runner's longest-first order is kept). Groups are cut into near-equal units of at
+    most :data:`MAX_UNIT` trials and, when fewer than ``jobs`` units would result, into
+    ``jobs`` units so every worker gets one. With policy ``auto`` only trials on CUDA are
+    grouped. Singletons stay trials.
+    """
+    policy = check_policy(policy)
+    if policy == "off" or not specs:
+        return list(specs)
+    if policy == "auto" and not any(str(s.get("device") or "").startswith("cuda")
+                                    for s in specs):
+        return list(specs)  # auto batches on CUDA only (the module docstring says why)
+    groups: dict = {}
+    for spec in specs:
+        if not spec.get("model") or UNIT in spec:
+            continue
+        groups.setdefault((spec["protocol"], spec["dataset"], spec["model"],
+                           spec.get("device") or "cpu"), []).append(spec)
+    first_of = {}
+    for (protocol, dataset, model, device), members in groups.items():
+        on_gpu = device.startswith("cuda")
+        if (policy == "auto" and not on_gpu) or len(members) < 2:
+            continue
+        limit = MAX_UNIT["cuda" if on_gpu else "cpu"]
+        parts = max(math.ceil(len(members) / limit), min(max(1, int(jobs)), len(members) // 2))
+        size = math.ceil(len(members) / parts)
+        for start in range(0, len(members), size):
+            chunk = members[start:start + size]
+            if len(chunk) == 1:
+                first_of[chunk[0]["key"]] = chunk[0]
+                continue
+            first_of[chunk[0]["key"]] = {"key": f"{UNIT}-{chunk[0]['key']}", UNIT: chunk,
+                                         "device": chunk[0].get("device"), "policy": policy}
+            for spec in chunk[1:]:
+                first_of[spec["key"]] = None
+    out = []
+    for spec in specs:
+        unit = first_of.get(spec["key"], spec) if "key" in spec else spec
+        if unit is not None:
+            out.append(unit)
+    return out
+
+
+def unit_rows(item) -> list:
+    """Return the rows an executor yielded for a trial (one row) or a unit (a list)."""
+    return item if isinstance(item, list) else [item]
+
+
+def execute_unit(unit: dict, env, timeout: Optional[float], execute_one: Callable,
+                 policy: Optional[str] = None) -> list:
+    """Run a unit's trials (batched where they can be) and return their rows, in order.
+
+    ``execute_one(spec, env, timeout)`` is the executor's way of running one trial
+    (:func:`robench.run.executors.execute_trial`); every row comes from it.
+    """
+    from robench.learn import batched
+    from robench.learn.devices import using_device
+    from robench.process.guard import TrialTimeout, time_limit
+
+    policy = check_policy(policy or unit.get("policy") or default_policy())
+    specs = unit[UNIT]
+    deferred = {}  # position -> FitJob
+    for pos, spec in enumerate(specs):
+        jobs: list = []
+        try:
+            with time_limit(timeout), using_device(spec.get("device")), \
+                    batched.deferring(jobs):
+                env.registry.get("protocols", spec["protocol"]).run(spec, env)
+        except batched.FitDeferred:
+            deferred[pos] = jobs[0]
+            continue
+        except (batched.NotBatchable, TrialTimeout, Exception):  # noqa: BLE001
+            pass  # runs alone below, where its failure (if any) is recorded
+        if not deferred:
+            # the first trial could not be deferred (another kind of model, or a protocol
+            # that trains otherwise): its unit mates would not be either; run them all alone
+            break
+    trained, shares = {}, {}
+    for members in _compatible(deferred):
+        device = specs[members[0]].get("device")
+        if len(members) < 2 or not _wins(deferred[members[0]], device, policy):
+            continue
+        jobs = [deferred[pos] for pos in members]
+        started = time.monotonic()
+        try:
+            with time_limit(timeout * len(jobs) if timeout else None), using_device(device):
+                batched.fit_many(jobs)
+        except (TrialTimeout, Exception):  # noqa: BLE001 - these trials run alone instead
+            continue
+        share = (time.monotonic() - started) / len(jobs)
+        for pos in members:
+            trained[pos], shares[pos] = deferred[pos], (share, len(jobs))
+    rows = []
+    for pos, spec in enumerate(specs):
+        if pos not in trained:
+            rows.append(execute_one(spec, env, timeout))
+            continue
+        with batched.replaying(trained[pos]):
+            row = execute_one(spec, env, timeout)
+        if row.get("status") == "ok":
+            # the trial's share of the batched training, so stored durations stay comparable
+            share, width = shares[pos]
+            if isinstance(row.get("seconds"), (int, float)):
+                row["seconds"] += share
+            row["execution"] = {**(row.get("execution") or {}), "batched": width}
+        rows.append(row)
+    return rows
+
+
+def _compatible(deferred: dict) -> list:
+    """Return lists of positions whose fits share a training budget and input width.
+
+    :func:`robench.learn.batched.fit_many` checks the architecture itself (and the trials
+    run alone if it differs).
+    """
+    groups: dict = {}
+    for pos, job in deferred.items():
+        clf = job.clf
+        width = tuple(getattr(job.X, "shape", (0, 0)))[1:]
+        groups.setdefault((clf.batch_size, clf.lr, clf.weight_decay, width), []).append(pos)
+    return list(groups.values())
+
+
+def _wins(job, device: Optional[str], policy: str) -> bool:
+    """Return whether batching is worth it under ``policy`` on ``device`` (auto: on CUDA)."""
+    return policy == "on" or bool(device and str(device).startswith("cuda"))
