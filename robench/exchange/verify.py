@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -240,8 +241,20 @@ def execution_of(stored: dict) -> dict:
             "executor": recorded.get("executor")}
 
 
+#: Seconds past a re-run's time limit after which its worker process is killed (the worker
+#: ends the trial itself at the limit; this is for a trial that catches or blocks that).
+KILL_GRACE = 5.0
+
+
+def _rerun_worker(recipe: dict, cache_dir: str, threads: int) -> None:
+    """Initialise a re-run worker: robench's worker set-up with ``threads`` threads."""
+    from robench.run.executors import init_worker
+
+    init_worker(recipe, cache_dir, None, threads)
+
+
 class Rerunner:
-    """Re-run trial specs with the execution settings they first ran with.
+    """Re-run trial specs in a child process with the execution settings they first ran with.
 
     The workers of every executor run a trial with a fixed thread count (torch, OpenMP, BLAS);
     the process running ``robench verify`` has the machine's. A BLAS reduction over two
@@ -250,8 +263,14 @@ class Rerunner:
     ``extra/multicut/coef`` differed in its 17th digit, a CNN's training history in its
     epochs). Each trial is therefore re-run the way the process executor ran it: in a spawned
     worker process built from the registry's recipe with the trial's thread count (one pool
-    per thread count, reused). A trial recorded with no thread limit, or a registry that a
-    worker cannot rebuild (no recipe), is re-run in this process under the recorded limit.
+    per thread count, reused). A trial that records no thread count (none of robench's
+    executors wrote it) is re-run with :data:`robench.run.executors.TRIAL_THREADS`.
+
+    The time limit cannot be caught by the trial: the worker ends the trial at its limit
+    (SIGALRM), and this process kills the worker :data:`KILL_GRACE` seconds later if the trial
+    caught or blocked that, or went on in C code; either way the trial is reported as timed
+    out (refused), never matched. Only a registry that a worker cannot rebuild (no recipe: one
+    built by hand in Python, never the CLI's) re-runs in this process, under SIGALRM alone.
     """
 
     def __init__(self, registry, timeout: Optional[float] = None):
@@ -268,43 +287,54 @@ class Rerunner:
             from concurrent.futures import ProcessPoolExecutor
 
             from robench.data.cache import cache_dir
-            from robench.run.executors import init_worker
 
-            self._pools[threads] = ProcessPoolExecutor(
-                max_workers=1, mp_context=mp.get_context("spawn"), initializer=init_worker,
-                initargs=(self.registry.recipe, str(cache_dir()), None, threads))
+            pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=mp.get_context("spawn"), initializer=_rerun_worker,
+                initargs=(self.registry.recipe, str(cache_dir()), threads))
+            # start the worker now: its start-up (imports, the registry) is not the trial's time
+            pool.submit(os.getpid).result()
+            self._pools[threads] = pool
         return self._pools[threads]
+
+    def _end(self, threads: int) -> None:
+        """Kill the worker of ``threads`` (if it lives) and forget its pool."""
+        pool = self._pools.pop(threads, None)
+        if pool is None:
+            return
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def run(self, spec: dict, execution: dict, timeout: Optional[float] = None) -> dict:
         """Return the row of ``spec`` re-run with ``execution`` (see :func:`execution_of`),
         under ``timeout`` seconds (else the rerunner's own limit)."""
+        from concurrent.futures import TimeoutError as FutureTimeout
         from concurrent.futures.process import BrokenProcessPool
 
-        from robench.run.executors import limit_threads, execute_trial, failed_row
+        from robench.run.executors import TRIAL_THREADS, execute_trial, failed_row
 
         limit = self.timeout if timeout is None else timeout
-        threads = execution.get("threads")
-        if threads is None or self.registry.recipe is None:
-            if threads is not None:
-                limit_threads(threads)
+        threads = execution.get("threads") or TRIAL_THREADS
+        if self.registry.recipe is None:
+            from robench.run.executors import limit_threads
+
+            limit_threads(threads)
             return execute_trial(dict(spec), self.env, limit)
-        from concurrent.futures import TimeoutError as FutureTimeout
-
-        from robench.run.executors import HARD_GRACE
-
+        timed_out = (f"TrialTimeout: the re-run did not stop at its time limit of {limit:g} s; "
+                     "its worker process was killed")
+        started = None
         try:
-            # the worker ends its own trial at ``limit``; one that defeats that is given up on
-            return self._pool(threads).submit(execute_trial, dict(spec), None, limit).result(
-                timeout=None if limit is None else limit + HARD_GRACE)
+            pool = self._pool(threads)
+            started = time.monotonic()
+            return pool.submit(execute_trial, dict(spec), None, limit).result(
+                timeout=None if limit is None else limit + KILL_GRACE)
         except FutureTimeout:
-            pool = self._pools.pop(threads)
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
-            return failed_row(spec, f"TrialTimeout: the re-run did not stop at its time limit "
-                              f"of {limit:g} s; its worker process was ended")
+            self._end(threads)
+            return failed_row(spec, timed_out)
         except BrokenProcessPool:
-            self._pools.pop(threads).shutdown(wait=False, cancel_futures=True)
+            self._end(threads)
+            if None not in (limit, started) and time.monotonic() - started >= limit:
+                return failed_row(spec, timed_out)  # its own hard limit ended it
             return failed_row(spec, "the worker process re-running this trial died (killed "
                               "or out of memory)")
 
