@@ -84,7 +84,7 @@ WORKFLOW = Path(".github") / "workflows" / "leaderboard.yml"
 DEFAULT_SETTINGS = {"title": "robench leaderboard", "verify_sample": 10,
                     "verify_fraction": 0.10, "verify_trial_timeout": 900,
                     "verify_budget": 3600, "verify_allow": {"datasets": [], "models": []},
-                    "max_contribution_mb": 512}
+                    "verify_exact": False, "max_contribution_mb": 512}
 #: Characters a GitHub comment (and this report) may hold: 65,536; a margin for the last line.
 REPORT_LIMIT = 65_000
 #: Where the runner gets torch's CPU build (the CUDA build is gigabytes a CPU runner never uses).
@@ -138,7 +138,8 @@ def _read_json(repo, rel: Path, what: str):
 
 _SETTING_TYPES = {"title": (str,), "verify_sample": (int,), "verify_fraction": (int, float),
                   "verify_trial_timeout": (int, float), "verify_budget": (int, float),
-                  "verify_allow": (dict,), "max_contribution_mb": (int, float)}
+                  "verify_allow": (dict,), "verify_exact": (bool,),
+                  "max_contribution_mb": (int, float)}
 
 
 def settings(repo) -> dict:
@@ -154,10 +155,11 @@ def settings(repo) -> dict:
     conf = {**DEFAULT_SETTINGS, **found}
     for key, types in _SETTING_TYPES.items():
         value = conf[key]
-        if isinstance(value, bool) or not isinstance(value, types):
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise MergeError(f"{SETTINGS}: {key} must be {' or '.join(t.__name__ for t in types)}"
                              f", found {json.dumps(value)}")
-        if isinstance(value, (int, float)) and not 0 < value < float("inf"):
+        if (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and not 0 < value < float("inf")):
             raise MergeError(f"{SETTINGS}: {key} must be above 0, found {value}")
     if conf["verify_fraction"] > 1:
         raise MergeError(f"{SETTINGS}: verify_fraction is a share of the trials (0-1], found "
@@ -687,7 +689,8 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
             with Store(copy) as store:
                 check = verify_trials(store, registry, sample=n, seed=seed, weighted=True,
                                       trial_timeout=conf["verify_trial_timeout"],
-                                      budget=conf["verify_budget"])
+                                      budget=conf["verify_budget"],
+                                      exact_only=conf["verify_exact"])
                 record = next(r for r in verifications(store) if r["id"] == check.record_id)
         except Exception as exc:  # noqa: BLE001 - any failure rejects, with its reason
             result.reject(path.name, f"it cannot be verified: {type(exc).__name__}: {exc}")
@@ -698,8 +701,11 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
         refused = [t for t in trials if t["outcome"] == "refused"]
         counted = [t for t in refused if t.get("timed_out") or not _allowed(t, allow)]
         matched = check.count("match")
+        loose = sum(t.get("mode") == "tolerance" for t in trials)
         summary = (f"verified {matched} of {matched + len(mismatched)} re-run trial(s) on "
-                   f"{check.host} ({check.device}); {len(refused)} refused")
+                   f"{check.host} ({check.device}); {len(refused)} refused; "
+                   f"{len(trials) - len(refused) - loose} compared exactly, {loose} within the "
+                   "tolerance (their runs name another device, torch or CPU)")
         if mismatched:
             result.reject(path.name, f"{len(mismatched)} of {len(trials)} sampled trial(s) do "
                           f"not reproduce here ({summary}): " + "; ".join(

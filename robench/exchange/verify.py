@@ -517,7 +517,7 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
            contributor: Optional[str] = None,
            on_trial: Optional[Callable[[dict], None]] = None,
            trial_timeout: Optional[float] = None, budget: Optional[float] = None,
-           weighted: bool = False) -> Verification:
+           weighted: bool = False, exact_only: bool = False) -> Verification:
     """Re-run a stratified sample of ``store``'s ok trials here, compare, record; return it.
 
     ``contributor`` limits the sample to the trials of runs merged from that contributor.
@@ -525,7 +525,10 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     under the time limit its run had (:func:`trial_limit`, at most ``trial_timeout``) and the
     re-runs together under ``budget`` seconds: a trial that does not finish in time, or is not
     reached, is refused with the reason (``timed_out`` set), never matched. ``weighted``
-    draws the sample by influence (:func:`sample_trials`).
+    draws the sample by influence (:func:`sample_trials`). ``exact_only`` compares every
+    re-run exactly, whatever device, torch and CPU the stored run says it had (those are the
+    contributor's own words: a forger who names another CPU would otherwise be compared
+    within the tolerance, which lets an edit of up to three standard errors pass).
     """
     from robench.learn.devices import device_label
     from robench.process.liveness import host_name
@@ -552,7 +555,8 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
                                             if r.get("run_id") is not None})}
     with Rerunner(registry) as rerunner:
         _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial,
-                      trial_timeout=trial_timeout, budget=budget, weighted=weighted)
+                      trial_timeout=trial_timeout, budget=budget, weighted=weighted,
+                      exact_only=exact_only)
     from robench.storage.verification import save_verification
 
     result.record_id = save_verification(store, result, seed=seed, contributor=contributor,
@@ -562,7 +566,7 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
 
 
 def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
-                  trial_timeout=None, budget=None, weighted=False) -> None:
+                  trial_timeout=None, budget=None, weighted=False, exact_only=False) -> None:
     """Re-run and compare each sampled trial, appending its entry to ``result.trials``."""
     registry = rerunner.registry
     began = time.monotonic()
@@ -584,7 +588,7 @@ def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
             t0 = time.perf_counter()
             execution = execution_of(stored)
             rerun = _stored_like(rerunner.run(spec, execution, timeout=limit))
-            exact = (stored.get("device") in (None, rerun.get("device"))
+            exact = exact_only or (stored.get("device") in (None, rerun.get("device"))
                      and _public(run.get("torch_version")) == _public(env["torch_version"])
                      and _cpu(run.get("platform")) == _cpu(env["platform"]))
             error = rerun.get("error") or ""

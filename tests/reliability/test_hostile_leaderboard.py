@@ -213,6 +213,32 @@ def test_the_check_reads_its_own_verification_never_the_contributions(board, hon
     assert "n_train" in result.rejected["mallory.db"]
 
 
+def test_a_contributor_who_names_another_cpu_is_compared_exactly_when_the_board_says_so(
+        board, honest):
+    """Which comparison a re-run gets (exact, or within the tolerance) follows the device,
+    torch and CPU the contribution's own run records: a forger who names another CPU gets the
+    tolerance (three standard errors), inside which an edit passes. ``verify_exact`` compares
+    every re-run exactly whatever the run says."""
+    forged = board / "contributions" / "mallory.db"
+    shutil.copyfile(honest, forged)
+    with sqlite3.connect(forged) as conn:
+        conn.execute("UPDATE runs SET platform = 'Linux; CPU: Another CPU, avx2'")
+        conn.execute("UPDATE trials SET train_accuracy = min(1.0, train_accuracy + 0.01)")
+    conn.close()
+    conf = {**json.loads((board / "leaderboard.json").read_text()), "verify_sample": 1}
+    (board / "leaderboard.json").write_text(json.dumps(conf))  # one trial per stratum: 3
+    loose = publishing.verify(board, seed=2)
+    assert loose.ok, loose.lines  # inside the tolerance: passes
+    assert "0 compared exactly, 3 within the tolerance" in "\n".join(loose.lines)
+    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_exact": True}))
+    strict = publishing.verify(board, seed=2)
+    assert not strict.ok and "do not reproduce here" in strict.rejected["mallory.db"]
+    assert "train_accuracy" in strict.rejected["mallory.db"]
+    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_exact": 1}))
+    with pytest.raises(publishing.MergeError, match="verify_exact must be bool"):
+        publishing.settings(board)
+
+
 def test_trials_that_cannot_be_rerun_count_against_the_contribution(board, tmp_path):
     """Issue 40, 3: trials on a private CSV, deleted afterwards, with made-up accuracies."""
     import numpy as np
