@@ -244,6 +244,8 @@ def execution_of(stored: dict) -> dict:
 #: Seconds past a re-run's time limit after which its worker process is killed (the worker
 #: ends the trial itself at the limit; this is for a trial that catches or blocks that).
 KILL_GRACE = 5.0
+#: Seconds a re-run worker may take to start (import robench and the plugins).
+STARTUP_LIMIT = 600.0
 
 
 def _rerun_worker(recipe: dict, cache_dir: str, threads: int) -> None:
@@ -291,9 +293,9 @@ class Rerunner:
             pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=mp.get_context("spawn"), initializer=_rerun_worker,
                 initargs=(self.registry.recipe, str(cache_dir()), threads))
-            # start the worker now: its start-up (imports, the registry) is not the trial's time
-            pool.submit(os.getpid).result()
             self._pools[threads] = pool
+            # start the worker now: its start-up (imports, the registry) is not the trial's time
+            pool.submit(os.getpid).result(timeout=STARTUP_LIMIT)
         return self._pools[threads]
 
     def _end(self, threads: int) -> None:
@@ -322,10 +324,17 @@ class Rerunner:
             return execute_trial(dict(spec), self.env, limit)
         timed_out = (f"TrialTimeout: the re-run did not stop at its time limit of {limit:g} s; "
                      "its worker process was killed")
-        started = None
         try:
             pool = self._pool(threads)
-            started = time.monotonic()
+        except FutureTimeout:
+            self._end(threads)
+            return failed_row(spec, f"the worker process for this re-run did not start within "
+                              f"{STARTUP_LIMIT:g} s")
+        except BrokenProcessPool:
+            self._end(threads)
+            return failed_row(spec, "the worker process for this re-run failed to start")
+        started = time.monotonic()
+        try:
             return pool.submit(execute_trial, dict(spec), None, limit).result(
                 timeout=None if limit is None else limit + KILL_GRACE)
         except FutureTimeout:
@@ -333,7 +342,7 @@ class Rerunner:
             return failed_row(spec, timed_out)
         except BrokenProcessPool:
             self._end(threads)
-            if None not in (limit, started) and time.monotonic() - started >= limit:
+            if limit is not None and time.monotonic() - started >= limit:
                 return failed_row(spec, timed_out)  # its own hard limit ended it
             return failed_row(spec, "the worker process re-running this trial died (killed "
                               "or out of memory)")

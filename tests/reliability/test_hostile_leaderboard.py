@@ -418,6 +418,27 @@ def test_the_workflow_refuses_a_pull_request_outside_contributions_before_instal
     assert ("leaderboard.json" in out.stdout) == refused
 
 
+def test_no_5_percent_sample_catches_a_forgery_hidden_among_its_siblings_95_percent():
+    """Why the default is not 5% (docs/publishing.md): a forger who raises the k lowest
+    trials of a stratum ends them among their siblings, where no weighting by value can tell
+    them apart; then any sample of s per stratum catches the forgery with the hypergeometric
+    chance 1 - C(n-k, s)/C(n, s), 0.68 for 5 of 100 and k = 20 (by hand: 1 - 24,040,016 /
+    75,287,520), and the weighted sample does no better."""
+    import numpy as np
+
+    from tests.reliability.forgery_simulation import blind_catch, catch_probability
+
+    assert abs(blind_catch(100, 5, 20) - (1 - 24_040_016 / 75_287_520)) < 1e-12
+    rng = np.random.default_rng(0)  # the formula against draws
+    drawn = np.mean([(rng.permutation(100)[:5] < 20).any() for _ in range(4000)])
+    assert abs(drawn - blind_catch(100, 5, 20)) < 0.03
+    table = catch_probability(ks=(20,), hows=("lowest",), seeds=100, fraction=0.05)
+    assert table["sample"] == 60  # 5 per stratum
+    assert table[(20, "lowest")] < blind_catch(100, 5, 20) + 0.1 < 0.95
+    table = catch_probability(ks=(20,), hows=("lowest",), seeds=100, fraction=0.15)
+    assert table[(20, "lowest")] > 0.9  # 15 per stratum: blind 0.974
+
+
 # ---------------------------------------------------------------------- hostile files
 
 
