@@ -248,13 +248,6 @@ KILL_GRACE = 5.0
 STARTUP_LIMIT = 600.0
 
 
-def _rerun_worker(recipe: dict, cache_dir: str, threads: int) -> None:
-    """Initialise a re-run worker: robench's worker set-up with ``threads`` threads."""
-    from robench.run.executors import init_worker
-
-    init_worker(recipe, cache_dir, None, threads)
-
-
 class Rerunner:
     """Re-run trial specs in a child process with the execution settings they first ran with.
 
@@ -289,10 +282,11 @@ class Rerunner:
             from concurrent.futures import ProcessPoolExecutor
 
             from robench.data.cache import cache_dir
+            from robench.run.executors import init_worker
 
             pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=mp.get_context("spawn"), initializer=_rerun_worker,
-                initargs=(self.registry.recipe, str(cache_dir()), threads))
+                max_workers=1, mp_context=mp.get_context("spawn"), initializer=init_worker,
+                initargs=(self.registry.recipe, str(cache_dir()), None, threads))
             self._pools[threads] = pool
             # start the worker now: its start-up (imports, the registry) is not the trial's time
             pool.submit(os.getpid).result(timeout=STARTUP_LIMIT)
@@ -322,8 +316,8 @@ class Rerunner:
 
             limit_threads(threads)
             return execute_trial(dict(spec), self.env, limit)
-        timed_out = (f"TrialTimeout: the re-run did not stop at its time limit of {limit:g} s; "
-                     "its worker process was killed")
+        timed_out = (f"TrialTimeout: the re-run did not stop at its time limit of {limit or 0:g} "
+                     "s; its worker process was killed")
         try:
             pool = self._pool(threads)
         except FutureTimeout:
