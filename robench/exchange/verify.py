@@ -246,6 +246,8 @@ def execution_of(stored: dict) -> dict:
 KILL_GRACE = 5.0
 #: Seconds a re-run worker may take to start (import robench and the plugins).
 STARTUP_LIMIT = 600.0
+#: How the error of a re-run whose worker never started begins (refused: not the trial's doing).
+NOT_STARTED = "NotRerun"
 
 
 class Rerunner:
@@ -322,11 +324,12 @@ class Rerunner:
             pool = self._pool(threads)
         except FutureTimeout:
             self._end(threads)
-            return failed_row(spec, f"the worker process for this re-run did not start within "
+            return failed_row(spec, f"{NOT_STARTED}: its worker process did not start within "
                               f"{STARTUP_LIMIT:g} s")
         except BrokenProcessPool:
             self._end(threads)
-            return failed_row(spec, "the worker process for this re-run failed to start")
+            return failed_row(spec, f"{NOT_STARTED}: its worker process failed to start "
+                              "(robench or a plugin fails to import in a fresh process)")
         started = time.monotonic()
         try:
             return pool.submit(execute_trial, dict(spec), None, limit).result(
@@ -599,6 +602,13 @@ def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
                 entry.update(outcome="refused", timed_out=True, seconds=round(
                     time.perf_counter() - t0, 3), reason=f"did not finish within {limit:g} s "
                     "here (the time limit its run had, at most the verifier's)")
+                result.trials.append(entry)
+                if on_trial is not None:
+                    on_trial(entry)
+                continue
+            if rerun.get("status") != "ok" and error.startswith(NOT_STARTED + ":"):
+                entry.update(outcome="refused", reason="not re-run here: "
+                             + error[len(NOT_STARTED) + 1:].strip())
                 result.trials.append(entry)
                 if on_trial is not None:
                     on_trial(entry)

@@ -321,6 +321,23 @@ def test_verifys_time_limit_cannot_be_caught_by_the_trial(tmp_path, threads):
     assert "MISMATCH" not in out.stdout and "match " not in out.stdout
 
 
+def test_a_rerun_whose_worker_cannot_start_is_refused_not_a_mismatch(honest, tmp_path):
+    """A worker that fails to start (a plugin module that does not import in a fresh process)
+    says nothing about the trial: refused with the reason, never a mismatch."""
+    from robench.exchange.verify import verify
+    from robench.plugins import make_registry
+    from robench.storage.store import Store
+
+    db = tmp_path / "copy.db"
+    shutil.copyfile(honest, db)
+    registry = make_registry(load_entrypoints=False)
+    registry.recipe = {**registry.recipe, "modules": ["tests.no_such_plugin_module"]}
+    with Store(db) as store:
+        result = verify(store, registry, sample=1, seed=0)
+    assert [t["outcome"] for t in result.trials] == ["refused"]
+    assert "worker process failed to start" in result.trials[0]["reason"]
+
+
 def test_the_catch_probability_of_the_default_sample():
     """The figures docs/publishing.md states, by simulation (tests/reliability/
     forgery_simulation.py): 4 models x 3 kinds x 100 repeats, rho raised by one point."""
