@@ -142,6 +142,8 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
     CPU instruction set as here; else each accuracy within 3 standard errors of the
     difference of two measurements on its rows plus one row. A trial whose plugin or version
     is not installed here is refused (what to install is said), not counted as a mismatch.
+    Each re-run runs in a worker process that is killed a few seconds past its time limit
+    (the trial cannot catch or block that); it is then refused, with the reason.
     The verification is recorded in the database (`robench results` and the site show it).
     Exit 0: all re-run trials match; 1: any mismatch (each listed, stored vs re-run); 2: bad
     input.

@@ -81,8 +81,12 @@ def steps() -> dict:
 @click.option("--wait", type=click.FloatRange(min=0), default=0, show_default=True,
               metavar="SECONDS", help="Wait this long for another `robench publish` on the "
               "same repository to finish (else refuse at once).")
+@click.option("--base", default=None, metavar="REF",
+              help="check, run, validate: the commit a pull request goes into (its base "
+              "branch); a pull request that changes anything outside contributions/ against "
+              "it is refused before its settings are read (what the workflow passes).")
 @friendly_errors
-def publish(step, repo, to, wait):
+def publish(step, repo, to, wait, base):
     """Run one step of a leaderboard repository's pipeline (the same in CI and locally).
 
     \b
@@ -105,13 +109,18 @@ def publish(step, repo, to, wait):
     \b
     Examples:
       robench publish check .
+      robench publish check . --base origin/main   # a pull request: contributions/ only
       robench publish run .
       robench publish deploy . --to ../gh-pages
     """
+    from robench.errors import MergeError
     from robench.exchange import publishing
 
     if step == "deploy" and not to:
         raise click.UsageError("deploy needs --to FOLDER")
+    if base is not None and step not in ("check", "run", "validate"):
+        raise MergeError("--base goes with check, run or validate (it is read by validate, "
+                         "their first step)")
     # one pipeline at a time per repository: `check` holds the lock over its three steps
     with publishing.repository_lock(repo, wait=wait):
         if step == "deploy":
@@ -121,7 +130,10 @@ def publish(step, repo, to, wait):
             results = []
             run_step = steps()
             for name in names:
-                results.append(run_step[name](repo))
+                if name == "validate" and base is not None:
+                    results.append(run_step[name](repo, base=base))
+                else:
+                    results.append(run_step[name](repo))
                 if not results[-1].ok:
                     break
     for r in results:

@@ -84,7 +84,7 @@ WORKFLOW = Path(".github") / "workflows" / "leaderboard.yml"
 DEFAULT_SETTINGS = {"title": "robench leaderboard", "verify_sample": 10,
                     "verify_fraction": 0.10, "verify_trial_timeout": 900,
                     "verify_budget": 3600, "verify_allow": {"datasets": [], "models": []},
-                    "max_contribution_mb": 512}
+                    "verify_exact": False, "max_contribution_mb": 512}
 #: Characters a GitHub comment (and this report) may hold: 65,536; a margin for the last line.
 REPORT_LIMIT = 65_000
 #: Where the runner gets torch's CPU build (the CUDA build is gigabytes a CPU runner never uses).
@@ -138,7 +138,8 @@ def _read_json(repo, rel: Path, what: str):
 
 _SETTING_TYPES = {"title": (str,), "verify_sample": (int,), "verify_fraction": (int, float),
                   "verify_trial_timeout": (int, float), "verify_budget": (int, float),
-                  "verify_allow": (dict,), "max_contribution_mb": (int, float)}
+                  "verify_allow": (dict,), "verify_exact": (bool,),
+                  "max_contribution_mb": (int, float)}
 
 
 def settings(repo) -> dict:
@@ -154,10 +155,11 @@ def settings(repo) -> dict:
     conf = {**DEFAULT_SETTINGS, **found}
     for key, types in _SETTING_TYPES.items():
         value = conf[key]
-        if isinstance(value, bool) or not isinstance(value, types):
+        if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
             raise MergeError(f"{SETTINGS}: {key} must be {' or '.join(t.__name__ for t in types)}"
                              f", found {json.dumps(value)}")
-        if isinstance(value, (int, float)) and not 0 < value < float("inf"):
+        if (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and not 0 < value < float("inf")):
             raise MergeError(f"{SETTINGS}: {key} must be above 0, found {value}")
     if conf["verify_fraction"] > 1:
         raise MergeError(f"{SETTINGS}: verify_fraction is a share of the trials (0-1], found "
@@ -314,12 +316,50 @@ def repository_lock(repo, wait: float = 0.0):
                 time.sleep(0.2)
         held[root] = 1
         try:
+            clear_leftovers(root)  # no other step runs now: what a killed one left is stale
             yield
         finally:
             held.pop(root, None)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+#: The temporary entries steps make beside what they replace, by folder (relative to the
+#: repository): ``validate``'s new staging folder, ``build``'s new site, the folders
+#: :func:`_replace_folder` moves aside, ``merge``'s work folder. A step killed hard (SIGKILL,
+#: a runner that loses power) leaves them; the next step removes them under the lock.
+LEFTOVERS = {".": (".staging-new-", ".site-new-", ".staging.old-", ".site.old-"),
+             "published": (".merging-",)}
+
+
+def clear_leftovers(repo) -> list[str]:
+    """Remove what a step killed mid-way left (:data:`LEFTOVERS`); return their paths.
+
+    Called with the repository's lock held, so no step that made them is still running. An
+    entry is removed as what it is (a link is unlinked, never followed); a folder that is
+    itself a link (a committed ``published`` link) is left for the steps to refuse.
+    """
+    root = Path(repo).resolve()
+    removed = []
+    for folder, prefixes in LEFTOVERS.items():
+        base = root if folder == "." else root / folder
+        try:
+            if folder != ".":
+                contained(root, folder)
+            if not stat.S_ISDIR(os.lstat(base).st_mode):
+                continue
+        except (MergeError, FileNotFoundError):
+            continue
+        for entry in os.scandir(base):
+            if not entry.name.startswith(prefixes):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+            removed.append(str(Path(entry.path).relative_to(root)))
+    return removed
 
 
 def _replace_folder(new: Path, target: Path) -> None:
@@ -465,14 +505,61 @@ def _registry(registry):
     return registry if registry is not None else get_registry()
 
 
+def changes_outside_contributions(repo, base: str) -> list[str]:
+    """Return the paths a pull request changes outside ``contributions/``, against ``base``.
+
+    ``base`` is the commit the pull request goes into (the workflow passes the base branch's
+    commit); the pull request's own changes are ``git diff base...HEAD`` (from where it left
+    the base to what is checked out), renames as a removal and an addition. Settings
+    (``leaderboard.json``: ``verify_fraction``, ``verify_allow``, ...), ``requirements.txt``,
+    the workflow and the published files govern the check, so a pull request that changes
+    them must not be checked under its own rules.
+    """
+    root = _root(repo).resolve()
+    if not base or base.startswith("-") or any(c.isspace() or not c.isprintable()
+                                                for c in base):
+        raise MergeError(f"--base must name a git commit or branch, found {base!r}")
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "diff", "--name-only", "-z",
+                               "--no-renames", "--relative", f"{base}...HEAD", "--"],
+                              capture_output=True, timeout=300)
+    except FileNotFoundError:
+        raise MergeError("--base compares commits with git, which is not installed") from None
+    if proc.returncode != 0:
+        why = (proc.stderr.decode("utf-8", "replace").strip().splitlines() or ["no message"])
+        raise MergeError(f"--base {base}: git cannot compare it with HEAD ({why[-1]}); fetch "
+                         "the base commit (actions/checkout with fetch-depth: 0)")
+    paths = [p for p in proc.stdout.decode("utf-8", "replace").split("\0") if p]
+    return sorted(p for p in paths if not p.startswith("contributions/"))
+
+
 @_locked
-def validate(repo, registry=None) -> StepResult:
-    """Merge every pending contribution into a fresh staging copy of the published database."""
+def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
+    """Merge every pending contribution into a fresh staging copy of the published database.
+
+    With ``base`` (a pull request's check: the commit it goes into), a pull request that
+    changes anything outside ``contributions/`` is refused first, before its settings are
+    read (:func:`changes_outside_contributions`).
+    """
     repo = _root(repo)
+    outside = [] if base is None else changes_outside_contributions(repo, base)
+    if outside:
+        _fresh_staging(repo)
+        result = StepResult("validate", ok=False)
+        shown = ", ".join(markdown_code(p) for p in outside[:5]) + (
+            f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+        result.lines.append(
+            f"- **refused: this pull request changes {len(outside)} path(s) outside "
+            f"contributions/** ({shown}); a pull request may add or change only "
+            "contributions: settings, requirements, the workflow and the published files "
+            "change by a maintainer's own push to main")
+        return _report(repo, result)
     settings(repo)  # every JSON file of the repository checked before anything is written
     todo, refused = contributions(repo)
     staging = _fresh_staging(repo)
     result = StepResult("validate")
+    if base is not None:
+        result.lines.append(f"- only contributions/ changed since {markdown_code(base)}")
     for name, why in refused.items():
         result.reject(name, why)
     target = staging / "robench.db"
@@ -602,7 +689,8 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
             with Store(copy) as store:
                 check = verify_trials(store, registry, sample=n, seed=seed, weighted=True,
                                       trial_timeout=conf["verify_trial_timeout"],
-                                      budget=conf["verify_budget"])
+                                      budget=conf["verify_budget"],
+                                      exact_only=conf["verify_exact"])
                 record = next(r for r in verifications(store) if r["id"] == check.record_id)
         except Exception as exc:  # noqa: BLE001 - any failure rejects, with its reason
             result.reject(path.name, f"it cannot be verified: {type(exc).__name__}: {exc}")
@@ -613,8 +701,11 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
         refused = [t for t in trials if t["outcome"] == "refused"]
         counted = [t for t in refused if t.get("timed_out") or not _allowed(t, allow)]
         matched = check.count("match")
+        loose = sum(t.get("mode") == "tolerance" for t in trials)
         summary = (f"verified {matched} of {matched + len(mismatched)} re-run trial(s) on "
-                   f"{check.host} ({check.device}); {len(refused)} refused")
+                   f"{check.host} ({check.device}); {len(refused)} refused; "
+                   f"{len(trials) - len(refused) - loose} compared exactly, {loose} within the "
+                   "tolerance (their runs name another device, torch or CPU)")
         if mismatched:
             result.reject(path.name, f"{len(mismatched)} of {len(trials)} sampled trial(s) do "
                           f"not reproduce here ({summary}): " + "; ".join(

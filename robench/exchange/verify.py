@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -251,8 +252,17 @@ def trained_together(stored: dict) -> bool:
     return isinstance(recorded, dict) and bool(recorded.get("batched"))
 
 
+#: Seconds past a re-run's time limit after which its worker process is killed (the worker
+#: ends the trial itself at the limit; this is for a trial that catches or blocks that).
+KILL_GRACE = 5.0
+#: Seconds a re-run worker may take to start (import robench and the plugins).
+STARTUP_LIMIT = 600.0
+#: How the error of a re-run whose worker never started begins (refused: not the trial's doing).
+NOT_STARTED = "NotRerun"
+
+
 class Rerunner:
-    """Re-run trial specs with the execution settings they first ran with.
+    """Re-run trial specs in a child process with the execution settings they first ran with.
 
     The workers of every executor run a trial with a fixed thread count (torch, OpenMP, BLAS);
     the process running ``robench verify`` has the machine's. A BLAS reduction over two
@@ -261,8 +271,14 @@ class Rerunner:
     ``extra/multicut/coef`` differed in its 17th digit, a CNN's training history in its
     epochs). Each trial is therefore re-run the way the process executor ran it: in a spawned
     worker process built from the registry's recipe with the trial's thread count (one pool
-    per thread count, reused). A trial recorded with no thread limit, or a registry that a
-    worker cannot rebuild (no recipe), is re-run in this process under the recorded limit.
+    per thread count, reused). A trial that records no thread count (none of robench's
+    executors wrote it) is re-run with :data:`robench.run.executors.TRIAL_THREADS`.
+
+    The time limit cannot be caught by the trial: the worker ends the trial at its limit
+    (SIGALRM), and this process kills the worker :data:`KILL_GRACE` seconds later if the trial
+    caught or blocked that, or went on in C code; either way the trial is reported as timed
+    out (refused), never matched. Only a registry that a worker cannot rebuild (no recipe: one
+    built by hand in Python, never the CLI's) re-runs in this process, under SIGALRM alone.
     """
 
     def __init__(self, registry, timeout: Optional[float] = None):
@@ -281,41 +297,61 @@ class Rerunner:
             from robench.data.cache import cache_dir
             from robench.run.executors import init_worker
 
-            self._pools[threads] = ProcessPoolExecutor(
+            pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=mp.get_context("spawn"), initializer=init_worker,
                 initargs=(self.registry.recipe, str(cache_dir()), None, threads))
+            self._pools[threads] = pool
+            # start the worker now: its start-up (imports, the registry) is not the trial's time
+            pool.submit(os.getpid).result(timeout=STARTUP_LIMIT)
         return self._pools[threads]
+
+    def _end(self, threads: int) -> None:
+        """Kill the worker of ``threads`` (if it lives) and forget its pool."""
+        pool = self._pools.pop(threads, None)
+        if pool is None:
+            return
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def run(self, spec: dict, execution: dict, timeout: Optional[float] = None) -> dict:
         """Return the row of ``spec`` re-run with ``execution`` (see :func:`execution_of`),
         under ``timeout`` seconds (else the rerunner's own limit)."""
+        from concurrent.futures import TimeoutError as FutureTimeout
         from concurrent.futures.process import BrokenProcessPool
 
-        from robench.run.executors import limit_threads, execute_trial, failed_row
+        from robench.run.executors import TRIAL_THREADS, execute_trial, failed_row
 
         limit = self.timeout if timeout is None else timeout
-        threads = execution.get("threads")
-        if threads is None or self.registry.recipe is None:
-            if threads is not None:
-                limit_threads(threads)
+        threads = execution.get("threads") or TRIAL_THREADS
+        if self.registry.recipe is None:
+            from robench.run.executors import limit_threads
+
+            limit_threads(threads)
             return execute_trial(dict(spec), self.env, limit)
-        from concurrent.futures import TimeoutError as FutureTimeout
-
-        from robench.run.executors import HARD_GRACE
-
+        timed_out = (f"TrialTimeout: the re-run did not stop at its time limit of {limit or 0:g} "
+                     "s; its worker process was killed")
         try:
-            # the worker ends its own trial at ``limit``; one that defeats that is given up on
-            return self._pool(threads).submit(execute_trial, dict(spec), None, limit).result(
-                timeout=None if limit is None else limit + HARD_GRACE)
+            pool = self._pool(threads)
         except FutureTimeout:
-            pool = self._pools.pop(threads)
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                proc.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
-            return failed_row(spec, f"TrialTimeout: the re-run did not stop at its time limit "
-                              f"of {limit:g} s; its worker process was ended")
+            self._end(threads)
+            return failed_row(spec, f"{NOT_STARTED}: its worker process did not start within "
+                              f"{STARTUP_LIMIT:g} s")
         except BrokenProcessPool:
-            self._pools.pop(threads).shutdown(wait=False, cancel_futures=True)
+            self._end(threads)
+            return failed_row(spec, f"{NOT_STARTED}: its worker process failed to start "
+                              "(robench or a plugin fails to import in a fresh process)")
+        started = time.monotonic()
+        try:
+            return pool.submit(execute_trial, dict(spec), None, limit).result(
+                timeout=None if limit is None else limit + KILL_GRACE)
+        except FutureTimeout:
+            self._end(threads)
+            return failed_row(spec, timed_out)
+        except BrokenProcessPool:
+            self._end(threads)
+            if limit is not None and time.monotonic() - started >= limit:
+                return failed_row(spec, timed_out)  # its own hard limit ended it
             return failed_row(spec, "the worker process re-running this trial died (killed "
                               "or out of memory)")
 
@@ -498,7 +534,7 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
            contributor: Optional[str] = None,
            on_trial: Optional[Callable[[dict], None]] = None,
            trial_timeout: Optional[float] = None, budget: Optional[float] = None,
-           weighted: bool = False) -> Verification:
+           weighted: bool = False, exact_only: bool = False) -> Verification:
     """Re-run a stratified sample of ``store``'s ok trials here, compare, record; return it.
 
     ``contributor`` limits the sample to the trials of runs merged from that contributor.
@@ -506,7 +542,10 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     under the time limit its run had (:func:`trial_limit`, at most ``trial_timeout``) and the
     re-runs together under ``budget`` seconds: a trial that does not finish in time, or is not
     reached, is refused with the reason (``timed_out`` set), never matched. ``weighted``
-    draws the sample by influence (:func:`sample_trials`).
+    draws the sample by influence (:func:`sample_trials`). ``exact_only`` compares every
+    re-run exactly, whatever device, torch and CPU the stored run says it had (those are the
+    contributor's own words: a forger who names another CPU would otherwise be compared
+    within the tolerance, which lets an edit of up to three standard errors pass).
     """
     from robench.learn.devices import device_label
     from robench.process.liveness import host_name
@@ -533,7 +572,8 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
                                             if r.get("run_id") is not None})}
     with Rerunner(registry) as rerunner:
         _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial,
-                      trial_timeout=trial_timeout, budget=budget, weighted=weighted)
+                      trial_timeout=trial_timeout, budget=budget, weighted=weighted,
+                      exact_only=exact_only)
     from robench.storage.verification import save_verification
 
     result.record_id = save_verification(store, result, seed=seed, contributor=contributor,
@@ -543,7 +583,7 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
 
 
 def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
-                  trial_timeout=None, budget=None, weighted=False) -> None:
+                  trial_timeout=None, budget=None, weighted=False, exact_only=False) -> None:
     """Re-run and compare each sampled trial, appending its entry to ``result.trials``."""
     registry = rerunner.registry
     began = time.monotonic()
@@ -565,7 +605,7 @@ def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
             t0 = time.perf_counter()
             execution = execution_of(stored)
             rerun = _stored_like(rerunner.run(spec, execution, timeout=limit))
-            exact = (stored.get("device") in (None, rerun.get("device"))
+            exact = exact_only or (stored.get("device") in (None, rerun.get("device"))
                      and _public(run.get("torch_version")) == _public(env["torch_version"])
                      and _cpu(run.get("platform")) == _cpu(env["platform"])
                      and not trained_together(stored))
@@ -574,6 +614,13 @@ def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
                 entry.update(outcome="refused", timed_out=True, seconds=round(
                     time.perf_counter() - t0, 3), reason=f"did not finish within {limit:g} s "
                     "here (the time limit its run had, at most the verifier's)")
+                result.trials.append(entry)
+                if on_trial is not None:
+                    on_trial(entry)
+                continue
+            if rerun.get("status") != "ok" and error.startswith(NOT_STARTED + ":"):
+                entry.update(outcome="refused", reason="not re-run here: "
+                             + error[len(NOT_STARTED) + 1:].strip())
                 result.trials.append(entry)
                 if on_trial is not None:
                     on_trial(entry)

@@ -213,6 +213,32 @@ def test_the_check_reads_its_own_verification_never_the_contributions(board, hon
     assert "n_train" in result.rejected["mallory.db"]
 
 
+def test_a_contributor_who_names_another_cpu_is_compared_exactly_when_the_board_says_so(
+        board, honest):
+    """Which comparison a re-run gets (exact, or within the tolerance) follows the device,
+    torch and CPU the contribution's own run records: a forger who names another CPU gets the
+    tolerance (three standard errors), inside which an edit passes. ``verify_exact`` compares
+    every re-run exactly whatever the run says."""
+    forged = board / "contributions" / "mallory.db"
+    shutil.copyfile(honest, forged)
+    with sqlite3.connect(forged) as conn:
+        conn.execute("UPDATE runs SET platform = 'Linux; CPU: Another CPU, avx2'")
+        conn.execute("UPDATE trials SET train_accuracy = min(1.0, train_accuracy + 0.01)")
+    conn.close()
+    conf = {**json.loads((board / "leaderboard.json").read_text()), "verify_sample": 1}
+    (board / "leaderboard.json").write_text(json.dumps(conf))  # one trial per stratum: 3
+    loose = publishing.verify(board, seed=2)
+    assert loose.ok, loose.lines  # inside the tolerance: passes
+    assert "0 compared exactly, 3 within the tolerance" in "\n".join(loose.lines)
+    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_exact": True}))
+    strict = publishing.verify(board, seed=2)
+    assert not strict.ok and "do not reproduce here" in strict.rejected["mallory.db"]
+    assert "train_accuracy" in strict.rejected["mallory.db"]
+    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_exact": 1}))
+    with pytest.raises(publishing.MergeError, match="verify_exact must be bool"):
+        publishing.settings(board)
+
+
 def test_trials_that_cannot_be_rerun_count_against_the_contribution(board, tmp_path):
     """Issue 40, 3: trials on a private CSV, deleted afterwards, with made-up accuracies."""
     import numpy as np
@@ -269,6 +295,49 @@ def test_verify_reruns_under_a_time_limit_and_reports_it_refused(tmp_path):
     assert "MISMATCH" not in out.stdout
 
 
+@pytest.mark.parametrize("threads", ["recorded", "none recorded"])
+def test_verifys_time_limit_cannot_be_caught_by_the_trial(tmp_path, threads):
+    """A model whose fit ignores SIGALRM and swallows every exception (TrialTimeout
+    included): standalone verify kills its re-run a few seconds past the limit and reports
+    it refused. A trial that records no thread count used to be re-run in verify's own
+    process, where only SIGALRM stood between it and running for ever."""
+    db = tmp_path / "defiant.db"
+    out = run(["run", "-d", "tiny", "-m", "defiant", "--metric", "rho", "-r", "1", "-k", "2",
+               "--db", db], tmp_path, plugins=HOSTILE, env={"ROBENCH_TEST_SLEEP": "0"})
+    assert out.returncode == 0, out.stderr
+    if threads == "none recorded":
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE trials SET execution = json_object('threads', NULL)")
+        conn.close()
+    started = time.monotonic()
+    out = run(["verify", "--db", db, "--sample", "1", "--trial-timeout", "2"], tmp_path,
+              plugins=HOSTILE, env={"ROBENCH_TEST_SLEEP": "600"}, timeout=120)
+    took = time.monotonic() - started
+    from robench.exchange.verify import KILL_GRACE
+
+    assert took < 2 + KILL_GRACE + 30, took  # the worker's start-up and robench's own
+    assert "refused" in out.stdout and "did not finish within 2 s here" in out.stdout, (
+        out.stdout + out.stderr)
+    assert "MISMATCH" not in out.stdout and "match " not in out.stdout
+
+
+def test_a_rerun_whose_worker_cannot_start_is_refused_not_a_mismatch(honest, tmp_path):
+    """A worker that fails to start (a plugin module that does not import in a fresh process)
+    says nothing about the trial: refused with the reason, never a mismatch."""
+    from robench.exchange.verify import verify
+    from robench.plugins import make_registry
+    from robench.storage.store import Store
+
+    db = tmp_path / "copy.db"
+    shutil.copyfile(honest, db)
+    registry = make_registry(load_entrypoints=False)
+    registry.recipe = {**registry.recipe, "modules": ["tests.no_such_plugin_module"]}
+    with Store(db) as store:
+        result = verify(store, registry, sample=1, seed=0)
+    assert [t["outcome"] for t in result.trials] == ["refused"]
+    assert "worker process failed to start" in result.trials[0]["reason"]
+
+
 def test_the_catch_probability_of_the_default_sample():
     """The figures docs/publishing.md states, by simulation (tests/reliability/
     forgery_simulation.py): 4 models x 3 kinds x 100 repeats, rho raised by one point."""
@@ -291,6 +360,100 @@ def test_the_catch_probability_of_the_default_sample():
         edited = forge(rows, 1, rng)
         caught += any(r["key"] in edited for r in draw(rows, 120, seed, weighted=False))
     assert caught / 100 < 0.3
+
+
+def _git(repo, *args) -> str:
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+@pytest.fixture
+def pull_requests(board, honest):
+    """The board in git (main), and two pull requests: ``honest`` adds a contribution;
+    ``settings`` adds the same one and lowers verify_fraction and allows its model unverified."""
+    _git(board, "init", "-q", "-b", "main")
+    _git(board, "add", "-A")
+    _git(board, "commit", "-q", "-m", "board")
+    for branch, edit in (("honest", False), ("settings", True)):
+        _git(board, "checkout", "-q", "-b", branch, "main")
+        shutil.copyfile(honest, board / "contributions" / "alice.db")
+        if edit:
+            conf = json.loads((board / "leaderboard.json").read_text())
+            conf.update(verify_fraction=0.01, verify_allow={"datasets": [], "models": ["svm"]})
+            (board / "leaderboard.json").write_text(json.dumps(conf))
+        _git(board, "add", "-A")
+        _git(board, "commit", "-q", "-m", branch)
+    _git(board, "checkout", "-q", "main")
+    return board
+
+
+def test_a_pull_request_cannot_change_the_rules_it_is_checked_by(pull_requests):
+    """Settings are read from the pull request's own checkout, so a pull request that edits
+    leaderboard.json (or requirements.txt, the workflow, published/) is refused: by robench's
+    check (--base) before it reads them, and by the workflow's first step before it installs
+    anything."""
+    board = pull_requests
+    _git(board, "checkout", "-q", "settings")
+    out = _publish("check", board, "--base", "main")
+    assert out.returncode == 1, out.stdout + out.stderr
+    refused = [line for line in out.stdout.splitlines() if "refused" in line]
+    assert len(refused) == 1 and "1 path(s) outside contributions/" in refused[0]
+    assert "`leaderboard.json`" in refused[0] and "verify:" not in out.stdout
+    assert publishing.accepted(board) == {}
+    _one_line_error(_publish("validate", board, "--base", "no-such-branch"))
+    _one_line_error(_publish("diff", board, "--base", "main"))
+    _git(board, "checkout", "-q", "honest")
+    result = publishing.validate(board, base="main")
+    assert result.ok and "only contributions/ changed" in "\n".join(result.lines)
+
+
+@pytest.mark.parametrize("branch, refused", [("settings", True), ("honest", False)])
+def test_the_workflow_refuses_a_pull_request_outside_contributions_before_installing(
+        pull_requests, branch, refused):
+    """The generated workflow's own step, run by bash on each pull request's checkout."""
+    import subprocess
+
+    import yaml
+
+    board = pull_requests
+    workflow = yaml.safe_load((board / ".github" / "workflows" / "leaderboard.yml").read_text())
+    steps = workflow["jobs"]["check"]["steps"]
+    names = [s.get("name", s.get("uses", "")) for s in steps]
+    guard = next(i for i, n in enumerate(names) if n.startswith("Refuse a pull request"))
+    assert guard < next(i for i, n in enumerate(names) if n.startswith("Install robench"))
+    _git(board, "checkout", "-q", branch)
+    out = subprocess.run(["bash", "-e", "-c", steps[guard]["run"]], cwd=board, text=True,
+                         capture_output=True, env={**os.environ,
+                                                   "BASE_SHA": _git(board, "rev-parse", "main")})
+    assert (out.returncode != 0) == refused, out.stdout + out.stderr
+    assert ("leaderboard.json" in out.stdout) == refused
+
+
+def test_no_5_percent_sample_catches_a_forgery_hidden_among_its_siblings_95_percent():
+    """Why the default is not 5% (docs/publishing.md): a forger who raises the k lowest
+    trials of a stratum ends them among their siblings, where no weighting by value can tell
+    them apart; then any sample of s per stratum catches the forgery with the hypergeometric
+    chance 1 - C(n-k, s)/C(n, s), 0.68 for 5 of 100 and k = 20 (by hand: 1 - 24,040,016 /
+    75,287,520), and the weighted sample does no better."""
+    import numpy as np
+
+    from tests.reliability.forgery_simulation import blind_catch, catch_probability
+
+    assert abs(blind_catch(100, 5, 20) - (1 - 24_040_016 / 75_287_520)) < 1e-12
+    rng = np.random.default_rng(0)  # the formula against draws
+    drawn = np.mean([(rng.permutation(100)[:5] < 20).any() for _ in range(4000)])
+    assert abs(drawn - blind_catch(100, 5, 20)) < 0.03
+    table = catch_probability(ks=(20,), hows=("lowest",), seeds=100, fraction=0.05)
+    assert table["sample"] == 60  # 5 per stratum
+    assert table[(20, "lowest")] < blind_catch(100, 5, 20) + 0.1 < 0.95
+    table = catch_probability(ks=(20,), hows=("lowest",), seeds=100, fraction=0.15)
+    assert table[(20, "lowest")] > 0.9  # 15 per stratum: blind 0.974
 
 
 # ---------------------------------------------------------------------- hostile files
@@ -365,6 +528,34 @@ def test_a_second_publish_refuses_while_one_runs_and_waits_when_asked(board):
     out = _publish("validate", board, "--wait", "60", timeout=120)
     t.join()
     assert out.returncode == 0 and holder_done.is_set(), out.stderr
+
+
+def test_what_a_killed_step_left_is_removed_by_the_next_and_never_published(board, honest,
+                                                                           tmp_path):
+    """A hard kill mid-step leaves hidden temporary folders (validate's new staging, build's
+    new site, a folder moved aside, merge's work folder): the next step removes them under the
+    lock, a link among them unlinked without following it, and none is published."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not robench's")
+    made = [board / ".staging-new-k1l2", board / ".site-new-x9", board / ".site.old-4242",
+            board / "published" / ".merging-ab12"]
+    for folder in made:
+        folder.mkdir()
+        shutil.copyfile(honest, folder / "robench.db")
+    (board / ".staging-new-link").symlink_to(outside, target_is_directory=True)
+    shutil.copyfile(honest, board / "contributions" / "alice.db")
+    assert publishing.validate(board).ok
+    assert not [p for p in made if os.path.lexists(p)]
+    assert not os.path.lexists(board / ".staging-new-link")
+    assert (outside / "keep.txt").read_text() == "not robench's"
+    assert publishing.verify(board, seed=5).ok
+    assert publishing.merge(board).ok
+    assert sorted(p.name for p in (board / "published").iterdir()) == [
+        "accepted.json", "robench.db"]
+    assert [r["file"] for r in publishing.accepted(board).values()] == ["alice.db"]
+    ignored = (board / ".gitignore").read_text().split()
+    assert {".staging-new-*/", ".site-new-*/", "published/.merging-*/"} <= set(ignored)
 
 
 @pytest.mark.parametrize("name", ["leaderboard.json", "published/accepted.json"])
