@@ -61,6 +61,9 @@ class RunReport:
     n_aggregated: int = 0  # groups whose scores were computed in this run
     n_reused: int = 0  # groups whose inputs were unchanged: stored scores reported as they are
     adaptive: list = field(default_factory=list)  # --until decided: each rho table's decision
+    #: --budget: the deadline came before every planned trial ran (the rest was not started;
+    #: a trial in flight at the deadline was not stored)
+    budget_spent: bool = False
 
 
 def _combos(cfg, registry, metric, broken=None):
@@ -218,13 +221,20 @@ def protocol_not_applicable(protocol, combo, cfg, registry):
 
 def execute(cfg, registry, store, *, command: str = "robench run",
             on_event: Optional[Callable] = None, rescore: bool = False,
-            plan: Optional[Plan] = None, score: bool = True) -> RunReport:
+            plan: Optional[Plan] = None, score: bool = True,
+            deadline: Optional[float] = None, order: Optional[Callable] = None) -> RunReport:
     """Plan, run what is not stored yet, store every trial as it finishes, aggregate scores.
 
     Scores whose inputs did not change since they were stored are reused, not recomputed
     (see :func:`robench.run.scoring.score_groups`); ``rescore`` recomputes them all. A driver
     may pass its own ``plan`` (e.g. one round of :mod:`robench.run.adaptive`) and ``score=False``
     to run and store the trials only.
+
+    ``deadline`` (a :func:`time.monotonic` value; ``--budget``): no trial starts after it; the
+    run stops taking results at the first one stored past it (the executor is closed: a trial
+    still in flight is not stored, nothing stored is lost) and sets ``budget_spent``.
+    ``order(specs) -> specs`` replaces the longest-first order (a budgeted run orders by
+    what decides most).
     """
     from robench.data.cache import cache_dir
 
@@ -264,11 +274,13 @@ def execute(cfg, registry, store, *, command: str = "robench run",
         emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
              skipped=plan.skipped)
 
-        failed, interrupted, n_ran = [], False, 0
+        failed, interrupted, n_ran, spent = [], False, 0, False
         blocked = {}  # key -> error for trials whose shared preparation failed
         clustering = {}  # trial key -> key of the clustering its partitions come from
         try:
-            if todo:
+            if todo and deadline is not None and time.monotonic() >= deadline:
+                spent = True  # the budget is gone before this round: nothing starts
+            elif todo:
                 _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering)
                 for key, err in blocked.items():
                     row = _blocked_row(plan.specs[key], err)
@@ -276,13 +288,15 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                     store.save_trial(row)
                     failed.append(row)
                     emit("trial", row=row)
-                runnable = longest_first([s for s in todo if s["key"] not in blocked],
-                                         registry, store)
+                runnable = [s for s in todo if s["key"] not in blocked]
+                runnable = (order(runnable) if order is not None
+                            else longest_first(runnable, registry, store))
                 executor = registry.get("executors", cfg.executor).create(
                     registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
                 executor.trial_timeout = cfg.trial_timeout or None
+                rows = executor.run(runnable)
                 try:
-                    for row in executor.run(runnable):
+                    for row in rows:
                         row["run_id"] = run_id
                         if row.get("execution") is not None:  # how it ran (robench verify)
                             row["execution"] = {**row["execution"], "executor": cfg.executor}
@@ -294,7 +308,12 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                         if row["status"] != "ok":
                             failed.append(row)
                         emit("trial", row=row)
+                        if deadline is not None and time.monotonic() >= deadline:
+                            spent = len(todo) > n_ran + len(blocked)
+                            break
                 finally:
+                    if hasattr(rows, "close"):
+                        rows.close()  # a budget's stop: trials in flight are not stored
                     executor.close()
         except KeyboardInterrupt:
             interrupted = True
@@ -323,8 +342,11 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 store.finish_run(run_id, "failed")
             except Exception:  # noqa: BLE001 - the original error is the one to report
                 pass
+    if spent:
+        emit("budget_spent", ran=n_ran, left=len(todo) - n_ran - len(blocked))
     return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
-                     time.perf_counter() - t0, interrupted, n_aggregated, n_reused)
+                     time.perf_counter() - t0, interrupted, n_aggregated, n_reused,
+                     budget_spent=spent)
 
 
 def longest_first(specs: list, registry, store) -> list:
