@@ -152,7 +152,12 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
              "tables": [], "report": None, "budget_spent": False}
 
     others = [m for m in cfg.metrics if m not in paired]
-    if others:
+
+    def run_others() -> bool:
+        """Run the metrics without a paired comparison once, as a plain run; False if
+        interrupted."""
+        if not others:
+            return True
         other_cfg = replace(cfg, metrics=others)
         other_plan = plan_run(other_cfg, registry)
         report = execute(other_cfg, registry, store, command=command, on_event=on_event,
@@ -161,8 +166,10 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
         state["failed"] += report.failed
         state["skipped"] += report.skipped
         state["scores"] += report.scores
-        if report.interrupted:
-            return _final(state, t0)
+        state["budget_spent"] |= report.budget_spent
+        others.clear()
+        return not report.interrupted
+
     top = max_repeats or cfg.repeats
     races = [_Race(cfg, registry, store, registry.get("metrics", m), top, precision=precision,
                    alpha=alpha, on_event=on_event) for m in paired]
@@ -176,6 +183,10 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
                              command=command, on_event=on_event, plan=first)
             _add(state, report, first)
             state["failed"] += report.failed
+    # the order: every paired table's first look (the headline tables, all undecided), then
+    # the other metrics, then the further looks where they fit
+    if not any(r.pending for r in races) and not run_others():
+        return _final(state, t0)
     durations = None
     j = 0
     while any(r.pending for r in races):
@@ -212,6 +223,9 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
         looked = {(race, t) for race, t, _ in plans}
         for race in due:
             race.after_look(j, {t for r, t in looked if r is race}, spent=spent)
+        if j == 0 and not run_others():
+            return _final(state, t0)
+        spent = spent or (deadline is not None and time.monotonic() >= deadline)
         if spent:
             state["budget_spent"] = True
             for race in due:
