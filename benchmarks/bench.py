@@ -796,6 +796,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sections = ["naive", "flops", "startup", "help", "adaptive", "all", "projection", "scale",
                 "memory"]
+    sections.append("decided")
     p.add_argument("--only", action="append", choices=sections, help="run only these sections")
     p.add_argument("--skip", action="append", choices=sections, default=[], help="skip sections")
     p.add_argument("--repeats", type=int, default=10, help="repeats for the naive comparison")
@@ -871,6 +872,8 @@ def run_section(section, args, rows, extra):
         bench_memory(rows, jobs=min(args.jobs, 2))
     elif section == "help":
         bench_help(rows)
+    elif section == "decided":  # benchmarks/decided.py: pairs decided per CPU-minute, run --all
+        __import__("decided").bench_decided(rows, extra)
 
 
 def _print_table(rows, t0):

@@ -209,3 +209,30 @@ def test_racing_with_elimination_keeps_the_familywise_level_on_skewed_shapes(sha
         final = run_sequential(x, i, max_repeats=100, precision=0.005, cycle=k)
         control = error_rates(final, np.array(mean_x) / 0.9, precision=0.005)
         assert control["any_wrong"] > 0.05 + 2 * math.sqrt(0.05 * 0.95 / runs), control
+
+
+def test_the_decided_figure_replays_fixed_designs_and_the_race_from_stored_trials(
+        tiny_registry, tmp_path):
+    """benchmarks/decided.py on a raced tiny table: a fixed point for each profile whose
+    repeats every model has, then the race's looks, CPU-seconds growing with the repeats."""
+    import importlib.util
+    from pathlib import Path
+
+    from robench.storage.store import Store
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "decided.py"
+    mod = importlib.util.spec_from_file_location("decided_bench", path)
+    decided = importlib.util.module_from_spec(mod)
+    mod.loader.exec_module(decided)
+    s = Store(tmp_path / "r.db")
+    run_until_decided(cfg(repeats=12), tiny_registry, s, precision=1e-9, alpha=1e-9)
+    s.close()
+    (table,) = decided.replay(tmp_path / "r.db")
+    assert table["metric"] == "rho" and table["pairs"] == 1
+    labels = [p[0] for p in table["points"]]
+    assert labels == ["quick (3 repeats, fixed)", "standard (10 repeats, fixed)",
+                      "race look at 6", "race look at 12"]
+    cpu = dict((p[0], p[2]) for p in table["points"])
+    assert 0 < cpu["quick (3 repeats, fixed)"] < cpu["standard (10 repeats, fixed)"]
+    assert cpu["race look at 6"] < cpu["race look at 12"]
+    assert decided.figure_rows([table])[0][0] == "decided: rho tiny/kmeans"
