@@ -68,9 +68,12 @@ class _RunCommand(click.Command):
               help="Sources (clusters) per class (default: from the profile).")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
               help="Seed of everything.")
-@click.option("--profile", type=click.Choice(list(PROFILES)), default=DEFAULT_PROFILE,
-              show_default=True,
-              help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ".")
+@click.option("--profile", type=click.Choice(list(PROFILES)), default=None,
+              help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ". "
+                   f"Default: {DEFAULT_PROFILE}; `run --all` with none of --profile, "
+                   "--repeats, --until, --budget races the paired metrics' tables on the "
+                   "quick profile with a 10-minute budget for looks after the first "
+                   "(docs/running.md); name --profile quick for the fixed quick run.")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "
                    "or one a plugin adds. Only the process and dask executors can stop a "
@@ -173,8 +176,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     from robench.run.config import BUDGET_REPEATS, parse_duration
 
     seconds = parse_duration(budget) if budget is not None else None  # one line, exit 2
-    if until is None:
-        until = "decided" if seconds is not None else "fixed"
+    until, seconds, hard = default_race(run_all, profile, repeats, until, seconds)
+    profile = profile or DEFAULT_PROFILE
     if precision is not None and until != "decided":
         raise click.UsageError("--precision goes with --until decided (or --budget)")
     if cache_dir:
@@ -223,8 +226,14 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
             from robench.stats.sequential import PRECISION
 
             top = repeats or (BUDGET_REPEATS if seconds is not None else None)
+            if not hard:
+                progress.echo(f"racing the tables of rho and coverage (the default of run "
+                              f"--all): first looks and the other metrics, then further "
+                              f"looks while they fit {seconds / 60:g} min; --profile quick "
+                              "runs the fixed quick profile instead")
             report = run_until_decided(cfg, reg, store, command=command, on_event=progress,
                                        rescore=rescore, budget=seconds, max_repeats=top,
+                                       hard_budget=hard,
                                        precision=PRECISION if precision is None else precision)
         else:
             import time
@@ -255,6 +264,23 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         sys.exit(130)
     if report.failed:
         sys.exit(1)
+
+
+def default_race(run_all: bool, profile, repeats, until, seconds) -> tuple:
+    """Return (until, budget seconds or None, hard budget?) of a run from its options.
+
+    ``--budget`` races (unless ``--until fixed``) and is hard: no trial starts after it.
+    ``run --all`` with none of --profile, --repeats, --until, --budget races on the quick
+    profile with :data:`robench.run.config.DEFAULT_BUDGET`, soft: every table's first look
+    and the other metrics always complete, further looks only while they fit.
+    """
+    from robench.run.config import DEFAULT_BUDGET
+
+    if seconds is not None:
+        return until or "decided", seconds, True
+    if run_all and profile is None and repeats is None and until is None:
+        return "decided", DEFAULT_BUDGET, False
+    return until or "fixed", None, True
 
 
 def _print_opt_in(opt_in, profile, width: int = DEFAULT_WIDTH):

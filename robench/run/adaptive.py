@@ -126,8 +126,8 @@ def with_repeats(cfg, spec, n: int):
 def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
                       alpha: float = ALPHA, command: str = "robench run --until decided",
                       on_event: Optional[Callable] = None, rescore: bool = False,
-                      budget: Optional[float] = None,
-                      max_repeats: Optional[int] = None) -> RunReport:
+                      budget: Optional[float] = None, max_repeats: Optional[int] = None,
+                      hard_budget: bool = True) -> RunReport:
     """Race the paired metrics' tables look by look until each is decided; return the report.
 
     ``max_repeats`` (default ``cfg.repeats``) is the most repeats a paired metric's model
@@ -142,6 +142,10 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
     budget" with the cost of its next look recorded (``next_look``). The report's
     ``scores`` are the final scores of each paired metric (annotated, :func:`annotate`) and
     the other metrics' scores; ``adaptive`` lists each table's decision.
+
+    ``hard_budget`` False (the default ``run --all``): the first round and the other metrics
+    run whatever the budget (what a fixed quick run would give is never lost to a slow
+    machine); the budget decides only whether further looks are taken.
     """
     paired = check_decided(cfg, precision, registry)
     t0 = time.perf_counter()
@@ -161,7 +165,8 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
         other_cfg = replace(cfg, metrics=others)
         other_plan = plan_run(other_cfg, registry)
         report = execute(other_cfg, registry, store, command=command, on_event=on_event,
-                         rescore=rescore, plan=other_plan, deadline=deadline)
+                         rescore=rescore, plan=other_plan,
+                         deadline=deadline if hard_budget else None)
         _add(state, report, other_plan)
         state["failed"] += report.failed
         state["skipped"] += report.skipped
@@ -213,7 +218,7 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
         n = max(race.plan_looks[min(j, len(race.plan_looks) - 1)] for race in due)
         report = execute(replace(cfg, metrics=metrics, repeats=n), registry, store,
                          command=command, on_event=on_event, plan=merged, score=False,
-                         deadline=deadline,
+                         deadline=deadline if hard_budget or j > 0 else None,
                          order=_table_order(plans) if deadline is not None else None)
         _add(state, report, merged)
         state["failed"] += report.failed

@@ -236,3 +236,36 @@ def test_the_decided_figure_replays_fixed_designs_and_the_race_from_stored_trial
     assert 0 < cpu["quick (3 repeats, fixed)"] < cpu["standard (10 repeats, fixed)"]
     assert cpu["race look at 6"] < cpu["race look at 12"]
     assert decided.figure_rows([table])[0][0] == "decided: rho tiny/kmeans"
+
+
+def test_run_all_alone_races_with_a_soft_default_budget_and_named_options_keep_their_meaning():
+    from robench.cli.run import default_race
+    from robench.run.config import DEFAULT_BUDGET
+
+    assert default_race(True, None, None, None, None) == ("decided", DEFAULT_BUDGET, False)
+    # a named profile, repeats or --until keep their fixed meaning
+    assert default_race(True, "quick", None, None, None) == ("fixed", None, True)
+    assert default_race(True, None, 3, None, None) == ("fixed", None, True)
+    assert default_race(True, None, None, "fixed", None) == ("fixed", None, True)
+    assert default_race(False, None, None, None, None) == ("fixed", None, True)
+    # --budget races, hard; with --until fixed it is a plain run with a deadline
+    assert default_race(False, None, None, None, 90.0) == ("decided", 90.0, True)
+    assert default_race(True, "paper", None, "fixed", 90.0) == ("fixed", 90.0, True)
+
+
+def test_a_soft_budget_still_completes_the_first_look(tiny_registry, store):
+    """hard_budget=False (the default run --all): with no time at all the first look still
+    runs whole (every model 6 repeats), and no further look is taken; the hard budget's
+    control runs nothing."""
+    soft = run_until_decided(cfg(repeats=24), tiny_registry, store, precision=1e-9,
+                             alpha=1e-9, budget=1e-6, hard_budget=False)
+    (info,) = soft.adaptive
+    assert info["looks_taken"] == [6] and set(info["repeats_by_model"].values()) == {6}
+    assert "budget" in info["stopped"] and soft.n_ran == 2 * 3 * 6
+    from robench.storage.store import Store
+
+    other = Store(store.path.parent / "hard.db")
+    hard = run_until_decided(cfg(repeats=24), tiny_registry, other, precision=1e-9,
+                             alpha=1e-9, budget=1e-6)
+    assert hard.n_ran == 0
+    other.close()
