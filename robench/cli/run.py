@@ -72,7 +72,7 @@ class _RunCommand(click.Command):
               help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ". "
                    f"Default: {DEFAULT_PROFILE}; `run --all` with none of --profile, "
                    "--repeats, --until, --budget races the paired metrics' tables on the "
-                   "quick profile with a 10-minute budget for looks after the first "
+                   "quick profile with a 9-minute budget for looks after the first "
                    "(docs/running.md); name --profile quick for the fixed quick run.")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "
@@ -314,6 +314,8 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
                + (" (-v lists why)" if report.skipped and not full else ""))
     lines += wrap(f"run {report.run_id}: {report.n_planned} trials planned, {report.n_cached} "
                   f"already stored, {report.n_ran} run, {failed} failed"
+                  + (f", {report.n_not_run} not run (time budget)"
+                     if getattr(report, "n_not_run", 0) else "")
                   + (" (listed above)" if failed else "") + f"; {skipped}; "
                   f"{report.seconds:.1f} s. Results in {db_path}.", width)
     db = "" if str(db_path) == "robench.db" else f" --db {shlex.quote(str(db_path))}"

@@ -36,7 +36,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from robench.run.runner import ConfigError, Plan, RunReport, execute, plan_run
+from robench.run import runner as _runner
+from robench.run.runner import ConfigError, Plan, RunReport, plan_run
 from robench.stats.paired import rank_text
 from robench.stats.ranks import chance_level, chance_margin, chance_reason
 from robench.stats.sequential import (ALPHA, EQUIVALENT, FIRST_LOOK, ORDERED, PRECISION, UNDECIDED,
@@ -153,7 +154,7 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
     if not cfg.knobs:
         cfg.resolve(registry)
     state = {"keys": set(), "ran": 0, "failed": [], "skipped": [], "scores": [],
-             "tables": [], "report": None, "budget_spent": False}
+             "tables": [], "report": None, "budget_spent": False, "store": store}
 
     others = [m for m in cfg.metrics if m not in paired]
 
@@ -162,11 +163,11 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
         interrupted."""
         if not others:
             return True
-        other_cfg = replace(cfg, metrics=others)
+        other_cfg = replace(cfg, metrics=list(others))
         other_plan = plan_run(other_cfg, registry)
-        report = execute(other_cfg, registry, store, command=command, on_event=on_event,
-                         rescore=rescore, plan=other_plan,
-                         deadline=deadline if hard_budget else None)
+        report = _runner.execute(other_cfg, registry, store, command=command,
+                                 on_event=on_event, rescore=rescore, plan=other_plan,
+                                 deadline=deadline if hard_budget else None)
         _add(state, report, other_plan)
         state["failed"] += report.failed
         state["skipped"] += report.skipped
@@ -183,9 +184,9 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
         if not race.all_tables:  # nothing applicable: a plain run records the skips
             first = plan_run(with_repeats(replace(cfg, metrics=[race.metric]), race.spec,
                                           race.plan_looks[0]), registry)
-            report = execute(with_repeats(replace(cfg, metrics=[race.metric]), race.spec,
-                                          race.plan_looks[0]), registry, store,
-                             command=command, on_event=on_event, plan=first)
+            report = _runner.execute(
+                with_repeats(replace(cfg, metrics=[race.metric]), race.spec, race.plan_looks[0]),
+                registry, store, command=command, on_event=on_event, plan=first)
             _add(state, report, first)
             state["failed"] += report.failed
     # the order: every paired table's first look (the headline tables, all undecided), then
@@ -216,7 +217,7 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
             break
         metrics = list(dict.fromkeys(race.metric for race, _, _ in plans))
         n = max(race.plan_looks[min(j, len(race.plan_looks) - 1)] for race in due)
-        report = execute(replace(cfg, metrics=metrics, repeats=n), registry, store,
+        report = _runner.execute(replace(cfg, metrics=metrics, repeats=n), registry, store,
                          command=command, on_event=on_event, plan=merged, score=False,
                          deadline=deadline if hard_budget or j > 0 else None,
                          order=_table_order(plans) if deadline is not None else None)
@@ -415,6 +416,7 @@ class _Race:
         repeats = {m: self.current[(t, m)][1] for m in ms}
         open_ = {ranked[k] for k in range(len(ranked)) if res["open"][0][k]}
         return {
+            "any": bool(np.isfinite(x).any()),
             "decided": bool(res["decided"][0]) and not unclear, "pairs": pairs,
             "order": order, "cycle": facts["cycle"], "repeats": repeats,
             "unranked": {m: guard[m][0] for m in ms if guard[m][0]},
@@ -444,7 +446,7 @@ class _Race:
     def _stop(self, t: tuple, reason: str, j: int) -> None:
         self.pending.remove(t)
         ev = self.last.get(t)
-        if ev is None:  # stopped before its first look finished: nothing to decide or score
+        if ev is None or not ev["any"]:  # no trial of it is stored: nothing to decide or score
             self.final[t] = None
             self.emit("decided", table=f"{t[0]}/{t[1]}", repeats={}, reason=reason)
             return
@@ -614,7 +616,14 @@ def _final(state: dict, t0: float) -> RunReport:
     """Return one report for every round: distinct trials planned, run and stored before."""
     report = state["report"]
     n_planned = len(state["keys"])
-    return RunReport(report.run_id, n_planned, n_planned - state["ran"], state["ran"],
+    not_run = 0
+    if state.get("store") is not None and (state["budget_spent"] or report.budget_spent
+                                           or report.interrupted):
+        ok = state["store"].ok_trial_keys(state["keys"])
+        failed = {f.get("key") for f in state["failed"]} - ok
+        not_run = max(n_planned - len(ok) - len(failed), 0)
+    return RunReport(report.run_id, n_planned, n_planned - state["ran"] - not_run, state["ran"],
                      state["failed"], state["skipped"], state["scores"],
                      time.perf_counter() - t0, report.interrupted, adaptive=state["tables"],
-                     budget_spent=state["budget_spent"] or report.budget_spent)
+                     budget_spent=state["budget_spent"] or report.budget_spent,
+                     n_not_run=not_run)

@@ -80,8 +80,10 @@ BUDGET_REPEATS = 40
 #: The time budget of the default ``robench run --all`` (no --profile, --repeats, --until or
 #: --budget given): it races the paired metrics' tables; the first look of every table and
 #: the other metrics always complete (they are what a fixed quick run would give), further
-#: looks run only where they fit what is left of these seconds (docs/running.md says why).
-DEFAULT_BUDGET = 600.0
+#: looks run only where they fit what is left of these seconds (docs/running.md says why):
+#: 9 minutes of racing, so that with planning and scoring the command stays under 10 on an
+#: idle 2-core machine.
+DEFAULT_BUDGET = 540.0
 #: The longest --budget accepted (a week).
 MAX_BUDGET = 7 * 24 * 3600.0
 _UNITS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}

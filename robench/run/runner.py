@@ -64,6 +64,7 @@ class RunReport:
     #: --budget: the deadline came before every planned trial ran (the rest was not started;
     #: a trial in flight at the deadline was not stored)
     budget_spent: bool = False
+    n_not_run: int = 0  # planned trials neither stored before nor run (the budget ended first)
 
 
 def _combos(cfg, registry, metric, broken=None):
@@ -346,7 +347,8 @@ def execute(cfg, registry, store, *, command: str = "robench run",
         emit("budget_spent", ran=n_ran, left=len(todo) - n_ran - len(blocked))
     return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
                      time.perf_counter() - t0, interrupted, n_aggregated, n_reused,
-                     budget_spent=spent)
+                     budget_spent=spent,
+                     n_not_run=len(todo) - n_ran - len(blocked) if spent else 0)
 
 
 def longest_first(specs: list, registry, store) -> list:

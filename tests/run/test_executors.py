@@ -137,8 +137,8 @@ def test_chunk_sizes_are_tens_to_hundreds_on_large_runs_and_one_on_small_ones():
     assert 10 <= chunk_size(2_000, 16) <= MAX_CHUNK
 
 
-def test_dask_runs_chunks_and_a_dying_worker_loses_no_trial(tiny_registry, store, dask_cluster,
-                                                            monkeypatch):
+def test_dask_runs_chunks_and_a_dying_worker_loses_no_trial(tiny_registry, store,
+                                                            dask_cluster, monkeypatch):
     """Chunks of 3 trials mixing a model that kills its worker with one that does not: the
     chunk that dies is retried trial by trial, every healthy trial is stored once, ok, and
     the culprit's trials are recorded as failed."""

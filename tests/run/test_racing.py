@@ -65,6 +65,7 @@ def test_a_deadline_stops_taking_trials_and_keeps_every_stored_one(tiny_registry
     report = execute(c, tiny_registry, store, on_event=slow_first,
                      deadline=time.monotonic() + 0.2)
     assert report.budget_spent and report.n_ran == 1
+    assert report.n_not_run == report.n_planned - 1
     assert "budget_spent" in events
     rows = store.trials()
     assert len(rows) == 1 and rows[0]["status"] == "ok"
