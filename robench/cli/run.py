@@ -215,6 +215,13 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
              err=True, fg="yellow")
     if dry_run:
         _print_plan(plan, cfg, db_path)
+        if until == "decided":
+            click.echo("\nThis run races the tables of the metrics with a paired comparison "
+                       "(--until decided" + (", the default of run --all" if not hard else "")
+                       + "): the plan above is a plain run's at the profile's repeats; racing "
+                       "plans its looks as it goes (rho 10, 20, 40 repeats, coverage 6, 12, "
+                       "24, 40, only where pairs are undecided" + (
+                           f", within {seconds / 60:g} min" if seconds else "") + ").")
         _print_opt_in(chosen.opt_in, profile)
         return
     store = Store(db_path)
