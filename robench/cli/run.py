@@ -203,6 +203,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     from robench.run.runner import execute
     from robench.storage.store import Store
 
+    if until == "decided" and not hard:
+        from robench.run.adaptive import paired_metrics
+
+        if not paired_metrics(cfg.metrics, reg):  # the default race has nothing to race
+            until, seconds = "fixed", None
     if until == "decided":
         from robench.run.adaptive import check_decided
         from robench.stats.sequential import PRECISION

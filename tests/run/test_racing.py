@@ -270,3 +270,25 @@ def test_a_soft_budget_still_completes_the_first_look(tiny_registry, store):
                              alpha=1e-9, budget=1e-6)
     assert hard.n_ran == 0
     other.close()
+
+
+def test_run_all_of_metrics_without_a_paired_comparison_stays_a_plain_run(tiny_registry,
+                                                                         tmp_path,
+                                                                         monkeypatch):
+    """`run --all --metric lost-test`: the racing default has nothing to race, so it is the
+    plain run (not the error --until decided gives when no metric can race)."""
+    import robench.run.runner
+    from robench.cli import cli
+    from robench.run.runner import RunReport
+
+    seen = []
+
+    def fake_execute(cfg, registry, store, **kw):
+        seen.append((cfg.metrics, kw.get("deadline")))
+        return RunReport(1, 0, 0, 0, [], [], [], 0.0)
+
+    monkeypatch.setattr(robench.run.runner, "execute", fake_execute)
+    res = CliRunner().invoke(cli, ["run", "--all", "-d", "tiny", "--metric", "lost-test",
+                                   "--executor", "local", "--db", str(tmp_path / "r.db")])
+    assert res.exit_code == 0, res.output
+    assert seen == [(["lost-test"], None)]
