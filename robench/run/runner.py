@@ -231,9 +231,10 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     may pass its own ``plan`` (e.g. one round of :mod:`robench.run.adaptive`) and ``score=False``
     to run and store the trials only.
 
-    ``deadline`` (a :func:`time.monotonic` value; ``--budget``): no trial starts after it; the
-    run stops taking results at the first one stored past it (the executor is closed: a trial
-    still in flight is not stored, nothing stored is lost) and sets ``budget_spent``.
+    ``deadline`` (a :func:`time.monotonic` value; ``--budget``): past it nothing starts; the
+    run stops at the first trial stored after it (the executor is closed: trials not started
+    are cancelled, one still in flight is not stored, nothing stored is lost), so it overruns
+    the deadline by at most the trials running at that moment, and sets ``budget_spent``.
     ``order(specs) -> specs`` replaces the longest-first order (a budgeted run orders by
     what decides most).
     """
