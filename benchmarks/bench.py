@@ -841,7 +841,7 @@ def bench_help(rows: list):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sections = ["naive", "flops", "startup", "help", "adaptive", "all", "projection", "scale",
-                "memory", "batched"]
+                "memory", "batched", "decided"]
     p.add_argument("--only", action="append", choices=sections, help="run only these sections")
     p.add_argument("--skip", action="append", choices=sections, default=[], help="skip sections")
     p.add_argument("--repeats", type=int, default=10, help="repeats for the naive comparison")
@@ -923,6 +923,8 @@ def run_section(section, args, rows, extra):
         bench_help(rows)
     elif section == "batched":
         bench_batched(rows, args.batched_repeats, args.jobs, args.batched_device)
+    elif section == "decided":  # benchmarks/decided.py: pairs decided per CPU-minute, run --all
+        __import__("decided").bench_decided(rows, extra)
 
 
 def _print_table(rows, t0):

@@ -282,12 +282,15 @@ class PairedComparison:
     accuracy is x, the inclusive one i, a random split None). ``interval(score, level)``
     returns a score's interval (a :class:`robench.stats.intervals.Interval`) at ``level``, or
     None for a score without one: the intervals a sequential stop reports at its corrected
-    level.
+    level. ``repeats_knob`` (``"section.knob"``) names the knob that sets the metric's repeats
+    where the run's ``--repeats`` does not (coverage: ``coverage.repeats``); racing sets it to
+    each look's repeats. None: the run's repeats.
     """
 
     score: str
     values: Callable[[dict], Optional[tuple]]
     interval: Callable[["Score", float], Any]
+    repeats_knob: Optional[str] = None
 
 
 @dataclass(frozen=True)

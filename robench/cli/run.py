@@ -68,9 +68,12 @@ class _RunCommand(click.Command):
               help="Sources (clusters) per class (default: from the profile).")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
               help="Seed of everything.")
-@click.option("--profile", type=click.Choice(list(PROFILES)), default=DEFAULT_PROFILE,
-              show_default=True,
-              help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ".")
+@click.option("--profile", type=click.Choice(list(PROFILES)), default=None,
+              help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ". "
+                   f"Default: {DEFAULT_PROFILE}; `run --all` with none of --profile, "
+                   "--repeats, --until, --budget races the paired metrics' tables on the "
+                   "quick profile with a 9-minute budget for looks after the first "
+                   "(docs/running.md); name --profile quick for the fixed quick run.")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "
                    "or one a plugin adds. Only the process and dask executors can stop a "
@@ -105,13 +108,21 @@ class _RunCommand(click.Command):
               help="Override a knob (repeatable), e.g. --set train.max_epochs=10; VALUE is "
                    "JSON (a bare word is a string). The sections are listed below; "
                    "`robench knobs` shows every knob with its type, default and profile values.")
-@click.option("--until", "until", type=click.Choice(["fixed", "decided"]), default="fixed",
-              show_default=True,
-              help="fixed: every repeat at once. decided: rho tables in rounds of 6, 12, 24, "
-                   "... repeats up to --repeats (or the profile's), intervals at a level "
-                   "corrected for the looks; a model stops once its pairs are decided "
-                   "(the paired test orders them, or shows them within ±--precision), a "
-                   "table once all are (docs/adaptive.md).")
+@click.option("--until", "until", type=click.Choice(["fixed", "decided"]), default=None,
+              help="fixed: every repeat at once (the default without --budget). decided: the "
+                   "tables of every metric that declares a paired comparison (rho, coverage) "
+                   "race in looks (10, 20, 40, ... repeats at whole cycles of the sources; "
+                   "6, 12, 24, ... without) up to --repeats (or the profile's), tested at a "
+                   "level corrected for the looks; a model stops once its pairs are decided "
+                   "(ordered, or shown within ±--precision), a table once all are "
+                   "(docs/adaptive.md). The default with --budget.")
+@click.option("--budget", "budget", default=None, metavar="DURATION",
+              help="Stop starting trials after this long (90s, 10m, 1h) and race the paired "
+                   "metrics' tables (--until decided) up to --repeats (default 40): the other "
+                   "metrics first, then each table's first look, then further looks only "
+                   "where one fits what is left, cheapest per undecided pair first. A trial "
+                   "in flight at the end is not stored; nothing stored is lost. The summary "
+                   "says what is decided and what the rest would take.")
 @click.option("--precision", type=Finite(min=0, min_open=True, max=1), default=None,
               help="With --until decided: two models whose rho difference is shown to lie "
                    "within ±this are equivalent, a decided tie (default 0.01).")
@@ -130,7 +141,7 @@ class _RunCommand(click.Command):
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
         profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
-        precision,
+        budget, precision,
         rescore, dry_run, verbose, db_path,
         trial_timeout):
     """Run trials, store them, compute and print scores.
@@ -149,6 +160,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run -d synthetic-sources -c oracle --profile paper
       robench run -d digits -m mlp --metric rho --set train.max_epochs=10
       robench run -d mnist-5k --metric rho --profile paper --until decided
+      robench run --all --budget 10m
       robench run -d digits -m cnn-2 --device cuda
       robench run --all --profile standard --dry-run
 
@@ -161,8 +173,13 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
 
     if not (run_all or datasets_names or models_names or clusterers_names or metric_names):
         raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
+    from robench.run.config import BUDGET_REPEATS, parse_duration
+
+    seconds = parse_duration(budget) if budget is not None else None  # one line, exit 2
+    until, seconds, hard = default_race(run_all, profile, repeats, until, seconds)
+    profile = profile or DEFAULT_PROFILE
     if precision is not None and until != "decided":
-        raise click.UsageError("--precision goes with --until decided")
+        raise click.UsageError("--precision goes with --until decided (or --budget)")
     if cache_dir:
         set_cache_dir(cache_dir)
     if data_dir:
@@ -186,6 +203,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     from robench.run.runner import execute
     from robench.storage.store import Store
 
+    if until == "decided" and not hard:
+        from robench.run.adaptive import paired_metrics
+
+        if not paired_metrics(cfg.metrics, reg):  # the default race has nothing to race
+            until, seconds = "fixed", None
     if until == "decided":
         from robench.run.adaptive import check_decided
         from robench.stats.sequential import PRECISION
@@ -198,6 +220,13 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
              err=True, fg="yellow")
     if dry_run:
         _print_plan(plan, cfg, db_path)
+        if until == "decided":
+            click.echo("\nThis run races the tables of the metrics with a paired comparison "
+                       "(--until decided" + (", the default of run --all" if not hard else "")
+                       + "): the plan above is a plain run's at the profile's repeats; racing "
+                       "plans its looks as it goes (rho 10, 20, 40 repeats, coverage 6, 12, "
+                       "24, 40, only where pairs are undecided" + (
+                           f", within {seconds / 60:g} min" if seconds else "") + ").")
         _print_opt_in(chosen.opt_in, profile)
         return
     store = Store(db_path)
@@ -208,12 +237,22 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
             from robench.run.adaptive import run_until_decided
             from robench.stats.sequential import PRECISION
 
+            top = repeats or (BUDGET_REPEATS if seconds is not None else None)
+            if not hard:
+                progress.echo(f"racing the tables of rho and coverage (the default of run "
+                              f"--all): first looks and the other metrics, then further "
+                              f"looks while they fit {seconds / 60:g} min; --profile quick "
+                              "runs the fixed quick profile instead")
             report = run_until_decided(cfg, reg, store, command=command, on_event=progress,
-                                       rescore=rescore,
+                                       rescore=rescore, budget=seconds, max_repeats=top,
+                                       hard_budget=hard,
                                        precision=PRECISION if precision is None else precision)
         else:
+            import time
+
             report = execute(cfg, reg, store, command=command, on_event=progress,
-                             rescore=rescore, plan=plan)
+                             rescore=rescore, plan=plan,
+                             deadline=None if seconds is None else time.monotonic() + seconds)
     finally:
         progress.close()
         store.close()
@@ -239,6 +278,23 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         sys.exit(1)
 
 
+def default_race(run_all: bool, profile, repeats, until, seconds) -> tuple:
+    """Return (until, budget seconds or None, hard budget?) of a run from its options.
+
+    ``--budget`` races (unless ``--until fixed``) and is hard: no trial starts after it.
+    ``run --all`` with none of --profile, --repeats, --until, --budget races on the quick
+    profile with :data:`robench.run.config.DEFAULT_BUDGET`, soft: every table's first look
+    and the other metrics always complete, further looks only while they fit.
+    """
+    from robench.run.config import DEFAULT_BUDGET
+
+    if seconds is not None:
+        return until or "decided", seconds, True
+    if run_all and profile is None and repeats is None and until is None:
+        return "decided", DEFAULT_BUDGET, False
+    return until or "fixed", None, True
+
+
 def _print_opt_in(opt_in, profile, width: int = DEFAULT_WIDTH):
     if opt_in:
         listed = "; ".join(f"{k}: {', '.join(opt_in[k])}"
@@ -257,7 +313,7 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
 
     out = summary_lines(rows, sections, models=cfg.models, width=width)
     lines = list(out["lines"])
-    decided = _decided_line(out["tables"], report.adaptive, cfg)
+    decided = _decided_line(out["tables"], report.adaptive, cfg, report)
     if decided:
         lines += wrap(decided, width)
     if out["rest"]:
@@ -270,6 +326,8 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
                + (" (-v lists why)" if report.skipped and not full else ""))
     lines += wrap(f"run {report.run_id}: {report.n_planned} trials planned, {report.n_cached} "
                   f"already stored, {report.n_ran} run, {failed} failed"
+                  + (f", {report.n_not_run} not run (time budget)"
+                     if getattr(report, "n_not_run", 0) else "")
                   + (" (listed above)" if failed else "") + f"; {skipped}; "
                   f"{report.seconds:.1f} s. Results in {db_path}.", width)
     db = "" if str(db_path) == "robench.db" else f" --db {shlex.quote(str(db_path))}"
@@ -285,21 +343,14 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
         echo(line)
 
 
-def _decided_line(tables, adaptive, cfg) -> str:
+def _decided_line(tables, adaptive, cfg, report=None) -> str:
     """Return what the rank columns decided and what would decide the rest (flags that exist:
     a profile with more repeats, --until decided, --repeats)."""
     from robench.present.summary import decided_text
     from robench.run.config import REPEATS
 
-    if adaptive:  # --until decided: its own pair decisions (a decided tie is decided too)
-        pairs = [p for t in adaptive for p in (t.get("pairs") or [])]
-        open_ = sum(1 for p in pairs if p["status"] == "undecided")
-        text = (f"Decided (--until decided): {len(pairs) - open_} of {len(pairs)} adjacent "
-                "pairs (ordered or equivalent)")
-        if open_:
-            return (text + f"; the other {open_} reached --repeats {cfg.repeats}: a larger "
-                    "--repeats (or --precision) decides more.")
-        return text + "."
+    if adaptive:  # racing: its own pair decisions (a decided tie is decided too)
+        return _race_line(adaptive, cfg, report)
     text = decided_text(tables)
     if not text:
         return ""
@@ -313,6 +364,40 @@ def _decided_line(tables, adaptive, cfg) -> str:
     ways.append(f"--until decided --repeats {max(32, 2 * cfg.repeats)} (more repeats only "
                 "where a pair is undecided)")
     return f"{text} More repeats decide the rest: {', or '.join(ways)}."
+
+
+def _race_line(adaptive, cfg, report) -> str:
+    """Return what a racing run decided, per metric, and what would decide the rest: the
+    undecided tables' next looks and their projected worker time."""
+    by_metric: dict = {}
+    for t in adaptive:
+        by_metric.setdefault(t["metric"], []).append(t)
+    parts, nexts, seconds = [], [], 0.0
+    for metric, ts in by_metric.items():
+        pairs = [p for t in ts for p in (t.get("pairs") or [])]
+        open_ = sum(1 for p in pairs if p["status"] == "undecided")
+        parts.append(f"{metric} {len(pairs) - open_} of {len(pairs)} pairs in {len(ts)} "
+                     f"table{'s' if len(ts) != 1 else ''}")
+        for t in ts:
+            nxt = t.get("next_look")
+            if nxt and any(p["status"] == "undecided" for p in t.get("pairs") or []):
+                where = t["dataset"] + (f"/{t['clusterer']}" if t.get("clusterer") else "")
+                nexts.append(f"{metric} {where} ({nxt['repeats']} repeats of "
+                             f"{', '.join(nxt['models'])}, ~{_duration(nxt['seconds'])})")
+                seconds += nxt["seconds"]
+    spent = getattr(report, "budget_spent", False) or any(
+        "budget" in (t.get("stopped") or "") for t in adaptive)
+    text = ("Decided (racing" + (", time budget spent" if spent else "") + "): "
+            + "; ".join(parts) + " (ordered or equivalent).")
+    if nexts:
+        jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
+        text += (f" The next looks would decide more: {'; '.join(nexts[:6])}"
+                 + (f"; and {len(nexts) - 6} more" if len(nexts) > 6 else "")
+                 + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
+                 f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
+    elif any(any(p["status"] == "undecided" for p in t.get("pairs") or []) for t in adaptive):
+        text += " The rest reached the maximum repeats: a larger --repeats decides more."
+    return text
 
 
 def _duration(seconds: float) -> str:
@@ -512,6 +597,9 @@ class _Progress:
         elif event == "look":
             self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
                       f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
+        elif event == "budget_spent":
+            self.echo(f"time budget spent: {info['ran']} trial(s) of this round ran, "
+                      f"{info['left']} not started", fg="yellow")
         elif event == "decided":
             reps = ", ".join(f"{m} {r}" for m, r in info["repeats"].items())
             self.echo(f"{info['table']}: stopped ({info['reason']}); repeats: {reps}")

@@ -36,7 +36,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from robench.run.runner import ConfigError, Plan, RunReport, execute, plan_run
+from robench.run import runner as _runner
+from robench.run.runner import ConfigError, Plan, RunReport, plan_run
 from robench.stats.paired import rank_text
 from robench.stats.ranks import chance_level, chance_margin, chance_reason
 from robench.stats.sequential import (ALPHA, EQUIVALENT, FIRST_LOOK, ORDERED, PRECISION, UNDECIDED,
@@ -111,172 +112,412 @@ def check_decided(cfg, precision: float = PRECISION, registry=None) -> list:
     return paired
 
 
+def with_repeats(cfg, spec, n: int):
+    """Return ``cfg`` asking for ``n`` repeats of ``spec``'s metric: the run's ``repeats``, or
+    the knob its paired comparison names (``PairedComparison.repeats_knob``)."""
+    knob = spec.paired.repeats_knob if spec.paired is not None else None
+    if not knob:
+        return replace(cfg, repeats=n)
+    section, _, name = knob.partition(".")
+    settings = {k: dict(v) for k, v in (cfg.settings or {}).items()}
+    settings.setdefault(section, {})[name] = int(n)
+    return replace(cfg, settings=settings, knobs={})
+
+
 def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
                       alpha: float = ALPHA, command: str = "robench run --until decided",
-                      on_event: Optional[Callable] = None, rescore: bool = False) -> RunReport:
-    """Run the paired metrics' tables look by look until each is decided; return the report.
+                      on_event: Optional[Callable] = None, rescore: bool = False,
+                      budget: Optional[float] = None, max_repeats: Optional[int] = None,
+                      hard_budget: bool = True) -> RunReport:
+    """Race the paired metrics' tables look by look until each is decided; return the report.
 
-    ``cfg.repeats`` is the maximum. The report counts the trials of every round; its
+    ``max_repeats`` (default ``cfg.repeats``) is the most repeats a paired metric's model
+    gets; every other metric of ``cfg.metrics`` runs first at ``cfg.repeats``, as a plain run
+    would. The looks of all paired metrics run in rounds (round j: every undecided table's
+    j-th look, the trials of all of them in one executor pass), so no metric waits for
+    another's last look. ``budget`` (seconds, ``--budget``): the run stops starting trials
+    when it is spent (:func:`robench.run.runner.execute`'s deadline); from the second round
+    on, a table's next look is taken only if its projected cost (the trials' durations
+    stored in ``store``, else robench's reference durations) fits what is left, the tables
+    with the lowest cost per undecided pair first; a table left out stops "undecided: time
+    budget" with the cost of its next look recorded (``next_look``). The report's
     ``scores`` are the final scores of each paired metric (annotated, :func:`annotate`) and
-    the scores of any other metric in ``cfg.metrics``; ``adaptive`` (an attribute added to the
-    report) lists each table's decision.
+    the other metrics' scores; ``adaptive`` lists each table's decision.
+
+    ``hard_budget`` False (the default ``run --all``): the first round and the other metrics
+    run whatever the budget (what a fixed quick run would give is never lost to a slow
+    machine); the budget decides only whether further looks are taken.
     """
     paired = check_decided(cfg, precision, registry)
     t0 = time.perf_counter()
+    deadline = None if budget is None else time.monotonic() + float(budget)
     if not cfg.knobs:
         cfg.resolve(registry)
     state = {"keys": set(), "ran": 0, "failed": [], "skipped": [], "scores": [],
-             "tables": [], "report": None}
+             "tables": [], "report": None, "budget_spent": False, "store": store}
 
     others = [m for m in cfg.metrics if m not in paired]
-    if others:
-        other_cfg = replace(cfg, metrics=others)
+
+    def run_others() -> bool:
+        """Run the metrics without a paired comparison once, as a plain run; False if
+        interrupted."""
+        if not others:
+            return True
+        other_cfg = replace(cfg, metrics=list(others))
         other_plan = plan_run(other_cfg, registry)
-        report = execute(other_cfg, registry, store, command=command, on_event=on_event,
-                         rescore=rescore, plan=other_plan)
+        report = _runner.execute(other_cfg, registry, store, command=command,
+                                 on_event=on_event, rescore=rescore, plan=other_plan,
+                                 deadline=deadline if hard_budget else None)
         _add(state, report, other_plan)
         state["failed"] += report.failed
         state["skipped"] += report.skipped
         state["scores"] += report.scores
-        if report.interrupted:
-            return _final(state, t0)
-    for metric in paired:
-        _decide(cfg, registry, store, registry.get("metrics", metric), state,
-                precision=precision, alpha=alpha, command=command, on_event=on_event,
-                rescore=rescore)
-        if state["report"].interrupted:
-            break
-    return _final(state, t0)
+        state["budget_spent"] |= report.budget_spent
+        others.clear()
+        return not report.interrupted
 
+    top = max_repeats or cfg.repeats
+    races = [_Race(cfg, registry, store, registry.get("metrics", m), top, precision=precision,
+                   alpha=alpha, on_event=on_event) for m in paired]
+    for race in races:
+        state["skipped"] += race.skipped
+        if not race.all_tables:  # nothing applicable: a plain run records the skips
+            first = plan_run(with_repeats(replace(cfg, metrics=[race.metric]), race.spec,
+                                          race.plan_looks[0]), registry)
+            report = _runner.execute(
+                with_repeats(replace(cfg, metrics=[race.metric]), race.spec, race.plan_looks[0]),
+                registry, store, command=command, on_event=on_event, plan=first)
+            _add(state, report, first)
+            state["failed"] += report.failed
+    # the order: every paired table's first look (the headline tables, all undecided), then
+    # the other metrics, then the further looks where they fit
+    if not any(r.pending for r in races) and not run_others():
+        return _final(state, t0)
+    durations = None
+    j = 0
+    while any(r.pending for r in races):
+        due = [r for r in races if r.pending]
+        plans = {}
+        for race in due:
+            plans.update({(race, t, m): p for (t, m), p in race.look_plans(j).items()})
+        if deadline is not None:
+            if durations is None:
+                from robench.run.estimate import Durations, load_reference
 
-def _decide(cfg, registry, store, spec, state: dict, *, precision: float, alpha: float,
-            command: str, on_event: Optional[Callable], rescore: bool) -> None:
-    """Run one paired metric's tables look by look; add its trials and scores to ``state``."""
-    metric = spec.name
-    emit = on_event or (lambda *a, **k: None)
-    # looks at whole cycles of the balanced held-out design where the metric has sources
-    plan_looks = looks_for(cfg.repeats, FIRST_LOOK, cfg.k if spec.uses_clusterer else None)
-    level = corrected_level(len(plan_looks), alpha)
-    margin = chance_margin()
-    first = plan_run(replace(cfg, metrics=[metric], repeats=plan_looks[0]), registry)
-    state["skipped"] += first.skipped
-    tables = list(dict.fromkeys((g.combo.dataset.name, g.combo.clusterer.name)
-                                for g in first.groups))
-    if not tables:  # nothing applicable: a plain run records the skips
-        report = execute(replace(cfg, metrics=[metric], repeats=plan_looks[0]), registry,
-                         store, command=command, on_event=on_event, plan=first)
-        _add(state, report, first)
-        state["failed"] += report.failed
-        return
-    models = {t: [g.combo.model.name for g in first.groups
-                  if (g.combo.dataset.name, g.combo.clusterer.name) == t] for t in tables}
-    pending = list(tables)
-    history = {t: [] for t in tables}
-    current = {}  # (table, model) -> its group at the repeats it has so far
-    final = {}  # table -> (groups, adaptive details)
-    need = {t: list(models[t]) for t in tables}  # the models of each table to extend
-    dropped: dict = {}  # table -> {model: why it is not ranked}: it gets no more repeats
-    report = None
-    for j, n in enumerate(plan_looks):
-        if not pending:
-            break
-        emit("look", look=j + 1, looks=len(plan_looks), repeats=n,
-             tables=[f"{d}/{c}" for d, c in pending])
-        plans = {(t, m): _table_plan(cfg, registry, metric, t, m, n)
-                 for t in pending for m in need[t]}
+                durations = Durations(store.trial_durations(),
+                                      fallback=Durations(load_reference()[0]))
+            # the first look of every table runs whatever it costs (every metric gets its
+            # scores); later looks only where they fit
+            plans = _fit_budget(plans, store, durations, deadline, cfg.jobs, drop=j > 0)
         merged = _merge(list(plans.values()))
         merged.skipped = []
-        report = execute(replace(cfg, metrics=[metric], repeats=n), registry, store,
-                         command=command, on_event=on_event, plan=merged, score=False)
+        if not plans:  # nothing fits: every table left stops at its last look
+            for race in due:
+                race.stop_all(j, "undecided: the time budget is spent")
+            break
+        metrics = list(dict.fromkeys(race.metric for race, _, _ in plans))
+        n = max(race.plan_looks[min(j, len(race.plan_looks) - 1)] for race in due)
+        report = _runner.execute(replace(cfg, metrics=metrics, repeats=n), registry, store,
+                         command=command, on_event=on_event, plan=merged, score=False,
+                         deadline=deadline if hard_budget or j > 0 else None,
+                         order=_table_order(plans) if deadline is not None else None)
         _add(state, report, merged)
         state["failed"] += report.failed
         if report.interrupted:
-            return
-        for (t, m), p in plans.items():
-            current[(t, m)] = (p.groups[0], n)
-        last = j == len(plan_looks) - 1
-        for t in list(pending):
-            ms = models[t]
-            facts = _per_repeat(store, [current[(t, m)][0] for m in ms], n, spec.paired.values)
-            x, i = facts["x"], facts["i"]
-            # the chance guard first: a model not shown above chance + margin at a look is
-            # not compared, gets no more repeats and is listed unranked with the reason
-            guard = {m: _guard(i[0, k], facts["chance"], facts["basis"], level, margin)
-                     for k, m in enumerate(ms)}
-            for m in ms:
-                if m in dropped.setdefault(t, {}):
-                    guard[m] = (dropped[t][m], False)
-                elif guard[m][0] is not None:
-                    dropped[t][m] = guard[m][0]
-            ranked = [m for m in ms if guard[m][0] is None]
-            idx = [ms.index(m) for m in ranked]
-            if ranked:
-                res = table_look(x[:, idx], i[:, idx], precision, alpha, spec.higher_is_better,
-                                 cycle=facts["cycle"], looks=len(plan_looks))
-            else:  # nothing to rank: nothing to decide
-                res = {"estimate": np.zeros((1, 0)), "pairs": [], "status": np.zeros((1, 0)),
-                       "best": np.zeros((1, 0)), "worst": np.zeros((1, 0)),
-                       "decided": np.array([True]), "open": np.zeros((1, 0), bool)}
-            estimate = {m: _num(res["estimate"][0][k]) for k, m in enumerate(ranked)}
-            order = sorted(ranked, key=lambda m: (estimate[m] is None,
-                                                  -(estimate[m] or 0) if spec.higher_is_better
-                                                  else (estimate[m] or 0)))
-            pairs = []
-            for k, (a, b) in enumerate(res["pairs"]):
-                code = int(res["status"][0][k])
-                pairs.append({"pair": [ranked[a], ranked[b]], "status": STATUS_WORDS[code],
-                              "above": ranked[a] if code == 1 else ranked[b] if code == -1
-                              else None})
-            unclear = [m for m in ms if guard[m][0] is not None and guard[m][1]]
-            decided = bool(res["decided"][0]) and not unclear
-            statuses = [p["status"] for p in pairs]
-            reason = stop_reason(statuses, decided, n, plan_looks[-1])
-            if reason is None and last:
+            return _final(state, t0)
+        spent = report.budget_spent or (deadline is not None and time.monotonic() >= deadline)
+        looked = {(race, t) for race, t, _ in plans}
+        for race in due:
+            race.after_look(j, {t for r, t in looked if r is race}, spent=spent)
+        if j == 0 and not run_others():
+            return _final(state, t0)
+        spent = spent or (deadline is not None and time.monotonic() >= deadline)
+        if spent:
+            state["budget_spent"] = True
+            for race in due:
+                race.stop_all(j, "undecided: the time budget is spent")
+            break
+        j += 1
+    if durations is None and any(r.open_tables() for r in races):
+        from robench.run.estimate import Durations, load_reference
+
+        durations = Durations(store.trial_durations(), fallback=Durations(load_reference()[0]))
+    run_id = state["report"].run_id if state["report"] is not None else None
+    for race in races:
+        if durations is not None:
+            race.price_next_looks(durations)
+        if run_id is None:
+            continue
+        state["scores"] += race.score(run_id, rescore)
+        state["tables"] += race.tables()
+    return _final(state, t0)
+
+
+def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
+                drop: bool = True) -> dict:
+    """Return the look plans whose tables fit the time left, cheapest per undecided pair first
+    (with ``drop`` False: all of them, in that order).
+
+    A table's cost is the projected seconds of its trials not stored yet (``durations``;
+    a trial without an estimate costs the mean of those with one), shared by ``jobs``
+    workers. A table that does not fit is stopped by its race with the cost recorded.
+    """
+    by_table: dict = {}
+    for (race, t, m), p in plans.items():
+        by_table.setdefault((race, t), []).append(((race, t, m), p))
+    stored = store.ok_trial_keys([k for p in plans.values() for k in p.specs])
+    cost = {}
+    for rt, entries in by_table.items():
+        specs = {k: s for _, p in entries for k, s in p.specs.items() if k not in stored}
+        est = [durations.estimate(s)[0] for s in specs.values()]
+        known = [e for e in est if e is not None]
+        fill = sum(known) / len(known) if known else 1.0
+        cost[rt] = sum(e if e is not None else fill for e in est)
+    left = (deadline - time.monotonic()) * max(int(jobs), 1)
+    keep: dict = {}
+    for rt in sorted(by_table, key=lambda rt: cost[rt] / max(rt[0].undecided(rt[1]), 1)):
+        race, t = rt
+        if cost[rt] <= left or not drop:
+            left -= cost[rt]
+            keep.update(dict(by_table[rt]))
+        else:
+            race.stop_table(t, "undecided: its next look does not fit the time budget",
+                            next_seconds=cost[rt])
+    return keep
+
+
+def _table_order(plans: dict) -> Callable:
+    """Return an order for a budgeted round's trials: table by table, in the order the tables
+    were fitted (cheapest per undecided pair first), so a deadline leaves whole tables."""
+    rank: dict = {}
+    for k, ((race, t, m), p) in enumerate(plans.items()):
+        for key in p.specs:
+            rank.setdefault(key, k)
+    return lambda specs: sorted(specs, key=lambda s: rank.get(s["key"], len(rank)))
+
+
+class _Race:
+    """One paired metric's tables, look by look (the state :func:`run_until_decided` drives)."""
+
+    def __init__(self, cfg, registry, store, spec, top: int, *, precision: float,
+                 alpha: float, on_event: Optional[Callable]):
+        self.cfg, self.registry, self.store, self.spec = cfg, registry, store, spec
+        self.metric = spec.name
+        self.precision, self.alpha = precision, alpha
+        self.emit = on_event or (lambda *a, **k: None)
+        # looks at whole cycles of the balanced held-out design where the metric has sources
+        self.plan_looks = looks_for(top, FIRST_LOOK, cfg.k if spec.uses_clusterer else None)
+        self.level = corrected_level(len(self.plan_looks), alpha)
+        self.margin = chance_margin()
+        first = plan_run(with_repeats(replace(cfg, metrics=[self.metric]), spec,
+                                      self.plan_looks[0]), registry)
+        self.skipped = first.skipped
+        self.all_tables = list(dict.fromkeys(
+            (g.combo.dataset.name, g.combo.clusterer.name if g.combo.clusterer else "")
+            for g in first.groups))
+        self.models = {t: [g.combo.model.name for g in first.groups
+                           if (g.combo.dataset.name,
+                               g.combo.clusterer.name if g.combo.clusterer else "") == t]
+                       for t in self.all_tables}
+        self.pending = list(self.all_tables)
+        self.history = {t: [] for t in self.all_tables}
+        self.current: dict = {}  # (table, model) -> (its group, repeats it has so far)
+        self.final: dict = {}  # table -> (groups, adaptive details)
+        self.need = {t: list(self.models[t]) for t in self.all_tables}
+        self.dropped: dict = {}  # table -> {model: why it is not ranked}
+        self.last: dict = {}  # table -> the evaluation of its last look
+        self.plans: dict = {}
+        self.next_cost: dict = {}  # table -> projected seconds of its next look
+
+    def _n(self, j: int) -> int:
+        return self.plan_looks[min(j, len(self.plan_looks) - 1)]
+
+    def look_plans(self, j: int) -> dict:
+        """Return {(table, model): plan} of look j for the pending tables' open models."""
+        n = self._n(j)
+        if j < len(self.plan_looks):
+            self.emit("look", look=j + 1, looks=len(self.plan_looks), repeats=n,
+                      tables=[f"{self.metric}: {d}/{c}" if c else f"{self.metric}: {d}"
+                              for d, c in self.pending])
+        self.plans = {(t, m): self._plan(t, m, n) for t in self.pending for m in self.need[t]}
+        return self.plans
+
+    def _plan(self, table: tuple, model: str, n: int) -> Plan:
+        dataset, clusterer = table
+        sub = replace(self.cfg, metrics=[self.metric], datasets=[dataset],
+                      clusterers=[clusterer] if clusterer else self.cfg.clusterers,
+                      models=[model], explicit={})
+        return plan_run(with_repeats(sub, self.spec, n), self.registry)
+
+    def undecided(self, table: tuple) -> int:
+        """Return how many pairs of ``table`` are undecided (all of them before a look)."""
+        last = self.last.get(table)
+        if last is None:
+            m = len(self.models[table])
+            return m * (m - 1) // 2
+        return sum(p["status"] == UNDECIDED for p in last["pairs"])
+
+    def after_look(self, j: int, looked: set, *, spent: bool = False) -> None:
+        """Evaluate look j on the tables that took it; stop the decided ones."""
+        n = self._n(j)
+        for (t, m), p in self.plans.items():
+            if t in looked:
+                self.current[(t, m)] = (p.groups[0], n)
+        final_look = j >= len(self.plan_looks) - 1
+        for t in [t for t in self.pending if t in looked]:
+            ev = self._evaluate(t, n)
+            self.last[t] = ev
+            self.history[t].append(ev["history"])
+            reason = stop_reason([p["status"] for p in ev["pairs"]], ev["decided"], n,
+                                 self.plan_looks[-1])
+            if reason is None and final_look:
                 reason = "maximum repeats reached, undecided"
-            repeats = {m: current[(t, m)][1] for m in ms}
-            history[t].append({"look": n, "repeats": repeats, "decided": decided,
-                               "unranked": {m: guard[m][0] for m in ms if guard[m][0]},
-                               "pairs": {f"{p['pair'][0]} ~ {p['pair'][1]}":
-                                         p["above"] and f"{p['above']} above" or p["status"]
-                                         for p in pairs}})
-            open_ = {ranked[k] for k in range(len(ranked)) if res["open"][0][k]}
-            need[t] = [m for m in ms if m in open_ or m in unclear]
-            if reason is None:
+            self.need[t] = ev["need"]
+            if reason is not None:
+                self._stop(t, reason, j)
+
+    def _evaluate(self, t: tuple, n: int) -> dict:
+        spec = self.spec
+        ms = [m for m in self.models[t] if (t, m) in self.current]
+        facts = _per_repeat(self.store, [self.current[(t, m)][0] for m in ms], n,
+                            spec.paired.values)
+        x, i = facts["x"], facts["i"]
+        # the chance guard first: a model not shown above chance + margin at a look is not
+        # compared, gets no more repeats and is listed unranked with the reason
+        guard = {m: _guard(i[0, k], facts["chance"], facts["basis"], self.level, self.margin)
+                 for k, m in enumerate(ms)}
+        dropped = self.dropped.setdefault(t, {})
+        for m in ms:
+            if m in dropped:
+                guard[m] = (dropped[m], False)
+            elif guard[m][0] is not None:
+                dropped[m] = guard[m][0]
+        ranked = [m for m in ms if guard[m][0] is None]
+        idx = [ms.index(m) for m in ranked]
+        if ranked:
+            res = table_look(x[:, idx], i[:, idx], self.precision, self.alpha,
+                             spec.higher_is_better, cycle=facts["cycle"],
+                             looks=len(self.plan_looks))
+        else:  # nothing to rank: nothing to decide
+            res = {"estimate": np.zeros((1, 0)), "pairs": [], "status": np.zeros((1, 0)),
+                   "best": np.zeros((1, 0)), "worst": np.zeros((1, 0)),
+                   "decided": np.array([True]), "open": np.zeros((1, 0), bool)}
+        estimate = {m: _num(res["estimate"][0][k]) for k, m in enumerate(ranked)}
+        order = sorted(ranked, key=lambda m: (estimate[m] is None,
+                                              -(estimate[m] or 0) if spec.higher_is_better
+                                              else (estimate[m] or 0)))
+        pairs = []
+        for k, (a, b) in enumerate(res["pairs"]):
+            code = int(res["status"][0][k])
+            pairs.append({"pair": [ranked[a], ranked[b]], "status": STATUS_WORDS[code],
+                          "above": ranked[a] if code == 1 else ranked[b] if code == -1
+                          else None})
+        unclear = [m for m in ms if guard[m][0] is not None and guard[m][1]]
+        repeats = {m: self.current[(t, m)][1] for m in ms}
+        open_ = {ranked[k] for k in range(len(ranked)) if res["open"][0][k]}
+        return {
+            "any": bool(np.isfinite(x).any()),
+            "decided": bool(res["decided"][0]) and not unclear, "pairs": pairs,
+            "order": order, "cycle": facts["cycle"], "repeats": repeats,
+            "unranked": {m: guard[m][0] for m in ms if guard[m][0]},
+            "ranks": {m: rank_text(int(res["best"][0][k]), int(res["worst"][0][k]))
+                      for k, m in enumerate(ranked)},
+            "need": [m for m in ms if m in open_ or m in unclear],
+            "history": {"look": n, "repeats": repeats,
+                        "decided": bool(res["decided"][0]) and not unclear,
+                        "unranked": {m: guard[m][0] for m in ms if guard[m][0]},
+                        "pairs": {f"{p['pair'][0]} ~ {p['pair'][1]}":
+                                  p["above"] and f"{p['above']} above" or p["status"]
+                                  for p in pairs}},
+        }
+
+    def stop_table(self, t: tuple, reason: str, next_seconds: Optional[float] = None) -> None:
+        """Stop ``t`` before its next look (the budget): it keeps its last look's decision."""
+        if next_seconds is not None:
+            self.next_cost[t] = float(next_seconds)
+        if t in self.pending:
+            taken = len(self.history[t])
+            self._stop(t, reason, taken - 1)
+
+    def stop_all(self, j: int, reason: str) -> None:
+        for t in list(self.pending):
+            self.stop_table(t, reason)
+
+    def _stop(self, t: tuple, reason: str, j: int) -> None:
+        self.pending.remove(t)
+        ev = self.last.get(t)
+        if ev is None or not ev["any"]:  # no trial of it is stored: nothing to decide or score
+            self.final[t] = None
+            self.emit("decided", table=f"{t[0]}/{t[1]}", repeats={}, reason=reason)
+            return
+        pairs = ev["pairs"]
+        adaptive = {
+            "design": "adaptive", "rule": RULE, "score": self.spec.paired.score,
+            "max_repeats": self.plan_looks[-1], "looks_planned": self.plan_looks,
+            "looks_taken": self.plan_looks[:max(j, 0) + 1], "level": self.level,
+            "alpha": self.alpha, "precision": self.precision, "cycle": ev["cycle"],
+            "chance_margin": self.margin, "stopped": reason, "order": ev["order"],
+            "ranks": ev["ranks"], "unranked": ev["unranked"], "pairs": pairs,
+            "repeats_by_model": ev["repeats"], "history": self.history[t],
+        }
+        level, spec = self.level, self.spec
+        groups = []
+        for m in self.models[t]:
+            if (t, m) not in self.current:
                 continue
-            pending.remove(t)
-            intervals = {m: rank_text(int(res["best"][0][k]), int(res["worst"][0][k]))
-                         for k, m in enumerate(ranked)}
-            adaptive = {
-                "design": "adaptive", "rule": RULE, "score": spec.paired.score,
-                "max_repeats": plan_looks[-1], "looks_planned": plan_looks,
-                "looks_taken": plan_looks[:j + 1], "level": level, "alpha": alpha,
-                "precision": precision, "cycle": facts["cycle"], "chance_margin": margin,
-                "stopped": reason, "order": order, "ranks": intervals,
-                "unranked": {m: guard[m][0] for m in ms if guard[m][0]},
-                "pairs": pairs, "repeats_by_model": repeats, "history": history[t],
-            }
-            groups = []
-            for m in ms:
-                g, reps = current[(t, m)]
-                mine = {**adaptive, "repeats": reps, "rank": intervals.get(m),
-                        "model_stopped": (guard[m][0] if guard[m][0] else
-                                          _model_reason(m, pairs, reps, reason))}
-                groups.append(replace(g, options={"adaptive": {
-                    "repeats": reps, "looks_planned": plan_looks, "level": level,
-                    "precision": precision, "rule": RULE}},
-                    finish=lambda s, a=mine: annotate(s, level, a, spec.paired.interval)))
-            final[t] = (groups, {**adaptive, "repeats": max(repeats.values()),
-                                 "trials": sum(len(g.keys) for g in groups)})
-            emit("decided", table=f"{t[0]}/{t[1]}", repeats=repeats, reason=reason)
+            g, reps = self.current[(t, m)]
+            why = ev["unranked"].get(m)
+            mine = {**adaptive, "repeats": reps, "rank": ev["ranks"].get(m),
+                    "model_stopped": why or _model_reason(m, pairs, reps, reason)}
+            groups.append(replace(g, options={"adaptive": {
+                "repeats": reps, "looks_planned": self.plan_looks, "level": level,
+                "precision": self.precision, "rule": RULE}},
+                finish=lambda s, a=mine: annotate(s, level, a, spec.paired.interval)))
+        self.final[t] = (groups, {**adaptive, "repeats": max(ev["repeats"].values()),
+                                  "trials": sum(len(g.keys) for g in groups)})
+        self.emit("decided", table=f"{t[0]}/{t[1]}" if t[1] else t[0], repeats=ev["repeats"],
+                  reason=reason)
 
-    from robench.run.scoring import score_groups
+    def open_tables(self) -> list:
+        return [t for t, f in self.final.items()
+                if f is not None and any(p["status"] == UNDECIDED for p in f[1]["pairs"])]
 
-    groups = [g for t in tables if t in final for g in final[t][0]]
-    versions = {metric: registry.component_version("metrics", metric)}
-    new, _, _ = score_groups(groups, store, report.run_id, versions=versions, rescore=rescore)
-    state["scores"] += new
-    state["tables"] += [{"metric": metric, "dataset": t[0], "clusterer": t[1], **final[t][1]}
-                        for t in tables if t in final]
+    def price_next_looks(self, durations) -> None:
+        """Record, per table left undecided, its next look and that look's projected seconds
+        (what would decide more: the summary prints it)."""
+        for t in self.open_tables():
+            groups, info = self.final[t]
+            taken = len(info["looks_taken"])
+            if taken >= len(self.plan_looks):
+                info["next_look"] = None
+                continue
+            n = self.plan_looks[taken]
+            need = self.last[t]["need"]
+            if t not in self.next_cost:
+                stored = self.store.ok_trial_keys(
+                    [k for m in need for k in self._plan(t, m, n).specs])
+                est = [durations.estimate(s)[0] for m in need
+                       for k, s in self._plan(t, m, n).specs.items() if k not in stored]
+                known = [e for e in est if e is not None]
+                fill = sum(known) / len(known) if known else 0.0
+                self.next_cost[t] = sum(e if e is not None else fill for e in est)
+            info["next_look"] = {"repeats": n, "models": need,
+                                 "seconds": round(self.next_cost[t], 1)}
+
+    def score(self, run_id: int, rescore: bool) -> list:
+        from robench.run.scoring import score_groups
+
+        groups = [g for t in self.all_tables if self.final.get(t) for g in self.final[t][0]]
+        if not groups:
+            return []
+        versions = {self.metric: self.registry.component_version("metrics", self.metric)}
+        new, _, _ = score_groups(groups, self.store, run_id, versions=versions,
+                                 rescore=rescore)
+        return new
+
+    def tables(self) -> list:
+        return [{"metric": self.metric, "dataset": t[0], "clusterer": t[1], **self.final[t][1]}
+                for t in self.all_tables if self.final.get(t)]
 
 
 #: Pair status codes of :func:`robench.stats.paired.compare_all` in words.
@@ -375,6 +616,14 @@ def _final(state: dict, t0: float) -> RunReport:
     """Return one report for every round: distinct trials planned, run and stored before."""
     report = state["report"]
     n_planned = len(state["keys"])
-    return RunReport(report.run_id, n_planned, n_planned - state["ran"], state["ran"],
+    not_run = 0
+    if state.get("store") is not None and (state["budget_spent"] or report.budget_spent
+                                           or report.interrupted):
+        ok = state["store"].ok_trial_keys(state["keys"])
+        failed = {f.get("key") for f in state["failed"]} - ok
+        not_run = max(n_planned - len(ok) - len(failed), 0)
+    return RunReport(report.run_id, n_planned, n_planned - state["ran"] - not_run, state["ran"],
                      state["failed"], state["skipped"], state["scores"],
-                     time.perf_counter() - t0, report.interrupted, adaptive=state["tables"])
+                     time.perf_counter() - t0, report.interrupted, adaptive=state["tables"],
+                     budget_spent=state["budget_spent"] or report.budget_spent,
+                     n_not_run=not_run)

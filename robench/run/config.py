@@ -73,6 +73,41 @@ MAX_NUMBER = 10**15
 _MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch take any non-negative int; keep it portable
 
 
+#: The most repeats a paired metric's model gets in a budgeted run when --repeats is not given
+#: (looks 10, 20, 40 on the balanced design with 5 sources; 6, 12, 24, 40 without sources):
+#: the budget, not this cap, is what normally ends it.
+BUDGET_REPEATS = 40
+#: The time budget of the default ``robench run --all`` (no --profile, --repeats, --until or
+#: --budget given): it races the paired metrics' tables; the first look of every table and
+#: the other metrics always complete (they are what a fixed quick run would give), further
+#: looks run only where they fit what is left of these seconds (docs/running.md says why):
+#: 9 minutes of racing, so that with planning and scoring the command stays under 10 on an
+#: idle 2-core machine.
+DEFAULT_BUDGET = 540.0
+#: The longest --budget accepted (a week).
+MAX_BUDGET = 7 * 24 * 3600.0
+_UNITS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(text) -> float:
+    """Return the seconds of a duration written ``90s``, ``10m``, ``1.5h`` (a bare number:
+    seconds); raise ValueError with one line for anything else.
+
+    >>> parse_duration("10m"), parse_duration("90s"), parse_duration("1h")
+    (600.0, 90.0, 3600.0)
+    """
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", str(text).lower())
+    if not m or m.group(2) not in ("", *_UNITS):
+        raise ValueError(f"--budget: {str(text)[:40]!r} is not a duration; write it like "
+                         "90s, 10m or 1h")
+    seconds = float(m.group(1)) * _UNITS.get(m.group(2) or "s", 1.0)
+    if not 0 < seconds <= MAX_BUDGET:
+        raise ValueError(f"--budget: {str(text)[:40]!r} must be more than 0 and at most 7 days")
+    return seconds
+
+
 def default_jobs() -> int:
     """Return the default number of worker processes: one per core, at most 8."""
     return max(1, min(os.cpu_count() or 1, 8))

@@ -397,6 +397,28 @@ class ProcessExecutor(Executor):
 
 
 _DASK_ENVS: dict = {}
+#: The most trials one Dask task runs (a chunk): tens to hundreds per task keep a paper-scale
+#: run (~83,000 trials) from spending minutes in the scheduler (each task costs it ~ms).
+MAX_CHUNK = 100
+#: Chunks per worker a run is cut into at least (while chunks stay >= 1 trial), so every
+#: worker stays busy to the end and a small run still streams its results trial by trial.
+CHUNKS_PER_WORKER = 4
+#: Seconds between the driver's checks on a Dask task it waits for.
+POLL_SECONDS = 5.0
+#: Seconds the driver waits with no Dask worker connected before it records the trials it
+#: waits for as failed (a cluster whose workers all died is not restarted by robench).
+NO_WORKER_SECONDS = 60.0
+
+
+def chunk_size(n_trials: int, workers: int) -> int:
+    """Return how many trials one Dask task runs: about ``CHUNKS_PER_WORKER`` tasks per
+    worker, at least 1 and at most :data:`MAX_CHUNK` trials each.
+
+    >>> chunk_size(6, 2), chunk_size(1000, 2), chunk_size(83_000, 32)
+    (1, 100, 100)
+    """
+    per = -(-int(n_trials) // max(1, int(workers) * CHUNKS_PER_WORKER))
+    return max(1, min(MAX_CHUNK, per))
 
 
 def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str],
@@ -415,14 +437,37 @@ def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str],
     return execute_trial(spec, _DASK_ENVS[key], timeout)
 
 
+def execute_trials_on_worker(specs: list, recipe: dict, cache_dir: Optional[str],
+                             timeout: Optional[float] = None) -> list:
+    """Run a chunk of trials one after another on a Dask worker; return their rows in order.
+
+    Each trial is the pure function of its spec :func:`execute_trial_on_worker` runs (its
+    own time limit, its own failed row): one task per chunk instead of one per trial.
+    """
+    return [execute_trial_on_worker(spec, recipe, cache_dir, timeout) for spec in specs]
+
+
+class _NoProgress(Exception):
+    """A Dask task the driver waited for can no longer finish (no worker, or past its limit)."""
+
+
 class DaskExecutor(Executor):
-    """Run trials on a Dask distributed cluster; results stream back as they finish.
+    """Run trials on a Dask distributed cluster; results stream back as chunks finish.
 
     With ``scheduler`` (an address such as ``tcp://10.0.0.5:8786``, e.g. a cluster started by
     dask-jobqueue on SLURM or by dask-kubernetes) robench connects to it; without, it starts
     a local cluster of ``jobs`` single-threaded worker processes bound to 127.0.0.1 (never
     probing another address). Workers need robench and the run's plugins installed; they
     rebuild the registry from its recipe and compute anything missing from their cache.
+
+    Trials are submitted in chunks (:func:`chunk_size`: tens to hundreds per task on a large
+    run, one per task on a small one), keyed by their first trial's key and their size. A
+    worker that dies fails its chunk; its trials are then retried one per task (to find the
+    culprit, which is recorded as failed) under keys of their own. Only the driver stores
+    rows, by trial key, so a retry never duplicates or loses a stored trial. A task the driver
+    waits for is given up (its trials recorded as failed) when no worker has been connected
+    for :data:`NO_WORKER_SECONDS`, or, for a retried trial, when it runs past its
+    ``--trial-timeout`` plus :data:`HARD_GRACE` and a minute: the driver never waits for ever.
     """
 
     name = "dask"
@@ -466,46 +511,104 @@ class DaskExecutor(Executor):
                 )
             self._client = Client(self._cluster)
 
-    def run(self, specs):
-        from distributed import as_completed
+    def _workers(self) -> int:
+        try:
+            return len(self._client.scheduler_info().get("workers") or {})
+        except Exception:  # noqa: BLE001 - a scheduler that does not answer has no worker
+            return 0
 
+    def run(self, specs):
         specs = list(specs)
         if not specs:
             return
         self._connect()
-        futures = {self._submit(spec): spec for spec in specs}
+        size = chunk_size(len(specs), max(self._workers(), self.jobs))
+        futures = {}
+        for start in range(0, len(specs), size):
+            chunk = specs[start:start + size]
+            futures[self._submit(chunk)] = chunk
         suspects = []
         try:
-            for fut in as_completed(futures):
-                spec = futures[fut]
-                try:
-                    yield fut.result()
-                except Exception as exc:  # noqa: BLE001 - recorded, never raised
-                    if type(exc).__name__ == "KilledWorker":
-                        # Every task on a dying worker is reported killed, not only the one
-                        # that killed it: retry those one at a time to find the culprit.
-                        suspects.append(spec)
-                    else:
+            for fut, chunk, result, exc in self._as_finished(futures):
+                if exc is None:
+                    yield from result
+                elif isinstance(exc, _NoProgress):
+                    for spec in chunk:
+                        yield failed_row(spec, f"the Dask cluster made no progress: {exc}")
+                elif type(exc).__name__ == "KilledWorker":
+                    # Every task on a dying worker is reported killed, not only the one
+                    # that killed it: retry its trials one at a time to find the culprit.
+                    suspects.extend(chunk)
+                else:
+                    for spec in chunk:
                         yield failed_row(spec, f"{type(exc).__name__} on the Dask cluster: {exc}")
             for spec in suspects:
-                fut = self._submit(spec, retry=True)
-                futures[fut] = spec
-                try:
-                    yield fut.result()
-                except Exception as exc:  # noqa: BLE001
-                    yield failed_row(spec, f"{type(exc).__name__}: the Dask worker running this "
-                                     f"trial died (killed or out of memory): {exc}")
+                fut = self._submit([spec], retry=True)
+                futures[fut] = [spec]
+                for _, _, result, exc in self._as_finished({fut: [spec]}, retry=True):
+                    if exc is None:
+                        yield from result
+                    elif isinstance(exc, _NoProgress):
+                        yield failed_row(spec, f"the Dask worker running this trial died or "
+                                         f"hung, and the retry made no progress: {exc}")
+                    else:
+                        yield failed_row(spec, f"{type(exc).__name__}: the Dask worker running "
+                                         f"this trial died (killed or out of memory): {exc}")
         finally:
             for fut in futures:
                 if not fut.done():
                     fut.cancel()
 
-    def _submit(self, spec, retry=False):
+    def _as_finished(self, futures: dict, retry: bool = False):
+        """Yield (future, chunk, rows, exception) as tasks finish; give a task up (a
+        :class:`_NoProgress` exception) when no worker is connected for
+        :data:`NO_WORKER_SECONDS`, or, for a retry, past its time limit."""
+        import time
+
+        from distributed import wait
+
+        waiting = dict(futures)
+        started = time.monotonic()
+        alone_since = None
+        limit = (len(next(iter(futures.values()))) * (self.trial_timeout + HARD_GRACE) + 60.0
+                 if retry and self.trial_timeout else None)
+        while waiting:
+            try:
+                done, _ = wait(list(waiting), timeout=POLL_SECONDS, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                done = set()
+            for fut in done:
+                chunk = waiting.pop(fut)
+                try:
+                    yield fut, chunk, fut.result(), None
+                except Exception as exc:  # noqa: BLE001 - recorded, never raised
+                    yield fut, chunk, None, exc
+            if done or not waiting:
+                alone_since = None
+                continue
+            now = time.monotonic()
+            if limit is not None and now - started > limit:
+                stuck = _NoProgress(f"no result {limit:.0f} s after it was submitted "
+                                    "(its --trial-timeout, the hard grace and a minute)")
+            elif self._workers() == 0:
+                alone_since = alone_since or now
+                if now - alone_since < NO_WORKER_SECONDS:
+                    continue
+                stuck = _NoProgress(f"no Dask worker connected for {NO_WORKER_SECONDS:.0f} s")
+            else:
+                alone_since = None
+                continue
+            for fut, chunk in list(waiting.items()):
+                fut.cancel()
+                yield fut, chunk, None, stuck
+            waiting.clear()
+
+    def _submit(self, chunk: list, retry: bool = False):
         from robench.data.cache import cache_dir
 
-        key = f"trial-{spec['key']}" + ("-retry" if retry else "")
-        return self._client.submit(execute_trial_on_worker, spec, self.recipe, str(cache_dir()),
-                                   self.trial_timeout, key=key, pure=False)
+        key = (f"trials-{chunk[0]['key']}-{len(chunk)}" + ("-retry" if retry else ""))
+        return self._client.submit(execute_trials_on_worker, chunk, self.recipe,
+                                   str(cache_dir()), self.trial_timeout, key=key, pure=False)
 
     def close(self):
         if self._client is not None:

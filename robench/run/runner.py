@@ -61,6 +61,10 @@ class RunReport:
     n_aggregated: int = 0  # groups whose scores were computed in this run
     n_reused: int = 0  # groups whose inputs were unchanged: stored scores reported as they are
     adaptive: list = field(default_factory=list)  # --until decided: each rho table's decision
+    #: --budget: the deadline came before every planned trial ran (the rest was not started;
+    #: a trial in flight at the deadline was not stored)
+    budget_spent: bool = False
+    n_not_run: int = 0  # planned trials neither stored before nor run (the budget ended first)
 
 
 def _combos(cfg, registry, metric, broken=None):
@@ -218,13 +222,21 @@ def protocol_not_applicable(protocol, combo, cfg, registry):
 
 def execute(cfg, registry, store, *, command: str = "robench run",
             on_event: Optional[Callable] = None, rescore: bool = False,
-            plan: Optional[Plan] = None, score: bool = True) -> RunReport:
+            plan: Optional[Plan] = None, score: bool = True,
+            deadline: Optional[float] = None, order: Optional[Callable] = None) -> RunReport:
     """Plan, run what is not stored yet, store every trial as it finishes, aggregate scores.
 
     Scores whose inputs did not change since they were stored are reused, not recomputed
     (see :func:`robench.run.scoring.score_groups`); ``rescore`` recomputes them all. A driver
     may pass its own ``plan`` (e.g. one round of :mod:`robench.run.adaptive`) and ``score=False``
     to run and store the trials only.
+
+    ``deadline`` (a :func:`time.monotonic` value; ``--budget``): past it nothing starts; the
+    run stops at the first trial stored after it (the executor is closed: trials not started
+    are cancelled, one still in flight is not stored, nothing stored is lost), so it overruns
+    the deadline by at most the trials running at that moment, and sets ``budget_spent``.
+    ``order(specs) -> specs`` replaces the longest-first order (a budgeted run orders by
+    what decides most).
     """
     from robench.data.cache import cache_dir
 
@@ -264,11 +276,13 @@ def execute(cfg, registry, store, *, command: str = "robench run",
         emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
              skipped=plan.skipped)
 
-        failed, interrupted, n_ran = [], False, 0
+        failed, interrupted, n_ran, spent = [], False, 0, False
         blocked = {}  # key -> error for trials whose shared preparation failed
         clustering = {}  # trial key -> key of the clustering its partitions come from
         try:
-            if todo:
+            if todo and deadline is not None and time.monotonic() >= deadline:
+                spent = True  # the budget is gone before this round: nothing starts
+            elif todo:
                 _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering)
                 for key, err in blocked.items():
                     row = _blocked_row(plan.specs[key], err)
@@ -276,8 +290,9 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                     store.save_trial(row)
                     failed.append(row)
                     emit("trial", row=row)
-                runnable = longest_first([s for s in todo if s["key"] not in blocked],
-                                         registry, store)
+                runnable = [s for s in todo if s["key"] not in blocked]
+                runnable = (order(runnable) if order is not None
+                            else longest_first(runnable, registry, store))
                 executor = registry.get("executors", cfg.executor).create(
                     registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
                 executor.trial_timeout = cfg.trial_timeout or None
@@ -285,8 +300,9 @@ def execute(cfg, registry, store, *, command: str = "robench run",
 
                 if getattr(executor, "runs_units", False):
                     runnable = group_units(runnable, cfg.batch, cfg.jobs)
+                rows = executor.run(runnable)
                 try:
-                    for row in (r for item in executor.run(runnable) for r in unit_rows(item)):
+                    for row in (r for item in rows for r in unit_rows(item)):
                         row["run_id"] = run_id
                         if row.get("execution") is not None:  # how it ran (robench verify)
                             row["execution"] = {**row["execution"], "executor": cfg.executor}
@@ -298,7 +314,12 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                         if row["status"] != "ok":
                             failed.append(row)
                         emit("trial", row=row)
+                        if deadline is not None and time.monotonic() >= deadline:
+                            spent = len(todo) > n_ran + len(blocked)
+                            break
                 finally:
+                    if hasattr(rows, "close"):
+                        rows.close()  # a budget's stop: trials in flight are not stored
                     executor.close()
         except KeyboardInterrupt:
             interrupted = True
@@ -327,8 +348,12 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 store.finish_run(run_id, "failed")
             except Exception:  # noqa: BLE001 - the original error is the one to report
                 pass
+    if spent:
+        emit("budget_spent", ran=n_ran, left=len(todo) - n_ran - len(blocked))
     return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
-                     time.perf_counter() - t0, interrupted, n_aggregated, n_reused)
+                     time.perf_counter() - t0, interrupted, n_aggregated, n_reused,
+                     budget_spent=spent,
+                     n_not_run=len(todo) - n_ran - len(blocked) if spent else 0)
 
 
 def longest_first(specs: list, registry, store) -> list:

@@ -124,3 +124,69 @@ def test_cache_and_trial_keys_change_with_parameters_and_versions(tiny_registry)
     assert key() != k0
     reg._by_kind["models"]["centroid"] = replace(reg.get("models", "centroid"), version="2")
     assert key() != k0
+
+
+# --- Dask in chunks (issue 43) ----------------------------------------------------------------
+
+
+def test_chunk_sizes_are_tens_to_hundreds_on_large_runs_and_one_on_small_ones():
+    from robench.run.executors import MAX_CHUNK, chunk_size
+
+    assert chunk_size(6, 2) == 1 and chunk_size(1, 8) == 1
+    assert chunk_size(83_000, 32) == MAX_CHUNK == 100  # 830 tasks, not 83,000
+    assert 10 <= chunk_size(2_000, 16) <= MAX_CHUNK
+
+
+def test_dask_runs_chunks_and_a_dying_worker_loses_no_trial(tiny_registry, store,
+                                                            dask_cluster, monkeypatch):
+    """Chunks of 3 trials mixing a model that kills its worker with one that does not: the
+    chunk that dies is retried trial by trial, every healthy trial is stored once, ok, and
+    the culprit's trials are recorded as failed."""
+    from robench.run import executors
+
+    monkeypatch.setattr(executors, "CHUNKS_PER_WORKER", 1)
+    sizes = []
+    submit = executors.DaskExecutor._submit
+
+    def counting(self, chunk, retry=False):
+        sizes.append((len(chunk), retry))
+        return submit(self, chunk, retry)
+
+    monkeypatch.setattr(executors.DaskExecutor, "_submit", counting)
+    execute(cfg(executor="dask", models=["centroid", "die"],
+                executor_options={"scheduler": dask_cluster}), tiny_registry, store)
+    first = [n for n, retry in sizes if not retry]
+    assert first == [3, 3], "6 trials on 2 workers at 1 chunk per worker: two tasks of 3"
+    assert all(n == 1 for n, retry in sizes if retry)
+    rows = store.trials()
+    assert len(rows) == 6 and len({r["key"] for r in rows}) == 6
+    assert {r["model"] for r in rows if r["status"] == "failed"} == {"die"}
+    assert len([r for r in rows if r["status"] == "ok"]) == 3
+
+
+def test_a_dask_wait_with_no_worker_left_gives_up_instead_of_hanging(tiny_registry,
+                                                                     monkeypatch):
+    """A scheduler without workers (all died, none restarted): the first submission and the
+    retry of a suspect are both given up after NO_WORKER_SECONDS (their trials recorded as
+    failed), where the retry used to wait on fut.result() for ever."""
+    distributed = pytest.importorskip("distributed")
+    from robench.run import executors
+
+    monkeypatch.setattr(executors, "POLL_SECONDS", 0.2)
+    monkeypatch.setattr(executors, "NO_WORKER_SECONDS", 0.5)
+    cluster = distributed.LocalCluster(host="127.0.0.1", n_workers=0, processes=True,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+    try:
+        ex = executors.DaskExecutor(tiny_registry, jobs=1, scheduler=cluster.scheduler_address)
+        from robench.run.runner import plan_run
+
+        specs = list(plan_run(cfg(models=["centroid"]), tiny_registry).specs.values())[:2]
+        rows = list(ex.run(specs))
+        assert [r["status"] for r in rows] == ["failed", "failed"]
+        assert all("no Dask worker connected" in r["error"] for r in rows)
+        fut = ex._submit([specs[0]], retry=True)
+        (_, _, result, exc), = list(ex._as_finished({fut: [specs[0]]}, retry=True))
+        assert result is None and isinstance(exc, executors._NoProgress)
+        ex.close()
+    finally:
+        cluster.close()

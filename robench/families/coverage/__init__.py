@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from robench import hookimpl
 from robench.families.coverage import claims, leaderboard, metric, protocol, report
-from robench.specs import LeaderboardSection, MetricSpec, ProtocolSpec
+from robench.specs import LeaderboardSection, MetricSpec, PairedComparison, ProtocolSpec
 
 
 @hookimpl
@@ -41,6 +41,10 @@ def register_metrics(register):
         report=report.report_lines,
         claims=claims.all_coverage_claims,
         moved_from="robench.builtin.coverage",
+        # repeat r of every model shares its split and seed: racing (--until decided, --budget)
+        paired=PairedComparison(score=metric.METRIC, values=metric.paired_values,
+                                interval=metric.interval_at,
+                                repeats_knob=f"{protocol.SECTION}.repeats"),
         leaderboard=LeaderboardSection(build=leaderboard.section, template="coverage.html",
                                        templates=leaderboard.TEMPLATES,
                                        title="Coverage-guided accuracy",

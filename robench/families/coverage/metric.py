@@ -222,3 +222,30 @@ def aggregate(group: dict, trials: list) -> list:
                             details={**{k: v for k, v in g.items() if k != "accuracy"},
                                      "per_repeat": per}))
     return scores
+
+
+def paired_values(trial: dict):
+    """Return ("x", coverage-guided accuracy) of a finished coverage trial, else None.
+
+    coverage's paired comparison (MetricSpec.paired): repeat r trains every model's reference
+    model on the same stratified split with the same seed (:func:`robench.families.coverage.
+    protocol.repeat_seed` depends on the run's seed and r only), so the models of a data set
+    pair by repeat; the headline is a plain mean over the repeats (no denominator).
+    """
+    if trial.get("protocol") != "coverage" or trial.get("status") != "ok":
+        return None
+    extra = as_dict(trial.get("extra"))
+    if not extra or extra.get("not_applicable") or trial.get("not_applicable"):
+        return None
+    value = summarize(extra)["headline"]
+    return None if value is None else ("x", float(value))
+
+
+def interval_at(score, level: float):
+    """Return the headline's Student-t interval over its repeats at ``level``, or None."""
+    from robench.stats.intervals import mean_interval
+
+    per = [v for v in ((score.details or {}).get("per_repeat") or []) if v is not None]
+    if score.score != METRIC or len(per) < 2:
+        return None
+    return mean_interval(per, level, bounds=(0.0, 1.0))

@@ -1,0 +1,294 @@
+"""Racing on every paired metric and the time budget (``--budget``): issue 43."""
+
+import math
+import time
+import zlib
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tests.helpers import run_config
+from robench.run.adaptive import run_until_decided, with_repeats
+from robench.run.config import parse_duration
+from robench.run.runner import execute, plan_run
+from robench.stats import paired
+from robench.stats.sequential import error_rates, run_sequential
+
+
+def cfg(**kw):
+    base = dict(datasets=["tiny"], models=["centroid", "svm"], clusterers=["kmeans"],
+                metrics=["rho"], repeats=24, k=3, executor="local")
+    base.update(kw)
+    return run_config(**base)
+
+
+# --- the budget's duration --------------------------------------------------------------------
+
+
+def test_durations_parse_and_bad_ones_are_one_line_errors():
+    assert [parse_duration(t) for t in ("90s", "10m", "1h", "1.5h", "45", " 2 min ")] == \
+        [90.0, 600.0, 3600.0, 5400.0, 45.0, 120.0]
+    for bad in ("", "ten minutes", "-1m", "0s", "10q", "1e9", "8d", "inf", "9" * 400):
+        with pytest.raises(ValueError) as info:
+            parse_duration(bad)
+        assert "\n" not in str(info.value) and len(str(info.value)) < 120
+
+
+def test_a_bad_budget_exits_2_with_one_line_before_the_database_is_touched(tiny_registry,
+                                                                           tmp_path):
+    from robench.cli import cli
+
+    db = tmp_path / "r.db"
+    res = CliRunner().invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "--budget", "soon",
+                                   "--db", str(db)])
+    assert res.exit_code == 2
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--budget" in lines[0] and "Traceback" not in res.output
+    assert not db.exists()
+
+
+# --- a deadline stops a run cleanly -----------------------------------------------------------
+
+
+def test_a_deadline_stops_taking_trials_and_keeps_every_stored_one(tiny_registry, store):
+    """The deadline passes while the first trial runs: that trial is stored, no other starts,
+    the report says the budget is spent, and the stored trial is complete and reused."""
+    c = cfg(repeats=3)
+    events = []
+
+    def slow_first(event, **info):
+        events.append(event)
+        if event == "trial" and events.count("trial") == 1:
+            time.sleep(0.3)
+
+    report = execute(c, tiny_registry, store, on_event=slow_first,
+                     deadline=time.monotonic() + 0.2)
+    assert report.budget_spent and report.n_ran == 1
+    assert report.n_not_run == report.n_planned - 1
+    assert "budget_spent" in events
+    rows = store.trials()
+    assert len(rows) == 1 and rows[0]["status"] == "ok"
+    again = execute(c, tiny_registry, store)
+    assert again.n_cached == 1 and not again.budget_spent
+    assert again.n_ran == again.n_planned - 1
+
+
+def test_a_look_that_does_not_fit_the_budget_is_not_started_and_its_cost_is_said(
+        tiny_registry, store):
+    """The first look (6 repeats at k = 3) is stored; with no time left the race takes no
+    second look: nothing runs, the table stops 'undecided: ... time budget', and the
+    summary's material (next_look: 12 repeats, its projected seconds from the stored
+    durations) is recorded."""
+    execute(cfg(repeats=6), tiny_registry, store)
+    report = run_until_decided(cfg(repeats=24), tiny_registry, store, precision=1e-9,
+                               alpha=1e-9, budget=1e-6)
+    assert report.n_ran == 0
+    (info,) = report.adaptive
+    assert "time budget" in info["stopped"] and info["looks_taken"] == [6]
+    assert info["next_look"]["repeats"] == 12
+    assert set(info["next_look"]["models"]) == {"centroid", "svm"}
+    assert info["next_look"]["seconds"] > 0
+    assert {s["score"] for s in store.scores(metric="rho")} >= {"rho"}
+
+
+def test_without_a_budget_the_same_race_takes_its_next_look(tiny_registry, store):
+    """The control of the test above: the same store and race without a budget runs the
+    second look (so the budget, not the data, stopped it there)."""
+    execute(cfg(repeats=6), tiny_registry, store)
+    report = run_until_decided(cfg(repeats=24), tiny_registry, store, precision=1e-9,
+                               alpha=1e-9)
+    (info,) = report.adaptive
+    assert report.n_ran > 0 and info["looks_taken"][:2] == [6, 12]
+    assert "budget" not in info["stopped"]
+
+
+def test_the_cli_budget_races_and_prints_what_is_decided(tiny_registry, tmp_path):
+    from robench.cli import cli
+
+    db = tmp_path / "r.db"
+    res = CliRunner().invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "-m", "svm", "-c",
+                                   "kmeans", "--metric", "rho", "-k", "3", "--repeats", "12",
+                                   "--executor", "local", "--budget", "10m", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "Decided (racing" in res.output and "rho 1 of 1 pairs in 1 table" in res.output
+
+
+# --- every metric that declares a paired comparison races -------------------------------------
+
+
+def test_a_metric_whose_repeats_are_a_knob_gets_each_looks_repeats():
+    """coverage's repeats are the knob coverage.repeats: racing asks for a look's repeats
+    through it, and its trials pair by repeat (the split and seed of repeat r do not depend
+    on the model)."""
+    from robench.plugins import get_registry
+
+    reg = get_registry()
+    spec = reg.get("metrics", "coverage")
+    assert spec.paired is not None and spec.paired.repeats_knob == "coverage.repeats"
+    base = run_config(datasets=["digits"], models=["mlp", "cnn-1"], clusterers=["kmeans"],
+                      metrics=["coverage"], executor="local")
+    plan = plan_run(with_repeats(base, spec, 7), reg)
+    by_model = {}
+    for s in plan.specs.values():
+        by_model.setdefault(s["model"], []).append(s)
+    assert {m: len(v) for m, v in by_model.items()} == {"mlp": 7, "cnn-1": 7}
+    assert plan_run(base, reg).specs.keys() <= plan.specs.keys(), \
+        "the profile's repeats are the first repeats of the larger plan (reused, not rerun)"
+    from robench.families.coverage.protocol import repeat_seed
+
+    assert {repeat_seed(s["seed"], s["repeat"]) for s in by_model["mlp"]} == \
+        {repeat_seed(s["seed"], s["repeat"]) for s in by_model["cnn-1"]}
+
+
+def test_coverage_pairs_its_trials_by_repeat():
+    from robench.families.coverage.metric import interval_at, paired_values
+    from robench.specs import Score
+
+    extra = {"generated": {f"{m}@100": {"accuracy": a} for m, a in
+                           (("0-100", 0.5), ("30-70", 0.6), ("50-50", 0.7), ("70-30", 0.8),
+                            ("100-0", 0.9))}}
+    row = {"protocol": "coverage", "status": "ok", "extra": extra, "repeat": 2}
+    assert paired_values(row) == ("x", pytest.approx(0.7))
+    assert paired_values({**row, "status": "failed"}) is None
+    assert paired_values({**row, "extra": {"not_applicable": "no features"}}) is None
+    s = Score(dataset="d", model="m", clusterer="", metric="coverage", score="coverage",
+              value=0.7, details={"per_repeat": [0.6, 0.7, 0.8]})
+    wide, narrow = interval_at(s, 0.99), interval_at(s, 0.95)
+    assert wide.low < narrow.low < 0.7 < narrow.high < wide.high
+
+
+def test_check_decided_accepts_coverage_alone():
+    from robench.run.adaptive import check_decided
+
+    c = run_config(datasets=["digits"], models=["mlp"], metrics=["coverage"])
+    assert check_decided(c) == ["coverage"]
+
+
+# --- racing with elimination keeps its familywise level on the design's shapes -----------------
+
+
+def racing_tables(rng, runs, repeats, shape, k, rho_x, loadings, design="balanced"):
+    """Return (x, i) of tables of models with true exclusive means ``rho_x`` (inclusive 0.9
+    for all), hit by the held-out source's effect with ``loadings`` (the shapes of issue 41:
+    skewed or a rare hard source), plus own noise."""
+    m = len(rho_x)
+    eff = paired.source_effects(rng, runs, k, shape)
+    src = paired.held_out(rng, runs, repeats, k, design)
+    s = np.take_along_axis(eff, src, -1)[:, None, :]
+    x = (np.asarray(rho_x)[None, :, None] + np.asarray(loadings)[None, :, None] * s
+         + 0.01 * rng.standard_normal((runs, m, repeats)))
+    z = rng.standard_normal((runs, 1, repeats))
+    i = 0.9 + 0.01 * (math.sqrt(0.8) * z + math.sqrt(0.2) * rng.standard_normal(
+        (runs, m, repeats)))
+    return x, i
+
+
+@pytest.mark.parametrize("shape,k", [("lognormal", 5), ("hard", 5), ("hard", 10)])
+def test_racing_with_elimination_keeps_the_familywise_level_on_skewed_shapes(shape, k):
+    """Four models: two tied (equal rho, hit 0.02 and 0.06 by the source effect: the pair
+    the hard source pushes apart), one far above, one far below. The far models are
+    eliminated early (their pairs decide at the first look) while the tied pair races on to
+    100 repeats: the probability of any wrong call in a table stays at or below 5% (+2 MC
+    SE). The far models' repeats show the elimination happened."""
+    runs = 800
+    rng = np.random.default_rng(zlib.crc32(repr((shape, k, "race")).encode()))
+    mean_x = [0.80, 0.70, 0.70, 0.55]
+    x, i = racing_tables(rng, runs, 100, shape, k, mean_x, [0.03, 0.02, 0.06, 0.03])
+    final = run_sequential(x, i, max_repeats=100, precision=0.005, cycle=k)
+    res = error_rates(final, np.array(mean_x) / 0.9, precision=0.005)
+    assert res["any_wrong"] <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / runs), res
+    reps = final["repeats"].mean(0)
+    assert reps[0] < reps[1] and reps[3] < reps[2], reps  # the far models stopped first
+    assert reps[0] <= 2 * k * 1.5
+    if shape == "hard":
+        # control: the same race where the held-out sources are drawn at random (the
+        # balanced design absent) calls wrong orders far above the level (seen 11% at
+        # p = 0.2, 23% at p = 0.1), so the check above can fail
+        x, i = racing_tables(rng, runs, 100, shape, k, mean_x, [0.03, 0.02, 0.06, 0.03],
+                             design="random")
+        final = run_sequential(x, i, max_repeats=100, precision=0.005, cycle=k)
+        control = error_rates(final, np.array(mean_x) / 0.9, precision=0.005)
+        assert control["any_wrong"] > 0.05 + 2 * math.sqrt(0.05 * 0.95 / runs), control
+
+
+def test_the_decided_figure_replays_fixed_designs_and_the_race_from_stored_trials(
+        tiny_registry, tmp_path):
+    """benchmarks/decided.py on a raced tiny table: a fixed point for each profile whose
+    repeats every model has, then the race's looks, CPU-seconds growing with the repeats."""
+    import importlib.util
+    from pathlib import Path
+
+    from robench.storage.store import Store
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "decided.py"
+    mod = importlib.util.spec_from_file_location("decided_bench", path)
+    decided = importlib.util.module_from_spec(mod)
+    mod.loader.exec_module(decided)
+    s = Store(tmp_path / "r.db")
+    run_until_decided(cfg(repeats=12), tiny_registry, s, precision=1e-9, alpha=1e-9)
+    s.close()
+    (table,) = decided.replay(tmp_path / "r.db")
+    assert table["metric"] == "rho" and table["pairs"] == 1
+    labels = [p[0] for p in table["points"]]
+    assert labels == ["quick (3 repeats, fixed)", "standard (10 repeats, fixed)",
+                      "race look at 6", "race look at 12"]
+    cpu = dict((p[0], p[2]) for p in table["points"])
+    assert 0 < cpu["quick (3 repeats, fixed)"] < cpu["standard (10 repeats, fixed)"]
+    assert cpu["race look at 6"] < cpu["race look at 12"]
+    assert decided.figure_rows([table])[0][0] == "decided: rho tiny/kmeans"
+
+
+def test_run_all_alone_races_with_a_soft_default_budget_and_named_options_keep_their_meaning():
+    from robench.cli.run import default_race
+    from robench.run.config import DEFAULT_BUDGET
+
+    assert default_race(True, None, None, None, None) == ("decided", DEFAULT_BUDGET, False)
+    # a named profile, repeats or --until keep their fixed meaning
+    assert default_race(True, "quick", None, None, None) == ("fixed", None, True)
+    assert default_race(True, None, 3, None, None) == ("fixed", None, True)
+    assert default_race(True, None, None, "fixed", None) == ("fixed", None, True)
+    assert default_race(False, None, None, None, None) == ("fixed", None, True)
+    # --budget races, hard; with --until fixed it is a plain run with a deadline
+    assert default_race(False, None, None, None, 90.0) == ("decided", 90.0, True)
+    assert default_race(True, "paper", None, "fixed", 90.0) == ("fixed", 90.0, True)
+
+
+def test_a_soft_budget_still_completes_the_first_look(tiny_registry, store):
+    """hard_budget=False (the default run --all): with no time at all the first look still
+    runs whole (every model 6 repeats), and no further look is taken; the hard budget's
+    control runs nothing."""
+    soft = run_until_decided(cfg(repeats=24), tiny_registry, store, precision=1e-9,
+                             alpha=1e-9, budget=1e-6, hard_budget=False)
+    (info,) = soft.adaptive
+    assert info["looks_taken"] == [6] and set(info["repeats_by_model"].values()) == {6}
+    assert "budget" in info["stopped"] and soft.n_ran == 2 * 3 * 6
+    from robench.storage.store import Store
+
+    other = Store(store.path.parent / "hard.db")
+    hard = run_until_decided(cfg(repeats=24), tiny_registry, other, precision=1e-9,
+                             alpha=1e-9, budget=1e-6)
+    assert hard.n_ran == 0
+    other.close()
+
+
+def test_run_all_of_metrics_without_a_paired_comparison_stays_a_plain_run(tiny_registry,
+                                                                         tmp_path,
+                                                                         monkeypatch):
+    """`run --all --metric lost-test`: the racing default has nothing to race, so it is the
+    plain run (not the error --until decided gives when no metric can race)."""
+    import robench.run.runner
+    from robench.cli import cli
+    from robench.run.runner import RunReport
+
+    seen = []
+
+    def fake_execute(cfg, registry, store, **kw):
+        seen.append((cfg.metrics, kw.get("deadline")))
+        return RunReport(1, 0, 0, 0, [], [], [], 0.0)
+
+    monkeypatch.setattr(robench.run.runner, "execute", fake_execute)
+    res = CliRunner().invoke(cli, ["run", "--all", "-d", "tiny", "--metric", "lost-test",
+                                   "--executor", "local", "--db", str(tmp_path / "r.db")])
+    assert res.exit_code == 0, res.output
+    assert seen == [(["lost-test"], None)]
