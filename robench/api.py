@@ -46,6 +46,14 @@ from typing import Any, Iterable, Optional
 import numpy as np
 
 from robench.specs import DatasetSpec, ModelContext, ModelSpec
+from robench.data import Dataset, DatasetError
+from robench.builtin.references import image_rows
+from robench.data.cache import set_cache_dir
+from robench.plugins import make_registry
+from robench.run.config import check_value, knob_sections
+from robench.run.prepare import prepare
+from robench.run.runner import execute
+from robench.storage.store import Store
 
 #: The columns of every returned row, in order.
 ROW_COLUMNS = ("dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high",
@@ -237,7 +245,6 @@ def _codes(values, what: str):
 
 def arrays_dataset(data, name: Optional[str] = None):
     """Return a validated Dataset from ``(X, y)`` or ``(X, y, groups)``."""
-    from robench.data import Dataset, DatasetError
 
     if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
         raise ValueError("evaluate: data must be a data set name or reference, a "
@@ -252,8 +259,6 @@ def arrays_dataset(data, name: Optional[str] = None):
             raise DatasetError(f"evaluate: X must be numeric, got dtype {X.dtype}")
         flat, shape, pixels = X.astype(np.float32), None, False
     else:
-        from robench.builtin.references import image_rows
-
         # uint8 images stay uint8 pixels (value / 255), converted per batch by torch models
         flat, shape, pixels = image_rows(X, "evaluate: X")
     ds = Dataset(name or "arrays", flat, y, sources=groups, image_shape=shape,
@@ -333,10 +338,6 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
     >>> rows = robench.evaluate(LogisticRegression(max_iter=500), (X, y), metrics=["rho"])
     >>> robench.evaluate("timm:resnet18", "digits", metrics=["rho", "purity-ratio"])
     """
-    from robench.data.cache import set_cache_dir
-    from robench.plugins import make_registry
-    from robench.run.runner import execute
-    from robench.storage.store import Store
 
     if cache_dir:
         set_cache_dir(cache_dir)
@@ -344,7 +345,6 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
     in_memory = []
 
     # the data first: a torch factory is probed with the data's shape
-    from robench.data import Dataset
 
     if isinstance(data, str):
         dname = reg.get("datasets", data).name
@@ -387,7 +387,6 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
                          "executor='local', or pass registered names / references (workers "
                          "read data by path, e.g. 'npz:/shared/x.npz')")
 
-    from robench.run.prepare import prepare
 
     prepared = prepare(reg, profile=profile, datasets=[dname], models=[mname],
                        clusterers=[clusterers] if isinstance(clusterers, str) else clusterers or (),
@@ -421,7 +420,6 @@ def _plain(value: Any) -> Any:
 
 def _check_settings(settings: dict, registry) -> dict:
     """Return ``settings`` ({section: {knob: value}}) checked like ``--set`` values."""
-    from robench.run.config import check_value, knob_sections
 
     if not isinstance(settings, dict):
         raise ValueError("evaluate: settings must be a dict {section: {knob: value}}, e.g. "

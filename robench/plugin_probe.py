@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 from typing import Optional
+from robench.data.cache import cache_dir, content_key
+import robench
 
 #: Seconds a plugin may take to import and register its components in the probe.
 PLUGIN_TIMEOUT = 30.0
@@ -94,9 +96,6 @@ def _stamp(ep) -> list:
 
 def _cache_file(eps) -> Optional[str]:
     try:
-        import robench
-        from robench.data.cache import cache_dir, content_key
-
         here = os.path.dirname(os.path.abspath(robench.__file__))
         own = []  # the code that judges: a changed robench judges again
         for rel in ("plugins.py", "plugin_probe.py", "specs.py", "hookspecs.py",

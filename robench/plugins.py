@@ -13,9 +13,17 @@ from typing import Optional
 
 import pluggy
 
+import robench
 from robench import hookspecs
-from robench.specs import KINDS, ModelResolverSpec
+from robench.data import Dataset, DatasetError
+from robench.data.model_references import resolve_model
+from robench.data.references import resolve
 from robench.errors import PluginError, UnknownComponentError  # noqa: F401 (public here too)
+from robench.plugin_probe import describe, plugin_timeout, shown
+from robench.plugin_probe import verdicts as probe
+from robench.process.guard import (TrialTimeout, sigint_watched, time_limit, unwatch_sigint,
+                                   user_interrupted, watch_sigint)
+from robench.specs import KINDS, ModelResolverSpec
 
 #: Built-in plugins, registered through the same manager as third-party ones.
 DEFAULT_PLUGINS = (
@@ -83,8 +91,6 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
     pm.add_hookspecs(hookspecs)
     infos: dict = {}
     if builtins:
-        import robench
-
         for modname in DEFAULT_PLUGINS:
             mod = importlib.import_module(modname)
             pm.register(mod, name=modname)
@@ -98,9 +104,6 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
 
 
 def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
-    from robench.plugin_probe import describe, plugin_timeout
-    from robench.plugin_probe import verdicts as probe
-
     try:
         eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
     except Exception:  # noqa: BLE001 - broken installed metadata must not stop start-up
@@ -150,8 +153,6 @@ def plugin_code(what: str, seconds: Optional[float]):
     the probe covers the rest) :class:`PluginTimeout` is raised."""
     import signal
 
-    from robench.process.guard import (TrialTimeout, sigint_watched, time_limit, unwatch_sigint,
-                                   user_interrupted, watch_sigint)
 
     previous = signal.getsignal(signal.SIGINT)
     watching = not sigint_watched() and previous is not None and watch_sigint()
@@ -217,8 +218,6 @@ class Registry:
 
         def register(spec):
             if not isinstance(spec, spec_cls):
-                from robench.plugin_probe import shown
-
                 raise _Wrong(
                     f"plugin '{plugin_name}' registered {shown(spec)} with {KINDS[kind][0]}; "
                     f"expected a {spec_cls.__name__}"
@@ -246,7 +245,6 @@ class Registry:
             table[spec.name] = replace(spec, plugin=plugin_name)
             info.components.setdefault(kind, []).append(spec.name)
 
-        from robench.plugin_probe import describe, plugin_timeout
 
         hook = KINDS[kind][0]
         try:
@@ -292,8 +290,6 @@ class Registry:
         named two ways is one data set, and a worker resolves the name it is sent the same way.
         """
         if reference not in self._resolved:
-            from robench.data.references import resolve
-
             spec = resolve(self, reference)
             self._resolved[reference] = self._resolved.setdefault(spec.name, spec)
         return self._resolved[reference]
@@ -319,8 +315,6 @@ class Registry:
         resolves the same model (robench.data.model_references).
         """
         if reference not in self._resolved_models:
-            from robench.data.model_references import resolve_model
-
             spec = resolve_model(self, reference)
             self._resolved_models[reference] = self._resolved_models.setdefault(spec.name, spec)
         return self._resolved_models[reference]
@@ -334,8 +328,6 @@ class Registry:
         (:class:`robench.process.guard.TrialTimeout`) or a Ctrl-C that ends a load is raised
         as it is and not remembered as the data set's failure.
         """
-        from robench.data import Dataset, DatasetError
-        from robench.process.guard import TrialTimeout
 
         if name in self._dataset_errors:
             raise self._dataset_errors[name]
@@ -430,7 +422,6 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
 def probe_child(names: list) -> int:
     """The probe's child process (robench.plugin_probe): load each named entry point on a
     fresh manager, call its hooks, report each one's fate on the probe's file descriptor."""
-    from robench.process.guard import user_interrupted, watch_sigint
 
     out = os.fdopen(int(os.environ.pop("ROBENCH_PROBE_FD")), "w", buffering=1,
                     encoding="utf-8")
@@ -459,7 +450,6 @@ def probe_child(names: list) -> int:
 
 def _probe_one(ep) -> Optional[str]:
     """Return why entry point ``ep`` cannot be used, or None (KeyboardInterrupt propagates)."""
-    from robench.plugin_probe import describe
 
     try:
         plugin = ep.load()

@@ -13,11 +13,17 @@ are annotations, not dependencies, and do not count).
    room above its own.
 7. Every import of a robench module names a module that exists (robench 0.1's flat paths are
    gone: ``import robench.cache`` is refused here, not forwarded).
+8. Imports sit at the top of a module. An import inside a function is allowed only where it
+   defers a heavy library (:data:`HEAVY`) or a robench module that loads one when imported (so
+   ``robench --help``, the runner and the store start without them), or where :data:`DEFERRED`
+   names the reason.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,9 +59,14 @@ def runtime_nodes(tree: ast.AST):
 
 def imports_of(path: Path, name: str, known: set) -> list[tuple[str, list[str]]]:
     """Return [(imported module, [imported names])] for every import statement in the file."""
+    return imports_of_tree(ast.parse(path.read_text(), str(path)), path, name, known)
+
+
+def imports_of_tree(tree: ast.AST, path: Path, name: str, known: set) -> list:
+    """Return [(imported module, [imported names])] for every import statement in ``tree``."""
     is_package = path.name == "__init__.py"
     found = []
-    for node in runtime_nodes(ast.parse(path.read_text(), str(path))):
+    for node in runtime_nodes(tree):
         if isinstance(node, ast.Import):
             found += [(alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -208,6 +219,94 @@ def missing_modules(modules: dict, known=None, top: str = "robench") -> list[str
     return sorted(set(bad))
 
 
+#: Libraries that take seconds to import (torch ~2.5 s, POT ~5 s): imported inside the functions
+#: that need them, never at the top of a module the CLI, the runner or the store loads.
+HEAVY = frozenset({"torch", "torchvision", "sklearn", "scipy", "ot", "timm", "jinja2",
+                   "markupsafe", "matplotlib", "pandas", "dask", "distributed", "imagecorruptions",
+                   "art", "bayesian_torch", "mlxtend", "numba", "skimage", "bioimage_cpp",
+                   "playwright"})
+
+#: Function-level imports of light robench modules kept on purpose: {(module, target): why}.
+DEFERRED = {
+    ("robench", "robench.api"): "robench.evaluate is imported on first use: `import robench` "
+                                "(every plugin does it) stays cheap",
+}
+
+
+def top_level_imports(path: Path, name: str, known: set) -> list[str]:
+    """Return the modules ``path`` imports when it is imported (not inside functions)."""
+    tree = ast.parse(path.read_text(), str(path))
+    body, stack = [], list(tree.body)
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack[:0] = node.orelse
+        elif isinstance(node, (ast.If, ast.Try)):
+            stack[:0] = node.body + node.orelse + list(getattr(node, "finalbody", [])) + [
+                s for h in getattr(node, "handlers", ()) for s in h.body]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            body.append(node)
+    return [t for t, _ in imports_of_tree(ast.Module(body=body, type_ignores=[]), path, name,
+                                          known)]
+
+
+def heavy_modules(root: Path, top: str = "robench", heavy=HEAVY) -> set:
+    """Return the ``top`` modules whose import loads a heavy library (directly, or through the
+    top-level imports of the robench modules and packages they import)."""
+    paths = {module_name(p, root): p for p in (root / top).rglob("*.py")}
+    known = set(paths)
+    tops = {m: top_level_imports(p, m, known) for m, p in paths.items()}
+
+    def resolve(target):
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        return target
+
+    out, changed = set(), True
+    while changed:  # a fixed point over the import graph
+        changed = False
+        for m in sorted(known - out):
+            parts = m.split(".")
+            loads = [t for pkg in (".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                     if pkg in tops for t in tops[pkg]]
+            if any(t.split(".")[0] in heavy or resolve(t) in out for t in loads):
+                out.add(m)
+                changed = True
+    return out
+
+
+def needless_deferred_imports(root: Path, top: str = "robench", deferred=None) -> list[str]:
+    """Return 'module: import target' for every function-level import of a light module."""
+    deferred = DEFERRED if deferred is None else deferred
+    paths = {module_name(p, root): p for p in (root / top).rglob("*.py")}
+    known = set(paths)
+    heavy = heavy_modules(root, top)
+    bad = []
+    for name, path in sorted(paths.items()):
+        tree = ast.parse(path.read_text(), str(path))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(ast.Module(body=fn.body, type_ignores=[])):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    continue
+                found = imports_of_tree(ast.Module(body=[node], type_ignores=[]), path, name,
+                                        known)
+                # `from robench.run import runner` loads the module runner (and its package)
+                modules = [t for t, names in found[1:]] if isinstance(
+                    node, ast.ImportFrom) and len(found) > 1 else [t for t, _ in found]
+                for target in modules:
+                    if not target or not target.startswith(top):
+                        continue
+                    resolved = target
+                    while resolved and resolved not in known:
+                        resolved = resolved.rpartition(".")[0]
+                    if resolved in heavy or resolved == name or (name, resolved) in deferred:
+                        continue
+                    bad.append(f"{name}: import {target}")
+    return sorted(set(bad))
+
+
 def private_imports(modules: dict) -> list[str]:
     """Return 'module: from X import _name' for every private name taken from another module."""
     bad = []
@@ -241,6 +340,19 @@ def test_every_module_has_a_room(tree):
 
 def test_no_room_imports_a_room_above_it(tree):
     assert upward_imports(graph(tree)) == []
+
+
+def test_imports_inside_functions_defer_only_heavy_libraries():
+    assert needless_deferred_imports(ROOT) == []
+
+
+def test_the_cli_the_runner_and_the_store_start_without_heavy_libraries():
+    code = ("import sys, robench.cli, robench.run.runner, robench.storage.store; "
+            f"print([m for m in {sorted(HEAVY)!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT)
+    # pandas is loaded by sqlite-utils itself (its optional pandas support), not by robench
+    assert [m for m in eval(out.stdout) if m != "pandas"] == []
 
 
 def test_every_import_names_a_module_that_exists(tree):
@@ -419,3 +531,61 @@ def test_a_version_literal_in_a_family_init_is_found(tmp_path):
     init = tmp_path / "__init__.py"
     init.write_text("register(MetricSpec(name=metric.METRIC,\n    version='3'))\n")
     assert _version_literals(init) == [2]
+
+
+def test_a_needless_import_inside_a_function_is_found(tmp_path):
+    pkg = tmp_path / "robench"
+    (pkg / "run").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("def __getattr__(n):\n    from robench.api import evaluate\n")
+    (pkg / "api.py").write_text("")
+    (pkg / "run" / "__init__.py").write_text("")
+    (pkg / "run" / "light.py").write_text("import json\n")
+    (pkg / "run" / "heavy.py").write_text("import torch\n")
+    (pkg / "run" / "uses_heavy.py").write_text("from robench.run import heavy\n")
+    (pkg / "run" / "runner.py").write_text(
+        "def a():\n    from robench.run.light import x\n"      # light: belongs at the top
+        "def b():\n    from robench.run.heavy import y\n"      # imports torch at its top
+        "def c():\n    from robench.run import uses_heavy\n"   # ... through another module
+        "def d():\n    import torch\n")
+    assert needless_deferred_imports(tmp_path, deferred={}) == [
+        "robench.run.runner: import robench.run.light", "robench: import robench.api"]
+    assert needless_deferred_imports(tmp_path, deferred={("robench", "robench.api"): "why"}) == [
+        "robench.run.runner: import robench.run.light"]
+
+
+def _statement(node, alias) -> str:
+    if isinstance(node, ast.Import):
+        head = f"import {alias.name}"
+    else:
+        head = f"from {'.' * node.level}{node.module or ''} import {alias.name}"
+    return head + (f" as {alias.asname}" if alias.asname else "")
+
+
+def redundant_reimports(root: Path, top: str = "robench") -> list[str]:
+    """Return 'path:line statement' for every import inside a function that its module already
+    makes at the top."""
+    found = []
+    for path in sorted((root / top).rglob("*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        at_top = {_statement(n, a) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+                  for a in n.names}
+        inner = {(n.lineno, _statement(n, a)) for fn in ast.walk(tree)
+                 if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))
+                 for a in n.names}
+        found += [f"{path.relative_to(root)}:{line} {st}" for line, st in sorted(inner)
+                  if st in at_top]
+    return found
+
+
+def test_no_module_re_imports_inside_a_function_what_it_imports_at_the_top():
+    assert redundant_reimports(ROOT) == []
+
+
+def test_a_redundant_re_import_is_found(tmp_path):
+    (tmp_path / "robench").mkdir()
+    (tmp_path / "robench" / "m.py").write_text(
+        "import json\nfrom os import path\n\ndef f():\n    import json\n    import os\n"
+        "    from os import path as p\n")
+    assert redundant_reimports(tmp_path) == ["robench/m.py:5 import json"]
+

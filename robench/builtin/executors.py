@@ -4,23 +4,18 @@ from __future__ import annotations
 
 from robench import hookimpl
 from robench.specs import ExecutorSpec
+from robench.run.executors import DaskExecutor, LocalExecutor, ProcessExecutor
 
 
 def _local(registry, jobs=1, **options):
-    from robench.run.executors import LocalExecutor
-
     return LocalExecutor(registry, jobs=jobs, **options)
 
 
 def _process(registry, jobs=2, **options):
-    from robench.run.executors import ProcessExecutor
-
     return ProcessExecutor(registry, jobs=jobs, **options)
 
 
 def _dask(registry, jobs=2, **options):
-    from robench.run.executors import DaskExecutor
-
     return DaskExecutor(registry, jobs=jobs, **options)
 
 

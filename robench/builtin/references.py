@@ -16,6 +16,7 @@ from robench import hookimpl
 from robench.data import Dataset, DatasetError
 from robench.data.references import FileDataset, file_dataset_spec, reference_name
 from robench.specs import ResolverSpec
+from robench.data.dataset import MAX_IMAGE_SIDE, check_memory
 
 #: Image file suffixes imagefolder: reads (torchvision's IMG_EXTENSIONS, lowercase).
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
@@ -172,7 +173,6 @@ def arrays_dataset(name: str, X, y, groups=None, *, shape=None, class_names=None
 
 def _check_header(fh, where: str) -> None:
     """Refuse an .npy whose header asks for more memory than the ceiling (nothing is read)."""
-    from robench.data.dataset import check_memory
 
     try:
         version = np.lib.format.read_magic(fh)
@@ -347,7 +347,6 @@ def parse_size(text: str, ref: str) -> tuple:
         parts = []
     if len(parts) == 1:
         parts = parts * 2
-    from robench.data.dataset import MAX_IMAGE_SIDE
 
     if len(parts) != 2 or min(parts) < 1 or max(parts) > MAX_IMAGE_SIDE:
         raise DatasetError(f"{ref}: size must be N or HxW (integers from 1 to {MAX_IMAGE_SIDE}),"
@@ -392,7 +391,6 @@ def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
         size = (h, w)
     pil_mode = "L" if mode == "gray" else "RGB"
     h, w = size
-    from robench.data.dataset import check_memory
 
     channels = 1 if mode == "gray" else 3
     check_memory(len(items) * channels * h * w, root,

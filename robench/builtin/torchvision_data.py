@@ -30,6 +30,7 @@ from robench import hookimpl
 from robench.data import Dataset, DatasetError
 from robench.data.references import FileDataset, file_dataset_spec, reference_name
 from robench.specs import ResolverSpec
+from robench.builtin.references import image_rows
 
 _MNIST_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                 "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
@@ -165,7 +166,6 @@ def _split(cls, name: str, root: Path, split: str):
 
 def load(name: str, split: str, n, root: Path, ref: str) -> Dataset:
     """Read ``name`` with torchvision's class and return it as a robench Dataset."""
-    from robench.builtin.references import image_rows
 
     _present(name, split, root)
     cls = torchvision_class(name)

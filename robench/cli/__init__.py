@@ -6,6 +6,9 @@ import click
 
 from robench import __version__
 from robench.cli import components, db, leaderboard, publish, report, results, run
+from robench.cli.common import reader_gone
+from robench.plugins import get_registry
+from robench.present.formatting import printable
 
 
 def _print_version(ctx, param, value):
@@ -13,7 +16,6 @@ def _print_version(ctx, param, value):
     if not value or ctx.resilient_parsing:
         return
     click.echo(f"robench {__version__}")
-    from robench.plugins import get_registry
 
     # the built-ins are robench's own modules (robench's version); the rest were installed
     others = sorted((i for i in get_registry().infos.values() if i.source != "builtin"),
@@ -52,7 +54,6 @@ class _Group(click.Group):
         """Return the message for an unknown command: closest names first, then the rest."""
         import difflib
 
-        from robench.present.formatting import printable
 
         names = self.list_commands(ctx)
         close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.6)
@@ -91,6 +92,5 @@ def main():  # pragma: no cover - console script entry
     try:
         cli()
     except BrokenPipeError:  # a command without friendly_errors (help, list) piped to head
-        from robench.cli.common import reader_gone
 
         reader_gone()

@@ -15,6 +15,12 @@ import click
 
 from robench.errors import USER_ERRORS
 from robench.escaping import csv_cell, json_text
+from robench.plugins import get_registry
+from robench.present.formatting import printable
+from robench.present.skips import summarize_skips
+from robench.run.configurations import short
+from robench.storage.migrations import unwritable
+from robench.storage.readonly import decode_json_cells
 
 
 KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "protocols", "executors",
@@ -22,8 +28,6 @@ KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "protocols", "execu
 
 
 def fail(message: str, code: int = 2):
-    from robench.present.formatting import printable
-
     # one line, whatever the message quotes (names from a contributed database, a plugin's
     # error text): no control character reaches the terminal
     click.secho(f"Error: {printable(message)}", fg="red", err=True)
@@ -32,7 +36,6 @@ def fail(message: str, code: int = 2):
 
 def echo(text="", err: bool = False, **style) -> None:
     """Print a line that may quote stored or third-party text, control characters escaped."""
-    from robench.present.formatting import printable
 
     click.secho(printable(text, lines=True), err=err, **style)
 
@@ -76,9 +79,6 @@ def friendly_errors(fn):
         except sqlite3.Error as exc:
             db = kwargs.get("db_path") or "the results database"
             if kwargs.get("db_path"):
-                from robench.storage.migrations import unwritable
-
-                reason = unwritable(db)
                 if reason:
                     fail(f"{db} cannot be written: {reason}; pick a --db on a writable disk "
                           "(results, query and leaderboard read it where it is)")
@@ -143,8 +143,6 @@ def format_option(default="table"):
 
 
 def load_registry():
-    from robench.plugins import get_registry
-
     return get_registry()
 
 
@@ -160,7 +158,6 @@ def print_skips(skipped):
     if not skipped:
         return
     click.echo("\nSkipped (not applicable, not counted as failures):")
-    from robench.present.skips import summarize_skips
 
     for s in summarize_skips(skipped):
         echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
@@ -209,8 +206,6 @@ def print_reports(reg, rows, fmt="table"):
 
 
 def emit_scores(rows, fmt):
-    from robench.run.configurations import short
-
     cols = ["dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high", "n",
             "higher_is_better", "metric_version", "configuration", "run_id"]
     if fmt != "table":  # exports carry everything: label, details and versions
@@ -263,7 +258,6 @@ def json_ready(value):
 
 def cell(v):
     """Return a value as a table cell: 4 decimals for floats, control characters escaped."""
-    from robench.present.formatting import printable
 
     if v is None:
         return ""
@@ -281,7 +275,6 @@ def stream(cols, batches, fmt, json_out=None):
     csv and json are written row by row; the table's column widths come from the first batch
     (a longer cell later widens its own line only).
     """
-    from robench.storage.readonly import decode_json_cells
 
     if fmt == "csv":
         import csv

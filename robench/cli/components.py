@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import click
 
-from robench.run.config import PROFILES
+from robench.run.config import PROFILES, describe_knob, format_value, knob_sections
 
 from robench.cli.common import KIND_NAMES, echo, friendly_errors, load_registry, report_broken_plugins
+from robench.builtin.torchvision_data import data_dir as current, fetch, set_data_dir
+from robench.present.formatting import printable
 
 
 # ---------------------------------------------------------------------------------- data
@@ -35,7 +37,6 @@ def data_fetch(name, data_dir):
       robench data fetch cifar10 --data-dir /shared/data
       robench run -d torchvision:cifar10 --data-dir /shared/data -m cnn-2
     """
-    from robench.builtin.torchvision_data import data_dir as current, fetch, set_data_dir
 
     if data_dir:
         set_data_dir(data_dir)
@@ -103,7 +104,6 @@ def knobs(section):
       robench knobs
       robench knobs train
     """
-    from robench.run.config import describe_knob, format_value, knob_sections
 
     sections = knob_sections(load_registry())
     if section is not None and section not in sections:
@@ -137,7 +137,6 @@ def plugins():
     Example:
       robench plugins
     """
-    from robench.present.formatting import printable
 
     reg = load_registry()
     for info in sorted(reg.infos.values(), key=lambda i: (i.source != "builtin", i.name)):

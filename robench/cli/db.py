@@ -13,6 +13,16 @@ import click
 
 from robench.cli.common import db_option, echo, fail, friendly_errors, load_registry
 from robench.escaping import json_text, markdown_cell, markdown_text, terminal
+from robench.errors import VerifyError
+from robench.exchange.merge import merge_databases
+from robench.exchange.verify import DEFAULT_SAMPLE, difference_text, verify as verify_trials
+from robench.run.ranking import refresh_ranks
+from robench.stats.diff import counts, diff_scores
+from robench.storage.metadata import build_metadata
+from robench.storage.migrations import (CURRENT, SchemaError, check_readable,
+                                        migrate as migrate_file)
+from robench.storage.readonly import connect_readonly, readonly_uri
+from robench.storage.store import SCHEMA, Store
 
 
 # -------------------------------------------------------------------------------- merge
@@ -49,7 +59,6 @@ def merge(sources, contributors, db_path):
       robench merge alice.db bob.db --contributor alice --contributor bob --db all.db
       robench leaderboard --db all.db
     """
-    from robench.exchange.merge import merge_databases
 
     report = merge_databases(sources, db_path, contributors)
     for s in report.sources:
@@ -153,8 +162,6 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
       robench verify --db all.db
       robench verify --db all.db --contributor alice --sample 30 --seed 7
     """
-    from robench.storage.store import Store
-    from robench.exchange.verify import DEFAULT_SAMPLE, difference_text, verify as verify_trials
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run` or "
@@ -203,9 +210,6 @@ def _check_database(path) -> None:
     """Refuse (one line) a file that is empty, not a robench database or damaged."""
     import stat
 
-    from robench.errors import VerifyError
-    from robench.storage.migrations import SchemaError
-    from robench.storage.readonly import connect_readonly
 
     info = os.stat(path)
     if not stat.S_ISREG(info.st_mode):
@@ -264,8 +268,6 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
       robench diff all.db all.db --models mlp mlp-v2 --metric rho
       robench diff main.db pr.db --metric rho --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
-    from robench.stats.diff import counts, diff_scores
-    from robench.storage.store import Store
 
     rows, configs = [], []
     for path in (db_a, db_b):
@@ -347,7 +349,6 @@ def metadata(out, db_path):
     Example:
       robench metadata --db robench.db -o metadata.json && datasette robench.db -m metadata.json
     """
-    from robench.storage.metadata import build_metadata
 
     text = json.dumps(build_metadata(db_path), indent=2, sort_keys=True)
     if out is None:
@@ -374,12 +375,9 @@ def migrate(db_path):
       robench migrate --db old.db
     """
 
-    from robench.storage.migrations import CURRENT, check_readable, migrate as migrate_file
-    from robench.storage.store import SCHEMA
 
     if not os.path.isfile(db_path):
         raise FileNotFoundError(f"no results database at {db_path}")
-    from robench.storage.readonly import readonly_uri
 
     conn = sqlite3.connect(readonly_uri(db_path), uri=True)
     try:
@@ -393,8 +391,6 @@ def migrate(db_path):
         return
     for version, summary in steps:
         click.echo(f"  -> {version}: {summary}")
-    from robench.run.ranking import refresh_ranks
-    from robench.storage.store import Store
 
     with Store(db_path) as store:  # the leaderboard view reads the stored ranks
         refresh_ranks(store, load_registry())

@@ -9,6 +9,7 @@ import click
 
 
 from robench.cli.common import (config_option, db_option, friendly_errors)
+from robench.storage.store import Store
 
 
 # -------------------------------------------------------------------------- leaderboard
@@ -38,7 +39,6 @@ def leaderboard(out_dir, top, config, db_path):
       robench leaderboard --out leaderboard --top 10 && open leaderboard/index.html
     """
     from robench.present.site import build_site
-    from robench.storage.store import Store
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")

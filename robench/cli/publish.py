@@ -7,6 +7,9 @@ import sys
 import click
 
 from robench.cli.common import echo, friendly_errors
+from robench.errors import MergeError
+from robench.exchange import publishing
+from robench.exchange.publishing import init_repository
 
 
 @click.command("init-leaderboard")
@@ -37,8 +40,6 @@ def init_leaderboard(path, title, requirement, example):
     import subprocess
     from pathlib import Path
 
-    from robench.errors import MergeError
-    from robench.exchange.publishing import init_repository
 
     def run_example(folder):
         target = folder / "contributions" / "example.db"
@@ -64,7 +65,6 @@ def steps() -> dict:
     """Return {step name: function(repo)} of the pipeline, the site builder bound to build."""
     from functools import partial
 
-    from robench.exchange import publishing
     from robench.present.site import build_site
 
     return {"validate": publishing.validate, "verify": publishing.verify,
@@ -113,8 +113,6 @@ def publish(step, repo, to, wait, base):
       robench publish run .
       robench publish deploy . --to ../gh-pages
     """
-    from robench.errors import MergeError
-    from robench.exchange import publishing
 
     if step == "deploy" and not to:
         raise click.UsageError("deploy needs --to FOLDER")

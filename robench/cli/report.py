@@ -8,6 +8,7 @@ import click
 
 
 from robench.cli.common import (db_option, friendly_errors, load_registry)
+from robench.present.docgen import generate
 
 
 # ------------------------------------------------------------------------------- report
@@ -37,7 +38,6 @@ def report(out_dir, label, check, db_path):
       robench run --all && robench report --db robench.db --out docs
       robench report --db docs/data/standard.db --out docs --check
     """
-    from robench.present.docgen import generate
 
     done = generate(db_path, out_dir, load_registry(), label=label or db_path, check=check)
     if not done:

@@ -11,6 +11,11 @@ from robench.cli.common import (Finite, JsonStream, config_option, db_option, ec
                                 format_option, friendly_errors, load_registry, metric_order,
                                 print_reports,
                                 stream)
+from robench.present.formatting import fixed, printable, rule_lines
+from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
+from robench.storage.readonly import schema_objects, stream_readonly
+from robench.storage.store import SCHEMA, Store
+from robench.storage.verification import status, verifications
 
 
 # ------------------------------------------------------------------------------ results
@@ -45,7 +50,6 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
       robench results --dataset digits --metric rho --format json  # with each rank
       robench results --config all              # every configuration, labelled
     """
-    from robench.storage.store import Store
 
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
@@ -61,7 +65,6 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
                      [r for r in rows if (r["dataset"], r["model"]) not in helpers])
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
-    from robench.storage.verification import status, verifications
 
     for row in rows:
         row["helper"] = (row["dataset"], row["model"]) in helpers
@@ -195,7 +198,6 @@ def _first_blocks(lines: list, most: int) -> tuple:
 def _headline_lines(reg, metric: str, rows: list):
     """Return the metric's headline table as text (the ranked table the leaderboard's overview
     shows: rank, model, score [95% CI] and the columns beside it), or None without one."""
-    from robench.present.formatting import fixed, rule_lines
 
     try:
         section = reg.get("metrics", metric).leaderboard
@@ -233,7 +235,6 @@ def _check_names(store, **given):
     """Refuse a filter value that no stored score has, naming the known ones (exit 2)."""
     import difflib
 
-    from robench.present.formatting import printable
 
     def shown(name, limit=80):  # stored names can be anything: one short, inert line
         text = printable(name)
@@ -263,7 +264,6 @@ def _chosen_scores(store, config, **filters):
     Every row gets ``configuration_label``. The choice is made over all models of a table, so
     filtering by model afterwards does not change which configuration a table shows.
     """
-    from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)
@@ -283,9 +283,6 @@ class _QueryCommand(click.Command):
     from it, so the list is the database's own)."""
 
     def format_help_text(self, ctx, formatter):
-        from robench.storage.readonly import schema_objects
-        from robench.storage.store import SCHEMA
-
         tables, views = schema_objects(SCHEMA)
         written = self.help
         self.help = written.replace("{tables}", ", ".join(tables)).replace(
@@ -320,7 +317,6 @@ def query(sql, timeout, fmt, db_path):
       robench query "select model, value from scores where metric='rho' and score='rho'"
       robench query "select * from leaderboard where metric='rho'" --format json
     """
-    from robench.storage.readonly import stream_readonly
 
     out = JsonStream() if fmt == "json" else None
     hard = _hard_stop(timeout, out)

@@ -11,12 +11,23 @@ import click
 
 from robench.escaping import terminal
 
-from robench.run.config import (DEFAULT_PROFILE, MAX_JOBS, MAX_REPEATS, MAX_SOURCES,
-                                PROFILES)
+from robench.run.config import (BUDGET_REPEATS, DEFAULT_BUDGET, DEFAULT_PROFILE, MAX_JOBS,
+                                MAX_REPEATS, MAX_SOURCES, PROFILES, REPEATS, knob_sections,
+                                parse_duration, parse_settings, profile_settings)
 
 from robench.cli.common import (Finite, db_option, echo, friendly_errors, load_registry,
                                 print_reports, print_skips, report_broken_plugins)
-from robench.present.summary import DEFAULT_WIDTH, has_summary, output_width, wrap
+from robench.present.summary import (DEFAULT_WIDTH, decided_text, has_summary, output_width,
+                                     summary_lines, wrap)
+from robench.builtin.torchvision_data import set_data_dir
+from robench.data.cache import set_cache_dir
+from robench.process.provenance import redact_secrets
+from robench.run.adaptive import check_decided, paired_metrics, run_until_decided
+from robench.run.estimate import Durations, load_reference, project, summarize
+from robench.run.prepare import prepare
+from robench.run.runner import execute
+from robench.stats.sequential import PRECISION
+from robench.storage.store import Store
 
 
 # ---------------------------------------------------------------------------------- run
@@ -36,8 +47,6 @@ class _RunCommand(click.Command):
     def format_epilog(self, ctx, formatter):
         super().format_epilog(ctx, formatter)
         try:
-            from robench.run.config import knob_sections, profile_settings
-
             registry = load_registry()
             sections = knob_sections(registry)
             profiles = {p: profile_settings(p, registry) for p in PROFILES if p != DEFAULT_PROFILE}
@@ -167,13 +176,9 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     Opt-in components (slow) run in the quick profile only when named; --profile paper
     includes them in --all.
     """
-    from robench.data.cache import set_cache_dir
-    from robench.run.config import parse_settings
-    from robench.run.prepare import prepare
 
     if not (run_all or datasets_names or models_names or clusterers_names or metric_names):
         raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
-    from robench.run.config import BUDGET_REPEATS, parse_duration
 
     seconds = parse_duration(budget) if budget is not None else None  # one line, exit 2
     until, seconds, hard = default_race(run_all, profile, repeats, until, seconds)
@@ -183,8 +188,6 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     if cache_dir:
         set_cache_dir(cache_dir)
     if data_dir:
-        from robench.builtin.torchvision_data import set_data_dir
-
         set_data_dir(data_dir)
     reg = load_registry()
     report_broken_plugins(reg)
@@ -199,19 +202,11 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
                        trial_timeout=trial_timeout)
     cfg, plan, chosen = prepared.config, prepared.plan, prepared.selection
     executor = cfg.executor
-    from robench.process.provenance import redact_secrets
-    from robench.run.runner import execute
-    from robench.storage.store import Store
 
     if until == "decided" and not hard:
-        from robench.run.adaptive import paired_metrics
-
         if not paired_metrics(cfg.metrics, reg):  # the default race has nothing to race
             until, seconds = "fixed", None
     if until == "decided":
-        from robench.run.adaptive import check_decided
-        from robench.stats.sequential import PRECISION
-
         check_decided(cfg, PRECISION if precision is None else precision, reg)
     if trial_timeout and executor == "local":
         echo("warning: --executor local cannot stop a trial that ignores --trial-timeout "
@@ -234,9 +229,6 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     try:
         if until == "decided":
-            from robench.run.adaptive import run_until_decided
-            from robench.stats.sequential import PRECISION
-
             top = repeats or (BUDGET_REPEATS if seconds is not None else None)
             if not hard:
                 progress.echo(f"racing the tables of rho and coverage (the default of run "
@@ -286,7 +278,6 @@ def default_race(run_all: bool, profile, repeats, until, seconds) -> tuple:
     profile with :data:`robench.run.config.DEFAULT_BUDGET`, soft: every table's first look
     and the other metrics always complete, further looks only while they fit.
     """
-    from robench.run.config import DEFAULT_BUDGET
 
     if seconds is not None:
         return until or "decided", seconds, True
@@ -309,7 +300,6 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
     """Print the run's answer, last and short: the headline table of each data set (one line
     per model asked for), what is decided and what would decide the rest, the counts, and
     where the full reports are."""
-    from robench.present.summary import summary_lines
 
     out = summary_lines(rows, sections, models=cfg.models, width=width)
     lines = list(out["lines"])
@@ -346,8 +336,6 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
 def _decided_line(tables, adaptive, cfg, report=None) -> str:
     """Return what the rank columns decided and what would decide the rest (flags that exist:
     a profile with more repeats, --until decided, --repeats)."""
-    from robench.present.summary import decided_text
-    from robench.run.config import REPEATS
 
     if adaptive:  # racing: its own pair decisions (a decided tie is decided too)
         return _race_line(adaptive, cfg, report)
@@ -409,14 +397,11 @@ def _duration(seconds: float) -> str:
 
 def _print_plan(plan, cfg, db_path):
     """Print what ``robench run`` would do with this plan (``--dry-run``); store nothing."""
-    from robench.run.estimate import Durations, load_reference, project, summarize
 
     ref_rows, ref_stamp = load_reference()
     reference = Durations(ref_rows) if ref_rows else None
     stored, durations, have_db = set(), Durations(fallback=reference), Path(db_path).is_file()
     if have_db:
-        from robench.storage.store import Store
-
         store = Store(db_path, readonly=True)
         try:
             stored = store.ok_trial_keys(plan.specs)

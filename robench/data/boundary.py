@@ -15,6 +15,7 @@ the array nor its producer. The checks here refuse it first, naming both.
 from __future__ import annotations
 
 import numpy as np
+from robench.data import Rows
 
 
 class NonFiniteError(ValueError):
@@ -35,7 +36,6 @@ def nonfinite_rows(arrays) -> int:
     :class:`robench.data.Rows` are read :data:`CHECK_BATCH` rows at a time (integer rows,
     uint8 pixels, not at all): checking a view never copies the rows it views.
     """
-    from robench.data import Rows
 
     if isinstance(arrays, Rows):
         if not np.issubdtype(arrays.dtype, np.inexact):

@@ -42,6 +42,7 @@ import numpy as np
 # The finiteness checks live at the model boundary (robench.data.boundary); re-exported here.
 from robench.data.boundary import NonFiniteError, check_finite, nonfinite_rows  # noqa: F401
 from robench.data.cache import cache_dir, cached_arrays, content_key
+from robench.stats.seeds import derived_seed
 
 #: The 15 ImageNet-C test corruptions, by family, then the 4 extra ("validation") ones.
 IMAGENET_C = {
@@ -73,8 +74,6 @@ def family_of(name: str) -> str:
 
 
 def _seed_for(name: str, severity: int, seed: int) -> int:
-    from robench.stats.seeds import derived_seed
-
     return derived_seed(seed, all_names().index(name) + 1, severity)
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from robench.errors import ModelReferenceError  # noqa: F401 (public here too)
+from robench.data.references import checked_reference, reference_name
 
 
 def resolve_model(registry, reference: str):
     """Return the ModelSpec ``reference`` names; its name is the canonical reference."""
-    from robench.data.references import checked_reference, reference_name
 
     resolver, target, options = checked_reference(registry, "model-resolvers", reference,
                                                   "model", ModelReferenceError, "models")

@@ -24,6 +24,10 @@ from urllib.parse import parse_qsl, unquote
 import numpy as np
 
 from robench.data import Dataset, DatasetError, pixels_to_float
+from robench.data.cache import cache_dir, content_key
+from robench.data.dataset import check_memory
+from robench.errors import UnknownComponentError
+from robench.specs import DatasetSpec
 
 
 #: What a canonical name percent-encodes so that it parses back to the same parts: in the
@@ -77,7 +81,6 @@ def checked_reference(registry, resolvers: str, reference: str, what: str = "dat
     ``robench list`` kind that shows the schemes). Model references use it too
     (robench.data.model_references).
     """
-    from robench.errors import UnknownComponentError
 
     scheme, target, options = parse_reference(reference, what, error)
     try:
@@ -125,8 +128,6 @@ def file_stamps(paths: Iterable) -> list:
 
 
 def _cache_root() -> Path:
-    from robench.data.cache import cache_dir
-
     return cache_dir() / "datasets" / "files"
 
 
@@ -153,7 +154,6 @@ class FileDataset:
 
     def entry(self) -> Path:
         """Return the cache folder of the files as they are now, parsing them if it is missing."""
-        from robench.data.cache import content_key
 
         key = content_key("file-dataset", self.version, self.name, file_stamps(self.files()))
         path = _cache_root() / key
@@ -253,9 +253,7 @@ def _write_entry(path: Path, ds: Dataset) -> None:
 
 def file_dataset_spec(file_data: FileDataset, description: str, version: str = "1"):
     """Return the DatasetSpec of a FileDataset (parsed now if it is not cached yet)."""
-    from robench.specs import DatasetSpec
 
-    from robench.data.dataset import check_memory
 
     meta = file_data.meta()
     # a parsed copy in the cache is held to the ceiling in force now, too

@@ -57,6 +57,13 @@ from robench.storage.content import (TRIAL_RESULT, differing, group_content, sam
 from robench.storage.migrations import CURRENT, SchemaError, check_readable, migrate
 from robench.process.provenance import utc_now
 from robench.errors import MergeError  # noqa: F401 (public here too)
+from robench.plugins import get_registry
+from robench.run.ranking import refresh_ranks
+from robench.run.scoring import group_key, score_key, score_row
+from robench.run.trials import trial_key
+from robench.storage.readonly import connect_readonly
+from robench.storage.store import (COLUMNS, JSON_COLUMNS, RUN_STATUSES, SCHEMA, TRIAL_STATUSES,
+                                   Store, decode_row)
 
 #: Columns that name what a conflicting row is about, for the report.
 _LABEL = ("dataset", "model", "clusterer", "metric", "score", "protocol", "kind", "repeat")
@@ -107,7 +114,6 @@ def file_sha256(path: Path) -> str:
 
 def _check_source(conn, path) -> None:
     """Refuse a source whose tables or values do not fit robench's schema."""
-    from robench.storage.store import COLUMNS, JSON_COLUMNS, RUN_STATUSES, TRIAL_STATUSES
 
     check_readable(conn, path)
     objects = {r[0]: (r[1] or "") for r in conn.execute(
@@ -196,8 +202,6 @@ def json_depth(text: str) -> int:
 
 def _check_identities(conn, path) -> None:
     """Refuse a (migrated) source whose keys do not hash what their rows say they are."""
-    from robench.run.scoring import group_key, score_key
-    from robench.run.trials import trial_key
 
     for row in _rows(conn, "trials"):
         spec = _json(row.get("spec"))
@@ -320,8 +324,6 @@ def _json(value):
 def _snapshot(path: Path, into: Path) -> None:
     """Copy a checked source into ``into`` (backup API), drop its triggers and views, migrate
     the copy to the current schema and check its keys there."""
-    from robench.storage.readonly import connect_readonly
-    from robench.storage.store import SCHEMA
 
     try:
         src = connect_readonly(path)
@@ -386,7 +388,6 @@ def _fit_columns(conn, table: str, rows: list) -> None:
     ``execution``); like :meth:`robench.storage.store.Store._fit_to_file`, the column is added
     only when a row has a value for it.
     """
-    from robench.storage.store import COLUMNS
 
     present = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
     for name, sqltype in COLUMNS[table].items():
@@ -417,7 +418,6 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
     file's name, are what the merged runs are attributed to. ``registry`` (default: the
     process-wide one) holds the metrics scores are recomputed with. See the module docstring.
     """
-    from robench.storage.store import Store
 
     sources = [Path(s) for s in sources]
     target = Path(target)
@@ -455,7 +455,6 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
                 finally:
                     src.close()
             report.sources.append({"source": str(path), "contributor": contributor, **counts})
-        from robench.run.ranking import refresh_ranks
 
         refresh_ranks(store, _Recompute(conn, registry).registry)  # the leaderboard view's
     return report
@@ -471,8 +470,6 @@ class _Recompute:
     @property
     def registry(self):
         if self._registry is None:
-            from robench.plugins import get_registry
-
             self._registry = get_registry()
         return self._registry
 
@@ -487,8 +484,6 @@ class _Recompute:
 
     def scores(self, metric, group: dict) -> dict:
         """Return {score key: score row} the metric computes from the group's stored trials."""
-        from robench.run.scoring import score_row
-        from robench.storage.store import decode_row
 
         keys = _json(group.get("trial_keys")) or []
         rows = [decode_row("trials", r) for r in _stored_rows(self.conn, "trials", keys).values()]

@@ -72,7 +72,15 @@ from typing import Callable, Optional
 
 from robench.errors import MergeError
 from robench.escaping import markdown_cell, markdown_code, markdown_text
-from robench.storage.verification import PIPELINE
+from robench.storage.verification import PIPELINE, verifications
+from robench.exchange.merge import merge_databases
+from robench.exchange.verify import (data_inconsistencies, default_sample, difference_text,
+                                     missing, verify as verify_trials)
+from robench.plugins import get_registry
+from robench.stats.diff import diff_scores
+from robench.storage.readonly import readonly_uri
+from robench.storage.store import Store
+import robench
 
 PUBLISHED = Path("published") / "robench.db"
 ACCEPTED = Path("published") / "accepted.json"
@@ -407,7 +415,6 @@ def _journal_delete(path: Path) -> None:
 
 def _copy_database(source: Path, target: Path) -> None:
     """Copy an SQLite database consistently (backup API: its WAL included), read-only."""
-    from robench.storage.readonly import readonly_uri
 
     src = sqlite3.connect(readonly_uri(source), uri=True)
     try:
@@ -477,7 +484,6 @@ def _merge_checked(path: Path, target: Path, registry=None):
     ``merge_databases`` refuses a trial that contradicts itself (its accuracy against its own
     correct bits, per-class accuracies and test class counts) before it copies anything.
     """
-    from robench.exchange.merge import merge_databases
 
     try:
         report = merge_databases([path], target, [path.stem], registry=registry)
@@ -489,8 +495,6 @@ def _merge_checked(path: Path, target: Path, registry=None):
 def _against_data(path: Path, registry) -> list:
     """Return what a contribution's trials contradict in the data installed here (their
     correct bits against the labels on their partition's test rows), as problems."""
-    from robench.exchange.verify import data_inconsistencies
-    from robench.storage.store import Store
 
     with Store(path, readonly=True) as store:
         rows = store.trials(status="ok")
@@ -500,8 +504,6 @@ def _against_data(path: Path, registry) -> list:
 
 
 def _registry(registry):
-    from robench.plugins import get_registry
-
     return registry if registry is not None else get_registry()
 
 
@@ -606,7 +608,6 @@ def _unrunnable(rows: list, allow: dict, registry) -> tuple[list, list]:
     with a protocol or clusterer) that is not installed here can never be checked. (A trial
     whose model is not installed is refused by the re-run itself, and counts the same way.)
     """
-    from robench.exchange.verify import missing
 
     against, allowed = [], []
     for row in rows:
@@ -643,10 +644,6 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
     does not finish in time) rejects the contribution unless its data set or model is named in
     ``verify_allow``.
     """
-    from robench.exchange.verify import default_sample, difference_text
-    from robench.exchange.verify import verify as verify_trials
-    from robench.storage.store import Store
-    from robench.storage.verification import verifications
 
     repo = _root(repo)
     registry = _registry(registry)
@@ -735,8 +732,6 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
 
 
 def _scores(path: Path) -> list:
-    from robench.storage.store import Store
-
     with Store(path, readonly=True) as store:
         rows = store.scores()
         for row, versions in zip(rows, store.score_versions(rows)):
@@ -747,7 +742,6 @@ def _scores(path: Path) -> list:
 @_locked
 def diff(repo) -> StepResult:
     """Compare the published scores with the staging ones; list only what changes."""
-    from robench.stats.diff import diff_scores
 
     repo = _root(repo)
     result = StepResult("diff")
@@ -881,7 +875,6 @@ def merge(repo, registry=None) -> StepResult:
 def build(repo, builder: Callable) -> StepResult:
     """Rebuild the site from the published database with ``builder(store, out_dir)``, into a
     new folder that replaces ``site/`` when it is complete."""
-    from robench.storage.store import Store
 
     repo = _root(repo)
     result = StepResult("build")
@@ -996,7 +989,6 @@ def requirements(repo, requirement: Optional[str] = None) -> str:
     """
     import importlib.metadata as metadata
 
-    import robench
 
     wheels = Path(repo) / WHEELS
     lines = ["# What the leaderboard's runner installs (written by robench init-leaderboard).",
@@ -1063,8 +1055,6 @@ def init_repository(path, title: str = DEFAULT_SETTINGS["title"],
 
 
 def _write_repository(path: Path, title: str, requirement: Optional[str]) -> list:
-    from robench.storage.store import Store
-
     files = {
         "README.md": string.Template(template("README.md")).safe_substitute(title=title),
         SETTINGS: json.dumps({**DEFAULT_SETTINGS, "title": title}, indent=2) + "\n",

@@ -37,6 +37,17 @@ from typing import Callable, Optional
 
 from robench.errors import VerifyError
 from robench.storage.content import ACCURACIES, differing, first_difference, trial_content
+from robench.data.cache import cache_dir
+from robench.learn.devices import device_label
+from robench.process.liveness import host_name
+from robench.process.provenance import run_environment, utc_now
+from robench.run.config import TRIAL_TIMEOUT
+from robench.run.executors import (TRIAL_THREADS, execute_trial, failed_row, init_worker,
+                                   limit_threads)
+from robench.run.trials import TrialEnv
+from robench.stats.bits import unpack_bits
+from robench.storage.store import decode_row, encode_row
+from robench.storage.verification import save_verification
 
 #: Trials re-run when ``--sample`` is not given: one of each of ten (model, protocol) strata.
 DEFAULT_SAMPLE = 10
@@ -232,7 +243,6 @@ def execution_of(stored: dict) -> dict:
     executors, each of which limits every trial to
     :data:`robench.run.executors.TRIAL_THREADS` threads: that is what it gets.
     """
-    from robench.run.executors import TRIAL_THREADS
 
     recorded = stored.get("execution")
     if not isinstance(recorded, dict):
@@ -282,8 +292,6 @@ class Rerunner:
     """
 
     def __init__(self, registry, timeout: Optional[float] = None):
-        from robench.run.trials import TrialEnv
-
         self.registry = registry
         self.timeout = timeout
         self.env = TrialEnv(registry)
@@ -294,8 +302,6 @@ class Rerunner:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
 
-            from robench.data.cache import cache_dir
-            from robench.run.executors import init_worker
 
             pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=mp.get_context("spawn"), initializer=init_worker,
@@ -320,13 +326,10 @@ class Rerunner:
         from concurrent.futures import TimeoutError as FutureTimeout
         from concurrent.futures.process import BrokenProcessPool
 
-        from robench.run.executors import TRIAL_THREADS, execute_trial, failed_row
 
         limit = self.timeout if timeout is None else timeout
         threads = execution.get("threads") or TRIAL_THREADS
         if self.registry.recipe is None:
-            from robench.run.executors import limit_threads
-
             limit_threads(threads)
             return execute_trial(dict(spec), self.env, limit)
         timed_out = (f"TrialTimeout: the re-run did not stop at its time limit of {limit or 0:g} "
@@ -385,7 +388,6 @@ def against_data(row: dict, y, indices: tuple) -> Optional[str]:
     """
     import numpy as np
 
-    from robench.stats.bits import unpack_bits
 
     train, val, test = (np.asarray(i, dtype=int) for i in indices)
     y = np.asarray(y)
@@ -406,8 +408,6 @@ def against_data(row: dict, y, indices: tuple) -> Optional[str]:
                     f"rows ({have:.6f})")
     per_class = row.get("per_class")
     if isinstance(per_class, str):
-        import json
-
         per_class = json.loads(per_class)
     if isinstance(per_class, list) and len(test):
         for c, value in enumerate(per_class):
@@ -449,7 +449,6 @@ def data_inconsistencies(rows: list, registry) -> list:
 
 def _stored_like(row: dict) -> dict:
     """Return a freshly computed trial row as the database would give it back."""
-    from robench.storage.store import decode_row, encode_row
 
     return decode_row("trials", encode_row("trials", dict(row)))
 
@@ -521,7 +520,6 @@ def _cpu(platform: Optional[str]) -> str:
 def trial_limit(run: dict, limit: Optional[float]) -> float:
     """Return the seconds one re-run may take: the limit its run had (``--trial-timeout`` as
     recorded in the run's configuration, else its profile's), never more than ``limit``."""
-    from robench.run.config import TRIAL_TIMEOUT
 
     config = run.get("config") if isinstance(run.get("config"), dict) else {}
     own = config.get("trial_timeout")
@@ -547,9 +545,6 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     contributor's own words: a forger who names another CPU would otherwise be compared
     within the tolerance, which lets an edit of up to three standard errors pass).
     """
-    from robench.learn.devices import device_label
-    from robench.process.liveness import host_name
-    from robench.process.provenance import run_environment, utc_now
 
     if sample < 1:
         raise VerifyError(f"--sample must be at least 1, got {sample}")
@@ -574,7 +569,6 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
         _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial,
                       trial_timeout=trial_timeout, budget=budget, weighted=weighted,
                       exact_only=exact_only)
-    from robench.storage.verification import save_verification
 
     result.record_id = save_verification(store, result, seed=seed, contributor=contributor,
                                          environment=env, plugin_versions=registry

@@ -50,6 +50,7 @@ from torch import nn
 from robench.data import Rows
 from robench.learn.train import (EVAL_BATCH_SIZE, FIT_HOOKS, MLP, ConvNet, FusedAdam,
                                  MaxPool2x2, TorchClassifier, as_float, as_inputs, as_labels)
+from robench.learn.devices import torch_device
 
 class FitDeferred(Exception):
     """Raised by a ``fit`` call recorded by :func:`deferring` (the trial stops there)."""
@@ -297,7 +298,6 @@ def fit_many(jobs: list, device=None) -> None:
     """
     if not jobs:
         return
-    from robench.learn.devices import torch_device
 
     device = torch.device(device) if device is not None else torch_device()
     first = jobs[0].clf

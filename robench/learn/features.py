@@ -21,6 +21,7 @@ import numpy as np
 
 from robench.data.boundary import check_model_input
 from robench.data.cache import cached_arrays, content_key
+from robench.learn.devices import module_device, torch_device
 
 #: Rows per call of a non-torch model's ``features`` (torch models batch themselves).
 FEATURE_BATCH = 1024
@@ -103,7 +104,6 @@ def train_reference(classifier, X, y, X_val, y_val, *, key: Optional[str] = None
         state = {k[len(_STATE):]: torch.from_numpy(np.array(v)) for k, v in arrays.items()
                  if k.startswith(_STATE)}
         module.load_state_dict(state)
-        from robench.learn.devices import torch_device
 
         device = torch_device()
         module.to(device).eval()
@@ -170,7 +170,6 @@ def feature_space(classifier) -> tuple:
         return None, (f"{type(module).__name__} exposes neither conv_features/"
                       "from_conv_features nor features/head, so coverage does not apply")
 
-    from robench.learn.devices import module_device
 
     def batched(fn):
         def apply(A):

@@ -15,6 +15,10 @@ import numpy as np
 from robench.data.cache import content_key
 from robench.stats.seeds import derived_seed
 from robench.data.splitters import KIND_CODES, partition_rng, test_mask, validation_split
+from robench.data.boundary import check_model_input
+from robench.learn.features import train_reference
+from robench.learn.inputs import model_inputs
+from robench.specs import ModelContext
 
 
 #: Stream of the derived seeds of repeats r > 0 (:func:`reference_seed`); the coverage
@@ -50,8 +54,6 @@ def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> d
     why the built model does not apply (then it is not trained). Returns a dict: fit, val, test,
     clf, hit, model_key, not_applicable and ``base`` (the trial row's sizes).
     """
-    from robench.learn.features import train_reference
-    from robench.specs import ModelContext
 
     params, seed = spec["params"], int(spec["seed"])
     y = dataset.y
@@ -70,8 +72,6 @@ def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> d
     out["model_key"] = content_key("reference-model", dataset.fingerprint(), spec["model"],
                                    spec["versions"]["model"], params["train"],
                                    params["test_size"], params["val_fraction"], seed)
-    from robench.data.boundary import check_model_input
-    from robench.learn.inputs import model_inputs
 
     # The splits as the model takes them (robench.learn.inputs.model_inputs): Rows read a batch at a
     # time for a torch model, the split's rows alone for others; never the data set as float32.

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from robench.data import Rows
-from robench.learn.devices import module_device
+from robench.learn.devices import module_device, torch_device
 
 #: Training budget used where ``ModelContext.train`` leaves a key out: the quick budget, which
 #: on 4,000 MNIST digits reached higher validation accuracy than 8 epochs at batch 128 and lr
@@ -438,7 +438,6 @@ class TorchClassifier:
             )
         if self.max_epochs < 1 or self.patience < 1 or self.batch_size < 1:
             raise ValueError("max_epochs, patience and batch_size must all be >= 1")
-        from robench.learn.devices import torch_device
 
         torch.manual_seed(self.seed)
         device = torch_device()

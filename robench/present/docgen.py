@@ -46,6 +46,11 @@ from typing import Optional
 
 from robench.errors import DocgenError  # noqa: F401 (public here too)
 from robench.present.formatting import is_finite, percent
+from robench.plugins import get_registry
+from robench.run.config import PROFILES
+from robench.stats.claims import evaluate, summary
+from robench.storage.readonly import readonly_uri
+from robench.storage.store import decode_row
 
 BLOCK = re.compile(
     r"(?P<open><!-- generated: (?P<name>[^>]*?) -->)\n(?P<body>.*?)(?P<close><!-- /generated -->)",
@@ -112,8 +117,6 @@ class Results:
 
 def load(path, label: Optional[str] = None) -> Results:
     """Read a results database read-only (the file is never changed) into :class:`Results`."""
-    from robench.storage.readonly import readonly_uri
-    from robench.storage.store import decode_row
 
     path = Path(path)
     if not path.is_file():
@@ -260,14 +263,12 @@ def render_scores(results: Results, metric: str, dataset: Optional[str],
 
 def render_claims(results: Results, registry, metric: Optional[str]) -> list:
     """Return the lines of a ``claims`` block: one Markdown row per claim with its verdict."""
-    from robench.stats.claims import evaluate
 
     rows = results.rows(metric)
     claims = evaluate(registry, rows)
     if not claims:
         raise NoRows([stamp(results, rows), ""] + _missing("scores that decide a claim",
                                                            metric or "NAME"))
-    from robench.stats.claims import summary
 
     table = [[c.paper, c.claim, c.paper_figure, c.dataset, c.figure, f"**{c.verdict}**",
               c.control or "-", c.why, c.would_decide or "-"] for c in claims]
@@ -328,7 +329,6 @@ def render(name: str, results: Results, registry) -> Optional[list]:
     the block as it is) when the database holds no such run: a page of standard-profile
     figures is not overwritten by a quick run's database.
     """
-    from robench.run.config import PROFILES
 
     name, profile = split_name(name)
     if profile is not None:
@@ -429,8 +429,6 @@ def generate(db_path, out_dir, registry=None, label: Optional[str] = None,
     With ``check``, nothing is written (changed says which files are stale).
     """
     if registry is None:
-        from robench.plugins import get_registry
-
         registry = get_registry()
     out = Path(out_dir)
     if not out.is_dir():

@@ -6,6 +6,7 @@ import textwrap
 
 from robench.escaping import terminal
 from robench.stats import is_finite  # noqa: F401  (defined in stats; re-exported here)
+from robench.storage.cells import loads
 
 
 def percent(value, digits: int = 2, *, width: int = 0, sign: bool = True,
@@ -36,8 +37,6 @@ def scores_by_model(rows: list, metric: str) -> dict:
 def as_dict(value) -> dict:
     """Return a JSON column's value as a dict (text is parsed; anything else gives {})."""
     if isinstance(value, str):
-        from robench.storage.cells import loads
-
         try:
             value = loads(value)
         except ValueError:

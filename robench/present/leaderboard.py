@@ -18,6 +18,9 @@ import markupsafe
 from robench.present.formatting import is_finite, percent
 from robench.present.skips import summarize_skips
 from robench.storage.store import Store
+from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
+from robench.stats.ranks import rank_models
+from robench.stats.sequential import PRECISION
 
 _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -97,8 +100,6 @@ def rank_table(rows: list) -> dict:
     ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``, ``unranked``; ``samples``
     dropped.
     """
-    from robench.stats.ranks import rank_models
-    from robench.stats.sequential import PRECISION
 
     higher = all(r.get("higher_is_better", True) for r in rows)
     adaptive = [r.get("adaptive") for r in rows if isinstance(r.get("adaptive"), dict)]
@@ -166,7 +167,6 @@ def chosen_configurations(store: Store, config: Optional[str] = None) -> tuple[l
     most models x clusterers, ties to the latest; ``config`` picks one by id, prefix, label
     or 'legacy'). ``Choice.label`` and ``Choice.text`` say which one a table shows.
     """
-    from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)

@@ -40,8 +40,11 @@ from robench.present.leaderboard import (environment, not_applicable, registered
                                  rank_rows)
 from robench.escaping import csv_cell
 from robench.present.badges import headline_badge
-from robench.present.formatting import is_finite
+from robench.present.formatting import is_finite, printable
 from robench.storage.store import Store
+from robench.plugins import get_registry
+from robench.present.plots import render_svg
+from robench.storage.verification import status, verifications
 
 DEFAULT_TOP = 20
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
@@ -73,7 +76,6 @@ def _drawn(what: str, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs), None
     except Exception as exc:  # noqa: BLE001 - whatever stored values make a section raise
-        from robench.present.formatting import printable
 
         why = printable(f"{type(exc).__name__}: {exc}")
         why = why if len(why) <= 200 else why[:199] + "\u2026"
@@ -112,8 +114,6 @@ class _Assets:
         return name
 
     def plot(self, plot: dict, stem: str) -> dict:
-        from robench.present.plots import render_svg
-
         svg = render_svg(plot).encode("utf-8")
         name = f"plots/{page_slug(stem)}.svg"
         self.files[name] = svg
@@ -339,7 +339,6 @@ def _downloads(scores: list) -> dict[str, bytes]:
 def _json_safe(scores: list) -> list:
     """Return rows with non-finite floats as None (JSON has no NaN) and control characters in
     text written out (robench.present.formatting.printable): names are shown as text."""
-    from robench.present.formatting import printable
 
     def fix(v):
         if isinstance(v, float) and not math.isfinite(v):
@@ -449,7 +448,6 @@ class Site:
 
 def read_site(store: Store, registry, top: int, config: Optional[str]) -> Site:
     """Read the scores, runs, verifications and sections a build needs; lay out its data sets."""
-    from robench.storage.verification import verifications
 
     chosen, choices = chosen_configurations(store, config)
     scores = _json_safe(chosen)
@@ -484,7 +482,6 @@ def read_site(store: Store, registry, top: int, config: Optional[str]) -> Site:
 def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: dict) -> dict:
     """Return one data set's page context: overview, family sections, plots, other scores;
     record its tables, its models' rows and their headline badges on ``site``."""
-    from robench.storage.verification import status
 
     overview = _overview(rows, site.sections, site.registry)
     ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - site.pseudo)
@@ -571,7 +568,6 @@ def dataset_pages(site: Site) -> dict[str, str]:
 
 def _model_metas(site: Site) -> dict:
     """Return every model's metadata: registry entry, runs, provenance, verification, badges."""
-    from robench.storage.verification import status
 
     metas = {m: _model_meta(m, site.registry) for m in site.model_names}
     helper_of: dict[str, list] = defaultdict(list)
@@ -696,8 +692,6 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
     The site is read once (:func:`read_site`), then each page kind has its own builder.
     """
     if registry is None:
-        from robench.plugins import get_registry
-
         registry = get_registry()
     if top < 1:
         raise ValueError(f"--top must be at least 1, got {top}")

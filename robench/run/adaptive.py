@@ -42,6 +42,10 @@ from robench.stats.paired import rank_text
 from robench.stats.ranks import chance_level, chance_margin, chance_reason
 from robench.stats.sequential import (ALPHA, EQUIVALENT, FIRST_LOOK, ORDERED, PRECISION, UNDECIDED,
                                       corrected_level, looks_for, stop_reason, table_look)
+from robench.plugins import get_registry
+from robench.run.estimate import Durations, load_reference
+from robench.run.scoring import score_groups
+from robench.stats.intervals import mean_interval
 
 #: The decision rule's name, stored with every score (and in its inputs fingerprint): paired
 #: delta-method differences, Hall's skew correction, Bonferroni over the looks.
@@ -99,8 +103,6 @@ def check_decided(cfg, precision: float = PRECISION, registry=None) -> list:
     cannot run this configuration (before any file is opened: the CLI calls it before the
     database)."""
     if registry is None:
-        from robench.plugins import get_registry
-
         registry = get_registry()
     paired = paired_metrics(cfg.metrics, registry)
     if not paired:
@@ -202,8 +204,6 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
             plans.update({(race, t, m): p for (t, m), p in race.look_plans(j).items()})
         if deadline is not None:
             if durations is None:
-                from robench.run.estimate import Durations, load_reference
-
                 durations = Durations(store.trial_durations(),
                                       fallback=Durations(load_reference()[0]))
             # the first look of every table runs whatever it costs (every metric gets its
@@ -239,8 +239,6 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
             break
         j += 1
     if durations is None and any(r.open_tables() for r in races):
-        from robench.run.estimate import Durations, load_reference
-
         durations = Durations(store.trial_durations(), fallback=Durations(load_reference()[0]))
     run_id = state["report"].run_id if state["report"] is not None else None
     for race in races:
@@ -505,8 +503,6 @@ class _Race:
                                  "seconds": round(self.next_cost[t], 1)}
 
     def score(self, run_id: int, rescore: bool) -> list:
-        from robench.run.scoring import score_groups
-
         groups = [g for t in self.all_tables if self.final.get(t) for g in self.final[t][0]]
         if not groups:
             return []
@@ -532,7 +528,6 @@ def _guard(inclusive, chance, basis: str, level: float, margin: float) -> tuple:
     A model that fails it at a look is not ranked and gets no more repeats (the driver keeps
     the reason): a random-label model costs one look's repeats, never the real models'.
     """
-    from robench.stats.intervals import mean_interval
 
     vals = [float(v) for v in inclusive if np.isfinite(v)]
     if chance is None:

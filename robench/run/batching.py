@@ -34,6 +34,8 @@ import math
 import os
 import time
 from typing import Callable, Optional
+from robench.learn.devices import using_device
+from robench.process.guard import TrialTimeout, time_limit
 
 #: What ``RunConfig.batch`` (``ROBENCH_BATCH``) accepts.
 POLICIES = ("auto", "on", "off")
@@ -117,8 +119,6 @@ def execute_unit(unit: dict, env, timeout: Optional[float], execute_one: Callabl
     (:func:`robench.run.executors.execute_trial`); every row comes from it.
     """
     from robench.learn import batched
-    from robench.learn.devices import using_device
-    from robench.process.guard import TrialTimeout, time_limit
 
     policy = check_policy(policy or unit.get("policy") or default_policy())
     specs = unit[UNIT]

@@ -18,6 +18,9 @@ from typing import Any, Optional
 
 from robench.specs import UNSET, Knob
 from robench.errors import KnobError  # noqa: F401 (public here too)
+from robench.learn.devices import check_syntax, resolve_device
+from robench.run.batching import check_policy
+from robench.storage.cells import TooDeep, loads
 
 #: Profiles, weakest first: what each is for. What each sets is in the knobs' per-profile
 #: values (:func:`profile_settings`, ``robench knobs``), so no family is named here.
@@ -268,7 +271,6 @@ def parse_settings(items, registry) -> dict:
             raise KnobError(f"--set: unknown {section} knob '{knob_name}'."
                             + (f" Did you mean '{close[0]}'?" if close else "")
                             + f" Known: {', '.join(sorted(knobs))} (`robench knobs {section}`)")
-        from robench.storage.cells import TooDeep, loads
 
         try:
             value = loads(raw, MAX_SET_DEPTH, constants=True)
@@ -380,16 +382,12 @@ class RunConfig:
             raise ValueError(f"--seed must be an integer in [0, {_MAX_SEED}], got {self.seed!r}")
         if not 0 < self.test_size < 1:
             raise ValueError(f"test_size must be in (0, 1), got {self.test_size}")
-        from robench.learn.devices import check_syntax
 
         self.device = check_syntax(self.device)
         if self.device == "auto":
-            from robench.learn.devices import resolve_device
-
             self.device = resolve_device(self.device)
         if not 0 < self.val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
-        from robench.run.batching import check_policy
 
         self.batch = check_policy(self.batch)
 

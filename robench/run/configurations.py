@@ -27,6 +27,7 @@ from typing import Iterable, Optional
 from robench.data.cache import content_key
 from robench.errors import ConfigurationError  # noqa: F401 (public here too)
 from robench.storage.migrations import LEGACY, LEGACY_LABEL  # noqa: F401 (public here too)
+from robench.run.config import TRAIN_SECTION, knob_sections
 #: ``--config`` value that shows every configuration instead of choosing one per table.
 ALL = "all"
 
@@ -34,7 +35,6 @@ ALL = "all"
 def _sections(metric, registry) -> list[str]:
     """Return the knob sections a metric's trials read: train, its protocol's, and those of
     the protocols it runs after (transitively), sorted."""
-    from robench.run.config import TRAIN_SECTION
 
     sections, todo, seen = {TRAIN_SECTION}, [metric.protocol], set()
     while todo:
@@ -60,7 +60,6 @@ def describe(cfg, metric, registry) -> dict:
     profile's, as ``section.knob``: value; shown in the label, not part of the fingerprint
     beyond the values themselves).
     """
-    from robench.run.config import knob_sections
 
     if not cfg.knobs:
         cfg.resolve(registry)

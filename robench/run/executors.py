@@ -17,6 +17,15 @@ import signal
 import socket
 import traceback
 from typing import Iterable, Iterator, Optional
+from robench.data.cache import cache_dir, set_cache_dir
+from robench.learn.devices import claim_worker_gpu, device_label, using_device, worker_gpus
+from robench.plugins import make_registry
+from robench.process.guard import (HARD_LIMIT_GRACE, TrialTimeout, time_limit, unwatch_sigint,
+                                   user_interrupted, watch_sigint)
+from robench.process.liveness import die_with_parent, watch_parent
+from robench.process.provenance import redact_secrets
+from robench.run.batching import execute_unit
+from robench.run.trials import TrialEnv
 
 TRIAL_THREADS = 1
 #: The environment variables OpenMP and the BLAS libraries read their thread count from.
@@ -83,11 +92,7 @@ def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
     """
     global _ENV
     if gpu_queue is not None:
-        from robench.learn.devices import claim_worker_gpu
-
         claim_worker_gpu(gpu_queue.get(timeout=60))
-    from robench.process.guard import HARD_LIMIT_GRACE, watch_sigint
-    from robench.process.liveness import die_with_parent, watch_parent
 
     # A worker outliving a killed driver would hold its memory for ever: the kernel kills it
     # with its parent (the driver; for a Dask worker, the process that started it), whatever
@@ -101,9 +106,6 @@ def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
     import sys
 
     sys._robench_called_from_test = not recipe.get("load_entrypoints", True)
-    from robench.data.cache import set_cache_dir
-    from robench.plugins import make_registry
-    from robench.run.trials import TrialEnv
 
     if cache_dir:
         set_cache_dir(cache_dir)
@@ -143,11 +145,9 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
     """
     import time
 
-    from robench.process.guard import TrialTimeout, time_limit, user_interrupted
 
     env = env if env is not None else _ENV
     if "batch" in spec:  # a unit of trials trained together: a list of rows
-        from robench.run.batching import execute_unit
 
         return execute_unit(spec, env, timeout, execute_trial)
     row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
@@ -158,8 +158,6 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
     base = dict(row)
     started = time.monotonic()
     try:
-        from robench.learn.devices import device_label, using_device
-
         with time_limit(timeout):
             check_same_data(spec, env)
             # The device travels in the spec but not in its key (robench.learn.devices says why).
@@ -220,8 +218,6 @@ def failed_row(spec: dict, error: str) -> dict:
                                 "repeat", "seed", "params", "versions")}
     row.update(spec=_keyed(spec), status="failed", error=error, finished_at=_now())
     if spec.get("device"):
-        from robench.learn.devices import device_label
-
         row["device"] = device_label(spec["device"]) if spec["device"] != "cuda" else "cuda"
     return row
 
@@ -252,13 +248,9 @@ class LocalExecutor(Executor):
     runs_units = True
 
     def __init__(self, registry, jobs: int = 1, **_):
-        from robench.run.trials import TrialEnv
-
         self.env = TrialEnv(registry)
 
     def run(self, specs):
-        from robench.process.guard import unwatch_sigint, watch_sigint
-
         limit_threads()
         previous = signal.getsignal(signal.SIGINT)
         watching = watch_sigint()
@@ -296,8 +288,6 @@ class ProcessExecutor(Executor):
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
-        from robench.data.cache import cache_dir
-        from robench.learn.devices import worker_gpus
 
         # spawn, not fork: the driver may already hold OpenMP/torch thread pools, which do not
         # survive fork reliably (nor does CUDA).
@@ -493,8 +483,6 @@ class DaskExecutor(Executor):
             try:
                 self._client = Client(self.scheduler, timeout="20s")
             except OSError as exc:
-                from robench.process.provenance import redact_secrets
-
                 raise ValueError(f"could not connect to the Dask scheduler at "
                                  f"{redact_secrets(self.scheduler)}: {exc}") from exc
         else:
@@ -604,8 +592,6 @@ class DaskExecutor(Executor):
             waiting.clear()
 
     def _submit(self, chunk: list, retry: bool = False):
-        from robench.data.cache import cache_dir
-
         key = (f"trials-{chunk[0]['key']}-{len(chunk)}" + ("-retry" if retry else ""))
         return self._client.submit(execute_trials_on_worker, chunk, self.recipe,
                                    str(cache_dir()), self.trial_timeout, key=key, pure=False)

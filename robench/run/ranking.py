@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from robench.process.provenance import utc_now
+from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 
 #: Columns of a ``ranks`` row, in the table's order.
 COLUMNS = ("dataset", "metric", "clusterer", "model", "configuration", "rank", "tied",
@@ -24,7 +25,6 @@ COLUMNS = ("dataset", "metric", "clusterer", "model", "configuration", "rank", "
 
 def table_rows(store) -> list:
     """Return the score rows the leaderboard ranks: chosen configuration, helpers left out."""
-    from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)

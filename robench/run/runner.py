@@ -8,6 +8,16 @@ from typing import Callable, Optional
 
 from robench.run.trials import Combo
 from robench.errors import ConfigError  # noqa: F401 (public here too)
+from robench.data.cache import cache_dir
+from robench.data.sources import SourcesError, check_class_sizes
+from robench.learn.devices import using_device
+from robench.process.provenance import redact_secrets
+from robench.run import configurations
+from robench.run.batching import group_units, unit_rows
+from robench.run.configurations import configuration_row
+from robench.run.executors import failed_row
+from robench.run.ranking import refresh_ranks
+from robench.run.scoring import score_groups
 
 
 @dataclass
@@ -93,7 +103,6 @@ def plan_run(cfg, registry) -> Plan:
         cfg.resolve(registry)
     applicable_seen = {kind: set() for kind in ("datasets", "models", "clusterers")}
     reasons = {}
-    from robench.run import configurations
     plan.broken = broken_datasets(cfg.datasets, registry)
     checked = {}  # (protocol, data set, model, clusterer) -> why it cannot run there, or None
 
@@ -200,7 +209,6 @@ def protocol_not_applicable(protocol, combo, cfg, registry):
     needs every class to hold that many sources of 2+ samples (unless the clusterer reads
     true sources); then the protocol's own ``preconditions``.
     """
-    from robench.data.sources import SourcesError, check_class_sizes
 
     if (protocol.sources_per_class is not None and combo.clusterer is not None
             and not combo.clusterer.requires_true_sources):
@@ -238,7 +246,6 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     ``order(specs) -> specs`` replaces the longest-first order (a budgeted run orders by
     what decides most).
     """
-    from robench.data.cache import cache_dir
 
     t0 = time.perf_counter()
     emit = on_event or (lambda *a, **k: None)
@@ -253,7 +260,6 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     # on one device is found stored on another (robench.learn.devices says why).
     todo = [dict(plan.specs[k], device=cfg.device) for k in keys if k not in done_keys]
     config = cfg.to_dict()
-    from robench.process.provenance import redact_secrets
 
     config["executor_options"] = {k: redact_secrets(v)
                                   for k, v in (config.get("executor_options") or {}).items()}
@@ -262,8 +268,6 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                              plugin_versions=registry.plugin_versions())
     finished = False
     try:
-        from robench.run.configurations import configuration_row
-
         for description in plan.configurations.values():
             store.save_configuration(configuration_row(description, run_id))
         for skip in plan.skipped:
@@ -296,7 +300,6 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 executor = registry.get("executors", cfg.executor).create(
                     registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
                 executor.trial_timeout = cfg.trial_timeout or None
-                from robench.run.batching import group_units, unit_rows
 
                 if getattr(executor, "runs_units", False):
                     runnable = group_units(runnable, cfg.batch, cfg.jobs)
@@ -326,13 +329,10 @@ def execute(cfg, registry, store, *, command: str = "robench run",
 
         scores, n_aggregated, n_reused = [], 0, 0
         if score and not interrupted:
-            from robench.run.scoring import score_groups
-
             versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
                         for g in plan.groups}
             scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
                                                           versions=versions, rescore=rescore)
-            from robench.run.ranking import refresh_ranks
 
             refresh_ranks(store, registry)  # what the leaderboard view shows
         status = "interrupted" if interrupted else ("failed" if failed else "ok")
@@ -412,7 +412,6 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering
         emit("prepare", dataset=combo.dataset.name, clusterer=combo.clusterer.name)
         try:
             dataset = registry.load_dataset(combo.dataset.name)
-            from robench.learn.devices import using_device
 
             # finding sources may train (the vae-vgmm clusterer's VAE): on the run's device
             with using_device(getattr(cfg, "device", None)):
@@ -441,6 +440,4 @@ def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering
 
 
 def _blocked_row(spec, error):
-    from robench.run.executors import failed_row
-
     return failed_row(spec, error)

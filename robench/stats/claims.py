@@ -32,6 +32,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Optional
+from robench.stats.equivalence import repeats_to_decide
+from robench.stats.intervals import t_quantile
+from robench.stats.paired import balanced_test, shows_above
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
 #: An ordering claim whose every part is shown within its stated margin: a third outcome.
@@ -294,7 +297,6 @@ def repeats_to_separate(a: dict, b: dict, limit: int = 100_000) -> Optional[int]
     spreads (a planning figure: both move as repeats are added). None where the estimates are
     equal or it would take more than ``limit``.
     """
-    from robench.stats.intervals import t_quantile
 
     def scale(row):
         n, lo, hi = row.get("n"), _num(row.get("ci_low")), _num(row.get("ci_high"))
@@ -398,8 +400,6 @@ class OrderingPart:
         self.cycle, self.margin = cycle, margin
 
     def _above(self, xa, ia, xb, ib, delta, level) -> bool:
-        from robench.stats.paired import balanced_test, shows_above
-
         if self.cycle == 1:  # i.i.d. units (reference models): Student's t over them all
             return bool(balanced_test(xa, ia, xb, ib, delta, level, 1)["reject"])
         return bool(shows_above(xa, ia, xb, ib, delta=delta, alpha=level, cycle=self.cycle))
@@ -417,7 +417,6 @@ class OrderingPart:
 
     def stats(self) -> dict:
         """Return the paired difference ``d``, its ``se`` and ``n`` (delta method)."""
-        from robench.stats.paired import balanced_test
 
         res = balanced_test(*self.v, 0.0, SIDE, int(self.cycle) if self.cycle else 1)
         return {k: float(res[k]) for k in ("d", "se", "n")}
@@ -425,7 +424,6 @@ class OrderingPart:
     def need(self) -> Optional[int]:
         """Return the repeats at which the observed difference and spread would decide the
         order (or, with a margin, equivalence) at :data:`SIDE`: t planning figure."""
-        from robench.stats.equivalence import repeats_to_decide
 
         s = self.stats()
         if not (s["n"] >= 2 and math.isfinite(s["se"]) and s["se"] > 0):

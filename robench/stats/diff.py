@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 from typing import Optional
+from robench.stats.sequential import paired_difference
 
 #: Decisions, in the order a report lists them.
 DECISIONS = ("worse", "better", "changed", "within noise", "same", "not comparable")
@@ -113,7 +114,6 @@ def _paired(a: dict, b: dict) -> tuple:
     """Return ((low, high, n) of the paired interval of b - a, or None, why not paired)."""
     import numpy as np
 
-    from robench.stats.sequential import paired_difference
 
     sa, sb = repeat_samples(a), repeat_samples(b)
     if not sa or not sb:

@@ -26,6 +26,7 @@ import math
 from typing import Optional, Sequence
 
 import numpy as np
+from robench.stats.intervals import skew_corrected_bounds, skewness_se, t_quantile
 
 #: Level of each one-sided test (the interval checked against the margin is 1 - 2 alpha).
 ALPHA = 0.05
@@ -70,7 +71,6 @@ def difference_interval(a: Sequence, b: Sequence, level: float, *, paired: bool,
     5% (tests/stats/test_equivalence.py). Bounds None with ``reason`` when fewer than 2
     values (per sample or pair) or no spread.
     """
-    from robench.stats.intervals import skew_corrected_bounds, skewness_se, t_quantile
 
     if paired:
         d = _paired(a, b)
@@ -154,7 +154,6 @@ def repeats_to_decide(distance: float, sd: float, n: int, level: float,
     spread (both move as repeats are added, so it is a planning figure, not a promise).
     None when the distance is 0 or the spread is 0 or undefined, or above ``limit``.
     """
-    from robench.stats.intervals import t_quantile
 
     distance = abs(float(distance))
     if not (distance > 0 and sd is not None and sd > 0 and math.isfinite(sd)):

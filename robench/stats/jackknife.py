@@ -21,6 +21,7 @@ import math
 from typing import Optional, Sequence
 
 import numpy as np
+from robench.stats.intervals import t_quantile
 
 #: Default confidence level.
 LEVEL = 0.95
@@ -33,7 +34,6 @@ def pseudo_interval(full: float, loo: Sequence, level: float = LEVEL) -> dict:
     se = their sd / sqrt(n), ``estimate ± t(n - 1) se``. Bounds None with ``reason`` when
     n < 3, a value is not finite, or the pseudo-values have no spread.
     """
-    from robench.stats.intervals import t_quantile
 
     loo = np.asarray(loo, float)
     n = int(loo.size)
@@ -153,7 +153,6 @@ def sd_ratio_independent(a: Sequence, b: Sequence, level: float = LEVEL) -> dict
     the sum, t at min(n_a, n_b) - 1 degrees of freedom; returned as a ratio of standard
     deviations. Unlike the F interval it does not assume normal data.
     """
-    from robench.stats.intervals import t_quantile
 
     xa = np.asarray([float(v) for v in a if v is not None], float)
     xb = np.asarray([float(v) for v in b if v is not None], float)
@@ -204,7 +203,6 @@ def distance_ratio(shifted: list, random: list, level: float = LEVEL) -> dict:
     variance plus the random folds', with t at min(n_shifted, n_random) - 1 degrees of
     freedom. Returns ``ratio``, ``low``, ``high``, ``folds`` (n_shifted, n_random).
     """
-    from robench.stats.intervals import t_quantile
 
     def units(mats):
         return [(m, i) for m, mat in enumerate(mats) for i in range(len(mat))]

@@ -30,6 +30,8 @@ import math
 from typing import Callable, Optional, Sequence
 
 import numpy as np
+from robench.stats.intervals import fieller_bounds, skew_corrected_bounds, skewness_se, t_quantile
+from robench.stats.paired import compare_all
 
 #: Repeats at the first look.
 FIRST_LOOK = 6
@@ -86,8 +88,6 @@ def corrected_level(n_looks: int, alpha: float = ALPHA) -> float:
 
 
 def _t(level: float, df):
-    from robench.stats.intervals import t_quantile
-
     df = np.asarray(df, float)
     with np.errstate(invalid="ignore"):
         return np.where(df >= 1, t_quantile(level, np.maximum(df, 1)), np.nan)
@@ -141,8 +141,6 @@ def paired_difference(xa, ia, xb, ib, level: float, *, skew_corrected: bool = Tr
         t = _t(level, n - 1)
         g = sample_skewness(psi, ok, n)
         if skew_corrected:
-            from robench.stats.intervals import skew_corrected_bounds, skewness_se
-
             root_n = np.sqrt(n)
             lo, hi = skew_corrected_bounds(d, se, t, g / root_n, skewness_se(n) / root_n)
         else:
@@ -173,7 +171,6 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
     ``open`` (runs, M): the models in an undecided pair (one model alone: decided when its
     Fieller interval at ``1 - alpha / looks`` has half-width below ``precision``).
     """
-    from robench.stats.paired import compare_all
 
     x, i = np.asarray(x, float), np.asarray(i, float)
     runs, m, _ = x.shape
@@ -182,8 +179,6 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
     key = np.where(np.isfinite(est), -est if higher_is_better else est, np.inf)
     order = np.argsort(key, axis=1, kind="stable")
     if m == 1:
-        from robench.stats.intervals import fieller_bounds
-
         level = corrected_level(looks, alpha)
         nx, ni = np.isfinite(x[:, 0]).sum(-1), np.isfinite(i[:, 0]).sum(-1)
         with np.errstate(invalid="ignore", divide="ignore"):

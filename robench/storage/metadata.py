@@ -9,6 +9,7 @@ format is datasette's (``databases.NAME.tables.TABLE`` with ``description``, ``c
 from __future__ import annotations
 
 from pathlib import Path
+from robench.storage.readonly import connect_readonly
 
 _RUN = "the run (runs.id) that wrote it"
 _JSON = " (JSON)"
@@ -213,7 +214,6 @@ def build_metadata(path) -> dict:
     Describes the tables and views that exist in the file, every one of their columns, and
     the metric definitions it holds.
     """
-    from robench.storage.readonly import connect_readonly
 
     path = Path(path)
     conn = connect_readonly(path)

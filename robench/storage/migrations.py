@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from robench.errors import SchemaError  # noqa: F401 (public here too)
+from robench.data.cache import content_key
+from robench.process.provenance import utc_now
 
 #: ``PRAGMA application_id`` of a robench results database: "RBNC" as a big-endian int32.
 APPLICATION_ID = 0x52424E43
@@ -69,7 +71,6 @@ def _to_v1(conn) -> None:
 
 def metric_id(name: str, version, definition) -> str:
     """Return the ``metrics.id`` of a metric definition: a hash of name, version and text."""
-    from robench.data.cache import content_key
 
     return content_key("metric", name, str(version or ""), definition or "")
 
@@ -105,7 +106,6 @@ def _to_v2(conn, schema: str) -> None:
     source-aware protocol gains ``clustering``: the key of the one stored clustering of its
     data set, clusterer, k and seed (NULL where there is none, or several).
     """
-    from robench.process.provenance import utc_now
 
     creates = {m.group(1): s for s in _statements(schema) if (m := _CREATE.match(s))}
     tables = _tables(conn)

@@ -30,6 +30,7 @@ from typing import Iterator
 
 from robench.errors import QueryTimeout, ReadOnlyQueryError  # noqa: F401 (public here too)
 from robench.storage import cells
+from robench.storage.migrations import SchemaError, check_readable
 
 #: Seconds ``robench query`` lets one statement run by default.
 DEFAULT_TIMEOUT = 5.0
@@ -44,7 +45,6 @@ def readonly_uri(path) -> str:
 
     FileNotFoundError if there is no file; migrations.SchemaError if it is not SQLite.
     """
-    from robench.storage.migrations import SchemaError
 
     path = Path(path)
     if not path.is_file():
@@ -77,7 +77,6 @@ def schema_objects(schema: str) -> tuple[list, list]:
 
 def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connection:
     """Open the results database read-only and check that it is one (SchemaError if not)."""
-    from robench.storage.migrations import check_readable
 
     conn = sqlite3.connect(readonly_uri(path), uri=True, check_same_thread=check_same_thread)
     try:

@@ -39,7 +39,8 @@ import sqlite_utils
 from robench.process.liveness import host_name, process_running, process_started
 from robench.process.provenance import run_environment, utc_now
 from robench.storage import cells
-from robench.storage.migrations import LEGACY, LEGACY_LABEL
+from robench.storage.migrations import LEGACY, LEGACY_LABEL, migrate
+from robench.storage.readonly import connect_readonly
 
 #: Run statuses, in the order a run can move through them.
 #: 'killed': its process ended without finishing it (kill -9, power cut); marked so by the next
@@ -491,14 +492,12 @@ class Store:
         if readonly:
             # Read commands: the file as it is, any schema version, never a byte written
             # (robench.storage.readonly.readonly_uri); FileNotFoundError / SchemaError if unusable.
-            from robench.storage.readonly import connect_readonly
 
             self.db = sqlite_utils.Database(connect_readonly(self.path, check_same_thread=False))
             self._lock = threading.RLock()
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # An older file is migrated (or a new one created) before this connection opens it.
-        from robench.storage.migrations import migrate
 
         migrate(self.path, SCHEMA, timeout=BUSY_TIMEOUT)
         # The runner may hand finished trials over from an executor's callback thread; the lock

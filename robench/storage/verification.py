@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Optional
+from robench.storage.store import decode_row, encode_row
 
 #: Who writes a leaderboard's own records: ``robench publish``'s merge step records its verify
 #: step's verification of a contribution as ``"<PIPELINE>: publish verify of <file>"``.
@@ -35,7 +36,6 @@ def own_record(record: dict) -> bool:
 def save_verification(store, result, *, seed: int, contributor: Optional[str],
                       environment: dict, plugin_versions: dict, finished_at: str) -> int:
     """Insert one verification (a :class:`robench.exchange.verify.Verification`); return its id."""
-    from robench.storage.store import encode_row
 
     trials = result.trials
     row = {
@@ -61,7 +61,6 @@ def save_verification(store, result, *, seed: int, contributor: Optional[str],
 
 def verifications(store) -> list:
     """Return every verification record, oldest first, JSON decoded ([] before the table)."""
-    from robench.storage.store import decode_row
 
     if not store.db["verifications"].exists():
         return []

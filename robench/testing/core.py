@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Optional
 
 from robench.specs import check_slug
+from robench.plugins import get_registry
 
 
 class ConformanceError(AssertionError):
@@ -360,7 +361,6 @@ def resolve(kind: str, spec_cls, component, registry) -> tuple:
 
 def default_registry():
     """Return the process-wide registry (installed plugins)."""
-    from robench.plugins import get_registry
 
     return get_registry()
 

@@ -16,6 +16,9 @@ from robench.specs import MetricSpec, Score
 from robench.testing.core import (Case, CheckReport, Unavailable, check_spec_fields,
                                   default_registry, make_checks, plain, resolve, run_checks,
                                   shared)
+from robench.run.config import RunConfig, parse_settings
+from robench.run.runner import execute
+from robench.storage.store import Store
 
 #: The names of the metric checks, in the order they run. The aggregate is called directly
 #: (``scores``, ``aggregate-pure``) before ``run-scores`` reads what the runner made of it:
@@ -287,9 +290,6 @@ def tiny_run(registry, spec: MetricSpec, *, dataset: str, model: str,
     ``skipped`` combinations; ``error`` is "Type: message" if the run raised (then the rows
     are whatever was stored before), else None.
     """
-    from robench.run.config import RunConfig, parse_settings
-    from robench.run.runner import execute
-    from robench.storage.store import Store
 
     if settings is None:
         sections = {}

@@ -17,6 +17,8 @@ from robench.testing.core import (Case, CheckReport, Unavailable, check_spec_fie
                                   default_registry, make_checks, resolve, run_checks, shared,
                                   skip)
 from robench.testing.datasets import synthetic_dataset
+from robench.learn.features import feature_space
+from robench.run.trials import fit_and_score
 
 #: Knobs that ``check_model`` adds to ``ModelContext.train`` (unless the caller sets them):
 #: ``mc_samples`` is what the shifted-cv protocol sends to every model, the other one no model
@@ -269,7 +271,6 @@ def _robench_fit_path():
     Coupling point with the core: the kit trains through this function so that it checks
     the path real trials take.
     """
-    from robench.run.trials import fit_and_score
 
     return fit_and_score
 
@@ -536,7 +537,6 @@ def features_head(case: ModelCase) -> None:
             getattr(inner, "coverage_space", None)):
         skip("not a torch classifier (no module_) and no coverage_space(): coverage records "
              "it as not applicable")
-    from robench.learn.features import feature_space
 
     Xt, n_classes = case.test_rows, case.data.n_classes
     with case.calling("features-head", "robench.learn.features.feature_space(classifier)"):

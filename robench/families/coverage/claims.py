@@ -8,6 +8,7 @@ from robench.stats.claims import (BY_CONSTRUCTION, FAILS, HOLDS, SIDE, UNDECIDED
                                   Control, OrderingPart, controlled, decide_parts, fmt, modal,
                                   parts_need, repeats_needed, within, would)
 from robench.stats.intervals import mean_interval
+from robench.families.coverage.controls import STRONG, WEAK, null_models
 
 PAPER = "Coverage testing in feature space (Mani et al.)"
 #: "Near chance": the all-boundary accuracy's interval lies within this fraction of chance on
@@ -94,7 +95,6 @@ _NULLS: dict = {}
 def _nulls(sep: float, knobs: dict, repeats: int) -> list:
     import json
 
-    from robench.families.coverage.controls import null_models
 
     key = (sep, json.dumps(knobs, sort_keys=True), repeats)
     if key not in _NULLS:
@@ -107,8 +107,6 @@ def _null_repeats(n: int) -> int:
 
 
 def _weak_what(knobs) -> str:
-    from robench.families.coverage.controls import WEAK
-
     return (f"a weak model without learnt features (i.i.d. Gaussian classes, mean separation "
             f"{WEAK:g}: ~40% accuracy; the {knobs.get('boundary_rule', 'paper')} rule)")
 
@@ -211,8 +209,6 @@ def _by_accuracy(rows: list, score: str) -> list:
 
 
 def _strong_what() -> str:
-    from robench.families.coverage.controls import STRONG
-
     return (f"models without learnt features (i.i.d. Gaussian classes, mean separation "
             f"{WEAK_SEP:g} vs {STRONG:g}: ~40% vs ~97% accuracy)")
 
@@ -234,7 +230,6 @@ def test_set_quality_claims(rows: list) -> list:
     about half of any Gaussian class lies within one RMS radius), and of a weak and a strong
     model without learnt features (equal CP whatever the accuracy).
     """
-    from robench.families.coverage.controls import STRONG
 
     claims = []
     for dataset, scored, order in _by_accuracy(rows, "cp"):
@@ -310,7 +305,6 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
     the paper's rule; the control, a weak and a strong model without learnt features, shows
     which verdict that construction gives.
     """
-    from robench.families.coverage.controls import STRONG
 
     claims = []
     for dataset, scored, order in _by_accuracy(rows, "coverage"):

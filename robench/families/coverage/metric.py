@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from robench.present.formatting import as_dict
 from robench.specs import Score
+from robench.families.coverage.science import coverage_guided_accuracy
+from robench.stats.intervals import mean_interval
 
 METRIC = "coverage"
 #: 5: confidence calibrated by temperature scaling on the validation split (knob confidence;
@@ -90,7 +92,6 @@ def summarize(extra: dict) -> dict:
     sizes = sorted({s for row in table.values() for s in row})
     largest = sizes[-1] if sizes else None
     by_mix = {m: table[m].get(largest) for m in mix_order(table)}
-    from robench.families.coverage.science import coverage_guided_accuracy
 
     ep = [v for v in q.get("ep") or [] if v is not None]
     dec = extra.get("decoder") or {}
@@ -243,7 +244,6 @@ def paired_values(trial: dict):
 
 def interval_at(score, level: float):
     """Return the headline's Student-t interval over its repeats at ``level``, or None."""
-    from robench.stats.intervals import mean_interval
 
     per = [v for v in ((score.details or {}).get("per_repeat") or []) if v is not None]
     if score.score != METRIC or len(per) < 2:

@@ -38,6 +38,9 @@ from robench.learn.reference_model import fit_reference, not_applicable_row, tri
 from robench.stats.seeds import derived_seed
 from robench.specs import Knob
 from robench.run.trials import Combo, trial_key
+from robench.families.coverage import science as cov
+from robench.learn.features import feature_support
+from robench.learn.multicut import stratified_subsample
 
 NAME = "coverage"
 # 2: noise shaped by the class spread (was isotropic); 3: boundary seeds by the paper's rule
@@ -165,7 +168,6 @@ def _spec(combo: Combo, cfg, registry, knobs: dict, repeat: int) -> dict:
 
 def _space_support(clf):
     """Return why ``clf`` cannot give a coverage layer before it is trained, or None."""
-    from robench.learn.features import feature_support
 
     return feature_support(clf)
 
@@ -176,7 +178,6 @@ def _finite_list(a) -> list:
 
 def run(spec: dict, env) -> dict:
     """Run one coverage trial (see the module docstring)."""
-    from robench.families.coverage import science as cov
 
     t0 = time.perf_counter()
     timings = {}
@@ -325,9 +326,7 @@ def _mean_or_none(a):
 
 def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs, seed) -> dict:
     """Train the decoder, check it is legible, render one strip per mix (one column per class)."""
-    from robench.families.coverage import science as cov
 
-    from robench.learn.multicut import stratified_subsample
 
     shape = tuple(dataset.image_shape)
     sub = stratified_subsample(dataset.y[fit], knobs["decoder_train_cap"], seed)

@@ -58,6 +58,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from robench.learn.features import FeatureSpace, feature_space, softmax  # noqa: F401 (re-exported)
+from robench.learn.devices import module_device, torch_device
 
 #: wc_l of Algorithm 1 (true-class probability at or below which a point is a boundary seed).
 #: The paper gives no value, only "less than theta2"; 0.5 is robench's: a point whose true
@@ -587,7 +588,6 @@ def train_decoder(Z: np.ndarray, images: np.ndarray, *, seed: int, epochs: int =
             h = self.fc((z - self.mean) / self.std).view(len(z), 2 * width, h0, w0)
             return self.up(h)[:, :, :H, :W]
 
-    from robench.learn.devices import torch_device
 
     torch.manual_seed(seed)
     device = torch_device()  # the trial's device
@@ -613,7 +613,6 @@ def decode(decoder, Z: np.ndarray) -> np.ndarray:
     """Return the decoder's images (n, C, H, W) in [0, 1] for features ``Z``."""
     import torch
 
-    from robench.learn.devices import module_device
 
     Z = np.asarray(Z, dtype=np.float32)
     device = module_device(decoder)

@@ -34,6 +34,8 @@ of bad inputs.
 from __future__ import annotations
 
 import numpy as np
+from robench.data.boundary import NonFiniteError, check_finite
+from robench.learn.devices import module_device
 
 ATTACKS = ("fgsm", "pgd", "deepfool")
 
@@ -45,8 +47,6 @@ def _nothing():
 
 
 def _finite(arrays, what: str):
-    from robench.data.boundary import check_finite
-
     return check_finite(arrays, what)
 
 
@@ -57,8 +57,6 @@ def _torch_inputs(X):
 
 
 def _device(module):
-    from robench.learn.devices import module_device
-
     return module_device(module)
 
 
@@ -84,8 +82,6 @@ def _grad_sign(module, x, y, what: str = "attack"):
     # unperturbed and report the clean accuracy as robust accuracy. Refuse it instead.
     bad = int((~torch.isfinite(grad.reshape(len(grad), -1))).any(1).sum())
     if bad:
-        from robench.data.boundary import NonFiniteError
-
         raise NonFiniteError(f"{what}: the loss gradient is non-finite (NaN or inf) for {bad} "
                              f"of {len(grad)} inputs; the model's logits or loss are not finite")
     return grad.sign()

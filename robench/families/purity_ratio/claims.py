@@ -17,10 +17,13 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from robench.families.purity_ratio.metric import r_interval
+from robench.families.purity_ratio.metric import INDICATORS, r_interval
 from robench.stats.claims import (FAILS, HOLDS, MORE_MODELS, SIDE, UNDECIDED, Claim, Control,
                                   controlled, modal, would)
 from robench.stats.claims import combine as _combine
+from robench.stats.equivalence import repeats_to_decide
+from robench.stats.jackknife import dependent_correlations
+from robench.stats.permutation import correlation_test
 
 #: Shuffles of a control (its verdict: the most common one).
 CONTROL_SHUFFLES = 20
@@ -52,7 +55,6 @@ def _r_text(r, n) -> str:
 def _points(rows: list, dataset: str, indicator: str, target: str) -> dict:
     """Return {model: (indicator oriented as validated, robustness)} of a validation row,
     each the mean over the model's stored points (one per repeat of its reference model)."""
-    from robench.families.purity_ratio.metric import INDICATORS
 
     sign = INDICATORS.get(indicator, 1)
     for r in rows:
@@ -75,7 +77,6 @@ def _by_model(points: list, sign: float = 1.0) -> dict:
 def _corr_verdict(x: list, y: list, level: float = SIDE) -> tuple:
     """Return (verdict, test) of "r > 0" by the exact permutation test at one-sided ``level``:
     holds when p(r >= observed) <= level, does not hold when p(r <= observed) <= level."""
-    from robench.stats.permutation import correlation_test
 
     t = correlation_test(x, y)
     v = HOLDS if t["p_greater"] <= level else FAILS if t["p_less"] <= level else UNDECIDED
@@ -97,8 +98,6 @@ def _shuffle_control(x: list, y: list, rule, what: str = "the models' robustness
 
 def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> tuple:
     """Return (verdict, text, evidence, would_decide) of "a predicts target better than b"."""
-    from robench.stats.equivalence import repeats_to_decide
-    from robench.stats.jackknife import dependent_correlations
 
     pa, pb = _points(rows, dataset, a, target), _points(rows, dataset, b, target)
     common = sorted(set(pa) & set(pb))
@@ -122,8 +121,6 @@ def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> t
 
 
 def _better_verdict(rows_pts: tuple) -> str:
-    from robench.stats.jackknife import dependent_correlations
-
     y, x1, x2 = rows_pts
     res = dependent_correlations(y, x1, x2)
     if res["low"] is None:
@@ -239,7 +236,6 @@ def _adversarial_claims(rows: list, dataset: str) -> list:
     """
     import numpy as np
 
-    from robench.families.purity_ratio.metric import INDICATORS
 
     by_attack: dict = {}
     for r in rows:
@@ -270,7 +266,6 @@ def _adversarial_claims(rows: list, dataset: str) -> list:
         for eps, r_, n, pts in entries:
             models = sorted(pts)
             columns.append(([pts[k][0] for k in models], [pts[k][1] for k in models]))
-        from robench.stats.permutation import correlation_test
 
         tests = [correlation_test(x, y) for x, y in columns]
         verdict = rule(columns) if all(len(x) >= 3 for x, _ in columns) else UNDECIDED

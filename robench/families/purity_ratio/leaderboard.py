@@ -7,7 +7,8 @@ from typing import Optional
 
 from robench.families.purity_ratio.metric import (INDICATORS, METRIC, P_MAX, ZOO_MODEL,
                                                   target_order)
-from robench.present.formatting import is_finite, scores_by_model, why_not
+from robench.present.formatting import interval_text, is_finite, scores_by_model, why_not
+from robench.stats.ranks import chance_reason
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 #: What the overview's legend says about this family's headline column.
@@ -47,7 +48,6 @@ def unranked_reason(value, details: dict) -> Optional[str]:
     :data:`robench.families.purity_ratio.metric.P_MAX`, outside the range the paired test's
     bets are valid for.
     """
-    from robench.stats.ranks import chance_reason
 
     if not is_finite(value):
         return None  # no value: rank_models says so
@@ -71,7 +71,6 @@ def unranked_reason(value, details: dict) -> Optional[str]:
 
 def leaderboard_tables(rows: list) -> dict:
     """Return the leaderboard context of one data set's purity-ratio score rows (dicts)."""
-    from robench.present.formatting import interval_text
 
     models = scores_by_model(rows, METRIC)
     if not models:

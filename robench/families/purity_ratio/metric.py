@@ -6,6 +6,9 @@ from typing import Optional
 
 from robench.present.formatting import as_dict
 from robench.specs import Score
+from robench.families.purity_ratio import protocol as cl
+from robench.stats.intervals import mean_interval
+from robench.stats.ranks import chance_level
 
 METRIC = "purity-ratio"
 #: 3: the validation verdict by Fisher's interval of r (2: by its sign). 4: R repeats of every
@@ -87,7 +90,6 @@ def model_rows(trials: list) -> dict:
 
 def model_summary(row: dict) -> dict:
     """Return the indicators and measured robustness of one trial row (pure)."""
-    from robench.families.purity_ratio import protocol as cl
 
     extra = row.get("extra") or {}
     ind = cl.indicators(extra)
@@ -206,7 +208,6 @@ def validation(summaries: dict) -> list:
     """Return one dict per (indicator, target): R^2, slope, Kendall tau, n, the points (pure)."""
     import numpy as np
 
-    from robench.families.purity_ratio import protocol as cl
 
     per_model = {m: (s["indicators"], targets(s)) for m, s in summaries.items()}
     all_targets = sorted({t for _, tg in per_model.values() for t in tg},
@@ -265,7 +266,6 @@ P_MAX = 2.0
 
 def _interval(values, bounds=(0.0, float("inf"))) -> tuple:
     """Return (low, high, details) of Student's t interval of the mean of per-repeat values."""
-    from robench.stats.intervals import mean_interval
 
     iv = mean_interval(values, bounds=bounds)
     return iv.low, iv.high, {"method": "t over repeats", "level": iv.level, "df": iv.df,
@@ -275,7 +275,6 @@ def _interval(values, bounds=(0.0, float("inf"))) -> tuple:
 def _chance(rows_by_repeat: dict) -> dict:
     """Return the chance level of a model's test splits: 1/classes, or the majority-class
     rate of the test splits where higher (:func:`robench.stats.ranks.chance_level`)."""
-    from robench.stats.ranks import chance_level
 
     n_classes, majority = None, []
     for row in rows_by_repeat.values():

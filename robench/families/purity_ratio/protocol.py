@@ -44,6 +44,12 @@ from robench.learn.reference_model import (fit_reference, not_applicable_row, re
                                            trial_row)
 from robench.specs import Knob
 from robench.run.trials import Combo, keyed_spec
+from robench.data.boundary import check_model_input, predict_checked
+from robench.data.corruptions import corrupted_sets, index_hash
+from robench.families.purity_ratio.attacks import robust_accuracies
+from robench.families.purity_ratio.zoo import ZOO, ZOO_VERSION
+from robench.learn.features import feature_support, features, features_key
+from robench.learn.multicut import multicut_supervised, stratified_subsample
 
 NAME = "clusterability"
 #: 2: the multicut's boundary is calibrated on training features on the complete graph in the
@@ -127,7 +133,6 @@ def settings(cfg) -> dict:
 
 def _member(registry, name: str):
     """Return ("registered", ModelSpec) or ("zoo", ZooMember) for a zoo name."""
-    from robench.families.purity_ratio.zoo import ZOO
 
     if name in registry.names("models") or ":" in name:  # a reference: timm:ARCH, ...
         return "registered", registry.get("models", name)
@@ -142,7 +147,6 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry, repeat: int = 0) ->
     """Return the spec of repeat ``repeat``'s reference trial of one (dataset, model or zoo
     member); the spec's ``seed`` is the run's, the trial's own is derived from it and the
     repeat (:func:`robench.learn.reference_model.reference_seed`)."""
-    from robench.families.purity_ratio.zoo import ZOO_VERSION
 
     knobs = settings(cfg)
     source, _ = _member(registry, model_name)
@@ -211,7 +215,6 @@ def plan(combo: Combo, cfg, registry) -> list:
 
 def _build(spec, registry):
     """Return the builder of a trial's model: a registered model or a zoo member."""
-    from robench.families.purity_ratio.zoo import ZOO
 
     if spec["params"].get("zoo_member"):
         return ZOO[spec["model"]].build
@@ -237,9 +240,6 @@ def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray
 
 def run(spec: dict, env) -> dict:
     """Run one reference trial (see the module docstring)."""
-    from robench.data.boundary import predict_checked
-    from robench.learn.features import feature_support, features, features_key
-    from robench.learn.multicut import multicut_supervised, stratified_subsample
 
     t0 = time.perf_counter()
     timings = {}
@@ -313,9 +313,6 @@ def run(spec: dict, env) -> dict:
 def _corruption_accuracies(clf, dataset, test, spec, env, knobs, seed=None) -> dict:
     """Return clean and corrupted accuracy of ``clf`` on the corruption subsample; ``seed``:
     the repeat's (default the spec's)."""
-    from robench.data.boundary import check_model_input, predict_checked
-    from robench.data.corruptions import corrupted_sets, index_hash
-    from robench.learn.multicut import stratified_subsample
 
     seed = int(spec["seed"] if seed is None else seed)
     idx = test[stratified_subsample(dataset.y[test], knobs["corruption_cap"], seed)]
@@ -342,8 +339,6 @@ def _corruption_accuracies(clf, dataset, test, spec, env, knobs, seed=None) -> d
 
 def _adversarial(clf, dataset, test, knobs, seed) -> dict:
     """Return robust accuracies under the attacks (torch models only)."""
-    from robench.families.purity_ratio.attacks import robust_accuracies
-    from robench.learn.multicut import stratified_subsample
 
     module = getattr(clf, "module_", None)
     if module is None:

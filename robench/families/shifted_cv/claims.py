@@ -16,8 +16,12 @@ import math
 import numpy as np
 
 from robench.families.shifted_cv.metric import METRIC
-from robench.stats.claims import FAILS, HOLDS, UNDECIDED, Claim
+from robench.stats.claims import (FAILS, HOLDS, SIDE, UNDECIDED, Claim, Control, controlled,
+                                  decide_parts, modal, repeats_needed, would)
 from robench.stats.intervals import LEVEL
+from robench.stats.controls import shifted_null
+from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, difference_interval, equivalence
+from robench.stats.jackknife import distance_ratio, sd_ratio_paired
 
 PAPER = "Variational resampling under distribution shift (Sun et al.)"
 #: The paper's sub-domain finders; rows on any other clusterer are secondary.
@@ -68,8 +72,6 @@ def _pts(v) -> str:
 
 
 def _paired_gap(val: list, test: list, level: float = LEVEL) -> dict:
-    from robench.stats.equivalence import difference_interval
-
     return difference_interval(val, test, level, paired=True)
 
 
@@ -96,7 +98,6 @@ _NULLS: dict = {}
 def _null(shuffled: bool) -> list:
     """Return the control's null shifted-CV results (cached): k-means sub-domains of i.i.d.
     Gaussian classes, or (``shuffled``, the oracle's control) random source ids."""
-    from robench.stats.controls import shifted_null
 
     if shuffled not in _NULLS:
         _NULLS[shuffled] = [shifted_null(seed, shuffled=shuffled)
@@ -120,8 +121,6 @@ def _drop_part(val, test):
 
 
 def _spread_part(val, test):
-    from robench.stats.jackknife import sd_ratio_paired
-
     def part(level):
         s = sd_ratio_paired(test, val, 1 - 2 * level)
         if s["low"] is None:
@@ -131,8 +130,6 @@ def _spread_part(val, test):
 
 
 def _gap_part(val, test):
-    from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, equivalence
-
     def part(level):
         e = equivalence(val, test, RANDOM_GAP_MARGIN, paired=True, alpha=2 * level)
         return {EQUIVALENT: HOLDS, NOT_EQUIVALENT: FAILS}.get(e["status"], UNDECIDED)
@@ -142,7 +139,6 @@ def _gap_part(val, test):
 def _control(clus: str, kind: str, make_part) -> "object":
     """Return the control of a per-model fold claim: ``make_part(val, test)`` on the null
     data sets' folds of ``kind`` (shifted or random)."""
-    from robench.stats.claims import Control, decide_parts, modal
 
     verdicts = []
     for w in _null(clus == "oracle"):
@@ -182,11 +178,6 @@ def shifted_cv_claims(rows: list) -> list:
 
 def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
                  random_dataset=None) -> list:
-    from robench.stats.claims import (SIDE, controlled, decide_parts, repeats_needed,
-                                      would)
-    from robench.stats.equivalence import equivalence
-    from robench.stats.jackknife import sd_ratio_paired
-
     drops, spreads, gaps = {}, {}, {}
     for model, d in per_model.items():
         per = d.get("per_fold") or {}
@@ -254,9 +245,6 @@ def _ratio_verdict(res: dict) -> str:
 
 
 def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
-    from robench.stats.claims import Control, controlled, modal, repeats_needed, would
-    from robench.stats.jackknife import distance_ratio
-
     reps = (w.get("details") or {}).get("repeats") or []
     sh = [(e.get("shifted") or {}).get("matrix") for e in reps]
     ra = [(e.get("random") or {}).get("matrix") for e in reps]
@@ -295,8 +283,6 @@ def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
 
 def _bayesian_claims(where: str, per_model: dict) -> list:
     """Return per architecture with both versions: the Bayesian CNN's drop ~ the plain one's."""
-    from robench.stats.claims import Control, controlled, would
-    from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, equivalence
 
     out = []
     for model in sorted(per_model):

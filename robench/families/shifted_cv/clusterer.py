@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from robench.specs import ClustererSpec
+from robench.data.sources import Labels
 
 #: VAE epochs of the two registered clusterers: few for ``vae-vgmm`` (about 3 minutes for the
 #: ten classes of mnist-5k on this kind of machine), the paper code's 20 for ``vae-vgmm-paper``.
@@ -93,7 +94,6 @@ def vae_vgmm_fit_predict(Z, k: int, *, seed: int, true_sources=None,
     Returns :class:`robench.data.sources.Labels` whose ``info`` records the empty-component repairs,
     the mixture's convergence and the VAE's training (stored with the sources).
     """
-    from robench.data.sources import Labels
     from robench.families.shifted_cv.vae import architecture, cached_latent_means
 
     Z = np.asarray(Z, dtype=np.float32)

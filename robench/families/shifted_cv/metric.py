@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from robench.specs import Score
+from robench.families.shifted_cv import protocol as sc
 
 METRIC = "shifted-cv"
 VERSION = "1"
@@ -50,7 +51,6 @@ def _ratio(a, b):
 
 def _fold_fallback(trials: list) -> dict:
     """Return the fewer-folds fallback of a group's shifted trials, or {} (the folds asked for)."""
-    from robench.families.shifted_cv import protocol as sc
 
     for t in trials:
         p = t.get("params") or {}
@@ -62,7 +62,6 @@ def _fold_fallback(trials: list) -> dict:
 
 def aggregate(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s fold trials into scores, plus the fold distances."""
-    from robench.families.shifted_cv import protocol as sc
 
     clus = group["clusterer"]
     base = dict(dataset=group["dataset"], model=group["model"], clusterer=clus,

@@ -36,11 +36,13 @@ import warnings
 import numpy as np
 
 from robench.stats.seeds import derived_seed
-from robench.specs import Knob
+from robench.specs import Knob, ModelContext
 from robench.learn.inputs import model_inputs
 from robench.run.trials import Combo, accuracy_per_class, make_spec, trial_key
 from robench.data.sources import find_sources, sources_key
 from robench.data.splitters import validation_split
+from robench.data.boundary import check_model_input, predict_checked
+from robench.run.config import TRAIN_KNOBS, check_value
 
 NAME = "shifted-cv"
 VERSION = "1"
@@ -90,7 +92,6 @@ KNOBS = (
 
 def check_knobs(knobs: dict) -> None:
     """Raise ValueError if the nested ``train`` budget has an unknown key or a bad value."""
-    from robench.run.config import TRAIN_KNOBS, check_value
 
     train = {k.name: k for k in TRAIN_KNOBS}
     for name, value in (knobs.get("train") or {}).items():
@@ -338,8 +339,6 @@ def run(spec: dict, env) -> dict:
     fold-distance computation."""
     if spec["kind"] == WASSERSTEIN:
         return run_wasserstein(spec, env)
-    from robench.data.boundary import check_model_input, predict_checked
-    from robench.specs import ModelContext
 
     dataset = env.dataset(spec["dataset"])
     train, val, test = partition(spec, dataset, env.registry)

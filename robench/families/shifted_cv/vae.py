@@ -29,6 +29,8 @@ import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
+from robench.data.cache import cached_arrays, content_key
+from robench.learn.devices import torch_device
 
 #: Bump when training or architecture changes: part of every cached latent space's key.
 VAE_VERSION = "1"
@@ -137,7 +139,6 @@ def train_vae(X, *, image_shape=None, latent_dim: int = LATENT_DIM, epochs: int,
     if not bernoulli:
         X = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1.0)
     arch = architecture(X.shape[1], image_shape)
-    from robench.learn.devices import torch_device
 
     torch.manual_seed(seed)
     device = torch_device()  # the trial's device; the latent means come back on the CPU
@@ -192,7 +193,6 @@ def cached_latent_means(X, *, image_shape=None, latent_dim: int = LATENT_DIM, ep
     The cache key is a hash of the rows' content, the image shape, the training settings, the
     seed and :data:`VAE_VERSION`, under ``<cache>/vae/``.
     """
-    from robench.data.cache import cached_arrays, content_key
 
     shape = None if image_shape is None else [int(s) for s in image_shape]
     key = content_key("vae", VAE_VERSION, data_key(np.asarray(X, np.float32)), shape,

@@ -6,9 +6,17 @@ import math
 from typing import Optional
 
 from robench.families.source_aware.rho import METRIC as RHO
-from robench.stats.claims import (FAILS, HOLDS, MORE_DATA, UNDECIDED, Claim,
-                                  compare, fmt, repeats_to_separate)
+from robench.stats.claims import (FAILS, HOLDS, MORE_DATA, SIDE, UNDECIDED, Claim, Control,
+                                  OrderingPart, compare, controlled, decide_parts, fmt, modal,
+                                  parts_need, repeats_needed, repeats_to_separate, would)
 from robench.stats.claims import combine as _combine
+from robench.families.source_aware.leaderboard import rho_samples
+from robench.stats.controls import source_aware_null
+from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, equivalence, repeats_to_decide
+from robench.stats.intervals import mean_interval
+from robench.stats.jackknife import sd_ratio_independent
+from robench.stats.paired import null_pairs
+from robench.stats.sequential import paired_difference
 
 PAPER = "Source-aware partitioning (Kilinc & Uysal)"
 #: The paper's capacity order on MNIST (rho rises with capacity: SVM < MLP < CNN-1..3).
@@ -39,7 +47,6 @@ def _equivalent(inclusive: dict, random: dict, alpha: float = 0.05) -> tuple:
     The inclusive and the random partitions of a repeat are drawn independently (their
     seeds differ by kind), so the difference of the means gets Welch's interval.
     """
-    from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, equivalence
 
     per = [((r or {}).get("details") or {}).get("per_repeat") for r in (inclusive, random)]
     if not (per[0] and per[1]):
@@ -69,7 +76,6 @@ _CLUSTERING_NULL = ("k-means sources of i.i.d. Gaussian classes (no sources), ne
 
 def _null(repeats: int) -> list:
     """Return the control's null data sets' per-repeat accuracies (cached per repeats)."""
-    from robench.stats.controls import source_aware_null
 
     if repeats not in _NULLS:
         _NULLS[repeats] = [source_aware_null(seed, repeats=repeats)
@@ -94,7 +100,6 @@ def _cost_part(samples: dict, cycle):
     """Return the part "AccI above AccX" of one model (paired by repeat)."""
     import numpy as np
 
-    from robench.stats.claims import OrderingPart
 
     width = max((int(r) for r in samples), default=-1) + 1
     x, i = _arrays(samples, max(width, 1))
@@ -105,7 +110,6 @@ def _cost_part(samples: dict, cycle):
 def _cost_control(repeats: int, cycle) -> "object":
     import numpy as np
 
-    from robench.stats.claims import Control, decide_parts, modal
 
     verdicts, gaps = [], []
     for w in _null(repeats):
@@ -118,8 +122,6 @@ def _cost_control(repeats: int, cycle) -> "object":
 
 
 def _spread_part(x: list, i: list):
-    from robench.stats.jackknife import sd_ratio_independent
-
     def part(level):
         s = sd_ratio_independent(x, i, 1 - 2 * level)
         if s["low"] is None:
@@ -129,9 +131,6 @@ def _spread_part(x: list, i: list):
 
 
 def _spread_control(repeats: int):
-    from robench.stats.claims import Control, decide_parts, modal
-    from robench.stats.jackknife import sd_ratio_independent
-
     verdicts, ratios = [], []
     for w in _null(repeats):
         x, i = w["acc_exclusive"].tolist(), w["acc_inclusive"].tolist()
@@ -145,7 +144,6 @@ def _spread_control(repeats: int):
 def _steps(order: list, samples: list, cycle, percent: bool = False) -> list:
     """Return [(a, b, part)] for each adjacent step a -> b of the claimed order: the part
     "b above a", paired by repeat (samples: per model {repeat: (num, den)} or {repeat: v})."""
-    from robench.stats.claims import OrderingPart
 
     rows = [{int(r): (v if isinstance(v, (tuple, list)) else (v, 1.0)) for r, v in s.items()}
             for s in samples]
@@ -161,8 +159,6 @@ def _steps(order: list, samples: list, cycle, percent: bool = False) -> list:
 
 
 def _step_text(a, b, part, n, percent: bool) -> str:
-    from robench.stats.claims import SIDE
-
     if n < 2:
         return (f"{a} -> {b}: no per-repeat values to pair (scores stored before they were "
                 "kept: rescore them)")
@@ -176,8 +172,6 @@ def _capacity_control(repeats: int, steps: int, cycle):
     partitions (robench.stats.paired.null_pairs: log-normal source effects)."""
     import numpy as np
 
-    from robench.stats.claims import Control, OrderingPart, decide_parts, modal
-    from robench.stats.paired import null_pairs
 
     rng = np.random.default_rng(0)
     verdicts = []
@@ -195,8 +189,6 @@ def _capacity_control(repeats: int, steps: int, cycle):
 
 
 def _chain_claim(dataset, claim, paper_figure, figure, order, samples, cycle, percent):
-    from robench.stats.claims import SIDE, controlled, decide_parts, parts_need, would
-
     steps = _steps(order, samples, cycle, percent)
     parts = [p for _, _, p, _ in steps]
     verdict = decide_parts(parts)
@@ -220,8 +212,6 @@ def rho_claims(rows: list) -> list:
     are its extremities), models of equal rho for the capacity orders, a difference of
     twice the margin for the equivalence.
     """
-    from robench.families.source_aware.leaderboard import rho_samples
-    from robench.stats.claims import SIDE, controlled, decide_parts, parts_need, would
 
     claims = []
     for dataset, models in sorted(_table(rows).items()):
@@ -291,9 +281,7 @@ def _shifted_equivalence_control(models: dict, verdict: str):
     """Return the equivalence's control: the same test with E[Acc] moved by twice the
     margin (a difference it must not call equal); for a "does not hold", with E[Acc]
     recentred on E[AccI] (an equality it must not call unequal)."""
-    from robench.stats.claims import Control
 
-    from robench.stats.claims import decide_parts
 
     verdicts, parts = [], []
     for sc in models.values():
@@ -344,8 +332,6 @@ def _exclusive_claims(dataset: str, models: dict) -> list:
     0.025 (intersection-union), its control the k-means sources of i.i.d. Gaussian classes.
     The capacity order: :func:`_chain_claim` (paired steps).
     """
-    from robench.stats.claims import SIDE, controlled, decide_parts, repeats_needed, would
-    from robench.stats.jackknife import sd_ratio_independent
 
     out = []
     res = {}
@@ -420,7 +406,6 @@ def adequacy_decisions(x_full, i_full, x_small, i_small, alpha: float = ADEQUACY
     """
     import numpy as np
 
-    from robench.stats.sequential import paired_difference
 
     xf, if_, xs, is_ = (np.asarray(v, float) for v in (x_full, i_full, x_small, i_small))
     ok = np.isfinite(xf) & np.isfinite(if_) & np.isfinite(xs) & np.isfinite(is_)
@@ -463,7 +448,6 @@ def _decide_paired(paired: dict) -> tuple:
     [x_full, i_full, x_small, i_small] as {repeat: accuracy})."""
     import numpy as np
 
-    from robench.stats.equivalence import repeats_to_decide
 
     names = sorted(paired)
     common = [sorted(set.intersection(*(set(b) for b in paired[m][1]))) for m in names]
@@ -504,7 +488,6 @@ def _adequacy_control(paired: dict):
     labels shuffled within each repeat (a training size that changes nothing)."""
     import numpy as np
 
-    from robench.stats.claims import Control, modal
 
     if not paired:
         return Control("sizes shuffled within repeats", None,
@@ -574,7 +557,6 @@ def adequacy_claims(rows: list) -> list:
             rule.append(f"{len(res) - len(paired)} model(s) by the overlap of marginal "
                         "intervals (stored without repeat indices)")
         numbers = [r[3] for r in res.values() if r[0] == UNDECIDED]
-        from robench.stats.claims import controlled, would
 
         c = Claim(
             PAPER, "rho rises with the training size (dataset adequacy)",
@@ -596,8 +578,6 @@ UNBIASED_WITHIN = 0.01
 
 
 def _error_row(errors: list) -> dict:
-    from robench.stats.intervals import mean_interval
-
     iv = mean_interval(errors)
     return {"value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high}
 
@@ -607,7 +587,6 @@ LOST = "Lost test set (blog post, corrected)"
 
 def _tost_zero(errors: list, what: str) -> tuple:
     """Return (verdict, why, row, repeats): "the mean error is within ±UNBIASED_WITHIN" (TOST)."""
-    from robench.stats.equivalence import EQUIVALENT, NOT_EQUIVALENT, equivalence
 
     res = equivalence(errors, [0.0] * len(errors), UNBIASED_WITHIN, paired=True)
     row = {"value": res["estimate"], "ci_low": res["low"], "ci_high": res["high"]}
@@ -645,7 +624,6 @@ def lost_test_claims(rows: list) -> list:
             continue
         verdict, why, ok, need = _tost_zero([t["alpha_in"] - t["true_accuracy"]
                                              for t in trials], "mean error")
-        from robench.stats.claims import controlled
 
         claims.append(controlled(Claim(
             LOST, "the corrected estimator k·(a_hat - p(1 - 1/k)) is unbiased for the test "
@@ -677,8 +655,6 @@ def lost_test_claims(rows: list) -> list:
 
 
 def _more_repeats(verdict: str, need) -> str:
-    from robench.stats.claims import would
-
     return would(need) if verdict == UNDECIDED else ""
 
 
@@ -713,7 +689,6 @@ def lost_null(seed: int, trials: int = 40, k: int = 10, gap: float = 0.02, batch
 
 def _lost_control(rule, what: str, algebra: bool, **kw):
     """Return the verdict of ``rule`` (trials -> verdict) on simulated trials."""
-    from robench.stats.claims import Control, modal
 
     verdicts = [rule(lost_null(seed, **kw)) for seed in range(CONTROL_REPLICATES)]
     v, text = modal(verdicts)
@@ -748,7 +723,6 @@ def _realistic_claims(dataset: str, trials: list) -> list:
         to_p = [t["alpha_out"] - t["whole_data_accuracy"] for t in real]
         verdict, why, err, need = _tost_zero(to_a, "alpha - a")
         _, _, err_p, _ = _tost_zero(to_p, "alpha - p")
-        from robench.stats.claims import controlled
 
         out.append(controlled(Claim(
             LOST, "the corrected estimator recovers the test accuracy in the realistic case "
@@ -794,7 +768,6 @@ def _realistic_claims(dataset: str, trials: list) -> list:
                       "statement): one model or "
                       "data set with whole-data accuracy p below its test accuracy a (1 "
                       "counterexample is enough) would refute it")
-        from robench.stats.claims import controlled
 
         out.append(controlled(Claim(
             LOST, "a_hat >= a: the batch estimate is an upper bound on the test accuracy",

@@ -52,6 +52,7 @@ import math
 from typing import Optional
 
 import numpy as np
+from robench.stats.bits import unpack_bits
 
 #: Number of batches k the metric simulates (documented in docs/lost-test-set.md).
 LOST_TEST_K = 10
@@ -187,7 +188,6 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
     ``headline`` repeats the :data:`HEADLINE` estimate (None for a model without a training
     log); :data:`ESTIMATORS` says which keys are realistic and which are oracles.
     """
-    from robench.stats.bits import unpack_bits
 
     n_fit, n_val, n2 = int(row["n_train"]), int(row["n_val"]), int(row["n_test"])
     n1 = n_fit + n_val

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Optional
 
 from robench.families.source_aware.adequacy import METRIC as ADEQUACY
-from robench.present.formatting import is_finite
+from robench.present.formatting import interval_text, is_finite
+from robench.stats.ranks import chance_level, chance_reason
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 #: What the overview's legend says about this family's headline column.
@@ -61,7 +62,6 @@ def rho_samples(details: dict) -> Optional[dict]:
 
 def rho_chance(details: dict) -> tuple:
     """Return (chance accuracy, its basis) of a rho score's inclusive test sets."""
-    from robench.stats.ranks import chance_level
 
     chance = details.get("chance")
     if isinstance(chance, dict) and is_finite(chance.get("level")):
@@ -81,7 +81,6 @@ def at_chance(rho: dict, inclusive: dict) -> Optional[str]:
     rho = E[AccX]/E[AccI] is ~1 when both accuracies are at chance, so such a model would
     top the table; its rho is shown, not ranked (:func:`robench.stats.ranks.chance_reason`).
     """
-    from robench.stats.ranks import chance_reason
 
     details = rho.get("details") if isinstance(rho.get("details"), dict) else {}
     chance, basis = rho_chance(details)
@@ -102,7 +101,6 @@ def rho_tables(scores: list) -> list:
     ``interval`` is its rho interval as text, ``interval_note`` what a reader must know of it
     (why it is empty or unbounded; a bound below 0 shown as computed).
     """
-    from robench.present.formatting import interval_text
     from robench.present.leaderboard import rank_table
 
     by_group: dict = defaultdict(dict)
@@ -268,7 +266,6 @@ def adequacy_tables(rows: list) -> list:
 def size_interval(scores: dict, entry: dict) -> tuple:
     """Return (text, note) of one adequacy size's rho interval: as computed, with the reason
     an empty one was stored with (its ``rho@size`` score) or a note on a bound below 0."""
-    from robench.present.formatting import interval_text
 
     details = (scores.get(f"rho@{entry.get('size')}") or {}).get("details")
     reason = ((details or {}).get("interval") or {}).get("reason") if isinstance(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from robench.families.source_aware.rho import METRIC as RHO
 from robench.present.formatting import percent, rule_lines
+from robench.families.source_aware.leaderboard import rho_tables, size_interval
 
 
 def _pct(v):
@@ -31,7 +32,6 @@ def rho_lines(rows: list) -> list:
     chance plus the margin has no rank ("-", at chance); the notes under a table give that
     reason and why an interval is empty, unbounded or below 0.
     """
-    from robench.families.source_aware.leaderboard import rho_tables
 
     by_dataset: dict = {}
     for s in rows:
@@ -70,7 +70,6 @@ def adequacy_lines(rows: list) -> list:
     Intervals are shown as computed; a note under the table says why one is empty or
     unbounded, or that a bound is below 0 (``leaderboard.size_interval``).
     """
-    from robench.families.source_aware.leaderboard import size_interval
 
     groups: dict = {}
     for s in rows:

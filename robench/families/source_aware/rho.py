@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from robench.specs import Score
+from robench.families.source_aware import protocol as sa
+from robench.stats.intervals import mean_interval, ratio_interval
+from robench.stats.ranks import chance_level
 
 DEFINITION = (
     "rho = E[AccX] / E[AccI] (source-aware robustness, Kilinc & Uysal eq. 3): the mean test "
@@ -28,7 +31,6 @@ VERSION = "2"
 
 def mean_score_interval(values) -> tuple:
     """Return (low, high, details) of the t interval of a mean accuracy (None bounds: reason)."""
-    from robench.stats.intervals import mean_interval
 
     iv = mean_interval(values, bounds=(0.0, 1.0))
     return iv.low, iv.high, iv.as_dict()
@@ -36,7 +38,6 @@ def mean_score_interval(values) -> tuple:
 
 def rho_interval(acc_x, acc_i) -> tuple:
     """Return (low, high, details) of Fieller's interval of E[AccX]/E[AccI]."""
-    from robench.stats.intervals import ratio_interval
 
     iv = ratio_interval(acc_x, acc_i, method="fieller")
     return iv.low, iv.high, iv.as_dict()
@@ -49,7 +50,6 @@ def chance_of(trials: list) -> dict:
     majority-class rate of the test sets where that is higher and every trial recorded its
     test set's class counts (``extra.test_class_counts``; trials stored before did not).
     """
-    from robench.stats.ranks import chance_level
 
     k = max((len(t.get("per_class") or []) for t in trials), default=0) or None
     shares = []
@@ -67,7 +67,6 @@ def chance_of(trials: list) -> dict:
 
 def aggregate(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s source-aware trials into rho and its interval."""
-    from robench.families.source_aware import protocol as sa
 
     ok = [t for t in trials if t["status"] == "ok"]
     clus = group["clusterer"]
@@ -149,7 +148,6 @@ def paired_values(trial: dict):
 
 def interval_at(score, level: float):
     """Return rho's (Fieller) or an accuracy's (t) interval at ``level``, or None."""
-    from robench.stats.intervals import mean_interval, ratio_interval
 
     details = score.details or {}
     if score.score == METRIC and details.get("acc_exclusive") and details.get("acc_inclusive"):
