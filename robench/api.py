@@ -51,8 +51,8 @@ from robench.builtin.references import image_rows
 from robench.data.cache import set_cache_dir
 from robench.plugins import make_registry
 from robench.run.config import check_value, knob_sections
-from robench.run.prepare import prepare
-from robench.run.runner import execute
+from robench.run import prepare as preparation  # preparation.prepare: tests replace it
+from robench.run import runner  # runner.execute: tests replace it there
 from robench.storage.store import Store
 
 #: The columns of every returned row, in order.
@@ -388,7 +388,7 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
                          "read data by path, e.g. 'npz:/shared/x.npz')")
 
 
-    prepared = prepare(reg, profile=profile, datasets=[dname], models=[mname],
+    prepared = preparation.prepare(reg, profile=profile, datasets=[dname], models=[mname],
                        clusterers=[clusterers] if isinstance(clusterers, str) else clusterers or (),
                        metrics=[metrics] if isinstance(metrics, str) else metrics or (),
                        repeats=repeats, k=k, seed=seed,
@@ -398,7 +398,7 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
     db = db or os.environ.get("ROBENCH_DB", "robench.db")
     store = Store(db)
     try:
-        report = execute(cfg, reg, store, command=f"robench.evaluate({mname!r}, {dname!r})",
+        report = runner.execute(cfg, reg, store, command=f"robench.evaluate({mname!r}, {dname!r})",
                          rescore=rescore, plan=prepared.plan)
     finally:
         store.close()

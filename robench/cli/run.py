@@ -24,8 +24,8 @@ from robench.data.cache import set_cache_dir
 from robench.process.provenance import redact_secrets
 from robench.run.adaptive import check_decided, paired_metrics, run_until_decided
 from robench.run.estimate import Durations, load_reference, project, summarize
-from robench.run.prepare import prepare
-from robench.run.runner import execute
+from robench.run import prepare as preparation  # preparation.prepare: tests replace it
+from robench.run import runner  # runner.execute: tests replace it there
 from robench.stats.sequential import PRECISION
 from robench.storage.store import Store
 
@@ -195,7 +195,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     # device, the knobs, the cache folder, then the names (a data reference is parsed into the
     # cache); the plan is made before the database is opened, so a run that cannot be made
     # (a bad value, only broken data sets) exits 2 with the file untouched, or not created.
-    prepared = prepare(reg, profile=profile, datasets=datasets_names, models=models_names,
+    prepared = preparation.prepare(reg, profile=profile, datasets=datasets_names, models=models_names,
                        clusterers=clusterers_names, metrics=metric_names, repeats=repeats, k=k,
                        seed=seed, settings=parse_settings(settings, reg), executor=executor,
                        jobs=jobs, device=device, scheduler=scheduler,
@@ -242,7 +242,7 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         else:
             import time
 
-            report = execute(cfg, reg, store, command=command, on_event=progress,
+            report = runner.execute(cfg, reg, store, command=command, on_event=progress,
                              rescore=rescore, plan=plan,
                              deadline=None if seconds is None else time.monotonic() + seconds)
     finally:

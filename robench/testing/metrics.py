@@ -17,7 +17,7 @@ from robench.testing.core import (Case, CheckReport, Unavailable, check_spec_fie
                                   default_registry, make_checks, plain, resolve, run_checks,
                                   shared)
 from robench.run.config import RunConfig, parse_settings
-from robench.run.runner import execute
+from robench.run import runner  # runner.execute: tests replace it there
 from robench.storage.store import Store
 
 #: The names of the metric checks, in the order they run. The aggregate is called directly
@@ -304,7 +304,7 @@ def tiny_run(registry, spec: MetricSpec, *, dataset: str, model: str,
     report, error = {"scores": [], "skipped": []}, None
     with Store(db) as store:
         try:
-            done = execute(cfg, registry, store, command="robench.testing.check_metric")
+            done = runner.execute(cfg, registry, store, command="robench.testing.check_metric")
             report = {"scores": done.scores, "skipped": done.skipped}
         except Exception as exc:  # noqa: BLE001 - reported by check_metric with the rows
             error = f"{type(exc).__name__}: {exc}"

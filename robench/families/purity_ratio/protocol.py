@@ -45,7 +45,8 @@ from robench.learn.reference_model import (fit_reference, not_applicable_row, re
 from robench.specs import Knob
 from robench.run.trials import Combo, keyed_spec
 from robench.data.boundary import check_model_input, predict_checked
-from robench.data.corruptions import corrupted_sets, index_hash
+from robench.data import corruptions as corruption_sets  # tests replace corrupted_sets there
+from robench.data.corruptions import index_hash
 from robench.families.purity_ratio.attacks import robust_accuracies
 from robench.families.purity_ratio.zoo import ZOO, ZOO_VERSION
 from robench.learn.features import feature_support, features, features_key
@@ -321,7 +322,7 @@ def _corruption_accuracies(clf, dataset, test, spec, env, knobs, seed=None) -> d
     images = rows.reshape(shape)
     y = dataset.y[idx]
     specs = [env.registry.get("corruptions", n) for n in knobs["corruptions"]]
-    sets = corrupted_sets(images, specs, knobs["severities"], seed,
+    sets = corruption_sets.corrupted_sets(images, specs, knobs["severities"], seed,
                           fingerprint=dataset.fingerprint(), idx_key=index_hash(idx))
     clean = float((predict_checked(clf, rows, dataset.n_classes, spec["model"])
                    == y).mean())
