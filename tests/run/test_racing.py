@@ -239,11 +239,12 @@ def test_the_decided_figure_replays_fixed_designs_and_the_race_from_stored_trial
     assert decided.figure_rows([table])[0][0] == "decided: rho tiny/kmeans"
 
 
-def test_run_all_alone_races_with_a_soft_default_budget_and_named_options_keep_their_meaning():
+def test_run_all_alone_is_the_fixed_quick_run_and_named_options_keep_their_meaning():
     from robench.cli.run import default_race
-    from robench.run.config import DEFAULT_BUDGET
 
-    assert default_race(True, None, None, None, None) == ("decided", DEFAULT_BUDGET, False)
+    # the main job stays the fixed quick run (docs/running.md: the race's first looks alone
+    # were projected at ~7 of its 10 minutes idle); --budget races
+    assert default_race(True, None, None, None, None) == ("fixed", None, True)
     # a named profile, repeats or --until keep their fixed meaning
     assert default_race(True, "quick", None, None, None) == ("fixed", None, True)
     assert default_race(True, None, 3, None, None) == ("fixed", None, True)
@@ -255,7 +256,7 @@ def test_run_all_alone_races_with_a_soft_default_budget_and_named_options_keep_t
 
 
 def test_a_soft_budget_still_completes_the_first_look(tiny_registry, store):
-    """hard_budget=False (the default run --all): with no time at all the first look still
+    """hard_budget=False (the API's soft budget): with no time at all the first look still
     runs whole (every model 6 repeats), and no further look is taken; the hard budget's
     control runs nothing."""
     soft = run_until_decided(cfg(repeats=24), tiny_registry, store, precision=1e-9,
@@ -275,8 +276,7 @@ def test_a_soft_budget_still_completes_the_first_look(tiny_registry, store):
 def test_run_all_of_metrics_without_a_paired_comparison_stays_a_plain_run(tiny_registry,
                                                                          tmp_path,
                                                                          monkeypatch):
-    """`run --all --metric lost-test`: the racing default has nothing to race, so it is the
-    plain run (not the error --until decided gives when no metric can race)."""
+    """`run --all --metric lost-test`: the plain run, no deadline."""
     import robench.run.runner
     from robench.cli import cli
     from robench.run.runner import RunReport

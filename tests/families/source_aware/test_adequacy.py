@@ -228,7 +228,7 @@ def test_adequacy_runs_in_every_run_all(reg, tmp_path, monkeypatch):
 
     def fake_execute(cfg, registry, store, **_):
         seen.append(cfg)
-        # a real run row: the racing default scores its tables under the last round's run
+        # a real run row: a race scores its tables under the last round's run
         run_id = store.start_run(command="fake", seed=0, config={}, plugin_versions={})
         return RunReport(run_id, 0, 0, 0, [], [], [], 0.0)
 
@@ -241,7 +241,7 @@ def test_adequacy_runs_in_every_run_all(reg, tmp_path, monkeypatch):
         before = len(seen)
         res = runner.invoke(cli, ["run", *args, "--executor", "local", "--db", db])
         assert res.exit_code == 0, res.output
-        # the default run --all races rho and coverage in rounds beside one plain run of the
+        # a race (--budget) runs rho and coverage in rounds beside one plain run of the
         # other metrics: the metrics asked for are those of all its executions
         metrics = {m for c in seen[before:] for m in c.metrics}
         assert ("adequacy" in metrics) is has_adequacy, args
