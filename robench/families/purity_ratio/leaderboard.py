@@ -93,7 +93,11 @@ def leaderboard_tables(rows: list) -> dict:
             "n": head.get("n"), "higher_is_better": True,
             "zoo_member": bool(details.get("zoo_member")),
             "samples": purity_samples(details), "cycle": None,
-            "unranked": unranked_reason(head.get("value"), details),
+            # the zoo's helper models are trained for the validation's correlations: shown,
+            # never ranked among the models a user asked for (nor counted in their ranks)
+            "unranked": ("a helper of the validation's model zoo: shown, never ranked"
+                         if details.get("zoo_member")
+                         else unranked_reason(head.get("value"), details)),
             "note": why_not(details),
             **{k: g(k) for k in ("model_acc", "p_purity_kmeans", "p_purity_multicut",
                                  "p_acc_kmeans", "p_acc_multicut", "p_acc_combined", "delta",

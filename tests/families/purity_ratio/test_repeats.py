@@ -351,3 +351,18 @@ def test_damaged_per_repeat_details_pair_nothing_and_break_nothing():
     assert got["a"]["rank"] is None and got["a"]["unranked"] == lb.FEW_REPEATS
     assert got["b"]["rank_interval"] == "1"  # alone among the ranked
     assert pm.per_repeat_values(rows)["d"]["a"] == {}
+
+
+def test_a_zoo_helper_is_shown_never_ranked_and_not_counted_in_the_ranks():
+    """The validation's zoo models are trained for its correlations: a helper above every
+    model the user asked for takes no rank and widens no one's rank interval."""
+    rng = np.random.default_rng(2)
+    per = {"a": list(0.80 + 0.01 * rng.standard_normal(30)),
+           "b": list(0.40 + 0.01 * rng.standard_normal(30)),
+           "zoo-x": list(0.95 + 0.01 * rng.standard_normal(30))}
+    trials = [_trial(m, r, p, zoo=(m == "zoo-x")) for m, ps in per.items()
+              for r, p in enumerate(ps)]
+    rows = [{**s.__dict__} for s in pm.aggregate({"dataset": "d"}, trials)]
+    got = _by_model(rows)
+    assert got["zoo-x"]["rank"] is None and "zoo" in got["zoo-x"]["unranked"]
+    assert (got["a"]["rank_interval"], got["b"]["rank_interval"]) == ("1", "2")
