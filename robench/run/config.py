@@ -36,7 +36,7 @@ DEFAULT_PROFILE = "quick"
 INCLUDES_OPT_IN = {"quick": False, "standard": False, "paper": True}
 
 #: Repeats per partition kind and sources per class, per profile (``--repeats``, ``--sources``).
-REPEATS = {"quick": 3, "standard": 10, "paper": 100}
+REPEATS = {"quick": 3, "standard": 15, "paper": 100}
 SOURCES = {"quick": 5, "standard": 5, "paper": 5}
 #: Seconds one trial may run before it is stopped and recorded as failed (``--trial-timeout``);
 #: generous: a quick trial takes seconds, a paper-scale CNN trained to convergence hours. Not
