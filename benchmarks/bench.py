@@ -650,7 +650,7 @@ def bench_projection(rows: list, extra: dict, jobs: int):
     from dataclasses import replace
 
     import projection as P
-    from robench.run.adaptive import METRIC
+    from robench.families.source_aware.rho import METRIC
     from robench.run.runner import plan_run
 
     cfg, plan, reg = P.paper_plan()

@@ -12,7 +12,7 @@ data set):
   decisions are the paired test of :func:`robench.stats.paired.compare_all` (the test the
   ranks use, at 5%, one look) over repeats 0..R-1 of every model, and its CPU-minutes the
   recorded seconds of those trials. R is each profile's repeats for that metric (quick 3,
-  standard 10 for rho; coverage.repeats 3 and 5); a profile whose R exceeds what every model
+  standard 15 for rho; coverage.repeats 3 and 5); a profile whose R exceeds what every model
   of the table has stored is not shown (the race stopped models before it). The stored trials
   were trained with the run's profile (quick training): the standard row is the standard
   profile's *repeats*, not its longer training;

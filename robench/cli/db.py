@@ -16,6 +16,7 @@ from robench.escaping import json_text, markdown_cell, markdown_text, terminal
 from robench.errors import VerifyError
 from robench.exchange.merge import merge_databases
 from robench.exchange.verify import DEFAULT_SAMPLE, difference_text, verify as verify_trials
+from robench.run.config import parse_duration
 from robench.run.ranking import refresh_ranks
 from robench.stats.diff import counts, diff_scores
 from robench.storage.metadata import build_metadata
@@ -134,9 +135,9 @@ def merge(sources, contributors, db_path):
 @click.option("--trial-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               metavar="SECONDS", help="Most seconds one re-run may take (default: the limit "
               "its run had, --trial-timeout as recorded, else its profile's).")
-@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
-              metavar="SECONDS", help="Most seconds all re-runs together may take; trials "
-              "not reached are refused.")
+@click.option("--budget", default=None, metavar="DURATION",
+              help="Most time all re-runs together may take (90s, 10m, 1h; a bare number: "
+              "seconds); trials not reached are refused.")
 @click.option("--by-influence", is_flag=True, default=False,
               help="Draw the sample by each trial's influence on the headline scores (what "
               "`robench publish verify` does).")
@@ -168,6 +169,7 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
                                 "`robench merge` first")
     _check_database(db_path)  # verify writes its record: never into what is not one
     n = sample or DEFAULT_SAMPLE
+    budget = parse_duration(budget) if budget is not None else None  # one line, exit 2
 
     def show(t):
         # names and values come from the database: one line each, no control character

@@ -79,10 +79,9 @@ class _RunCommand(click.Command):
               help="Seed of everything.")
 @click.option("--profile", type=click.Choice(list(PROFILES)), default=None,
               help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ". "
-                   f"Default: {DEFAULT_PROFILE}; `run --all` with none of --profile, "
-                   "--repeats, --until, --budget races the paired metrics' tables on the "
-                   "quick profile with a 9-minute budget for looks after the first "
-                   "(docs/running.md); name --profile quick for the fixed quick run.")
+                   f"Default: {DEFAULT_PROFILE}: `run --all` alone is the fixed quick run "
+                   "(it decides few orders); `--budget 10m` races the paired metrics' "
+                   "tables instead (docs/running.md, \"The default run\").")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "
                    "or one a plugin adds. Only the process and dask executors can stop a "

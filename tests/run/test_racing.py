@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from tests.helpers import run_config
 from robench.run.adaptive import run_until_decided, with_repeats
-from robench.run.config import parse_duration
+from robench.run.config import REPEATS, parse_duration
 from robench.run.runner import execute, plan_run
 from robench.stats import paired
-from robench.stats.sequential import error_rates, run_sequential
+from robench.stats.sequential import error_rates, looks as planned_looks, run_sequential
 
 
 def cfg(**kw):
@@ -226,16 +226,18 @@ def test_the_decided_figure_replays_fixed_designs_and_the_race_from_stored_trial
     decided = importlib.util.module_from_spec(mod)
     mod.loader.exec_module(decided)
     s = Store(tmp_path / "r.db")
-    run_until_decided(cfg(repeats=12), tiny_registry, s, precision=1e-9, alpha=1e-9)
+    standard = REPEATS["standard"]
+    run_until_decided(cfg(repeats=standard), tiny_registry, s, precision=1e-9, alpha=1e-9)
     s.close()
     (table,) = decided.replay(tmp_path / "r.db")
     assert table["metric"] == "rho" and table["pairs"] == 1
     labels = [p[0] for p in table["points"]]
-    assert labels == ["quick (3 repeats, fixed)", "standard (10 repeats, fixed)",
-                      "race look at 6", "race look at 12"]
+    assert labels == ["quick (3 repeats, fixed)", f"standard ({standard} repeats, fixed)",
+                      *(f"race look at {n}" for n in planned_looks(standard))]
     cpu = dict((p[0], p[2]) for p in table["points"])
-    assert 0 < cpu["quick (3 repeats, fixed)"] < cpu["standard (10 repeats, fixed)"]
-    assert cpu["race look at 6"] < cpu["race look at 12"]
+    assert 0 < cpu["quick (3 repeats, fixed)"] < cpu[f"standard ({standard} repeats, fixed)"]
+    first, last = planned_looks(standard)[0], planned_looks(standard)[-1]
+    assert cpu[f"race look at {first}"] < cpu[f"race look at {last}"]
     assert decided.figure_rows([table])[0][0] == "decided: rho tiny/kmeans"
 
 

@@ -151,6 +151,16 @@ def test_bad_input_is_refused_with_one_line(ran, tmp_path):
     assert res.exit_code == 2 and "contributor 'nobody'; known: none" in res.output
     res = run("verify", "--db", ran, "--sample", "0")
     assert res.exit_code == 2 and "Traceback" not in res.output
+    res = run("verify", "--db", ran, "--budget", "ten minutes")
+    assert res.exit_code == 2 and "is not a duration; write it like 90s, 10m or 1h" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_verify_takes_its_budget_as_a_duration(ran):
+    """``--budget 10m`` as ``robench run`` takes it (it took plain seconds only)."""
+    res = run("verify", "--db", ran, "--sample", "2", "--budget", "10m")
+    assert res.exit_code == 0, res.output
+    assert "verified 2 of 2 re-run trial(s)" in res.output
 
 
 def test_the_sample_is_stratified_by_model_and_protocol():

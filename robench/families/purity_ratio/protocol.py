@@ -2,7 +2,7 @@
 corruption and adversarial robustness.
 
 One trial = one reference model of one (dataset, model, repeat) and everything computed from
-it. A model has R trials (``--repeats``: quick 3, standard 10, paper 100), one per repeat r,
+it. A model has R trials (``--repeats``: quick 3, standard 15, paper 100), one per repeat r,
 each with its own key and its own seed :func:`robench.learn.reference_model.reference_seed`
 (the run's seed for repeat 0, an independent derived seed for r > 0, the same as the coverage
 protocol's repeat r, so the two share each trained model). Every model's repeat r uses the
