@@ -11,7 +11,7 @@ import click
 
 from robench.escaping import terminal
 
-from robench.run.config import (BUDGET_REPEATS, DEFAULT_BUDGET, DEFAULT_PROFILE, MAX_JOBS,
+from robench.run.config import (BUDGET_REPEATS, DEFAULT_PROFILE, MAX_JOBS,
                                 MAX_REPEATS, MAX_SOURCES, PROFILES, REPEATS, knob_sections,
                                 parse_duration, parse_settings, profile_settings)
 
@@ -79,11 +79,9 @@ class _RunCommand(click.Command):
               help="Seed of everything.")
 @click.option("--profile", type=click.Choice(list(PROFILES)), default=None,
               help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ". "
-                   f"Default: {DEFAULT_PROFILE}; `run --all` with none of --profile, "
-                   "--repeats, --until, --budget races the paired metrics' tables on the "
-                   f"quick profile: every table's first look and the other metrics, then "
-                   f"further looks while they fit {DEFAULT_BUDGET / 60:g} minutes "
-                   "(docs/running.md); name --profile quick for the fixed quick run.")
+                   f"Default: {DEFAULT_PROFILE}: `run --all` alone is the fixed quick run "
+                   "(it decides few orders); `--budget 10m` races the paired metrics' "
+                   "tables instead (docs/running.md, \"The default run\").")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "
                    "or one a plugin adds. Only the process and dask executors can stop a "
@@ -275,16 +273,15 @@ def default_race(run_all: bool, profile, repeats, until, seconds) -> tuple:
     """Return (until, budget seconds or None, hard budget?) of a run from its options.
 
     ``--budget`` races (unless ``--until fixed``) and is hard: no trial starts after it.
-    ``run --all`` with none of --profile, --repeats, --until, --budget races on the quick
-    profile with :data:`robench.run.config.DEFAULT_BUDGET`, soft: every table's first look
-    and the other metrics always complete (what a fixed run gives is never lost to a slow
-    machine), further looks only while they fit (docs/running.md, "The default run": measured
-    idle on 2 cores within 10 minutes, deciding rho pairs the fixed quick run cannot).
+    ``run --all`` alone is the fixed quick run, not a race: the race's first looks alone were
+    projected at ~7 of the 10 minutes the main job may take on an idle 2-core machine and
+    measured at 30 minutes under load, with no margin for a machine 1.5x slower
+    (docs/running.md, "The default run"); the soft budget of :func:`robench.run.adaptive.
+    run_until_decided` (``hard_budget=False``, :data:`robench.run.config.DEFAULT_BUDGET`) stays
+    for the day that measurement says otherwise.
     """
     if seconds is not None:
         return until or "decided", seconds, True
-    if run_all and profile is None and repeats is None and until is None:
-        return "decided", DEFAULT_BUDGET, False
     return until or "fixed", None, True
 
 
