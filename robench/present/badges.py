@@ -52,10 +52,10 @@ def headline_message(row: dict, n_ranked: int, pct: bool = False) -> str:
     rank, interval = row.get("rank"), row.get("rank_interval")
     if rank and interval:  # the tested rank interval, not the estimate's position
         text = f"rank {interval} of {n_ranked} · "
+    elif rank:  # a position by the estimate that no test backs (e.g. mCE): no rank shown
+        text = f"#{rank} of {n_ranked} by estimate, untested · "
     else:
-        # a shared rank is no win: "1= of 3" (the site's and the leaderboard view's notation)
-        text = (f"rank {rank}{'=' if row.get('tied') else ''} of {n_ranked} · " if rank
-                else "not ranked · ")
+        text = "not ranked · "
     text += _fmt(row.get("value"), pct)
     if row.get("ci_low") is not None and row.get("ci_high") is not None:
         text += f" [{_fmt(row['ci_low'], pct)}, {_fmt(row['ci_high'], pct)}]"
@@ -75,8 +75,9 @@ def colour(rank: Optional[int], n_ranked: int, tied: bool = False) -> str:
 
 def headline_badge(label: str, row: dict, n_ranked: int, pct: bool = False) -> str:
     """Return the SVG badge of one model's headline row on one data set."""
-    # colour by the worst rank the model can hold: "first" only when rank 1 is decided
+    # colour by the worst rank the model can hold: "first" only when rank 1 is decided; a
+    # position no test backs gets the colour of no rank
     interval = row.get("rank_interval")
-    rank = row.get("rank_worst") if interval else row.get("rank")
+    rank = row.get("rank_worst") if interval else None
     tied = bool(row.get("tied")) or (bool(interval) and row.get("rank_best") != rank)
     return badge_svg(label, headline_message(row, n_ranked, pct), colour(rank, n_ranked, tied))

@@ -49,9 +49,12 @@ VERDICTS = (HOLDS, FAILS, EQUIVALENT, UNDECIDED, BY_CONSTRUCTION, ALGEBRA)
 DECIDED = (HOLDS, FAILS, EQUIVALENT)
 #: A row's error bound: each direction of a decision one-sided at ``SIDE`` (a 95% interval).
 ALPHA, SIDE = 0.05, 0.025
-#: Repeats of the standard profile; a row needing more than ``BUDGET_FACTOR`` times that is
-#: "not decidable within the paper's budget".
-STANDARD_REPEATS, BUDGET_FACTOR = 10, 10
+#: Repeats of the standard and the paper profile (``robench.run.config.REPEATS``, which this
+#: ground-floor module cannot import; tests/stats/test_family_claims.py pins that they agree).
+#: A row needing more repeats than the paper profile runs is "not decidable within the
+#: paper's budget"; one needing more than ``BUDGET_FACTOR`` times the standard profile's
+#: models or folds likewise (the paper's zoo and folds are about that).
+STANDARD_REPEATS, PAPER_REPEATS, BUDGET_FACTOR = 15, 100, 10
 #: The standard profile's zoo of models (purity-ratio), the unit of its correlations.
 STANDARD_MODELS = 8
 #: The standard profile's shifted-CV folds (2 repeats of 5 folds), the unit of its rows.
@@ -216,21 +219,24 @@ def repeats_needed(n: int, half_width: float, distance: float) -> Optional[int]:
 def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
     """Return "what would decide it" with a number, or that the budget cannot.
 
-    ``unit``: "repeats" (budget: :data:`BUDGET_FACTOR` x :data:`STANDARD_REPEATS`),
-    "models" (x :data:`STANDARD_MODELS`) or "folds" (x :data:`STANDARD_FOLDS`). ``need``
+    ``unit``: "repeats" (budget: the paper profile's :data:`PAPER_REPEATS`), "models"
+    (:data:`BUDGET_FACTOR` x :data:`STANDARD_MODELS`) or "folds" (x :data:`STANDARD_FOLDS`). ``need``
     None: the rule gives no planning figure
     (no interval at this size, or an estimate on its bound); ``why`` says which.
     """
     standard = {"models": STANDARD_MODELS, "folds": STANDARD_FOLDS}.get(unit, STANDARD_REPEATS)
     head = {"models": MORE_MODELS, "folds": MORE_REPEATS + " (of the K-fold CV: more folds)"
             }.get(unit, MORE_REPEATS)
-    budget = BUDGET_FACTOR * standard
+    if unit in ("models", "folds"):
+        budget = BUDGET_FACTOR * standard
+        over = f"over {BUDGET_FACTOR}x the standard profile's {standard}"
+    else:
+        budget, over = PAPER_REPEATS, f"over the paper profile's {PAPER_REPEATS}"
     if need is None:
         why = why or "no interval, or an estimate on its bound, at this size"
         return f"{head}: no planning figure ({why}); at least {standard} to plan from"
     if need > budget:
-        return (f"{NOT_DECIDABLE} (about {need} {unit}, over {BUDGET_FACTOR}x the standard "
-                f"profile's {standard})")
+        return f"{NOT_DECIDABLE} (about {need} {unit}, {over})"
     return f"{head} (about {need} {unit} at the observed estimate and spread)"
 
 

@@ -18,7 +18,8 @@ def test_a_badge_is_valid_svg_with_its_text_escaped_and_the_same_bytes_each_time
 
 
 def test_rank_score_and_interval_are_on_the_badge():
-    row = {"rank": 2, "value": 0.8123, "ci_low": 0.75, "ci_high": 0.86}
+    row = {"rank": 2, "rank_interval": "2", "rank_best": 2, "rank_worst": 2, "value": 0.8123,
+           "ci_low": 0.75, "ci_high": 0.86}
     svg = headline_badge("robench rho · digits", row, 40)
     assert "rank 2 of 40 · 0.812 [0.750, 0.860]" in svg and COLOURS["top"] in svg
     assert "not ranked · —" in headline_badge("rho", {"rank": None, "value": None}, 3)
@@ -26,13 +27,24 @@ def test_rank_score_and_interval_are_on_the_badge():
 
 
 def test_a_shared_first_rank_is_no_win_on_the_badge():
-    """Three models tied at the top each read "rank 1= of 3", in the colour of a top rank,
-    never the winner's green; the untied first keeps it (the control)."""
-    tied = {"rank": 1, "tied": True, "value": 0.9, "ci_low": 0.8, "ci_high": 1.0}
-    svg = headline_badge("robench rho · digits", tied, 3)
-    assert "rank 1= of 3 · " in svg and COLOURS["first"] not in svg and COLOURS["top"] in svg
-    alone = headline_badge("robench rho · digits", dict(tied, tied=False), 3)
+    """Three models none of whose pairs is decided each read "rank 1-3 of 3", in the colour
+    of a top rank, never the winner's green; a decided first keeps it (the control)."""
+    open_ = {"rank": 1, "rank_interval": "1-3", "rank_best": 1, "rank_worst": 3, "value": 0.9,
+             "ci_low": 0.8, "ci_high": 1.0}
+    svg = headline_badge("robench rho · digits", open_, 3)
+    assert "rank 1-3 of 3 · " in svg and COLOURS["first"] not in svg
+    alone = headline_badge("robench rho · digits",
+                           dict(open_, rank_interval="1", rank_worst=1), 3)
     assert "rank 1 of 3 · " in alone and COLOURS["first"] in alone
+
+
+def test_a_position_no_test_backs_is_not_shown_as_a_rank():
+    """A headline row with a position but no tested rank interval (mCE: one value per model,
+    no interval) reads as a position by the estimate, in the colour of no rank: no displayed
+    order without its test."""
+    svg = headline_badge("robench mCE · digits", {"rank": 1, "value": 0.615}, 5)
+    assert "#1 of 5 by estimate, untested · 0.615" in svg
+    assert "rank 1" not in svg and COLOURS["first"] not in svg and COLOURS["none"] in svg
 
 
 def test_the_site_writes_a_badge_per_model_and_headline(helped, tmp_path):
@@ -44,7 +56,7 @@ def test_the_site_writes_a_badge_per_model_and_headline(helped, tmp_path):
     badges = sorted(p.name for p in (site / "badges").iterdir())
     assert badges == ["centroid--tiny--helped.svg", "spy--tiny--helped.svg"]
     svg = (site / "badges" / "spy--tiny--helped.svg").read_text()
-    assert "robench helped · tiny" in svg and " of 2 · " in svg and "%" in svg
+    assert "robench helped · tiny" in svg and " of 2" in svg and "%" in svg
     page = (site / "models" / "spy.html").read_text()
     assert "![robench helped on tiny](badges/spy--tiny--helped.svg)" in page
     assert '<img class="badge" src="../badges/spy--tiny--helped.svg"' in page

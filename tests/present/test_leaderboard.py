@@ -197,7 +197,7 @@ def test_dataset_page_has_every_section_pivoted_other_metrics_and_plots(filled, 
     gap = section(html, 'id="other-error-gap"', "</table>")
     # lower is better for error-gap: lenet (0.01) ranks above mlp (0.05)
     assert gap.index("lenet.html") < gap.index("mlp.html")
-    assert "ranked by gap</caption>" in gap
+    assert "sorted by gap (the estimate; no pair of these is tested)</caption>" in gap
     # the data set's own score is not a model's row (no blank model, no rank): its own
     # labelled table
     assert "fold_distance_ratio" not in gap and '<th scope="row" class="model"></th>' not in html

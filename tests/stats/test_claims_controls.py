@@ -68,9 +68,10 @@ def test_summary_counts_evidence_construction_and_algebra_apart():
     assert "among the 2 decided evidence rows: at most 0.15" in text  # 3 rows x 0.05
 
 
-def test_undecided_rows_beyond_ten_times_the_standard_profile_say_so():
+def test_undecided_rows_beyond_the_paper_profiles_budget_say_so():
     assert would(95) == "more repeats (about 95 repeats at the observed estimate and spread)"
-    assert would(101).startswith("not decidable within the paper's budget (about 101 repeats")
+    assert would(101) == ("not decidable within the paper's budget (about 101 repeats, over "
+                          "the paper profile's 100)")
     assert would(13343).startswith("not decidable within the paper's budget")
     assert would(81, "models").startswith("not decidable within the paper's budget")
     assert would(None).startswith("more repeats: no planning figure")

@@ -224,3 +224,39 @@ def test_capacity_claim_orders_nothing_the_paired_test_did_not():
                       "cnn-1": (0.84, 0.78, 0.90), "cnn-2": (0.91, 0.87, 0.95)})
     (claim,) = [c for c in rho_claims(rows) if "capacity" in c.claim]
     assert claim.verdict == UNDECIDED and set(claim.evidence.values()) == {UNDECIDED}
+
+
+def test_a_step_falling_only_at_the_loose_level_reads_undecided_like_its_row():
+    """A capacity row "does not hold" only when a step falls at 0.025 / steps (Bonferroni,
+    decide_parts); a step shown falling at 0.025 alone must not read "does not hold" in a row
+    whose verdict is undecided (the standard run's digits row did, at 15 repeats)."""
+    from robench.families.source_aware.claims import _step_text
+    from robench.stats.claims import decide_parts
+
+    class Loose:
+        def stats(self):
+            return {"d": -0.021}
+
+        def __call__(self, level):
+            return FAILS if level > 0.01 else UNDECIDED
+
+    class Strict(Loose):
+        def __call__(self, level):
+            return FAILS
+
+    assert decide_parts([Loose()] * 4) == UNDECIDED
+    assert _step_text("svm", "mlp", Loose(), 15, False, 4) == (
+        "svm -> mlp: -0.021 over 15 shared repeats: undecided (falling at one-sided 0.025, "
+        "not at 0.025 / 4)")
+    assert decide_parts([Strict()] + [Loose()] * 3) == FAILS
+    assert _step_text("svm", "mlp", Strict(), 15, False, 4).endswith(": does not hold")
+    # one step: the two levels are the same
+    assert _step_text("svm", "mlp", Loose(), 15, False, 1).endswith(": does not hold")
+
+
+def test_the_claims_budget_counts_in_the_standard_profiles_repeats():
+    """robench.stats.claims cannot import the run room; its copy must follow the profile."""
+    from robench.run.config import REPEATS
+    from robench.stats.claims import PAPER_REPEATS, STANDARD_REPEATS
+
+    assert STANDARD_REPEATS == REPEATS["standard"] and PAPER_REPEATS == REPEATS["paper"]
