@@ -9,7 +9,7 @@ def test_standard_sits_between_quick_and_paper():
     assert list(PROFILES)[:3] == ["quick", "standard", "paper"]
     quick = run_config(datasets=["digits"], models=["mlp"], metrics=["rho"], profile="quick")
     std = run_config(datasets=["digits"], models=["mlp"], metrics=["rho"], profile="standard")
-    assert (quick.repeats, std.repeats, REPEATS["paper"]) == (3, 10, 100)
+    assert (quick.repeats, std.repeats, REPEATS["paper"]) == (3, 15, 100)
     # whole rotation cycles: the balanced design's test uses complete cycles only
     assert std.repeats % SOURCES["standard"] == 0 and std.repeats // SOURCES["standard"] >= 2
     assert (quick.train["max_epochs"], std.train["max_epochs"]) == (4, 12)
