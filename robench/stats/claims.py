@@ -220,9 +220,9 @@ def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
     """Return "what would decide it" with a number, or that the budget cannot.
 
     ``unit``: "repeats" (budget: the paper profile's :data:`PAPER_REPEATS`), "models"
-    (:data:`BUDGET_FACTOR` x :data:`STANDARD_MODELS`) or "folds" (x :data:`STANDARD_FOLDS`). ``need``
-    None: the rule gives no planning figure
-    (no interval at this size, or an estimate on its bound); ``why`` says which.
+    (:data:`BUDGET_FACTOR` x :data:`STANDARD_MODELS`) or "folds" (x :data:`STANDARD_FOLDS`).
+    ``need`` None: the rule gives no planning figure (no interval at this size, or an estimate
+    on its bound); ``why`` says which.
     """
     standard = {"models": STANDARD_MODELS, "folds": STANDARD_FOLDS}.get(unit, STANDARD_REPEATS)
     head = {"models": MORE_MODELS, "folds": MORE_REPEATS + " (of the K-fold CV: more folds)"

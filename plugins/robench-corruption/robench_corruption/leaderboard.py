@@ -1,4 +1,5 @@
-"""Leaderboard section of the mce metric: models ranked by mCE, CE per corruption."""
+"""Leaderboard section of the mce metric: models sorted by mCE (untested: no rank), CE per
+corruption."""
 
 from __future__ import annotations
 

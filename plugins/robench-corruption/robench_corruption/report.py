@@ -16,14 +16,16 @@ def _by_dataset(rows: list) -> dict:
 
 
 def report_lines(rows: list) -> list:
-    """Return one table per data set: models ranked by mCE (lower is better)."""
+    """Return one table per data set: models sorted by mCE (lower is better; no test, so no
+    rank)."""
     lines = []
     for dataset, models in sorted(_by_dataset(rows).items()):
         heads = [m.get(METRIC) or {} for m in models.values()]
         baseline = next(((h.get("details") or {}).get("baseline") for h in heads
                          if (h.get("details") or {}).get("baseline")), "?")
         lines.append(f"\n{dataset} - mCE (Hendrycks & Dietterich), baseline '{baseline}' = 1; "
-                     "ranked by mCE, lower is better")
+                     "sorted by mCE, lower is better (one value per model: no interval, no "
+                     "test, no rank)")
         lines.append(f"  {'model':<16} {'mCE':>7} {'rel mCE':>7} {'clean':>7} "
                      f"{'corr acc':>8} {'worst CE':>22}")
         ranked = sorted(models.items(), key=lambda kv: (
