@@ -39,7 +39,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import os
 import warnings
 from typing import Any, Iterable, Optional
 
@@ -53,7 +52,7 @@ from robench.plugins import make_registry
 from robench.run.config import check_value, knob_sections
 from robench.run import prepare as preparation  # preparation.prepare: tests replace it
 from robench.run import runner  # runner.execute: tests replace it there
-from robench.storage.store import Store
+from robench.storage.store import Store, default_path
 
 #: The columns of every returned row, in order.
 ROW_COLUMNS = ("dataset", "model", "clusterer", "metric", "score", "value", "ci_low", "ci_high",
@@ -395,7 +394,7 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
                        settings=_check_settings(settings or {}, reg), executor=executor,
                        jobs=jobs, device=device)
     cfg = prepared.config
-    db = db or os.environ.get("ROBENCH_DB", "robench.db")
+    db = db or default_path()
     store = Store(db)
     try:
         report = runner.execute(cfg, reg, store, command=f"robench.evaluate({mname!r}, {dname!r})",

@@ -47,3 +47,23 @@ def load_benchmark(name: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def query_readonly(path, sql: str, params=()) -> tuple[list, list]:
+    """Run one read-only statement through robench's reader; return (columns, all rows)."""
+    from robench.storage.readonly import stream_readonly
+
+    columns, batches = stream_readonly(path, sql, params)
+    return columns, [row for batch in batches for row in batch]
+
+
+def save_scores(store, scores: list, run_id: int, definitions: dict,
+                configuration=None) -> None:
+    """Store ``scores`` as a run would (one transaction, no score-group record): for tests
+    that need scores without running trials. ``definitions``: name -> (version, text)."""
+    from robench.process.provenance import utc_now
+    from robench.run.scoring import metric_rows, score_row
+
+    now = utc_now()
+    rows = [score_row(s, run_id, definitions, now, configuration=configuration) for s in scores]
+    store.save_score_groups(rows, [], metrics=metric_rows(definitions, rows, run_id, now))

@@ -21,6 +21,7 @@ from robench.present.skips import summarize_skips
 from robench.run.configurations import short
 from robench.storage.migrations import unwritable
 from robench.storage.readonly import decode_json_cells
+from robench.storage.store import default_path
 
 
 KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "protocols", "executors",
@@ -79,6 +80,7 @@ def friendly_errors(fn):
         except sqlite3.Error as exc:
             db = kwargs.get("db_path") or "the results database"
             if kwargs.get("db_path"):
+                reason = unwritable(db)
                 if reason:
                     fail(f"{db} cannot be written: {reason}; pick a --db on a writable disk "
                           "(results, query and leaderboard read it where it is)")
@@ -106,8 +108,17 @@ class Finite(click.FloatRange):
 
 
 def _check_db_path(ctx, param, value):
-    """Refuse a --db under a file (the folders it would be created in must be folders)."""
+    """Refuse a --db that cannot hold a database file: SQLite's in-memory name (it would keep
+    nothing), a device or pipe, or a path under a file (its folders must be folders)."""
     if value:
+        if value == ":memory:" or value.startswith("file:"):
+            raise click.BadParameter(
+                f"{value!r} is not a file; robench keeps results in a database file: "
+                "give a path such as robench.db", ctx, param)
+        if Path(value).exists() and not Path(value).is_file():
+            raise click.BadParameter(
+                f"{value} is not a regular file (a device, pipe or socket); give the path of a "
+                "database file", ctx, param)
         for parent in Path(value).parents:
             if parent.exists():
                 if not parent.is_dir():
@@ -119,7 +130,7 @@ def _check_db_path(ctx, param, value):
 def db_option(fn):
     """Add --db (default ./robench.db or $ROBENCH_DB)."""
     return click.option(
-        "--db", "db_path", default=lambda: os.environ.get("ROBENCH_DB", "robench.db"),
+        "--db", "db_path", default=default_path,
         callback=_check_db_path,
         show_default="robench.db or $ROBENCH_DB", type=click.Path(dir_okay=False),
         help="SQLite results database.",

@@ -65,14 +65,6 @@ def all_names() -> list:
     return [n for fam in IMAGENET_C.values() for n in fam] + list(EXTRA)
 
 
-def family_of(name: str) -> str:
-    """Return the family (noise, blur, weather, digital, extra) of a library name."""
-    for fam, names in IMAGENET_C.items():
-        if name in names:
-            return fam
-    return "extra"
-
-
 def _seed_for(name: str, severity: int, seed: int) -> int:
     return derived_seed(seed, all_names().index(name) + 1, severity)
 
@@ -237,16 +229,6 @@ def corrupt_images(images: np.ndarray, name: str, severity: int, seed: int) -> n
     finally:
         np.random.set_state(state)
     return check_finite(out, f"corruption '{name}' at severity {severity}")
-
-
-def library_version() -> str:
-    """Return the installed imagecorruptions-imaug version (part of every cache key)."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("imagecorruptions-imaug")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - vendored copies
-        return "unknown"
 
 
 def corrupted_key(fingerprint: str, index_hash: str, corruption: str, version: str,

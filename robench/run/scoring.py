@@ -107,20 +107,6 @@ def score_digest(row: dict) -> str:
     return hashlib.sha256(repr(content).encode("utf-8")).hexdigest()
 
 
-def save_scores(store: "Store", scores: list[Score], run_id: int, definitions: dict,
-                configuration: Optional[str] = None) -> None:
-    """Upsert scores by key in one transaction, each tagged with its metric's definition.
-
-    ``definitions`` maps a metric name to ``(version, definition text)``; ``configuration``
-    is the id the scores are stored under (None: ``legacy``). No score-group record is
-    written: a run's scores go through :func:`score_groups`; this is for scores computed
-    elsewhere.
-    """
-    now = utc_now()
-    rows = [score_row(s, run_id, definitions, now, configuration=configuration) for s in scores]
-    store.save_score_groups(rows, [], metrics=metric_rows(definitions, rows, run_id, now))
-
-
 def metric_rows(definitions: dict, score_rows: list[dict], run_id: int, now: str) -> list[dict]:
     """Return the ``metrics`` rows (definition text once per name and version) the score rows
     point to."""

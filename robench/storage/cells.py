@@ -65,17 +65,23 @@ def _no_constant(name: str) -> None:
     return None
 
 
-def decoded(text: Any) -> Any:
-    """Return the value of a JSON cell: decoded text, None for text that is not JSON or too
-    deep, anything else unchanged."""
+def decoded(text: Any, otherwise: Any = None) -> Any:
+    """Return the value of a JSON cell: the decoded text (``NaN``/``Infinity`` inside read as
+    None), ``otherwise`` for text that is not JSON or nests too deep and for a BLOB, anything
+    else unchanged.
+
+    The one JSON reader of robench: every JSON column and every JSON-looking query cell goes
+    through it, so no reader can be stopped by a cell (``otherwise=text`` keeps such text as
+    it is where a query shows what SQLite holds).
+    """
     if isinstance(text, bytes):
-        return None
+        return otherwise
     if not isinstance(text, str):
         return text
     try:
         return loads(text)
     except ValueError:
-        return None
+        return otherwise
 
 
 def number(value: Any) -> Any:

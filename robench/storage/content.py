@@ -8,8 +8,9 @@ are duplicates; ``robench verify`` compares a re-run with the stored trial the s
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from robench.storage import cells
 
 #: Trial columns that hold what a trial found or what defines it (its key hashes the spec).
 TRIAL_RESULT = ("dataset", "model", "clusterer", "protocol", "kind", "repeat", "seed",
@@ -60,10 +61,7 @@ def plain(value: Any) -> Any:
 
 def _decoded(name: str, value: Any) -> Any:
     if name in _JSON_COLUMNS and isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
+        return cells.decoded(value, otherwise=value)  # a damaged cell is hashed as its text
     return value
 
 

@@ -94,10 +94,7 @@ def decode_json_cells(rows: list[tuple]) -> list[tuple]:
 
     def cell(value):
         if isinstance(value, str) and value[:1] in "{[":
-            try:
-                return cells.loads(value)
-            except ValueError:  # not JSON, or nested too deep to read safely: the text
-                return value
+            return cells.decoded(value, otherwise=value)  # not JSON, or too deep: the text
         return value
 
     return [tuple(cell(v) for v in row) for row in rows]
@@ -173,17 +170,6 @@ def _refusal(kind: str) -> ReadOnlyQueryError:
         f"the query interface is read-only: refused a {kind} statement "
         "(only SELECT, WITH ... SELECT, EXPLAIN and read-only PRAGMAs are allowed)"
     )
-
-
-def query_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT
-                   ) -> tuple[list[str], list[tuple]]:
-    """Run one read-only SQL statement on the results database; return (columns, rows).
-
-    The whole result in memory; :func:`stream_readonly` yields it in batches instead. Raises
-    as :func:`stream_readonly` does.
-    """
-    columns, rows = stream_readonly(path, sql, params, timeout=timeout)
-    return columns, [row for batch in rows for row in batch]
 
 
 def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,

@@ -394,19 +394,6 @@ def _encode_json(value: Any) -> Optional[str]:
     return json.dumps(_plain(value), sort_keys=True, allow_nan=False, default=str)
 
 
-def _decode_json(text: Any) -> Any:
-    """Return the Python value of JSON text, or the text itself if it is not JSON; None for
-    JSON nested too deep to read safely (robench.storage.cells)."""
-    if not isinstance(text, str):
-        return text
-    try:
-        return cells.loads(text)
-    except cells.TooDeep:
-        return None
-    except ValueError:
-        return text
-
-
 def encode_row(table: str, row: dict) -> dict:
     """Return a copy of ``row`` ready for SQLite: JSON columns encoded, scalars made plain.
 
@@ -452,7 +439,7 @@ def decode_row(table: str, row: dict) -> dict:
         if value is None:
             continue
         if name in json_columns:
-            row[name] = _decode_json(value) if not isinstance(value, bytes) else None
+            row[name] = cells.decoded(value)
             continue
         kind = declared.get(name)
         if kind == "REAL":
@@ -466,6 +453,16 @@ def decode_row(table: str, row: dict) -> dict:
     if table == "scores" and row.get("higher_is_better") is not None:
         row["higher_is_better"] = bool(row["higher_is_better"])
     return row
+
+
+#: The environment variable naming the results database when none is given.
+DB_ENV = "ROBENCH_DB"
+
+
+def default_path() -> str:
+    """Return the results database used when none is named: ``$ROBENCH_DB``, else
+    ``robench.db`` in the current folder (the CLI's --db and robench.evaluate's ``db``)."""
+    return os.environ.get(DB_ENV) or "robench.db"
 
 
 class Store:
@@ -849,7 +846,7 @@ class Store:
             config = "configuration" if has_config else "NULL AS configuration"
             sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
             for g in self._select(sql, []):
-                keys = _decode_json(g["trial_keys"]) or []
+                keys = cells.decoded(g["trial_keys"]) or []
                 ident = (g["dataset"], g["model"], g["clusterer"], g["metric"],
                          g["configuration"] or LEGACY)
                 if keys:
@@ -862,7 +859,7 @@ class Store:
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             sql = f"SELECT key, versions FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
-            versions.update((r["key"], _decode_json(r["versions"])) for r in self._select(sql, chunk))
+            versions.update((r["key"], cells.decoded(r["versions"])) for r in self._select(sql, chunk))
         out = []
         for r in rows:
             run = runs.get(r.get("run_id")) or {}

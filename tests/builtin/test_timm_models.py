@@ -2,7 +2,6 @@
 pretrained weights only from the local cache, small inputs resized, timm's own features."""
 
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 

@@ -108,7 +108,8 @@ def test_query_streams_rows_until_the_time_limit(tmp_path):
 
 
 def test_stream_readonly_yields_batches_and_closes(tmp_path):
-    from robench.storage.readonly import query_readonly, stream_readonly
+    from robench.storage.readonly import stream_readonly
+    from tests.helpers import query_readonly
 
     db = tmp_path / "r.db"
     shutil.copyfile(OLD_MAIN, db)

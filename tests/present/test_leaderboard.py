@@ -12,7 +12,7 @@ from robench import hookimpl
 from robench.present.leaderboard import format_percent, rank_rows
 from robench.present.plots import render_svg
 from robench.plugins import Registry, make_plugin_manager
-from robench.run.scoring import save_scores
+from tests.helpers import save_scores
 from robench.present.site import build_site, page_slug
 from robench.specs import ModelSpec, Score
 from robench.storage.store import Store

@@ -3,7 +3,6 @@ are the paired rule's, the rule and its correction are stated, a model at chance
 says why, and an interval without bounds or with a bound below 0 says so."""
 
 import json
-from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from robench.cli import cli
 from robench.families.source_aware.rho import VERSION
 from robench.families.source_aware.rho import aggregate as aggregate_rho
 from robench.present.site import build_site
-from robench.run.scoring import save_scores
+from tests.helpers import save_scores
 from robench.storage.store import Store
 
 

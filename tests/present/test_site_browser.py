@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from robench.plugins import Registry, make_plugin_manager
-from robench.run.scoring import save_scores
+from tests.helpers import save_scores
 from robench.present.site import build_site
 from robench.specs import Score
 from robench.storage.store import Store

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from robench.run.scoring import save_scores, score_digest, score_groups, score_key, score_row
+from robench.run.scoring import score_digest, score_groups, score_key, score_row
+from tests.helpers import save_scores
 from robench.specs import MetricSpec, Score
 from tests.storage.test_store import DEFINITIONS, rho_scores, trial_row
 

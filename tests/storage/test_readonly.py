@@ -7,8 +7,9 @@ import pytest
 
 from tests.helpers import add_runs
 
-from robench.storage.readonly import ReadOnlyQueryError, query_readonly
-from robench.run.scoring import save_scores
+from robench.storage.readonly import ReadOnlyQueryError
+from tests.helpers import query_readonly
+from tests.helpers import save_scores
 from robench.storage.store import Store
 from tests.storage.test_store import DEFINITIONS, rho_scores, trial_row
 

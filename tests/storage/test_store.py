@@ -292,3 +292,14 @@ def test_an_older_file_gains_a_declared_column_only_when_a_row_uses_it(tmp_path)
         assert _columns(path, "trials") == old + [("extra", "TEXT")]
         assert store.trials(keys=["t2"])[0]["extra"] == {"a": 1}
         assert store.trials(keys=["t1"])[0]["extra"] is None
+
+
+def test_the_default_database_is_robench_db_or_robench_db_env(monkeypatch):
+    from robench.storage.store import default_path
+
+    monkeypatch.delenv("ROBENCH_DB", raising=False)
+    assert default_path() == "robench.db"
+    monkeypatch.setenv("ROBENCH_DB", "/tmp/x/results.db")
+    assert default_path() == "/tmp/x/results.db"
+    monkeypatch.setenv("ROBENCH_DB", "")  # set but empty: the default, never an empty path
+    assert default_path() == "robench.db"

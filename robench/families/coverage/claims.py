@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from robench.stats.claims import (BY_CONSTRUCTION, FAILS, HOLDS, SIDE, UNDECIDED, Claim,
-                                  Control, OrderingPart, controlled, decide_parts, fmt, modal,
-                                  parts_need, repeats_needed, within, would)
+from robench.stats.claims import (BY_CONSTRUCTION, FAILS, HOLDS, UNDECIDED, Claim,
+                                  Control, OrderingPart, controlled, decide_parts, fmt, parts_need, repeats_needed, within, would)
 from robench.stats.intervals import mean_interval
 from robench.families.coverage.controls import STRONG, WEAK, null_models
 

@@ -250,7 +250,7 @@ def run(spec: dict, env) -> dict:
     y = dataset.y
     ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=feature_support,
                         build=_build(spec, env.registry))
-    fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
+    fit, test, clf, base = ref["fit"], ref["test"], ref["clf"], ref["base"]
     if ref["not_applicable"]:
         return not_applicable_row(base, ref["not_applicable"], t0)
     model_key, hit = ref["model_key"], ref["hit"]

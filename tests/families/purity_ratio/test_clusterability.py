@@ -249,7 +249,6 @@ def test_tabular_data_set_is_visibly_not_applicable(clus_registry, store):
 
 
 def test_reference_model_state_is_cached(clus_registry, tmp_path, monkeypatch):
-    from tests.helpers import run_config
     from robench.run.trials import TrialEnv
 
     monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "fresh-cache"))

@@ -5,7 +5,7 @@ Bayesian CNNs."""
 import numpy as np
 
 from robench.families.shifted_cv.claims import shifted_cv_claims
-from robench.stats.claims import BY_CONSTRUCTION, FAILS, HOLDS, MORE_REPEATS, UNDECIDED
+from robench.stats.claims import BY_CONSTRUCTION, FAILS, HOLDS, UNDECIDED
 
 FOLDS = [[r, f] for r in range(2) for f in range(5)]
 
