@@ -90,7 +90,6 @@ def test_trials_that_cannot_be_batched_run_alone_in_their_unit(registry):
 
 def test_a_failed_batched_training_falls_back_to_training_alone(registry, monkeypatch):
     from robench.learn import batched
-    from robench.run.trials import TrialEnv
 
     def broken(jobs, device=None):
         raise RuntimeError("out of memory")
