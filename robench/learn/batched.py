@@ -287,10 +287,10 @@ class _Pool:
 
 
 class _Member:
-    """One model in the stack: its rows in the pool, its own data order and its ledger."""
+    """Model ``index`` of the jobs: its rows in the pool, its own data order and its ledger."""
 
-    def __init__(self, job: FitJob, offset, size, batch_size: int):
-        self.ledger = EpochLedger(job.clf)
+    def __init__(self, index: int, job: FitJob, offset, size, batch_size: int):
+        self.index, self.ledger = index, EpochLedger(job.clf)
         self.generator = torch.Generator().manual_seed(job.clf.seed)
         self.offset, self.size, self.batch_size = int(offset), int(size), batch_size
         self.per_epoch = math.ceil(self.size / batch_size)
@@ -412,15 +412,14 @@ def fit_many(jobs: list, device=None) -> None:
     stack = _Stack(modules, float(first.lr), float(first.weight_decay or 0.0), device)
     train = _Pool([j.X for j in jobs], [j.y for j in jobs], device)
     val = _Pool([j.X_val for j in jobs], [j.y_val for j in jobs], device)
-    members = [_Member(job, offset, size, int(first.batch_size))
-               for job, offset, size in zip(jobs, train.offsets, train.sizes)]
-    active = list(range(len(jobs)))  # models still training, in stack order
+    members = [_Member(i, job, offset, size, int(first.batch_size))
+               for i, (job, offset, size) in enumerate(zip(jobs, train.offsets, train.sizes))]
+    active = members  # the models still training, in stack order
     while active:
-        local, weight, ended = _next_batches([members[i] for i in active], device)
+        local, weight, ended = _next_batches(active, device)
         stack.step(forward, *train.take(local), weight)
         if ended:
-            active = _close_epochs(stack, forward, val, [members[i] for i in active], ended,
-                                   active, device)
+            active = _close_epochs(stack, forward, val, active, ended, device)
     for job, module, member in zip(jobs, modules, members):
         member.ledger.finish(module, device, as_inputs(job.X), as_labels(job.y))
 
@@ -434,17 +433,17 @@ def _next_batches(members: list, device) -> tuple:
             [pos for pos, end in enumerate(ended) if end])
 
 
-def _close_epochs(stack: _Stack, forward, val: "_Pool", members: list, ended: list,
-                  active: list, device) -> list:
-    """Validate the models whose epoch ``ended`` (stack positions), record it in their
-    ledgers, drop from the stack those that stop, and return the models still training."""
+def _close_epochs(stack: _Stack, forward, val: _Pool, active: list, ended: list,
+                  device) -> list:
+    """Validate the ``active`` members whose epoch ``ended`` (stack positions), record it in
+    their ledgers, drop from the stack those that stop, and return the members still training."""
     sel = torch.tensor(ended, device=device)
     val_loss, val_acc = _evaluate(forward, stack.weights(sel), val,
-                                  [active[pos] for pos in ended], device)
+                                  [active[pos].index for pos in ended], device)
     sums, hits = stack.take_sums(sel)
     leaving = {pos for j, pos in enumerate(ended)
-               if members[pos].ledger.close_epoch(
-                   sums[j], hits[j], members[pos].size, val_loss[j], val_acc[j],
+               if active[pos].ledger.close_epoch(
+                   sums[j], hits[j], active[pos].size, val_loss[j], val_acc[j],
                    lambda pos=pos: {k: v.clone() for k, v in stack.weights(pos).items()})}
     keep = [pos for pos in range(len(active)) if pos not in leaving]
     if leaving and keep:
