@@ -118,8 +118,7 @@ def replaying(job: FitJob):
             setattr(clf, name, getattr(job.clf, name))
         if clf.train_accuracy_ is None:
             clf.train_accuracy_ = clf._train_accuracy(as_inputs(X), as_labels(y))
-        if job.rng_after is not None:
-            torch.set_rng_state(job.rng_after)
+        torch.set_rng_state(job.rng_after)  # as fit_many left it after building the module
         return True
 
     return fit_hook(hook)

@@ -37,11 +37,10 @@ EVAL_BATCH_SIZE = 256
 
 _interop_threads_set = False
 
-#: The hook :meth:`TorchClassifier.fit` asks first in this context, None where there is none:
-#: called as ``hook(clf, X, y, X_val, y_val)``, it returns True when it has fitted ``clf``
-#: itself (batched training: robench.learn.batched ``deferring`` and ``replaying`` set it for a
-#: block through :func:`fit_hook`). A context variable, not a global list: a hook reaches the
-#: fits of the block that set it (that thread, that context) and nothing else.
+#: The hook :meth:`TorchClassifier.fit` asks first, None for none: ``hook(clf, X, y, X_val,
+#: y_val)`` returns True when it has fitted ``clf`` itself (robench.learn.batched ``deferring``
+#: and ``replaying`` set it for a block, :func:`fit_hook`). A context variable: it reaches the
+#: fits of that block in that thread and context, nothing else.
 FIT_HOOK: contextvars.ContextVar = contextvars.ContextVar("robench_fit_hook", default=None)
 
 
@@ -337,14 +336,11 @@ class EpochLedger:
 
     def close_epoch(self, loss_sum, correct, n: int, val_loss: float, val_accuracy: float,
                     snapshot) -> bool:
-        """Record an epoch; return True when the model must stop training.
+        """Record an epoch; return True when training stops (``patience``, ``max_epochs``).
 
-        ``loss_sum`` is the epoch's sum of mini-batch loss times rows, ``correct`` its rows
-        predicted right while training, ``n`` its training rows; ``snapshot()`` returns the
-        module's weights (a state dict) and is called only for a new best epoch. The
-        classifier's ``epoch_callback``, if any, sees the epoch's entry before the decision.
-        Training stops after ``patience`` epochs in a row without a better validation result,
-        or at ``max_epochs``.
+        ``loss_sum``: the sum of mini-batch loss x rows; ``correct``: rows right while
+        training, of ``n``; ``snapshot()`` returns the weights (a state dict), asked for a
+        new best epoch only. An ``epoch_callback`` sees the entry before the decision.
         """
         epoch = len(self.history) + 1
         self.history.append({"epoch": epoch, "train_loss": loss_sum / n,
@@ -563,11 +559,7 @@ class TorchClassifier:
         return loss_sum, correct
 
     def _train_accuracy(self, Xt, yt) -> Optional[float]:
-        """Return the accuracy on the training rows, or None where the caller derives it.
-
-        None after a fit with ``defer_train_accuracy`` set (unless a subclass overrides
-        ``predict``): see the class docstring.
-        """
+        """Return the accuracy on the training rows; None if deferred (see the class doc)."""
         if getattr(self, "defer_train_accuracy", False) and \
                 type(self).predict is TorchClassifier.predict:
             return None
