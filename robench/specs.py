@@ -443,6 +443,15 @@ class ProtocolSpec:
     ``preconditions(combo, cfg, registry)``, if given, returns why the protocol cannot run on
     a combination in this configuration, or None; the planner asks it before ``plan`` and
     skips the combination for this protocol alone, with that reason.
+
+    ``run`` may be called twice for one trial (batched training, ``ROBENCH_BATCH``): a first
+    pass stops at its first ``TorchClassifier.fit``, which records the call and raises
+    ``robench.learn.batched.FitDeferred`` (let it pass); after the recorded fits are trained
+    together, a second pass runs in full and that ``fit`` (same seed and row counts) returns
+    the trained model at once. So what ``run`` does before its first ``fit`` must be a pure
+    function of the spec with no effect outside the trial. The hook is a context variable
+    (``robench.learn.train.FIT_HOOK``): a ``fit`` in a thread ``run`` starts trains alone.
+    docs/plugin-hooks.md (``register_protocols``) has the contract in full.
     """
 
     name: str

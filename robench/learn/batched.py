@@ -17,8 +17,10 @@ keeps what it has when trained alone
   training-set sizes have different epoch lengths and each ends its epochs when its own rows
   are used up (a short last batch is padded and the padding weighted 0, so its loss is the mean
   over its real rows, as alone);
-* its Adam state, validation after each of its epochs, early stopping (patience) and restored
-  best epoch are its own; a model that stops leaves the stack and the rest continue.
+* its Adam state and validation after each of its epochs are its own; its history, early
+  stopping (patience) and restored best epoch are kept by an
+  :class:`~robench.learn.train.EpochLedger` of its own, the class ``fit`` keeps them with;
+  a model that stops leaves the stack and the rest continue.
 
 Results agree with one-at-a-time training up to floating-point rounding (batched kernels sum
 in another order), which early stopping can amplify into a different stopping epoch; the
@@ -33,11 +35,12 @@ model as usual.
 batched training without changing that code: the first pass records the trial's first
 ``fit`` call and stops it (:class:`FitDeferred`), the second pass gets that call answered with
 the model :func:`fit_many` trained (robench.run.batching does this for groups of trials).
+Each sets :data:`robench.learn.train.FIT_HOOK` (a context variable) for its block; the contract
+this asks of a protocol is in :class:`robench.specs.ProtocolSpec`'s docstring.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 from dataclasses import dataclass, field
@@ -48,9 +51,11 @@ import torch
 from torch import nn
 
 from robench.data import Rows
-from robench.learn.train import (EVAL_BATCH_SIZE, FIT_HOOKS, MLP, ConvNet, FusedAdam,
-                                 MaxPool2x2, TorchClassifier, as_float, as_inputs, as_labels)
+from robench.learn.train import (EVAL_BATCH_SIZE, MLP, ConvNet, EpochLedger, FusedAdam,
+                                 MaxPool2x2, TorchClassifier, as_float, as_inputs, as_labels,
+                                 fit_hook)
 from robench.learn.devices import torch_device
+
 
 class FitDeferred(Exception):
     """Raised by a ``fit`` call recorded by :func:`deferring` (the trial stops there)."""
@@ -76,12 +81,12 @@ class FitJob:
 
 # --- deferring a trial's fit and replaying it ------------------------------------------------
 
-@contextlib.contextmanager
 def deferring(jobs: list):
     """Record the first ``TorchClassifier.fit`` call in the block into ``jobs``, and stop there.
 
     The call raises :class:`FitDeferred` after appending its :class:`FitJob` (or
     :class:`NotBatchable` when :func:`batchable` says no: the caller trains that trial alone).
+    A context manager (:func:`robench.learn.train.fit_hook`).
     """
     def hook(clf, X, y, X_val, y_val):
         if not batchable(clf):
@@ -89,20 +94,16 @@ def deferring(jobs: list):
         jobs.append(FitJob(clf, X, y, X_val, y_val))
         raise FitDeferred()
 
-    FIT_HOOKS.append(hook)
-    try:
-        yield
-    finally:
-        FIT_HOOKS.pop()
+    return fit_hook(hook)
 
 
-@contextlib.contextmanager
 def replaying(job: FitJob):
     """Answer the first ``TorchClassifier.fit`` call in the block with ``job``'s trained model.
 
     The classifier gets ``job.clf``'s fitted attributes (and torch's global random state is
     left as ``fit`` would leave it); later calls, and a call with another seed or other row
-    counts than the deferred one, train as usual.
+    counts than the deferred one, train as usual. A context manager
+    (:func:`robench.learn.train.fit_hook`).
     """
     used = []
 
@@ -115,17 +116,12 @@ def replaying(job: FitJob):
         for name in ("module_", "history_", "best_epoch_", "n_epochs_", "val_accuracy_",
                      "train_accuracy_", "device_"):
             setattr(clf, name, getattr(job.clf, name))
-        if clf.train_accuracy_ is None and not clf.defer_train_accuracy:
-            clf.train_accuracy_ = clf._loss_and_accuracy(as_inputs(X), as_labels(y))[1]
-        if job.rng_after is not None:
-            torch.set_rng_state(job.rng_after)
+        if clf.train_accuracy_ is None:
+            clf.train_accuracy_ = clf._train_accuracy(as_inputs(X), as_labels(y))
+        torch.set_rng_state(job.rng_after)  # as fit_many left it after building the module
         return True
 
-    FIT_HOOKS.append(hook)
-    try:
-        yield
-    finally:
-        FIT_HOOKS.pop()
+    return fit_hook(hook)
 
 
 # --- what can be batched ---------------------------------------------------------------------
@@ -289,17 +285,89 @@ class _Pool:
 # --- the batched training ----------------------------------------------------------------------
 
 
-def fit_many(jobs: list, device=None) -> None:
-    """Train every job's classifier in one batched computation (see the module docstring).
+class _Member:
+    """Model ``index`` of the jobs: its rows in the pool, its own data order and its ledger."""
 
-    All classifiers must be :func:`batchable`, build modules of one :func:`architecture` and
-    share ``batch_size``, ``lr`` and ``weight_decay`` (``max_epochs`` and ``patience`` may
-    differ); a ValueError says which does not. Each ``job.clf`` ends up fitted.
-    """
-    if not jobs:
-        return
+    def __init__(self, index: int, job: FitJob, offset, size, batch_size: int):
+        self.index, self.ledger = index, EpochLedger(job.clf)
+        self.generator = torch.Generator().manual_seed(job.clf.seed)
+        self.offset, self.size, self.batch_size = int(offset), int(size), batch_size
+        self.per_epoch = math.ceil(self.size / batch_size)
+        self.order, self.batch_no = None, 0  # this epoch's permutation, its next batch
 
-    device = torch.device(device) if device is not None else torch_device()
+    def next_batch(self) -> tuple:
+        """Return (pool positions, row weights, whether it ends an epoch) of the next batch.
+
+        A short last batch is padded with the model's row 0, weighted 0.
+        """
+        bs = self.batch_size
+        if self.batch_no == 0:
+            self.order = torch.randperm(self.size, generator=self.generator)
+        idx = self.order[self.batch_no * bs:(self.batch_no + 1) * bs]
+        k = idx.numel()
+        if k < bs:
+            idx = torch.cat([idx, torch.zeros(bs - k, dtype=idx.dtype)])
+        self.batch_no = (self.batch_no + 1) % self.per_epoch
+        return idx + self.offset, (torch.arange(bs) < k).float(), self.batch_no == 0
+
+
+class _Stack:
+    """The stacked weights of the models still training, their Adam, their epoch sums."""
+
+    def __init__(self, modules: list, lr: float, weight_decay: float, device):
+        names = [n for n, _ in modules[0].named_parameters()]
+        self.params = {n: torch.stack([dict(m.named_parameters())[n].detach()
+                                       for m in modules]).contiguous().requires_grad_()
+                       for n in names}
+        # Every model in the stack has taken the same number of steps (they all step
+        # together and a stopped one leaves), so Adam over the stacked tensors, with one step
+        # count, is each model's own Adam: the fused kernel of FusedAdam, elementwise.
+        self.optimizer = FusedAdam(self.params.values(), lr=lr, weight_decay=weight_decay)
+        # as fit's Python floats
+        self.loss_sum = torch.zeros(len(modules), dtype=torch.float64, device=device)
+        self.correct = torch.zeros(len(modules), device=device)
+
+    def step(self, forward, xb, yb, weight) -> None:
+        """Take one Adam step of every model on its batch (rows weighted by ``weight``)."""
+        logits = forward(self.params, xb)
+        per_row = nn.functional.cross_entropy(logits.flatten(0, 1), yb.flatten(),
+                                              reduction="none").view_as(weight)
+        counts = weight.sum(1)
+        losses = (per_row * weight).sum(1) / counts
+        self.optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()  # models are independent: each gets its own gradient
+        self.optimizer.step()
+        with torch.no_grad():
+            self.loss_sum += losses.detach().double() * counts.double()
+            self.correct += ((logits.argmax(-1) == yb).float() * weight).sum(1)
+
+    def weights(self, sel) -> dict:
+        """Return the stacked weights of the models at stack positions ``sel``."""
+        return {k: v.detach()[sel] for k, v in self.params.items()}
+
+    def take_sums(self, sel) -> tuple:
+        """Return and reset the epoch's (loss sums, rows right) of positions ``sel``."""
+        sums, hits = self.loss_sum[sel].tolist(), self.correct[sel].tolist()
+        self.loss_sum[sel] = 0
+        self.correct[sel] = 0
+        return sums, hits
+
+    def keep(self, kept) -> None:
+        """Keep only the models at stack positions ``kept`` (with their Adam state)."""
+        old = self.optimizer
+        self.params = {k: v.detach()[kept].contiguous().requires_grad_()
+                       for k, v in self.params.items()}
+        self.optimizer = FusedAdam(self.params.values(), lr=old.lr,
+                                   weight_decay=old.weight_decay)
+        for before, after in zip(old.params, self.optimizer.params):
+            step, exp_avg, exp_avg_sq = old.state[before]
+            self.optimizer.state[after] = (step, exp_avg[kept].contiguous(),
+                                           exp_avg_sq[kept].contiguous())
+        self.loss_sum, self.correct = self.loss_sum[kept], self.correct[kept]
+
+
+def _check_jobs(jobs: list) -> TorchClassifier:
+    """Raise ValueError unless the jobs can train in one stack; return the first classifier."""
     first = jobs[0].clf
     for job in jobs:
         clf = job.clf
@@ -311,6 +379,11 @@ def fit_many(jobs: list, device=None) -> None:
                              "and weight decay")
         if job.X_val is None or len(job.X_val) == 0 or len(job.X) == 0:
             raise ValueError("every model needs training rows and a non-empty validation split")
+    return first
+
+
+def _build(jobs: list, device) -> list:
+    """Return each job's module with the initial weights ``fit`` gives it, on ``device``."""
     modules = []
     for job in jobs:
         torch.manual_seed(job.clf.seed)  # the initial weights of fit(), exactly
@@ -319,118 +392,62 @@ def fit_many(jobs: list, device=None) -> None:
     arch = architecture(modules[0])
     if arch is None or any(architecture(m) != arch for m in modules[1:]):
         raise ValueError("models trained in one batch need one architecture without buffers")
-    forward = stacked_forward(modules[0])
-    names = [n for n, _ in modules[0].named_parameters()]
-    params = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in modules])
-              .contiguous().requires_grad_() for n in names}
-    # Every model in the stack has taken the same number of steps (they all step together
-    # and a stopped one leaves), so Adam over the stacked tensors, with one step count, is
-    # each model's own Adam: the fused kernel of FusedAdam, elementwise.
-    optimizer = FusedAdam(params.values(), lr=float(first.lr),
-                          weight_decay=float(first.weight_decay or 0.0))
+    return modules
 
+
+def fit_many(jobs: list, device=None) -> None:
+    """Train every job's classifier in one batched computation (see the module docstring).
+
+    All classifiers must be :func:`batchable`, build modules of one :func:`architecture` and
+    share ``batch_size``, ``lr`` and ``weight_decay`` (``max_epochs`` and ``patience`` may
+    differ); a ValueError says which does not. Each ``job.clf`` ends up fitted.
+    """
+    if not jobs:
+        return
+    device = torch.device(device) if device is not None else torch_device()
+    first = _check_jobs(jobs)
+    modules = _build(jobs, device)
+    forward = stacked_forward(modules[0])
+    stack = _Stack(modules, float(first.lr), float(first.weight_decay or 0.0), device)
     train = _Pool([j.X for j in jobs], [j.y for j in jobs], device)
     val = _Pool([j.X_val for j in jobs], [j.y_val for j in jobs], device)
-    bs = int(first.batch_size)
-    n = len(jobs)
-    gens = [torch.Generator().manual_seed(j.clf.seed) for j in jobs]
-    per_epoch = [math.ceil(int(s) / bs) for s in train.sizes]
-    order = [None] * n  # each model's current epoch's permutation
-    batch_no = [0] * n  # next batch of the current epoch
-    epoch = [0] * n
-    history = [[] for _ in range(n)]
-    best = [None] * n  # (key, epoch, state)
-    stale = [0] * n
-    active = list(range(n))  # models still training, in stack order
-    loss_sum = torch.zeros(n, dtype=torch.float64, device=device)  # as fit's Python floats
-    correct = torch.zeros(n, device=device)
-    pad = torch.arange(bs)
+    members = [_Member(i, job, offset, size, int(first.batch_size))
+               for i, (job, offset, size) in enumerate(zip(jobs, train.offsets, train.sizes))]
+    active = members  # the models still training, in stack order
     while active:
-        local, weight, ends = [], [], []
-        for i in active:
-            if batch_no[i] == 0:
-                order[i] = torch.randperm(int(train.sizes[i]), generator=gens[i])
-                epoch[i] += 1
-            idx = order[i][batch_no[i] * bs:(batch_no[i] + 1) * bs]
-            k = idx.numel()
-            if k < bs:  # a short last batch: pad with the model's row 0, weighted 0
-                idx = torch.cat([idx, torch.zeros(bs - k, dtype=idx.dtype)])
-            local.append(idx + int(train.offsets[i]))
-            weight.append((pad < k).float())
-            batch_no[i] += 1
-            ends.append(batch_no[i] == per_epoch[i])
-        local = torch.stack(local).to(device, non_blocking=True)
-        weight = torch.stack(weight).to(device, non_blocking=True)
-        xb, yb = train.take(local)
-        logits = forward(params, xb)
-        per_row = nn.functional.cross_entropy(logits.flatten(0, 1), yb.flatten(),
-                                              reduction="none").view_as(weight)
-        counts = weight.sum(1)
-        losses = (per_row * weight).sum(1) / counts
-        optimizer.zero_grad(set_to_none=True)
-        losses.sum().backward()  # models are independent: each gets its own gradient
-        optimizer.step()
-        with torch.no_grad():
-            loss_sum += losses.detach().double() * counts.double()
-            correct += ((logits.argmax(-1) == yb).float() * weight).sum(1)
-        ended = [pos for pos, e in enumerate(ends) if e]
-        if not ended:
-            continue
-        sel = torch.tensor(ended, device=device)
-        val_loss, val_acc = _evaluate(forward, {k: v.detach()[sel] for k, v in params.items()},
-                                      val, [active[pos] for pos in ended], device)
-        sums, hits = loss_sum[sel].tolist(), correct[sel].tolist()
-        loss_sum[sel] = 0
-        correct[sel] = 0
-        leaving = []
-        for j, pos in enumerate(ended):
-            i = active[pos]
-            size = int(train.sizes[i])
-            history[i].append({"epoch": epoch[i], "train_loss": sums[j] / size,
-                               "train_accuracy": hits[j] / size, "val_loss": val_loss[j],
-                               "val_accuracy": val_acc[j]})
-            batch_no[i] = 0
-            key = (val_acc[j], -val_loss[j])
-            if best[i] is None or key > best[i][0]:
-                state = {k: v.detach()[pos].clone() for k, v in params.items()}
-                best[i], stale[i] = (key, epoch[i], state), 0
-            else:
-                stale[i] += 1
-            clf = jobs[i].clf
-            if stale[i] >= clf.patience or epoch[i] >= clf.max_epochs:
-                leaving.append(pos)
-        if leaving:
-            keep = [pos for pos in range(len(active)) if pos not in leaving]
-            active = [active[pos] for pos in keep]
-            if active:
-                kept = torch.tensor(keep, device=device)
-                old = optimizer
-                params = {k: v.detach()[kept].contiguous().requires_grad_()
-                          for k, v in params.items()}
-                optimizer = FusedAdam(params.values(), lr=old.lr, weight_decay=old.weight_decay)
-                for before, after in zip(old.params, optimizer.params):
-                    step, exp_avg, exp_avg_sq = old.state[before]
-                    optimizer.state[after] = (step, exp_avg[kept].contiguous(),
-                                              exp_avg_sq[kept].contiguous())
-                loss_sum, correct = loss_sum[kept], correct[kept]
+        local, weight, ended = _next_batches(active, device)
+        stack.step(forward, *train.take(local), weight)
+        if ended:
+            active = _close_epochs(stack, forward, val, active, ended, device)
+    for job, module, member in zip(jobs, modules, members):
+        member.ledger.finish(module, device, as_inputs(job.X), as_labels(job.y))
 
-    for i, (job, module) in enumerate(zip(jobs, modules)):
-        key, best_epoch, state = best[i]
-        with torch.no_grad():
-            for name, p in module.named_parameters():
-                p.copy_(state[name])
-        module.eval()
-        clf = job.clf
-        clf.module_ = module
-        clf.device_ = str(device)
-        clf.history_ = history[i]
-        clf.best_epoch_ = best_epoch
-        clf.n_epochs_ = len(history[i])
-        clf.val_accuracy_ = key[0]
-        if clf.defer_train_accuracy and type(clf).predict is TorchClassifier.predict:
-            clf.train_accuracy_ = None
-        else:
-            clf.train_accuracy_ = clf._loss_and_accuracy(as_inputs(job.X), as_labels(job.y))[1]
+
+def _next_batches(members: list, device) -> tuple:
+    """Return the members' next batches: pool positions and row weights (one row a member),
+    and the stack positions whose batch ends an epoch."""
+    local, weight, ended = zip(*(m.next_batch() for m in members))
+    return (torch.stack(local).to(device, non_blocking=True),
+            torch.stack(weight).to(device, non_blocking=True),
+            [pos for pos, end in enumerate(ended) if end])
+
+
+def _close_epochs(stack: _Stack, forward, val: _Pool, active: list, ended: list,
+                  device) -> list:
+    """Validate the ``active`` members whose epoch ``ended`` (stack positions), record it in
+    their ledgers, drop from the stack those that stop, and return the members still training."""
+    sel = torch.tensor(ended, device=device)
+    val_loss, val_acc = _evaluate(forward, stack.weights(sel), val,
+                                  [active[pos].index for pos in ended], device)
+    sums, hits = stack.take_sums(sel)
+    leaving = {pos for j, pos in enumerate(ended)
+               if active[pos].ledger.close_epoch(
+                   sums[j], hits[j], active[pos].size, val_loss[j], val_acc[j],
+                   lambda pos=pos: {k: v.clone() for k, v in stack.weights(pos).items()})}
+    keep = [pos for pos in range(len(active)) if pos not in leaving]
+    if leaving and keep:
+        stack.keep(torch.tensor(keep, device=device))
+    return [active[pos] for pos in keep]
 
 
 @torch.no_grad()

@@ -11,7 +11,10 @@ partition never influences training or selection).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from typing import Optional
 
 import numpy as np
 import torch
@@ -34,10 +37,21 @@ EVAL_BATCH_SIZE = 256
 
 _interop_threads_set = False
 
-#: Hooks :meth:`TorchClassifier.fit` asks first, innermost last: a hook called as
-#: ``hook(clf, X, y, X_val, y_val)`` that returns True has fitted ``clf`` itself (batched
-#: training: robench.learn.batched ``deferring`` and ``replaying``).
-FIT_HOOKS: list = []
+#: The hook :meth:`TorchClassifier.fit` asks first, None for none: ``hook(clf, X, y, X_val,
+#: y_val)`` returns True when it has fitted ``clf`` itself (robench.learn.batched ``deferring``
+#: and ``replaying`` set it for a block, :func:`fit_hook`). A context variable: it reaches the
+#: fits of that block in that thread and context, nothing else.
+FIT_HOOK: contextvars.ContextVar = contextvars.ContextVar("robench_fit_hook", default=None)
+
+
+@contextlib.contextmanager
+def fit_hook(hook):
+    """Make ``hook`` the one :meth:`TorchClassifier.fit` asks inside the ``with`` block."""
+    token = FIT_HOOK.set(hook)
+    try:
+        yield
+    finally:
+        FIT_HOOK.reset(token)
 
 
 def set_torch_threads(n: int) -> None:
@@ -302,6 +316,64 @@ class FusedAdam:
                                grad_scale=None, found_inf=None)
 
 
+class EpochLedger:
+    """One model's epochs: its history, its best validation epoch and that epoch's weights.
+
+    :meth:`TorchClassifier.fit` keeps one for its model and
+    :func:`robench.learn.batched.fit_many` one for each model it trains, so both record an
+    epoch, stop early and restore the best epoch by this code alone. Only the validation
+    result decides (robench invariant 1): the highest validation accuracy, ties broken by
+    the lower validation loss, then by the earlier epoch.
+    """
+
+    def __init__(self, clf: "TorchClassifier"):
+        self.clf = clf
+        self.history: list = []
+        self.best_key: Optional[tuple] = None
+        self.best_epoch = 0
+        self.best_state: Optional[dict] = None
+        self.stale = 0
+
+    def close_epoch(self, loss_sum, correct, n: int, val_loss: float, val_accuracy: float,
+                    snapshot) -> bool:
+        """Record an epoch; return True when training stops (``patience``, ``max_epochs``).
+
+        ``loss_sum``: the sum of mini-batch loss x rows; ``correct``: rows right while
+        training, of ``n``; ``snapshot()`` returns the weights (a state dict), asked for a
+        new best epoch only. An ``epoch_callback`` sees the entry before the decision.
+        """
+        epoch = len(self.history) + 1
+        self.history.append({"epoch": epoch, "train_loss": loss_sum / n,
+                             "train_accuracy": correct / n, "val_loss": val_loss,
+                             "val_accuracy": val_accuracy})
+        if self.clf.epoch_callback is not None:
+            self.clf._observe_epoch(epoch)
+        # Compare accuracy first, then the negated loss, so a tie in accuracy goes to the
+        # better-calibrated epoch; a full tie keeps the earlier epoch.
+        key = (val_accuracy, -val_loss)
+        if self.best_key is None or key > self.best_key:
+            self.best_key, self.best_epoch, self.stale = key, epoch, 0
+            self.best_state = snapshot()
+        else:
+            self.stale += 1
+        return self.stale >= self.clf.patience or epoch >= self.clf.max_epochs
+
+    def finish(self, module, device, Xt, yt) -> None:
+        """Leave the classifier fitted: ``module`` restored to the best epoch, in eval mode.
+
+        ``Xt``, ``yt`` are the training rows (:func:`as_inputs`, :func:`as_labels`), read for
+        ``train_accuracy_`` unless the classifier defers it.
+        """
+        clf = self.clf
+        module.load_state_dict(self.best_state)
+        module.eval()
+        clf.module_, clf.device_, clf.history_ = module, str(device), self.history
+        clf.best_epoch_ = self.best_epoch
+        clf.n_epochs_ = len(self.history)
+        clf.val_accuracy_ = self.best_key[0]
+        clf.train_accuracy_ = clf._train_accuracy(Xt, yt)
+
+
 class TorchClassifier:
     """Classifier that trains a torch module with Adam and validation-based early stopping.
 
@@ -429,7 +501,8 @@ class TorchClassifier:
 
     def fit(self, X, y, X_val, y_val) -> "TorchClassifier":
         """Train on (X, y), stop early and pick the restored epoch on (X_val, y_val) alone."""
-        if FIT_HOOKS and FIT_HOOKS[-1](self, X, y, X_val, y_val):
+        hook = FIT_HOOK.get()
+        if hook is not None and hook(self, X, y, X_val, y_val):
             return self  # trained together with others (robench.learn.batched)
         if X_val is None or len(X_val) == 0:
             raise ValueError(
@@ -442,70 +515,55 @@ class TorchClassifier:
         torch.manual_seed(self.seed)
         device = torch_device()
         module = self.build_module().to(device)
-        self.device_ = str(device)
         generator = torch.Generator().manual_seed(self.seed)
         # The fused Adam step (FusedAdam: torch.optim.Adam(fused=True)'s arithmetic without
         # importing torch._dynamo in every worker).
         optimizer = FusedAdam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
-        loss_fn = nn.CrossEntropyLoss()
         Xt, yt = as_inputs(X), as_labels(y)
         Xv, yv = as_inputs(X_val), as_labels(y_val)
+        ledger = EpochLedger(self)
+        # set before the first epoch: validation and an epoch_callback read them
+        self.module_, self.device_, self.history_ = module, str(device), ledger.history
+        stop = False
+        while not stop:
+            loss_sum, correct = self._train_epoch(optimizer, Xt, yt, generator, device)
+            val_loss, val_acc = self._loss_and_accuracy(Xv, yv)
+            stop = ledger.close_epoch(loss_sum, correct, Xt.shape[0], val_loss, val_acc,
+                                      lambda: {k: v.detach().clone()
+                                               for k, v in module.state_dict().items()})
+        ledger.finish(module, device, Xt, yt)
+        return self
+
+    def _train_epoch(self, optimizer, Xt, yt, generator, device) -> tuple:
+        """Run one epoch of mini-batch steps; return (sum of batch loss x rows, rows right)."""
+        module = self.module_
+        module.train()
         n = Xt.shape[0]
         penalty = getattr(module, "penalty", None)
+        order = torch.randperm(n, generator=generator)
+        loss_sum, correct = 0.0, 0
+        for start in range(0, n, self.batch_size):
+            idx = order[start:start + self.batch_size]
+            # Batches move to the device one at a time (a no-op on the CPU), so the
+            # training set itself never has to fit in GPU memory.
+            xb, yb = as_float(_take(Xt, idx).to(device)), yt[idx].to(device)
+            logits = module(xb)
+            loss = nn.functional.cross_entropy(logits, yb)
+            if penalty is not None:
+                loss = loss + penalty(n)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            loss_sum += loss.item() * len(idx)
+            correct += int((logits.argmax(1) == yb).sum())
+        return loss_sum, correct
 
-        self.module_ = module
-        self.history_ = []
-        best_key, best_state, best_epoch, stale = None, None, 0, 0
-        for epoch in range(1, self.max_epochs + 1):
-            module.train()
-            order = torch.randperm(n, generator=generator)
-            loss_sum, correct = 0.0, 0
-            for start in range(0, n, self.batch_size):
-                idx = order[start:start + self.batch_size]
-                # Batches move to the device one at a time (a no-op on the CPU), so the
-                # training set itself never has to fit in GPU memory.
-                xb, yb = as_float(_take(Xt, idx).to(device)), yt[idx].to(device)
-                logits = module(xb)
-                loss = loss_fn(logits, yb)
-                if penalty is not None:
-                    loss = loss + penalty(n)
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-                loss_sum += loss.item() * len(idx)
-                correct += int((logits.argmax(1) == yb).sum())
-            val_loss, val_acc = self._loss_and_accuracy(Xv, yv)
-            self.history_.append({
-                "epoch": epoch,
-                "train_loss": loss_sum / n,
-                "train_accuracy": correct / n,
-                "val_loss": val_loss,
-                "val_accuracy": val_acc,
-            })
-            if self.epoch_callback is not None:
-                self._observe_epoch(epoch)
-            # Compare accuracy first, then the negated loss, so a tie in accuracy goes to the
-            # better-calibrated epoch; a full tie keeps the earlier epoch.
-            key = (val_acc, -val_loss)
-            if best_key is None or key > best_key:
-                best_key, best_epoch, stale = key, epoch, 0
-                best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
-            else:
-                stale += 1
-                if stale >= self.patience:
-                    break
-
-        module.load_state_dict(best_state)
-        module.eval()
-        self.best_epoch_ = best_epoch
-        self.n_epochs_ = len(self.history_)
-        self.val_accuracy_ = best_key[0]
+    def _train_accuracy(self, Xt, yt) -> Optional[float]:
+        """Return the accuracy on the training rows; None if deferred (see the class doc)."""
         if getattr(self, "defer_train_accuracy", False) and \
                 type(self).predict is TorchClassifier.predict:
-            self.train_accuracy_ = None  # the caller derives it from its own prediction
-        else:
-            self.train_accuracy_ = self._loss_and_accuracy(Xt, yt)[1]
-        return self
+            return None
+        return self._loss_and_accuracy(Xt, yt)[1]
 
     def _observe_epoch(self, epoch: int) -> None:
         """Run ``epoch_callback`` without letting it touch training's random stream."""

@@ -86,24 +86,30 @@ def group_units(specs: list, policy: str, jobs: int = 1) -> list:
         on_gpu = device.startswith("cuda")
         if (policy == "auto" and not on_gpu) or len(members) < 2:
             continue
-        limit = MAX_UNIT["cuda" if on_gpu else "cpu"]
-        parts = max(math.ceil(len(members) / limit), min(max(1, int(jobs)), len(members) // 2))
-        size = math.ceil(len(members) / parts)
-        for start in range(0, len(members), size):
-            chunk = members[start:start + size]
-            if len(chunk) == 1:
-                first_of[chunk[0]["key"]] = chunk[0]
-                continue
-            first_of[chunk[0]["key"]] = {"key": f"{UNIT}-{chunk[0]['key']}", UNIT: chunk,
-                                         "device": chunk[0].get("device"), "policy": policy}
-            for spec in chunk[1:]:
-                first_of[spec["key"]] = None
+        first_of.update(_cut(members, MAX_UNIT["cuda" if on_gpu else "cpu"], jobs, policy))
     out = []
     for spec in specs:
         unit = first_of.get(spec["key"], spec) if "key" in spec else spec
         if unit is not None:
             out.append(unit)
     return out
+
+
+def _cut(members: list, limit: int, jobs: int, policy: str) -> dict:
+    """Return where each member's trial goes: its key -> its unit, its own spec (a chunk of
+    one), or None (a later member of a unit), for near-equal chunks of ``members``."""
+    parts = max(math.ceil(len(members) / limit), min(max(1, int(jobs)), len(members) // 2))
+    size = math.ceil(len(members) / parts)
+    placed = {}
+    for start in range(0, len(members), size):
+        chunk = members[start:start + size]
+        if len(chunk) == 1:
+            placed[chunk[0]["key"]] = chunk[0]
+            continue
+        placed[chunk[0]["key"]] = {"key": f"{UNIT}-{chunk[0]['key']}", UNIT: chunk,
+                                   "device": chunk[0].get("device"), "policy": policy}
+        placed.update((spec["key"], None) for spec in chunk[1:])
+    return placed
 
 
 def unit_rows(item) -> list:

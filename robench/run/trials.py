@@ -180,8 +180,9 @@ def _before_fit(model) -> None:
     active unless torch training was imported, so this imports nothing.
     """
     train = sys.modules.get("robench.learn.train")
-    if train is not None and train.FIT_HOOKS and not isinstance(model, train.TorchClassifier):
-        train.FIT_HOOKS[-1](model, None, None, None, None)
+    hook = train.FIT_HOOK.get() if train is not None else None
+    if hook is not None and not isinstance(model, train.TorchClassifier):
+        hook(model, None, None, None, None)
 
 
 def _maybe_float(v):

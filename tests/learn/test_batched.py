@@ -219,3 +219,52 @@ def test_accuracy_distribution_matches_one_at_a_time_training(digits):
     # control: a training that really differs (one epoch) is told apart at the same level
     short = accuracies(range(20, 40), together=True, max_epochs=1)
     assert _welch_p(alone, short) < 0.01
+
+
+def test_the_fit_hook_reaches_only_its_own_block_and_context(digits):
+    """A hook is a context variable: nested blocks restore the outer hook, and a fit in
+    another thread (another context) trains alone, unseen by the hook."""
+    import threading
+
+    from robench.learn.train import FIT_HOOK
+
+    X, y = digits
+    fit, val, _ = _split(len(y), 0, 300)
+    jobs, outer = [], []
+    with batched.deferring(outer):
+        with batched.deferring(jobs):
+            with pytest.raises(batched.FitDeferred):
+                _clf(MLP_DIGITS, 1, max_epochs=1).fit(X[fit], y[fit], X[val], y[val])
+        elsewhere = []
+        worker = threading.Thread(target=lambda: elsewhere.append(
+            _clf(MLP_DIGITS, 2, max_epochs=1).fit(X[fit], y[fit], X[val], y[val])))
+        worker.start()
+        worker.join()
+        with pytest.raises(batched.FitDeferred):  # the outer hook is back
+            _clf(MLP_DIGITS, 3, max_epochs=1).fit(X[fit], y[fit], X[val], y[val])
+    assert FIT_HOOK.get() is None
+    assert [j.clf.seed for j in jobs] == [1] and [j.clf.seed for j in outer] == [3]
+    assert elsewhere and elsewhere[0].n_epochs_ == 1  # trained in its thread, not recorded
+
+
+def test_what_was_exact_stays_exact_initial_weights_random_state_and_epochs(digits):
+    """Batched training starts each model from fit's very weights, leaves torch's random state
+    as fit leaves it, and (here, where rounding does not move a decision) runs and restores
+    the same epochs with the same validation accuracy."""
+    X, y = digits
+    fit, val, _ = _split(len(y), 2, 800)
+    alone = _clf(MLP_DIGITS, 11, max_epochs=4).fit(X[fit], y[fit], X[val], y[val])
+    after_alone = torch.get_rng_state()
+    torch.manual_seed(11)
+    initial = MLP_DIGITS()
+    jobs = [FitJob(_clf(MLP_DIGITS, s, max_epochs=4), X[fit], y[fit], X[val], y[val])
+            for s in (11, 12)]
+    modules = batched._build(jobs, torch.device("cpu"))
+    for (name, p), q in zip(initial.named_parameters(), modules[0].parameters()):
+        assert torch.equal(p, q), name
+    assert torch.equal(jobs[0].rng_after, after_alone)
+    fit_many(jobs, device="cpu")
+    together = jobs[0].clf
+    assert (together.n_epochs_, together.best_epoch_) == (alone.n_epochs_, alone.best_epoch_)
+    assert together.val_accuracy_ == alone.val_accuracy_
+    assert [h["epoch"] for h in together.history_] == [h["epoch"] for h in alone.history_]
