@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from robench.present.formatting import as_dict
 from robench.specs import Score
+from robench.families.coverage.protocol import SECTION
 from robench.families.coverage.science import coverage_guided_accuracy
 from robench.stats.intervals import mean_interval
 
@@ -13,6 +14,20 @@ METRIC = "coverage"
 #: the paper rule by default, both rules reported; 3: mean over reference models with a t CI;
 #: 2: class-spread noise.
 VERSION = "5"
+DESCRIPTION = ("Coverage-guided accuracy: accuracy on feature-space test sets generated "
+               "from centroid and boundary points (5 mixes); EP/CP/BC/PBC, covariate shift.")
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = False
+NEEDS_FEATURES = True
+DISPLAY_ORDER = 30
+#: The plugin module that registered coverage before the families moved (score fingerprints).
+MOVED_FROM = "robench.builtin.coverage"
+REFERENCES = (("Senthil Mani, Anush Sankaran, Srikanth Tamilselvam and Akshay Sethi, "
+               "Coverage Testing of Deep Learning Models using Dataset Characterization "
+               "(2019)", "https://arxiv.org/abs/1911.07309"),)
+#: Repeat r of every model shares its split and seed (racing: --until decided, --budget); the
+#: knob that sets the repeats, which racing raises look by look.
+REPEATS_KNOB = f"{SECTION}.repeats"
 
 DEFINITION = (
     "Coverage testing in a model's feature space (Mani et al., 2019). R reference models "

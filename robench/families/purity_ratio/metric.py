@@ -15,6 +15,18 @@ METRIC = "purity-ratio"
 #: reference model: the mean over repeats with Student's t interval, every repeat's values in
 #: ``details.per_repeat``, ranks from paired tests over shared repeats (issue 42).
 VERSION = "4"
+DESCRIPTION = ("Feature-space clusterability p_purity (k-means, multicut, combined eq. 10) "
+               "vs corruption / adversarial robustness, validated across a model zoo.")
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = False
+NEEDS_FEATURES = True
+DISPLAY_ORDER = 20
+#: The plugin module that registered purity-ratio before the families moved (fingerprints).
+MOVED_FROM = "robench.builtin.clusterability"
+REFERENCES = (("Kalun Ho, Franz-Josef Pfreundt, Janis Keuper and Margret Keuper, "
+               "Estimating the Robustness of Classification Models by the Structure of "
+               "the Learned Feature-Space (AAAI-22 workshop)",
+               "https://arxiv.org/abs/2106.12303"),)
 
 DEFINITION = (
     "Feature-space clusterability as a robustness indicator (Ho et al., AAAI 2022). Per repeat r "

@@ -9,6 +9,16 @@ from robench.families.shifted_cv import protocol as sc
 
 METRIC = "shifted-cv"
 VERSION = "1"
+DESCRIPTION = ("Shifted (sub-domain) vs random K-fold CV: test accuracy, the "
+               "validation-test gap, std ratio, and the fold Wasserstein ratio.")
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = True
+DISPLAY_ORDER = 40
+#: The plugin module that registered shifted-cv before the families moved (fingerprints).
+MOVED_FROM = "robench.builtin.vae_vgmm"
+REFERENCES = (("Xudong Sun, Alexej Gossmann, Yu Wang and Bernd Bischl, Variational "
+               "Resampling Based Assessment of Deep Neural Networks under Distribution "
+               "Shift (IEEE SSCI 2019)", "https://arxiv.org/abs/1906.02972"),)
 DEFINITION = (
     "Shifted K-fold cross-validation (Sun et al., Algorithms 1-2) vs random stratified K-fold. "
     "Sub-domains: the run's clusterer with k = K per class (vae-vgmm: a VAE per class and a "

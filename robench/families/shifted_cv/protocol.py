@@ -46,6 +46,8 @@ from robench.run.config import TRAIN_KNOBS, check_value
 
 NAME = "shifted-cv"
 VERSION = "1"
+DESCRIPTION = ("K sub-domains per class merged into K folds (Algorithms 1-2) vs "
+               "stratified random K-fold; VAE latent Wasserstein distances between folds.")
 KINDS = ("shifted", "random")
 WASSERSTEIN = "wasserstein"
 #: Random-stream codes of this protocol's partitions (apart from the splitters' 1-3).
@@ -98,6 +100,11 @@ def check_knobs(knobs: dict) -> None:
         if name not in train:
             raise ValueError(f"train: unknown key '{name}'; known: {', '.join(sorted(train))}")
         check_value("shifted_cv.train", train[name], value)
+
+
+def sources_per_class(cfg) -> int:
+    """Return how many sub-domains ``prepare`` finds in each class: the knob ``folds``."""
+    return settings(cfg)["folds"]
 
 
 def settings(cfg) -> dict:

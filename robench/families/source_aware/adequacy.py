@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from robench.families.source_aware import adequacy_protocol as ad
 from robench.families.source_aware import protocol as sa
-from robench.families.source_aware.rho import mean_score_interval, rho_interval
+from robench.families.source_aware.rho import REFERENCES, mean_score_interval, rho_interval
 from robench.specs import Score
 
 METRIC = "adequacy"
 #: 2: Fieller / t intervals, as rho; 3: per-size accuracies carry their repeats.
 VERSION = "3"
+DESCRIPTION = ("Dataset adequacy: E[AccX], E[AccI] and rho as the training set grows, "
+               "per class too.")
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = True
+DISPLAY_ORDER = 60
+#: The plugin module that registered adequacy before the families moved (score fingerprints).
+MOVED_FROM = "robench.builtin.adequacy"
 DEFINITION = (
     "Dataset adequacy (Kilinc & Uysal, section 5.2). For each repeat and each of the "
     "source-inclusive and source-exclusive partitions, the test partition is exactly the "

@@ -10,6 +10,15 @@ METRIC = "lost-test"
 #: 2: batches sampled as hypergeometric counts (same distribution); 3: headline
 #: 'lost-test' = the realistic estimator's (practical_logged) absolute error.
 VERSION = "3"
+DESCRIPTION = ("Lost-test-set estimators vs the true test accuracy of the random "
+               "splits; headline: the realistic estimator's (practical_logged) error.")
+HIGHER_IS_BETTER = False
+USES_CLUSTERER = False
+DISPLAY_ORDER = 50
+#: The plugin module that registered lost-test before the families moved (score fingerprints).
+MOVED_FROM = "robench.builtin.adequacy"
+REFERENCES = (("What If You Lose Your Test Set? (blog post, 2017-02-16); robench "
+               "implements the corrected estimator", ""),)
 DEFINITION = (
     "Lost-test-set estimators on the source-aware protocol's stratified random splits (the "
     "trials rho's E[Acc] uses). true_accuracy a: accuracy on the split's test set (N2 "

@@ -27,6 +27,14 @@ METRIC = "rho"
 #: Scores since issue 28 also carry each accuracy's repeat and the chance accuracy in their
 #: details (what tables rank by); no value changed, so the version did not.
 VERSION = "2"
+DESCRIPTION = "Source-aware robustness E[AccX]/E[AccI] with the interval and Fieller's CI."
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = True
+DISPLAY_ORDER = 10
+#: The plugin module that registered rho before the families moved: score fingerprints name it.
+MOVED_FROM = "robench.builtin.metrics"
+REFERENCES = (("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
+               "Cross-validation (2019)", ""),)
 
 
 def mean_score_interval(values) -> tuple:
