@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from robench.metric_kit import failure, not_applicable
 from robench.specs import Score
 
 from robench_corruption import science
@@ -40,10 +41,8 @@ def _row_of(trials: list, model: str):
 def _problem(row, who: str):
     if row is None:
         return f"no {who} trial"
-    if row.get("status") != "ok":
-        err = (row.get("error") or "failed").splitlines()[0]
-        return f"{who} trial failed: {err}"
-    return row.get("not_applicable") or (row.get("extra") or {}).get("not_applicable")
+    why = failure(row)
+    return f"{who} trial failed: {why}" if why is not None else not_applicable(row)
 
 
 def aggregate(group: dict, trials: list) -> list:

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 from robench.present.formatting import fixed as _f
+from robench.metric_kit import score_index
 
 from robench_corruption.metric import METRIC
-
-
-def _by_dataset(rows: list) -> dict:
-    out: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
-    return out
 
 
 def report_lines(rows: list) -> list:
     """Return one table per data set: models sorted by mCE (lower is better; no test, so no
     rank)."""
     lines = []
-    for dataset, models in sorted(_by_dataset(rows).items()):
+    for dataset, models in sorted(score_index(rows, METRIC).items()):
         heads = [m.get(METRIC) or {} for m in models.values()]
         baseline = next(((h.get("details") or {}).get("baseline") for h in heads
                          if (h.get("details") or {}).get("baseline")), "?")

@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 from robench.families.coverage.metric import METRIC, mix_order
+from robench.metric_kit import score_index
 from robench.present.formatting import as_dict, why_not
 from robench.present.formatting import fixed as _f
-
-def _by_dataset(rows: list) -> dict:
-    out: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
-    return out
-
 
 def _ranked(models: dict) -> list:
     return sorted(models.items(), key=lambda kv: (
@@ -29,7 +22,7 @@ def _ci(head: dict) -> str:
 def report_lines(rows: list) -> list:
     """Return the coverage tables (summary, then mixes x sizes) of score rows (dicts) as text."""
     lines = []
-    for dataset, models in sorted(_by_dataset(rows).items()):
+    for dataset, models in sorted(score_index(rows, METRIC).items()):
         lines.append(f"\n{dataset} - coverage (Mani et al.); ranked by coverage-guided accuracy "
                      "(mean over mixes at the largest size, then over R reference models; "
                      "95% t CI over them); accuracies in %, every column a mean over the R "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from robench.families.purity_ratio.leaderboard import section
 from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, target_order
+from robench.metric_kit import score_index
 from robench.present.formatting import fixed as _f
 from robench.present.formatting import rule_lines, why_not
 
@@ -15,12 +16,8 @@ PAPER_FIGURES = {"corruption robustness": "paper, eq. 10 on ImageNet-C: R^2 0.87
 
 def report_lines(rows: list) -> list:
     """Return the purity-ratio model and validation tables of score rows (dicts) as text."""
-    by_ds: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            by_ds.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
     lines = []
-    for dataset, models in sorted(by_ds.items()):
+    for dataset, models in sorted(score_index(rows, METRIC).items()):
         zoo = models.pop(ZOO_MODEL, {})
         table = section([r for m in models.values() for r in m.values()]) or {}
         lines.append(f"\n{dataset} - purity-ratio (feature-space clusterability, eq. 5-10): "

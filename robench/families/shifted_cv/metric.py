@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
-
+from robench.metric_kit import error_line, failure
+from robench.present.formatting import as_dict
 from robench.specs import Score
 from robench.families.shifted_cv import protocol as sc
 
@@ -39,16 +39,6 @@ DEFINITION = (
     "in the latent means of one VAE trained on all classes (POT emd2, Euclidean cost, exact; "
     "folds subsampled to max_points; a distance counts only if POT converged)."
 )
-
-
-def _details(row: dict) -> dict:
-    d = row.get("details")
-    if isinstance(d, str):
-        try:
-            return json.loads(d)
-        except ValueError:
-            return {}
-    return d or {}
 
 
 def _diff(a, b):
@@ -89,7 +79,7 @@ def aggregate(group: dict, trials: list) -> list:
             "last_gap": sc.mean_std(last_gaps), "n": len(s["test"]),
         }
     sh, ra = stats["shifted"], stats["random"]
-    n_failed = sum(1 for t in trials if t.get("status") != "ok" and t.get("kind") in sc.KINDS)
+    n_failed = sum(1 for t in trials if failure(t) is not None and t.get("kind") in sc.KINDS)
     table = {kind: {name: {"mean": v[0], "std": v[1]} for name, v in st.items() if name != "n"}
              for kind, st in stats.items()}
     details = {"table": table, "n_failed": n_failed,
@@ -120,15 +110,20 @@ def aggregate(group: dict, trials: list) -> list:
               details={"test_std": sh["test"][1], "val_std": sh["val"][1],
                        "std_ratio_random": details["std_ratio_random"]}),
     ]
+    return scores + wasserstein_scores(group, trials)
+
+
+def wasserstein_scores(group: dict, trials: list) -> list:
+    """Return the fold-distance ratio of each fold-distance trial (model ''), None if failed."""
+    scores = []
     for t in trials:
         if t.get("kind") != sc.WASSERSTEIN:
             continue
-        w = _details(t) if t.get("status") == "ok" else {}
+        w = as_dict(t.get("details")) if failure(t) is None else {}
         scores.append(Score(
-            dataset=group["dataset"], model="", clusterer=clus, metric=METRIC,
+            dataset=group["dataset"], model="", clusterer=group["clusterer"], metric=METRIC,
             score="wasserstein_ratio", value=w.get("ratio"),
             n=len(w.get("repeats") or []), higher_is_better=True,
-            details={**w, "error": (t.get("error") or "").splitlines()[0] if t.get("error")
-                     else None},
+            details={**w, "error": error_line(t)},
         ))
     return scores

@@ -35,6 +35,7 @@ import warnings
 
 import numpy as np
 
+from robench.metric_kit import failure
 from robench.stats.seeds import derived_seed
 from robench.specs import Knob, ModelContext
 from robench.learn.inputs import model_inputs
@@ -525,7 +526,7 @@ def summarize(trials: list, clusterer: str) -> dict:
     """Return per kind the fold accuracies (selected epoch and last epoch) and mean curves."""
     out = {}
     for kind in KINDS:
-        rows = sorted((t for t in trials if t.get("status") == "ok" and t.get("kind") == kind
+        rows = sorted((t for t in trials if failure(t) is None and t.get("kind") == kind
                        and (kind == "random" or t.get("clusterer") == clusterer)),
                       key=lambda t: (t["repeat"], (t.get("params") or {}).get("fold", 0)))
         out[kind] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from robench.metric_kit import score_index
 from robench.present.formatting import percent
 
 
@@ -17,10 +18,7 @@ def _points(v):
 
 def report_lines(rows: list) -> list:
     """Return shifted vs random K-fold CV per (dataset, clusterer), and the Wasserstein ratio."""
-    groups: dict = {}
-    for s in rows:
-        groups.setdefault((s["dataset"], s["clusterer"]), {}).setdefault(s["model"], {})[
-            s["score"]] = s
+    groups = score_index(rows, by=(("dataset", "clusterer"), "model"))
     lines = []
     for (dataset, clusterer), models in sorted(groups.items()):
         lines.append(f"\n{dataset} - shifted-cv, sub-domains by {clusterer}: test accuracy %, "

@@ -4,6 +4,7 @@ were lost (the blog post "What If You Lose Your Test Set?", corrected)."""
 from __future__ import annotations
 
 from robench.families.source_aware import estimators as est
+from robench.metric_kit import failure
 from robench.specs import Score
 
 METRIC = "lost-test"
@@ -51,7 +52,7 @@ SCORES = (
 def aggregate(group: dict, trials: list) -> list:
     """Estimate each random-split trial's test accuracy as if its test set were lost."""
     base = dict(dataset=group["dataset"], model=group["model"], clusterer="", metric=METRIC)
-    usable = [t for t in trials if t.get("status") == "ok" and t.get("kind") == "random"
+    usable = [t for t in trials if failure(t) is None and t.get("kind") == "random"
               and t.get("correct") and t.get("all_accuracy") is not None]
     per_trial = [est.lost_test_trial(t, seed=int(t.get("seed") or 0))
                  for t in sorted(usable, key=lambda t: t["repeat"])]
