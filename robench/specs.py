@@ -343,6 +343,54 @@ class MetricSpec:
     def __post_init__(self):
         check_slug(self.name)
 
+    @classmethod
+    def from_module(cls, module, *, protocol, **wiring) -> "MetricSpec":
+        """Return the spec of the metric ``module`` defines (the family kit's one constructor).
+
+        The metric module owns what the metric is; a family's ``__init__`` only wires it::
+
+            register(MetricSpec.from_module(rho, protocol=protocol, report=report.rho_lines,
+                                            claims=claims.rho_claims,
+                                            leaderboard=leaderboard.SECTION))
+
+        Read from ``module``: ``METRIC`` (the name), ``VERSION``, ``DEFINITION``,
+        ``DESCRIPTION`` and ``aggregate`` (required); ``HIGHER_IS_BETTER``,
+        ``USES_CLUSTERER``, ``NEEDS_FEATURES``, ``IN_DEFAULT_RUN``, ``DISPLAY_ORDER``,
+        ``REFERENCES``, ``MOVED_FROM`` and ``applies_to`` where it defines them (else the
+        fields' defaults); and the paired comparison (``paired``) where it defines both
+        ``paired_values`` and ``interval_at`` (:class:`PairedComparison` of its ``METRIC``
+        score, ``repeats_knob`` from ``REPEATS_KNOB``). ``protocol`` is the protocol's module
+        (its ``NAME``) or name. ``wiring``: the fields other modules of the family give
+        (``report``, ``claims``, ``leaderboard``); a field named there wins over the module's.
+        """
+        fields = {field: getattr(module, attr) for field, attr in _METRIC_MODULE.items()
+                  if hasattr(module, attr)}
+        missing = [attr for attr in _METRIC_REQUIRED if not hasattr(module, attr)]
+        if missing:
+            raise TypeError(f"metric module {module.__name__} defines no {', '.join(missing)}")
+        pair = [hasattr(module, name) for name in ("paired_values", "interval_at")]
+        if any(pair) and not all(pair):
+            raise TypeError(f"metric module {module.__name__}: a paired comparison needs both "
+                            "paired_values and interval_at")
+        if all(pair):
+            fields["paired"] = PairedComparison(
+                score=module.METRIC, values=module.paired_values, interval=module.interval_at,
+                repeats_knob=getattr(module, "REPEATS_KNOB", None))
+        fields["version"] = str(fields["version"])
+        fields["protocol"] = protocol if isinstance(protocol, str) else protocol.NAME
+        return cls(**{**fields, **wiring})
+
+
+#: MetricSpec field -> the name a metric module gives it (MetricSpec.from_module).
+_METRIC_MODULE = {
+    "name": "METRIC", "version": "VERSION", "definition": "DEFINITION",
+    "description": "DESCRIPTION", "aggregate": "aggregate", "higher_is_better": "HIGHER_IS_BETTER",
+    "uses_clusterer": "USES_CLUSTERER", "needs_features": "NEEDS_FEATURES",
+    "in_default_run": "IN_DEFAULT_RUN", "display_order": "DISPLAY_ORDER",
+    "references": "REFERENCES", "moved_from": "MOVED_FROM", "applies_to": "applies_to",
+}
+_METRIC_REQUIRED = ("METRIC", "VERSION", "DEFINITION", "DESCRIPTION", "aggregate")
+
 
 class _Unset:
     """The default of a knob that is not set unless asked for (the component decides)."""
@@ -490,6 +538,33 @@ class ProtocolSpec:
         names = [k.name for k in self.knobs]
         if len(set(names)) != len(names):
             raise ValueError(f"protocol {self.name!r} declares a knob twice: {names}")
+
+    @classmethod
+    def from_module(cls, module, **wiring) -> "ProtocolSpec":
+        """Return the spec of the protocol ``module`` defines; a family's ``__init__`` wires it.
+
+        Read from ``module``: ``NAME``, ``VERSION``, ``DESCRIPTION``, ``plan`` and ``run``
+        (required); ``SECTION``, ``KNOBS``, ``AFTER`` and ``TRIAL_VERSIONS`` where it defines
+        them. The optional callables (``prepare``, ``preconditions``, ``sources_per_class``,
+        ``check_knobs``, ``partition``) are named in ``wiring``, never picked up by name: a
+        module may hold a function of that name the protocol does not hand robench.
+        """
+        missing = [attr for attr in _PROTOCOL_REQUIRED if not hasattr(module, attr)]
+        if missing:
+            raise TypeError(f"protocol module {module.__name__} defines no {', '.join(missing)}")
+        fields = {field: getattr(module, attr) for field, attr in _PROTOCOL_MODULE.items()
+                  if hasattr(module, attr)}
+        fields["version"] = str(fields["version"])
+        return cls(**{**fields, **wiring})
+
+
+#: ProtocolSpec field -> the name a protocol module gives it (ProtocolSpec.from_module).
+_PROTOCOL_MODULE = {
+    "name": "NAME", "version": "VERSION", "description": "DESCRIPTION", "plan": "plan",
+    "run": "run", "section": "SECTION", "knobs": "KNOBS", "after": "AFTER",
+    "trial_versions": "TRIAL_VERSIONS",
+}
+_PROTOCOL_REQUIRED = ("NAME", "VERSION", "DESCRIPTION", "plan", "run")
 
 
 @dataclass(frozen=True)

@@ -162,7 +162,7 @@ def forbidden_family_imports(edges: dict[str, set]) -> list[str]:
 #: room above it. A module belongs to the room of its longest matching prefix.
 ROOMS = (
     ("ground", ("robench", "robench.errors", "robench.escaping", "robench.specs",
-                "robench.hookspecs", "robench.stats", "robench.process")),
+                "robench.metric_kit", "robench.hookspecs", "robench.stats", "robench.process")),
     ("data", ("robench.data",)),
     ("learn", ("robench.learn",)),
     ("plugins", ("robench.plugins", "robench.plugin_probe")),
@@ -531,6 +531,39 @@ def test_a_version_literal_in_a_family_init_is_found(tmp_path):
     init = tmp_path / "__init__.py"
     init.write_text("register(MetricSpec(name=metric.METRIC,\n    version='3'))\n")
     assert _version_literals(init) == [2]
+
+
+def _literals(path: Path) -> list:
+    """Return the lines of the literals of a module other than its docstrings."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                       ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    return sorted(node.lineno for node in ast.walk(tree)
+                  if isinstance(node, ast.Constant) and id(node) not in docstrings)
+
+
+#: Family ``__init__`` files: the core's families and the corruption plugin's (its shape).
+FAMILY_INITS = (sorted(FAMILY_DIR.glob("*/__init__.py"))
+                + [ROOT / "plugins" / "robench-corruption" / "robench_corruption" / "__init__.py"])
+
+
+def test_a_family_init_only_wires_no_literal():
+    """Names, versions, descriptions, references and section titles live in the family's
+    modules (MetricSpec.from_module, ProtocolSpec.from_module): ``__init__`` only wires."""
+    offenders = {str(p.relative_to(ROOT)): lines for p in FAMILY_INITS
+                 if (lines := _literals(p))}
+    assert offenders == {}
+
+
+def test_a_literal_in_a_family_init_is_found(tmp_path):
+    init = tmp_path / "__init__.py"
+    init.write_text('"""Doc."""\n\ndef f(register):\n    """Doc."""\n'
+                    '    register(MetricSpec.from_module(m, protocol="source-aware",\n'
+                    '                                    display_order=10))\n')
+    assert _literals(init) == [5, 6]
 
 
 def test_a_needless_import_inside_a_function_is_found(tmp_path):

@@ -11,6 +11,7 @@ from robench.cli.common import (Finite, JsonStream, config_option, db_option, ec
                                 format_option, friendly_errors, load_registry, metric_order,
                                 print_reports,
                                 stream)
+from robench.metric_kit import is_helper, without_helpers
 from robench.present.formatting import fixed, printable, rule_lines
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 from robench.storage.readonly import schema_objects, stream_readonly
@@ -61,13 +62,12 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
         from robench.present.leaderboard import attach_ranks, registered_sections
 
         # helpers are never ranked: the table ranked is the site's (robench.run.ranking)
-        attach_ranks(registered_sections(load_registry()),
-                     [r for r in rows if (r["dataset"], r["model"]) not in helpers])
+        attach_ranks(registered_sections(load_registry()), without_helpers(rows, helpers))
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
 
     for row in rows:
-        row["helper"] = (row["dataset"], row["model"]) in helpers
+        row["helper"] = is_helper(row, helpers)
     helper_rows = [r for r in rows if r["helper"]]
     if fmt == "table":  # shown apart below: nobody asked for them, so they are not listed
         rows = [r for r in rows if not r["helper"]]

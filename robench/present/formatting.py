@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from robench.escaping import terminal
+from robench.metric_kit import score_index
 from robench.stats import is_finite  # noqa: F401  (defined in stats; re-exported here)
 from robench.storage.cells import loads
 
@@ -27,11 +28,7 @@ def fixed(value, pct: bool = False, width: int = 7) -> str:
 
 def scores_by_model(rows: list, metric: str) -> dict:
     """Return {model: {score: row}} of the score rows (dicts) of one metric."""
-    models: dict = {}
-    for r in rows:
-        if r.get("metric") == metric:
-            models.setdefault(r["model"], {})[r["score"]] = r
-    return models
+    return score_index(rows, metric, by=("model",))
 
 
 def as_dict(value) -> dict:

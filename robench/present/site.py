@@ -38,6 +38,7 @@ import markupsafe
 from robench.present.leaderboard import (environment, not_applicable, registered_sections,
                                  chosen_configurations, format_number, format_percent,
                                  rank_rows)
+from robench.metric_kit import is_helper, without_helpers
 from robench.escaping import csv_cell
 from robench.present.badges import headline_badge
 from robench.present.formatting import is_finite, printable
@@ -464,9 +465,9 @@ def read_site(store: Store, registry, top: int, config: Optional[str]) -> Site:
                 records=verifications(store), sections=sections, assets=assets,
                 env=_site_environment(sections, assets, model_pages), pseudo=pseudo,
                 model_names=model_names, model_pages=model_pages, helpers=helpers,
-                ranked_scores=[s for s in scores if (s["dataset"], s["model"]) not in helpers])
+                ranked_scores=without_helpers(scores, helpers))
     for r in scores:
-        if (r["dataset"], r["model"]) in helpers and r["model"] in model_pages:
+        if is_helper(r, helpers) and r["model"] in model_pages:
             site.per_model[r["model"]].append(r)
     by_dataset: dict[str, list] = defaultdict(list)
     for s in site.ranked_scores:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from robench.metric_kit import without_helpers
 from robench.process.provenance import utc_now
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 
@@ -29,8 +30,7 @@ def table_rows(store) -> list:
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)
     rows, _ = table_configurations(store.scores(), labels, resolve(None, labels))
-    helpers = store.helper_models()
-    return [r for r in rows if (r["dataset"], r["model"]) not in helpers]
+    return without_helpers(rows, store.helper_models())
 
 
 def compute_ranks(rows: list, registry) -> list:

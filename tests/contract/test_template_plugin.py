@@ -31,13 +31,30 @@ def test_register_models(registry):
     spec = registry.get("models", "template-cnn")
     assert spec.plugin == MODULE and spec.requires_image
     assert "template-cnn" in registry.names("models") and "svm" in registry.names("models")
-    assert registry.infos[MODULE].components == {"models": ["template-cnn"]}
+    assert registry.infos[MODULE].components == {"models": ["template-cnn"],
+                                                  "metrics": ["template-gap"]}
     assert registry.infos[MODULE].status == "ok"
-    # the kit on everything the plugin registers: one model, on 8x8 synthetic images
+    # the kit on everything the plugin registers: one model, on 8x8 synthetic images, and
+    # one metric (a tiny real run on digits)
     reports = check_all(registry, plugin=MODULE)
-    assert list(reports) == [("models", "template-cnn")]
+    assert list(reports) == [("models", "template-cnn"), ("metrics", "template-gap")]
     assert {"features", "features-head", "deterministic"} <= set(
         reports[("models", "template-cnn")].passed)
+    assert {"run-scores", "failed-trials", "empty-group"} <= set(
+        reports[("metrics", "template-gap")].passed)
+
+
+def test_template_metric_is_built_from_its_module_by_the_family_kit(registry):
+    """The template's metric is a family of one module: MetricSpec.from_module reads its
+    name, version, definition, description, direction and aggregate; __init__ only wires."""
+    import robench_template.metric as metric
+
+    spec = registry.get("metrics", "template-gap")
+    assert (spec.name, spec.version, spec.definition, spec.description, spec.aggregate) == (
+        metric.METRIC, metric.VERSION, metric.DEFINITION, metric.DESCRIPTION, metric.aggregate)
+    assert (spec.protocol, spec.higher_is_better, spec.uses_clusterer) == (
+        "random-split", False, False)
+    assert spec.protocol in registry.names("protocols")
 
 
 def test_template_cnn_takes_mnist_sized_images(registry):

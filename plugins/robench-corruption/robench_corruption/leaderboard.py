@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from robench.present.formatting import scores_by_model
+from robench.specs import LeaderboardSection
 
 from robench_corruption.metric import METRIC
 
@@ -47,3 +48,8 @@ def headline(rows: list):
             "note": f"mean corruption error over the corruptions and severities, relative to "
                     f"the baseline model '{tables['baseline'] or '?'}' (= 1); lower is better; "
                     "no interval is computed."}
+
+
+#: The mce metric's section of each data set's leaderboard (MetricSpec.leaderboard).
+SECTION = LeaderboardSection(build=section, template="mce.html", templates=TEMPLATES,
+                             title="Common corruptions (mCE)", headline=headline, legend=LEGEND)

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+from robench.metric_kit import failure, not_applicable
 from robench.specs import Score
 
 from robench_corruption import science
 
 METRIC = "mce"
 VERSION = "1"
+DESCRIPTION = ("Mean corruption error (mCE) relative to a baseline model, relative mCE "
+               "and mean corruption accuracy (Hendrycks & Dietterich).")
+HIGHER_IS_BETTER = False
+USES_CLUSTERER = False
+DISPLAY_ORDER = 30
+REFERENCES = (("Dan Hendrycks and Thomas Dietterich, Benchmarking Neural Network "
+               "Robustness to Common Corruptions and Perturbations (ICLR 2019)",
+               "https://arxiv.org/abs/1903.12261"),)
 DEFINITION = ("mCE = mean over corruptions c of CE_c = sum_s E_{s,c}(model) / sum_s "
               "E_{s,c}(baseline), E the top-1 error at severity s on a stratified test "
               "subsample (Hendrycks & Dietterich 2019); lower is better, the baseline scores 1. "
               "relative_mce subtracts each model's clean error first; corruption_accuracy is "
               "the mean accuracy over every corruption x severity")
+
+
+def applies_to(dataset_spec, model_spec):
+    """Return why mce cannot score a combination whatever the run (tabular data), or None."""
+    if not dataset_spec.is_image:
+        return f"mce needs images and data set '{dataset_spec.name}' is tabular"
+    return None
 
 
 def _row_of(trials: list, model: str):
@@ -25,10 +41,8 @@ def _row_of(trials: list, model: str):
 def _problem(row, who: str):
     if row is None:
         return f"no {who} trial"
-    if row.get("status") != "ok":
-        err = (row.get("error") or "failed").splitlines()[0]
-        return f"{who} trial failed: {err}"
-    return row.get("not_applicable") or (row.get("extra") or {}).get("not_applicable")
+    why = failure(row)
+    return f"{who} trial failed: {why}" if why is not None else not_applicable(row)
 
 
 def aggregate(group: dict, trials: list) -> list:

@@ -22,6 +22,8 @@ NAME = "corruption"
 VERSION = "1"
 SECTION = "corruption"
 KIND = "corruption"
+DESCRIPTION = ("The reference model of each (data set, model) and of a baseline model, "
+               "measured on every registered corruption x severity of a test subsample.")
 
 #: mlp: in every default run, applies to every data set (tabular too, so it never blocks a
 #: combination), cheap to train, and its reference model is already cached by purity-ratio and

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 from robench.present.formatting import fixed as _f
+from robench.metric_kit import score_index
 
 from robench_corruption.metric import METRIC
-
-
-def _by_dataset(rows: list) -> dict:
-    out: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
-    return out
 
 
 def report_lines(rows: list) -> list:
     """Return one table per data set: models sorted by mCE (lower is better; no test, so no
     rank)."""
     lines = []
-    for dataset, models in sorted(_by_dataset(rows).items()):
+    for dataset, models in sorted(score_index(rows, METRIC).items()):
         heads = [m.get(METRIC) or {} for m in models.values()]
         baseline = next(((h.get("details") or {}).get("baseline") for h in heads
                          if (h.get("details") or {}).get("baseline")), "?")
@@ -31,20 +24,23 @@ def report_lines(rows: list) -> list:
         ranked = sorted(models.items(), key=lambda kv: (
             (kv[1].get(METRIC) or {}).get("value") is None,
             (kv[1].get(METRIC) or {}).get("value") or 0.0, kv[0]))
-        for model, sc in ranked:
-            head = sc.get(METRIC) or {}
-            details = head.get("details") or {}
-            if head.get("value") is None:
-                why = details.get("not_applicable") or details.get("error") or "no value"
-                lines.append(f"  {model:<16} {why}")
-                continue
-            g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-            ce = {k: v for k, v in (details.get("ce") or {}).items() if v is not None}
-            worst = max(ce, key=ce.get) if ce else None
-            worst_txt = f"{worst} {ce[worst]:.2f}" if worst else "-"
-            lines.append(f"  {model:<16} {_f(head['value'], width=7)} "
-                         f"{_f(g('relative_mce'), width=7)} {_f(g('clean_accuracy'), True, 7)} "
-                         f"{_f(g('corruption_accuracy'), True, 8)} {worst_txt:>22}")
+        lines += [_model_line(model, sc) for model, sc in ranked]
         lines.append(f"  n = {heads[0].get('n') if heads else '?'} test images per corruption "
                      "and severity")
     return lines
+
+
+def _model_line(model: str, sc: dict) -> str:
+    """Return one model's line: mCE, relative mCE, clean and corrupted accuracy, worst CE."""
+    head = sc.get(METRIC) or {}
+    details = head.get("details") or {}
+    if head.get("value") is None:
+        why = details.get("not_applicable") or details.get("error") or "no value"
+        return f"  {model:<16} {why}"
+    g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
+    ce = {k: v for k, v in (details.get("ce") or {}).items() if v is not None}
+    worst = max(ce, key=ce.get) if ce else None
+    worst_txt = f"{worst} {ce[worst]:.2f}" if worst else "-"
+    return (f"  {model:<16} {_f(head['value'], width=7)} "
+            f"{_f(g('relative_mce'), width=7)} {_f(g('clean_accuracy'), True, 7)} "
+            f"{_f(g('corruption_accuracy'), True, 8)} {worst_txt:>22}")

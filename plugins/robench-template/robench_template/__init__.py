@@ -1,4 +1,5 @@
-"""Template robench plugin: register one extra model, ``template-cnn`` (a small torch CNN).
+"""Template robench plugin: one extra model, ``template-cnn`` (a small torch CNN), and one
+metric, ``template-gap`` (a family of one module, built with robench's family kit).
 
 Copy the folder ``plugins/robench-template`` to ``plugins/robench-my-model`` and change these
 lines (each one is also marked ``CHANGE`` in the code):
@@ -43,14 +44,23 @@ lines (each one is also marked ``CHANGE`` in the code):
    ``requires_image=True`` for a model that needs ``ctx.image_shape`` (a CNN: robench then
    skips it on tabular data sets). Drop it for a model that takes any flat rows.
 
-``tests/test_template.py`` checks the model with :func:`robench.testing.check_model`; set its
-``PLUGIN_MODULE`` and ``MODEL`` to yours.
+7. ``register_metrics``: one ``register(MetricSpec.from_module(metric, protocol=...))`` per
+   metric. The metric module (``metric.py``, ``CHANGE`` there) owns its name, version,
+   definition and ``aggregate``; this hook only wires it (a report, claims or leaderboard
+   section from other modules of the plugin go in as ``report=...``, ``claims=...``,
+   ``leaderboard=...``). A plugin that only adds models drops this hook and ``metric.py``.
+
+``tests/test_template.py`` checks the model with :func:`robench.testing.check_model` and the
+metric with :func:`robench.testing.check_metric`; set its ``PLUGIN_MODULE``, ``MODEL`` and
+``METRIC`` to yours.
 """
 
 from __future__ import annotations
 
 from robench import hookimpl
-from robench.specs import ModelContext, ModelSpec
+from robench.specs import MetricSpec, ModelContext, ModelSpec
+
+from robench_template import metric  # CHANGE (1): your package name
 
 __version__ = "0.2.0"  # CHANGE (2): keep equal to `version` in pyproject.toml
 
@@ -82,3 +92,9 @@ def register_models(register):  # CHANGE (6): one register(...) call per model
         version="1",
         requires_image=True,
     ))
+
+
+@hookimpl
+def register_metrics(register):  # CHANGE (7): one register(...) per metric, or drop it
+    """Register template-gap (everything it is lives in metric.py)."""
+    register(MetricSpec.from_module(metric, protocol=metric.PROTOCOL))

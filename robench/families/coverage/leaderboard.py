@@ -6,6 +6,7 @@ from pathlib import Path
 
 from robench.families.coverage.metric import METRIC, SUMMARY_SCORES, mix_order
 from robench.present.formatting import as_dict, scores_by_model, why_not
+from robench.specs import LeaderboardSection
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 #: What the overview's legend says about this family's headline column.
@@ -141,3 +142,10 @@ def ranks(rows: list) -> list:
              "rank_interval": r["rank_interval"], "tied": r["tied"],
              "unranked": r["unranked"], "rule": tables["rule"]}
             for r in (tables or {}).get("models", [])]
+
+
+#: The coverage metric's section of each data set's leaderboard (MetricSpec.leaderboard).
+SECTION = LeaderboardSection(build=section, template="coverage.html", templates=TEMPLATES,
+                             title="Coverage-guided accuracy", headline=headline,
+                             columns=(("model_acc", "test acc.", "pct"),), legend=LEGEND,
+                             plots=plots, ranks=ranks)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from robench.metric_kit import by_repeat, failure, not_applicable
 from robench.present.formatting import as_dict
 from robench.specs import Score
+from robench.families.coverage.protocol import NAME as PROTOCOL
+from robench.families.coverage.protocol import SECTION
 from robench.families.coverage.science import coverage_guided_accuracy
 from robench.stats.intervals import mean_interval
 
@@ -13,6 +16,20 @@ METRIC = "coverage"
 #: the paper rule by default, both rules reported; 3: mean over reference models with a t CI;
 #: 2: class-spread noise.
 VERSION = "5"
+DESCRIPTION = ("Coverage-guided accuracy: accuracy on feature-space test sets generated "
+               "from centroid and boundary points (5 mixes); EP/CP/BC/PBC, covariate shift.")
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = False
+NEEDS_FEATURES = True
+DISPLAY_ORDER = 30
+#: The plugin module that registered coverage before the families moved (score fingerprints).
+MOVED_FROM = "robench.builtin.coverage"
+REFERENCES = (("Senthil Mani, Anush Sankaran, Srikanth Tamilselvam and Akshay Sethi, "
+               "Coverage Testing of Deep Learning Models using Dataset Characterization "
+               "(2019)", "https://arxiv.org/abs/1911.07309"),)
+#: Repeat r of every model shares its split and seed (racing: --until decided, --budget); the
+#: knob that sets the repeats, which racing raises look by look.
+REPEATS_KNOB = f"{SECTION}.repeats"
 
 DEFINITION = (
     "Coverage testing in a model's feature space (Mani et al., 2019). R reference models "
@@ -162,29 +179,27 @@ def aggregate(group: dict, trials: list) -> list:
     decoded examples) are those of repeat 0, the purity-ratio reference model.
     """
     base = dict(dataset=group["dataset"], model=group["model"], clusterer="", metric=METRIC)
-    latest = {}
-    for t in trials:
-        if t.get("protocol") == "coverage":
-            latest[int(t.get("repeat") or 0)] = t
-    if not latest:
+    rows = list(by_repeat(trials, protocol=PROTOCOL).values())
+    if not rows:
         return []
-    rows = [latest[r] for r in sorted(latest)]
-    ok = [r for r in rows if r.get("status") == "ok"]
-    failed = {int(r.get("repeat") or 0): (r.get("error") or "failed").splitlines()[0]
-              for r in rows if r.get("status") != "ok"}
+    ok = [r for r in rows if failure(r) is None]
+    failed = {int(r.get("repeat") or 0): failure(r) for r in rows if failure(r) is not None}
     if not ok:
         return [Score(**base, score=METRIC, value=None, details={"error": failed[min(failed)]})]
     extras = [as_dict(r.get("extra")) for r in ok]
-    reason = ok[0].get("not_applicable") or extras[0].get("not_applicable")
+    reason = not_applicable({**ok[0], "extra": extras[0]})
     if reason:
         return [Score(**base, score=METRIC, value=None, details={"not_applicable": reason})]
     summaries = [summarize(e) for e in extras]
+    return ([_headline_score(base, ok, extras, summaries, failed)]
+            + _summary_scores(base, extras, summaries) + _mix_scores(base, extras))
+
+
+def _headline_score(base: dict, ok: list, extras: list, summaries: list, failed: dict) -> Score:
+    """Return the headline: coverage-guided accuracy, the mean over the repeats with its t CI."""
     s0, extra = summaries[0], extras[0]
     headline, lo, hi = t_interval([s["headline"] for s in summaries])
     by_mix = {m: _mean([s["by_mix"].get(m) for s in summaries]) for m in s0["by_mix"]}
-    gen = extra.get("generated") or {}
-    missing = {k: g.get("error") for e in extras for k, g in (e.get("generated") or {}).items()
-               if g.get("accuracy") is None}
     dec = extra.get("decoder") or {}
     details = {
         "layer": extra.get("layer"), "layer_description": extra.get("layer_description"),
@@ -202,13 +217,24 @@ def aggregate(group: dict, trials: list) -> list:
         "decoder": {k: v for k, v in dec.items()},
     }
     if headline is None:
-        details["not_computable"] = "; ".join(sorted(set(v for v in missing.values() if v))) or \
-            "no generated set"
-    scores = [Score(**base, score=METRIC, value=headline, ci_low=lo, ci_high=hi, n=len(ok),
-                    details=details)]
+        details["not_computable"] = _not_computable(extras)
+    return Score(**base, score=METRIC, value=headline, ci_low=lo, ci_high=hi, n=len(ok),
+                 details=details)
+
+
+def _not_computable(extras: list) -> str:
+    """Return why no headline: the errors of the generated sets without an accuracy."""
+    missing = {k: g.get("error") for e in extras for k, g in (e.get("generated") or {}).items()
+               if g.get("accuracy") is None}
+    return "; ".join(sorted(set(v for v in missing.values() if v))) or "no generated set"
+
+
+def _summary_scores(base: dict, extras: list, summaries: list) -> list:
+    """Return the sub-scores of :data:`SUMMARY_SCORES`, each the mean over the repeats."""
+    scores = []
     for name, higher in SUMMARY_SCORES:
         if name == "decoder_recognised":  # the decoder is drawn for repeat 0 only
-            value = s0["summary"].get(name)
+            value = summaries[0]["summary"].get(name)
             if value is None:
                 continue
             per = [value]
@@ -216,8 +242,14 @@ def aggregate(group: dict, trials: list) -> list:
             per = [s["summary"].get(name) for s in summaries]
             value = _mean(per)
         scores.append(Score(**base, score=name, value=value, higher_is_better=higher,
-                            n=extra.get("n_test"), details={"per_repeat": per}))
-    for key, g in gen.items():
+                            n=extras[0].get("n_test"), details={"per_repeat": per}))
+    return scores
+
+
+def _mix_scores(base: dict, extras: list) -> list:
+    """Return acc@<mix>@<size> of every generated set of repeat 0, each the mean over repeats."""
+    scores = []
+    for key, g in (extras[0].get("generated") or {}).items():
         per = [(e.get("generated") or {}).get(key, {}).get("accuracy") for e in extras]
         scores.append(Score(**base, score=f"acc@{key}", value=_mean(per), n=g.get("n"),
                             details={**{k: v for k, v in g.items() if k != "accuracy"},
@@ -233,10 +265,10 @@ def paired_values(trial: dict):
     protocol.repeat_seed` depends on the run's seed and r only), so the models of a data set
     pair by repeat; the headline is a plain mean over the repeats (no denominator).
     """
-    if trial.get("protocol") != "coverage" or trial.get("status") != "ok":
+    if trial.get("protocol") != PROTOCOL or failure(trial) is not None:
         return None
     extra = as_dict(trial.get("extra"))
-    if not extra or extra.get("not_applicable") or trial.get("not_applicable"):
+    if not extra or not_applicable({**trial, "extra": extra}):
         return None
     value = summarize(extra)["headline"]
     return None if value is None else ("x", float(value))

@@ -49,6 +49,8 @@ NAME = "coverage"
 # scoring (knob confidence; the paper's raw softmax is confidence=raw)
 VERSION = "4"
 KIND = "reference"
+DESCRIPTION = ("R reference models per (data set, model): test-set coverage (EP, CP, BC, "
+               "PBC), covariate shift, and coverage-guided generated test sets.")
 #: Scheduled after these protocols' trials in a run: it reuses their cached reference models.
 AFTER = ("clusterability",)
 

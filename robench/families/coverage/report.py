@@ -3,16 +3,9 @@
 from __future__ import annotations
 
 from robench.families.coverage.metric import METRIC, mix_order
+from robench.metric_kit import score_index
 from robench.present.formatting import as_dict, why_not
 from robench.present.formatting import fixed as _f
-
-def _by_dataset(rows: list) -> dict:
-    out: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
-    return out
-
 
 def _ranked(models: dict) -> list:
     return sorted(models.items(), key=lambda kv: (
@@ -29,7 +22,7 @@ def _ci(head: dict) -> str:
 def report_lines(rows: list) -> list:
     """Return the coverage tables (summary, then mixes x sizes) of score rows (dicts) as text."""
     lines = []
-    for dataset, models in sorted(_by_dataset(rows).items()):
+    for dataset, models in sorted(score_index(rows, METRIC).items()):
         lines.append(f"\n{dataset} - coverage (Mani et al.); ranked by coverage-guided accuracy "
                      "(mean over mixes at the largest size, then over R reference models; "
                      "95% t CI over them); accuracies in %, every column a mean over the R "
@@ -40,48 +33,62 @@ def report_lines(rows: list) -> list:
                      f"{'null':>6}")
         tables = []
         for model, sc in _ranked(models):
-            head = sc.get(METRIC) or {}
-            det = as_dict(head.get("details"))
-            if head.get("value") is None and (det.get("not_applicable") or det.get("error")):
-                lines.append(f"  {model:<18} {why_not(det)}")
-                continue
-            g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-            lines.append(
-                f"  {model:<18} {str(det.get('layer') or '-'):<11} "
-                f"{_f(head.get('value'), True, 7)} {_ci(head):>13} {head.get('n') or '-':>2} "
-                f"{_f(g('model_acc'), True, 6)} "
-                f"{_f(g('ep_min'), width=6)} {_f(g('ep_max'), width=6)} {_f(g('cp'), width=6)} "
-                f"{_f(g('bc'), width=6)} {_f(g('pbc'), width=6)} "
-                f"{_f(g('pbc_pairs_covered'), width=6)} {_f(g('covariate_shift'), width=6)} "
-                f"{_f(g('covariate_shift_null'), width=6)}")
-            knobs = det.get("knobs") or {}
-            lines.append(f"  {'':<18} boundary seeds by the {knobs.get('boundary_rule', 'band')}"
-                         f" rule; share of test points that are boundary: paper rule "
-                         f"(true-class p <= {knobs.get('wc_l', 0.5)}) "
-                         f"{_f(g('boundary_share_paper'), True, 5).strip()}%, band "
-                         f"[{knobs.get('theta1')}, {knobs.get('theta2')}] "
-                         f"{_f(g('boundary_share_band'), True, 5).strip()}%")
-            temps = [t for t in det.get("temperatures") or [] if t is not None]
-            if knobs.get("confidence") == "calibrated" and temps:
-                n_val = (det.get("calibration") or {}).get("n_val")
-                lines.append(f"  {'':<18} confidence calibrated: temperature "
-                             f"{', '.join(f'{t:.3g}' for t in temps)} (per reference model; "
-                             f"NLL on {n_val} validation points)")
-            else:
-                lines.append(f"  {'':<18} confidence: the raw softmax (the paper's)")
-            if det.get("not_computable"):
-                lines.append(f"  {'':<18} coverage-guided accuracy not computable: "
-                             f"{det['not_computable']}")
-            tables.append((model, det.get("table") or {}))
+            mine, table = _model_lines(model, sc)
+            lines += mine
+            if table is not None:
+                tables.append((model, table))
         for model, table in tables:
-            sizes = sorted({int(s) for row in table.values() for s in row})
-            if not sizes:
-                continue
-            lines.append(f"  {model}: accuracy (%) per generated set, mean over the R models; rows = size, columns = "
-                         "centroid-boundary mix")
-            mixes = mix_order(table)
-            lines.append("    " + f"{'size':>6}" + "".join(f"{m:>9}" for m in mixes))
-            for size in sizes:
-                cells = [table[m].get(str(size), table[m].get(size)) for m in mixes]
-                lines.append("    " + f"{size:>6}" + "".join(_f(c, True, 9) for c in cells))
+            lines += _mix_lines(model, table)
+    return lines
+
+
+def _model_lines(model: str, sc: dict) -> tuple:
+    """Return (lines, mix table or None) of one model ({score: row}): its summary line, its
+    boundary seeds, its confidence and why there is no headline where none."""
+    head = sc.get(METRIC) or {}
+    det = as_dict(head.get("details"))
+    if head.get("value") is None and (det.get("not_applicable") or det.get("error")):
+        return [f"  {model:<18} {why_not(det)}"], None
+    g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
+    lines = [
+        f"  {model:<18} {str(det.get('layer') or '-'):<11} "
+        f"{_f(head.get('value'), True, 7)} {_ci(head):>13} {head.get('n') or '-':>2} "
+        f"{_f(g('model_acc'), True, 6)} "
+        f"{_f(g('ep_min'), width=6)} {_f(g('ep_max'), width=6)} {_f(g('cp'), width=6)} "
+        f"{_f(g('bc'), width=6)} {_f(g('pbc'), width=6)} "
+        f"{_f(g('pbc_pairs_covered'), width=6)} {_f(g('covariate_shift'), width=6)} "
+        f"{_f(g('covariate_shift_null'), width=6)}"]
+    knobs = det.get("knobs") or {}
+    lines.append(f"  {'':<18} boundary seeds by the {knobs.get('boundary_rule', 'band')}"
+                 f" rule; share of test points that are boundary: paper rule "
+                 f"(true-class p <= {knobs.get('wc_l', 0.5)}) "
+                 f"{_f(g('boundary_share_paper'), True, 5).strip()}%, band "
+                 f"[{knobs.get('theta1')}, {knobs.get('theta2')}] "
+                 f"{_f(g('boundary_share_band'), True, 5).strip()}%")
+    temps = [t for t in det.get("temperatures") or [] if t is not None]
+    if knobs.get("confidence") == "calibrated" and temps:
+        n_val = (det.get("calibration") or {}).get("n_val")
+        lines.append(f"  {'':<18} confidence calibrated: temperature "
+                     f"{', '.join(f'{t:.3g}' for t in temps)} (per reference model; "
+                     f"NLL on {n_val} validation points)")
+    else:
+        lines.append(f"  {'':<18} confidence: the raw softmax (the paper's)")
+    if det.get("not_computable"):
+        lines.append(f"  {'':<18} coverage-guided accuracy not computable: "
+                     f"{det['not_computable']}")
+    return lines, det.get("table") or {}
+
+
+def _mix_lines(model: str, table: dict) -> list:
+    """Return one model's accuracy table: sizes x centroid-boundary mixes (none if empty)."""
+    sizes = sorted({int(s) for row in table.values() for s in row})
+    if not sizes:
+        return []
+    mixes = mix_order(table)
+    lines = [f"  {model}: accuracy (%) per generated set, mean over the R models; rows = size, "
+             "columns = centroid-boundary mix",
+             "    " + f"{'size':>6}" + "".join(f"{m:>9}" for m in mixes)]
+    for size in sizes:
+        cells = [table[m].get(str(size), table[m].get(size)) for m in mixes]
+        lines.append("    " + f"{size:>6}" + "".join(_f(c, True, 9) for c in cells))
     return lines

@@ -8,6 +8,7 @@ from typing import Optional
 from robench.families.purity_ratio.metric import (INDICATORS, METRIC, P_MAX, ZOO_MODEL,
                                                   target_order)
 from robench.present.formatting import interval_text, is_finite, scores_by_model, why_not
+from robench.specs import LeaderboardSection
 from robench.stats.ranks import chance_reason
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
@@ -188,3 +189,11 @@ def headline(rows: list):
                     "relative to the model's accuracy Model_ACC, shown beside it; a model "
                     "whose Model_ACC is not shown above chance gets no rank. Ranks: "
                     + tables["rule"] + "."}
+
+
+#: The purity-ratio metric's section of each data set's leaderboard (MetricSpec.leaderboard):
+#: the zoo's validation row is a data-set-level pseudo-model, without a model page.
+SECTION = LeaderboardSection(build=section, template="purity_ratio.html", templates=TEMPLATES,
+                             title="Feature-space clusterability", headline=headline,
+                             ranks=ranks, columns=(("model_acc", "Model_ACC", "pct"),),
+                             legend=LEGEND, pseudo_models=(ZOO_MODEL,))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from robench.metric_kit import failure, not_applicable
 from robench.present.formatting import as_dict
 from robench.specs import Score
 from robench.families.purity_ratio import protocol as cl
@@ -15,6 +16,18 @@ METRIC = "purity-ratio"
 #: reference model: the mean over repeats with Student's t interval, every repeat's values in
 #: ``details.per_repeat``, ranks from paired tests over shared repeats (issue 42).
 VERSION = "4"
+DESCRIPTION = ("Feature-space clusterability p_purity (k-means, multicut, combined eq. 10) "
+               "vs corruption / adversarial robustness, validated across a model zoo.")
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = False
+NEEDS_FEATURES = True
+DISPLAY_ORDER = 20
+#: The plugin module that registered purity-ratio before the families moved (fingerprints).
+MOVED_FROM = "robench.builtin.clusterability"
+REFERENCES = (("Kalun Ho, Franz-Josef Pfreundt, Janis Keuper and Margret Keuper, "
+               "Estimating the Robustness of Classification Models by the Structure of "
+               "the Learned Feature-Space (AAAI-22 workshop)",
+               "https://arxiv.org/abs/2106.12303"),)
 
 DEFINITION = (
     "Feature-space clusterability as a robustness indicator (Ho et al., AAAI 2022). Per repeat r "
@@ -115,30 +128,37 @@ def mean_summary(per_repeat: dict) -> dict:
     summaries = list(per_repeat.values())
     names = {k for s in summaries for k in s["indicators"]}
     ind = {k: _mean(s["indicators"].get(k) for s in summaries) for k in sorted(names)}
-    corr: dict = {}
-    rob = [s["corruption"].get("robustness") for s in summaries if s["corruption"]]
-    if _mean(rob) is not None:
-        sev = {k for s in summaries for k in (s["corruption"].get("per_severity") or {})}
-        corr = {"robustness": _mean(rob),
-                "acc_all": _mean(s["corruption"].get("acc_all") for s in summaries
-                                 if s["corruption"]),
-                "clean": _mean(s["corruption"].get("clean") for s in summaries
-                               if s["corruption"]),
-                "per_severity": {k: _mean((s["corruption"].get("per_severity") or {}).get(k)
-                                          for s in summaries) for k in sorted(sev)},
-                "n": sum(int(s["corruption"].get("n") or 0) for s in summaries
-                         if s["corruption"])}
+    first = summaries[0] if summaries else {}
+    return {"indicators": ind, "corruption": _mean_corruption(summaries),
+            "adversarial": _mean_adversarial(summaries),
+            "corruption_na": first.get("corruption_na"),
+            "adversarial_na": first.get("adversarial_na")}
+
+
+def _mean_corruption(summaries: list) -> dict:
+    """Return the mean corruption robustness of repeat summaries ({} where none measured)."""
+    measured = [s["corruption"] for s in summaries if s["corruption"]]
+    robustness = _mean(c.get("robustness") for c in measured)
+    if robustness is None:
+        return {}
+    sev = {k for s in summaries for k in (s["corruption"].get("per_severity") or {})}
+    return {"robustness": robustness,
+            "acc_all": _mean(c.get("acc_all") for c in measured),
+            "clean": _mean(c.get("clean") for c in measured),
+            "per_severity": {k: _mean((s["corruption"].get("per_severity") or {}).get(k)
+                                      for s in summaries) for k in sorted(sev)},
+            "n": sum(int(c.get("n") or 0) for c in measured)}
+
+
+def _mean_adversarial(summaries: list) -> dict:
+    """Return {attack: {eps: mean relative robust accuracy}} of repeat summaries."""
     adv: dict = {}
     for s in summaries:
         for attack, by_eps in (s["adversarial"] or {}).items():
             for eps in by_eps:
                 adv.setdefault(attack, {})[eps] = None
-    adv = {a: {e: _mean((s["adversarial"].get(a) or {}).get(e) for s in summaries)
-               for e in by_eps} for a, by_eps in adv.items()}
-    first = summaries[0] if summaries else {}
-    return {"indicators": ind, "corruption": corr, "adversarial": adv,
-            "corruption_na": first.get("corruption_na"),
-            "adversarial_na": first.get("adversarial_na")}
+    return {a: {e: _mean((s["adversarial"].get(a) or {}).get(e) for s in summaries)
+                for e in by_eps} for a, by_eps in adv.items()}
 
 
 def repeat_summaries(trials: list) -> dict:
@@ -146,8 +166,7 @@ def repeat_summaries(trials: list) -> dict:
     out: dict = {}
     for model, by_repeat in model_rows(trials).items():
         for r, row in sorted(by_repeat.items()):
-            if row.get("status") != "ok" or row.get("not_applicable") \
-                    or row["extra"].get("not_applicable"):
+            if failure(row) is not None or not_applicable(row):
                 continue
             out.setdefault(model, {})[r] = model_summary(row)
     return out
@@ -206,32 +225,34 @@ def targets(summary: dict) -> dict:
 
 def validation(summaries: dict) -> list:
     """Return one dict per (indicator, target): R^2, slope, Kendall tau, n, the points (pure)."""
-    import numpy as np
-
-
     per_model = {m: (s["indicators"], targets(s)) for m, s in summaries.items()}
     all_targets = sorted({t for _, tg in per_model.values() for t in tg},
                          key=target_order)
-    rows = []
-    for ind, sign in INDICATORS.items():
-        for target in all_targets:
-            pts = [(m, i[ind], tg[target]) for m, (i, tg) in sorted(per_model.items())
-                   if i.get(ind) is not None and tg.get(target) is not None]
-            xs = [p[1] for p in pts]
-            ys = [p[2] for p in pts]
-            r2 = cl.r_squared(xs, ys) if pts else None
-            slope = None
-            if r2 is not None and r2 == r2 and len(pts) >= 3:
-                slope = float(np.polyfit(xs, ys, 1)[0])
-            r = cl.pearson_r([sign * x for x in xs], ys) if pts else None
-            rows.append({
-                "indicator": ind, "target": target, "n": len(pts),
-                "r2": r2, "slope": slope,  # R^2 is blind to the sign: the slope and r say it
-                "r": None if r is None or r != r else r,
-                "tau": cl.kendall_tau([sign * x for x in xs], ys) if pts else None,
-                "points": [list(p) for p in pts],
-            })
-    return rows
+    return [correlation_row(ind, sign, target, per_model)
+            for ind, sign in INDICATORS.items() for target in all_targets]
+
+
+def correlation_row(ind: str, sign: int, target: str, per_model: dict) -> dict:
+    """Return R^2, slope, r, Kendall tau, n and the points of one indicator vs one target
+    over the models ({model: (indicators, targets)}) that have both (pure)."""
+    import numpy as np
+
+    pts = [(m, i[ind], tg[target]) for m, (i, tg) in sorted(per_model.items())
+           if i.get(ind) is not None and tg.get(target) is not None]
+    xs = [p[1] for p in pts]
+    ys = [p[2] for p in pts]
+    r2 = cl.r_squared(xs, ys) if pts else None
+    slope = None
+    if r2 is not None and r2 == r2 and len(pts) >= 3:
+        slope = float(np.polyfit(xs, ys, 1)[0])
+    r = cl.pearson_r([sign * x for x in xs], ys) if pts else None
+    return {
+        "indicator": ind, "target": target, "n": len(pts),
+        "r2": r2, "slope": slope,  # R^2 is blind to the sign: the slope and r say it
+        "r": None if r is None or r != r else r,
+        "tau": cl.kendall_tau([sign * x for x in xs], ys) if pts else None,
+        "points": [list(p) for p in pts],
+    }
 
 
 def target_order(t: str):
@@ -304,100 +325,145 @@ def aggregate(group: dict, trials: list) -> list:
     scores, summaries = [], {}
     for model, by_repeat in sorted(rows.items()):
         base = dict(dataset=dataset, model=model, clusterer="", metric=METRIC)
-        first = by_repeat[min(by_repeat)]
-        zoo = bool((first.get("params") or {}).get("zoo_member"))
-        ok = {r: row for r, row in sorted(by_repeat.items()) if row.get("status") == "ok"}
-        failed = sorted(r for r in by_repeat if r not in ok)
-        if not ok:
-            err = (first.get("error") or "").splitlines()[0] if first.get("error") else "failed"
-            scores.append(Score(**base, score=METRIC, value=None,
-                                details={"error": err, "zoo_member": zoo,
-                                         "failed_repeats": failed}))
-            continue
-        reason = next((row.get("not_applicable") or row["extra"].get("not_applicable")
-                       for row in ok.values()
-                       if row.get("not_applicable") or row["extra"].get("not_applicable")),
-                      None)
-        if reason:
-            scores.append(Score(**base, score=METRIC, value=None,
-                                details={"not_applicable": reason, "zoo_member": zoo}))
-            continue
-        per = {r: model_summary(row) for r, row in ok.items()}
-        summary = mean_summary(per)
-        summaries[model] = summary
-        ind = summary["indicators"]
-        repeats = sorted(per)
-        values: dict = {}
-        for j, r in enumerate(repeats):
-            for name, v in summary_values(per[r]).items():
-                values.setdefault(name, [None] * len(repeats))[j] = v
-        p_values = values.get(METRIC) or []
-        low, high, interval = _interval(p_values)
-        acc_low, acc_high, _ = _interval(values.get("model_acc") or [], bounds=(0.0, 1.0))
-        last = ok[repeats[-1]]["extra"]
-        mc = {k: v for k, v in (last.get("multicut") or {}).items() if k != "contingency"}
-        n_test = ok[repeats[-1]]["extra"].get("n_test")
-        scores.append(Score(**base, score=METRIC, value=ind["purity-ratio"], ci_low=low,
-                            ci_high=high, n=len([v for v in p_values if v is not None]),
-                            details={"indicators": ind, "zoo_member": zoo,
-                                     "estimate": "mean over repeats of p_purity combined",
-                                     "interval": interval,
-                                     "per_repeat": {"repeats": repeats, "values": values,
-                                                    "seeds": [ok[r]["extra"].get(
-                                                        "reference_seed") for r in repeats]},
-                                     "failed_repeats": failed,
-                                     "chance": _chance(ok),
-                                     "model_acc": {"value": ind.get("model_acc"),
-                                                   "low": acc_low, "high": acc_high},
-                                     "n_test": n_test, "multicut": mc,
-                                     "overlap": last.get("overlap"),
-                                     "feature_dim": last.get("feature_dim"),
-                                     "timings": last.get("timings"),
-                                     "corruption_robustness": summary["corruption"].get(
-                                         "robustness")}))
-        for name, higher in MODEL_SCORES:
-            vals = [per[r]["indicators"].get(name) for r in repeats]
-            lo, hi, _ = _interval(vals, bounds=(-float("inf"), float("inf")))
-            scores.append(Score(**base, score=name, value=ind.get(name), ci_low=lo, ci_high=hi,
-                                higher_is_better=higher, n=len([v for v in vals if v is not None]),
-                                details={"per_repeat": vals, "repeats": repeats}))
-        # the multicut's granularity, without which its purity cannot be read (~1 for fragments)
-        scores.append(Score(**base, score="n_clusters_multicut",
-                            value=ind.get("n_clusters_multicut"), n=mc.get("n"),
-                            details={"n_classes": len((last.get("kmeans") or {}).get(
-                                         "contingency") or []) or None,
-                                     "per_repeat": [per[r]["indicators"].get(
-                                         "n_clusters_multicut") for r in repeats],
-                                     **{k: mc.get(k) for k in ("n_singletons", "bias",
-                                                                "bias_mode", "graph", "scale",
-                                                                "calibration")}}))
-        corr = summary["corruption"]
-        if corr:
-            rob = values.get("corruption") or []
-            lo, hi, _ = _interval(rob)
-            scores.append(Score(**base, score="corruption_robustness", value=corr["robustness"],
-                                ci_low=lo, ci_high=hi, n=corr.get("n"),
-                                details={**corr, "per_repeat": rob, "repeats": repeats}))
-            scores.append(Score(**base, score="acc_corrupted_all", value=corr["acc_all"],
-                                n=corr.get("n"), details={"clean": corr["clean"]}))
-            for sev, v in (corr.get("per_severity") or {}).items():
-                scores.append(Score(**base, score=f"corruption_robustness@s{sev}", value=v,
-                                    n=corr.get("n")))
-        else:
-            scores.append(Score(**base, score="corruption_robustness", value=None,
-                                details={"not_applicable": summary["corruption_na"]}))
-        adv = summary["adversarial"]
-        if adv:
-            for attack, by_eps in adv.items():
-                for eps, v in by_eps.items():
-                    scores.append(Score(**base, score=f"{attack}@{eps}", value=v,
-                                        n=(last.get("adversarial") or {}).get("n")))
-        else:
-            scores.append(Score(**base, score="adversarial_robustness", value=None,
-                                details={"not_applicable": summary["adversarial_na"]}))
-
+        mine, summary = model_scores(base, by_repeat)
+        scores += mine
+        if summary is not None:
+            summaries[model] = summary
     base = dict(dataset=dataset, model=ZOO_MODEL, clusterer="", metric=METRIC)
-    zoo = zoo_of(rows)
+    return scores + validation_scores(base, summaries, zoo_of(rows))
+
+
+def model_scores(base: dict, by_repeat: dict) -> tuple:
+    """Return (scores, summary) of one model's trials ({repeat: row}, ``extra`` decoded); the
+    summary (:func:`mean_summary`) is None for a model that failed or is not applicable."""
+    first = by_repeat[min(by_repeat)]
+    zoo = bool((first.get("params") or {}).get("zoo_member"))
+    ok = {r: row for r, row in sorted(by_repeat.items()) if failure(row) is None}
+    failed = sorted(r for r in by_repeat if r not in ok)
+    if not ok:
+        return [Score(**base, score=METRIC, value=None,
+                      details={"error": failure(first), "zoo_member": zoo,
+                               "failed_repeats": failed})], None
+    reason = next((why for why in map(not_applicable, ok.values()) if why), None)
+    if reason:
+        return [Score(**base, score=METRIC, value=None,
+                      details={"not_applicable": reason, "zoo_member": zoo})], None
+    per = {r: model_summary(row) for r, row in ok.items()}
+    summary = mean_summary(per)
+    repeats = sorted(per)
+    values = repeat_table(per, repeats)
+    last = ok[repeats[-1]]["extra"]
+    scores = [headline_score(base, summary, values, ok, failed, zoo)]
+    scores += indicator_scores(base, per, repeats, summary["indicators"])
+    scores.append(multicut_score(base, per, repeats, last, summary["indicators"]))
+    scores += corruption_scores(base, summary["corruption"], values, repeats,
+                                summary["corruption_na"])
+    scores += adversarial_scores(base, summary["adversarial"], last, summary["adversarial_na"])
+    return scores, summary
+
+
+def repeat_table(per: dict, repeats: list) -> dict:
+    """Return {indicator or target: [value of each repeat]} of a model's repeat summaries."""
+    values: dict = {}
+    for j, r in enumerate(repeats):
+        for name, v in summary_values(per[r]).items():
+            values.setdefault(name, [None] * len(repeats))[j] = v
+    return values
+
+
+def _multicut(extra: dict) -> dict:
+    return {k: v for k, v in (extra.get("multicut") or {}).items() if k != "contingency"}
+
+
+def headline_score(base: dict, summary: dict, values: dict, ok: dict, failed: list,
+                   zoo: bool) -> Score:
+    """Return a model's ``purity-ratio``: the mean of its per-repeat eq. 10 with its t
+    interval, every repeat's values, the chance level and the last repeat's measurements."""
+    ind = summary["indicators"]
+    repeats = sorted(ok)
+    p_values = values.get(METRIC) or []
+    low, high, interval = _interval(p_values)
+    acc_low, acc_high, _ = _interval(values.get("model_acc") or [], bounds=(0.0, 1.0))
+    last = ok[repeats[-1]]["extra"]
+    return Score(**base, score=METRIC, value=ind["purity-ratio"], ci_low=low, ci_high=high,
+                 n=len([v for v in p_values if v is not None]),
+                 details={"indicators": ind, "zoo_member": zoo,
+                          "estimate": "mean over repeats of p_purity combined",
+                          "interval": interval,
+                          "per_repeat": {"repeats": repeats, "values": values,
+                                         "seeds": [ok[r]["extra"].get("reference_seed")
+                                                   for r in repeats]},
+                          "failed_repeats": failed,
+                          "chance": _chance(ok),
+                          "model_acc": {"value": ind.get("model_acc"),
+                                        "low": acc_low, "high": acc_high},
+                          "n_test": last.get("n_test"), "multicut": _multicut(last),
+                          "overlap": last.get("overlap"),
+                          "feature_dim": last.get("feature_dim"),
+                          "timings": last.get("timings"),
+                          "corruption_robustness": summary["corruption"].get("robustness")})
+
+
+def indicator_scores(base: dict, per: dict, repeats: list, ind: dict) -> list:
+    """Return the sub-scores of :data:`MODEL_SCORES`: means over repeats with t intervals."""
+    scores = []
+    for name, higher in MODEL_SCORES:
+        vals = [per[r]["indicators"].get(name) for r in repeats]
+        lo, hi, _ = _interval(vals, bounds=(-float("inf"), float("inf")))
+        scores.append(Score(**base, score=name, value=ind.get(name), ci_low=lo, ci_high=hi,
+                            higher_is_better=higher, n=len([v for v in vals if v is not None]),
+                            details={"per_repeat": vals, "repeats": repeats}))
+    return scores
+
+
+def multicut_score(base: dict, per: dict, repeats: list, last: dict, ind: dict) -> Score:
+    """Return ``n_clusters_multicut``: the multicut's granularity, without which its purity
+    cannot be read (~1 for fragments)."""
+    mc = _multicut(last)
+    return Score(**base, score="n_clusters_multicut", value=ind.get("n_clusters_multicut"),
+                 n=mc.get("n"),
+                 details={"n_classes": len((last.get("kmeans") or {}).get("contingency")
+                                           or []) or None,
+                          "per_repeat": [per[r]["indicators"].get("n_clusters_multicut")
+                                         for r in repeats],
+                          **{k: mc.get(k) for k in ("n_singletons", "bias", "bias_mode",
+                                                     "graph", "scale", "calibration")}})
+
+
+def corruption_scores(base: dict, corr: dict, values: dict, repeats: list,
+                      reason: Optional[str]) -> list:
+    """Return the corruption robustness (eq. 7, with its t interval), ACC*_all and the
+    robustness per severity; one score without a value, with the reason, where none."""
+    if not corr:
+        return [Score(**base, score="corruption_robustness", value=None,
+                      details={"not_applicable": reason})]
+    rob = values.get("corruption") or []
+    lo, hi, _ = _interval(rob)
+    scores = [Score(**base, score="corruption_robustness", value=corr["robustness"],
+                    ci_low=lo, ci_high=hi, n=corr.get("n"),
+                    details={**corr, "per_repeat": rob, "repeats": repeats}),
+              Score(**base, score="acc_corrupted_all", value=corr["acc_all"],
+                    n=corr.get("n"), details={"clean": corr["clean"]})]
+    for sev, v in (corr.get("per_severity") or {}).items():
+        scores.append(Score(**base, score=f"corruption_robustness@s{sev}", value=v,
+                            n=corr.get("n")))
+    return scores
+
+
+def adversarial_scores(base: dict, adv: dict, last: dict, reason: Optional[str]) -> list:
+    """Return the relative robust accuracy of every attack and eps; one score without a value,
+    with the reason, where none was measured."""
+    if not adv:
+        return [Score(**base, score="adversarial_robustness", value=None,
+                      details={"not_applicable": reason})]
+    n = (last.get("adversarial") or {}).get("n")
+    return [Score(**base, score=f"{attack}@{eps}", value=v, n=n)
+            for attack, by_eps in adv.items() for eps, v in by_eps.items()]
+
+
+def validation_scores(base: dict, summaries: dict, zoo: set) -> list:
+    """Return the zoo's validation: R^2, r and tau of every (indicator, target) over 3+
+    models, the headline r of purity-ratio vs corruption robustness and its verdict."""
     table = validation({m: v for m, v in summaries.items() if m in zoo})
     usable = [r for r in table if r["n"] >= 3]
     if not usable:
@@ -405,28 +471,24 @@ def aggregate(group: dict, trials: list) -> list:
                   "or none measured)"
                   if summaries and not any(targets(s) for s in summaries.values())
                   else "fewer than 3 models with indicators and measured robustness")
-        scores.append(Score(**base, score="validation", value=None, n=len(summaries),
-                            details={"not_applicable": reason}))
-        return scores
+        return [Score(**base, score="validation", value=None, n=len(summaries),
+                      details={"not_applicable": reason})]
+    scores = []
     for r in usable:
         common = {"indicator": r["indicator"], "target": r["target"], "points": r["points"],
                   "slope": r["slope"]}
-        scores.append(Score(**base, score=f"r2|{r['indicator']}|{r['target']}", value=r["r2"],
-                            n=r["n"], details={**common, "tau": r["tau"], "r": r["r"]}))
-        scores.append(Score(**base, score=f"r|{r['indicator']}|{r['target']}", value=r["r"],
-                            n=r["n"], details={**common, "tau": r["tau"], "r2": r["r2"]}))
-        scores.append(Score(**base, score=f"tau|{r['indicator']}|{r['target']}", value=r["tau"],
-                            n=r["n"], details={**common, "r2": r["r2"], "r": r["r"]}))
+        for kind, others in (("r2", ("tau", "r")), ("r", ("tau", "r2")), ("tau", ("r2", "r"))):
+            scores.append(Score(**base, score=f"{kind}|{r['indicator']}|{r['target']}",
+                                value=r[kind], n=r["n"],
+                                details={**common, **{k: r[k] for k in others}}))
     head = next((r for r in usable if r["indicator"] == METRIC and r["target"] == "corruption"),
-                None)
+                None) or {}
     verdict = validation_verdict(usable)
-    scores.append(Score(**base, score="validation", value=None if head is None else head["r"],
-                        n=None if head is None else head["n"],
+    scores.append(Score(**base, score="validation", value=head.get("r"), n=head.get("n"),
                         details={"headline": "signed Pearson r of purity-ratio vs corruption "
                                              "robustness across the zoo",
-                                 "r2": None if head is None else head["r2"],
-                                 "tau": None if head is None else head["tau"],
-                                 "slope": None if head is None else head["slope"],
+                                 "r2": head.get("r2"), "tau": head.get("tau"),
+                                 "slope": head.get("slope"),
                                  "holds": verdict["holds"], "reason": verdict["reason"],
                                  "baselines": verdict["baselines"],
                                  "models": sorted(summaries),
@@ -434,7 +496,7 @@ def aggregate(group: dict, trials: list) -> list:
                                            for r in usable]}))
     scores.append(Score(**base, score="validation_holds",
                         value=None if verdict["holds"] is None else float(verdict["holds"]),
-                        n=None if head is None else head["n"], details=verdict))
+                        n=head.get("n"), details=verdict))
     return scores
 
 
@@ -485,9 +547,7 @@ def validation_verdict(table: list, target: str = "corruption") -> dict:
     if head is None:
         out["reason"] = f"no purity-ratio vs {target} row (fewer than 3 models measured)"
         return out
-    r, tau = head.get("r"), head.get("tau")
-    r = None if r is None or r != r else r
-    tau = None if tau is None or tau != tau else tau
+    r, tau = _defined(head.get("r")), _defined(head.get("tau"))
     out.update(r=r, tau=tau, n=head["n"])
     if r is None or tau is None:
         out["reason"] = "r or tau undefined (no spread in the indicator or the robustness)"
@@ -496,18 +556,27 @@ def validation_verdict(table: list, target: str = "corruption") -> dict:
     out.update(r_low=low, r_high=high)
     others = [b["r"] for b in baselines.values() if b.get("r") is not None]
     out["beats_baselines"] = bool(others) and all(r > o for o in others)
-    if low is None:
-        word = f"no interval for r at {head['n']} models: undecided"
-    elif low > 0 and tau > 0:
-        out["holds"], word = True, "r's interval lies above 0 and tau > 0"
-    elif high < 0:
-        out["holds"], word = False, "r's interval lies below 0: reversed"
-    else:
-        word = ("r's interval contains 0: undecided, more models would decide it"
-                if low <= 0 <= high else "tau is not positive: undecided")
+    out["holds"], word = _verdict(low, high, tau, head["n"])
     interval = "" if low is None else f" [{low:+.2f}, {high:+.2f}]"
     out["reason"] = (f"purity-ratio vs {target} robustness over {head['n']} models: r = "
                      f"{r:+.2f}{interval} (Fisher, 95%), tau = {tau:+.2f}: {word}"
                      + "".join(f"; {b}: r = {v['r']:+.2f}" for b, v in baselines.items()
                                if v.get("r") is not None))
     return out
+
+
+def _defined(x):
+    """Return x, or None for None or NaN."""
+    return None if x is None or x != x else x
+
+
+def _verdict(low, high, tau: float, n: int) -> tuple:
+    """Return (holds, why) from Fisher's interval [low, high] of r and Kendall's tau."""
+    if low is None:
+        return None, f"no interval for r at {n} models: undecided"
+    if low > 0 and tau > 0:
+        return True, "r's interval lies above 0 and tau > 0"
+    if high < 0:
+        return False, "r's interval lies below 0: reversed"
+    return None, ("r's interval contains 0: undecided, more models would decide it"
+                  if low <= 0 <= high else "tau is not positive: undecided")

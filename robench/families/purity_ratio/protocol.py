@@ -59,6 +59,9 @@ NAME = "clusterability"
 #: :func:`robench.learn.reference_model.reference_seed`; repeat 0 computes what version 2 did.
 VERSION = "3"
 KIND = "reference"
+DESCRIPTION = ("A reference model per (data set, model) and its zoo: penultimate "
+               "features clustered (k-means, multicut), class overlap, corruption and "
+               "adversarial robustness.")
 
 SECTION = "clusterability"
 _ZOO_QUICK = ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-cnn-narrow",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from robench.families.purity_ratio.leaderboard import section
 from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, target_order
+from robench.metric_kit import score_index
 from robench.present.formatting import fixed as _f
 from robench.present.formatting import rule_lines, why_not
 
@@ -15,75 +16,106 @@ PAPER_FIGURES = {"corruption robustness": "paper, eq. 10 on ImageNet-C: R^2 0.87
 
 def report_lines(rows: list) -> list:
     """Return the purity-ratio model and validation tables of score rows (dicts) as text."""
-    by_ds: dict = {}
-    for r in rows:
-        if r.get("metric") == METRIC:
-            by_ds.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
     lines = []
-    for dataset, models in sorted(by_ds.items()):
+    for dataset, models in sorted(score_index(rows, METRIC).items()):
         zoo = models.pop(ZOO_MODEL, {})
-        table = section([r for m in models.values() for r in m.values()]) or {}
-        lines.append(f"\n{dataset} - purity-ratio (feature-space clusterability, eq. 5-10): "
-                     "p_purity combined, mean over R repeats [95% t interval]")
-        lines.append(f"  {'rank':>9} {'model':<16} {'combined [95% CI]':>24} {'R':>3} "
-                     f"{'Model_ACC':>9} {'p_pur km':>8} {'p_pur mc':>8} {'p_acc km':>8} "
-                     f"{'delta':>10} {'ACC*all/ACC':>11}")
-        for row in table.get("models") or []:
-            sc = models.get(row["model"]) or {}
-            head = sc.get(METRIC) or {}
-            rank = row.get("rank_interval") or "-"
-            if row.get("rank") is not None:
-                rank += f" #{row['rank']}"
-            if head.get("value") is None:
-                lines.append(f"  {rank:>9} {row['model']:<16} "
-                             f"{why_not(head.get('details') or {}) or 'no value'}")
-                continue
-            g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-            cell = f"{_f(head.get('value'), width=5).strip()} {row.get('interval') or ''}"
-            lines.append(f"  {rank:>9} {row['model']:<16} {cell:>24} "
-                         f"{str(head.get('n') or '-'):>3} {_f(g('model_acc'), True, 9)} "
-                         f"{_f(g('p_purity_kmeans'), width=8)} "
-                         f"{_f(g('p_purity_multicut'), width=8)} {_f(g('p_acc_kmeans'), width=8)} "
-                         f"{_f(g('delta'), width=10)} {_f(g('corruption_robustness'), width=11)}")
-        if table.get("rule"):
-            lines += rule_lines(table["rule"])
-        for note in table.get("notes") or []:
-            lines.append(f"  {note['model']}: {note['text']}")
-        val = zoo.get("validation") or {}
-        vdet = val.get("details") or {}
-        if val and val.get("value") is None and vdet.get("not_applicable"):
-            lines.append(f"  validation: {why_not(vdet)}")
+        lines += _model_lines(dataset, models)
+        lines += _validation_lines(zoo)
+    return lines
+
+
+def _model_lines(dataset: str, models: dict) -> list:
+    """Return one data set's table of models ({model: {score: row}}), its rule and notes."""
+    table = section([r for m in models.values() for r in m.values()]) or {}
+    lines = [f"\n{dataset} - purity-ratio (feature-space clusterability, eq. 5-10): "
+             "p_purity combined, mean over R repeats [95% t interval]",
+             f"  {'rank':>9} {'model':<16} {'combined [95% CI]':>24} {'R':>3} "
+             f"{'Model_ACC':>9} {'p_pur km':>8} {'p_pur mc':>8} {'p_acc km':>8} "
+             f"{'delta':>10} {'ACC*all/ACC':>11}"]
+    for row in table.get("models") or []:
+        lines.append(_model_line(row, models.get(row["model"]) or {}))
+    if table.get("rule"):
+        lines += rule_lines(table["rule"])
+    for note in table.get("notes") or []:
+        lines.append(f"  {note['model']}: {note['text']}")
+    return lines
+
+
+def _model_line(row: dict, sc: dict) -> str:
+    """Return one model's line: rank, purity-ratio with its interval, the indicators."""
+    head = sc.get(METRIC) or {}
+    rank = row.get("rank_interval") or "-"
+    if row.get("rank") is not None:
+        rank += f" #{row['rank']}"
+    if head.get("value") is None:
+        return f"  {rank:>9} {row['model']:<16} {why_not(head.get('details') or {}) or 'no value'}"
+    cell = f"{_f(head.get('value'), width=5).strip()} {row.get('interval') or ''}"
+    acc = (sc.get("model_acc") or {}).get("value")
+    return "  " + " ".join(
+        [f"{rank:>9}", f"{row['model']:<16}", f"{cell:>24}", f"{str(head.get('n') or '-'):>3}",
+         _f(acc, True, 9)]
+        + [_f((sc.get(k) or {}).get("value"), width=w) for k, w in MODEL_COLUMNS])
+
+
+#: The indicator columns of a model's line after Model_ACC: (score, width).
+MODEL_COLUMNS = (("p_purity_kmeans", 8), ("p_purity_multicut", 8), ("p_acc_kmeans", 8),
+                 ("delta", 10), ("corruption_robustness", 11))
+
+
+def _validation_lines(zoo: dict) -> list:
+    """Return the zoo's validation tables (signed r / Kendall tau per indicator and target)
+    and its verdict, or why there is no validation."""
+    val = zoo.get("validation") or {}
+    vdet = val.get("details") or {}
+    if val and val.get("value") is None and vdet.get("not_applicable"):
+        return [f"  validation: {why_not(vdet)}"]
+    pairs = _correlations(zoo)
+    if not pairs:
+        return []
+    targets_all = sorted({t for d in pairs.values() for t in d}, key=target_order)
+    corr = [t for t in targets_all if t.startswith("corruption")]
+    adv = [t for t in targets_all if not t.startswith("corruption")]
+    n = max((v.get("n") or 0) for d in pairs.values() for v in d.values())
+    lines = []
+    for title, cols in (("corruption robustness", corr), ("adversarial robustness", adv)):
+        if cols:
+            lines += _correlation_table(pairs, title, cols, n)
+    return lines + _verdict_lines(zoo)
+
+
+def _verdict_lines(zoo: dict) -> list:
+    """Return the validation's verdict with its reason, if it has one."""
+    verdict = (zoo.get("validation_holds") or {}).get("details") or {}
+    if not verdict.get("reason"):
+        return []
+    word = {True: "holds", False: "does not hold"}.get(verdict.get("holds"), "undecided")
+    return [f"  validation {word}: {verdict['reason']}"]
+
+
+def _correlations(zoo: dict) -> dict:
+    """Return {indicator: {target: {"r", "tau", "n"}}} of the zoo's r| and tau| scores."""
+    pairs: dict = {}
+    for name, r in zoo.items():
+        kind, _, rest = name.partition("|")
+        if kind in ("r", "tau"):
+            ind, _, target = rest.partition("|")
+            pairs.setdefault(ind, {}).setdefault(target, {})[kind] = r.get("value")
+            pairs[ind][target]["n"] = r.get("n")
+    return pairs
+
+
+def _correlation_table(pairs: dict, title: str, cols: list, n: int) -> list:
+    """Return one validation table: an indicator per line, r/tau per target."""
+    lines = [f"  validation vs {title} across {n} zoo models: signed r / Kendall "
+             f"tau ({PAPER_FIGURES[title]})",
+             "  " + f"{'indicator':<18}" + "".join(f"{c:>15}" for c in cols)]
+    for ind in INDICATORS:
+        if ind not in pairs:
             continue
-        pairs = {}
-        for name, r in zoo.items():
-            kind, _, rest = name.partition("|")
-            if kind in ("r", "tau"):
-                ind, _, target = rest.partition("|")
-                pairs.setdefault(ind, {}).setdefault(target, {})[kind] = r.get("value")
-                pairs[ind][target]["n"] = r.get("n")
-        if not pairs:
-            continue
-        targets_all = sorted({t for d in pairs.values() for t in d}, key=target_order)
-        corr = [t for t in targets_all if t.startswith("corruption")]
-        adv = [t for t in targets_all if not t.startswith("corruption")]
-        n = max((v.get("n") or 0) for d in pairs.values() for v in d.values())
-        for title, cols in (("corruption robustness", corr), ("adversarial robustness", adv)):
-            if not cols:
-                continue
-            lines.append(f"  validation vs {title} across {n} zoo models: signed r / Kendall "
-                         f"tau ({PAPER_FIGURES[title]})")
-            lines.append("  " + f"{'indicator':<18}" + "".join(f"{c:>15}" for c in cols))
-            for ind in INDICATORS:
-                if ind not in pairs:
-                    continue
-                cells = []
-                for c in cols:
-                    v = pairs[ind].get(c) or {}
-                    cells.append(f"{_f(v.get('r'), width=5).strip()}/"
-                                 f"{_f(v.get('tau'), width=5).strip()}".rjust(15))
-                lines.append("  " + f"{ind:<18}" + "".join(cells))
-        verdict = (zoo.get("validation_holds") or {}).get("details") or {}
-        if verdict.get("reason"):
-            word = {True: "holds", False: "does not hold"}.get(verdict.get("holds"), "undecided")
-            lines.append(f"  validation {word}: {verdict['reason']}")
+        cells = []
+        for c in cols:
+            v = pairs[ind].get(c) or {}
+            cells.append(f"{_f(v.get('r'), width=5).strip()}/"
+                         f"{_f(v.get('tau'), width=5).strip()}".rjust(15))
+        lines.append("  " + f"{ind:<18}" + "".join(cells))
     return lines

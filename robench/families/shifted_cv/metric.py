@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-import json
-
+from robench.metric_kit import error_line, failure
+from robench.present.formatting import as_dict
 from robench.specs import Score
 from robench.families.shifted_cv import protocol as sc
 
 METRIC = "shifted-cv"
 VERSION = "1"
+DESCRIPTION = ("Shifted (sub-domain) vs random K-fold CV: test accuracy, the "
+               "validation-test gap, std ratio, and the fold Wasserstein ratio.")
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = True
+DISPLAY_ORDER = 40
+#: The plugin module that registered shifted-cv before the families moved (fingerprints).
+MOVED_FROM = "robench.builtin.vae_vgmm"
+REFERENCES = (("Xudong Sun, Alexej Gossmann, Yu Wang and Bernd Bischl, Variational "
+               "Resampling Based Assessment of Deep Neural Networks under Distribution "
+               "Shift (IEEE SSCI 2019)", "https://arxiv.org/abs/1906.02972"),)
 DEFINITION = (
     "Shifted K-fold cross-validation (Sun et al., Algorithms 1-2) vs random stratified K-fold. "
     "Sub-domains: the run's clusterer with k = K per class (vae-vgmm: a VAE per class and a "
@@ -29,16 +39,6 @@ DEFINITION = (
     "in the latent means of one VAE trained on all classes (POT emd2, Euclidean cost, exact; "
     "folds subsampled to max_points; a distance counts only if POT converged)."
 )
-
-
-def _details(row: dict) -> dict:
-    d = row.get("details")
-    if isinstance(d, str):
-        try:
-            return json.loads(d)
-        except ValueError:
-            return {}
-    return d or {}
 
 
 def _diff(a, b):
@@ -79,7 +79,7 @@ def aggregate(group: dict, trials: list) -> list:
             "last_gap": sc.mean_std(last_gaps), "n": len(s["test"]),
         }
     sh, ra = stats["shifted"], stats["random"]
-    n_failed = sum(1 for t in trials if t.get("status") != "ok" and t.get("kind") in sc.KINDS)
+    n_failed = sum(1 for t in trials if failure(t) is not None and t.get("kind") in sc.KINDS)
     table = {kind: {name: {"mean": v[0], "std": v[1]} for name, v in st.items() if name != "n"}
              for kind, st in stats.items()}
     details = {"table": table, "n_failed": n_failed,
@@ -110,15 +110,20 @@ def aggregate(group: dict, trials: list) -> list:
               details={"test_std": sh["test"][1], "val_std": sh["val"][1],
                        "std_ratio_random": details["std_ratio_random"]}),
     ]
+    return scores + wasserstein_scores(group, trials)
+
+
+def wasserstein_scores(group: dict, trials: list) -> list:
+    """Return the fold-distance ratio of each fold-distance trial (model ''), None if failed."""
+    scores = []
     for t in trials:
         if t.get("kind") != sc.WASSERSTEIN:
             continue
-        w = _details(t) if t.get("status") == "ok" else {}
+        w = as_dict(t.get("details")) if failure(t) is None else {}
         scores.append(Score(
-            dataset=group["dataset"], model="", clusterer=clus, metric=METRIC,
+            dataset=group["dataset"], model="", clusterer=group["clusterer"], metric=METRIC,
             score="wasserstein_ratio", value=w.get("ratio"),
             n=len(w.get("repeats") or []), higher_is_better=True,
-            details={**w, "error": (t.get("error") or "").splitlines()[0] if t.get("error")
-                     else None},
+            details={**w, "error": error_line(t)},
         ))
     return scores

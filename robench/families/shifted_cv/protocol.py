@@ -35,6 +35,7 @@ import warnings
 
 import numpy as np
 
+from robench.metric_kit import failure
 from robench.stats.seeds import derived_seed
 from robench.specs import Knob, ModelContext
 from robench.learn.inputs import model_inputs
@@ -46,6 +47,8 @@ from robench.run.config import TRAIN_KNOBS, check_value
 
 NAME = "shifted-cv"
 VERSION = "1"
+DESCRIPTION = ("K sub-domains per class merged into K folds (Algorithms 1-2) vs "
+               "stratified random K-fold; VAE latent Wasserstein distances between folds.")
 KINDS = ("shifted", "random")
 WASSERSTEIN = "wasserstein"
 #: Random-stream codes of this protocol's partitions (apart from the splitters' 1-3).
@@ -98,6 +101,11 @@ def check_knobs(knobs: dict) -> None:
         if name not in train:
             raise ValueError(f"train: unknown key '{name}'; known: {', '.join(sorted(train))}")
         check_value("shifted_cv.train", train[name], value)
+
+
+def sources_per_class(cfg) -> int:
+    """Return how many sub-domains ``prepare`` finds in each class: the knob ``folds``."""
+    return settings(cfg)["folds"]
 
 
 def settings(cfg) -> dict:
@@ -518,7 +526,7 @@ def summarize(trials: list, clusterer: str) -> dict:
     """Return per kind the fold accuracies (selected epoch and last epoch) and mean curves."""
     out = {}
     for kind in KINDS:
-        rows = sorted((t for t in trials if t.get("status") == "ok" and t.get("kind") == kind
+        rows = sorted((t for t in trials if failure(t) is None and t.get("kind") == kind
                        and (kind == "random" or t.get("clusterer") == clusterer)),
                       key=lambda t: (t["repeat"], (t.get("params") or {}).get("fold", 0)))
         out[kind] = {

@@ -5,12 +5,23 @@ from __future__ import annotations
 
 from robench.families.source_aware import adequacy_protocol as ad
 from robench.families.source_aware import protocol as sa
+from robench.families.source_aware import rho
 from robench.families.source_aware.rho import mean_score_interval, rho_interval
+from robench.metric_kit import failure
 from robench.specs import Score
 
 METRIC = "adequacy"
 #: 2: Fieller / t intervals, as rho; 3: per-size accuracies carry their repeats.
 VERSION = "3"
+DESCRIPTION = ("Dataset adequacy: E[AccX], E[AccI] and rho as the training set grows, "
+               "per class too.")
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = True
+DISPLAY_ORDER = 60
+#: The plugin module that registered adequacy before the families moved (score fingerprints).
+MOVED_FROM = "robench.builtin.adequacy"
+#: The source-aware paper, as rho's (its section 5.2).
+REFERENCES = rho.REFERENCES
 DEFINITION = (
     "Dataset adequacy (Kilinc & Uysal, section 5.2). For each repeat and each of the "
     "source-inclusive and source-exclusive partitions, the test partition is exactly the "
@@ -35,7 +46,7 @@ def aggregate(group: dict, trials: list) -> list:
     base = dict(dataset=group["dataset"], model=group["model"], clusterer=group["clusterer"],
                 metric=METRIC)
     curves = ad.size_curves(trials, clusterer=group["clusterer"])
-    n_failed = sum(1 for t in trials if t.get("status") != "ok")
+    n_failed = sum(1 for t in trials if failure(t) is not None)
     scores, table = [], []
     for c in curves:
         label, xs, is_ = c["label"], c["acc_exclusive"], c["acc_inclusive"]

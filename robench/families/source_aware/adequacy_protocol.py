@@ -38,6 +38,10 @@ NAME = "adequacy"
 #: design); inclusive trials keep version 1's keys (their partitions did not change).
 VERSION = "2"
 KIND_VERSIONS = {"inclusive": "1", "exclusive": VERSION}
+#: Older versions whose trials this one still runs unchanged (``robench verify`` re-runs them).
+TRIAL_VERSIONS = tuple(sorted(set(KIND_VERSIONS.values()) - {VERSION}))
+DESCRIPTION = ("Nested, stratified subsets of each source-aware training partition "
+               "(test partitions fixed): the training-size sweep.")
 KINDS = ("inclusive", "exclusive")
 #: Subset sizes used when the profile names none (the full training partition is always added).
 DEFAULT_SIZES = (100, 300, 1000, 3000)

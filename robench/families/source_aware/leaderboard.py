@@ -8,6 +8,7 @@ from typing import Optional
 
 from robench.families.source_aware.adequacy import METRIC as ADEQUACY
 from robench.present.formatting import interval_text, is_finite
+from robench.specs import LeaderboardSection
 from robench.stats.ranks import chance_level, chance_reason
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
@@ -324,3 +325,13 @@ def adequacy_plots(rows: list) -> list:
                                {"label": "E[AccI]", "x": _size_axis(t["table"]),
                                 "y": [r.get("acc_inclusive") for r in t["table"]]}]})
     return out
+
+
+#: The rho metric's section of each data set's leaderboard (MetricSpec.leaderboard).
+SECTION = LeaderboardSection(build=section, template="rho.html", templates=TEMPLATES,
+                             title="Robustness rho", headline=headline,
+                             columns=HEADLINE_COLUMNS, legend=LEGEND, plots=plots, ranks=ranks)
+#: The adequacy metric's section.
+ADEQUACY_SECTION = LeaderboardSection(build=adequacy_section, template="adequacy.html",
+                                      templates=TEMPLATES, title="Dataset adequacy",
+                                      plots=adequacy_plots)

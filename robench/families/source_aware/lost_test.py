@@ -4,12 +4,22 @@ were lost (the blog post "What If You Lose Your Test Set?", corrected)."""
 from __future__ import annotations
 
 from robench.families.source_aware import estimators as est
+from robench.metric_kit import failure
 from robench.specs import Score
 
 METRIC = "lost-test"
 #: 2: batches sampled as hypergeometric counts (same distribution); 3: headline
 #: 'lost-test' = the realistic estimator's (practical_logged) absolute error.
 VERSION = "3"
+DESCRIPTION = ("Lost-test-set estimators vs the true test accuracy of the random "
+               "splits; headline: the realistic estimator's (practical_logged) error.")
+HIGHER_IS_BETTER = False
+USES_CLUSTERER = False
+DISPLAY_ORDER = 50
+#: The plugin module that registered lost-test before the families moved (score fingerprints).
+MOVED_FROM = "robench.builtin.adequacy"
+REFERENCES = (("What If You Lose Your Test Set? (blog post, 2017-02-16); robench "
+               "implements the corrected estimator", ""),)
 DEFINITION = (
     "Lost-test-set estimators on the source-aware protocol's stratified random splits (the "
     "trials rho's E[Acc] uses). true_accuracy a: accuracy on the split's test set (N2 "
@@ -42,7 +52,7 @@ SCORES = (
 def aggregate(group: dict, trials: list) -> list:
     """Estimate each random-split trial's test accuracy as if its test set were lost."""
     base = dict(dataset=group["dataset"], model=group["model"], clusterer="", metric=METRIC)
-    usable = [t for t in trials if t.get("status") == "ok" and t.get("kind") == "random"
+    usable = [t for t in trials if failure(t) is None and t.get("kind") == "random"
               and t.get("correct") and t.get("all_accuracy") is not None]
     per_trial = [est.lost_test_trial(t, seed=int(t.get("seed") or 0))
                  for t in sorted(usable, key=lambda t: t["repeat"])]

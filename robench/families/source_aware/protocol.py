@@ -32,6 +32,10 @@ KINDS = ("inclusive", "exclusive", "random")
 #: The protocol version each kind's trials are keyed by: only the exclusive partition
 #: changed in version 2, so inclusive and random trials keep their keys (nothing reruns).
 KIND_VERSIONS = {"inclusive": "1", "exclusive": VERSION, "random": "1"}
+#: Older versions whose trials this one still runs unchanged (``robench verify`` re-runs them).
+TRIAL_VERSIONS = tuple(sorted(set(KIND_VERSIONS.values()) - {VERSION}))
+DESCRIPTION = ("Per class k sources by clustering; R repeats each of source-inclusive, "
+               "source-exclusive and stratified random train/test partitions.")
 #: The exclusive partition's held-out design (``params.held_out`` of its trials).
 HELD_OUT = "balanced"
 
@@ -49,6 +53,11 @@ def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int) -> dict:
         params["held_out"] = HELD_OUT
     return make_spec(NAME, KIND_VERSIONS[kind], combo, cfg, registry, kind=kind, repeat=repeat,
                      params=params, with_clusterer=source_aware)
+
+
+def sources_per_class(cfg) -> int:
+    """Return how many sources ``prepare`` splits each class into: the run's k."""
+    return cfg.k
 
 
 def plan(combo: Combo, cfg, registry) -> list:

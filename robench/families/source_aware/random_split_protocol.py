@@ -15,6 +15,8 @@ from robench.run.trials import Combo
 NAME = "random-split"
 VERSION = source_aware.KIND_VERSIONS["random"]
 KIND = "random"
+DESCRIPTION = ("The source-aware protocol's stratified random splits alone (same trials, "
+               "shared by key), for metrics that need no clusterer.")
 
 
 def plan(combo: Combo, cfg, registry) -> list:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from robench.families.source_aware.rho import METRIC as RHO
+from robench.metric_kit import score_index
 from robench.present.formatting import percent, rule_lines
 from robench.families.source_aware.leaderboard import rho_tables, size_interval
 
@@ -39,9 +40,7 @@ def rho_lines(rows: list) -> list:
             by_dataset.setdefault(s["dataset"], []).append(s)
     lines = []
     for dataset, mine in sorted(by_dataset.items()):
-        models: dict = {}
-        for s in mine:
-            models.setdefault(s["model"], {})[s["score"]] = s
+        models = score_index(mine, by=("model",))
         ci_name = _ci_name(models)
         for table in rho_tables(mine):
             lines.append(f"\n{dataset} - sources by {table['clusterer']}: ranked by rho = "
@@ -71,9 +70,7 @@ def adequacy_lines(rows: list) -> list:
     unbounded, or that a bound is below 0 (``leaderboard.size_interval``).
     """
 
-    groups: dict = {}
-    for s in rows:
-        groups.setdefault((s["dataset"], s["model"], s["clusterer"]), {})[s["score"]] = s
+    groups = score_index(rows, by=(("dataset", "model", "clusterer"),))
     lines = []
     for (dataset, model, clusterer), sc in sorted(groups.items()):
         summary = sc.get("worst_class_rho")
@@ -111,11 +108,8 @@ def adequacy_lines(rows: list) -> list:
 
 def lost_test_lines(rows: list) -> list:
     """Return the lost-test estimates (rows) per model (columns) of each data set, in %."""
-    groups: dict = {}
-    for s in rows:
-        groups.setdefault(s["dataset"], {}).setdefault(s["model"], {})[s["score"]] = s
     lines = []
-    for dataset, models in sorted(groups.items()):
+    for dataset, models in sorted(score_index(rows).items()):
         order = []
         for sc in models.values():
             order.extend(n for n in sc if n not in order)

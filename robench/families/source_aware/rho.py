@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from robench.metric_kit import failure
 from robench.specs import Score
 from robench.families.source_aware import protocol as sa
 from robench.stats.intervals import mean_interval, ratio_interval
@@ -27,6 +28,14 @@ METRIC = "rho"
 #: Scores since issue 28 also carry each accuracy's repeat and the chance accuracy in their
 #: details (what tables rank by); no value changed, so the version did not.
 VERSION = "2"
+DESCRIPTION = "Source-aware robustness E[AccX]/E[AccI] with the interval and Fieller's CI."
+HIGHER_IS_BETTER = True
+USES_CLUSTERER = True
+DISPLAY_ORDER = 10
+#: The plugin module that registered rho before the families moved: score fingerprints name it.
+MOVED_FROM = "robench.builtin.metrics"
+REFERENCES = (("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Robust "
+               "Cross-validation (2019)", ""),)
 
 
 def mean_score_interval(values) -> tuple:
@@ -68,53 +77,61 @@ def chance_of(trials: list) -> dict:
 def aggregate(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s source-aware trials into rho and its interval."""
 
-    ok = [t for t in trials if t["status"] == "ok"]
+    ok = [t for t in trials if failure(t) is None]
     clus = group["clusterer"]
     by_kind = {
         "exclusive": [t for t in ok if t["kind"] == "exclusive" and t["clusterer"] == clus],
         "inclusive": [t for t in ok if t["kind"] == "inclusive" and t["clusterer"] == clus],
         "random": [t for t in ok if t["kind"] == "random"],
     }
-    accs = {k: [t["accuracy"] for t in v] for k, v in by_kind.items()}
-    n_failed = sum(1 for t in trials if t["status"] != "ok")
     base = dict(dataset=group["dataset"], model=group["model"], clusterer=clus, metric=METRIC)
-    k = next((t["params"].get("k") for t in by_kind["exclusive"]), None)
-    scores = []
-    for kind in ("exclusive", "inclusive", "random"):
-        vals = accs[kind]
-        mean = sum(vals) / len(vals) if vals else None
-        lo, hi, interval = mean_score_interval(vals)
-        # "repeats": the repeat index of each value, so that models (which share a repeat's
-        # partitions) can be compared repeat by repeat
-        scores.append(Score(**base, score=f"acc_{kind}", value=mean, ci_low=lo, ci_high=hi,
-                            n=len(vals), details={"per_repeat": vals, "interval": interval,
-                                                  "repeats": [t.get("repeat") for t in
-                                                              by_kind[kind]]}))
-    details = {"k": k, "n_failed": n_failed, "held_out": design_of(by_kind["exclusive"])}
-    if accs["exclusive"] and accs["inclusive"]:
-        rho = sa.ratio_of_means(accs["exclusive"], accs["inclusive"])
-        lo, hi, interval = rho_interval(accs["exclusive"], accs["inclusive"])
-        n = min(len(accs["exclusive"]), len(accs["inclusive"]))
-        paired = [x / i for x, i in zip(
-            [t["accuracy"] for t in sorted(by_kind["exclusive"], key=lambda t: t["repeat"])],
-            [t["accuracy"] for t in sorted(by_kind["inclusive"], key=lambda t: t["repeat"])],
-        ) if i > 0]
-        details.update(
-            acc_exclusive=accs["exclusive"], acc_inclusive=accs["inclusive"],
-            repeats_exclusive=[t["repeat"] for t in by_kind["exclusive"]],
-            repeats_inclusive=[t["repeat"] for t in by_kind["inclusive"]],
-            chance=chance_of(by_kind["inclusive"]),
-            interval=interval,
-            paired_ratio_mean=sum(paired) / len(paired) if paired else None,
-            per_class=sa.class_rho([t["per_class"] for t in by_kind["exclusive"]],
-                                   [t["per_class"] for t in by_kind["inclusive"]]),
-        )
-    else:
-        rho, lo, hi, n = None, None, None, 0
+    details = {"k": next((t["params"].get("k") for t in by_kind["exclusive"]), None),
+               "n_failed": sum(1 for t in trials if failure(t) is not None),
+               "held_out": design_of(by_kind["exclusive"])}
+    return [rho_score(base, by_kind, details)] + [accuracy_score(base, kind, by_kind[kind])
+                                                   for kind in ("exclusive", "inclusive",
+                                                                "random")]
+
+
+def accuracy_score(base: dict, kind: str, trials: list) -> Score:
+    """Return ``acc_<kind>``: the mean accuracy of one kind's trials with its t interval."""
+    vals = [t["accuracy"] for t in trials]
+    mean = sum(vals) / len(vals) if vals else None
+    lo, hi, interval = mean_score_interval(vals)
+    # "repeats": the repeat index of each value, so that models (which share a repeat's
+    # partitions) can be compared repeat by repeat
+    return Score(**base, score=f"acc_{kind}", value=mean, ci_low=lo, ci_high=hi, n=len(vals),
+                 details={"per_repeat": vals, "interval": interval,
+                          "repeats": [t.get("repeat") for t in trials]})
+
+
+def rho_score(base: dict, by_kind: dict, details: dict) -> Score:
+    """Return ``rho`` = E[AccX]/E[AccI] with Fieller's interval (None without both kinds)."""
+    exclusive, inclusive = by_kind["exclusive"], by_kind["inclusive"]
+    acc_x = [t["accuracy"] for t in exclusive]
+    acc_i = [t["accuracy"] for t in inclusive]
+    if not (acc_x and acc_i):
         details["missing"] = "no successful exclusive and inclusive trials"
-    scores.insert(0, Score(**base, score="rho", value=rho, ci_low=lo, ci_high=hi, n=n,
-                           details=details))
-    return scores
+        return Score(**base, score="rho", value=None, ci_low=None, ci_high=None, n=0,
+                     details=details)
+    rho = sa.ratio_of_means(acc_x, acc_i)
+    lo, hi, interval = rho_interval(acc_x, acc_i)
+    paired = [x / i for x, i in zip(
+        [t["accuracy"] for t in sorted(exclusive, key=lambda t: t["repeat"])],
+        [t["accuracy"] for t in sorted(inclusive, key=lambda t: t["repeat"])],
+    ) if i > 0]
+    details.update(
+        acc_exclusive=acc_x, acc_inclusive=acc_i,
+        repeats_exclusive=[t["repeat"] for t in exclusive],
+        repeats_inclusive=[t["repeat"] for t in inclusive],
+        chance=chance_of(inclusive),
+        interval=interval,
+        paired_ratio_mean=sum(paired) / len(paired) if paired else None,
+        per_class=sa.class_rho([t["per_class"] for t in exclusive],
+                               [t["per_class"] for t in inclusive]),
+    )
+    return Score(**base, score="rho", value=rho, ci_low=lo, ci_high=hi,
+                 n=min(len(acc_x), len(acc_i)), details=details)
 
 
 def design_of(exclusive: list) -> dict:
