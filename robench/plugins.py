@@ -286,8 +286,9 @@ class Registry:
     def resolve_dataset(self, reference: str):
         """Return the DatasetSpec of a ``SCHEME:TARGET?KEY=VALUE`` reference, resolved once.
 
-        Its name is the canonical reference (absolute path, options sorted), so the same data
-        named two ways is one data set, and a worker resolves the name it is sent the same way.
+        Its name is the stable name of data read from a path (robench.data.references.
+        stable_name: never the path) or the canonical reference (options sorted), so the same
+        data named two ways is one data set, and a worker resolves the name it is sent.
         """
         if reference not in self._resolved:
             spec = resolve(self, reference)
