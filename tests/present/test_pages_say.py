@@ -4,8 +4,8 @@ nothing, a header for the rank column, each metric's direction and baseline."""
 
 import json
 import re
-from html import unescape
 import time
+from html import unescape
 from types import SimpleNamespace
 
 from robench.present.badges import COLOURS, headline_badge
@@ -116,8 +116,8 @@ def test_a_group_none_of_whose_trials_ran_gives_no_score(tiny_registry, store):
     """A budget that ends after the first trial: a model none of whose trials ran gets no
     score row (it got one with no value and "no trial" in it, for every such model), and the
     scores of the model that did run are there."""
-    from tests.helpers import run_config
     from robench.run.runner import execute
+    from tests.helpers import run_config
 
     cfg = run_config(datasets=["tiny"], models=["centroid", "svm"], clusterers=["kmeans"],
                      metrics=["rho"], repeats=2, k=3, executor="local")
