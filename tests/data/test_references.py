@@ -358,6 +358,13 @@ def test_a_file_data_set_is_named_by_its_base_name_and_content_never_its_path(tm
     fresh = make_registry(load_entrypoints=False)
     assert fresh.load_dataset(ana.name).name == ana.name
     assert fresh.load_dataset("npz:digits-ana").fingerprint() == ana.fingerprint()
+    # a worker on another machine (another cache): the registry's recipe says where it was read
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert make_registry(**reg.recipe).load_dataset(ana.name).fingerprint() == ana.fingerprint()
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "third"))
+    with pytest.raises(DatasetError):  # the control: neither recipe nor cache knows the name
+        make_registry(load_entrypoints=False).get("datasets", ana.name)
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "cache"))
     # other content: another name; the old name, read from there, is refused in one line
     write_npz(tmp_path / "bo" / "x.npz", seed=1)
     other = make_registry(load_entrypoints=False).get("datasets",
