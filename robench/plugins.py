@@ -17,7 +17,7 @@ import robench
 from robench import hookspecs
 from robench.data import Dataset, DatasetError
 from robench.data.model_references import resolve_model
-from robench.data.references import resolve
+from robench.data.references import remembered, resolve
 from robench.errors import PluginError, UnknownComponentError  # noqa: F401 (public here too)
 from robench.plugin_probe import describe, plugin_timeout, shown
 from robench.plugin_probe import verdicts as probe
@@ -286,12 +286,22 @@ class Registry:
     def resolve_dataset(self, reference: str):
         """Return the DatasetSpec of a ``SCHEME:TARGET?KEY=VALUE`` reference, resolved once.
 
-        Its name is the canonical reference (absolute path, options sorted), so the same data
-        named two ways is one data set, and a worker resolves the name it is sent the same way.
+        Its name is the stable name of data read from a path (robench.data.references.
+        stable_name: never the path) or the canonical reference (options sorted), so the same
+        data named two ways is one data set, and a worker resolves the name it is sent.
         """
         if reference not in self._resolved:
-            spec = resolve(self, reference)
+            sent = (self.recipe or {}).get("references", {}).get(reference)
+            spec = resolve(self, sent if sent is not None else reference)
+            if sent is not None and spec.name != reference:
+                raise DatasetError(f"data set '{reference}' was read from {sent}, which here "
+                                   f"holds other data ('{spec.name}')")
             self._resolved[reference] = self._resolved.setdefault(spec.name, spec)
+            located = remembered(spec.name)
+            if located is not None and spec.name != reference and self.recipe is not None:
+                # a worker of another machine (Dask) resolves the stable name it is sent
+                # from the recipe, where this machine's cache is not
+                self.recipe.setdefault("references", {})[spec.name] = located
         return self._resolved[reference]
 
     def add(self, kind: str, spec) -> None:
@@ -389,13 +399,15 @@ class Registry:
 
 
 def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins: bool = True,
-                  verdicts: Optional[dict] = None) -> Registry:
+                  verdicts: Optional[dict] = None,
+                  references: Optional[dict] = None) -> Registry:
     """Build a registry from built-ins, entry points and extra plugin modules named by import path.
 
     The arguments are kept as ``registry.recipe`` so a worker process can rebuild the same
     registry from plain data (executors send the recipe, never live plugin objects); the recipe
     carries the plugin probe's ``verdicts`` (robench.plugin_probe), so workers do not probe
-    again.
+    again, and the ``references`` file data sets were read from under their stable names
+    (robench.data.references.stable_name), so a worker resolves the name it is sent.
     """
     pm, infos = make_plugin_manager(load_entrypoints=load_entrypoints, builtins=builtins,
                                     verdicts=verdicts)
@@ -416,6 +428,8 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
     }
     if verdicts:
         registry.recipe["verdicts"] = dict(verdicts)
+    if references:  # {stable name of a file data set: the reference it was read from}
+        registry.recipe["references"] = dict(references)
     return registry
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -67,9 +68,13 @@ def steps() -> dict:
 
     from robench.present.site import build_site
 
+    def build(repo):  # the site's title is the board's (leaderboard.json)
+        title = (publishing.settings(repo)["title"] if (Path(repo) / publishing.SETTINGS)
+                 .is_file() else None)  # not a board: build says so
+        return publishing.build(repo, builder=partial(build_site, title=title))
+
     return {"validate": publishing.validate, "verify": publishing.verify,
-            "diff": publishing.diff, "merge": publishing.merge,
-            "build": partial(publishing.build, builder=build_site)}
+            "diff": publishing.diff, "merge": publishing.merge, "build": build}
 
 
 @click.command("publish")

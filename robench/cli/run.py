@@ -300,7 +300,8 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
     per model asked for), what is decided and what would decide the rest, the counts, and
     where the full reports are."""
 
-    out = summary_lines(rows, sections, models=cfg.models, width=width)
+    out = summary_lines(rows, sections, models=cfg.models, width=width, metrics=cfg.metrics,
+                        budget_spent=getattr(report, "budget_spent", False))
     lines = list(out["lines"])
     decided = _decided_line(out["tables"], report.adaptive, cfg, report)
     if decided:

@@ -3,7 +3,9 @@
 A reference names data that no plugin registered: ``npz:data/x.npz``, ``csv:t.csv?target=label``,
 ``torchvision:mnist``. :func:`resolve` finds the scheme's :class:`robench.specs.ResolverSpec`,
 checks the options, makes the reference canonical (absolute path, options sorted) and asks the
-resolver for the data set's spec.
+resolver for the data set's spec. Data read from a path is named by :func:`stable_name` (a
+given ``name=``, else the file's base name and a short content fingerprint), never by the
+path; the cache remembers where each such name was read from (:func:`remembered`).
 
 Data read from files goes through :class:`FileDataset`: it is parsed and validated once, and the
 parsed arrays and their content fingerprint are cached under the cache directory keyed by each
@@ -13,8 +15,10 @@ again, and a replaced one (another size or mtime) is.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -73,13 +77,15 @@ def canonical_reference(resolver, target: str, options: dict) -> str:
 
 
 def checked_reference(registry, resolvers: str, reference: str, what: str = "data set",
-                      error=DatasetError, listing: str = "datasets") -> tuple:
+                      error=DatasetError, listing: str = "datasets",
+                      extra: tuple = ()) -> tuple:
     """Return ``(resolver, target, options)`` of a reference whose scheme, target and options
     are checked: the scheme is registered (kind ``resolvers`` of the registry), something
     follows ``SCHEME:``, and every option is one the resolver declares. Any problem raises
     ``error`` with one line (``what`` names the kind of reference, ``listing`` the
     ``robench list`` kind that shows the schemes). Model references use it too
-    (robench.data.model_references).
+    (robench.data.model_references). ``extra``: options robench itself reads from a reference
+    of a resolver that takes a path (``name``), accepted beside the resolver's own.
     """
 
     scheme, target, options = parse_reference(reference, what, error)
@@ -93,7 +99,8 @@ def checked_reference(registry, resolvers: str, reference: str, what: str = "dat
     if not target:
         raise error(f"{what} reference '{reference}' names nothing after "
                     f"'{scheme}:'; usage: {resolver.syntax}")
-    unknown = sorted(set(options) - set(resolver.options))
+    unknown = sorted(set(options) - set(resolver.options)
+                     - (set(extra) if getattr(resolver, "takes_path", False) else set()))
     if unknown:
         allowed = ", ".join(resolver.options) or "none"
         raise error(f"{what} reference '{reference}': unknown option(s) "
@@ -102,17 +109,113 @@ def checked_reference(registry, resolvers: str, reference: str, what: str = "dat
     return resolver, target, options
 
 
+#: A data set's own name given in its reference (``npz:PATH?name=NAME``).
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,79}")
+#: Hex digits of the content fingerprint in a file data set's name.
+NAME_DIGITS = 8
+
+
+def stable_name(scheme: str, target: str, given, fingerprint: str) -> str:
+    """Return the name a data set read from a file is stored and shown under:
+    ``SCHEME:NAME`` when the reference gives ``name=NAME``, else ``SCHEME:STEM-FFFFFFFF``,
+    the file's (or folder's) base name without its suffix and the first
+    :data:`NAME_DIGITS` hex digits of its content fingerprint.
+
+    Never a path: a board shows no one's home directory, and two people with the same data
+    in different places have one data set. Different content gives another name.
+    """
+    if given is not None:
+        if not _NAME.fullmatch(given):
+            raise DatasetError(
+                f"data set name {given[:90]!r} (option name=) must be 1-80 letters, digits, "
+                "'.', '_' or '-', starting with a letter or digit")
+        return f"{scheme}:{given}"
+    stem = Path(target.rstrip("/\\")).name.split(".")[0] or "data"
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", stem).strip("-.")[:40] or "data"
+    return f"{scheme}:{stem}-{str(fingerprint)[:NAME_DIGITS]}"
+
+
+def _index_path(name: str) -> Path:
+    return cache_dir() / "datasets" / "names" / (
+        hashlib.sha256(name.encode("utf-8")).hexdigest()[:32] + ".json")
+
+
+def _remember(name: str, reference: str) -> None:
+    """Record on this machine where the data set ``name`` was read from (a worker process,
+    ``robench verify`` and a later run find it by its name alone)."""
+    path = _index_path(name)
+    try:
+        if path.is_file() and json.loads(path.read_text()).get("reference") == reference:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"name": name, "reference": reference}, f)
+        os.replace(tmp, path)
+    except (OSError, ValueError):  # a read-only cache: names resolve in this process only
+        pass
+
+
+def remembered(name: str):
+    """Return the reference the data set ``name`` was last read from on this machine, or
+    None."""
+    try:
+        found = json.loads(_index_path(name).read_text())
+    except (OSError, ValueError):
+        return None
+    return found.get("reference") if isinstance(found, dict) and found.get(
+        "name") == name else None
+
+
 def resolve(registry, reference: str):
-    """Return the DatasetSpec ``reference`` names, its name the canonical reference."""
+    """Return the DatasetSpec ``reference`` names.
+
+    A reference of a resolver that takes a path is named by :func:`stable_name` (its
+    ``name=`` option, else the file's base name and content fingerprint), and where it was
+    read from is remembered in the cache, so that name alone resolves again on this machine;
+    any other reference is named by its canonical form (options sorted).
+    """
     from dataclasses import replace
 
-    resolver, target, options = checked_reference(registry, "resolvers", reference)
+    earlier = remembered(reference)
+    if earlier is not None and earlier != reference:
+        spec = resolve(registry, earlier)
+        if spec.name != reference:
+            raise DatasetError(
+                f"data set '{reference}' was read from {earlier}, which now holds other data "
+                f"(named '{spec.name}' now); put the original file back there, or run on the "
+                f"new data under its own name")
+        return spec
+    resolver, target, options = checked_reference(registry, "resolvers", reference,
+                                                  extra=("name",))
+    given = options.pop("name", None) if resolver.takes_path else None
     name = canonical_reference(resolver, target, options)
     if resolver.takes_path:
         target = os.path.abspath(os.path.expanduser(target))
     spec = resolver.resolve(target, dict(options))
+    if resolver.takes_path:
+        located = reference_name(resolver.name, target,
+                                 {**options, **({"name": given} if given is not None else {})})
+        fingerprint = spec.fingerprint() if spec.fingerprint is not None else None
+        if fingerprint is None and given is None:
+            fingerprint = spec.load().fingerprint()
+        name = stable_name(resolver.name, target, given, fingerprint)
+        _remember(name, located)
+        spec = replace(spec, load=_named(spec.load, name))
     return replace(spec, name=name, plugin=resolver.plugin,
                    version=f"{resolver.version}/{spec.version}")
+
+
+def _named(load: Callable, name: str) -> Callable:
+    """Return ``load`` giving its data set the name ``name``."""
+
+    def named():
+        ds = load()
+        if isinstance(ds, Dataset):
+            ds.name = name
+        return ds
+
+    return named
 
 
 def file_stamps(paths: Iterable) -> list:

@@ -12,7 +12,7 @@ from typing import Optional
 
 from robench.escaping import xml_attr, xml_text
 
-#: Colours by standing: first, top tenth, ranked, not ranked.
+#: Colours by standing: first (of two or more), top tenth, ranked, not ranked.
 COLOURS = {"first": "#2e7d32", "top": "#558b2f", "ranked": "#1565c0", "none": "#757575"}
 #: Average advance of an 11 px sans-serif character, in pixels (DejaVu Sans / Verdana ~6.5-7).
 _CHAR = 7.0
@@ -50,7 +50,9 @@ def _fmt(value, pct: bool) -> str:
 def headline_message(row: dict, n_ranked: int, pct: bool = False) -> str:
     """Return a badge's message for one headline row: rank, score and interval."""
     rank, interval = row.get("rank"), row.get("rank_interval")
-    if rank and interval:  # the tested rank interval, not the estimate's position
+    if rank and n_ranked < 2:  # no competitor: a "rank 1 of 1" would read as a win
+        text = "the only model ranked · " if interval else "the only model, untested · "
+    elif rank and interval:  # the tested rank interval, not the estimate's position
         text = f"rank {interval} of {n_ranked} · "
     elif rank:  # a position by the estimate that no test backs (e.g. mCE): no rank shown
         text = f"#{rank} of {n_ranked} by estimate, untested · "
@@ -63,9 +65,12 @@ def headline_message(row: dict, n_ranked: int, pct: bool = False) -> str:
 
 
 def colour(rank: Optional[int], n_ranked: int, tied: bool = False) -> str:
-    """Return the badge colour of a rank among ``n_ranked`` models (a shared first is no win)."""
+    """Return the badge colour of a rank among ``n_ranked`` models (a shared first is no win,
+    and neither is a first without a competitor)."""
     if not rank:
         return COLOURS["none"]
+    if n_ranked < 2:
+        return COLOURS["ranked"]
     if rank == 1 and not tied:
         return COLOURS["first"]
     if rank == 1:

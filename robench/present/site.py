@@ -41,13 +41,15 @@ from robench.present.leaderboard import (environment, not_applicable, registered
 from robench.metric_kit import is_helper, without_helpers
 from robench.escaping import csv_cell
 from robench.present.badges import headline_badge
-from robench.present.formatting import is_finite, printable
+from robench.present.formatting import is_finite, printable, why_not
 from robench.storage.store import Store
 from robench.plugins import get_registry
 from robench.present.plots import render_svg
 from robench.storage.verification import status, verifications
 
 DEFAULT_TOP = 20
+#: The site's title when none is given (a board's is its ``leaderboard.json`` title).
+DEFAULT_TITLE = "robench leaderboard"
 _SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,79}")
 _OWNED = {"datasets": ".html", "models": ".html", "plots": ".svg", "images": ".png",
           "badges": ".svg"}
@@ -204,23 +206,49 @@ def _section_html(env, section, metric: str, rows: list, dataset: str, registry)
         section=context, dataset=dataset, metric=registry.get("metrics", metric), root="../"))
 
 
+def _empty_heads(rows: list, sections: dict) -> list:
+    """Return the headlines of one data set that no model has a value in, each with why
+    (the first reason its stored scores give): said in one line, never a column of dashes."""
+    out = []
+    for metric, section in sections.items():
+        if section.headline is None:
+            continue
+        mine = [r for r in rows if r["metric"] == metric]
+        head = _drawn("headline", section.headline, mine)[0] if mine else None
+        if isinstance(head, dict) and head.get("rows") and not any(
+                is_finite(r.get("value")) for r in head["rows"]):
+            why = next((w for w in (why_not(r.get("details")) for r in mine) if w),
+                       "no value stored")
+            out.append({"metric": metric, "label": head.get("label") or metric, "why": why})
+    return out
+
+
+def _direction(higher, baseline) -> str:
+    """Return a headline column's reading: its direction and, where it has one, its baseline."""
+    text = "higher is better" if higher else "lower is better"
+    return text + (f"; relative to the baseline model {baseline} (= 1)" if baseline else "")
+
+
 def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
-    """Return one data set's overview: the headline of each section, merged by model."""
+    """Return one data set's overview: the headline of each section that has a value, merged
+    by model (a headline with no value at all is :func:`_empty_heads`' to say)."""
     heads = []
     for metric, section in sections.items():
         if section.headline is None:
             continue
         mine = [r for r in rows if r["metric"] == metric]
         head = _drawn("headline", section.headline, mine)[0] if mine else None
-        if isinstance(head, dict) and head.get("rows"):
+        if isinstance(head, dict) and head.get("rows") and any(
+                is_finite(r.get("value")) for r in head["rows"]):
+            higher = getattr(_spec(registry, "metrics", metric), "higher_is_better", True)
             heads.append({"metric": metric, "label": head.get("label") or metric,
+                          "direction": _direction(higher, head.get("baseline")),
                           "rows": head["rows"],
                           "format": head.get("format", "num"),
                           "note": head.get("note", ""), "rule": head.get("rule", ""),
                           "columns": list(section.columns),
                           "by_model": {r["model"]: r for r in head["rows"]},
-                          "higher_is_better": getattr(_spec(registry, "metrics", metric),
-                                                      "higher_is_better", True)})
+                          "higher_is_better": higher})
     if not heads:
         return None
     models = sorted({m for h in heads for m in h["by_model"]})
@@ -440,15 +468,19 @@ class Site:
     per_model: dict = field(default_factory=lambda: defaultdict(list))  # model -> its rows
     badges: dict = field(default_factory=lambda: defaultdict(list))  # model -> its badges
     badge_names: dict = field(default_factory=dict)  # stem -> (model, data set, metric)
+    title: str = DEFAULT_TITLE  # the site's title: every page's <title>, its brand, the <h1>
 
     @property
     def common(self) -> dict:
         """What every page template receives."""
-        return {"n_scores": len(self.scores), "runs": [self.runs[i] for i in sorted(self.runs)]}
+        return {"n_scores": len(self.scores), "runs": [self.runs[i] for i in sorted(self.runs)],
+                "site_title": self.title}
 
 
-def read_site(store: Store, registry, top: int, config: Optional[str]) -> Site:
-    """Read the scores, runs, verifications and sections a build needs; lay out its data sets."""
+def read_site(store: Store, registry, top: int, config: Optional[str],
+              title: str = DEFAULT_TITLE) -> Site:
+    """Read the scores, runs, verifications and sections a build needs; lay out its data sets.
+    ``title`` is the site's title (shown as given, escaped; a blank one is the default)."""
 
     chosen, choices = chosen_configurations(store, config)
     scores = _json_safe(chosen)
@@ -465,7 +497,8 @@ def read_site(store: Store, registry, top: int, config: Optional[str]) -> Site:
                 records=verifications(store), sections=sections, assets=assets,
                 env=_site_environment(sections, assets, model_pages), pseudo=pseudo,
                 model_names=model_names, model_pages=model_pages, helpers=helpers,
-                ranked_scores=without_helpers(scores, helpers))
+                ranked_scores=without_helpers(scores, helpers),
+                title=printable(" ".join(str(title or "").split()))[:200] or DEFAULT_TITLE)
     for r in scores:
         if is_helper(r, helpers) and r["model"] in model_pages:
             site.per_model[r["model"]].append(r)
@@ -526,6 +559,7 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
     configurations = [{"metric": t["metric"], "text": t["configuration"]}
                       for t in site.tables_used if t["dataset"] == name]
     return {"name": name, "slug": page_slug(name), "overview": overview,
+            "empty_heads": _empty_heads(rows, site.sections),
             "configurations": configurations,
             "top_models": top_models, "top_set": set(top_models),
             "sections": parts, "plots": plots,
@@ -533,7 +567,24 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
             "not_applicable": not_applicable(skips, rows),
             "n_models": len({r["model"] for r in rows} - site.pseudo),
             "helpers": [{"model": m, "metrics": site.helpers[(name, m)]} for m in mine_helpers],
-            "verification": status(site.records, dataset=name)["text"]}
+            "verification": _verification_text(site.records, dataset=name)}
+
+
+def _verification_text(records: list, **which) -> str:
+    """Return a page's verification line with its scope: "verified k of n sampled trials ..."
+    counts the trials of this model (``model=``) or data set (``dataset=``) alone; the line
+    says so and how many that verification re-ran in all (a contribution's every model and
+    data set), so "10 of 10" here and "20 of 20" in the pipeline's report read as one record."""
+    found = status(records, **which)
+    if "sampled" not in found:
+        return found["text"]
+    whose = "this model's" if "model" in which else "this data set's"
+    total, matched = found.get("record_sampled"), found.get("record_verified")
+    if total is None or total == found["sampled"]:
+        return f"{found['text']}; counted over {whose} trials, all the trials it re-ran"
+    return (f"{found['text']}; counted over {whose} trials: that verification re-ran "
+            f"{total} trials in all, every model and data set it sampled ({matched} of "
+            f"{total} matched)")
 
 
 def _headline_badges(site: Site, dataset: str, overview: Optional[dict]) -> None:
@@ -580,7 +631,7 @@ def _model_metas(site: Site) -> dict:
         metas[m]["provenance"] = "" if m in helper_of else "; ".join(
             sorted({r["source"] for r in metas[m]["runs"] if r["source"]}))
         metas[m]["helper"] = "; ".join(helper_of.get(m, ()))
-        metas[m]["verification"] = status(site.records, model=m)["text"]
+        metas[m]["verification"] = _verification_text(site.records, model=m)
         metas[m]["badges"] = site.badges.get(m, [])
     return metas
 
@@ -685,8 +736,11 @@ def write_site(out_dir, files: dict[str, bytes]) -> Path:
 
 
 def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
-               config: Optional[str] = None) -> Path:
+               config: Optional[str] = None, title: str = DEFAULT_TITLE) -> Path:
     """Write the static leaderboard site of ``store``'s scores; return index.html.
+
+    ``title`` is the site's title (a board's ``leaderboard.json`` title, which
+    ``robench publish build`` passes).
 
     Each table (data set, metric) shows one configuration, chosen by
     :func:`robench.present.leaderboard.chosen_configurations` (``config`` picks one) and labelled.
@@ -696,7 +750,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         registry = get_registry()
     if top < 1:
         raise ValueError(f"--top must be at least 1, got {top}")
-    site = read_site(store, registry, top, config)
+    site = read_site(store, registry, top, config, title)
     pages = {**index_page(site), **dataset_pages(site)}
     metas = _model_metas(site)
     pages.update(model_pages(site, metas))
@@ -710,4 +764,5 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
     return write_site(out_dir, files)
 
 
-__all__ = ["build_site", "page_slug", "DEFAULT_TOP", "format_number", "format_percent"]
+__all__ = ["build_site", "page_slug", "DEFAULT_TOP", "DEFAULT_TITLE", "format_number",
+           "format_percent"]

@@ -17,7 +17,7 @@ import sys
 import textwrap
 from typing import Optional
 
-from robench.present.formatting import is_finite, printable
+from robench.present.formatting import as_dict, is_finite, printable, why_not
 
 #: Columns when stdout is not a terminal (a pipe, a log file).
 DEFAULT_WIDTH = 100
@@ -49,9 +49,36 @@ def fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(width - 1, 0)] + "~"
 
 
+def _direction(head: dict, rows: list, metric: str):
+    """Return whether a headline's higher values are better: its rows' ``higher_is_better``,
+    else its metric's own score rows', else None (unknown)."""
+    for source in (head.get("rows") or [],
+                   [r for r in rows if r.get("score") == metric], rows):
+        found = next((r.get("higher_is_better") for r in source
+                      if isinstance(r, dict) and r.get("higher_is_better") is not None), None)
+        if found is not None:
+            return bool(found)
+    return None
+
+
+def _why_empty(rows: list) -> str:
+    """Return the first reason a score row of ``rows`` gives for having no value."""
+    for r in rows:
+        details = r.get("details")
+        why = why_not(as_dict(details) if not isinstance(details, dict) else details)
+        if why:
+            return why
+    return "no value stored"
+
+
 def _heads(rows: list, sections: dict) -> list:
     """Return the headline columns of one data set's rows, in the sections' order; a headline
-    that cannot be drawn from the stored scores is left out (the full report says why)."""
+    that cannot be drawn from the stored scores is left out (the full report says why).
+
+    Each has its ``label``, ``format``, ranking ``rule``, ``rows``, ``higher_is_better``
+    (None: unknown), ``baseline`` (what its values are relative to, where the headline names
+    it: mCE's baseline model) and ``why_empty`` (where no row has a value: the stored reason).
+    """
     heads = []
     for metric, section in sections.items():
         if getattr(section, "headline", None) is None:
@@ -67,7 +94,11 @@ def _heads(rows: list, sections: dict) -> list:
             heads.append({"metric": metric, "label": str(head.get("label") or metric),
                           "format": head.get("format", "num"), "rule": head.get("rule") or "",
                           "rows": head["rows"], "pairs": head.get("pairs") or [],
-                          "by_model": {r["model"]: r for r in head["rows"]}})
+                          "by_model": {r["model"]: r for r in head["rows"]},
+                          "higher_is_better": _direction(head, mine, metric),
+                          "baseline": str(head.get("baseline") or ""),
+                          "why_empty": "" if any(is_finite(r.get("value"))
+                                                 for r in head["rows"]) else _why_empty(mine)})
     return heads
 
 
@@ -110,14 +141,18 @@ def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Opti
     ``models``: the models to list (the ones a run asked for; helpers are not listed), all by
     default. Returns None when no metric of the rows has a headline.
     """
-    heads = _heads(rows, sections)
-    if not heads:
+    every = _heads(rows, sections)
+    # a column no model has a value in (its metric measured nothing here: e.g. a --budget
+    # spent before its trials ran) is not drawn as a column of dashes: its line says why
+    heads = [h for h in every if not h["why_empty"]]
+    empty = [h for h in every if h["why_empty"]]
+    if not heads and not empty:
         return None
     ranked = next((h for h in heads if h["rule"]), None)
     names = {m for h in heads for m in h["by_model"]}
     if models is not None:
         names &= set(models)
-    if not names:
+    if not names and not empty:
         return None
     # each headline's rows come best first: a model's place is its position in the rank
     # column, then in the other columns (what the site's overview does)
@@ -136,17 +171,20 @@ def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Opti
         pairs = max(len(ranks) - 1, 0)
         ordered = sum(1 for a, b in zip(ranks, ranks[1:]) if _ordered(a, b))
     return {"dataset": dataset, "ranked": ranked, "others": [h for h in heads if h is not ranked],
-            "models": order, "ordered": ordered, "pairs": pairs,
+            "empty": empty, "models": order, "ordered": ordered, "pairs": pairs,
             "unranked": [m for m in order if ranked and m in ranked["by_model"]
                          and ranked["by_model"][m].get("rank") is None]}
 
 
 def table_lines(table: dict, width: int) -> list:
-    """Return a data set's summary table as lines no wider than ``width``: a header line
-    (the data set's name and the column labels), then one line per model. Model names are
-    abbreviated, and columns that do not fit are left out (said on the header line)."""
+    """Return a data set's summary table as lines no wider than ``width``: the data set's
+    name, a header line (``rank``, ``model`` and the column labels), then one line per model,
+    then a line per headline with no value at all (why, once, instead of a column of dashes).
+    Model names are abbreviated, and columns that do not fit are left out (said on the header
+    line)."""
     ranked, others = table["ranked"], list(table["others"])
     models = [printable(m) for m in table["models"]]
+    lines = [fit(printable(table["dataset"]), width)]
     cells = []  # per model: [rank, model, ranked value, other values...]
     for name, model in zip(models, table["models"]):
         row = [rank_text(ranked["by_model"].get(model)) if ranked else "", name]
@@ -160,57 +198,101 @@ def table_lines(table: dict, width: int) -> list:
                 cell += f" ({hit['rank_interval']})"
             row.append(cell)
         cells.append(row)
-    level = "CI" if ranked and any(r.get("adaptive") for r in ranked["rows"]) else "95% CI"
-    first = 3 if ranked else 2  # where the other columns start in a row of cells
-    labels = ([f"{ranked['label']}" + (f" [{level}]" if any("[" in c[2] for c in cells) else "")]
-              if ranked else []) + [h["label"] + (" (rank)" if any(
-                  c[first + j].endswith(")") for c in cells) else "")
-                  for j, h in enumerate(others)]
-    labels = [printable(label) for label in labels]
-    value_widths = [max([len(label)] + [len(c[2 + i]) for c in cells])
-                    for i, label in enumerate(labels)]
-    rank_w = max([len(c[0]) for c in cells] + [1]) if ranked else 0
-    name_w = max(len(m) for m in models)
-    # what the data set's name needs in the header's first cell (the rank and model columns)
-    lead = lambda nw: (rank_w + 1 if ranked else 0) + nw  # noqa: E731
+    if cells:
+        level = "CI" if ranked and any(r.get("adaptive") for r in ranked["rows"]) else "95% CI"
+        first = 3 if ranked else 2  # where the other columns start in a row of cells
+        labels = ([f"{ranked['label']}" + (f" [{level}]" if any("[" in c[2] for c in cells)
+                                          else "")] if ranked else []) + [
+            h["label"] + (" (rank)" if any(c[first + j].endswith(")") for c in cells) else "")
+            for j, h in enumerate(others)]
+        labels = [printable(label) for label in labels]
+        value_widths = [max([len(label)] + [len(c[2 + i]) for c in cells])
+                        for i, label in enumerate(labels)]
+        rank_w = max([len(c[0]) for c in cells] + [len("rank")]) if ranked else 0
+        name_w = max([len(m) for m in models] + [len("model")])
+        lead = (rank_w + 1 if ranked else 0)  # the rank column and its space
 
-    def total(n_values, nw):
-        return 2 + lead(nw) + sum(2 + w for w in value_widths[:n_values])
+        def total(n_values, nw):
+            return 2 + lead + nw + sum(2 + w for w in value_widths[:n_values])
 
-    shown = len(labels)
-    min_name = min(name_w, 12)
-    note = lambda n: f"  (+{len(labels) - n})" if n < len(labels) else ""  # noqa: E731
-    while shown > 1 and total(shown, min_name) + len(note(shown)) > width:
-        shown -= 1  # a very narrow terminal: the last columns go, counted on the header
-    name_w = max(min_name, min(name_w, width - total(shown, 0)))
-    dataset = printable(table["dataset"])
-    if lead(name_w) < len(dataset) and total(shown, name_w + len(dataset) - lead(name_w)) + len(
-            note(shown)) <= width:  # the name fits the header's first cell when widened
-        name_w += len(dataset) - lead(name_w)
-    title = dataset if len(dataset) <= lead(name_w) else ""
-    head = "  " + title.ljust(lead(name_w)) + "".join(
-        "  " + label.rjust(w) for label, w in zip(labels[:shown], value_widths[:shown]))
-    head += note(shown)
-    lines = [] if title else [fit(dataset, width)]
-    lines.append(fit(head.rstrip(), width))
-    for c in cells:
-        line = "  " + (c[0].rjust(rank_w) + " " if ranked else "") + fit(c[1], name_w).ljust(
-            name_w) + "".join("  " + v.rjust(w) for v, w in zip(c[2:2 + shown], value_widths))
-        lines.append(fit(line.rstrip(), width))
+        shown = len(labels)
+        min_name = min(name_w, 12)
+        note = lambda n: f"  (+{len(labels) - n})" if n < len(labels) else ""  # noqa: E731
+        while shown > 1 and total(shown, min_name) + len(note(shown)) > width:
+            shown -= 1  # a very narrow terminal: the last columns go, counted on the header
+        name_w = max(min_name, min(name_w, width - total(shown, 0)))
+        head = "  " + ("rank".rjust(rank_w) + " " if ranked else "") + "model".ljust(
+            name_w) + "".join("  " + label.rjust(w)
+                              for label, w in zip(labels[:shown], value_widths[:shown]))
+        lines.append(fit((head + note(shown)).rstrip(), width))
+        for c in cells:
+            line = "  " + (c[0].rjust(rank_w) + " " if ranked else "") + fit(
+                c[1], name_w).ljust(name_w) + "".join(
+                    "  " + v.rjust(w) for v, w in zip(c[2:2 + shown], value_widths))
+            lines.append(fit(line.rstrip(), width))
     if table["unranked"]:  # why "-": the rank column's own reason, on one line
         first = ranked["by_model"][table["unranked"][0]]
         why = printable(first.get("unranked") or "no rank given")
         lines.append(fit(f"  - not ranked: {', '.join(printable(m) for m in table['unranked'])}"
                          f" ({why})", width))
+    for h in table.get("empty") or ():
+        lines += wrap(f"{printable(h['label'])}: no value for any model, so no column "
+                      f"({printable(h['why_empty'])})", width, indent="  ")
     return lines
 
 
-def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAULT_WIDTH) -> dict:
+def columns_text(tables: list) -> str:
+    """Return what the summary's columns are, once for all its tables: the rank column's
+    source, and each column's direction (higher or lower is better) and baseline."""
+    seen: dict = {}
+    rank_of = ""
+    for t in tables:
+        if t["ranked"] and not rank_of:
+            rank_of = t["ranked"]["label"]
+        for h in ([t["ranked"]] if t["ranked"] else []) + list(t["others"]):
+            label = printable(h["label"])
+            if label in seen:
+                continue
+            hib = h.get("higher_is_better")
+            text = label + (": higher is better" if hib else ": lower is better"
+                            if hib is not None else "")
+            if h.get("baseline"):
+                text += f", relative to the baseline model '{printable(h['baseline'])}' (= 1)"
+            seen[label] = text
+    if not seen:
+        return ""
+    out = "Columns: "
+    if rank_of:
+        out += f"rank = the {printable(rank_of)} column's rank from every tested pair; "
+    return out + "; ".join(seen.values()) + "."
+
+
+def not_run_text(metrics, rows: list, *, budget_spent: bool = False) -> str:
+    """Return one sentence naming the metrics asked for (``metrics``) that have no score in
+    ``rows``, with why: a time budget spent before their trials ran, else no combination of
+    theirs applied. "" when every metric has a score."""
+    scored = {r.get("metric") for r in rows}
+    missing = [m for m in dict.fromkeys(metrics or ()) if m not in scored]
+    if not missing:
+        return ""
+    names = ", ".join(printable(m) for m in missing)
+    if budget_spent:
+        return (f"Not run: {names} (the time budget was spent before enough of their trials "
+                "ran to give a score; a larger --budget runs them, stored trials are reused).")
+    return f"No score: {names} (no combination of theirs applied; -v lists the skips)."
+
+
+def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAULT_WIDTH,
+                  metrics=None, budget_spent: bool = False) -> dict:
     """Return the summary of score rows: ``{"lines", "tables", "rest"}``.
 
-    ``lines``: each data set's table (:func:`table_lines`); ``tables``: those tables
-    (:func:`dataset_table`, for what is decided); ``rest``: {data set: [metrics without a
-    headline column]} (their reports are behind ``-v`` and ``robench results``).
+    ``lines``: each data set's table (:func:`table_lines`), then what the columns are
+    (:func:`columns_text`) and, given the ``metrics`` a run asked for, which of them have no
+    score and why (:func:`not_run_text`; ``budget_spent``: the run's time budget ended it);
+    ``tables``: those tables (:func:`dataset_table`, for what is decided); ``rest``: {data
+    set: [metrics with scores but no headline column]} (their reports are behind ``-v`` and
+    ``robench results``). A metric whose headline has no value at all is said in its table,
+    not in ``rest``.
     """
     by_dataset: dict = {}
     for r in rows:
@@ -223,11 +305,15 @@ def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAU
             tables.append(table)
             lines += table_lines(table, width)
         shown = {h["metric"] for h in ((table or {}).get("others") or [])}
+        shown |= {h["metric"] for h in ((table or {}).get("empty") or [])}
         if table and table["ranked"]:
             shown.add(table["ranked"]["metric"])
         others = sorted({r["metric"] for r in mine} - shown, key=str)
         if others:
             rest[dataset] = others
+    for text in (columns_text(tables), not_run_text(metrics, rows, budget_spent=budget_spent)):
+        if text:
+            lines += wrap(text, width)
     return {"lines": lines, "tables": tables, "rest": rest}
 
 

@@ -154,7 +154,8 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
     row the same, same metric name, version and definition) is not aggregated again: its
     stored scores are reported as they are, still tagged with the run that computed them.
     Any change (a new, re-run or failed trial, another metric version, a score row deleted or
-    overwritten since) computes the group afresh.
+    overwritten since) computes the group afresh. A group none of whose trials is stored (a
+    time budget spent before they started) gives no score: the metric did not run for it.
     """
     groups = list(groups)
     versions = versions or {}
@@ -195,6 +196,11 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
                 n_reused += 1
                 continue
         rows = store.trials(keys=group.keys)
+        if group.keys and not rows:
+            # none of its trials ran (a --budget spent before they started): the metric did
+            # not run for this group, and a score row saying "no trial" for every model
+            # would read as if it had (issue 51); its next run that has trials scores it
+            continue
         scores = [_with_direction(s, metric) for s in metric.aggregate(group.key_dict, rows)]
         finish = getattr(group, "finish", None)
         if finish is not None:

@@ -74,7 +74,9 @@ def status(records: list, *, dataset: Optional[str] = None,
     newest of this database's own records, else the newest a contributor brought.
 
     ``{"verified": k, "sampled": n, "mismatched": m, "refused": r, "host", "date",
-    "recorded_in", "text"}`` from the newest record that re-ran any such trial, or
+    "recorded_in", "text"}`` from the newest record that re-ran any such trial (k and n count
+    the trials of ``model`` / ``dataset`` alone; ``record_verified`` and ``record_sampled``
+    the whole record's, every model and data set it re-ran), or
     ``{"text": "not verified"}``.
     """
     # this database's own verifier first (robench verify on it, or the leaderboard's
@@ -96,7 +98,10 @@ def status(records: list, *, dataset: Optional[str] = None,
             text += f" (recorded in {record['recorded_in']})"
         elif record.get("recorded_in"):
             text += f" (as reported by {record['recorded_in']}, not re-run here)"
+        every = [t for t in (record.get("trials") or []) if isinstance(t, dict)
+                 and t.get("outcome") in ("match", "mismatch")]
         return {"verified": k, "sampled": len(mine), "mismatched": len(mine) - k,
-                "host": record.get("host"), "date": date,
+                "record_verified": sum(t["outcome"] == "match" for t in every),
+                "record_sampled": len(every), "host": record.get("host"), "date": date,
                 "recorded_in": record.get("recorded_in"), "text": text}
     return {"text": "not verified"}

@@ -36,8 +36,11 @@ def test_the_run_ends_with_a_short_summary_no_wider_than_100_columns(ran):
     assert max(len(line) for line in res.stdout.splitlines()) <= 100, res.stdout
     text = "\n".join(summary)
     assert "tiny - sources by kmeans: ranked by rho" not in text  # the full report: -v
-    heads = [line for line in summary if line.startswith("  ") and "rho (kmeans)" in line]
-    assert [h.split()[0] for h in heads] == ["tiny", "tiny-nosrc"]
+    heads = [i for i, line in enumerate(summary) if line.startswith("  ")
+             and "rho (kmeans)" in line]
+    # each table: the data set's name, then a header naming every column, the rank's too
+    assert [summary[i - 1] for i in heads] == ["tiny", "tiny-nosrc"]
+    assert all(summary[i].split()[:2] == ["rank", "model"] for i in heads)
     text = " ".join(text.split())  # the lines after the tables are wrapped
     assert "Decided by rho (kmeans): " in text and "--until decided" in text
     assert "0 failed" in text and "combination(s) skipped as not applicable" in text
@@ -58,7 +61,7 @@ def test_the_summary_ranks_are_the_rho_tables_ranks(ran, tiny_registry):
     for dataset in ("tiny", "tiny-nosrc"):
         table, = rho_tables([r for r in rows if r["dataset"] == dataset])
         start = next(i for i, line in enumerate(summary) if line.split()[:1] == [dataset])
-        shown = [line.split()[:3] for line in summary[start + 1:start + 1 + len(table["rows"])]]
+        shown = [line.split()[:3] for line in summary[start + 2:start + 2 + len(table["rows"])]]
         want = [[rank_text(r), r["model"], f"{r['value']:.3f}"] for r in table["rows"]]
         assert shown == want, (summary, want)
 
@@ -110,4 +113,4 @@ def test_the_summary_fits_a_narrow_terminal(ran, monkeypatch):
     assert out["lines"] and max(len(line) for line in out["lines"]) <= 52, out["lines"]
     assert any("~" in line for line in out["lines"])  # the long name, abbreviated
     wide = summary.summary_lines(rows, registered_sections(get_registry()), width=200)
-    assert len(wide["lines"][0].split("  ")) > len(out["lines"][0].split("  "))
+    assert len(wide["lines"][1].split("  ")) > len(out["lines"][1].split("  "))  # headers

@@ -1,6 +1,7 @@
 """Data sets by reference (npz:, npy:, csv:, imagefolder:) and their refusals (issue 21)."""
 
 import json
+import re
 import sqlite3
 
 import numpy as np
@@ -67,7 +68,8 @@ def test_npz_end_to_end_with_true_sources_and_the_oracle(tmp_path):
     assert res.exit_code == 0, res.output
     trials = rows(db, "SELECT dataset, status, versions FROM trials")
     assert len(trials) == 6 and {t[1] for t in trials} == {"ok"}
-    assert {t[0] for t in trials} == {f"npz:{npz}"}
+    name, = {t[0] for t in trials}  # its stable name: base name and content fingerprint
+    assert re.fullmatch(r"npz:x-[0-9a-f]{8}", name) and str(tmp_path) not in name
     content = {json.loads(t[2])["dataset_content"] for t in trials}
     assert len(content) == 1 and len(content.pop()) == 20
     scores = rows(db, "SELECT clusterer, score FROM scores WHERE metric='rho'")
@@ -120,7 +122,7 @@ def test_relative_and_absolute_references_are_one_data_set(tmp_path, monkeypatch
     reg = make_registry(load_entrypoints=False)
     a = reg.get("datasets", "npz:x.npz")
     b = reg.get("datasets", f"npz:{tmp_path}/./x.npz")
-    assert a.name == b.name == f"npz:{tmp_path / 'x.npz'}"
+    assert a.name == b.name == f"npz:x-{a.fingerprint()[:8]}"
     assert a.has_sources and not a.is_image
     assert reg.load_dataset(a.name).fingerprint() == a.fingerprint()
 
@@ -153,6 +155,14 @@ def test_npz_labels_are_mapped_to_0_to_c_minus_1_and_named(tmp_path):
     np.testing.assert_array_equal(ds.y, y)
 
 
+def ds_fingerprint(reference: str) -> str:
+    """Return the first 8 hex digits of the content fingerprint of the data ``reference``
+    names (what its stable name ends with)."""
+    from robench.plugins import make_registry
+
+    return make_registry(load_entrypoints=False).get("datasets", reference).fingerprint()[:8]
+
+
 def write_csv(path, seed=0):
     import pandas as pd
 
@@ -170,7 +180,8 @@ def test_csv_end_to_end_with_svm(tmp_path):
                  "-r", 2, "--metric", "rho", *FAST, "--db", db)
     assert res.exit_code == 0, res.output
     trials = rows(db, "SELECT dataset, status FROM trials")
-    assert len(trials) == 6 and {t for t in trials} == {(f"csv:{csv}?target=label", "ok")}
+    assert len(trials) == 6 and {t[1] for t in trials} == {"ok"}
+    assert {t[0] for t in trials} == {f"csv:t-{ds_fingerprint(f'csv:{csv}?target=label')}"}
 
 
 def write_images(root, n_per_class=12, size=(10, 9), classes=("bar", "dot", "ring"), rgb=False):
@@ -195,7 +206,8 @@ def test_imagefolder_end_to_end_with_cnn_2(tmp_path):
     assert res.exit_code == 0, res.output
     trials = rows(db, "SELECT dataset, status FROM trials")
     assert len(trials) == 3 and {t[1] for t in trials} == {"ok"}
-    assert trials[0][0] == f"imagefolder:{root}?mode=gray&size=8"
+    grey = ds_fingerprint(f"imagefolder:{root}?size=8&mode=gray")
+    assert trials[0][0] == f"imagefolder:imgs-{grey}"
 
 
 def test_imagefolder_reads_classes_sorted_sizes_and_modes(tmp_path):
@@ -320,3 +332,45 @@ def test_a_registered_data_set_name_cannot_look_like_a_reference():
     reg = Registry(pm, infos)  # only this plugin is disabled (issue 30)
     assert reg.infos["bad"].status == "failed"
     assert "references come from dataset resolvers" in reg.infos["bad"].error
+
+
+def test_a_file_data_set_is_named_by_its_base_name_and_content_never_its_path(tmp_path,
+                                                                             monkeypatch):
+    """Issue 51: a data set given by file was stored, shown and published under its absolute
+    path (a home directory on a shared board), and two people with one file had two data sets.
+    Now: the base name and a short content fingerprint, or the name= given; the name alone
+    resolves again on this machine (a worker, verify), and is refused once the file there
+    holds other data."""
+    from robench.plugins import make_registry
+
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "ana").mkdir()
+    (tmp_path / "bo").mkdir()
+    write_npz(tmp_path / "ana" / "x.npz")
+    write_npz(tmp_path / "bo" / "x.npz")
+    reg = make_registry(load_entrypoints=False)
+    ana = reg.get("datasets", f"npz:{tmp_path / 'ana' / 'x.npz'}")
+    bo = reg.get("datasets", f"npz:{tmp_path / 'bo' / 'x.npz'}")
+    assert ana.name == bo.name == f"npz:x-{ana.fingerprint()[:8]}"  # one data set
+    assert reg.get("datasets", f"npz:{tmp_path / 'ana' / 'x.npz'}?name=digits-ana").name == \
+        "npz:digits-ana"
+    # a fresh registry (a worker, robench verify) finds the data by its name alone
+    fresh = make_registry(load_entrypoints=False)
+    assert fresh.load_dataset(ana.name).name == ana.name
+    assert fresh.load_dataset("npz:digits-ana").fingerprint() == ana.fingerprint()
+    # a worker on another machine (another cache): the registry's recipe says where it was read
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert make_registry(**reg.recipe).load_dataset(ana.name).fingerprint() == ana.fingerprint()
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "third"))
+    with pytest.raises(DatasetError):  # the control: neither recipe nor cache knows the name
+        make_registry(load_entrypoints=False).get("datasets", ana.name)
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    # other content: another name; the old name, read from there, is refused in one line
+    write_npz(tmp_path / "bo" / "x.npz", seed=1)
+    other = make_registry(load_entrypoints=False).get("datasets",
+                                                      f"npz:{tmp_path / 'bo' / 'x.npz'}")
+    assert other.name != ana.name and other.name.startswith("npz:x-")
+    with pytest.raises(DatasetError, match="now holds other data"):
+        make_registry(load_entrypoints=False).get("datasets", ana.name)
+    with pytest.raises(DatasetError, match="must be 1-80 letters"):
+        reg.get("datasets", f"npz:{tmp_path / 'ana' / 'x.npz'}?name=../up")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from robench.data.references import parse_reference, reference_name
+from robench.data.references import parse_reference, reference_name, remembered
 from tests.reliability.cli import rows, run
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=20)
@@ -29,12 +29,15 @@ def test_the_cases_of_the_issue_round_trip():
     assert parse_reference(reference_name("npz", "/a?b%c.npz", {}))[1] == "/a?b%c.npz"
 
 
-def test_a_column_named_with_query_characters_means_the_same_column_in_a_worker(tmp_path):
+def test_a_column_named_with_query_characters_means_the_same_column_in_a_worker(tmp_path,
+                                                                             monkeypatch):
     from tests.plugins.tiny import make_tiny
 
     ds = make_tiny()
     head = ",".join(f"f{i}" for i in range(ds.X.shape[1]))
-    body = "\n".join(",".join(f"{v:.6f}" for v in x) + f",{c},{c}" for x, c in zip(ds.X, ds.y))
+    # the two columns label the rows differently: two data sets (two content fingerprints)
+    body = "\n".join(",".join(f"{v:.6f}" for v in x) + f",{c},{(c + 1) % 3}"
+                     for x, c in zip(ds.X, ds.y))
     (tmp_path / "t.csv").write_text(f"{head},a+b,a&b\n{body}\n")
     db = tmp_path / "r.db"
     for target in ("a%2Bb", "a%26b"):
@@ -45,5 +48,9 @@ def test_a_column_named_with_query_characters_means_the_same_column_in_a_worker(
         # worker, which parsed the unencoded canonical name
         assert done.returncode == 0, done.stderr
     names = sorted(n for (n,) in rows(db, "SELECT DISTINCT dataset FROM trials"))
-    assert [parse_reference(n)[2] for n in names] == [{"target": "a&b"}, {"target": "a+b"}]
+    # stored under stable names (no path); where each was read from, encoded, in the cache
+    assert len(names) == 2 and all(n.startswith("csv:t-") for n in names)
+    monkeypatch.setenv("ROBENCH_CACHE_DIR", str(tmp_path / "cache"))  # the runs' cache
+    read = [parse_reference(remembered(n))[2] for n in names]
+    assert sorted(read, key=str) == [{"target": "a&b"}, {"target": "a+b"}]
     assert rows(db, "SELECT DISTINCT status FROM trials") == [("ok",)]

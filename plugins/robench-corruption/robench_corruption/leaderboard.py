@@ -45,6 +45,7 @@ def headline(rows: list):
     if not tables:
         return None
     return {"label": "mCE", "format": "num", "rows": tables["models"],
+            "baseline": tables["baseline"] or "",
             "note": f"mean corruption error over the corruptions and severities, relative to "
                     f"the baseline model '{tables['baseline'] or '?'}' (= 1); lower is better; "
                     "no interval is computed."}

@@ -19,14 +19,22 @@ def report_lines(rows: list) -> list:
         lines.append(f"\n{dataset} - mCE (Hendrycks & Dietterich), baseline '{baseline}' = 1; "
                      "sorted by mCE, lower is better (one value per model: no interval, no "
                      "test, no rank)")
+        if not any(h.get("value") is not None for h in heads):  # nothing measured: say so once
+            why = next(((h.get("details") or {}).get("not_applicable")
+                        or (h.get("details") or {}).get("error") for h in heads
+                        if (h.get("details") or {}).get("not_applicable")
+                        or (h.get("details") or {}).get("error")), None) or "no value"
+            lines.append(f"  no mCE for any of its {len(heads)} model(s): {why}")
+            continue
         lines.append(f"  {'model':<16} {'mCE':>7} {'rel mCE':>7} {'clean':>7} "
                      f"{'corr acc':>8} {'worst CE':>22}")
         ranked = sorted(models.items(), key=lambda kv: (
             (kv[1].get(METRIC) or {}).get("value") is None,
             (kv[1].get(METRIC) or {}).get("value") or 0.0, kv[0]))
         lines += [_model_line(model, sc) for model, sc in ranked]
-        lines.append(f"  n = {heads[0].get('n') if heads else '?'} test images per corruption "
-                     "and severity")
+        n = next((h.get("n") for h in heads if h.get("n") is not None), None)
+        if n is not None:
+            lines.append(f"  n = {n} test images per corruption and severity")
     return lines
 
 

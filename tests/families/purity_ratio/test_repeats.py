@@ -271,7 +271,7 @@ def test_another_headline_shows_its_rank_interval_beside_the_rank_column():
     sections = {"first": type("F", (), {"headline": staticmethod(ranked_first)})(),
                 "purity-ratio": type("S", (), {"headline": staticmethod(lb.headline)})()}
     lines = summary_lines(rows + first, sections)["lines"]
-    assert "purity-ratio (rank)" in lines[0]
+    assert "purity-ratio (rank)" in lines[1]  # the header, under the data set's name
     assert any(line.split()[:2] == ["1", "b"] and line.endswith("(1-2)") for line in lines)
 
 
