@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from robench.present.badges import COLOURS, headline_badge
 from robench.present.site import build_site
-from robench.run.scoring import save_scores
+from tests.helpers import save_scores
 from robench.specs import Score
 from robench.storage.store import Store
 from robench.storage.verification import save_verification
