@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -38,9 +39,6 @@ def init_leaderboard(path, title, requirement, example):
       robench publish run .          # check, merge and build the example contribution
       robench init-leaderboard board --requirement "robench @ git+https://github.com/ORG/robench@COMMIT"
     """
-    import subprocess
-    from pathlib import Path
-
 
     def run_example(folder):
         target = folder / "contributions" / "example.db"
