@@ -133,7 +133,7 @@ def _window_need(level: dict, low: float, high: float, rule: str, position: str)
     if lo is None or v is None or not n:
         return would(None)
     dist = min(abs(v - low), abs(v - high))
-    return would(repeats_needed(n, (hi - lo) / 2, dist))
+    return would(repeats_needed(n, (hi - lo) / 2, dist, side=(1 - WINDOW_LEVEL) / 2))
 
 
 def coverage_claims(rows: list) -> list:

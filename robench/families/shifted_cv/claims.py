@@ -185,7 +185,7 @@ def shifted_cv_claims(rows: list) -> list:
 
 def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
                  random_dataset=None) -> list:
-    drops, spreads, gaps = {}, {}, {}
+    drops, spreads, gaps, random_folds = {}, {}, {}, {}
     for model, d in per_model.items():
         per = d.get("per_fold") or {}
         val, test = _last(per, "shifted")
@@ -208,6 +208,7 @@ def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
                                     f"{_pts(e['estimate'])} points, 90% [{_pts(e['low'])}, "
                                     f"{_pts(e['high'])}]"))
             gaps[model] = (_gap_part(rval, rtest), text, tost_need(e))
+            random_folds[model] = (rval, rtest)
     note = " (folds treated as exchangeable units; every model at one-sided 0.025: " \
            "intersection-union)"
     rows = (
@@ -243,9 +244,33 @@ def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
             would_decide="" if verdict != UNDECIDED else would(
                 None if not needs or None in needs else max(needs), "folds",
                 why="" if needs else "no model is undecided at 0.025 but the parts disagree"))
-        out.append(controlled(c, _control("kmeans" if kind == "random" else clus, kind, make,
-                                          folds)))
+        control = (_gap_control(random_folds, verdict) if kind == "random" and verdict in
+                   (HOLDS, FAILS) else
+                   _control("kmeans" if kind == "random" else clus, kind, make, folds))
+        out.append(controlled(c, control))
     return out
+
+
+def _gap_control(folds: dict, verdict: str) -> Control:
+    """Return random CV's gap row's control, per direction, from its stored folds: for a
+    "holds" (equivalent) the test accuracies moved down by twice the margin (the claim
+    false), for a "does not hold" recentred on validation (the claim true); one
+    deterministic draw."""
+    parts = []
+    for val, test in folds.values():
+        pairs = [(v, t) for v, t in zip(val, test) if v is not None and t is not None]
+        if not pairs:
+            continue
+        shift = (-2 * RANDOM_GAP_MARGIN if verdict == HOLDS
+                 else sum(v - t for v, t in pairs) / len(pairs))
+        parts.append(_gap_part([v for v, _ in pairs], [t + shift for _, t in pairs]))
+    what = (f"the test accuracies moved by {200 * RANDOM_GAP_MARGIN:g} points (the claim false)"
+            if verdict == HOLDS else "the test accuracies recentred on validation (the claim "
+            "true)")
+    n = max((len(v) for v, _ in folds.values()), default=0)
+    return Control(what, decide_parts(parts) if parts else None,
+                   "the same two one-sided tests" if parts else "no folds",
+                   size=f"the row's {n} folds (its stored values moved: one deterministic draw)")
 
 
 def _ratio_verdict(res: dict) -> str:

@@ -809,8 +809,8 @@ def _realistic_claims(dataset: str, trials: list) -> list:
         n_sims = sum(int(t.get("n_sims") or 0) for t in sims)
         gaps = [t["a_hat_in"] - t["true_accuracy"] for t in sims]
         verdict, iv = upper_bound_rule(gaps)
-        figure = (f"mean a_hat - a {_points({'value': iv['estimate'], 'ci_low': iv['low'], 'ci_high': iv['high']})}"
-                  f" over {len(sims)} trials")
+        gap_row = {"value": iv["estimate"], "ci_low": iv["low"], "ci_high": iv["high"]}
+        figure = f"mean a_hat - a {_points(gap_row)} over {len(sims)} trials"
         if all(b is not None for b in below):
             n_below = sum(round(b * int(t.get("n_sims") or 0)) for b, t in zip(below, sims))
             figure += f"; a_hat < a in {n_below} of {n_sims} simulated sets (batch noise)"
