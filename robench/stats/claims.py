@@ -129,7 +129,8 @@ class Claim:
 
     @property
     def kind(self) -> str:
-        """Return "evidence", "by construction" or "algebra" (what the row counts as)."""
+        """Return "evidence", "by construction", "confounded" or "algebra" (what the row
+        counts as)."""
         return {BY_CONSTRUCTION: "by construction", ALGEBRA: "algebra",
                 CONFOUNDED: "confounded"}.get(self.verdict, "evidence")
 
@@ -251,7 +252,7 @@ def controlled_all(claim: Claim, controls: list) -> Claim:
             break
     from dataclasses import replace
 
-    return replace(out, control=" | ".join(texts))
+    return replace(out, control="; then ".join(texts))
 
 
 def decide_parts(parts: list, alpha: float = SIDE) -> str:
@@ -400,12 +401,18 @@ def summary(claims: list) -> str:
 def headline(claims: list) -> str:
     """Return the counts in one sentence (the README's line), from :func:`counts`."""
     n = counts(claims)
-    return (f"of {n['rows']} claims {n['evidence']} are evidence ({n[HOLDS]} hold, "
+    return (f"of {n['rows']} claims {n['evidence']} {_are(n['evidence'])} evidence "
+            f"({n[HOLDS]} hold, "
             f"{n[FAILS]} do not hold, {n[EQUIVALENT]} equivalent, {n[UNDECIDED]} undecided; "
             f"at most {n['bound']:.2f} expected false decisions, a pre-data bound), "
             f"{n['by construction']} come out the same without the property (by "
-            f"construction), {n['confounded']} are explained by a simpler quantity "
-            f"(confounded) and {n['algebra']} are algebra checks")
+            f"construction), {n['confounded']} {_are(n['confounded'])} explained by a simpler "
+            f"quantity (confounded) and {n['algebra']} "
+            + ("is an algebra check" if n["algebra"] == 1 else "are algebra checks"))
+
+
+def _are(n: int) -> str:
+    return "is" if n == 1 else "are"
 
 
 def _num(v) -> Optional[float]:

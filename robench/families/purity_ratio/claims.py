@@ -18,9 +18,9 @@ import math
 from typing import Optional
 
 from robench.families.purity_ratio.metric import INDICATORS, r_interval
-from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, MORE_MODELS, SIDE, UNDECIDED,
-                                  Claim, Control, controlled, controlled_all, matched,
-                                  n_for_power, would)
+from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, MORE_MODELS, POWER, SIDE,
+                                  UNDECIDED, Claim, Control, controlled, controlled_all,
+                                  matched, n_for_power, would)
 from robench.stats.claims import combine as _combine
 from robench.stats.jackknife import dependent_correlations
 from robench.stats.permutation import correlation_test
@@ -46,8 +46,6 @@ def models_to_decide(r, level: float = 0.95) -> Optional[int]:
     decide this r with :data:`robench.stats.claims.POWER` probability (Fisher's z:
     ``atanh(r) sqrt(n - 3) >= z_{1-side} + z_{power}``), or None."""
     from scipy import stats
-
-    from robench.stats.claims import POWER
 
     if r is None or not 0 < abs(r) < 1:
         return None
