@@ -11,10 +11,16 @@ way (the family's ``why`` says which construction decides it).
 
 Every claim carries a **control** (:class:`Control`): the same computation where the claimed
 property is absent (data without sub-domains, a model without the feature, a shuffled
-assignment, a null simulation). :func:`controlled` applies the rule that makes a verdict
-evidence: a decided verdict counts only when the control's verdict differs; otherwise the
-row is :data:`BY_CONSTRUCTION` (or :data:`ALGEBRA` for a check of a formula), with the
-control's figure beside it.
+assignment, a null simulation), run at the row's own size (as many repeats, folds, trials or
+models) over :data:`CONTROL_DRAWS` draws, and chosen per direction: the control of a
+"holds" makes the claim false, the control of a "does not hold" makes it true.
+:func:`controlled` applies the rule that makes a verdict evidence: a decided verdict counts
+only when the control gives a *different* verdict in at least :data:`POWER` of its draws at
+that size (the property's absence would have shown, with high probability); otherwise the
+row is :data:`BY_CONSTRUCTION` (:data:`ALGEBRA` for a check of a formula, :data:`CONFOUNDED`
+where the control is a simpler quantity that explains the result, such as model accuracy),
+with the control's figure beside it. A control whose single draw is the stored data moved
+(one deterministic draw) counts 1 of 1 or 0 of 1.
 
 A claim made of parts (one per model, one per step of an order) is decided by
 :func:`decide_parts`: *holds* is an intersection-union test (every part at the row's level,
@@ -23,8 +29,10 @@ the level), *does not hold* is a union over the parts (Bonferroni over them, whi
 part fails" is Holm's first step), and *equivalent* (every part within its stated margin)
 is the third outcome of ordering claims. The table is counted by :func:`summary`: evidence,
 by-construction and algebra rows apart, and the expected number of false decisions among
-the evidence rows (each row errs at most at its level; by linearity of expectation the sum
-of the levels bounds the expected count under any dependence between rows).
+the evidence rows: a pre-data bound, the sum of the levels of every row that could have
+been a decided evidence row before the data were seen (each errs at most at its level; by
+linearity of expectation the sum bounds the expected count under any dependence between
+rows; summing only the rows that stayed evidence after seeing the data would not).
 """
 
 from __future__ import annotations
@@ -32,7 +40,6 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Optional
-from robench.stats.equivalence import repeats_to_decide
 from robench.stats.intervals import t_quantile
 from robench.stats.paired import balanced_test, shows_above
 
@@ -44,11 +51,21 @@ BY_CONSTRUCTION = "by construction: not evidence"
 #: The figure checks a formula's algebra (its control, a simulation where the formula's
 #: assumption is planted, decides it the same way): a check of the code, not of the data.
 ALGEBRA = "algebra check: not evidence"
-VERDICTS = (HOLDS, FAILS, EQUIVALENT, UNDECIDED, BY_CONSTRUCTION, ALGEBRA)
+#: A simpler quantity (the row's named confounder, such as model accuracy) gives the same
+#: verdict by the same rule: the figure does not show the claimed property.
+CONFOUNDED = "confounded: not evidence"
+VERDICTS = (HOLDS, FAILS, EQUIVALENT, UNDECIDED, BY_CONSTRUCTION, ALGEBRA, CONFOUNDED)
 #: The verdicts that decide something (and so can be matched by a control).
 DECIDED = (HOLDS, FAILS, EQUIVALENT)
 #: A row's error bound: each direction of a decision one-sided at ``SIDE`` (a 95% interval).
 ALPHA, SIDE = 0.05, 0.025
+#: A decided row is evidence only when its control gives a different verdict in at least
+#: this share of its draws at the row's size; and "what would decide it" figures are the
+#: repeats (models, folds) at which a test would decide with this probability.
+POWER = 0.8
+#: Draws of a simulated control at the row's size (its rate of a different verdict: k of
+#: this many; 16 of 20 is :data:`POWER`).
+CONTROL_DRAWS = 20
 #: Repeats of the standard and the paper profile (``robench.run.config.REPEATS``, which this
 #: ground-floor module cannot import; tests/stats/test_family_claims.py pins that they agree).
 #: A row needing more repeats than the paper profile runs is "not decidable within the
@@ -112,9 +129,10 @@ class Claim:
 
     @property
     def kind(self) -> str:
-        """Return "evidence", "by construction" or "algebra" (what the row counts as)."""
-        return {BY_CONSTRUCTION: "by construction", ALGEBRA: "algebra"}.get(self.verdict,
-                                                                             "evidence")
+        """Return "evidence", "by construction", "confounded" or "algebra" (what the row
+        counts as)."""
+        return {BY_CONSTRUCTION: "by construction", ALGEBRA: "algebra",
+                CONFOUNDED: "confounded"}.get(self.verdict, "evidence")
 
     def as_dict(self) -> dict:
         """Return the fields as a dict."""
@@ -123,31 +141,51 @@ class Claim:
 
 @dataclass(frozen=True)
 class Control:
-    """The same computation where the claimed property is absent, and its verdict.
+    """The same computation where the claimed property is absent, and its verdicts.
 
     Attributes
     ----------
     what : str
         The control in a few words ("k-means on i.i.d. Gaussian classes", "shuffled models").
     verdict : str or None
-        The claim's rule applied to the control (the most common verdict over its
-        replicates); None where no control applies (``figure`` then says why).
+        The claim's rule applied to the control (the most common verdict over its draws);
+        None where no control applies (``figure`` then says why).
     figure : str
         The control's figure ("holds in 5 of 5 null data sets: ratio 1.17").
     algebra : bool
         The control plants the formula's own assumption: a match is an algebra check.
+    verdicts : tuple
+        The verdict of every draw (empty: one deterministic draw, ``verdict``).
+    size : str
+        The size the control ran at ("15 repeats", "75 trials"): the row's own or larger.
+    confounder : bool
+        The control is a simpler quantity that could explain the result (model accuracy in
+        the indicator's place): a match makes the row :data:`CONFOUNDED`.
     """
 
     what: str
     verdict: Optional[str]
     figure: str
     algebra: bool = False
+    verdicts: tuple = ()
+    size: str = ""
+    confounder: bool = False
+
+    def draws(self) -> list:
+        """Return the verdict of every draw (one for a deterministic control)."""
+        return list(self.verdicts) or ([self.verdict] if self.verdict is not None else [])
+
+    def differ(self, verdict: str) -> tuple:
+        """Return (k, m): the draws whose verdict differs from ``verdict``, of m."""
+        d = self.draws()
+        return sum(v != verdict for v in d), len(d)
 
     def text(self) -> str:
         """Return the control as shown in the table's control column."""
         if self.verdict is None:
             return f"none applies: {self.figure}"
-        return f"{self.what}: {self.verdict} ({self.figure})"
+        at = f" at {self.size}" if self.size else ""
+        return f"{self.what}{at}: {self.verdict} ({self.figure})"
 
 
 def modal(verdicts: list) -> tuple:
@@ -162,26 +200,59 @@ def modal(verdicts: list) -> tuple:
     return top, f"{top} in {k} of {len(verdicts)}"
 
 
+def matched(what: str, verdicts: list, unit: str, figure: str = "", size: str = "",
+            **kw) -> Control:
+    """Return a :class:`Control` from its draws' verdicts: the modal verdict, "k of n
+    ``unit``" and ``figure``, run at ``size`` (the row's size or larger)."""
+    v, text = modal(verdicts)
+    return Control(what, v, f"{text} {unit}" + (f"; {figure}" if figure else ""),
+                   verdicts=tuple(verdicts), size=size, **kw)
+
+
 def controlled(claim: Claim, control: Control) -> Claim:
     """Return the claim judged against its control.
 
     A decided verdict (holds, does not hold, equivalent) counts as evidence only when the
-    control decides differently; where the control gives the same verdict the row becomes
-    :data:`BY_CONSTRUCTION` (:data:`ALGEBRA` for a formula's check), the verdict the rule
-    gave is kept in ``evidence["rule verdict"]`` and the why says so. An undecided row stays
-    undecided. The control is shown either way.
+    control, run at the row's size, gives a different verdict in at least :data:`POWER` of
+    its draws; otherwise the row becomes :data:`BY_CONSTRUCTION` (:data:`ALGEBRA` for a
+    formula's check, :data:`CONFOUNDED` for a confounder's), the verdict the rule gave is
+    kept in ``evidence["rule verdict"]`` and the why says so. An undecided row stays
+    undecided. The control is shown either way, with its rate of a different verdict.
     """
     from dataclasses import replace
 
     out = replace(claim, control=control.text())
-    if claim.verdict in DECIDED and control.verdict == claim.verdict:
-        kind = ALGEBRA if control.algebra else BY_CONSTRUCTION
-        return replace(out, verdict=kind, evidence={**claim.evidence,
-                                                    "rule verdict": claim.verdict},
-                       why=f"the rule says {claim.verdict}, and so does the control where the "
-                           f"property is absent ({control.what}): {claim.why}",
-                       would_decide="")
-    return out
+    if claim.verdict not in DECIDED or control.verdict is None:
+        return out
+    k, m = control.differ(claim.verdict)
+    rate = f"a different verdict in {k} of {m} draws"
+    if m and k / m >= POWER:
+        return replace(out, control=f"{control.text()}; {rate} (>= {POWER:.0%}): evidence",
+                       evidence={**claim.evidence, "control differs": [k, m]})
+    kind = (CONFOUNDED if control.confounder else ALGEBRA if control.algebra
+            else BY_CONSTRUCTION)
+    return replace(out, verdict=kind, control=f"{control.text()}; {rate} (< {POWER:.0%})",
+                   evidence={**claim.evidence, "rule verdict": claim.verdict,
+                             "control differs": [k, m]},
+                   why=f"the rule says {claim.verdict}, and the control where the property is "
+                       f"absent ({control.what}) says so too in {m - k} of {m} draws, a "
+                       f"different verdict in only {k} of {m} (under {POWER:.0%}): {claim.why}",
+                   would_decide="")
+
+
+def controlled_all(claim: Claim, controls: list) -> Claim:
+    """Return the claim judged against several controls in turn (the property absent, then
+    a confounder): the first that gives the same verdict too often decides the row's kind;
+    the control column shows every control applied."""
+    out, texts = claim, []
+    for control in controls:
+        out = controlled(out, control)
+        texts.append(out.control)
+        if out.kind != "evidence":
+            break
+    from dataclasses import replace
+
+    return replace(out, control="; then ".join(texts))
 
 
 def decide_parts(parts: list, alpha: float = SIDE) -> str:
@@ -206,14 +277,65 @@ def decide_parts(parts: list, alpha: float = SIDE) -> str:
     return UNDECIDED
 
 
-def repeats_needed(n: int, half_width: float, distance: float) -> Optional[int]:
-    """Return the repeats at which an interval of ``half_width`` at ``n`` would clear a bound
-    ``distance`` away (half-widths shrink like 1/sqrt(n)); None where it never would."""
-    if not (n and half_width and half_width > 0 and distance and abs(distance) > 0):
+def n_for_power(distance: float, sd: float, n: int = 2, side: float = SIDE,
+                power: float = POWER, limit: int = 100_000) -> Optional[int]:
+    """Return the smallest size m >= n at which a one-sided level-``side`` t test of an
+    effect ``distance`` away from its bound, with unit spread ``sd``, rejects with
+    probability ``power`` (the standard approximation ``(t_{1-side} + t_{power}) sd /
+    sqrt(m) <= |distance|``, df = m - 1); None where it never would within ``limit``.
+
+    The n at which the interval's half-width equals the distance (``power`` 0.5 with a
+    known spread; 62-65% on the real tables) is not this: 80% needs ~1.4-2x that.
+    """
+    from scipy import stats
+
+    distance = abs(float(distance)) if distance is not None else 0.0
+    if not (distance > 0 and sd is not None and math.isfinite(sd) and sd > 0
+            and math.isfinite(distance)):
+        return None
+
+    def fits(m):
+        q = float(stats.t.ppf(1 - side, m - 1) + stats.t.ppf(power, m - 1))
+        return q * sd / math.sqrt(m) <= distance
+
+    lo = max(int(n or 2), 2)
+    if fits(lo):
+        return lo
+    hi = lo
+    while not fits(hi):
+        hi *= 2
+        if hi > limit:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi
+
+
+def repeats_needed(n: int, half_width: float, distance: float,
+                   side: float = SIDE) -> Optional[int]:
+    """Return the repeats at which the row's test would clear a bound ``distance`` away with
+    :data:`POWER` probability, from an interval of ``half_width`` at ``n`` (two-sided, each
+    side at ``side``: the 95% interval for :data:`SIDE`); None where it never would."""
+    if not (n and n >= 2 and half_width and half_width > 0 and distance
+            and abs(distance) > 0):
         return None
     if not (math.isfinite(half_width) and math.isfinite(distance)):
         return None
-    return max(int(n) + 1, math.ceil(n * (half_width / abs(distance)) ** 2))
+    sd = half_width * math.sqrt(n) / float(t_quantile(1 - 2 * side, n - 1))
+    need = n_for_power(distance, sd, int(n) + 1, side)
+    return need
+
+
+def tost_need(res: dict) -> Optional[int]:
+    """Return the repeats (pairs, or per sample) at which an undecided equivalence result
+    (:func:`robench.stats.equivalence.equivalence`) would be decided, one way or the other,
+    with :data:`POWER` probability at its observed estimate and spread; None without one."""
+    if res.get("low") is None or res.get("estimate") is None or res.get("sd") is None:
+        return None
+    n = res["n"] if isinstance(res["n"], int) else min(res["n"])
+    return n_for_power(abs(res["estimate"]) - res["margin"], res["sd"], int(n) + 1,
+                       res.get("alpha", 0.05))
 
 
 def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
@@ -236,27 +358,61 @@ def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
         why = why or "no interval, or an estimate on its bound, at this size"
         return f"{head}: no planning figure ({why}); at least {standard} to plan from"
     if need > budget:
-        return f"{NOT_DECIDABLE} (about {need} {unit}, {over})"
-    return f"{head} (about {need} {unit} at the observed estimate and spread)"
+        return f"{NOT_DECIDABLE} (about {need} {unit} for {POWER:.0%} power, {over})"
+    return (f"{head} (about {need} {unit} for {POWER:.0%} power at the observed estimate "
+            "and spread)")
 
 
-def summary(claims: list) -> str:
-    """Return the table's header line: evidence, by-construction and algebra rows apart, and
-    the expected number of false decisions among the decided evidence rows."""
+def counts(claims: list) -> dict:
+    """Return the table's counts: rows, evidence rows by verdict, rows of each other kind,
+    and the pre-data bound on the expected number of false decisions.
+
+    The bound sums the levels of every row that could have been a decided evidence row
+    before the data were seen: every row whose rule can decide (all of them: a row's kind,
+    evidence or not, is known only after its data and its control are), so it does not
+    depend on which rows the data left decided.
+    """
     from collections import Counter
 
     ev = [c for c in claims if c.kind == "evidence"]
-    counts = Counter(c.verdict for c in ev)
-    parts = ", ".join(f"{counts[v]} {v}" for v in (HOLDS, FAILS, EQUIVALENT, UNDECIDED)
-                      if counts[v])
-    bound = sum(c.level for c in ev)
-    decided = sum(counts[v] for v in DECIDED)
-    n_con = sum(c.kind == "by construction" for c in claims)
-    n_alg = sum(c.kind == "algebra" for c in claims)
-    return (f"{len(claims)} claims: {len(ev)} evidence ({parts or 'none'}); {n_con} by "
-            f"construction; {n_alg} algebra checks. Expected false decisions among the "
-            f"{decided} decided evidence rows: at most {bound:.2f} (the sum of the "
-            f"{len(ev)} evidence rows' levels, valid whatever their dependence).")
+    by = Counter(c.verdict for c in ev)
+    kinds = Counter(c.kind for c in claims)
+    return {"rows": len(claims), "evidence": len(ev),
+            **{v: by[v] for v in (HOLDS, FAILS, EQUIVALENT, UNDECIDED)},
+            "decided": sum(by[v] for v in DECIDED),
+            "by construction": kinds["by construction"], "confounded": kinds["confounded"],
+            "algebra": kinds["algebra"], "bound": sum(c.level for c in claims)}
+
+
+def summary(claims: list) -> str:
+    """Return the table's header line: evidence, by-construction, confounded and algebra
+    rows apart, and the pre-data bound on the expected number of false decisions."""
+    n = counts(claims)
+    parts = ", ".join(f"{n[v]} {v}" for v in (HOLDS, FAILS, EQUIVALENT, UNDECIDED) if n[v])
+    return (f"{n['rows']} claims: {n['evidence']} evidence ({parts or 'none'}); "
+            f"{n['by construction']} by construction; {n['confounded']} confounded; "
+            f"{n['algebra']} algebra checks. Expected false decisions among the "
+            f"{n['decided']} decided evidence rows: at most {n['bound']:.2f}, a pre-data "
+            f"bound: the sum of the levels of all {n['rows']} rows, each of which could have "
+            "been a decided evidence row before the data were seen (valid whatever their "
+            "dependence).")
+
+
+def headline(claims: list) -> str:
+    """Return the counts in one sentence (the README's line), from :func:`counts`."""
+    n = counts(claims)
+    return (f"of {n['rows']} claims {n['evidence']} {_are(n['evidence'])} evidence "
+            f"({n[HOLDS]} hold, "
+            f"{n[FAILS]} do not hold, {n[EQUIVALENT]} equivalent, {n[UNDECIDED]} undecided; "
+            f"at most {n['bound']:.2f} expected false decisions, a pre-data bound), "
+            f"{n['by construction']} come out the same without the property (by "
+            f"construction), {n['confounded']} {_are(n['confounded'])} explained by a simpler "
+            f"quantity (confounded) and {n['algebra']} "
+            + ("is an algebra check" if n["algebra"] == 1 else "are algebra checks"))
+
+
+def _are(n: int) -> str:
+    return "is" if n == 1 else "are"
 
 
 def _num(v) -> Optional[float]:
@@ -429,15 +585,16 @@ class OrderingPart:
 
     def need(self) -> Optional[int]:
         """Return the repeats at which the observed difference and spread would decide the
-        order (or, with a margin, equivalence) at :data:`SIDE`: t planning figure."""
+        order (or, with a margin, equivalence) at :data:`SIDE` with :data:`POWER`
+        probability (:func:`n_for_power`): a planning figure."""
 
         s = self.stats()
         if not (s["n"] >= 2 and math.isfinite(s["se"]) and s["se"] > 0):
             return None
         sd = s["se"] * math.sqrt(s["n"])
-        order = repeats_to_decide(s["d"], sd, int(s["n"]), 1 - SIDE)
+        order = n_for_power(s["d"], sd, int(s["n"]) + 1)
         if self.margin and abs(s["d"]) < self.margin:
-            eq = repeats_to_decide(self.margin - abs(s["d"]), sd, int(s["n"]), 1 - SIDE)
+            eq = n_for_power(self.margin - abs(s["d"]), sd, int(s["n"]) + 1)
             order = min(v for v in (order, eq) if v) if (order or eq) else None
         return order
 

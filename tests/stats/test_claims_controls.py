@@ -64,14 +64,17 @@ def test_summary_counts_evidence_construction_and_algebra_apart():
               _claim(ALGEBRA), _claim(ALGEBRA)]
     text = summary(claims)
     assert text.startswith("6 claims: 3 evidence (1 holds, 1 does not hold, 1 undecided); "
-                           "1 by construction; 2 algebra checks.")
-    assert "among the 2 decided evidence rows: at most 0.15" in text  # 3 rows x 0.05
+                           "1 by construction; 0 confounded; 2 algebra checks.")
+    # the pre-data bound: every row could have been a decided evidence row (6 x 0.05), not
+    # only the 3 that stayed evidence after the data were seen
+    assert "among the 2 decided evidence rows: at most 0.30, a pre-data bound" in text
 
 
 def test_undecided_rows_beyond_the_paper_profiles_budget_say_so():
-    assert would(95) == "more repeats (about 95 repeats at the observed estimate and spread)"
-    assert would(101) == ("not decidable within the paper's budget (about 101 repeats, over "
-                          "the paper profile's 100)")
+    assert would(95) == ("more repeats (about 95 repeats for 80% power at the observed "
+                         "estimate and spread)")
+    assert would(101) == ("not decidable within the paper's budget (about 101 repeats for 80% "
+                          "power, over the paper profile's 100)")
     assert would(13343).startswith("not decidable within the paper's budget")
     assert would(81, "models").startswith("not decidable within the paper's budget")
     assert would(None).startswith("more repeats: no planning figure")

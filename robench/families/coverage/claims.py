@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from robench.stats.claims import (BY_CONSTRUCTION, FAILS, HOLDS, UNDECIDED, Claim,
-                                  Control, OrderingPart, controlled, decide_parts, fmt, parts_need, repeats_needed, within, would)
+from robench.stats.claims import (BY_CONSTRUCTION, CONTROL_DRAWS, FAILS, HOLDS, UNDECIDED,
+                                  Claim, OrderingPart, controlled, decide_parts, fmt, matched,
+                                  parts_need, repeats_needed, within, would)
 from robench.stats.intervals import mean_interval
-from robench.families.coverage.controls import STRONG, WEAK, null_models
+from robench.families.coverage.controls import STRONG, WEAK, null_model
 
 PAPER = "Coverage testing in feature space (Mani et al.)"
 #: "Near chance": the all-boundary accuracy's interval lies within this fraction of chance on
@@ -92,17 +93,29 @@ _NULLS: dict = {}
 
 
 def _nulls(sep: float, knobs: dict, repeats: int) -> list:
+    """Return :data:`CONTROL_DRAWS` draws of a control, each ``repeats`` null reference
+    models (the row's own number: a control at the row's size); models are cached by seed."""
     import json
 
-
-    key = (sep, json.dumps(knobs, sort_keys=True), repeats)
-    if key not in _NULLS:
-        _NULLS[key] = null_models(sep, knobs, repeats)
-    return _NULLS[key]
+    key = json.dumps(knobs, sort_keys=True)
+    out = []
+    for d in range(CONTROL_DRAWS):
+        draw = []
+        for seed in range(d * repeats, (d + 1) * repeats):
+            if (sep, key, seed) not in _NULLS:
+                _NULLS[(sep, key, seed)] = null_model(seed, sep, knobs)
+            draw.append(_NULLS[(sep, key, seed)])
+        out.append(draw)
+    return out
 
 
 def _null_repeats(n: int) -> int:
-    return max(3, min(int(n or 0), 10))
+    """Return the reference models per control draw: the row's own (at least 3)."""
+    return max(3, int(n or 0))
+
+
+def _pooled(draws: list) -> list:
+    return [m for d in draws for m in d]
 
 
 def _weak_what(knobs) -> str:
@@ -120,7 +133,7 @@ def _window_need(level: dict, low: float, high: float, rule: str, position: str)
     if lo is None or v is None or not n:
         return would(None)
     dist = min(abs(v - low), abs(v - high))
-    return would(repeats_needed(n, (hi - lo) / 2, dist))
+    return would(repeats_needed(n, (hi - lo) / 2, dist, side=(1 - WINDOW_LEVEL) / 2))
 
 
 def coverage_claims(rows: list) -> list:
@@ -151,12 +164,15 @@ def coverage_claims(rows: list) -> list:
         st = part.stats()
         why = (f"100:0 - 0:100 {100 * st['d']:+.1f} points over {int(st['n'])} reference "
                "models (paired by repeat: Student's t on the differences, one-sided 0.025)")
-        nulls = _nulls(WEAK_SEP, _knobs(det), _null_repeats(st["n"]))
-        cv = decide_parts([paired_part([m["mixes"].get((100, 0)) for m in nulls],
-                                       [m["mixes"].get((0, 100)) for m in nulls])])
-        ctl = Control(_weak_what(_knobs(det)), cv, "100:0 {:.1f}% vs 0:100 {:.1f}%".format(
-            *(100 * sum(m["mixes"].get(k) or 0 for m in nulls) / len(nulls)
-              for k in ((100, 0), (0, 100)))))
+        draws = _nulls(WEAK_SEP, _knobs(det), _null_repeats(st["n"]))
+        nulls = _pooled(draws)
+        ctl = matched(_weak_what(_knobs(det)), [
+            decide_parts([paired_part([m["mixes"].get((100, 0)) for m in d],
+                                      [m["mixes"].get((0, 100)) for m in d])]) for d in draws],
+            "null tables", "100:0 {:.1f}% vs 0:100 {:.1f}%".format(
+                *(100 * sum(m["mixes"].get(k) or 0 for m in nulls) / len(nulls)
+                  for k in ((100, 0), (0, 100)))),
+            size=f"{len(draws[0])} reference models")
         claims.append(controlled(Claim(
             PAPER, f"all-centroid sets are classified better than all-boundary ones ({model})",
             "Table 2: accuracy falls as the boundary share grows", dataset,
@@ -174,7 +190,8 @@ def coverage_claims(rows: list) -> list:
             elif verdict == HOLDS:
                 verdict, why = UNDECIDED, why + "; the band rule is not the paper's"
             nv = [near_chance({"details": {"per_repeat": [m["mixes"].get((0, 100))
-                                                           for m in nulls]}}, n_classes)[1]]
+                                                           for m in d]}}, n_classes)[1]
+                  for d in draws]
             claims.append(controlled(Claim(
                 PAPER, f"the all-boundary set is classified near chance ({model})",
                 "Table 2, column (1): all-boundary accuracy at most 10%, as low as 0% "
@@ -184,9 +201,11 @@ def coverage_claims(rows: list) -> list:
                 verdict, why, {"window": [low, high], "position": position},
                 would_decide="" if verdict != UNDECIDED else _window_need(
                     level, low, high, rule, position)),
-                Control(_weak_what(_knobs(det)), {"near chance": HOLDS}.get(nv[0], FAILS
-                        if nv[0] in ("below chance", "above chance") else UNDECIDED),
-                        f"0:100 is {nv[0]}")))
+                matched(_weak_what(_knobs(det)), [
+                    {"near chance": HOLDS}.get(v, FAILS if v in ("below chance", "above chance")
+                                               else UNDECIDED) for v in nv], "null tables",
+                    f"0:100 is {max(set(nv), key=nv.count)} in most",
+                    size=f"{len(draws[0])} reference models")))
     return claims
 
 
@@ -244,12 +263,15 @@ def test_set_quality_claims(rows: list) -> list:
                "does not give" if train and r is not None else "")
         verdict, why = within(cp[high], MAJORITY, 1.0)
         n = len(_per_repeat(scored[high]["cp"]))
-        strong = _nulls(STRONG, knobs, _null_repeats(n))
-        weak = _nulls(WEAK_SEP, knobs, _null_repeats(n))
+        strong_d = _nulls(STRONG, knobs, _null_repeats(n))
+        weak_d = _nulls(WEAK_SEP, knobs, _null_repeats(n))
+        strong, weak = _pooled(strong_d), _pooled(weak_d)
         null_cp = _mean_row([m["cp"] for m in strong])
-        ctl = Control("the CP of i.i.d. Gaussian classes at the same r (a model without "
-                      "learnt features)", within(null_cp, MAJORITY, 1.0)[0],
-                      f"CP {fmt(null_cp, True)}")
+        ctl = matched("the CP of i.i.d. Gaussian classes at the same r (a model without "
+                      "learnt features)",
+                      [within(_mean_row([m["cp"] for m in d]), MAJORITY, 1.0)[0]
+                       for d in strong_d], "null tables", f"pooled CP {fmt(null_cp, True)}",
+                      size=f"{len(strong_d[0])} reference models")
         need = None
         if verdict == UNDECIDED and cp[high].get("ci_low") is not None and n:
             need = repeats_needed(n, (cp[high]["ci_high"] - cp[high]["ci_low"]) / 2,
@@ -269,10 +291,12 @@ def test_set_quality_claims(rows: list) -> list:
         part = paired_part(_per_repeat(scored[high]["cp"]), _per_repeat(scored[low]["cp"]),
                            CONTRAST_MARGIN)
         verdict = decide_parts([part])
-        cv = decide_parts([paired_part([m["cp"] for m in strong], [m["cp"] for m in weak],
-                                       CONTRAST_MARGIN)])
-        ctl = Control(_strong_what(), cv, f"CP {100 * sum(m['cp'] for m in weak) / len(weak):.1f}"
-                      f"% vs {100 * sum(m['cp'] for m in strong) / len(strong):.1f}%")
+        ctl = matched(_strong_what(), [
+            decide_parts([paired_part([m["cp"] for m in ds], [m["cp"] for m in dw],
+                                      CONTRAST_MARGIN)]) for ds, dw in zip(strong_d, weak_d)],
+            "null tables", f"CP {100 * sum(m['cp'] for m in weak) / len(weak):.1f}"
+            f"% vs {100 * sum(m['cp'] for m in strong) / len(strong):.1f}%",
+            size=f"{len(strong_d[0])} reference models")
         paired = n >= 2 and len(_per_repeat(scored[low]["cp"])) >= 2
         claims.append(controlled(Claim(
             PAPER, f"a less accurate model has fewer test points at the centroids ({low} vs "
@@ -323,13 +347,17 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
             if c is not None and b is not None:
                 halves.append(f"{m} (acc@100:0 + acc@0:100)/2 = {50 * (c + b):.1f}%")
         n = len(_per_repeat(scored[high]["coverage"]))
-        weak = _nulls(WEAK_SEP, _knobs(det), _null_repeats(n))
-        strong = _nulls(STRONG, _knobs(det), _null_repeats(n))
-        cv = decide_parts([paired_part([m["coverage"] for m in weak],
-                                       [m["coverage"] for m in strong], CONTRAST_MARGIN)])
-        ctl = Control(_strong_what(), cv,
-                      f"coverage-guided {100 * sum(m['coverage'] for m in weak) / len(weak):.1f}"
-                      f"% vs {100 * sum(m['coverage'] for m in strong) / len(strong):.1f}%")
+        weak_d = _nulls(WEAK_SEP, _knobs(det), _null_repeats(n))
+        strong_d = _nulls(STRONG, _knobs(det), _null_repeats(n))
+        weak = [m for m in _pooled(weak_d) if m["coverage"] is not None]
+        strong = [m for m in _pooled(strong_d) if m["coverage"] is not None]
+        ctl = matched(_strong_what(), [
+            decide_parts([paired_part([m["coverage"] for m in dw], [m["coverage"] for m in ds],
+                                      CONTRAST_MARGIN)]) for dw, ds in zip(weak_d, strong_d)],
+            "null tables",
+            f"coverage-guided {100 * sum(m['coverage'] for m in weak) / len(weak):.1f}"
+            f"% vs {100 * sum(m['coverage'] for m in strong) / len(strong):.1f}%",
+            size=f"{len(weak_d[0])} reference models")
         claims.append(controlled(Claim(
             PAPER, f"a less accurate model is more robust on generated sets ({low} vs {high})",
             "LeNet (least accurate) above VGG-19 on every generated MNIST/FMNIST set "

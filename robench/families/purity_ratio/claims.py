@@ -18,15 +18,19 @@ import math
 from typing import Optional
 
 from robench.families.purity_ratio.metric import INDICATORS, r_interval
-from robench.stats.claims import (FAILS, HOLDS, MORE_MODELS, SIDE, UNDECIDED, Claim, Control,
-                                  controlled, modal, would)
+from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, MORE_MODELS, POWER, SIDE,
+                                  UNDECIDED, Claim, Control, controlled, controlled_all,
+                                  matched, n_for_power, would)
 from robench.stats.claims import combine as _combine
-from robench.stats.equivalence import repeats_to_decide
 from robench.stats.jackknife import dependent_correlations
 from robench.stats.permutation import correlation_test
 
-#: Shuffles of a control (its verdict: the most common one).
-CONTROL_SHUFFLES = 20
+#: Shuffles of a control, over the row's own models (robench.stats.claims.controlled: a decided
+#: row is evidence only when at least 80% of them give another verdict).
+CONTROL_SHUFFLES = CONTROL_DRAWS
+#: The confounder every correlation row is checked against: model accuracy alone, as the
+#: indicator, by the same rule on the same models (accurate models are robust).
+CONFOUNDER = "model_acc"
 
 PAPER = "Feature-space clusterability (Ho et al.)"
 #: The target the headline claims are decided on: corruption robustness over all severities.
@@ -38,12 +42,14 @@ ADVERSARIAL = {"deepfool": ("DeepFool", "R^2 = 0.66"), "fgsm": ("FGSM", "R^2 = 0
 
 
 def models_to_decide(r, level: float = 0.95) -> Optional[int]:
-    """Return the models at which Fisher's interval of this r would exclude 0, or None."""
+    """Return the models at which a one-sided test at ``(1 - level) / 2`` of r > 0 would
+    decide this r with :data:`robench.stats.claims.POWER` probability (Fisher's z:
+    ``atanh(r) sqrt(n - 3) >= z_{1-side} + z_{power}``), or None."""
     from scipy import stats
 
     if r is None or not 0 < abs(r) < 1:
         return None
-    z = float(stats.norm.ppf(0.5 + level / 2))
+    z = float(stats.norm.ppf(0.5 + level / 2) + stats.norm.ppf(POWER))
     return math.floor(3 + (z / math.atanh(abs(r))) ** 2) + 1
 
 
@@ -92,8 +98,37 @@ def _shuffle_control(x: list, y: list, rule, what: str = "the models' robustness
         return Control(what, None, "fewer than 3 models: nothing to shuffle")
     rng = np.random.default_rng(0)
     verdicts = [rule(x, list(rng.permutation(y))) for _ in range(CONTROL_SHUFFLES)]
-    v, text = modal(verdicts)
-    return Control(what, v, text + " shuffles")
+    return matched(what, verdicts, "shuffles", size=f"the row's {len(x)} models")
+
+
+def _accuracies(rows: list, dataset: str) -> dict:
+    """Return {model: mean model accuracy} of the data set's zoo (the confounder)."""
+    return {m: v[0] for m, v in _points(rows, dataset, CONFOUNDER, TARGET).items()}
+
+
+def _confounder_control(verdict_of, models: list, acc: dict) -> Control:
+    """Return the confounder's control: ``verdict_of(model accuracies)`` with accuracy in the
+    indicator's place, by the same rule on the same models (one deterministic draw)."""
+    what = ("model accuracy alone as the indicator (the confounder: accurate models are "
+            "robust), the same exact permutation test")
+    if any(m not in acc for m in models) or len(models) < 3:
+        return Control(what, None, "no model accuracy stored for every model")
+    return Control(what, verdict_of([acc[m] for m in models]), "by the row's own rule",
+                   size=f"the row's {len(models)} models", confounder=True)
+
+
+def _partial(x: list, y: list, z: list) -> Optional[float]:
+    """Return the partial correlation of x and y given z (linear), None if undefined."""
+    import numpy as np
+
+    x, y, z = (np.asarray(v, float) for v in (x, y, z))
+    if len(x) < 4 or np.std(z) == 0:
+        return None
+    Z = np.column_stack([np.ones_like(z), z])
+    rx = x - Z @ np.linalg.lstsq(Z, x, rcond=None)[0]
+    ry = y - Z @ np.linalg.lstsq(Z, y, rcond=None)[0]
+    d = float(np.sqrt((rx @ rx) * (ry @ ry)))
+    return float(rx @ ry / d) if d > 0 else None
 
 
 def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> tuple:
@@ -116,7 +151,7 @@ def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> t
         return HOLDS, f"{text}; {iv} lies above 0", ev, ""
     if res["high"] < 0:
         return FAILS, f"{text}; {iv} lies below 0", ev, ""
-    need = repeats_to_decide(res["estimate"], res["sd"], res["n"], 0.95)
+    need = n_for_power(res["estimate"], res["sd"], res["n"] + 1)
     return UNDECIDED, f"{text}; {iv} contains 0", ev, would(need, "models")
 
 
@@ -145,8 +180,7 @@ def _swap_control(rows: list, dataset: str, a: str, b: str) -> Control:
         x1 = [pb[m][0] if f else pa[m][0] for m, f in zip(common, flip)]
         x2 = [pa[m][0] if f else pb[m][0] for m, f in zip(common, flip)]
         verdicts.append(_better_verdict(([pa[m][1] for m in common], x1, x2)))
-    v, text = modal(verdicts)
-    return Control(what, v, text + " swaps")
+    return matched(what, verdicts, "swaps", size=f"the row's {len(common)} models")
 
 
 def purity_claims(rows: list) -> list:
@@ -188,12 +222,19 @@ def purity_claims(rows: list) -> list:
             if verdict == UNDECIDED:
                 decide = would(models_to_decide(r_) if r_ > 0 else None, "models")
             control = _shuffle_control(x, y, lambda a, b: _corr_verdict(a, b)[0])
-        claims.append(controlled(Claim(
+            acc = _accuracies(rows, dataset)
+            part = _partial(x, y, [acc.get(m, float("nan")) for m in models]) \
+                if all(m in acc for m in models) else None
+            if part is not None:
+                figure += f"; partial r given model accuracy {part:+.2f}"
+            control = [control, _confounder_control(lambda a: _corr_verdict(a, y)[0], models,
+                                                    acc)]
+        claims.append(controlled_all(Claim(
             PAPER, "purity-ratio (eq. 10) rises with corruption robustness across models",
             "R^2 = 0.87 (eq. 10, Table 4 and Figure 1), tau = 0.73 (Table 5) on ImageNet-C",
             dataset, figure, verdict, why,
             {k: d.get(k) for k in ("r", "tau", "n", "baselines")}, would_decide=decide),
-            control))
+            control if isinstance(control, list) else [control]))
         for baseline, text, paper in (
                 ("delta", "the class-overlap baseline Delta (the paper's)",
                  "R^2 = 0.87 vs Delta's 0.27 (Tables 3-4)"),
@@ -277,26 +318,41 @@ def _adversarial_claims(rows: list, dataset: str) -> list:
         else:
             why = "no eps shows r > 0"
         rng = np.random.default_rng(0)
+        ok = columns and all(len(x) >= 3 for x, _ in columns)
         ctl_verdicts = [rule([(x, list(rng.permutation(y))) for x, y in columns])
-                        for _ in range(CONTROL_SHUFFLES)] if columns and all(
-            len(x) >= 3 for x, _ in columns) else []
-        cv, ctext = modal(ctl_verdicts)
-        control = Control("the models' robustness shuffled at every eps", cv if ctl_verdicts
-                          else None, ctext + " shuffles" if ctl_verdicts
-                          else "no per-model points stored")
+                        for _ in range(CONTROL_SHUFFLES)] if ok else []
+        controls = [matched("the models' robustness shuffled at every eps", ctl_verdicts,
+                            "shuffles", size=f"the row's {len(columns[0][0])} models")
+                    if ok else Control("the models' robustness shuffled at every eps", None,
+                                       "no per-model points stored")]
+        acc = _accuracies(rows, dataset)
+        names = [sorted(e[3]) for e in entries]
+        if ok and all(all(m in acc for m in ms) for ms in names):
+            controls.append(Control(
+                "model accuracy alone as the indicator at every eps (the confounder: accurate "
+                "models are robust), the same exact permutation tests",
+                rule([([acc[m] for m in ms], y) for ms, (_, y) in zip(names, columns)]),
+                "by the row's own rule", size=f"the row's {len(names[0])} models",
+                confounder=True))
+            partial = [_partial(x, y, [acc[m] for m in ms])
+                       for ms, (x, y) in zip(names, columns)]
+        else:
+            partial = [None] * len(columns)
         best = max(tests, key=lambda t: t["r"] if math.isfinite(t["r"]) else -2)
         need = (models_to_decide(best["r"], 1 - 2 * SIDE / m)
                 if verdict == UNDECIDED and math.isfinite(best["r"]) and best["r"] > 0 else None)
         name, figure = ADVERSARIAL[attack]
         n_models = max((t["n"] for t in tests), default=0)
-        out.append(controlled(Claim(
+        out.append(controlled_all(Claim(
             PAPER, f"purity-ratio (eq. 10) correlates with robustness to {name}",
             f"{figure} for moderate eps (section 4.5, Figure 7)", dataset,
-            "; ".join(f"eps {e[0]:g}: r = {t['r']:+.2f} (p = {t['p_greater']:.3f})"
-                      for e, t in zip(entries, tests)) + f" over {n_models} models",
+            "; ".join(f"eps {e[0]:g}: r = {t['r']:+.2f} (p = {t['p_greater']:.3f}"
+                      + ("" if pr is None else f", partial r given accuracy {pr:+.2f}") + ")"
+                      for e, t, pr in zip(entries, tests, partial))
+            + f" over {n_models} models",
             verdict, why + f" (exact permutation tests at one-sided {SIDE:g} / {m} per eps: "
                            f"Bonferroni over {m} eps)",
             {f"{e[0]:g}": {"r": t["r"], "n": t["n"], "p_greater": t["p_greater"],
                            "p_less": t["p_less"]} for e, t in zip(entries, tests)},
-            would_decide="" if verdict != UNDECIDED else would(need, "models")), control))
+            would_decide="" if verdict != UNDECIDED else would(need, "models")), controls))
     return out

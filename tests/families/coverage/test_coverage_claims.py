@@ -28,7 +28,7 @@ def _table(rule, boundary, model="mlp"):
 
 def test_by_construction_is_a_verdict_of_its_own():
     assert BY_CONSTRUCTION == "by construction: not evidence"
-    assert BY_CONSTRUCTION in VERDICTS and len(set(VERDICTS)) == 6
+    assert BY_CONSTRUCTION in VERDICTS and len(set(VERDICTS)) == 7
     c = Claim("p", "c", "f", "d", "x", BY_CONSTRUCTION, "the region is defined so")
     assert c.as_dict()["verdict"] == BY_CONSTRUCTION
     with pytest.raises(ValueError, match="verdict must be one of"):
@@ -119,18 +119,26 @@ def _quality(model, acc, cp, cp_train=(0.6, 0.6)):
              "details": {"knobs": {"radius": 1.0}, "quality": {"cp_train": list(cp_train)}}}]
 
 
+def _rule(claim):
+    """Return the verdict the row's rule gave (kept in the evidence where the control made
+    the row not evidence)."""
+    return claim.evidence.get("rule verdict", claim.verdict)
+
+
 def test_test_set_quality_claims_decide_the_centroid_majority_and_its_contrast():
     rows = _quality("lenet", 0.93, [0.40, 0.42, 0.41]) + \
         _quality("cnn-3", 0.97, [0.60, 0.62, 0.61]) + _quality("mlp", 0.95, [0.5, 0.6, 0.7])
     majority, contrast = claims.test_set_quality_claims(rows)
-    assert majority.verdict == HOLDS and "(cnn-3)" in majority.claim
+    # the rule decides; whether it is evidence is its control's business (issue 50: a CP of
+    # Gaussian classes at the same radius, at the row's 3 models, holds in over 20% of draws)
+    assert _rule(majority) == HOLDS and "(cnn-3)" in majority.claim
     assert "Section 5.3" in majority.paper_figure and "Figure 5" in majority.paper_figure
     assert "60% of its training points" in majority.why and "follows r" in majority.why
-    assert contrast.verdict == HOLDS and "lenet vs cnn-3" in contrast.claim
+    assert _rule(contrast) == HOLDS and "lenet vs cnn-3" in contrast.claim
     rows = _quality("lenet", 0.93, [0.60, 0.62, 0.61]) + \
         _quality("cnn-3", 0.97, [0.30, 0.32, 0.31])
     majority, contrast = claims.test_set_quality_claims(rows)
-    assert majority.verdict == FAILS and contrast.verdict == FAILS
+    assert _rule(majority) == FAILS and _rule(contrast) == FAILS
     rows = _quality("cnn-3", 0.97, [0.45, 0.55, 0.5])
     (majority,) = claims.test_set_quality_claims(rows)  # one model: no contrast
     assert majority.verdict == UNDECIDED

@@ -83,7 +83,23 @@ def test_independent_fisher_intervals_would_not_decide_what_the_dependent_test_d
     lo1, _ = r_interval(c.evidence["r1"], 8)
     _, hi2 = r_interval(c.evidence["r2"], 8)
     assert lo1 < hi2
-    assert c.verdict == HOLDS
+    # the rule decides it; its control (the two indicators swapped at random per model, at
+    # the row's 8 models) says "holds" too in over 20% of its swaps: not evidence (issue 50)
+    assert c.evidence.get("rule verdict", c.verdict) == HOLDS
+
+
+def test_models_to_decide_is_at_80_percent_power():
+    """At the n it returns, Fisher's z of a true r = 0.6 clears the one-sided 2.5% bound in
+    about 80% of simulated zoos (normal data): the figure is labelled by its power."""
+    n = models_to_decide(0.6)
+    rng = np.random.default_rng(1)
+    cov = [[1, 0.6], [0.6, 1]]
+    draws = rng.multivariate_normal([0, 0], cov, (4000, n))
+    x, y = draws[..., 0], draws[..., 1]
+    xc, yc = x - x.mean(1, keepdims=True), y - y.mean(1, keepdims=True)
+    r = (xc * yc).sum(1) / np.sqrt((xc ** 2).sum(1) * (yc ** 2).sum(1))
+    power = np.mean(np.arctanh(r) * np.sqrt(n - 3) > 1.96)
+    assert 0.76 <= power <= 0.88, (n, power)
 
 
 def test_undecided_relation_says_how_many_models_would_decide_it():
@@ -93,11 +109,11 @@ def test_undecided_relation_says_how_many_models_would_decide_it():
     r = float(np.corrcoef(x, y)[0, 1])
     assert head.verdict == UNDECIDED and 0 < r < 0.7
     n = models_to_decide(r)
-    assert n > 80 or head.would_decide == f"{MORE_MODELS} (about {n} models at the observed " \
-        "estimate and spread)"
+    assert n > 80 or head.would_decide == f"{MORE_MODELS} (about {n} models for 80% power at " \
+        "the observed estimate and spread)"
     if n > 80:  # over 10x the standard zoo of 8 models
         assert head.would_decide.startswith("not decidable within the paper's budget")
-    assert r_interval(r, n)[0] > 0 and r_interval(r, n - 1)[0] <= 0
+    assert r_interval(r, n)[0] > 0  # 80% power: past the n where the interval clears 0
 
 
 def test_adversarial_rows_pay_for_choosing_the_eps():
