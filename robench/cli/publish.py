@@ -8,8 +8,8 @@ import click
 
 from robench.cli.common import echo, friendly_errors
 from robench.errors import MergeError
-from robench.exchange import publishing
-from robench.exchange.publishing import init_repository
+from robench.exchange import publish as pipeline
+from robench.exchange.publish import init_repository
 
 
 @click.command("init-leaderboard")
@@ -61,15 +61,9 @@ def init_leaderboard(path, title, requirement, example):
     click.echo(f"Next: cd {path} && robench publish run .   (docs/publishing.md)")
 
 
-def steps() -> dict:
-    """Return {step name: function(repo)} of the pipeline, the site builder bound to build."""
-    from functools import partial
-
-    from robench.present.site import build_site
-
-    return {"validate": publishing.validate, "verify": publishing.verify,
-            "diff": publishing.diff, "merge": publishing.merge,
-            "build": partial(publishing.build, builder=build_site)}
+#: {step name: function(repo)} of the pipeline (deploy, which needs --to, apart).
+STEPS = {"validate": pipeline.validate, "verify": pipeline.verify, "diff": pipeline.diff,
+         "merge": pipeline.merge, "build": pipeline.build}
 
 
 @click.command("publish")
@@ -120,18 +114,17 @@ def publish(step, repo, to, wait, base):
         raise MergeError("--base goes with check, run or validate (it is read by validate, "
                          "their first step)")
     # one pipeline at a time per repository: `check` holds the lock over its three steps
-    with publishing.repository_lock(repo, wait=wait):
+    with pipeline.repository_lock(repo, wait=wait):
         if step == "deploy":
-            results = [publishing.deploy(repo, to)]
+            results = [pipeline.deploy(repo, to)]
         else:
-            names = {"check": publishing.CHECK, "run": publishing.RUN}.get(step, (step,))
+            names = {"check": pipeline.CHECK, "run": pipeline.RUN}.get(step, (step,))
             results = []
-            run_step = steps()
             for name in names:
                 if name == "validate" and base is not None:
-                    results.append(run_step[name](repo, base=base))
+                    results.append(STEPS[name](repo, base=base))
                 else:
-                    results.append(run_step[name](repo))
+                    results.append(STEPS[name](repo))
                 if not results[-1].ok:
                     break
     for r in results:
