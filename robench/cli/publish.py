@@ -10,6 +10,7 @@ from robench.cli.common import echo, friendly_errors
 from robench.errors import MergeError
 from robench.exchange import publish as pipeline
 from robench.exchange.publish import init_repository
+from robench.exchange.publish.scaffold import ADD_PLUGIN_LATER, pinned_plugins
 
 
 @click.command("init-leaderboard")
@@ -24,11 +25,15 @@ from robench.exchange.publish import init_repository
 @click.option("--example/--no-example", default=True, show_default=True,
               help="Add contributions/example.db from a small real run (digits, svm, rho, "
                    "2 repeats; about half a minute) so the pipeline has something to check.")
+@click.option("--allow-editable", is_flag=True, default=False,
+              help="Pin a plugin installed in editable mode (pip install -e) as a wheel built "
+                   "from its working tree as it is now; without it such a plugin is refused.")
 @friendly_errors
-def init_leaderboard(path, title, requirement, example):
+def init_leaderboard(path, title, requirement, example, allow_editable):
     """Write a leaderboard repository: contributions/, the published database, the site
     folder, a README for contributors, requirements.txt for the runner (robench, torch's CPU
-    build, every installed plugin with its version) and a GitHub Actions workflow whose every
+    build, every installed plugin with its version: listed when it is done; a plugin installed
+    in editable mode only with --allow-editable) and a GitHub Actions workflow whose every
     step is one `robench publish` command.
 
     \b
@@ -36,6 +41,7 @@ def init_leaderboard(path, title, requirement, example):
       robench init-leaderboard my-board && cd my-board
       robench publish run .          # check, merge and build the example contribution
       robench init-leaderboard board --requirement "robench @ git+https://github.com/ORG/robench@COMMIT"
+      robench init-leaderboard board --allow-editable   # a plugin under development, as a wheel
     """
     import subprocess
     from pathlib import Path
@@ -54,10 +60,17 @@ def init_leaderboard(path, title, requirement, example):
             raise MergeError(f"the example run failed: {last}; nothing was written")
 
     for name in init_repository(path, title=title, requirement=requirement,
-                                then=run_example if example else None):
+                                then=run_example if example else None,
+                                allow_editable=allow_editable):
         click.echo(f"wrote {Path(path) / name}")
     if example:
         click.echo(f"wrote {Path(path) / 'contributions' / 'example.db'}")
+    pinned = pinned_plugins(path)
+    click.echo(f"requirements.txt pins {len(pinned)} plugin(s) for the runner"
+               + (":" if pinned else " (none is installed here)"))
+    for plugin, version, line in pinned:
+        echo(f"  {plugin} {version}: {line}")
+    click.echo(ADD_PLUGIN_LATER)
     click.echo(f"Next: cd {path} && robench publish run .   (docs/publishing.md)")
 
 

@@ -22,7 +22,8 @@ def honest(tmp_path_factory) -> Path:
 def board(tmp_path) -> Path:
     """An empty leaderboard repository (no example contribution)."""
     path = tmp_path / "board"
-    publish.init_repository(path, title="Hostile board", requirement="robench")
+    publish.init_repository(path, title="Hostile board", requirement="robench",
+                            allow_editable=True)
     return path
 
 

@@ -108,7 +108,8 @@ def test_an_honest_default_contribution_verifies_exactly_under_two_threads(hones
 def test_the_loop_publishes_an_honest_contribution_verified_and_rejects_a_forgery(
         honest, tmp_path):
     board = tmp_path / "board"
-    out = robench("init-leaderboard", board, "--no-example", "--requirement", "robench")
+    out = robench("init-leaderboard", board, "--no-example", "--requirement", "robench",
+                  "--allow-editable")
     assert out.returncode == 0, out.stderr
     shutil.copyfile(honest, board / "contributions" / "alice.db")
     out = robench("publish", "run", board, env=two_threads())
@@ -134,7 +135,7 @@ def test_the_loop_publishes_an_honest_contribution_verified_and_rejects_a_forger
     # a naive forgery on a board of its own: one trial's accuracy edited, scores left as run
     forged = tmp_path / "forged"
     assert robench("init-leaderboard", forged, "--no-example", "--requirement",
-                   "robench").returncode == 0
+                   "robench", "--allow-editable").returncode == 0
     mallory = forged / "contributions" / "mallory.db"
     shutil.copyfile(honest, mallory)
     edit(mallory, "UPDATE trials SET accuracy = 0.99 WHERE protocol = 'source-aware' AND "

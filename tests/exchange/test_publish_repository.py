@@ -5,6 +5,7 @@ change the rules it is checked by."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import sys
 
 import pytest
 
+from robench.errors import MergeError
 from robench.exchange import publish
 from tests.exchange.boards import git, one_line_error, publish_cli, report_text
 
@@ -111,3 +113,66 @@ def test_a_folder_that_is_not_a_leaderboard_is_refused_in_one_line(tmp_path):
     (tmp_path / "x").write_text("")
     out = robench("init-leaderboard", tmp_path)
     assert out.returncode == 2 and "not empty" in out.stderr
+
+
+def accept(board, name: str, contributor: str) -> None:
+    """Record in accepted.json that ``name`` was accepted as ``contributor``'s (other content)."""
+    record = {"f" * 64: {"file": name, "contributor": contributor,
+                         "accepted": "2026-12-01T00:00:00+00:00"}}
+    (board / "published" / "accepted.json").write_text(json.dumps(record))
+
+
+def test_a_pull_request_cannot_change_or_replace_an_accepted_contribution(board):
+    """Issue 51, 6: new content under contributions/example.db was published as example's."""
+    accept(board, "example.db", "example")
+    (board / "contributions" / "example.db").write_bytes(b"not what was accepted")
+    (board / "contributions" / "mallory.db").write_bytes(b"new results")
+    todo, refused = publish.contributions(board)
+    assert [p.name for p in todo] == ["mallory.db"]
+    why = refused["example.db"]
+    assert "accepted already (as example's" in why and "never change or replace" in why
+    assert "allow_replace" in why and "\n" not in why
+    result = publish.validate(board)
+    assert not result.ok and result.rejected["example.db"] == why
+    # the maintainer's stated override (a push to main: a pull request cannot change it)
+    conf = json.loads((board / "leaderboard.json").read_text())
+    (board / "leaderboard.json").write_text(json.dumps({**conf, "allow_replace": ["example.db"]}))
+    todo, refused = publish.contributions(board)
+    assert sorted(p.name for p in todo) == ["example.db", "mallory.db"] and refused == {}
+    (board / "leaderboard.json").write_text(json.dumps({**conf, "allow_replace": "example.db"}))
+    with pytest.raises(MergeError, match="allow_replace must be"):
+        publish.settings(board)
+
+
+@pytest.mark.parametrize("name, why", [
+    ("\u0435xample", "mixes scripts (cyrillic, latin)"),  # Cyrillic е: a homoglyph of example
+    ("alice\u202egnp", "U+202E"),  # a right-to-left override
+    ("al\u200bice", "U+200B"),  # a zero-width space
+    ("\uff21lice", "normal form NFKC (it reads as 'Alice')"),  # a fullwidth A
+    ("Example", "looks like contributor 'example'"),
+    ("\u0430\u0441\u0435", "looks like contributor 'ace'"),  # all Cyrillic: асе
+    ("exa\u043c\u0440le", "mixes scripts"),
+])
+def test_contributor_names_that_look_like_others_or_hide_characters_are_refused(board, name,
+                                                                                why):
+    """Issue 51, 6: a contributor named with a Cyrillic `е` was shown beside `example`."""
+    record = {"e" * 64: {"file": "example.db", "contributor": "example", "accepted": "x"},
+              "a" * 64: {"file": "ace.db", "contributor": "ace", "accepted": "x"}}
+    (board / "published" / "accepted.json").write_text(json.dumps(record))
+    (board / "contributions" / f"{name}.db").write_bytes(b"results")
+    todo, refused = publish.contributions(board)
+    assert todo == [] and list(refused) == [f"{name}.db"]
+    assert why in refused[f"{name}.db"], refused
+
+
+def test_names_in_one_script_are_taken_and_lookalikes_among_new_ones_refused(board):
+    for name in ("alice", "müller", "田中たろう", "борис", "bob", "Bob"):
+        (board / "contributions" / f"{name}.db").write_bytes(b"results")
+    todo, refused = publish.contributions(board)
+    assert sorted(p.name for p in todo) == sorted(
+        ["alice.db", "müller.db", "田中たろう.db", "борис.db", "Bob.db"])
+    assert list(refused) == ["bob.db"] and "looks like contributor 'Bob'" in refused["bob.db"]
+    from robench.exchange.publish.repository import skeleton
+
+    assert skeleton("\u0435xample") == skeleton("example") == skeleton("EXAMPLE")
+    assert skeleton("\u0430\u0441\u0435") == "ace" and skeleton("b0b") == "bob"

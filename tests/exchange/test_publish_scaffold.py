@@ -28,7 +28,8 @@ def robench(*args, cwd=None):
 def example_board(tmp_path_factory):
     """A repository from `robench init-leaderboard` with its example contribution, published."""
     path = tmp_path_factory.mktemp("board") / "board"
-    out = robench("init-leaderboard", path, "--title", "Test board", "--requirement", "robench")
+    out = robench("init-leaderboard", path, "--title", "Test board", "--requirement", "robench",
+                  "--allow-editable")
     assert out.returncode == 0, out.stderr
     for name in ("README.md", "leaderboard.json", "requirements.txt", ".gitignore",
                  ".github/workflows/leaderboard.yml", "published/robench.db",
@@ -88,7 +89,8 @@ def test_an_honest_contribution_is_accepted_and_a_tampered_one_rejected_with_the
 
 def test_templates_are_package_data_and_the_repository_is_what_they_say(tmp_path):
     repo = tmp_path / "board"
-    written = publish.init_repository(repo, title="Robust digits", requirement="robench")
+    written = publish.init_repository(repo, title="Robust digits", requirement="robench",
+                                      allow_editable=True)
     assert ".github/workflows/leaderboard.yml" in written
     workflow = (repo / ".github" / "workflows" / "leaderboard.yml").read_text()
     assert workflow == publish.template("workflow.yml") and "{{{{" not in workflow
@@ -116,7 +118,7 @@ def test_the_generated_workflow_passes_zizmor_and_the_workflow_schema(tmp_path):
     zizmor, schema = shutil.which("zizmor"), shutil.which("check-jsonschema")
     assert zizmor and schema, "pip install -e '.[test]' installs zizmor and check-jsonschema"
     repo = tmp_path / "board"
-    publish.init_repository(repo, requirement="robench")
+    publish.init_repository(repo, requirement="robench", allow_editable=True)
     workflow = repo / ".github" / "workflows" / "leaderboard.yml"
     out = subprocess.run([zizmor, "--offline", "--min-severity", "low", "--format", "json",
                           str(workflow)], capture_output=True, text=True, timeout=120)
@@ -160,7 +162,90 @@ def test_a_failed_init_leaderboard_leaves_nothing_and_can_be_retried(tmp_path):
         raise RuntimeError("the example run failed")
 
     with pytest.raises(RuntimeError):
-        publish.init_repository(target, requirement="robench", then=boom)
+        publish.init_repository(target, requirement="robench", then=boom, allow_editable=True)
     assert not target.exists() and list(tmp_path.iterdir()) == []
-    publish.init_repository(target, requirement="robench")
+    publish.init_repository(target, requirement="robench", allow_editable=True)
     assert (target / "leaderboard.json").is_file()
+
+
+def test_every_job_of_the_generated_workflow_has_a_time_limit(tmp_path):
+    """Issue 51, 6: no `timeout-minutes`, so six slow contributions held a CI job for hours."""
+    import yaml
+
+    repo = tmp_path / "board"
+    publish.init_repository(repo, requirement="robench", allow_editable=True)
+    workflow = yaml.safe_load((repo / ".github" / "workflows" / "leaderboard.yml").read_text())
+    limits = {name: job.get("timeout-minutes") for name, job in workflow["jobs"].items()}
+    assert set(limits) == {"check", "publish", "deploy"}
+    assert all(isinstance(v, int) and 0 < v <= 120 for v in limits.values()), limits
+    # the check's limit leaves room for the default verify budget (seconds) and the install
+    assert limits["check"] * 60 > publish.DEFAULT_SETTINGS["verify_budget"]
+
+
+class FakeDistribution:
+    """An installed distribution as importlib.metadata gives it: a name, a version and how it
+    was installed (direct_url.json)."""
+
+    def __init__(self, name, version, direct_url):
+        self.metadata = {"Name": name}
+        self.version = version
+        self._direct_url = direct_url
+
+    def read_text(self, name):
+        return json.dumps(self._direct_url) if name == "direct_url.json" else None
+
+
+def fake_plugins(monkeypatch, source, editable: bool) -> None:
+    """Make robench-my-model (entry point my-model) the one installed plugin."""
+    from robench.exchange.publish import scaffold
+
+    info = {"url": f"file://{source}", "dir_info": {"editable": True}} if editable else {}
+    dist = FakeDistribution("robench-my-model", "0.1.0", info)
+    monkeypatch.setattr(scaffold, "plugin_distributions", lambda: [
+        {"plugin": "my-model", "name": "robench-my-model", "version": "0.1.0",
+         "editable": str(source) if editable else None, "dist": dist}])
+
+
+def test_init_leaderboard_lists_the_plugins_it_pins_and_how_to_add_one(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+
+    fake_plugins(monkeypatch, tmp_path / "src", editable=False)
+    board = tmp_path / "board"
+    res = CliRunner().invoke(cli, ["init-leaderboard", str(board), "--no-example",
+                                   "--requirement", "robench"])
+    assert res.exit_code == 0, res.output
+    assert "requirements.txt pins 1 plugin(s) for the runner:" in res.output
+    assert "  my-model 0.1.0: robench-my-model==0.1.0" in res.output.splitlines()
+    assert "To add a plugin later:" in res.output and "push that to main" in res.output
+    lines = (board / "requirements.txt").read_text().splitlines()
+    assert lines[-2:] == ["# plugin my-model 0.1.0", "robench-my-model==0.1.0"]
+    assert publish.scaffold.pinned_plugins(board) == [
+        ("my-model", "0.1.0", "robench-my-model==0.1.0")]
+
+
+def test_init_leaderboard_refuses_an_editable_plugin_unless_asked(tmp_path, monkeypatch):
+    """Issue 51, 1: every installed plugin was copied in, a developer's editable one included,
+    without a word."""
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+
+    source = tmp_path / "robench-my-model"  # a working tree (no pyproject.toml: no wheel built)
+    source.mkdir()
+    fake_plugins(monkeypatch, source, editable=True)
+    board = tmp_path / "board"
+    res = CliRunner().invoke(cli, ["init-leaderboard", str(board), "--no-example",
+                                   "--requirement", "robench"])
+    assert res.exit_code == 2, res.output
+    message = res.output.strip().splitlines()
+    assert len(message) == 1 and "editable mode" in message[0], res.output
+    assert "my-model (robench-my-model 0.1.0 from" in message[0]
+    assert "--allow-editable" in message[0]
+    assert not board.exists() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "robench-my-model"]  # nothing left behind
+    res = CliRunner().invoke(cli, ["init-leaderboard", str(board), "--no-example",
+                                   "--requirement", "robench", "--allow-editable"])
+    assert res.exit_code == 0, res.output
+    assert "  my-model 0.1.0: robench-my-model==0.1.0" in res.output.splitlines()

@@ -45,7 +45,7 @@ def tiny_db(tmp_path_factory):
 def tiny_board(tmp_path, tiny_registry):
     """An empty board, with the tiny plugin installed process-wide."""
     repo = tmp_path / "board"
-    publish.init_repository(repo, requirement="robench")
+    publish.init_repository(repo, requirement="robench", allow_editable=True)
     return repo
 
 
@@ -141,7 +141,7 @@ def test_the_diff_report_lists_only_what_changes(tiny_board, tiny_db):
 
 def test_the_report_stays_under_the_comment_limit(tmp_path):
     repo = tmp_path / "board"
-    publish.init_repository(repo, requirement="robench")
+    publish.init_repository(repo, requirement="robench", allow_editable=True)
     for i in range(3):
         step = publish.StepResult(f"step{i}")
         step.lines = [f"| row {n} | " + "x" * 200 + " |" for n in range(400)]
@@ -256,3 +256,41 @@ def test_the_report_shows_hostile_file_names_as_code(board, honest):
         outside = "".join(line.split("`")[0::2])  # the text outside code spans
         assert "<!--" not in outside and "![" not in outside
         assert "@bob" not in outside
+
+
+def test_a_board_lacking_the_plugin_refuses_the_contribution_before_any_rerun(board, tiny_db,
+                                                                              monkeypatch):
+    """Issue 51, 1: a board whose runner lacks the model's plugin said "ok" at validate and
+    refused only at verify, after re-running the other trials, naming neither the
+    distribution nor the remedy. ``board``'s robench has the built-ins only: no 'tiny' data
+    set, no 'centroid' model (tests/plugins/tiny.py, which the contribution's run loaded)."""
+    from robench.exchange.publish import steps
+
+    shutil.copyfile(tiny_db, board / "contributions" / "alice.db")
+    result = publish.validate(board)
+    assert not result.ok
+    why = result.rejected["alice.db"]
+    assert "\n" not in why and "cannot load: dataset 'tiny', model 'centroid'" in why, why
+    assert "'tests.plugins.tiny'" in why  # the plugin its run loaded that is missing here
+    assert "requirements.txt" in why and "maintainer" in why and "pull request" in why
+    assert "model 'mlp'" not in why  # a built-in: installed here
+
+    def no_rerun(*args, **kwargs):
+        raise AssertionError("a trial was re-run")
+
+    monkeypatch.setattr(steps, "verify_trials", no_rerun)
+    res = CliRunner().invoke(cli, ["publish", "check", str(board)])
+    assert res.exit_code == 1, res.output
+    assert "validate: FAILED" in res.output and "verify:" not in res.output
+    # a maintainer who allows the data set and model by name lets it through validate
+    conf = json.loads((board / "leaderboard.json").read_text())
+    conf["verify_allow"] = {"datasets": ["tiny"], "models": ["centroid"]}
+    (board / "leaderboard.json").write_text(json.dumps(conf))
+    assert publish.steps.unloadable(board / "contributions" / "alice.db",
+                                    publish_registry(), conf["verify_allow"]) is None
+
+
+def publish_registry():
+    from robench.plugins import make_registry
+
+    return make_registry(load_entrypoints=False)

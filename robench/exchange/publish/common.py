@@ -23,7 +23,7 @@ WORKFLOW = Path(".github") / "workflows" / "leaderboard.yml"
 DEFAULT_SETTINGS = {"title": "robench leaderboard", "verify_sample": 10,
                     "verify_fraction": 0.10, "verify_trial_timeout": 900,
                     "verify_budget": 3600, "verify_allow": {"datasets": [], "models": []},
-                    "verify_exact": False, "max_contribution_mb": 512}
+                    "verify_exact": False, "max_contribution_mb": 512, "allow_replace": []}
 #: Characters a GitHub comment (and this report) may hold: 65,536; a margin for the last line.
 REPORT_LIMIT = 65_000
 #: Where the runner gets torch's CPU build (the CUDA build is gigabytes a CPU runner never uses).

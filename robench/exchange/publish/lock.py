@@ -1,5 +1,6 @@
 """One step at a time per repository: the lock a step holds, and what a step killed mid-way
-left beside what it replaces (removed by the next step, under the lock)."""
+left beside what it replaces (removed by the next step, under the lock: only folders robench
+made, which hold its marker file)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import functools
 import os
 import shutil
 import stat
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -73,20 +75,39 @@ def repository_lock(repo, wait: float = 0.0):
         os.close(fd)
 
 
-#: The temporary entries steps make beside what they replace, by folder (relative to the
+#: The temporary folders steps make beside what they replace, by folder (relative to the
 #: repository): ``validate``'s new staging folder, ``build``'s new site, the folders
 #: :func:`replace_folder` moves aside, ``merge``'s work folder. A step killed hard (SIGKILL,
 #: a runner that loses power) leaves them; the next step removes them under the lock.
 LEFTOVERS = {".": (".staging-new-", ".site-new-", ".staging.old-", ".site.old-"),
              "published": (".merging-",)}
+#: The file inside every folder robench makes with a :data:`LEFTOVERS` prefix: a folder of
+#: such a name without it is someone else's, and stays.
+MARKER = ".robench-temporary"
+
+
+def made_folder(prefix: str, parent: Path) -> Path:
+    """Make a new temporary folder in ``parent`` named ``prefix...``, marked as robench's."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    (folder / MARKER).write_text("made by robench publish: removed by the next step if a "
+                                 "step was killed before it removed it\n", encoding="utf-8")
+    return folder
+
+
+def _marked(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(path, MARKER)).st_mode)
+    except OSError:
+        return False
 
 
 def clear_leftovers(repo) -> list[str]:
     """Remove what a step killed mid-way left (:data:`LEFTOVERS`); return their paths.
 
-    Called with the repository's lock held, so no step that made them is still running. An
-    entry is removed as what it is (a link is unlinked, never followed); a folder that is
-    itself a link (a committed ``published`` link) is left for the steps to refuse.
+    Called with the repository's lock held, so no step that made them is still running. Only
+    a real folder (never a link, never followed) that holds robench's :data:`MARKER` file is
+    removed: a folder or file a person named like one is left alone. A folder that is itself
+    a link (a committed ``published`` link) is left for the steps to refuse.
     """
     root = Path(repo).resolve()
     removed = []
@@ -100,22 +121,23 @@ def clear_leftovers(repo) -> list[str]:
         except (MergeError, FileNotFoundError):
             continue
         for entry in os.scandir(base):
-            if not entry.name.startswith(prefixes):
-                continue
-            if entry.is_dir(follow_symlinks=False):
+            if (entry.name.startswith(prefixes) and entry.is_dir(follow_symlinks=False)
+                    and _marked(entry.path)):
                 shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
-            removed.append(str(Path(entry.path).relative_to(root)))
+                removed.append(str(Path(entry.path).relative_to(root)))
     return removed
 
 
 def replace_folder(new: Path, target: Path) -> None:
-    """Put the folder ``new`` where ``target`` is (both inside the repository), at once."""
+    """Put the folder ``new`` (made by :func:`made_folder`) where ``target`` is (both inside
+    the repository), at once; the target keeps no marker, the one moved aside gets one."""
     old = None
     if os.path.lexists(target):
         old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        if target.is_dir() and not target.is_symlink():
+            (target / MARKER).write_text("", encoding="utf-8")  # robench's to remove
         os.replace(target, old)
     os.replace(new, target)
+    (target / MARKER).unlink(missing_ok=True)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

@@ -1,7 +1,15 @@
 """A leaderboard repository's settings and contributions: ``leaderboard.json`` checked, the
 record of accepted contributions, which contribution files are pending (regular files under the
-size cap whose content is not yet accepted), and what a pull request changes outside
-``contributions/``."""
+size cap whose content is not yet accepted, named as a contributor may be named, replacing no
+accepted file), and what a pull request changes outside ``contributions/``.
+
+A contribution's contributor is its file's name (``contributions/alice.db`` is alice's), so a
+name is checked as an identity: it must be in Unicode normal form NFKC, hold no control,
+format (bidi, zero-width) or unassigned character, write its letters in one script, and not
+look like another contributor's name (:func:`skeleton`: case folded, look-alike letters mapped
+to Latin ones). A file whose name an accepted contribution has is a change or replacement of
+that contribution: refused unless the maintainer names it in ``allow_replace``.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +18,7 @@ import json
 import os
 import stat
 import subprocess
+import unicodedata
 from pathlib import Path
 from typing import Optional
 
@@ -20,7 +29,7 @@ from robench.exchange.publish.common import (ACCEPTED, DEFAULT_SETTINGS, SETTING
 _SETTING_TYPES = {"title": (str,), "verify_sample": (int,), "verify_fraction": (int, float),
                   "verify_trial_timeout": (int, float), "verify_budget": (int, float),
                   "verify_allow": (dict,), "verify_exact": (bool,),
-                  "max_contribution_mb": (int, float)}
+                  "max_contribution_mb": (int, float), "allow_replace": (list,)}
 
 
 def settings(repo) -> dict:
@@ -50,6 +59,9 @@ def settings(repo) -> dict:
             isinstance(v, list) and all(isinstance(x, str) for x in v) for v in allow.values()):
         raise MergeError(f"{SETTINGS}: verify_allow must be {{\"datasets\": [names], "
                          "\"models\": [names]}")
+    if not all(isinstance(x, str) for x in conf["allow_replace"]):
+        raise MergeError(f"{SETTINGS}: allow_replace must be a list of contribution file names "
+                         "(contributions/NAME.db a pull request may replace)")
     return conf
 
 
@@ -94,21 +106,95 @@ def contribution_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+#: Unicode categories no contributor name may hold: control, format (bidi controls, zero-width
+#: characters), private use, surrogates, unassigned, line and paragraph separators.
+REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
+#: Letters of other scripts a reader takes for Latin ones, and digits for letters, mapped to
+#: them (from Unicode's confusables.txt; applied after case folding).
+LOOKALIKES = str.maketrans({
+    "а": "a", "в": "b", "с": "c", "ԁ": "d", "е": "e", "ё": "e", "һ": "h", "н": "h", "і": "i",
+    "ї": "i", "ј": "j", "к": "k", "ӏ": "l", "м": "m", "о": "o", "р": "p", "ԛ": "q", "ѕ": "s",
+    "т": "t", "ѵ": "v", "ԝ": "w", "х": "x", "у": "y",
+    "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p",
+    "τ": "t", "υ": "u", "χ": "x", "ω": "w",
+    "0": "o", "1": "l",
+})
+#: Scripts one name may mix: Japanese writes kanji, hiragana and katakana together.
+_SCRIPT_GROUPS = {"HIRAGANA": "CJK", "KATAKANA": "CJK"}
+
+
+def _script(char: str) -> str:
+    """Return the script of a letter, read from its Unicode name ('LATIN', 'CYRILLIC', ...)."""
+    word = unicodedata.name(char, "UNKNOWN").split(" ")[0]
+    return _SCRIPT_GROUPS.get(word, word)
+
+
+def skeleton(name: str) -> str:
+    """Return what ``name`` looks like: NFKC, case folded, look-alike letters as Latin ones.
+
+    Two names with one skeleton can be told apart only by their code points (``example`` and
+    ``еxample`` with a Cyrillic ``е``; ``alice`` and ``Alice``).
+    """
+    return unicodedata.normalize("NFKC", name).casefold().translate(LOOKALIKES)
+
+
+def name_problem(name: str) -> Optional[str]:
+    """Return why ``name`` (a contribution file's stem) cannot name a contributor, or None."""
+    normal = unicodedata.normalize("NFKC", name)
+    if normal != name:
+        return (f"its name is not in Unicode normal form NFKC (it reads as {normal!r}); "
+                "rename the file to that")
+    bad = sorted({c for c in name if unicodedata.category(c) in REFUSED_CATEGORIES})
+    if bad:
+        return ("its name holds control, bidi, zero-width or unassigned characters ("
+                + ", ".join(f"U+{ord(c):04X}" for c in bad[:5])
+                + "): rename the file with visible characters only")
+    scripts = sorted({_script(c) for c in name if c.isalpha()})
+    if len(scripts) > 1:
+        return (f"its name mixes scripts ({', '.join(s.lower() for s in scripts)}), which is "
+                "how one name is made to look like another: rename the file in one script")
+    return None
+
+
 def contributions(repo) -> tuple[list[Path], dict]:
-    """Return (pending regular contribution files, {name: why refused} of the others)."""
+    """Return (pending contribution files, {name: why refused} of the others).
+
+    Pending: a regular file under the size cap whose content is not accepted yet, whose name
+    can name a contributor (:func:`name_problem`), does not look like another contributor's
+    (:func:`skeleton`) and is no accepted contribution's (a change or replacement of it, taken
+    only where ``allow_replace`` in leaderboard.json names the file).
+    """
     repo = repository_root(repo)
-    limit = settings(repo)["max_contribution_mb"]
+    conf = settings(repo)
     folder = contained(repo, "contributions")
     done = accepted(repo)
+    by_file = {r.get("file"): r for r in done.values()}
+    seen = {skeleton(str(r.get("contributor"))): str(r.get("contributor"))
+            for r in done.values()}
     ok, refused = [], {}
     for entry in sorted(folder.iterdir()):
         if not entry.name.endswith(".db"):
             continue
-        why = contribution_problem(entry, limit)
+        why = contribution_problem(entry, conf["max_contribution_mb"])
+        if why is None and contribution_sha256(entry) in done:
+            continue  # accepted as it is
+        name = entry.name[:-len(".db")]
+        why = why or name_problem(name)
+        earlier = by_file.get(entry.name)
+        if why is None and earlier is not None and entry.name not in conf["allow_replace"]:
+            why = (f"{entry.name} was accepted already (as {earlier.get('contributor')}'s, "
+                   f"{earlier.get('accepted')}): a pull request may add contributions, never "
+                   "change or replace one; send new results as a new file (a maintainer can "
+                   "allow this replacement: allow_replace in leaderboard.json)")
+        other = seen.get(skeleton(name))
+        if why is None and other is not None and other != name:
+            why = (f"its name {name!r} looks like contributor {other!r} (the same after case "
+                   "folding and look-alike letters); rename the file to a name of your own")
         if why is not None:
             refused[entry.name] = why
-        elif contribution_sha256(entry) not in done:
-            ok.append(entry)
+            continue
+        seen.setdefault(skeleton(name), name)
+        ok.append(entry)
     return ok, refused
 
 

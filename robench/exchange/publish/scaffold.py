@@ -26,6 +26,48 @@ def template(name: str) -> str:
     return resources.files("robench.exchange").joinpath("templates", name).read_text("utf-8")
 
 
+def _direct_url(dist) -> dict:
+    """Return how ``dist`` was installed (its ``direct_url.json``, PEP 610), or {}."""
+    try:
+        info = json.loads(dist.read_text("direct_url.json") or "{}")
+    except (ValueError, OSError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def plugin_distributions() -> list[dict]:
+    """Return the installed plugin distributions (entry point group ``robench``), one each:
+    ``{"plugin", "name", "version", "editable", "dist"}``, ``editable`` the source folder of an
+    editable install (else None)."""
+    out, seen = [], set()
+    for ep in metadata.entry_points(group="robench"):
+        dist = getattr(ep, "dist", None)
+        if dist is None or dist.metadata["Name"] in seen:
+            continue
+        seen.add(dist.metadata["Name"])
+        info = _direct_url(dist)
+        url = str(info.get("url") or "")
+        editable = (url.removeprefix("file://") or "?") if (
+            info.get("dir_info") or {}).get("editable") else None
+        out.append({"plugin": ep.name, "name": dist.metadata["Name"], "version": dist.version,
+                    "editable": editable, "dist": dist})
+    return out
+
+
+def pinned_plugins(repo) -> list[tuple[str, str, str]]:
+    """Return [(plugin, version, requirement line)] of the plugins a board's requirements.txt
+    pins (the ``# plugin NAME VERSION`` line before each, as :func:`requirements` writes it)."""
+    lines = (Path(repo) / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return [(words[2], words[3], nxt) for line, nxt in zip(lines, lines[1:])
+            if len(words := line.split()) == 4 and words[:2] == ["#", "plugin"]]
+
+
+#: How a maintainer adds a plugin to a board after init-leaderboard (the command says it).
+ADD_PLUGIN_LATER = ("To add a plugin later: put its requirement line (NAME==VERSION, a git URL "
+                    "at a commit, or its wheel in wheels/ as ./wheels/FILE.whl) in "
+                    "requirements.txt and push that to main; a pull request cannot change it.")
+
+
 def _distribution_requirement(dist, source: Optional[Path], wheels: Path) -> str:
     """Return a requirement line that installs exactly ``dist`` on a fresh runner.
 
@@ -35,11 +77,7 @@ def _distribution_requirement(dist, source: Optional[Path], wheels: Path) -> str
     ``name==version`` (a registry must serve it).
     """
     name, version = dist.metadata["Name"], dist.version
-    info = {}
-    try:
-        info = json.loads(dist.read_text("direct_url.json") or "{}")
-    except (ValueError, OSError):
-        pass
+    info = _direct_url(dist)
     url = str(info.get("url") or "")
     if source is None and "dir_info" in info and url.startswith("file://"):
         source = Path(url[len("file://"):])
@@ -73,14 +111,26 @@ def _build_wheel(source: Path, wheels: Path) -> str:
     return f"./{WHEELS}/{built[-1].name}"
 
 
-def requirements(repo, requirement: Optional[str] = None) -> str:
+def requirements(repo, requirement: Optional[str] = None, allow_editable: bool = False) -> str:
     """Return requirements.txt for the runner: robench, torch's CPU build, the plugins.
 
     ``requirement`` (``init-leaderboard --requirement``) replaces the robench line; by default
     it is the robench running now (a wheel built from its source tree, or its git URL), so the
     runner verifies with the code the maintainer verifies with. Every installed plugin
-    distribution (entry point group ``robench``) is listed the same way, with its version.
+    distribution (entry point group ``robench``) is listed the same way, with its version. A
+    plugin installed in editable mode (a working tree, which no release need match) is refused
+    unless ``allow_editable``: then a wheel of its tree as it is now is pinned.
     """
+    plugins = plugin_distributions()
+    editable = [p for p in plugins if p["editable"]]
+    if editable and not allow_editable:
+        raise MergeError(
+            "plugin(s) installed in editable mode: " + ", ".join(
+                f"{p['plugin']} ({p['name']} {p['version']} from {p['editable']})"
+                for p in editable)
+            + "; a board pins what its runner installs: install a release of each (pip "
+            "install NAME==VERSION, or its wheel), or pass --allow-editable to pin a wheel "
+            "built from the working tree as it is now")
     wheels = Path(repo) / WHEELS
     lines = ["# What the leaderboard's runner installs (written by robench init-leaderboard).",
              "# torch's CPU build: a CPU runner needs none of the CUDA libraries.",
@@ -105,26 +155,23 @@ def requirements(repo, requirement: Optional[str] = None) -> str:
                              "installed distribution, no source tree): pass --requirement")
         lines.append(_build_wheel(source, wheels) if dist is None
                      else _distribution_requirement(dist, source, wheels))
-    seen = set()
-    for ep in metadata.entry_points(group="robench"):
-        dist = getattr(ep, "dist", None)
-        if dist is None or dist.metadata["Name"] in seen:
-            continue
-        seen.add(dist.metadata["Name"])
-        lines.append(f"# plugin {ep.name} {dist.version}")
-        lines.append(_distribution_requirement(dist, None, wheels))
+    for p in plugins:
+        lines.append(f"# plugin {p['plugin']} {p['version']}")
+        lines.append(_distribution_requirement(p["dist"], None, wheels))
     return "\n".join(lines) + "\n"
 
 
 def init_repository(path, title: str = DEFAULT_SETTINGS["title"],
                     requirement: Optional[str] = None,
-                    then: Optional[Callable[[Path], None]] = None) -> list:
+                    then: Optional[Callable[[Path], None]] = None,
+                    allow_editable: bool = False) -> list:
     """Write a leaderboard repository at ``path`` (refusing one that is not empty); return the
     files written.
 
     Everything is written into a new folder beside ``path`` and moved into place at the end
     (``then(folder)``, if given, runs before the move: the example contribution): a failure
-    leaves nothing behind, and the same command can be run again.
+    leaves nothing behind, and the same command can be run again. ``allow_editable``: see
+    :func:`requirements`.
     """
     final = Path(path)
     if os.path.lexists(final) and (not final.is_dir() or final.is_symlink()
@@ -133,7 +180,7 @@ def init_repository(path, title: str = DEFAULT_SETTINGS["title"],
     final.absolute().parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.absolute().parent))
     try:
-        written = _write_repository(work, title, requirement)
+        written = _write_repository(work, title, requirement, allow_editable)
         if then is not None:
             then(work)
         if os.path.lexists(final):
@@ -145,11 +192,12 @@ def init_repository(path, title: str = DEFAULT_SETTINGS["title"],
     return written
 
 
-def _write_repository(path: Path, title: str, requirement: Optional[str]) -> list:
+def _write_repository(path: Path, title: str, requirement: Optional[str],
+                      allow_editable: bool) -> list:
     files = {
         "README.md": string.Template(template("README.md")).safe_substitute(title=title),
         SETTINGS: json.dumps({**DEFAULT_SETTINGS, "title": title}, indent=2) + "\n",
-        "requirements.txt": requirements(path, requirement),
+        "requirements.txt": requirements(path, requirement, allow_editable),
         ".gitignore": template("gitignore"),
         str(WORKFLOW): template("workflow.yml"),
         "contributions/.gitkeep": "",

@@ -22,7 +22,7 @@ from robench.exchange.merge import copy_database, merge_databases
 from robench.exchange.publish.common import (ACCEPTED, PUBLISHED, STAGING, VERIFIED, StepResult,
                                              append_report, contained, journal_delete,
                                              read_json, repository_root, write_json)
-from robench.exchange.publish.lock import locked, replace_folder
+from robench.exchange.publish.lock import locked, made_folder, replace_folder
 from robench.exchange.publish.repository import (accepted, changes_outside_contributions,
                                                  contribution_sha256, contributions, settings)
 from robench.exchange.verify import (data_inconsistencies, default_sample, difference_text,
@@ -35,7 +35,7 @@ from robench.storage.verification import PIPELINE, verifications
 def _fresh_staging(repo: Path) -> Path:
     """Replace .staging with a new folder holding a copy of the published database."""
     staging = contained(repo, STAGING)
-    new = Path(tempfile.mkdtemp(prefix=".staging-new-", dir=repo))
+    new = made_folder(".staging-new-", repo)
     try:
         (new / "report.md").write_text("## robench leaderboard check\n", encoding="utf-8")
         published = contained(repo, PUBLISHED)
@@ -112,6 +112,54 @@ def _registry(registry):
     return registry if registry is not None else get_registry()
 
 
+#: The kinds of component a contribution names, by the trial or score-group column naming them.
+_NAMED = (("protocols", "protocol", "trials"), ("datasets", "dataset", "trials"),
+          ("clusterers", "clusterer", "trials"), ("models", "model", "score_groups"),
+          ("metrics", "metric", "score_groups"))
+
+
+def unloadable(path: Path, registry, allow: dict) -> Optional[str]:
+    """Return why this board's runner cannot load what a contribution names (one line, with
+    the plugins its run loaded that are not installed here and the remedy), or None.
+
+    Looked at: the protocols, data sets and clusterers of its trials and the models and metrics
+    of its score groups (what was asked for: a metric's own helper models are built by their
+    protocol), by registered name; references (``SCHEME:TARGET``) are left to ``verify``, and
+    data sets and models ``verify_allow`` names are allowed.
+    """
+    with Store(path, readonly=True) as store:
+        conn = store.db.conn
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
+                                             "'table'")}
+        named = {}
+        for kind, column, table in _NAMED:
+            if table in tables:
+                named[kind] = sorted({r[0] for r in conn.execute(
+                    f'SELECT DISTINCT "{column}" FROM "{table}"') if isinstance(r[0], str)})
+        runs = store.runs()
+    missing = []
+    for kind, names in named.items():
+        allowed = allow.get(kind, ()) if kind in ("datasets", "models") else ()
+        have = set(registry.names(kind))
+        missing += [f"{kind[:-1]} '{n}'" for n in names
+                    if n and ":" not in n and n not in have and n not in allowed]
+    if not missing:
+        return None
+    here = {n for n, info in registry.infos.items() if info.status == "ok"}
+    lacking = sorted({(n, str(v)) for run in runs
+                      if isinstance(run.get("plugin_versions"), dict)
+                      for n, v in run["plugin_versions"].items() if n not in here})
+    plugins = (", ".join(f"'{n}' {v}" for n, v in lacking[:5]) if lacking else
+               "none (every plugin its run loaded is installed here: a component it dropped?)")
+    return (f"it names what this board's runner cannot load: {', '.join(missing[:5])}"
+            f"{f' and {len(missing) - 5} more' if len(missing) > 5 else ''} (not installed "
+            f"here); plugin(s) its run loaded that the runner lacks: {plugins}. A pull request "
+            "cannot install anything: the board's maintainer adds the distribution that "
+            "provides it (a requirement line in requirements.txt, or its wheel in wheels/) with "
+            "a push to main, then the check runs again (robench's CONTRIBUTING.md, 'From a "
+            "plugin to a leaderboard')")
+
+
 
 @locked
 def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
@@ -119,7 +167,9 @@ def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
 
     With ``base`` (a pull request's check: the commit it goes into), a pull request that
     changes anything outside ``contributions/`` is refused first, before its settings are
-    read (:func:`changes_outside_contributions`).
+    read (:func:`changes_outside_contributions`). A contribution that names a component this
+    installation cannot load is refused in one line naming the plugin and the remedy
+    (:func:`unloadable`), before ``verify`` re-runs anything.
     """
     repo = repository_root(repo)
     outside = [] if base is None else changes_outside_contributions(repo, base)
@@ -134,7 +184,7 @@ def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
             "contributions: settings, requirements, the workflow and the published files "
             "change by a maintainer's own push to main")
         return append_report(repo, result)
-    settings(repo)  # every JSON file of the repository checked before anything is written
+    conf = settings(repo)  # every JSON file checked before anything is written
     todo, refused = contributions(repo)
     staging = _fresh_staging(repo)
     result = StepResult("validate")
@@ -151,6 +201,15 @@ def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
             if target.is_file():
                 shutil.copyfile(target, alone)
             report, problems = _merge_checked(path, alone, registry)
+            # what the runner cannot load, named with its remedy, before any re-run (the
+            # scores of a metric not installed here are among the merge's problems too)
+            try:
+                why = None if report is None else unloadable(path, _registry(registry),
+                                                             conf["verify_allow"])
+            except (sqlite3.DatabaseError, ValueError, OSError):
+                why = None  # what the merge took but this cannot read: verify says why
+            if why is not None:
+                problems = [why]
             if not problems:
                 problems = _against_data(path, _registry(registry))
             if not problems:
@@ -405,7 +464,7 @@ def merge(repo, registry=None) -> StepResult:
         return append_report(repo, result)
     checked = _verified(repo)
     published.parent.mkdir(exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".merging-", dir=published.parent))
+    work = made_folder(".merging-", published.parent)
     try:
         candidate = work / "robench.db"
         if published.is_file():
@@ -457,7 +516,7 @@ def build(repo) -> StepResult:
         published.parent.mkdir(exist_ok=True)
         Store(published).close()  # an empty leaderboard is still a page
         journal_delete(published)
-    new = Path(tempfile.mkdtemp(prefix=".site-new-", dir=repo))
+    new = made_folder(".site-new-", repo)
     try:
         try:
             with Store(published, readonly=True) as store:
