@@ -50,6 +50,7 @@ class StepResult:
 
 
 def repository_root(repo) -> Path:
+    """Return ``repo`` as a Path if it is a leaderboard repository (else one line why not)."""
     repo = Path(repo)
     if not (repo / SETTINGS).is_file() or not (repo / "contributions").is_dir():
         raise MergeError(f"{repo} is not a leaderboard repository (no {SETTINGS} or "

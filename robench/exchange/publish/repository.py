@@ -204,7 +204,6 @@ def pending(repo) -> list[Path]:
     return contributions(repo)[0]
 
 
-
 def changes_outside_contributions(repo, base: str) -> list[str]:
     """Return the paths a pull request changes outside ``contributions/``, against ``base``.
 

@@ -160,7 +160,6 @@ def unloadable(path: Path, registry, allow: dict) -> Optional[str]:
             "plugin to a leaderboard')")
 
 
-
 @locked
 def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
     """Merge every pending contribution into a fresh staging copy of the published database.
@@ -417,7 +416,6 @@ def diff(repo) -> StepResult:
         result.lines.append("- **a published score got worse beyond its interval** (rows marked "
                             "worse above)")
     return append_report(repo, result)
-
 
 
 def _add_verification(target: Path, record: dict, contributor: str, source: str) -> None:
