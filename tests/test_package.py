@@ -98,7 +98,9 @@ def test_the_leaderboards_install_step_installs_the_robench_that_wrote_it(instal
     it and the plugins in a fresh venv, where that robench runs and finds its templates."""
     bin_, env, work = installed
     board = work / "board"
-    _run([bin_ / "robench", "init-leaderboard", str(board), "--no-example"], work, env)
+    # the test environment's plugins are editable installs: pinned as wheels of their trees
+    _run([bin_ / "robench", "init-leaderboard", str(board), "--no-example", "--allow-editable"],
+         work, env)
     requirements = (board / "requirements.txt").read_text()
     wheel, = (board / "wheels").glob("robench-*.whl")
     assert f"./wheels/{wheel.name}" in requirements.splitlines(), requirements

@@ -10,8 +10,9 @@ import click
 
 from robench.cli.common import echo, friendly_errors
 from robench.errors import MergeError
-from robench.exchange import publishing
-from robench.exchange.publishing import init_repository
+from robench.exchange import publish as pipeline
+from robench.exchange.publish import init_repository
+from robench.exchange.publish.scaffold import ADD_PLUGIN_LATER, pinned_plugins
 
 
 @click.command("init-leaderboard")
@@ -26,11 +27,15 @@ from robench.exchange.publishing import init_repository
 @click.option("--example/--no-example", default=True, show_default=True,
               help="Add contributions/example.db from a small real run (digits, svm, rho, "
                    "2 repeats; about half a minute) so the pipeline has something to check.")
+@click.option("--allow-editable", is_flag=True, default=False,
+              help="Pin a plugin installed in editable mode (pip install -e) as a wheel built "
+                   "from its working tree as it is now; without it such a plugin is refused.")
 @friendly_errors
-def init_leaderboard(path, title, requirement, example):
+def init_leaderboard(path, title, requirement, example, allow_editable):
     """Write a leaderboard repository: contributions/, the published database, the site
     folder, a README for contributors, requirements.txt for the runner (robench, torch's CPU
-    build, every installed plugin with its version) and a GitHub Actions workflow whose every
+    build, every installed plugin with its version: listed when it is done; a plugin installed
+    in editable mode only with --allow-editable) and a GitHub Actions workflow whose every
     step is one `robench publish` command.
 
     \b
@@ -38,6 +43,7 @@ def init_leaderboard(path, title, requirement, example):
       robench init-leaderboard my-board && cd my-board
       robench publish run .          # check, merge and build the example contribution
       robench init-leaderboard board --requirement "robench @ git+https://github.com/ORG/robench@COMMIT"
+      robench init-leaderboard board --allow-editable   # a plugin under development, as a wheel
     """
 
     def run_example(folder):
@@ -53,26 +59,23 @@ def init_leaderboard(path, title, requirement, example):
             raise MergeError(f"the example run failed: {last}; nothing was written")
 
     for name in init_repository(path, title=title, requirement=requirement,
-                                then=run_example if example else None):
+                                then=run_example if example else None,
+                                allow_editable=allow_editable):
         click.echo(f"wrote {Path(path) / name}")
     if example:
         click.echo(f"wrote {Path(path) / 'contributions' / 'example.db'}")
+    pinned = pinned_plugins(path)
+    click.echo(f"requirements.txt pins {len(pinned)} plugin(s) for the runner"
+               + (":" if pinned else " (none is installed here)"))
+    for plugin, version, line in pinned:
+        echo(f"  {plugin} {version}: {line}")
+    click.echo(ADD_PLUGIN_LATER)
     click.echo(f"Next: cd {path} && robench publish run .   (docs/publishing.md)")
 
 
-def steps() -> dict:
-    """Return {step name: function(repo)} of the pipeline, the site builder bound to build."""
-    from functools import partial
-
-    from robench.present.site import build_site
-
-    def build(repo):  # the site's title is the board's (leaderboard.json)
-        title = (publishing.settings(repo)["title"] if (Path(repo) / publishing.SETTINGS)
-                 .is_file() else None)  # not a board: build says so
-        return publishing.build(repo, builder=partial(build_site, title=title))
-
-    return {"validate": publishing.validate, "verify": publishing.verify,
-            "diff": publishing.diff, "merge": publishing.merge, "build": build}
+#: {step name: function(repo)} of the pipeline (deploy, which needs --to, apart).
+STEPS = {"validate": pipeline.validate, "verify": pipeline.verify, "diff": pipeline.diff,
+         "merge": pipeline.merge, "build": pipeline.build}
 
 
 @click.command("publish")
@@ -123,18 +126,17 @@ def publish(step, repo, to, wait, base):
         raise MergeError("--base goes with check, run or validate (it is read by validate, "
                          "their first step)")
     # one pipeline at a time per repository: `check` holds the lock over its three steps
-    with publishing.repository_lock(repo, wait=wait):
+    with pipeline.repository_lock(repo, wait=wait):
         if step == "deploy":
-            results = [publishing.deploy(repo, to)]
+            results = [pipeline.deploy(repo, to)]
         else:
-            names = {"check": publishing.CHECK, "run": publishing.RUN}.get(step, (step,))
+            names = {"check": pipeline.CHECK, "run": pipeline.RUN}.get(step, (step,))
             results = []
-            run_step = steps()
             for name in names:
                 if name == "validate" and base is not None:
-                    results.append(run_step[name](repo, base=base))
+                    results.append(STEPS[name](repo, base=base))
                 else:
-                    results.append(run_step[name](repo))
+                    results.append(STEPS[name](repo))
                 if not results[-1].ok:
                     break
     for r in results:

@@ -321,29 +321,44 @@ def _json(value):
     return value
 
 
-def _snapshot(path: Path, into: Path) -> None:
-    """Copy a checked source into ``into`` (backup API), drop its triggers and views, migrate
-    the copy to the current schema and check its keys there."""
+def copy_database(source: Path, target: Path, check=None) -> None:
+    """Copy the robench database at ``source`` to ``target`` consistently (SQLite's backup API:
+    its WAL included), opened read-only with ``trusted_schema`` off; ``check(connection)``, if
+    given, runs on the source before anything is copied.
 
-    try:
-        src = connect_readonly(path)
-    except SchemaError as exc:
-        raise MergeError(str(exc)) from None
-    except sqlite3.DatabaseError as exc:
-        raise MergeError(f"{path} is not an SQLite database ({exc})") from None
+    SchemaError if ``source`` is not a robench database, sqlite3.DatabaseError if it cannot be
+    read. The one database copy of merge and of the publish steps.
+    """
+    src = connect_readonly(source)
     try:
         src.execute("PRAGMA trusted_schema = OFF")
-        try:
-            _check_source(src, path)
-        except sqlite3.DatabaseError as exc:
-            raise MergeError(f"{path}: cannot be read as a robench database ({exc})") from None
-        dst = sqlite3.connect(into)
+        if check is not None:
+            check(src)
+        dst = sqlite3.connect(target)
         try:
             src.backup(dst)
         finally:
             dst.close()
     finally:
         src.close()
+
+
+def _snapshot(path: Path, into: Path) -> None:
+    """Copy a checked source into ``into`` (backup API), drop its triggers and views, migrate
+    the copy to the current schema and check its keys there."""
+
+    def check(src):
+        try:
+            _check_source(src, path)
+        except sqlite3.DatabaseError as exc:
+            raise MergeError(f"{path}: cannot be read as a robench database ({exc})") from None
+
+    try:
+        copy_database(path, into, check)
+    except SchemaError as exc:
+        raise MergeError(str(exc)) from None
+    except sqlite3.DatabaseError as exc:
+        raise MergeError(f"{path} is not an SQLite database ({exc})") from None
     conn = sqlite3.connect(into, isolation_level=None)
     try:
         conn.execute("PRAGMA trusted_schema = OFF")

@@ -1,9 +1,12 @@
-"""The publish steps as functions, on tiny contributions: true reasons, an all-or-nothing merge,
-and the pipeline's verification in the published database and on the site."""
+"""The publish steps as functions (robench.exchange.publish.steps), on tiny contributions: true
+reasons, an all-or-nothing merge, and the pipeline's verification in the published database and
+on the site; the sample seed the check draws, its own verification record, exact comparison
+when the board asks, trials that cannot be re-run, hostile names in the report."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 
@@ -11,7 +14,12 @@ import pytest
 from click.testing import CliRunner
 
 from robench.cli import cli
-from robench.exchange import publishing
+from robench.errors import MergeError
+from robench.exchange import publish
+from robench.exchange.publish.common import append_report
+from robench.storage.verification import PIPELINE
+from tests.exchange.boards import edit, report_text
+from tests.reliability.cli import run
 
 TINY = ["-d", "tiny", "-c", "kmeans", "-k", "3", "-r", "2", "--metric", "rho",
         "--set", "train.max_epochs=2", "--set", "train.batch_size=16"]
@@ -34,20 +42,11 @@ def tiny_db(tmp_path_factory):
 
 
 @pytest.fixture
-def board(tmp_path, tiny_registry):
+def tiny_board(tmp_path, tiny_registry):
+    """An empty board, with the tiny plugin installed process-wide."""
     repo = tmp_path / "board"
-    publishing.init_repository(repo, requirement="robench")
+    publish.init_repository(repo, requirement="robench", allow_editable=True)
     return repo
-
-
-def edit(path, sql: str) -> None:
-    """Run ``sql`` on the database at ``path`` and close it (its bytes are then the file's)."""
-    conn = sqlite3.connect(path)
-    try:
-        with conn:
-            conn.execute(sql)
-    finally:
-        conn.close()
 
 
 def published_bytes(repo) -> dict:
@@ -56,7 +55,7 @@ def published_bytes(repo) -> dict:
 
 
 def check(repo) -> list:
-    return [publishing.validate(repo), publishing.verify(repo), publishing.diff(repo)]
+    return [publish.validate(repo), publish.verify(repo), publish.diff(repo)]
 
 
 def test_trials_record_how_they_ran(tiny_db):
@@ -68,31 +67,29 @@ def test_trials_record_how_they_ran(tiny_db):
     assert found == {True}
 
 
-def test_an_honest_contribution_is_published_with_the_pipelines_verification(board, tiny_db):
-    from robench.present.site import build_site
-
-    shutil.copyfile(tiny_db, board / "contributions" / "alice.db")
-    assert all(step.ok for step in check(board)), (board / ".staging" / "report.md").read_text()
-    assert publishing.merge(board).ok
-    assert publishing.build(board, builder=build_site).ok
-    with sqlite3.connect(board / "published" / "robench.db") as conn:
+def test_an_honest_contribution_is_published_with_the_pipelines_verification(tiny_board, tiny_db):
+    shutil.copyfile(tiny_db, tiny_board / "contributions" / "alice.db")
+    assert all(step.ok for step in check(tiny_board)), (tiny_board / ".staging" / "report.md").read_text()
+    assert publish.merge(tiny_board).ok
+    assert publish.build(tiny_board).ok
+    with sqlite3.connect(tiny_board / "published" / "robench.db") as conn:
         (n, where, contributor), = conn.execute(
             "SELECT n_matched, recorded_in, contributor FROM verifications").fetchall()
     assert n == 10 and contributor == "alice"
-    assert where == f"{publishing.PIPELINE}: publish verify of alice.db"
-    page = (board / "site" / "models" / "mlp.html").read_text().replace("&#39;", "'")
+    assert where == f"{PIPELINE}: publish verify of alice.db"
+    page = (tiny_board / "site" / "models" / "mlp.html").read_text().replace("&#39;", "'")
     assert "sampled trials on " in page and f"(recorded in {where})" in page
-    assert [r["contributor"] for r in publishing.accepted(board).values()] == ["alice"]
+    assert [r["contributor"] for r in publish.accepted(tiny_board).values()] == ["alice"]
     # the published file is one self-contained database: reading it leaves nothing beside it
-    assert sorted(p.name for p in (board / "published").iterdir()) == [
+    assert sorted(p.name for p in (tiny_board / "published").iterdir()) == [
         "accepted.json", "robench.db"]
 
 
-def test_an_edited_score_is_rejected_because_its_trials_give_another(board, tiny_db):
-    mallory = board / "contributions" / "mallory.db"
+def test_an_edited_score_is_rejected_because_its_trials_give_another(tiny_board, tiny_db):
+    mallory = tiny_board / "contributions" / "mallory.db"
     shutil.copyfile(tiny_db, mallory)
     edit(mallory, "UPDATE scores SET value = value + 0.05 WHERE metric = 'rho'")
-    result = publishing.validate(board)
+    result = publish.validate(tiny_board)
     assert not result.ok
     reason = result.rejected["mallory.db"]
     assert "not what robench recomputes from the contribution's own trials" in reason, reason
@@ -100,40 +97,200 @@ def test_an_edited_score_is_rejected_because_its_trials_give_another(board, tiny
     assert "conflict" not in reason  # nothing is published or pending that it could clash with
 
 
-def test_merge_alone_publishes_nothing_that_was_not_verified_here(board, tiny_db):
-    shutil.copyfile(tiny_db, board / "contributions" / "alice.db")
-    before = published_bytes(board)
-    result = publishing.merge(board)  # no check ran: alice's trials were not re-run here
+def test_merge_alone_publishes_nothing_that_was_not_verified_here(tiny_board, tiny_db):
+    shutil.copyfile(tiny_db, tiny_board / "contributions" / "alice.db")
+    before = published_bytes(tiny_board)
+    result = publish.merge(tiny_board)  # no check ran: alice's trials were not re-run here
     assert not result.ok and "not verified here" in result.rejected["alice.db"]
-    assert published_bytes(board) == before and publishing.accepted(board) == {}
+    assert published_bytes(tiny_board) == before and publish.accepted(tiny_board) == {}
 
 
-def test_merge_is_all_or_nothing(board, tiny_db):
-    shutil.copyfile(tiny_db, board / "contributions" / "alice.db")
-    check(board)
+def test_merge_is_all_or_nothing(tiny_board, tiny_db):
+    shutil.copyfile(tiny_db, tiny_board / "contributions" / "alice.db")
+    check(tiny_board)
     # a second contribution arrives after the check: it was not verified, so neither merges
-    bob = board / "contributions" / "bob.db"
+    bob = tiny_board / "contributions" / "bob.db"
     shutil.copyfile(tiny_db, bob)
     edit(bob, "UPDATE runs SET command = 'bob'")  # other bytes, same results
-    before = published_bytes(board)
-    result = publishing.merge(board)
+    before = published_bytes(tiny_board)
+    result = publish.merge(tiny_board)
     assert not result.ok and set(result.rejected) == {"bob.db"}
-    assert published_bytes(board) == before and publishing.accepted(board) == {}
-    check(board)
-    assert publishing.merge(board).ok
-    assert sorted(r["contributor"] for r in publishing.accepted(board).values()) == [
+    assert published_bytes(tiny_board) == before and publish.accepted(tiny_board) == {}
+    check(tiny_board)
+    assert publish.merge(tiny_board).ok
+    assert sorted(r["contributor"] for r in publish.accepted(tiny_board).values()) == [
         "alice", "bob"]
 
 
-def test_the_diff_report_lists_only_what_changes(board, tiny_db):
-    shutil.copyfile(tiny_db, board / "contributions" / "alice.db")
-    check(board)
-    assert publishing.merge(board).ok
-    again = board / "contributions" / "alice-again.db"
+def test_the_diff_report_lists_only_what_changes(tiny_board, tiny_db):
+    shutil.copyfile(tiny_db, tiny_board / "contributions" / "alice.db")
+    check(tiny_board)
+    assert publish.merge(tiny_board).ok
+    again = tiny_board / "contributions" / "alice-again.db"
     shutil.copyfile(tiny_db, again)
     edit(again, "UPDATE runs SET command = 'again'")
-    steps = check(board)
+    steps = check(tiny_board)
     assert [s.ok for s in steps] == [True, True, True]
     lines = steps[2].lines
     assert lines[0].startswith("- ") and " 0 changed, 0 new" in lines[0]
     assert not any(line.startswith("| ") for line in lines)  # no table of unchanged scores
+
+
+# ------------------------------------------------ on an honest digits run (issue 40's cases)
+
+
+def test_the_report_stays_under_the_comment_limit(tmp_path):
+    repo = tmp_path / "board"
+    publish.init_repository(repo, requirement="robench", allow_editable=True)
+    for i in range(3):
+        step = publish.StepResult(f"step{i}")
+        step.lines = [f"| row {n} | " + "x" * 200 + " |" for n in range(400)]
+        append_report(repo, step)
+    text = (repo / ".staging" / "report.md").read_text()
+    assert len(text) < 65_536 and "report cut at 65,000 characters" in text
+
+
+def test_the_sample_seed_is_drawn_by_the_check_not_read_from_the_repository(board, honest):
+    shutil.copyfile(honest, board / "contributions" / "alice.db")
+    conf = json.loads((board / "leaderboard.json").read_text())
+    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_seed": 0}))
+    assert publish.validate(board).ok
+    seeds = set()
+    for _ in range(2):
+        result = publish.verify(board)
+        assert result.ok, result.lines
+        seeds.add(result.lines[0])
+        assert "verified 6 of 6 sampled trial(s) of 6" in "\n".join(result.lines)
+    assert len(seeds) == 2  # 2^-32 to fail by chance
+
+
+def test_the_check_reads_its_own_verification_never_the_contributions(board, honest):
+    """A contribution that carries a record claiming every trial matched (dated 2099, id
+    999999) and a trial that does not reproduce: the check goes by its own re-run."""
+    forged = board / "contributions" / "mallory.db"
+    shutil.copyfile(honest, forged)
+    with sqlite3.connect(forged) as conn:
+        keys = [r[0] for r in conn.execute("SELECT key FROM trials")]
+        conn.execute("UPDATE trials SET n_train = n_train + 1")  # no longer what a re-run gives
+        trials = json.dumps([{"key": k, "dataset": "digits", "model": "svm", "outcome": "match"}
+                             for k in keys])
+        conn.execute("INSERT INTO verifications (id, started_at, finished_at, host, n_sampled, "
+                      "n_matched, n_mismatched, n_refused, trials, fingerprint) VALUES (999999, "
+                      "'2099-12-31', '2099-12-31', 'ci', ?, ?, 0, 0, ?, 'forged')",
+                      (len(keys), len(keys), trials))
+    conn.close()
+    result = publish.verify(board, seed=3)
+    assert not result.ok and "do not reproduce here" in result.rejected["mallory.db"]
+    assert "n_train" in result.rejected["mallory.db"]
+
+
+def test_a_contributor_who_names_another_cpu_is_compared_exactly_when_the_board_says_so(
+        board, honest):
+    """Which comparison a re-run gets (exact, or within the tolerance) follows the device,
+    torch and CPU the contribution's own run records: a forger who names another CPU gets the
+    tolerance (three standard errors), inside which an edit passes. ``verify_exact`` compares
+    every re-run exactly whatever the run says."""
+    forged = board / "contributions" / "mallory.db"
+    shutil.copyfile(honest, forged)
+    with sqlite3.connect(forged) as conn:
+        conn.execute("UPDATE runs SET platform = 'Linux; CPU: Another CPU, avx2'")
+        conn.execute("UPDATE trials SET train_accuracy = min(1.0, train_accuracy + 0.01)")
+    conn.close()
+    conf = {**json.loads((board / "leaderboard.json").read_text()), "verify_sample": 1}
+    (board / "leaderboard.json").write_text(json.dumps(conf))  # one trial per stratum: 3
+    loose = publish.verify(board, seed=2)
+    assert loose.ok, loose.lines  # inside the tolerance: passes
+    assert "0 compared exactly, 3 within the tolerance" in "\n".join(loose.lines)
+    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_exact": True}))
+    strict = publish.verify(board, seed=2)
+    assert not strict.ok and "do not reproduce here" in strict.rejected["mallory.db"]
+    assert "train_accuracy" in strict.rejected["mallory.db"]
+    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_exact": 1}))
+    with pytest.raises(MergeError, match="verify_exact must be bool"):
+        publish.settings(board)
+
+
+def test_trials_that_cannot_be_rerun_count_against_the_contribution(board, tmp_path):
+    """Issue 40, 3: trials on a private CSV, deleted afterwards, with made-up accuracies."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    table = tmp_path / "private.csv"
+    X = rng.normal(size=(120, 3))
+    y = (X[:, 0] > 0).astype(int)
+    table.write_text("a,b,c,label\n" + "\n".join(
+        f"{a:.4f},{b:.4f},{c:.4f},{'yes' if t else 'no'}" for (a, b, c), t in zip(X, y)))
+    db = board / "contributions" / "carol.db"
+    out = run(["run", "-d", f"csv:{table}?target=label", "-m", "svm", "--metric", "rho", "-r",
+               "2", "-k", "2", "--db", db], tmp_path)
+    assert out.returncode == 0, out.stderr
+    table.unlink()
+    assert publish.validate(board).ok
+    result = publish.verify(board, seed=1)
+    assert not result.ok and "carol.db" in result.rejected
+    assert "cannot be re-run here" in result.rejected["carol.db"]
+    # the maintainer can allow that data set by name
+    with sqlite3.connect(db) as conn:
+        name = conn.execute("SELECT dataset FROM trials LIMIT 1").fetchone()[0]
+    conn.close()
+    conf = json.loads((board / "leaderboard.json").read_text())
+    conf["verify_allow"] = {"datasets": [name], "models": []}
+    (board / "leaderboard.json").write_text(json.dumps(conf))
+    result = publish.verify(board, seed=1)
+    assert "allowed by verify_allow" in "\n".join(result.lines)
+
+
+def test_the_report_shows_hostile_file_names_as_code(board, honest):
+    """Issue 40, 6: `alice<!--.db` hid every later line; a newline forged a heading."""
+    for name in ("alice<!--.db", "x\n### validate: passed\n![](https:e.vil) @bob.db"):
+        shutil.copyfile(honest, board / "contributions" / name)
+    with sqlite3.connect(board / "contributions" / "alice<!--.db") as conn:
+        conn.execute("UPDATE trials SET accuracy = 0.123")  # rejected: its reason is shown
+    conn.close()
+    publish.validate(board)
+    report = report_text(board)
+    headings = [line for line in report.splitlines() if line.startswith("#")]
+    assert headings == ["## robench leaderboard check", "### validate: failed"]
+    assert "`alice<!--.db`: rejected." in report
+    for line in report.splitlines():
+        outside = "".join(line.split("`")[0::2])  # the text outside code spans
+        assert "<!--" not in outside and "![" not in outside
+        assert "@bob" not in outside
+
+
+def test_a_board_lacking_the_plugin_refuses_the_contribution_before_any_rerun(board, tiny_db,
+                                                                              monkeypatch):
+    """Issue 51, 1: a board whose runner lacks the model's plugin said "ok" at validate and
+    refused only at verify, after re-running the other trials, naming neither the
+    distribution nor the remedy. ``board``'s robench has the built-ins only: no 'tiny' data
+    set, no 'centroid' model (tests/plugins/tiny.py, which the contribution's run loaded)."""
+    from robench.exchange.publish import steps
+
+    shutil.copyfile(tiny_db, board / "contributions" / "alice.db")
+    result = publish.validate(board)
+    assert not result.ok
+    why = result.rejected["alice.db"]
+    assert "\n" not in why and "cannot load: dataset 'tiny', model 'centroid'" in why, why
+    assert "'tests.plugins.tiny'" in why  # the plugin its run loaded that is missing here
+    assert "requirements.txt" in why and "maintainer" in why and "pull request" in why
+    assert "model 'mlp'" not in why  # a built-in: installed here
+
+    def no_rerun(*args, **kwargs):
+        raise AssertionError("a trial was re-run")
+
+    monkeypatch.setattr(steps, "verify_trials", no_rerun)
+    res = CliRunner().invoke(cli, ["publish", "check", str(board)])
+    assert res.exit_code == 1, res.output
+    assert "validate: FAILED" in res.output and "verify:" not in res.output
+    # a maintainer who allows the data set and model by name lets it through validate
+    conf = json.loads((board / "leaderboard.json").read_text())
+    conf["verify_allow"] = {"datasets": ["tiny"], "models": ["centroid"]}
+    (board / "leaderboard.json").write_text(json.dumps(conf))
+    assert publish.steps.unloadable(board / "contributions" / "alice.db",
+                                    publish_registry(), conf["verify_allow"]) is None
+
+
+def publish_registry():
+    from robench.plugins import make_registry
+
+    return make_registry(load_entrypoints=False)

@@ -43,13 +43,13 @@ def _text(html: str) -> str:
 def test_the_boards_title_is_the_sites_title(tmp_path):
     """`init-leaderboard --title` is stored in leaderboard.json as the site's title: the
     pipeline's build step puts it on every page (it said "robench leaderboard")."""
-    from robench.cli.publish import steps
+    from robench.exchange.publish import build
     from robench.present.site import DEFAULT_TITLE
 
     board = tmp_path / "board"
     (board / "contributions").mkdir(parents=True)
     (board / "leaderboard.json").write_text(json.dumps({"title": "Digits <robustness>"}))
-    result = steps()["build"](board)
+    result = build(board)
     assert result.ok, result.lines
     index = (board / "site" / "index.html").read_text()
     methods = (board / "site" / "methods.html").read_text()

@@ -1,21 +1,21 @@
 """A leaderboard repository strangers cannot fool or break (issue 40): each reproduction of
-the issue, as a test. Forgeries fail; hostile files are contained; the pipeline never hangs;
-what strangers name is escaped for every language robench writes it into."""
+the issue, as a test (those of the publish steps, the repository and its lock are in
+tests/exchange/test_publish_*.py). Forgeries fail; the pipeline never hangs; what strangers
+name is escaped for every language robench writes it into."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
-import threading
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-from robench.exchange import publishing
+from robench.errors import MergeError
+from robench.exchange.publish import DEFAULT_SETTINGS
 from robench.exchange.merge import merge_databases, trial_inconsistency
 from robench.exchange.verify import default_sample, influence, sample_trials
 from robench.present.badges import badge_svg
@@ -34,22 +34,6 @@ def _honest_run(folder: Path, name: str = "honest.db", *extra) -> Path:
 def honest(tmp_path_factory) -> Path:
     """An honest contribution: digits, svm, rho, 2 repeats (6 trials)."""
     return _honest_run(tmp_path_factory.mktemp("honest"))
-
-
-@pytest.fixture
-def board(tmp_path) -> Path:
-    """An empty leaderboard repository (no example contribution)."""
-    path = tmp_path / "board"
-    publishing.init_repository(path, title="Hostile board", requirement="robench")
-    return path
-
-
-def _report(board) -> str:
-    return (board / ".staging" / "report.md").read_text(encoding="utf-8")
-
-
-def _publish(step, board, *extra, timeout=300):
-    return run(["publish", step, board, *extra], board.parent, timeout=timeout)
 
 
 def _one_line_error(out):
@@ -72,7 +56,7 @@ def test_an_edited_trial_with_rescored_scores_contradicts_itself(honest, tmp_pat
     out = run(["run", "-d", "digits", "-m", "svm", "--metric", "rho", "-r", "2", "--seed", "1",
                "--rescore", "--db", forged], tmp_path)
     assert out.returncode == 0, out.stderr
-    with pytest.raises(publishing.MergeError, match=f"trial {key[:16]} .* contradicts itself"):
+    with pytest.raises(MergeError, match=f"trial {key[:16]} .* contradicts itself"):
         merge_databases([forged], tmp_path / "all.db")
     assert acc != 0.95
 
@@ -154,20 +138,6 @@ def test_the_verify_sample_covers_every_stratum_and_weighs_outliers():
     assert hits / 400 > 0.5  # uniform within its stratum: 1/8
 
 
-def test_the_sample_seed_is_drawn_by_the_check_not_read_from_the_repository(board, honest):
-    shutil.copyfile(honest, board / "contributions" / "alice.db")
-    conf = json.loads((board / "leaderboard.json").read_text())
-    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_seed": 0}))
-    assert publishing.validate(board).ok
-    seeds = set()
-    for _ in range(2):
-        result = publishing.verify(board)
-        assert result.ok, result.lines
-        seeds.add(result.lines[0])
-        assert "verified 6 of 6 sampled trial(s) of 6" in "\n".join(result.lines)
-    assert len(seeds) == 2  # 2^-32 to fail by chance
-
-
 def test_forged_verification_records_are_never_the_leaderboards(honest, tmp_path):
     """Issue 40, 2: a contribution's own verifications row, dated 2099 and claiming the CI."""
     from robench.storage.store import Store
@@ -191,82 +161,6 @@ def test_forged_verification_records_are_never_the_leaderboards(honest, tmp_path
         records, model="svm")["text"]
     own = {**records[0], "recorded_in": None, "finished_at": "2026-01-01", "host": "ci"}
     assert status(records + [own], model="svm")["host"] == "ci"  # the verifier's own first
-
-
-def test_the_check_reads_its_own_verification_never_the_contributions(board, honest):
-    """A contribution that carries a record claiming every trial matched (dated 2099, id
-    999999) and a trial that does not reproduce: the check goes by its own re-run."""
-    forged = board / "contributions" / "mallory.db"
-    shutil.copyfile(honest, forged)
-    with sqlite3.connect(forged) as conn:
-        keys = [r[0] for r in conn.execute("SELECT key FROM trials")]
-        conn.execute("UPDATE trials SET n_train = n_train + 1")  # no longer what a re-run gives
-        trials = json.dumps([{"key": k, "dataset": "digits", "model": "svm", "outcome": "match"}
-                             for k in keys])
-        conn.execute("INSERT INTO verifications (id, started_at, finished_at, host, n_sampled, "
-                      "n_matched, n_mismatched, n_refused, trials, fingerprint) VALUES (999999, "
-                      "'2099-12-31', '2099-12-31', 'ci', ?, ?, 0, 0, ?, 'forged')",
-                      (len(keys), len(keys), trials))
-    conn.close()
-    result = publishing.verify(board, seed=3)
-    assert not result.ok and "do not reproduce here" in result.rejected["mallory.db"]
-    assert "n_train" in result.rejected["mallory.db"]
-
-
-def test_a_contributor_who_names_another_cpu_is_compared_exactly_when_the_board_says_so(
-        board, honest):
-    """Which comparison a re-run gets (exact, or within the tolerance) follows the device,
-    torch and CPU the contribution's own run records: a forger who names another CPU gets the
-    tolerance (three standard errors), inside which an edit passes. ``verify_exact`` compares
-    every re-run exactly whatever the run says."""
-    forged = board / "contributions" / "mallory.db"
-    shutil.copyfile(honest, forged)
-    with sqlite3.connect(forged) as conn:
-        conn.execute("UPDATE runs SET platform = 'Linux; CPU: Another CPU, avx2'")
-        conn.execute("UPDATE trials SET train_accuracy = min(1.0, train_accuracy + 0.01)")
-    conn.close()
-    conf = {**json.loads((board / "leaderboard.json").read_text()), "verify_sample": 1}
-    (board / "leaderboard.json").write_text(json.dumps(conf))  # one trial per stratum: 3
-    loose = publishing.verify(board, seed=2)
-    assert loose.ok, loose.lines  # inside the tolerance: passes
-    assert "0 compared exactly, 3 within the tolerance" in "\n".join(loose.lines)
-    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_exact": True}))
-    strict = publishing.verify(board, seed=2)
-    assert not strict.ok and "do not reproduce here" in strict.rejected["mallory.db"]
-    assert "train_accuracy" in strict.rejected["mallory.db"]
-    (board / "leaderboard.json").write_text(json.dumps({**conf, "verify_exact": 1}))
-    with pytest.raises(publishing.MergeError, match="verify_exact must be bool"):
-        publishing.settings(board)
-
-
-def test_trials_that_cannot_be_rerun_count_against_the_contribution(board, tmp_path):
-    """Issue 40, 3: trials on a private CSV, deleted afterwards, with made-up accuracies."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    table = tmp_path / "private.csv"
-    X = rng.normal(size=(120, 3))
-    y = (X[:, 0] > 0).astype(int)
-    table.write_text("a,b,c,label\n" + "\n".join(
-        f"{a:.4f},{b:.4f},{c:.4f},{'yes' if t else 'no'}" for (a, b, c), t in zip(X, y)))
-    db = board / "contributions" / "carol.db"
-    out = run(["run", "-d", f"csv:{table}?target=label", "-m", "svm", "--metric", "rho", "-r",
-               "2", "-k", "2", "--db", db], tmp_path)
-    assert out.returncode == 0, out.stderr
-    table.unlink()
-    assert publishing.validate(board).ok
-    result = publishing.verify(board, seed=1)
-    assert not result.ok and "carol.db" in result.rejected
-    assert "cannot be re-run here" in result.rejected["carol.db"]
-    # the maintainer can allow that data set by name
-    with sqlite3.connect(db) as conn:
-        name = conn.execute("SELECT dataset FROM trials LIMIT 1").fetchone()[0]
-    conn.close()
-    conf = json.loads((board / "leaderboard.json").read_text())
-    conf["verify_allow"] = {"datasets": [name], "models": []}
-    (board / "leaderboard.json").write_text(json.dumps(conf))
-    result = publishing.verify(board, seed=1)
-    assert "allowed by verify_allow" in "\n".join(result.lines)
 
 
 def test_an_uninstalled_model_is_refused_not_a_mismatch(tmp_path):
@@ -343,7 +237,7 @@ def test_the_catch_probability_of_the_default_sample():
     forgery_simulation.py): 4 models x 3 kinds x 100 repeats, rho raised by one point."""
     from tests.reliability.forgery_simulation import catch_probability
 
-    default = publishing.DEFAULT_SETTINGS["verify_fraction"]
+    default = DEFAULT_SETTINGS["verify_fraction"]
     table = catch_probability(ks=(1, 5, 20, 30), hows=("random",), seeds=100, fraction=default)
     assert table["sampled_fraction"] == default == 0.10
     assert all(v >= 0.95 for k, v in table.items() if isinstance(k, tuple)), table
@@ -360,79 +254,6 @@ def test_the_catch_probability_of_the_default_sample():
         edited = forge(rows, 1, rng)
         caught += any(r["key"] in edited for r in draw(rows, 120, seed, weighted=False))
     assert caught / 100 < 0.3
-
-
-def _git(repo, *args) -> str:
-    import subprocess
-
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
-    out = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
-                         env=env)
-    assert out.returncode == 0, out.stderr
-    return out.stdout.strip()
-
-
-@pytest.fixture
-def pull_requests(board, honest):
-    """The board in git (main), and two pull requests: ``honest`` adds a contribution;
-    ``settings`` adds the same one and lowers verify_fraction and allows its model unverified."""
-    _git(board, "init", "-q", "-b", "main")
-    _git(board, "add", "-A")
-    _git(board, "commit", "-q", "-m", "board")
-    for branch, edit in (("honest", False), ("settings", True)):
-        _git(board, "checkout", "-q", "-b", branch, "main")
-        shutil.copyfile(honest, board / "contributions" / "alice.db")
-        if edit:
-            conf = json.loads((board / "leaderboard.json").read_text())
-            conf.update(verify_fraction=0.01, verify_allow={"datasets": [], "models": ["svm"]})
-            (board / "leaderboard.json").write_text(json.dumps(conf))
-        _git(board, "add", "-A")
-        _git(board, "commit", "-q", "-m", branch)
-    _git(board, "checkout", "-q", "main")
-    return board
-
-
-def test_a_pull_request_cannot_change_the_rules_it_is_checked_by(pull_requests):
-    """Settings are read from the pull request's own checkout, so a pull request that edits
-    leaderboard.json (or requirements.txt, the workflow, published/) is refused: by robench's
-    check (--base) before it reads them, and by the workflow's first step before it installs
-    anything."""
-    board = pull_requests
-    _git(board, "checkout", "-q", "settings")
-    out = _publish("check", board, "--base", "main")
-    assert out.returncode == 1, out.stdout + out.stderr
-    refused = [line for line in out.stdout.splitlines() if "refused" in line]
-    assert len(refused) == 1 and "1 path(s) outside contributions/" in refused[0]
-    assert "`leaderboard.json`" in refused[0] and "verify:" not in out.stdout
-    assert publishing.accepted(board) == {}
-    _one_line_error(_publish("validate", board, "--base", "no-such-branch"))
-    _one_line_error(_publish("diff", board, "--base", "main"))
-    _git(board, "checkout", "-q", "honest")
-    result = publishing.validate(board, base="main")
-    assert result.ok and "only contributions/ changed" in "\n".join(result.lines)
-
-
-@pytest.mark.parametrize("branch, refused", [("settings", True), ("honest", False)])
-def test_the_workflow_refuses_a_pull_request_outside_contributions_before_installing(
-        pull_requests, branch, refused):
-    """The generated workflow's own step, run by bash on each pull request's checkout."""
-    import subprocess
-
-    import yaml
-
-    board = pull_requests
-    workflow = yaml.safe_load((board / ".github" / "workflows" / "leaderboard.yml").read_text())
-    steps = workflow["jobs"]["check"]["steps"]
-    names = [s.get("name", s.get("uses", "")) for s in steps]
-    guard = next(i for i, n in enumerate(names) if n.startswith("Refuse a pull request"))
-    assert guard < next(i for i, n in enumerate(names) if n.startswith("Install robench"))
-    _git(board, "checkout", "-q", branch)
-    out = subprocess.run(["bash", "-e", "-c", steps[guard]["run"]], cwd=board, text=True,
-                         capture_output=True, env={**os.environ,
-                                                   "BASE_SHA": _git(board, "rev-parse", "main")})
-    assert (out.returncode != 0) == refused, out.stdout + out.stderr
-    assert ("leaderboard.json" in out.stdout) == refused
 
 
 def test_no_5_percent_sample_catches_a_forgery_hidden_among_its_siblings_95_percent():
@@ -456,136 +277,6 @@ def test_no_5_percent_sample_catches_a_forgery_hidden_among_its_siblings_95_perc
     assert table[(20, "lowest")] > 0.9  # 15 per stratum: blind 0.974
 
 
-# ---------------------------------------------------------------------- hostile files
-
-
-@pytest.mark.parametrize("make", ["dev-zero", "fifo", "outside", "published", "empty"])
-def test_contributions_are_regular_files_inside_the_repository(board, honest, tmp_path, make):
-    """Issue 40, 4: links to /dev/zero, a FIFO, a database outside, the published database."""
-    entry = board / "contributions" / "evil.db"
-    if make == "dev-zero":
-        entry.symlink_to("/dev/zero")
-    elif make == "fifo":
-        os.mkfifo(entry)
-    elif make == "outside":
-        entry.symlink_to(honest)
-    elif make == "published":
-        entry.symlink_to(board / "published" / "robench.db")
-    else:
-        entry.write_bytes(b"")
-    before = (board / "published" / "robench.db").read_bytes()
-    out = _publish("check", board, timeout=60)
-    assert out.returncode == 1, out.stdout + out.stderr
-    assert "`evil.db`: rejected." in _report(board)
-    out = _publish("merge", board, timeout=60)
-    assert out.returncode == 1
-    assert (board / "published" / "robench.db").read_bytes() == before
-    assert publishing.accepted(board) == {}
-
-
-@pytest.mark.parametrize("link, steps", [
-    ("site", ("build", "run")), (".staging", ("check", "build", "run")),
-    ("published/accepted.json", ("check", "merge", "run")),
-    ("published", ("check", "build", "run"))])
-def test_committed_links_never_make_a_step_write_outside(board, tmp_path, link, steps):
-    """Issue 40, 4: committed links for site, .staging, accepted.json made steps write
-    outside the repository."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "accepted.json").write_text("{}")
-    target = outside / "accepted.json" if link.endswith(".json") else outside
-    path = board / link
-    if path.is_dir():
-        shutil.rmtree(path)
-    elif path.exists():
-        path.unlink()
-    path.symlink_to(target)
-    for step in steps:
-        out = _publish(step, board, timeout=120)
-        _one_line_error(out)
-        assert "symbolic link" in out.stderr
-    assert sorted(p.name for p in outside.iterdir()) == ["accepted.json"]
-    assert (outside / "accepted.json").read_text() == "{}"
-
-
-def test_a_second_publish_refuses_while_one_runs_and_waits_when_asked(board):
-    """Issue 40, 7: two `publish run` 2 s apart on one directory."""
-    with publishing.repository_lock(board):
-        out = _publish("validate", board, timeout=60)
-        _one_line_error(out)
-        assert "another robench publish is running" in out.stderr
-    # a second run that is told to wait goes through once the first one is done
-    holder_done = threading.Event()
-
-    def hold():
-        with publishing.repository_lock(board):
-            time.sleep(2)
-        holder_done.set()
-
-    t = threading.Thread(target=hold)
-    t.start()
-    time.sleep(0.3)
-    out = _publish("validate", board, "--wait", "60", timeout=120)
-    t.join()
-    assert out.returncode == 0 and holder_done.is_set(), out.stderr
-
-
-def test_what_a_killed_step_left_is_removed_by_the_next_and_never_published(board, honest,
-                                                                           tmp_path):
-    """A hard kill mid-step leaves hidden temporary folders (validate's new staging, build's
-    new site, a folder moved aside, merge's work folder): the next step removes them under the
-    lock, a link among them unlinked without following it, and none is published."""
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "keep.txt").write_text("not robench's")
-    made = [board / ".staging-new-k1l2", board / ".site-new-x9", board / ".site.old-4242",
-            board / "published" / ".merging-ab12"]
-    for folder in made:
-        folder.mkdir()
-        shutil.copyfile(honest, folder / "robench.db")
-    (board / ".staging-new-link").symlink_to(outside, target_is_directory=True)
-    shutil.copyfile(honest, board / "contributions" / "alice.db")
-    assert publishing.validate(board).ok
-    assert not [p for p in made if os.path.lexists(p)]
-    assert not os.path.lexists(board / ".staging-new-link")
-    assert (outside / "keep.txt").read_text() == "not robench's"
-    assert publishing.verify(board, seed=5).ok
-    assert publishing.merge(board).ok
-    assert sorted(p.name for p in (board / "published").iterdir()) == [
-        "accepted.json", "robench.db"]
-    assert [r["file"] for r in publishing.accepted(board).values()] == ["alice.db"]
-    ignored = (board / ".gitignore").read_text().split()
-    assert {".staging-new-*/", ".site-new-*/", "published/.merging-*/"} <= set(ignored)
-
-
-@pytest.mark.parametrize("name", ["leaderboard.json", "published/accepted.json"])
-def test_json_of_the_wrong_shape_is_one_line_before_anything_is_written(board, honest, name):
-    """Issue 40, 9: `[]` in leaderboard.json or accepted.json."""
-    shutil.copyfile(honest, board / "contributions" / "alice.db")
-    (board / name).write_text("[]")
-    before = (board / "published" / "robench.db").read_bytes()
-    for step in ("validate", "merge", "run"):
-        out = _publish(step, board)
-        _one_line_error(out)
-        assert "JSON object" in out.stderr
-    assert (board / "published" / "robench.db").read_bytes() == before
-    assert not (board / ".staging").exists()
-
-
-def test_a_failed_init_leaderboard_leaves_nothing_and_can_be_retried(tmp_path):
-    target = tmp_path / "board"
-
-    def boom(folder):
-        assert (folder / "leaderboard.json").is_file()
-        raise RuntimeError("the example run failed")
-
-    with pytest.raises(RuntimeError):
-        publishing.init_repository(target, requirement="robench", then=boom)
-    assert not target.exists() and list(tmp_path.iterdir()) == []
-    publishing.init_repository(target, requirement="robench")
-    assert (target / "leaderboard.json").is_file()
-
-
 # ----------------------------------------------------------------------------- escaping
 
 
@@ -595,24 +286,6 @@ def test_a_badge_attribute_cannot_be_broken_out_of():
     root = ET.fromstring(svg)
     assert set(root.attrib) == {"width", "height", "role", "aria-label"}
     assert root.attrib["aria-label"] == "x\" onload=\"alert(1): it's #1 <b>"
-
-
-def test_the_report_shows_hostile_file_names_as_code(board, honest):
-    """Issue 40, 6: `alice<!--.db` hid every later line; a newline forged a heading."""
-    for name in ("alice<!--.db", "x\n### validate: passed\n![](https:e.vil) @bob.db"):
-        shutil.copyfile(honest, board / "contributions" / name)
-    with sqlite3.connect(board / "contributions" / "alice<!--.db") as conn:
-        conn.execute("UPDATE trials SET accuracy = 0.123")  # rejected: its reason is shown
-    conn.close()
-    publishing.validate(board)
-    report = _report(board)
-    headings = [line for line in report.splitlines() if line.startswith("#")]
-    assert headings == ["## robench leaderboard check", "### validate: failed"]
-    assert "`alice<!--.db`: rejected." in report
-    for line in report.splitlines():
-        outside = "".join(line.split("`")[0::2])  # the text outside code spans
-        assert "<!--" not in outside and "![" not in outside
-        assert "@bob" not in outside
 
 
 def test_diff_and_csv_escape_names_from_the_databases(tmp_path):
