@@ -22,6 +22,9 @@ writes, with the function of that language here, and nothing else:
 ``csv_cell``       a spreadsheet cell: text starting with ``= + - @``, a tab or a carriage
                    return (a formula to Excel, LibreOffice, Google Sheets) gets a leading ``'``
 ``json_text``      JSON: ``allow_nan=False`` with every non-finite float written as ``null``
+``shorten``        any language: text longer than a report can show (a 10,000-character name)
+                   cut to its first characters, an ellipsis and a short digest of the whole
+                   (two long names cut alike stay apart); applied before the escaping
 =================  ==========================================================================
 
 This module imports nothing of robench (ground room): every room may use it.
@@ -29,10 +32,30 @@ This module imports nothing of robench (ground room): every room may use it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 from typing import Any
+
+# ---------------------------------------------------------------------------- length
+
+#: Characters of stored text (a name, a file name, a reason) one line of a report shows.
+SHORT = 80
+
+
+def shorten(value: Any, limit: int = SHORT) -> str:
+    """Return ``value`` as text of at most ``limit`` characters.
+
+    Longer text keeps its beginning, then an ellipsis and the first 8 hex digits of the
+    SHA-256 of the whole (``averyveryl…#1a2b3c4d``), so two long names that begin alike are
+    still told apart. Cut before escaping: an escape is never cut in two.
+    """
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return text[:max(1, limit - 10)] + "\u2026#" + digest
 
 # --------------------------------------------------------------------------- terminal
 

@@ -12,13 +12,13 @@ import click
 
 
 from robench.cli.common import db_option, echo, fail, friendly_errors, load_registry
-from robench.escaping import json_text, markdown_cell, markdown_text, terminal
+from robench.escaping import terminal
 from robench.errors import VerifyError
+from robench.exchange.diff import diff_databases, json_document, markdown_lines, text_lines
 from robench.exchange.merge import merge_databases
 from robench.exchange.verify import DEFAULT_SAMPLE, difference_text, verify as verify_trials
 from robench.run.config import parse_duration
 from robench.run.ranking import refresh_ranks
-from robench.stats.diff import counts, diff_scores
 from robench.storage.metadata import build_metadata
 from robench.storage.migrations import (CURRENT, SchemaError, check_readable,
                                         migrate as migrate_file)
@@ -247,7 +247,8 @@ def _check_database(path) -> None:
               help="Also compare scores whose configuration or component versions differ "
                    "(independently; the differences are kept beside the decision).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default="text", show_default=True, help="Output format.")
+              default="text", show_default=True,
+              help="Output format (markdown: for a job summary or a comment; only when asked).")
 @friendly_errors
 def diff(db_a, db_b, metric, models, anyway, fmt):
     """Compare every score two results databases share; exit 1 if any got worse.
@@ -255,83 +256,37 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
     \b
     Scores are matched by data set, model, clusterer, metric, score name and configuration.
     Each change B - A gets a 95% interval: paired by repeat where both scores hold their
-    per-repeat values in one configuration (same partitions), else from the stored intervals
-    combined as independent. Decisions: better or worse (the interval excludes 0, in the
-    score's direction), within noise (it includes 0: the data cannot tell), same, or not
-    comparable (another configuration, whose differing knobs, seed, repeats and sources are
-    named; another metric or component version, or data; no value). Exit 1 when any score
-    got worse beyond its interval, else 0 (a CI guard); 2 for bad input. Both files are only
-    read.
+    per-repeat values in one configuration (same partitions); paired on the shared repeats
+    where one side's trials include the other's (the same command with -r 3 and -r 6: "B
+    extends A by 3 repeats"); else from the stored intervals combined as independent.
+    \b
+    Decisions:
+      worse / better   the interval excludes 0, on the score's bad / good side
+      changed          it excludes 0, but the score has no direction
+      within noise     it includes 0: the data cannot tell (not "unchanged")
+      same             the values are equal, or neither side has one
+      not comparable   other configurations that do not nest (what differs is named),
+                       another metric or component version, other data, or one value only
+    Exit 1 when any score got worse beyond its interval, else 0 (a CI guard); 2 for bad
+    input. Both files are only read.
 
     \b
     Examples:
       robench diff before.db after.db
+      robench diff r3.db r6.db                            # the same run, extended
       robench diff v1.db v2.db --compare-anyway          # did v2 get better?
       robench diff all.db all.db --models mlp mlp-v2 --metric rho
       robench diff main.db pr.db --metric rho --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
 
-    rows, configs = [], []
-    for path in (db_a, db_b):
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no results database at {path}")
-        with Store(path, readonly=True) as store:
-            found = store.scores(metric=metric)
-            for row, versions in zip(found, store.score_versions(found)):
-                row["versions"] = versions
-            configs.append(store.configurations())
-        rows.append(found)
-    if metric is not None and not (rows[0] or rows[1]):
-        raise click.BadParameter(f"neither database has a score of metric '{metric}'",
-                                 param_hint="--metric")
-    if models:
-        for side, (name, found) in enumerate(zip(models, rows)):
-            if not any(r["model"] == name for r in found):
-                raise click.BadParameter(f"{(db_a, db_b)[side]} has no score of model "
-                                         f"'{name}'", param_hint="--models")
-        label = f"{models[0]} -> {models[1]}"
-        rows = [[dict(r, model=label) for r in found if r["model"] == name]
-                for name, found in zip(models, rows)]
-    result = diff_scores(*rows, configs_a=configs[0], configs_b=configs[1], anyway=anyway)
-    tally = counts(result)
-    summary = (f"{len(result)} score(s) in both: " + ", ".join(
-        f"{n} {d}" for d, n in tally.items()) + f" (A: {db_a}, B: {db_b})")
+    found = diff_databases(db_a, db_b, metric=metric, models=models, anyway=anyway)
     if fmt == "json":
-        click.echo(json_text({"a": str(db_a), "b": str(db_b), "counts": tally,
-                              "scores": result}, indent=2))
-    elif fmt == "markdown":
-        click.echo("| data set | model | clusterer | metric | score | A | B | change [interval] "
-                   "| decision |")
-        click.echo("|---|---|---|---|---|---|---|---|---|")
-        for c in result:  # names from the databases: code spans, never Markdown or HTML
-            names = [markdown_cell(c[k]) for k in ("dataset", "model", "clusterer", "metric",
-                                                   "score")]
-            click.echo("| " + " | ".join(names + [markdown_text(v) for v in (
-                _num(c["a"]), _num(c["b"]), _change(c), _decision(c))]) + " |")
-        click.echo(f"\n{markdown_text(summary)}")
+        click.echo(json_document(found))
     else:
-        for c in result:
-            name = terminal(" ".join(str(c[k]) for k in ("dataset", "model", "clusterer",
-                                                          "metric", "score") if c[k]))
-            echo(f"{name}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} {_decision(c)}")
-        echo(summary)
-    if tally["worse"]:
+        lines = markdown_lines(found) if fmt == "markdown" else text_lines(found)
+        click.echo("\n".join(lines))
+    if found.worse:
         sys.exit(1)
-
-
-def _num(value) -> str:
-    return "" if value is None else f"{value:.4g}"
-
-
-def _change(c) -> str:
-    if c["change"] is None:
-        return ""
-    return f"{c['change']:+.4g} [{c['low']:+.4g}, {c['high']:+.4g}]"
-
-
-def _decision(c) -> str:
-    notes = [n for n in (c.get("method"), c.get("reason")) if n]
-    return c["decision"] + (f" ({'; '.join(notes)})" if notes else "")
 
 
 # ----------------------------------------------------------------------------- metadata
