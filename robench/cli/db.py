@@ -152,11 +152,19 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
     CPU instruction set as here; else each accuracy within 3 standard errors of the
     difference of two measurements on its rows plus one row. A trial whose plugin or version
     is not installed here is refused (what to install is said), not counted as a mismatch.
-    Each re-run runs in a worker process that is killed a few seconds past its time limit
-    (the trial cannot catch or block that); it is then refused, with the reason.
+    Each re-run runs in a worker process, in a process group of its own, that is killed with
+    everything it forked a few seconds past its time limit (the trial cannot catch or block
+    that); it is then refused, with the reason. A re-run's limit is its run's, at most
+    --trial-timeout, and at most 20 times the time the trial recorded plus a minute.
     The verification is recorded in the database (`robench results` and the site show it).
-    Exit 0: all re-run trials match; 1: any mismatch (each listed, stored vs re-run); 2: bad
-    input.
+    Where re-runs are compared within the tolerance, their differences are also tested
+    together (a sign test and a t test): a shift all in one direction is refused even when
+    each difference is small. A trial trained in a batch is re-run in a batch as wide, and
+    compared exactly where it ran on this device, torch and CPU.
+    Exit 0: every sampled trial was re-run and matches; 1: any mismatch (each listed, stored
+    vs re-run) or one-direction shift; 2: bad input, or no sampled trial can be re-run here;
+    3: some sampled trials could not be re-run here (not installed, data not here, out of
+    time): they are not verified.
 
     \b
     Examples:
@@ -194,6 +202,9 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
                                contributor=contributor, on_trial=show,
                                trial_timeout=trial_timeout, budget=budget,
                                weighted=by_influence)
+    for shift in result.shifts:
+        click.secho(f"  SHIFT    {terminal(shift['text'])}: every such re-run is a mismatch",
+                    fg="red")
     matched, mismatched = result.count("match"), result.count("mismatch")
     refused = result.count("refused")
     click.echo(f"verified {matched} of {matched + mismatched} re-run trial(s) on "
@@ -201,11 +212,15 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
                f"recorded as verification {result.record_id}")
     if mismatched:
         sys.exit(1)
+    timed_out = sum(bool(t.get("timed_out")) for t in result.trials)
     if not matched:
-        timed_out = sum(bool(t.get("timed_out")) for t in result.trials)
         fail(f"none of the {refused} sampled trial(s) can be re-run here: "
              + ("install the plugins and versions they ran with (listed above)" if not timed_out
                 else f"{timed_out} ran out of time, the others are listed above"))
+    if refused:  # what was not re-run is not verified: it must not pass by omission
+        click.secho(f"{refused} of the {len(result.trials)} sampled trial(s) could not be "
+                    "re-run here (listed above): they are not verified", fg="yellow", err=True)
+        sys.exit(3)
 
 
 def _check_database(path) -> None:
