@@ -345,3 +345,36 @@ def test_every_trial_raised_just_inside_the_tolerance_is_refused_by_default(
         assert "10 mismatch(es)" in res.output
         (m,) = sqlite3.connect(db).execute("SELECT n_mismatched FROM verifications").fetchone()
         assert m == 10
+
+
+# --- issue 51, 6: bounded re-runs, and what was not re-run does not pass by omission ---------
+
+
+def test_a_rerun_is_bounded_by_its_trials_recorded_time():
+    """A spec edited to ask for 100,000 epochs ran to the profile's 900 s; the trial's own
+    recorded seconds now bound it (20 x + 60 s), never above its run's limit or verify's."""
+    from robench.exchange.verify import RECORDED_FACTOR, RECORDED_FLOOR, trial_limit
+
+    run_ = {"config": {"trial_timeout": 900}}
+    assert trial_limit(run_, None) == 900.0
+    assert trial_limit(run_, None, 1.5) == RECORDED_FLOOR + RECORDED_FACTOR * 1.5 == 90.0
+    assert trial_limit(run_, 30, 1.5) == 30.0  # verify's own limit is lower
+    assert trial_limit(run_, None, 100.0) == 900.0  # the run's limit caps it
+    assert trial_limit(run_, None, "lots") == 900.0  # a recorded time that is no number
+
+
+def test_verify_exits_non_zero_when_a_sampled_trial_could_not_be_re_run(ran):
+    """Issue 51: sampled trials refused (their data set not here at the version they ran on)
+    while the others matched: exit 0, their accuracies passing by omission. Now exit 3."""
+    conn = sqlite3.connect(ran)
+    for key, spec in conn.execute("SELECT key, spec FROM trials WHERE model = 'mlp'").fetchall():
+        spec = json.loads(spec)
+        spec["versions"]["dataset"] = "9.9/9"
+        conn.execute("UPDATE trials SET spec = ? WHERE key = ?", (json.dumps(spec), key))
+    conn.commit()
+    conn.close()
+    res = run("verify", "--db", ran, "--sample", "6")  # every (model, kind) once
+    assert res.exit_code == 3, res.output
+    assert "0 mismatch(es), 3 refused" in res.output and "verified 3 of 3" in res.output
+    assert "3 of the 6 sampled trial(s) could not be re-run here" in res.output
+    assert "Traceback" not in res.output
