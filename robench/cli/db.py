@@ -12,7 +12,7 @@ import click
 
 
 from robench.cli.common import db_option, echo, fail, friendly_errors, load_registry
-from robench.escaping import terminal
+from robench.escaping import shorten, terminal
 from robench.errors import VerifyError
 from robench.exchange.diff import diff_databases, json_document, markdown_lines, text_lines
 from robench.exchange.merge import merge_databases
@@ -181,14 +181,15 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
 
     def show(t):
         # names and values come from the database: one line each, no control character
-        name = terminal(" ".join(str(t[c]) for c in ("dataset", "model", "clusterer",
-                                                      "protocol", "kind", "repeat")
+        name = terminal(" ".join(shorten(t[c], 60) for c in ("dataset", "model", "clusterer",
+                                                              "protocol", "kind", "repeat")
                                  if t.get(c) not in (None, "")))
         key = terminal(str(t["key"])[:16])
         if t["outcome"] == "refused":
             hint = ("" if t.get("timed_out") else "; install the plugin version it ran with "
                     "to check it")
-            click.echo(f"  refused  {key} ({name}): {terminal(t['reason'])}{hint}")
+            click.echo(f"  refused  {key} ({name}): {terminal(shorten(t['reason'], 2000))}"
+                       f"{hint}")
         elif t["outcome"] == "match":
             click.echo(f"  match    {key} ({name}), {t['mode']}")
         else:

@@ -62,6 +62,7 @@ import string
 import subprocess
 import sys
 import tempfile
+import time
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -657,6 +658,7 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
     work.mkdir(parents=True, exist_ok=True)
     found = _verified(repo)
     allow = conf["verify_allow"]
+    began = time.monotonic()  # one budget for the whole check, not one per contribution
     for path in todo:
         sha = contribution_sha256(path)
         found[sha] = {"file": path.name, "ok": False}
@@ -686,7 +688,8 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
             with Store(copy) as store:
                 check = verify_trials(store, registry, sample=n, seed=seed, weighted=True,
                                       trial_timeout=conf["verify_trial_timeout"],
-                                      budget=conf["verify_budget"],
+                                      budget=max(0.0, conf["verify_budget"]
+                                                 - (time.monotonic() - began)),
                                       exact_only=conf["verify_exact"])
                 record = next(r for r in verifications(store) if r["id"] == check.record_id)
         except Exception as exc:  # noqa: BLE001 - any failure rejects, with its reason
