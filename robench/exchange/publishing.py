@@ -298,7 +298,6 @@ def repository_lock(repo, wait: float = 0.0):
     its three steps).
     """
     import fcntl
-    import time
 
     root = _root(repo).resolve()
     held = _HELD.__dict__.setdefault("roots", {})
