@@ -14,14 +14,18 @@ writes, with the function of that language here, and nothing else:
                    and the whitespace an attribute would normalise away
 ``markdown_code``  a name in GitHub-flavoured Markdown: an inline code span fenced with more
                    backticks than the name holds, on one line (no raw HTML, image, link,
-                   mention or heading can come out of a code span); ``markdown_cell`` is the
-                   same inside a table (``|`` escaped)
-``markdown_text``  prose from data outside a code span: one line, the punctuation that opens
-                   inline syntax (emphasis, code, links, images, HTML, entities, tables)
-                   backslash-escaped and a block marker at its start, ``@`` mentions broken
+                   mention or heading can come out of a code span), at most 200 characters
+                   (``shorten``); ``markdown_cell`` is the same inside a table (``|`` escaped)
+``markdown_text``  prose from data outside a code span, at most 4,000 characters: one line,
+                   the punctuation that opens inline syntax (emphasis, code, links, images,
+                   HTML, entities, tables) backslash-escaped and a block marker at its
+                   start, ``@`` mentions broken
 ``csv_cell``       a spreadsheet cell: text starting with ``= + - @``, a tab or a carriage
                    return (a formula to Excel, LibreOffice, Google Sheets) gets a leading ``'``
 ``json_text``      JSON: ``allow_nan=False`` with every non-finite float written as ``null``
+``shorten``        any language: text longer than a report can show (a 10,000-character name)
+                   cut to its first characters, an ellipsis and a short digest of the whole
+                   (two long names cut alike stay apart); applied before the escaping
 =================  ==========================================================================
 
 This module imports nothing of robench (ground room): every room may use it.
@@ -29,10 +33,30 @@ This module imports nothing of robench (ground room): every room may use it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 from typing import Any
+
+# ---------------------------------------------------------------------------- length
+
+#: Characters of stored text (a name, a file name, a reason) one line of a report shows.
+SHORT = 80
+
+
+def shorten(value: Any, limit: int = SHORT) -> str:
+    """Return ``value`` as text of at most ``limit`` characters.
+
+    Longer text keeps its beginning, then an ellipsis and the first 8 hex digits of the
+    SHA-256 of the whole (``averyveryl…#1a2b3c4d``), so two long names that begin alike are
+    still told apart. Cut before escaping: an escape is never cut in two.
+    """
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return text[:max(1, limit - 10)] + "\u2026#" + digest
 
 # --------------------------------------------------------------------------- terminal
 
@@ -96,13 +120,21 @@ def _one_line(value: Any) -> str:
     return terminal(value)
 
 
-def markdown_code(value: Any) -> str:
-    """Return ``value`` as one inline code span (empty text gives an empty string).
+#: Characters of a name a Markdown code span shows (:func:`shorten` beyond): a contribution's
+#: file name of 10,000 characters must not fill a job summary.
+MARKDOWN_NAME = 200
+#: Characters of Markdown prose from data (a reason quoting names and values) shown.
+MARKDOWN_PROSE = 4000
+
+
+def markdown_code(value: Any, limit: int = MARKDOWN_NAME) -> str:
+    """Return ``value`` as one inline code span (empty text gives an empty string), shortened
+    to ``limit`` characters first (:func:`shorten`).
 
     The fence is one backtick longer than the longest run of backticks inside; a space pads
     text that starts or ends with a backtick or a space (CommonMark strips one from each side).
     """
-    text = _one_line(value)
+    text = _one_line(shorten(value, limit))
     if not text:
         return ""
     fence = "`" * (max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
@@ -111,18 +143,19 @@ def markdown_code(value: Any) -> str:
     return f"{fence}{text}{fence}"
 
 
-def markdown_cell(value: Any) -> str:
+def markdown_cell(value: Any, limit: int = MARKDOWN_NAME) -> str:
     """Return ``value`` as a code span inside a Markdown table cell (``|`` escaped: GFM splits
     cells on a pipe even inside a code span)."""
-    return markdown_code(value).replace("|", "\\|")
+    return markdown_code(value, limit).replace("|", "\\|")
 
 
-def markdown_text(value: Any) -> str:
-    """Return ``value`` as Markdown prose: one line, the punctuation that opens inline syntax
-    backslash-escaped (no emphasis, code, link, image, HTML, entity or table syntax), a block
-    marker at its start escaped (no list, quote or heading), mentions broken by a word joiner
-    after ``@`` (GitHub links ``@name`` even when the ``@`` is escaped)."""
-    text = _MD_PUNCTUATION.sub(r"\\\1", _one_line(value))
+def markdown_text(value: Any, limit: int = MARKDOWN_PROSE) -> str:
+    """Return ``value`` as Markdown prose: shortened to ``limit`` characters (:func:`shorten`),
+    one line, the punctuation that opens inline syntax backslash-escaped (no emphasis, code,
+    link, image, HTML, entity or table syntax), a block marker at its start escaped (no list,
+    quote or heading), mentions broken by a word joiner after ``@`` (GitHub links ``@name``
+    even when the ``@`` is escaped)."""
+    text = _MD_PUNCTUATION.sub(r"\\\1", _one_line(shorten(value, limit)))
     text = _MD_ORDERED.sub(r"\1\\\2", _MD_BULLET.sub(r"\\\1", text))
     return text.replace("@", "@\u2060")
 

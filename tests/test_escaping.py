@@ -14,8 +14,9 @@ import xml.etree.ElementTree as ET
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from robench.escaping import (BIDI, FORMULA_PREFIXES, csv_cell, finite, json_text, markdown_cell,
-                              markdown_code, markdown_text, terminal, xml_attr, xml_text)
+from robench.escaping import (BIDI, FORMULA_PREFIXES, MARKDOWN_NAME, MARKDOWN_PROSE, SHORT,
+                              csv_cell, finite, json_text, markdown_cell, markdown_code,
+                              markdown_text, shorten, terminal, xml_attr, xml_text)
 
 #: Text XML 1.0 can hold (what round-trips exactly).
 _XML_OK = st.text(st.characters(blacklist_categories=("Cs",),
@@ -82,7 +83,19 @@ def test_markdown_code_is_one_code_span_on_one_line(text):
     # the span shows the name (stripped of the one padding space CommonMark removes)
     shown = inner[1:-1] if inner.startswith(" ") and inner.endswith(" ") and inner.strip() \
         else inner
-    assert shown == terminal(text)
+    assert shown == terminal(shorten(text, MARKDOWN_NAME))
+
+
+def test_long_names_are_shortened_in_every_markdown_sink_and_stay_apart():
+    """Issue 51: a 10,000-character name printed whole into a job summary."""
+    long, other = "n" * 10_000, "n" * 9_999 + "m"
+    for escape, limit in ((markdown_code, MARKDOWN_NAME), (markdown_cell, MARKDOWN_NAME),
+                          (markdown_text, MARKDOWN_PROSE)):
+        out = escape(long)
+        assert long not in out and "n" * 50 in out and len(out) < limit + 20
+        assert escape(long) != escape(other)  # cut alike, told apart by the digest
+    assert shorten("short") == "short" and len(shorten(long)) == SHORT
+    assert shorten(long, 40).startswith("n" * 30) and "\u2026#" in shorten(long, 40)
 
 
 def test_markdown_code_on_the_reported_names():

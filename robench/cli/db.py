@@ -12,13 +12,13 @@ import click
 
 
 from robench.cli.common import db_option, echo, fail, friendly_errors, load_registry
-from robench.escaping import json_text, markdown_cell, markdown_text, terminal
+from robench.escaping import shorten, terminal
 from robench.errors import VerifyError
+from robench.exchange.diff import diff_databases, json_document, markdown_lines, text_lines
 from robench.exchange.merge import merge_databases
 from robench.exchange.verify import DEFAULT_SAMPLE, difference_text, verify as verify_trials
 from robench.run.config import parse_duration
 from robench.run.ranking import refresh_ranks
-from robench.stats.diff import counts, diff_scores
 from robench.storage.metadata import build_metadata
 from robench.storage.migrations import (CURRENT, SchemaError, check_readable,
                                         migrate as migrate_file)
@@ -152,11 +152,19 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
     CPU instruction set as here; else each accuracy within 3 standard errors of the
     difference of two measurements on its rows plus one row. A trial whose plugin or version
     is not installed here is refused (what to install is said), not counted as a mismatch.
-    Each re-run runs in a worker process that is killed a few seconds past its time limit
-    (the trial cannot catch or block that); it is then refused, with the reason.
+    Each re-run runs in a worker process, in a process group of its own, that is killed with
+    everything it forked a few seconds past its time limit (the trial cannot catch or block
+    that); it is then refused, with the reason. A re-run's limit is its run's, at most
+    --trial-timeout, and at most 20 times the time the trial recorded plus a minute.
     The verification is recorded in the database (`robench results` and the site show it).
-    Exit 0: all re-run trials match; 1: any mismatch (each listed, stored vs re-run); 2: bad
-    input.
+    Where re-runs are compared within the tolerance, their differences are also tested
+    together (a sign test and a t test): a shift all in one direction is refused even when
+    each difference is small. A trial trained in a batch is re-run in a batch as wide, and
+    compared exactly where it ran on this device, torch and CPU.
+    Exit 0: every sampled trial was re-run and matches; 1: any mismatch (each listed, stored
+    vs re-run) or one-direction shift; 2: bad input, or no sampled trial can be re-run here;
+    3: some sampled trials could not be re-run here (not installed, data not here, out of
+    time): they are not verified.
 
     \b
     Examples:
@@ -173,14 +181,15 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
 
     def show(t):
         # names and values come from the database: one line each, no control character
-        name = terminal(" ".join(str(t[c]) for c in ("dataset", "model", "clusterer",
-                                                      "protocol", "kind", "repeat")
+        name = terminal(" ".join(shorten(t[c], 60) for c in ("dataset", "model", "clusterer",
+                                                              "protocol", "kind", "repeat")
                                  if t.get(c) not in (None, "")))
         key = terminal(str(t["key"])[:16])
         if t["outcome"] == "refused":
             hint = ("" if t.get("timed_out") else "; install the plugin version it ran with "
                     "to check it")
-            click.echo(f"  refused  {key} ({name}): {terminal(t['reason'])}{hint}")
+            click.echo(f"  refused  {key} ({name}): {terminal(shorten(t['reason'], 2000))}"
+                       f"{hint}")
         elif t["outcome"] == "match":
             click.echo(f"  match    {key} ({name}), {t['mode']}")
         else:
@@ -194,6 +203,9 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
                                contributor=contributor, on_trial=show,
                                trial_timeout=trial_timeout, budget=budget,
                                weighted=by_influence)
+    for shift in result.shifts:
+        click.secho(f"  SHIFT    {terminal(shift['text'])}: every such re-run is a mismatch",
+                    fg="red")
     matched, mismatched = result.count("match"), result.count("mismatch")
     refused = result.count("refused")
     click.echo(f"verified {matched} of {matched + mismatched} re-run trial(s) on "
@@ -201,11 +213,15 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
                f"recorded as verification {result.record_id}")
     if mismatched:
         sys.exit(1)
+    timed_out = sum(bool(t.get("timed_out")) for t in result.trials)
     if not matched:
-        timed_out = sum(bool(t.get("timed_out")) for t in result.trials)
         fail(f"none of the {refused} sampled trial(s) can be re-run here: "
              + ("install the plugins and versions they ran with (listed above)" if not timed_out
                 else f"{timed_out} ran out of time, the others are listed above"))
+    if refused:  # what was not re-run is not verified: it must not pass by omission
+        click.secho(f"{refused} of the {len(result.trials)} sampled trial(s) could not be "
+                    "re-run here (listed above): they are not verified", fg="yellow", err=True)
+        sys.exit(3)
 
 
 def _check_database(path) -> None:
@@ -247,7 +263,8 @@ def _check_database(path) -> None:
               help="Also compare scores whose configuration or component versions differ "
                    "(independently; the differences are kept beside the decision).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]),
-              default="text", show_default=True, help="Output format.")
+              default="text", show_default=True,
+              help="Output format (markdown: for a job summary or a comment; only when asked).")
 @friendly_errors
 def diff(db_a, db_b, metric, models, anyway, fmt):
     """Compare every score two results databases share; exit 1 if any got worse.
@@ -255,83 +272,37 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
     \b
     Scores are matched by data set, model, clusterer, metric, score name and configuration.
     Each change B - A gets a 95% interval: paired by repeat where both scores hold their
-    per-repeat values in one configuration (same partitions), else from the stored intervals
-    combined as independent. Decisions: better or worse (the interval excludes 0, in the
-    score's direction), within noise (it includes 0: the data cannot tell), same, or not
-    comparable (another configuration, whose differing knobs, seed, repeats and sources are
-    named; another metric or component version, or data; no value). Exit 1 when any score
-    got worse beyond its interval, else 0 (a CI guard); 2 for bad input. Both files are only
-    read.
+    per-repeat values in one configuration (same partitions); paired on the shared repeats
+    where one side's trials include the other's (the same command with -r 3 and -r 6: "B
+    extends A by 3 repeats"); else from the stored intervals combined as independent.
+    \b
+    Decisions:
+      worse / better   the interval excludes 0, on the score's bad / good side
+      changed          it excludes 0, but the score has no direction
+      within noise     it includes 0: the data cannot tell (not "unchanged")
+      same             the values are equal, or neither side has one
+      not comparable   other configurations that do not nest (what differs is named),
+                       another metric or component version, other data, or one value only
+    Exit 1 when any score got worse beyond its interval, else 0 (a CI guard); 2 for bad
+    input. Both files are only read.
 
     \b
     Examples:
       robench diff before.db after.db
+      robench diff r3.db r6.db                            # the same run, extended
       robench diff v1.db v2.db --compare-anyway          # did v2 get better?
       robench diff all.db all.db --models mlp mlp-v2 --metric rho
       robench diff main.db pr.db --metric rho --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
 
-    rows, configs = [], []
-    for path in (db_a, db_b):
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no results database at {path}")
-        with Store(path, readonly=True) as store:
-            found = store.scores(metric=metric)
-            for row, versions in zip(found, store.score_versions(found)):
-                row["versions"] = versions
-            configs.append(store.configurations())
-        rows.append(found)
-    if metric is not None and not (rows[0] or rows[1]):
-        raise click.BadParameter(f"neither database has a score of metric '{metric}'",
-                                 param_hint="--metric")
-    if models:
-        for side, (name, found) in enumerate(zip(models, rows)):
-            if not any(r["model"] == name for r in found):
-                raise click.BadParameter(f"{(db_a, db_b)[side]} has no score of model "
-                                         f"'{name}'", param_hint="--models")
-        label = f"{models[0]} -> {models[1]}"
-        rows = [[dict(r, model=label) for r in found if r["model"] == name]
-                for name, found in zip(models, rows)]
-    result = diff_scores(*rows, configs_a=configs[0], configs_b=configs[1], anyway=anyway)
-    tally = counts(result)
-    summary = (f"{len(result)} score(s) in both: " + ", ".join(
-        f"{n} {d}" for d, n in tally.items()) + f" (A: {db_a}, B: {db_b})")
+    found = diff_databases(db_a, db_b, metric=metric, models=models, anyway=anyway)
     if fmt == "json":
-        click.echo(json_text({"a": str(db_a), "b": str(db_b), "counts": tally,
-                              "scores": result}, indent=2))
-    elif fmt == "markdown":
-        click.echo("| data set | model | clusterer | metric | score | A | B | change [interval] "
-                   "| decision |")
-        click.echo("|---|---|---|---|---|---|---|---|---|")
-        for c in result:  # names from the databases: code spans, never Markdown or HTML
-            names = [markdown_cell(c[k]) for k in ("dataset", "model", "clusterer", "metric",
-                                                   "score")]
-            click.echo("| " + " | ".join(names + [markdown_text(v) for v in (
-                _num(c["a"]), _num(c["b"]), _change(c), _decision(c))]) + " |")
-        click.echo(f"\n{markdown_text(summary)}")
+        click.echo(json_document(found))
     else:
-        for c in result:
-            name = terminal(" ".join(str(c[k]) for k in ("dataset", "model", "clusterer",
-                                                          "metric", "score") if c[k]))
-            echo(f"{name}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} {_decision(c)}")
-        echo(summary)
-    if tally["worse"]:
+        lines = markdown_lines(found) if fmt == "markdown" else text_lines(found)
+        click.echo("\n".join(lines))
+    if found.worse:
         sys.exit(1)
-
-
-def _num(value) -> str:
-    return "" if value is None else f"{value:.4g}"
-
-
-def _change(c) -> str:
-    if c["change"] is None:
-        return ""
-    return f"{c['change']:+.4g} [{c['low']:+.4g}, {c['high']:+.4g}]"
-
-
-def _decision(c) -> str:
-    notes = [n for n in (c.get("method"), c.get("reason")) if n]
-    return c["decision"] + (f" ({'; '.join(notes)})" if notes else "")
 
 
 # ----------------------------------------------------------------------------- metadata

@@ -15,7 +15,15 @@ checked:
   on ``n`` rows is then compared within three standard errors of the difference of two such
   measurements plus one row (:func:`tolerance`; its false-mismatch rate is pinned below 1% by
   simulation in the tests), and the row counts, status, parameters and versions exactly;
-  predictions and histories are not compared.
+  predictions and histories are not compared. A tolerance is not a licence: the re-runs so
+  compared are also tested together (:func:`systematic_shift`: a sign test and a t test of
+  re-run minus stored), so every trial raised by just under its tolerance is refused
+  although each difference is small. A trial trained in a batch is re-run alone: its bits
+  depend on its unit's members and order, which are not recorded.
+
+Each re-run runs in a worker process in a process group of its own, killed with everything it
+forked at its time limit (at most :data:`RECORDED_FACTOR` times the seconds the trial recorded
+plus :data:`RECORDED_FLOOR`) and when verify ends.
 
 The sample is stratified: ok trials are grouped by (model, protocol), each group shuffled with
 ``--seed``, and the groups taken in turn (in a seeded order) until ``--sample`` trials are
@@ -69,6 +77,9 @@ class Verification:
     device: str = ""
     started_at: str = ""
     record_id: Optional[int] = None
+    #: One-direction shifts of the tolerance-mode re-runs, tested together
+    #: (:func:`systematic_shift`); the trials they cover are mismatches.
+    shifts: list = field(default_factory=list)
 
     def count(self, outcome: str) -> int:
         return sum(t["outcome"] == outcome for t in self.trials)
@@ -85,6 +96,88 @@ def tolerance(stored: float, rerun: float, n: int) -> float:
         return 0.0
     p = (float(stored) * n + float(rerun) * n + 2.0) / (2.0 * n + 4.0)
     return 3.0 * math.sqrt(2.0 * p * (1.0 - p) / n) + 1.0 / n
+
+
+#: Chance that the joint test below refuses an honest verification (its differences centred
+#: on 0), all accuracy columns and both tests together (Bonferroni).
+SHIFT_ALPHA = 0.01
+#: Fewest tolerance-mode re-runs of a column the joint test reads (fewer cannot show a shift).
+SHIFT_LEAST = 3
+
+
+def standardised(stored: float, rerun: float, n: int) -> float:
+    """Return ``rerun - stored`` in standard errors of the difference of two accuracies
+    measured on ``n`` rows (the unit of :func:`tolerance`: three of them plus a row)."""
+    p = (float(stored) * n + float(rerun) * n + 2.0) / (2.0 * n + 4.0)
+    return (float(rerun) - float(stored)) / math.sqrt(2.0 * p * (1.0 - p) / n)
+
+
+def shift_pvalues(z):
+    """Return (sign test p, t test p), two-sided, of re-run minus stored differences ``z``
+    (standardised, one row per verification: arrays over the last axis, NaN where absent).
+
+    The sign test counts the non-zero differences of each sign (exact binomial, no
+    assumption on their shape); the t test asks whether their mean is 0 (a mean away from 0
+    with no spread at all gives p = 0). Both are vectorised for the simulation that pins
+    their error rate (tests/run/test_verify.py).
+    """
+    import numpy as np
+    from scipy import stats
+
+    z = np.asarray(z, dtype=float)
+    ok = np.isfinite(z)
+    n = ok.sum(-1)
+    zz = np.where(ok, z, 0.0)
+    pos, neg = (zz > 0).sum(-1), (zz < 0).sum(-1)
+    m = pos + neg
+    p_sign = np.minimum(1.0, 2.0 * stats.binom.cdf(np.minimum(pos, neg), np.maximum(m, 1), 0.5))
+    p_sign = np.where(m > 0, p_sign, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = zz.sum(-1) / n
+        sd = np.sqrt(np.where(ok, (zz - mean[..., None]) ** 2, 0.0).sum(-1) / (n - 1))
+        t = mean / (sd / np.sqrt(n))
+        p_t = 2.0 * stats.t.sf(np.abs(t), np.maximum(n - 1, 1))
+    p_t = np.where(sd > 0, p_t, np.where(np.abs(mean) > 0, 0.0, 1.0))
+    p_t = np.where(n >= 2, p_t, 1.0)
+    return p_sign, p_t
+
+
+def systematic_shift(entries: list, alpha: float = SHIFT_ALPHA) -> list:
+    """Return the one-direction shifts the tolerance let through, tested together.
+
+    ``entries`` are re-runs compared within the tolerance, each {column: (stored, re-run,
+    rows)}. A tolerance of three standard errors per trial lets a forger raise every trial
+    by just under it; each difference is small, but all have one sign. For each accuracy
+    column with at least :data:`SHIFT_LEAST` re-runs the standardised differences
+    (:func:`standardised`) are tested together by a sign test and a t test, each at
+    ``alpha`` / (2 x the columns tested). Returns [{column, n, positive, negative, mean,
+    p_sign, p_t, text}] of the columns found shifted ([] when none).
+    """
+    import numpy as np
+
+    columns = {}
+    for entry in entries:
+        for c, (a, b, n) in entry.items():
+            if n:
+                columns.setdefault(c, []).append(standardised(a, b, n))
+    tested = {c: z for c, z in columns.items() if len(z) >= SHIFT_LEAST}
+    out = []
+    for c, z in tested.items():
+        p_sign, p_t = (float(p) for p in shift_pvalues(np.array(z)))
+        level = alpha / (2 * len(tested))
+        if min(p_sign, p_t) >= level:
+            continue
+        pos, neg = sum(v > 0 for v in z), sum(v < 0 for v in z)
+        mean = float(np.mean(z))
+        out.append({"column": c, "n": len(z), "positive": pos, "negative": neg, "mean": mean,
+                    "p_sign": p_sign, "p_t": p_t, "text": (
+                        f"systematic shift: re-run minus stored {c} is "
+                        f"{'negative' if mean < 0 else 'positive'} in {neg if mean < 0 else pos}"
+                        f" of {len(z)} re-runs compared within the tolerance (mean "
+                        f"{mean:+.2f} standard errors; sign test p = {p_sign:.2g}, t test p = "
+                        f"{p_t:.2g}, refused below {level:.2g}): each within its tolerance, "
+                        "together not")})
+    return out
 
 
 #: Strata the sample covers before any is sampled twice.
@@ -256,7 +349,10 @@ def trained_together(stored: dict) -> bool:
     """Return whether a stored trial was trained in a batch with others (robench.run.batching).
 
     Its kernels summed in another order than a re-run alone does, like another device: the
-    re-run is compared within the tolerance, not bit for bit.
+    re-run is compared within the tolerance, not bit for bit (and the tolerance-mode re-runs
+    together, :func:`systematic_shift`). Re-running its unit instead would need the unit's
+    members in their order, which a trial does not record: the same six trials stacked in
+    another order differed in one trial's history (1e-10).
     """
     recorded = stored.get("execution")
     return isinstance(recorded, dict) and bool(recorded.get("batched"))
@@ -269,6 +365,24 @@ KILL_GRACE = 5.0
 STARTUP_LIMIT = 600.0
 #: How the error of a re-run whose worker never started begins (refused: not the trial's doing).
 NOT_STARTED = "NotRerun"
+
+
+def init_rerun_worker(*args) -> None:
+    """Start a re-run worker in a session (and process group) of its own, then as every
+    worker (:func:`robench.run.executors.init_worker`): whatever its trial forks stays in
+    that group, and :func:`kill_group` ends them all."""
+    os.setsid()
+    init_worker(*args)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` (a re-run worker), if any of it is left."""
+    import signal
+
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class Rerunner:
@@ -296,6 +410,7 @@ class Rerunner:
         self.timeout = timeout
         self.env = TrialEnv(registry)
         self._pools: dict = {}
+        self._groups: set = set()  # process groups of the workers started (their pids)
 
     def _pool(self, threads: int):
         if threads not in self._pools:
@@ -304,19 +419,23 @@ class Rerunner:
 
 
             pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=mp.get_context("spawn"), initializer=init_worker,
+                max_workers=1, mp_context=mp.get_context("spawn"),
+                initializer=init_rerun_worker,
                 initargs=(self.registry.recipe, str(cache_dir()), None, threads))
             self._pools[threads] = pool
             # start the worker now: its start-up (imports, the registry) is not the trial's time
-            pool.submit(os.getpid).result(timeout=STARTUP_LIMIT)
+            self._groups.add(pool.submit(os.getpid).result(timeout=STARTUP_LIMIT))
         return self._pools[threads]
 
     def _end(self, threads: int) -> None:
-        """Kill the worker of ``threads`` (if it lives) and forget its pool."""
+        """Kill the worker of ``threads`` with its whole process group (the processes its
+        trial forked included) and forget its pool."""
         pool = self._pools.pop(threads, None)
         if pool is None:
             return
         for proc in list(getattr(pool, "_processes", {}).values()):
+            kill_group(proc.pid)
+            self._groups.discard(proc.pid)
             proc.kill()
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -329,6 +448,7 @@ class Rerunner:
 
         limit = self.timeout if timeout is None else timeout
         threads = execution.get("threads") or TRIAL_THREADS
+
         if self.registry.recipe is None:
             limit_threads(threads)
             return execute_trial(dict(spec), self.env, limit)
@@ -358,16 +478,24 @@ class Rerunner:
             return failed_row(spec, "the worker process re-running this trial died (killed "
                               "or out of memory)")
 
-    def close(self) -> None:
-        for pool in self._pools.values():
-            pool.shutdown(wait=True, cancel_futures=True)
-        self._pools.clear()
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers (``kill``: at once, without waiting for a trial), then kill what
+        is left of their process groups: a process a trial forked and left behind would keep
+        this command (and the pipe a CI job reads its output from) alive until it exits."""
+        for threads in list(self._pools):
+            if kill:
+                self._end(threads)
+            else:
+                self._pools.pop(threads).shutdown(wait=True, cancel_futures=True)
+        for group in self._groups:
+            kill_group(group)
+        self._groups.clear()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, kind, *exc):
+        self.close(kill=kind is not None)
 
 
 def _unregistered(registry, name) -> bool:
@@ -517,15 +645,28 @@ def _cpu(platform: Optional[str]) -> str:
     return (platform or "").partition("CPU: ")[2]
 
 
-def trial_limit(run: dict, limit: Optional[float]) -> float:
+#: A re-run may take this many times the seconds its trial recorded, plus
+#: :data:`RECORDED_FLOOR` (start-up, a slower machine), never more than its run's limit.
+RECORDED_FACTOR = 20.0
+RECORDED_FLOOR = 60.0
+
+
+def trial_limit(run: dict, limit: Optional[float], recorded=None) -> float:
     """Return the seconds one re-run may take: the limit its run had (``--trial-timeout`` as
-    recorded in the run's configuration, else its profile's), never more than ``limit``."""
+    recorded in the run's configuration, else its profile's), never more than ``limit``, and,
+    where the trial recorded its own time (``recorded`` seconds), never more than
+    :data:`RECORDED_FACTOR` times that plus :data:`RECORDED_FLOOR`: a spec that asks for
+    100,000 epochs is stopped near the time its contributor says it took, not at the profile's
+    900 s (a contributor who records too little time loses only the trial)."""
 
     config = run.get("config") if isinstance(run.get("config"), dict) else {}
     own = config.get("trial_timeout")
     if not _number(own) or own <= 0:  # 0 (no limit) is not a limit a verifier takes over
         own = TRIAL_TIMEOUT.get(config.get("profile"), TRIAL_TIMEOUT["standard"])
-    return float(own if limit is None else min(own, limit))
+    own = float(own if limit is None else min(own, limit))
+    if _number(recorded) and recorded >= 0:
+        own = min(own, RECORDED_FLOOR + RECORDED_FACTOR * float(recorded))
+    return own
 
 
 def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
@@ -578,67 +719,98 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
 
 def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
                   trial_timeout=None, budget=None, weighted=False, exact_only=False) -> None:
-    """Re-run and compare each sampled trial, appending its entry to ``result.trials``."""
+    """Re-run and compare each sampled trial, appending its entry to ``result.trials``; then
+    test the tolerance-mode differences together (:func:`systematic_shift`)."""
     registry = rerunner.registry
     began = time.monotonic()
+    loose = []  # (entry, {column: (stored, re-run, rows)}) of the tolerance-mode re-runs
+
+    def done(entry):
+        result.trials.append(entry)
+        if on_trial is not None:
+            on_trial(entry)
+
     for stored in sample_trials(rows, sample, seed, weighted=weighted):
         entry = {c: stored.get(c) for c in ("key", "dataset", "model", "clusterer", "protocol",
                                             "kind", "repeat")}
         spec = stored.get("spec")
         why = "no stored spec" if not isinstance(spec, dict) else missing(spec, registry)
         run = runs.get(stored.get("run_id")) or {}
-        limit = trial_limit(run, trial_timeout)
+        limit = trial_limit(run, trial_timeout, stored.get("seconds"))
         left = None if budget is None else budget - (time.monotonic() - began)
         if why is None and left is not None and left <= 0:
             why = f"not re-run: the verification's time budget of {budget:g} s was spent"
             entry["timed_out"] = True
         if why is not None:
             entry.update(outcome="refused", reason=why)
+            done(entry)
+            continue
+        limit = limit if left is None else min(limit, left)
+        t0 = time.perf_counter()
+        execution = execution_of(stored)
+        rerun = _stored_like(rerunner.run(spec, execution, timeout=limit))
+        exact = exact_only or (
+            stored.get("device") in (None, rerun.get("device"))
+            and _public(run.get("torch_version")) == _public(env["torch_version"])
+            and _cpu(run.get("platform")) == _cpu(env["platform"])
+            and not trained_together(stored))
+        error = rerun.get("error") or ""
+        if rerun.get("status") != "ok" and error.startswith("TrialTimeout"):
+            entry.update(outcome="refused", timed_out=True, seconds=round(
+                time.perf_counter() - t0, 3), reason=f"did not finish within {limit:g} s "
+                "here (its run's time limit, at most the verifier's and "
+                f"{RECORDED_FACTOR:g} x its recorded time + {RECORDED_FLOOR:g} s)")
+            done(entry)
+            continue
+        if rerun.get("status") != "ok" and error.startswith(NOT_STARTED + ":"):
+            entry.update(outcome="refused", reason="not re-run here: "
+                         + error[len(NOT_STARTED) + 1:].strip())
+            done(entry)
+            continue
+        if rerun.get("status") != "ok" and _unregistered(registry, spec.get("model")):
+            # a model the protocol does not build itself: not installed, not a mismatch
+            entry.update(outcome="refused", reason=f"model '{spec.get('model')}' is not "
+                         "installed here")
+            done(entry)
+            continue
+        if rerun.get("status") != "ok":
+            diffs = [{"column": "status", "stored": "ok", "rerun": "failed",
+                      "tolerance": 0.0, "error": (rerun.get("error") or "").splitlines()[0]
+                      if rerun.get("error") else ""}]
         else:
-            limit = limit if left is None else min(limit, left)
-            t0 = time.perf_counter()
-            execution = execution_of(stored)
-            rerun = _stored_like(rerunner.run(spec, execution, timeout=limit))
-            exact = exact_only or (stored.get("device") in (None, rerun.get("device"))
-                     and _public(run.get("torch_version")) == _public(env["torch_version"])
-                     and _cpu(run.get("platform")) == _cpu(env["platform"])
-                     and not trained_together(stored))
-            error = rerun.get("error") or ""
-            if rerun.get("status") != "ok" and error.startswith("TrialTimeout"):
-                entry.update(outcome="refused", timed_out=True, seconds=round(
-                    time.perf_counter() - t0, 3), reason=f"did not finish within {limit:g} s "
-                    "here (the time limit its run had, at most the verifier's)")
-                result.trials.append(entry)
-                if on_trial is not None:
-                    on_trial(entry)
+            diffs = compare(stored, rerun, exact)
+            if not exact:
+                loose.append((entry, _accuracies(stored, rerun)))
+        entry.update(outcome="mismatch" if diffs else "match",
+                     mode="exact" if exact else "tolerance", differences=diffs,
+                     stored_device=stored.get("device"), device=rerun.get("device"),
+                     threads=execution["threads"],
+                     seconds=round(time.perf_counter() - t0, 3))
+        result.device = rerun.get("device") or result.device
+        done(entry)
+    result.shifts = systematic_shift([columns for _, columns in loose])
+    for shift in result.shifts:
+        c = shift["column"]
+        sign = 1 if shift["mean"] > 0 else -1
+        for entry, columns in loose:
+            if c not in columns:
                 continue
-            if rerun.get("status") != "ok" and error.startswith(NOT_STARTED + ":"):
-                entry.update(outcome="refused", reason="not re-run here: "
-                             + error[len(NOT_STARTED) + 1:].strip())
-                result.trials.append(entry)
-                if on_trial is not None:
-                    on_trial(entry)
+            a, b, n = columns[c]
+            if (b - a) * sign <= 0:
                 continue
-            if rerun.get("status") != "ok" and _unregistered(registry, spec.get("model")):
-                # a model the protocol does not build itself: not installed, not a mismatch
-                entry.update(outcome="refused", reason=f"model '{spec.get('model')}' is not "
-                             "installed here")
-                result.trials.append(entry)
-                if on_trial is not None:
-                    on_trial(entry)
-                continue
-            if rerun.get("status") != "ok":
-                diffs = [{"column": "status", "stored": "ok", "rerun": "failed",
-                          "tolerance": 0.0, "error": (rerun.get("error") or "").splitlines()[0]
-                          if rerun.get("error") else ""}]
-            else:
-                diffs = compare(stored, rerun, exact)
-            entry.update(outcome="mismatch" if diffs else "match",
-                         mode="exact" if exact else "tolerance", differences=diffs,
-                         stored_device=stored.get("device"), device=rerun.get("device"),
-                         threads=execution["threads"],
-                         seconds=round(time.perf_counter() - t0, 3))
-            result.device = rerun.get("device") or result.device
-        result.trials.append(entry)
-        if on_trial is not None:
-            on_trial(entry)
+            entry["differences"].append({"column": c, "stored": a, "rerun": b,
+                                         "tolerance": tolerance(a, b, n),
+                                         "error": shift["text"]})
+            entry["outcome"] = "mismatch"
+
+
+def _accuracies(stored: dict, rerun: dict) -> dict:
+    """Return {column: (stored, re-run, rows)} of the accuracies both rows hold."""
+    old, new = trial_content(stored), trial_content(rerun)
+    out = {}
+    for c in ACCURACIES:
+        a, b = old.get(c), new.get(c)
+        n = sum(int(old.get(k) or 0) for k in _ROWS_OF[c])
+        if _number(a) and _number(b) and n:
+            out[c] = (float(a), float(b), n)
+    return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Optional
 
-from robench.escaping import xml_attr, xml_text
+from robench.escaping import shorten, xml_attr, xml_text
 
 #: Colours by standing: first (of two or more), top tenth, ranked, not ranked.
 COLOURS = {"first": "#2e7d32", "top": "#558b2f", "ranked": "#1565c0", "none": "#757575"}
@@ -23,8 +23,15 @@ def _width(text: str) -> int:
     return int(math.ceil(len(text) * _CHAR)) + 2 * _PAD
 
 
+#: Characters of a stored name a badge shows (:func:`robench.escaping.shorten` beyond): its
+#: width grows with its text.
+BADGE_TEXT = 60
+
+
 def badge_svg(label: str, message: str, colour: str) -> str:
-    """Return a flat SVG badge: ``label`` on grey, ``message`` on ``colour``."""
+    """Return a flat SVG badge: ``label`` on grey, ``message`` on ``colour`` (each shortened
+    to :data:`BADGE_TEXT` characters, then escaped)."""
+    label, message = shorten(label, BADGE_TEXT), shorten(message, BADGE_TEXT)
     lw, mw = _width(label), _width(message)
     w = lw + mw
     label_x, message_x = lw / 2, lw + mw / 2

@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import traceback
+import uuid
 from typing import Iterable, Iterator, Optional
 from robench.data.cache import cache_dir, set_cache_dir
 from robench.learn.devices import claim_worker_gpu, device_label, using_device, worker_gpus
@@ -451,7 +452,10 @@ class DaskExecutor(Executor):
     rebuild the registry from its recipe and compute anything missing from their cache.
 
     Trials are submitted in chunks (:func:`chunk_size`: tens to hundreds per task on a large
-    run, one per task on a small one), keyed by their first trial's key and their size. A
+    run, one per task on a small one), keyed by a token drawn for each call of ``run``, their
+    first trial's key and their size: Dask answers a task whose key it already holds with
+    that task's result, so two runs sharing a scheduler must never name a task alike (run B
+    got the rows of run A's chunk that began with the same trial and had the same size). A
     worker that dies fails its chunk; its trials are then retried one per task (to find the
     culprit, which is recorded as failed) under keys of their own. Only the driver stores
     rows, by trial key, so a retry never duplicates or loses a stored trial. A task the driver
@@ -475,6 +479,7 @@ class DaskExecutor(Executor):
         self.jobs = max(1, int(jobs))
         self.scheduler = scheduler
         self._client = self._cluster = None
+        self._token = uuid.uuid4().hex
 
     def _connect(self):
         from distributed import Client, LocalCluster
@@ -510,6 +515,7 @@ class DaskExecutor(Executor):
         if not specs:
             return
         self._connect()
+        self._token = uuid.uuid4().hex  # this run's tasks only: see the class docstring
         size = chunk_size(len(specs), max(self._workers(), self.jobs))
         futures = {}
         for start in range(0, len(specs), size):
@@ -592,7 +598,8 @@ class DaskExecutor(Executor):
             waiting.clear()
 
     def _submit(self, chunk: list, retry: bool = False):
-        key = (f"trials-{chunk[0]['key']}-{len(chunk)}" + ("-retry" if retry else ""))
+        key = (f"trials-{self._token}-{chunk[0]['key']}-{len(chunk)}"
+               + ("-retry" if retry else ""))
         return self._client.submit(execute_trials_on_worker, chunk, self.recipe,
                                    str(cache_dir()), self.trial_timeout, key=key, pure=False)
 

@@ -13,18 +13,29 @@ a 95% interval:
   compared as independent, a rho halved in every repeat (0.79 -> 0.39, 2 repeats) was
   "within [-1.77, +0.98]"; paired, it is worse. A side whose per-repeat values do not give
   its stored value is not paired (said in the reason);
+- **paired on the shared repeats** where one side's trials include the other's (the same
+  trial keys: the same command run with ``-r 3`` and ``-r 6``, or extended by
+  ``--until decided``): the two configurations differ in their repeats only, and the shared
+  repeats are the same trials. The change is then B's value on the shared repeats minus A's
+  there (an honest extension changes nothing there: **same**), and the row says "B extends A
+  by N repeats" with both values as stored (B's over all its repeats). Comparing the two
+  stored values as independent would count the shared trials twice and call more repeats a
+  change;
 - otherwise **independent**: the stored intervals' half-widths combined,
   ``sqrt(h_A^2 + h_B^2)`` either side (a score stored without an interval contributes none;
   two without give a point: any change beyond rounding is then a change).
 
-The decision: **better** / **worse** when the interval excludes 0, in the score's direction
-(``higher_is_better``; a score without a direction is **changed**); **within noise** when it
-includes 0 (the data cannot tell: not "unchanged"); **same** when the two values are equal;
-**not comparable** when the two scores were computed in different configurations (the
-differing knobs, seed, repeats and sources are named), by another version of the metric, from
-trials of another version of a component (the data set, model, clusterer or protocol's own
-version, or other data), or one of them has no value. ``compare_anyway`` compares those too,
-independently, and keeps the reason beside the decision.
+The decisions (:data:`MEANING` says each in one line; ``robench diff --help`` and
+docs/contributions.md say the same): **better** / **worse** when the interval excludes 0, in
+the score's direction (``higher_is_better``); **changed** when it excludes 0 but the score has
+no direction (neither better nor worse is defined); **within noise** when it includes 0 (the
+data cannot tell: not "unchanged"); **same** when the two values are equal, or neither side
+has one (nothing changed: two empty scores are not a change); **not comparable** when the two
+scores were computed in different configurations that do not nest (what differs is named in
+words: seed, repeats, sources, each knob with both values), by another version of the metric,
+from trials of another version of a component (the data set, model, clusterer or protocol's
+own version, or other data), or only one of them has a value. ``compare_anyway`` compares
+those too, independently, and keeps the reason beside the decision.
 
 Plugin and robench versions themselves may differ (that is what comparing before and after an
 upgrade is for); the components' own versions and the data may not.
@@ -39,6 +50,17 @@ from robench.stats.sequential import paired_difference
 
 #: Decisions, in the order a report lists them.
 DECISIONS = ("worse", "better", "changed", "within noise", "same", "not comparable")
+#: What each decision means, one line each (the diff command's help and docs say the same).
+MEANING = {
+    "worse": "the change's interval excludes 0 on the score's bad side",
+    "better": "the change's interval excludes 0 on the score's good side",
+    "changed": "the interval excludes 0 but the score has no direction (neither better nor "
+               "worse is defined for it)",
+    "within noise": "the interval includes 0: the data cannot tell (not 'unchanged')",
+    "same": "the two values are equal, or neither side has one",
+    "not comparable": "other configurations that do not nest (what differs is named), another "
+                      "metric or component version, other data, or only one side has a value",
+}
 #: Level of the interval of a change.
 LEVEL = 0.95
 #: Relative change below which two values are the same number (rounding of stored floats).
@@ -110,15 +132,23 @@ def _gives(samples: dict, value) -> bool:
     return abs(ratio - float(value)) <= 1e-6 * max(1.0, abs(float(value)))
 
 
-def _paired(a: dict, b: dict) -> tuple:
-    """Return ((low, high, n) of the paired interval of b - a, or None, why not paired)."""
+def _paired(a: dict, b: dict, repeats=None) -> tuple:
+    """Return ((low, high, n, change, (a, b)) of the paired interval of b - a, or None, why
+    not paired).
+
+    ``repeats``: pair on these repeats only (the shared ones of an extension); ``change`` is
+    B's ratio of means over the paired repeats minus A's, and (a, b) those two values.
+    """
     import numpy as np
 
 
     sa, sb = repeat_samples(a), repeat_samples(b)
     if not sa or not sb:
-        return None, None
-    common = sorted(set(sa) & set(sb), key=str)
+        return None, None if repeats is None else "no per-repeat values: not paired"
+    common = set(sa) & set(sb)
+    if repeats is not None:
+        common &= set(repeats)
+    common = sorted(common, key=str)
     if len(common) < 2:
         return None, "fewer than 2 common repeats: not paired"
     for side, samples, row in (("A", sa, a), ("B", sb, b)):
@@ -130,15 +160,19 @@ def _paired(a: dict, b: dict) -> tuple:
     low, high = float(out["low"]), float(out["high"])
     if not (math.isfinite(low) and math.isfinite(high)):
         return None, "per-repeat differences without spread: not paired"
-    return (low, high, int(out["n"])), None
+    return (low, high, int(out["n"]), float(out["d"]),
+            (float(xa.sum() / ia.sum()), float(xb.sum() / ib.sum()))), None
 
 
-def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True) -> dict:
+def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True,
+            repeats=None) -> dict:
     """Return the comparison of two score rows with the same identity (see the module doc).
 
     Each row may carry ``versions`` (:meth:`robench.storage.store.Store.score_versions`).
     ``anyway`` compares rows that are not comparable (the reason is kept); ``paired`` allows
-    pairing by repeat (only for rows of one configuration: shared partitions).
+    pairing by repeat (only for rows of one configuration, or of nested ones: shared
+    partitions); ``repeats`` restricts the pairing to those repeats (the shared ones of an
+    extension), and the change is then the one on them.
     """
     out = {c: a.get(c) for c in _IDENTITY}
     out.update(configuration=a.get("configuration"), a=a.get("value"), b=b.get("value"),
@@ -147,9 +181,17 @@ def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True) -> d
     if str(a.get("metric_version")) != str(b.get("metric_version")):
         why.append(f"metric version {a.get('metric_version')} vs {b.get('metric_version')}")
     ca, cb = _components(a.get("versions") or {}), _components(b.get("versions") or {})
+    if repeats is not None:
+        # shared trials have the same keys, and a key holds every version: one trial picked
+        # from each group (score_versions) may be of another kind, with another protocol version
+        ca = cb = {}
     for name in sorted(set(ca) & set(cb)):
         if ca[name] != cb[name]:
             why.append(f"{name} {ca[name]} vs {cb[name]}")
+    if a.get("value") is None and b.get("value") is None:
+        # nothing on either side: nothing changed (a report must not count it as a change)
+        out.update(decision="same", reason="no value in either")
+        return out
     if a.get("value") is None or b.get("value") is None:
         out.update(decision="not comparable",
                    reason="no value in " + ("A" if a.get("value") is None else "B"))
@@ -159,17 +201,22 @@ def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True) -> d
         return out
     va, vb = float(a["value"]), float(b["value"])
     change = vb - va
-    if abs(change) <= _ROUNDING * max(1.0, abs(va), abs(vb)):
-        change = 0.0
-    interval, note = _paired(a, b) if paired and not why else (None, None)
+    interval, note = _paired(a, b, repeats) if paired and not why else (None, None)
     if interval is not None:
-        low, high, n = interval
-        method = f"paired by repeat ({n} repeats)"
+        low, high, n, shared, (on_a, on_b) = interval
+        if repeats is not None:
+            change = shared
+            method = f"paired on the {n} shared repeats, {on_a:.4g} -> {on_b:.4g} there"
+            out.update(shared_a=on_a, shared_b=on_b)
+        else:
+            method = f"paired by repeat ({n} repeats)"
     else:
         widths = [w for w in (_half_width(a), _half_width(b)) if w is not None]
         half = math.sqrt(sum(w * w for w in widths)) if widths else 0.0
         low, high = change - half, change + half
         method = "independent intervals"
+    if abs(change) <= _ROUNDING * max(1.0, abs(va), abs(vb)):
+        change = 0.0
     out.update(change=change, low=low, high=high, method=method)
     if change == 0.0:
         decision = "same"
@@ -227,13 +274,52 @@ def configuration_differences(one: Optional[dict], other: Optional[dict]) -> lis
     return out
 
 
+def _extension(ta: dict, tb: dict) -> Optional[dict]:
+    """Return how two score groups' trials nest, or None where they do not.
+
+    ``ta`` / ``tb``: {trial key: repeat} of each side. One side extends the other when its
+    trial keys include all of the other's (keys hold everything that defines a trial, so the
+    shared trials are the same partitions, seeds and versions). Returns {"shared": repeats
+    both hold, "more_a": repeats only A holds, "more_b": repeats only B holds}.
+    """
+    if not ta or not tb:
+        return None
+    keys_a, keys_b = set(ta), set(tb)
+    if not (keys_a <= keys_b or keys_b <= keys_a):
+        return None
+    shared = {ta[k] for k in keys_a & keys_b}
+    return {"shared": shared, "more_a": {ta[k] for k in keys_a - keys_b} - shared,
+            "more_b": {tb[k] for k in keys_b - keys_a} - shared}
+
+
+def _extension_note(ext: dict) -> str:
+    def repeats(n):
+        return f"{n} repeat{'s' if n != 1 else ''}"
+
+    more_a, more_b = len(ext["more_a"]), len(ext["more_b"])
+    if more_b and not more_a:
+        return f"B extends A by {repeats(more_b)}"
+    if more_a and not more_b:
+        return f"A extends B by {repeats(more_a)}"
+    return "the same trials in another configuration"
+
+
+def _label(configs: Optional[dict], config) -> str:
+    row = (configs or {}).get(config) or {}
+    return str(row.get("label") or "a configuration not described in the file")
+
+
 def diff_scores(rows_a: list, rows_b: list, *, configs_a: Optional[dict] = None,
-                configs_b: Optional[dict] = None, anyway: bool = False) -> list:
+                configs_b: Optional[dict] = None, anyway: bool = False,
+                trials_a: Optional[dict] = None, trials_b: Optional[dict] = None) -> list:
     """Return one comparison per score present in both lists (see the module docstring).
 
     ``configs_a`` / ``configs_b``: {configuration id: configurations row} of each side, to
     name what differs when a score is only in different configurations; ``anyway`` compares
-    such scores too (independently: their partitions may differ).
+    such scores too (independently: their partitions may differ). ``trials_a`` /
+    ``trials_b``: {(data set, model, clusterer, metric, configuration): {trial key: repeat}}
+    of each side's score groups: where one side's trials include the other's, the scores are
+    paired on the shared repeats (an extension), whatever their configurations say.
     """
     def index(rows):
         out = {}
@@ -242,29 +328,45 @@ def diff_scores(rows_a: list, rows_b: list, *, configs_a: Optional[dict] = None,
             out.setdefault(ident, {})[r.get("configuration")] = r
         return out
 
+    def group(trials, ident, config):
+        return (trials or {}).get((*ident[:4], config)) or {}
+
     ia, ib = index(rows_a), index(rows_b)
     out = []
     for ident in sorted(set(ia) & set(ib)):
         common = sorted(set(ia[ident]) & set(ib[ident]), key=str)
-        if not common:
-            ka, kb = sorted(ia[ident], key=str), sorted(ib[ident], key=str)
-            a, b = ia[ident][ka[-1]], ib[ident][kb[-1]]
-            what = configuration_differences((configs_a or {}).get(ka[-1]),
-                                             (configs_b or {}).get(kb[-1]))
-            reason = ("configuration differs (A: " + ", ".join(map(str, ka)) + "; B: "
-                      + ", ".join(map(str, kb)) + ")" + (": " + "; ".join(what) if what else ""))
-            if anyway:
-                row = compare(a, b, anyway=True, paired=False)
-                row["reason"] = reason + ("; " + row["reason"] if row.get("reason") else "")
-            else:
-                row = {c: v for c, v in zip(_IDENTITY, ident)}
-                row.update(configuration=None, a=a.get("value"), b=b.get("value"),
-                           change=None, low=None, high=None, method=None,
-                           decision="not comparable", reason=reason)
+        if common:
+            for config in common:
+                out.append(compare(ia[ident][config], ib[ident][config], anyway=anyway))
+            continue
+        ka, kb = sorted(ia[ident], key=str), sorted(ib[ident], key=str)
+        nested = next(((x, y, e) for x in ka for y in kb
+                       if (e := _extension(group(trials_a, ident, x),
+                                           group(trials_b, ident, y))) is not None), None)
+        if nested is not None:
+            x, y, ext = nested
+            row = compare(ia[ident][x], ib[ident][y], repeats=ext["shared"])
+            note = _extension_note(ext)
+            row["reason"] = note + ("; " + row["reason"] if row.get("reason") else "")
+            row.update(extends=len(ext["more_b"]) - len(ext["more_a"]),
+                       shared_repeats=len(ext["shared"]))
             out.append(row)
             continue
-        for config in common:
-            out.append(compare(ia[ident][config], ib[ident][config], anyway=anyway))
+        a, b = ia[ident][ka[-1]], ib[ident][kb[-1]]
+        what = configuration_differences((configs_a or {}).get(ka[-1]),
+                                         (configs_b or {}).get(kb[-1]))
+        reason = ("configuration differs: " + "; ".join(what) if what else
+                  f"configuration differs ({_label(configs_a, ka[-1])} vs "
+                  f"{_label(configs_b, kb[-1])})")
+        if anyway:
+            row = compare(a, b, anyway=True, paired=False)
+            row["reason"] = reason + ("; " + row["reason"] if row.get("reason") else "")
+        else:
+            row = {c: v for c, v in zip(_IDENTITY, ident)}
+            row.update(configuration=None, a=a.get("value"), b=b.get("value"),
+                       change=None, low=None, high=None, method=None,
+                       decision="not comparable", reason=reason)
+        out.append(row)
     return out
 
 

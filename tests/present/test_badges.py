@@ -60,3 +60,14 @@ def test_the_site_writes_a_badge_per_model_and_headline(helped, tmp_path):
     page = (site / "models" / "spy.html").read_text()
     assert "![robench helped on tiny](badges/spy--tiny--helped.svg)" in page
     assert '<img class="badge" src="../badges/spy--tiny--helped.svg"' in page
+
+
+def test_a_long_name_gives_a_badge_of_bounded_width():
+    """Issue 51: a 10,000-character model name made a badge 70,000 px wide."""
+    import xml.etree.ElementTree as ET
+
+    from robench.present.badges import BADGE_TEXT, badge_svg
+
+    svg = badge_svg("m" * 10_000 + "<x>", "rho 0.9", "#2e7d32")
+    root = ET.fromstring(svg)
+    assert int(root.attrib["width"]) < (BADGE_TEXT + 10) * 8 and "m" * 10_000 not in svg

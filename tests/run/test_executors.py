@@ -190,3 +190,35 @@ def test_a_dask_wait_with_no_worker_left_gives_up_instead_of_hanging(tiny_regist
         ex.close()
     finally:
         cluster.close()
+
+
+def test_two_runs_on_one_scheduler_get_only_their_own_trials(tiny_registry):
+    """Issue 51: chunks were keyed by their first trial and size, and Dask answers a task
+    whose key it holds with that task's result: run B, whose first chunk began with the
+    trial run A's did and was as long, got back A's rows (a trial it never asked for) and
+    lost its own. A token per run in every key keeps them apart."""
+    distributed = pytest.importorskip("distributed")
+    from robench.run import executors
+    from robench.run.runner import plan_run
+
+    specs = list(plan_run(cfg(models=["centroid"], repeats=3), tiny_registry).specs.values())
+    assert len(specs) == 9
+    a, b = specs[:5], [specs[0], *specs[5:]]  # 1 worker: chunks of 2, the first ones alike
+    assert executors.chunk_size(5, 1) == 2
+    cluster = distributed.LocalCluster(host="127.0.0.1", n_workers=1, threads_per_worker=1,
+                                       processes=True, dashboard_address=None,
+                                       silence_logs=logging.ERROR)
+    try:
+        ex_a = executors.DaskExecutor(tiny_registry, jobs=1, scheduler=cluster.scheduler_address)
+        ex_b = executors.DaskExecutor(tiny_registry, jobs=1, scheduler=cluster.scheduler_address)
+        run_a = ex_a.run(a)
+        first = next(run_a)  # A's tasks are all submitted and held while B runs
+        rows_b = list(ex_b.run(b))
+        rows_a = [first, *run_a]
+        ex_a.close()
+        ex_b.close()
+    finally:
+        cluster.close()
+    assert sorted(r["key"] for r in rows_b) == sorted(s["key"] for s in b)
+    assert sorted(r["key"] for r in rows_a) == sorted(s["key"] for s in a)
+    assert all(r["status"] == "ok" for r in rows_a + rows_b)

@@ -238,3 +238,143 @@ def test_every_kind_of_source_aware_trial_is_re_runnable_after_protocol_2(ran, t
     assert all(missing(s, tiny_registry) is None for s in specs.values())
     old = {**specs["inclusive"], "versions": {**specs["inclusive"]["versions"], "protocol": "0"}}
     assert "version 2 here, the trial ran with 0" in missing(old, tiny_registry)
+
+
+# --- issue 51, 5: a tolerance is not a licence -----------------------------------------------
+
+
+def test_the_joint_shift_test_refuses_one_direction_and_keeps_its_error_rate():
+    """By simulation, in standard errors of a difference (what systematic_shift reads):
+    honest re-run minus stored differences are differences of two draws of one training
+    procedure, so symmetric about 0 whatever the shape of a draw (normal, heavy-tailed,
+    mostly zero, skewed draws, draws that degrade now and then, whole test rows): refused in
+    at most SHIFT_ALPHA of verifications (Bonferroni over the two tests). Every trial raised by
+    0.8 of its tolerance (2.4 standard errors) is refused at 10 re-runs even with re-run noise
+    of one standard error, and at 3 when the re-runs reproduce (no noise)."""
+    from robench.exchange.verify import SHIFT_ALPHA, shift_pvalues
+
+    rng = np.random.default_rng(0)
+    reps = 4000
+
+    def refused(z):
+        p_sign, p_t = shift_pvalues(z)
+        return float(np.mean(np.minimum(p_sign, p_t) < SHIFT_ALPHA / 2))
+
+    def draw(shape):  # a run degrades (-4 se) one time in ten
+        return np.where(rng.random(shape) < 0.1, -4.0, 0.0) + 0.7 * rng.normal(size=shape)
+
+    for n in (3, 10, 40):
+        shape = (reps, n)
+        honest = {
+            "normal": rng.normal(size=shape),
+            "t3": rng.standard_t(3, size=shape),
+            "mostly zero": np.where(rng.random(shape) < 0.7, 0.0, rng.normal(size=shape)),
+            "skewed draws": rng.gamma(2, 1, shape) - rng.gamma(2, 1, shape),
+            "degraded runs": draw(shape) - draw(shape),
+            "test rows": (rng.binomial(30, 0.9, shape) - rng.binomial(30, 0.9, shape))
+            / np.sqrt(2 * 30 * 0.09),
+        }
+        for name, z in honest.items():  # 3 Monte Carlo standard errors above the level
+            assert refused(z) <= SHIFT_ALPHA + 3 * (SHIFT_ALPHA / reps) ** 0.5, (n, name)
+    assert refused(np.full((reps, 3), -2.4)) == 1.0
+    assert refused(-2.4 + rng.normal(size=(reps, 10))) > 0.99
+    # the control: the same differences in both directions are not refused
+    assert refused(np.tile([-2.4, 2.4], (reps, 5))) == 0.0
+
+
+def test_systematic_shift_names_the_column_and_both_tests():
+    from robench.exchange.verify import systematic_shift, tolerance
+
+    n = 360
+    raised = [{"accuracy": (a + 0.8 * tolerance(a, a, n), a, n), "val_accuracy": (0.9, 0.9, 40)}
+              for a in np.linspace(0.80, 0.95, 10)]
+    (shift,) = systematic_shift(raised)
+    assert shift["column"] == "accuracy" and shift["negative"] == 10 and shift["n"] == 10
+    assert shift["p_sign"] == pytest.approx(2 / 2 ** 10) and shift["p_t"] < 1e-6
+    assert "negative in 10 of 10 re-runs" in shift["text"]
+    both = [dict(r, accuracy=(r["accuracy"][1] + (-1) ** i * 0.8 * tolerance(0.9, 0.9, n),
+                              r["accuracy"][1], n)) for i, r in enumerate(raised)]
+    assert systematic_shift(both) == []
+    assert systematic_shift(raised[:2]) == []  # fewer than SHIFT_LEAST re-runs: no test
+
+
+@pytest.fixture(scope="module")
+def digits_svm(tmp_path_factory):
+    """digits, svm, rho, 4 repeats: 12 trials with test sets of hundreds of rows."""
+    db = tmp_path_factory.mktemp("svm") / "honest.db"
+    res = CliRunner().invoke(cli, ["run", "-d", "digits", "-m", "svm", "--metric", "rho", "-r",
+                                   "4", "--seed", "1", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    return db
+
+
+@pytest.mark.parametrize("claim", ["batched", "another device"])
+def test_every_trial_raised_just_inside_the_tolerance_is_refused_by_default(
+        digits_svm, tmp_path, claim):
+    """Issue 51: trials that claim batched training (or another device) are compared within
+    the tolerance; raising every one just inside it published a forged rho as verified. With
+    default settings the ten re-runs are now also tested together and refused; the honest
+    file with the same claim passes (the control)."""
+    from robench.exchange.verify import tolerance
+
+    for name, forge in (("honest", False), ("forged", True)):
+        db = tmp_path / f"{name}.db"
+        with sqlite3.connect(digits_svm) as a, sqlite3.connect(db) as b:
+            a.backup(b)
+        conn = sqlite3.connect(db)
+        if claim == "batched":
+            conn.execute("UPDATE trials SET execution = json_set(execution, '$.batched', 2)")
+        else:
+            conn.execute("UPDATE trials SET device = 'cuda:0'")
+        if forge:
+            for key, acc, n in conn.execute("SELECT key, accuracy, n_test FROM trials")\
+                    .fetchall():
+                new = min(1.0, acc + 0.8 * tolerance(acc, acc, n))
+                assert abs(new - acc) <= tolerance(new, acc, n)  # inside, trial by trial
+                conn.execute("UPDATE trials SET accuracy = ? WHERE key = ?", (new, key))
+        conn.commit()
+        conn.close()
+        res = run("verify", "--db", db)
+        if not forge:
+            assert res.exit_code == 0, res.output
+            assert "verified 10 of 10" in res.output and res.output.count(", tolerance") == 10
+            continue
+        assert res.exit_code == 1, res.output
+        assert "SHIFT    systematic shift: re-run minus stored accuracy is negative in 10 of " \
+               "10 re-runs" in res.output
+        assert "10 mismatch(es)" in res.output
+        (m,) = sqlite3.connect(db).execute("SELECT n_mismatched FROM verifications").fetchone()
+        assert m == 10
+
+
+# --- issue 51, 6: bounded re-runs, and what was not re-run does not pass by omission ---------
+
+
+def test_a_rerun_is_bounded_by_its_trials_recorded_time():
+    """A spec edited to ask for 100,000 epochs ran to the profile's 900 s; the trial's own
+    recorded seconds now bound it (20 x + 60 s), never above its run's limit or verify's."""
+    from robench.exchange.verify import RECORDED_FACTOR, RECORDED_FLOOR, trial_limit
+
+    run_ = {"config": {"trial_timeout": 900}}
+    assert trial_limit(run_, None) == 900.0
+    assert trial_limit(run_, None, 1.5) == RECORDED_FLOOR + RECORDED_FACTOR * 1.5 == 90.0
+    assert trial_limit(run_, 30, 1.5) == 30.0  # verify's own limit is lower
+    assert trial_limit(run_, None, 100.0) == 900.0  # the run's limit caps it
+    assert trial_limit(run_, None, "lots") == 900.0  # a recorded time that is no number
+
+
+def test_verify_exits_non_zero_when_a_sampled_trial_could_not_be_re_run(ran):
+    """Issue 51: sampled trials refused (their data set not here at the version they ran on)
+    while the others matched: exit 0, their accuracies passing by omission. Now exit 3."""
+    conn = sqlite3.connect(ran)
+    for key, spec in conn.execute("SELECT key, spec FROM trials WHERE model = 'mlp'").fetchall():
+        spec = json.loads(spec)
+        spec["versions"]["dataset"] = "9.9/9"
+        conn.execute("UPDATE trials SET spec = ? WHERE key = ?", (json.dumps(spec), key))
+    conn.commit()
+    conn.close()
+    res = run("verify", "--db", ran, "--sample", "6")  # every (model, kind) once
+    assert res.exit_code == 3, res.output
+    assert "0 mismatch(es), 3 refused" in res.output and "verified 3 of 3" in res.output
+    assert "3 of the 6 sampled trial(s) could not be re-run here" in res.output
+    assert "Traceback" not in res.output

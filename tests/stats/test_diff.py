@@ -160,3 +160,116 @@ def test_two_models_of_one_database_are_compared_by_name(two_copies):
     assert "paired by repeat (8 repeats)" in res.output  # one run: the same partitions
     res = run("diff", a, a, "--models", "centroid", "nope")
     assert res.exit_code == 2 and "no score of model 'nope'" in res.output
+
+
+# --- issue 51, 2: an extended run, words not ids, every decision documented -----------------
+
+
+@pytest.fixture
+def three_and_six(tiny_registry, tmp_path):
+    """The same command with -r 3 and with -r 6: all trials of the first are in the second."""
+    a, b = tmp_path / "r3.db", tmp_path / "r6.db"
+    for db, n in ((a, 3), (b, 6)):
+        args = [x if x != "8" else str(n) for x in TINY]
+        res = run("run", *args, "--db", db)
+        assert res.exit_code == 0, res.output
+    keys = [{k for (k,) in sqlite3.connect(db).execute("SELECT key FROM trials")}
+            for db in (a, b)]
+    assert keys[0] < keys[1]  # B's trials include A's, same keys
+    return a, b
+
+
+def test_an_extended_run_is_compared_paired_on_its_shared_repeats(three_and_six):
+    a, b = three_and_six
+    out = json.loads(run("diff", a, b, "--format", "json").output)
+    n = sqlite3.connect(a).execute("SELECT count(*) FROM scores").fetchone()[0]
+    assert len(out["scores"]) == n > 0
+    for c in out["scores"]:
+        assert c["method"].startswith("paired on the 3 shared repeats"), c
+        assert "B extends A by 3 repeats" in c["reason"] and c["shared_repeats"] == 3
+        assert c["decision"] == "same" and c["change"] == 0.0  # the shared trials are equal
+        assert c["extends"] == 3
+    assert out["counts"]["same"] == n and out["counts"]["not comparable"] == 0
+    # the other way round: A extends B
+    back = json.loads(run("diff", b, a, "--format", "json").output)
+    assert all("A extends B by 3 repeats" in c["reason"] for c in back["scores"])
+    res = run("diff", a, b)
+    assert res.exit_code == 0, res.output
+    assert "paired on the 3 shared repeats" in res.output and "B extends A by 3 repeats" in \
+        res.output
+    assert max(len(line) for line in res.output.splitlines()) <= 120
+    assert "|---|" not in res.output  # markdown only when asked
+
+
+def test_shared_repeats_that_differ_are_judged_paired():
+    """The control: B's values on the shared repeats lowered in each repeat is worse, on
+    those repeats only (B's extra repeats do not dilute it)."""
+    from robench.stats.diff import _extension
+
+    a = rho_row([0.80, 0.78, 0.82], [0.90, 0.91, 0.92], ci_low=0.5, ci_high=1.2)
+    b = dict(rho_row([0.70, 0.69, 0.71, 0.80, 0.78, 0.82], [0.90, 0.91, 0.92] * 2,
+                     ci_low=0.7, ci_high=0.9), configuration="six")
+    ext = _extension({"k0": 0, "k1": 1, "k2": 2},
+                     {"k0": 0, "k1": 1, "k2": 2, "k3": 3, "k4": 4, "k5": 5})
+    assert ext == {"shared": {0, 1, 2}, "more_a": set(), "more_b": {3, 4, 5}}
+    (c,) = diff_scores([a], [b], trials_a={("digits", "svm", "kmeans", "rho", "c"):
+                                           {"k0": 0, "k1": 1, "k2": 2}},
+                       trials_b={("digits", "svm", "kmeans", "rho", "six"):
+                                 {f"k{i}": i for i in range(6)}})
+    assert c["decision"] == "worse" and c["high"] < 0
+    assert c["change"] == pytest.approx(0.70 / 0.91 - 0.80 / 0.91, abs=1e-9)
+    assert c["method"].startswith("paired on the 3 shared repeats")
+    # trials that do not nest (other keys): not comparable, the difference named in words
+    (c,) = diff_scores([a], [b], configs_a={"c": {"repeats": 3, "seed": 0}},
+                       configs_b={"six": {"repeats": 6, "seed": 1}},
+                       trials_a={("digits", "svm", "kmeans", "rho", "c"): {"x": 0}},
+                       trials_b={("digits", "svm", "kmeans", "rho", "six"): {"y": 0}})
+    assert c["decision"] == "not comparable"
+    assert c["reason"] == "configuration differs: seed 0 vs 1; repeats 3 vs 6"  # no ids
+
+
+def test_two_scores_without_a_value_are_the_same_not_a_change():
+    """The publish report counted 25 untouched null scores as changed."""
+    base = dict(dataset="d", model="m", clusterer="", metric="mce", score="mce",
+                configuration="c", metric_version="1", higher_is_better=False, value=None)
+    c = compare(base, dict(base))
+    assert c["decision"] == "same" and c["reason"] == "no value in either"
+    assert compare(base, dict(base, value=0.5))["decision"] == "not comparable"
+
+
+def test_every_decision_is_documented_in_the_help_and_the_docs():
+    from pathlib import Path
+
+    from robench.stats.diff import DECISIONS, MEANING
+
+    assert set(MEANING) == set(DECISIONS)
+    text = run("diff", "--help").output
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "contributions.md").read_text()
+    for decision in DECISIONS:
+        assert decision in text, decision
+        assert f"**{decision}**" in docs, decision
+
+
+def test_stored_names_are_escaped_and_shortened_in_every_format():
+    """Names come from other people's databases: a newline cannot start a Markdown heading,
+    HTML or a mention cannot come through, a 10,000-character name is shortened, and no
+    text line is longer than 120 columns."""
+    from robench.exchange.diff import Diff, markdown_lines, text_lines
+    from robench.stats.diff import counts
+
+    long = "m" * 10_000
+    rows = [dict(dataset="d\n# validate: passed", model=long, clusterer="<!--", metric="rho",
+                 score="@owner <script>", configuration="c", metric_version="1",
+                 higher_is_better=True, value=v, ci_low=v - 0.1, ci_high=v + 0.1)
+            for v in (0.5, 0.2)]
+    found = diff_scores([rows[0]], [rows[1]])
+    d = Diff("a.db", "b.db", found, counts(found))
+    text = text_lines(d)
+    assert all(len(line) <= 120 for line in text) and "\n" not in "".join(text)
+    assert long not in "".join(text) and "m" * 20 in text[0]
+    md = markdown_lines(d)
+    assert not any(line.startswith("#") for line in md)
+    body = "\n".join(md)
+    assert "<!--" not in body.replace("`<!--`", "") and "<script>" not in body.replace(
+        "`@owner <script>`", "")
+    assert long not in body and max(len(line) for line in md) < 1000

@@ -12,6 +12,7 @@ import secrets
 import shutil
 import sqlite3
 import tempfile
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
@@ -293,6 +294,7 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
     work.mkdir(parents=True, exist_ok=True)
     found = _verified(repo)
     allow = conf["verify_allow"]
+    began = time.monotonic()  # one budget for the whole check, not one per contribution
     for path in todo:
         sha = contribution_sha256(path)
         found[sha] = {"file": path.name, "ok": False}
@@ -322,7 +324,8 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
             with Store(copy) as store:
                 check = verify_trials(store, registry, sample=n, seed=seed, weighted=True,
                                       trial_timeout=conf["verify_trial_timeout"],
-                                      budget=conf["verify_budget"],
+                                      budget=max(0.0, conf["verify_budget"]
+                                                 - (time.monotonic() - began)),
                                       exact_only=conf["verify_exact"])
                 record = next(r for r in verifications(store) if r["id"] == check.record_id)
         except Exception as exc:  # noqa: BLE001 - any failure rejects, with its reason
