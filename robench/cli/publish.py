@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -69,6 +68,8 @@ def steps() -> dict:
     from robench.present.site import build_site
 
     def build(repo):  # the site's title is the board's (leaderboard.json)
+        from pathlib import Path
+
         title = (publishing.settings(repo)["title"] if (Path(repo) / publishing.SETTINGS)
                  .is_file() else None)  # not a board: build says so
         return publishing.build(repo, builder=partial(build_site, title=title))
