@@ -70,8 +70,8 @@ def test_run_on_digits_end_to_end(registry, tmp_path):
     assert "2 already stored, 0 run" in " ".join(again.output.split()), again.output
     # without -v the run ends with the summary: mCE is its headline column (lower is better)
     lines = again.stdout.splitlines()
-    at = next(i for i, l in enumerate(lines) if l.startswith("  digits "))
-    assert lines[at].split()[1:] == ["mCE"], lines[at]
+    at = next(i for i, l in enumerate(lines) if l == "digits") + 1  # the data set, its header
+    assert lines[at].split() == ["model", "mCE"], lines[at]
     shown = [l.split() for l in lines[at + 1:at + 3]]
     want = sorted([m, f"{rows[(m, 'mce')]['value']:.3f}"] for m in ("mlp", "svm"))
     assert shown == sorted(want, key=lambda r: float(r[1])), again.stdout  # lower is better
