@@ -206,49 +206,41 @@ def _section_html(env, section, metric: str, rows: list, dataset: str, registry)
         section=context, dataset=dataset, metric=registry.get("metrics", metric), root="../"))
 
 
-def _empty_heads(rows: list, sections: dict) -> list:
-    """Return the headlines of one data set that no model has a value in, each with why
-    (the first reason its stored scores give): said in one line, never a column of dashes."""
-    out = []
-    for metric, section in sections.items():
-        if section.headline is None:
-            continue
-        mine = [r for r in rows if r["metric"] == metric]
-        head = _drawn("headline", section.headline, mine)[0] if mine else None
-        if isinstance(head, dict) and head.get("rows") and not any(
-                is_finite(r.get("value")) for r in head["rows"]):
-            why = next((w for w in (why_not(r.get("details")) for r in mine) if w),
-                       "no value stored")
-            out.append({"metric": metric, "label": head.get("label") or metric, "why": why})
-    return out
-
-
 def _direction(higher, baseline) -> str:
     """Return a headline column's reading: its direction and, where it has one, its baseline."""
     text = "higher is better" if higher else "lower is better"
     return text + (f"; relative to the baseline model {baseline} (= 1)" if baseline else "")
 
 
-def _overview(rows: list, sections: dict, registry) -> Optional[dict]:
+def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
+              ) -> Optional[dict]:
     """Return one data set's overview: the headline of each section that has a value, merged
-    by model (a headline with no value at all is :func:`_empty_heads`' to say)."""
+    by model. A headline no model has a value in gets no column: it is appended to ``empty``
+    with why (the first reason its stored scores give), for the page to say in one line."""
     heads = []
     for metric, section in sections.items():
         if section.headline is None:
             continue
         mine = [r for r in rows if r["metric"] == metric]
         head = _drawn("headline", section.headline, mine)[0] if mine else None
-        if isinstance(head, dict) and head.get("rows") and any(
-                is_finite(r.get("value")) for r in head["rows"]):
-            higher = getattr(_spec(registry, "metrics", metric), "higher_is_better", True)
-            heads.append({"metric": metric, "label": head.get("label") or metric,
-                          "direction": _direction(higher, head.get("baseline")),
-                          "rows": head["rows"],
-                          "format": head.get("format", "num"),
-                          "note": head.get("note", ""), "rule": head.get("rule", ""),
-                          "columns": list(section.columns),
-                          "by_model": {r["model"]: r for r in head["rows"]},
-                          "higher_is_better": higher})
+        if not (isinstance(head, dict) and head.get("rows")):
+            continue
+        if not any(is_finite(r.get("value")) for r in head["rows"]):
+            if empty is not None:
+                why = next((w for w in (why_not(r.get("details")) for r in mine) if w),
+                           "no value stored")
+                empty.append({"metric": metric, "label": head.get("label") or metric,
+                              "why": why})
+            continue
+        higher = getattr(_spec(registry, "metrics", metric), "higher_is_better", True)
+        heads.append({"metric": metric, "label": head.get("label") or metric,
+                      "direction": _direction(higher, head.get("baseline")),
+                      "rows": head["rows"],
+                      "format": head.get("format", "num"),
+                      "note": head.get("note", ""), "rule": head.get("rule", ""),
+                      "columns": list(section.columns),
+                      "by_model": {r["model"]: r for r in head["rows"]},
+                      "higher_is_better": higher})
     if not heads:
         return None
     models = sorted({m for h in heads for m in h["by_model"]})
@@ -517,7 +509,8 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
     """Return one data set's page context: overview, family sections, plots, other scores;
     record its tables, its models' rows and their headline badges on ``site``."""
 
-    overview = _overview(rows, site.sections, site.registry)
+    empty: list = []
+    overview = _overview(rows, site.sections, site.registry, empty)
     ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - site.pseudo)
     top_models = ranked[:site.top]
     parts, shown, plots = [], set(), []
@@ -559,7 +552,7 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
     configurations = [{"metric": t["metric"], "text": t["configuration"]}
                       for t in site.tables_used if t["dataset"] == name]
     return {"name": name, "slug": page_slug(name), "overview": overview,
-            "empty_heads": _empty_heads(rows, site.sections),
+            "empty_heads": empty,
             "configurations": configurations,
             "top_models": top_models, "top_set": set(top_models),
             "sections": parts, "plots": plots,
