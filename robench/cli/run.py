@@ -7,6 +7,7 @@ import os
 import shlex
 import signal
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -212,7 +213,9 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         _print_opt_in(prepared.selection.opt_in, profile)
         return
     report = _execute(prepared, reg, db_path, race, repeats=repeats, rescore=rescore)
-    _print_outcome(report, prepared, reg, verbose=verbose, db_path=db_path)
+    # after a Ctrl-C the run only prints and exits: a second one must not break that
+    with quiet_interrupts() if report.interrupted else contextlib.nullcontext():
+        _print_outcome(report, prepared, reg, verbose=verbose, db_path=db_path)
 
 
 @contextlib.contextmanager
@@ -229,20 +232,42 @@ def quiet_interrupts():
             signal.signal(signal.SIGINT, previous)
 
 
+def stop_workers(wait: float = 10.0) -> None:
+    """End the worker processes this process started (a pool whose trials were in flight at a
+    Ctrl-C), so that it exits now: at exit Python would otherwise wait for those trials, and a
+    second Ctrl-C there printed a traceback."""
+    import multiprocessing
+
+    children = multiprocessing.active_children()
+    for child in children:
+        child.terminate()
+    end = time.monotonic() + wait
+    for child in children:
+        child.join(max(end - time.monotonic(), 0.0))
+
+
 def _execute(prepared, registry, db_path, race: dict, *, repeats, rescore):
     """Run ``prepared`` into ``db_path`` with progress on stderr; return the report.
 
-    After a first Ctrl-C the run ends on its own (the trials in flight are dropped, the run is
-    marked interrupted): a second one is ignored while that completes, so no traceback of
-    half-finished clean-up reaches the terminal."""
+    After a Ctrl-C (the run ends itself: the trials in flight are dropped, the run is marked
+    interrupted) the workers still running a trial are ended and a second Ctrl-C is ignored
+    while the store closes, so the command exits 130 at once and quietly."""
     store = Store(db_path)
     progress = Progress()
     command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
+    interrupted = True  # until the run returns: a Ctrl-C it did not catch itself
     try:
-        return execution.execute(prepared, registry, store, **race, max_repeats=repeats,
-                                 command=command, on_event=progress, rescore=rescore)
+        report = execution.execute(prepared, registry, store, **race, max_repeats=repeats,
+                                   command=command, on_event=progress, rescore=rescore)
+        interrupted = report.interrupted
+        return report
+    except Exception:
+        interrupted = False
+        raise
     finally:
         with quiet_interrupts():
+            if interrupted:
+                stop_workers()
             progress.close()
             store.close()
 
