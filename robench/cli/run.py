@@ -382,32 +382,46 @@ def _race_line(adaptive, cfg, report) -> str:
     by_metric: dict = {}
     for t in adaptive:
         by_metric.setdefault(t["metric"], []).append(t)
-    parts, nexts, seconds = [], [], 0.0
-    for metric, ts in by_metric.items():
-        pairs = [p for t in ts for p in (t.get("pairs") or [])]
-        open_ = sum(1 for p in pairs if p["status"] == "undecided")
-        parts.append(f"{metric} {len(pairs) - open_} of {len(pairs)} pairs in {len(ts)} "
-                     f"table{'s' if len(ts) != 1 else ''}")
-        for t in ts:
-            nxt = t.get("next_look")
-            if nxt and any(p["status"] == "undecided" for p in t.get("pairs") or []):
-                where = t["dataset"] + (f"/{t['clusterer']}" if t.get("clusterer") else "")
-                nexts.append(f"{metric} {where} ({nxt['repeats']} repeats of "
-                             f"{', '.join(nxt['models'])}, ~{_duration(nxt['seconds'])})")
-                seconds += nxt["seconds"]
+    parts = [_decided_part(metric, ts) for metric, ts in by_metric.items()]
+    nexts = [(metric, t) for metric, ts in by_metric.items() for t in ts
+             if t.get("next_look") and _undecided(t)]
     spent = getattr(report, "budget_spent", False) or any(
         "budget" in (t.get("stopped") or "") for t in adaptive)
     text = ("Decided (racing" + (", time budget spent" if spent else "") + "): "
             + "; ".join(parts) + " (ordered or equivalent).")
     if nexts:
-        jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
-        text += (f" The next looks would decide more: {'; '.join(nexts[:6])}"
-                 + (f"; and {len(nexts) - 6} more" if len(nexts) > 6 else "")
-                 + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
-                 f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
-    elif any(any(p["status"] == "undecided" for p in t.get("pairs") or []) for t in adaptive):
+        text += _next_looks_text(nexts, cfg)
+    elif any(_undecided(t) for t in adaptive):
         text += " The rest reached the maximum repeats: a larger --repeats decides more."
     return text
+
+
+def _undecided(table: dict) -> bool:
+    return any(p["status"] == "undecided" for p in table.get("pairs") or [])
+
+
+def _decided_part(metric: str, tables: list) -> str:
+    """Return "METRIC N of M pairs in K tables": the pairs ordered or equivalent."""
+    pairs = [p for t in tables for p in (t.get("pairs") or [])]
+    open_ = sum(1 for p in pairs if p["status"] == "undecided")
+    return (f"{metric} {len(pairs) - open_} of {len(pairs)} pairs in {len(tables)} "
+            f"table{'s' if len(tables) != 1 else ''}")
+
+
+def _next_looks_text(nexts: list, cfg) -> str:
+    """Return what the next looks of the undecided tables ([(metric, table)]) would cost."""
+    said, seconds = [], 0.0
+    for metric, t in nexts:
+        nxt = t["next_look"]
+        where = t["dataset"] + (f"/{t['clusterer']}" if t.get("clusterer") else "")
+        said.append(f"{metric} {where} ({nxt['repeats']} repeats of "
+                    f"{', '.join(nxt['models'])}, ~{_duration(nxt['seconds'])})")
+        seconds += nxt["seconds"]
+    jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
+    return (f" The next looks would decide more: {'; '.join(said[:6])}"
+            + (f"; and {len(said) - 6} more" if len(said) > 6 else "")
+            + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
+            f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
 
 
 def _duration(seconds: float) -> str:
