@@ -48,6 +48,48 @@ def test_a_bad_budget_exits_2_with_one_line_before_the_database_is_touched(tiny_
     assert not db.exists()
 
 
+def test_a_budget_in_other_digits_is_refused_in_one_line(tiny_registry, tmp_path):
+    """`--budget ١٠m` (Arabic-Indic digits) was taken as 10 minutes (issue 51): only ASCII
+    digits make a duration."""
+    from robench.cli import cli
+
+    for text in ("١٠m", "１０m", "10m\u200b"):
+        db = tmp_path / "r.db"
+        res = CliRunner().invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "--budget", text,
+                                       "--db", str(db)])
+        assert res.exit_code == 2, (text, res.output)
+        lines = [ln for ln in res.output.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "is not a duration" in lines[0]
+        assert not db.exists()
+
+
+def test_the_budget_help_gives_the_order_the_race_runs_in(tiny_registry, tmp_path,
+                                                          monkeypatch):
+    """--budget's help says: every table's first look, then the other metrics, then further
+    looks (it said the other metrics first, issue 51); the race runs in that order."""
+    import robench.run.runner
+    from robench.cli import cli
+
+    res = CliRunner().invoke(cli, ["run", "--help"], terminal_width=200)
+    said = " ".join(res.output.split())
+    assert ("each table's first look first, then the other metrics, then further looks only "
+            "where one fits what is left") in said
+    order = []
+    real = robench.run.runner.execute
+
+    def recording(cfg, registry, store, **kw):
+        order.append(list(cfg.metrics))
+        return real(cfg, registry, store, **kw)
+
+    monkeypatch.setattr(robench.run.runner, "execute", recording)
+    res = CliRunner().invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "-m", "svm", "-c",
+                                   "kmeans", "--metric", "rho", "--metric", "lost-test", "-k",
+                                   "3", "--repeats", "12", "--executor", "local", "--precision",
+                                   "1e-9", "--budget", "10m", "--db", str(tmp_path / "r.db")])
+    assert res.exit_code == 0, res.output
+    assert order[:3] == [["rho"], ["lost-test"], ["rho"]]
+
+
 # --- a deadline stops a run cleanly -----------------------------------------------------------
 
 
