@@ -40,6 +40,7 @@ import hashlib
 import inspect
 import json
 import warnings
+from dataclasses import replace
 from typing import Any, Iterable, Optional
 
 import numpy as np
@@ -49,9 +50,11 @@ from robench.data import Dataset, DatasetError
 from robench.builtin.references import image_rows
 from robench.data.cache import set_cache_dir
 from robench.plugins import make_registry
-from robench.run.config import check_value, knob_sections
+from robench.present.progress import Progress
+from robench.run import execution
+from robench.run.config import check_value, knob_sections, parse_duration
+from robench.run.execution import choose
 from robench.run import prepare as preparation  # preparation.prepare: tests replace it
-from robench.run import runner  # runner.execute: tests replace it there
 from robench.storage.store import Store, default_path
 
 #: The columns of every returned row, in order.
@@ -284,8 +287,9 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
              profile: str = "quick", repeats: Optional[int] = None, k: Optional[int] = None,
              seed: int = 0, settings: Optional[dict] = None, device: str = "auto",
              executor: str = "local", jobs: int = 1, db: Optional[str] = None,
-             cache_dir: Optional[str] = None, rescore: bool = False, as_frame=None,
-             registry=None):
+             cache_dir: Optional[str] = None, rescore: bool = False,
+             until: Optional[str] = None, budget=None, precision: Optional[float] = None,
+             progress: bool = True, as_frame=None, registry=None):
     """Score ``model`` on ``data`` with ``metrics``; return the scores as rows.
 
     Parameters
@@ -318,6 +322,17 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
         Cache directory (default ``$ROBENCH_CACHE_DIR`` or ``~/.cache/robench``).
     rescore : bool
         Recompute scores even where the stored ones are up to date.
+    until : {"fixed", "decided"}, optional
+        As ``robench run --until``: ``"decided"`` races the tables of the metrics that declare
+        a paired comparison (``robench run --help`` lists them) up to ``repeats``. Default: a
+        race when ``budget`` is given, else every repeat at once.
+    budget : float or str, optional
+        As ``robench run --budget``: seconds, or a duration such as ``"10m"``; no trial starts
+        after it.
+    precision : float, optional
+        As ``robench run --precision`` (a race only).
+    progress : bool
+        Print the plan and each trial's progress on stderr, as ``robench run`` does.
     as_frame : bool, optional
         Return a pandas DataFrame (default: when pandas is installed) or a list of dicts.
     registry : robench.plugins.Registry, optional
@@ -328,89 +343,99 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
     Rows or pandas.DataFrame
         One row per score: dataset, model, clusterer, metric, score, value, ci_low, ci_high,
         n, higher_is_better, details. What the run did (``run_id``, ``planned``, ``stored``
-        (already), ``ran``, ``failed``, ``skipped``, ``seconds``, ``db``) is in ``rows.run``
-        (``df.attrs["run"]`` for a DataFrame).
+        (already), ``ran``, ``failed``, ``skipped``, ``seconds``, ``db``, ``interrupted``
+        (a Ctrl-C ended it: the rows are what was scored before), and a race's ``adaptive``
+        decisions) is in ``rows.run`` (``df.attrs["run"]`` for a DataFrame).
 
     Examples
     --------
     >>> from sklearn.linear_model import LogisticRegression  # doctest: +SKIP
-    >>> rows = robench.evaluate(LogisticRegression(max_iter=500), (X, y), metrics=["rho"])
-    >>> robench.evaluate("timm:resnet18", "digits", metrics=["rho", "purity-ratio"])
+    >>> rows = robench.evaluate(LogisticRegression(max_iter=500), (X, y))
+    >>> robench.evaluate("timm:resnet18", "digits", budget="10m")
     """
 
     if cache_dir:
         set_cache_dir(cache_dir)
     reg = registry if registry is not None else make_registry()
-    in_memory = []
-
+    seconds = parse_duration(budget) if isinstance(budget, str) else budget
+    race = dict(until=choose(until, seconds, precision), budget=seconds, precision=precision)
     # the data first: a torch factory is probed with the data's shape
-
-    if isinstance(data, str):
-        dname = reg.get("datasets", data).name
-    else:
-        ds = data if isinstance(data, Dataset) else arrays_dataset(data, data_name)
-        if data_name and isinstance(data, Dataset):
-            ds.name = data_name
-        reg.add("datasets", dataset_spec(ds))
-        dname = ds.name
-        in_memory.append(f"data set '{dname}'")
-
-    if isinstance(model, str):
-        mname = reg.get("models", model).name
-    else:
-        if isinstance(model, ModelSpec):
-            spec = model
-        elif _is_torch_module(model):
-            raise TypeError("evaluate: pass a factory (the module's class, or a function "
-                            "returning a fresh module), not a module instance: every trial "
-                            "trains a freshly initialised module")
-        elif _is_sklearn(model):
-            spec = sklearn_model_spec(model, name)
-        elif callable(model):
-            loaded = reg.load_dataset(dname)
-            ctx = ModelContext(loaded.n_features, loaded.n_classes, loaded.image_shape, seed, {})
-            spec = torch_model_spec(model, ctx, name)
-        else:
-            raise TypeError(f"evaluate: model must be a registered name or reference, a "
-                            f"scikit-learn estimator or an nn.Module factory, got "
-                            f"{type(model).__name__}")
-        if name and spec.name != name:
-            from dataclasses import replace
-
-            spec = replace(spec, name=name)
-        reg.add("models", spec)
-        mname = spec.name
-        in_memory.append(f"model '{mname}'")
+    dname, data_here = _add_data(reg, data, data_name)
+    mname, model_here = _add_model(reg, model, name, dname, seed)
+    in_memory = data_here + model_here
     if in_memory and executor != "local":
         raise ValueError(f"evaluate: {' and '.join(in_memory)} live(s) in this process; use "
                          "executor='local', or pass registered names / references (workers "
                          "read data by path, e.g. 'npz:/shared/x.npz')")
-
-
     prepared = preparation.prepare(reg, profile=profile, datasets=[dname], models=[mname],
                        clusterers=[clusterers] if isinstance(clusterers, str) else clusterers or (),
                        metrics=[metrics] if isinstance(metrics, str) else metrics or (),
                        repeats=repeats, k=k, seed=seed,
                        settings=_check_settings(settings or {}, reg), executor=executor,
                        jobs=jobs, device=device)
-    cfg = prepared.config
+    execution.check(prepared, reg, **race)
     db = db or default_path()
     store = Store(db)
     try:
-        report = runner.execute(cfg, reg, store, command=f"robench.evaluate({mname!r}, {dname!r})",
-                         rescore=rescore, plan=prepared.plan)
+        report = execution.execute(prepared, reg, store, **race, max_repeats=repeats,
+                                   command=f"robench.evaluate({mname!r}, {dname!r})",
+                                   on_event=Progress() if progress else None, rescore=rescore)
     finally:
         store.close()
+    rows = _rows(report, db)
+    return _as_frame(rows) if _want_frame(as_frame) else rows
+
+
+def _add_data(registry, data, data_name: Optional[str]) -> tuple:
+    """Return (the data set's name, [how it lives here] if in memory) after registering it."""
+    if isinstance(data, str):
+        return registry.get("datasets", data).name, []
+    ds = data if isinstance(data, Dataset) else arrays_dataset(data, data_name)
+    if data_name and isinstance(data, Dataset):
+        ds.name = data_name
+    registry.add("datasets", dataset_spec(ds))
+    return ds.name, [f"data set '{ds.name}'"]
+
+
+def _add_model(registry, model, name: Optional[str], dname: str, seed: int) -> tuple:
+    """Return (the model's name, [how it lives here] if in memory) after registering it."""
+    if isinstance(model, str):
+        return registry.get("models", model).name, []
+    if isinstance(model, ModelSpec):
+        spec = model
+    elif _is_torch_module(model):
+        raise TypeError("evaluate: pass a factory (the module's class, or a function "
+                        "returning a fresh module), not a module instance: every trial "
+                        "trains a freshly initialised module")
+    elif _is_sklearn(model):
+        spec = sklearn_model_spec(model, name)
+    elif callable(model):
+        loaded = registry.load_dataset(dname)
+        ctx = ModelContext(loaded.n_features, loaded.n_classes, loaded.image_shape, seed, {})
+        spec = torch_model_spec(model, ctx, name)
+    else:
+        raise TypeError(f"evaluate: model must be a registered name or reference, a "
+                        f"scikit-learn estimator or an nn.Module factory, got "
+                        f"{type(model).__name__}")
+    if name and spec.name != name:
+        spec = replace(spec, name=name)
+    registry.add("models", spec)
+    return spec.name, [f"model '{spec.name}'"]
+
+
+def _rows(report, db) -> Rows:
+    """Return the report's scores as Rows, warning once if trials failed."""
     if report.failed:
         first = (report.failed[0].get("error") or "").splitlines()[0]
         warnings.warn(f"robench.evaluate: {len(report.failed)} trial(s) failed; the first: "
                       f"{first} (robench query \"select * from trials where status='failed'\")",
-                      RuntimeWarning, stacklevel=2)
+                      RuntimeWarning, stacklevel=3)
     rows = Rows({c: _plain(getattr(s, c)) for c in ROW_COLUMNS} for s in report.scores)
     rows.run = {"run_id": report.run_id, "planned": report.n_planned,
                 "stored": report.n_cached, "ran": report.n_ran, "failed": len(report.failed),
-                "skipped": list(report.skipped), "seconds": report.seconds, "db": str(db)}
-    return _as_frame(rows) if _want_frame(as_frame) else rows
+                "skipped": list(report.skipped), "seconds": report.seconds, "db": str(db),
+                "interrupted": report.interrupted, "adaptive": list(report.adaptive or [])}
+    return rows
 
 
 def _plain(value: Any) -> Any:

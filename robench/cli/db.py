@@ -63,62 +63,72 @@ def merge(sources, contributors, db_path):
 
     report = merge_databases(sources, db_path, contributors)
     for s in report.sources:
-        if s.get("already"):
-            echo(f"{s['source']} ({s['contributor']}): merged before (same file, as "
-                 f"{s['already']}); nothing new")
-            continue
-        echo(f"{s['source']} ({s['contributor']}): {s['runs']} run(s) copied, "
-             f"{s['runs_known']} already merged; {s['trials']} trial(s) copied, "
-             f"{s['trials_duplicate']} duplicate, {s['trials_conflict']} conflicting; "
-             f"{s['scores']} score(s) copied, {s['scores_duplicate']} duplicate, "
-             f"{s['scores_conflict']} conflicting; {s['score_groups']} score group(s) "
-             f"copied, {s['score_groups_duplicate']} duplicate, "
-             f"{s['score_groups_conflict']} conflicting")
-        if s["trials_replaced_failed"]:
-            echo(f"  {s['trials_replaced_failed']} stored failed trial(s) replaced by "
-                 "this source's ok one(s)")
-        if s["trials_failed_skipped"]:
-            echo(f"  {s['trials_failed_skipped']} failed trial(s) not copied: their key "
-                 "is stored with another result, which is kept")
-        if s["scores_without_trials"]:
-            echo(f"  {s['scores_without_trials']} score(s) not copied: the source does "
-                 "not hold the trials they were computed from")
-        if s["verifications"]:
-            echo(f"  {s['verifications']} verification record(s) copied")
+        _print_merged_source(s)
     for u in report.unchecked:
         echo(f"  {u['n']} score(s) of metric '{u['metric']}' version {u['version']} from "
              f"{u['source']} not copied: that metric is {u['why']}, so they cannot be "
              "recomputed from their trials; install the plugin version that provides "
              "it and merge again", err=True)
     if report.conflicts:
-        from collections import Counter
-
-        kinds = Counter(c["kind"] for c in report.conflicts)
-        each = ", ".join(f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}"
-                         for kind, n in sorted(kinds.items()))
-        echo(f"{len(report.conflicts)} conflict(s) ({each}): same identity, different "
-             "content. The stored rows are kept; the incoming ones are in the "
-             "conflicts table:", fg="yellow", err=True)
-        for c in report.conflicts[:20]:
-            if c["recomputed"]:
-                values = "; ".join(f"{col} {_short(c['incoming'][col])} claimed, "
-                                   f"{_short(c['stored'][col])} recomputed" for col in c["columns"])
-                echo(f"  score {c['key'][:16]} ({c['label']}) from {c['source']}: not "
-                     f"what its trials give here ({c['kept']}): {values}; not copied",
-                     err=True)
-                continue
-            values = "; ".join(f"{col} kept {_short(c['stored'][col])}, incoming "
-                               f"{_short(c['incoming'][col])}" for col in c["columns"])
-            echo(f"  {c['kind'].replace('_', ' ')} {c['key'][:16]} ({c['label']}) from "
-                 f"{c['source']}: differs in {', '.join(c['columns'])}: {values}; kept "
-                 f"the one from {c['kept']}", err=True)
-        if len(report.conflicts) > 20:
-            echo(f"  ... and {len(report.conflicts) - 20} more: robench query --db "
-                 f"{db_path} 'SELECT kind, key, columns, source FROM conflicts'", err=True)
+        _print_conflicts(report.conflicts, db_path)
     if report.known_conflicts:
         echo(f"{report.known_conflicts} conflict(s) recorded by an earlier merge, not "
              "listed again", err=True)
     echo(f"merged into {db_path}")
+
+
+def _print_merged_source(s: dict) -> None:
+    """Print what the merge took from one source (or that it was merged before)."""
+    if s.get("already"):
+        echo(f"{s['source']} ({s['contributor']}): merged before (same file, as "
+             f"{s['already']}); nothing new")
+        return
+    echo(f"{s['source']} ({s['contributor']}): {s['runs']} run(s) copied, "
+         f"{s['runs_known']} already merged; {s['trials']} trial(s) copied, "
+         f"{s['trials_duplicate']} duplicate, {s['trials_conflict']} conflicting; "
+         f"{s['scores']} score(s) copied, {s['scores_duplicate']} duplicate, "
+         f"{s['scores_conflict']} conflicting; {s['score_groups']} score group(s) "
+         f"copied, {s['score_groups_duplicate']} duplicate, "
+         f"{s['score_groups_conflict']} conflicting")
+    if s["trials_replaced_failed"]:
+        echo(f"  {s['trials_replaced_failed']} stored failed trial(s) replaced by "
+             "this source's ok one(s)")
+    if s["trials_failed_skipped"]:
+        echo(f"  {s['trials_failed_skipped']} failed trial(s) not copied: their key "
+             "is stored with another result, which is kept")
+    if s["scores_without_trials"]:
+        echo(f"  {s['scores_without_trials']} score(s) not copied: the source does "
+             "not hold the trials they were computed from")
+    if s["verifications"]:
+        echo(f"  {s['verifications']} verification record(s) copied")
+
+
+def _print_conflicts(conflicts: list, db_path) -> None:
+    """Print the conflicts of this merge (the first 20), on stderr."""
+    from collections import Counter
+
+    kinds = Counter(c["kind"] for c in conflicts)
+    each = ", ".join(f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}"
+                     for kind, n in sorted(kinds.items()))
+    echo(f"{len(conflicts)} conflict(s) ({each}): same identity, different "
+         "content. The stored rows are kept; the incoming ones are in the "
+         "conflicts table:", fg="yellow", err=True)
+    for c in conflicts[:20]:
+        if c["recomputed"]:
+            values = "; ".join(f"{col} {_short(c['incoming'][col])} claimed, "
+                               f"{_short(c['stored'][col])} recomputed" for col in c["columns"])
+            echo(f"  score {c['key'][:16]} ({c['label']}) from {c['source']}: not "
+                 f"what its trials give here ({c['kept']}): {values}; not copied",
+                 err=True)
+            continue
+        values = "; ".join(f"{col} kept {_short(c['stored'][col])}, incoming "
+                           f"{_short(c['incoming'][col])}" for col in c["columns"])
+        echo(f"  {c['kind'].replace('_', ' ')} {c['key'][:16]} ({c['label']}) from "
+             f"{c['source']}: differs in {', '.join(c['columns'])}: {values}; kept "
+             f"the one from {c['kept']}", err=True)
+    if len(conflicts) > 20:
+        echo(f"  ... and {len(conflicts) - 20} more: robench query --db "
+             f"{db_path} 'SELECT kind, key, columns, source FROM conflicts'", err=True)
 
 
 # ------------------------------------------------------------------------------- verify

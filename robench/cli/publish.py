@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from robench.cli.common import echo, friendly_errors
+from robench.cli.common import echo, friendly_errors, load_registry
 from robench.errors import MergeError
 from robench.exchange import publish as pipeline
 from robench.exchange.publish import init_repository
@@ -25,8 +25,9 @@ from robench.exchange.publish.scaffold import ADD_PLUGIN_LATER, pinned_plugins
                    "'robench==X.Y'). Default: the robench running now, as a wheel built from "
                    "its source tree into wheels/ (commit it), or its git URL.")
 @click.option("--example/--no-example", default=True, show_default=True,
-              help="Add contributions/example.db from a small real run (digits, svm, rho, "
-                   "2 repeats; about half a minute) so the pipeline has something to check.")
+              help="Add contributions/example.db from a small real run (digits, svm, the "
+                   "leaderboard's first metric, 2 repeats; about half a minute) so the "
+                   "pipeline has something to check.")
 @click.option("--allow-editable", is_flag=True, default=False,
               help="Pin a plugin installed in editable mode (pip install -e) as a wheel built "
                    "from its working tree as it is now; without it such a plugin is refused.")
@@ -50,9 +51,13 @@ def init_leaderboard(path, title, requirement, example, allow_editable):
         target = folder / "contributions" / "example.db"
         click.echo("running a small example contribution into "
                    f"{Path(path) / 'contributions' / 'example.db'} ...")
-        # the example is a contribution like any other: what a contributor would type
+        # the example is a contribution like any other: what a contributor would type, for
+        # the metric the leaderboard shows first
+        from robench.present.leaderboard import registered_sections  # jinja2: on use
+
+        metric = next(iter(registered_sections(load_registry())))
         proc = subprocess.run([sys.executable, "-m", "robench", "run", "-d", "digits", "-m",
-                               "svm", "--metric", "rho", "-r", "2", "--db", str(target)],
+                               "svm", "--metric", metric, "-r", "2", "--db", str(target)],
                               capture_output=True, text=True)
         if proc.returncode != 0:  # nothing is left behind: the folder is moved in at the end
             last = (proc.stderr.strip().splitlines() or ["no message"])[-1]

@@ -56,6 +56,28 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
     store = Store(db_path, readonly=True)
     _check_names(store, dataset=dataset, metric=metric, model=model)
+    got = read_results(store, config, dataset=dataset, metric=metric, model=model, fmt=fmt)
+    if fmt != "table":
+        emit_scores(got["rows"], fmt)
+        return
+    if all_scores:
+        for choice in got["shown"]:
+            echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
+        emit_scores(got["rows"], fmt)
+    else:
+        _print_headline_tables(load_registry(), got["rows"], got["shown"],
+                               whole=metric is not None)
+    _print_verified(got["verified"])
+    _print_helpers(got["helper_rows"], got["helpers"])
+
+
+def read_results(store, config, *, dataset=None, metric=None, model=None,
+                 fmt: str = "table") -> dict:
+    """Return what ``robench results`` shows: ``rows`` (the chosen scores, each with its
+    ``helper`` flag and ``verification``; in json/csv with its ranks and ``versions``, helper
+    models' rows included), ``helper_rows``, ``helpers`` ({(data set, model): metrics that
+    trained it}), ``verified`` ({(data set, model): status}) and ``shown`` (the configuration
+    choices of the tables that have rows)."""
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
     helpers = store.helper_models()
     if fmt in ("json", "csv"):  # ranks are relative to the whole table: before --model filters
@@ -65,12 +87,25 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
         attach_ranks(registered_sections(load_registry()), without_helpers(rows, helpers))
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
-
     for row in rows:
         row["helper"] = is_helper(row, helpers)
     helper_rows = [r for r in rows if r["helper"]]
     if fmt == "table":  # shown apart below: nobody asked for them, so they are not listed
         rows = [r for r in rows if not r["helper"]]
+    verified = _verification(store, rows)
+    if fmt != "table":
+        for row, versions in zip(rows, store.score_versions(rows)):
+            row["versions"] = versions
+    shown = sorted((c for c in choices.values()
+                    if any(r["dataset"] == c.dataset and r["metric"] == c.metric for r in rows)),
+                   key=lambda c: (str(c.dataset), str(c.metric)))
+    return {"rows": rows, "helper_rows": helper_rows, "helpers": helpers,
+            "verified": verified, "shown": shown}
+
+
+def _verification(store, rows: list) -> dict:
+    """Set each row's ``verification`` (robench verify's status of its data set and model);
+    return {(data set, model): status}."""
     records = verifications(store)
     verified = {}
     for row in rows:
@@ -78,26 +113,19 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
         if pair not in verified:
             verified[pair] = status(records, dataset=pair[0], model=pair[1])
         row["verification"] = verified[pair]
-    if fmt != "table":
-        for row, versions in zip(rows, store.score_versions(rows)):
-            row["versions"] = versions
-        emit_scores(rows, fmt)
-        return
-    shown = sorted((c for c in choices.values()
-                    if any(r["dataset"] == c.dataset and r["metric"] == c.metric for r in rows)),
-                   key=lambda c: (str(c.dataset), str(c.metric)))
-    if all_scores:
-        for choice in shown:
-            echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
-        emit_scores(rows, fmt)
-    else:
-        _print_headline_tables(load_registry(), rows, shown, whole=metric is not None)
+    return verified
+
+
+def _print_verified(verified: dict) -> None:
     pseudo = _pseudo_models(load_registry())  # data-set-level scores: no model to verify
     verified = {k: v for k, v in verified.items() if k[1] not in pseudo}
     if verified:
         echo("\nverification (robench verify):")
         for (d, m), v in sorted(verified.items()):
             echo(f"  {d} / {m}: {v['text']}")
+
+
+def _print_helpers(helper_rows: list, helpers: dict) -> None:
     if helper_rows:
         echo("helper models (trained by a metric for its own scores; not listed above, "
                    "never ranked; --format json has their scores):")

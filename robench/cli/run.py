@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import signal
 import sys
+import time
 from pathlib import Path
 
 import click
 
-from robench.escaping import terminal
-
-from robench.run.config import (BUDGET_REPEATS, DEFAULT_PROFILE, MAX_JOBS,
-                                MAX_REPEATS, MAX_SOURCES, PROFILES, REPEATS, knob_sections,
-                                parse_duration, parse_settings, profile_settings)
+from robench.run.config import (DEFAULT_PROFILE, MAX_JOBS, MAX_REPEATS, MAX_SOURCES, PROFILES,
+                                REPEATS, knob_sections, parse_duration, parse_settings,
+                                profile_settings)
 
 from robench.cli.common import (Finite, db_option, echo, friendly_errors, load_registry,
                                 print_reports, print_skips, report_broken_plugins)
+from robench.present.progress import Progress
 from robench.present.summary import (DEFAULT_WIDTH, decided_text, has_summary, output_width,
                                      summary_lines, wrap)
 from robench.builtin.torchvision_data import set_data_dir
 from robench.data.cache import set_cache_dir
 from robench.process.provenance import redact_secrets
-from robench.run.adaptive import check_decided, paired_metrics, run_until_decided
+from robench.run import execution
+from robench.run.adaptive import paired_metrics, racing_metrics
 from robench.run.estimate import Durations, load_reference, project, summarize
 from robench.run import prepare as preparation  # preparation.prepare: tests replace it
-from robench.run import runner  # runner.execute: tests replace it there
-from robench.stats.sequential import PRECISION
+from robench.run.execution import UNTIL, choose
 from robench.storage.store import Store
 
 
@@ -49,6 +51,7 @@ class _RunCommand(click.Command):
         try:
             registry = load_registry()
             sections = knob_sections(registry)
+            racing = racing_metrics(registry)
             profiles = {p: profile_settings(p, registry) for p in PROFILES if p != DEFAULT_PROFILE}
         except Exception:  # noqa: BLE001 - help must print even when a plugin is broken
             return
@@ -58,6 +61,8 @@ class _RunCommand(click.Command):
         with formatter.section("Knob sections (--set SECTION.KEY=VALUE; `robench knobs`)"):
             formatter.write_dl([(name, f"{owner}: " + ", ".join(k.name for k in knobs))
                                 for name, (owner, knobs) in sorted(sections.items())])
+        with formatter.section("Metrics that race (--until decided, --budget)"):
+            formatter.write_text(", ".join(racing) or "none registered")
 
 
 @click.command(cls=_RunCommand)
@@ -116,9 +121,9 @@ class _RunCommand(click.Command):
               help="Override a knob (repeatable), e.g. --set train.max_epochs=10; VALUE is "
                    "JSON (a bare word is a string). The sections are listed below; "
                    "`robench knobs` shows every knob with its type, default and profile values.")
-@click.option("--until", "until", type=click.Choice(["fixed", "decided"]), default=None,
+@click.option("--until", "until", type=click.Choice(list(UNTIL)), default=None,
               help="fixed: every repeat at once (the default without --budget). decided: the "
-                   "tables of every metric that declares a paired comparison (rho, coverage) "
+                   "tables of every metric that declares a paired comparison (listed below) "
                    "race in looks (10, 20, 40, ... repeats at whole cycles of the sources; "
                    "6, 12, 24, ... without) up to --repeats (or the profile's), tested at a "
                    "level corrected for the looks; a model stops once its pairs are decided "
@@ -126,14 +131,14 @@ class _RunCommand(click.Command):
                    "(docs/adaptive.md). The default with --budget.")
 @click.option("--budget", "budget", default=None, metavar="DURATION",
               help="Stop starting trials after this long (90s, 10m, 1h) and race the paired "
-                   "metrics' tables (--until decided) up to --repeats (default 40): the other "
-                   "metrics first, then each table's first look, then further looks only "
+                   "metrics' tables (--until decided) up to --repeats (default 40): each "
+                   "table's first look first, then the other metrics, then further looks only "
                    "where one fits what is left, cheapest per undecided pair first. A trial "
                    "in flight at the end is not stored; nothing stored is lost. The summary "
                    "says what is decided and what the rest would take.")
 @click.option("--precision", type=Finite(min=0, min_open=True, max=1), default=None,
-              help="With --until decided: two models whose rho difference is shown to lie "
-                   "within ±this are equivalent, a decided tie (default 0.01).")
+              help="With --until decided: two models whose difference in the raced score is "
+                   "shown to lie within ±this are equivalent, a decided tie (default 0.01).")
 @click.option("--rescore", is_flag=True,
               help="Recompute every score from its trials, even where the trials and the "
                    "metric version are unchanged (by default those stored scores are reused).")
@@ -157,8 +162,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     Trials already stored (same definition and versions) are not run again, so an
     interrupted run resumes where it stopped. Progress goes to stderr; stdout ends with a
     summary no wider than the terminal (100 columns when it is not one): per data set one
-    line per model (its rank in the rho table, rho and its interval, and each other metric's
-    headline value), what is decided, counts of failures and skips, and where the full
+    line per model (its rank in the headline table, the headline score and its interval, and
+    each other metric's headline value), what is decided, counts of failures and skips, and where the full
     reports are (-v prints them here; `robench results` any time).
 
     \b
@@ -166,8 +171,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
       robench run --all
       robench run -d digits -m mlp -m cnn-2 --repeats 10
       robench run -d synthetic-sources -c oracle --profile paper
-      robench run -d digits -m mlp --metric rho --set train.max_epochs=10
-      robench run -d mnist-5k --metric rho --profile paper --until decided
+      robench run -d digits -m mlp --set train.max_epochs=10
+      robench run -d mnist-5k --profile paper --until decided
       robench run --all --budget 10m
       robench run -d digits -m cnn-2 --device cuda
       robench run --all --profile standard --dry-run
@@ -178,12 +183,9 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
 
     if not (run_all or datasets_names or models_names or clusterers_names or metric_names):
         raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
-
     seconds = parse_duration(budget) if budget is not None else None  # one line, exit 2
-    until, seconds, hard = default_race(run_all, profile, repeats, until, seconds)
+    race = dict(until=choose(until, seconds, precision), budget=seconds, precision=precision)
     profile = profile or DEFAULT_PROFILE
-    if precision is not None and until != "decided":
-        raise click.UsageError("--precision goes with --until decided (or --budget)")
     if cache_dir:
         set_cache_dir(cache_dir)
     if data_dir:
@@ -194,73 +196,99 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     # device, the knobs, the cache folder, then the names (a data reference is parsed into the
     # cache); the plan is made before the database is opened, so a run that cannot be made
     # (a bad value, only broken data sets) exits 2 with the file untouched, or not created.
-    prepared = preparation.prepare(reg, profile=profile, datasets=datasets_names, models=models_names,
-                       clusterers=clusterers_names, metrics=metric_names, repeats=repeats, k=k,
-                       seed=seed, settings=parse_settings(settings, reg), executor=executor,
-                       jobs=jobs, device=device, scheduler=scheduler,
-                       trial_timeout=trial_timeout)
-    cfg, plan, chosen = prepared.config, prepared.plan, prepared.selection
-    executor = cfg.executor
-
-    if until == "decided" and not hard:
-        if not paired_metrics(cfg.metrics, reg):  # the default race has nothing to race
-            until, seconds = "fixed", None
-    if until == "decided":
-        check_decided(cfg, PRECISION if precision is None else precision, reg)
-    if trial_timeout and executor == "local":
+    prepared = preparation.prepare(
+        reg, profile=profile, datasets=datasets_names, models=models_names,
+        clusterers=clusterers_names, metrics=metric_names, repeats=repeats, k=k, seed=seed,
+        settings=parse_settings(settings, reg), executor=executor, jobs=jobs, device=device,
+        scheduler=scheduler, trial_timeout=trial_timeout)
+    execution.check(prepared, reg, **race)
+    if trial_timeout and prepared.config.executor == "local":
         echo("warning: --executor local cannot stop a trial that ignores --trial-timeout "
              "(catches every exception or ignores SIGALRM): it runs on until it returns, then "
              "is recorded as failed. Use --executor process or dask to end it at the limit.",
              err=True, fg="yellow")
     if dry_run:
-        _print_plan(plan, cfg, db_path)
-        if until == "decided":
-            click.echo("\nThis run races the tables of the metrics with a paired comparison "
-                       "(--until decided" + (", the default of run --all" if not hard else "")
-                       + "): the plan above is a plain run's at the profile's repeats; racing "
-                       "plans its looks as it goes (rho 10, 20, 40 repeats, coverage 6, 12, "
-                       "24, 40, only where pairs are undecided" + (
-                           f", within {seconds / 60:g} min" if seconds else "") + ").")
-        _print_opt_in(chosen.opt_in, profile)
+        _print_plan(prepared.plan, prepared.config, db_path)
+        _print_race_plan(race, prepared.config, reg)
+        _print_opt_in(prepared.selection.opt_in, profile)
         return
-    store = Store(db_path)
-    progress = _Progress()
-    command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
-    try:
-        if until == "decided":
-            top = repeats or (BUDGET_REPEATS if seconds is not None else None)
-            if not hard:
-                progress.echo(f"racing the tables of rho and coverage (the default of run "
-                              f"--all): first looks and the other metrics, then further "
-                              f"looks while they fit {seconds / 60:g} min; --profile quick "
-                              "runs the fixed quick profile instead")
-            report = run_until_decided(cfg, reg, store, command=command, on_event=progress,
-                                       rescore=rescore, budget=seconds, max_repeats=top,
-                                       hard_budget=hard,
-                                       precision=PRECISION if precision is None else precision)
-        else:
-            import time
+    report = _execute(prepared, reg, db_path, race, repeats=repeats, rescore=rescore)
+    # after a Ctrl-C the run only prints and exits: a second one must not break that
+    with quiet_interrupts() if report.interrupted else contextlib.nullcontext():
+        _print_outcome(report, prepared, reg, verbose=verbose, db_path=db_path)
 
-            report = runner.execute(cfg, reg, store, command=command, on_event=progress,
-                             rescore=rescore, plan=plan,
-                             deadline=None if seconds is None else time.monotonic() + seconds)
+
+@contextlib.contextmanager
+def quiet_interrupts():
+    """Ignore Ctrl-C inside the block (on the main thread), then put the handler back."""
+    try:
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: nothing to change
+        previous = None
+    try:
+        yield
     finally:
-        progress.close()
-        store.close()
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def stop_workers(wait: float = 10.0) -> None:
+    """End the worker processes this process started (a pool whose trials were in flight at a
+    Ctrl-C), so that it exits now: at exit Python would otherwise wait for those trials, and a
+    second Ctrl-C there printed a traceback."""
+    import multiprocessing
+
+    children = multiprocessing.active_children()
+    for child in children:
+        child.terminate()
+    end = time.monotonic() + wait
+    for child in children:
+        child.join(max(end - time.monotonic(), 0.0))
+
+
+def _execute(prepared, registry, db_path, race: dict, *, repeats, rescore):
+    """Run ``prepared`` into ``db_path`` with progress on stderr; return the report.
+
+    After a Ctrl-C (the run ends itself: the trials in flight are dropped, the run is marked
+    interrupted) the workers still running a trial are ended and a second Ctrl-C is ignored
+    while the store closes, so the command exits 130 at once and quietly."""
+    store = Store(db_path)
+    progress = Progress()
+    command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
+    interrupted = True  # until the run returns: a Ctrl-C it did not catch itself
+    try:
+        report = execution.execute(prepared, registry, store, **race, max_repeats=repeats,
+                                   command=command, on_event=progress, rescore=rescore)
+        interrupted = report.interrupted
+        return report
+    except Exception:
+        interrupted = False
+        raise
+    finally:
+        with quiet_interrupts():
+            if interrupted:
+                stop_workers()
+            progress.close()
+            store.close()
+
+
+def _print_outcome(report, prepared, registry, *, verbose, db_path):
+    """Print what the run gave (reports, failures, summary) and exit with its status."""
     from robench.present.leaderboard import registered_sections
 
+    cfg = prepared.config
     rows = [vars(s) for s in report.scores]
     width = output_width()
-    full = verbose or not has_summary(rows, registered_sections(reg), cfg.models)
+    sections = registered_sections(registry)
+    full = verbose or not has_summary(rows, sections, cfg.models)
     if full:  # without a headline column the reports are the answer
         print_skips(report.skipped)
-        print_reports(reg, rows)
+        print_reports(registry, rows)
         _print_adaptive(report.adaptive)
     if report.failed:  # on stderr; the summary counts them
         _print_failures(report.failed, most=20 if full else 3)
-    _print_opt_in(chosen.opt_in, profile, width)
-    _print_summary(rows, registered_sections(reg), report, cfg, width=width, db_path=db_path,
-                   full=full)
+    _print_opt_in(prepared.selection.opt_in, cfg.profile, width)
+    _print_summary(rows, sections, report, cfg, width=width, db_path=db_path, full=full)
     if report.interrupted:
         click.secho("Interrupted: every finished trial is stored; run the same command to "
                     "resume.", fg="yellow", err=True)
@@ -269,20 +297,15 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         sys.exit(1)
 
 
-def default_race(run_all: bool, profile, repeats, until, seconds) -> tuple:
-    """Return (until, budget seconds or None, hard budget?) of a run from its options.
-
-    ``--budget`` races (unless ``--until fixed``) and is hard: no trial starts after it.
-    ``run --all`` alone is the fixed quick run, not a race: the race's first looks alone were
-    projected at ~7 of the 10 minutes the main job may take on an idle 2-core machine and
-    measured at 30 minutes under load, with no margin for a machine 1.5x slower
-    (docs/running.md, "The default run"); the soft budget of :func:`robench.run.adaptive.
-    run_until_decided` (``hard_budget=False``, :data:`robench.run.config.DEFAULT_BUDGET`) stays
-    for the day that measurement says otherwise.
-    """
-    if seconds is not None:
-        return until or "decided", seconds, True
-    return until or "fixed", None, True
+def _print_race_plan(race: dict, cfg, registry) -> None:
+    """Say, under a dry run's plan, that this run races and which metrics' tables."""
+    if race["until"] != "decided":
+        return
+    paired = paired_metrics(cfg.metrics, registry)
+    within = f", within {race['budget'] / 60:g} min" if race["budget"] else ""
+    click.echo(f"\nThis run races the tables of {', '.join(paired)} (--until decided): the "
+               "plan above is a plain run's at the profile's repeats; racing plans its looks "
+               f"as it goes, only where pairs are undecided{within}.")
 
 
 def _print_opt_in(opt_in, profile, width: int = DEFAULT_WIDTH):
@@ -360,32 +383,46 @@ def _race_line(adaptive, cfg, report) -> str:
     by_metric: dict = {}
     for t in adaptive:
         by_metric.setdefault(t["metric"], []).append(t)
-    parts, nexts, seconds = [], [], 0.0
-    for metric, ts in by_metric.items():
-        pairs = [p for t in ts for p in (t.get("pairs") or [])]
-        open_ = sum(1 for p in pairs if p["status"] == "undecided")
-        parts.append(f"{metric} {len(pairs) - open_} of {len(pairs)} pairs in {len(ts)} "
-                     f"table{'s' if len(ts) != 1 else ''}")
-        for t in ts:
-            nxt = t.get("next_look")
-            if nxt and any(p["status"] == "undecided" for p in t.get("pairs") or []):
-                where = t["dataset"] + (f"/{t['clusterer']}" if t.get("clusterer") else "")
-                nexts.append(f"{metric} {where} ({nxt['repeats']} repeats of "
-                             f"{', '.join(nxt['models'])}, ~{_duration(nxt['seconds'])})")
-                seconds += nxt["seconds"]
+    parts = [_decided_part(metric, ts) for metric, ts in by_metric.items()]
+    nexts = [(metric, t) for metric, ts in by_metric.items() for t in ts
+             if t.get("next_look") and _undecided(t)]
     spent = getattr(report, "budget_spent", False) or any(
         "budget" in (t.get("stopped") or "") for t in adaptive)
     text = ("Decided (racing" + (", time budget spent" if spent else "") + "): "
             + "; ".join(parts) + " (ordered or equivalent).")
     if nexts:
-        jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
-        text += (f" The next looks would decide more: {'; '.join(nexts[:6])}"
-                 + (f"; and {len(nexts) - 6} more" if len(nexts) > 6 else "")
-                 + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
-                 f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
-    elif any(any(p["status"] == "undecided" for p in t.get("pairs") or []) for t in adaptive):
+        text += _next_looks_text(nexts, cfg)
+    elif any(_undecided(t) for t in adaptive):
         text += " The rest reached the maximum repeats: a larger --repeats decides more."
     return text
+
+
+def _undecided(table: dict) -> bool:
+    return any(p["status"] == "undecided" for p in table.get("pairs") or [])
+
+
+def _decided_part(metric: str, tables: list) -> str:
+    """Return "METRIC N of M pairs in K tables": the pairs ordered or equivalent."""
+    pairs = [p for t in tables for p in (t.get("pairs") or [])]
+    open_ = sum(1 for p in pairs if p["status"] == "undecided")
+    return (f"{metric} {len(pairs) - open_} of {len(pairs)} pairs in {len(tables)} "
+            f"table{'s' if len(tables) != 1 else ''}")
+
+
+def _next_looks_text(nexts: list, cfg) -> str:
+    """Return what the next looks of the undecided tables ([(metric, table)]) would cost."""
+    said, seconds = [], 0.0
+    for metric, t in nexts:
+        nxt = t["next_look"]
+        where = t["dataset"] + (f"/{t['clusterer']}" if t.get("clusterer") else "")
+        said.append(f"{metric} {where} ({nxt['repeats']} repeats of "
+                    f"{', '.join(nxt['models'])}, ~{_duration(nxt['seconds'])})")
+        seconds += nxt["seconds"]
+    jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
+    return (f" The next looks would decide more: {'; '.join(said[:6])}"
+            + (f"; and {len(said) - 6} more" if len(said) > 6 else "")
+            + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
+            f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
 
 
 def _duration(seconds: float) -> str:
@@ -474,7 +511,8 @@ def _print_adaptive(tables):
     click.echo("\nAdaptive repeats (--until decided): intervals above at level "
                f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
                f"looks: {', '.join(map(str, tables[0]['looks_planned']))}); every pair by "
-               f"the paired test of its rho difference (docs/intervals.md), equivalent within "
+               f"the paired test of its {tables[0].get('score') or 'score'} difference "
+               "(docs/intervals.md), equivalent within "
                f"{tables[0]['precision']:g}")
     signs = {"ordered": ">", "equivalent": "~", "undecided": "?"}
     for t in tables:
@@ -524,97 +562,6 @@ def _print_failures(rows: list, most: int = 20) -> None:
         click.echo(f"  ... and {len(groups) - most} more", err=True)
     click.echo("  (robench query \"select * from trials where status='failed'\" lists them "
                "with the whole error)", err=True)
-
-
-def _trial_label(row) -> str:
-    clus = f"/{row['clusterer']}" if row.get("clusterer") else ""
-    return terminal(f"{row['dataset']}/{row['model']}{clus} {row['kind']} #{row['repeat']}")
-
-
-class _Progress:
-    """Print the plan, then progress over trials on stderr.
-
-    On a terminal this is a live bar; otherwise (CI logs, pipes) one line per trial with a
-    running count, so long runs show progress wherever their output goes.
-    """
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
-        self.bar = None
-        self.total = self.done = 0
-        self.live = self.stream.isatty()
-        self.prepared: set = set()
-
-    def echo(self, text, **style):
-        """Print a progress message wrapped to the stream's width (a trial's line is short)."""
-        # names and plugins' errors come from outside: no control or bidi character goes raw
-        for line in wrap(terminal(text), output_width(self.stream)):
-            click.secho(line, file=self.stream, **style)
-
-    def __call__(self, event, **info):
-        if event == "planned":
-            self.close()  # a run in rounds (--until decided) plans once per round
-            self.total, self.done = info["todo"], 0
-            self.echo(
-                f"{info['total']} trials planned: {info['cached']} already stored"
-                + (" (training nothing)" if info["todo"] == 0 else f", {info['todo']} to run")
-                + (f"; {len(info['skipped'])} combination(s) skipped" if info["skipped"] else "")
-            )
-            if info["todo"] and self.live:
-                self.bar = click.progressbar(length=info["todo"], label="trials",
-                                             file=self.stream, show_eta=True, show_pos=True,
-                                             item_show_func=lambda s: s)
-                self.bar.__enter__()
-        elif event == "helpers":
-            for h in info["helpers"]:
-                self.echo(f"  + {h['trials']} helper trial(s) ({h['todo']} to run) of "
-                          f"{len(h['models'])} model(s) you did not ask for: "
-                          f"{', '.join(h['models'])}. Metric '{h['metric']}' (protocol "
-                          f"'{h['protocol']}') trains them for its own scores; they are stored "
-                          "and shown as helpers, never ranked.")
-        elif event == "dataset_failed":
-            self.echo(f"skipped: {info['reason']}", fg="red")
-        elif event == "killed_runs":
-            for r in info["runs"]:
-                self.echo(f"run {r['id']} (started {r['started_at']}, process {r['pid']}) ended "
-                          "without finishing: its process is gone (killed?); marked 'killed'. "
-                          "Its finished trials are stored and are not run again.", fg="yellow")
-        elif event == "look":
-            self.echo(f"look {info['look']} of {info['looks']}: {info['repeats']} repeats for "
-                      f"{len(info['tables'])} undecided table(s): {', '.join(info['tables'])}")
-        elif event == "budget_spent":
-            self.echo(f"time budget spent: {info['ran']} trial(s) of this round ran, "
-                      f"{info['left']} not started", fg="yellow")
-        elif event == "decided":
-            reps = ", ".join(f"{m} {r}" for m, r in info["repeats"].items())
-            self.echo(f"{info['table']}: stopped ({info['reason']}); repeats: {reps}")
-        elif event == "prepare":
-            # each protocol prepares its own partitions of a (data set, clusterer): said once
-            where = (info["dataset"], info["clusterer"])
-            if where not in self.prepared:
-                self.prepared.add(where)
-                self.echo(f"finding sources: {info['dataset']} / {info['clusterer']}")
-        elif event == "prepare_failed":
-            what = f" ({info['protocol']})" if info.get("protocol") else ""
-            self.echo(f"sources failed for {info['dataset']} / {info['clusterer']}{what}: "
-                      f"{info['error']}; that protocol's trials there are failed, the others "
-                      "run", fg="red")
-        elif event == "trial":
-            row = info["row"]
-            self.done += 1
-            status = "ok" if row["status"] == "ok" else "FAILED"
-            if self.bar is not None:
-                self.bar.update(1, f"{_trial_label(row)} {status}")
-            else:
-                acc = f" acc {row['accuracy']:.4f}" if row.get("accuracy") is not None else ""
-                secs = f" {row['seconds']:.1f}s" if row.get("seconds") is not None else ""
-                self.echo(f"[{self.done:>{len(str(self.total))}}/{self.total}] "
-                          f"{_trial_label(row)} {status}{acc}{secs}")
-
-    def close(self):
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
-            self.bar = None
 
 
 #: The commands this module adds to the ``robench`` group.

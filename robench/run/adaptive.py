@@ -57,6 +57,11 @@ def paired_metrics(metrics: list, registry) -> list:
     return [m for m in metrics if registry.get("metrics", m).paired is not None]
 
 
+def racing_metrics(registry) -> list:
+    """Return the names of the registered metrics that can race (declare a paired comparison)."""
+    return sorted(spec.name for spec in registry.all("metrics") if spec.paired is not None)
+
+
 def annotate(scores: list, level: float, adaptive: dict, interval: Callable) -> list:
     """Return scores with intervals at ``level`` and ``details.adaptive`` on every score.
 
@@ -79,13 +84,6 @@ def annotate(scores: list, level: float, adaptive: dict, interval: Callable) -> 
     return out
 
 
-def _table_plan(cfg, registry, metric: str, table: tuple, model: str, n: int) -> Plan:
-    dataset, clusterer = table
-    sub = replace(cfg, metrics=[metric], datasets=[dataset], clusterers=[clusterer],
-                  models=[model], repeats=n, explicit={})
-    return plan_run(sub, registry)
-
-
 def _merge(plans: list) -> Plan:
     merged = Plan()
     for p in plans:
@@ -106,9 +104,11 @@ def check_decided(cfg, precision: float = PRECISION, registry=None) -> list:
         registry = get_registry()
     paired = paired_metrics(cfg.metrics, registry)
     if not paired:
-        raise ConfigError("--until decided stops the tables of a metric that declares a paired "
-                          f"comparison (MetricSpec.paired; rho does), and none of "
-                          f"{', '.join(cfg.metrics)} does: add --metric rho")
+        can = racing_metrics(registry)
+        raise ConfigError("--until decided races the tables of a metric that declares a paired "
+                          f"comparison (MetricSpec.paired), and none of {', '.join(cfg.metrics)} "
+                          "does: " + (f"add --metric {' or --metric '.join(can)}" if can else
+                                      "no registered metric does"))
     if not (isinstance(precision, (int, float)) and 0 < precision < float("inf")):
         raise ConfigError(f"--precision must be a finite number > 0, got {precision}")
     return paired
@@ -129,126 +129,189 @@ def with_repeats(cfg, spec, n: int):
 def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
                       alpha: float = ALPHA, command: str = "robench run --until decided",
                       on_event: Optional[Callable] = None, rescore: bool = False,
-                      budget: Optional[float] = None, max_repeats: Optional[int] = None,
-                      hard_budget: bool = True) -> RunReport:
+                      budget: Optional[float] = None,
+                      max_repeats: Optional[int] = None) -> RunReport:
     """Race the paired metrics' tables look by look until each is decided; return the report.
 
     ``max_repeats`` (default ``cfg.repeats``) is the most repeats a paired metric's model
-    gets; every other metric of ``cfg.metrics`` runs first at ``cfg.repeats``, as a plain run
-    would. The looks of all paired metrics run in rounds (round j: every undecided table's
-    j-th look, the trials of all of them in one executor pass), so no metric waits for
-    another's last look. ``budget`` (seconds, ``--budget``): the run stops starting trials
-    when it is spent (:func:`robench.run.runner.execute`'s deadline); from the second round
-    on, a table's next look is taken only if its projected cost (the trials' durations
+    gets; every other metric of ``cfg.metrics`` runs once at ``cfg.repeats``, as a plain run
+    would, right after the first looks. The looks of all paired metrics run in rounds (round
+    j: every undecided table's j-th look, the trials of all of them in one executor pass), so
+    no metric waits for another's last look. ``budget`` (seconds, ``--budget``): no trial
+    starts once it is spent (:func:`robench.run.runner.execute`'s deadline); from the second
+    round on, a table's next look is taken only if its projected cost (the trials' durations
     stored in ``store``, else robench's reference durations) fits what is left, the tables
     with the lowest cost per undecided pair first; a table left out stops "undecided: time
     budget" with the cost of its next look recorded (``next_look``). The report's
     ``scores`` are the final scores of each paired metric (annotated, :func:`annotate`) and
     the other metrics' scores; ``adaptive`` lists each table's decision.
-
-    ``hard_budget`` False (the default ``run --all``): the first round and the other metrics
-    run whatever the budget (what a fixed quick run would give is never lost to a slow
-    machine); the budget decides only whether further looks are taken.
     """
-    paired = check_decided(cfg, precision, registry)
-    t0 = time.perf_counter()
-    deadline = None if budget is None else time.monotonic() + float(budget)
-    if not cfg.knobs:
-        cfg.resolve(registry)
-    state = {"keys": set(), "ran": 0, "failed": [], "skipped": [], "scores": [],
-             "tables": [], "report": None, "budget_spent": False, "store": store}
+    return _RaceRun(cfg, registry, store, precision=precision, alpha=alpha, command=command,
+                    on_event=on_event, rescore=rescore, budget=budget,
+                    max_repeats=max_repeats).run()
 
-    others = [m for m in cfg.metrics if m not in paired]
 
-    def run_others() -> bool:
-        """Run the metrics without a paired comparison once, as a plain run; False if
-        interrupted."""
-        if not others:
+class _RaceRun:
+    """One race: its rounds, the other metrics' plain run, and one report for all of them."""
+
+    def __init__(self, cfg, registry, store, *, precision: float, alpha: float, command: str,
+                 on_event: Optional[Callable], rescore: bool, budget: Optional[float],
+                 max_repeats: Optional[int]):
+        paired = check_decided(cfg, precision, registry)
+        self.t0 = time.perf_counter()
+        self.deadline = None if budget is None else time.monotonic() + float(budget)
+        if not cfg.knobs:
+            cfg.resolve(registry)
+        self.cfg, self.registry, self.store = cfg, registry, store
+        self.command, self.on_event, self.rescore = command, on_event, rescore
+        self.others = [m for m in cfg.metrics if m not in paired]
+        top = max_repeats or cfg.repeats
+        self.races = [_Race(cfg, registry, store, registry.get("metrics", m), top,
+                            precision=precision, alpha=alpha, on_event=on_event)
+                      for m in paired]
+        self.keys: set = set()
+        self.ran = 0
+        self.failed: list = []
+        self.skipped = [s for race in self.races for s in race.skipped]
+        self.scores: list = []
+        self.tables: list = []
+        self.last: Optional[RunReport] = None
+        self.budget_spent = False
+        self.durations = None
+
+    def run(self) -> RunReport:
+        """Run the race to its end (decided, the maximum, the budget or an interrupt)."""
+        for race in self.races:
+            if not race.all_tables:
+                self._run_inapplicable(race)
+        # the order: every paired table's first look (the headline tables, all undecided),
+        # then the other metrics, then the further looks where they fit
+        if not self._pending() and not self._run_others():
+            return self._report()
+        j = 0
+        while self._pending():
+            outcome = self._round(j)
+            if outcome == "interrupted":
+                return self._report()
+            if outcome == "stop":
+                break
+            j += 1
+        self._finish()
+        return self._report()
+
+    def _pending(self) -> list:
+        return [r for r in self.races if r.pending]
+
+    def _execute(self, cfg, plan: Plan, **options) -> RunReport:
+        """Run ``plan`` through the runner and count it in this race's report."""
+        report = _runner.execute(cfg, self.registry, self.store, command=self.command,
+                                 on_event=self.on_event, plan=plan, **options)
+        self.keys.update(plan.specs)
+        self.ran += report.n_ran
+        self.last = report
+        self.failed += report.failed
+        return report
+
+    def _run_inapplicable(self, race) -> None:
+        """A paired metric with no table here: a plain run records its skips."""
+        cfg = with_repeats(replace(self.cfg, metrics=[race.metric]), race.spec,
+                           race.plan_looks[0])
+        self._execute(cfg, plan_run(cfg, self.registry))
+
+    def _run_others(self) -> bool:
+        """Run the metrics without a paired comparison once, as a plain run; return False if
+        it was interrupted."""
+        if not self.others:
             return True
-        other_cfg = replace(cfg, metrics=list(others))
-        other_plan = plan_run(other_cfg, registry)
-        report = _runner.execute(other_cfg, registry, store, command=command,
-                                 on_event=on_event, rescore=rescore, plan=other_plan,
-                                 deadline=deadline if hard_budget else None)
-        _add(state, report, other_plan)
-        state["failed"] += report.failed
-        state["skipped"] += report.skipped
-        state["scores"] += report.scores
-        state["budget_spent"] |= report.budget_spent
-        others.clear()
+        cfg = replace(self.cfg, metrics=list(self.others))
+        report = self._execute(cfg, plan_run(cfg, self.registry), rescore=self.rescore,
+                               deadline=self.deadline)
+        self.skipped += report.skipped
+        self.scores += report.scores
+        self.budget_spent |= report.budget_spent
+        self.others = []
         return not report.interrupted
 
-    top = max_repeats or cfg.repeats
-    races = [_Race(cfg, registry, store, registry.get("metrics", m), top, precision=precision,
-                   alpha=alpha, on_event=on_event) for m in paired]
-    for race in races:
-        state["skipped"] += race.skipped
-        if not race.all_tables:  # nothing applicable: a plain run records the skips
-            first = plan_run(with_repeats(replace(cfg, metrics=[race.metric]), race.spec,
-                                          race.plan_looks[0]), registry)
-            report = _runner.execute(
-                with_repeats(replace(cfg, metrics=[race.metric]), race.spec, race.plan_looks[0]),
-                registry, store, command=command, on_event=on_event, plan=first)
-            _add(state, report, first)
-            state["failed"] += report.failed
-    # the order: every paired table's first look (the headline tables, all undecided), then
-    # the other metrics, then the further looks where they fit
-    if not any(r.pending for r in races) and not run_others():
-        return _final(state, t0)
-    durations = None
-    j = 0
-    while any(r.pending for r in races):
-        due = [r for r in races if r.pending]
+    def _spent(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def _durations(self):
+        if self.durations is None:
+            self.durations = Durations(self.store.trial_durations(),
+                                       fallback=Durations(load_reference()[0]))
+        return self.durations
+
+    def _round_plans(self, due: list, j: int) -> dict:
+        """Return {(race, table, model): plan} of round j, fitted to the budget if any."""
         plans = {}
         for race in due:
             plans.update({(race, t, m): p for (t, m), p in race.look_plans(j).items()})
-        if deadline is not None:
-            if durations is None:
-                durations = Durations(store.trial_durations(),
-                                      fallback=Durations(load_reference()[0]))
-            # the first look of every table runs whatever it costs (every metric gets its
-            # scores); later looks only where they fit
-            plans = _fit_budget(plans, store, durations, deadline, cfg.jobs, drop=j > 0)
-        merged = _merge(list(plans.values()))
-        merged.skipped = []
+        if self.deadline is not None:
+            # the first look of every table is kept whatever it costs (in the cheapest order);
+            # later looks only where they fit
+            plans = _fit_budget(plans, self.store, self._durations(), self.deadline,
+                                self.cfg.jobs, drop=j > 0)
+        return plans
+
+    def _round(self, j: int) -> str:
+        """Take look j of every pending table; return "next", "stop" or "interrupted"."""
+        due = self._pending()
+        plans = self._round_plans(due, j)
         if not plans:  # nothing fits: every table left stops at its last look
             for race in due:
                 race.stop_all(j, "undecided: the time budget is spent")
-            break
+            return "stop"
+        merged = _merge(list(plans.values()))
+        merged.skipped = []
         metrics = list(dict.fromkeys(race.metric for race, _, _ in plans))
         n = max(race.plan_looks[min(j, len(race.plan_looks) - 1)] for race in due)
-        report = _runner.execute(replace(cfg, metrics=metrics, repeats=n), registry, store,
-                         command=command, on_event=on_event, plan=merged, score=False,
-                         deadline=deadline if hard_budget or j > 0 else None,
-                         order=_table_order(plans) if deadline is not None else None)
-        _add(state, report, merged)
-        state["failed"] += report.failed
+        report = self._execute(replace(self.cfg, metrics=metrics, repeats=n), merged,
+                               score=False, deadline=self.deadline,
+                               order=_table_order(plans) if self.deadline is not None else None)
         if report.interrupted:
-            return _final(state, t0)
-        spent = report.budget_spent or (deadline is not None and time.monotonic() >= deadline)
-        looked = {(race, t) for race, t, _ in plans}
+            return "interrupted"
+        spent = report.budget_spent or self._spent()
         for race in due:
-            race.after_look(j, {t for r, t in looked if r is race}, spent=spent)
-        if j == 0 and not run_others():
-            return _final(state, t0)
-        spent = spent or (deadline is not None and time.monotonic() >= deadline)
-        if spent:
-            state["budget_spent"] = True
+            race.after_look(j, {t for r, t, _ in plans if r is race}, spent=spent)
+        if j == 0 and not self._run_others():
+            return "interrupted"
+        if spent or self._spent():
+            self.budget_spent = True
             for race in due:
                 race.stop_all(j, "undecided: the time budget is spent")
-            break
-        j += 1
-    if durations is None and any(r.open_tables() for r in races):
-        durations = Durations(store.trial_durations(), fallback=Durations(load_reference()[0]))
-    run_id = state["report"].run_id if state["report"] is not None else None
-    for race in races:
-        if durations is not None:
-            race.price_next_looks(durations)
-        if run_id is None:
-            continue
-        state["scores"] += race.score(run_id, rescore)
-        state["tables"] += race.tables()
-    return _final(state, t0)
+            return "stop"
+        return "next"
+
+    def _finish(self) -> None:
+        """Price what would decide the open tables, then score every table."""
+        if self.durations is not None or any(r.open_tables() for r in self.races):
+            for race in self.races:
+                race.price_next_looks(self._durations())
+        if self.last is None:
+            return
+        for race in self.races:
+            self.scores += race.score(self.last.run_id, self.rescore)
+            self.tables += race.tables()
+
+    def _not_run(self) -> int:
+        """Return how many planned trials neither ran nor were stored (a budget, an interrupt)."""
+        report = self.last
+        if not (self.budget_spent or report.budget_spent or report.interrupted):
+            return 0
+        ok = self.store.ok_trial_keys(self.keys)
+        failed = {f.get("key") for f in self.failed} - ok
+        return max(len(self.keys) - len(ok) - len(failed), 0)
+
+    def _report(self) -> RunReport:
+        """Return one report for every round: distinct trials planned, run and stored before."""
+        report = self.last
+        n_planned, not_run = len(self.keys), self._not_run()
+        return RunReport(report.run_id, n_planned, n_planned - self.ran - not_run, self.ran,
+                         self.failed, self.skipped, self.scores,
+                         time.perf_counter() - self.t0, report.interrupted,
+                         adaptive=self.tables,
+                         budget_spent=self.budget_spent or report.budget_spent,
+                         n_not_run=not_run)
 
 
 def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
@@ -599,26 +662,3 @@ def _model_reason(model: str, pairs: list, repeats: int, table_reason: str) -> s
         f"{p['above']} > {[m for m in p['pair'] if m != p['above']][0]}" if p["above"]
         else f"{p['pair'][0]} ~ {p['pair'][1]}" for p in mine)
     return f"its pairs decided at {repeats} repeats ({said})"
-
-
-def _add(state: dict, report: RunReport, plan: Plan) -> None:
-    state["keys"].update(plan.specs)
-    state["ran"] += report.n_ran
-    state["report"] = report
-
-
-def _final(state: dict, t0: float) -> RunReport:
-    """Return one report for every round: distinct trials planned, run and stored before."""
-    report = state["report"]
-    n_planned = len(state["keys"])
-    not_run = 0
-    if state.get("store") is not None and (state["budget_spent"] or report.budget_spent
-                                           or report.interrupted):
-        ok = state["store"].ok_trial_keys(state["keys"])
-        failed = {f.get("key") for f in state["failed"]} - ok
-        not_run = max(n_planned - len(ok) - len(failed), 0)
-    return RunReport(report.run_id, n_planned, n_planned - state["ran"] - not_run, state["ran"],
-                     state["failed"], state["skipped"], state["scores"],
-                     time.perf_counter() - t0, report.interrupted, adaptive=state["tables"],
-                     budget_spent=state["budget_spent"] or report.budget_spent,
-                     n_not_run=not_run)

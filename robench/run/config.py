@@ -80,13 +80,6 @@ _MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch take any non-negative in
 #: (looks 10, 20, 40 on the balanced design with 5 sources; 6, 12, 24, 40 without sources):
 #: the budget, not this cap, is what normally ends it.
 BUDGET_REPEATS = 40
-#: The time budget of the default ``robench run --all`` (no --profile, --repeats, --until or
-#: --budget given): it races the paired metrics' tables; the first look of every table and
-#: the other metrics always complete (they are what a fixed quick run would give), further
-#: looks run only where they fit what is left of these seconds (docs/running.md says why):
-#: 9 minutes of racing, so that with planning and scoring the command stays under 10 on an
-#: idle 2-core machine.
-DEFAULT_BUDGET = 540.0
 #: The longest --budget accepted (a week).
 MAX_BUDGET = 7 * 24 * 3600.0
 _UNITS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -101,7 +94,9 @@ def parse_duration(text) -> float:
     """
     import re
 
-    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*", str(text).lower())
+    # ASCII digits only: \d would take '١٠m' (Arabic-Indic digits) as 10 minutes
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]*)\s*", str(text).lower(),
+                     flags=re.ASCII)
     if not m or m.group(2) not in ("", *_UNITS):
         raise ValueError(f"--budget: {str(text)[:40]!r} is not a duration; write it like "
                          "90s, 10m or 1h")

@@ -70,7 +70,7 @@ class RunReport:
     interrupted: bool = False
     n_aggregated: int = 0  # groups whose scores were computed in this run
     n_reused: int = 0  # groups whose inputs were unchanged: stored scores reported as they are
-    adaptive: list = field(default_factory=list)  # --until decided: each rho table's decision
+    adaptive: list = field(default_factory=list)  # --until decided: each raced table's decision
     #: --budget: the deadline came before every planned trial ran (the rest was not started;
     #: a trial in flight at the deadline was not stored)
     budget_spent: bool = False
@@ -268,64 +268,13 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                              plugin_versions=registry.plugin_versions())
     finished = False
     try:
-        for description in plan.configurations.values():
-            store.save_configuration(configuration_row(description, run_id))
-        for skip in plan.skipped:
-            store.save_skip(run_id=run_id, **skip)
-        for name, reason in plan.broken.items():
-            emit("dataset_failed", dataset=name, reason=reason)
-        helpers = helper_trials(plan, cfg.models, done_keys)
-        if helpers:  # said before anything starts: what the run adds beyond what was asked
-            emit("helpers", helpers=helpers)
+        _record_plan(plan, cfg.models, done_keys, store, run_id, emit)
         emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
              skipped=plan.skipped)
 
-        failed, interrupted, n_ran, spent = [], False, 0, False
-        blocked = {}  # key -> error for trials whose shared preparation failed
-        clustering = {}  # trial key -> key of the clustering its partitions come from
-        try:
-            if todo and deadline is not None and time.monotonic() >= deadline:
-                spent = True  # the budget is gone before this round: nothing starts
-            elif todo:
-                _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering)
-                for key, err in blocked.items():
-                    row = _blocked_row(plan.specs[key], err)
-                    row["run_id"] = run_id
-                    store.save_trial(row)
-                    failed.append(row)
-                    emit("trial", row=row)
-                runnable = [s for s in todo if s["key"] not in blocked]
-                runnable = (order(runnable) if order is not None
-                            else longest_first(runnable, registry, store))
-                executor = registry.get("executors", cfg.executor).create(
-                    registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
-                executor.trial_timeout = cfg.trial_timeout or None
-
-                if getattr(executor, "runs_units", False):
-                    runnable = group_units(runnable, cfg.batch, cfg.jobs)
-                rows = executor.run(runnable)
-                try:
-                    for row in (r for item in rows for r in unit_rows(item)):
-                        row["run_id"] = run_id
-                        if row.get("execution") is not None:  # how it ran (robench verify)
-                            row["execution"] = {**row["execution"], "executor": cfg.executor}
-                        if row.get("key") in clustering:
-                            row["clustering"] = clustering[row["key"]]
-                        # its own transaction: a crash loses only the trials in flight
-                        store.save_trial(row)
-                        n_ran += 1
-                        if row["status"] != "ok":
-                            failed.append(row)
-                        emit("trial", row=row)
-                        if deadline is not None and time.monotonic() >= deadline:
-                            spent = len(todo) > n_ran + len(blocked)
-                            break
-                finally:
-                    if hasattr(rows, "close"):
-                        rows.close()  # a budget's stop: trials in flight are not stored
-                    executor.close()
-        except KeyboardInterrupt:
-            interrupted = True
+        ran = _run_trials(plan, cfg, registry, store, run_id, todo, emit, deadline, order)
+        failed, interrupted, n_ran, spent = ran.failed, ran.interrupted, ran.n_ran, ran.spent
+        blocked = ran.blocked
 
         scores, n_aggregated, n_reused = [], 0, 0
         if score and not interrupted:
@@ -354,6 +303,86 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                      time.perf_counter() - t0, interrupted, n_aggregated, n_reused,
                      budget_spent=spent,
                      n_not_run=len(todo) - n_ran - len(blocked) if spent else 0)
+
+
+def _record_plan(plan: Plan, models: list, done_keys, store, run_id: int, emit) -> None:
+    """Store the plan's configurations and skips; say what is broken and which helper trials
+    the run adds beyond what was asked, before anything starts."""
+    for description in plan.configurations.values():
+        store.save_configuration(configuration_row(description, run_id))
+    for skip in plan.skipped:
+        store.save_skip(run_id=run_id, **skip)
+    for name, reason in plan.broken.items():
+        emit("dataset_failed", dataset=name, reason=reason)
+    helpers = helper_trials(plan, models, done_keys)
+    if helpers:
+        emit("helpers", helpers=helpers)
+
+
+class _Trials:
+    """What running a plan's trials gave (:func:`_run_trials`)."""
+
+    def __init__(self):
+        self.failed: list = []
+        self.blocked: dict = {}  # key -> error for trials whose shared preparation failed
+        self.clustering: dict = {}  # trial key -> key of the clustering its partitions come from
+        self.n_ran = 0
+        self.spent = False
+        self.interrupted = False
+
+
+def _run_trials(plan, cfg, registry, store, run_id, todo, emit, deadline, order) -> _Trials:
+    """Prepare and run the trials ``todo``, storing each as it finishes; a Ctrl-C ends it."""
+    ran = _Trials()
+    try:
+        if todo and deadline is not None and time.monotonic() >= deadline:
+            ran.spent = True  # the budget is gone before this round: nothing starts
+        elif todo:
+            _prepare(plan, cfg, registry, store, run_id, todo, ran.blocked, emit, ran.clustering)
+            for key, err in ran.blocked.items():
+                row = _blocked_row(plan.specs[key], err)
+                row["run_id"] = run_id
+                store.save_trial(row)
+                ran.failed.append(row)
+                emit("trial", row=row)
+            runnable = [s for s in todo if s["key"] not in ran.blocked]
+            runnable = (order(runnable) if order is not None
+                        else longest_first(runnable, registry, store))
+            executor = registry.get("executors", cfg.executor).create(
+                registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
+            executor.trial_timeout = cfg.trial_timeout or None
+
+            if getattr(executor, "runs_units", False):
+                runnable = group_units(runnable, cfg.batch, cfg.jobs)
+            rows = executor.run(runnable)
+            try:
+                _store_rows(rows, ran, cfg, store, run_id, emit, deadline, len(todo))
+            finally:
+                if hasattr(rows, "close"):
+                    rows.close()  # a budget's stop: trials in flight are not stored
+                executor.close()
+    except KeyboardInterrupt:
+        ran.interrupted = True
+    return ran
+
+
+def _store_rows(rows, ran: _Trials, cfg, store, run_id, emit, deadline, n_todo: int) -> None:
+    """Store each trial row as the executor yields it; stop at the deadline."""
+    for row in (r for item in rows for r in unit_rows(item)):
+        row["run_id"] = run_id
+        if row.get("execution") is not None:  # how it ran (robench verify)
+            row["execution"] = {**row["execution"], "executor": cfg.executor}
+        if row.get("key") in ran.clustering:
+            row["clustering"] = ran.clustering[row["key"]]
+        # its own transaction: a crash loses only the trials in flight
+        store.save_trial(row)
+        ran.n_ran += 1
+        if row["status"] != "ok":
+            ran.failed.append(row)
+        emit("trial", row=row)
+        if deadline is not None and time.monotonic() >= deadline:
+            ran.spent = n_todo > ran.n_ran + len(ran.blocked)
+            break
 
 
 def longest_first(specs: list, registry, store) -> list:

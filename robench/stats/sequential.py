@@ -156,6 +156,24 @@ def paired_difference(xa, ia, xb, ib, level: float, *, skew_corrected: bool = Tr
             "skewness": np.where(n >= 3, g, np.nan)}
 
 
+def _nanmean(a):
+    """Return the mean over the last axis ignoring NaN, NaN where no value is (numpy's nanmean
+    warns "Mean of empty slice" there: a model with no repeat run yet is an expected input)."""
+    missing = np.isnan(a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(missing, 0.0, a).sum(-1) / (~missing).sum(-1)
+
+
+def _nanvar(a):
+    """Return the sample variance (ddof 1) over the last axis ignoring NaN, NaN (no warning)
+    where fewer than two values are."""
+    missing = np.isnan(a)
+    dev = np.where(missing, 0.0, a - _nanmean(a)[..., None])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((~missing).sum(-1) > 1, (dev * dev).sum(-1) / ((~missing).sum(-1) - 1),
+                        np.nan)
+
+
 def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: bool = True, *,
                cycle: Optional[int] = None, looks: int = 1) -> dict:
     """Return one look's decision for tables of models, vectorised over runs.
@@ -175,16 +193,15 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
     x, i = np.asarray(x, float), np.asarray(i, float)
     runs, m, _ = x.shape
     with np.errstate(divide="ignore", invalid="ignore"):
-        est = np.nanmean(x, -1) / np.nanmean(i, -1)
+        est = _nanmean(x) / _nanmean(i)
     key = np.where(np.isfinite(est), -est if higher_is_better else est, np.inf)
     order = np.argsort(key, axis=1, kind="stable")
     if m == 1:
         level = corrected_level(looks, alpha)
         nx, ni = np.isfinite(x[:, 0]).sum(-1), np.isfinite(i[:, 0]).sum(-1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            low, high, _ = fieller_bounds(np.nanmean(x[:, 0], -1), np.nanvar(x[:, 0], -1, ddof=1),
-                                          nx, np.nanmean(i[:, 0], -1),
-                                          np.nanvar(i[:, 0], -1, ddof=1), ni, level)
+            low, high, _ = fieller_bounds(_nanmean(x[:, 0]), _nanvar(x[:, 0]), nx,
+                                          _nanmean(i[:, 0]), _nanvar(i[:, 0]), ni, level)
             decided = (high - low) / 2 < precision
         return {"order": order, "estimate": est, "pairs": [],
                 "status": np.zeros((runs, 0), int), "best": np.ones((runs, 1), int),

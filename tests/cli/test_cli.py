@@ -284,3 +284,20 @@ def test_query_help_names_every_table_and_view_of_the_database(runner, tmp_path)
     assert sorted(found.group(1).split(", ")) == real["table"]
     assert sorted(found.group(2).split(", ")) == real["view"]
     assert len(real["table"]) + len(real["view"]) >= 15
+
+
+def test_the_run_help_names_no_metric_but_those_the_registry_says_race(tiny_registry):
+    """The run command's own text names no metric family (issue 48); which metrics race is
+    read from the registered metrics (those that declare a paired comparison)."""
+    import re
+
+    from robench.run.adaptive import racing_metrics
+
+    res = CliRunner().invoke(cli, ["run", "--help"], terminal_width=100)
+    assert res.exit_code == 0, res.output
+    own, _, rest = res.output.partition("What each profile changes from")
+    families = re.compile(r"\b(rho|purity|coverage|shifted|adequacy|lost-test|mce)\b", re.I)
+    assert not families.findall(own), families.findall(own)
+    racing = rest.split("Metrics that race (--until decided, --budget):")[1].split()
+    assert " ".join(racing) == ", ".join(racing_metrics(tiny_registry))
+    assert "rho" in racing_metrics(tiny_registry)

@@ -128,3 +128,19 @@ def test_the_packaged_reference_covers_the_documented_profiles(tmp_path, monkeyp
         assert f"robench's reference durations ({todo} trial(s); measured on " in said
         assert stamp["date"] in said
     assert not (tmp_path / "robench.db").exists()
+
+
+def test_a_dry_run_of_a_race_names_the_metrics_that_race(tiny_registry, tmp_path):
+    """The dry run of a budgeted run says which of its metrics race (those with a paired
+    comparison, from the registry) and within what time; a plain run's says nothing of it."""
+    db = tmp_path / "r.db"
+    args = ["run", "-d", "tiny", "-m", "centroid", "-c", "kmeans", "--metric", "rho",
+            "--metric", "lost-test", "--dry-run", "--db", str(db)]
+    res = CliRunner().invoke(cli, [*args, "--budget", "10m"], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    assert "This run races the tables of rho (--until decided)" in said
+    assert "within 10 min" in said and "lost-test" not in said.split("This run races")[1]
+    plain = CliRunner().invoke(cli, args, terminal_width=200)
+    assert plain.exit_code == 0 and "races" not in plain.output
+    assert not db.exists()

@@ -175,3 +175,44 @@ def test_refusals_are_clear(digits, tmp_path):
 
     with pytest.raises(UnknownComponentError, match="unknown metric"):
         robench.evaluate(LogisticRegression(), digits, metrics=["rhoo"], db=tmp_path / "r.db")
+
+
+def test_evaluate_races_with_until_or_a_budget_as_robench_run_does(tiny_registry, tmp_path):
+    """until="decided" races the paired metrics' tables (robench.run.execution.execute, the
+    command's own entry); a budget (a duration, as --budget) races too."""
+    db = tmp_path / "r.db"
+    raced = robench.evaluate("centroid", "tiny", metrics=["rho"], clusterers=["kmeans"], k=3,
+                             repeats=12, until="decided", precision=0.5, db=db,
+                             registry=tiny_registry, as_frame=False, progress=False)
+    (table,) = raced.run["adaptive"]
+    assert table["metric"] == "rho" and table["looks_taken"] == [6]  # decided at once
+    rho = next(r for r in raced if r["score"] == "rho")
+    assert rho["details"]["design"] == "adaptive" and rho["n"] == 6
+    budgeted = robench.evaluate("centroid", "tiny", metrics=["rho"], clusterers=["kmeans"],
+                                k=3, repeats=12, budget="1h", precision=0.5, db=db,
+                                registry=tiny_registry, as_frame=False, progress=False)
+    assert budgeted.run["adaptive"] and budgeted.run["ran"] == 0  # the same look, stored
+    plain = robench.evaluate("centroid", "tiny", metrics=["rho"], clusterers=["kmeans"], k=3,
+                             repeats=2, db=db, registry=tiny_registry, as_frame=False,
+                             progress=False)
+    assert plain.run["adaptive"] == [] and plain.run["ran"] == 0
+    with pytest.raises(ValueError, match="--budget"):
+        robench.evaluate("centroid", "tiny", metrics=["rho"], budget="soon", db=db,
+                         registry=tiny_registry)
+    with pytest.raises(ValueError, match="--precision goes with --until decided"):
+        robench.evaluate("centroid", "tiny", metrics=["rho"], precision=0.1, db=db,
+                         registry=tiny_registry)
+
+
+def test_evaluate_prints_its_progress_on_stderr_unless_asked_not_to(tiny_registry, tmp_path,
+                                                                     capsys):
+    robench.evaluate("centroid", "tiny", metrics=["rho"], clusterers=["kmeans"], k=3,
+                     repeats=1, db=tmp_path / "r.db", registry=tiny_registry, as_frame=False)
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "3 trials planned: 0 already stored, 3 to run" in err
+    assert "[1/3] tiny/centroid/kmeans inclusive #0 ok" in err and "[3/3] tiny/centroid " in err
+    robench.evaluate("centroid", "tiny", metrics=["rho"], clusterers=["kmeans"], k=3,
+                     repeats=1, db=tmp_path / "r.db", registry=tiny_registry, as_frame=False,
+                     progress=False)
+    assert capsys.readouterr() == ("", "")

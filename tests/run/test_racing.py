@@ -48,6 +48,48 @@ def test_a_bad_budget_exits_2_with_one_line_before_the_database_is_touched(tiny_
     assert not db.exists()
 
 
+def test_a_budget_in_other_digits_is_refused_in_one_line(tiny_registry, tmp_path):
+    """`--budget ١٠m` (Arabic-Indic digits) was taken as 10 minutes (issue 51): only ASCII
+    digits make a duration."""
+    from robench.cli import cli
+
+    for text in ("١٠m", "１０m", "10m\u200b"):
+        db = tmp_path / "r.db"
+        res = CliRunner().invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "--budget", text,
+                                       "--db", str(db)])
+        assert res.exit_code == 2, (text, res.output)
+        lines = [ln for ln in res.output.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "is not a duration" in lines[0]
+        assert not db.exists()
+
+
+def test_the_budget_help_gives_the_order_the_race_runs_in(tiny_registry, tmp_path,
+                                                          monkeypatch):
+    """--budget's help says: every table's first look, then the other metrics, then further
+    looks (it said the other metrics first, issue 51); the race runs in that order."""
+    import robench.run.runner
+    from robench.cli import cli
+
+    res = CliRunner().invoke(cli, ["run", "--help"], terminal_width=200)
+    said = " ".join(res.output.split())
+    assert ("each table's first look first, then the other metrics, then further looks only "
+            "where one fits what is left") in said
+    order = []
+    real = robench.run.runner.execute
+
+    def recording(cfg, registry, store, **kw):
+        order.append(list(cfg.metrics))
+        return real(cfg, registry, store, **kw)
+
+    monkeypatch.setattr(robench.run.runner, "execute", recording)
+    res = CliRunner().invoke(cli, ["run", "-d", "tiny", "-m", "centroid", "-m", "svm", "-c",
+                                   "kmeans", "--metric", "rho", "--metric", "lost-test", "-k",
+                                   "3", "--repeats", "12", "--executor", "local", "--precision",
+                                   "1e-9", "--budget", "10m", "--db", str(tmp_path / "r.db")])
+    assert res.exit_code == 0, res.output
+    assert order[:3] == [["rho"], ["lost-test"], ["rho"]]
+
+
 # --- a deadline stops a run cleanly -----------------------------------------------------------
 
 
@@ -241,38 +283,61 @@ def test_the_decided_figure_replays_fixed_designs_and_the_race_from_stored_trial
     assert decided.figure_rows([table])[0][0] == "decided: rho tiny/kmeans"
 
 
-def test_run_all_alone_is_the_fixed_quick_run_and_named_options_keep_their_meaning():
-    from robench.cli.run import default_race
+def test_a_budget_races_and_until_or_its_absence_keeps_the_plain_run():
+    from robench.errors import ConfigError
+    from robench.run.execution import choose
 
-    # the main job stays the fixed quick run (docs/running.md: the race's first looks alone
-    # were projected at ~7 of its 10 minutes idle); --budget races
-    assert default_race(True, None, None, None, None) == ("fixed", None, True)
-    # a named profile, repeats or --until keep their fixed meaning
-    assert default_race(True, "quick", None, None, None) == ("fixed", None, True)
-    assert default_race(True, None, 3, None, None) == ("fixed", None, True)
-    assert default_race(True, None, None, "fixed", None) == ("fixed", None, True)
-    assert default_race(False, None, None, None, None) == ("fixed", None, True)
-    # --budget races, hard; with --until fixed it is a plain run with a deadline
-    assert default_race(False, None, None, None, 90.0) == ("decided", 90.0, True)
-    assert default_race(True, "paper", None, "fixed", 90.0) == ("fixed", 90.0, True)
+    # `run --all` alone (no --budget) is the fixed quick run: the main job stays the fixed
+    # run (docs/running.md: the race's first looks alone were projected at ~7 of its 10 minutes)
+    assert choose() == "fixed" and choose("fixed") == "fixed"
+    assert choose(budget=90.0) == "decided" and choose("decided") == "decided"
+    assert choose("fixed", 90.0) == "fixed"  # a plain run with a deadline
+    with pytest.raises(ConfigError, match="--precision goes with --until decided"):
+        choose(precision=0.01)
+    for until, budget in (("sometimes", None), (None, 0), (None, float("nan")), (None, "10m")):
+        with pytest.raises(ConfigError):
+            choose(until, budget)
 
 
-def test_a_soft_budget_still_completes_the_first_look(tiny_registry, store):
-    """hard_budget=False (the API's soft budget): with no time at all the first look still
-    runs whole (every model 6 repeats), and no further look is taken; the hard budget's
-    control runs nothing."""
-    soft = run_until_decided(cfg(repeats=24), tiny_registry, store, precision=1e-9,
-                             alpha=1e-9, budget=1e-6, hard_budget=False)
-    (info,) = soft.adaptive
-    assert info["looks_taken"] == [6] and set(info["repeats_by_model"].values()) == {6}
-    assert "budget" in info["stopped"] and soft.n_ran == 2 * 3 * 6
-    from robench.storage.store import Store
+def test_execute_races_or_runs_plainly_from_what_prepare_returns(tiny_registry, store,
+                                                                 monkeypatch):
+    """One entry (robench.run.execution.execute) chooses: a budget races up to 40 repeats
+    unless --repeats says otherwise; without one the prepared plan runs as it is."""
+    import robench.run.adaptive
+    import robench.run.runner
+    from robench.run.execution import execute
+    from robench.run.prepare import prepare
+    from robench.run.runner import RunReport
 
-    other = Store(store.path.parent / "hard.db")
-    hard = run_until_decided(cfg(repeats=24), tiny_registry, other, precision=1e-9,
-                             alpha=1e-9, budget=1e-6)
-    assert hard.n_ran == 0
-    other.close()
+    seen = []
+    monkeypatch.setattr(robench.run.runner, "execute", lambda cfg, reg, st, **kw: seen.append(
+        ("plain", kw["plan"], kw["deadline"])) or RunReport(1, 0, 0, 0, [], [], [], 0.0))
+    monkeypatch.setattr(robench.run.adaptive, "run_until_decided", lambda cfg, reg, st, **kw:
+                        seen.append(("race", kw["max_repeats"], kw["budget"])))
+    prepared = prepare(tiny_registry, datasets=["tiny"], models=["centroid", "svm"],
+                       clusterers=["kmeans"], metrics=["rho"], repeats=3, k=3, jobs=1)
+    execute(prepared, tiny_registry, store)
+    execute(prepared, tiny_registry, store, budget=60.0)
+    execute(prepared, tiny_registry, store, budget=60.0, max_repeats=12)
+    execute(prepared, tiny_registry, store, until="decided")
+    before = time.monotonic()
+    execute(prepared, tiny_registry, store, until="fixed", budget=60.0)
+    assert seen[0] == ("plain", prepared.plan, None)
+    assert seen[1:4] == [("race", 40, 60.0), ("race", 12, 60.0), ("race", None, None)]
+    kind, plan, deadline = seen[4]
+    assert kind == "plain" and plan is prepared.plan and before + 60 <= deadline <= time.monotonic() + 60
+
+
+def test_a_race_whose_budget_is_gone_runs_nothing_and_warns_nothing(tiny_registry, store):
+    """No trial starts once the budget is spent, and the look that finds no trial stored
+    warns nothing (it warned "Mean of empty slice" on stderr, issue 51)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = run_until_decided(cfg(repeats=24), tiny_registry, store, precision=1e-9,
+                                   alpha=1e-9, budget=1e-6)
+    assert report.n_ran == 0 and report.budget_spent
 
 
 def test_run_all_of_metrics_without_a_paired_comparison_stays_a_plain_run(tiny_registry,

@@ -1,0 +1,78 @@
+"""``execute``: run what :func:`robench.run.prepare.prepare` made, as a plain run or a race.
+
+``robench run`` and ``robench.evaluate`` both parse what they were given, call ``prepare``
+and then :func:`execute`, so the choice between a plain run (every repeat at once,
+:func:`robench.run.runner.execute`) and a race (the paired metrics' tables look by look,
+:func:`robench.run.adaptive.run_until_decided`) is made here and nowhere else:
+
+* ``until="fixed"``: the plain run; a ``budget`` is its deadline (no trial starts after it);
+* ``until="decided"``: the race, up to ``max_repeats`` (``--repeats``; with a budget and none
+  given, :data:`robench.run.config.BUDGET_REPEATS`, else the profile's repeats);
+* ``until=None``: a race when a ``budget`` is given, else the plain run.
+
+:func:`check` refuses a combination that cannot run before anything is opened.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+from robench.errors import ConfigError
+from robench.run import adaptive
+from robench.run import runner  # runner.execute: tests replace it there
+from robench.run.config import BUDGET_REPEATS
+from robench.stats.sequential import PRECISION
+
+#: The two ways a run can end (``--until``).
+UNTIL = ("fixed", "decided")
+
+
+def choose(until: Optional[str] = None, budget: Optional[float] = None,
+           precision: Optional[float] = None) -> str:
+    """Return ``"fixed"`` or ``"decided"``: ``until`` as given, else a race when a ``budget``
+    is given; raise ConfigError (one line) for a value or combination that cannot run."""
+    if until is not None and until not in UNTIL:
+        raise ConfigError(f"until must be one of {', '.join(UNTIL)}, got {until!r}")
+    if budget is not None and not (isinstance(budget, (int, float)) and 0 < budget < float("inf")):
+        raise ConfigError(f"budget must be a number of seconds > 0, got {budget!r}")
+    mode = until or ("decided" if budget is not None else "fixed")
+    if precision is not None and mode != "decided":
+        raise ConfigError("--precision goes with --until decided (or --budget)")
+    return mode
+
+
+def check(prepared, registry, *, until: Optional[str] = None, budget: Optional[float] = None,
+          precision: Optional[float] = None) -> str:
+    """Return the mode of this run (:func:`choose`) after checking that ``prepared`` can run
+    it (a race needs a metric with a paired comparison); nothing is opened."""
+    mode = choose(until, budget, precision)
+    if mode == "decided":
+        adaptive.check_decided(prepared.config, _precision(precision), registry)
+    return mode
+
+
+def execute(prepared, registry, store, *, until: Optional[str] = None,
+            budget: Optional[float] = None, precision: Optional[float] = None,
+            max_repeats: Optional[int] = None, command: str = "robench run",
+            on_event: Optional[Callable] = None, rescore: bool = False) -> "runner.RunReport":
+    """Run ``prepared`` (a :class:`robench.run.prepare.Prepared`) into ``store``; return the
+    :class:`robench.run.runner.RunReport`.
+
+    ``until``, ``budget`` (seconds) and ``precision`` are ``--until``, ``--budget`` and
+    ``--precision`` (see the module docstring); ``max_repeats`` is ``--repeats`` as given
+    (None: not given), the most repeats a race gives a model.
+    """
+    mode = check(prepared, registry, until=until, budget=budget, precision=precision)
+    if mode == "decided":
+        top = max_repeats or (BUDGET_REPEATS if budget is not None else None)
+        return adaptive.run_until_decided(prepared.config, registry, store, command=command,
+                                          on_event=on_event, rescore=rescore, budget=budget,
+                                          max_repeats=top, precision=_precision(precision))
+    deadline = None if budget is None else time.monotonic() + budget
+    return runner.execute(prepared.config, registry, store, command=command, on_event=on_event,
+                          rescore=rescore, plan=prepared.plan, deadline=deadline)
+
+
+def _precision(precision: Optional[float]) -> float:
+    return PRECISION if precision is None else precision
