@@ -100,21 +100,22 @@ def tables(rng, runs, repeats, rho, *, design, shape="hard", k=10, loadings=None
     return x, i
 
 
-@pytest.mark.parametrize("design", ["balanced", "random"])
+@pytest.mark.parametrize("design,shape,k", [("balanced", "hard", 20), ("random", "gamma2", 5)])
 @pytest.mark.parametrize("repeats", [3, 8, 32])
-def test_no_wrong_order_in_more_than_alpha_of_tables(design, repeats):
-    """Five models, rho 0.80, 0.80, 0.80, 0.70, 0.70, a hard source (p = 0.05: 20 sources)
-    loading 0.02 and 0.06 in turn: the share of tables showing any wrong order (an order
-    between equal models, or the reverse of the truth) stays <= 5% (+2 MC SE), at every size
-    and under both designs (seen: at most 1.1%). d3557f3's rule (adjacent t-tests, Holm,
-    competition ranks) implied a wrong order in 12.7% (balanced, 8 repeats) and 15.6 / 18.4%
-    (random, 8 / 32 repeats) of these tables."""
+def test_no_wrong_order_in_more_than_alpha_of_tables(design, shape, k, repeats):
+    """Five models, rho 0.80, 0.80, 0.80, 0.70, 0.70, loading the held-out source's effect
+    0.02 and 0.06 in turn: the share of tables showing any wrong order (an order between
+    equal models, or the reverse of the truth) stays <= 5% (+2 MC SE) at every size. Balanced:
+    a hard source (p = 0.05: 20 sources); random design: Gamma(2) source effects (a hard
+    source drawn at random is absent from most samples of 32 repeats at p = 0.05, and no rule
+    holds it there: tests/stats/test_paired.py). d3557f3's rule (adjacent t-tests, Holm,
+    competition ranks) implied a wrong order in 12.7% (balanced, 8 repeats) of these tables."""
     rng = np.random.default_rng(repeats + (0 if design == "balanced" else 100))
     rho = np.array([0.80, 0.80, 0.80, 0.70, 0.70])
     runs = 2000
-    x, i = tables(rng, runs, repeats, rho, design=design, k=20,
+    x, i = tables(rng, runs, repeats, rho, design=design, k=k, shape=shape,
                   loadings=[0.02, 0.06, 0.02, 0.06, 0.02])
-    res = paired.compare_all(x, i, cycle=20 if design == "balanced" else None)
+    res = paired.compare_all(x, i, cycle=k if design == "balanced" else None)
     wrong = np.zeros(runs, bool)
     for k, (a, b) in enumerate(res["pairs"]):
         d = rho[a] - rho[b]

@@ -153,7 +153,7 @@ def test_the_score_is_the_mean_over_repeats_with_a_t_interval_and_every_repeat_k
 
 
 def test_point_estimates_that_differ_but_are_undecided_show_rank_1_2():
-    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.77, 0.73]})
+    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.80, 0.70]})
     got = _by_model(rows)
     assert got["a"]["value"] > got["b"]["value"]
     assert (got["a"]["rank"], got["b"]["rank"]) == (1, 2)  # order of the estimates
@@ -170,9 +170,12 @@ def test_the_same_pair_is_decided_with_enough_repeats():
     b = list(0.40 + 0.01 * rng.standard_normal(30))
     got = _by_model(_rows({"a": a, "b": b}))
     assert (got["a"]["rank_interval"], got["b"]["rank_interval"]) == ("1", "2")
-    # the betting test (no balanced design): 3 repeats of the same gap decide nothing
+    # the skew-corrected t (independent repeats): a gap of 40 sd is ordered at 3 repeats
+    # too (the betting test it replaced decided nothing at 3), a gap of 1 sd is not
     got3 = _by_model(_rows({"a": a[:3], "b": b[:3]}))
-    assert got3["a"]["rank_interval"] == got3["b"]["rank_interval"] == "1-2"
+    assert (got3["a"]["rank_interval"], got3["b"]["rank_interval"]) == ("1", "2")
+    close = _by_model(_rows({"a": a[:3], "b": [a[0] - 0.02, a[1], a[2] - 0.01]}))
+    assert close["a"]["rank_interval"] == "1-2"
 
 
 def test_a_model_at_chance_is_not_ranked_and_costs_the_others_nothing():
@@ -198,7 +201,7 @@ def test_the_terminal_summary_and_report_show_the_interval_and_rank_interval():
     from robench.families.purity_ratio.report import report_lines
     from robench.present.summary import summary_lines
 
-    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.77, 0.73]})
+    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.80, 0.70]})
     sections = {"purity-ratio": type("S", (), {"headline": staticmethod(lb.headline)})()}
     text = "\n".join(summary_lines(rows, sections)["lines"])
     assert "1-2" in text and "[0.7" in text
@@ -259,7 +262,7 @@ def test_the_interval_falls_short_on_heavy_skew_at_few_repeats():
 def test_another_headline_shows_its_rank_interval_beside_the_rank_column():
     from robench.present.summary import summary_lines
 
-    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.77, 0.73]})
+    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.80, 0.70]})
     first = [{"dataset": "d", "model": m, "metric": "first", "score": "first", "value": v}
              for m, v in (("a", 0.5), ("b", 0.6))]
 
@@ -323,10 +326,11 @@ def test_robench_run_purity_ratio_end_to_end_on_digits(tmp_path, monkeypatch):
 
 def test_models_are_paired_by_repeat_and_a_failed_repeat_is_left_out():
     # a split effect shared by both models within a repeat (sd ~0.3) and a constant gap of
-    # 0.1: paired by repeat the difference is exactly 0.1 and 100 repeats order the pair; the
-    # same values with one model's repeats shuffled (the pairing broken: the control) do not
+    # 0.1: paired by repeat the difference is exactly 0.1 and 30 repeats order the pair; the
+    # same values with one model's repeats shuffled (the pairing broken: the control, a gap
+    # of 0.2 sd of the unpaired differences) do not
     rng = np.random.default_rng(3)
-    shared = np.clip(0.4 * rng.standard_normal(100), -0.45, 0.45)
+    shared = np.clip(0.4 * rng.standard_normal(30), -0.45, 0.45)
     a, b = list(0.6 + shared), list(0.5 + shared)
     got = _by_model(_rows({"a": a, "b": b}))
     assert (got["a"]["rank_interval"], got["b"]["rank_interval"]) == ("1", "2")
@@ -343,7 +347,7 @@ def test_models_are_paired_by_repeat_and_a_failed_repeat_is_left_out():
 
 
 def test_damaged_per_repeat_details_pair_nothing_and_break_nothing():
-    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.77, 0.73]})
+    rows = _rows({"a": [0.80, 0.82, 0.78], "b": [0.75, 0.80, 0.70]})
     for r in rows:
         if r["model"] == "a" and r["score"] == "purity-ratio":
             r["details"]["per_repeat"]["repeats"] = ["x", None, 2.5]
