@@ -13,12 +13,21 @@ skew-corrected or Student's; the adequacy claim uses it).
 
 **Decisions.** At every look :func:`table_look` calls the one paired test of
 :mod:`robench.stats.paired` on every pair of the table (:func:`robench.stats.paired.
-compare_all`: Holm over the pairs, equivalence within the precision): Student's t over
-complete cycles of the balanced held-out design, at ``alpha / K`` for K planned looks
-(Bonferroni: a wrong call at any look has probability at most alpha), or the betting test,
-valid at every look as it is. Looks at whole cycles (:func:`looks_for`). Only models in an
-undecided pair get the next look's repeats; a table stops when no pair is undecided, or at
-the maximum. docs/adaptive.md has the rates; tests/stats/test_sequential.py pins them.
+compare_all`: Hall's skew-corrected t, Holm over the pairs, equivalence within the margin by
+two one-sided tests; over complete cycles of the balanced held-out design with its
+degraded-run check, or over the shared repeats of independent ones).
+
+**Looks.** Two ways to keep a wrong call at any look below alpha. (1) Planned doubling looks
+(:func:`looks_for`), each at ``alpha / K`` (Bonferroni, :func:`corrected_level`): what
+``robench run --until decided`` does today. (2) A look at every complete cycle
+(:func:`cycle_looks`) with alpha *spent* across them (:func:`spent`: Lan-DeMets
+O'Brien-Fleming-type or Pocock-type; :func:`boundaries`: the group-sequential z boundaries by
+recursive integration; :func:`look_alphas`: each look's level), so the last look keeps most of
+the fixed test's level (0.039 of 0.05 at the 7 cycle looks from 10 to 40 repeats, against
+0.007 each by Bonferroni over 7 looks) and every complete cycle is a look. :func:`run_sequential` simulates either
+(``spending=None`` or ``"obf"``). Only models in an undecided pair get the next look's
+repeats; a table stops when no pair is undecided, or at the maximum. docs/adaptive.md has the
+rates; tests/stats/test_sequential.py pins them.
 
 Everything here is a pure function of numbers, vectorised over simulated runs: the driver
 (:mod:`robench.run.adaptive`) calls :func:`table_look` on one run, the simulation on thousands.
