@@ -146,7 +146,7 @@ def main(argv=None) -> None:
                       ("A table with real gaps", mnist_like)):
         print(f"\n### {title}\n")
         print("\n".join(fn(args.runs)), flush=True)
-    print(f"\n({args.runs} runs a balanced setting, {max(args.runs // 5, 1000)} a betting one; "
+    print(f"\n({args.runs} runs a balanced setting, {max(args.runs // 5, 1000)} a random-design one; "
           f"{time.perf_counter() - t0:.0f} s)")
 
 

@@ -281,8 +281,8 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
     ``x``, ``i``: exclusive and inclusive accuracies, shape ``(runs, models, R)``, NaN where a
     repeat was not run. Every pair of models gets the one paired test
     (:func:`robench.stats.paired.compare_all`: Holm over the pairs, equivalence within
-    ``precision``; Student's t over complete cycles of ``cycle`` at ``alpha / looks``, or the
-    betting test, valid at every look). Returns ``order`` (runs, M) model indices by
+    ``precision``; Hall's skew-corrected t at ``alpha / looks``, over complete cycles of
+    ``cycle`` with the degraded-run check, or over every shared repeat). Returns ``order`` (runs, M) model indices by
     estimate, ``estimate`` (runs, M), ``pairs`` [(a, b)] of model indices, per pair
     (runs, P) ``status`` (+1 a above b, -1 b above a, 2 equivalent, 0 undecided) and
     ``degraded`` (the repeat that kept a pair undecided, -1 none),
