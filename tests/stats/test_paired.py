@@ -225,14 +225,18 @@ def test_null_pairs_keep_the_level_on_training_noise(census, noise):
             assert wrong <= bound(runs), (n, wrong)
 
 
+@pytest.mark.parametrize("census", [0.0, 0.2])
 @pytest.mark.parametrize("noise", paired.NOISES)
-def test_five_model_tables_keep_the_familywise_level_on_training_noise(noise):
-    """Five models of equal rho, one training unstably, census share 0.2 of its pairs: the
-    share of tables with any order called stays under alpha (+2 MC SE) at 10-40 repeats."""
+def test_five_model_tables_keep_the_familywise_level_on_training_noise(noise, census):
+    """Five models of equal rho, one training unstably, census share 0 or 0.2 of its pairs:
+    the share of tables with any order called stays under alpha (+2 MC SE) at 10-40 repeats
+    (seen at most 4.3%, census 0: Holm's first steps at 0.5% a pair leave the skew less
+    room than a lone pair's 2.5%)."""
     runs = 2000
-    rng = np.random.default_rng(zlib.crc32(repr(("tables", noise)).encode()))
+    rng = np.random.default_rng(zlib.crc32(repr(("tables", noise, census)).encode()))
     for n in (10, 20, 40):
-        x, i = paired.residual_tables(rng, runs, n, noise=noise, census=0.2, gaps=[0.0] * 5)
+        x, i = paired.residual_tables(rng, runs, n, noise=noise, census=census,
+                                      gaps=[0.0] * 5)
         res = paired.compare_all(x, i, cycle=5)
         wrong = float((np.abs(res["status"]) == 1).any(-1).mean())
         assert wrong <= bound(runs), (n, wrong)
