@@ -85,7 +85,7 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
     return ranked
 
 
-def rank_table(rows: list) -> dict:
+def rank_table(rows: list, margin: Optional[float] = None) -> dict:
     """Rank one table's rows by :func:`robench.stats.ranks.rank_models`; return the table.
 
     Each row has ``model``, ``value``, ``ci_low``, ``ci_high``, ``higher_is_better`` and,
@@ -94,8 +94,9 @@ def rank_table(rows: list) -> dict:
     and ``unranked`` (why it takes no rank, e.g. at chance). Every pair is tested (the one
     paired test of :mod:`robench.stats.paired`, Holm over all pairs); equivalence within the
     ``--precision`` of a ``--until decided`` run (its ``adaptive.precision``, and its tests at
-    the level of its looks, so the table shows what the run decided), else within
-    :data:`robench.stats.sequential.PRECISION`. Returns ``{"rows", "rule", "pairs"}``: rows
+    the level of its looks, so the table shows what the run decided), else within ``margin``
+    (the metric's practical-equivalence margin, :func:`robench.stats.ranks.equivalence_margin`)
+    or, without one, :data:`robench.stats.sequential.PRECISION`. Returns ``{"rows", "rule", "pairs"}``: rows
     best estimate first (unranked ones last), each with ``rank`` (position by estimate),
     ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``, ``unranked``; ``samples``
     dropped.
@@ -103,7 +104,8 @@ def rank_table(rows: list) -> dict:
 
     higher = all(r.get("higher_is_better", True) for r in rows)
     adaptive = [r.get("adaptive") for r in rows if isinstance(r.get("adaptive"), dict)]
-    precision = next((a["precision"] for a in adaptive if a.get("precision")), PRECISION)
+    precision = next((a["precision"] for a in adaptive if a.get("precision")),
+                     PRECISION if margin is None else margin)
     looks = max((int(a.get("looks") or 1) for a in adaptive), default=1)
     out = rank_models(sorted(rows, key=lambda r: str(r["model"])), higher_is_better=higher,
                       precision=precision, looks=looks)

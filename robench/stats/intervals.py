@@ -8,7 +8,9 @@ repeats, not paired, possibly unequal). The intervals here are those whose cover
 such sizes; a simulation pins it (tests/stats/test_intervals.py, benchmarks/interval_coverage.py,
 docs/intervals.md):
 
-* :func:`mean_interval`: Student's t interval of a mean, ``m ± t_{n-1} s / sqrt(n)``.
+* :func:`mean_interval`: Student's t interval of a mean, ``m ± t_{n-1} s / sqrt(n)``;
+  :func:`skewed_mean_interval`: Hall's skew-corrected interval of a mean whose values may be
+  skewed or a rare-event mixture.
 * :func:`ratio_interval` with ``method="fieller"`` (the default): Fieller's interval for
   rho = mu_x / mu_i (E. C. Fieller, "Some problems in interval estimation", J. R. Stat. Soc. B
   16(2), 1954, doi:10.1111/j.2517-6161.1954.tb00159.x). For the true rho,
@@ -193,6 +195,45 @@ def skew_corrected_bounds(estimate, se, t, skew, skew_se, k: float = SKEW_SE):
     low = estimate - se * _hall_quantile(t, np.asarray(skew) - k * np.asarray(skew_se))
     high = estimate - se * _hall_quantile(-np.asarray(t), np.asarray(skew) + k * np.asarray(skew_se))
     return low, high
+
+
+#: Standard errors of the sample skewness :func:`skewed_mean_interval` allows either way.
+SKEWED_MEAN_SKEW_SE = 2.0
+
+
+def skewed_mean_interval(values: Sequence, level: float = LEVEL, *,
+                         bounds: Optional[tuple] = None,
+                         k: float = SKEWED_MEAN_SKEW_SE) -> Interval:
+    """Return Hall's skew-corrected interval of the mean of ``values`` (None entries skipped).
+
+    :func:`skew_corrected_bounds` with the mean's skewness ``g / sqrt(n)`` allowed ``k``
+    standard errors of the sample skewness either way (``k`` = 2 by default): for per-repeat
+    values whose shape is skewed or a rare-event mixture (purity-ratio: a k-means run that
+    merges two classes), where Student's 95% interval covered 86-92% at 3-30 repeats and
+    one standard error of allowance 92.5-97%. Simulated on those shapes (tests/stats/
+    test_intervals.py) it covers at least 95% (Monte Carlo error aside) from 3 repeats, and
+    tends to the nominal level as the repeats grow (unlike a wider nominal level, e.g.
+    Student's at 99%, which also covers >= 94.9% but stays 1.3-2.3x as wide). Method
+    ``"hall"``; otherwise as :func:`mean_interval` (None bounds and the reason without two
+    values or without spread; ``bounds`` clips).
+    """
+    x = _values(values)
+    n = int(x.size)
+    plain = mean_interval(values, level, bounds=bounds)
+    if not plain.defined:
+        return Interval(plain.estimate, None, None, "hall", level, plain.df, plain.n,
+                        plain.reason)
+    mean, sd = float(x.mean()), float(x.std(ddof=1))
+    c = x - mean
+    m2 = float((c * c).mean())
+    g = float((c ** 3).mean()) / m2 ** 1.5 if m2 > 0 else 0.0
+    root = math.sqrt(n)
+    lo, hi = skew_corrected_bounds(mean, sd / root, float(t_quantile(level, n - 1)), g / root,
+                                   float(skewness_se(n)) / root, k)
+    lo, hi = float(lo), float(hi)
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return Interval(mean, lo, hi, "hall", level, float(n - 1), (n,))
 
 
 # --- a ratio of two independent means ---------------------------------------------------------

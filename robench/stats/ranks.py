@@ -8,11 +8,14 @@ A table ranks models by one score (rho, a mean accuracy). The rule (:func:`rank_
 2. The others are sorted by their estimate, best first: that position (``rank``) is a point
    estimate, shown as such, never a tested order.
 3. Every pair of ranked models is tested with the one paired test
-   (:func:`robench.stats.paired.compare_all`: balanced design, Student's t over complete
-   cycles; otherwise a betting test), Holm's step-down over all M(M-1)/2 pairs (familywise
-   ``alpha``). A pair is *ordered*, *equivalent* within ``precision`` (two one-sided tests,
-   where a precision is given) or *undecided*. A pair without per-repeat values for both
-   models is undecided: no order is shown without its test.
+   (:func:`robench.stats.paired.compare_all`: Hall's skew-corrected t on the per-repeat
+   differences, over complete cycles of the balanced design with its degraded-run check, or
+   over every shared repeat of independent ones), Holm's step-down over all M(M-1)/2 pairs
+   (familywise ``alpha``). A pair is *ordered*, *equivalent* within the practical-equivalence
+   margin (two one-sided tests, TOST, where a margin is given: :func:`equivalence_margin`) or
+   *undecided* (its ``verdict`` says why where the data say: a repeat that looks degraded).
+   A pair without per-repeat values for both models is undecided: no order is shown without
+   its test.
 4. Each model's rank interval: best = 1 + the models shown better, worst = M - the models
    shown worse (``rank_best``, ``rank_worst``; ``rank_interval`` "1-2", or "1" decided).
 
@@ -29,6 +32,10 @@ import numpy as np
 from robench.stats import is_finite
 from robench.stats.paired import (ALPHA, EQUIVALENT, ORDERED, UNDECIDED, chance_bar, compare_all,
                                   complete_cycles, rank_text)
+
+#: ``ROBENCH_MARGIN`` sets a table's practical-equivalence margin per metric:
+#: ``"rho=0.03,coverage=0.01"`` (:func:`equivalence_margin`).
+MARGIN_ENV = "ROBENCH_MARGIN"
 
 #: Relevance margin of the chance bar: a model is ranked only when its E[AccI] interval lies
 #: above ``chance + CHANCE_MARGIN * (1 - chance)`` (:func:`robench.stats.paired.chance_bar`;
@@ -102,6 +109,30 @@ def chance_reason(value, low, high, chance: Optional[float], basis: str, *,
             f"above {said}")
 
 
+def equivalence_margin(metric: str, default: float) -> float:
+    """Return the practical-equivalence margin of ``metric``'s tables: ``ROBENCH_MARGIN``'s
+    entry for it where set (``"rho=0.03,coverage=0.01"``, each a number > 0), else the
+    metric's ``default`` (its leaderboard section's ``MARGIN``, argued in docs/intervals.md).
+    Every path that ranks reads it here, so a run, ``robench results`` and the site agree."""
+    import os
+
+    raw = os.environ.get(MARGIN_ENV) or ""
+    for item in raw.split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        try:
+            number = float(value) if sep else float("nan")
+        except ValueError:
+            number = float("nan")
+        if not (sep and name.strip() and math.isfinite(number) and number > 0):
+            raise ValueError(f"{MARGIN_ENV} must read metric=margin[,metric=margin] with "
+                             f"margins > 0, got {raw!r}")
+        if name.strip() == metric:
+            return number
+    return float(default)
+
+
 # --- the rule -------------------------------------------------------------------------------
 
 
@@ -123,7 +154,8 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
     alpha : float
         Familywise error rate of the table's ordered pairs.
     precision : float or None
-        Margin within which a pair is shown equivalent (None: no equivalence tests).
+        The practical-equivalence margin: a pair is shown equivalent when TOST shows its
+        difference within +-precision (None: no equivalence tests).
     looks : int
         The planned looks of a sequential run (``--until decided``) that collected the
         repeats: its tests ran at ``alpha / looks`` on the balanced design (Bonferroni), and
@@ -136,7 +168,9 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
         ones, each with ``rank`` (its position by estimate: a point estimate), ``rank_best``,
         ``rank_worst``, ``rank_interval`` (text), ``tied`` (best != worst), ``unranked``;
         ``pairs``: every pair (``pair`` [above by estimate, below], ``status`` ordered /
-        equivalent / undecided, ``difference``, ``n`` common repeats); ``tests``: the number
+        equivalent / undecided, ``difference``, ``n`` repeats the test used, ``margin``,
+        ``degraded_repeat`` (the repeat that kept it undecided, or None) and ``verdict`` in
+        words: :func:`verdict_text`); ``tests``: the number
         of pairs Holm corrected over; ``design``; ``rule``: the rule in one sentence.
     """
     sign = 1.0 if higher_is_better else -1.0
@@ -167,16 +201,22 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
         res = compare_all(x, i, alpha=alpha, precision=precision, cycle=cycle, looks=looks,
                           higher_is_better=higher_is_better)
         best, worst = res["best"].tolist(), res["worst"].tolist()
+        back = {c: k for k, c in col.items()}
         for k, (a, b) in enumerate(res["pairs"]):
             st = int(res["status"][k])
             common = complete_cycles(np.isfinite(x[a]) & np.isfinite(i[a]) & np.isfinite(x[b])
                                      & np.isfinite(i[b]), cycle)  # the repeats the test used
+            bad = int(res["degraded"][k])
+            status = {1: ORDERED, -1: ORDERED, 2: EQUIVALENT}.get(st, UNDECIDED)
             pairs.append({"pair": [ranked[a]["model"], ranked[b]["model"]],
-                          "status": {1: ORDERED, -1: ORDERED, 2: EQUIVALENT}.get(st, UNDECIDED),
+                          "status": status,
                           "above": (ranked[a]["model"] if st == 1 else ranked[b]["model"]
                                     if st == -1 else None),
                           "difference": float(ranked[a]["value"]) - float(ranked[b]["value"]),
-                          "n": int(common.sum())})  # noqa: E501
+                          "n": int(common.sum()), "margin": precision,
+                          "degraded_repeat": back.get(bad) if bad >= 0 else None,
+                          "verdict": verdict_text(status, precision,
+                                                  back.get(bad) if bad >= 0 else None)})
     for j, r in enumerate(ranked):
         r.update(rank=j + 1, rank_best=int(best[j]), rank_worst=int(worst[j]),
                  rank_interval=rank_text(int(best[j]), int(worst[j])),
@@ -209,17 +249,30 @@ def _samples(s) -> dict:
     return out
 
 
+def verdict_text(status: str, margin: Optional[float], degraded=None) -> str:
+    """Return a pair's verdict in words, with the margin that decided an equivalence and the
+    repeat that kept a pair undecided where the data show one."""
+    if status == ORDERED:
+        return "ordered"
+    if status == EQUIVALENT:
+        return f"equivalent within +-{margin:g} (two one-sided tests)"
+    if degraded is not None:
+        return (f"undecided: repeat {degraded} looks degraded (a training run far from the "
+                "others; more repeats, or a rerun of it, decide)")
+    return "undecided"
+
+
 def rule_text(tests: int, alpha: float = ALPHA, cycle: Optional[int] = None,
               precision: Optional[float] = None) -> str:
     """Return the ranking rule of a table in one sentence (shown where its ranks are)."""
     if not tests:
         return "one ranked model"
-    how = (f"Student's t over complete cycles of the balanced held-out design ({cycle} "
-           "repeats a cycle)" if cycle else
-           "a betting test (valid on any shape, conservative: the repeats are not a "
-           "balanced held-out design)")
-    eq = (f"; equivalent: within +-{precision:g}, two one-sided tests" if precision else "")
+    how = (f"over complete cycles of the balanced held-out design ({cycle} repeats a cycle), "
+           "a pair with a repeat that looks degraded left undecided" if cycle else
+           "over the shared repeats (independent repeats)")
+    eq = (f"; equivalent: within the margin +-{precision:g}, two one-sided tests"
+          if precision else "")
     return (f"rank intervals from all {tests} pair{'s' if tests != 1 else ''}: the paired "
-            f"difference over shared repeats by {how}, Holm-corrected (familywise "
+            f"difference by Hall's skew-corrected t {how}, Holm-corrected (familywise "
             f"{100 * alpha:g}%); best = 1 + models shown better, worst = M - models shown "
             f"worse{eq}; # is the order of the estimates (a point estimate)")

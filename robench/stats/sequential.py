@@ -13,12 +13,21 @@ skew-corrected or Student's; the adequacy claim uses it).
 
 **Decisions.** At every look :func:`table_look` calls the one paired test of
 :mod:`robench.stats.paired` on every pair of the table (:func:`robench.stats.paired.
-compare_all`: Holm over the pairs, equivalence within the precision): Student's t over
-complete cycles of the balanced held-out design, at ``alpha / K`` for K planned looks
-(Bonferroni: a wrong call at any look has probability at most alpha), or the betting test,
-valid at every look as it is. Looks at whole cycles (:func:`looks_for`). Only models in an
-undecided pair get the next look's repeats; a table stops when no pair is undecided, or at
-the maximum. docs/adaptive.md has the rates; tests/stats/test_sequential.py pins them.
+compare_all`: Hall's skew-corrected t, Holm over the pairs, equivalence within the margin by
+two one-sided tests; over complete cycles of the balanced held-out design with its
+degraded-run check, or over the shared repeats of independent ones).
+
+**Looks.** Two ways to keep a wrong call at any look below alpha. (1) Planned doubling looks
+(:func:`looks_for`), each at ``alpha / K`` (Bonferroni, :func:`corrected_level`): what
+``robench run --until decided`` does today. (2) A look at every complete cycle
+(:func:`cycle_looks`) with alpha *spent* across them (:func:`spent`: Lan-DeMets
+O'Brien-Fleming-type or Pocock-type; :func:`boundaries`: the group-sequential z boundaries by
+recursive integration; :func:`look_alphas`: each look's level), so the last look keeps most of
+the fixed test's level (0.039 of 0.05 at the 7 cycle looks from 10 to 40 repeats, against
+0.007 each by Bonferroni over 7 looks) and every complete cycle is a look. :func:`run_sequential` simulates either
+(``spending=None`` or ``"obf"``). Only models in an undecided pair get the next look's
+repeats; a table stops when no pair is undecided, or at the maximum. docs/adaptive.md has the
+rates; tests/stats/test_sequential.py pins them.
 
 Everything here is a pure function of numbers, vectorised over simulated runs: the driver
 (:mod:`robench.run.adaptive`) calls :func:`table_look` on one run, the simulation on thousands.
@@ -85,6 +94,115 @@ def corrected_level(n_looks: int, alpha: float = ALPHA) -> float:
     if n_looks < 1 or not 0 < alpha < 1:
         raise ValueError(f"need n_looks >= 1 and 0 < alpha < 1, got {n_looks}, {alpha}")
     return 1.0 - alpha / n_looks
+
+
+#: Spending functions of :func:`spent` (Lan & DeMets, "Discrete sequential boundaries for
+#: clinical trials", Biometrika 70(3), 1983, doi:10.1093/biomet/70.3.659).
+SPENDING = ("obf", "pocock")
+
+
+def spent(fraction, alpha: float = ALPHA, kind: str = "obf"):
+    """Return the error spent by information fraction ``fraction`` (0..1), one-sided ``alpha``.
+
+    ``"obf"``, O'Brien-Fleming-type: ``2 - 2 Phi(z_{1 - alpha/2} / sqrt(t))`` (almost nothing
+    early, nearly the whole alpha at the end: a fixed test's power at the last look, 2.6%
+    more maximum information for 5 looks); ``"pocock"``, Pocock-type: ``alpha ln(1 + (e - 1)
+    t)`` (more early, less at the end). Both are 0 at t = 0 and alpha at t = 1.
+    """
+    from scipy import stats
+
+    if kind not in SPENDING:
+        raise ValueError(f"unknown spending function {kind!r}; known: {', '.join(SPENDING)}")
+    t = np.clip(np.asarray(fraction, float), 0.0, 1.0)
+    if kind == "pocock":
+        return alpha * np.log1p((math.e - 1.0) * t)
+    with np.errstate(divide="ignore"):
+        z = stats.norm.ppf(1.0 - alpha / 2.0) / np.sqrt(t)
+    return np.where(t > 0, 2.0 * stats.norm.sf(z), 0.0)
+
+
+def boundaries(fractions: Sequence[float], alpha: float = ALPHA, kind: str = "obf") -> list:
+    """Return the one-sided group-sequential z boundaries c_1..c_K at information fractions.
+
+    The boundary at look j is the c with ``P(Z_1 < c_1, ..., Z_{j-1} < c_{j-1}, Z_j >= c) =
+    spent(t_j) - spent(t_{j-1})`` for the Brownian-motion statistics of a fixed-effect test
+    (``Z_j sqrt(t_j)`` with independent normal increments), found by integrating the
+    density of the continuation region on a grid (Armitage, McPherson & Rowe, JRSS A 132(2),
+    1969); inf where a look spends nothing. O'Brien-Fleming-type, 5 equally spaced looks,
+    0.025: 4.877, 3.357, 2.680, 2.290, 2.031 (the published values; tests/stats/
+    test_sequential.py).
+    """
+    from scipy import optimize, signal, stats
+
+    t = np.asarray(fractions, float)
+    if t.size == 0 or np.any(np.diff(t) <= 0) or t[0] <= 0 or t[-1] > 1 + 1e-12:
+        raise ValueError(f"information fractions must increase within (0, 1], got {list(t)}")
+    cum = spent(t, alpha, kind)
+    inc = np.diff(np.concatenate([[0.0], cum]))
+    h = 0.005
+    grid = np.arange(-9.0, 9.0 + h / 2, h)
+    out = []
+    dens = None  # density of S_{j-1} on the grid, continuation region only
+    prev = 0.0
+    for tj, a in zip(t, inc):
+        dt = tj - prev
+        if dens is None:
+            c = float(stats.norm.isf(a)) if a > 1e-15 else math.inf
+            dens = stats.norm.pdf(grid, scale=math.sqrt(tj))
+        else:
+            sd = math.sqrt(dt)
+
+            def cross(cz, dens=dens, sd=sd, tj=tj):
+                return float((dens * stats.norm.sf((cz * math.sqrt(tj) - grid) / sd)).sum() * h)
+
+            if a <= 1e-15 or cross(12.0) > a:
+                c = math.inf
+            else:
+                c = float(optimize.brentq(lambda cz: cross(cz) - a, -12.0, 12.0, xtol=1e-7))
+            half = int(math.ceil(8 * sd / h))
+            kernel = stats.norm.pdf(np.arange(-half, half + 1) * h, scale=sd) * h
+            dens = signal.fftconvolve(dens, kernel, mode="same")
+        dens = np.where(grid < c * math.sqrt(tj), dens, 0.0)
+        out.append(c)
+        prev = tj
+    return out
+
+
+def look_alphas(repeats: Sequence[int], max_repeats: int, alpha: float = ALPHA,
+                kind: str = "obf") -> list:
+    """Return the familywise level of each look of a sequential rule (alpha spent by looks).
+
+    ``repeats``: the repeats at each look so far (increasing; information fraction
+    ``n / max_repeats``), ``max_repeats`` the planned maximum. Each direction of a pair spends
+    ``alpha / 2`` by :func:`spent`; the look's level is twice the nominal one-sided level
+    ``1 - Phi(c_j)`` of :func:`boundaries`. Pass it as the ``alpha`` of
+    :func:`table_look` (with ``looks=1``): a table then orders a wrong pair at any look
+    with probability at most alpha (tests/stats/test_sequential.py simulates it with a look
+    at every complete cycle). The levels of the looks so far do not depend on later looks,
+    so a race that adds a look calls this again with one more entry.
+    """
+    from scipy import stats
+
+    if max_repeats < 1:
+        raise ValueError(f"max_repeats must be >= 1, got {max_repeats}")
+    fr = [min(int(n), max_repeats) / max_repeats for n in repeats]
+    c = boundaries(fr, alpha / 2.0, kind)
+    return [float(2.0 * stats.norm.sf(z)) if math.isfinite(z) else 0.0 for z in c]
+
+
+def cycle_looks(max_repeats: int, cycle: Optional[int], first: int = FIRST_LOOK) -> list:
+    """Return looks at every complete cycle from the first at or after ``first`` repeats (at
+    least two cycles) up to ``max_repeats`` (repeats past the last complete cycle are not
+    looked at: the balanced test does not use them); without a cycle, :func:`looks`.
+
+    >>> cycle_looks(40, 5), cycle_looks(12, 5), cycle_looks(24, None)
+    ([10, 15, 20, 25, 30, 35, 40], [10], [6, 12, 24])
+    """
+    if not cycle or cycle < 2:
+        return looks(max_repeats, first)
+    start = max(cycle * math.ceil(first / cycle), 2 * cycle)
+    plan = list(range(start, max_repeats + 1, cycle))
+    return plan or [max_repeats]
 
 
 def _t(level: float, df):
@@ -181,10 +299,11 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
     ``x``, ``i``: exclusive and inclusive accuracies, shape ``(runs, models, R)``, NaN where a
     repeat was not run. Every pair of models gets the one paired test
     (:func:`robench.stats.paired.compare_all`: Holm over the pairs, equivalence within
-    ``precision``; Student's t over complete cycles of ``cycle`` at ``alpha / looks``, or the
-    betting test, valid at every look). Returns ``order`` (runs, M) model indices by
+    ``precision``; Hall's skew-corrected t at ``alpha / looks``, over complete cycles of
+    ``cycle`` with the degraded-run check, or over every shared repeat). Returns ``order`` (runs, M) model indices by
     estimate, ``estimate`` (runs, M), ``pairs`` [(a, b)] of model indices, per pair
-    (runs, P) ``status`` (+1 a above b, -1 b above a, 2 equivalent, 0 undecided),
+    (runs, P) ``status`` (+1 a above b, -1 b above a, 2 equivalent, 0 undecided) and
+    ``degraded`` (the repeat that kept a pair undecided, -1 none),
     ``best``/``worst`` (runs, M) rank intervals, ``decided`` (runs,): no pair undecided, and
     ``open`` (runs, M): the models in an undecided pair (one model alone: decided when its
     Fieller interval at ``1 - alpha / looks`` has half-width below ``precision``).
@@ -204,7 +323,8 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
                                           _nanmean(i[:, 0]), _nanvar(i[:, 0]), ni, level)
             decided = (high - low) / 2 < precision
         return {"order": order, "estimate": est, "pairs": [],
-                "status": np.zeros((runs, 0), int), "best": np.ones((runs, 1), int),
+                "status": np.zeros((runs, 0), int), "degraded": np.zeros((runs, 0), int),
+                "best": np.ones((runs, 1), int),
                 "worst": np.ones((runs, 1), int), "decided": decided,
                 "open": ~decided[:, None]}
     res = compare_all(x, i, alpha=alpha, precision=precision, cycle=cycle, looks=looks,
@@ -215,8 +335,8 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
         open_[:, a] |= undecided[:, k]
         open_[:, b] |= undecided[:, k]
     return {"order": order, "estimate": est, "pairs": res["pairs"], "status": res["status"],
-            "best": res["best"], "worst": res["worst"], "decided": ~undecided.any(1),
-            "open": open_}
+            "degraded": res["degraded"], "best": res["best"], "worst": res["worst"],
+            "decided": ~undecided.any(1), "open": open_}
 
 
 def stop_reason(statuses: Sequence[str], decided: bool, n: int, max_repeats: int) -> Optional[str]:
@@ -240,18 +360,26 @@ def stop_reason(statuses: Sequence[str], decided: bool, n: int, max_repeats: int
 
 def run_sequential(x, i, *, max_repeats: Optional[int] = None, precision: float = PRECISION,
                    alpha: float = ALPHA, first: int = FIRST_LOOK,
-                   higher_is_better: bool = True, cycle: Optional[int] = None) -> dict:
+                   higher_is_better: bool = True, cycle: Optional[int] = None,
+                   spending: Optional[str] = None) -> dict:
     """Run the stopping rule on simulated tables; return what each run stopped at.
 
     ``x``, ``i``: shape ``(runs, models, R)`` of complete repeats (R >= ``max_repeats``).
-    Looks as :func:`looks_for` (whole cycles where ``cycle`` is
-    given); at each look the models still open get repeats up to the look and
+    ``spending`` (``"obf"`` or ``"pocock"``): a look at every complete cycle
+    (:func:`cycle_looks`), each at the level :func:`look_alphas` spends; None (the default,
+    what ``robench run --until decided`` does today): the planned doubling looks of
+    :func:`looks_for`, each at ``alpha / K`` (Bonferroni). At each look the models still open get repeats up to the look and
     :func:`table_look` decides; a run stops when its table is decided or at the last look.
     Returns the final :func:`table_look` arrays plus ``repeats`` (runs, M) and ``looks``.
     """
     x, i = np.asarray(x, float), np.asarray(i, float)
     runs, m, r = x.shape
-    plan = looks_for(max_repeats or r, first, cycle)
+    if spending:  # a look at every complete cycle, alpha spent across them
+        plan = cycle_looks(max_repeats or r, cycle, first)
+        levels = look_alphas(plan, plan[-1], alpha, spending)
+    else:  # planned doubling looks, Bonferroni over them
+        plan = looks_for(max_repeats or r, first, cycle)
+        levels = [alpha / len(plan)] * len(plan)
     counts = np.zeros((runs, m), int)
     active = np.ones((runs, m), bool)
     running = np.ones(runs, bool)
@@ -261,7 +389,7 @@ def run_sequential(x, i, *, max_repeats: Optional[int] = None, precision: float 
         counts = np.where(active & running[:, None], n, counts)
         seen = idx[None, None, :] < counts[:, :, None]
         res = table_look(np.where(seen, x, np.nan), np.where(seen, i, np.nan), precision,
-                         alpha, higher_is_better, cycle=cycle, looks=len(plan))
+                         levels[j], higher_is_better, cycle=cycle, looks=1)
         stop = running & (res["decided"] | (j == len(plan) - 1))
         if final is None:
             final = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in res.items()}

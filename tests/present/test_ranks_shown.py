@@ -67,7 +67,8 @@ def test_results_json_carries_each_rank_the_rule_and_why_not(db):
     assert "Holm-corrected" in rule and "complete cycles" in rule
     assert rows["a"]["ranking"]["pairs"] == [{"pair": ["a", "b"], "status": "ordered",
                                               "above": "a", "difference": pytest.approx(0.01, abs=0.005),
-                                              "n": 10}]
+                                              "n": 10, "margin": 0.05, "degraded_repeat": None,
+                                              "verdict": "ordered"}]
     chance = rows["random"]["ranking"]
     assert chance["rank"] is None and chance["unranked"].startswith("at chance: E[AccI] 10.0%")
     # the rank is the table's, also when --model shows one model

@@ -245,13 +245,14 @@ def test_racing_with_elimination_keeps_the_familywise_level_on_skewed_shapes(sha
     assert reps[0] <= 2 * k * 1.5
     if shape == "hard":
         # control: the same race where the held-out sources are drawn at random (the
-        # balanced design absent) calls wrong orders far above the level (seen 11% at
-        # p = 0.2, 23% at p = 0.1), so the check above can fail
+        # balanced design absent): the hard source is no longer held out once a cycle, so
+        # the paired test's degraded-run check sees it as a far repeat and leaves the tied
+        # pair undecided in many tables (Student's t without the check called wrong orders
+        # in 11% at p = 0.2, 23% at p = 0.1)
         x, i = racing_tables(rng, runs, 100, shape, k, mean_x, [0.03, 0.02, 0.06, 0.03],
                              design="random")
         final = run_sequential(x, i, max_repeats=100, precision=0.005, cycle=k)
-        control = error_rates(final, np.array(mean_x) / 0.9, precision=0.005)
-        assert control["any_wrong"] > 0.05 + 2 * math.sqrt(0.05 * 0.95 / runs), control
+        assert (final["degraded"] >= 0).any(-1).mean() > 0.1
 
 
 def test_the_decided_figure_replays_fixed_designs_and_the_race_from_stored_trials(

@@ -207,3 +207,71 @@ def test_tie_ranks_direction_missing_bounds_and_missing_values():
     assert iv.tie_ranks([0.5, None, 0.7, 0.7], [None] * 4, [None] * 4) == [3, None, 1, 1]
     with pytest.raises(ValueError, match="same length"):
         iv.tie_ranks([0.5], [], [])
+
+
+# --- a mean of skewed or mixture values (purity-ratio's interval) ------------------------------
+
+
+def _beta_params(mean, sd):
+    k = mean * (1 - mean) / sd ** 2 - 1
+    return mean * k, (1 - mean) * k
+
+
+#: Per-repeat purity-ratio shapes (true mean): normal; Beta with skewness -1.3; a k-means run
+#: that merges two classes, 0.1 lower in 20 / 10 / 5% of repeats on normal noise of sd 0.02.
+SKEWED_SHAPES = {
+    "normal": (lambda rng, s: 0.8 + 0.04 * rng.standard_normal(s), 0.8),
+    "skewed": (lambda rng, s: rng.beta(*_beta_params(0.9, 0.08), s), 0.9),
+    "merge20": (lambda rng, s: 0.85 - 0.1 * (rng.random(s) < 0.2)
+                + 0.02 * rng.standard_normal(s), 0.83),
+    "merge10": (lambda rng, s: 0.85 - 0.1 * (rng.random(s) < 0.1)
+                + 0.02 * rng.standard_normal(s), 0.84),
+    "merge5": (lambda rng, s: 0.85 - 0.1 * (rng.random(s) < 0.05)
+               + 0.02 * rng.standard_normal(s), 0.845),
+}
+
+
+def _vector_coverage(draw, true, n, k, runs=6000, seed=0):
+    """Coverage of skewed_mean_interval's formula, vectorised over runs (the function itself
+    is checked against it on a few rows)."""
+    skew_corrected_bounds, skewness_se, t_quantile = (iv.skew_corrected_bounds, iv.skewness_se,
+                                                       iv.t_quantile)
+
+    rng = np.random.default_rng(seed)
+    x = draw(rng, (runs, n))
+    m = x.mean(1)
+    c = x - m[:, None]
+    g = (c ** 3).mean(1) / np.maximum((c ** 2).mean(1), 1e-300) ** 1.5
+    se = x.std(1, ddof=1) / np.sqrt(n)
+    lo, hi = skew_corrected_bounds(m, se, t_quantile(0.95, n - 1), g / np.sqrt(n),
+                                   skewness_se(n) / np.sqrt(n), k)
+    for j in range(3):
+        got = iv.skewed_mean_interval(list(x[j]), k=k)
+        assert (got.low, got.high) == pytest.approx((lo[j], hi[j]))
+    return float(((lo <= true) & (true <= hi)).mean())
+
+
+@pytest.mark.parametrize("shape", sorted(SKEWED_SHAPES))
+def test_skewed_mean_interval_covers_95_percent_on_purity_shapes(shape):
+    """At least 95% (-2 MC SE, 6,000 runs) at 3, 5, 10, 15, 30 repeats on every shape, where
+    Student's 95% interval covers 86-92% on the skewed and merge shapes (seen with k = 2:
+    at least 94.8%, merge5 at 30 repeats; at most 99.4%, normal at 5)."""
+    draw, true = SKEWED_SHAPES[shape]
+    floor = 0.95 - 2 * math.sqrt(0.95 * 0.05 / 6000)
+    for n in (3, 5, 10, 15, 30):
+        assert _vector_coverage(draw, true, n, 2.0, seed=n) >= floor, n
+
+
+def test_students_interval_falls_short_where_the_skew_corrected_one_holds():
+    """The control: the same shapes with no skew allowance and Student's bound (k = 0, skew
+    0 is Student's) miss 95% on the merge shape at 5 repeats (seen 86%)."""
+    t_quantile = iv.t_quantile
+    draw, true = SKEWED_SHAPES["merge20"]
+    rng = np.random.default_rng(5)
+    x = draw(rng, (6000, 5))
+    half = t_quantile(0.95, 4) * x.std(1, ddof=1) / math.sqrt(5)
+    covered = float((np.abs(x.mean(1) - true) <= half).mean())
+    assert covered < 0.93
+    assert iv.skewed_mean_interval([0.8]).reason.startswith("one value")
+    got = iv.skewed_mean_interval([0.8, 0.85, 0.7], bounds=(0.0, 1.0))
+    assert got.method == "hall" and 0.0 <= got.low < got.estimate < got.high <= 1.0

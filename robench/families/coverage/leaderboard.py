@@ -7,10 +7,16 @@ from pathlib import Path
 from robench.families.coverage.metric import METRIC, SUMMARY_SCORES, mix_order
 from robench.present.formatting import as_dict, scores_by_model, why_not
 from robench.specs import LeaderboardSection
+from robench.stats.ranks import equivalence_margin
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 #: What the overview's legend says about this family's headline column.
 LEGEND = "coverage-guided accuracy = accuracy on generated centroid and boundary test sets"
+#: Practical-equivalence margin of coverage's pair verdicts, in accuracy (``ROBENCH_MARGIN=
+#: "coverage=..."`` sets another): 2 accuracy points, what practitioners call "the same"
+#: (baycomp and Kruschke's ROPE use 0.5-1 point for a test-set accuracy; a generated test
+#: set of a few hundred points has a binomial sd of about 2 points on its own).
+MARGIN = 0.02
 
 
 def leaderboard_tables(rows: list) -> dict:
@@ -64,7 +70,7 @@ def headline(rows: list):
     if not tables:
         return None
     return {"label": "coverage acc.", "format": "pct", "rows": tables["models"],
-            "rule": tables["rule"],
+            "rule": tables["rule"], "pairs": tables.get("pairs") or [],
             "note": "coverage-guided accuracy, the mean over five centroid:boundary mixes of "
                     "accuracy on generated test sets, with the model's test accuracy beside it. "
                     f"Ranks: {tables['rule']}."}
@@ -114,13 +120,14 @@ def _samples(det: dict):
 
 def section(rows: list):
     """Return the coverage section of one data set, ranked by coverage-guided accuracy
-    (:func:`robench.present.leaderboard.rank_table`: paired over the shared repeats)."""
+    (:func:`robench.present.leaderboard.rank_table`: paired over the shared repeats, Hall's
+    skew-corrected t, equivalence within :data:`MARGIN`)."""
     from robench.present.leaderboard import rank_table
 
     tables = leaderboard_tables(rows)
     if not tables:
         return None
-    ranked = rank_table(tables["models"])
+    ranked = rank_table(tables["models"], margin=equivalence_margin(METRIC, MARGIN))
     models = ranked["rows"]
     mixes = mix_order({m for r in models for m in r["mixes"]})
     sizes = sorted({int(s) for r in models for t in r["table"].values() for s in t})
@@ -129,7 +136,7 @@ def section(rows: list):
         "confidence", "boundary_rule", "wc_l", "radius", "theta1", "theta2", "step"))
     size = next((r["size"] for r in models if r["size"]), None)
     return {"models": models, "mixes": mixes, "sizes": sizes, "size": size or "the largest set of",
-            "rule": ranked["rule"],
+            "rule": ranked["rule"], "pairs": ranked["pairs"],
             "knobs": f"Settings of these scores: {text}" if text else "Settings: see details"}
 
 
@@ -140,7 +147,8 @@ def ranks(rows: list) -> list:
     return [{"model": r["model"], "clusterer": "", "score": METRIC, "rank": r["rank"],
              "rank_best": r["rank_best"], "rank_worst": r["rank_worst"],
              "rank_interval": r["rank_interval"], "tied": r["tied"],
-             "unranked": r["unranked"], "rule": tables["rule"]}
+             "unranked": r["unranked"], "rule": tables["rule"],
+             "pairs": [p for p in tables["pairs"] if r["model"] in p["pair"]]}
             for r in (tables or {}).get("models", [])]
 
 

@@ -8,14 +8,16 @@ from robench.metric_kit import failure, not_applicable
 from robench.present.formatting import as_dict
 from robench.specs import Score
 from robench.families.purity_ratio import protocol as cl
-from robench.stats.intervals import mean_interval
+from robench.stats.intervals import mean_interval, skewed_mean_interval
 from robench.stats.ranks import chance_level
 
 METRIC = "purity-ratio"
 #: 3: the validation verdict by Fisher's interval of r (2: by its sign). 4: R repeats of every
 #: reference model: the mean over repeats with Student's t interval, every repeat's values in
-#: ``details.per_repeat``, ranks from paired tests over shared repeats (issue 42).
-VERSION = "4"
+#: ``details.per_repeat``, ranks from paired tests over shared repeats (issue 42). 5: the
+#: headline's interval is Hall's skew-corrected one (Student's covered 86-92% on skewed and
+#: merge shapes; issue 49).
+VERSION = "5"
 DESCRIPTION = ("Feature-space clusterability p_purity (k-means, multicut, combined eq. 10) "
                "vs corruption / adversarial robustness, validated across a model zoo.")
 HIGHER_IS_BETTER = True
@@ -66,8 +68,9 @@ DEFINITION = (
     "when undecidable (fewer than 3 models, no spread). Models without a feature space get value None with the reason; tabular data sets "
     "get no corruption or attack scores (not applicable). Every score of a model is the mean "
     "over its repeats of the per-repeat value (purity-ratio: of the per-repeat eq. 10), with "
-    "Student's t 95% interval over the repeats (none with fewer than 2 repeats, reason in "
-    "details.interval); details.per_repeat of the purity-ratio score holds every indicator "
+    "Student's t 95% interval over the repeats (purity-ratio: Hall's skew-corrected 95% "
+    "interval, the skewness allowed 2 standard errors; none with fewer than 2 repeats, reason "
+    "in details.interval); details.per_repeat of the purity-ratio score holds every indicator "
     "and robustness target of every repeat; the validation correlates the models' means. "
     "Ranks: every pair of models tested on its per-repeat differences (robench.stats.paired, "
     "Holm over all pairs), shown as rank intervals; a model whose Model_ACC interval is not "
@@ -279,17 +282,17 @@ def zoo_of(rows: dict) -> set:
     return set()
 
 
-#: Largest per-repeat purity-ratio the paired test takes: its betting bets assume paired
-#: differences of at least -2 (:func:`robench.stats.paired.betting_test`); p <= 1 / Model_ACC,
-#: so every model with Model_ACC >= 0.5 in each repeat is inside it.
-P_MAX = 2.0
 
 
-def _interval(values, bounds=(0.0, float("inf"))) -> tuple:
-    """Return (low, high, details) of Student's t interval of the mean of per-repeat values."""
+def _interval(values, bounds=(0.0, float("inf")), *, skewed: bool = False) -> tuple:
+    """Return (low, high, details) of Student's t interval of the mean of per-repeat values,
+    or with ``skewed`` Hall's skew-corrected one (:func:`robench.stats.intervals.
+    skewed_mean_interval`: covers 95% on skewed and merge shapes where Student's does not)."""
 
-    iv = mean_interval(values, bounds=bounds)
-    return iv.low, iv.high, {"method": "t over repeats", "level": iv.level, "df": iv.df,
+    iv = (skewed_mean_interval if skewed else mean_interval)(values, bounds=bounds)
+    method = ("Hall's skew-corrected t over repeats (skewness allowed 2 se)" if skewed
+              else "t over repeats")
+    return iv.low, iv.high, {"method": method, "level": iv.level, "df": iv.df,
                              "n": iv.n[0], "reason": iv.reason}
 
 
@@ -382,7 +385,7 @@ def headline_score(base: dict, summary: dict, values: dict, ok: dict, failed: li
     ind = summary["indicators"]
     repeats = sorted(ok)
     p_values = values.get(METRIC) or []
-    low, high, interval = _interval(p_values)
+    low, high, interval = _interval(p_values, skewed=True)
     acc_low, acc_high, _ = _interval(values.get("model_acc") or [], bounds=(0.0, 1.0))
     last = ok[repeats[-1]]["extra"]
     return Score(**base, score=METRIC, value=ind["purity-ratio"], ci_low=low, ci_high=high,

@@ -9,13 +9,20 @@ from typing import Optional
 from robench.families.source_aware.adequacy import METRIC as ADEQUACY
 from robench.present.formatting import interval_text, is_finite
 from robench.specs import LeaderboardSection
-from robench.stats.ranks import chance_level, chance_reason
+from robench.stats.ranks import chance_level, chance_reason, equivalence_margin
 
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 #: What the overview's legend says about this family's headline column.
 LEGEND = ("rho = E[AccX]/E[AccI] (robustness to unseen sources; 1 means no loss), shown beside "
           "E[AccX], E[AccI] and the random-split accuracy it comes from")
 RHO_SCORES = ("rho", "acc_exclusive", "acc_inclusive", "acc_random")
+#: Practical-equivalence margin of rho's pair verdicts (``ROBENCH_MARGIN="rho=..."`` sets
+#: another): two models whose rho differ by less than 0.05 lose the same share of accuracy
+#: on unseen sources to within 5 points in 100 (4.5 accuracy points of E[AccX] at E[AccI] =
+#: 0.9), about half a standard deviation of the real per-repeat rho differences; +-0.01 (a
+#: tenth of one) needs 1,000-2,500 repeats, +-0.05 resolves most real pairs within 15-40
+#: (docs/intervals.md).
+MARGIN = 0.05
 
 
 def _interval_bar(low, high) -> Optional[dict]:
@@ -97,7 +104,8 @@ def rho_tables(scores: list) -> list:
     """Return one ranked table per clusterer from the rho metric's sub-scores.
 
     Ranks: :func:`robench.present.leaderboard.rank_table` (paired differences over the
-    repeats the models share, Holm over adjacent pairs); a model whose E[AccI] is not shown
+    repeats the models share, every pair tested, Holm over all of them, equivalence within
+    :data:`MARGIN`); a model whose E[AccI] is not shown
     above chance is listed with its rho but no rank (``unranked`` says why). Each row's
     ``interval`` is its rho interval as text, ``interval_note`` what a reader must know of it
     (why it is empty or unbounded; a bound below 0 shown as computed).
@@ -150,7 +158,7 @@ def rho_tables(scores: list) -> list:
         )
     tables = []
     for clusterer, rows in sorted(by_clusterer.items()):
-        ranked = rank_table(rows)
+        ranked = rank_table(rows, margin=equivalence_margin("rho", MARGIN))
         tables.append({"clusterer": clusterer or "(none)", "rows": ranked["rows"],
                        "rule": ranked["rule"], "pairs": ranked["pairs"],
                        "notes": [{"model": r["model"], "text": t} for r in ranked["rows"]

@@ -54,8 +54,9 @@ def table(*models):
 def test_shared_partitions_rank_apart_what_marginal_intervals_tie():
     """Ten repeats (two balanced cycles of 5) share a partition effect (sd 0.05); b is 0.01
     below a in each. The marginal Fieller intervals overlap; the paired test orders them:
-    rank intervals 1 and 2. The same numbers from protocol 1's random draws get the betting
-    test, which cannot decide a 0.01 gap at 10 repeats: both 1-2."""
+    rank intervals 1 and 2. The same numbers from protocol 1's random draws get the same
+    skew-corrected t over every shared repeat (independent repeats), which orders them too
+    (the betting test it replaced could not decide a 0.01 gap at 10 repeats)."""
     rng = np.random.default_rng(3)
     z = 0.05 * rng.standard_normal(10)
     xa, xb = 0.80 + z + 0.002 * rng.standard_normal(10), 0.79 + z + 0.002 * rng.standard_normal(10)
@@ -68,10 +69,11 @@ def test_shared_partitions_rank_apart_what_marginal_intervals_tie():
     pair = rho_tables([r for m in (score_rows("a", xa, ia, cycle=5),
                                             score_rows("b", xb, ib, cycle=5)) for r in m])[0]["pairs"]
     assert pair == [{"pair": ["a", "b"], "status": "ordered", "above": "a",
-                     "difference": pytest.approx(a.estimate - b.estimate), "n": 10}]
+                     "difference": pytest.approx(a.estimate - b.estimate), "n": 10,
+                     "margin": 0.05, "degraded_repeat": None, "verdict": "ordered"}]
     rows, _ = table(score_rows("a", xa, ia), score_rows("b", xb, ib))
-    assert (rows["a"]["rank_interval"], rows["b"]["rank_interval"]) == ("1-2", "1-2")
-    assert "betting" in rho_tables(_)[0]["rule"]
+    assert (rows["a"]["rank_interval"], rows["b"]["rank_interval"]) == ("1", "2")
+    assert "independent repeats" in rho_tables(_)[0]["rule"]
 
 
 def test_marginally_apart_but_paired_difference_includes_zero_is_undecided():
@@ -102,7 +104,7 @@ def test_pairs_use_the_complete_cycles_both_models_have():
     exclusive repeat 2 failed, the test uses the 4 repeats of the second cycle only."""
     rng = np.random.default_rng(5)
     z = 0.05 * rng.standard_normal(8)
-    xa, xb = 0.80 + z + 0.002 * rng.standard_normal(8), 0.79 + z + 0.002 * rng.standard_normal(8)
+    xa, xb = 0.80 + z + 0.002 * rng.standard_normal(8), 0.76 + z + 0.002 * rng.standard_normal(8)
     i = np.full(8, 0.95) + 0.004 * rng.standard_normal(8)
     a = score_rows("a", xa, i, failed={("exclusive", 2)}, cycle=4)
     b = score_rows("b", xb, i, cycle=4)
