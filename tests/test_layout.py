@@ -622,3 +622,63 @@ def test_a_redundant_re_import_is_found(tmp_path):
         "    from os import path as p\n")
     assert redundant_reimports(tmp_path) == ["robench/m.py:5 import json"]
 
+
+
+# -- tests sit under the room they test ----------------------------------------------------------
+
+#: Test folders that are not rooms: guarantees across rooms (reliability), the plugin author's
+#: contract, the benchmarks' own tests, and support files.
+CROSS_CUTTING = {"reliability", "contract", "benchmarks", "fixtures", "plugins"}
+
+
+def robench_rooms_imported(path: Path) -> set:
+    """Return the rooms (second name of robench.X...; families.NAME for a family) ``path``
+    imports, at any level."""
+    rooms = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module] if "." in node.module else [
+                f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "robench" and len(parts) > 1:
+                rooms.add(parts[1])
+                if parts[1] == "families" and len(parts) > 2:
+                    rooms.add(f"families.{parts[2]}")
+    return rooms
+
+
+def misplaced_tests(tests: Path) -> list[str]:
+    """Return each test file under tests/ROOM/ (tests/families/NAME/) that imports nothing of
+    robench.ROOM (robench.families.NAME): it tests another room, and belongs there."""
+    bad = []
+    for path in sorted(tests.rglob("test_*.py")):
+        parts = path.relative_to(tests).parts
+        if len(parts) < 2 or parts[0] in CROSS_CUTTING:
+            continue
+        room = f"families.{parts[1]}" if parts[0] == "families" and len(parts) > 2 else parts[0]
+        if room not in robench_rooms_imported(path):
+            bad.append(f"{path.relative_to(tests)} imports nothing of robench.{room}")
+    return bad
+
+
+def test_every_test_file_sits_under_the_room_it_imports():
+    assert misplaced_tests(ROOT / "tests") == []
+
+
+def test_a_test_file_under_another_room_is_found(tmp_path):
+    (tmp_path / "storage").mkdir()
+    (tmp_path / "storage" / "test_a.py").write_text("from robench.cli import cli\n")
+    (tmp_path / "storage" / "test_b.py").write_text("from robench.storage import store\n")
+    (tmp_path / "families" / "coverage").mkdir(parents=True)
+    (tmp_path / "families" / "coverage" / "test_c.py").write_text(
+        "import robench.families.purity_ratio.metric\n")
+    (tmp_path / "reliability").mkdir()
+    (tmp_path / "reliability" / "test_d.py").write_text("from robench.cli import cli\n")
+    assert misplaced_tests(tmp_path) == [
+        "families/coverage/test_c.py imports nothing of robench.families.coverage",
+        "storage/test_a.py imports nothing of robench.storage"]
