@@ -389,6 +389,8 @@ def migrate(db_path):
     size = os.path.getsize(db_path)
     steps = migrate_file(db_path, SCHEMA)
     if not steps:
+        with Store(db_path) as store:  # ranks a file opened by a newer robench lacks
+            refresh_ranks(store, load_registry())
         click.echo(f"{db_path}: schema version {before}, up to date")
         return
     for version, summary in steps:

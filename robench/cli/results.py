@@ -61,8 +61,8 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
     if fmt in ("json", "csv"):  # ranks are relative to the whole table: before --model filters
         from robench.present.leaderboard import attach_ranks, registered_sections
 
-        # helpers are never ranked: the table ranked is the site's (robench.run.ranking)
-        attach_ranks(registered_sections(load_registry()), without_helpers(rows, helpers))
+        # the ranks stored with the scores (robench.run.ranking): helpers never have one
+        attach_ranks(store, without_helpers(rows, helpers), registered_sections(load_registry()))
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
 

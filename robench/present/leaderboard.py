@@ -8,7 +8,6 @@ page (a context builder and a jinja2 template found through a loader chain).
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
@@ -42,6 +41,7 @@ def environment(sections: dict) -> jinja2.Environment:
     )
     env.filters["pct"] = format_percent
     env.filters["num"] = format_number
+    env.filters["rank_legend"] = rank_legend
     # The site (robench.present.site) replaces these two: a model's name links to its page and a
     # decoded image becomes a file; here a name is text and an image stays inline.
     env.filters["model"] = markupsafe.escape
@@ -118,32 +118,46 @@ def rank_table(rows: list) -> dict:
     return {"rows": ranked, "rule": rule, "pairs": out["pairs"]}
 
 
-def attach_ranks(sections: dict, rows: list) -> None:
-    """Add ``ranking`` to each score row that its metric's section ranks, in place.
+def rank_legend(rules) -> str:
+    """Return the one legend of ranks, from the rules the shown tables were ranked by.
 
-    ``sections``: {metric: LeaderboardSection} (:func:`registered_sections`); a section's
-    ``ranks(rows)`` ranks one data set's rows of its metric. ``ranking`` holds the row's
-    ``rank`` (None when it is not ranked), ``tied``, ``unranked`` (why not, e.g. at chance),
-    the table's ``rule`` and what else the section says. Pass every row of a table, not a
-    model's alone: a rank is relative to the whole table.
+    Every view that explains a rank says this: what a rank interval is, what "—" is, and each
+    distinct rule (the stored ``rule`` of the tables shown) as the section gave it.
     """
-    tables: dict = defaultdict(list)
+    distinct = list(dict.fromkeys(str(r).strip().rstrip(".") for r in rules if r))
+    text = ("A rank such as 1-2 is the ranks a model can hold given every tested pair (1 + the "
+            "models shown better, to the number ranked - the models shown worse); a single "
+            "rank is decided; a model without a rank (—) says why beside it, e.g. at chance "
+            "(its score is shown but not ranked).")
+    if distinct:
+        text += " Ranked by: " + "; ".join(distinct) + "."
+    return text
+
+
+def attach_ranks(store: Store, rows: list, sections: dict) -> None:
+    """Add ``ranking`` to each headline score row whose ranks are stored, in place.
+
+    ``ranking`` is the object :mod:`robench.run.ranking` stored when the scores were computed
+    (what the metric's section says of the row: ``rank`` (None when it is not ranked),
+    ``rank_interval``, ``tied``, ``unranked`` (why not, e.g. at chance), its pair verdicts,
+    the table's ``rule``, ``n_ranked`` ...); nothing is ranked here, ``sections``
+    (:func:`registered_sections`) only say which metrics have ranks. A file that stores no
+    ranks at all (its ranks predate the stored ``ranking``) gives each headline row of a
+    ranked metric ``{"rank": None, "unranked": NOT_COMPUTED}``
+    (:data:`robench.run.ranking.NOT_COMPUTED`: run ``robench migrate``).
+    """
+    from robench.run.ranking import NOT_COMPUTED, stored_rankings
+
+    stored = stored_rankings(store)
     for r in rows:
-        tables[(r["dataset"], r["metric"])].append(r)
-    for (_, metric), mine in sorted(tables.items()):
-        section = sections.get(metric)
-        if section is None or getattr(section, "ranks", None) is None:
+        if r.get("score") != r["metric"]:
             continue
-        try:
-            found = {(x["model"], x.get("clusterer") or "", x["score"]): x
-                     for x in section.ranks(mine)}
-        except Exception:  # noqa: BLE001 - stored values its ranking cannot read: no ranks
-            continue
-        for r in mine:
-            hit = found.get((r["model"], r.get("clusterer") or "", r["score"]))
-            if hit is not None:
-                r["ranking"] = {k: v for k, v in hit.items()
-                                if k not in ("model", "clusterer", "score")}
+        hit = stored.get((r["dataset"], r["metric"], r.get("configuration"),
+                          r.get("clusterer") or "", r["model"]))
+        if hit is not None:
+            r["ranking"] = dict(hit)
+        elif not stored and getattr(sections.get(r["metric"]), "ranks", None) is not None:
+            r["ranking"] = {"rank": None, "unranked": NOT_COMPUTED}
 
 
 def not_applicable(skips: list[dict], rows: list[dict]) -> list[dict]:
