@@ -370,7 +370,8 @@ def migrate(db_path):
     """Bring the results database to this robench's schema version, in place.
 
     A run does this too when it opens an older file; read commands never do (they read every
-    version). All steps apply in one transaction, or none; then the file is VACUUMed.
+    version). All steps apply in one transaction, or none; then the file is VACUUMed. Every
+    table's ranks are stored afresh (robench.run.ranking), also when the schema was current.
 
     \b
     Example:

@@ -91,7 +91,10 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
             echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
         emit_scores(rows, fmt)
     else:
-        _print_headline_tables(load_registry(), rows, shown, whole=metric is not None)
+        from robench.present.leaderboard import reading_stored_ranks
+
+        with reading_stored_ranks(store):  # the families' tables show the stored ranks
+            _print_headline_tables(load_registry(), rows, shown, whole=metric is not None)
     pseudo = _pseudo_models(load_registry())  # data-set-level scores: no model to verify
     verified = {k: v for k, v in verified.items() if k[1] not in pseudo}
     if verified:

@@ -259,8 +259,15 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     if report.failed:  # on stderr; the summary counts them
         _print_failures(report.failed, most=20 if full else 3)
     _print_opt_in(chosen.opt_in, profile, width)
-    _print_summary(rows, registered_sections(reg), report, cfg, width=width, db_path=db_path,
-                   full=full)
+    from robench.present.leaderboard import reading_stored_ranks
+
+    reader = Store(db_path, readonly=True)  # the ranks stored with the scores, not ranked again
+    try:
+        with reading_stored_ranks(reader):
+            _print_summary(rows, registered_sections(reg), report, cfg, width=width,
+                           db_path=db_path, full=full)
+    finally:
+        reader.close()
     if report.interrupted:
         click.secho("Interrupted: every finished trial is stored; run the same command to "
                     "resume.", fg="yellow", err=True)

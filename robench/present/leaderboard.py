@@ -8,6 +8,9 @@ page (a context builder and a jinja2 template found through a loader chain).
 
 from __future__ import annotations
 
+import contextlib
+import json
+from collections import defaultdict
 from pathlib import Path
 from typing import Optional
 
@@ -18,6 +21,7 @@ from robench.present.formatting import is_finite, percent
 from robench.present.skips import summarize_skips
 from robench.storage.store import Store
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
+from robench.run.ranking import STORED as _STORED
 from robench.stats.ranks import rank_models
 from robench.stats.sequential import PRECISION
 
@@ -85,6 +89,73 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
     return ranked
 
 
+def _stored_tables(store: Store) -> list:
+    """Return the stored ranks as tables: [{model: (value, ranking)}], one per data set,
+    metric, configuration and clusterer."""
+    from robench.run.ranking import stored_rankings
+
+    tables: dict = defaultdict(dict)
+    for (dataset, metric, configuration, clusterer, model), ranking in \
+            stored_rankings(store).items():
+        tables[(dataset, metric, configuration, clusterer)][model] = ranking
+    return list(tables.values())
+
+
+@contextlib.contextmanager
+def reading_stored_ranks(store: Store):
+    """Within it, :func:`rank_table` reads the ranks stored with the scores
+    (:mod:`robench.run.ranking`) instead of ranking: what a view (the site, its badges,
+    ``robench results``) wraps its sections' calls in, so no view ranks again."""
+    token = _STORED.set(_stored_tables(store))
+    try:
+        yield
+    finally:
+        _STORED.reset(token)
+
+
+def _same(a, b) -> bool:
+    return (a is None and b is None) or (
+        is_finite(a) and is_finite(b) and abs(float(a) - float(b)) <= 1e-12 * max(1.0, abs(a)))
+
+
+def _read_stored(tables: list, rows: list) -> dict:
+    """Return :func:`rank_table`'s answer for ``rows`` from the stored table of the same models
+    and values (else one holding them with those values); where none is stored, every row
+    unranked saying so."""
+    from robench.run.ranking import NOT_COMPUTED
+
+    models = {r["model"] for r in rows}
+
+    def agrees(table):
+        return models <= set(table) and all(_same(table[r["model"]].get("value"), r.get("value"))
+                                             for r in rows)
+
+    # the table of these models, else the stored table they are part of (a run of some of a
+    # table's models shows their ranks in the whole table, as the site does)
+    hit = next((t for t in tables if set(t) == models and agrees(t)),
+               next((t for t in tables if agrees(t)), None))
+    out = []
+    for r in sorted(rows, key=lambda r: str(r["model"])):
+        got = dict(hit[r["model"]]) if hit else {"rank": None, "unranked": NOT_COMPUTED,
+                                                   "rule": NOT_COMPUTED}
+        row = {k: v for k, v in r.items() if k != "samples"}
+        row.update(rank=got.get("rank"), rank_best=got.get("rank_best"),
+                   rank_worst=got.get("rank_worst"), rank_interval=got.get("rank_interval"),
+                   tied=bool(got.get("tied")), unranked=got.get("unranked"),
+                   rank_rule=got.get("rule") or "")
+        out.append(row)
+    if hit is None:  # nothing stored: best estimate first, as the table would list them
+        higher = all(r.get("higher_is_better", True) for r in out)
+        out.sort(key=lambda r: (not is_finite(r.get("value")),
+                                -(r["value"] if higher else -r["value"])
+                                if is_finite(r.get("value")) else 0.0))
+    out.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0))
+    pairs = list({json.dumps(p, sort_keys=True, default=str): p
+                  for r in (hit or {}).values() for p in r.get("pairs") or []}.values())
+    rule = next((r["rank_rule"] for r in out if r["rank_rule"]), "")
+    return {"rows": out, "rule": rule, "pairs": pairs}
+
+
 def rank_table(rows: list) -> dict:
     """Rank one table's rows by :func:`robench.stats.ranks.rank_models`; return the table.
 
@@ -98,9 +169,12 @@ def rank_table(rows: list) -> dict:
     :data:`robench.stats.sequential.PRECISION`. Returns ``{"rows", "rule", "pairs"}``: rows
     best estimate first (unranked ones last), each with ``rank`` (position by estimate),
     ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``, ``unranked``; ``samples``
-    dropped.
+    dropped. Within :func:`reading_stored_ranks` (a view) the answer is the stored one.
     """
 
+    stored = _STORED.get()
+    if stored is not None:
+        return _read_stored(stored, rows)
     higher = all(r.get("higher_is_better", True) for r in rows)
     adaptive = [r.get("adaptive") for r in rows if isinstance(r.get("adaptive"), dict)]
     precision = next((a["precision"] for a in adaptive if a.get("precision")), PRECISION)

@@ -14,6 +14,8 @@ ranks (purity-ratio without an interval, for one) has no rank.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 from collections import defaultdict
 
@@ -23,6 +25,22 @@ from robench.process.provenance import utc_now
 #: Columns of a ``ranks`` row, in the table's order.
 COLUMNS = ("dataset", "metric", "clusterer", "model", "configuration", "rank", "tied",
            "rank_interval", "n_ranked", "unranked", "rule", "ranking", "computed_at")
+
+#: The stored tables a view reads instead of ranking
+#: (:func:`robench.present.leaderboard.reading_stored_ranks`); None: ranks are computed.
+STORED: contextvars.ContextVar = contextvars.ContextVar("stored_ranks", default=None)
+
+
+@contextlib.contextmanager
+def computing_ranks():
+    """Within it, :func:`robench.present.leaderboard.rank_table` ranks (what is stored here),
+    also inside a view's :func:`~robench.present.leaderboard.reading_stored_ranks`."""
+    token = STORED.set(None)
+    try:
+        yield
+    finally:
+        STORED.reset(token)
+
 
 #: The keys of a section's ``ranks`` row that say which row it is (not part of its ranking).
 IDENTITY = ("model", "clusterer", "score")
@@ -54,16 +72,21 @@ def compute_ranks(rows: list, registry) -> list:
         if ranks is None:
             continue
         try:
-            found = [x for x in ranks(mine) if isinstance(x, dict) and x.get("score") == metric]
+            with computing_ranks():
+                found = [x for x in ranks(mine)
+                         if isinstance(x, dict) and x.get("score") == metric]
         except Exception:  # noqa: BLE001 - a plugin's ranking that fails ranks nothing here
             continue  # (the site shows that section's failure; a run or merge goes on)
         ranked: dict = defaultdict(int)
         for x in found:
             ranked[x.get("clusterer") or ""] += x.get("rank") is not None
+        value = {(r["model"], r.get("clusterer") or ""): r.get("value")
+                 for r in mine if r["score"] == metric}
         for x in found:
             clusterer = x.get("clusterer") or ""
             ranking = {k: v for k, v in x.items() if k not in IDENTITY}
             ranking["n_ranked"] = ranked[clusterer]
+            ranking.setdefault("value", value.get((x["model"], clusterer)))
             out.append({"dataset": dataset, "metric": metric, "clusterer": clusterer,
                         "model": x["model"], "configuration": configuration,
                         "rank": x.get("rank"), "tied": int(bool(x.get("tied"))),

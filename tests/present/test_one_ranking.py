@@ -259,3 +259,41 @@ def test_the_site_legend_is_written_from_the_stored_rule(tiny_run):
         text = html.unescape(re.sub(r"\s+", " ", (tmp / "legend" / page).read_text()))
         assert legend in text, page
         assert "adjacent" not in text, page
+
+
+def test_no_view_runs_the_ranking(tiny_run, monkeypatch):
+    """The ranking code (rank_models) refusing to run anywhere but where ranks are stored
+    (robench.run.ranking.compute_ranks): every view, the tables of `robench results` and the
+    summary of a rerun show the same ranks as before."""
+    import contextlib
+
+    import robench.present.leaderboard as board
+    import robench.run.ranking as ranking
+
+    db, summary, tmp = tiny_run
+    before = every_view(db, tmp / "before-models")
+    table = CliRunner().invoke(cli, ["results", "--db", db, "--metric", "rho"]).output
+    assert "1-2" in table
+    storing, rank_models, computing = [], board.rank_models, ranking.computing_ranks
+
+    @contextlib.contextmanager
+    def marked():
+        storing.append(True)
+        try:
+            with computing():
+                yield
+        finally:
+            storing.pop()
+
+    def refuse(*args, **kwargs):
+        assert storing, "a view ranked again"
+        return rank_models(*args, **kwargs)
+
+    monkeypatch.setattr(ranking, "computing_ranks", marked)
+    monkeypatch.setattr(board, "rank_models", refuse)
+    # a rerun stores its ranks (nothing changed), then prints the summary from them
+    rerun = CliRunner().invoke(cli, ["run", *TINY, "--db", db])
+    assert rerun.exit_code == 0, rerun.output
+    assert summary_ranks(rerun.output) == summary_ranks(summary) == before["sql"]
+    assert every_view(db, tmp / "after-models") == before
+    assert CliRunner().invoke(cli, ["results", "--db", db, "--metric", "rho"]).output == table
