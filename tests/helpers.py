@@ -67,3 +67,7 @@ def save_scores(store, scores: list, run_id: int, definitions: dict,
     now = utc_now()
     rows = [score_row(s, run_id, definitions, now, configuration=configuration) for s in scores]
     store.save_score_groups(rows, [], metrics=metric_rows(definitions, rows, run_id, now))
+    from robench.plugins import get_registry
+    from robench.run.ranking import refresh_ranks
+
+    refresh_ranks(store, get_registry())  # a run stores its tables' ranks with the scores

@@ -351,7 +351,8 @@ def migrate(db_path):
     """Bring the results database to this robench's schema version, in place.
 
     A run does this too when it opens an older file; read commands never do (they read every
-    version). All steps apply in one transaction, or none; then the file is VACUUMed.
+    version). All steps apply in one transaction, or none; then the file is VACUUMed. Every
+    table's ranks are stored afresh (robench.run.ranking), also when the schema was current.
 
     \b
     Example:
@@ -370,6 +371,8 @@ def migrate(db_path):
     size = os.path.getsize(db_path)
     steps = migrate_file(db_path, SCHEMA)
     if not steps:
+        with Store(db_path) as store:  # ranks a file opened by a newer robench lacks
+            refresh_ranks(store, load_registry())
         click.echo(f"{db_path}: schema version {before}, up to date")
         return
     for version, summary in steps:

@@ -65,8 +65,11 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
             echo(f"{choice.dataset} / {choice.metric}: {choice.text}")
         emit_scores(got["rows"], fmt)
     else:
-        _print_headline_tables(load_registry(), got["rows"], got["shown"],
-                               whole=metric is not None)
+        from robench.present.leaderboard import reading_stored_ranks  # jinja2: on use
+
+        with reading_stored_ranks(store):  # the families' tables show the stored ranks
+            _print_headline_tables(load_registry(), got["rows"], got["shown"],
+                                   whole=metric is not None)
     _print_verified(got["verified"])
     _print_helpers(got["helper_rows"], got["helpers"])
 
@@ -83,8 +86,8 @@ def read_results(store, config, *, dataset=None, metric=None, model=None,
     if fmt in ("json", "csv"):  # ranks are relative to the whole table: before --model filters
         from robench.present.leaderboard import attach_ranks, registered_sections
 
-        # helpers are never ranked: the table ranked is the site's (robench.run.ranking)
-        attach_ranks(registered_sections(load_registry()), without_helpers(rows, helpers))
+        # the ranks stored with the scores (robench.run.ranking): helpers never have one
+        attach_ranks(store, without_helpers(rows, helpers), registered_sections(load_registry()))
     if model is not None:
         rows = [r for r in rows if r["model"] == model]
     for row in rows:

@@ -288,7 +288,15 @@ def _print_outcome(report, prepared, registry, *, verbose, db_path):
     if report.failed:  # on stderr; the summary counts them
         _print_failures(report.failed, most=20 if full else 3)
     _print_opt_in(prepared.selection.opt_in, cfg.profile, width)
-    _print_summary(rows, sections, report, cfg, width=width, db_path=db_path, full=full)
+    from robench.present.leaderboard import reading_stored_ranks
+
+    reader = Store(db_path, readonly=True)  # the ranks stored with the scores, not ranked again
+    try:
+        with reading_stored_ranks(reader):
+            _print_summary(rows, sections, report, cfg, width=width, db_path=db_path,
+                           full=full)
+    finally:
+        reader.close()
     if report.interrupted:
         click.secho("Interrupted: every finished trial is stored; run the same command to "
                     "resume.", fg="yellow", err=True)

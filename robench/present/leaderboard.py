@@ -8,6 +8,8 @@ page (a context builder and a jinja2 template found through a loader chain).
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Optional
@@ -19,6 +21,7 @@ from robench.present.formatting import is_finite, percent
 from robench.present.skips import summarize_skips
 from robench.storage.store import Store
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
+from robench.run.ranking import STORED as _STORED
 from robench.stats.ranks import rank_models
 from robench.stats.sequential import PRECISION
 
@@ -42,6 +45,7 @@ def environment(sections: dict) -> jinja2.Environment:
     )
     env.filters["pct"] = format_percent
     env.filters["num"] = format_number
+    env.filters["rank_legend"] = rank_legend
     # The site (robench.present.site) replaces these two: a model's name links to its page and a
     # decoded image becomes a file; here a name is text and an image stays inline.
     env.filters["model"] = markupsafe.escape
@@ -85,6 +89,73 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
     return ranked
 
 
+def _stored_tables(store: Store) -> list:
+    """Return the stored ranks as tables: [{model: (value, ranking)}], one per data set,
+    metric, configuration and clusterer."""
+    from robench.run.ranking import stored_rankings
+
+    tables: dict = defaultdict(dict)
+    for (dataset, metric, configuration, clusterer, model), ranking in \
+            stored_rankings(store).items():
+        tables[(dataset, metric, configuration, clusterer)][model] = ranking
+    return list(tables.values())
+
+
+@contextlib.contextmanager
+def reading_stored_ranks(store: Store):
+    """Within it, :func:`rank_table` reads the ranks stored with the scores
+    (:mod:`robench.run.ranking`) instead of ranking: what a view (the site, its badges,
+    ``robench results``) wraps its sections' calls in, so no view ranks again."""
+    token = _STORED.set(_stored_tables(store))
+    try:
+        yield
+    finally:
+        _STORED.reset(token)
+
+
+def _same(a, b) -> bool:
+    return (a is None and b is None) or (
+        is_finite(a) and is_finite(b) and abs(float(a) - float(b)) <= 1e-12 * max(1.0, abs(a)))
+
+
+def _read_stored(tables: list, rows: list) -> dict:
+    """Return :func:`rank_table`'s answer for ``rows`` from the stored table of the same models
+    and values (else one holding them with those values); where none is stored, every row
+    unranked saying so."""
+    from robench.run.ranking import NOT_COMPUTED
+
+    models = {r["model"] for r in rows}
+
+    def agrees(table):
+        return models <= set(table) and all(_same(table[r["model"]].get("value"), r.get("value"))
+                                             for r in rows)
+
+    # the table of these models, else the stored table they are part of (a run of some of a
+    # table's models shows their ranks in the whole table, as the site does)
+    hit = next((t for t in tables if set(t) == models and agrees(t)),
+               next((t for t in tables if agrees(t)), None))
+    out = []
+    for r in sorted(rows, key=lambda r: str(r["model"])):
+        got = dict(hit[r["model"]]) if hit else {"rank": None, "unranked": NOT_COMPUTED,
+                                                   "rule": NOT_COMPUTED}
+        row = {k: v for k, v in r.items() if k != "samples"}
+        row.update(rank=got.get("rank"), rank_best=got.get("rank_best"),
+                   rank_worst=got.get("rank_worst"), rank_interval=got.get("rank_interval"),
+                   tied=bool(got.get("tied")), unranked=got.get("unranked"),
+                   rank_rule=got.get("rule") or "")
+        out.append(row)
+    if hit is None:  # nothing stored: best estimate first, as the table would list them
+        higher = all(r.get("higher_is_better", True) for r in out)
+        out.sort(key=lambda r: (not is_finite(r.get("value")),
+                                -(r["value"] if higher else -r["value"])
+                                if is_finite(r.get("value")) else 0.0))
+    out.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0))
+    pairs = list({json.dumps(p, sort_keys=True, default=str): p
+                  for r in (hit or {}).values() for p in r.get("pairs") or []}.values())
+    rule = next((r["rank_rule"] for r in out if r["rank_rule"]), "")
+    return {"rows": out, "rule": rule, "pairs": pairs}
+
+
 def rank_table(rows: list, margin: Optional[float] = None) -> dict:
     """Rank one table's rows by :func:`robench.stats.ranks.rank_models`; return the table.
 
@@ -99,9 +170,12 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
     or, without one, :data:`robench.stats.sequential.PRECISION`. Returns ``{"rows", "rule", "pairs"}``: rows
     best estimate first (unranked ones last), each with ``rank`` (position by estimate),
     ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``, ``unranked``; ``samples``
-    dropped.
+    dropped. Within :func:`reading_stored_ranks` (a view) the answer is the stored one.
     """
 
+    stored = _STORED.get()
+    if stored is not None:
+        return _read_stored(stored, rows)
     higher = all(r.get("higher_is_better", True) for r in rows)
     adaptive = [r.get("adaptive") for r in rows if isinstance(r.get("adaptive"), dict)]
     precision = next((a["precision"] for a in adaptive if a.get("precision")),
@@ -120,32 +194,46 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
     return {"rows": ranked, "rule": rule, "pairs": out["pairs"]}
 
 
-def attach_ranks(sections: dict, rows: list) -> None:
-    """Add ``ranking`` to each score row that its metric's section ranks, in place.
+def rank_legend(rules) -> str:
+    """Return the one legend of ranks, from the rules the shown tables were ranked by.
 
-    ``sections``: {metric: LeaderboardSection} (:func:`registered_sections`); a section's
-    ``ranks(rows)`` ranks one data set's rows of its metric. ``ranking`` holds the row's
-    ``rank`` (None when it is not ranked), ``tied``, ``unranked`` (why not, e.g. at chance),
-    the table's ``rule`` and what else the section says. Pass every row of a table, not a
-    model's alone: a rank is relative to the whole table.
+    Every view that explains a rank says this: what a rank interval is, what "—" is, and each
+    distinct rule (the stored ``rule`` of the tables shown) as the section gave it.
     """
-    tables: dict = defaultdict(list)
+    distinct = list(dict.fromkeys(str(r).strip().rstrip(".") for r in rules if r))
+    text = ("A rank such as 1-2 is the ranks a model can hold given every tested pair (1 + the "
+            "models shown better, to the number ranked - the models shown worse); a single "
+            "rank is decided; a model without a rank (—) says why beside it, e.g. at chance "
+            "(its score is shown but not ranked).")
+    if distinct:
+        text += " Ranked by: " + "; ".join(distinct) + "."
+    return text
+
+
+def attach_ranks(store: Store, rows: list, sections: dict) -> None:
+    """Add ``ranking`` to each headline score row whose ranks are stored, in place.
+
+    ``ranking`` is the object :mod:`robench.run.ranking` stored when the scores were computed
+    (what the metric's section says of the row: ``rank`` (None when it is not ranked),
+    ``rank_interval``, ``tied``, ``unranked`` (why not, e.g. at chance), its pair verdicts,
+    the table's ``rule``, ``n_ranked`` ...); nothing is ranked here, ``sections``
+    (:func:`registered_sections`) only say which metrics have ranks. A file that stores no
+    ranks at all (its ranks predate the stored ``ranking``) gives each headline row of a
+    ranked metric ``{"rank": None, "unranked": NOT_COMPUTED}``
+    (:data:`robench.run.ranking.NOT_COMPUTED`: run ``robench migrate``).
+    """
+    from robench.run.ranking import NOT_COMPUTED, stored_rankings
+
+    stored = stored_rankings(store)
     for r in rows:
-        tables[(r["dataset"], r["metric"])].append(r)
-    for (_, metric), mine in sorted(tables.items()):
-        section = sections.get(metric)
-        if section is None or getattr(section, "ranks", None) is None:
+        if r.get("score") != r["metric"]:
             continue
-        try:
-            found = {(x["model"], x.get("clusterer") or "", x["score"]): x
-                     for x in section.ranks(mine)}
-        except Exception:  # noqa: BLE001 - stored values its ranking cannot read: no ranks
-            continue
-        for r in mine:
-            hit = found.get((r["model"], r.get("clusterer") or "", r["score"]))
-            if hit is not None:
-                r["ranking"] = {k: v for k, v in hit.items()
-                                if k not in ("model", "clusterer", "score")}
+        hit = stored.get((r["dataset"], r["metric"], r.get("configuration"),
+                          r.get("clusterer") or "", r["model"]))
+        if hit is not None:
+            r["ranking"] = dict(hit)
+        elif not stored and getattr(sections.get(r["metric"]), "ranks", None) is not None:
+            r["ranking"] = {"rank": None, "unranked": NOT_COMPUTED}
 
 
 def not_applicable(skips: list[dict], rows: list[dict]) -> list[dict]:

@@ -37,7 +37,7 @@ import markupsafe
 
 from robench.present.leaderboard import (environment, not_applicable, registered_sections,
                                  chosen_configurations, format_number, format_percent,
-                                 rank_rows)
+                                 rank_rows, reading_stored_ranks)
 from robench.metric_kit import is_helper, without_helpers
 from robench.escaping import csv_cell
 from robench.present.badges import headline_badge
@@ -743,12 +743,13 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         registry = get_registry()
     if top < 1:
         raise ValueError(f"--top must be at least 1, got {top}")
-    site = read_site(store, registry, top, config, title)
-    pages = {**index_page(site), **dataset_pages(site)}
-    metas = _model_metas(site)
-    pages.update(model_pages(site, metas))
-    pages.update(models_page(site, metas))
-    pages.update(methods_page(site))
+    with reading_stored_ranks(store):  # every page and badge shows the stored ranks
+        site = read_site(store, registry, top, config, title)
+        pages = {**index_page(site), **dataset_pages(site)}
+        metas = _model_metas(site)
+        pages.update(model_pages(site, metas))
+        pages.update(models_page(site, metas))
+        pages.update(methods_page(site))
     files = {name: text.encode("utf-8") for name, text in pages.items()}
     files.update(site.assets.files)
     files.update(_downloads(site.scores))

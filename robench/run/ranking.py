@@ -4,69 +4,97 @@ A rank is decided by a metric's leaderboard section (``LeaderboardSection.ranks`
 share a repeat's partitions compared by paired differences, rank intervals (``1-2``) or ties (``1=``), a model at
 chance not ranked), code a SQL view cannot run. So whenever scores change (a run, a merge, a
 migration) robench stores the ranks of every table in the ``ranks`` table, computed from the
-rows the site and ``robench results`` rank: each data set's scores in the configuration its
-table shows, helper models left out, each metric's section ranking its rows. The
-``leaderboard`` view joins them: a model has the same rank there, in ``robench results``, on
-the site and on its badge; a helper model is not in the view; a metric whose section gives no
+rows the views show: each data set's scores in each configuration (``--config`` can show
+any), helper models left out, each metric's section ranking its rows, and the whole of what
+the section says of a row (``ranks.ranking``: rank interval, pair verdicts, rule). The
+``leaderboard`` view joins them, and ``robench results`` reads them
+(:func:`robench.present.leaderboard.attach_ranks`): no view ranks again; a helper model is not in the view; a metric whose section gives no
 ranks (purity-ratio without an interval, for one) has no rank.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import json
 from collections import defaultdict
 
 from robench.metric_kit import without_helpers
 from robench.process.provenance import utc_now
-from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 
 #: Columns of a ``ranks`` row, in the table's order.
 COLUMNS = ("dataset", "metric", "clusterer", "model", "configuration", "rank", "tied",
-           "rank_interval", "n_ranked", "unranked", "rule", "computed_at")
+           "rank_interval", "n_ranked", "unranked", "rule", "ranking", "computed_at")
+
+#: The stored tables a view reads instead of ranking
+#: (:func:`robench.present.leaderboard.reading_stored_ranks`); None: ranks are computed.
+STORED: contextvars.ContextVar = contextvars.ContextVar("stored_ranks", default=None)
+
+
+@contextlib.contextmanager
+def computing_ranks():
+    """Within it, :func:`robench.present.leaderboard.rank_table` ranks (what is stored here),
+    also inside a view's :func:`~robench.present.leaderboard.reading_stored_ranks`."""
+    token = STORED.set(None)
+    try:
+        yield
+    finally:
+        STORED.reset(token)
+
+
+#: The keys of a section's ``ranks`` row that say which row it is (not part of its ranking).
+IDENTITY = ("model", "clusterer", "score")
 
 
 def table_rows(store) -> list:
-    """Return the score rows the leaderboard ranks: chosen configuration, helpers left out."""
+    """Return the score rows the views rank: every configuration, helpers left out."""
 
-    labels = {i: row.get("label") or i for i, row in store.configurations().items()}
-    labels.setdefault(LEGACY, LEGACY_LABEL)
-    rows, _ = table_configurations(store.scores(), labels, resolve(None, labels))
-    return without_helpers(rows, store.helper_models())
+    return without_helpers(store.scores(), store.helper_models())
 
 
 def compute_ranks(rows: list, registry) -> list:
     """Return a ``ranks`` row for each headline score its metric's section ranks in ``rows``.
 
-    ``rows`` are whole tables (:func:`table_rows`): a rank is relative to its table.
+    ``rows`` are whole tables (:func:`table_rows`): a rank is relative to its table, one table
+    per data set, metric and configuration. A row's ``ranking`` is what the section says of it,
+    whole (its rank, rank interval, pair verdicts, rule, ... minus :data:`IDENTITY`) and
+    ``n_ranked``: the object every view shows.
     """
     sections = {m.name: m.leaderboard for m in registry.all("metrics")
                 if m.leaderboard is not None}
     tables: dict = defaultdict(list)
     for r in rows:
-        tables[(r["dataset"], r["metric"])].append(r)
+        tables[(r["dataset"], r["metric"], r.get("configuration"))].append(r)
     now = utc_now()
     out = []
-    for (dataset, metric), mine in sorted(tables.items()):
+    for (dataset, metric, configuration), mine in sorted(tables.items(), key=repr):
         ranks = getattr(sections.get(metric), "ranks", None)
         if ranks is None:
             continue
-        configuration = {(r["model"], r.get("clusterer") or ""): r.get("configuration")
-                         for r in mine if r["score"] == metric}
         try:
-            found = [x for x in ranks(mine) if isinstance(x, dict) and x.get("score") == metric]
+            with computing_ranks():
+                found = [x for x in ranks(mine)
+                         if isinstance(x, dict) and x.get("score") == metric]
         except Exception:  # noqa: BLE001 - a plugin's ranking that fails ranks nothing here
             continue  # (the site shows that section's failure; a run or merge goes on)
         ranked: dict = defaultdict(int)
         for x in found:
             ranked[x.get("clusterer") or ""] += x.get("rank") is not None
+        value = {(r["model"], r.get("clusterer") or ""): r.get("value")
+                 for r in mine if r["score"] == metric}
         for x in found:
             clusterer = x.get("clusterer") or ""
+            ranking = {k: v for k, v in x.items() if k not in IDENTITY}
+            ranking["n_ranked"] = ranked[clusterer]
+            ranking.setdefault("value", value.get((x["model"], clusterer)))
             out.append({"dataset": dataset, "metric": metric, "clusterer": clusterer,
-                        "model": x["model"],
-                        "configuration": configuration.get((x["model"], clusterer)),
+                        "model": x["model"], "configuration": configuration,
                         "rank": x.get("rank"), "tied": int(bool(x.get("tied"))),
                         "rank_interval": x.get("rank_interval"),
                         "n_ranked": ranked[clusterer], "unranked": x.get("unranked"),
-                        "rule": x.get("rule"), "computed_at": now})
+                        "rule": x.get("rule"),
+                        "ranking": json.dumps(ranking, sort_keys=True, default=str),
+                        "computed_at": now})
     return out
 
 
@@ -80,7 +108,7 @@ def refresh_ranks(store, registry) -> int:
     kept = [c for c in COLUMNS if c != "computed_at"]
 
     def plain(rs):
-        return sorted(tuple(str(r[c]) for c in kept) for r in rs)
+        return sorted(tuple(str(r.get(c)) for c in kept) for r in rs)
 
     stored = store._select("SELECT * FROM ranks", []) if store.db["ranks"].exists() else None
     if stored is not None and plain(stored) == plain(rows):
@@ -92,3 +120,22 @@ def refresh_ranks(store, registry) -> int:
                          f'VALUES ({", ".join("?" * len(COLUMNS))})',
                          [[r[c] for c in COLUMNS] for r in rows])
     return len(rows)
+
+
+#: What a view says where the ranks it shows are not stored.
+NOT_COMPUTED = "ranks not computed: run `robench migrate`"
+
+
+def stored_rankings(store) -> dict:
+    """Return the stored rankings: {(dataset, metric, configuration, clusterer, model):
+    ranking} (the ``ranking`` object of :func:`compute_ranks`, decoded). Empty for a file
+    whose ``ranks`` table predates the ``ranking`` column."""
+    if not store.db["ranks"].exists() or "ranking" not in store.db["ranks"].columns_dict:
+        return {}
+    out = {}
+    for r in store._select("SELECT dataset, metric, configuration, clusterer, model, ranking "
+                           "FROM ranks", []):
+        ranking = r["ranking"]
+        out[(r["dataset"], r["metric"], r["configuration"], r["clusterer"] or "",
+             r["model"])] = json.loads(ranking) if isinstance(ranking, str) else ranking
+    return out

@@ -169,7 +169,9 @@ COLUMNS = {
                          "models shown worse (1-2), one rank when decided",
         "n_ranked": "ranked models in the table",
         "unranked": "why the model has no rank", "rule": "how the table's ranks were decided",
-        "configuration": "the configuration ranked",
+        "configuration": "the configuration ranked (every configuration has its ranks)",
+        "ranking": "everything the metric's section says of the row's rank (rank interval, "
+                   "pair verdicts, rule, n_ranked), as JSON: the object every view shows",
     },
     "leaderboard": {
         "rank": "the model's position by the headline estimate within the table (1 = best; "

@@ -152,6 +152,17 @@ def _to_v2(conn, schema: str) -> None:
                           f"e.g. {problems[0]}; nothing was changed")
 
 
+def _to_v6(conn, schema: str) -> None:
+    """Rebuild ``ranks`` empty with its new key (configuration) and ``ranking`` column: the
+    ranks are recomputed from the scores after the migration (``robench migrate``, or the
+    next write), so no row is carried over."""
+    conn.execute("DROP VIEW IF EXISTS leaderboard")
+    conn.execute("DROP TABLE IF EXISTS ranks")
+    create = next(s for s in _statements(schema)
+                  if re.match(r"CREATE TABLE IF NOT EXISTS ranks\b", s, re.I))
+    conn.execute(create)
+
+
 #: (version produced, summary, step(conn, schema)). A step runs after the current SCHEMA's
 #: missing tables were created, so it may fill new tables; it must not assume columns added
 #: by later steps.
@@ -169,6 +180,8 @@ MIGRATIONS: list[tuple[int, str, Callable]] = [
     (5, "ranks table (the ranks the site shows, stored when scores change); the leaderboard "
         "view reads them instead of ranking by value, and leaves helper models out",
      lambda conn, schema: conn.execute("DROP VIEW IF EXISTS leaderboard")),
+    (6, "ranks stored per configuration with the whole ranking of each row (ranks.ranking: "
+        "interval, pair verdicts, rule); every view reads them, none ranks again", _to_v6),
 ]
 #: The schema version this robench writes.
 CURRENT = MIGRATIONS[-1][0]

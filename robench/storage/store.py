@@ -279,8 +279,10 @@ CREATE TABLE IF NOT EXISTS ranks (
     n_ranked INTEGER,  -- ranked models in the table
     unranked TEXT,
     rule TEXT,  -- how the table's ranks were decided
+    ranking TEXT,  -- JSON: all the section says of the row (rank_best/worst, interval, its
+                   -- pair verdicts, rule, ...), the object every view shows
     computed_at TEXT,
-    PRIMARY KEY (dataset, metric, clusterer, model)
+    PRIMARY KEY (dataset, metric, configuration, clusterer, model)
 );
 CREATE VIEW IF NOT EXISTS leaderboard AS
     -- one row per model of each ranked table (helpers left out): its headline score in the
@@ -300,6 +302,7 @@ CREATE VIEW IF NOT EXISTS leaderboard AS
     JOIN ranks r
       ON r.dataset = s.dataset AND r.metric = s.metric
      AND r.clusterer = COALESCE(s.clusterer, '') AND r.model = s.model
+     AND r.configuration IS s.configuration
     WHERE s.score = s.metric AND s.value IS NOT NULL;
 CREATE VIEW IF NOT EXISTS trial_summary AS
     -- per (dataset, model, clusterer, protocol, kind): how many trials, how they went
@@ -336,7 +339,7 @@ JSON_COLUMNS = {
     "conflicts": ("columns", "incoming"),
     "merged_sources": (),
     "verifications": ("plugin_versions", "trials"),
-    "ranks": (),
+    "ranks": ("ranking",),
 }
 
 #: Per table, the JSON column where data of a protocol's own belongs (named when refusing a

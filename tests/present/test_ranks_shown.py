@@ -11,7 +11,9 @@ from click.testing import CliRunner
 from robench.cli import cli
 from robench.families.source_aware.rho import VERSION
 from robench.families.source_aware.rho import aggregate as aggregate_rho
+from robench.plugins import get_registry
 from robench.present.site import build_site
+from robench.run.ranking import refresh_ranks
 from tests.helpers import save_scores
 from robench.storage.store import Store
 
@@ -49,6 +51,7 @@ def db(tmp_path):
     store = Store(path)
     run_id = store.start_run(command="robench run", seed=0, config={}, plugin_versions={})
     save_scores(store, scores, run_id, {"rho": (VERSION, "rho")})
+    refresh_ranks(store, get_registry())  # as a run does once its scores are stored
     store.finish_run(run_id, "ok", n_ok=1)
     store.close()
     return path

@@ -132,7 +132,12 @@ def test_a_database_from_before_configurations_migrates_and_shows_its_scores(tmp
     assert {c for (c,) in conn.execute("SELECT configuration FROM scores")} == {"legacy"}
     conn.close()
     out = json.loads(run("results", "--db", str(db), "--format", "json").output)
+    assert {(r.get("ranking") or {}).get("unranked") for r in out if r["score"] == "rho"} == {
+        "ranks not computed: run `robench migrate`"}  # none stored yet
+    assert "up to date" in run("migrate", "--db", str(db)).output  # ... which stores them
+    out = json.loads(run("results", "--db", str(db), "--format", "json").output)
     assert {(r["model"], r["score"]) for r in out} == {(m, s) for _, m, s, _ in before}
+    assert any((r.get("ranking") or {}).get("rank_interval") for r in out)
     assert {r["configuration"] for r in out} == {"legacy"}
     rho = run("results", "--db", str(db), "--metric", "rho").output
     assert "digits / rho: configuration legacy" in rho and "svm" in rho and "0.811" in rho
