@@ -21,7 +21,7 @@ from robench.present.formatting import is_finite, percent
 from robench.present.skips import summarize_skips
 from robench.storage.store import Store
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
-from robench.run.ranking import STORED as _STORED
+from robench.run.ranking import NOT_COMPUTED, STORED as _STORED, stored_rankings
 from robench.stats.ranks import rank_models
 from robench.stats.sequential import PRECISION
 
@@ -92,8 +92,6 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
 def _stored_tables(store: Store) -> list:
     """Return the stored ranks as tables: [{model: (value, ranking)}], one per data set,
     metric, configuration and clusterer."""
-    from robench.run.ranking import stored_rankings
-
     tables: dict = defaultdict(dict)
     for (dataset, metric, configuration, clusterer, model), ranking in \
             stored_rankings(store).items():
@@ -122,8 +120,6 @@ def _read_stored(tables: list, rows: list) -> dict:
     """Return :func:`rank_table`'s answer for ``rows`` from the stored table of the same models
     and values (else one holding them with those values); where none is stored, every row
     unranked saying so."""
-    from robench.run.ranking import NOT_COMPUTED
-
     models = {r["model"] for r in rows}
 
     def agrees(table):
@@ -222,8 +218,6 @@ def attach_ranks(store: Store, rows: list, sections: dict) -> None:
     ranked metric ``{"rank": None, "unranked": NOT_COMPUTED}``
     (:data:`robench.run.ranking.NOT_COMPUTED`: run ``robench migrate``).
     """
-    from robench.run.ranking import NOT_COMPUTED, stored_rankings
-
     stored = stored_rankings(store)
     for r in rows:
         if r.get("score") != r["metric"]:
