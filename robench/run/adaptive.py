@@ -49,7 +49,7 @@ from robench.stats.intervals import mean_interval
 
 #: The decision rule's name, stored with every score (and in its inputs fingerprint): paired
 #: delta-method differences, Hall's skew correction, Bonferroni over the looks.
-RULE = "all-pairs-balanced-t-or-betting-holm-bonferroni"
+RULE = "all-pairs-skew-corrected-t-holm-bonferroni-over-looks"
 
 
 def paired_metrics(metrics: list, registry) -> list:
@@ -615,7 +615,8 @@ def _per_repeat(store, groups: list, n: int, values: Callable) -> dict:
     :attr:`PairedComparison.values` (for rho: the exclusive accuracy as x, the inclusive as
     i; a model without any i is a plain mean, i = 1), NaN where a model's repeat was not run
     (it stopped earlier) or its trial failed. ``cycle``: the balanced design's cycle when
-    every trial with one recorded the same (None otherwise: the betting test); ``chance``,
+    every trial with one recorded the same (None otherwise: independent repeats, the same
+    skew-corrected t over every shared repeat); ``chance``,
     ``basis``: the chance accuracy of the test sets (1/classes, or the majority-class rate
     where higher, :func:`robench.stats.ranks.chance_level`).
     """

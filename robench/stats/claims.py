@@ -547,8 +547,8 @@ class OrderingPart:
     ``xa, ia, xb, ib``: per repeat index the numerator and denominator of each side's ratio
     of means (a mean: denominator 1), NaN where missing; both sides share the repeat's
     partitions (or reference model), so :func:`robench.stats.paired.shows_above` decides:
-    Student's t over complete cycles with the balanced design's ``cycle``, the betting test
-    otherwise; ``cycle=1``: i.i.d. units (reference models trained with independent seeds
+    Hall's skew-corrected t over complete cycles with the balanced design's ``cycle``, over
+    every shared repeat otherwise; ``cycle=1``: i.i.d. units (reference models trained with independent seeds
     on repeat r's split, no held-out sources), Student's t over all of them. Called with a
     one-sided level: :data:`HOLDS` when a is shown above b,
     :data:`FAILS` when b is shown above a, :data:`EQUIVALENT` when ``margin`` is given and

@@ -346,7 +346,7 @@ def _details(row: Optional[dict]) -> dict:
 
 def _cycle(models: dict, order: list):
     """Return the balanced design's cycle shared by the models' rho scores (None if any
-    lacks it: the betting test)."""
+    lacks it: independent repeats)."""
     cycles = {(_details(models[m].get("rho")).get("held_out") or {}).get("cycle") for m in order}
     cycle = cycles.pop() if len(cycles) == 1 else None
     return cycle if isinstance(cycle, int) and cycle >= 2 else None
