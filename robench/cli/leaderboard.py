@@ -20,10 +20,13 @@ from robench.storage.store import Store
               type=click.Path(file_okay=False), help="Directory of the static site.")
 @click.option("--top", default=20, show_default=True, type=click.IntRange(min=1),
               help="Models per data set on the index; every model is on the data set's page.")
+@click.option("--title", default=None, metavar="TEXT",
+              help="The site's title on every page (default: 'robench leaderboard'; a board's "
+                   "`robench publish build` uses its leaderboard.json title).")
 @config_option
 @db_option
 @friendly_errors
-def leaderboard(out_dir, top, config, db_path):
+def leaderboard(out_dir, top, title, config, db_path):
     """Build the static leaderboard site from the stored scores.
 
     Writes index.html (an overview per data set), a page per data set and per model,
@@ -37,6 +40,7 @@ def leaderboard(out_dir, top, config, db_path):
     \b
     Example:
       robench leaderboard --out leaderboard --top 10 && open leaderboard/index.html
+      robench leaderboard --title "Digits robustness, lab runs"
     """
     from robench.present.site import build_site
 
@@ -47,7 +51,8 @@ def leaderboard(out_dir, top, config, db_path):
                                  "id, a label or 'legacy'", param_hint="--config")
     out = Path(out_dir)
     with Store(db_path, readonly=True) as store:
-        path = build_site(store, out, top=top, config=config)
+        path = build_site(store, out, top=top, config=config,
+                          **({"title": title} if title is not None else {}))
     pages = {sub: len(list((out / sub).glob("*.html"))) for sub in ("datasets", "models")}
     click.echo(f"wrote {path}: {pages['datasets']} datasets, {pages['models']} models "
                f"({out / 'methods.html'}, {out / 'scores.json'})")

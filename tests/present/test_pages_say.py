@@ -63,6 +63,23 @@ def test_the_boards_title_is_the_sites_title(tmp_path):
     assert f"<h1>{DEFAULT_TITLE}</h1>" in (tmp_path / "plain" / "index.html").read_text()
 
 
+def test_the_leaderboard_command_takes_a_title(tmp_path):
+    """`robench leaderboard --title` is the site's title; without it, the default."""
+    from click.testing import CliRunner
+
+    from robench.cli import cli
+
+    db = tmp_path / "r.db"
+    _filled(db, _rho("svm", 0.9) + _rho("mlp", 0.8)).close()
+    res = CliRunner().invoke(cli, ["leaderboard", "--db", str(db), "--out", str(tmp_path / "s"),
+                                   "--title", "Lab <runs>"])
+    assert res.exit_code == 0, res.output
+    assert "<h1>Lab &lt;runs&gt;</h1>" in (tmp_path / "s" / "index.html").read_text()
+    res = CliRunner().invoke(cli, ["leaderboard", "--db", str(db), "--out", str(tmp_path / "d")])
+    assert res.exit_code == 0, res.output
+    assert "<h1>robench leaderboard</h1>" in (tmp_path / "d" / "index.html").read_text()
+
+
 # --- no winner without a competitor ---------------------------------------------------------
 
 
