@@ -21,6 +21,7 @@ from robench.exchange import publish
 from robench.exchange.verify import difference_text
 from robench.storage.content import first_difference
 from robench.storage.verification import PIPELINE
+from tests.exchange.boards import edit
 
 #: A default contribution (every default metric, purity-ratio included), kept small: one
 #: data set and model, 2 repeats, 2 epochs, a 3-model purity-ratio zoo with a CNN in it.
@@ -38,16 +39,6 @@ def two_threads() -> dict:
     env = {k: v for k, v in os.environ.items() if k != "ROBENCH_TORCH_THREADS"}
     env.update(OMP_NUM_THREADS="2", MKL_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2")
     return env
-
-
-def edit(path, sql: str) -> None:
-    """Run ``sql`` on the database at ``path`` and close it (its bytes are then the file's)."""
-    conn = sqlite3.connect(path)
-    try:
-        with conn:
-            conn.execute(sql)
-    finally:
-        conn.close()
 
 
 def digest(path: Path) -> str:
