@@ -208,11 +208,22 @@ PHONE, DESKTOP = 390, 1400
 @pytest.fixture(scope="module")
 def docs_site(tmp_path_factory):
     """The site of tests/fixtures/docs.db: a real run of every built-in family on digits, with
-    a helper model (the purity-ratio zoo's zoo-mlp-narrow) and a data-set-level score."""
+    a helper model (the purity-ratio zoo's zoo-mlp-narrow) and a data-set-level score; migrated
+    first, as a user would (`robench migrate` stores the ranks an older file lacks)."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from robench.cli import cli
     from robench.plugins import make_registry
 
-    out = tmp_path_factory.mktemp("docs-site") / "site"
-    with Store(DOCS_DB, readonly=True) as store:
+    tmp = tmp_path_factory.mktemp("docs-site")
+    db = tmp / "docs.db"
+    shutil.copyfile(DOCS_DB, db)
+    res = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    out = tmp / "site"
+    with Store(db, readonly=True) as store:
         build_site(store, out, registry=make_registry(load_entrypoints=False))
     return out
 
