@@ -399,6 +399,8 @@ POLL_SECONDS = 5.0
 #: Seconds the driver waits with no Dask worker connected before it records the trials it
 #: waits for as failed (a cluster whose workers all died is not restarted by robench).
 NO_WORKER_SECONDS = 60.0
+#: How often a trial suspected of killing its Dask worker is run alone before it is failed.
+SUSPECT_TRIES = 2
 
 
 def chunk_size(n_trials: int, workers: int) -> int:
@@ -537,21 +539,31 @@ class DaskExecutor(Executor):
                     for spec in chunk:
                         yield failed_row(spec, f"{type(exc).__name__} on the Dask cluster: {exc}")
             for spec in suspects:
-                fut = self._submit([spec], retry=True)
-                futures[fut] = [spec]
-                for _, _, result, exc in self._as_finished({fut: [spec]}, retry=True):
-                    if exc is None:
-                        yield from result
-                    elif isinstance(exc, _NoProgress):
-                        yield failed_row(spec, f"the Dask worker running this trial died or "
-                                         f"hung, and the retry made no progress: {exc}")
-                    else:
-                        yield failed_row(spec, f"{type(exc).__name__}: the Dask worker running "
-                                         f"this trial died (killed or out of memory): {exc}")
+                yield self._retry_alone(spec, futures)
         finally:
             for fut in futures:
                 if not fut.done():
                     fut.cancel()
+
+    def _retry_alone(self, spec: dict, futures: dict) -> dict:
+        """Return the row of a suspect trial run alone, tried up to :data:`SUSPECT_TRIES`
+        times: a worker still dying or restarting from the culprit before it can take the
+        next task (seen under load) is not this trial's fault, while a culprit kills every
+        worker it is given."""
+        for attempt in range(1, SUSPECT_TRIES + 1):
+            fut = self._submit([spec], retry=attempt)
+            futures[fut] = [spec]
+            for _, _, result, exc in self._as_finished({fut: [spec]}, retry=True):
+                if exc is None:
+                    return result[0]
+                if isinstance(exc, _NoProgress):
+                    return failed_row(spec, f"the Dask worker running this trial died or "
+                                      f"hung, and the retry made no progress: {exc}")
+                if attempt == SUSPECT_TRIES:
+                    return failed_row(spec, f"{type(exc).__name__}: the Dask worker running "
+                                      f"this trial died (killed or out of memory) each of "
+                                      f"{SUSPECT_TRIES} times it ran alone: {exc}")
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _as_finished(self, futures: dict, retry: bool = False):
         """Yield (future, chunk, rows, exception) as tasks finish; give a task up (a
@@ -597,9 +609,11 @@ class DaskExecutor(Executor):
                 yield fut, chunk, None, stuck
             waiting.clear()
 
-    def _submit(self, chunk: list, retry: bool = False):
+    def _submit(self, chunk: list, retry: int = 0):
+        # a retry's try number is in its key: Dask would hand back a finished task of the
+        # same key instead of running it again
         key = (f"trials-{self._token}-{chunk[0]['key']}-{len(chunk)}"
-               + ("-retry" if retry else ""))
+               + (f"-retry{int(retry)}" if retry else ""))
         return self._client.submit(execute_trials_on_worker, chunk, self.recipe,
                                    str(cache_dir()), self.trial_timeout, key=key, pure=False)
 
