@@ -69,40 +69,40 @@ def unranked_reason(value, details: dict) -> Optional[str]:
     return None
 
 
-def leaderboard_tables(rows: list) -> dict:
-    """Return the leaderboard context of one data set's purity-ratio score rows (dicts)."""
+#: The sub-scores shown beside purity-ratio in its model table.
+COLUMNS = ("model_acc", "p_purity_kmeans", "p_purity_multicut", "p_acc_kmeans",
+           "p_acc_multicut", "p_acc_combined", "delta", "corruption_robustness",
+           "acc_corrupted_all")
 
-    models = scores_by_model(rows, METRIC)
-    if not models:
-        return {}
-    zoo = models.pop(ZOO_MODEL, {})
-    table = []
-    for model, sc in models.items():
-        head = sc.get(METRIC) or {}
-        details = head.get("details") if isinstance(head.get("details"), dict) else {}
-        g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-        reason = (details.get("interval") or {}).get("reason") if isinstance(
-            details.get("interval"), dict) else None
-        text, note = interval_text(head.get("ci_low"), head.get("ci_high"),
-                                   reason=reason or ("no interval: one reference model, no "
-                                                     "repeats (metric version before 4)"),
-                                   floor=0.0)
-        table.append({
-            "model": model, "value": head.get("value"), "ci_low": head.get("ci_low"),
-            "ci_high": head.get("ci_high"), "interval": text, "interval_note": note,
-            "n": head.get("n"), "higher_is_better": True,
-            "zoo_member": bool(details.get("zoo_member")),
-            "samples": purity_samples(details), "cycle": None,
-            # the zoo's helper models are trained for the validation's correlations: shown,
-            # never ranked among the models a user asked for (nor counted in their ranks)
-            "unranked": ("a helper of the validation's model zoo: shown, never ranked"
-                         if details.get("zoo_member")
-                         else unranked_reason(head.get("value"), details)),
-            "note": why_not(details),
-            **{k: g(k) for k in ("model_acc", "p_purity_kmeans", "p_purity_multicut",
-                                 "p_acc_kmeans", "p_acc_multicut", "p_acc_combined", "delta",
-                                 "corruption_robustness", "acc_corrupted_all")},
-        })
+
+def _model_row(model: str, sc: dict) -> dict:
+    """Return one model's row of the purity-ratio table from its {score: row}."""
+    head = sc.get(METRIC) or {}
+    details = head.get("details") if isinstance(head.get("details"), dict) else {}
+    reason = (details.get("interval") or {}).get("reason") if isinstance(
+        details.get("interval"), dict) else None
+    text, note = interval_text(head.get("ci_low"), head.get("ci_high"),
+                               reason=reason or ("no interval: one reference model, no "
+                                                 "repeats (metric version before 4)"),
+                               floor=0.0)
+    return {
+        "model": model, "value": head.get("value"), "ci_low": head.get("ci_low"),
+        "ci_high": head.get("ci_high"), "interval": text, "interval_note": note,
+        "n": head.get("n"), "higher_is_better": True,
+        "zoo_member": bool(details.get("zoo_member")),
+        "samples": purity_samples(details), "cycle": None,
+        # the zoo's helper models are trained for the validation's correlations: shown,
+        # never ranked among the models a user asked for (nor counted in their ranks)
+        "unranked": ("a helper of the validation's model zoo: shown, never ranked"
+                     if details.get("zoo_member")
+                     else unranked_reason(head.get("value"), details)),
+        "note": why_not(details),
+        **{k: (sc.get(k) or {}).get("value") for k in COLUMNS},
+    }
+
+
+def _validation_tables(zoo: dict) -> list:
+    """Return the zoo's correlation tables (corruption, adversarial) by indicator and target."""
     pairs: dict = {}
     for name, r in zoo.items():
         kind, _, rest = name.partition("|")
@@ -111,7 +111,7 @@ def leaderboard_tables(rows: list) -> dict:
             cell = pairs.setdefault(ind, {}).setdefault(target, {})
             cell[kind], cell["n"] = r.get("value"), r.get("n")
     targets_all = sorted({t for d in pairs.values() for t in d}, key=target_order)
-    validation_tables = []
+    tables = []
     for title, cols in (("corruption robustness (ACC*/ACC_clean; overall and per severity)",
                          [t for t in targets_all if t.startswith("corruption")]),
                         ("adversarial robustness (relative robust accuracy per attack and eps)",
@@ -122,10 +122,20 @@ def leaderboard_tables(rows: list) -> dict:
                   "n": max((c.get("n") or 0) for c in pairs[ind].values()),
                   "cells": [pairs[ind].get(c, {}) for c in cols]}
                  for ind in INDICATORS if ind in pairs]
-        validation_tables.append({"title": title, "columns": cols, "rows": vrows})
+        tables.append({"title": title, "columns": cols, "rows": vrows})
+    return tables
+
+
+def leaderboard_tables(rows: list) -> dict:
+    """Return the leaderboard context of one data set's purity-ratio score rows (dicts)."""
+    models = scores_by_model(rows, METRIC)
+    if not models:
+        return {}
+    zoo = models.pop(ZOO_MODEL, {})
     val = zoo.get("validation") or {}
     holds = zoo.get("validation_holds") or {}
-    return {"models": table, "validation": validation_tables,
+    return {"models": [_model_row(model, sc) for model, sc in models.items()],
+            "validation": _validation_tables(zoo),
             "validation_note": why_not(val.get("details") or {}),
             "verdict": holds.get("details") or None}
 

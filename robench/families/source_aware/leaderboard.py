@@ -100,6 +100,30 @@ def at_chance(rho: dict, inclusive: dict) -> Optional[str]:
                          interval_reason=(inc_details.get("interval") or {}).get("reason"))
 
 
+def _rho_row(model: str, parts: dict) -> dict:
+    """Return one model's row of a rho table from its {sub-score: score row}."""
+    rho = parts["rho"]
+    acc_x = (parts.get("acc_exclusive") or {}).get("value")
+    acc_i = (parts.get("acc_inclusive") or {}).get("value")
+    acc_r = (parts.get("acc_random") or {}).get("value")
+    inc = parts.get("acc_inclusive") or {}
+    details = rho.get("details") if isinstance(rho.get("details"), dict) else {}
+    text, note = interval_text(rho["ci_low"], rho["ci_high"], floor=0.0,
+                               reason=(details.get("interval") or {}).get("reason")
+                               or details.get("missing"))
+    held_out = details.get("held_out")
+    return {"model": model, "value": rho["value"], "ci_low": rho["ci_low"],
+            "ci_high": rho["ci_high"], "interval": text, "interval_note": note, "n": rho["n"],
+            "adaptive": _adaptive(rho), "higher_is_better": rho["higher_is_better"],
+            "samples": rho_samples(details),
+            "cycle": held_out.get("cycle") if isinstance(held_out, dict) else None,
+            "unranked": at_chance(rho, inc), "acc_exclusive": acc_x, "acc_inclusive": acc_i,
+            "acc_random": acc_r, "acc_inclusive_low": inc.get("ci_low"),
+            "acc_inclusive_high": inc.get("ci_high"), "bar": _interval_bar(acc_x, acc_i),
+            "random_mark": (round(min(max(acc_r * 100, 0.0), 100.0), 2)
+                            if is_finite(acc_r) else None)}
+
+
 def rho_tables(scores: list) -> list:
     """Return one ranked table per clusterer from the rho metric's sub-scores.
 
@@ -119,43 +143,8 @@ def rho_tables(scores: list) -> list:
 
     by_clusterer: dict = defaultdict(list)
     for (clusterer, model), parts in by_group.items():
-        rho = parts.get("rho")
-        if rho is None:
-            continue
-        acc_x = (parts.get("acc_exclusive") or {}).get("value")
-        acc_i = (parts.get("acc_inclusive") or {}).get("value")
-        acc_r = (parts.get("acc_random") or {}).get("value")
-        inc = parts.get("acc_inclusive") or {}
-        details = rho.get("details") if isinstance(rho.get("details"), dict) else {}
-        text, note = interval_text(rho["ci_low"], rho["ci_high"], floor=0.0,
-                                   reason=(details.get("interval") or {}).get("reason")
-                                   or details.get("missing"))
-        by_clusterer[clusterer].append(
-            {
-                "model": model,
-                "value": rho["value"],
-                "ci_low": rho["ci_low"],
-                "ci_high": rho["ci_high"],
-                "interval": text,
-                "interval_note": note,
-                "n": rho["n"],
-                "adaptive": _adaptive(rho),
-                "higher_is_better": rho["higher_is_better"],
-                "samples": rho_samples(details),
-                "cycle": (details.get("held_out") or {}).get("cycle")
-                if isinstance(details.get("held_out"), dict) else None,
-                "unranked": at_chance(rho, inc),
-                "acc_exclusive": acc_x,
-                "acc_inclusive": acc_i,
-                "acc_random": acc_r,
-                "acc_inclusive_low": inc.get("ci_low"),
-                "acc_inclusive_high": inc.get("ci_high"),
-                "bar": _interval_bar(acc_x, acc_i),
-                "random_mark": (
-                    round(min(max(acc_r * 100, 0.0), 100.0), 2) if is_finite(acc_r) else None
-                ),
-            }
-        )
+        if parts.get("rho") is not None:
+            by_clusterer[clusterer].append(_rho_row(model, parts))
     tables = []
     for clusterer, rows in sorted(by_clusterer.items()):
         ranked = rank_table(rows, margin=equivalence_margin("rho", MARGIN))
@@ -253,23 +242,27 @@ def adequacy_tables(rows: list) -> list:
     for s in rows:
         if s["metric"] == ADEQUACY:
             groups[(s["model"], s["clusterer"] or "")][s["score"]] = s
-    out = []
-    for (model, clusterer), sc in sorted(groups.items()):
-        details = (sc.get("worst_class_rho") or {}).get("details") or {}
-        table = [t for t in details.get("table") or [] if isinstance(t, dict)]
-        if not table:
-            continue
-        readings = [((sc.get(f"enough_{kind}") or {}).get("details") or {}).get("reading")
-                    for kind in ("inclusive", "exclusive")]
-        classes = [c for c in details.get("ranking") or []
-                   if isinstance(c, dict) and c.get("rho") and c["rho"][-1] is not None][:3]
-        for t in table:
-            t["interval"], t["interval_note"] = size_interval(sc, t)
-        out.append({"model": model, "clusterer": clusterer or "(none)", "table": table,
-                    "readings": [r for r in readings if r],
-                    "classes": [{"class": c.get("class"), "rho": c["rho"][-1],
-                                 "reading": c.get("reading", "")} for c in classes]})
-    return out
+    tables = (_adequacy_table(model, clusterer, sc)
+              for (model, clusterer), sc in sorted(groups.items()))
+    return [t for t in tables if t is not None]
+
+
+def _adequacy_table(model: str, clusterer: str, sc: dict) -> Optional[dict]:
+    """Return one (model, clusterer)'s adequacy entry from its {score: row}, or None."""
+    details = (sc.get("worst_class_rho") or {}).get("details") or {}
+    table = [t for t in details.get("table") or [] if isinstance(t, dict)]
+    if not table:
+        return None
+    readings = [((sc.get(f"enough_{kind}") or {}).get("details") or {}).get("reading")
+                for kind in ("inclusive", "exclusive")]
+    classes = [c for c in details.get("ranking") or []
+               if isinstance(c, dict) and c.get("rho") and c["rho"][-1] is not None][:3]
+    for t in table:
+        t["interval"], t["interval_note"] = size_interval(sc, t)
+    return {"model": model, "clusterer": clusterer or "(none)", "table": table,
+            "readings": [r for r in readings if r],
+            "classes": [{"class": c.get("class"), "rho": c["rho"][-1],
+                         "reading": c.get("reading", "")} for c in classes]}
 
 
 def size_interval(scores: dict, entry: dict) -> tuple:
