@@ -1,30 +1,12 @@
-"""Coverage testing (Mani et al., 2019): test-set quality in a model's feature space, covariate
-shift, and coverage-guided test generation.
+"""Coverage testing (Mani et al., 2019): the ``coverage`` protocol.
 
-One trial = one reference model of a (dataset, model) and everything computed from it. A
-combination has ``repeats`` trials (default 3), so the score has a spread over retraining:
-
-1. repeat 0: the reference split and model of the purity-ratio protocol (same split, seed,
-   training budget and cache key, so the two metrics share one trained model); repeat r > 0:
-   the same recipe with the seed :func:`repeat_seed` (another stratified split, another
-   initialisation and batch order, its own cached model);
-2. its confidence calibrated (``confidence=calibrated``, the default): one temperature fitted
-   by NLL on the validation split carved from the training part (never the test split),
-   :func:`robench.families.coverage.science.fit_temperature`; every probability below is
-   the calibrated one, so no result depends on the scale of the model's logits;
-3. the coverage layer (:func:`robench.families.coverage.science.feature_space`: last convolutional block, or
-   the penultimate layer) of the training (fit) rows and of the test split;
-4. EP, CP, BC, PBC of the test split (and CP, BC of the training rows, for reference), with
-   centroids and radii from the training features;
-5. covariate shift per class (GMM + Jensen-Shannon, with a no-shift baseline);
-6. every (mix, size) coverage-guided set, generated from the test split's centroid and
-   boundary points and classified by the model's own head;
-7. image data sets, repeat 0 only: a decoder from coverage features to images trained on the
-   training rows, its legibility check on the test split, and one strip of decoded examples
-   per mix.
-
-A model without a usable feature space and head (the RBF SVM) is not trained: the trial
-records why coverage does not apply.
+One trial = one reference model of a (dataset, model, repeat) and everything computed from it
+(docs/coverage.md): repeat 0 shares the purity-ratio protocol's model, repeat r > 0 uses
+:func:`repeat_seed`; the confidence is calibrated on the validation split (never the test
+split); EP, CP, BC, PBC and the covariate shift are read in the coverage layer; every (mix,
+size) coverage-guided set is generated and classified by the model's own head; on image data
+sets repeat 0 also trains a decoder for the strips. A model without a usable feature space and
+head is not trained: the trial records why.
 """
 
 from __future__ import annotations

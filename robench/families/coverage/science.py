@@ -1,50 +1,12 @@
 """Coverage of a model's feature space and coverage-guided test generation (Mani et al., 2019).
 
-Everything here is a pure function of arrays (plus a seed), so it is tested on hand-made
-feature sets; :mod:`robench.families.coverage.protocol` runs it on a trained model.
-
-Feature space
-    The *coverage layer* is the output of the model's last convolutional block (after its
-    ReLU and pooling, flattened) where the model has one, otherwise the penultimate layer (the
-    input of the final linear layer). :func:`feature_space` finds it and pairs it with the
-    model's *own head*: the rest of the network, mapping coverage features to logits.
-
-Calibrated confidence
-    :func:`fit_temperature` fits temperature scaling by NLL on the validation split and
-    :func:`calibrated_space` applies it to the head, so every probability below is
-    calibrated and none depends on the scale of the model's logits (docs/coverage.md).
-
-Test-set quality (paper section 4.2), on the test split's features
-    ``EP_i = ns_i * nc / ns`` (eq. 3). ``CP_i`` = share of class-i test points whose normalized
-    distance to the class-i centroid of the *training* features is at most ``r`` (eq. 4), where
-    the normalized distance is ``||z - c_i|| / R_i`` and ``R_i`` the class's RMS training radius
-    ``sqrt(mean ||z_train - c_i||^2)``. ``BC_i`` = share of class-i test points whose confidence
-    (top softmax probability) is in ``[theta1, theta2]`` (eq. 5). ``PBC_ij`` = share of class-i
-    test points in that band whose most probable class other than i is j, so that
-    ``sum_j PBC_ij = BC_i``.
-
-Covariate shift (paper section 5.2, Figure 3)
-    Per class, a GMM on the training features and one on the test features (both projected on
-    the training features' leading principal components) and their Jensen-Shannon divergence
-    by Monte Carlo, divided by ln 2 so it lies in [0, 1].
-
-Generation (Algorithm 1)
-    Seeds are test points in a class's centroid region (normalized distance <= r) or boundary
-    region. Two boundary rules (``Regions.boundary_rule``):
-
-    * ``"band"`` (robench's first reading, the default until the protocol switches): top
-      softmax probability in [theta1, theta2], the band of BC (eq. 5);
-    * ``"paper"``: Algorithm 1's own rule, lines 2 and 10: "wc_l <- weak class lower
-      boundary confidence value less than theta2" and "bc_i <- boundary condition for i
-      samples i.e. <= wc_l", the *weakly misclassified* points of section 4.1: the
-      probability of the point's **true** class is at most ``wc_l`` (:func:`paper_boundary`).
-      The band rule keeps confident points whose top class is wrong out and admits points
-      whose true class is the top one at 0.6; the paper's rule is about the true class.
-
-    A generated point is a seed plus Gaussian noise
-    shaped like the class's per-coordinate spread, of expected norm ``step * R_i``, accepted
-    only if it is still in its seed's region (else retried with the noise halved); its label is
-    the seed's ground truth.
+Pure functions of arrays (plus a seed), tested on hand-made feature sets;
+:mod:`robench.families.coverage.protocol` runs them on a trained model. docs/coverage.md gives
+the definitions: the coverage layer and its head (:func:`feature_space`), temperature scaling
+(:func:`fit_temperature`), EP, CP, BC and PBC (paper eqs. 3-5, centroids and RMS radii from
+the training features), covariate shift (per-class GMMs, Jensen-Shannon / ln 2), and
+generation (Algorithm 1: seeds in a class's centroid or boundary region, the ``band`` or the
+``paper`` boundary rule, Gaussian steps accepted only inside the seed's region).
 """
 
 from __future__ import annotations

@@ -1,34 +1,12 @@
 """Adversarial robustness of a trained torch classifier: FGSM, PGD and DeepFool over an ε grid.
 
-Choice of library. FGSM and PGD are a few lines of torch and are written here directly: exact
-(no wrapper between the model and its gradient), deterministic, batched, and the ε grid costs
-one pass per ε. DeepFool is an iterative linearisation over the top classes with overshoot,
-easy to get subtly wrong, so it comes from the Adversarial Robustness Toolbox (ART 1.20,
-batched; its only dependencies are numpy, scipy, scikit-learn, six, setuptools and tqdm, so it
-downgrades nothing; torchattacks was rejected because it pins ``requests==2.25.1``).
-
-Threat models (inputs are images in [0, 1]):
-
-* FGSM (Goodfellow et al.): x' = clip(x + ε·sign(∇ₓ loss), 0, 1), L∞ ball of radius ε.
-* PGD (the paper's "PGM", Kurakin et al.'s iterative method): ``steps`` signed-gradient steps
-  of size 2.5·ε/steps from x itself (no random start, so it is deterministic), each projected
-  back onto the L∞ ball of radius ε and onto [0, 1].
-* DeepFool (Moosavi-Dezfooli et al.) finds a small L2 perturbation per input, independent of ε.
-  A sample counts as robust at ε if the model classifies it correctly and DeepFool's
-  perturbation, measured per pixel as ‖δ‖₂/√D (D input values; a perturbation of ±ε on every
-  pixel measures ε), is larger than ε or did not flip the prediction. One DeepFool run
-  therefore gives the whole grid on the same per-pixel scale as the L∞ attacks.
-
-Robust accuracy at ε is the fraction of samples still classified correctly; *relative* robust
-accuracy divides it by the clean accuracy of the same samples (paper eq. 6 with an attack in
-place of a corruption).
-
-Every array is checked finite where it is made: the inputs before attacking, each FGSM/PGD
-loss gradient (``torch.sign`` maps NaN to 0, so a NaN gradient from a diverged model would
-leave the input unperturbed and report clean accuracy as robust accuracy) and each attack's
-adversarial examples (a torch model classifies NaN input without complaint). A non-finite
-value raises :class:`robench.data.boundary.NonFiniteError` naming the attack, ε and the number
-of bad inputs.
+Inputs are images in [0, 1] (docs/clusterability.md gives the threat models and the choice of
+library). FGSM and PGD (``steps`` signed steps of 2.5·ε/steps, no random start) are written
+here; DeepFool comes from the Adversarial Robustness Toolbox and counts a sample robust at ε
+when its L2 perturbation per pixel, ‖δ‖₂/√D, exceeds ε. Relative robust accuracy divides the
+robust accuracy by the clean accuracy of the same samples. Inputs, FGSM/PGD gradients and
+adversarial examples are checked finite (``torch.sign`` maps NaN to 0): a non-finite value
+raises :class:`robench.data.boundary.NonFiniteError` naming the attack, ε and the count.
 """
 
 from __future__ import annotations

@@ -164,51 +164,10 @@ def _mean_adversarial(summaries: list) -> dict:
                 for e in by_eps} for a, by_eps in adv.items()}
 
 
-def repeat_summaries(trials: list) -> dict:
-    """Return {model: {repeat: :func:`model_summary`}} of the successful, applicable trials."""
-    out: dict = {}
-    for model, by_repeat in model_rows(trials).items():
-        for r, row in sorted(by_repeat.items()):
-            if failure(row) is not None or not_applicable(row):
-                continue
-            out.setdefault(model, {})[r] = model_summary(row)
-    return out
-
-
 def summary_values(summary: dict) -> dict:
     """Return {indicator or target name: value} of one summary (:func:`model_summary`)."""
     out = {k: summary["indicators"].get(k) for k in INDICATORS}
     out.update(targets(summary))
-    return out
-
-
-def per_repeat_values(rows: list, dataset: Optional[str] = None) -> dict:
-    """Return {dataset: {model: {repeat: {name: value}}}} from stored purity-ratio score rows.
-
-    Every indicator of :data:`INDICATORS` and every robustness target (``corruption``,
-    ``corruption@sN``, ``<attack>@<eps>``) of every repeat of every model, read from the
-    headline score's ``details["per_repeat"]`` (metric version 4 on): models of a data set
-    that share a repeat share its split and seeds, so values of one repeat pair across
-    models. ``dataset`` restricts it to one data set. Scores without per-repeat values (older
-    versions) are left out. This is what the claims and the validation read per repeat.
-    """
-    out: dict = {}
-    for r in rows:
-        if r.get("metric") != METRIC or r.get("score") != METRIC or r.get("model") == ZOO_MODEL:
-            continue
-        if dataset is not None and r.get("dataset") != dataset:
-            continue
-        details = r.get("details")
-        per = details.get("per_repeat") if isinstance(details, dict) else None
-        if not isinstance(per, dict) or not isinstance(per.get("repeats"), list):
-            continue
-        values = per.get("values") or {}
-        model = out.setdefault(r["dataset"], {}).setdefault(r["model"], {})
-        for j, rep in enumerate(per["repeats"]):
-            if not isinstance(rep, int) or isinstance(rep, bool):
-                continue  # a hostile or damaged row: no repeat to pair by
-            model[rep] = {name: (vals[j] if isinstance(vals, list) and j < len(vals)
-                                      else None) for name, vals in values.items()}
     return out
 
 
@@ -319,7 +278,7 @@ def aggregate(group: dict, trials: list) -> list:
     A model's ``purity-ratio`` is the mean over its repeats of the per-repeat p_purity
     combined (eq. 10), with Student's t interval over the repeats (``details.interval``);
     ``details.per_repeat`` holds every indicator and robustness target of every repeat
-    (:func:`per_repeat_values` reads it), ``details.chance`` the chance level its Model_ACC is
+    , ``details.chance`` the chance level its Model_ACC is
     compared with before it is ranked. Sub-scores are means over the repeats with t intervals.
     The validation across the zoo uses each model's means over its repeats.
     """

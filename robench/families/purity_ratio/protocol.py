@@ -1,37 +1,14 @@
-"""Feature-space clusterability (Ho et al., AAAI 2022): reference models, features, clusterings,
-corruption and adversarial robustness.
+"""Feature-space clusterability (Ho et al., AAAI 2022): the ``clusterability`` protocol.
 
 One trial = one reference model of one (dataset, model, repeat) and everything computed from
-it. A model has R trials (``--repeats``: quick 3, standard 15, paper 100), one per repeat r,
-each with its own key and its own seed :func:`robench.learn.reference_model.reference_seed`
-(the run's seed for repeat 0, an independent derived seed for r > 0, the same as the coverage
-protocol's repeat r, so the two share each trained model). Every model's repeat r uses the
-same seed, hence the same split, k-means initialisation and subsamples: models are compared
-by paired differences over the repeats they share.
-
-1. split: the stratified random split of the repeat's seed (the source-aware protocol's
-   random split of repeat 0 for that seed; validation carved from the training part), so the
-   test split is never used for training or early stopping;
-2. train the model (seeded; torch weights cached on disk by content key) and measure
-   Model_ACC on the clean test split;
-3. penultimate features of the test split (and of a stratified subsample of the training
-   split for the multicut's join model), cached by content key;
-4. k-means with K = number of classes on all test features (the ``kmeans`` clusterer);
-   minimum-cost multicut on the complete graph (knob ``graph``) of (at most ``multicut_cap``)
-   test features with costs learned on training features, distances in their kNN unit (knob
-   ``scale``) and the boundary calibrated on training features (knob ``bias_mode``; see
-   :mod:`robench.learn.multicut`); both stored as contingency tables (cluster x class counts), from
-   which cluster accuracy and purity are computed, with the multicut's ``n_clusters``;
-5. the class-overlap baseline Delta on (at most ``overlap_cap``) test features (eq. 9);
-6. image data sets: accuracy on every registered corruption at 5 severities of a stratified
-   test subsample (``corruption_cap``; the corrupted images are cached and shared by every
-   model), and relative robust accuracy under FGSM, PGD and DeepFool over an ε grid on a
-   stratified test subsample (``attack_cap``; torch models only).
-
-A model without a feature space (``has_features`` False) is not trained: the trial records
-why the scores do not apply. Besides the metric's own model, every data set's *zoo* (profile
-knob ``clusterability.zoo``, see :mod:`robench.families.purity_ratio.zoo`) is planned too, so that the indicators can
-be validated across models (R^2, Kendall tau) by the metric's aggregate.
+it (docs/clusterability.md): the stratified split of the repeat's seed
+(:func:`robench.learn.reference_model.reference_seed`, shared with coverage's repeat r), the
+trained model and its clean Model_ACC, penultimate test features clustered by k-means and a
+minimum-cost multicut (stored as contingency tables), the class-overlap baseline Delta and,
+on image data sets, corruption and adversarial robustness on stratified test subsamples.
+Every model's repeat r shares the seed, so models pair repeat by repeat. A model without a
+feature space is not trained: the trial records why. The data set's zoo
+(:mod:`robench.families.purity_ratio.zoo`) is planned too, for the validation.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
 """The model zoo of the purity-ratio validation: models of clearly different robustness.
 
-The indicator is validated by correlating it with measured robustness *across models of one
-data set*, which needs many models. Registering all of them as robench models would make every
-``robench run --all`` train each of them for every metric (rho alone trains a model 9 times
-per data set), so the extra architectures live here and are trained only by the
-``clusterability`` protocol. A zoo is a list of names (profile knob
-``clusterability.zoo``): a registered model's name (``mlp``, ``cnn-2``, ...; its trial is the
-same trial the purity-ratio metric runs for that model) or one of :data:`ZOO` below.
-
-Every member trains with :class:`robench.learn.train.TorchClassifier` (Adam, early stopping on the
-validation split only) and the profile's training budget.
+The validation correlates the indicator with robustness across many models of one data set;
+the extra architectures live here so that only the ``clusterability`` protocol trains them. A
+zoo (profile knob ``clusterability.zoo``) names registered models or entries of :data:`ZOO`;
+every member trains with :class:`robench.learn.train.TorchClassifier` and the profile's budget.
 """
 
 from __future__ import annotations

@@ -1,36 +1,11 @@
-"""The architectures of the VAE-VGMM paper's CNNs (LeNet, AlexNet, 3conv3fc), Bayesian too.
+"""The VAE-VGMM paper's CNNs (LeNet, AlexNet, 3conv3fc), frequentist and Bayesian.
 
-Everything here imports torch (and, for the Bayesian layers, bayesian-torch): import this
-module only inside model factories, never on the CLI's start-up path.
-
-Architectures follow the code the paper used (Shridhar et al.'s PyTorch Bayesian CNNs, as
-adapted in the paper's repository), which resizes single-channel images to 32x32. robench
-zero-pads 28x28 inputs by 2 pixels to 32x32 instead (as LeNet-5 did with MNIST), so every layer
-has the shape of the paper's code:
-
-* ``lenet``: conv 5x5 6, pool, conv 5x5 16, pool, fc 120, fc 84, linear head.
-* ``alexnet``: conv 11x11/4 64 (pad 5), pool, conv 5x5 192, pool, conv 3x3 384, 256, 256, pool,
-  linear head on the 256-d result (the small-image AlexNet of that code).
-* ``3conv3fc``: conv 5x5 32, pool 3/2, conv 5x5 64, pool 3/2, conv 5x5 128 (pad 1), pool 3/2,
-  fc 1000, fc 1000, linear head.
-
-Frequentist versions use ReLU; Bayesian versions use softplus (paper, section III-D) and
-Bayes-by-Backprop layers with the local reparameterization trick (:class:`LRTConv2d`,
-:class:`LRTLinear`). Penultimate features: the input of the linear head.
-
-Bayesian details (all documented in docs/shifted-cv.md):
-
-* variational posterior q(w) = N(mu, sigma^2) per weight and bias, sigma = softplus(rho),
-  initialised at sigma = 0.01 and mu uniform in +-1/sqrt(fan_in) (torch's default scale), so a
-  network starts close to its frequentist counterpart;
-* Gaussian prior N(0, 1) (bayesian-torch's default prior). Measured on mnist-5k (2,700
-  training images): with the paper code's narrower N(0, 0.22^2) prior and wider initial
-  posterior, the exact KL / N term pulled every mean to zero and Bayesian LeNet stayed at chance
-  for 10 epochs; with N(0, 1) and sigma 0.01 it reached 89% validation accuracy in 10;
-* training loss per mini-batch: cross-entropy (mean) + KL(q || p) / N, N the number of training
-  samples (the ELBO per sample: the KL is weighted by the data set size), KL in closed form;
-* prediction: the mean of the softmax over ``mc_samples`` Monte Carlo forward passes (default
-  :data:`DEFAULT_MC_SAMPLES`); features use the posterior means.
+Imports torch (and, for the Bayesian layers, bayesian-torch): import it only inside model
+factories. docs/shifted-cv.md gives the architectures (the paper code's, on 28x28 inputs
+zero-padded to 32x32), the Bayesian layers (Bayes by Backprop with the local
+reparameterization trick, softplus, prior N(0, 1), initial sigma 0.01), the loss
+(cross-entropy + KL / N) and the prediction (mean softmax over ``mc_samples`` passes).
+Penultimate features are the input of the linear head.
 """
 
 from __future__ import annotations

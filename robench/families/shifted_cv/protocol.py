@@ -1,31 +1,12 @@
 """Shifted K-fold cross-validation (Sun et al., VAE-VGMM; Algorithms 1 and 2) vs random K-fold.
 
-Sub-domains are the run's clusterer's sources with k = K folds (``-c vae-vgmm`` is the paper's
-VAE + variational GMM; ``kmeans`` is a cheap stand-in). Per repeat r (Algorithm 2):
-
-* merge: per class, its K sub-domains are assigned to folds 0..K-1, in their cluster order when
-  ``repeats`` is 1 and in a seeded random order per (repeat, class) when ``repeats`` > 1; fold k
-  is the union over classes of the sub-domains assigned to it. Every class is in every fold and
-  a sub-domain is never split. A class with more than K sub-domains (only the ``oracle``, which
-  returns a data set's true sources) gets sub-domain j in fold j mod K. When the clusterer
-  gives a class fewer than K (the oracle on a data set with fewer true sources), the run uses
-  as many folds as the fewest sub-domains of a class, for the random K-fold too (one fold per
-  sub-domain, as in Algorithm 1), and says so in the scores' details (:func:`fold_plan`);
-  fewer than 2 is skipped while planning, with the reason.
-* random: stratified K-fold (scikit-learn ``StratifiedKFold``, shuffled, seeded per repeat).
-
-Each fold is the test set once. The other folds are split at random, stratified by class, into
-train and validation (``val_fraction``, 20% as in the paper); the model is trained on train and
-early-stops / selects its epoch on validation only. The test fold is read after every epoch by
-an observer callback (``TorchClassifier.epoch_callback``) for the paper's learning curves, and
-once after training for the reported test accuracy; it never influences training.
-
-One more trial per (dataset, clusterer), kind ``wasserstein`` with model ``""``: pairwise
-Wasserstein-1 distances between the K folds in a common latent space (a VAE trained on all
-classes, :mod:`robench.families.shifted_cv.vae`), for the shifted folds and for the random folds (exact earth
-mover's distance with POT, Euclidean ground cost, uniform weights; a fold is subsampled to
-``max_points`` points at random when larger; a distance is reported only if POT's network
-simplex converged, with ``numItermax`` raised tenfold up to 10^8 until it does).
+Sub-domains are the run's clusterer's sources with k = K (docs/shifted-cv.md). Per repeat, the
+shifted folds merge each class's sub-domains into folds (:func:`merge_folds`, :func:`fold_plan`
+for classes with fewer or more than K); the random folds are a seeded stratified K-fold. Each
+fold is the test set once; the rest is split into train and validation (early stopping on
+validation only; the test fold is only observed per epoch for the learning curves). One
+``wasserstein`` trial per (dataset, clusterer), model ``""``, holds the pairwise
+Wasserstein-1 distances between the folds in a common VAE latent space (POT, exact).
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Variational autoencoders: the latent spaces of the ``vae-vgmm`` clusterer and of shifted-cv.
 
-Everything here imports torch, so nothing on the CLI's start-up path may import this module;
-callers import it inside their functions (``robench list`` must not import torch).
-
-Two architectures (Sun et al., section III-C):
-
-* ``conv28`` for single-channel 28x28 images, the paper's (InfoGAN's) architecture: encoder
-  conv 4x4/2 64 + leaky ReLU, conv 4x4/2 128 + batch norm + leaky ReLU, fully connected 1024
-  + batch norm + leaky ReLU, linear to the latent mean and standard deviation; decoder fully
-  connected 1024 + BN + ReLU, fully connected 7x7x128 + BN + ReLU, transposed conv 4x4/2 to
-  14x14x64 + BN + ReLU, transposed conv 4x4/2 to 28x28x1 + sigmoid. The sigmoid is folded into
-  the Bernoulli log-likelihood (``binary_cross_entropy_with_logits``), which is the same
-  objective computed stably.
-* ``mlp`` for every other input: fully connected 512-256 encoder and 256-512 decoder (ReLU).
-
-Inputs in [0, 1] get a Bernoulli decoder (as the paper's code); anything else (e.g. a model's
-features) is standardised per column and gets a unit-variance Gaussian decoder. The encoder's
-standard deviation is softplus(.) + 1e-6 and training uses Adam (lr 1e-3, beta1 0.5), batch 64,
-as the paper's code does. Latent codes are the encoder means, computed in eval mode.
+Imports torch: callers import it inside their functions. Two architectures (docs/shifted-cv.md):
+``conv28`` (the paper's InfoGAN-style one, for single-channel 28x28 images) and ``mlp``.
+Inputs in [0, 1] get a Bernoulli decoder, anything else is standardised per column and gets a
+unit-variance Gaussian one; Adam (lr 1e-3, beta1 0.5), batch 64. Latent codes are the encoder
+means, in eval mode.
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """Dataset adequacy (Kilinc & Uysal, section 5.2): rho as the training set grows.
 
-For every repeat r and kind (inclusive, exclusive) the test partition is *exactly* the
-source-aware protocol's (same seed, repeat and kind: it is computed by
-:func:`robench.families.source_aware.protocol.partition`). The training partition is then cut down to
-nested, stratified subsets: one seeded, stratified ordering of the training partition per
-(seed, repeat, kind) is drawn once, and a subset of size n is its first n samples, so a larger
-subset contains every smaller one. Validation for early stopping is carved from the subset
-(``val_fraction``, stratified), never from the test partition; a size counts fit and
-validation samples together, as the full-size run's "training partition" does. Every subset
-gets as many gradient steps as the full-size run (:func:`scaled_budget`), so the curve measures
-data, not under-training.
-
-The full-size point of the curve *is* the source-aware trial of the same (seed, repeat, kind):
-:func:`plan` returns that trial's spec, so it is shared by key with the ``rho`` metric and
-trained once. Smaller sizes are trials of this protocol, keyed per size.
-
-Scores per size: E[AccI], E[AccX] (t CIs), rho with Fieller's CI; the smallest size from which
-E[AccI] (and, separately, E[AccX]) stays within 1 point of its full-size value; per class the
-interval and rho at every size, and a ranking of the least robust classes with a reading.
+Per (repeat, kind) the test partition is the source-aware protocol's; the training partition
+is cut to nested, stratified subsets of one seeded ordering, validation carved from each
+subset, and every size gets the full-size run's number of gradient steps
+(:func:`scaled_budget`). The full-size point is the source-aware trial itself (shared by key
+with ``rho``). docs/adequacy.md gives the scores.
 """
 
 from __future__ import annotations

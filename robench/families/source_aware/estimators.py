@@ -1,49 +1,17 @@
-"""Estimate a model's test accuracy when its test set is lost.
+"""Estimate a model's test accuracy when its test set is lost (docs/lost-test-set.md).
 
-The set-up (the blog post "What If You Lose Your Test Set?", 2017): a data set of N samples was
-split into N1 samples the model saw (here: fitted on *or* validated on) and N2 test samples,
-and nobody remembers which were which. Known: the model, the data set, N1, N2 and, from the
-training log, the model's accuracy on the part it saw.
+Two estimators of the lost test accuracy ``a`` from the data set's accuracy ``p``, the sizes
+N1 (every non-test sample) and N2 (test) and the seen part's error eps1:
 
-Two estimators of the lost test accuracy ``a``:
+* the corrected batch estimator ``alpha = k·(a_hat - p(1 - 1/k))`` over k batches of N2
+  samples: unbiased for ``a`` only if the real test set is one of them, else it estimates p;
+  :func:`blog_alpha` keeps the blog post's printed 1/k form only to show it is biased;
+* the practical identity ``a = (N·p - N1·(1 - eps1)) / N2``, exact when eps1 is measured on
+  the same N1 samples (``practical``, an oracle check) and as good as the training log when
+  it comes from the log (``practical_logged``, the headline).
 
-* **batch estimator** (the blog post's): draw k batches of N2 samples from the whole data
-  set, measure the accuracy ``a_hat`` over all of them. If the real test set is one of the k
-  batches, ``E[a_hat] = a/k + p(1 - 1/k)`` where ``p`` is the accuracy on the whole data set,
-  so ``alpha = k·(a_hat - p(1 - 1/k))`` is unbiased. The post prints ``(1/k)·(...)``, which
-  has expectation ``a/k²``: :func:`blog_alpha` keeps that form only so a test can show it is
-  wrong. If the real test set is *not* among the batches (the realistic case: there are
-  C(N, N2) possible batches), every batch is a random sample, ``E[a_hat] = p`` and therefore
-  ``E[alpha] = k·(p - p + p/k) = p``: the estimator then returns the whole-data-set accuracy,
-  not the test accuracy.
-* **practical estimator**: the data set is the disjoint union of the seen part and the test
-  set, so the number of correct answers adds up exactly,
-  ``N·p = N1·(1 - eps1) + N2·a``, hence ``a = (N·p - N1·(1 - eps1)) / N2``. This is an
-  identity, not an approximation, provided N1 and eps1 describe the *same* samples: N1 is
-  every non-test sample (fit *and* validation parts, so that N = N1 + N2) and eps1 is the
-  final model's error on exactly those samples,
-  ``1 - eps1 = (n_fit·acc_fit + n_val·acc_val) / N1`` (see :func:`seen_accuracy`). Any error
-  in eps1 reaches ``a`` multiplied by N1/N2 (4x for an 80/20 split).
-
-What each estimate can tell (:data:`ESTIMATORS`; the headline is :data:`HEADLINE`):
-
-* ``practical`` is an **oracle consistency check**, not an estimator: it is computed from the
-  exact fit and validation rows and the final model's accuracy on them, which is precisely
-  what the premise says is lost. Given those, the identity above returns the test accuracy
-  exactly, so it cannot fail; it checks robench's bookkeeping (N1 = fit + validation, eps1
-  on the same rows), nothing about estimating a lost test set.
-* ``practical_logged`` is the **realistic estimator** and the headline: the same identity
-  fed only with what a practitioner still has (N, p, the part sizes, the training accuracy
-  the training log shows for the restored epoch and the logged validation accuracy). It can
-  fail, and does by exactly -(N1/N2) times the log's error on the fit part.
-* ``alpha_out`` is the corrected batch estimator as it can actually be used (the real test
-  set is not among the batches): it estimates p, not a. ``alpha_in`` assumes the real test
-  set is one of the batches (an oracle: it is unbiased for a, but whoever knows which batch
-  it is has the test set). ``blog_alpha_in`` is the post's printed 1/k form, kept to show
-  that it is biased (expectation a/k²).
-
-Everything here is a pure function of numbers and boolean vectors; the ``lost-test`` metric
-(:mod:`robench.families.source_aware.lost_test`) applies it to stored random-split trials.
+Pure functions of numbers and boolean vectors; :mod:`robench.families.source_aware.lost_test`
+applies them to stored random-split trials.
 """
 
 from __future__ import annotations
@@ -94,11 +62,6 @@ ESTIMATORS = {
 }
 #: The estimate to headline: realistic, and able to fail.
 HEADLINE = "practical_logged"
-
-
-def expected_a_hat(a: float, p: float, k: int) -> float:
-    """Return E[a_hat] = a/k + p(1 - 1/k) when the real test set is one of the k batches."""
-    return a / k + p * (1 - 1 / k)
 
 
 def alpha_estimate(a_hat, p, k: int):

@@ -1,18 +1,10 @@
 """Source-aware protocol (Kilinc & Uysal): inclusive, exclusive and random partitions, rho.
 
-Per class the data are clustered into k sources. For every repeat r (seeded):
-
-* exclusive: per class one source is the test set, none of it trains; since protocol
-  version 2 the sources are held out in rotation (the balanced design: within each cycle of
-  k repeats every source of a class is held out once, in a fresh random order per class and
-  cycle), before it one was drawn at random each repeat;
-* inclusive: ``test_size`` of every source of every class is test, the rest trains;
-* random: a source-unaware stratified split with the same test fraction (baseline E[Acc]).
-
-Validation for early stopping is carved (stratified, ``val_fraction``) from the training
-partition, never from the test partition (the paper's code picked the best epoch on the test
-partition; robench does not). The random baseline does not depend on the clusterer, so its
-trials carry ``clusterer = ""`` and are shared by every clusterer.
+Per class the data are clustered into k sources; per repeat: exclusive (one source per class
+held out, in rotation within each cycle of k repeats), inclusive (``test_size`` of every
+source is test) and random (stratified, the same fraction). Validation is carved from the
+training partition, never the test one. Random trials carry ``clusterer = ""`` and are shared
+by every clusterer.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The source-aware protocol's random-split trials alone, for metrics that need no clusterer.
 
-The ``lost-test`` metric reads stratified random splits only. Those trials do not depend on a
-clusterer, so the source-aware protocol already plans them with ``clusterer = ""``; this
-module plans exactly the same specs (same dict, hence the same key) for a (dataset, model)
-combination without a clusterer. They run as source-aware trials (``spec["protocol"]`` is
-``"source-aware"``) and are shared with ``rho``: no extra training.
+Plans exactly the source-aware specs with ``clusterer = ""`` (the same key), so ``lost-test``
+shares rho's random-split trials.
 """
 
 from __future__ import annotations

@@ -13,6 +13,26 @@ from robench.families.purity_ratio import protocol as cl
 from robench.learn.reference_model import reference_seed, reference_split
 
 
+def per_repeat_values(rows: list) -> dict:
+    """Return {dataset: {model: {repeat: {name: value}}}} from the headline scores'
+    ``details["per_repeat"]`` (what the validation reads per repeat); a repeat that is not a
+    whole number (a damaged row) pairs nothing."""
+    out: dict = {}
+    for r in rows:
+        head = (r.get("metric"), r.get("score")) == (pm.METRIC, pm.METRIC)
+        if not head or r.get("model") == pm.ZOO_MODEL:
+            continue
+        per = (r.get("details") or {}).get("per_repeat")
+        if not isinstance(per, dict) or not isinstance(per.get("repeats"), list):
+            continue
+        model = out.setdefault(r["dataset"], {}).setdefault(r["model"], {})
+        for j, rep in enumerate(per["repeats"]):
+            if isinstance(rep, int) and not isinstance(rep, bool):
+                model[rep] = {name: vals[j] if j < len(vals) else None
+                              for name, vals in (per.get("values") or {}).items()}
+    return out
+
+
 # --- repeats: own key, own seed, shared across models -----------------------------------------
 
 
@@ -149,7 +169,7 @@ def test_the_score_is_the_mean_over_repeats_with_a_t_interval_and_every_repeat_k
     assert head["n"] == 4 and head["details"]["per_repeat"]["repeats"] == [0, 1, 2, 3]
     assert head["details"]["per_repeat"]["seeds"] == [reference_seed(0, r) for r in range(4)]
     # every repeat's indicators, by model and repeat, for the claims
-    values = pm.per_repeat_values(rows)["d"]
+    values = per_repeat_values(rows)["d"]
     assert sorted(values) == ["a", "b"] and sorted(values["a"]) == [0, 1, 2, 3]
     assert values["a"][2]["purity-ratio"] == pytest.approx(0.78, abs=1e-3)
     assert values["a"][2]["model_acc"] == 0.9
@@ -357,7 +377,7 @@ def test_damaged_per_repeat_details_pair_nothing_and_break_nothing():
     got = _by_model(rows)
     assert got["a"]["rank"] is None and got["a"]["unranked"] == lb.FEW_REPEATS
     assert got["b"]["rank_interval"] == "1"  # alone among the ranked
-    assert pm.per_repeat_values(rows)["d"]["a"] == {}
+    assert per_repeat_values(rows)["d"]["a"] == {}
 
 
 def test_a_zoo_helper_is_shown_never_ranked_and_not_counted_in_the_ranks():
