@@ -144,10 +144,7 @@ def summarize(extra: dict) -> dict:
 
 def t_interval(values, level: float = 0.95):
     """Return (mean, low, high): the Student-t interval of a mean accuracy over a few repeats,
-    clipped to [0, 1].
-
-    Used over reference models (3 by default), where a percentile bootstrap would only span the
-    observed range; low and high are None for a single value.
+    clipped to [0, 1]; low and high are None for a single value.
     """
     vals = [float(v) for v in values if v is not None]
     if not vals:
@@ -260,10 +257,8 @@ def _mix_scores(base: dict, extras: list) -> list:
 def paired_values(trial: dict):
     """Return ("x", coverage-guided accuracy) of a finished coverage trial, else None.
 
-    coverage's paired comparison (MetricSpec.paired): repeat r trains every model's reference
-    model on the same stratified split with the same seed (:func:`robench.families.coverage.
-    protocol.repeat_seed` depends on the run's seed and r only), so the models of a data set
-    pair by repeat; the headline is a plain mean over the repeats (no denominator).
+    Repeat r of every model shares the split and seed (:func:`robench.families.coverage.protocol.
+    repeat_seed`), so the models of a data set pair by repeat.
     """
     if trial.get("protocol") != PROTOCOL or failure(trial) is not None:
         return None

@@ -109,12 +109,10 @@ class Calibration:
 def fit_temperature(logits_val: np.ndarray, y_val: np.ndarray) -> Calibration:
     """Fit temperature scaling by minimum negative log-likelihood on a validation split.
 
-    The logits are first divided by :func:`logit_scale`, so the search over ``t`` (on
-    log t in :data:`TEMPERATURE_RANGE`, bounded Brent) sees the same numbers whatever factor
-    the model's logits carry: the fitted temperature is then exactly proportional to that
-    factor and the calibrated probabilities do not depend on it. The argmax (the model's
-    predictions) is unchanged. An empty validation split is an error: robench never fits
-    it on the test partition.
+    The logits are divided by :func:`logit_scale` first, so the fitted temperature is
+    proportional to any factor the logits carry and the calibrated probabilities do not depend
+    on it (bounded Brent on log t in :data:`TEMPERATURE_RANGE`). An empty validation split is
+    an error.
     """
     from scipy.optimize import minimize_scalar
 
@@ -215,12 +213,8 @@ def true_class_confidence(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
 def paper_boundary(proba: np.ndarray, y: np.ndarray, wc_l: float = PAPER_WC_L) -> np.ndarray:
     """Return whether each row is a boundary point by Algorithm 1: true-class probability <= wc_l.
 
-    Mani et al., "Coverage Testing of Deep Learning Models using Dataset Characterization",
-    arXiv:1911.07309, Algorithm 1 lines 2 and 10 (``bc_i``: the samples of class i with
-    confidence "<= wc_l", wc_l below theta2) and section 4.1 ("weakly misclassified points").
-    Unlike :func:`in_band`, it needs the labels: a point confidently classified as another
-    class is a boundary point here (its true class has little probability), and a point
-    whose true class is on top at 0.6 is not.
+    Algorithm 1 lines 2 and 10, section 4.1's weakly misclassified points; unlike
+    :func:`in_band` it needs the labels.
     """
     return true_class_confidence(proba, y) <= wc_l
 

@@ -22,11 +22,8 @@ MARGIN = 0.05
 
 
 def purity_samples(details: dict) -> Optional[dict]:
-    """Return a purity-ratio score's {repeat: p_purity combined} (None where its repeats are
-    not stored: metric versions before 4, one reference model and no repeats).
-
-    Repeat r of every model of a data set uses the same split and seeds, so these pair
-    models repeat by repeat (:func:`robench.stats.paired.compare_all`).
+    """Return a purity-ratio score's {repeat: p_purity combined}, pairing models repeat by repeat
+    (None where its repeats are not stored: metric versions before 4).
     """
     per = details.get("per_repeat") if isinstance(details, dict) else None
     if not isinstance(per, dict) or not isinstance(per.get("repeats"), list):
@@ -47,10 +44,8 @@ FEW_REPEATS = ("no interval and no paired test: fewer than 2 repeats of the refe
 def unranked_reason(value, details: dict) -> Optional[str]:
     """Return why a model takes no rank on purity-ratio, or None.
 
-    Not ranked: a model with fewer than 2 repeats (no paired test, no interval); one whose
-    Model_ACC interval over the repeats is not above chance plus the relevance margin
-    (:func:`robench.stats.ranks.chance_reason`: a model at chance has features that cluster
-    like its guesses and a ratio that means nothing).
+    Fewer than 2 repeats (no paired test, no interval), or a Model_ACC interval not above
+    chance plus the margin (:func:`robench.stats.ranks.chance_reason`).
     """
 
     if not is_finite(value):
@@ -143,13 +138,8 @@ def leaderboard_tables(rows: list) -> dict:
 def section(rows: list):
     """Return the purity-ratio section of one data set, or None without scores.
 
-    Models are ranked by :func:`robench.present.leaderboard.rank_table`, the rule every
-    table uses: every pair tested on its per-repeat differences over the repeats both share
-    (:mod:`robench.stats.paired`; purity-ratio's repeats are independent draws, not a
-    balanced held-out design: Hall's skew-corrected paired t over the shared repeats), Holm
-    over all pairs, rank intervals (``1-2``), equivalence within :data:`MARGIN`. A model with no value, fewer than 2 repeats or a Model_ACC not shown above
-    chance plus the margin is listed after the ranked ones without a rank
-    (:func:`unranked_reason`).
+    Ranked by :func:`robench.present.leaderboard.rank_table` (equivalence within :data:`MARGIN`);
+    a model :func:`unranked_reason` names is listed after the ranked ones without a rank.
     """
     from robench.present.leaderboard import rank_table
 

@@ -273,14 +273,11 @@ def _chance(rows_by_repeat: dict) -> dict:
 
 def aggregate(group: dict, trials: list) -> list:
     """Turn a data set's reference trials (every repeat of every model, the zoo's too) into
-    indicators per model, with their per-repeat values and intervals, and the validation.
+    indicators per model and the validation across the zoo.
 
-    A model's ``purity-ratio`` is the mean over its repeats of the per-repeat p_purity
-    combined (eq. 10), with Student's t interval over the repeats (``details.interval``);
-    ``details.per_repeat`` holds every indicator and robustness target of every repeat
-    , ``details.chance`` the chance level its Model_ACC is
-    compared with before it is ranked. Sub-scores are means over the repeats with t intervals.
-    The validation across the zoo uses each model's means over its repeats.
+    Every score is the mean over a model's repeats with its interval; ``details.per_repeat`` of
+    the headline holds every repeat's indicators and targets, ``details.chance`` Model_ACC's
+    chance level. The validation uses each model's means.
     """
     dataset = group["dataset"]
     rows = model_rows(trials)
@@ -489,16 +486,10 @@ def r_interval(r, n, level: float = 0.95) -> tuple:
 def validation_verdict(table: list, target: str = "corruption") -> dict:
     """Return whether purity-ratio predicts ``target`` robustness across the zoo, and why.
 
-    Decided by Fisher's 95% interval of the Pearson r over the zoo's models, as the claims
-    table decides it (:mod:`robench.families.purity_ratio.claims`): holds (True) when the
-    interval lies above 0 and Kendall's tau is positive (the paper's sign in both measures);
-    does not hold (False) when it lies below 0 (a reversed relation); undecided (None) when it
-    contains 0, without an interval (4 models or fewer, |r| = 1), or without the purity-ratio
-    row or a defined r and tau. A positive r alone is not evidence: over 8 models r = +0.33
-    has the interval [-0.49, +0.84]. R^2 cannot decide it either: a reversed relation
-    (r = -0.9) has R^2 0.81. ``baselines`` holds r, tau, R^2 of Delta (oriented: -Delta) and
-    Model_ACC on the same target, and ``beats_baselines`` whether purity-ratio's r exceeds
-    every baseline's (point estimates; the claims table tests it for dependent correlations).
+    Fisher's 95% interval of r over the zoo's models decides it, as in the claims table: True
+    when it lies above 0 and tau > 0, False when it lies below 0, None otherwise (no interval,
+    no row, r or tau undefined). ``baselines`` holds r, tau, R^2 of -Delta and Model_ACC on the
+    same target; ``beats_baselines`` compares the point estimates (docs/clusterability.md).
     """
     rows = {r["indicator"]: r for r in table if r["target"] == target}
     head = rows.get(METRIC)

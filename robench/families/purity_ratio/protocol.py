@@ -175,12 +175,8 @@ def zoo_names(dataset_spec, cfg, registry) -> list:
 def plan(combo: Combo, cfg, registry) -> list:
     """Return the combination's reference trials, then its data set's zoo trials, R each.
 
-    R is the run's ``--repeats``; repeat r of every model shares the repeat's seed (split,
-    clustering seeds, subsamples), so the metric pairs models repeat by repeat.
-
-    Every spec also carries the data set's zoo (``spec["zoo"]``, added after the key is
-    computed: which models are validated together does not change what a trial computes), so
-    the metric's aggregate validates exactly the zoo, whichever model's group it runs for.
+    Every spec carries the data set's zoo (``spec["zoo"]``, added after the key: it does not
+    change what a trial computes), so the aggregate validates exactly that zoo.
     """
     zoo = zoo_names(combo.dataset, cfg, registry)
     names = [combo.model.name] + [n for n in zoo if n != combo.model.name]

@@ -28,12 +28,9 @@ VGMM_MAX_ITER = 500
 def fill_empty_components(Z, labels, k: int, *, seed: int) -> tuple:
     """Return (labels in 0..k-1 with all k used, record) from mixture labels that may leave some empty.
 
-    A variational mixture with a Dirichlet prior can switch components off: ``predict`` then
-    uses fewer than k. The rule: renumber the used components 0..m-1 in component order, then,
-    while fewer than k are used, split the largest cluster in two with 2-means (k-means++,
-    4 restarts, seeded) on the same latent codes; the new part takes the next free label. (If
-    2-means cannot split it, e.g. identical points, its members are halved by position.) The
-    record says how many components were empty and every split made.
+    Used components are renumbered 0..m-1; while fewer than k are used, the largest cluster is
+    split by seeded 2-means on its latent codes (halved by position if that cannot split it).
+    The record says how many were empty and every split (docs/shifted-cv.md).
     """
     from sklearn.cluster import KMeans
 

@@ -34,12 +34,9 @@ def _rho(sigma: float) -> float:
 class _LRT:
     """Local reparameterization shared by the Bayesian conv and linear layers.
 
-    bayesian-torch's ``*Reparameterization`` layers draw one weight sample per forward pass,
-    shared by the whole mini-batch (global reparameterization), and its ``*Flipout`` layers
-    decorrelate examples with random sign flips; neither samples the pre-activations as the
-    local reparameterization trick does. These subclasses keep bayesian-torch's parameters
-    (``mu_*``, ``rho_*``, sigma = softplus(rho)) and prior buffers and replace ``forward``:
-    b = A*mu + zeta * sqrt(A^2 * sigma^2), zeta ~ N(0, 1) drawn per example and unit.
+    Keeps bayesian-torch's parameters (``mu_*``, ``rho_*``, sigma = softplus(rho)) and priors and
+    replaces ``forward``: b = A*mu + zeta * sqrt(A^2 * sigma^2), zeta ~ N(0, 1) per example and
+    unit (bayesian-torch itself samples weights per batch).
     """
 
     sample = True  # False: return the mean pre-activation (posterior-mean weights)

@@ -113,13 +113,9 @@ def settings(cfg) -> dict:
 def fold_plan(combo: Combo, cfg, registry) -> dict:
     """Return how many folds a (data set, clusterer) gets: ``folds``, ``requested``, ``fewest``.
 
-    The clusterer is asked for K = ``shifted_cv.folds`` sub-domains per class; its spec says
-    how many each class gets without clustering (``ClustererSpec.expected_clusters``: K,
-    except for a clusterer that returns what the data have, such as the ``oracle``'s true
-    sources). Algorithm 1 makes one fold per sub-domain, so when a class has fewer than K the
-    run uses as many folds as the class with the fewest sub-domains has (``fewest``, with its
-    class ``fewest_class``), for the random K-fold too; a class with more sub-domains than
-    folds puts sub-domain j in fold j mod K (:func:`merge_folds`).
+    When a class gets fewer than K = ``shifted_cv.folds`` sub-domains
+    (``ClustererSpec.expected_clusters``), both K-folds use the fewest a class has (``fewest``,
+    class ``fewest_class``).
     """
     requested = settings(cfg)["folds"]
     dataset = registry.load_dataset(combo.dataset.name)

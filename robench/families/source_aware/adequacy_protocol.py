@@ -75,9 +75,7 @@ def usable_sizes(sizes, n_samples: int, test_size: float, k: int) -> list:
     """Return the nominal sizes smaller than the training partition is expected to be.
 
     The inclusive training partition holds about (1 - test_size)·N samples, the exclusive one
-    about (1 - 1/k)·N; a size at or above the smaller of the two would only repeat the full
-    run. A size that still exceeds one repeat's partition (uneven sources) is capped at run
-    time and flagged in the scores.
+    about (1 - 1/k)·N; a size that still exceeds a repeat's partition is capped at run time.
     """
     limit = n_samples * (1 - max(test_size, 1 / max(int(k or 2), 2)))
     return [s for s in sizes if s < limit]
@@ -199,11 +197,8 @@ def _partition(spec: dict, dataset, registry) -> tuple:
 def scaled_budget(train: dict, n_fit: int, n_fit_full: int) -> dict:
     """Return the training budget giving a subset as many gradient steps as the full size.
 
-    With a fixed epoch budget a 100-sample subset would get a handful of mini-batch steps and
-    the curve would measure under-training, not data; the paper trains every size until the
-    test error stops falling. Epochs and patience are therefore multiplied by the ratio of
-    mini-batches per epoch (full / subset); early stopping on validation still ends training
-    once it stops improving. Budgets without ``max_epochs`` (e.g. an SVM's) are left alone.
+    Epochs and patience are multiplied by the ratio of mini-batches per epoch (full / subset);
+    early stopping still applies. Budgets without ``max_epochs`` are left alone.
     """
     budget = dict(train)
     if "max_epochs" not in budget or n_fit <= 0:

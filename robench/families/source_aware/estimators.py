@@ -84,14 +84,9 @@ def blog_alpha(a_hat, p, k: int):
 def practical_estimate(n: int, p, n_seen: int, seen_acc, n_test: int):
     """Return a = (N·p - N1·(1 - eps1)) / N2, the test accuracy implied by the counts.
 
-    ``n`` = N = N1 + N2 samples, ``p`` the accuracy on all of them, ``n_seen`` = N1 the
-    samples the model was fitted or validated on and ``seen_acc`` = 1 - eps1 its accuracy on
-    exactly those, ``n_test`` = N2. Works with :class:`fractions.Fraction` for exact checks.
-
-    Fed with the final model's exact accuracy on the exact seen rows (``practical``), this is
-    an oracle consistency check: those rows are what the premise says is lost, and the
-    identity then returns the test accuracy by construction. Fed with what a training log
-    remembers (``practical_logged``), it is the realistic estimator (see :data:`ESTIMATORS`).
+    ``n`` = N = N1 + N2, ``p`` the accuracy on all of them, ``n_seen`` = N1 the fitted or
+    validated samples and ``seen_acc`` = 1 - eps1 the accuracy on exactly those, ``n_test`` = N2.
+    Works with :class:`fractions.Fraction` for exact checks.
     """
     if n != n_seen + n_test:
         raise ValueError(f"N must equal N1 + N2: got N={n}, N1={n_seen}, N2={n_test}")
@@ -145,11 +140,9 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
                     seed: int = 0) -> dict:
     """Return every estimate of one random-split trial's test accuracy next to the truth.
 
-    ``row`` is a stored trial row with ``accuracy`` (a), ``all_accuracy`` (p), ``correct``
-    (packed per-sample correctness over the data set), ``n_train``, ``n_val``, ``n_test``,
-    ``train_accuracy``, ``val_accuracy`` and, for torch models, ``history``/``best_epoch``.
-    ``headline`` repeats the :data:`HEADLINE` estimate (None for a model without a training
-    log); :data:`ESTIMATORS` says which keys are realistic and which are oracles.
+    ``row`` is a stored trial row (``accuracy``, ``all_accuracy``, packed ``correct``, the part
+    sizes, ``train_accuracy``, ``val_accuracy``, and ``history``/``best_epoch`` for torch
+    models); ``headline`` repeats the :data:`HEADLINE` estimate (None without a training log).
     """
 
     n_fit, n_val, n2 = int(row["n_train"]), int(row["n_val"]), int(row["n_test"])
@@ -196,9 +189,8 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
 def logged_train_accuracy(row: dict) -> Optional[float]:
     """Return the training accuracy a training log shows for the restored epoch, if any.
 
-    Torch models log the accuracy averaged over the epoch's mini-batches *while the weights
-    changed*; it is what a practitioner usually remembers, and it is not the final model's
-    accuracy on the fit part. None for models without a log (e.g. the SVM).
+    Torch models log it averaged over the epoch's mini-batches while the weights changed: not
+    the final model's accuracy on the fit part. None for models without a log.
     """
     history = row.get("history") or []
     best = int(row.get("best_epoch") or 0)

@@ -51,10 +51,8 @@ def _adaptive(rho: dict) -> Optional[dict]:
 def rho_samples(details: dict) -> Optional[dict]:
     """Return a rho score's {repeat: (AccX_r, AccI_r)} (None where its repeats are unknown).
 
-    Repeat r of every model of a table uses the same exclusive and inclusive partitions and
-    seeds, so these pair models repeat by repeat. Scores since issue 28 store each accuracy's
-    repeat; older ones listed the successful trials in repeat order, so their positions are
-    the repeats only when no trial failed (otherwise the model is not paired).
+    Scores before issue 28 list successful trials in repeat order: their positions are the
+    repeats only when no trial failed (otherwise the model is not paired).
     """
     xs, is_ = details.get("acc_exclusive"), details.get("acc_inclusive")
     if not (isinstance(xs, list) and isinstance(is_, list)):
@@ -127,12 +125,8 @@ def _rho_row(model: str, parts: dict) -> dict:
 def rho_tables(scores: list) -> list:
     """Return one ranked table per clusterer from the rho metric's sub-scores.
 
-    Ranks: :func:`robench.present.leaderboard.rank_table` (paired differences over the
-    repeats the models share, every pair tested, Holm over all of them, equivalence within
-    :data:`MARGIN`); a model whose E[AccI] is not shown
-    above chance is listed with its rho but no rank (``unranked`` says why). Each row's
-    ``interval`` is its rho interval as text, ``interval_note`` what a reader must know of it
-    (why it is empty or unbounded; a bound below 0 shown as computed).
+    Ranks: :func:`robench.present.leaderboard.rank_table` (equivalence within :data:`MARGIN`); a
+    model whose E[AccI] is not shown above chance has no rank (``unranked`` says why).
     """
     from robench.present.leaderboard import rank_table
 

@@ -87,13 +87,8 @@ def aggregate(group: dict, trials: list) -> list:
 
 
 def headline_score(base: dict, summary: dict, per_trial: list) -> Score:
-    """Return the metric's headline: the realistic estimator's abs. error (lower is better).
-
-    The headline is :data:`estimators.HEADLINE` (``practical_logged``, what a practitioner
-    still has once the test set is lost), not ``practical``, an oracle identity that cannot
-    fail. Its value is the mean |estimate - true accuracy| over the random-split trials, so
-    the ranking says whose lost test accuracy is recovered best; None, with the reason, for a
-    model that keeps no training log.
+    """Return the metric's headline: mean |estimate - true accuracy| of :data:`estimators.HEADLINE`
+    over the random-split trials (lower is better); None, with the reason, without a training log.
     """
     name = est.HEADLINE
     value, n = summary.get(f"{name}_abs_error", (None, 0))

@@ -60,12 +60,7 @@ def plan(combo: Combo, cfg, registry) -> list:
 
 
 def preconditions(combo: Combo, cfg, registry):
-    """Return why the source-aware partitions cannot be made, or None.
-
-    The exclusive partition holds one source of every class out and trains on the others,
-    so every class needs at least 2 sources (a clusterer that reads true sources, such as
-    the ``oracle``, gives a class as many as the data have; ``ClustererSpec.expected_clusters``).
-    """
+    """Return why the source-aware partitions cannot be made (a class with < 2 sources), or None."""
     dataset = registry.load_dataset(combo.dataset.name)
     counts = combo.clusterer.expected_clusters(dataset, cfg.k)
     names = dataset.class_names or [str(c) for c in range(len(counts))]

@@ -26,12 +26,9 @@ def _ci_name(models: dict) -> str:
 def rho_lines(rows: list) -> list:
     """Return rho per data set and clusterer, models ranked best first, as text lines.
 
-    The ranks are the leaderboard's (:func:`robench.families.source_aware.leaderboard.
-    rho_tables`): rank intervals from every pair, paired over the repeats the models share,
-    Holm over all pairs, said under each table (wrapped to a terminal's 80 columns); "#" is
-    the position by the estimate (a point estimate). A model whose E[AccI] is not shown above
-    chance plus the margin has no rank ("-", at chance); the notes under a table give that
-    reason and why an interval is empty, unbounded or below 0.
+    The ranks and notes are the leaderboard's (:func:`robench.families.source_aware.leaderboard.
+    rho_tables`), the rule wrapped to 80 columns under each table; "#" is the position by the
+    estimate, "-" no rank.
     """
 
     by_dataset: dict = {}
