@@ -12,10 +12,8 @@ from robench.stats.ranks import equivalence_margin
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 #: What the overview's legend says about this family's headline column.
 LEGEND = "coverage-guided accuracy = accuracy on generated centroid and boundary test sets"
-#: Practical-equivalence margin of coverage's pair verdicts, in accuracy (``ROBENCH_MARGIN=
-#: "coverage=..."`` sets another): 2 accuracy points, what practitioners call "the same"
-#: (baycomp and Kruschke's ROPE use 0.5-1 point for a test-set accuracy; a generated test
-#: set of a few hundred points has a binomial sd of about 2 points on its own).
+#: Practical-equivalence margin of coverage's pair verdicts (``ROBENCH_MARGIN="coverage=..."``
+#: sets another; docs/intervals.md says why 2 accuracy points).
 MARGIN = 0.02
 
 

@@ -150,12 +150,6 @@ def _spec(combo: Combo, cfg, registry, knobs: dict, repeat: int) -> dict:
     return spec
 
 
-def _space_support(clf):
-    """Return why ``clf`` cannot give a coverage layer before it is trained, or None."""
-
-    return feature_support(clf)
-
-
 def _finite_list(a) -> list:
     return [None if v is None or not np.isfinite(v) else float(v) for v in np.asarray(a, float)]
 
@@ -171,7 +165,7 @@ def run(spec: dict, env) -> dict:
     seed = repeat_seed(spec["seed"], repeat)
     nc = dataset.n_classes
     y = dataset.y
-    ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=_space_support)
+    ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=feature_support)
     fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
 
     def not_applicable(reason):
@@ -310,8 +304,6 @@ def _mean_or_none(a):
 
 def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs, seed) -> dict:
     """Train the decoder, check it is legible, render one strip per mix (one column per class)."""
-
-
     shape = tuple(dataset.image_shape)
     sub = stratified_subsample(dataset.y[fit], knobs["decoder_train_cap"], seed)
     dec = cov.train_decoder(Z_fit[sub], dataset.rows(fit[sub]).reshape((len(sub),) + shape),

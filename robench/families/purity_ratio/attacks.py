@@ -11,21 +11,14 @@ raises :class:`robench.data.boundary.NonFiniteError` naming the attack, ε and t
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
+
 from robench.data.boundary import NonFiniteError, check_finite
 from robench.learn.devices import module_device
 
 ATTACKS = ("fgsm", "pgd", "deepfool")
-
-
-def _nothing():
-    import contextlib
-
-    return contextlib.nullcontext()
-
-
-def _finite(arrays, what: str):
-    return check_finite(arrays, what)
 
 
 def _torch_inputs(X):
@@ -34,15 +27,11 @@ def _torch_inputs(X):
     return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
 
 
-def _device(module):
-    return module_device(module)
-
-
 def _predict(module, X, batch: int = 256) -> np.ndarray:
     import torch
 
     module.eval()
-    device = _device(module)
+    device = module_device(module)
     out = []
     with torch.no_grad():
         for s in range(0, X.shape[0], batch):
@@ -71,14 +60,14 @@ def fgsm(module, X, y, eps: float, batch: int = 256) -> np.ndarray:
 
     X, y = _torch_inputs(X), torch.as_tensor(np.asarray(y), dtype=torch.long)
     module.eval()
-    device = _device(module)
+    device = module_device(module)
     out = []
     for s in range(0, X.shape[0], batch):
         xb, yb = X[s:s + batch].to(device), y[s:s + batch].to(device)
         out.append((xb + eps * _grad_sign(module, xb, yb, f"attack 'fgsm' at eps={eps}"))
                    .clamp(0.0, 1.0).detach().cpu())
     adv = torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
-    return _finite(adv, f"attack 'fgsm' at eps={eps}")
+    return check_finite(adv, f"attack 'fgsm' at eps={eps}")
 
 
 def pgd(module, X, y, eps: float, steps: int = 10, batch: int = 256) -> np.ndarray:
@@ -88,7 +77,7 @@ def pgd(module, X, y, eps: float, steps: int = 10, batch: int = 256) -> np.ndarr
     X, y = _torch_inputs(X), torch.as_tensor(np.asarray(y), dtype=torch.long)
     module.eval()
     alpha = 2.5 * eps / max(int(steps), 1)
-    device = _device(module)
+    device = module_device(module)
     out = []
     for s in range(0, X.shape[0], batch):
         x0, yb = X[s:s + batch].to(device), y[s:s + batch].to(device)
@@ -98,7 +87,7 @@ def pgd(module, X, y, eps: float, steps: int = 10, batch: int = 256) -> np.ndarr
             x = torch.min(torch.max(x, x0 - eps), x0 + eps).clamp(0.0, 1.0).detach()
         out.append(x.cpu())
     adv = torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
-    return _finite(adv, f"attack 'pgd' at eps={eps} ({int(steps)} steps)")
+    return check_finite(adv, f"attack 'pgd' at eps={eps} ({int(steps)} steps)")
 
 
 def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: float = 0.02,
@@ -117,11 +106,11 @@ def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: 
 
     logging.getLogger("art").setLevel(logging.ERROR)
     X = np.ascontiguousarray(X, dtype=np.float32)
-    device = _device(module)
+    device = module_device(module)
     cuda = device.type == "cuda"
     try:
         # ART puts the model on torch.cuda.current_device() for "gpu": make it the module's.
-        with torch.cuda.device(device) if cuda else _nothing():
+        with torch.cuda.device(device) if cuda else contextlib.nullcontext():
             clf = PyTorchClassifier(model=module, loss=torch.nn.CrossEntropyLoss(),
                                     input_shape=(X.shape[1],), nb_classes=int(n_classes),
                                     clip_values=(0.0, 1.0),
@@ -129,7 +118,7 @@ def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: 
             attack = DeepFool(clf, max_iter=int(max_iter), epsilon=float(overshoot),
                               nb_grads=int(min(nb_grads, n_classes)), batch_size=int(batch),
                               verbose=False)
-            x_adv = _finite(attack.generate(X).astype(np.float32), "attack 'deepfool'")
+            x_adv = check_finite(attack.generate(X).astype(np.float32), "attack 'deepfool'")
     finally:
         module.to(device)  # ART moved it to its own device (the CPU for a module on mps)
     norms = np.sqrt(((x_adv - X) ** 2).sum(1) / X.shape[1])
@@ -142,7 +131,7 @@ def robust_accuracies(module, X, y, n_classes: int, epsilons, *, attacks=ATTACKS
     import torch
 
     y = np.asarray(y)
-    _finite(np.asarray(X), "input of the attacks (before attacking)")
+    check_finite(np.asarray(X), "input of the attacks (before attacking)")
     clean_pred = _predict(module, _torch_inputs(X))
     correct = clean_pred == y
     out = {"clean": float(correct.mean()) if y.size else None}

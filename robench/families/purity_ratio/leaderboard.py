@@ -14,10 +14,7 @@ TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 #: What the overview's legend says about this family's headline column.
 LEGEND = "purity-ratio = how clusterable the model's feature space is relative to its accuracy"
 #: Practical-equivalence margin of purity-ratio's pair verdicts (``ROBENCH_MARGIN=
-#: "purity-ratio=..."`` sets another): p_purity is a ratio near 1 like rho, and 0.05 is the
-#: same relative reading (clusterability within 5 points in 100 of the model's accuracy);
-#: it is about 0.5-1 sd of the per-repeat differences of the simulated shapes
-#: (docs/intervals.md).
+#: "purity-ratio=..."`` sets another; docs/intervals.md says why).
 MARGIN = 0.05
 
 
@@ -96,21 +93,34 @@ def _model_row(model: str, sc: dict) -> dict:
     }
 
 
-def _validation_tables(zoo: dict) -> list:
-    """Return the zoo's correlation tables (corruption, adversarial) by indicator and target."""
+def correlations(zoo: dict, kinds=("r2", "r", "tau")) -> dict:
+    """Return {indicator: {target: {kind: value, "n"}}} of the zoo's ``kind|ind|target`` scores."""
     pairs: dict = {}
     for name, r in zoo.items():
         kind, _, rest = name.partition("|")
-        if kind in ("r2", "r", "tau"):
+        if kind in kinds:
             ind, _, target = rest.partition("|")
             cell = pairs.setdefault(ind, {}).setdefault(target, {})
             cell[kind], cell["n"] = r.get("value"), r.get("n")
+    return pairs
+
+
+def target_groups(pairs: dict) -> tuple:
+    """Return (corruption targets, adversarial targets) of :func:`correlations`, in order."""
     targets_all = sorted({t for d in pairs.values() for t in d}, key=target_order)
+    return ([t for t in targets_all if t.startswith("corruption")],
+            [t for t in targets_all if not t.startswith("corruption")])
+
+
+def _validation_tables(zoo: dict) -> list:
+    """Return the zoo's correlation tables (corruption, adversarial) by indicator and target."""
+    pairs = correlations(zoo)
+    corr, adv = target_groups(pairs)
     tables = []
     for title, cols in (("corruption robustness (ACC*/ACC_clean; overall and per severity)",
-                         [t for t in targets_all if t.startswith("corruption")]),
+                         corr),
                         ("adversarial robustness (relative robust accuracy per attack and eps)",
-                         [t for t in targets_all if not t.startswith("corruption")])):
+                         adv)):
         if not cols:
             continue
         vrows = [{"indicator": ind,

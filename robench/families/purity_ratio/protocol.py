@@ -47,10 +47,8 @@ _ZOO_PAPER = ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-mlp-wide"
               "zoo-cnn-narrow", "zoo-cnn-wide", "zoo-cnn-dropout", "zoo-cnn-noise",
               "zoo-resnet", "zoo-vit"]
 
-#: The protocol's knobs (``--set clusterability.KEY=VALUE``). The quick profile validates over
-#: an 8-model zoo (the timm ResNet/ViT only in the paper profile: they cost the most) with all
-#: 19 corruptions x 5 severities on a 60-image stratified test subsample and attacks on 60;
-#: the paper profile uses the whole test split, a 12-model zoo and 7 epsilons.
+#: The protocol's knobs (``--set clusterability.KEY=VALUE``); the timm ResNet/ViT are in the
+#: paper profile's zoo only (they cost the most).
 KNOBS = (
     Knob("zoo", "list", "models validated together (registered models, model references "
          "such as timm:resnet18, or zoo members, see robench.families.purity_ratio.zoo)", default=[], items="str",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from robench.families.purity_ratio.leaderboard import section
-from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL, target_order
+from robench.families.purity_ratio.leaderboard import correlations, section, target_groups
+from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL
 from robench.metric_kit import score_index
 from robench.present.formatting import fixed as _f
 from robench.present.formatting import rule_lines, why_not
@@ -69,12 +69,10 @@ def _validation_lines(zoo: dict) -> list:
     vdet = val.get("details") or {}
     if val and val.get("value") is None and vdet.get("not_applicable"):
         return [f"  validation: {why_not(vdet)}"]
-    pairs = _correlations(zoo)
+    pairs = correlations(zoo, kinds=("r", "tau"))
     if not pairs:
         return []
-    targets_all = sorted({t for d in pairs.values() for t in d}, key=target_order)
-    corr = [t for t in targets_all if t.startswith("corruption")]
-    adv = [t for t in targets_all if not t.startswith("corruption")]
+    corr, adv = target_groups(pairs)
     n = max((v.get("n") or 0) for d in pairs.values() for v in d.values())
     lines = []
     for title, cols in (("corruption robustness", corr), ("adversarial robustness", adv)):
@@ -90,18 +88,6 @@ def _verdict_lines(zoo: dict) -> list:
         return []
     word = {True: "holds", False: "does not hold"}.get(verdict.get("holds"), "undecided")
     return [f"  validation {word}: {verdict['reason']}"]
-
-
-def _correlations(zoo: dict) -> dict:
-    """Return {indicator: {target: {"r", "tau", "n"}}} of the zoo's r| and tau| scores."""
-    pairs: dict = {}
-    for name, r in zoo.items():
-        kind, _, rest = name.partition("|")
-        if kind in ("r", "tau"):
-            ind, _, target = rest.partition("|")
-            pairs.setdefault(ind, {}).setdefault(target, {})[kind] = r.get("value")
-            pairs[ind][target]["n"] = r.get("n")
-    return pairs
 
 
 def _correlation_table(pairs: dict, title: str, cols: list, n: int) -> list:

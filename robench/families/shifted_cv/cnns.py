@@ -11,6 +11,7 @@ Penultimate features are the input of the linear head.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import torch
 from torch import nn
@@ -41,19 +42,22 @@ class _LRT:
 
     sample = True  # False: return the mean pre-activation (posterior-mean weights)
 
-    def _reset(self, weight: torch.Tensor, bias) -> None:
+    def _reset(self) -> None:
+        """Initialise the posterior means uniform in +-1/sqrt(fan_in) (torch's default)."""
+        weight, bias = getattr(self, self._weight_names[0]), self.mu_bias
         bound = 1.0 / math.sqrt(weight[0].numel())
         with torch.no_grad():
             weight.uniform_(-bound, bound)
             if bias is not None:
                 bias.uniform_(-bound, bound)
 
-    def _lrt(self, op, x, mu_w, rho_w, mu_b, rho_b) -> torch.Tensor:
-        mean = op(x, mu_w, mu_b)
+    def forward(self, x) -> torch.Tensor:
+        mu_w, rho_w = (getattr(self, name) for name in self._weight_names)
+        mean = self._op(x, mu_w, self.mu_bias)
         if not self.sample:
             return mean
-        var_b = None if rho_b is None else F.softplus(rho_b) ** 2
-        var = op(x * x, F.softplus(rho_w) ** 2, var_b)
+        var_b = None if self.rho_bias is None else F.softplus(self.rho_bias) ** 2
+        var = self._op(x * x, F.softplus(rho_w) ** 2, var_b)
         return mean + torch.sqrt(var.clamp_min(1e-16)) * torch.randn_like(mean)
 
     @staticmethod
@@ -61,6 +65,13 @@ class _LRT:
         sigma = F.softplus(rho)
         return (torch.log(prior_sigma / sigma)
                 + (sigma**2 + (mu - prior_mu) ** 2) / (2 * prior_sigma**2) - 0.5).sum()
+
+    def kl(self) -> torch.Tensor:
+        """Return KL(q || p) summed over every weight and bias (closed form)."""
+        mu, rho = (getattr(self, name) for name in self._weight_names)
+        return (self._kl_sum(mu, rho, self.prior_weight_mu, self.prior_weight_sigma)
+                + self._kl_sum(self.mu_bias, self.rho_bias, self.prior_bias_mu,
+                               self.prior_bias_sigma))
 
 
 def _bayes_layers():
@@ -78,45 +89,30 @@ def _bayes_layers():
     class LRTConv2d(_LRT, Conv2dReparameterization):
         """Bayesian 2-D convolution with the local reparameterization trick."""
 
+        _weight_names = ("mu_kernel", "rho_kernel")
+
         def __init__(self, c_in, c_out, kernel_size, stride=1, padding=0):
             # bayesian-torch calls the prior's standard deviation ``prior_variance``
             super().__init__(c_in, c_out, kernel_size, stride=stride, padding=padding,
                              prior_mean=0.0, prior_variance=PRIOR_SIGMA,
                              posterior_rho_init=_rho(POSTERIOR_SIGMA_INIT), bias=True)
-            self._reset(self.mu_kernel, self.mu_bias)
+            self._reset()
 
-        def _conv(self, x, w, b):
+        def _op(self, x, w, b):
             return F.conv2d(x, w, b, self.stride, self.padding, self.dilation, self.groups)
-
-        def forward(self, x):
-            return self._lrt(self._conv, x, self.mu_kernel, self.rho_kernel, self.mu_bias,
-                             self.rho_bias)
-
-        def kl(self) -> torch.Tensor:
-            """Return KL(q || p) summed over every weight and bias (closed form)."""
-            return (self._kl_sum(self.mu_kernel, self.rho_kernel, self.prior_weight_mu,
-                                 self.prior_weight_sigma)
-                    + self._kl_sum(self.mu_bias, self.rho_bias, self.prior_bias_mu,
-                                   self.prior_bias_sigma))
 
     class LRTLinear(_LRT, LinearReparameterization):
         """Bayesian fully connected layer with the local reparameterization trick."""
 
+        _weight_names = ("mu_weight", "rho_weight")
+
         def __init__(self, n_in, n_out):
             super().__init__(n_in, n_out, prior_mean=0.0, prior_variance=PRIOR_SIGMA,
                              posterior_rho_init=_rho(POSTERIOR_SIGMA_INIT), bias=True)
-            self._reset(self.mu_weight, self.mu_bias)
+            self._reset()
 
-        def forward(self, x):
-            return self._lrt(F.linear, x, self.mu_weight, self.rho_weight, self.mu_bias,
-                             self.rho_bias)
-
-        def kl(self) -> torch.Tensor:
-            """Return KL(q || p) summed over every weight and bias (closed form)."""
-            return (self._kl_sum(self.mu_weight, self.rho_weight, self.prior_weight_mu,
-                                 self.prior_weight_sigma)
-                    + self._kl_sum(self.mu_bias, self.rho_bias, self.prior_bias_mu,
-                                   self.prior_bias_sigma))
+        def _op(self, x, w, b):
+            return F.linear(x, w, b)
 
     globals().update(LRTConv2d=LRTConv2d, LRTLinear=LRTLinear)
     return LRTConv2d, LRTLinear
@@ -181,12 +177,7 @@ class PaperCNN(nn.Module):
     """
 
     bayesian = False
-    #: One memory layout end to end, as robench.learn.train.ConvNet: the conv weights and (in
-    #: _images) the inputs are channels-last, so every convolution, pool and activation runs
-    #: on NHWC memory. Before (version 2) the NCHW convolutions met the channels-last pool
-    #: with a conversion on each side, forward and backward; alexnet and 3conv3fc train 1.2x
-    #: faster this way, lenet the same (one thread, alternating, docs/profile.md). The kernels
-    #: round differently, so these models carry version 3.
+    #: Conv weights and inputs channels-last end to end (version 3; docs/profile.md).
     channels_last = True
 
     def __init__(self, arch: str, n_classes: int):
@@ -232,8 +223,7 @@ class BayesianPaperCNN(PaperCNN):
     """
 
     bayesian = True
-    #: The Bayesian layers keep version 2's layout (NCHW, the pool converts): channels-last
-    #: made bayesian-lenet 1.4-1.8x slower per round (docs/profile.md), so it was not kept.
+    #: The Bayesian layers keep version 2's NCHW layout (channels-last was slower; docs/profile.md).
     channels_last = False
 
     def __init__(self, arch: str, n_classes: int, mc_samples: int = DEFAULT_MC_SAMPLES):
@@ -250,33 +240,31 @@ class BayesianPaperCNN(PaperCNN):
         """Return KL(q || p) / N: the ELBO's complexity cost per training sample."""
         return sum(m.kl() for m in self.bayes_layers()) / max(int(n_train), 1)
 
-    def _set_sampling(self, on: bool) -> None:
+    @contextmanager
+    def _posterior_mean(self):
+        """Run the block with the posterior-mean weights (no sampling)."""
         for m in self.bayes_layers():
-            m.sample = on
+            m.sample = False
+        try:
+            yield
+        finally:
+            for m in self.bayes_layers():
+                m.sample = True
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """Return penultimate activations computed with the posterior-mean weights."""
-        self._set_sampling(False)
-        try:
+        with self._posterior_mean():
             return self._features(x)
-        finally:
-            self._set_sampling(True)
 
     def conv_features(self, x: torch.Tensor) -> torch.Tensor:
         """Return the last convolutional block's output with the posterior-mean weights."""
-        self._set_sampling(False)
-        try:
+        with self._posterior_mean():
             return super().conv_features(x)
-        finally:
-            self._set_sampling(True)
 
     def from_conv_features(self, z: torch.Tensor) -> torch.Tensor:
         """Return logits from conv features with the posterior-mean weights (deterministic)."""
-        self._set_sampling(False)
-        try:
+        with self._posterior_mean():
             return super().from_conv_features(z)
-        finally:
-            self._set_sampling(True)
 
     def mc_probabilities(self, x: torch.Tensor, n_samples: int) -> torch.Tensor:
         """Return the mean softmax over ``n_samples`` stochastic forward passes."""

@@ -44,13 +44,8 @@ MAX_NUM_ITERMAX = 100_000_000
 
 SECTION = "shifted_cv"
 
-#: The protocol's knobs (``--set shifted_cv.KEY=VALUE``). The quick profile is a smoke-test
-#: scale (3 folds, 2 epochs, 4 Monte Carlo samples, a 1-epoch common-latent VAE on at most
-#: 2,000 rows); the standard profile trains the fold models like the run's own (12 epochs,
-#: patience 3) over 5 folds x 2 repeats, so the spread of the fold accuracies (std_ratio)
-#: rests on 10 values instead of 3; the paper profile has the paper's settings (5 folds,
-#: 80/20 train/validation, 100 epochs with no early stop, batch 32, a 20-epoch VAE with a 62-d latent space, from its
-#: code).
+#: The protocol's knobs (``--set shifted_cv.KEY=VALUE``): quick is a smoke-test scale,
+#: standard 5 folds x 2 repeats, paper the paper code's settings.
 KNOBS = (
     Knob("folds", "int", "K: sub-domains per class, merged into K folds", default=5,
          profiles={"quick": 3, "standard": 5}, minimum=2, maximum=1_000),

@@ -132,9 +132,8 @@ def plan(combo: Combo, cfg, registry) -> list:
     return specs
 
 
-def prepare(combo: Combo, cfg, registry, dataset) -> dict:
-    """Find (or load from cache) the sources, exactly as the source-aware protocol does."""
-    return source_aware.prepare(combo, cfg, registry, dataset)
+#: Sources are found (or loaded from cache) exactly as the source-aware protocol does.
+prepare = source_aware.prepare
 
 
 # --- partitions ------------------------------------------------------------------------------

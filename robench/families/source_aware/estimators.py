@@ -27,10 +27,8 @@ LOST_TEST_K = 10
 #: Simulated sets of k batches per trial: enough to pin E[alpha] to ~0.3 points per trial.
 LOST_TEST_SIMS = 200
 
-#: What each estimate of :func:`lost_test_trial` is: its role and a one-line label (for
-#: tables, the leaderboard and docs). Only "realistic" estimates use nothing the premise says
-#: is lost; "oracle" ones use the lost split and cannot tell how well a lost test set is
-#: recovered.
+#: What each estimate of :func:`lost_test_trial` is: its role ("realistic" ones use nothing
+#: the premise says is lost) and a one-line label.
 ESTIMATORS = {
     "practical_logged": {
         "role": "realistic",

@@ -17,11 +17,7 @@ LEGEND = ("rho = E[AccX]/E[AccI] (robustness to unseen sources; 1 means no loss)
           "E[AccX], E[AccI] and the random-split accuracy it comes from")
 RHO_SCORES = ("rho", "acc_exclusive", "acc_inclusive", "acc_random")
 #: Practical-equivalence margin of rho's pair verdicts (``ROBENCH_MARGIN="rho=..."`` sets
-#: another): two models whose rho differ by less than 0.05 lose the same share of accuracy
-#: on unseen sources to within 5 points in 100 (4.5 accuracy points of E[AccX] at E[AccI] =
-#: 0.9), about half a standard deviation of the real per-repeat rho differences; +-0.01 (a
-#: tenth of one) needs 1,000-2,500 repeats, +-0.05 resolves most real pairs within 15-40
-#: (docs/intervals.md).
+#: another; docs/intervals.md says why).
 MARGIN = 0.05
 
 
