@@ -19,7 +19,7 @@ from robench.data.boundary import check_model_input, predict_checked
 from robench.learn.reference_model import fit_reference, not_applicable_row, trial_row
 from robench.stats.seeds import derived_seed
 from robench.specs import Knob
-from robench.run.trials import Combo, trial_key
+from robench.run.trials import Combo, make_spec
 from robench.families.coverage import science as cov
 from robench.learn.features import feature_support
 from robench.learn.multicut import stratified_subsample
@@ -59,9 +59,9 @@ KNOBS = (
     Knob("theta2", "float", "boundary band: top softmax probability <= theta2", default=0.6,
          minimum=0.0, maximum=1.0),
     Knob("mixes", "list", "centroid:boundary percent of each generated set",
-         default=[[0, 100], [30, 70], [50, 50], [70, 30], [100, 0]], items="list"),
-    Knob("sizes", "list", "sizes of the generated sets", default=[100, 300, 700, 1000],
-         items="int", minimum=1),
+         default=[list(m) for m in cov.MIXES], items="list"),
+    Knob("sizes", "list", "sizes of the generated sets", default=list(cov.SIZES), items="int",
+         minimum=1),
     Knob("step", "float", "generation noise: expected norm step * R_i", default=0.1,
          minimum=0.0),
     Knob("max_tries", "int", "redraws (noise halved each time) before a seed is kept "
@@ -126,28 +126,10 @@ def plan(combo: Combo, cfg, registry) -> list:
 
 
 def _spec(combo: Combo, cfg, registry, knobs: dict, repeat: int) -> dict:
-    spec = {
-        "protocol": NAME,
-        "dataset": combo.dataset.name,
-        "model": combo.model.name,
-        "clusterer": "",
-        "kind": KIND,
-        "repeat": repeat,
-        "seed": cfg.seed,
-        "params": {
-            "test_size": cfg.test_size,
-            "val_fraction": cfg.val_fraction,
-            "train": cfg.train,
-            "analysis": {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS},
-        },
-        "versions": {
-            "protocol": VERSION,
-            **registry.dataset_versions(combo.dataset.name),
-            "model": registry.component_version("models", combo.model.name),
-        },
-    }
-    spec["key"] = trial_key(spec)
-    return spec
+    params = {"test_size": cfg.test_size, "val_fraction": cfg.val_fraction, "train": cfg.train,
+              "analysis": {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS}}
+    return make_spec(NAME, VERSION, combo, cfg, registry, kind=KIND, repeat=repeat,
+                     params=params, with_clusterer=False)
 
 
 def _finite_list(a) -> list:

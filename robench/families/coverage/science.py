@@ -46,8 +46,6 @@ def mix_name(mix) -> str:
 
 # --- calibrated confidence: temperature scaling on the validation split ------------------------
 
-#: Confidence rules of the protocol: temperature-scaled softmax (default) or the paper's raw one.
-CONFIDENCE_RULES = ("calibrated", "raw")
 #: Search range of the temperature, relative to the logits' own scale (see fit_temperature).
 TEMPERATURE_RANGE = (1e-3, 1e3)
 

@@ -20,7 +20,7 @@ from robench.metric_kit import failure
 from robench.stats.seeds import derived_seed
 from robench.specs import Knob, ModelContext
 from robench.learn.inputs import model_inputs
-from robench.run.trials import Combo, accuracy_per_class, make_spec, trial_key
+from robench.run.trials import Combo, accuracy_per_class, keyed_spec, make_spec
 from robench.data.sources import find_sources, sources_key
 from robench.data.splitters import validation_split
 from robench.data.boundary import check_model_input, predict_checked
@@ -170,23 +170,12 @@ def wasserstein_spec(combo: Combo, cfg, registry, folds: dict = None) -> dict:
               "max_points": s["max_points"]}
     if fp["folds"] < fp["requested"]:
         params["folds_requested"] = fp["requested"]
-    spec = {
-        "protocol": NAME,
-        "dataset": combo.dataset.name,
-        "model": "",
-        "clusterer": combo.clusterer.name,
-        "kind": WASSERSTEIN,
-        "repeat": 0,
-        "seed": cfg.seed,
-        "params": params,
-        "versions": {
-            "protocol": VERSION,
-            **registry.dataset_versions(combo.dataset.name),
-            "clusterer": registry.component_version("clusterers", combo.clusterer.name),
-        },
-    }
-    spec["key"] = trial_key(spec)
-    return spec
+    return keyed_spec(NAME, VERSION, dataset=combo.dataset.name, model="",
+                      clusterer=combo.clusterer.name, kind=WASSERSTEIN, repeat=0, seed=cfg.seed,
+                      params=params,
+                      versions={**registry.dataset_versions(combo.dataset.name),
+                                "clusterer": registry.component_version("clusterers",
+                                                                        combo.clusterer.name)})
 
 
 def plan(combo: Combo, cfg, registry) -> list:

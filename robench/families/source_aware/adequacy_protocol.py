@@ -18,7 +18,7 @@ from robench.stats.seeds import derived_seed
 from robench.specs import Knob
 from robench.present.formatting import percent
 from robench.data.splitters import KIND_CODES, partition_rng, validation_split
-from robench.run.trials import Combo, fit_and_score, trial_key
+from robench.run.trials import Combo, fit_and_score, make_spec
 
 NAME = "adequacy"
 #: 2: the exclusive test partitions are the source-aware protocol 2's (balanced held-out
@@ -97,37 +97,17 @@ def plan(combo: Combo, cfg, registry) -> list:
     n = _n_samples(registry, combo.dataset.name)
     if n is not None:
         sizes = usable_sizes(sizes, n, cfg.test_size, cfg.k)
-    versions = {
-        **registry.dataset_versions(combo.dataset.name),
-        "model": registry.component_version("models", combo.model.name),
-        "clusterer": registry.component_version("clusterers", combo.clusterer.name),
-    }
     full = {(s["kind"], s["repeat"]): s for s in source_aware.plan(combo, cfg, registry)
             if s["kind"] in KINDS and s["repeat"] < repeats}
     specs = []
     for kind in KINDS:
         for r in range(repeats):
             for size in sizes:
-                spec = {
-                    "protocol": NAME,
-                    "dataset": combo.dataset.name,
-                    "model": combo.model.name,
-                    "clusterer": combo.clusterer.name,
-                    "kind": kind,
-                    "repeat": r,
-                    "seed": cfg.seed,
-                    "params": {
-                        "k": cfg.k,
-                        "test_size": cfg.test_size,
-                        "val_fraction": cfg.val_fraction,
-                        "train": cfg.train,
-                        "size": int(size),
-                        **({"held_out": source_aware.HELD_OUT} if kind == "exclusive" else {}),
-                    },
-                    "versions": {"protocol": KIND_VERSIONS[kind], **versions},
-                }
-                spec["key"] = trial_key(spec)
-                specs.append(spec)
+                params = {"k": cfg.k, "test_size": cfg.test_size,
+                          "val_fraction": cfg.val_fraction, "train": cfg.train, "size": int(size),
+                          **({"held_out": source_aware.HELD_OUT} if kind == "exclusive" else {})}
+                specs.append(make_spec(NAME, KIND_VERSIONS[kind], combo, cfg, registry,
+                                       kind=kind, repeat=r, params=params, with_clusterer=True))
             specs.append(full[(kind, r)])
     return specs
 
