@@ -300,12 +300,53 @@ def default_sample(rows: list, fraction: float, least: int) -> int:
     return min(len(rows), max(len(strata), least, math.ceil(fraction * len(rows))))
 
 
-def missing(spec: dict, registry) -> Optional[str]:
-    """Return why ``spec`` cannot be re-run with this installation, or None if it can."""
+#: What a board's maintainer does about a component its runner cannot load.
+REMEDY = ("install the distribution that provides it here (on a board its maintainer adds its "
+          "wheel to wheels/ or its requirement line to requirements.txt with a push to main: a "
+          "pull request cannot)")
+
+
+def provider(recorded, plugins, registry, pins: Optional[dict] = None) -> str:
+    """Return which plugin of a stored run provides a component not installed here: one clause.
+
+    A run records the plugins it loaded by entry-point name and version (``plugins``, its
+    ``plugin_versions``), and each trial a component's ``PLUGIN-VERSION/COMPONENT-VERSION``
+    (``recorded``): the run's plugins that are not loaded here and have that version are the
+    candidates (all of them lacking here where none has). A plugin installed here that fails to
+    load says so; ``pins`` ({plugin: (version, requirement line)}, a board's requirements.txt)
+    names the distribution a board already pins for it at another version.
+    """
+    version = str(recorded or "").partition("/")[0]
+    here = registry.infos
+    lacking = {str(n): str(v) for n, v in (plugins if isinstance(plugins, dict) else {}).items()
+               if n not in here or here[n].status != "ok"}
+    named = sorted(n for n, v in lacking.items() if v == version) or sorted(lacking)
+    if not named:
+        return "no plugin its run recorded is missing here"
+    parts = []
+    for name in named[:3]:
+        text = f"plugin '{name}' {lacking[name] or '(no version)'}"
+        info = here.get(name)
+        if info is not None and info.status != "ok":
+            text += f" (installed here, but it fails to load: {info.error.splitlines()[0][:80]})"
+        pin = (pins or {}).get(name)
+        if pin:
+            text += f" (requirements.txt pins it at {pin[0]}: {pin[1]})"
+        parts.append(text)
+    more = f" or {len(named) - 3} more" if len(named) > 3 else ""
+    return f"from {' or '.join(parts)}{more}, by its run's record"
+
+
+def missing(spec: dict, registry, plugins: Optional[dict] = None) -> Optional[str]:
+    """Return why ``spec`` cannot be re-run with this installation, or None if it can.
+
+    With ``plugins`` (its run's ``plugin_versions``) a component that is not installed is
+    named with the plugin that provides it (:func:`provider`) and the remedy.
+    """
     versions = spec.get("versions") or {}
     protocol = spec.get("protocol")
     if protocol not in registry.names("protocols"):
-        return f"protocol '{protocol}' is not installed here"
+        return not_installed("protocol", protocol, None, plugins, registry)
     spec_ = registry.get("protocols", protocol)
     have = str(spec_.version)
     if str(versions.get("protocol")) not in {have, *map(str, spec_.trial_versions)}:
@@ -322,11 +363,19 @@ def missing(spec: dict, registry) -> Optional[str]:
         except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
             if kind == "models":
                 continue  # a protocol's own helper model (a zoo member): the protocol builds it
-            return f"{kind[:-1]} '{name}' is not installed here"
+            return not_installed(kind[:-1], name, versions[slot], plugins, registry)
         if have != versions[slot]:
             return (f"{kind[:-1]} '{name}' is {have} here (plugin/component version), the "
                     f"trial ran with {versions[slot]}")
     return None
+
+
+def not_installed(kind: str, name: str, recorded, plugins, registry) -> str:
+    """Return "KIND 'NAME' is not installed here", with its provider and the remedy where the
+    run's plugins are known."""
+    text = f"{kind} '{name}' is not installed here"
+    return text if plugins is None else (
+        f"{text} ({provider(recorded, plugins, registry)}); {REMEDY}")
 
 
 def execution_of(stored: dict) -> dict:
@@ -734,8 +783,9 @@ def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
         entry = {c: stored.get(c) for c in ("key", "dataset", "model", "clusterer", "protocol",
                                             "kind", "repeat")}
         spec = stored.get("spec")
-        why = "no stored spec" if not isinstance(spec, dict) else missing(spec, registry)
         run = runs.get(stored.get("run_id")) or {}
+        why = "no stored spec" if not isinstance(spec, dict) else missing(
+            spec, registry, run.get("plugin_versions") or {})
         limit = trial_limit(run, trial_timeout, stored.get("seconds"))
         left = None if budget is None else budget - (time.monotonic() - began)
         if why is None and left is not None and left <= 0:
@@ -769,8 +819,9 @@ def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
             continue
         if rerun.get("status") != "ok" and _unregistered(registry, spec.get("model")):
             # a model the protocol does not build itself: not installed, not a mismatch
-            entry.update(outcome="refused", reason=f"model '{spec.get('model')}' is not "
-                         "installed here")
+            entry.update(outcome="refused", reason=not_installed(
+                "model", spec.get("model"), (spec.get("versions") or {}).get("model"),
+                run.get("plugin_versions") or {}, registry))
             done(entry)
             continue
         if rerun.get("status") != "ok":

@@ -39,7 +39,7 @@ from robench.present.leaderboard import (environment, not_applicable, registered
                                  chosen_configurations, format_number, format_percent,
                                  rank_rows, reading_stored_ranks)
 from robench.metric_kit import is_helper, without_helpers
-from robench.escaping import csv_cell
+from robench.escaping import csv_cell, shorten
 from robench.present.badges import headline_badge
 from robench.present.formatting import is_finite, printable, why_not
 from robench.storage.store import Store
@@ -136,9 +136,10 @@ def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jin
     def model_link(context, name):
         slug = model_pages.get(name)
         if slug is None:
-            return markupsafe.escape(name)
+            return short_name(name)
         root = context.get("root", "")
-        return markupsafe.Markup('<a href="{}models/{}.html">{}</a>').format(root, slug, name)
+        return markupsafe.Markup('<a href="{}models/{}.html">{}</a>').format(
+            root, slug, short_name(name))
 
     @jinja2.pass_context
     def png_src(context, png_b64):
@@ -147,7 +148,19 @@ def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jin
     env.filters["model"] = model_link
     env.filters["png_src"] = png_src
     env.filters["slug"] = page_slug
+    env.filters["name"] = short_name
+    env.filters["short"] = shorten
     return env
+
+
+def short_name(name) -> markupsafe.Markup:
+    """Return a stored name for HTML: escaped, shortened as the text views shorten it
+    (:func:`robench.escaping.shorten`), the whole name in a ``title`` where it was cut."""
+    text = str(name)
+    short = shorten(text)
+    if short == text:
+        return markupsafe.escape(text)
+    return markupsafe.Markup('<span title="{}">{}</span>').format(text, short)
 
 
 # ---------------------------------------------------------------------------------- data
@@ -203,7 +216,8 @@ def _section_html(env, section, metric: str, rows: list, dataset: str, registry)
     if not context:
         return None
     return markupsafe.Markup(env.get_template(f"{metric}/{section.template}").render(
-        section=context, dataset=dataset, metric=registry.get("metrics", metric), root="../"))
+        section=context, dataset=short_name(dataset), metric=registry.get("metrics", metric),
+        root="../"))
 
 
 def _direction(higher, baseline) -> str:
