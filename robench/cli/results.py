@@ -253,17 +253,22 @@ def _headline_lines(reg, metric: str, rows: list):
                 else " (# is the order of the estimates, no tested rank)"),
              f"  {'rank':>5} {'#':>3} {'model':<{width}}{'score':>8} {'95% CI':>17}"
              + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]
-    for r in head["rows"]:
-        rank = r.get("rank_interval") or "-"
-        pos = "-" if r.get("rank") is None else str(r["rank"])
-        ci = (f"[{fixed(r.get('ci_low'), pct, 0).strip()}, {fixed(r.get('ci_high'), pct, 0).strip()}]"
-              if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
-        lines.append(f"  {rank:>5} {pos:>3} {str(r['model']):<{width}}{fixed(r.get('value'), pct, 8)}"
-                     f" {ci:>17}" + "".join(f" {fixed(r.get(key), fmt == 'pct', 12)}"
-                                             for key, _, fmt in beside))
+    lines += [_headline_row(r, width, pct, beside) for r in head["rows"]]
     if rule and len(head["rows"]) > 1:
         lines += rule_lines(f"{rule}.")
     return lines
+
+
+def _headline_row(r: dict, width: int, pct: bool, beside: list) -> str:
+    """Return one model's line of a headline table: rank interval, position, model, score,
+    its interval and the columns beside it."""
+    rank = r.get("rank_interval") or "-"
+    pos = "-" if r.get("rank") is None else str(r["rank"])
+    ci = (f"[{fixed(r.get('ci_low'), pct, 0).strip()}, {fixed(r.get('ci_high'), pct, 0).strip()}]"
+          if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
+    return (f"  {rank:>5} {pos:>3} {str(r['model']):<{width}}{fixed(r.get('value'), pct, 8)}"
+            f" {ci:>17}" + "".join(f" {fixed(r.get(key), fmt == 'pct', 12)}"
+                                   for key, _, fmt in beside))
 
 
 def stored_dataset_name(store, dataset):

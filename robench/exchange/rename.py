@@ -20,16 +20,10 @@ from robench.data import DatasetError
 from robench.data.references import parse_reference, stable_name
 from robench.run.scoring import group_key, score_key
 from robench.run.trials import trial_key
+from robench.storage.cells import decoded
 
 #: A stored data set name that is a path reference: ``SCHEME:/absolute/path``.
 _PATH_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*:/")
-
-
-def _json(cell):
-    try:
-        return json.loads(cell) if isinstance(cell, str) else cell
-    except ValueError:
-        return None
 
 
 def _text(value) -> str:
@@ -41,7 +35,7 @@ def new_names(conn) -> tuple[dict, list]:
     contents: dict = {}
     for name, versions in conn.execute("SELECT DISTINCT dataset, versions FROM trials"):
         if isinstance(name, str) and _PATH_NAME.match(name):
-            found = (_json(versions) or {}).get("dataset_content")
+            found = (decoded(versions) or {}).get("dataset_content")
             contents.setdefault(name, set()).add(found if isinstance(found, str) else None)
     names, kept = {}, []
     for name, found in sorted(contents.items()):
@@ -88,44 +82,56 @@ def rename_file_datasets(path) -> tuple[dict, list]:
 
 def _rename(conn, names: dict) -> None:
     marks = ", ".join("?" * len(names))
+    where = f"WHERE dataset IN ({marks})"
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    trials, scores = {}, {}  # old key -> new key
-    for key, spec in conn.execute(f"SELECT key, spec FROM trials WHERE dataset IN ({marks})",
+    trials = _rename_trials(conn, names, where)
+    scores = {}  # old key -> new key
+    for key, *ident in conn.execute("SELECT key, dataset, model, clusterer, metric, score, "
+                                    f"configuration FROM scores {where}", list(names)).fetchall():
+        ident[0] = names[ident[0]]
+        scores[key] = score_key(*ident)
+        _rekey(conn, "scores", key, scores[key], {"dataset": ident[0]})
+    for key, dataset, model, clusterer, metric, configuration, keys, made in conn.execute(
+            "SELECT key, dataset, model, clusterer, metric, configuration, trial_keys, scores "
+            f"FROM score_groups {where}", list(names)).fetchall():
+        new = group_key(metric, {"dataset": names[dataset], "model": model,
+                                 "clusterer": clusterer or ""}, configuration)
+        _rekey(conn, "score_groups", key, new, {
+            "dataset": names[dataset],
+            "trial_keys": _text(sorted(trials.get(k, k) for k in decoded(keys) or [])),
+            "scores": _text([[scores.get(p[0], p[0]), *p[1:]] for p in decoded(made) or []])})
+    if "ranks" in tables:
+        conn.execute(f"DELETE FROM ranks {where}", list(names))
+    if "skips" in tables:
+        for old, new in names.items():
+            conn.execute("UPDATE OR REPLACE skips SET dataset = ? WHERE dataset = ?", (new, old))
+    if "verifications" in tables:
+        _rename_verified(conn, names, trials)
+
+
+def _rename_trials(conn, names: dict, where: str) -> dict:
+    """Rename the trials and re-key them as a run keys them; return {old key: new key}."""
+    trials = {}
+    for key, spec in conn.execute(f"SELECT key, spec FROM trials {where}",
                                   list(names)).fetchall():
-        spec = _json(spec)
+        spec = decoded(spec)
         if not isinstance(spec, dict):
             continue
         spec["dataset"] = names[spec["dataset"]]
         spec.pop("key", None)
         spec["key"] = trials[key] = trial_key(spec)
         _rekey(conn, "trials", key, spec["key"], {"dataset": spec["dataset"], "spec": _text(spec)})
-    for key, *ident in conn.execute(
-            "SELECT key, dataset, model, clusterer, metric, score, configuration FROM scores "
-            f"WHERE dataset IN ({marks})", list(names)).fetchall():
-        ident[0] = names[ident[0]]
-        scores[key] = score_key(*ident)
-        _rekey(conn, "scores", key, scores[key], {"dataset": ident[0]})
-    for key, dataset, model, clusterer, metric, configuration, keys, made in conn.execute(
-            "SELECT key, dataset, model, clusterer, metric, configuration, trial_keys, scores "
-            f"FROM score_groups WHERE dataset IN ({marks})", list(names)).fetchall():
-        new = group_key(metric, {"dataset": names[dataset], "model": model,
-                                 "clusterer": clusterer or ""}, configuration)
-        _rekey(conn, "score_groups", key, new, {
-            "dataset": names[dataset],
-            "trial_keys": _text(sorted(trials.get(k, k) for k in _json(keys) or [])),
-            "scores": _text([[scores.get(p[0], p[0]), *p[1:]] for p in _json(made) or []])})
-    if "ranks" in tables:
-        conn.execute(f"DELETE FROM ranks WHERE dataset IN ({marks})", list(names))
-    for old, new in names.items():
-        if "skips" in tables:
-            conn.execute("UPDATE OR REPLACE skips SET dataset = ? WHERE dataset = ?", (new, old))
-    if "verifications" in tables:
-        for rid, checked in conn.execute("SELECT id, trials FROM verifications").fetchall():
-            checked = _json(checked)
-            if isinstance(checked, list) and any(
-                    isinstance(t, dict) and t.get("dataset") in names for t in checked):
-                for t in checked:
-                    if isinstance(t, dict) and t.get("dataset") in names:
-                        t["dataset"], t["key"] = names[t["dataset"]], trials.get(t.get("key"), t.get("key"))
-                conn.execute("UPDATE verifications SET trials = ? WHERE id = ?",
-                             (_text(checked), rid))
+    return trials
+
+
+def _rename_verified(conn, names: dict, trials: dict) -> None:
+    """Rename the data sets and trial keys the verification records list."""
+    for rid, checked in conn.execute("SELECT id, trials FROM verifications").fetchall():
+        checked = decoded(checked)
+        found = [t for t in checked if isinstance(t, dict) and t.get("dataset") in names] \
+            if isinstance(checked, list) else []
+        for t in found:
+            t["dataset"], t["key"] = names[t["dataset"]], trials.get(t.get("key"), t.get("key"))
+        if found:
+            conn.execute("UPDATE verifications SET trials = ? WHERE id = ?",
+                         (_text(checked), rid))

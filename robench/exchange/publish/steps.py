@@ -24,14 +24,15 @@ from robench.exchange.publish.common import (ACCEPTED, PUBLISHED, STAGING, VERIF
                                              append_report, contained, journal_delete,
                                              read_json, repository_root, write_json)
 from robench.exchange.publish.lock import locked, made_folder, replace_folder
-from robench.exchange.publish.scaffold import pinned_plugins
 from robench.exchange.publish.repository import (accepted, changes_outside_contributions,
                                                  contribution_sha256, contributions, settings)
+from robench.exchange.publish.scaffold import pinned_plugins
 from robench.exchange.verify import (REMEDY, data_inconsistencies, default_sample,
                                      difference_text, missing, provider,
                                      verify as verify_trials)
 from robench.plugins import get_registry
 from robench.stats.diff import diff_scores
+from robench.storage.cells import decoded
 from robench.storage.store import Store
 from robench.storage.verification import PIPELINE, verifications
 
@@ -132,26 +133,7 @@ def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -
     data sets and models ``verify_allow`` names are allowed. ``pins``: the board's pinned
     plugins ({plugin: (version, requirement line)}).
     """
-    with Store(path, readonly=True) as store:
-        conn = store.db.conn
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
-                                             "'table'")}
-        named = {}
-        for kind, column, table in _NAMED:
-            if table in tables:
-                named[kind] = sorted({r[0] for r in conn.execute(
-                    f'SELECT DISTINCT "{column}" FROM "{table}"') if isinstance(r[0], str)})
-        recorded = {}  # (kind, name) -> the PLUGIN-VERSION/COMPONENT-VERSION a trial recorded
-        if "trials" in tables:
-            for *names, versions in conn.execute(
-                    "SELECT DISTINCT dataset, model, clusterer, versions FROM trials"):
-                versions = _json_dict(versions)
-                for kind, name in zip(("datasets", "models", "clusterers"), names):
-                    recorded.setdefault((kind, name), versions.get(kind[:-1]))
-        plugins = {}
-        for run in store.runs():
-            if isinstance(run.get("plugin_versions"), dict):
-                plugins.update(run["plugin_versions"])
+    named, recorded, plugins = _named(path)
     by_provider: dict = {}
     for kind, names in named.items():
         allowed = allow.get(kind, ()) if kind in ("datasets", "models") else ()
@@ -169,12 +151,29 @@ def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -
             "to a leaderboard')")
 
 
-def _json_dict(cell) -> dict:
-    try:
-        value = json.loads(cell) if isinstance(cell, str) else cell
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+def _named(path: Path) -> tuple[dict, dict, dict]:
+    """Return what a contribution names ({kind: [names]}), the version its trials recorded of
+    each (kind, name), and the plugins its runs loaded ({plugin: version})."""
+    with Store(path, readonly=True) as store:
+        conn = store.db.conn
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
+                                             "'table'")}
+        named = {kind: sorted({r[0] for r in conn.execute(
+            f'SELECT DISTINCT "{column}" FROM "{table}"') if isinstance(r[0], str)})
+            for kind, column, table in _NAMED if table in tables}
+        recorded = {}  # (kind, name) -> the PLUGIN-VERSION/COMPONENT-VERSION a trial recorded
+        if "trials" in tables:
+            for *names, versions in conn.execute(
+                    "SELECT DISTINCT dataset, model, clusterer, versions FROM trials"):
+                versions = decoded(versions)
+                versions = versions if isinstance(versions, dict) else {}
+                for kind, name in zip(("datasets", "models", "clusterers"), names):
+                    recorded.setdefault((kind, name), versions.get(kind[:-1]))
+        plugins = {}
+        for run in store.runs():
+            if isinstance(run.get("plugin_versions"), dict):
+                plugins.update(run["plugin_versions"])
+    return named, recorded, plugins
 
 
 @locked
@@ -354,42 +353,51 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
             result.reject(path.name, f"it cannot be verified: {type(exc).__name__}: {exc}")
             continue
         journal_delete(copy)
-        trials = check.trials
-        mismatched = [t for t in trials if t["outcome"] == "mismatch"]
-        refused = [t for t in trials if t["outcome"] == "refused"]
-        counted = [t for t in refused if t.get("timed_out") or not _allowed(t, allow)]
-        matched = check.count("match")
-        loose = sum(t.get("mode") == "tolerance" for t in trials)
-        summary = (f"verified {matched} of {matched + len(mismatched)} re-run trial(s) on "
-                   f"{check.host} ({check.device}); {len(refused)} refused; "
-                   f"{len(trials) - len(refused) - loose} compared exactly, {loose} within the "
-                   "tolerance (their runs name another device, torch or CPU)")
-        if mismatched:
-            result.reject(path.name, f"{len(mismatched)} of {len(trials)} sampled trial(s) do "
-                          f"not reproduce here ({summary}): " + "; ".join(
-                              f"{t['key'][:16]} ({_label(t)}): "
-                              + "; ".join(difference_text(d) for d in t["differences"][:3])
-                              for t in mismatched[:5]))
-        elif counted:
-            result.reject(path.name, f"{len(counted)} of {len(trials)} sampled trial(s) could "
-                          "not be re-run here: " + "; ".join(
-                              f"{_label(t)}: {t.get('reason')}" for t in counted[:5]))
-        else:
-            note = (f"; {len(refused)} refused but allowed by verify_allow"
-                    if refused else "")
-            result.lines.append(
-                f"- {markdown_code(path.name)}: {markdown_text(summary)}: verified {matched} "
-                f"of {len(trials)} sampled trial(s) of {total} ({len(trials) / total:.0%}, "
-                f"every model, protocol and partition kind; drawn by influence, seed {seed})"
-                f"{markdown_text(note)}")
-            record = {k: v for k, v in record.items() if k != "id"}
-            found[sha] = {"file": path.name, "ok": True, "record": record}
+        accepted = _judged(result, path.name, check, record, total, seed, allow)
+        if accepted is not None:
+            found[sha] = {"file": path.name, "ok": True, "record": accepted}
         for t, why in allowed[:5]:
             result.lines.append(f"- {markdown_code(path.name)}: "
                                 f"{markdown_text(_label(t))} cannot be re-run here "
                                 f"({markdown_text(why)}); allowed by verify_allow")
     write_json(contained(repo, VERIFIED), found)
     return append_report(repo, result)
+
+
+def _judged(result: StepResult, name: str, check, record: dict, total: int, seed: int,
+            allow: dict) -> Optional[dict]:
+    """Reject contribution ``name`` in ``result`` for what its verification ``check`` found,
+    or add the line that says it verified; return its verification ``record`` to accept
+    (None where it is rejected)."""
+    trials = check.trials
+    mismatched = [t for t in trials if t["outcome"] == "mismatch"]
+    refused = [t for t in trials if t["outcome"] == "refused"]
+    counted = [t for t in refused if t.get("timed_out") or not _allowed(t, allow)]
+    matched = check.count("match")
+    loose = sum(t.get("mode") == "tolerance" for t in trials)
+    summary = (f"verified {matched} of {matched + len(mismatched)} re-run trial(s) on "
+               f"{check.host} ({check.device}); {len(refused)} refused; "
+               f"{len(trials) - len(refused) - loose} compared exactly, {loose} within the "
+               "tolerance (their runs name another device, torch or CPU)")
+    if mismatched:
+        result.reject(name, f"{len(mismatched)} of {len(trials)} sampled trial(s) do not "
+                      f"reproduce here ({summary}): " + "; ".join(
+                          f"{t['key'][:16]} ({_label(t)}): "
+                          + "; ".join(difference_text(d) for d in t["differences"][:3])
+                          for t in mismatched[:5]))
+        return None
+    if counted:
+        result.reject(name, f"{len(counted)} of {len(trials)} sampled trial(s) could not be "
+                      "re-run here: " + "; ".join(
+                          f"{_label(t)}: {t.get('reason')}" for t in counted[:5]))
+        return None
+    note = f"; {len(refused)} refused but allowed by verify_allow" if refused else ""
+    result.lines.append(
+        f"- {markdown_code(name)}: {markdown_text(summary)}: verified {matched} "
+        f"of {len(trials)} sampled trial(s) of {total} ({len(trials) / total:.0%}, "
+        f"every model, protocol and partition kind; drawn by influence, seed {seed})"
+        f"{markdown_text(note)}")
+    return {k: v for k, v in record.items() if k != "id"}
 
 
 def _scores(path: Path) -> list:
