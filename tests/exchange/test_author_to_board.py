@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from robench.exchange.publish.scaffold import pinned_plugins
 from tests.contract.test_contributing import snippets
 from tests.exchange.boards import report_text
 from tests.reliability.cli import ROOT, run
@@ -127,6 +128,7 @@ def test_a_plugin_author_following_contributing_reaches_a_published_page(tmp_pat
     assert line in board_steps
     with (board / "requirements.txt").open("a", encoding="utf-8") as f:
         f.write(f"# plugin my-model 0.1.0\n{line}\n")
+    assert ("my-model", "0.1.0", line) in pinned_plugins(board)  # as init-leaderboard pins
 
     # "Check it locally first", as the runner will
     for command in ("robench publish check .", "robench publish run ."):
