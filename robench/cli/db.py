@@ -16,6 +16,7 @@ from robench.escaping import shorten, terminal
 from robench.errors import VerifyError
 from robench.exchange.diff import diff_databases, json_document, markdown_lines, text_lines
 from robench.exchange.merge import merge_databases
+from robench.exchange.rename import rename_file_datasets
 from robench.exchange.verify import DEFAULT_SAMPLE, difference_text, verify as verify_trials
 from robench.run.config import parse_duration
 from robench.run.ranking import refresh_ranks
@@ -351,7 +352,9 @@ def migrate(db_path):
     """Bring the results database to this robench's schema version, in place.
 
     A run does this too when it opens an older file; read commands never do (they read every
-    version). All steps apply in one transaction, or none; then the file is VACUUMed. Every
+    version). All steps apply in one transaction, or none; then the file is VACUUMed. Data
+    sets an older robench stored under a file's absolute path get their stable names
+    (npz:STEM-FFFFFFFF; robench.exchange.rename), every key built on them recomputed. Every
     table's ranks are stored afresh (robench.run.ranking), also when the schema was current.
 
     \b
@@ -370,6 +373,11 @@ def migrate(db_path):
         conn.close()
     size = os.path.getsize(db_path)
     steps = migrate_file(db_path, SCHEMA)
+    renamed, kept = rename_file_datasets(db_path)
+    for old, new in renamed.items():
+        echo(f"  data set {shorten(old)} -> {new} (its stable name)")
+    for why in kept:
+        echo(f"  data set left under its path name: {why}")
     if not steps:
         with Store(db_path) as store:  # ranks a file opened by a newer robench lacks
             refresh_ranks(store, load_registry())

@@ -11,6 +11,8 @@ from robench.cli.common import (Finite, JsonStream, config_option, db_option, ec
                                 format_option, friendly_errors, load_registry, metric_order,
                                 print_reports,
                                 stream)
+from robench.data import DatasetError
+from robench.data.references import canonical_reference, checked_reference
 from robench.metric_kit import is_helper, without_helpers
 from robench.present.formatting import fixed, printable, rule_lines
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
@@ -23,7 +25,8 @@ from robench.storage.verification import status, verifications
 
 
 @click.command()
-@click.option("--dataset", "-d", default=None, help="Only this data set.")
+@click.option("--dataset", "-d", default=None,
+              help="Only this data set (one given by file, as it was run: npz:PATH).")
 @click.option("--metric", default=None, help="Only this metric.")
 @click.option("--model", "-m", default=None, help="Only this model.")
 @click.option("--all-scores", "all_scores", is_flag=True,
@@ -55,6 +58,7 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
     store = Store(db_path, readonly=True)
+    dataset = stored_dataset_name(store, dataset)
     _check_names(store, dataset=dataset, metric=metric, model=model)
     got = read_results(store, config, dataset=dataset, metric=metric, model=model, fmt=fmt)
     if fmt != "table":
@@ -249,17 +253,49 @@ def _headline_lines(reg, metric: str, rows: list):
                 else " (# is the order of the estimates, no tested rank)"),
              f"  {'rank':>5} {'#':>3} {'model':<{width}}{'score':>8} {'95% CI':>17}"
              + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]
-    for r in head["rows"]:
-        rank = r.get("rank_interval") or "-"
-        pos = "-" if r.get("rank") is None else str(r["rank"])
-        ci = (f"[{fixed(r.get('ci_low'), pct, 0).strip()}, {fixed(r.get('ci_high'), pct, 0).strip()}]"
-              if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
-        lines.append(f"  {rank:>5} {pos:>3} {str(r['model']):<{width}}{fixed(r.get('value'), pct, 8)}"
-                     f" {ci:>17}" + "".join(f" {fixed(r.get(key), fmt == 'pct', 12)}"
-                                             for key, _, fmt in beside))
+    lines += [_headline_row(r, width, pct, beside) for r in head["rows"]]
     if rule and len(head["rows"]) > 1:
         lines += rule_lines(f"{rule}.")
     return lines
+
+
+def _headline_row(r: dict, width: int, pct: bool, beside: list) -> str:
+    """Return one model's line of a headline table: rank interval, position, model, score,
+    its interval and the columns beside it."""
+    rank = r.get("rank_interval") or "-"
+    pos = "-" if r.get("rank") is None else str(r["rank"])
+    ci = (f"[{fixed(r.get('ci_low'), pct, 0).strip()}, {fixed(r.get('ci_high'), pct, 0).strip()}]"
+          if r.get("ci_low") is not None and r.get("ci_high") is not None else "")
+    return (f"  {rank:>5} {pos:>3} {str(r['model']):<{width}}{fixed(r.get('value'), pct, 8)}"
+            f" {ci:>17}" + "".join(f" {fixed(r.get(key), fmt == 'pct', 12)}"
+                                   for key, _, fmt in beside))
+
+
+def stored_dataset_name(store, dataset):
+    """Return the name ``-d`` means in ``store``: a data set given by file (``npz:PATH``, as
+    it was run) is stored under its stable name (``npz:STEM-FFFFFFFF``, robench.data.
+    references.stable_name), or, in a database an older robench wrote and ``robench
+    migrate`` has not renamed, under its absolute path; any other name is returned as given."""
+    known = {r[0] for r in store.db.execute("SELECT DISTINCT dataset FROM scores")}
+    if dataset is None or dataset in known or ":" not in dataset:
+        return dataset
+    registry = load_registry()
+    try:
+        resolver, target, options = checked_reference(registry, "resolvers", dataset,
+                                                      extra=("name",))
+    except DatasetError:
+        return dataset  # not a reference: _check_names names the known data sets
+    if not resolver.takes_path:
+        return dataset
+    old = canonical_reference(resolver, target, {k: v for k, v in options.items()
+                                                 if k != "name"})
+    if old in known and "name" not in options:
+        return old
+    try:
+        return registry.resolve_dataset(dataset).name
+    except DatasetError as exc:
+        raise click.BadParameter(f"{printable(dataset)} cannot be read to find its stored "
+                                 f"name: {exc}", param_hint="--dataset") from None
 
 
 def _check_names(store, **given):

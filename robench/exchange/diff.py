@@ -15,6 +15,7 @@ import json
 import os
 import textwrap
 from dataclasses import dataclass, field
+from typing import Optional
 
 from robench.escaping import json_text, markdown_cell, markdown_text, shorten, terminal
 from robench.stats.diff import DECISIONS, MEANING, counts, diff_scores
@@ -52,16 +53,11 @@ def score_trials(store: Store) -> dict:
     has_config = "configuration" in db["score_groups"].columns_dict
     config = "configuration" if has_config else "NULL"
     groups = {}
-    for dataset, model, clusterer, metric, conf, keys in db.execute(
-            f"SELECT dataset, model, clusterer, metric, {config}, trial_keys "
-            "FROM score_groups").fetchall():
-        try:
-            keys = json.loads(keys) if isinstance(keys, str) else []
-        except ValueError:
-            keys = []
-        if isinstance(keys, list):
-            ident = (dataset or "", model or "", clusterer or "", metric or "", conf or "legacy")
-            groups[ident] = [k for k in keys if isinstance(k, str)]
+    for *ident, keys in db.execute(f"SELECT dataset, model, clusterer, metric, {config}, "
+                                   "trial_keys FROM score_groups").fetchall():
+        keys = _key_list(keys)
+        if keys is not None:
+            groups[(*(v or "" for v in ident[:4]), ident[4] or "legacy")] = keys
     wanted = sorted({k for keys in groups.values() for k in keys})
     repeat = {}
     for start in range(0, len(wanted), _CHUNK):
@@ -70,6 +66,16 @@ def score_trials(store: Store) -> dict:
                                  f"({', '.join('?' * len(chunk))})", chunk).fetchall())
     return {ident: {k: repeat[k] for k in keys if k in repeat}
             for ident, keys in groups.items()}
+
+
+def _key_list(cell) -> Optional[list]:
+    """Return the trial keys a score group's ``trial_keys`` cell lists ([] for a cell that is
+    no JSON), or None where it holds something else than a list."""
+    try:
+        keys = json.loads(cell) if isinstance(cell, str) else []
+    except ValueError:
+        keys = []
+    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else None
 
 
 def _read(path, metric):

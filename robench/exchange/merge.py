@@ -119,64 +119,9 @@ def _check_source(conn, path) -> None:
     objects = {r[0]: (r[1] or "") for r in conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
     for table in sorted(set(objects) & set(COLUMNS)):
-        if objects[table].lstrip().upper().startswith("CREATE VIRTUAL"):
-            raise MergeError(f"{path}: table {table} is a virtual table, which robench never "
-                             "writes; refusing to merge it")
-        try:
-            conn.execute(f'SELECT rowid FROM "{table}" LIMIT 0')
-        except sqlite3.OperationalError:
-            raise MergeError(f"{path}: table {table} is a WITHOUT ROWID table, which robench "
-                             "never writes; refusing to merge it") from None
-        info = conn.execute(f'PRAGMA table_xinfo("{table}")').fetchall()
-        hidden = sorted(r[1] for r in info if r[6])
-        if hidden:
-            raise MergeError(f"{path}: table {table} has generated or hidden column(s) "
-                             f"({', '.join(hidden)}) robench never writes; refusing to merge it")
-        present = [r[1] for r in info]
-        extra = set(present) - set(COLUMNS[table]) - _MOVED.get(table, set())
-        if extra:
-            raise MergeError(f"{path}: table {table} has columns robench does not declare "
-                             f"({', '.join(sorted(extra))}); refusing to merge it")
-        if table in _KEYED and "key" not in present:
-            raise MergeError(f"{path}: table {table} has no key column, so its rows cannot be "
-                             "matched; refusing to merge it")
-        if table in _KEYED:
-            bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE typeof(key) != \'text\' '
-                               "OR length(key) = 0 OR length(key) > 128").fetchone()[0]
-            if bad:
-                raise MergeError(f"{path}: {bad} {table} row(s) without a valid key")
-        if "run_id" in present:
-            bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE run_id IS NOT NULL '
-                               "AND typeof(run_id) != 'integer'").fetchone()[0]
-            if bad:
-                raise MergeError(f"{path}: {bad} {table} row(s) with a run id that is not an "
-                                 "integer")
-        for column, sqltype in COLUMNS[table].items():
-            if column not in present or sqltype.upper() not in ("INTEGER", "REAL"):
-                continue
-            bad = conn.execute(
-                f'SELECT count(*) FROM "{table}" WHERE "{column}" IS NOT NULL AND '
-                f'(typeof("{column}") NOT IN (\'integer\', \'real\') '
-                f'OR abs("{column}") > 1.7976931348623157e308)').fetchone()[0]
-            if bad:
-                raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not a finite "
-                                 "number")
-        for column in JSON_COLUMNS.get(table, ()):
-            if column in present:
-                bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE "{column}" IS NOT NULL '
-                                   f'AND NOT json_valid("{column}")').fetchone()[0]
-                if bad:
-                    raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not JSON")
-                # only a cell with that many brackets can nest that deep: the rest is skipped
-                deep = conn.execute(
-                    f'SELECT "{column}" FROM "{table}" WHERE length("{column}") - length('
-                    f'replace(replace("{column}", \'[\', \'\'), \'{{\', \'\')) > ?',
-                    (MAX_JSON_DEPTH,)).fetchall()
-                bad = sum(json_depth(text) > MAX_JSON_DEPTH for (text,) in deep)
-                if bad:
-                    raise MergeError(f"{path}: {bad} {table} row(s) whose {column} nests deeper "
-                                     f"than {MAX_JSON_DEPTH} levels (robench never writes that); "
-                                     "refusing to merge it")
+        present = _check_table(conn, path, table, objects[table])
+        _check_numbers(conn, path, table, present)
+        _check_json(conn, path, table, present)
     statuses = {"trials": TRIAL_STATUSES, "runs": RUN_STATUSES}
     for table, allowed in statuses.items():
         if table in objects:
@@ -185,6 +130,80 @@ def _check_source(conn, path) -> None:
                                f"status NOT IN ({marks})", allowed).fetchone()[0]
             if bad:
                 raise MergeError(f"{path}: {bad} {table} row(s) with an unknown status")
+
+
+def _refuse(path, table: str, what: str):
+    return MergeError(f"{path}: table {table} {what}; refusing to merge it")
+
+
+def _check_table(conn, path, table: str, sql: str) -> list:
+    """Refuse a table of a kind or with columns robench never writes; return its columns."""
+    if sql.lstrip().upper().startswith("CREATE VIRTUAL"):
+        raise _refuse(path, table, "is a virtual table, which robench never writes")
+    try:
+        conn.execute(f'SELECT rowid FROM "{table}" LIMIT 0')
+    except sqlite3.OperationalError:
+        raise _refuse(path, table, "is a WITHOUT ROWID table, which robench never "
+                      "writes") from None
+    info = conn.execute(f'PRAGMA table_xinfo("{table}")').fetchall()
+    hidden = sorted(r[1] for r in info if r[6])
+    if hidden:
+        raise _refuse(path, table, f"has generated or hidden column(s) ({', '.join(hidden)}) "
+                      "robench never writes")
+    present = [r[1] for r in info]
+    extra = set(present) - set(COLUMNS[table]) - _MOVED.get(table, set())
+    if extra:
+        raise _refuse(path, table, f"has columns robench does not declare "
+                      f"({', '.join(sorted(extra))})")
+    if table in _KEYED and "key" not in present:
+        raise _refuse(path, table, "has no key column, so its rows cannot be matched")
+    return present
+
+
+def _count(conn, table: str, where: str, *args) -> int:
+    return conn.execute(f'SELECT count(*) FROM "{table}" WHERE {where}', args).fetchone()[0]
+
+
+def _check_numbers(conn, path, table: str, present: list) -> None:
+    """Refuse rows without a valid key, with a run id or number that is not one."""
+    if table in _KEYED:
+        bad = _count(conn, table, "typeof(key) != 'text' OR length(key) = 0 "
+                     "OR length(key) > 128")
+        if bad:
+            raise MergeError(f"{path}: {bad} {table} row(s) without a valid key")
+    if "run_id" in present:
+        bad = _count(conn, table, "run_id IS NOT NULL AND typeof(run_id) != 'integer'")
+        if bad:
+            raise MergeError(f"{path}: {bad} {table} row(s) with a run id that is not an "
+                             "integer")
+    for column, sqltype in COLUMNS[table].items():
+        if column not in present or sqltype.upper() not in ("INTEGER", "REAL"):
+            continue
+        bad = _count(conn, table, f'"{column}" IS NOT NULL AND (typeof("{column}") NOT IN '
+                     f'(\'integer\', \'real\') OR abs("{column}") > 1.7976931348623157e308)')
+        if bad:
+            raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not a finite "
+                             "number")
+
+
+def _check_json(conn, path, table: str, present: list) -> None:
+    """Refuse a JSON column holding what is not JSON, or nests deeper than robench writes."""
+    for column in JSON_COLUMNS.get(table, ()):
+        if column not in present:
+            continue
+        bad = _count(conn, table, f'"{column}" IS NOT NULL AND NOT json_valid("{column}")')
+        if bad:
+            raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not JSON")
+        # only a cell with that many brackets can nest that deep: the rest is skipped
+        deep = conn.execute(
+            f'SELECT "{column}" FROM "{table}" WHERE length("{column}") - length('
+            f'replace(replace("{column}", \'[\', \'\'), \'{{\', \'\')) > ?',
+            (MAX_JSON_DEPTH,)).fetchall()
+        bad = sum(json_depth(text) > MAX_JSON_DEPTH for (text,) in deep)
+        if bad:
+            raise MergeError(f"{path}: {bad} {table} row(s) whose {column} nests deeper "
+                             f"than {MAX_JSON_DEPTH} levels (robench never writes that); "
+                             "refusing to merge it")
 
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -204,24 +223,12 @@ def _check_identities(conn, path) -> None:
     """Refuse a (migrated) source whose keys do not hash what their rows say they are."""
 
     for row in _rows(conn, "trials"):
-        spec = _json(row.get("spec"))
-        label = " ".join(str(row.get(c)) for c in ("dataset", "model", "protocol", "kind",
-                                                   "repeat"))
-        if not isinstance(spec, dict) or any(c not in spec for c in _SPEC_CORE):
-            raise MergeError(f"{path}: trial {row['key'][:16]} ({label}) has no spec its key "
-                             "can be checked against; refusing to merge it")
-        core = {c: spec[c] for c in _SPEC_CORE}
-        stated = {c: _json(row.get(c)) if c in ("params", "versions") else row.get(c)
-                  for c in _SPEC_CORE}
-        stated["clusterer"] = stated["clusterer"] or ""
-        if trial_key(core) != row["key"] or stated != {**core, "clusterer": core["clusterer"]
-                                                      or ""}:
-            raise MergeError(f"{path}: trial {row['key'][:16]} ({label}): its key or columns do "
-                             "not match its spec (edited by hand?); refusing to merge it")
-        why = trial_inconsistency(row)
+        why = _trial_identity(row)
         if why is not None:
-            raise MergeError(f"{path}: trial {row['key'][:16]} ({label}) contradicts itself: "
-                             f"{why} (edited by hand?); refusing to merge it")
+            label = " ".join(str(row.get(c)) for c in ("dataset", "model", "protocol", "kind",
+                                                       "repeat"))
+            raise MergeError(f"{path}: trial {row['key'][:16]} ({label}){why}; refusing to "
+                             "merge it")
     for row in _rows(conn, "scores"):
         expected = score_key(row["dataset"], row["model"], row["clusterer"], row["metric"],
                              row["score"], row.get("configuration"))
@@ -240,6 +247,22 @@ def _check_identities(conn, path) -> None:
                              "it names; refusing to merge it")
 
 
+def _trial_identity(row: dict) -> Optional[str]:
+    """Return how a trial row's key, columns and spec disagree, or how it contradicts itself
+    (the rest of a sentence that names the trial), or None."""
+    spec = _json(row.get("spec"))
+    if not isinstance(spec, dict) or any(c not in spec for c in _SPEC_CORE):
+        return " has no spec its key can be checked against"
+    core = {c: spec[c] for c in _SPEC_CORE}
+    stated = {c: _json(row.get(c)) if c in ("params", "versions") else row.get(c)
+              for c in _SPEC_CORE}
+    stated["clusterer"] = stated["clusterer"] or ""
+    if trial_key(core) != row["key"] or stated != {**core, "clusterer": core["clusterer"] or ""}:
+        return ": its key or columns do not match its spec (edited by hand?)"
+    why = trial_inconsistency(row)
+    return None if why is None else f" contradicts itself: {why} (edited by hand?)"
+
+
 #: How far a stored fraction may lie from a whole number of rows (float rounding only).
 _ROWS_SLACK = 1e-6
 
@@ -254,11 +277,13 @@ def trial_inconsistency(row: dict) -> Optional[str]:
     and lies between the least and the greatest of them in any case. A number edited by hand
     (and a score recomputed from it) breaks one of these unless every copy is edited alike.
     """
-    import base64
-    import binascii
-
     if row.get("status") != "ok":
         return None
+    return _accuracy_problem(row) or _bits_problem(row) or _per_class_problem(row)
+
+
+def _accuracy_problem(row: dict) -> Optional[str]:
+    """Return an accuracy outside [0, 1], or a test accuracy that is no whole number of rows."""
     for column in ("accuracy", "train_accuracy", "val_accuracy", "all_accuracy",
                    "last_val_accuracy", "last_test_accuracy"):
         value = row.get(column)
@@ -270,45 +295,62 @@ def trial_inconsistency(row: dict) -> Optional[str]:
         if abs(hits - round(hits)) > _ROWS_SLACK * max(1, int(n_test)):
             return (f"accuracy {acc} is not a whole number of its {n_test} test rows "
                     f"({hits:.4f} correct)")
+    return None
+
+
+def _bits_problem(row: dict) -> Optional[str]:
+    """Return how a trial's correct bits contradict its whole-data-set accuracy, or None."""
+    import base64
+    import binascii
+
     bits = row.get("correct")
-    if bits:
-        try:
-            raw = base64.b64decode(bits, validate=True)
-        except (binascii.Error, ValueError, TypeError):
-            return "its correct bits are not base64"
-        if not raw:
-            return "its correct bits are empty"
-        hits = sum(bin(b).count("1") for b in raw)
-        whole = row.get("all_accuracy")
-        # the bits are packed in bytes: the data set has 8(L-1)+1 .. 8L rows
-        sizes = range(8 * (len(raw) - 1) + 1, 8 * len(raw) + 1)
-        if whole is None or not any(abs(hits / size - float(whole)) <= 1e-9 for size in sizes):
-            return (f"all_accuracy {whole} is not the share of correct rows its stored correct "
-                    f"bits give ({hits} of {sizes.start}-{sizes.stop - 1} rows)")
+    if not bits:
+        return None
+    try:
+        raw = base64.b64decode(bits, validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        return "its correct bits are not base64"
+    if not raw:
+        return "its correct bits are empty"
+    hits = sum(bin(b).count("1") for b in raw)
+    whole = row.get("all_accuracy")
+    # the bits are packed in bytes: the data set has 8(L-1)+1 .. 8L rows
+    sizes = range(8 * (len(raw) - 1) + 1, 8 * len(raw) + 1)
+    if whole is None or not any(abs(hits / size - float(whole)) <= 1e-9 for size in sizes):
+        return (f"all_accuracy {whole} is not the share of correct rows its stored correct "
+                f"bits give ({hits} of {sizes.start}-{sizes.stop - 1} rows)")
+    return None
+
+
+def _per_class_problem(row: dict) -> Optional[str]:
+    """Return how a trial's test accuracy contradicts its per-class accuracies (and the test
+    class counts, where recorded), or None."""
+    acc, n_test = row.get("accuracy"), row.get("n_test")
     per_class = _json(row.get("per_class"))
-    if acc is not None and isinstance(per_class, list):
-        values = [float(v) for v in per_class if isinstance(v, (int, float))]
-        if values and not min(values) - 1e-9 <= float(acc) <= max(values) + 1e-9:
-            return (f"accuracy {acc} lies outside its own per-class accuracies "
-                    f"({min(values):.4f}-{max(values):.4f})")
-        extra = _json(row.get("extra"))
-        counts = extra.get("test_class_counts") if isinstance(extra, dict) else None
-        if isinstance(counts, list) and len(counts) == len(per_class) and n_test:
-            if any(not isinstance(c, int) or c < 0 for c in counts) or sum(counts) != n_test:
-                return (f"its test class counts do not add up to its {n_test} test rows")
-            hits = 0.0
-            for value, count in zip(per_class, counts):
-                if (value is None) != (count == 0):
-                    return "its per-class accuracies and test class counts disagree"
-                if value is not None:
-                    part = float(value) * count
-                    if abs(part - round(part)) > _ROWS_SLACK * max(1, count):
-                        return ("a per-class accuracy is not a whole number of that class's "
-                                "test rows")
-                    hits += part
-            if abs(hits - float(acc) * n_test) > _ROWS_SLACK * max(1, n_test):
-                return (f"accuracy {acc} is not what its per-class accuracies and test class "
-                        f"counts give ({hits / n_test:.6f})")
+    if acc is None or not isinstance(per_class, list):
+        return None
+    values = [float(v) for v in per_class if isinstance(v, (int, float))]
+    if values and not min(values) - 1e-9 <= float(acc) <= max(values) + 1e-9:
+        return (f"accuracy {acc} lies outside its own per-class accuracies "
+                f"({min(values):.4f}-{max(values):.4f})")
+    extra = _json(row.get("extra"))
+    counts = extra.get("test_class_counts") if isinstance(extra, dict) else None
+    if not (isinstance(counts, list) and len(counts) == len(per_class) and n_test):
+        return None
+    if any(not isinstance(c, int) or c < 0 for c in counts) or sum(counts) != n_test:
+        return f"its test class counts do not add up to its {n_test} test rows"
+    hits = 0.0
+    for value, count in zip(per_class, counts):
+        if (value is None) != (count == 0):
+            return "its per-class accuracies and test class counts disagree"
+        if value is not None:
+            part = float(value) * count
+            if abs(part - round(part)) > _ROWS_SLACK * max(1, count):
+                return "a per-class accuracy is not a whole number of that class's test rows"
+            hits += part
+    if abs(hits - float(acc) * n_test) > _ROWS_SLACK * max(1, n_test):
+        return (f"accuracy {acc} is not what its per-class accuracies and test class "
+                f"counts give ({hits / n_test:.6f})")
     return None
 
 
@@ -542,25 +584,7 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
     """Copy one migrated snapshot's rows into the target connection (inside a transaction)."""
     counts = dict.fromkeys(_COUNTS, 0)
     now = utc_now()
-    run_map = {}
-    for run in _rows(src, "runs"):
-        fingerprint = _digest({k: v for k, v in run.items() if k not in _RUN_ID})
-        known = conn.execute("SELECT run_id FROM contributions WHERE run_fingerprint = ?",
-                             (fingerprint,)).fetchone()
-        if known:
-            run_map[run["id"]] = known[0]
-            counts["runs_known"] += 1
-            continue
-        row = {k: v for k, v in run.items() if k != "id"}
-        _insert(conn, "runs", row)
-        new_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
-        run_map[run["id"]] = new_id
-        # who contributed it is what the person merging says, never what the source claims
-        _insert(conn, "contributions", {
-            "run_id": new_id, "contributor": contributor, "source": path.name,
-            "source_sha256": sha, "source_run_id": run["id"], "run_fingerprint": fingerprint,
-            "merged_at": now})
-        counts["runs"] += 1
+    run_map = _merge_runs(conn, src, path, contributor, sha, now, counts)
 
     def remap(row):
         if row.get("run_id") is not None:
@@ -578,24 +602,8 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
         if row.get("clustering") is not None and not conn.execute(
                 "SELECT 1 FROM clusterings WHERE key = ?", (row["clustering"],)).fetchone():
             row["clustering"] = None
-        old = stored.get(row["key"])
-        if old is None:
-            _insert(conn, "trials", row)
-            counts["trials"] += 1
-            continue
-        diff = ([] if same_raw(old, row, TRIAL_RESULT)
-                else differing(trial_content(old), trial_content(row)))
-        if not diff:
-            counts["trials_duplicate"] += 1
-        elif old.get("status") == "failed" and row.get("status") == "ok":
-            conn.execute("DELETE FROM trials WHERE key = ?", (row["key"],))
-            _insert(conn, "trials", row)
-            counts["trials_replaced_failed"] += 1
-        elif row.get("status") == "failed":
-            counts["trials_failed_skipped"] += 1  # a failure never replaces anything
-        else:
-            _conflict(conn, "trial", old, row, diff, path, contributor, now, report)
-            counts["trials_conflict"] += 1
+        counts[_merge_trial(conn, stored.get(row["key"]), row, path, contributor, now,
+                            report)] += 1
     source_trials = {r["key"] for r in incoming}
     _merge_scores(conn, src, path, contributor, now, report, counts, remap, source_trials,
                   _Recompute(conn, registry))
@@ -609,6 +617,50 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
     return counts
 
 
+def _merge_runs(conn, src, path: Path, contributor: str, sha: str, now: str,
+                counts: dict) -> dict:
+    """Copy the source's runs not merged before, each with its contributions row; return
+    {source run id: run id here}."""
+    run_map = {}
+    for run in _rows(src, "runs"):
+        fingerprint = _digest({k: v for k, v in run.items() if k not in _RUN_ID})
+        known = conn.execute("SELECT run_id FROM contributions WHERE run_fingerprint = ?",
+                             (fingerprint,)).fetchone()
+        if known:
+            run_map[run["id"]] = known[0]
+            counts["runs_known"] += 1
+            continue
+        _insert(conn, "runs", {k: v for k, v in run.items() if k != "id"})
+        new_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+        run_map[run["id"]] = new_id
+        # who contributed it is what the person merging says, never what the source claims
+        _insert(conn, "contributions", {
+            "run_id": new_id, "contributor": contributor, "source": path.name,
+            "source_sha256": sha, "source_run_id": run["id"], "run_fingerprint": fingerprint,
+            "merged_at": now})
+        counts["runs"] += 1
+    return run_map
+
+
+def _merge_trial(conn, old: Optional[dict], row: dict, path, contributor, now, report) -> str:
+    """Merge one incoming trial against the stored one of its key; return what it counts as."""
+    if old is None:
+        _insert(conn, "trials", row)
+        return "trials"
+    diff = ([] if same_raw(old, row, TRIAL_RESULT)
+            else differing(trial_content(old), trial_content(row)))
+    if not diff:
+        return "trials_duplicate"
+    if old.get("status") == "failed" and row.get("status") == "ok":
+        conn.execute("DELETE FROM trials WHERE key = ?", (row["key"],))
+        _insert(conn, "trials", row)
+        return "trials_replaced_failed"
+    if row.get("status") == "failed":
+        return "trials_failed_skipped"  # a failure never replaces anything
+    _conflict(conn, "trial", old, row, diff, path, contributor, now, report)
+    return "trials_conflict"
+
+
 def _merge_scores(conn, src, path, contributor, now, report, counts, remap, source_trials,
                   recompute: _Recompute) -> None:
     """Copy the source's score groups and scores that rest on its trials and recompute here."""
@@ -618,63 +670,75 @@ def _merge_scores(conn, src, path, contributor, now, report, counts, remap, sour
     stored_scores = _stored_rows(conn, "scores", list(scores))
     placed = set()  # score keys some group of the source accounts for
     unchecked = {}
+    where = (path, contributor, now, report, counts)
     for group in groups:
         remap(group)
-        pairs = _json(group.get("scores")) or []
-        mine = [p[0] for p in pairs if isinstance(p, list) and p and p[0] in scores]
         trial_keys = _json(group.get("trial_keys")) or []
-        if not trial_keys or not set(trial_keys) <= source_trials:
-            continue  # its scores are counted below as without their trials
-        old = stored_groups.get(group["key"])
-        if old is not None:
-            _against_stored(conn, "score_group", old, group, path, contributor, now, report,
-                            counts)
-        fresh = [k for k in mine if k not in stored_scores and k not in placed]
-        computed = None
-        if fresh:
-            metric, why = recompute.metric(group["metric"], group.get("metric_version"))
-            if metric is None:
-                entry = unchecked.setdefault((group["metric"], group.get("metric_version")),
-                                             [why, 0])
-                entry[1] += len(fresh)
-                counts["scores_unchecked"] += len(fresh)
-                placed.update(fresh)
-                continue
-            computed = recompute.scores(metric, group)
-        accepted = True
-        for k in mine:
-            if k in placed:
-                continue
-            placed.add(k)
-            row = remap(dict(scores[k]))
-            stored = stored_scores.get(k)
-            if stored is not None:
-                _against_stored(conn, "score", stored, row, path, contributor, now, report,
-                                counts)
-                continue
-            diff = _recomputed_differs(row, (computed or {}).get(k))
-            if diff:
-                accepted = False
-                _conflict(conn, "score", (computed or {}).get(k) or {}, row, diff, path,
-                          contributor, now, report,
-                          kept=f"recomputed here from its {len(trial_keys)} trial(s)")
-                counts["scores_conflict"] += 1
-                continue
-            _insert(conn, "scores", row)
-            stored_scores[k] = row
-            counts["scores"] += 1
-        if old is None and accepted:
-            _insert(conn, "score_groups", group)
-            counts["score_groups"] += 1
+        if trial_keys and set(trial_keys) <= source_trials:  # else: scores without trials
+            _merge_group(conn, group, len(trial_keys), scores, stored_groups.get(group["key"]),
+                         stored_scores, placed, unchecked, recompute, remap, where)
     for k in sorted(set(scores) - placed):  # in no group of the source that holds its trials
         row, stored = remap(dict(scores[k])), stored_scores.get(k)
         if stored is not None:  # its identity is stored: compared, whatever its trials
-            _against_stored(conn, "score", stored, row, path, contributor, now, report, counts)
+            _against_stored(conn, "score", stored, row, *where)
         else:
             counts["scores_without_trials"] += 1
     for (metric, version), (why, n) in sorted(unchecked.items()):
         report.unchecked.append({"source": str(path), "metric": metric, "version": version,
                                  "n": n, "why": why})
+
+
+def _merge_group(conn, group: dict, n_trials: int, scores: dict, old: Optional[dict],
+                 stored_scores: dict, placed: set, unchecked: dict, recompute: _Recompute,
+                 remap, where: tuple) -> None:
+    """Merge one score group whose trials came with it, and its scores not placed before
+    (``placed`` grows by them); a metric not installed here leaves them unchecked."""
+    counts = where[-1]
+    pairs = _json(group.get("scores")) or []
+    mine = [p[0] for p in pairs if isinstance(p, list) and p and p[0] in scores]
+    if old is not None:
+        _against_stored(conn, "score_group", old, group, *where)
+    fresh = [k for k in mine if k not in stored_scores and k not in placed]
+    computed = {}
+    if fresh:
+        metric, why = recompute.metric(group["metric"], group.get("metric_version"))
+        if metric is None:  # not installed here at its version: counted, not merged
+            ident = (group["metric"], group.get("metric_version"))
+            unchecked.setdefault(ident, [why, 0])[1] += len(fresh)
+            counts["scores_unchecked"] += len(fresh)
+            placed.update(fresh)
+            return
+        computed = recompute.scores(metric, group)
+    rows = {k: remap(dict(scores[k])) for k in mine if k not in placed}
+    placed.update(rows)
+    accepted = all([_merge_score(conn, stored_scores, row, computed.get(k), where, n_trials)
+                    for k, row in rows.items()])
+    if old is None and accepted:
+        _insert(conn, "score_groups", group)
+        counts["score_groups"] += 1
+
+
+def _merge_score(conn, stored_scores: dict, row: dict, computed: Optional[dict], where: tuple,
+                 n_trials: int) -> bool:
+    """Merge one incoming score of a group whose trials came with it: compared with the stored
+    one of its key, else with its recomputation here (a conflict where they differ), else
+    inserted; return False where it conflicts with its recomputation. ``where``: (path,
+    contributor, now, report, counts)."""
+    path, contributor, now, report, counts = where
+    stored = stored_scores.get(row["key"])
+    if stored is not None:
+        _against_stored(conn, "score", stored, row, *where)
+        return True
+    diff = _recomputed_differs(row, computed)
+    if diff:
+        _conflict(conn, "score", computed or {}, row, diff, path, contributor, now, report,
+                  kept=f"recomputed here from its {n_trials} trial(s)")
+        counts["scores_conflict"] += 1
+        return False
+    _insert(conn, "scores", row)
+    stored_scores[row["key"]] = row
+    counts["scores"] += 1
+    return True
 
 
 def _against_stored(conn, kind, stored, row, path, contributor, now, report, counts) -> None:

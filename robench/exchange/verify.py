@@ -257,40 +257,51 @@ def sample_trials(rows: list, n: int, seed: int, weighted: bool = False) -> list
     order = sorted(strata)
     rng.shuffle(order)
     pools = {name: list(strata[name]) for name in order}
-    out = []
     if weighted:
-        deviations = _deviations(rows)
-        weights = influence(rows)
-        far = sorted((r for r in rows if deviations[r["key"]][1] > CERTAIN),
-                     key=lambda r: (-deviations[r["key"]][1], r["key"]))
-        covered = set()
-        for r in far:  # never so many that a stratum would go unsampled
-            stratum = tuple(r.get(c) or "" for c in STRATUM)
-            left = len(set(order) - covered - {stratum})
-            if len(out) >= n // 2 or n - len(out) - 1 < left:
-                break
-            out.append(r)
-            covered.add(stratum)
-        taken = {r["key"] for r in out}
-        for name in order:
-            pools[name] = [r for r in pools[name] if r["key"] not in taken]
-        for name in order:  # every stratum once
-            if name not in covered and pools[name] and len(out) < n:
-                out.append(_weighted_draw(rng, pools[name], weights))
-        while len(out) < n and any(pools.values()):
-            live = [name for name in order if pools[name]]
-            share = max(1, (n - len(out)) // len(live))
-            for name in live:  # every stratum its share, in turn
-                if len(out) >= n:
-                    break
-                for _ in range(min(share, len(pools[name]), n - len(out))):
-                    out.append(_weighted_draw(rng, pools[name], weights))
-        return out
+        return _weighted_sample(rows, n, rng, order, pools)
+    out = []
     while len(out) < n and any(pools.values()):
         for name in order:
             if pools[name] and len(out) < n:
                 out.append(pools[name].pop(rng.randrange(len(pools[name]))))
     return out
+
+
+def _weighted_sample(rows: list, n: int, rng, order: list, pools: dict) -> list:
+    """Return :func:`sample_trials`' weighted sample: the farthest trials first, then every
+    stratum once, then every stratum its share in turn, each drawn by influence."""
+    weights = influence(rows)
+    out, covered = _farthest(rows, n, order)
+    taken = {r["key"] for r in out}
+    for name in order:
+        pools[name] = [r for r in pools[name] if r["key"] not in taken]
+    for name in order:  # every stratum once
+        if name not in covered and pools[name] and len(out) < n:
+            out.append(_weighted_draw(rng, pools[name], weights))
+    while len(out) < n and any(pools.values()):
+        live = [name for name in order if pools[name]]
+        share = max(1, (n - len(out)) // len(live))
+        for name in live:  # every stratum its share, in turn
+            for _ in range(min(share, len(pools[name]), n - len(out))):
+                out.append(_weighted_draw(rng, pools[name], weights))
+    return out
+
+
+def _farthest(rows: list, n: int, order: list) -> tuple[list, set]:
+    """Return the trials more than :data:`CERTAIN` robust SDs from their group's median, the
+    farthest first (at most half of ``n``, never so many that a stratum would go unsampled),
+    and the strata they cover."""
+    deviations = _deviations(rows)
+    far = sorted((r for r in rows if deviations[r["key"]][1] > CERTAIN),
+                 key=lambda r: (-deviations[r["key"]][1], r["key"]))
+    out, covered = [], set()
+    for r in far:
+        stratum = tuple(r.get(c) or "" for c in STRATUM)
+        if len(out) >= n // 2 or n - len(out) - 1 < len(set(order) - covered - {stratum}):
+            break
+        out.append(r)
+        covered.add(stratum)
+    return out, covered
 
 
 def default_sample(rows: list, fraction: float, least: int) -> int:
@@ -300,12 +311,53 @@ def default_sample(rows: list, fraction: float, least: int) -> int:
     return min(len(rows), max(len(strata), least, math.ceil(fraction * len(rows))))
 
 
-def missing(spec: dict, registry) -> Optional[str]:
-    """Return why ``spec`` cannot be re-run with this installation, or None if it can."""
+#: What a board's maintainer does about a component its runner cannot load.
+REMEDY = ("install the distribution that provides it here (on a board its maintainer adds its "
+          "wheel to wheels/ or its requirement line to requirements.txt with a push to main: a "
+          "pull request cannot)")
+
+
+def provider(recorded, plugins, registry, pins: Optional[dict] = None) -> str:
+    """Return which plugin of a stored run provides a component not installed here: one clause.
+
+    A run records the plugins it loaded by entry-point name and version (``plugins``, its
+    ``plugin_versions``), and each trial a component's ``PLUGIN-VERSION/COMPONENT-VERSION``
+    (``recorded``): the run's plugins that are not loaded here and have that version are the
+    candidates (all of them lacking here where none has). A plugin installed here that fails to
+    load says so; ``pins`` ({plugin: (version, requirement line)}, a board's requirements.txt)
+    names the distribution a board already pins for it at another version.
+    """
+    version = str(recorded or "").partition("/")[0]
+    here = registry.infos
+    lacking = {str(n): str(v) for n, v in (plugins if isinstance(plugins, dict) else {}).items()
+               if n not in here or here[n].status != "ok"}
+    named = sorted(n for n, v in lacking.items() if v == version) or sorted(lacking)
+    if not named:
+        return "no plugin its run recorded is missing here"
+    parts = []
+    for name in named[:3]:
+        text = f"plugin '{name}' {lacking[name] or '(no version)'}"
+        info = here.get(name)
+        if info is not None and info.status != "ok":
+            text += f" (installed here, but it fails to load: {info.error.splitlines()[0][:80]})"
+        pin = (pins or {}).get(name)
+        if pin:
+            text += f" (requirements.txt pins it at {pin[0]}: {pin[1]})"
+        parts.append(text)
+    more = f" or {len(named) - 3} more" if len(named) > 3 else ""
+    return f"from {' or '.join(parts)}{more}, by its run's record"
+
+
+def missing(spec: dict, registry, plugins: Optional[dict] = None) -> Optional[str]:
+    """Return why ``spec`` cannot be re-run with this installation, or None if it can.
+
+    With ``plugins`` (its run's ``plugin_versions``) a component that is not installed is
+    named with the plugin that provides it (:func:`provider`) and the remedy.
+    """
     versions = spec.get("versions") or {}
     protocol = spec.get("protocol")
     if protocol not in registry.names("protocols"):
-        return f"protocol '{protocol}' is not installed here"
+        return not_installed("protocol", protocol, None, plugins, registry)
     spec_ = registry.get("protocols", protocol)
     have = str(spec_.version)
     if str(versions.get("protocol")) not in {have, *map(str, spec_.trial_versions)}:
@@ -322,11 +374,19 @@ def missing(spec: dict, registry) -> Optional[str]:
         except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
             if kind == "models":
                 continue  # a protocol's own helper model (a zoo member): the protocol builds it
-            return f"{kind[:-1]} '{name}' is not installed here"
+            return not_installed(kind[:-1], name, versions[slot], plugins, registry)
         if have != versions[slot]:
             return (f"{kind[:-1]} '{name}' is {have} here (plugin/component version), the "
                     f"trial ran with {versions[slot]}")
     return None
+
+
+def not_installed(kind: str, name: str, recorded, plugins, registry) -> str:
+    """Return "KIND 'NAME' is not installed here", with its provider and the remedy where the
+    run's plugins are known."""
+    text = f"{kind} '{name}' is not installed here"
+    return text if plugins is None else (
+        f"{text} ({provider(recorded, plugins, registry)}); {REMEDY}")
 
 
 def execution_of(stored: dict) -> dict:
@@ -734,45 +794,24 @@ def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
         entry = {c: stored.get(c) for c in ("key", "dataset", "model", "clusterer", "protocol",
                                             "kind", "repeat")}
         spec = stored.get("spec")
-        why = "no stored spec" if not isinstance(spec, dict) else missing(spec, registry)
         run = runs.get(stored.get("run_id")) or {}
-        limit = trial_limit(run, trial_timeout, stored.get("seconds"))
         left = None if budget is None else budget - (time.monotonic() - began)
-        if why is None and left is not None and left <= 0:
-            why = f"not re-run: the verification's time budget of {budget:g} s was spent"
-            entry["timed_out"] = True
+        why = _not_re_run(spec, run, registry, left, budget, entry)
         if why is not None:
             entry.update(outcome="refused", reason=why)
             done(entry)
             continue
+        limit = trial_limit(run, trial_timeout, stored.get("seconds"))
         limit = limit if left is None else min(limit, left)
         t0 = time.perf_counter()
         execution = execution_of(stored)
         rerun = _stored_like(rerunner.run(spec, execution, timeout=limit))
-        exact = exact_only or (
-            stored.get("device") in (None, rerun.get("device"))
-            and _public(run.get("torch_version")) == _public(env["torch_version"])
-            and _cpu(run.get("platform")) == _cpu(env["platform"])
-            and not trained_together(stored))
-        error = rerun.get("error") or ""
-        if rerun.get("status") != "ok" and error.startswith("TrialTimeout"):
-            entry.update(outcome="refused", timed_out=True, seconds=round(
-                time.perf_counter() - t0, 3), reason=f"did not finish within {limit:g} s "
-                "here (its run's time limit, at most the verifier's and "
-                f"{RECORDED_FACTOR:g} x its recorded time + {RECORDED_FLOOR:g} s)")
+        refused = _not_compared(rerun, spec, run, registry, limit, t0)
+        if refused is not None:
+            entry.update(outcome="refused", **refused)
             done(entry)
             continue
-        if rerun.get("status") != "ok" and error.startswith(NOT_STARTED + ":"):
-            entry.update(outcome="refused", reason="not re-run here: "
-                         + error[len(NOT_STARTED) + 1:].strip())
-            done(entry)
-            continue
-        if rerun.get("status") != "ok" and _unregistered(registry, spec.get("model")):
-            # a model the protocol does not build itself: not installed, not a mismatch
-            entry.update(outcome="refused", reason=f"model '{spec.get('model')}' is not "
-                         "installed here")
-            done(entry)
-            continue
+        exact = exact_only or _same_machine(stored, rerun, run, env)
         if rerun.get("status") != "ok":
             diffs = [{"column": "status", "stored": "ok", "rerun": "failed",
                       "tolerance": 0.0, "error": (rerun.get("error") or "").splitlines()[0]
@@ -789,19 +828,64 @@ def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
         result.device = rerun.get("device") or result.device
         done(entry)
     result.shifts = systematic_shift([columns for _, columns in loose])
-    for shift in result.shifts:
+    _mark_shifted(result.shifts, loose)
+
+
+def _mark_shifted(shifts: list, loose: list) -> None:
+    """Make every tolerance-mode re-run that moved in a shift's direction a mismatch."""
+    for shift in shifts:
         c = shift["column"]
         sign = 1 if shift["mean"] > 0 else -1
         for entry, columns in loose:
-            if c not in columns:
-                continue
-            a, b, n = columns[c]
-            if (b - a) * sign <= 0:
-                continue
-            entry["differences"].append({"column": c, "stored": a, "rerun": b,
-                                         "tolerance": tolerance(a, b, n),
-                                         "error": shift["text"]})
-            entry["outcome"] = "mismatch"
+            a, b, n = columns.get(c, (0, 0, 0))
+            if (b - a) * sign > 0:
+                entry["differences"].append({"column": c, "stored": a, "rerun": b,
+                                             "tolerance": tolerance(a, b, n),
+                                             "error": shift["text"]})
+                entry["outcome"] = "mismatch"
+
+
+def _not_re_run(spec, run: dict, registry, left, budget, entry: dict) -> Optional[str]:
+    """Return why a sampled trial is not re-run here (no spec, not installed, the budget
+    spent: ``entry`` marked ``timed_out``), or None."""
+    if not isinstance(spec, dict):
+        return "no stored spec"
+    why = missing(spec, registry, run.get("plugin_versions") or {})
+    if why is None and left is not None and left <= 0:
+        entry["timed_out"] = True
+        return f"not re-run: the verification's time budget of {budget:g} s was spent"
+    return why
+
+
+def _same_machine(stored: dict, rerun: dict, run: dict, env: dict) -> bool:
+    """Whether a re-run is compared exactly: the stored trial ran alone on this device, torch
+    version and CPU."""
+    return (stored.get("device") in (None, rerun.get("device"))
+            and _public(run.get("torch_version")) == _public(env["torch_version"])
+            and _cpu(run.get("platform")) == _cpu(env["platform"])
+            and not trained_together(stored))
+
+
+def _not_compared(rerun: dict, spec: dict, run: dict, registry, limit: float,
+                  t0: float) -> Optional[dict]:
+    """Return the refusal of a failed re-run that says nothing about the stored trial (it ran
+    out of time, did not start, or its model is not installed here), or None."""
+    error = rerun.get("error") or ""
+    if rerun.get("status") == "ok":
+        return None
+    if error.startswith("TrialTimeout"):
+        return {"timed_out": True, "seconds": round(time.perf_counter() - t0, 3),
+                "reason": f"did not finish within {limit:g} s here (its run's time limit, at "
+                f"most the verifier's and {RECORDED_FACTOR:g} x its recorded time + "
+                f"{RECORDED_FLOOR:g} s)"}
+    if error.startswith(NOT_STARTED + ":"):
+        return {"reason": "not re-run here: " + error[len(NOT_STARTED) + 1:].strip()}
+    if _unregistered(registry, spec.get("model")):
+        # a model the protocol does not build itself: not installed, not a mismatch
+        return {"reason": not_installed("model", spec.get("model"), (
+            spec.get("versions") or {}).get("model"), run.get("plugin_versions") or {},
+            registry)}
+    return None
 
 
 def _accuracies(stored: dict, rerun: dict) -> dict:

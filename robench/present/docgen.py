@@ -40,7 +40,6 @@ a one-line note saying what to run.
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -465,9 +464,3 @@ def generate(db_path, out_dir, registry=None, label: Optional[str] = None,
             path.write_text(new, encoding="utf-8")
         done.append((path, names, changed, kept))
     return done
-
-
-def as_json(done: list) -> str:
-    """Return ``generate``'s result as JSON (for scripts)."""
-    return json.dumps([{"file": str(p), "blocks": n, "changed": c, "kept": k}
-                       for p, n, c, k in done], indent=2)

@@ -130,16 +130,8 @@ def _read_stored(tables: list, rows: list) -> dict:
     # table's models shows their ranks in the whole table, as the site does)
     hit = next((t for t in tables if set(t) == models and agrees(t)),
                next((t for t in tables if agrees(t)), None))
-    out = []
-    for r in sorted(rows, key=lambda r: str(r["model"])):
-        got = dict(hit[r["model"]]) if hit else {"rank": None, "unranked": NOT_COMPUTED,
-                                                   "rule": NOT_COMPUTED}
-        row = {k: v for k, v in r.items() if k != "samples"}
-        row.update(rank=got.get("rank"), rank_best=got.get("rank_best"),
-                   rank_worst=got.get("rank_worst"), rank_interval=got.get("rank_interval"),
-                   tied=bool(got.get("tied")), unranked=got.get("unranked"),
-                   rank_rule=got.get("rule") or "")
-        out.append(row)
+    out = [_with_stored_rank(r, hit[r["model"]] if hit else None)
+           for r in sorted(rows, key=lambda r: str(r["model"]))]
     if hit is None:  # nothing stored: best estimate first, as the table would list them
         higher = all(r.get("higher_is_better", True) for r in out)
         out.sort(key=lambda r: (not is_finite(r.get("value")),
@@ -150,6 +142,18 @@ def _read_stored(tables: list, rows: list) -> dict:
                   for r in (hit or {}).values() for p in r.get("pairs") or []}.values())
     rule = next((r["rank_rule"] for r in out if r["rank_rule"]), "")
     return {"rows": out, "rule": rule, "pairs": pairs}
+
+
+def _with_stored_rank(row: dict, got: Optional[dict]) -> dict:
+    """Return a score row (without its samples) with the rank stored for it (``got``; None:
+    no stored rank, said so)."""
+    got = got or {"rank": None, "unranked": NOT_COMPUTED, "rule": NOT_COMPUTED}
+    out = {k: v for k, v in row.items() if k != "samples"}
+    out.update(rank=got.get("rank"), rank_best=got.get("rank_best"),
+               rank_worst=got.get("rank_worst"), rank_interval=got.get("rank_interval"),
+               tied=bool(got.get("tied")), unranked=got.get("unranked"),
+               rank_rule=got.get("rule") or "")
+    return out
 
 
 def rank_table(rows: list, margin: Optional[float] = None) -> dict:

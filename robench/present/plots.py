@@ -65,7 +65,6 @@ def render_svg(plot: dict) -> str:
     import matplotlib
     from matplotlib.backends.backend_svg import FigureCanvasSVG
     from matplotlib.figure import Figure
-    from matplotlib.ticker import MaxNLocator, PercentFormatter
 
     kind = plot.get("kind")
     draw = {"scatter": _scatter, "intervals": _intervals, "lines": _lines}.get(kind)
@@ -80,28 +79,14 @@ def render_svg(plot: dict) -> str:
         FigureCanvasSVG(fig)
         ax = fig.add_subplot()
         legend = draw(ax, plot) or []
-        ax.set_xlabel(label(plot.get("xlabel", ""), 4 * MAX_LABEL))
-        ax.set_ylabel(label(plot.get("ylabel", ""), 4 * MAX_LABEL))
-        if not plot.get("xticks"):
-            ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
-        for axis in plot.get("percent", ()):
-            (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(
-                PercentFormatter(xmax=1.0, decimals=None))
-        ax.grid(True, color="#e3e7eb", linewidth=0.6)
-        ax.set_axisbelow(True)
+        _label_axes(ax, plot)
         # fixed margins (inches) instead of tight_layout, which measures every label and took
         # half of a plot's time: the title wraps to the width, the left margin grows with the
         # longest row label of a bar chart, the bottom with the legend's rows (the legend goes
         # under the axes, so no label is ever drawn over a point or another label)
         title = textwrap.wrap(label(plot.get("title") or "", 4 * MAX_LABEL),
                               int((width - 0.2) / CHAR_IN) - 1)
-        if kind == "intervals":
-            ticks = [t.get_text() for t in ax.get_yticklabels()]
-        else:  # the labels the formatter will write (a narrow range gives long ones)
-            ticks = ax.yaxis.get_major_formatter().format_ticks(ax.get_yticks())
-        longest = max((len(t) for t in ticks), default=0)
-        left = min(MAX_LEFT * width, max(0.75, (0.55 if plot.get("ylabel") else 0.3)
-                                         + CHAR_IN * 0.9 * longest))
+        left = _left_margin(ax, plot, width)
         top = 0.15 + 0.2 * len(title)
         below = 0.6 if plot.get("xlabel") else 0.35
         labels = [_fit(label(name), width - 0.5) for _, name in legend]
@@ -122,6 +107,32 @@ def render_svg(plot: dict) -> str:
         out = io.StringIO()
         fig.savefig(out, format="svg", metadata={"Date": None, "Creator": "robench"})
     return out.getvalue()
+
+
+def _label_axes(ax, plot: dict) -> None:
+    """Give the axes their labels, tick locator, percent formatters and grid."""
+    from matplotlib.ticker import MaxNLocator, PercentFormatter
+
+    ax.set_xlabel(label(plot.get("xlabel", ""), 4 * MAX_LABEL))
+    ax.set_ylabel(label(plot.get("ylabel", ""), 4 * MAX_LABEL))
+    if not plot.get("xticks"):
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
+    for axis in plot.get("percent", ()):
+        (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(
+            PercentFormatter(xmax=1.0, decimals=None))
+    ax.grid(True, color="#e3e7eb", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def _left_margin(ax, plot: dict, width: float) -> float:
+    """Return the left margin (inches): room for the y label and the longest tick label."""
+    if plot.get("kind") == "intervals":
+        ticks = [t.get_text() for t in ax.get_yticklabels()]
+    else:  # the labels the formatter will write (a narrow range gives long ones)
+        ticks = ax.yaxis.get_major_formatter().format_ticks(ax.get_yticks())
+    longest = max((len(t) for t in ticks), default=0)
+    return min(MAX_LEFT * width, max(0.75, (0.55 if plot.get("ylabel") else 0.3)
+                                     + CHAR_IN * 0.9 * longest))
 
 
 def _fit(label: str, inches: float) -> str:
@@ -178,6 +189,16 @@ def _intervals(ax, plot: dict) -> None:
     ax.set_ylim(-0.7, len(rows) - 0.3)
 
 
+def _band(ax, series: dict, color: str) -> None:
+    """Shade a series' band (``y_low`` to ``y_high``) where all three values are finite."""
+    low, high = series.get("y_low"), series.get("y_high")
+    band = [(x, lo, hi) for x, lo, hi in zip(series["x"], low, high)
+            if is_finite(x) and is_finite(lo) and is_finite(hi)] if low and high else []
+    if band:
+        ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band],
+                        color=color, alpha=0.15, linewidth=0)
+
+
 def _lines(ax, plot: dict) -> list:
     """Draw each series with its colour and marker (and band); return the legend."""
     series = plot.get("series") or ()
@@ -190,14 +211,7 @@ def _lines(ax, plot: dict) -> list:
         look = style(i)
         (handle,) = ax.plot([x for x, _ in pairs], [y for _, y in pairs], marker=look["marker"],
                             markersize=4, linewidth=1.4, color=look["color"])
-        low, high = s.get("y_low"), s.get("y_high")
-        if low and high:
-            band = [(x, lo, hi) for x, lo, hi in zip(s["x"], low, high)
-                    if is_finite(x) and is_finite(lo) and is_finite(hi)]
-            if band:
-                ax.fill_between([b[0] for b in band], [b[1] for b in band],
-                                [b[2] for b in band], color=look["color"], alpha=0.15,
-                                linewidth=0)
+        _band(ax, s, look["color"])
         legend.append((handle, label(s.get("label", ""))))
     if plot.get("xticks"):
         ax.set_xticks([t[0] for t in plot["xticks"]], [label(t[1]) for t in plot["xticks"]])

@@ -39,7 +39,7 @@ from robench.present.leaderboard import (environment, not_applicable, registered
                                  chosen_configurations, format_number, format_percent,
                                  rank_rows, reading_stored_ranks)
 from robench.metric_kit import is_helper, without_helpers
-from robench.escaping import csv_cell
+from robench.escaping import csv_cell, shorten
 from robench.present.badges import headline_badge
 from robench.present.formatting import is_finite, printable, why_not
 from robench.storage.store import Store
@@ -136,9 +136,10 @@ def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jin
     def model_link(context, name):
         slug = model_pages.get(name)
         if slug is None:
-            return markupsafe.escape(name)
+            return short_name(name)
         root = context.get("root", "")
-        return markupsafe.Markup('<a href="{}models/{}.html">{}</a>').format(root, slug, name)
+        return markupsafe.Markup('<a href="{}models/{}.html">{}</a>').format(
+            root, slug, short_name(name))
 
     @jinja2.pass_context
     def png_src(context, png_b64):
@@ -147,7 +148,19 @@ def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jin
     env.filters["model"] = model_link
     env.filters["png_src"] = png_src
     env.filters["slug"] = page_slug
+    env.filters["name"] = short_name
+    env.filters["short"] = shorten
     return env
+
+
+def short_name(name) -> markupsafe.Markup:
+    """Return a stored name for HTML: escaped, shortened as the text views shorten it
+    (:func:`robench.escaping.shorten`), the whole name in a ``title`` where it was cut."""
+    text = str(name)
+    short = shorten(text)
+    if short == text:
+        return markupsafe.escape(text)
+    return markupsafe.Markup('<span title="{}">{}</span>').format(text, short)
 
 
 # ---------------------------------------------------------------------------------- data
@@ -160,20 +173,15 @@ def _configuration(rows: list, runs: dict, choice=None) -> str:
     if choice is not None:
         return choice.text
     ids = sorted({r["run_id"] for r in rows if r.get("run_id") is not None})
-    parts = []
-    if ids:
-        parts.append("run " + ", ".join(str(i) for i in ids))
-    profiles = sorted({str((runs.get(i, {}).get("config") or {}).get("profile") or "")
-                       for i in ids} - {""})
-    if profiles:
-        parts.append("profile " + ", ".join(profiles))
-    seeds = sorted({runs[i]["seed"] for i in ids if i in runs and runs[i].get("seed") is not None})
-    if seeds:
-        parts.append("seed " + ", ".join(str(s) for s in seeds))
+    ran = [runs[i] for i in ids if i in runs]
     ns = sorted({r["n"] for r in rows if isinstance(r.get("n"), int)})
-    if ns:
-        parts.append("n = " + ", ".join(str(n) for n in ns[:4]) + (" …" if len(ns) > 4 else ""))
-    return " · ".join(parts) or "not recorded"
+    parts = [("run", ids),
+             ("profile", sorted({str((r.get("config") or {}).get("profile") or "")
+                                 for r in ran} - {""})),
+             ("seed", sorted({r["seed"] for r in ran if r.get("seed") is not None})),
+             ("n =", [", ".join(map(str, ns[:4])) + (" …" if len(ns) > 4 else "")] if ns else [])]
+    return " · ".join(f"{label} {', '.join(map(str, values))}"
+                      for label, values in parts if values) or "not recorded"
 
 
 def _provenance(rows: list, runs: dict) -> list:
@@ -203,7 +211,8 @@ def _section_html(env, section, metric: str, rows: list, dataset: str, registry)
     if not context:
         return None
     return markupsafe.Markup(env.get_template(f"{metric}/{section.template}").render(
-        section=context, dataset=dataset, metric=registry.get("metrics", metric), root="../"))
+        section=context, dataset=short_name(dataset), metric=registry.get("metrics", metric),
+        root="../"))
 
 
 def _direction(higher, baseline) -> str:
@@ -219,28 +228,10 @@ def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
     with why (the first reason its stored scores give), for the page to say in one line."""
     heads = []
     for metric, section in sections.items():
-        if section.headline is None:
-            continue
         mine = [r for r in rows if r["metric"] == metric]
-        head = _drawn("headline", section.headline, mine)[0] if mine else None
-        if not (isinstance(head, dict) and head.get("rows")):
-            continue
-        if not any(is_finite(r.get("value")) for r in head["rows"]):
-            if empty is not None:
-                why = next((w for w in (why_not(r.get("details")) for r in mine) if w),
-                           "no value stored")
-                empty.append({"metric": metric, "label": head.get("label") or metric,
-                              "why": why})
-            continue
-        higher = getattr(_spec(registry, "metrics", metric), "higher_is_better", True)
-        heads.append({"metric": metric, "label": head.get("label") or metric,
-                      "direction": _direction(higher, head.get("baseline")),
-                      "rows": head["rows"],
-                      "format": head.get("format", "num"),
-                      "note": head.get("note", ""), "rule": head.get("rule", ""),
-                      "columns": list(section.columns),
-                      "by_model": {r["model"]: r for r in head["rows"]},
-                      "higher_is_better": higher})
+        if section.headline is not None and mine:
+            head = _headline(metric, section, mine, registry, empty)
+            heads += [head] if head is not None else []
     if not heads:
         return None
     models = sorted({m for h in heads for m in h["by_model"]})
@@ -255,6 +246,28 @@ def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
     return {"heads": heads, "models": sorted(models, key=order)}
 
 
+def _headline(metric: str, section, mine: list, registry, empty: Optional[list]
+              ) -> Optional[dict]:
+    """Return a section's headline column of the overview, or None: where no model has a
+    value in it, it is appended to ``empty`` with why."""
+    head = _drawn("headline", section.headline, mine)[0]
+    if not (isinstance(head, dict) and head.get("rows")):
+        return None
+    label = head.get("label") or metric
+    if not any(is_finite(r.get("value")) for r in head["rows"]):
+        if empty is not None:
+            why = next((w for w in (why_not(r.get("details")) for r in mine) if w),
+                       "no value stored")
+            empty.append({"metric": metric, "label": label, "why": why})
+        return None
+    higher = getattr(_spec(registry, "metrics", metric), "higher_is_better", True)
+    return {"metric": metric, "label": label,
+            "direction": _direction(higher, head.get("baseline")), "rows": head["rows"],
+            "format": head.get("format", "num"), "note": head.get("note", ""),
+            "rule": head.get("rule", ""), "columns": list(section.columns),
+            "by_model": {r["model"]: r for r in head["rows"]}, "higher_is_better": higher}
+
+
 def _pivot_other(rows: list, pseudo=frozenset({""})) -> list:
     """Return one table per metric without a section: models down, sub-scores across.
 
@@ -265,31 +278,40 @@ def _pivot_other(rows: list, pseudo=frozenset({""})) -> list:
     by_metric: dict = defaultdict(list)
     for r in rows:
         by_metric[r["metric"]].append(r)
-    tables = []
-    for metric, every in sorted(by_metric.items()):
-        mine = [r for r in every if r["model"] not in pseudo]
-        own = sorted((r for r in every if r["model"] in pseudo),
-                     key=lambda r: (r.get("clusterer") or "", r["score"], r["model"]))
-        columns = sorted({(r.get("clusterer") or "", r["score"]) for r in mine},
-                         key=lambda c: (c[1] != metric, c))
-        cells: dict = defaultdict(dict)
-        for r in mine:
-            cells[r["model"]][(r.get("clusterer") or "", r["score"])] = r
-        head = [c for c in columns if c[1] == metric] or columns[:1]
-        order = rank_rows([{"model": m, "value": (cells[m].get(head[0]) or {}).get("value"),
-                            "higher_is_better": (cells[m].get(head[0]) or {}).get(
-                                "higher_is_better", True)} for m in sorted(cells)]) if head else []
-        tables.append({
-            "metric": metric,
-            "ranked_by": (head[0][1] + (f" ({head[0][0]})" if head[0][0] else "")) if head
-            else "",
-            "columns": [{"key": c, "label": c[1] + (f" ({c[0]})" if c[0] else "")}
-                        for c in columns],
+    return [_pivot_table(metric, every, pseudo) for metric, every in sorted(by_metric.items())]
+
+
+def _pivot_table(metric: str, every: list, pseudo) -> dict:
+    """Return :func:`_pivot_other`'s table of one metric."""
+    mine = [r for r in every if r["model"] not in pseudo]
+    own = sorted((r for r in every if r["model"] in pseudo),
+                 key=lambda r: (r.get("clusterer") or "", r["score"], r["model"]))
+    columns = sorted({(r.get("clusterer") or "", r["score"]) for r in mine},
+                     key=lambda c: (c[1] != metric, c))
+    cells: dict = defaultdict(dict)
+    for r in mine:
+        cells[r["model"]][(r.get("clusterer") or "", r["score"])] = r
+    head = ([c for c in columns if c[1] == metric] or columns[:1] or [None])[0]
+    order = _pivot_order(cells, head)
+
+    def label(c):  # a score, its clusterer in brackets
+        return c[1] + (f" ({c[0]})" if c[0] else "")
+
+    return {"metric": metric, "ranked_by": label(head) if head else "",
+            "columns": [{"key": c, "label": label(c)} for c in columns],
             "rows": [{"model": o["model"], "rank": o["rank"],
                       "cells": [cells[o["model"]].get(c) for c in columns]} for o in order],
-            "dataset_rows": own,
-        })
-    return tables
+            "dataset_rows": own}
+
+
+def _pivot_order(cells: dict, head) -> list:
+    """Return the models of a pivoted table ranked by their ``head`` column's estimate."""
+    if head is None:
+        return []
+    firsts = {m: cells[m].get(head) or {} for m in sorted(cells)}
+    return rank_rows([{"model": m, "value": r.get("value"),
+                       "higher_is_better": r.get("higher_is_better", True)}
+                      for m, r in firsts.items()])
 
 
 def _detail_tables(row: dict) -> list:
@@ -297,31 +319,33 @@ def _detail_tables(row: dict) -> list:
     each titled by its metric, score and clusterer (a model has one per score that has them,
     for example one per training size of the adequacy sweep)."""
     det = row.get("details") if isinstance(row.get("details"), dict) else {}
-    out = []
     what = row["metric"] if row["score"] == row["metric"] else f"{row['metric']} {row['score']}"
     if row.get("clusterer"):
         what += f", sources by {row['clusterer']}"
-    per_class = det.get("per_class")
-    if isinstance(per_class, list) and per_class and all(isinstance(c, dict) for c in per_class):
-        keys = sorted({k for c in per_class for k, v in c.items() if is_finite(v)})
-        out.append({"title": f"{what}: per class", "columns": ["class"] + keys,
-                    "rows": [[str(i)] + [c.get(k) for k in keys] for i, c in
-                             enumerate(per_class)]})
-    per_fold = det.get("per_fold")
-    if isinstance(per_fold, dict):
-        columns, series = [], []
-        for kind, values in sorted(per_fold.items()):
-            if isinstance(values, dict):
-                for name, vals in sorted(values.items()):
-                    if isinstance(vals, list):
-                        columns.append(f"{kind} {name}")
-                        series.append(vals)
-        if series:
-            n = max(len(s) for s in series)
-            out.append({"title": f"{what}: per fold", "columns": ["fold"] + columns,
-                        "rows": [[str(i)] + [s[i] if i < len(s) else None for s in series]
-                                 for i in range(n)]})
-    return out
+    return _per_class_table(what, det.get("per_class")) + _per_fold_table(
+        what, det.get("per_fold"))
+
+
+def _per_class_table(what: str, per_class) -> list:
+    if not (isinstance(per_class, list) and per_class
+            and all(isinstance(c, dict) for c in per_class)):
+        return []
+    keys = sorted({k for c in per_class for k, v in c.items() if is_finite(v)})
+    return [{"title": f"{what}: per class", "columns": ["class"] + keys,
+             "rows": [[str(i)] + [c.get(k) for k in keys] for i, c in enumerate(per_class)]}]
+
+
+def _per_fold_table(what: str, per_fold) -> list:
+    series = [(f"{kind} {name}", vals)
+              for kind, values in sorted(per_fold.items()) if isinstance(values, dict)
+              for name, vals in sorted(values.items()) if isinstance(vals, list)
+              ] if isinstance(per_fold, dict) else []
+    if not series:
+        return []
+    n = max(len(s) for _, s in series)
+    return [{"title": f"{what}: per fold", "columns": ["fold"] + [c for c, _ in series],
+             "rows": [[str(i)] + [s[i] if i < len(s) else None for _, s in series]
+                      for i in range(n)]}]
 
 
 def _strip_images(value):
@@ -513,40 +537,17 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
     overview = _overview(rows, site.sections, site.registry, empty)
     ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - site.pseudo)
     top_models = ranked[:site.top]
-    parts, shown, plots = [], set(), []
+    parts, plots, top = [], [], set(top_models)
     for metric, section in site.sections.items():
         mine = [r for r in rows if r["metric"] == metric]
-        if not mine:
-            continue
-        html, note = _drawn(f"The {section.title or metric} section", _section_html, site.env,
-                            section, metric, mine, name, site.registry)
-        if html is None and note is None:
-            continue
-        html = html if note is None else _note_html(note)
-        parts.append({"metric": metric, "title": section.title or metric,
-                      "id": f"section-{page_slug(metric)}", "html": markupsafe.Markup(html),
-                      "configuration": _configuration(mine, site.runs,
-                                                      choices.get((name, metric)))})
-        site.tables_used.append({"dataset": name, "metric": metric,
-                                 "title": section.title or metric,
-                                 "configuration": parts[-1]["configuration"]})
-        shown.add(metric)
-        if section.plots is not None:
-            chosen = [r for r in mine if r["model"] in set(top_models)]
-            for i, plot in enumerate(_drawn("plots", section.plots, chosen)[0] or ()):
-                if isinstance(plot, dict) and plot.get("model") is None:
-                    drawn = _drawn("plot", site.assets.plot, plot, f"{name}-{metric}-{i}")[0]
-                    if drawn is not None:
-                        plots.append(drawn)
+        part = _section_part(site, name, metric, section, mine, choices) if mine else None
+        if part is not None:
+            parts.append(part)
+            plots += _section_plots(site, f"{name}-{metric}", section,
+                                    [r for r in mine if r["model"] in top])
+    shown = {part["metric"] for part in parts}
     other = [r for r in rows if r["metric"] not in shown]
-    for metric in sorted({r["metric"] for r in other}):
-        site.tables_used.append({"dataset": name, "metric": metric, "title": metric,
-                                 "configuration": _configuration(
-                                     [r for r in other if r["metric"] == metric], site.runs,
-                                     choices.get((name, metric)))})
-    for r in rows:
-        if r["model"] in site.model_pages:
-            site.per_model[r["model"]].append(r)
+    _record_other(site, name, rows, other, choices)
     _headline_badges(site, name, overview)
     mine_helpers = sorted({m for (d, m) in site.helpers if d == name})
     configurations = [{"metric": t["metric"], "text": t["configuration"]}
@@ -561,6 +562,58 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
             "n_models": len({r["model"] for r in rows} - site.pseudo),
             "helpers": [{"model": m, "metrics": site.helpers[(name, m)]} for m in mine_helpers],
             "verification": _verification_text(site.records, dataset=name)}
+
+
+def _record_other(site: Site, name: str, rows: list, other: list, choices: dict) -> None:
+    """Record on ``site`` the tables of the scores no family section shows (``other``), and
+    the rows of each model that has a page."""
+    for r in rows:
+        if r["model"] in site.model_pages:
+            site.per_model[r["model"]].append(r)
+    for metric in sorted({r["metric"] for r in other}):
+        site.tables_used.append({"dataset": name, "metric": metric, "title": metric,
+                                 "configuration": _configuration(
+                                     [r for r in other if r["metric"] == metric], site.runs,
+                                     choices.get((name, metric)))})
+
+
+def _section_part(site: Site, name: str, metric: str, section, mine: list,
+                  choices: dict) -> Optional[dict]:
+    """Return a family section of a data set's page (its HTML, or the note that says why it
+    could not be drawn) and record its table on ``site``; None when it shows nothing."""
+    title = section.title or metric
+    html = _drawn_section(site, section, metric, mine, name)
+    if html is None:
+        return None
+    configuration = _configuration(mine, site.runs, choices.get((name, metric)))
+    site.tables_used.append({"dataset": name, "metric": metric, "title": title,
+                             "configuration": configuration})
+    return {"metric": metric, "title": title, "id": f"section-{page_slug(metric)}",
+            "html": markupsafe.Markup(html), "configuration": configuration}
+
+
+def _drawn_section(site: Site, section, metric: str, rows: list, dataset: str):
+    """Return a family section's HTML for ``rows``, the note that says why it could not be
+    drawn, or None when it has nothing to show."""
+    html, note = _drawn(f"The {section.title or metric} section", _section_html, site.env,
+                        section, metric, rows, dataset, site.registry)
+    if html is None and note is None:
+        return None
+    return html if note is None else _note_html(note)
+
+
+def _section_plots(site: Site, stem: str, section, rows: list, model=None) -> list:
+    """Return the plots a family section draws from ``rows``: a data set's (``model`` None)
+    or one model's, saved as ``STEM-I``."""
+    if section.plots is None:
+        return []
+    out = []
+    for i, plot in enumerate(_drawn("plots", section.plots, rows)[0] or ()):
+        if isinstance(plot, dict) and plot.get("model") == model:
+            drawn = _drawn("plot", site.assets.plot, plot, f"{stem}-{i}")[0]
+            if drawn is not None:
+                out.append(drawn)
+    return out
 
 
 def _verification_text(records: list, **which) -> str:
@@ -640,29 +693,19 @@ def _model_blocks(site: Site, model: str) -> list:
         parts, plots = [], []
         for metric, section in site.sections.items():
             own = [r for r in mine if r["metric"] == metric]
-            html, note = (_drawn(f"The {section.title or metric} section", _section_html,
-                                 site.env, section, metric, own, ds["name"], site.registry)
-                          if own else (None, None))
-            if html is not None or note is not None:
-                parts.append({"title": section.title or metric,
-                              "html": html if note is None else _note_html(note)})
+            html = _drawn_section(site, section, metric, own, ds["name"]) if own else None
+            if html is not None:
+                parts.append({"title": section.title or metric, "html": html})
             # drawn for each data set's top models only: an SVG costs ~0.1 s, and the
             # values of every other model are in its tables (build time stays linear
             # and small at 1,000 models x 5 data sets)
-            if own and section.plots is not None and model in ds["top_set"]:
-                for i, plot in enumerate(_drawn("plots", section.plots, own)[0] or ()):
-                    if isinstance(plot, dict) and plot.get("model") == model:
-                        drawn = _drawn("plot", site.assets.plot, plot,
-                                       f"{ds['name']}-{model}-{metric}-{i}")[0]
-                        if drawn is not None:
-                            plots.append(drawn)
+            if own and model in ds["top_set"]:
+                plots += _section_plots(site, f"{ds['name']}-{model}-{metric}", section, own,
+                                        model)
         details = [t for r in mine for t in (_drawn("details", _detail_tables, r)[0] or ())]
-        headline = []
-        if ds["overview"]:
-            for h in ds["overview"]["heads"]:
-                r = h["by_model"].get(model)
-                if r:
-                    headline.append({"head": h, "row": r})
+        heads = ds["overview"]["heads"] if ds["overview"] else ()
+        headline = [{"head": h, "row": h["by_model"][model]} for h in heads
+                    if h["by_model"].get(model)]
         blocks.append({"ds": ds, "scores": sorted(mine, key=lambda r: (
             r["metric"], r.get("clusterer") or "", r["score"])), "details": details,
             "sections": parts, "plots": plots, "headline": headline})

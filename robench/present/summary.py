@@ -146,34 +146,38 @@ def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Opti
     # spent before its trials ran) is not drawn as a column of dashes: its line says why
     heads = [h for h in every if not h["why_empty"]]
     empty = [h for h in every if h["why_empty"]]
-    if not heads and not empty:
-        return None
     ranked = next((h for h in heads if h["rule"]), None)
     names = {m for h in heads for m in h["by_model"]}
     if models is not None:
         names &= set(models)
     if not names and not empty:
         return None
-    # each headline's rows come best first: a model's place is its position in the rank
-    # column, then in the other columns (what the site's overview does)
-    order_heads = ([ranked] if ranked else []) + [h for h in heads if h is not ranked]
-    positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in order_heads]
-    order = sorted(names, key=lambda m: ([p.get(m, 10 ** 9) for p in positions], str(m)))
-    ordered = pairs = 0
-    if ranked and ranked.get("pairs"):
-        # every pair of the shown models was tested: ordered or equivalent counts as decided
-        tested = [p for p in ranked["pairs"] if set(p.get("pair") or ()) <= names]
-        pairs = len(tested)
-        ordered = sum(1 for p in tested if p.get("status") in ("ordered", "equivalent"))
-    elif ranked:
-        ranks = [r for r in ranked["rows"] if r.get("model") in names
-                 and r.get("rank") is not None]
-        pairs = max(len(ranks) - 1, 0)
-        ordered = sum(1 for a, b in zip(ranks, ranks[1:]) if _ordered(a, b))
+    order = _order(names, ranked, heads)
+    ordered, pairs = _decided(ranked, names) if ranked else (0, 0)
     return {"dataset": dataset, "ranked": ranked, "others": [h for h in heads if h is not ranked],
             "empty": empty, "models": order, "ordered": ordered, "pairs": pairs,
             "unranked": [m for m in order if ranked and m in ranked["by_model"]
                          and ranked["by_model"][m].get("rank") is None]}
+
+
+def _order(names: set, ranked: Optional[dict], heads: list) -> list:
+    """Return the models in the order of the summary: each headline's rows come best first,
+    and a model's place is its position in the rank column, then in the other columns (what
+    the site's overview does)."""
+    order_heads = ([ranked] if ranked else []) + [h for h in heads if h is not ranked]
+    positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in order_heads]
+    return sorted(names, key=lambda m: ([p.get(m, 10 ** 9) for p in positions], str(m)))
+
+
+def _decided(ranked: dict, names: set) -> tuple[int, int]:
+    """Return (pairs decided, pairs) of the rank column among the models ``names``: every
+    tested pair, ordered or equivalent counting as decided; without stored pairs, adjacent
+    ranks whose intervals do not overlap."""
+    if ranked.get("pairs"):
+        tested = [p for p in ranked["pairs"] if set(p.get("pair") or ()) <= names]
+        return sum(1 for p in tested if p.get("status") in ("ordered", "equivalent")), len(tested)
+    ranks = [r for r in ranked["rows"] if r.get("model") in names and r.get("rank") is not None]
+    return sum(1 for a, b in zip(ranks, ranks[1:]) if _ordered(a, b)), max(len(ranks) - 1, 0)
 
 
 def table_lines(table: dict, width: int) -> list:
@@ -182,10 +186,16 @@ def table_lines(table: dict, width: int) -> list:
     then a line per headline with no value at all (why, once, instead of a column of dashes).
     Model names are abbreviated, and columns that do not fit are left out (said on the header
     line)."""
-    ranked, others = table["ranked"], list(table["others"])
     models = [printable(m) for m in table["models"]]
-    lines = [fit(printable(table["dataset"]), width)]
-    cells = []  # per model: [rank, model, ranked value, other values...]
+    cells = _cells(table, models)
+    return ([fit(printable(table["dataset"]), width)]
+            + (_grid(table, cells, models, width) if cells else []) + _footer(table, width))
+
+
+def _cells(table: dict, models: list) -> list:
+    """Return per model the text of its cells: [rank, model, ranked value, other values...]."""
+    ranked, others = table["ranked"], table["others"]
+    cells = []
     for name, model in zip(models, table["models"]):
         row = [rank_text(ranked["by_model"].get(model)) if ranked else "", name]
         if ranked:
@@ -198,40 +208,59 @@ def table_lines(table: dict, width: int) -> list:
                 cell += f" ({hit['rank_interval']})"
             row.append(cell)
         cells.append(row)
-    if cells:
-        level = "CI" if ranked and any(r.get("adaptive") for r in ranked["rows"]) else "95% CI"
-        first = 3 if ranked else 2  # where the other columns start in a row of cells
-        labels = ([f"{ranked['label']}" + (f" [{level}]" if any("[" in c[2] for c in cells)
-                                          else "")] if ranked else []) + [
-            h["label"] + (" (rank)" if any(c[first + j].endswith(")") for c in cells) else "")
-            for j, h in enumerate(others)]
-        labels = [printable(label) for label in labels]
-        value_widths = [max([len(label)] + [len(c[2 + i]) for c in cells])
-                        for i, label in enumerate(labels)]
-        rank_w = max([len(c[0]) for c in cells] + [len("rank")]) if ranked else 0
-        name_w = max([len(m) for m in models] + [len("model")])
-        lead = (rank_w + 1 if ranked else 0)  # the rank column and its space
+    return cells
 
-        def total(n_values, nw):
-            return 2 + lead + nw + sum(2 + w for w in value_widths[:n_values])
 
-        shown = len(labels)
-        min_name = min(name_w, 12)
-        note = lambda n: f"  (+{len(labels) - n})" if n < len(labels) else ""  # noqa: E731
-        while shown > 1 and total(shown, min_name) + len(note(shown)) > width:
-            shown -= 1  # a very narrow terminal: the last columns go, counted on the header
-        name_w = max(min_name, min(name_w, width - total(shown, 0)))
-        head = "  " + ("rank".rjust(rank_w) + " " if ranked else "") + "model".ljust(
-            name_w) + "".join("  " + label.rjust(w)
-                              for label, w in zip(labels[:shown], value_widths[:shown]))
-        lines.append(fit((head + note(shown)).rstrip(), width))
-        for c in cells:
-            line = "  " + (c[0].rjust(rank_w) + " " if ranked else "") + fit(
-                c[1], name_w).ljust(name_w) + "".join(
-                    "  " + v.rjust(w) for v, w in zip(c[2:2 + shown], value_widths))
-            lines.append(fit(line.rstrip(), width))
+def _labels(table: dict, cells: list) -> list:
+    """Return the value columns' labels: the rank column's with its interval's level where
+    a cell shows one, the others' with "(rank)" where a cell shows its own rank interval."""
+    ranked = table["ranked"]
+    level = "CI" if ranked and any(r.get("adaptive") for r in ranked["rows"]) else "95% CI"
+    first = 3 if ranked else 2  # where the other columns start in a row of cells
+    labels = ([f"{ranked['label']}" + (f" [{level}]" if any("[" in c[2] for c in cells)
+                                      else "")] if ranked else []) + [
+        h["label"] + (" (rank)" if any(c[first + j].endswith(")") for c in cells) else "")
+        for j, h in enumerate(table["others"])]
+    return [printable(label) for label in labels]
+
+
+def _grid(table: dict, cells: list, models: list, width: int) -> list:
+    """Return the header line and one line per model of a summary table's cells."""
+    ranked = table["ranked"]
+    labels = _labels(table, cells)
+    value_widths = [max([len(label)] + [len(c[2 + i]) for c in cells])
+                    for i, label in enumerate(labels)]
+    rank_w = max([len(c[0]) for c in cells] + [len("rank")]) if ranked else 0
+    name_w = max([len(m) for m in models] + [len("model")])
+    lead = (rank_w + 1 if ranked else 0)  # the rank column and its space
+
+    def total(n_values, nw):
+        return 2 + lead + nw + sum(2 + w for w in value_widths[:n_values])
+
+    shown = len(labels)
+    min_name = min(name_w, 12)
+    note = lambda n: f"  (+{len(labels) - n})" if n < len(labels) else ""  # noqa: E731
+    while shown > 1 and total(shown, min_name) + len(note(shown)) > width:
+        shown -= 1  # a very narrow terminal: the last columns go, counted on the header
+    name_w = max(min_name, min(name_w, width - total(shown, 0)))
+    head = "  " + ("rank".rjust(rank_w) + " " if ranked else "") + "model".ljust(
+        name_w) + "".join("  " + label.rjust(w)
+                          for label, w in zip(labels[:shown], value_widths[:shown]))
+    lines = [fit((head + note(shown)).rstrip(), width)]
+    for c in cells:
+        line = "  " + (c[0].rjust(rank_w) + " " if ranked else "") + fit(
+            c[1], name_w).ljust(name_w) + "".join(
+                "  " + v.rjust(w) for v, w in zip(c[2:2 + shown], value_widths))
+        lines.append(fit(line.rstrip(), width))
+    return lines
+
+
+def _footer(table: dict, width: int) -> list:
+    """Return the lines after a summary table: why some models have no rank, and each
+    headline with no value at all (why, once, instead of a column of dashes)."""
+    lines = []
     if table["unranked"]:  # why "-": the rank column's own reason, on one line
-        first = ranked["by_model"][table["unranked"][0]]
+        first = table["ranked"]["by_model"][table["unranked"][0]]
         why = printable(first.get("unranked") or "no rank given")
         lines.append(fit(f"  - not ranked: {', '.join(printable(m) for m in table['unranked'])}"
                          f" ({why})", width))

@@ -270,10 +270,18 @@ def test_a_board_lacking_the_plugin_refuses_the_contribution_before_any_rerun(bo
     result = publish.validate(board)
     assert not result.ok
     why = result.rejected["alice.db"]
-    assert "\n" not in why and "cannot load: dataset 'tiny', model 'centroid'" in why, why
-    assert "'tests.plugins.tiny'" in why  # the plugin its run loaded that is missing here
-    assert "requirements.txt" in why and "maintainer" in why and "pull request" in why
+    assert "\n" not in why, why
+    # each component named with the plugin its run recorded for it (by version), and the remedy
+    assert ("not installed here): dataset 'tiny', model 'centroid' from plugin "
+            "'tests.plugins.tiny' (no version), by its run's record") in why, why
+    assert "wheels/" in why and "requirements.txt" in why and "maintainer" in why
+    assert "a pull request cannot" in why
     assert "model 'mlp'" not in why  # a built-in: installed here
+    # a board that pins the plugin (at another version) names the requirement it has
+    (board / "requirements.txt").write_text(
+        "robench\n# plugin tests.plugins.tiny 0.0.1\nrobench-tiny==0.0.1\n")
+    why = publish.validate(board).rejected["alice.db"]
+    assert "(requirements.txt pins it at 0.0.1: robench-tiny==0.0.1)" in why, why
 
     def no_rerun(*args, **kwargs):
         raise AssertionError("a trial was re-run")
@@ -294,3 +302,31 @@ def publish_registry():
     from robench.plugins import make_registry
 
     return make_registry(load_entrypoints=False)
+
+
+def test_verify_names_the_plugin_and_the_remedy_of_a_trial_it_cannot_re_run(tiny_db, tmp_path):
+    """Issue 51, 1: ``robench verify`` without the contribution's plugin said "model 'x' is not
+    installed here" per trial; it names the plugin the trial's run recorded and the remedy."""
+    from robench.exchange.verify import missing, provider
+    from robench.storage.store import Store
+
+    db = tmp_path / "alice.db"
+    shutil.copyfile(tiny_db, db)
+    res = CliRunner().invoke(cli, ["verify", "--db", str(db), "--sample", "2"])
+    assert res.exit_code == 2, res.output
+    assert ("dataset 'tiny' is not installed here (from plugin 'tests.plugins.tiny' (no "
+            "version), by its run's record); install the distribution that provides it here"
+            in res.output), res.output
+    assert "requirements.txt" in res.output and "Traceback" not in res.output
+    registry = publish_registry()
+    with Store(db, readonly=True) as store:
+        plugins = store.runs()[0]["plugin_versions"]
+        spec = next(t["spec"] for t in store.trials() if t["model"] == "centroid")
+    # the plugin is told by the version its trial recorded, among those missing here
+    assert provider("2.0/1", {**plugins, "other": "2.0"}, registry) == (
+        "from plugin 'other' 2.0, by its run's record")
+    assert provider("9.9/1", {"a": "1.0", "b": "2.0"}, registry) == (
+        "from plugin 'a' 1.0 or plugin 'b' 2.0, by its run's record")
+    assert provider("/1", {"robench.builtin.models": "0"}, registry) == (
+        "no plugin its run recorded is missing here")
+    assert missing(spec, registry) == "dataset 'tiny' is not installed here"  # no run known

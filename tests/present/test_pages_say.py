@@ -249,3 +249,37 @@ def test_the_sites_overview_says_each_columns_direction_and_baseline(tmp_path):
     overview = _text((tmp_path / "site" / "index.html").read_text())
     assert "rho (kmeans) (higher is better)" in overview
     assert "mCE (lower is better; relative to the baseline model svm (= 1))" in overview
+
+
+# --- long names shortened as the text views shorten them ---------------------------------------
+
+
+def test_the_site_shortens_long_names_with_the_whole_name_in_a_title(tmp_path):
+    """A 300-character data set or model name printed whole on every page (the text views
+    shorten it, robench.escaping.shorten): the site shows the same short form, with the whole
+    name in a title attribute; the page's <title> holds plain text; a short name is untouched."""
+    from html import escape
+
+    from robench.escaping import shorten
+
+    dataset, model = "d" * 150 + "<set>" + "e" * 145, "m" * 200 + "&model"
+    store = _filled(tmp_path / "long.db", _rho(model, 0.9, dataset=dataset) + _rho(
+        "svm", 0.8, dataset=dataset))
+    build_site(store, tmp_path / "site")
+    store.close()
+    pages = {p.relative_to(tmp_path / "site").as_posix(): p.read_text(encoding="utf-8")
+             for p in (tmp_path / "site").rglob("*.html")}
+    assert len(pages) >= 5
+    for name in (dataset, model):
+        short, whole = shorten(name), escape(name, quote=True).replace("&#x27;", "&#39;")
+        assert len(short) == 80
+        spans = f'<span title="{whole}">{escape(short, quote=False)}</span>'
+        shown = 0
+        for page, html in pages.items():
+            outside = html.replace(f'title="{whole}"', "")
+            assert escape(name, quote=False) not in outside, page  # whole only in a title
+            shown += html.count(spans)
+        assert shown >= 3, name
+    dataset_page = next(html for page, html in pages.items() if page.startswith("datasets/"))
+    assert f"<title>{escape(shorten(dataset), quote=False)} &middot;" in dataset_page
+    assert ">svm</a>" in pages["index.html"]  # a short name: as it was

@@ -26,10 +26,13 @@ from robench.exchange.publish.common import (ACCEPTED, PUBLISHED, STAGING, VERIF
 from robench.exchange.publish.lock import locked, made_folder, replace_folder
 from robench.exchange.publish.repository import (accepted, changes_outside_contributions,
                                                  contribution_sha256, contributions, settings)
-from robench.exchange.verify import (data_inconsistencies, default_sample, difference_text,
-                                     missing, verify as verify_trials)
+from robench.exchange.publish.scaffold import pinned_plugins
+from robench.exchange.verify import (REMEDY, data_inconsistencies, default_sample,
+                                     difference_text, missing, provider,
+                                     verify as verify_trials)
 from robench.plugins import get_registry
 from robench.stats.diff import diff_scores
+from robench.storage.cells import decoded
 from robench.storage.store import Store
 from robench.storage.verification import PIPELINE, verifications
 
@@ -119,46 +122,58 @@ _NAMED = (("protocols", "protocol", "trials"), ("datasets", "dataset", "trials")
           ("metrics", "metric", "score_groups"))
 
 
-def unloadable(path: Path, registry, allow: dict) -> Optional[str]:
-    """Return why this board's runner cannot load what a contribution names (one line, with
-    the plugins its run loaded that are not installed here and the remedy), or None.
+def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -> Optional[str]:
+    """Return why this board's runner cannot load what a contribution names (one line: each
+    component with the plugin its run recorded for it, :func:`robench.exchange.verify.provider`,
+    and the remedy), or None.
 
     Looked at: the protocols, data sets and clusterers of its trials and the models and metrics
     of its score groups (what was asked for: a metric's own helper models are built by their
     protocol), by registered name; references (``SCHEME:TARGET``) are left to ``verify``, and
-    data sets and models ``verify_allow`` names are allowed.
+    data sets and models ``verify_allow`` names are allowed. ``pins``: the board's pinned
+    plugins ({plugin: (version, requirement line)}).
     """
+    named, recorded, plugins = _named(path)
+    by_provider: dict = {}
+    for kind, names in named.items():
+        allowed = allow.get(kind, ()) if kind in ("datasets", "models") else ()
+        have = set(registry.names(kind))
+        for n in names:
+            if n and ":" not in n and n not in have and n not in allowed:
+                where = provider(recorded.get((kind, n)), plugins, registry, pins)
+                by_provider.setdefault(where, []).append(f"{kind[:-1]} '{n}'")
+    if not by_provider:
+        return None
+    found = "; ".join(f"{', '.join(what[:5])}{f' and {len(what) - 5} more' if len(what) > 5 else ''}"
+                      f" {where}" for where, what in list(by_provider.items())[:3])
+    return (f"it names what this board's runner cannot load (not installed here): {found}; "
+            f"{REMEDY}, then the check runs again (robench's CONTRIBUTING.md, 'From a plugin "
+            "to a leaderboard')")
+
+
+def _named(path: Path) -> tuple[dict, dict, dict]:
+    """Return what a contribution names ({kind: [names]}), the version its trials recorded of
+    each (kind, name), and the plugins its runs loaded ({plugin: version})."""
     with Store(path, readonly=True) as store:
         conn = store.db.conn
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
                                              "'table'")}
-        named = {}
-        for kind, column, table in _NAMED:
-            if table in tables:
-                named[kind] = sorted({r[0] for r in conn.execute(
-                    f'SELECT DISTINCT "{column}" FROM "{table}"') if isinstance(r[0], str)})
-        runs = store.runs()
-    missing = []
-    for kind, names in named.items():
-        allowed = allow.get(kind, ()) if kind in ("datasets", "models") else ()
-        have = set(registry.names(kind))
-        missing += [f"{kind[:-1]} '{n}'" for n in names
-                    if n and ":" not in n and n not in have and n not in allowed]
-    if not missing:
-        return None
-    here = {n for n, info in registry.infos.items() if info.status == "ok"}
-    lacking = sorted({(n, str(v)) for run in runs
-                      if isinstance(run.get("plugin_versions"), dict)
-                      for n, v in run["plugin_versions"].items() if n not in here})
-    plugins = (", ".join(f"'{n}' {v}" for n, v in lacking[:5]) if lacking else
-               "none (every plugin its run loaded is installed here: a component it dropped?)")
-    return (f"it names what this board's runner cannot load: {', '.join(missing[:5])}"
-            f"{f' and {len(missing) - 5} more' if len(missing) > 5 else ''} (not installed "
-            f"here); plugin(s) its run loaded that the runner lacks: {plugins}. A pull request "
-            "cannot install anything: the board's maintainer adds the distribution that "
-            "provides it (a requirement line in requirements.txt, or its wheel in wheels/) with "
-            "a push to main, then the check runs again (robench's CONTRIBUTING.md, 'From a "
-            "plugin to a leaderboard')")
+        named = {kind: sorted({r[0] for r in conn.execute(
+            f'SELECT DISTINCT "{column}" FROM "{table}"') if isinstance(r[0], str)})
+            for kind, column, table in _NAMED if table in tables}
+        recorded = {}  # (kind, name) -> the PLUGIN-VERSION/COMPONENT-VERSION a trial recorded
+        if "trials" in tables:
+            for *names, versions in conn.execute(
+                    "SELECT DISTINCT dataset, model, clusterer, versions FROM trials"):
+                versions = decoded(versions)
+                versions = versions if isinstance(versions, dict) else {}
+                for kind, name in zip(("datasets", "models", "clusterers"), names):
+                    recorded.setdefault((kind, name), versions.get(kind[:-1]))
+        plugins = {}
+        for run in store.runs():
+            if isinstance(run.get("plugin_versions"), dict):
+                plugins.update(run["plugin_versions"])
+    return named, recorded, plugins
 
 
 @locked
@@ -185,6 +200,10 @@ def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
             "change by a maintainer's own push to main")
         return append_report(repo, result)
     conf = settings(repo)  # every JSON file checked before anything is written
+    try:
+        pins = {plugin: (version, line) for plugin, version, line in pinned_plugins(repo)}
+    except (OSError, UnicodeDecodeError):
+        pins = {}
     todo, refused = contributions(repo)
     staging = _fresh_staging(repo)
     result = StepResult("validate")
@@ -204,8 +223,8 @@ def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
             # what the runner cannot load, named with its remedy, before any re-run (the
             # scores of a metric not installed here are among the merge's problems too)
             try:
-                why = None if report is None else unloadable(path, _registry(registry),
-                                                             conf["verify_allow"])
+                why = None if report is None else unloadable(
+                    path, _registry(registry), conf["verify_allow"], pins)
             except (sqlite3.DatabaseError, ValueError, OSError):
                 why = None  # what the merge took but this cannot read: verify says why
             if why is not None:
@@ -238,7 +257,7 @@ def _allowed(entry: dict, allow: dict) -> bool:
             or entry.get("model") in allow.get("models", ()))
 
 
-def _unrunnable(rows: list, allow: dict, registry) -> tuple[list, list]:
+def _unrunnable(rows: list, allow: dict, registry, runs: dict) -> tuple[list, list]:
     """Return ([(trial, why)] not re-runnable here, [(trial, why)] allowed so).
 
     Every trial of the contribution is looked at, not only the sample: a trial on data (or
@@ -249,7 +268,8 @@ def _unrunnable(rows: list, allow: dict, registry) -> tuple[list, list]:
     against, allowed = [], []
     for row in rows:
         spec = row.get("spec")
-        why = "no stored spec" if not isinstance(spec, dict) else missing(spec, registry)
+        plugins = (runs.get(row.get("run_id")) or {}).get("plugin_versions") or {}
+        why = "no stored spec" if not isinstance(spec, dict) else missing(spec, registry, plugins)
         if why is not None:
             (allowed if _allowed(row, allow) else against).append((row, why))
     return against, allowed
@@ -304,7 +324,8 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
             _drop_verifications(copy)
             with Store(copy, readonly=True) as store:
                 rows = store.trials(status="ok")
-            against, allowed = _unrunnable(rows, allow, registry)
+                runs = {r["id"]: r for r in store.runs()}
+            against, allowed = _unrunnable(rows, allow, registry, runs)
         except Exception as exc:  # noqa: BLE001 - a database validate did not refuse
             result.reject(path.name, f"it cannot be verified: {type(exc).__name__}: {exc}")
             continue
@@ -332,42 +353,51 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
             result.reject(path.name, f"it cannot be verified: {type(exc).__name__}: {exc}")
             continue
         journal_delete(copy)
-        trials = check.trials
-        mismatched = [t for t in trials if t["outcome"] == "mismatch"]
-        refused = [t for t in trials if t["outcome"] == "refused"]
-        counted = [t for t in refused if t.get("timed_out") or not _allowed(t, allow)]
-        matched = check.count("match")
-        loose = sum(t.get("mode") == "tolerance" for t in trials)
-        summary = (f"verified {matched} of {matched + len(mismatched)} re-run trial(s) on "
-                   f"{check.host} ({check.device}); {len(refused)} refused; "
-                   f"{len(trials) - len(refused) - loose} compared exactly, {loose} within the "
-                   "tolerance (their runs name another device, torch or CPU)")
-        if mismatched:
-            result.reject(path.name, f"{len(mismatched)} of {len(trials)} sampled trial(s) do "
-                          f"not reproduce here ({summary}): " + "; ".join(
-                              f"{t['key'][:16]} ({_label(t)}): "
-                              + "; ".join(difference_text(d) for d in t["differences"][:3])
-                              for t in mismatched[:5]))
-        elif counted:
-            result.reject(path.name, f"{len(counted)} of {len(trials)} sampled trial(s) could "
-                          "not be re-run here: " + "; ".join(
-                              f"{_label(t)}: {t.get('reason')}" for t in counted[:5]))
-        else:
-            note = (f"; {len(refused)} refused but allowed by verify_allow"
-                    if refused else "")
-            result.lines.append(
-                f"- {markdown_code(path.name)}: {markdown_text(summary)}: verified {matched} "
-                f"of {len(trials)} sampled trial(s) of {total} ({len(trials) / total:.0%}, "
-                f"every model, protocol and partition kind; drawn by influence, seed {seed})"
-                f"{markdown_text(note)}")
-            record = {k: v for k, v in record.items() if k != "id"}
-            found[sha] = {"file": path.name, "ok": True, "record": record}
+        accepted = _judged(result, path.name, check, record, total, seed, allow)
+        if accepted is not None:
+            found[sha] = {"file": path.name, "ok": True, "record": accepted}
         for t, why in allowed[:5]:
             result.lines.append(f"- {markdown_code(path.name)}: "
                                 f"{markdown_text(_label(t))} cannot be re-run here "
                                 f"({markdown_text(why)}); allowed by verify_allow")
     write_json(contained(repo, VERIFIED), found)
     return append_report(repo, result)
+
+
+def _judged(result: StepResult, name: str, check, record: dict, total: int, seed: int,
+            allow: dict) -> Optional[dict]:
+    """Reject contribution ``name`` in ``result`` for what its verification ``check`` found,
+    or add the line that says it verified; return its verification ``record`` to accept
+    (None where it is rejected)."""
+    trials = check.trials
+    mismatched = [t for t in trials if t["outcome"] == "mismatch"]
+    refused = [t for t in trials if t["outcome"] == "refused"]
+    counted = [t for t in refused if t.get("timed_out") or not _allowed(t, allow)]
+    matched = check.count("match")
+    loose = sum(t.get("mode") == "tolerance" for t in trials)
+    summary = (f"verified {matched} of {matched + len(mismatched)} re-run trial(s) on "
+               f"{check.host} ({check.device}); {len(refused)} refused; "
+               f"{len(trials) - len(refused) - loose} compared exactly, {loose} within the "
+               "tolerance (their runs name another device, torch or CPU)")
+    if mismatched:
+        result.reject(name, f"{len(mismatched)} of {len(trials)} sampled trial(s) do not "
+                      f"reproduce here ({summary}): " + "; ".join(
+                          f"{t['key'][:16]} ({_label(t)}): "
+                          + "; ".join(difference_text(d) for d in t["differences"][:3])
+                          for t in mismatched[:5]))
+        return None
+    if counted:
+        result.reject(name, f"{len(counted)} of {len(trials)} sampled trial(s) could not be "
+                      "re-run here: " + "; ".join(
+                          f"{_label(t)}: {t.get('reason')}" for t in counted[:5]))
+        return None
+    note = f"; {len(refused)} refused but allowed by verify_allow" if refused else ""
+    result.lines.append(
+        f"- {markdown_code(name)}: {markdown_text(summary)}: verified {matched} "
+        f"of {len(trials)} sampled trial(s) of {total} ({len(trials) / total:.0%}, "
+        f"every model, protocol and partition kind; drawn by influence, seed {seed})"
+        f"{markdown_text(note)}")
+    return {k: v for k, v in record.items() if k != "id"}
 
 
 def _scores(path: Path) -> list:
