@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import sys
 import warnings
 from dataclasses import replace
 from typing import Any, Iterable, Optional
@@ -82,8 +83,6 @@ def _is_sklearn(model) -> bool:
 
 
 def _is_torch_module(model) -> bool:
-    import sys
-
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(model, torch.nn.Module)
 

@@ -6,6 +6,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import signal
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -151,9 +152,6 @@ def plugin_code(what: str, seconds: Optional[float]):
     """Run a plugin's import or hook: a KeyboardInterrupt that no Ctrl-C caused is marked
     ``plugins_own`` (a real one propagates as it is), and past ``seconds`` (main thread only;
     the probe covers the rest) :class:`PluginTimeout` is raised."""
-    import signal
-
-
     previous = signal.getsignal(signal.SIGINT)
     watching = not sigint_watched() and previous is not None and watch_sigint()
     try:

@@ -7,7 +7,9 @@ Images become flat ``(C, H, W)`` rows: uint8 arrays and image files are held as 
 
 from __future__ import annotations
 
+import difflib
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -187,8 +189,6 @@ def _check_header(fh, where: str) -> None:
 
 
 def _read_npz(path: Path, name: str, shape) -> Dataset:
-    import zipfile
-
     if not zipfile.is_zipfile(path):
         raise DatasetError(f"cannot read {path}: not a NumPy .npz (zip) archive; expected "
                            f"{NPZ_FORMAT}")
@@ -267,8 +267,6 @@ def _read_csv(path: Path, name: str, target: str, groups_col) -> Dataset:
     where = str(path)
     for col, what in ((target, "target"), (groups_col, "groups")):
         if col is not None and col not in frame.columns:
-            import difflib
-
             names = [str(c) for c in frame.columns]
             close = difflib.get_close_matches(str(col), names, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else ""

@@ -38,6 +38,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+from urllib.parse import urlparse
 
 from robench import hookimpl
 from robench.data.model_references import ModelReferenceError
@@ -135,7 +136,6 @@ def local_weights(arch: str) -> tuple:
                          f"{cfg.hf_hub_id}")
     if cfg.url:
         import torch.hub
-        from urllib.parse import urlparse
 
         path = os.path.join(torch.hub.get_dir(), "checkpoints",
                             os.path.basename(urlparse(cfg.url).path))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import functools
 import itertools
 import json
@@ -9,6 +10,7 @@ import math
 import os
 import sqlite3
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -288,8 +290,6 @@ def stream(cols, batches, fmt, json_out=None):
     """
 
     if fmt == "csv":
-        import csv
-
         def text(v):  # a cell a spreadsheet opens: no formula, no control character
             return csv_cell(v)
 
@@ -331,8 +331,6 @@ class JsonStream:
     """
 
     def __init__(self, out=None):
-        import threading
-
         self.out = out or sys.stdout
         self.lock = threading.Lock()
         self.started = self.ended = False

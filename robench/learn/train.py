@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 from typing import Optional
 
@@ -487,8 +488,6 @@ class TorchClassifier:
         >>> def build(ctx):  # doctest: +SKIP
         ...     return TorchClassifier.from_context(ctx, build_module, lr=1e-3)
         """
-        import functools
-
         params = {"seed": ctx.seed, **training_budget(ctx.train), **overrides}
         return cls(functools.partial(build_module, ctx), **params)
 

@@ -23,7 +23,9 @@ statement that runs longer than its time limit (``robench query --timeout``).
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -67,8 +69,6 @@ def readonly_uri(path) -> str:
 
 def schema_objects(schema: str) -> tuple[list, list]:
     """Return (table names, view names) that a schema's CREATE statements make, in order."""
-    import re
-
     found = re.findall(r"CREATE\s+(TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?(\w+)", schema,
                        flags=re.I)
     return ([n for kind, n in found if kind.upper() == "TABLE"],
@@ -241,7 +241,6 @@ def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
             conn.set_progress_handler(too_long, 10_000)
             deadline[0] = time.monotonic() + timeout
             # the progress handler runs between steps; interrupt() also reaches a long one
-            import threading
 
             watchdog = threading.Timer(timeout, conn.interrupt)
             watchdog.daemon = True
