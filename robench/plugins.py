@@ -490,6 +490,11 @@ def get_registry() -> Registry:
 
 
 def set_registry(registry: Optional[Registry]) -> None:
-    """Replace the process-wide registry (tests use this with a fresh manager)."""
+    """Replace the process-wide registry (None: build it again on next use).
+
+    Only test suites call it, robench's and plugin authors' (the corruption plugin's conftest
+    installs its registry with it): kept public as their way to run commands, the site and
+    ``robench.testing`` against a registry of their choosing.
+    """
     global _REGISTRY
     _REGISTRY = registry
