@@ -836,7 +836,8 @@ class Store:
         if trials.exists() and {"key", "versions"} <= set(trials.columns_dict):
             # else an old or hand-made file without them: versions unknown, as text
             versions = {r["key"]: cells.decoded(r["versions"])
-                        for r in self._select_keys("trials", set(first_trial.values()))}
+                        for r in self._select_keys("trials", set(first_trial.values()),
+                                                   columns="key, versions")}
         out = []
         for r in rows:
             run = runs.get(r.get("run_id")) or {}
