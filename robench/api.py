@@ -1,37 +1,24 @@
 """``robench.evaluate``: score a model on data from Python, without writing a plugin.
 
-It plans, runs and stores through exactly what ``robench run`` uses (the planner, an executor,
-the SQLite store, the scoring with reuse), so the trial keys are the same, a second call with
-the same model, data and settings trains nothing, and ``robench results`` / ``robench
-leaderboard`` see the scores.
+It plans, runs and stores through exactly what ``robench run`` uses, so the trial keys are the
+same, a second call trains nothing, and ``robench results`` / ``leaderboard`` see the scores.
+Everything in a key is stable across Python sessions (docs/data-and-models.md):
 
-How objects get names and keys (everything in a key must be stable across Python sessions):
+* a scikit-learn estimator is ``sklearn:CLASS`` plus the parameters that differ from their
+  defaults (:func:`sklearn_model_name`); its version digests ``get_params(deep=True)`` and
+  scikit-learn's version; each trial fits a fresh ``clone``, seeded where ``random_state`` is
+  None; the validation split is only scored;
+* a torch ``nn.Module`` factory (called with nothing or the
+  :class:`robench.specs.ModelContext`) is ``torch:QUALNAME``, versioned by a digest of its
+  source, trained by :class:`robench.learn.train.TorchClassifier`; a ``features`` method (and a
+  ``head`` layer) makes feature-space metrics apply;
+* arrays ``(X, y)`` or ``(X, y, groups)`` are ``arrays:SHAPE-FINGERPRINT`` (X's shape and 12
+  hex digits of :meth:`robench.data.Dataset.fingerprint`); ``groups`` are true source ids;
+  (n, d) is tabular, (n, H, W), (n, C, H, W) or (n, H, W, C) images; labels are numbered in
+  sorted order and named after themselves.
 
-* a scikit-learn estimator is model ``sklearn:CLASS`` when every parameter has its default,
-  else ``sklearn:CLASS(PARAM=VALUE, ...)`` with the parameters that differ (plus ``-DIGEST``,
-  8 hex digits of every parameter, where a value is not a plain number, string or None or
-  the name would be long: :func:`sklearn_model_name`); its version holds a digest
-  of ``get_params(deep=True)`` and scikit-learn's version. Each trial fits a fresh
-  ``sklearn.base.clone`` of it; an estimator whose ``random_state`` is None gets the trial's
-  seed, so repeats are reproducible. The validation split is only scored (no early stopping).
-* a torch ``nn.Module`` factory (a class or function called with no argument or with the
-  :class:`robench.specs.ModelContext`) is model ``torch:QUALNAME``; its version holds a digest
-  of the factory's source code, so editing the network retrains. The module maps flat float32
-  rows to logits and trains with :class:`robench.learn.train.TorchClassifier` (Adam, early stopping
-  on validation, the profile's budget, ``device``); a ``features`` method (and a ``head``
-  layer) makes feature-space metrics apply.
-* arrays ``(X, y)`` or ``(X, y, groups)`` are data set ``arrays:SHAPE-FINGERPRINT``
-  (``arrays:1797x64-75bead69c59c``: X's shape, then 12 hex digits of the content fingerprint of
-  :meth:`robench.data.Dataset.fingerprint`): the same arrays are the same data
-  set in every session; other arrays are another. ``groups`` are true source ids (the
-  ``oracle`` clusterer uses them). ``X`` of shape (n, d) is tabular; (n, H, W), (n, C, H, W) or
-  (n, H, W, C) are images (uint8 kept as pixels, value / 255; floats in [0, 1]). Labels may be any values;
-  classes are numbered in sorted order and named after them.
-
-Pass ``name=`` / ``data_name=`` to choose the names yourself (a slug). In-memory models and
-arrays live in this process, so they run with the local executor; registered names and
-references (``"cnn-2"``, ``"timm:resnet18"``, ``"digits"``, ``"npz:/data/x.npz"``) run on any
-executor, workers reading data by path.
+``name=`` / ``data_name=`` choose the names. In-memory models and arrays run with the local
+executor; registered names and references run on any executor.
 """
 
 from __future__ import annotations
@@ -39,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import sys
 import warnings
 from dataclasses import replace
 from typing import Any, Iterable, Optional
@@ -82,8 +70,6 @@ def _is_sklearn(model) -> bool:
 
 
 def _is_torch_module(model) -> bool:
-    import sys
-
     torch = sys.modules.get("torch")
     return torch is not None and isinstance(model, torch.nn.Module)
 

@@ -13,6 +13,7 @@ modification time), so the child runs again only after a plugin changes.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import select
@@ -61,8 +62,6 @@ def shown(value, limit: int = 120) -> str:
 
 def _stamp(ep) -> list:
     """Return what identifies an entry point's code: its target, distribution and source files."""
-    import importlib.util
-
     dist = getattr(ep, "dist", None)
     try:
         dist_id = [dist.metadata["Name"], dist.version, str(getattr(dist, "_path", ""))]

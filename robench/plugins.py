@@ -6,6 +6,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import signal
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -151,9 +152,6 @@ def plugin_code(what: str, seconds: Optional[float]):
     """Run a plugin's import or hook: a KeyboardInterrupt that no Ctrl-C caused is marked
     ``plugins_own`` (a real one propagates as it is), and past ``seconds`` (main thread only;
     the probe covers the rest) :class:`PluginTimeout` is raised."""
-    import signal
-
-
     previous = signal.getsignal(signal.SIGINT)
     watching = not sigint_watched() and previous is not None and watch_sigint()
     try:
@@ -492,6 +490,11 @@ def get_registry() -> Registry:
 
 
 def set_registry(registry: Optional[Registry]) -> None:
-    """Replace the process-wide registry (tests use this with a fresh manager)."""
+    """Replace the process-wide registry (None: build it again on next use).
+
+    Only test suites call it, robench's and plugin authors' (the corruption plugin's conftest
+    installs its registry with it): kept public as their way to run commands, the site and
+    ``robench.testing`` against a registry of their choosing.
+    """
     global _REGISTRY
     _REGISTRY = registry

@@ -231,30 +231,11 @@ class Score:
 class LeaderboardSection:
     """What a metric adds to each data set's part of the leaderboard.
 
-    ``build(rows)`` gets the data set's stored score rows of the metric (dicts, JSON decoded)
-    and returns the context of its section, or None to show nothing. The section is the jinja2
-    template ``template``, found in the folder ``templates`` (an absolute path, usually
-    ``Path(__file__).parent / "templates"``) and rendered with ``section`` (that context),
-    ``dataset`` (the data set's name) and ``metric`` (this :class:`MetricSpec`); it may
-    ``{% import "site_macros.html" as m %}`` the core's macros and use the ``pct`` and ``num``
-    filters. Everything is autoescaped.
-
-    The static site (:mod:`robench.present.site`) reads three more, all optional:
-
-    ``headline(rows)`` returns the metric's column of the index's overview table for one data
-    set: ``{"label": ..., "note": ..., "rule": ..., "rows": [{"model", "value", "ci_low",
-    "ci_high", "rank", "tied", "unranked", "higher_is_better", **columns}]}`` or None
-    (``rule``: the ranking rule in one sentence; ``unranked``: why a row has no rank);
-    ``columns`` lists the extra keys shown beside the headline as ``(key, label, format)``
-    with format ``"pct"`` or ``"num"``; ``legend`` is the sentence the overview's legend says about that headline
-    (plain text, e.g. "rho = E[AccX]/E[AccI] (...)"), shown when the headline is on the page.
-    ``plots(rows)`` returns plot descriptions (see :mod:`robench.present.plots`) drawn as
-    SVG files; one with a ``"model"`` key goes on that model's page, the others on the data
-    set's page. ``pseudo_models`` are names under which the metric stores data-set-level
-    scores (not models): they get no model page. ``ranks(rows)`` returns the rank of each
-    ranked score of one data set's rows, ``[{"model", "clusterer", "score", "rank", "tied",
-    "unranked", "rule", ...}]`` (``robench results --format json`` adds it to those rows as
-    ``ranking``; rank them with :func:`robench.present.leaderboard.rank_table`).
+    ``build(rows)`` turns one data set's score rows of the metric into the context of the
+    jinja2 ``template`` in the folder ``templates``, or None. The static site also reads
+    ``headline(rows)`` with its ``columns`` and ``legend``, ``plots(rows)``, ``pseudo_models``
+    and ``ranks(rows)``: docs/plugin-hooks.md (``register_metrics``, ``leaderboard``) gives
+    every field's contract.
     """
 
     build: Callable[[list], Optional[dict]]
@@ -273,18 +254,10 @@ class LeaderboardSection:
 class PairedComparison:
     """How a metric compares models repeat by repeat: what ``robench run --until decided`` needs.
 
-    The metric's ranked ``score`` must be a ratio of two per-repeat means, E[x] / E[i] (a
-    plain mean E[x] when no trial gives an i), and repeat r of every model of a (data set,
-    clusterer) table must share its partitions, so that models are compared by paired
-    differences.
-    ``values(trial)`` maps a finished trial row of the metric's protocol to ``("x", value)``
-    or ``("i", value)``, or None when the trial is not part of the ratio (rho: the exclusive
-    accuracy is x, the inclusive one i, a random split None). ``interval(score, level)``
-    returns a score's interval (a :class:`robench.stats.intervals.Interval`) at ``level``, or
-    None for a score without one: the intervals a sequential stop reports at its corrected
-    level. ``repeats_knob`` (``"section.knob"``) names the knob that sets the metric's repeats
-    where the run's ``--repeats`` does not (coverage: ``coverage.repeats``); racing sets it to
-    each look's repeats. None: the run's repeats.
+    ``score`` is a ratio of per-repeat means E[x] / E[i] (a mean without i) whose repeat r all
+    models of a table share; ``values(trial)`` gives ``("x", v)``, ``("i", v)`` or None;
+    ``interval(score, level)`` a score's interval or None; ``repeats_knob`` the knob setting
+    the metric's repeats (None: ``--repeats``). docs/plugin-hooks.md (``paired``) in full.
     """
 
     score: str
@@ -319,25 +292,18 @@ class MetricSpec:
     plugin: str = ""
     in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
     needs_features: bool = False  # True: models declaring has_features=False are skipped
-    # applies_to(dataset_spec, model_spec) -> None, or why the metric cannot score that
-    # combination whatever the run (e.g. "needs images"): such combinations are skipped when
-    # planning and listed with the reason.
+    # applies_to(dataset_spec, model_spec) -> None, or why the metric cannot score that pair
     applies_to: Optional[Callable[["DatasetSpec", "ModelSpec"], Optional[str]]] = None
     report: Optional[Callable[[list], list]] = None
     leaderboard: Optional[LeaderboardSection] = None
     display_order: int = 100
-    # claims(score_rows) -> [robench.stats.claims.Claim]: the paper's claims this metric's scores
-    # decide (holds / does not hold / undecided, with the evidence); docs/claims.md lists them
+    # claims(score_rows) -> [robench.stats.claims.Claim] its scores decide (docs/claims.md)
     claims: Optional[Callable[[list], list]] = None
-    # The plugin that registered this metric before it moved to another plugin or module with
-    # no change to what it computes: score fingerprints keep naming it, so scores stored
-    # before the move are reused instead of recomputed.
+    # the plugin that registered it before a move: score fingerprints keep naming it
     moved_from: str = ""
-    # The papers behind the metric as (title, url) pairs (url may be ""): the leaderboard's
-    # methods page lists them.
+    # (title, url) of the papers behind it, for the leaderboard's methods page
     references: tuple = ()
-    # The paired comparison ``--until decided`` decides this metric's tables by (None: the
-    # metric is run once at the maximum repeats instead).
+    # how ``--until decided`` races its tables (None: run once at the maximum repeats)
     paired: Optional[PairedComparison] = None
 
     def __post_init__(self):
@@ -489,8 +455,8 @@ class ProtocolSpec:
     ValueError when values that are each valid do not fit together.
 
     ``preconditions(combo, cfg, registry)``, if given, returns why the protocol cannot run on
-    a combination in this configuration, or None; the planner asks it before ``plan`` and
-    skips the combination for this protocol alone, with that reason.
+    a combination in this configuration, or None (asked before ``plan``). Every field:
+    docs/plugin-hooks.md (``register_protocols``).
 
     ``run`` may be called twice for one trial (batched training, ``ROBENCH_BATCH``): a first
     pass stops at its first ``TorchClassifier.fit``, which records the call and raises
@@ -512,22 +478,13 @@ class ProtocolSpec:
     section: str = ""
     knobs: tuple = ()
     check_knobs: Optional[Callable[[dict], None]] = None
-    # sources_per_class(cfg) -> k: how many sources ``prepare`` splits each class into. The
-    # planner skips, with the reason, a combination whose data set has a class too small for
-    # k sources of 2+ samples (clusterers that read true sources are exempt).
+    # sources_per_class(cfg) -> k sources ``prepare`` splits each class into (planner check)
     sources_per_class: Optional[Callable[[Any], int]] = None
-    # preconditions(combo, cfg, registry) -> None, or why this protocol cannot run on the
-    # combination in this configuration (e.g. too few sub-domains per class): checked while
-    # planning, before ``plan``; the combination is skipped for this protocol with the reason
-    # and still runs for the others.
     preconditions: Optional[Callable[..., Optional[str]]] = None
     plugin: str = ""
-    # older protocol versions whose trials this version still runs unchanged (the kinds a
-    # version bump did not change keep their keys): ``robench verify`` re-runs them too
+    # older versions whose trials this one still runs unchanged (``robench verify`` too)
     trial_versions: tuple = ()
-    # partition(spec, dataset, registry) -> (train, val, test) row indices of a trial spec,
-    # if the protocol's trials train on a partition of the data set: a leaderboard's check
-    # reads a contributed trial's stored correctness against the data's labels with it.
+    # partition(spec, dataset, registry) -> (train, val, test) rows of a trial (board checks)
     partition: Optional[Callable[..., tuple]] = None
 
     def __post_init__(self):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from robench.run.config import RunConfig, knob_sections
+from robench.storage.store import decode_row
 
 
 def run_config(*args, registry=None, **kw) -> RunConfig:
@@ -35,6 +36,14 @@ def add_runs(store, n: int = 3) -> list[int]:
     for run_id in ids:
         store.finish_run(run_id, "ok")
     return ids
+
+
+def clusterings(store, **filters) -> list[dict]:
+    """Return the stored clustering rows matching ``filters``, JSON decoded (the product
+    never reads them back: a run reuses a clustering by its key)."""
+    rows = store.db.query("SELECT * FROM clusterings ORDER BY dataset, clusterer, k, seed, key")
+    return [decode_row("clusterings", r) for r in rows
+            if all(r[k] == v for k, v in filters.items())]
 
 
 def load_benchmark(name: str):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from robench import hookimpl
 from robench.specs import ModelContext, ModelSpec
 
@@ -62,16 +64,12 @@ class SVMClassifier:
         Predicting the support vectors alone gives the same number; with libsvm's per-sample
         prediction that halves the cost on MNIST-sized data.
         """
-        import numpy as np
-
         sv = self.model_.support_
         wrong = int(np.sum(self.model_.predict(X[sv]) != np.asarray(y)[sv]))
         return 1.0 - wrong / len(y)
 
     def predict(self, X):
         """Return the predicted class of each row of ``X`` as int64."""
-        import numpy as np
-
         return self.model_.predict(X).astype(np.int64)
 
 

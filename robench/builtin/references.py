@@ -7,7 +7,9 @@ Images become flat ``(C, H, W)`` rows: uint8 arrays and image files are held as 
 
 from __future__ import annotations
 
+import difflib
 import os
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -187,8 +189,6 @@ def _check_header(fh, where: str) -> None:
 
 
 def _read_npz(path: Path, name: str, shape) -> Dataset:
-    import zipfile
-
     if not zipfile.is_zipfile(path):
         raise DatasetError(f"cannot read {path}: not a NumPy .npz (zip) archive; expected "
                            f"{NPZ_FORMAT}")
@@ -267,8 +267,6 @@ def _read_csv(path: Path, name: str, target: str, groups_col) -> Dataset:
     where = str(path)
     for col, what in ((target, "target"), (groups_col, "groups")):
         if col is not None and col not in frame.columns:
-            import difflib
-
             names = [str(c) for c in frame.columns]
             close = difflib.get_close_matches(str(col), names, n=1)
             hint = f" Did you mean '{close[0]}'?" if close else ""
@@ -360,27 +358,12 @@ def _bomb(exc) -> str:
 
 
 def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
-    from PIL import Image, UnidentifiedImageError
-
     items = _image_files(root)
     class_names = sorted({c for c, _ in items})
     index = {c: i for i, c in enumerate(class_names)}
-    images, sizes = [], set()
-    grey_modes = {"1", "L", "LA", "I", "I;16", "F", "P;L"}
-    headers = []
-    for _, p in items:
-        try:
-            with Image.open(p) as im:
-                headers.append((im.mode, im.size))
-        except UnidentifiedImageError:
-            raise DatasetError(f"cannot read image {p}: not an image format PIL can decode "
-                               "(a damaged or mislabelled file)") from None
-        except Image.DecompressionBombError as exc:
-            raise DatasetError(f"refused image {p}: {_bomb(exc)}") from None
-        except OSError as exc:
-            raise DatasetError(f"cannot read image {p}: {exc}") from None
+    headers = [_header(p) for _, p in items]
     if mode is None:
-        mode = "gray" if all(m in grey_modes for m, _ in headers) else "rgb"
+        mode = "gray" if all(m in GREY_MODES for m, _ in headers) else "rgb"
     if size is None:
         sizes = {s for _, s in headers}
         if len(sizes) > 1:
@@ -389,29 +372,51 @@ def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
                                f"imagefolder:{root}?size=N (or HxW)")
         w, h = sizes.pop()
         size = (h, w)
-    pil_mode = "L" if mode == "gray" else "RGB"
     h, w = size
-
     channels = 1 if mode == "gray" else 3
     check_memory(len(items) * channels * h * w, root,
                  f"{len(items)} images of {w}x{h} x {channels} channel(s)")
-    for _, p in items:
-        try:
-            with Image.open(p) as im:
-                im = im.convert(pil_mode)
-                if im.size != (w, h):
-                    im = im.resize((w, h), Image.Resampling.BILINEAR)
-                arr = np.asarray(im, dtype=np.uint8)
-        except Image.DecompressionBombError as exc:
-            raise DatasetError(f"refused image {p}: {_bomb(exc)}") from None
-        except (UnidentifiedImageError, OSError) as exc:
-            raise DatasetError(f"cannot read image {p} ({type(exc).__name__}: a damaged or "
-                               "truncated file)") from None
-        images.append(arr[None] if arr.ndim == 2 else arr.transpose(2, 0, 1))
-    X = np.stack(images)
+    X = np.stack([_pixels(p, "L" if mode == "gray" else "RGB", w, h) for _, p in items])
     y = np.array([index[c] for c, _ in items], dtype=np.int64)
     rows, shape, pixels = image_rows(X, root)
     return Dataset(name, rows, y, image_shape=shape, class_names=class_names, pixels=pixels)
+
+
+GREY_MODES = {"1", "L", "LA", "I", "I;16", "F", "P;L"}
+
+
+def _header(p) -> tuple:
+    """Return (mode, size) of image file ``p`` from its header."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(p) as im:
+            return im.mode, im.size
+    except UnidentifiedImageError:
+        raise DatasetError(f"cannot read image {p}: not an image format PIL can decode "
+                           "(a damaged or mislabelled file)") from None
+    except Image.DecompressionBombError as exc:
+        raise DatasetError(f"refused image {p}: {_bomb(exc)}") from None
+    except OSError as exc:
+        raise DatasetError(f"cannot read image {p}: {exc}") from None
+
+
+def _pixels(p, pil_mode: str, w: int, h: int) -> np.ndarray:
+    """Return image file ``p`` as uint8 (C, h, w) in ``pil_mode``, resized where it differs."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(p) as im:
+            im = im.convert(pil_mode)
+            if im.size != (w, h):
+                im = im.resize((w, h), Image.Resampling.BILINEAR)
+            arr = np.asarray(im, dtype=np.uint8)
+    except Image.DecompressionBombError as exc:
+        raise DatasetError(f"refused image {p}: {_bomb(exc)}") from None
+    except (UnidentifiedImageError, OSError) as exc:
+        raise DatasetError(f"cannot read image {p} ({type(exc).__name__}: a damaged or "
+                           "truncated file)") from None
+    return arr[None] if arr.ndim == 2 else arr.transpose(2, 0, 1)
 
 
 def resolve_imagefolder(target: str, options: dict):

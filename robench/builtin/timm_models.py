@@ -1,36 +1,15 @@
 """Models by name from timm: ``-m timm:ARCH`` builds any architecture timm can create.
 
-The reference ``timm:ARCH[?pretrained=0|1][&min_size=N][&size=N]`` resolves (robench.data.model_references,
-hook ``register_model_resolvers``) to a model that:
-
-* is created by ``timm.create_model(ARCH, num_classes=0, in_chans=C)``: timm adapts the stem to
-  the data's channels (1 for grey digits, 3 for RGB) and leaves out its classifier; robench adds a
-  linear head with the data set's number of classes, so the features are exactly the head's
-  input;
-* reads its penultimate features with timm's own feature API,
-  ``forward_head(forward_features(x), pre_logits=True)`` (pooled, pre-logits; the width is read
-  from a probe forward pass, never hard-coded), so feature-space metrics (purity-ratio,
-  coverage) apply;
-* handles small inputs by resizing: an image whose shorter side is below ``min_size`` pixels
-  (default 32) is upsampled bilinearly so that side is ``min_size`` (8x8 digits and 28x28 MNIST
-  become 32x32; 32x32 CIFAR is left as it is). Most timm networks downsample by 32, and some
-  (ConvNeXt's stem, every ViT patch grid) fail on smaller inputs. ``size=N`` resizes every image
-  to NxN instead (e.g. 224 for pretrained weights at their native resolution). Architectures
-  with a fixed input size (ViT, Swin, ...) are created with ``img_size`` set to the resized size;
-* trains like every built-in torch model (:class:`robench.learn.train.TorchClassifier`: Adam, early
-  stopping on the validation split only, the profile's budget) on the run's ``--device``.
-
-``pretrained=0`` (the default) initialises the weights randomly from the trial's seed: nothing
-is downloaded, ever. ``pretrained=1`` loads timm's default pretrained weights of the
-architecture **only if they are already in the local cache** (the Hugging Face hub cache,
-``$HF_HUB_CACHE``, or torch hub's ``checkpoints`` folder for weights published by URL); the
-file is handed to timm by path, so no network is touched at run time. Missing weights are an
-error naming the repository and the command that fetches them where a network exists. Inputs of
-pretrained models are normalised with the weights' mean and standard deviation (averaged over
-the channels for grey images, whose stem timm builds by summing the RGB filters).
-
-The model's version in trial keys includes timm's version (and the weights' hub id when
-pretrained), so another timm release retrains rather than reusing results of other code.
+``timm:ARCH[?pretrained=0|1][&min_size=N][&size=N]`` resolves (hook
+``register_model_resolvers``) to ``timm.create_model(ARCH, num_classes=0, in_chans=C)`` plus a
+linear head for the data's classes, trained by :class:`robench.learn.train.TorchClassifier`.
+Its features are timm's pre-logits (``forward_head(forward_features(x), pre_logits=True)``,
+width read from a probe pass); images whose shorter side is below ``min_size`` (default 32) are
+upsampled to it, ``size=N`` resizes every image to NxN (fixed-size architectures get
+``img_size``). ``pretrained=1`` loads timm's default weights only from the local cache (the
+Hugging Face hub cache or torch hub's ``checkpoints``), by path, and normalises inputs with the
+weights' statistics; nothing is downloaded. timm's version (and the weights' hub id) is in the
+model's version. The why of each choice: docs/data-and-models.md.
 """
 
 from __future__ import annotations
@@ -38,6 +17,7 @@ from __future__ import annotations
 import difflib
 import functools
 import os
+from urllib.parse import urlparse
 
 from robench import hookimpl
 from robench.data.model_references import ModelReferenceError
@@ -135,7 +115,6 @@ def local_weights(arch: str) -> tuple:
                          f"{cfg.hf_hub_id}")
     if cfg.url:
         import torch.hub
-        from urllib.parse import urlparse
 
         path = os.path.join(torch.hub.get_dir(), "checkpoints",
                             os.path.basename(urlparse(cfg.url).path))

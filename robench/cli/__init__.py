@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 import click
 
 from robench import __version__
@@ -52,9 +54,6 @@ class _Group(click.Group):
 
     def unknown(self, ctx, name: str) -> str:
         """Return the message for an unknown command: closest names first, then the rest."""
-        import difflib
-
-
         names = self.list_commands(ctx)
         close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.6)
         close += [n for n in names if n not in close and len(name) > 1

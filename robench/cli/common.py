@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import functools
 import itertools
 import json
@@ -9,6 +10,7 @@ import math
 import os
 import sqlite3
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -279,46 +281,50 @@ def cell(v):
     return printable(v)
 
 
-
 def stream(cols, batches, fmt, json_out=None):
     """Write a query's rows as they are fetched (never the whole result in memory).
 
     csv and json are written row by row; the table's column widths come from the first batch
     (a longer cell later widens its own line only).
     """
-
     if fmt == "csv":
-        import csv
-
-        def text(v):  # a cell a spreadsheet opens: no formula, no control character
-            return csv_cell(v)
-
-        w = csv.writer(sys.stdout)
-        w.writerow([text(c) for c in cols])
-        for batch in batches:
-            w.writerows([text(v) for v in row] for row in batch)
+        _stream_csv(cols, batches)
     elif fmt == "json":
-        out = json_out or JsonStream()
-        try:
-            for batch in batches:
-                for row in decode_json_cells(batch):
-                    out.row(dict(zip(cols, row)))
-        except BaseException as exc:
-            out.stop(exc)
-            raise
-        out.end()
+        _stream_json(cols, batches, json_out or JsonStream())
     else:
-        first = next(batches, [])
-        if not first:
-            click.echo("(no rows)")
-            return
-        cells = [[cell(v) for v in r] for r in first]
-        cols = [cell(c) for c in cols]
-        widths = [max(len(str(c)), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
-        click.echo("  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
-        click.echo("  ".join("-" * w for w in widths))
-        for r in itertools.chain(cells, ([cell(v) for v in r] for b in batches for r in b)):
-            click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)))
+        _stream_table(cols, batches)
+
+
+def _stream_csv(cols, batches) -> None:
+    w = csv.writer(sys.stdout)  # a cell a spreadsheet opens: no formula, no control character
+    w.writerow([csv_cell(c) for c in cols])
+    for batch in batches:
+        w.writerows([csv_cell(v) for v in row] for row in batch)
+
+
+def _stream_json(cols, batches, out) -> None:
+    try:
+        for batch in batches:
+            for row in decode_json_cells(batch):
+                out.row(dict(zip(cols, row)))
+    except BaseException as exc:
+        out.stop(exc)
+        raise
+    out.end()
+
+
+def _stream_table(cols, batches) -> None:
+    first = next(batches, [])
+    if not first:
+        click.echo("(no rows)")
+        return
+    cells = [[cell(v) for v in r] for r in first]
+    cols = [cell(c) for c in cols]
+    widths = [max(len(str(c)), *(len(r[i]) for r in cells)) for i, c in enumerate(cols)]
+    click.echo("  ".join(str(c).ljust(w) for c, w in zip(cols, widths)))
+    click.echo("  ".join("-" * w for w in widths))
+    for r in itertools.chain(cells, ([cell(v) for v in r] for b in batches for r in b)):
+        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)))
 
 
 class JsonStream:
@@ -331,8 +337,6 @@ class JsonStream:
     """
 
     def __init__(self, out=None):
-        import threading
-
         self.out = out or sys.stdout
         self.lock = threading.Lock()
         self.started = self.ended = False

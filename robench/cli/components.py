@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 
 import click
 
@@ -107,8 +108,6 @@ def knobs(section):
 
     sections = knob_sections(load_registry())
     if section is not None and section not in sections:
-        import difflib
-
         close = difflib.get_close_matches(section, list(sections), n=1)
         raise click.BadParameter(
             f"unknown section '{section}'." + (f" Did you mean '{close[0]}'?" if close else "")

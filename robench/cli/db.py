@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -106,8 +108,6 @@ def _print_merged_source(s: dict) -> None:
 
 def _print_conflicts(conflicts: list, db_path) -> None:
     """Print the conflicts of this merge (the first 20), on stderr."""
-    from collections import Counter
-
     kinds = Counter(c["kind"] for c in conflicts)
     each = ", ".join(f"{n} {kind.replace('_', ' ')}{'s' if n > 1 else ''}"
                      for kind, n in sorted(kinds.items()))
@@ -237,9 +237,6 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
 
 def _check_database(path) -> None:
     """Refuse (one line) a file that is empty, not a robench database or damaged."""
-    import stat
-
-
     info = os.stat(path)
     if not stat.S_ISREG(info.st_mode):
         raise VerifyError(f"{path} is not a regular file")

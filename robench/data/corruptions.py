@@ -1,32 +1,16 @@
 """Image corruptions (ImageNet-C and its 4 extra), applied to a data set's images, cached.
 
-The corruptions are those of ``imagecorruptions-imaug`` (the maintained fork of Hendrycks &
-Dietterich's code; the original package fails on current numpy, scikit-image and setuptools).
-Its ``corrupt()`` refuses images under 32 px, so each corruption function is called directly
-(``corruption_dict[name](image, severity)``), the way ``corrupt()`` itself calls it, on an image
-prepared here:
+Each ``imagecorruptions-imaug`` function is called directly, as its ``corrupt()`` does, on an
+image prepared here: grey images replicated to RGB and brought back by ITU-R 601 luma, images
+under 32 px upscaled to 32 px and downscaled back, numpy's global generator seeded per
+(corruption, severity, seed) and restored. ``spatter`` is robench's copy of the library's
+(:func:`spatter`) without its 0/0 on images where no liquid is drawn. docs/clusterability.md
+says why.
 
-* grey images (C = 1) are replicated to three channels (what ``corrupt()`` does) and the result
-  is turned back to one channel by ITU-R 601 luma (0.299 R + 0.587 G + 0.114 B): frost, snow and
-  spatter add coloured layers, a channel mean would weigh them differently;
-* images under 32 px on a side are upscaled (bilinear) to 32 px, corrupted, and downscaled back
-  (area averaging), so the corruption's kernels and textures have the size they were designed
-  for and the model sees its own input size;
-* the library draws from numpy's *global* generator: it is seeded once per (corruption,
-  severity, seed) before the images are processed in order, and restored afterwards;
-  glass_blur and impulse_noise take their own seed argument, derived the same way;
-* ``spatter`` is robench's own copy of the library's function (:func:`spatter`), identical
-  except for one division: the library normalises the liquid mask by its maximum, which is 0
-  when no liquid is drawn anywhere on the image (about 2% of 32 px images at severity 1), and
-  0/0 made those images entirely NaN.
-
-Every corrupted array is checked where it is made: a non-finite value (NaN or inf) raises
-:class:`NonFiniteError` naming the corruption, the severity and how many images are affected,
-instead of reaching a model (torch models predict a class for NaN input without complaint).
-
-A corrupted test set depends only on the data (not on a model), so it is computed once and
-cached by content key (:func:`corrupted_set`); concurrent workers share the work through
-per-corruption lock files instead of computing the same corruption twice.
+A non-finite corrupted value raises :class:`NonFiniteError` (corruption, severity, how many
+images) where it is made. A corrupted test set depends only on the data, so it is computed
+once and cached by content key (:func:`corrupted_set`); concurrent workers share the work
+through per-corruption lock files.
 """
 
 from __future__ import annotations

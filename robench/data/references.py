@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import parse_qsl, unquote
@@ -175,8 +176,6 @@ def resolve(registry, reference: str):
     read from is remembered in the cache, so that name alone resolves again on this machine;
     any other reference is named by its canonical form (options sorted).
     """
-    from dataclasses import replace
-
     earlier = remembered(reference)
     if earlier is not None and earlier != reference:
         spec = resolve(registry, earlier)

@@ -12,6 +12,8 @@ not pay for importing scikit-learn (seconds) on every ``robench run``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 KIND_CODES = {"inclusive": 1, "exclusive": 2, "random": 3}
@@ -85,8 +87,6 @@ def balanced_exclusive_test_mask(y, groups, *, seed: int, repeat: int) -> np.nda
 def balanced_cycle(y, groups) -> int:
     """Return the length of a complete cycle of the balanced design: the least common
     multiple of the classes' source counts (every class's sources each held out once)."""
-    import math
-
     y, groups = _check(y, groups)
     ks = [np.unique(groups[y == c]).size for c in np.unique(y)]
     return int(math.lcm(*ks)) if ks else 0

@@ -1,42 +1,18 @@
 """Train many :class:`~robench.learn.train.TorchClassifier` of one architecture at once.
 
-The repeats and partitions of one (data set, model) are independent trainings of the same
-network on different rows. :func:`fit_many` stacks their weights (one leading "model" axis per
-parameter) and runs every mini-batch step of all of them as one computation: an
-:class:`~robench.learn.train.MLP` through batched matrix products, a
-:class:`~robench.learn.train.ConvNet` through grouped convolutions and batched matrix products
-(``vmap`` refuses its channels-last layout), any other module ``torch.func.vmap`` can run
-through ``vmap`` over ``functional_call``; Adam runs fused over the stacked weights. Each model
-keeps what it has when trained alone
-(:meth:`TorchClassifier.fit`):
+:func:`fit_many` stacks the weights of the repeats and partitions of one (data set, model)
+along a leading model axis and runs every mini-batch step of all of them as one computation
+(an MLP as batched matrix products, a ConvNet through grouped convolutions, any other module
+through ``torch.func.vmap``; fused Adam). Each model keeps what it has when trained alone
+(seeded initial weights, its own data order, Adam state, validation and
+:class:`~robench.learn.train.EpochLedger`) and ends fitted as if its own ``fit`` had run;
+results agree up to floating-point rounding (docs/performance.md, tests/learn/test_batched.py).
 
-* its weights are initialised by ``torch.manual_seed(seed)`` and ``build_module()``, exactly as
-  ``fit`` does, so a model starts from the very weights it would start from alone;
-* its data order is its own: a ``torch.Generator`` seeded with its seed draws one permutation
-  of its own training rows per epoch of its own, as ``fit`` does; models with different
-  training-set sizes have different epoch lengths and each ends its epochs when its own rows
-  are used up (a short last batch is padded and the padding weighted 0, so its loss is the mean
-  over its real rows, as alone);
-* its Adam state and validation after each of its epochs are its own; its history, early
-  stopping (patience) and restored best epoch are kept by an
-  :class:`~robench.learn.train.EpochLedger` of its own, the class ``fit`` keeps them with;
-  a model that stops leaves the stack and the rest continue.
-
-Results agree with one-at-a-time training up to floating-point rounding (batched kernels sum
-in another order), which early stopping can amplify into a different stopping epoch; the
-accuracy distributions are the same (tests/learn/test_batched.py tests both).
-
-After :func:`fit_many` every classifier is fitted as if its own ``fit`` had run: ``module_``
-(its own module with the best epoch's weights), ``history_``, ``best_epoch_``, ``n_epochs_``,
-``val_accuracy_``, ``train_accuracy_`` and ``device_``; prediction and features then run per
-model as usual.
-
-:func:`deferring` and :func:`replaying` let a caller run a trial's own code twice around one
-batched training without changing that code: the first pass records the trial's first
-``fit`` call and stops it (:class:`FitDeferred`), the second pass gets that call answered with
-the model :func:`fit_many` trained (robench.run.batching does this for groups of trials).
-Each sets :data:`robench.learn.train.FIT_HOOK` (a context variable) for its block; the contract
-this asks of a protocol is in :class:`robench.specs.ProtocolSpec`'s docstring.
+:func:`deferring` and :func:`replaying` run a trial's own code twice around one batched
+training (robench.run.batching): the first pass records the trial's first ``fit`` and stops it
+(:class:`FitDeferred`), the second gets that call answered with the model :func:`fit_many`
+trained. Each sets :data:`robench.learn.train.FIT_HOOK` for its block; the contract this asks
+of a protocol is in :class:`robench.specs.ProtocolSpec`'s docstring.
 """
 
 from __future__ import annotations

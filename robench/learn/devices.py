@@ -1,25 +1,13 @@
 """Where torch work runs: ``--device auto|cpu|cuda|cuda:N|mps``.
 
-The driver resolves the requested device once (:func:`resolve_device`: ``auto`` becomes the
-GPU when one is visible, a device that is not there is a :class:`DeviceError`), the runner
-hands it to every trial in its spec, and :func:`robench.run.executors.execute_trial` makes it the
-process's current device (:func:`using_device`) while the trial runs. Torch code reads it
-with :func:`torch_device`: training, prediction and features (:mod:`robench.learn.train`), the
-reference-model cache (:mod:`robench.learn.features`), the attacks (ART's ``device_type`` too), the
-coverage decoder and feature space, and the shifted-cv VAE. Components that do not use torch
-(the scikit-learn SVM) run on the CPU whatever the device says.
+The driver resolves the requested device once (:func:`resolve_device`: ``auto`` is the GPU
+when one is visible; a device that is not there is a :class:`DeviceError`), every trial gets it
+in its spec, :func:`robench.run.executors.execute_trial` makes it current (:func:`using_device`)
+and torch code reads it with :func:`torch_device`. With ``cuda`` and several GPUs process
+worker *i* sees GPU *i mod n* (``CUDA_VISIBLE_DEVICES``); ``cuda:N`` pins every worker.
 
-The process executor gives each worker one GPU when several are visible and the device is
-``cuda`` (no index): worker *i* sees only GPU *i mod n* (``CUDA_VISIBLE_DEVICES``), so trials
-spread over the GPUs. ``cuda:N`` pins every worker to GPU N.
-
-**The device is not part of any key** (trial, cache or score). The same trial on a CPU and on
-a GPU computes the same thing and differs only in the last bits of floating-point results
-(different kernels and reduction orders; GPU random streams differ from the CPU's), which is
-below what any score can resolve; keying on it would make a laptop rerun retrain everything a
-GPU box stored. Every trial row records the device it ran on instead (the ``device`` column),
-so a result can always be traced to its hardware, and a run that must be bit-identical is
-repeated on the same device.
+The device is not part of any key: CPU and GPU results differ only in the last bits; each trial
+row records its ``device`` instead (docs/running.md says why).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ Features are cached the same way, keyed by the model's key and the rows they wer
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -61,8 +62,6 @@ def features(classifier, X: np.ndarray, *, key: Optional[str] = None) -> np.ndar
 
 def features_key(model_key: str, X: np.ndarray) -> str:
     """Return the cache key of a model's features on rows ``X``."""
-    import hashlib
-
     digest = hashlib.sha256(np.ascontiguousarray(X, dtype=np.float32).tobytes()).hexdigest()[:20]
     return content_key("features", model_key, list(X.shape), digest)
 

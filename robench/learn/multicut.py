@@ -1,73 +1,29 @@
 """Minimum-cost multicut clustering of feature vectors (bioimage-cpp solvers).
 
-Graph: the symmetric k-nearest-neighbour graph of the points (an edge wherever one point is
-among the other's ``knn`` nearest; the default) or, with ``graph="complete"``, every pair;
-distances d_ij = ‖f(x_i) − f(x_j)‖² (paper eq. 4).
+Graph: the symmetric ``knn``-nearest-neighbour graph (default) or, with ``graph="complete"``,
+every pair; distances d_ij = ‖f(x_i) − f(x_j)‖² (paper eq. 4), with ``scale="knn-median"`` in
+units of the point set's median kNN-edge distance (:func:`local_scale`).
 
-Edge costs, *supervised* (the paper's setting, used by the purity-ratio metric): a logistic
-regression p_join(d) = σ(a + b·d) is fitted on the edges of the same kNN graph built on
-*training* features, with label 1 where both ends have the same class (join) and 0 otherwise
-(cut), with balanced class weights (equal prior for join and cut: kNN edges are mostly
-same-class, and an unweighted fit made almost every test edge attractive, which merged the
-graph into one cluster); d is standardised first. The cost of a test edge is
+Edge costs, *supervised* (the purity-ratio metric): p_join(d) = σ(a + b·d), a logistic
+regression with balanced class weights fitted on edges (or up to ``MAX_FIT_PAIRS`` pairs) of
+*training* features, label 1 where both ends share a class (random pairs are added when the
+edges carry a single label). A test edge costs w_ij = a + b·d_ij + bias: > 0 attracts, < 0
+repels, and eq. 2 cuts an edge only where that lowers Σ w_e·y_e. bias 0 is the fitted boundary
+(the ``threshold`` distance in the info), > 0 joins more, < 0 cuts more;
+``bias="calibrated"`` (:func:`calibrate_bias`) searches it on a test-sized stratified training
+subsample: the partition whose effective number of clusters (:func:`effective_clusters`) is
+closest to the number of classes, then the best ARI (``"ari"``: the ARI alone). Why these
+three options go together, with the measured figures: docs/clusterability.md
+(``python benchmarks/multicut_calibration.py`` prints them). The info dict reports the bias,
+``n_clusters``, ``n_singletons`` and, when calibrated, the training ARI, cluster count and grid.
 
-    w_ij = logit(p_join(d_ij)) + bias = a + b·d_ij + bias,
-
-so w > 0 (attractive) where a join is more likely than a cut and w < 0 (repulsive) otherwise,
-and the multicut objective min Σ w_e·y_e (eq. 2, y_e = 1 for a cut edge) cuts exactly the
-edges whose cutting lowers the energy. ``bias`` shifts the decision boundary: bias = 0 is the
-fitted boundary p_join = 1/2 (the distance ``threshold`` reported in the info: where the
-same-class and different-class distance distributions of kNN edges cross), bias > 0 joins
-more (fewer, larger clusters), bias < 0 cuts more. Fitting on kNN edges of training features
-uses the kind of pairs the test graph holds; if those edges carry a single label (perfectly
-separated training features), random pairs are added until both occur.
-
-Calibrated boundary (``bias="calibrated"``, with ``graph="complete"`` and
-``scale="knn-median"``). With the defaults (kNN graph, raw distances, bias 0) the result is
-degenerate on real features: on 500 test features of a digits MLP (test accuracy 0.978) GAEC
-leaves 114 clusters, 63 of them singletons, purity 0.990. Purity does not penalise small
-clusters (refining a partition never lowers it), so C_purity is about 1 for every model and
-p_purity = C_purity / Model_ACC became about 1/Model_ACC. The paper (Ho et al., "Estimating
-the Robustness of Classification Models by the Structure of the Learned Feature-Space", AAAI-22
-Workshop on Adversarial Machine Learning and Beyond, arXiv:2106.12303, section 3.2) estimates
-the decision boundary "empirically (via parameter search)"; robench does that with three
-options meant to be used together:
-
-* ``bias="calibrated"`` (:func:`calibrate_bias`): the bias is searched on *training*
-  features, whose classes are known, on the graph of a stratified subsample of them with as
-  many nodes as the test graph, and then applied to the test graph. The default criterion,
-  ``"effective_clusters"``, picks the bias whose partition has an effective number of
-  clusters (exp of the entropy of the cluster sizes, :func:`effective_clusters`) closest to
-  the number of classes, then the best adjusted Rand index (ARI) with the classes; ``"ari"``
-  maximises the ARI alone. Purity is comparable across models only at a comparable
-  granularity, which the first fixes and the second does not (ARI prefers splitting
-  overlapping classes into many pure fragments: 85 clusters for 10 overlapping blobs). The
-  raw cluster count is no criterion: one giant cluster plus singletons reaches it.
-* ``graph="complete"``: the paper's graph (every pair of nodes, eq. 2-4; 124,750 edges for
-  500 nodes), with the join model fitted on (up to ``MAX_FIT_PAIRS`` random) pairs of the
-  training features. On the kNN graph the long-range repulsive edges are missing, so as the
-  bias grows GAEC goes from fragments straight to one cluster chaining several classes
-  (calibrated on the kNN graph, digits MLP: 45 clusters, 25 singletons, purity 0.49).
-* ``scale="knn-median"``: distances in units of the median kNN-edge distance of their own
-  point set (:func:`local_scale`). Training features of a trained model are tighter than its
-  test features, and a boundary learned in raw units on the former fragments the latter
-  (classes with test spread 1.3 x the training spread: 55 clusters for 6 classes without it,
-  9 with it).
-
-Together, on the digits MLP: 16 clusters (4 singletons), purity 0.758, ARI 0.608; on 10
-separated Gaussian blobs: 10 clusters, purity 1; on 10 overlapping ones: 42 clusters, purity
-0.642. Table and command: ``python benchmarks/multicut_calibration.py``. The info dict
-reports the bias used, ``n_clusters``, ``n_singletons`` and, when calibrated, the training
-ARI and cluster count at the chosen bias and the searched grid.
-
-Edge costs, *unsupervised* (the ``multicut`` clusterer, which gets no labels, e.g. to find
-sources inside one class): w_ij = (t − d_ij)/s, s the median edge distance and t a quantile of
-the edge distances chosen by bisection so that the number of clusters with at least 2 members
-is as close as possible to the requested k; leftover singletons join the cluster of their
-nearest neighbour. k is therefore a target, not a guarantee.
+Edge costs, *unsupervised* (the ``multicut`` clusterer, no labels): w_ij = (t − d_ij)/s, s the
+median edge distance, t the distance quantile found by bisection so that the number of clusters
+of >= 2 members is closest to k (a target, not a guarantee); leftover singletons join their
+nearest neighbour's cluster.
 
 Solver: greedy additive edge contraction (GAEC), optionally followed by Kernighan-Lin
-(``solver="gaec+kl"``); measured on a 70k-node graph KL was up to 16x slower and rarely better.
+(``solver="gaec+kl"``; up to 16x slower on a 70k-node graph and rarely better).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 from typing import Optional
 
@@ -30,9 +31,7 @@ from robench.learn.devices import module_device, torch_device
 DEFAULT_TRAIN = {"max_epochs": 4, "patience": 2, "batch_size": 64, "lr": 2e-3,
                  "weight_decay": 0.0}
 
-#: Rows per forward pass when evaluating. Measured with one thread on 28x28 inputs: CNNs ran
-#: 1.3-2x faster at 128-256 rows than at 1,024 or more (activations fit in cache) and the
-#: MLP was fastest at 256.
+#: Rows per forward pass when evaluating (the fastest measured, docs/profile.md).
 EVAL_BATCH_SIZE = 256
 
 _interop_threads_set = False
@@ -171,10 +170,8 @@ class MaxPool2x2(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Pool ``x`` of shape (N, C, H, W) to (N, C, H // 2, W // 2)."""
-        # On CPU, max_pool2d over NCHW memory runs a scalar loop and was the slowest op of a
-        # CNN training step (about 40% of it with one thread); over channels-last memory it
-        # is vectorised. ConvNet keeps all its activations channels-last, so this is a no-op
-        # there; it converts NCHW inputs from other modules.
+        # CPU max_pool2d is vectorised over channels-last memory only (docs/profile.md); a
+        # no-op for ConvNet's activations, a conversion for NCHW inputs of other modules
         x = x.contiguous(memory_format=torch.channels_last)
         if x.requires_grad and torch.is_grad_enabled():
             return nn.functional.max_pool2d(x, 2)
@@ -184,11 +181,9 @@ class MaxPool2x2(nn.Module):
 def _max_pool2x2_values(x: torch.Tensor) -> torch.Tensor:
     """Return ``max_pool2d(x, 2)`` of channels-last ``x`` without its indices (no gradient).
 
-    Two element-wise maxima over the NHWC memory: horizontal neighbours, then vertical ones.
-    The maximum is exact, so the values equal ``max_pool2d``'s bit for bit; they skip the
-    int64 index of every output that ``max_pool2d`` computes on the CPU even without autograd
-    (it only serves the backward pass). Measured with one thread on cnn-2's two pools
-    (batch 256): 6.8 -> 2.5 ms and 1.75 -> 0.25 ms; the pool was 43% of an evaluation pass.
+    Two element-wise maxima over the NHWC memory, horizontal then vertical: bit for bit
+    ``max_pool2d``'s values, without the int64 index per output it computes on the CPU even
+    without autograd (docs/profile.md has the timings).
     """
     n, c, h, w = x.shape
     p = x.permute(0, 2, 3, 1)[:, :h - h % 2, :w - w % 2]  # NHWC view, odd edges dropped
@@ -236,13 +231,9 @@ class ConvNet(nn.Module):
         self.fc = nn.Sequential(nn.Flatten(), nn.Linear(n_flat, fc_width), nn.ReLU())
         self.feature_width = fc_width
         self.head = nn.Linear(fc_width, n_classes)
-        # One memory layout end to end: the conv weights and (in _images) the inputs are
-        # channels-last, so every convolution, pool and ReLU runs on NHWC memory and no
-        # layer converts back and forth. Before (version 2), the NCHW convolutions met the
-        # channels-last max-pool with a conversion on each side, forward and backward:
-        # aten::copy_ was 14% of a cnn-2 trial, and a cnn-2 fit + predict ran 1.5x faster
-        # this way (one thread, alternating, docs/profile.md). The kernels round
-        # differently, so the models built on this class carry version 3.
+        # One memory layout end to end: conv weights and (in _images) inputs channels-last,
+        # so no layer converts (docs/profile.md); the kernels round differently from
+        # version 2's, so the models built on this class carry version 3.
         self.to(memory_format=torch.channels_last)
 
     def _images(self, x: torch.Tensor) -> torch.Tensor:
@@ -487,8 +478,6 @@ class TorchClassifier:
         >>> def build(ctx):  # doctest: +SKIP
         ...     return TorchClassifier.from_context(ctx, build_module, lr=1e-3)
         """
-        import functools
-
         params = {"seed": ctx.seed, **training_budget(ctx.train), **overrides}
         return cls(functools.partial(build_module, ctx), **params)
 

@@ -20,7 +20,9 @@ past its limit as failed even when it finished.
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -100,8 +102,6 @@ class _KernelTimer:
                     ("notify", ctypes.c_int), ("pad", ctypes.c_byte * 48)]
 
     def __init__(self):
-        import sys
-
         if not sys.platform.startswith("linux"):
             raise OSError("kernel timers are used on Linux only")
         self.libc = ctypes.CDLL(None, use_errno=True)
@@ -154,8 +154,6 @@ def time_limit(seconds: Optional[float], what: str = "trial", option: str = "--t
         if kernel is not None:
             kernel.arm(float(seconds) + HARD_LIMIT_GRACE[0])
         else:
-            import os
-
             hard = threading.Timer(float(seconds) + HARD_LIMIT_GRACE[0], os._exit, args=(71,))
             hard.daemon = True
             hard.start()

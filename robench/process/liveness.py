@@ -8,8 +8,11 @@ power cut): the next ``robench run`` on the same host marks it ``killed``.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import socket
+import sys
 import threading
 import time
 from typing import Optional
@@ -77,10 +80,6 @@ def die_with_parent(parent: Optional[int] = None) -> bool:
     expects as its parent: if that one is already gone (it died before the signal was set),
     this process exits at once. Returns False where prctl is unavailable (not Linux).
     """
-    import ctypes
-    import signal
-    import sys
-
     if not sys.platform.startswith("linux"):
         return False
     try:

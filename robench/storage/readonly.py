@@ -1,29 +1,22 @@
 """Read-only access to the results database: opening it, and SQL for ``robench query``.
 
-Read commands (``results``, ``query``, ``leaderboard``) open the file through
-:func:`readonly_uri`: SQLite URI ``mode=ro``, plus ``immutable=1`` when the file is a WAL
-database without its ``-shm`` file and either without its ``-wal`` file or in a folder that
-cannot be written. A WAL reader otherwise creates both files beside the database and, being
-read-only, cannot remove them when it closes: a read would leave ``robench.db-shm`` and
-``robench.db-wal`` behind. Without them no connection has the file open in WAL mode and every
-committed row is in the file itself, so it is read as it is, without locks. (A run that
-starts while such a read is under way writes to its own ``-wal`` and changes the file itself
-only when it checkpoints; a read that overlaps a checkpoint can fail or see the file half
-old, half new: run it again.) In a folder that cannot be written a WAL reader could not
-create the ``-shm`` file at all; immutable also means a leftover ``-wal`` is not read. They
-never migrate, never switch the journal mode and never write a byte.
+Read commands open the file through :func:`readonly_uri`: SQLite URI ``mode=ro``, plus
+``immutable=1`` for a WAL file without its ``-shm`` and either without its ``-wal`` or in a
+folder that cannot be written, so a read leaves no ``-shm``/``-wal`` behind
+(docs/database.md). They never migrate, switch the journal mode or write a byte.
 
-A statement is refused before it runs if it would change the file: by its first keyword (some
-statements act before, or without, any authorizer callback), then by an SQLite authorizer
-that vetoes every write action and every PRAGMA that is not a plain read. The connection is
-also opened ``mode=ro`` with ``query_only`` on, as backstops. A progress handler stops a
-statement that runs longer than its time limit (``robench query --timeout``).
+A statement that would change the file is refused before it runs, by its first keyword and
+then by an SQLite authorizer vetoing every write and every PRAGMA that is not a plain read
+(``mode=ro`` and ``query_only`` are backstops); a progress handler stops a statement past its
+time limit (``robench query --timeout``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -67,8 +60,6 @@ def readonly_uri(path) -> str:
 
 def schema_objects(schema: str) -> tuple[list, list]:
     """Return (table names, view names) that a schema's CREATE statements make, in order."""
-    import re
-
     found = re.findall(r"CREATE\s+(TABLE|VIEW)\s+(?:IF\s+NOT\s+EXISTS\s+)?\"?(\w+)", schema,
                        flags=re.I)
     return ([n for kind, n in found if kind.upper() == "TABLE"],
@@ -241,7 +232,6 @@ def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
             conn.set_progress_handler(too_long, 10_000)
             deadline[0] = time.monotonic() + timeout
             # the progress handler runs between steps; interrupt() also reaches a long one
-            import threading
 
             watchdog = threading.Timer(timeout, conn.interrupt)
             watchdog.daemon = True

@@ -664,14 +664,8 @@ class Store:
 
     def ok_trial_keys(self, keys: Iterable[str]) -> set[str]:
         """Return the subset of ``keys`` already stored with status 'ok'."""
-        found: set[str] = set()
-        keys = list(dict.fromkeys(keys))
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
-            placeholders = ", ".join("?" * len(chunk))
-            sql = f"SELECT key FROM trials WHERE status = 'ok' AND key IN ({placeholders})"
-            found.update(row["key"] for row in self._select(sql, chunk))
-        return found
+        rows = self._select_keys("trials", keys, "WHERE status = 'ok'", columns="key")
+        return {row["key"] for row in rows}
 
     def save_trial(self, row: dict) -> None:
         """Upsert one trial row by its ``key`` and commit it at once.
@@ -704,14 +698,7 @@ class Store:
             sql = f"SELECT * FROM trials {where} ORDER BY {order}"
             rows = self._select(sql, params)
         else:
-            rows = []
-            keys = list(dict.fromkeys(keys))
-            joiner = "AND" if where else "WHERE"
-            for start in range(0, len(keys), _CHUNK):
-                chunk = keys[start : start + _CHUNK]
-                placeholders = ", ".join("?" * len(chunk))
-                sql = f"SELECT * FROM trials {where} {joiner} key IN ({placeholders})"
-                rows.extend(self._select(sql, params + chunk))
+            rows = self._select_keys("trials", keys, where, params)
             # None sorts last and is never compared with a value, so mixed columns cannot clash
             columns = order.split(", ")
             rows.sort(
@@ -843,26 +830,14 @@ class Store:
 
         run_ids = {r["run_id"] for r in rows if r.get("run_id") is not None}
         runs = {r["id"]: r for r in self.runs(run_ids)} if run_ids else {}
-        first_trial = {}
-        if self.db["score_groups"].exists():
-            has_config = "configuration" in self.db["score_groups"].columns_dict
-            config = "configuration" if has_config else "NULL AS configuration"
-            sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
-            for g in self._select(sql, []):
-                keys = cells.decoded(g["trial_keys"]) or []
-                ident = (g["dataset"], g["model"], g["clusterer"], g["metric"],
-                         g["configuration"] or LEGACY)
-                if keys:
-                    first_trial[ident] = keys[0]
-        wanted = list(set(first_trial.values()))
+        first_trial = self._first_trials()
         trials = self.db["trials"]
-        if not trials.exists() or not {"key", "versions"} <= set(trials.columns_dict):
-            wanted = []  # an old or hand-made file without them: versions unknown, as text
         versions = {}
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            sql = f"SELECT key, versions FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
-            versions.update((r["key"], cells.decoded(r["versions"])) for r in self._select(sql, chunk))
+        if trials.exists() and {"key", "versions"} <= set(trials.columns_dict):
+            # else an old or hand-made file without them: versions unknown, as text
+            versions = {r["key"]: cells.decoded(r["versions"])
+                        for r in self._select_keys("trials", set(first_trial.values()),
+                                                   columns="key, versions")}
         out = []
         for r in rows:
             run = runs.get(r.get("run_id")) or {}
@@ -872,6 +847,22 @@ class Store:
                         "plugins": run.get("plugin_versions") or {},
                         "components": versions.get(key) or {}})
         return out
+
+    def _first_trials(self) -> dict:
+        """Return {(dataset, model, clusterer, metric, configuration): a trial key} of every
+        score group with trials."""
+        if not self.db["score_groups"].exists():
+            return {}
+        has_config = "configuration" in self.db["score_groups"].columns_dict
+        config = "configuration" if has_config else "NULL AS configuration"
+        sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
+        first = {}
+        for g in self._select(sql, []):
+            keys = cells.decoded(g["trial_keys"]) or []
+            if keys:
+                first[(g["dataset"], g["model"], g["clusterer"], g["metric"],
+                       g["configuration"] or LEGACY)] = keys[0]
+        return first
 
     # -- configurations ---------------------------------------------------------------------
 
@@ -902,12 +893,6 @@ class Store:
         with self._write():
             (row,) = self._fit_to_file("clusterings", [row])
             self.db["clusterings"].upsert(row, pk="key")
-
-    def clusterings(self, **filters: Any) -> list[dict]:
-        """Return clustering rows, JSON decoded, matching ``filters``."""
-        where, params = self._where("clusterings", filters)
-        sql = f"SELECT * FROM clusterings {where} ORDER BY dataset, clusterer, k, seed, key"
-        return [decode_row("clusterings", row) for row in self._select(sql, params)]
 
     def save_skip(
         self,
@@ -983,14 +968,18 @@ class Store:
                 params.append(_plain(value))
         return ("WHERE " + " AND ".join(clauses) if clauses else ""), params
 
-    def _select_keys(self, table: str, keys: Iterable[str]) -> list[dict]:
-        """Return the rows of ``table`` whose ``key`` is among ``keys`` (not decoded)."""
+    def _select_keys(self, table: str, keys: Iterable[str], where: str = "", params=(),
+                     columns: str = "*") -> list[dict]:
+        """Return ``columns`` of the rows of ``table`` whose ``key`` is among ``keys`` and that
+        the clause ``where`` (with ``params``) selects, not decoded."""
         rows = []
         keys = list(dict.fromkeys(keys))
+        joiner = "AND" if where else "WHERE"
         for start in range(0, len(keys), _CHUNK):
             chunk = keys[start : start + _CHUNK]
-            sql = f"SELECT * FROM {table} WHERE key IN ({', '.join('?' * len(chunk))})"
-            rows.extend(self._select(sql, chunk))
+            sql = (f"SELECT {columns} FROM {table} {where} {joiner} "
+                   f"key IN ({', '.join('?' * len(chunk))})")
+            rows.extend(self._select(sql, list(params) + chunk))
         return rows
 
     def _select(self, sql: str, params: list) -> list[dict]:

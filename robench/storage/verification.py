@@ -85,23 +85,31 @@ def status(records: list, *, dataset: Optional[str] = None,
     ordered = ([r for r in reversed(records) if own_record(r)]
                + [r for r in reversed(records) if not own_record(r)])
     for record in ordered:
-        mine = [t for t in (record.get("trials") or []) if isinstance(t, dict)
-                and (dataset is None or t.get("dataset") == dataset)
-                and (model is None or t.get("model") == model)
-                and t.get("outcome") in ("match", "mismatch")]
-        if not mine:
-            continue
-        k = sum(t["outcome"] == "match" for t in mine)
-        date = str(record.get("finished_at") or "")[:10]
-        text = f"verified {k} of {len(mine)} sampled trials on {record.get('host')}, {date}"
-        if own_record(record) and record.get("recorded_in"):
-            text += f" (recorded in {record['recorded_in']})"
-        elif record.get("recorded_in"):
-            text += f" (as reported by {record['recorded_in']}, not re-run here)"
-        every = [t for t in (record.get("trials") or []) if isinstance(t, dict)
-                 and t.get("outcome") in ("match", "mismatch")]
-        return {"verified": k, "sampled": len(mine), "mismatched": len(mine) - k,
-                "record_verified": sum(t["outcome"] == "match" for t in every),
-                "record_sampled": len(every), "host": record.get("host"), "date": date,
-                "recorded_in": record.get("recorded_in"), "text": text}
+        mine = _rerun(record, dataset, model)
+        if mine:
+            return _status_of(record, mine)
     return {"text": "not verified"}
+
+
+def _rerun(record: dict, dataset: Optional[str] = None, model: Optional[str] = None) -> list:
+    """Return the trials of ``record`` re-run with an outcome, of ``dataset`` / ``model``."""
+    return [t for t in (record.get("trials") or []) if isinstance(t, dict)
+            and (dataset is None or t.get("dataset") == dataset)
+            and (model is None or t.get("model") == model)
+            and t.get("outcome") in ("match", "mismatch")]
+
+
+def _status_of(record: dict, mine: list) -> dict:
+    """Return :func:`status`'s answer from ``record`` and the trials ``mine`` it covers."""
+    k = sum(t["outcome"] == "match" for t in mine)
+    date = str(record.get("finished_at") or "")[:10]
+    where = record.get("recorded_in")
+    text = f"verified {k} of {len(mine)} sampled trials on {record.get('host')}, {date}"
+    if where:
+        text += (f" (recorded in {where})" if own_record(record)
+                 else f" (as reported by {where}, not re-run here)")
+    every = _rerun(record)
+    return {"verified": k, "sampled": len(mine), "mismatched": len(mine) - k,
+            "record_verified": sum(t["outcome"] == "match" for t in every),
+            "record_sampled": len(every), "host": record.get("host"), "date": date,
+            "recorded_in": where, "text": text}

@@ -1,34 +1,15 @@
 """Conformance checks for plugin components, in the style of scikit-learn's ``check_estimator``.
 
-A plugin's tests can be a few lines::
-
-    from robench.plugins import make_registry
-    from robench.testing import check_model
-
-    def test_my_model_follows_the_contract():
-        registry = make_registry(modules=["robench_my_model"], load_entrypoints=False)
-        check_model("my-model", registry)
-
 :func:`check_model`, :func:`check_dataset`, :func:`check_clusterer` and :func:`check_metric`
 run one component on small data the way robench runs it and raise :class:`ConformanceError`
-(an ``AssertionError``, so pytest reports a failed assertion) at the first broken rule; the
-message names the component and the rule, says what was wrong and how to fix it. On success
-they return a :class:`CheckReport` listing the checks that ran and the ones that did not
-apply, each with the reason. :func:`check_all` checks every component of a registry, or of one
-plugin.
+(an ``AssertionError``) naming the component, the broken rule and the fix, or return a
+:class:`CheckReport`; :func:`check_all` checks a registry or one plugin. Each rule is a named
+:class:`Check` that ``model_checks`` and its siblings yield, over work shared by a component's
+checks; :func:`parametrize_with_checks` makes each its own pytest test. docs/plugin-hooks.md
+shows a plugin's tests and the ``expected_failures`` and ``collect_all`` options.
 
-The rules are small named checks that :func:`model_checks`, :func:`dataset_checks`,
-:func:`clusterer_checks` and :func:`metric_checks` yield (:class:`Check`), over work shared by
-the checks of a component and done on first need (the model's two trainings, the metric's
-tiny run). Every ``check_*`` takes ``expected_failures={name: reason}`` (known gaps: recorded,
-not raised; one that passes is a failure) and ``collect_all=True`` (run every check, then raise
-one error listing every failure). :func:`parametrize_with_checks` makes each check its own
-pytest test (``model[my-model]-predict-dtype``), expected failures marked ``xfail(strict=True)``.
-
-One module per kind (``models``, ``datasets``, ``clusterers``, ``metrics``) over ``core`` (the
-error, the report, the check, the runner); ``suite`` holds what spans the kinds. Importing
-this package is cheap (numpy only): torch, scikit-learn and the runner are imported by the
-checks that need them, pytest by :func:`parametrize_with_checks`.
+One module per kind over ``core`` (the error, the report, the check, the runner); ``suite``
+spans the kinds. Importing this package is cheap (numpy only).
 """
 
 from robench.testing.clusterers import CLUSTERER_CHECKS, check_clusterer, clusterer_checks

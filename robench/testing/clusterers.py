@@ -54,19 +54,9 @@ def check_clusterer(clusterer: Union[str, ClustererSpec], registry=None, *, k: i
         Requested number of clusters (>= 2).
     seed : int
         The ``seed`` passed to ``fit_predict``.
-    expected_failures : dict, optional
-        ``{check name: reason}``, see :func:`robench.testing.run_checks`.
-    collect_all : bool
-        Run every check and raise one error listing every failure.
-
-    Returns
-    -------
-    CheckReport
-
-    Raises
-    ------
-    ConformanceError
-        At the first rule the clusterer breaks (every one with ``collect_all``).
+    expected_failures, collect_all
+        As :func:`robench.testing.run_checks` takes them; it returns the CheckReport or
+        raises the ConformanceError.
     """
     return run_checks(clusterer_checks(clusterer, registry, k=k, seed=seed),
                       expected_failures=expected_failures, collect_all=collect_all)

@@ -256,30 +256,11 @@ def run_checks(checks: Iterable[Check], *, expected_failures: Optional[Mapping] 
                collect_all: bool = False) -> CheckReport:
     """Run ``checks`` (of one component) in order and return what they found.
 
-    Parameters
-    ----------
-    checks : iterable of Check
-        From ``model_checks``, ``dataset_checks``, ``clusterer_checks`` or
-        ``metric_checks``.
-    expected_failures : dict, optional
-        ``{check name: reason}``: checks the component is known to fail. A failing one is
-        recorded in ``CheckReport.xfailed`` with the reason and does not raise; one that
-        passes is a failure ("expected to fail but passed", so a fixed gap is not hidden
-        by a stale entry: remove it). A name that is not a check raises ValueError.
-    collect_all : bool
-        False (default): raise the first failure. True: run every check, then raise one
-        :class:`ConformanceError` whose ``failures`` holds every failure (a single failure
-        is raised as it is).
-
-    Returns
-    -------
-    CheckReport
-        When nothing failed (expected failures aside).
-
-    Raises
-    ------
-    ConformanceError
-        As ``collect_all`` says; its ``report`` holds what the checks found.
+    ``expected_failures`` (``{check name: reason}``): known gaps, recorded in
+    ``CheckReport.xfailed`` when they fail; one that passes is a failure, a name that is not a
+    check a ValueError. ``collect_all``: run every check, then raise one
+    :class:`ConformanceError` whose ``failures`` holds each (default: raise the first). The
+    raised error's ``report`` holds what the checks found (docs/plugin-hooks.md).
     """
     checks = list(checks)
     expected = dict(expected_failures or {})

@@ -89,19 +89,9 @@ def check_dataset(dataset: Union[str, DatasetSpec], registry=None, *,
         The spec, or the name of a data set in ``registry``.
     registry : robench.plugins.Registry, optional
         Where names are looked up; default: the process-wide registry.
-    expected_failures : dict, optional
-        ``{check name: reason}``, see :func:`robench.testing.run_checks`.
-    collect_all : bool
-        Run every check and raise one error listing every failure.
-
-    Returns
-    -------
-    CheckReport
-
-    Raises
-    ------
-    ConformanceError
-        At the first rule the data set breaks (every one with ``collect_all``).
+    expected_failures, collect_all
+        As :func:`robench.testing.run_checks` takes them; it returns the CheckReport or
+        raises the ConformanceError.
     """
     return run_checks(dataset_checks(dataset, registry), expected_failures=expected_failures,
                       collect_all=collect_all)

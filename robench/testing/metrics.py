@@ -77,19 +77,9 @@ def check_metric(metric: Union[str, MetricSpec], registry=None, *, dataset: str 
     settings : list of str or dict, optional
         Knobs, as ``robench run --set`` takes them (``["train.max_epochs=1"]``) or as
         ``{"train": {"max_epochs": 1}}``; use them to keep a heavy protocol small.
-    expected_failures : dict, optional
-        ``{check name: reason}``, see :func:`robench.testing.run_checks`.
-    collect_all : bool
-        Run every check and raise one error listing every failure.
-
-    Returns
-    -------
-    CheckReport
-
-    Raises
-    ------
-    ConformanceError
-        At the first rule the metric breaks (every one with ``collect_all``).
+    expected_failures, collect_all
+        As :func:`robench.testing.run_checks` takes them; it returns the CheckReport or
+        raises the ConformanceError.
     """
     return run_checks(metric_checks(metric, registry, dataset=dataset, model=model,
                                     clusterer=clusterer, repeats=repeats, k=k, seed=seed,
@@ -211,7 +201,6 @@ def empty_group(case: MetricCase) -> None:
 
 def check_scores(case: MetricCase, got, what: str) -> None:
     """Fail a ``score*`` rule unless ``got`` is a valid list of the metric's scores."""
-    spec, group = case.spec, case.group
     if not isinstance(got, list):
         case.fail("scores", f"{what}: aggregate returned {type(got).__name__}, not a list",
                   "return a list of robench.specs.Score")
@@ -220,43 +209,53 @@ def check_scores(case: MetricCase, got, what: str) -> None:
         if not isinstance(s, Score):
             case.fail("scores", f"{what}: an item is {type(s).__name__}, not a Score",
                       "return robench.specs.Score(...) objects")
-        label = f"{what}: score {s.score!r}"
-        if s.metric != spec.name:
-            case.fail("score-metric", f"{label} has metric={s.metric!r}",
-                      f"set metric={spec.name!r}, the registered name: scores are stored, "
-                      "reused and ranked by it")
-        if s.dataset != group["dataset"]:
-            case.fail("score-group", f"{label} has dataset={s.dataset!r}; the group's is "
-                      f"{group['dataset']!r}", "copy dataset from the group argument")
-        if not isinstance(s.model, str) or not isinstance(s.clusterer, str):
-            case.fail("score-group", f"{label} has model={s.model!r}, clusterer="
-                      f"{s.clusterer!r}", "use the group's names ('' where the score does "
-                      "not depend on one)")
-        if not isinstance(s.score, str) or not s.score:
-            case.fail("score-name", f"{what}: a Score has score={s.score!r}",
-                      "name every sub-score (the headline usually after the metric)")
-        ident = (s.dataset, s.model, s.clusterer, s.score)
-        if ident in seen:
-            case.fail("score-name", f"{label} appears twice for ({s.dataset}, {s.model}, "
-                      f"{s.clusterer})", "give each sub-score its own name: scores are "
-                      "stored by (dataset, model, clusterer, metric, score)")
-        seen.add(ident)
-        for name in ("value", "ci_low", "ci_high"):
-            v = getattr(s, name)
-            if v is not None and (not isinstance(v, (int, float, np.number))
-                                  or isinstance(v, bool) or not math.isfinite(float(v))):
-                case.fail("score-values", f"{label} has {name}={v!r}",
-                          "use a finite float, or None when there is no value")
-        lo, v, hi = s.ci_low, s.value, s.ci_high
-        if (lo is not None and hi is not None and lo > hi) or (
-                v is not None and ((lo is not None and lo > v) or (hi is not None and v > hi))):
-            case.fail("score-ci", f"{label}: ci_low={lo}, value={v}, ci_high={hi} are not "
-                      "ordered", "return ci_low <= value <= ci_high")
-        if s.n is not None and (not isinstance(s.n, (int, np.integer)) or s.n < 0):
-            case.fail("score-values", f"{label} has n={s.n!r}", "n is a count >= 0 or None")
-        if not isinstance(s.details, dict):
-            case.fail("score-values", f"{label} has details of type "
-                      f"{type(s.details).__name__}", "details is a dict (stored as JSON)")
+        _check_names(case, s, what, seen)
+        _check_values(case, s, f"{what}: score {s.score!r}")
+
+
+def _check_names(case: MetricCase, s: Score, what: str, seen: set) -> None:
+    """Fail unless score ``s`` names the metric, its group and a sub-score not in ``seen``."""
+    spec, group, label = case.spec, case.group, f"{what}: score {s.score!r}"
+    if s.metric != spec.name:
+        case.fail("score-metric", f"{label} has metric={s.metric!r}",
+                  f"set metric={spec.name!r}, the registered name: scores are stored, "
+                  "reused and ranked by it")
+    if s.dataset != group["dataset"]:
+        case.fail("score-group", f"{label} has dataset={s.dataset!r}; the group's is "
+                  f"{group['dataset']!r}", "copy dataset from the group argument")
+    if not isinstance(s.model, str) or not isinstance(s.clusterer, str):
+        case.fail("score-group", f"{label} has model={s.model!r}, clusterer="
+                  f"{s.clusterer!r}", "use the group's names ('' where the score does "
+                  "not depend on one)")
+    if not isinstance(s.score, str) or not s.score:
+        case.fail("score-name", f"{what}: a Score has score={s.score!r}",
+                  "name every sub-score (the headline usually after the metric)")
+    ident = (s.dataset, s.model, s.clusterer, s.score)
+    if ident in seen:
+        case.fail("score-name", f"{label} appears twice for ({s.dataset}, {s.model}, "
+                  f"{s.clusterer})", "give each sub-score its own name: scores are "
+                  "stored by (dataset, model, clusterer, metric, score)")
+    seen.add(ident)
+
+
+def _check_values(case: MetricCase, s: Score, label: str) -> None:
+    """Fail unless score ``s`` has finite, ordered values, a count and a dict of details."""
+    for name in ("value", "ci_low", "ci_high"):
+        v = getattr(s, name)
+        if v is not None and (not isinstance(v, (int, float, np.number))
+                              or isinstance(v, bool) or not math.isfinite(float(v))):
+            case.fail("score-values", f"{label} has {name}={v!r}",
+                      "use a finite float, or None when there is no value")
+    lo, v, hi = s.ci_low, s.value, s.ci_high
+    if (lo is not None and hi is not None and lo > hi) or (
+            v is not None and ((lo is not None and lo > v) or (hi is not None and v > hi))):
+        case.fail("score-ci", f"{label}: ci_low={lo}, value={v}, ci_high={hi} are not "
+                  "ordered", "return ci_low <= value <= ci_high")
+    if s.n is not None and (not isinstance(s.n, (int, np.integer)) or s.n < 0):
+        case.fail("score-values", f"{label} has n={s.n!r}", "n is a count >= 0 or None")
+    if not isinstance(s.details, dict):
+        case.fail("score-values", f"{label} has details of type "
+                  f"{type(s.details).__name__}", "details is a dict (stored as JSON)")
 
 
 def score_json(scores) -> str:

@@ -107,20 +107,9 @@ def check_model(model: Union[str, ModelSpec], registry=None, *,
         ``ModelContext.seed`` of both builds, and the seed of the split.
     min_accuracy : float, optional
         Fail if the test accuracy is lower (meaningful on real data such as ``"digits"``).
-    expected_failures : dict, optional
-        ``{check name: reason}``, see :func:`robench.testing.run_checks`.
-    collect_all : bool
-        Run every check and raise one error listing every failure, instead of stopping at
-        the first.
-
-    Returns
-    -------
-    CheckReport
-
-    Raises
-    ------
-    ConformanceError
-        At the first rule the model breaks (every one with ``collect_all``).
+    expected_failures, collect_all
+        As :func:`robench.testing.run_checks` takes them; it returns the CheckReport or
+        raises the ConformanceError.
     """
     return run_checks(model_checks(model, registry, dataset=dataset, image_shape=image_shape,
                                    train=train, seed=seed, min_accuracy=min_accuracy),

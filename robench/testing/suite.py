@@ -94,37 +94,20 @@ def parametrize_with_checks(components: Iterable, registry=None,
                             **options):
     """Return a pytest decorator making every check of every component its own test.
 
-    Usage::
-
-        @parametrize_with_checks(["my-model"], REGISTRY, train={"max_epochs": 1})
-        def test_my_model(check):
-            check()
-
-    Each test's id is ``Check.id``, e.g. ``model[my-model]-predict-dtype``, so a failure
-    names the rule and ``-k predict`` selects. The checks of one component share their
-    expensive work (the model is trained twice in all, on first need); a check whose
-    prerequisite failed is skipped (``'fit' failed``), one that does not apply is skipped
-    with why.
+    Each test's id is ``Check.id`` (``model[my-model]-predict-dtype``); expected failures are
+    marked ``xfail(strict=True)``; usage in docs/plugin-hooks.md.
 
     Parameters
     ----------
     components : iterable
         Specs, ``(kind, name)`` pairs or registered names (see :func:`checks_of`).
     registry : robench.plugins.Registry, optional
-        Where names are looked up; default: the process-wide registry. It is needed when the
-        test module is collected.
+        Where names are looked up (default: the process-wide registry), at collection.
     expected_failures : dict or callable, optional
-        ``{check name: reason}`` for every component, or ``f(check) -> {name: reason}``
-        (given a :class:`Check`, e.g. to key by ``check.component``). Those tests are marked
-        ``pytest.mark.xfail(reason=..., strict=True)``: passing one fails the test. A check
-        name no component has raises ValueError.
+        ``{check name: reason}`` for every component, or ``f(check) -> {name: reason}``; a
+        check name no component has raises ValueError.
     **options
-        Passed to every component's check generator (so they must all accept them: mix
-        kinds only with options they share).
-
-    Returns
-    -------
-    pytest.mark.parametrize("check", ...)
+        Passed to every component's check generator.
     """
     import pytest
 

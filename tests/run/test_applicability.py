@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from robench.run.runner import ConfigError, execute, plan_run
-from tests.helpers import run_config
+from tests.helpers import run_config, clusterings
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_oracle_with_fewer_sources_than_folds_runs_every_protocol(tiny_registry,
     assert scores[("rho", "centroid", "rho")]["value"] is not None
     assert any(s["metric"] == "adequacy" and s["clusterer"] == "oracle"
                for s in store.scores())
-    clus = [c for c in store.clusterings() if c["details"].get("protocol") == "shifted-cv"]
+    clus = [c for c in clusterings(store) if c["details"].get("protocol") == "shifted-cv"]
     assert clus and clus[0]["details"]["folds"] == 3 and clus[0]["k"] == 4
 
 

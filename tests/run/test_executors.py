@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from tests.helpers import run_config
+from tests.helpers import run_config, clusterings
 from robench.run.runner import execute
 
 
@@ -77,7 +77,7 @@ def test_second_run_does_no_training_and_no_clustering(tiny_registry, tmp_path, 
 
     s = Store(tmp_path / "a.db")
     execute(cfg(models=["centroid"]), tiny_registry, s)
-    assert s.clusterings()[0]["details"]["cache_hit"] is False
+    assert clusterings(s)[0]["details"]["cache_hit"] is False
 
     def no_clustering(*a, **k):
         raise AssertionError("clustered again instead of using the cache")
@@ -91,7 +91,7 @@ def test_second_run_does_no_training_and_no_clustering(tiny_registry, tmp_path, 
     s2 = Store(tmp_path / "b.db")
     report = execute(cfg(models=["centroid"]), tiny_registry, s2)
     assert not report.failed and report.n_ran == 3
-    assert s2.clusterings()[0]["details"]["cache_hit"] is True
+    assert clusterings(s2)[0]["details"]["cache_hit"] is True
 
 
 def test_cache_and_trial_keys_change_with_parameters_and_versions(tiny_registry):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.helpers import run_config
+from tests.helpers import run_config, clusterings
 from robench.families.source_aware import protocol as source_aware
 from robench.run.runner import ConfigError, execute, plan_run
 from tests.plugins import tiny
@@ -128,7 +128,7 @@ def test_oracle_asked_for_by_name_on_data_without_sources_is_an_error(tiny_regis
 
 def test_oracle_uses_the_true_sources(tiny_registry, store):
     execute(cfg(clusterers=["oracle"]), tiny_registry, store)
-    clus = store.clusterings()[0]
+    clus = clusterings(store)[0]
     assert clus["clusterer"] == "oracle" and clus["details"]["k_per_class"] == [3, 3, 3]
     ds = tiny.make_tiny()
     exclusive = [r for r in store.trials() if r["kind"] == "exclusive"]

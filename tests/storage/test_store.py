@@ -9,6 +9,7 @@ import pytest
 
 from robench.specs import Score
 from robench.storage.store import COLUMNS, JSON_COLUMNS, SCHEMA, Store, decode_row, encode_row
+from tests.helpers import clusterings
 
 DEFINITIONS = {"rho": ("1", "rho = E[AccX] / E[AccI] over R repeats")}
 
@@ -181,7 +182,7 @@ def test_save_clustering_and_skip_upsert(store):
            "details": {"per_class_silhouette": [0.1, float("nan")]}, "seconds": 0.3}
     store.save_clustering(row)
     store.save_clustering({**row, "silhouette": 0.25})
-    (stored,) = store.clusterings(dataset="digits")
+    (stored,) = clusterings(store, dataset="digits")
     assert stored["silhouette"] == 0.25
     assert stored["details"] == {"per_class_silhouette": [0.1, None]}
     store.save_skip(dataset="digits", model="lenet", clusterer="oracle", metric="rho",
@@ -262,7 +263,7 @@ def test_a_row_with_an_undeclared_column_is_refused_and_nothing_is_written(store
         store.save_clustering({"key": "c1", "dataset": "digits", "k_per_class": [3, 3]})
     with pytest.raises(ValueError, match="single value"):
         store.save_trial(trial_row("t1", accuracy=[0.5, 0.6]))
-    assert store.trials() == [] and store.clusterings() == []
+    assert store.trials() == [] and clusterings(store) == []
     assert "coolness" not in store.db["trials"].columns_dict
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.helpers import run_config
+from tests.helpers import run_config, clusterings
 from robench.families.shifted_cv import protocol as sc
 from robench.run.runner import execute, plan_run
 from tests.plugins import tiny
@@ -153,7 +153,7 @@ def test_end_to_end_tiny_run_stores_curves_scores_and_reruns_nothing(tiny_regist
     assert w["value"] is not None and w["value"] > 0
     mats = w["details"]["repeats"][0]
     assert len(mats["shifted"]["matrix"]) == 3 and len(mats["random"]["matrix"]) == 3
-    clus = next(c for c in store.clusterings() if c["details"].get("protocol") == "shifted-cv")
+    clus = next(c for c in clusterings(store) if c["details"].get("protocol") == "shifted-cv")
     assert clus["k"] == 3 and sum(clus["details"]["fold_sizes"]) == 108
 
     tiny.SEEN["fit_calls"] = 0
