@@ -257,13 +257,18 @@ class PairedComparison:
     ``score`` is a ratio of per-repeat means E[x] / E[i] (a mean without i) whose repeat r all
     models of a table share; ``values(trial)`` gives ``("x", v)``, ``("i", v)`` or None;
     ``interval(score, level)`` a score's interval or None; ``repeats_knob`` the knob setting
-    the metric's repeats (None: ``--repeats``). docs/plugin-hooks.md (``paired``) in full.
+    the metric's repeats (None: ``--repeats``); ``margin`` the practical-equivalence margin
+    of a race's pair verdicts (None: :data:`robench.stats.sequential.PRECISION`); ``kinds``
+    the trial kinds (a spec's ``kind``) the comparison uses, so a race adds repeats of these
+    only (None: every kind). docs/plugin-hooks.md (``paired``) in full.
     """
 
     score: str
     values: Callable[[dict], Optional[tuple]]
     interval: Callable[["Score", float], Any]
     repeats_knob: Optional[str] = None
+    margin: Optional[float] = None
+    kinds: Optional[tuple] = None
 
 
 @dataclass(frozen=True)
@@ -325,7 +330,8 @@ class MetricSpec:
         ``REFERENCES``, ``MOVED_FROM`` and ``applies_to`` where it defines them (else the
         fields' defaults); and the paired comparison (``paired``) where it defines both
         ``paired_values`` and ``interval_at`` (:class:`PairedComparison` of its ``METRIC``
-        score, ``repeats_knob`` from ``REPEATS_KNOB``). ``protocol`` is the protocol's module
+        score, ``repeats_knob``, ``margin`` and ``kinds`` from ``REPEATS_KNOB``, ``MARGIN`` and
+        ``PAIRED_KINDS``). ``protocol`` is the protocol's module
         (its ``NAME``) or name. ``wiring``: the fields other modules of the family give
         (``report``, ``claims``, ``leaderboard``); a field named there wins over the module's.
         """
@@ -341,7 +347,9 @@ class MetricSpec:
         if all(pair):
             fields["paired"] = PairedComparison(
                 score=module.METRIC, values=module.paired_values, interval=module.interval_at,
-                repeats_knob=getattr(module, "REPEATS_KNOB", None))
+                repeats_knob=getattr(module, "REPEATS_KNOB", None),
+                margin=getattr(module, "MARGIN", None),
+                kinds=getattr(module, "PAIRED_KINDS", None))
         fields["version"] = str(fields["version"])
         fields["protocol"] = protocol if isinstance(protocol, str) else protocol.NAME
         return cls(**{**fields, **wiring})

@@ -22,6 +22,7 @@ from robench.present.skips import summarize_skips
 from robench.storage.store import Store
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 from robench.run.ranking import NOT_COMPUTED, STORED as _STORED, stored_rankings
+from robench.stats.paired import ALPHA
 from robench.stats.ranks import rank_models
 from robench.stats.sequential import PRECISION
 
@@ -156,6 +157,21 @@ def _with_stored_rank(row: dict, got: Optional[dict]) -> dict:
     return out
 
 
+def adaptive_of(score: dict) -> Optional[dict]:
+    """Return what a raced (``--until decided``) score row says of itself for its table's
+    ranking, None for a fixed-repeats score: repeats, why it stopped, the level and alpha of
+    the look its table stopped at, the margin, the spending and the looks planned."""
+    details = score.get("details") or {}
+    ad = details.get("adaptive") if isinstance(details, dict) else None
+    if not isinstance(ad, dict):
+        return None
+    return {"repeats": ad.get("repeats"), "max_repeats": ad.get("max_repeats"),
+            "stopped": ad.get("model_stopped") or ad.get("stopped"),
+            "level": ad.get("level"), "alpha_look": ad.get("alpha_look"),
+            "spending": ad.get("spending"), "precision": ad.get("precision"),
+            "looks": len(ad.get("looks_planned") or []) or 1}
+
+
 def rank_table(rows: list, margin: Optional[float] = None) -> dict:
     """Rank one table's rows by :func:`robench.stats.ranks.rank_models`; return the table.
 
@@ -180,14 +196,20 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
     adaptive = [r.get("adaptive") for r in rows if isinstance(r.get("adaptive"), dict)]
     precision = next((a["precision"] for a in adaptive if a.get("precision")),
                      PRECISION if margin is None else margin)
+    # a race's tests at the alpha its table's stopping look spent (the smallest where models
+    # stopped at different looks); a score of an older race split alpha over its looks
+    spent = [float(a["alpha_look"]) for a in adaptive if a.get("alpha_look")]
     looks = max((int(a.get("looks") or 1) for a in adaptive), default=1)
+    alpha = min(spent) if spent else ALPHA / looks
     out = rank_models(sorted(rows, key=lambda r: str(r["model"])), higher_is_better=higher,
-                      precision=precision, looks=looks)
+                      precision=precision, alpha=alpha if adaptive else ALPHA)
     ranked = out["rows"]
     rule = out["rule"]
     if adaptive:
-        rule += (f"; adaptive repeats (--until decided, {looks} planned looks): every test at "
-                 "the level corrected for the looks, R = repeats used")
+        how = (f"alpha spent across a look at every complete cycle ({adaptive[0]['spending']}), "
+               f"the stopping look's alpha {alpha:.4f}" if spent else
+               f"{looks} planned looks, every test at the level corrected for the looks")
+        rule += f"; adaptive repeats (--until decided, {how}), R = repeats used"
     for r in ranked:
         r.pop("samples", None)
         r["rank_rule"] = rule

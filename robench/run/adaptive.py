@@ -4,27 +4,38 @@ It works for any metric that declares the paired comparison it supports
 (``MetricSpec.paired``, a :class:`robench.specs.PairedComparison`: its headline score is a
 ratio of two per-repeat means whose repeat r every model shares; rho declares it with
 AccX / AccI). A table is one (metric, data set, clusterer) with its models ranked by that
-score (for rho: rho). The run looks at the
-tables after 6, 12, 24, ... repeats (:func:`robench.stats.sequential.looks`, up to ``--repeats`` or
-the profile's repeats). At every look the models are ordered by their rho estimate and each
-adjacent pair gets a paired interval for its difference rho_a - rho_b
-(:func:`robench.stats.sequential.paired_difference`: the models of a repeat share its partitions,
-so their difference varies far less than either), at the corrected level ``1 - 0.05 / K`` for
-K planned looks. A pair is *ordered* when that interval excludes 0, *equivalent* when it lies
-within ``±--precision``; only the models of an undecided pair get the next look's repeats, and
-a table stops when no pair is undecided, or at the maximum. Each model's own rho interval
-(Fieller's) is reported at the same corrected level, so it keeps >= 95% coverage wherever its
-model stopped.
+score (for rho: rho).
+
+**Looks.** A table with sources is looked at after every complete rotation cycle of the
+balanced held-out design (10, 15, 20, ... repeats for 5 sources per class,
+:func:`robench.stats.sequential.cycle_looks`); one of independent repeats at 6, 12, 24, ...
+Alpha is spent across the looks (:data:`SPENDING`, Lan-DeMets Pocock-type,
+:func:`robench.stats.sequential.look_alphas`), so look j tests at its own level
+``1 - alpha_j`` and no table orders a wrong pair at any look with probability above alpha.
+
+**Decisions.** At every look every pair of models gets the one paired test
+(:func:`robench.stats.sequential.table_look`: Hall's skew-corrected t over the per-repeat
+differences, Holm over the pairs, two one-sided tests for equivalence within the metric's
+margin, ``PairedComparison.margin``, or ``--precision``). Only the models of an undecided
+pair get the next look's repeats, and only the trial kinds the test uses
+(``PairedComparison.kinds``: for rho no random-split trial past the profile's repeats); a
+table stops when no pair is undecided, at the maximum, or when its next look no longer fits
+a ``budget`` (the tables closest to a decision per second first). An undecided pair records
+what would decide it: its difference, standard error, the power of the next look and the
+repeats for 80% power. Each model's own interval is reported at the level of the look its
+table stopped at (a repeated confidence interval: it keeps >= 95% coverage wherever the
+table stopped).
 
 Repeats are trials keyed by their index, so a later look only runs the repeats the earlier
 ones did not, and an interrupted run resumes from the store: rerunning replays the same looks
 on the same stored trials, hence the same decisions. Every score of a table records
 ``details.design = "adaptive"`` and ``details.adaptive``: the repeats its model used and why
 it stopped there (``repeats``, ``model_stopped``), the table's reason (``stopped``), the order,
-the ranks the pair decisions give (``ranks``), every adjacent pair with its status,
-difference, interval and common repeats (``pairs``), the planned and taken looks, the level.
+the ranks the pair decisions give (``ranks``), every pair with its status (``pairs``), the
+planned and taken looks, the look's level (``level``, ``alpha_look``), ``spending``, the margin
+(``precision``).
 
-Metrics without a paired comparison asked for in the same run are run once at the maximum
+Metrics without a paired comparison asked for in the same run are run once at the profile's
 repeats, as a plain run would (``--metric rho`` runs rho alone).
 """
 
@@ -37,19 +48,29 @@ from typing import Callable, Optional
 import numpy as np
 
 from robench.run import runner as _runner
+from robench.run.config import REPEATS
 from robench.run.runner import ConfigError, Plan, RunReport, plan_run
 from robench.stats.paired import rank_text
-from robench.stats.ranks import chance_level, chance_margin, chance_reason
+from robench.stats.ranks import chance_level, chance_margin, chance_reason, equivalence_margin
 from robench.stats.sequential import (ALPHA, EQUIVALENT, FIRST_LOOK, ORDERED, PRECISION, UNDECIDED,
-                                      corrected_level, looks_for, stop_reason, table_look)
+                                      cycle_looks, decide_power, look_alphas, paired_difference,
+                                      repeats_for_power, stop_reason, table_look)
 from robench.plugins import get_registry
 from robench.run.estimate import Durations, load_reference
 from robench.run.scoring import score_groups
 from robench.stats.intervals import mean_interval
 
+#: How alpha is spent across the looks (:func:`robench.stats.sequential.spent`): Pocock-type,
+#: so every look keeps a large part of the fixed test's level: at a look every cycle of 5
+#: repeats from 10 to 40, 0.018 at the first and 0.013-0.015 at each later one (Bonferroni
+#: over the old planned looks 10, 20, 40 gave each 0.017, three looks instead of seven).
+#: tests/stats/test_sequential.py pins the error rate of both spending functions.
+SPENDING = "pocock"
+
 #: The decision rule's name, stored with every score (and in its inputs fingerprint): paired
-#: delta-method differences, Hall's skew correction, Bonferroni over the looks.
-RULE = "all-pairs-skew-corrected-t-holm-bonferroni-over-looks"
+#: delta-method differences, Hall's skew correction, Holm over the pairs, a look at every
+#: complete cycle with alpha spent across the looks.
+RULE = "all-pairs-skew-corrected-t-holm-pocock-spending-every-cycle"
 
 
 def paired_metrics(metrics: list, registry) -> list:
@@ -96,7 +117,7 @@ def _merge(plans: list) -> Plan:
     return merged
 
 
-def check_decided(cfg, precision: float = PRECISION, registry=None) -> list:
+def check_decided(cfg, precision: Optional[float] = None, registry=None) -> list:
     """Return the paired metrics of ``cfg``, or raise ConfigError if ``--until decided``
     cannot run this configuration (before any file is opened: the CLI calls it before the
     database)."""
@@ -109,7 +130,8 @@ def check_decided(cfg, precision: float = PRECISION, registry=None) -> list:
                           f"comparison (MetricSpec.paired), and none of {', '.join(cfg.metrics)} "
                           "does: " + (f"add --metric {' or --metric '.join(can)}" if can else
                                       "no registered metric does"))
-    if not (isinstance(precision, (int, float)) and 0 < precision < float("inf")):
+    if precision is not None and not (isinstance(precision, (int, float))
+                                      and 0 < precision < float("inf")):
         raise ConfigError(f"--precision must be a finite number > 0, got {precision}")
     return paired
 
@@ -126,7 +148,7 @@ def with_repeats(cfg, spec, n: int):
     return replace(cfg, settings=settings, knobs={})
 
 
-def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
+def run_until_decided(cfg, registry, store, *, precision: Optional[float] = None,
                       alpha: float = ALPHA, command: str = "robench run --until decided",
                       on_event: Optional[Callable] = None, rescore: bool = False,
                       budget: Optional[float] = None,
@@ -154,7 +176,8 @@ def run_until_decided(cfg, registry, store, *, precision: float = PRECISION,
 class _RaceRun:
     """One race: its rounds, the other metrics' plain run, and one report for all of them."""
 
-    def __init__(self, cfg, registry, store, *, precision: float, alpha: float, command: str,
+    def __init__(self, cfg, registry, store, *, precision: Optional[float], alpha: float,
+                 command: str,
                  on_event: Optional[Callable], rescore: bool, budget: Optional[float],
                  max_repeats: Optional[int]):
         paired = check_decided(cfg, precision, registry)
@@ -347,6 +370,22 @@ def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
     return keep
 
 
+def _paired_kinds(plan: Plan, kinds: Optional[tuple], base: int) -> Plan:
+    """Return ``plan`` without the trials of kinds its paired test does not use (a spec's
+    ``kind`` not in ``kinds``) past the profile's ``base`` repeats: a race's added repeats
+    train only what decides (for rho: no random-split trial, a third of a repeat)."""
+    if not kinds:
+        return plan
+    drop = {k for k, s in plan.specs.items()
+            if s.get("kind") is not None and s.get("kind") not in kinds
+            and int(s.get("repeat") or 0) >= base}
+    if not drop:
+        return plan
+    return replace(plan, specs={k: s for k, s in plan.specs.items() if k not in drop},
+                   groups=[replace(g, keys=[k for k in g.keys if k not in drop])
+                           for g in plan.groups])
+
+
 def _table_order(plans: dict) -> Callable:
     """Return an order for a budgeted round's trials: table by table, in the order the tables
     were fitted (cheapest per undecided pair first), so a deadline leaves whole tables."""
@@ -360,15 +399,20 @@ def _table_order(plans: dict) -> Callable:
 class _Race:
     """One paired metric's tables, look by look (the state :func:`run_until_decided` drives)."""
 
-    def __init__(self, cfg, registry, store, spec, top: int, *, precision: float,
+    def __init__(self, cfg, registry, store, spec, top: int, *, precision: Optional[float],
                  alpha: float, on_event: Optional[Callable]):
         self.cfg, self.registry, self.store, self.spec = cfg, registry, store, spec
         self.metric = spec.name
-        self.precision, self.alpha = precision, alpha
+        # the equivalence margin: --precision where given, else the metric's own
+        # (PairedComparison.margin, ROBENCH_MARGIN overriding it)
+        self.precision = precision if precision is not None else equivalence_margin(
+            spec.name, spec.paired.margin or PRECISION)
+        self.alpha = alpha
         self.emit = on_event or (lambda *a, **k: None)
-        # looks at whole cycles of the balanced held-out design where the metric has sources
-        self.plan_looks = looks_for(top, FIRST_LOOK, cfg.k if spec.uses_clusterer else None)
-        self.level = corrected_level(len(self.plan_looks), alpha)
+        # a look at every complete cycle of the balanced held-out design where the metric has
+        # sources (doubling looks for independent repeats), alpha spent across them
+        self.plan_looks = cycle_looks(top, cfg.k if spec.uses_clusterer else None, FIRST_LOOK)
+        self.alphas = look_alphas(self.plan_looks, self.plan_looks[-1], alpha, SPENDING)
         self.margin = chance_margin()
         first = plan_run(with_repeats(replace(cfg, metrics=[self.metric]), spec,
                                       self.plan_looks[0]), registry)
@@ -393,6 +437,11 @@ class _Race:
     def _n(self, j: int) -> int:
         return self.plan_looks[min(j, len(self.plan_looks) - 1)]
 
+    def _level(self, j: int) -> float:
+        """Return look j's confidence level, 1 - the alpha spent at it (every test and
+        interval of that look: a repeated confidence interval wherever the table stops)."""
+        return 1.0 - self.alphas[min(max(j, 0), len(self.alphas) - 1)]
+
     def look_plans(self, j: int) -> dict:
         """Return {(table, model): plan} of look j for the pending tables' open models."""
         n = self._n(j)
@@ -408,7 +457,8 @@ class _Race:
         sub = replace(self.cfg, metrics=[self.metric], datasets=[dataset],
                       clusterers=[clusterer] if clusterer else self.cfg.clusterers,
                       models=[model], explicit={})
-        return plan_run(with_repeats(sub, self.spec, n), self.registry)
+        return _paired_kinds(plan_run(with_repeats(sub, self.spec, n), self.registry),
+                             self.spec.paired.kinds, REPEATS.get(self.cfg.profile, 0))
 
     def undecided(self, table: tuple) -> int:
         """Return how many pairs of ``table`` are undecided (all of them before a look)."""
@@ -426,7 +476,7 @@ class _Race:
                 self.current[(t, m)] = (p.groups[0], n)
         final_look = j >= len(self.plan_looks) - 1
         for t in [t for t in self.pending if t in looked]:
-            ev = self._evaluate(t, n)
+            ev = self._evaluate(t, n, j)
             self.last[t] = ev
             self.history[t].append(ev["history"])
             reason = stop_reason([p["status"] for p in ev["pairs"]], ev["decided"], n,
@@ -437,7 +487,7 @@ class _Race:
             if reason is not None:
                 self._stop(t, reason, j)
 
-    def _evaluate(self, t: tuple, n: int) -> dict:
+    def _evaluate(self, t: tuple, n: int, j: int) -> dict:
         spec = self.spec
         ms = [m for m in self.models[t] if (t, m) in self.current]
         facts = _per_repeat(self.store, [self.current[(t, m)][0] for m in ms], n,
@@ -445,7 +495,8 @@ class _Race:
         x, i = facts["x"], facts["i"]
         # the chance guard first: a model not shown above chance + margin at a look is not
         # compared, gets no more repeats and is listed unranked with the reason
-        guard = {m: _guard(i[0, k], facts["chance"], facts["basis"], self.level, self.margin)
+        level = self._level(j)
+        guard = {m: _guard(i[0, k], facts["chance"], facts["basis"], level, self.margin)
                  for k, m in enumerate(ms)}
         dropped = self.dropped.setdefault(t, {})
         for m in ms:
@@ -456,9 +507,8 @@ class _Race:
         ranked = [m for m in ms if guard[m][0] is None]
         idx = [ms.index(m) for m in ranked]
         if ranked:
-            res = table_look(x[:, idx], i[:, idx], self.precision, self.alpha,
-                             spec.higher_is_better, cycle=facts["cycle"],
-                             looks=len(self.plan_looks))
+            res = table_look(x[:, idx], i[:, idx], self.precision, 1.0 - level,
+                             spec.higher_is_better, cycle=facts["cycle"], looks=1)
         else:  # nothing to rank: nothing to decide
             res = {"estimate": np.zeros((1, 0)), "pairs": [], "status": np.zeros((1, 0)),
                    "best": np.zeros((1, 0)), "worst": np.zeros((1, 0)),
@@ -473,6 +523,10 @@ class _Race:
             pairs.append({"pair": [ranked[a], ranked[b]], "status": STATUS_WORDS[code],
                           "above": ranked[a] if code == 1 else ranked[b] if code == -1
                           else None})
+            if code == 0:
+                pairs[-1]["outlook"] = self._outlook(x[0, idx[a]], i[0, idx[a]], x[0, idx[b]],
+                                                     i[0, idx[b]], j, len(res["pairs"]),
+                                                     facts["cycle"])
         unclear = [m for m in ms if guard[m][0] is not None and guard[m][1]]
         repeats = {m: self.current[(t, m)][1] for m in ms}
         open_ = {ranked[k] for k in range(len(ranked)) if res["open"][0][k]}
@@ -491,6 +545,24 @@ class _Race:
                                   p["above"] and f"{p['above']} above" or p["status"]
                                   for p in pairs}},
         }
+
+    def _outlook(self, xa, ia, xb, ib, j: int, n_pairs: int, cycle: Optional[int]) -> dict:
+        """Return what would decide an undecided pair: its difference and spread so far, the
+        probability that the next look decides it, and the repeats for 80% power (both at
+        the next look's level over the table's pairs, the difference taken as true)."""
+        got = paired_difference(xa, ia, xb, ib, self._level(j), skew_corrected=False)
+        d, se, n = float(got["d"]), float(got["se"]), int(got["n"])
+        if not (np.isfinite(d) and np.isfinite(se) and n >= 2):
+            return {"difference": None, "se": None, "n": n, "next_repeats": None,
+                    "next_power": None, "repeats_80": None}
+        sd = se * np.sqrt(n)
+        nxt = j + 1 if j + 1 < len(self.plan_looks) else None
+        alpha = (1.0 - self._level(j + 1)) / max(n_pairs, 1)
+        power = decide_power(d, sd, self.plan_looks[nxt], alpha, self.precision) if nxt else None
+        need = repeats_for_power(d, sd, alpha, self.precision, step=cycle or 1)
+        return {"difference": round(d, 5), "se": round(se, 5), "n": n,
+                "next_repeats": self.plan_looks[nxt] if nxt else None,
+                "next_power": None if power is None else round(power, 3), "repeats_80": need}
 
     def stop_table(self, t: tuple, reason: str, next_seconds: Optional[float] = None) -> None:
         """Stop ``t`` before its next look (the budget): it keeps its last look's decision."""
@@ -515,13 +587,14 @@ class _Race:
         adaptive = {
             "design": "adaptive", "rule": RULE, "score": self.spec.paired.score,
             "max_repeats": self.plan_looks[-1], "looks_planned": self.plan_looks,
-            "looks_taken": self.plan_looks[:max(j, 0) + 1], "level": self.level,
-            "alpha": self.alpha, "precision": self.precision, "cycle": ev["cycle"],
+            "looks_taken": self.plan_looks[:max(j, 0) + 1], "level": self._level(j),
+            "alpha": self.alpha, "alpha_look": 1.0 - self._level(j), "spending": SPENDING,
+            "precision": self.precision, "cycle": ev["cycle"],
             "chance_margin": self.margin, "stopped": reason, "order": ev["order"],
             "ranks": ev["ranks"], "unranked": ev["unranked"], "pairs": pairs,
             "repeats_by_model": ev["repeats"], "history": self.history[t],
         }
-        level, spec = self.level, self.spec
+        level, spec = self._level(j), self.spec
         groups = []
         for m in self.models[t]:
             if (t, m) not in self.current:
@@ -563,7 +636,7 @@ class _Race:
                 fill = sum(known) / len(known) if known else 0.0
                 self.next_cost[t] = sum(e if e is not None else fill for e in est)
             info["next_look"] = {"repeats": n, "models": need,
-                                 "seconds": round(self.next_cost[t], 1)}
+                                 "seconds": round(self.next_cost[t], 3)}
 
     def score(self, run_id: int, rescore: bool) -> list:
         groups = [g for t in self.all_tables if self.final.get(t) for g in self.final[t][0]]

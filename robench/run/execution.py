@@ -22,7 +22,6 @@ from robench.errors import ConfigError
 from robench.run import adaptive
 from robench.run import runner  # runner.execute: tests replace it there
 from robench.run.config import BUDGET_REPEATS
-from robench.stats.sequential import PRECISION
 
 #: The two ways a run can end (``--until``).
 UNTIL = ("fixed", "decided")
@@ -48,7 +47,7 @@ def check(prepared, registry, *, until: Optional[str] = None, budget: Optional[f
     it (a race needs a metric with a paired comparison); nothing is opened."""
     mode = choose(until, budget, precision)
     if mode == "decided":
-        adaptive.check_decided(prepared.config, _precision(precision), registry)
+        adaptive.check_decided(prepared.config, precision, registry)
     return mode
 
 
@@ -68,11 +67,8 @@ def execute(prepared, registry, store, *, until: Optional[str] = None,
         top = max_repeats or (BUDGET_REPEATS if budget is not None else None)
         return adaptive.run_until_decided(prepared.config, registry, store, command=command,
                                           on_event=on_event, rescore=rescore, budget=budget,
-                                          max_repeats=top, precision=_precision(precision))
+                                          max_repeats=top, precision=precision)
     deadline = None if budget is None else time.monotonic() + budget
     return runner.execute(prepared.config, registry, store, command=command, on_event=on_event,
                           rescore=rescore, plan=prepared.plan, deadline=deadline)
 
-
-def _precision(precision: Optional[float]) -> float:
-    return PRECISION if precision is None else precision

@@ -339,6 +339,41 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
             "decided": ~undecided.any(1), "open": open_}
 
 
+def decide_power(d: float, sd: float, n: int, alpha: float, margin: Optional[float]) -> float:
+    """Return the probability that a pair with true difference ``d`` and per-repeat spread
+    ``sd`` is decided at ``n`` repeats: ordered by the two-sided test at ``alpha``, or shown
+    equivalent within ``margin`` by two one-sided tests each at ``alpha`` (normal
+    approximation; ``alpha`` is the pair's level, e.g. a look's alpha over the pairs)."""
+    from scipy import stats
+
+    if not (n >= 2 and sd > 0 and math.isfinite(sd) and math.isfinite(d)):
+        return float("nan")
+    se = sd / math.sqrt(n)
+    order = float(stats.norm.cdf(abs(d) / se - stats.norm.isf(alpha / 2)))
+    equivalent = 0.0
+    if margin:
+        z = stats.norm.isf(alpha)
+        equivalent = max(0.0, float(stats.norm.cdf((margin - abs(d)) / se - z)
+                                    + stats.norm.cdf((margin + abs(d)) / se - z) - 1.0))
+    return max(order, equivalent)
+
+
+def repeats_for_power(d: float, sd: float, alpha: float, margin: Optional[float], *,
+                      power: float = 0.8, step: int = 1, cap: int = 10_000) -> Optional[int]:
+    """Return the fewest repeats (a multiple of ``step``) at which :func:`decide_power`
+    reaches ``power``; None where not within ``cap`` (a difference at the margin, say)."""
+    step = max(int(step), 1)
+    n = max(step, 2)
+    while n <= cap:
+        p = decide_power(d, sd, n, alpha, margin)
+        if not math.isfinite(p):
+            return None
+        if p >= power:
+            return n
+        n = n + step if n < 100 else int(math.ceil(n * 1.05 / step)) * step
+    return None
+
+
 def stop_reason(statuses: Sequence[str], decided: bool, n: int, max_repeats: int) -> Optional[str]:
     """Return why a table stops at this look (None: it goes on)."""
     if decided:

@@ -3,7 +3,8 @@
 import pytest
 
 from tests.helpers import run_config
-from robench.run.adaptive import RULE, annotate, run_until_decided
+from robench.run.adaptive import RULE, SPENDING, annotate, run_until_decided
+from robench.stats.sequential import look_alphas
 from robench.run.runner import ConfigError, execute
 from robench.specs import Score
 
@@ -23,25 +24,31 @@ def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, s
     report = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
                                alpha=1e-9, on_event=lambda e, **k: events.append((e, k)))
     looks = [k["repeats"] for e, k in events if e == "look"]
-    assert looks == [6, 12]
+    assert looks == [6, 9, 12], "a look at every complete cycle of k = 3 sources"
     planned = [k["todo"] for e, k in events if e == "planned"]
-    assert planned == [36, 36], "the second look runs only repeats 6-11 of each kind and model"
-    # random trials are shared: 2 models x 3 kinds x 12 repeats = 72 distinct trials
-    assert report.n_ran == 72 and report.n_planned == 72
+    # the first look: 6 exclusive + 6 inclusive + 3 random-split (the quick profile's
+    # repeats; rho's test does not use them) per model; later looks only the paired kinds
+    assert planned == [30, 12, 12], "a look runs only the repeats the earlier ones did not"
+    assert report.n_ran == 54 and report.n_planned == 54
+    last_level = 1 - look_alphas([6, 9, 12], 12, 1e-9, SPENDING)[-1]
     rho = [s for s in store.scores(metric="rho")]
     assert {s["score"] for s in rho} == {"rho", "acc_exclusive", "acc_inclusive", "acc_random"}
     for s in rho:
         ad = s["details"]["adaptive"]
-        assert ad["repeats"] == 12 and ad["looks_taken"] == [6, 12]
+        assert ad["repeats"] == 12 and ad["looks_taken"] == [6, 9, 12]
         assert ad["stopped"] == "maximum repeats reached, undecided"
         assert ad["model_stopped"] == ad["stopped"]
-        assert ad["level"] == pytest.approx(1 - 1e-9 / 2)
+        assert ad["level"] == last_level and ad["spending"] == SPENDING
+        assert ad["alpha_look"] == pytest.approx(1 - last_level)
         assert s["details"]["design"] == "adaptive" and ad["rule"] == RULE
         assert [p["status"] for p in ad["pairs"]] == ["undecided"]
         assert ad["cycle"] == 3 and ad["ranks"] == {"centroid": "1-2", "svm": "1-2"}
-        assert s["n"] == 12
+        assert s["n"] == (3 if s["score"] == "acc_random" else 12)
+        outlook = ad["pairs"][0]["outlook"]
+        assert outlook["n"] == 12 and outlook["difference"] > 0 and outlook["next_repeats"] is None
+        assert outlook["repeats_80"] % 3 == 0 and outlook["repeats_80"] > 12
     head = next(s for s in rho if s["score"] == "rho" and s["model"] == "centroid")
-    assert head["details"]["interval"]["level"] == pytest.approx(1 - 1e-9 / 2)
+    assert head["details"]["interval"]["level"] == pytest.approx(last_level)
     assert head["details"]["interval_fixed_sample"]["level"] == pytest.approx(0.95)
     assert head["ci_low"] < head["details"]["interval_fixed_sample"]["low"]
     assert report.adaptive[0]["dataset"] == "tiny"
@@ -53,14 +60,15 @@ def test_undecided_table_runs_every_look_reusing_earlier_trials(tiny_registry, s
 
 
 def test_an_ordered_table_stops_at_the_look_that_orders_it(tiny_registry, store):
-    """centroid vs svm, k = 3 sources: looks at whole cycles of the balanced design (6, 12,
-    24, 48, 100); the t test over complete cycles at 0.05 / 5 orders them at the second."""
+    """centroid vs svm, k = 3 sources: a look at every complete cycle of the balanced design
+    (6, 9, ..., 99), alpha spent across them; the t test over complete cycles orders them at
+    the third."""
     report = run_until_decided(cfg(models=["centroid", "svm"], repeats=100),
                                tiny_registry, store, precision=0.001)
     info = report.adaptive[0]
-    assert report.n_ran == 72 and info["repeats"] == 12 and info["looks_taken"] == [6, 12]
+    assert report.n_ran == 54 and info["repeats"] == 12 and info["looks_taken"] == [6, 9, 12]
     assert info["stopped"] == "every pair ordered"
-    assert info["looks_planned"] == [6, 12, 24, 48, 100]
+    assert info["looks_planned"] == list(range(6, 100, 3))
     assert info["order"] == ["centroid", "svm"] and info["ranks"] == {"centroid": "1",
                                                                            "svm": "2"}
     assert info["pairs"] == [{"pair": ["centroid", "svm"], "status": "ordered",
@@ -85,7 +93,7 @@ def test_resume_after_a_plain_run_reuses_its_trials(tiny_registry, store):
     execute(cfg(repeats=6, **UNDECIDED), tiny_registry, store)
     report = run_until_decided(cfg(**UNDECIDED), tiny_registry, store, precision=1e-9,
                                alpha=1e-9)
-    assert report.n_ran == 36
+    assert report.n_ran == 24, "the plain run's 6 repeats of every kind are reused"
 
 
 def test_plain_run_after_adaptive_rescores_at_its_own_level(tiny_registry, store):

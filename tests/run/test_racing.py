@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from tests.helpers import run_config
-from robench.run.adaptive import run_until_decided, with_repeats
+from robench.run.adaptive import SPENDING, run_until_decided, with_repeats
 from robench.run.config import REPEATS, parse_duration
 from robench.run.runner import execute, plan_run
 from robench.stats import paired
-from robench.stats.sequential import error_rates, looks as planned_looks, run_sequential
+from robench.stats.sequential import cycle_looks, error_rates, run_sequential
 
 
 def cfg(**kw):
@@ -120,15 +120,15 @@ def test_a_look_that_does_not_fit_the_budget_is_not_started_and_its_cost_is_said
         tiny_registry, store):
     """The first look (6 repeats at k = 3) is stored; with no time left the race takes no
     second look: nothing runs, the table stops 'undecided: ... time budget', and the
-    summary's material (next_look: 12 repeats, its projected seconds from the stored
-    durations) is recorded."""
+    summary's material (next_look: 9 repeats, the next complete cycle, its projected seconds
+    from the stored durations) is recorded."""
     execute(cfg(repeats=6), tiny_registry, store)
     report = run_until_decided(cfg(repeats=24), tiny_registry, store, precision=1e-9,
                                alpha=1e-9, budget=1e-6)
     assert report.n_ran == 0
     (info,) = report.adaptive
     assert "time budget" in info["stopped"] and info["looks_taken"] == [6]
-    assert info["next_look"]["repeats"] == 12
+    assert info["next_look"]["repeats"] == 9
     assert set(info["next_look"]["models"]) == {"centroid", "svm"}
     assert info["next_look"]["seconds"] > 0
     assert {s["score"] for s in store.scores(metric="rho")} >= {"rho"}
@@ -141,7 +141,7 @@ def test_without_a_budget_the_same_race_takes_its_next_look(tiny_registry, store
     report = run_until_decided(cfg(repeats=24), tiny_registry, store, precision=1e-9,
                                alpha=1e-9)
     (info,) = report.adaptive
-    assert report.n_ran > 0 and info["looks_taken"][:2] == [6, 12]
+    assert report.n_ran > 0 and info["looks_taken"][:2] == [6, 9]
     assert "budget" not in info["stopped"]
 
 
@@ -231,13 +231,13 @@ def test_racing_with_elimination_keeps_the_familywise_level_on_skewed_shapes(sha
     """Four models: two tied (equal rho, hit 0.02 and 0.06 by the source effect: the pair
     the hard source pushes apart), one far above, one far below. The far models are
     eliminated early (their pairs decide at the first look) while the tied pair races on to
-    100 repeats: the probability of any wrong call in a table stays at or below 5% (+2 MC
+    100 repeats, a look at every complete cycle with alpha spent as the race spends it: the probability of any wrong call in a table stays at or below 5% (+2 MC
     SE). The far models' repeats show the elimination happened."""
     runs = 800
     rng = np.random.default_rng(zlib.crc32(repr((shape, k, "race")).encode()))
     mean_x = [0.80, 0.70, 0.70, 0.55]
     x, i = racing_tables(rng, runs, 100, shape, k, mean_x, [0.03, 0.02, 0.06, 0.03])
-    final = run_sequential(x, i, max_repeats=100, precision=0.005, cycle=k)
+    final = run_sequential(x, i, max_repeats=100, precision=0.005, cycle=k, spending=SPENDING)
     res = error_rates(final, np.array(mean_x) / 0.9, precision=0.005)
     assert res["any_wrong"] <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / runs), res
     reps = final["repeats"].mean(0)
@@ -251,7 +251,7 @@ def test_racing_with_elimination_keeps_the_familywise_level_on_skewed_shapes(sha
         # in 11% at p = 0.2, 23% at p = 0.1)
         x, i = racing_tables(rng, runs, 100, shape, k, mean_x, [0.03, 0.02, 0.06, 0.03],
                              design="random")
-        final = run_sequential(x, i, max_repeats=100, precision=0.005, cycle=k)
+        final = run_sequential(x, i, max_repeats=100, precision=0.005, cycle=k, spending=SPENDING)
         assert (final["degraded"] >= 0).any(-1).mean() > 0.1
 
 
@@ -276,10 +276,10 @@ def test_the_decided_figure_replays_fixed_designs_and_the_race_from_stored_trial
     assert table["metric"] == "rho" and table["pairs"] == 1
     labels = [p[0] for p in table["points"]]
     assert labels == ["quick (3 repeats, fixed)", f"standard ({standard} repeats, fixed)",
-                      *(f"race look at {n}" for n in planned_looks(standard))]
+                      *(f"race look at {n}" for n in cycle_looks(standard, 3))]
     cpu = dict((p[0], p[2]) for p in table["points"])
     assert 0 < cpu["quick (3 repeats, fixed)"] < cpu[f"standard ({standard} repeats, fixed)"]
-    first, last = planned_looks(standard)[0], planned_looks(standard)[-1]
+    first, last = cycle_looks(standard, 3)[0], cycle_looks(standard, 3)[-1]
     assert cpu[f"race look at {first}"] < cpu[f"race look at {last}"]
     assert decided.figure_rows([table])[0][0] == "decided: rho tiny/kmeans"
 

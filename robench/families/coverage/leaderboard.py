@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from robench.families.coverage.metric import METRIC, SUMMARY_SCORES, mix_order
+from robench.families.coverage.metric import MARGIN, METRIC, SUMMARY_SCORES, mix_order
 from robench.present.formatting import as_dict, scores_by_model, why_not
 from robench.specs import LeaderboardSection
 from robench.stats.ranks import equivalence_margin
@@ -12,13 +12,12 @@ from robench.stats.ranks import equivalence_margin
 TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 #: What the overview's legend says about this family's headline column.
 LEGEND = "coverage-guided accuracy = accuracy on generated centroid and boundary test sets"
-#: Practical-equivalence margin of coverage's pair verdicts (``ROBENCH_MARGIN="coverage=..."``
-#: sets another; docs/intervals.md says why 2 accuracy points).
-MARGIN = 0.02
 
 
 def leaderboard_tables(rows: list) -> dict:
     """Return the leaderboard context of one data set's coverage score rows (dicts)."""
+    from robench.present.leaderboard import adaptive_of
+
     models = scores_by_model(rows, METRIC)
     if not models:
         return {}
@@ -32,7 +31,7 @@ def leaderboard_tables(rows: list) -> dict:
         out.append({
             "model": model, "value": head.get("value"), "higher_is_better": True,
             "ci_low": head.get("ci_low"), "ci_high": head.get("ci_high"),
-            "repeats": det.get("repeats"), "per_repeat": det.get("per_repeat") or [],
+            "adaptive": adaptive_of(head), "repeats": det.get("repeats"), "per_repeat": det.get("per_repeat") or [],
             "samples": _samples(det),
             "note": why_not(det) or det.get("not_computable"),
             "layer": det.get("layer"), "feature_dim": det.get("feature_dim"),

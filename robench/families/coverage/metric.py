@@ -30,6 +30,9 @@ REFERENCES = (("Senthil Mani, Anush Sankaran, Srikanth Tamilselvam and Akshay Se
 #: Repeat r of every model shares its split and seed (racing: --until decided, --budget); the
 #: knob that sets the repeats, which racing raises look by look.
 REPEATS_KNOB = f"{SECTION}.repeats"
+#: Practical-equivalence margin of coverage's pair verdicts, in accuracy (``ROBENCH_MARGIN=
+#: "coverage=..."`` or ``--precision`` sets another; docs/intervals.md says why 2 points).
+MARGIN = 0.02
 
 DEFINITION = (
     "Coverage testing in a model's feature space (Mani et al., 2019). R reference models "

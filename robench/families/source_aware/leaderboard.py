@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from robench.families.source_aware.adequacy import METRIC as ADEQUACY
+from robench.families.source_aware.rho import MARGIN
 from robench.present.formatting import interval_text, is_finite
 from robench.specs import LeaderboardSection
 from robench.stats.ranks import chance_level, chance_reason, equivalence_margin
@@ -16,9 +17,6 @@ TEMPLATES = str(Path(__file__).resolve().parent / "templates")
 LEGEND = ("rho = E[AccX]/E[AccI] (robustness to unseen sources; 1 means no loss), shown beside "
           "E[AccX], E[AccI] and the random-split accuracy it comes from")
 RHO_SCORES = ("rho", "acc_exclusive", "acc_inclusive", "acc_random")
-#: Practical-equivalence margin of rho's pair verdicts (``ROBENCH_MARGIN="rho=..."`` sets
-#: another; docs/intervals.md says why).
-MARGIN = 0.05
 
 
 def _interval_bar(low, high) -> Optional[dict]:
@@ -30,18 +28,6 @@ def _interval_bar(low, high) -> Optional[dict]:
     right = min(max(high * 100, 0.0), 100.0)
     # A zero-width interval would vanish; keep a hairline so the reader still sees where it is.
     return {"left": round(left, 2), "width": round(max(right - left, 0.4), 2)}
-
-
-def _adaptive(rho: dict) -> Optional[dict]:
-    """Return what a --until decided score says of itself (None for a fixed-repeats score)."""
-    details = rho.get("details") or {}
-    ad = details.get("adaptive") if isinstance(details, dict) else None
-    if not isinstance(ad, dict):
-        return None
-    return {"repeats": ad.get("repeats"), "max_repeats": ad.get("max_repeats"),
-            "stopped": ad.get("model_stopped") or ad.get("stopped"),
-            "level": ad.get("level"), "precision": ad.get("precision"),
-            "looks": len(ad.get("looks_planned") or []) or 1}
 
 
 def rho_samples(details: dict) -> Optional[dict]:
@@ -96,6 +82,8 @@ def at_chance(rho: dict, inclusive: dict) -> Optional[str]:
 
 def _rho_row(model: str, parts: dict) -> dict:
     """Return one model's row of a rho table from its {sub-score: score row}."""
+    from robench.present.leaderboard import adaptive_of
+
     rho = parts["rho"]
     acc_x = (parts.get("acc_exclusive") or {}).get("value")
     acc_i = (parts.get("acc_inclusive") or {}).get("value")
@@ -108,7 +96,7 @@ def _rho_row(model: str, parts: dict) -> dict:
     held_out = details.get("held_out")
     return {"model": model, "value": rho["value"], "ci_low": rho["ci_low"],
             "ci_high": rho["ci_high"], "interval": text, "interval_note": note, "n": rho["n"],
-            "adaptive": _adaptive(rho), "higher_is_better": rho["higher_is_better"],
+            "adaptive": adaptive_of(rho), "higher_is_better": rho["higher_is_better"],
             "samples": rho_samples(details),
             "cycle": held_out.get("cycle") if isinstance(held_out, dict) else None,
             "unranked": at_chance(rho, inc), "acc_exclusive": acc_x, "acc_inclusive": acc_i,

@@ -28,6 +28,14 @@ METRIC = "rho"
 #: Scores since issue 28 also carry each accuracy's repeat and the chance accuracy in their
 #: details (what tables rank by); no value changed, so the version did not.
 VERSION = "2"
+#: Practical-equivalence margin of rho's pair verdicts: two models whose rho differ by less
+#: are "the same" (``ROBENCH_MARGIN="rho=..."`` or ``--precision`` sets another;
+#: docs/intervals.md argues for it: 5% of the accuracy kept on unseen sources, reachable in
+#: 15-40 repeats, where 0.01 needs 1,000-2,500).
+MARGIN = 0.05
+#: The trial kinds rho's paired test uses (the random-split trials are the random-split
+#: accuracy beside it, run at the profile's repeats only when a race adds repeats).
+PAIRED_KINDS = ("exclusive", "inclusive")
 DESCRIPTION = "Source-aware robustness E[AccX]/E[AccI] with the interval and Fieller's CI."
 HIGHER_IS_BETTER = True
 USES_CLUSTERER = True
