@@ -15,6 +15,7 @@ from robench.data import DatasetError
 from robench.data.references import canonical_reference, checked_reference
 from robench.metric_kit import is_helper, without_helpers
 from robench.present.formatting import fixed, printable, rule_lines
+from robench.present.leaderboard import interval_label
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 from robench.storage.readonly import schema_objects, stream_readonly
 from robench.storage.store import SCHEMA, Store
@@ -251,7 +252,8 @@ def _headline_lines(reg, metric: str, rows: list):
              + ("sorted by the estimate" if ranked else "best first, not ranked")
              + ("" if intervals or not ranked
                 else " (# is the order of the estimates, no tested rank)"),
-             f"  {'rank':>5} {'#':>3} {'model':<{width}}{'score':>8} {'95% CI':>17}"
+             f"  {'rank':>5} {'#':>3} {'model':<{width}}{'score':>8} "
+             f"{interval_label(head['rows']):>17}"
              + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]
     lines += [_headline_row(r, width, pct, beside) for r in head["rows"]]
     if rule and len(head["rows"]) > 1:

@@ -26,6 +26,7 @@ from robench.data.cache import set_cache_dir
 from robench.process.provenance import redact_secrets
 from robench.run import execution
 from robench.run.adaptive import paired_metrics, racing_metrics
+from robench.stats.sequential import PRECISION
 from robench.run.estimate import Durations, load_reference, project, summarize
 from robench.run import prepare as preparation  # preparation.prepare: tests replace it
 from robench.run.execution import UNTIL, choose
@@ -51,7 +52,9 @@ class _RunCommand(click.Command):
         try:
             registry = load_registry()
             sections = knob_sections(registry)
-            racing = racing_metrics(registry)
+            racing = [f"{m} (equivalence margin "
+                      f"{registry.get('metrics', m).paired.margin or PRECISION:g})"
+                      for m in racing_metrics(registry)]
             profiles = {p: profile_settings(p, registry) for p in PROFILES if p != DEFAULT_PROFILE}
         except Exception:  # noqa: BLE001 - help must print even when a plugin is broken
             return
@@ -84,9 +87,9 @@ class _RunCommand(click.Command):
               help="Seed of everything.")
 @click.option("--profile", type=click.Choice(list(PROFILES)), default=None,
               help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ". "
-                   f"Default: {DEFAULT_PROFILE}: `run --all` alone is the fixed quick run "
-                   "(it decides few orders); `--budget 10m` races the paired metrics' "
-                   "tables instead (docs/running.md, \"The default run\").")
+                   f"Default: {DEFAULT_PROFILE}: `run --all` alone is the main job, the "
+                   "quick run of everything, then the racing tables' looks within 9.5 min "
+                   "(docs/running.md, \"The default run\").")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "
                    "or one a plugin adds. Only the process and dask executors can stop a "
@@ -122,13 +125,14 @@ class _RunCommand(click.Command):
                    "JSON (a bare word is a string). The sections are listed below; "
                    "`robench knobs` shows every knob with its type, default and profile values.")
 @click.option("--until", "until", type=click.Choice(list(UNTIL)), default=None,
-              help="fixed: every repeat at once (the default without --budget). decided: the "
-                   "tables of every metric that declares a paired comparison (listed below) "
-                   "race in looks (10, 20, 40, ... repeats at whole cycles of the sources; "
-                   "6, 12, 24, ... without) up to --repeats (or the profile's), tested at a "
-                   "level corrected for the looks; a model stops once its pairs are decided "
-                   "(ordered, or shown within ±--precision), a table once all are "
-                   "(docs/adaptive.md). The default with --budget.")
+              help="fixed: every repeat at once (the default without --budget, but for the "
+                   "main job, `run --all` alone). decided: the tables of every metric that "
+                   "declares a paired comparison (listed below) race in looks (at every "
+                   "complete cycle of the sources, 10, 15, 20, ...; 6, 12, 24, ... without) "
+                   "up to --repeats (or the profile's), alpha spent across the looks; a model "
+                   "stops once its pairs are decided (ordered, or shown within the metric's "
+                   "margin), a table once all are (docs/adaptive.md). The default with "
+                   "--budget.")
 @click.option("--budget", "budget", default=None, metavar="DURATION",
               help="Stop starting trials after this long (90s, 10m, 1h) and race the paired "
                    "metrics' tables (--until decided) up to --repeats (default 40): each "
@@ -138,7 +142,8 @@ class _RunCommand(click.Command):
                    "says what is decided and what the rest would take.")
 @click.option("--precision", type=Finite(min=0, min_open=True, max=1), default=None,
               help="With --until decided: two models whose difference in the raced score is "
-                   "shown to lie within ±this are equivalent, a decided tie (default 0.01).")
+                   "shown to lie within ±this are equivalent, a decided tie (default: each "
+                   "metric's own margin, listed below; docs/intervals.md).")
 @click.option("--rescore", is_flag=True,
               help="Recompute every score from its trials, even where the trials and the "
                    "metric version are unchanged (by default those stored scores are reused).")
@@ -202,6 +207,8 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
         settings=parse_settings(settings, reg), executor=executor, jobs=jobs, device=device,
         scheduler=scheduler, trial_timeout=trial_timeout)
     execution.check(prepared, reg, **race)
+    race["main"] = run_all and execution.main_job(prepared, reg, until=until, budget=seconds,
+                                                  repeats=repeats, precision=precision)
     if trial_timeout and prepared.config.executor == "local":
         echo("warning: --executor local cannot stop a trial that ignores --trial-timeout "
              "(catches every exception or ignores SIGALRM): it runs on until it returns, then "
@@ -307,9 +314,15 @@ def _print_outcome(report, prepared, registry, *, verbose, db_path):
 
 def _print_race_plan(race: dict, cfg, registry) -> None:
     """Say, under a dry run's plan, that this run races and which metrics' tables."""
+    paired = paired_metrics(cfg.metrics, registry)
+    if race.get("main"):
+        click.echo(f"\nThe main job: the plan above, then the tables of {', '.join(paired)} "
+                   "race (a look at every complete cycle, only where pairs are undecided) "
+                   f"while they fit {execution.MAIN_BUDGET / 60:g} min from the start "
+                   "(docs/running.md).")
+        return
     if race["until"] != "decided":
         return
-    paired = paired_metrics(cfg.metrics, registry)
     within = f", within {race['budget'] / 60:g} min" if race["budget"] else ""
     click.echo(f"\nThis run races the tables of {', '.join(paired)} (--until decided): the "
                "plan above is a plain run's at the profile's repeats; racing plans its looks "
@@ -424,13 +437,26 @@ def _next_looks_text(nexts: list, cfg) -> str:
         nxt = t["next_look"]
         where = t["dataset"] + (f"/{t['clusterer']}" if t.get("clusterer") else "")
         said.append(f"{metric} {where} ({nxt['repeats']} repeats of "
-                    f"{', '.join(nxt['models'])}, ~{_duration(nxt['seconds'])})")
+                    f"{', '.join(nxt['models'])}, ~{_duration(nxt['seconds'])}"
+                    f"{power_text(t)})")
         seconds += nxt["seconds"]
     jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
     return (f" The next looks would decide more: {'; '.join(said[:6])}"
             + (f"; and {len(said) - 6} more" if len(said) > 6 else "")
             + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
             f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
+
+
+def power_text(table: dict) -> str:
+    """Return "; 80% power for its open pairs at ~N repeats" from a raced table's undecided
+    pairs (the most any needs at its observed difference and spread; "" without figures)."""
+    need = [p["outlook"].get("repeats_80") for p in table.get("pairs") or []
+            if p.get("status") == "undecided" and isinstance(p.get("outlook"), dict)]
+    if not need:
+        return ""
+    if any(n is None for n in need):
+        return "; some open pairs need more than 10,000 repeats at their observed difference"
+    return f"; 80% power for its open pairs at ~{max(need)} repeats"
 
 
 def _duration(seconds: float) -> str:
@@ -516,17 +542,20 @@ def _reference_stamp(stamp: dict) -> str:
 def _print_adaptive(tables):
     if not tables:
         return
-    click.echo("\nAdaptive repeats (--until decided): intervals above at level "
-               f"{tables[0]['level']:.4f} (0.05 over {len(tables[0]['looks_planned'])} planned "
-               f"looks: {', '.join(map(str, tables[0]['looks_planned']))}); every pair by "
-               f"the paired test of its {tables[0].get('score') or 'score'} difference "
-               "(docs/intervals.md), equivalent within "
-               f"{tables[0]['precision']:g}")
+    first = tables[0]
+    click.echo("\nAdaptive repeats (--until decided): a look at "
+               f"{', '.join(map(str, first['looks_planned']))} repeats, alpha "
+               f"{first['alpha']:g} spent across them ({first.get('spending')}); each "
+               "table's tests and intervals above at the level of the look it stopped at; "
+               f"every pair by the paired test of its {first.get('score') or 'score'} "
+               "difference (docs/intervals.md), equivalent within the margin "
+               f"{first['precision']:g}")
     signs = {"ordered": ">", "equivalent": "~", "undecided": "?"}
     for t in tables:
         reps = ", ".join(f"{m} {r}" for m, r in t["repeats_by_model"].items())
-        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['stopped']}; repeats of at most "
-                   f"{t['max_repeats']}: {reps} ({t['trials']} trials)")
+        click.echo(f"  {t['dataset']} / {t['clusterer']}: {t['stopped']} (level "
+                   f"{100 * t['level']:.3g}%); repeats of at most {t['max_repeats']}: {reps} "
+                   f"({t['trials']} trials)")
         pairs = t.get("pairs") or []
         if pairs:
             said = ", ".join(

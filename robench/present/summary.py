@@ -18,6 +18,7 @@ import textwrap
 from typing import Optional
 
 from robench.present.formatting import as_dict, is_finite, printable, why_not
+from robench.present.leaderboard import interval_label
 
 #: Columns when stdout is not a terminal (a pipe, a log file).
 DEFAULT_WIDTH = 100
@@ -215,7 +216,7 @@ def _labels(table: dict, cells: list) -> list:
     """Return the value columns' labels: the rank column's with its interval's level where
     a cell shows one, the others' with "(rank)" where a cell shows its own rank interval."""
     ranked = table["ranked"]
-    level = "CI" if ranked and any(r.get("adaptive") for r in ranked["rows"]) else "95% CI"
+    level = interval_label(ranked["rows"]) if ranked else "95% CI"
     first = 3 if ranked else 2  # where the other columns start in a row of cells
     labels = ([f"{ranked['label']}" + (f" [{level}]" if any("[" in c[2] for c in cells)
                                       else "")] if ranked else []) + [

@@ -47,7 +47,10 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from robench.run import configurations
 from robench.run import runner as _runner
+from robench.run.configurations import configuration_row, fingerprint
+from robench.run.ranking import refresh_ranks
 from robench.run.config import REPEATS
 from robench.run.runner import ConfigError, Plan, RunReport, plan_run
 from robench.stats.paired import rank_text
@@ -152,7 +155,8 @@ def run_until_decided(cfg, registry, store, *, precision: Optional[float] = None
                       alpha: float = ALPHA, command: str = "robench run --until decided",
                       on_event: Optional[Callable] = None, rescore: bool = False,
                       budget: Optional[float] = None,
-                      max_repeats: Optional[int] = None) -> RunReport:
+                      max_repeats: Optional[int] = None, plain_first: bool = False,
+                      plan: Optional[Plan] = None) -> RunReport:
     """Race the paired metrics' tables look by look until each is decided; return the report.
 
     ``max_repeats`` (default ``cfg.repeats``) is the most repeats a paired metric's model
@@ -164,13 +168,20 @@ def run_until_decided(cfg, registry, store, *, precision: Optional[float] = None
     round on, a table's next look is taken only if its projected cost (the trials' durations
     stored in ``store``, else robench's reference durations) fits what is left, the tables
     with the lowest cost per undecided pair first; a table left out stops "undecided: time
-    budget" with the cost of its next look recorded (``next_look``). The report's
+    budget" with the cost of its next look recorded (``next_look``). ``plain_first`` (the
+    main job, :func:`robench.run.execution.main_job`): the plain run of ``cfg`` (``plan``, or
+    its plan) runs first and whole, every metric at the profile's repeats, with no deadline;
+    the race then takes every look that fits what the budget leaves, and a table it could not
+    look at keeps its plain scores. The report's
     ``scores`` are the final scores of each paired metric (annotated, :func:`annotate`) and
     the other metrics' scores; ``adaptive`` lists each table's decision.
     """
-    return _RaceRun(cfg, registry, store, precision=precision, alpha=alpha, command=command,
+    race = _RaceRun(cfg, registry, store, precision=precision, alpha=alpha, command=command,
                     on_event=on_event, rescore=rescore, budget=budget,
-                    max_repeats=max_repeats).run()
+                    max_repeats=max_repeats)
+    if plain_first:
+        race.plain = plan or plan_run(cfg, registry)
+    return race.run()
 
 
 class _RaceRun:
@@ -201,11 +212,15 @@ class _RaceRun:
         self.last: Optional[RunReport] = None
         self.budget_spent = False
         self.durations = None
+        self.plain: Optional[Plan] = None  # the main job: this plain run first
+        self.plain_scores: list = []
 
     def run(self) -> RunReport:
         """Run the race to its end (decided, the maximum, the budget or an interrupt)."""
+        if self.plain is not None and not self._run_plain():
+            return self._report()
         for race in self.races:
-            if not race.all_tables:
+            if not race.all_tables and self.plain is None:
                 self._run_inapplicable(race)
         # the order: every paired table's first look (the headline tables, all undecided),
         # then the other metrics, then the further looks where they fit
@@ -241,6 +256,15 @@ class _RaceRun:
                            race.plan_looks[0])
         self._execute(cfg, plan_run(cfg, self.registry))
 
+    def _run_plain(self) -> bool:
+        """Run the plain run of every metric first (the main job), with no deadline; return
+        False if it was interrupted. Its skips are the run's; the other metrics are done."""
+        report = self._execute(self.cfg, self.plain, rescore=self.rescore)
+        self.skipped = list(report.skipped)
+        self.plain_scores = list(report.scores)
+        self.others = []
+        return not report.interrupted
+
     def _run_others(self) -> bool:
         """Run the metrics without a paired comparison once, as a plain run; return False if
         it was interrupted."""
@@ -273,7 +297,7 @@ class _RaceRun:
             # the first look of every table is kept whatever it costs (in the cheapest order);
             # later looks only where they fit
             plans = _fit_budget(plans, self.store, self._durations(), self.deadline,
-                                self.cfg.jobs, drop=j > 0)
+                                self.cfg.jobs, drop=j > 0 or self.plain is not None)
         return plans
 
     def _round(self, j: int) -> str:
@@ -284,6 +308,8 @@ class _RaceRun:
             for race in due:
                 race.stop_all(j, "undecided: the time budget is spent")
             return "stop"
+        for race in due:
+            race.announce(j, {t for r, t, _ in plans if r is race})
         merged = _merge(list(plans.values()))
         merged.skipped = []
         metrics = list(dict.fromkeys(race.metric for race, _, _ in plans))
@@ -312,9 +338,16 @@ class _RaceRun:
                 race.price_next_looks(self._durations())
         if self.last is None:
             return
+        raced = set()
         for race in self.races:
             self.scores += race.score(self.last.run_id, self.rescore)
             self.tables += race.tables()
+            raced |= {(race.metric, t[0], t[1]) for t in race.all_tables if race.final.get(t)}
+        # the main job: a table the race did not look at keeps its plain scores
+        self.scores += [s for s in self.plain_scores
+                        if (s.metric, s.dataset, s.clusterer or "") not in raced]
+        if raced:
+            refresh_ranks(self.store, self.registry)  # the raced tables' ranks, stored once
 
     def _not_run(self) -> int:
         """Return how many planned trials neither ran nor were stored (a budget, an interrupt)."""
@@ -413,6 +446,11 @@ class _Race:
         # sources (doubling looks for independent repeats), alpha spent across them
         self.plan_looks = cycle_looks(top, cfg.k if spec.uses_clusterer else None, FIRST_LOOK)
         self.alphas = look_alphas(self.plan_looks, self.plan_looks[-1], alpha, SPENDING)
+        # one configuration for every score of a raced table, whatever look its model
+        # stopped at: the race up to its maximum repeats (a view shows the table whole)
+        self.configuration = {**configurations.describe(
+            with_repeats(replace(cfg, metrics=[self.metric]), spec, self.plan_looks[-1]),
+            spec, registry), "raced": SPENDING}
         self.margin = chance_margin()
         first = plan_run(with_repeats(replace(cfg, metrics=[self.metric]), spec,
                                       self.plan_looks[0]), registry)
@@ -445,12 +483,15 @@ class _Race:
     def look_plans(self, j: int) -> dict:
         """Return {(table, model): plan} of look j for the pending tables' open models."""
         n = self._n(j)
-        if j < len(self.plan_looks):
-            self.emit("look", look=j + 1, looks=len(self.plan_looks), repeats=n,
-                      tables=[f"{self.metric}: {d}/{c}" if c else f"{self.metric}: {d}"
-                              for d, c in self.pending])
         self.plans = {(t, m): self._plan(t, m, n) for t in self.pending for m in self.need[t]}
         return self.plans
+
+    def announce(self, j: int, tables: set) -> None:
+        """Say that look j starts for ``tables`` (those the budget left in it)."""
+        if j < len(self.plan_looks) and tables:
+            self.emit("look", look=j + 1, looks=len(self.plan_looks), repeats=self._n(j),
+                      tables=[f"{self.metric}: {d}/{c}" if c else f"{self.metric}: {d}"
+                              for d, c in self.pending if (d, c) in tables])
 
     def _plan(self, table: tuple, model: str, n: int) -> Plan:
         dataset, clusterer = table
@@ -603,10 +644,12 @@ class _Race:
             why = ev["unranked"].get(m)
             mine = {**adaptive, "repeats": reps, "rank": ev["ranks"].get(m),
                     "model_stopped": why or _model_reason(m, pairs, reps, reason)}
-            groups.append(replace(g, options={"adaptive": {
-                "repeats": reps, "looks_planned": self.plan_looks, "level": level,
-                "precision": self.precision, "rule": RULE}},
-                finish=lambda s, a=mine: annotate(s, level, a, spec.paired.interval)))
+            options = {"adaptive": {"repeats": reps, "looks_planned": self.plan_looks,
+                                    "level": level, "precision": self.precision, "rule": RULE}}
+            groups.append(replace(g, configuration=fingerprint(self.configuration),
+                                  options=options,
+                                  finish=lambda s, a=mine: annotate(s, level, a,
+                                                                    spec.paired.interval)))
         self.final[t] = (groups, {**adaptive, "repeats": max(ev["repeats"].values()),
                                   "trials": sum(len(g.keys) for g in groups)})
         self.emit("decided", table=f"{t[0]}/{t[1]}" if t[1] else t[0], repeats=ev["repeats"],
@@ -642,6 +685,7 @@ class _Race:
         groups = [g for t in self.all_tables if self.final.get(t) for g in self.final[t][0]]
         if not groups:
             return []
+        self.store.save_configuration(configuration_row(self.configuration, run_id))
         versions = {self.metric: self.registry.component_version("metrics", self.metric)}
         new, _, _ = score_groups(groups, self.store, run_id, versions=versions,
                                  rescore=rescore)

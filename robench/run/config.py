@@ -77,7 +77,8 @@ _MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch take any non-negative in
 
 
 #: The most repeats a paired metric's model gets in a budgeted run when --repeats is not given
-#: (looks 10, 20, 40 on the balanced design with 5 sources; 6, 12, 24, 40 without sources):
+#: (a look at every cycle, 10, 15, ..., 40, on the balanced design with 5 sources; 6, 12, 24,
+#: 40 without sources):
 #: the budget, not this cap, is what normally ends it.
 BUDGET_REPEATS = 40
 #: The longest --budget accepted (a week).

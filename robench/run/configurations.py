@@ -92,9 +92,11 @@ def fingerprint(description: dict) -> str:
 
 
 def label(description: dict) -> str:
-    """Return a short human label, e.g. ``quick R=3 k=5 seed=0 (train.max_epochs=1)``."""
-    text = (f"{description['profile']} R={description['repeats']} k={description['sources']} "
-            f"seed={description['seed']}")
+    """Return a short human label, e.g. ``quick R=3 k=5 seed=0 (train.max_epochs=1)``; a raced
+    table's (``raced``: up to R repeats, each model as many as its pairs needed) says so."""
+    raced = " raced" if description.get("raced") else ""
+    text = (f"{description['profile']} R={description['repeats']}{raced} "
+            f"k={description['sources']} seed={description['seed']}")
     changed = description.get("changed") or {}
     if changed:
         import json

@@ -10,6 +10,15 @@ and then :func:`execute`, so the choice between a plain run (every repeat at onc
   given, :data:`robench.run.config.BUDGET_REPEATS`, else the profile's repeats);
 * ``until=None``: a race when a ``budget`` is given, else the plain run.
 
+**The main job** (``robench run --all`` with none of ``--until``, ``--budget``, ``--repeats``,
+``--precision`` and the default profile, :func:`main_job`): the plain run first and whole
+(every metric at the quick profile's repeats: the smoke test of a setup), then the racing
+tables' looks (a look at every complete cycle, the tables closest to a decision per second
+first) while they fit :data:`MAIN_BUDGET` counted from the start. The plain run alone decides
+no rho order (3 repeats complete no rotation cycle); a race first (``--budget 10m``) decides
+more per minute but, from an empty cache on this machine, cut the other metrics to stay
+within 10 minutes (docs/running.md has both measured).
+
 :func:`check` refuses a combination that cannot run before anything is opened.
 """
 
@@ -21,10 +30,25 @@ from typing import Callable, Optional
 from robench.errors import ConfigError
 from robench.run import adaptive
 from robench.run import runner  # runner.execute: tests replace it there
-from robench.run.config import BUDGET_REPEATS
+from robench.run.config import BUDGET_REPEATS, DEFAULT_PROFILE
 
 #: The two ways a run can end (``--until``).
 UNTIL = ("fixed", "decided")
+
+#: Seconds the main job may take (its plain run included; the race starts no trial after it):
+#: 9.5 minutes, so that scoring and printing end within the 10 the main job may take here.
+MAIN_BUDGET = 570.0
+
+
+def main_job(prepared, registry, *, until: Optional[str] = None,
+             budget: Optional[float] = None, repeats: Optional[int] = None,
+             precision: Optional[float] = None) -> bool:
+    """Return True where ``robench run --all`` is the main job (the module docstring): none
+    of until, budget, repeats, precision given, the default profile, a metric that races."""
+    cfg = prepared.config
+    return (until is None and budget is None and repeats is None and precision is None
+            and cfg.profile == DEFAULT_PROFILE
+            and bool(adaptive.paired_metrics(cfg.metrics, registry)))
 
 
 def choose(until: Optional[str] = None, budget: Optional[float] = None,
@@ -54,14 +78,21 @@ def check(prepared, registry, *, until: Optional[str] = None, budget: Optional[f
 def execute(prepared, registry, store, *, until: Optional[str] = None,
             budget: Optional[float] = None, precision: Optional[float] = None,
             max_repeats: Optional[int] = None, command: str = "robench run",
-            on_event: Optional[Callable] = None, rescore: bool = False) -> "runner.RunReport":
+            on_event: Optional[Callable] = None, rescore: bool = False,
+            main: bool = False) -> "runner.RunReport":
     """Run ``prepared`` (a :class:`robench.run.prepare.Prepared`) into ``store``; return the
     :class:`robench.run.runner.RunReport`.
 
     ``until``, ``budget`` (seconds) and ``precision`` are ``--until``, ``--budget`` and
     ``--precision`` (see the module docstring); ``max_repeats`` is ``--repeats`` as given
-    (None: not given), the most repeats a race gives a model.
+    (None: not given), the most repeats a race gives a model. ``main``: the main job
+    (:func:`main_job` says when), the plain run then a race within :data:`MAIN_BUDGET`.
     """
+    if main:
+        return adaptive.run_until_decided(prepared.config, registry, store, command=command,
+                                          on_event=on_event, rescore=rescore,
+                                          budget=MAIN_BUDGET, max_repeats=BUDGET_REPEATS,
+                                          plain_first=True, plan=prepared.plan)
     mode = check(prepared, registry, until=until, budget=budget, precision=precision)
     if mode == "decided":
         top = max_repeats or (BUDGET_REPEATS if budget is not None else None)

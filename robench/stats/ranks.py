@@ -274,5 +274,5 @@ def rule_text(tests: int, alpha: float = ALPHA, cycle: Optional[int] = None,
           if precision else "")
     return (f"rank intervals from all {tests} pair{'s' if tests != 1 else ''}: the paired "
             f"difference by Hall's skew-corrected t {how}, Holm-corrected (familywise "
-            f"{100 * alpha:g}%); best = 1 + models shown better, worst = M - models shown "
+            f"{100 * alpha:.3g}%); best = 1 + models shown better, worst = M - models shown "
             f"worse{eq}; # is the order of the estimates (a point estimate)")

@@ -360,3 +360,81 @@ def test_run_all_of_metrics_without_a_paired_comparison_stays_a_plain_run(tiny_r
                                    "--executor", "local", "--db", str(tmp_path / "r.db")])
     assert res.exit_code == 0, res.output
     assert seen == [(["lost-test"], None)]
+
+
+# --- the main job: the plain run, then the race within a budget ---------------------------
+
+
+def test_the_main_job_is_run_all_alone():
+    """`run --all` with nothing that chooses otherwise is the main job; --until, --budget,
+    --repeats, --precision, another profile or no racing metric make it what they say."""
+    from types import SimpleNamespace
+
+    from robench.plugins import get_registry
+    from robench.run.execution import main_job
+
+    reg = get_registry()
+
+    def prepared(profile="quick", metrics=("rho", "purity-ratio")):
+        return SimpleNamespace(config=SimpleNamespace(profile=profile, metrics=list(metrics)))
+
+    assert main_job(prepared(), reg)
+    for kw in (dict(until="fixed"), dict(until="decided"), dict(budget=60.0),
+               dict(repeats=5), dict(precision=0.02)):
+        assert not main_job(prepared(), reg, **kw), kw
+    assert not main_job(prepared(profile="standard"), reg)
+    assert not main_job(prepared(metrics=["lost-test"]), reg)
+
+
+def _main(tiny_registry, store, monkeypatch, budget, events=None):
+    import robench.run.execution as execution
+    from robench.run.prepare import prepare
+
+    monkeypatch.setattr(execution, "MAIN_BUDGET", budget)
+    prepared = prepare(tiny_registry, datasets=["tiny"], models=["centroid", "svm"],
+                       clusterers=["kmeans"], metrics=["rho", "lost-test"], k=3, jobs=1,
+                       executor="local")
+    hook = (lambda e, **k: events.append((e, k))) if events is not None else None
+    return prepared, execution.execute(prepared, tiny_registry, store, main=True,
+                                       on_event=hook)
+
+
+def test_the_main_job_runs_the_plain_run_whole_then_races_its_tables(tiny_registry, store,
+                                                                     monkeypatch):
+    """The plain run of every metric comes first and whole (its plan as prepare made it),
+    then the rho table's looks at every complete cycle; the raced table's scores share one
+    configuration (labelled raced) and their ranks are stored, the other metric keeps its
+    plain scores."""
+    events = []
+    prepared, report = _main(tiny_registry, store, monkeypatch, 600.0, events)
+    planned = [k["todo"] for e, k in events if e == "planned"]
+    assert planned[0] == len(prepared.plan.specs), "the plain run first, whole"
+    looks = [k["repeats"] for e, k in events if e == "look"]
+    assert looks[:2] == [6, 9]
+    (table,) = report.adaptive
+    assert table["spending"] == "pocock" and table["precision"] == 0.05
+    assert {s.metric for s in report.scores} == {"rho", "lost-test"}
+    rho = [s for s in store.scores(metric="rho")
+           if (s["details"] or {}).get("design") == "adaptive"]
+    assert len({s["configuration"] for s in rho}) == 1
+    label = store.configurations()[rho[0]["configuration"]]["label"]
+    assert label.startswith(f"quick R={cycle_looks(40, 3)[-1]} raced ")
+    ranked = {r["model"] for r in store.db.query(
+        "select model from ranks where configuration = ?", [rho[0]["configuration"]])}
+    assert ranked == {"centroid", "svm"}
+    assert all(s.details.get("design") != "adaptive" for s in report.scores
+               if s.metric == "lost-test")
+
+
+def test_the_main_job_keeps_the_plain_run_when_no_look_fits(tiny_registry, store,
+                                                            monkeypatch):
+    """A budget spent by the plain run: every metric is still run and scored (the plain run
+    has no deadline), no look is taken and the rho table keeps its plain 3-repeat scores,
+    with what its next look would cost."""
+    events = []
+    prepared, report = _main(tiny_registry, store, monkeypatch, 1e-6, events)
+    assert report.n_ran == len(prepared.plan.specs) and not report.failed
+    assert not [e for e, _ in events if e == "look"]
+    rho = [s for s in report.scores if s.metric == "rho" and s.score == "rho"]
+    assert len(rho) == 2 and all(s.n == 3 and "adaptive" not in s.details for s in rho)
+    assert {s.metric for s in report.scores} == {"rho", "lost-test"}

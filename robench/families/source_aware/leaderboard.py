@@ -112,7 +112,7 @@ def rho_tables(scores: list) -> list:
     Ranks: :func:`robench.present.leaderboard.rank_table` (equivalence within :data:`MARGIN`); a
     model whose E[AccI] is not shown above chance has no rank (``unranked`` says why).
     """
-    from robench.present.leaderboard import rank_table
+    from robench.present.leaderboard import interval_label, rank_table
 
     by_group: dict = defaultdict(dict)
     for s in scores:
@@ -127,6 +127,7 @@ def rho_tables(scores: list) -> list:
     for clusterer, rows in sorted(by_clusterer.items()):
         ranked = rank_table(rows, margin=equivalence_margin("rho", MARGIN))
         tables.append({"clusterer": clusterer or "(none)", "rows": ranked["rows"],
+                       "interval_label": interval_label(rows),
                        "rule": ranked["rule"], "pairs": ranked["pairs"],
                        "notes": [{"model": r["model"], "text": t} for r in ranked["rows"]
                                  for t in (r["unranked"], r["interval_note"]) if t]})
