@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from robench.metric_kit import without_helpers
 from robench.run.config import (DEFAULT_PROFILE, MAX_JOBS, MAX_REPEATS, MAX_SOURCES, PROFILES,
                                 REPEATS, knob_sections, parse_duration, parse_settings,
                                 profile_settings)
@@ -137,8 +138,9 @@ class _RunCommand(click.Command):
               help="Stop starting trials after this long (90s, 10m, 1h) and race the paired "
                    "metrics' tables (--until decided) up to --repeats (default 40): each "
                    "table's first look first, then the other metrics, then further looks only "
-                   "where one fits what is left, cheapest per undecided pair first. A trial "
-                   "in flight at the end is not stored; nothing stored is lost. The summary "
+                   "where one fits what is left, the most pairs expected decided per second "
+                   "first. A trial in flight at the end is not stored; nothing stored is lost. "
+                   "The summary "
                    "says what is decided and what the rest would take.")
 @click.option("--precision", type=Finite(min=0, min_open=True, max=1), default=None,
               help="With --until decided: two models whose difference in the raced score is "
@@ -300,8 +302,9 @@ def _print_outcome(report, prepared, registry, *, verbose, db_path):
     reader = Store(db_path, readonly=True)  # the ranks stored with the scores, not ranked again
     try:
         with reading_stored_ranks(reader):
-            _print_summary(rows, sections, report, cfg, width=width, db_path=db_path,
-                           full=full)
+            # helpers (purity-ratio's zoo) are in no stored table: ranked without them
+            _print_summary(without_helpers(rows, reader.helper_models()), sections, report,
+                           cfg, width=width, db_path=db_path, full=full)
     finally:
         reader.close()
     if report.interrupted:

@@ -372,12 +372,15 @@ class _RaceRun:
 
 def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
                 drop: bool = True) -> dict:
-    """Return the look plans whose tables fit the time left, cheapest per undecided pair first
-    (with ``drop`` False: all of them, in that order).
+    """Return the look plans whose tables fit the time left, those whose next look is expected
+    to decide the most pairs per second first (with ``drop`` False: all of them, in that
+    order).
 
     A table's cost is the projected seconds of its trials not stored yet (``durations``;
     a trial without an estimate costs the mean of those with one), shared by ``jobs``
-    workers. A table that does not fit is stopped by its race with the cost recorded.
+    workers; its gain the pairs its next look is expected to decide (:meth:`_Race.gain`: the
+    sum of its undecided pairs' next-look power; before its first look, its undecided pairs).
+    A table that does not fit is stopped by its race with the cost recorded.
     """
     by_table: dict = {}
     for (race, t, m), p in plans.items():
@@ -392,7 +395,7 @@ def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
         cost[rt] = sum(e if e is not None else fill for e in est)
     left = (deadline - time.monotonic()) * max(int(jobs), 1)
     keep: dict = {}
-    for rt in sorted(by_table, key=lambda rt: cost[rt] / max(rt[0].undecided(rt[1]), 1)):
+    for rt in sorted(by_table, key=lambda rt: -rt[0].gain(rt[1]) / max(cost[rt], 1e-9)):
         race, t = rt
         if cost[rt] <= left or not drop:
             left -= cost[rt]
@@ -421,7 +424,7 @@ def _paired_kinds(plan: Plan, kinds: Optional[tuple], base: int) -> Plan:
 
 def _table_order(plans: dict) -> Callable:
     """Return an order for a budgeted round's trials: table by table, in the order the tables
-    were fitted (cheapest per undecided pair first), so a deadline leaves whole tables."""
+    were fitted (the most pairs expected decided per second first), so a deadline leaves whole tables."""
     rank: dict = {}
     for k, ((race, t, m), p) in enumerate(plans.items()):
         for key in p.specs:
@@ -508,6 +511,17 @@ class _Race:
             m = len(self.models[table])
             return m * (m - 1) // 2
         return sum(p["status"] == UNDECIDED for p in last["pairs"])
+
+    def gain(self, table: tuple) -> float:
+        """Return the pairs of ``table`` its next look is expected to decide: the sum of the
+        next-look power of its undecided pairs (their ``outlook``), or, before its first
+        look, the number of its pairs (every one undecided, nothing known yet)."""
+        last = self.last.get(table)
+        if last is None:
+            return float(self.undecided(table))
+        powers = [(p.get("outlook") or {}).get("next_power") for p in last["pairs"]
+                  if p["status"] == UNDECIDED]
+        return float(sum(p for p in powers if p is not None and np.isfinite(p)))
 
     def after_look(self, j: int, looked: set, *, spent: bool = False) -> None:
         """Evaluate look j on the tables that took it; stop the decided ones."""

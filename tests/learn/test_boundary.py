@@ -110,3 +110,29 @@ def test_corruption_accuracies_refuse_nonfinite_sets(monkeypatch):
                        match=r"model 'm' .*corruption 'broken' at severity 1 of which 1 of 10"):
         pr._corruption_accuracies(clf, ds, np.arange(20), {"seed": 0, "model": "m"}, env, knobs)
     assert [k for k, _ in clf.seen] == ["predict"]  # the clean rows only
+
+
+def test_fit_and_score_checks_a_data_sets_rows_once_per_process(monkeypatch):
+    """The whole-data-set finiteness scan is fixed per-trial work: paid at a data set's first
+    trial in a process, not again for the same rows; a data set with other rows (another
+    object, or its rows replaced) is checked again."""
+    import robench.run.trials as trials
+
+    calls = []
+    real = trials.check_model_input
+    monkeypatch.setattr(trials, "check_model_input",
+                        lambda X, *a, **k: calls.append(len(X)) or real(X, *a, **k))
+    spec = ModelSpec(name="recorder", build=lambda ctx: _Recorder(), description="records")
+    rng = np.random.default_rng(0)
+    ds = Dataset("tiny", rng.random((40, 4)), np.repeat([0, 1], 20))
+    idx = np.arange(40)
+    for seed in range(3):
+        trials.fit_and_score(spec, ds, idx[:30], idx[30:35], idx[35:], seed=seed, train_budget={})
+    assert calls == [40]
+    other = Dataset("tiny", rng.random((40, 4)), np.repeat([0, 1], 20))
+    trials.fit_and_score(spec, other, idx[:30], idx[30:35], idx[35:], seed=0, train_budget={})
+    assert calls == [40, 40]
+    # a data set whose rows were replaced since its check is checked again (and refused)
+    ds.raw = np.where(np.arange(40)[:, None] == 3, np.nan, ds.raw).astype(np.float32)
+    with pytest.raises(NonFiniteModelInput):
+        trials.fit_and_score(spec, ds, idx[:30], idx[30:35], idx[35:], seed=0, train_budget={})

@@ -438,3 +438,33 @@ def test_the_main_job_keeps_the_plain_run_when_no_look_fits(tiny_registry, store
     rho = [s for s in report.scores if s.metric == "rho" and s.score == "rho"]
     assert len(rho) == 2 and all(s.n == 3 and "adaptive" not in s.details for s in rho)
     assert {s.metric for s in report.scores} == {"rho", "lost-test"}
+
+
+def test_the_rules_replay_races_both_rules_on_the_same_stored_trials(tiny_registry, tmp_path):
+    """benchmarks/decided.py --rules on a fixed tiny run of 12 repeats: both rules race the
+    same stored values; 4e263f3's trains every kind at every look (its CPU counts the random
+    split past 3 repeats), today's does not; the rows say both and their ratio."""
+    import importlib.util
+    from pathlib import Path
+
+    from robench.storage.store import Store
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "decided.py"
+    mod = importlib.util.spec_from_file_location("decided_rules", path)
+    decided = importlib.util.module_from_spec(mod)
+    mod.loader.exec_module(decided)
+    s = Store(tmp_path / "f.db")
+    execute(cfg(models=["centroid", "svm", "spy"], repeats=12), tiny_registry, s)
+    s.close()
+    (table,) = decided.rule_tables(tmp_path / "f.db", 12)
+    assert table["metric"] == "rho" and table["table"] == "tiny/kmeans" and table["pairs"] == 3
+    old, new = table["old"], table["new"]
+    assert old["margin"] == 0.01 and new["margin"] == 0.05
+    # centroid ~ spy (identical) are decided by both at their first look
+    assert old["decided"] >= 1 and new["decided"] >= 1
+    assert 0 < new["cpu"] and 0 < old["cpu"]
+    if new["repeats"] == old["repeats"]:  # the same repeats: today's trains no random split
+        assert new["cpu"] < old["cpu"]
+    rows = decided.rule_rows([table])
+    assert [r[0] for r in rows] == ["rules: rho tiny/kmeans", "rules: all tables"]
+    assert "4e263f3" in rows[0][1] and "now" in rows[0][1]
