@@ -14,8 +14,7 @@ from robench.cli.common import (Finite, JsonStream, config_option, db_option, ec
 from robench.data import DatasetError
 from robench.data.references import canonical_reference, checked_reference
 from robench.metric_kit import is_helper, without_helpers
-from robench.present.formatting import fixed, printable, rule_lines
-from robench.present.leaderboard import interval_label
+from robench.present.formatting import fixed, interval_label, printable, rule_lines
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 from robench.storage.readonly import schema_objects, stream_readonly
 from robench.storage.store import SCHEMA, Store

@@ -89,7 +89,7 @@ class _RunCommand(click.Command):
 @click.option("--profile", type=click.Choice(list(PROFILES)), default=None,
               help="; ".join(f"{name}: {what}" for name, what in PROFILES.items()) + ". "
                    f"Default: {DEFAULT_PROFILE}: `run --all` alone is the main job, the "
-                   "quick run of everything, then the racing tables' looks within 9.5 min "
+                   "quick run of everything, then the racing tables' looks within 9 min "
                    "(docs/running.md, \"The default run\").")
 @click.option("--executor", default=None, metavar="NAME",
               help="Where trials run: local, process (default on a multi-core machine), dask, "

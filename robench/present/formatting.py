@@ -90,3 +90,14 @@ def rule_lines(rule: str, width: int = RULE_WIDTH) -> list:
     ``width`` columns with a two-space indent."""
     return textwrap.wrap(f"ranks: {rule}", width, initial_indent="  ", subsequent_indent="  ",
                          break_on_hyphens=False)
+
+
+def interval_label(rows: list) -> str:
+    """Return the one label of a table's intervals: "95% CI" for a fixed run, the level of
+    the look a raced table stopped at otherwise ("96.9% CI": with alpha spent across the
+    looks, the intervals of every look hold together at 95%). Every view labels with it."""
+    levels = [float(a["level"]) for r in rows
+              if isinstance(a := r.get("adaptive"), dict) and a.get("level")]
+    if not levels:
+        return "95% CI"
+    return f"{100 * min(levels):.3g}% CI"

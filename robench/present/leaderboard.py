@@ -172,17 +172,6 @@ def adaptive_of(score: dict) -> Optional[dict]:
             "looks": len(ad.get("looks_planned") or []) or 1}
 
 
-def interval_label(rows: list) -> str:
-    """Return the one label of a table's intervals: "95% CI" for a fixed run, the level of
-    the look a raced table stopped at otherwise ("96.9% CI": with alpha spent across the
-    looks, the intervals of every look hold together at 95%). Every view labels with it."""
-    levels = [float(a["level"]) for r in rows
-              if isinstance(a := r.get("adaptive"), dict) and a.get("level")]
-    if not levels:
-        return "95% CI"
-    return f"{100 * min(levels):.3g}% CI"
-
-
 def rank_table(rows: list, margin: Optional[float] = None) -> dict:
     """Rank one table's rows by :func:`robench.stats.ranks.rank_models`; return the table.
 

@@ -17,8 +17,7 @@ import sys
 import textwrap
 from typing import Optional
 
-from robench.present.formatting import as_dict, is_finite, printable, why_not
-from robench.present.leaderboard import interval_label
+from robench.present.formatting import as_dict, interval_label, is_finite, printable, why_not
 
 #: Columns when stdout is not a terminal (a pipe, a log file).
 DEFAULT_WIDTH = 100

@@ -218,12 +218,22 @@ def test_until_decided_prints_the_level_and_why_each_table_stopped(runner, tiny_
             "--executor", "local", "--db", db, "--metric", "rho"]
     res = runner.invoke(cli, ["run", *args, "--until", "decided", "--precision", "1e-9", "-v"])
     assert res.exit_code == 0, res.output
-    assert ("adaptive repeats (--until decided, 2 planned looks): every test at the level "
-            "corrected for the looks, R = repeats used") in " ".join(res.output.split())  # wrapped
-    assert "97.5% CI" in res.output
-    # centroid and spy are one model under two names: equivalent at the first look
-    assert ("tiny / kmeans: every pair equivalent within the precision; repeats of "
-            "at most 12: centroid 6, spy 6 (36 trials)") in res.output
+    from robench.stats.sequential import look_alphas
+
+    level = 1 - look_alphas([6, 9, 12], 12, 0.05, "pocock")[0]  # the first look's
+    said = " ".join(res.output.split())  # wrapped
+    assert ("adaptive repeats (--until decided, alpha spent across a look at every complete "
+            f"cycle (pocock), the stopping look's alpha {1 - level:.4f}), R = repeats used"
+            ) in said
+    assert ("a look at 6, 9, 12 repeats, alpha 0.05 spent across them (pocock); each table's "
+            "tests and intervals above at the level of the look it stopped at") in said
+    # one label for the interval, the stopping look's level, in the report and the summary
+    assert res.output.count(f"{100 * level:.3g}% CI") == 2
+    # centroid and spy are one model under two names: equivalent at the first look (30
+    # trials: 6 exclusive, 6 inclusive, 3 random-split a model)
+    assert ("tiny / kmeans: every pair equivalent within the precision (level "
+            f"{100 * level:.3g}%); repeats of at most 12: centroid 6, spy 6 (30 trials)"
+            ) in res.output
     assert "centroid ~ spy   (> ordered, ~ equivalent, ? undecided)" in res.output
     assert "rank intervals: centroid 1-2, spy 1-2" in res.output
     bad = runner.invoke(cli, ["run", *args, "--precision", "0.1"])
@@ -298,6 +308,9 @@ def test_the_run_help_names_no_metric_but_those_the_registry_says_race(tiny_regi
     own, _, rest = res.output.partition("What each profile changes from")
     families = re.compile(r"\b(rho|purity|coverage|shifted|adequacy|lost-test|mce)\b", re.I)
     assert not families.findall(own), families.findall(own)
-    racing = rest.split("Metrics that race (--until decided, --budget):")[1].split()
-    assert " ".join(racing) == ", ".join(racing_metrics(tiny_registry))
+    racing = " ".join(rest.split("Metrics that race (--until decided, --budget):")[1].split())
+    # each with the equivalence margin its metric module declares (PairedComparison.margin)
+    assert racing == ", ".join(
+        f"{m} (equivalence margin {tiny_registry.get('metrics', m).paired.margin:g})"
+        for m in racing_metrics(tiny_registry))
     assert "rho" in racing_metrics(tiny_registry)

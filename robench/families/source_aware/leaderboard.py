@@ -8,7 +8,7 @@ from typing import Optional
 
 from robench.families.source_aware.adequacy import METRIC as ADEQUACY
 from robench.families.source_aware.rho import MARGIN
-from robench.present.formatting import interval_text, is_finite
+from robench.present.formatting import interval_label, interval_text, is_finite
 from robench.specs import LeaderboardSection
 from robench.stats.ranks import chance_level, chance_reason, equivalence_margin
 
@@ -112,7 +112,7 @@ def rho_tables(scores: list) -> list:
     Ranks: :func:`robench.present.leaderboard.rank_table` (equivalence within :data:`MARGIN`); a
     model whose E[AccI] is not shown above chance has no rank (``unranked`` says why).
     """
-    from robench.present.leaderboard import interval_label, rank_table
+    from robench.present.leaderboard import rank_table
 
     by_group: dict = defaultdict(dict)
     for s in scores:
