@@ -227,3 +227,17 @@ def test_adequacy_intervals_say_when_a_bound_is_below_zero_or_missing():
     assert cells["100"]["interval"] == "[-0.047, 0.923]" and "not clipped" in \
         cells["100"]["interval_note"]
     assert cells["300"]["interval"] == "none"
+
+
+def test_an_interval_from_repeats_short_of_one_rotation_says_so():
+    """3 repeats of the balanced design with 5 sources a class hold out 3 of the 5: the
+    interval leaves the other sources' effect out and says so; 5 repeats (one whole cycle)
+    carry no such note, nor does the same 3 of a design without a cycle."""
+    x, i = [0.80, 0.70, 0.85], [0.95, 0.96, 0.95]
+    rows, _ = table(score_rows("short", x, i, cycle=5))
+    assert "complete no rotation" in rows["short"]["interval_note"]
+    assert "a cycle is 5 repeats" in rows["short"]["interval_note"]
+    rows, _ = table(score_rows("whole", x + [0.75, 0.8], i + [0.95, 0.95], cycle=5))
+    assert rows["whole"]["interval_note"] is None
+    rows, _ = table(score_rows("random", x, i))
+    assert rows["random"]["interval_note"] is None
