@@ -173,7 +173,7 @@ def summary_ranks(output: str) -> dict:
     """Return {model: rank text} of the run summary's tiny table."""
     out = {}
     for line in output.splitlines():
-        m = re.match(r"\s+(\S+) (centroid|spy|shuffled)\s", line)
+        m = re.match(r"\s+(\S+) (centroid|spy|svm|shuffled)\s", line)
         if m:
             out[m.group(2)] = "—" if m.group(1) == "-" else m.group(1)
     return out
@@ -297,3 +297,31 @@ def test_no_view_runs_the_ranking(tiny_run, monkeypatch):
     assert summary_ranks(rerun.output) == summary_ranks(summary) == before["sql"]
     assert every_view(db, tmp / "after-models") == before
     assert CliRunner().invoke(cli, ["results", "--db", db, "--metric", "rho"]).output == table
+
+
+def test_every_view_of_a_raced_run_gives_the_stopping_looks_ranks(tmp_path):
+    """The same views after `--until decided` (looks at every cycle, alpha spent): the ranks
+    the race decided at the look it stopped at, in every view, and one interval label."""
+    from robench.plugins import make_registry, set_registry
+
+    set_registry(make_registry(modules=["tests.plugins.tiny"], load_entrypoints=False))
+    try:
+        db = str(tmp_path / "race.db")
+        args = ["-d", "tiny", "-m", "centroid", "-m", "svm", "-m", "shuffled", "-c", "kmeans",
+                "-k", "3", "--executor", "local", "--metric", "rho", "-r", "24",
+                "--until", "decided", "--precision", "0.001", "--db", db]
+        res = CliRunner().invoke(cli, ["run", *args])
+        assert res.exit_code == 0, res.output
+        views = every_view(db, tmp_path / "site")
+        views["summary"] = summary_ranks(res.output)
+    finally:
+        set_registry(None)
+    want = {"centroid": "1", "svm": "2", "shuffled": "—"}
+    for name in ("json", "csv", "sql", "site", "summary"):
+        assert views[name] == want, (name, views)
+    badge = (tmp_path / "site" / "badges" / "svm--tiny--rho.svg").read_text()
+    assert views["badges"]["centroid"] == "1" and "rank 2 of 2 · " in badge
+    label = re.search(r"\[(\d+(?:\.\d+)?% CI)\]", res.output).group(1)
+    assert label != "95% CI", "the stopping look's level, not the fixed one"
+    page = (tmp_path / "site" / "datasets" / "tiny.html").read_text()
+    assert f"[{label}]" in page
