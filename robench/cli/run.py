@@ -319,7 +319,7 @@ def _print_race_plan(race: dict, cfg, registry) -> None:
     """Say, under a dry run's plan, that this run races and which metrics' tables."""
     paired = paired_metrics(cfg.metrics, registry)
     if race.get("main"):
-        click.echo(f"\nThe main job: the plan above, then the tables of {', '.join(paired)} "
+        click.echo(f"\nThe main job: the plan above, then the tables of {' and '.join(paired)} "
                    "race (a look at every complete cycle, only where pairs are undecided) "
                    f"while they fit {execution.MAIN_BUDGET / 60:g} min from the start "
                    "(docs/running.md).")
