@@ -231,8 +231,9 @@ def test_racing_with_elimination_keeps_the_familywise_level_on_skewed_shapes(sha
     """Four models: two tied (equal rho, hit 0.02 and 0.06 by the source effect: the pair
     the hard source pushes apart), one far above, one far below. The far models are
     eliminated early (their pairs decide at the first look) while the tied pair races on to
-    100 repeats, a look at every complete cycle with alpha spent as the race spends it: the probability of any wrong call in a table stays at or below 5% (+2 MC
-    SE). The far models' repeats show the elimination happened."""
+    100 repeats, a look at every complete cycle with alpha spent as the race spends it: the
+    probability of any wrong call in a table stays at or below 5% (+2 MC SE). The far
+    models' repeats show the elimination happened."""
     runs = 800
     rng = np.random.default_rng(zlib.crc32(repr((shape, k, "race")).encode()))
     mean_x = [0.80, 0.70, 0.70, 0.55]
