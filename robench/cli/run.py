@@ -389,6 +389,11 @@ def _decided_line(tables, adaptive, cfg, report=None) -> str:
     text = decided_text(tables)
     if not text:
         return ""
+    if getattr(report, "budget_spent", False) and not adaptive:  # the main job, no look fitted
+        return (f"{text} The race that follows the quick run found no time left for a look "
+                "(the main job stops starting trials after "
+                f"{execution.MAIN_BUDGET / 60:g} minutes): `robench run --all --budget 30m` "
+                "races on from the trials stored.")
     if all(t["ordered"] == t["pairs"] for t in tables if t["ranked"]):
         return text
     more = [p for p in PROFILES if REPEATS[p] > cfg.repeats]

@@ -87,7 +87,8 @@ class Progress:
 
     def _on_decided(self, table, reason, repeats, **_):
         reps = ", ".join(f"{m} {r}" for m, r in repeats.items())
-        self.echo(f"{table}: stopped ({reason}); repeats: {reps}")
+        self.echo(f"{table}: stopped ({reason})" + (f"; repeats: {reps}" if reps else
+                                                    "; no look taken"))
 
     def _on_prepare(self, dataset, clusterer, **_):
         # each protocol prepares its own partitions of a (data set, clusterer): said once

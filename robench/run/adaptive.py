@@ -305,6 +305,7 @@ class _RaceRun:
         due = self._pending()
         plans = self._round_plans(due, j)
         if not plans:  # nothing fits: every table left stops at its last look
+            self.budget_spent = self.deadline is not None
             for race in due:
                 race.stop_all(j, "undecided: the time budget is spent")
             return "stop"
@@ -636,7 +637,8 @@ class _Race:
         ev = self.last.get(t)
         if ev is None or not ev["any"]:  # no trial of it is stored: nothing to decide or score
             self.final[t] = None
-            self.emit("decided", table=f"{t[0]}/{t[1]}", repeats={}, reason=reason)
+            self.emit("decided", table=f"{self.metric}: {t[0]}/{t[1]}" if t[1] else
+                      f"{self.metric}: {t[0]}", repeats={}, reason=reason)
             return
         pairs = ev["pairs"]
         adaptive = {
@@ -666,8 +668,8 @@ class _Race:
                                                                     spec.paired.interval)))
         self.final[t] = (groups, {**adaptive, "repeats": max(ev["repeats"].values()),
                                   "trials": sum(len(g.keys) for g in groups)})
-        self.emit("decided", table=f"{t[0]}/{t[1]}" if t[1] else t[0], repeats=ev["repeats"],
-                  reason=reason)
+        self.emit("decided", table=f"{self.metric}: {t[0]}/{t[1]}" if t[1] else
+                  f"{self.metric}: {t[0]}", repeats=ev["repeats"], reason=reason)
 
     def open_tables(self) -> list:
         return [t for t, f in self.final.items()

@@ -435,7 +435,10 @@ def test_the_main_job_keeps_the_plain_run_when_no_look_fits(tiny_registry, store
     events = []
     prepared, report = _main(tiny_registry, store, monkeypatch, 1e-6, events)
     assert report.n_ran == len(prepared.plan.specs) and not report.failed
-    assert not [e for e, _ in events if e == "look"]
+    assert not [e for e, _ in events if e == "look"] and report.budget_spent
+    assert report.n_not_run == 0, "every trial of the plain run is stored"
+    said = [k for e, k in events if e == "decided"]
+    assert said and all(k["table"].startswith("rho: tiny") and not k["repeats"] for k in said)
     rho = [s for s in report.scores if s.metric == "rho" and s.score == "rho"]
     assert len(rho) == 2 and all(s.n == 3 and "adaptive" not in s.details for s in rho)
     assert {s.metric for s in report.scores} == {"rho", "lost-test"}
@@ -469,3 +472,20 @@ def test_the_rules_replay_races_both_rules_on_the_same_stored_trials(tiny_regist
     rows = decided.rule_rows([table])
     assert [r[0] for r in rows] == ["rules: rho tiny/kmeans", "rules: all tables"]
     assert "4e263f3" in rows[0][1] and "now" in rows[0][1]
+
+
+def test_the_main_job_says_when_its_race_found_no_time(tiny_registry, tmp_path, monkeypatch):
+    """`robench run --all` whose quick run used the whole budget: the summary says the race
+    had no time for a look and how to race on; progress names each table once."""
+    import robench.run.execution as execution
+    from robench.cli import cli
+
+    monkeypatch.setattr(execution, "MAIN_BUDGET", 1e-6)
+    res = CliRunner().invoke(cli, ["run", "--all", "-d", "tiny", "-m", "centroid", "-m", "svm",
+                                   "-c", "kmeans", "-k", "3", "--metric", "rho",
+                                   "--executor", "local", "--db", str(tmp_path / "r.db")])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    assert "found no time left for a look" in said and "--budget 30m" in said
+    assert "rho: tiny/kmeans: stopped (undecided: its next look does not fit the time " \
+           "budget); no look taken" in said
