@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import difflib
+import sys
+import threading
 
 import click
 
@@ -301,7 +304,6 @@ def stored_dataset_name(store, dataset):
 
 def _check_names(store, **given):
     """Refuse a filter value that no stored score has, naming the known ones (exit 2)."""
-    import difflib
 
 
     def shown(name, limit=80):  # stored names can be anything: one short, inert line
@@ -404,8 +406,6 @@ HARD_STOP = 1.0
 
 def _hard_stop(timeout: float, out):
     """Start the backstop of --timeout: past it by HARD_STOP, say so and exit 2 at once."""
-    import sys
-    import threading
 
     def stop():
         message = (f"the query was stopped after its time limit of {timeout:g} s (one step "

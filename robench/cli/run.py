@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+import multiprocessing
 
 import click
 
@@ -245,7 +246,6 @@ def stop_workers(wait: float = 10.0) -> None:
     """End the worker processes this process started (a pool whose trials were in flight at a
     Ctrl-C), so that it exits now: at exit Python would otherwise wait for those trials, and a
     second Ctrl-C there printed a traceback."""
-    import multiprocessing
 
     children = multiprocessing.active_children()
     for child in children:

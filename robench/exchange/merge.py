@@ -51,6 +51,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
+import base64
+import binascii
+from dataclasses import replace
 
 from robench.storage.content import (TRIAL_RESULT, differing, group_content, same_raw, score_content,
                               trial_content)
@@ -300,8 +303,6 @@ def _accuracy_problem(row: dict) -> Optional[str]:
 
 def _bits_problem(row: dict) -> Optional[str]:
     """Return how a trial's correct bits contradict its whole-data-set accuracy, or None."""
-    import base64
-    import binascii
 
     bits = row.get("correct")
     if not bits:
@@ -553,7 +554,6 @@ class _Recompute:
         out = {}
         for s in metric.aggregate(key_dict, rows):
             if s.score == metric.name:
-                from dataclasses import replace
 
                 s = replace(s, higher_is_better=metric.higher_is_better)
             row = score_row(s, 0, definitions, "", configuration=group.get("configuration"))

@@ -42,6 +42,14 @@ import random
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
+import statistics
+import signal
+import base64
+import multiprocessing as mp
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from concurrent.futures.process import BrokenProcessPool
+import numpy as np
 
 from robench.errors import VerifyError
 from robench.storage.content import ACCURACIES, differing, first_difference, trial_content
@@ -121,7 +129,6 @@ def shift_pvalues(z):
     with no spread at all gives p = 0). Both are vectorised for the simulation that pins
     their error rate (tests/run/test_verify.py).
     """
-    import numpy as np
     from scipy import stats
 
     z = np.asarray(z, dtype=float)
@@ -153,7 +160,6 @@ def systematic_shift(entries: list, alpha: float = SHIFT_ALPHA) -> list:
     ``alpha`` / (2 x the columns tested). Returns [{column, n, positive, negative, mean,
     p_sign, p_t, text}] of the columns found shifted ([] when none).
     """
-    import numpy as np
 
     columns = {}
     for entry in entries:
@@ -193,7 +199,6 @@ CERTAIN = 3.0
 
 def _deviations(rows: list) -> dict:
     """Return {trial key: (group size, |accuracy - group median| in robust SDs)}."""
-    import statistics
 
     groups = {}
     for row in rows:
@@ -437,7 +442,6 @@ def init_rerun_worker(*args) -> None:
 
 def kill_group(pid: int) -> None:
     """SIGKILL the process group led by ``pid`` (a re-run worker), if any of it is left."""
-    import signal
 
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -474,8 +478,6 @@ class Rerunner:
 
     def _pool(self, threads: int):
         if threads not in self._pools:
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
 
 
             pool = ProcessPoolExecutor(
@@ -502,8 +504,6 @@ class Rerunner:
     def run(self, spec: dict, execution: dict, timeout: Optional[float] = None) -> dict:
         """Return the row of ``spec`` re-run with ``execution`` (see :func:`execution_of`),
         under ``timeout`` seconds (else the rerunner's own limit)."""
-        from concurrent.futures import TimeoutError as FutureTimeout
-        from concurrent.futures.process import BrokenProcessPool
 
 
         limit = self.timeout if timeout is None else timeout
@@ -574,7 +574,6 @@ def against_data(row: dict, y, indices: tuple) -> Optional[str]:
     per-row ``correct`` bits must cover the data set, and the test accuracy, per-class
     accuracies and test class counts must be what those bits give on the test rows.
     """
-    import numpy as np
 
 
     train, val, test = (np.asarray(i, dtype=int) for i in indices)
@@ -584,7 +583,6 @@ def against_data(row: dict, y, indices: tuple) -> Optional[str]:
             return f"{column} {row[column]} is not the {len(rows)} rows of its partition"
     if not row.get("correct"):
         return None
-    import base64
 
     if len(base64.b64decode(row["correct"])) != (len(y) + 7) // 8:
         return f"its correct bits do not cover the data set's {len(y)} rows"

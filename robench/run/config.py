@@ -15,6 +15,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
+import re
 
 from robench.specs import UNSET, Knob
 from robench.errors import KnobError  # noqa: F401 (public here too)
@@ -93,7 +94,6 @@ def parse_duration(text) -> float:
     >>> parse_duration("10m"), parse_duration("90s"), parse_duration("1h")
     (600.0, 90.0, 3600.0)
     """
-    import re
 
     # ASCII digits only: \d would take '١٠m' (Arabic-Indic digits) as 10 minutes
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]*)\s*", str(text).lower(),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
+import json
 
 from robench.data.cache import content_key
 from robench.errors import ConfigurationError  # noqa: F401 (public here too)
@@ -99,7 +100,6 @@ def label(description: dict) -> str:
             f"k={description['sources']} seed={description['seed']}")
     changed = description.get("changed") or {}
     if changed:
-        import json
 
         text += " (" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(changed.items())) + ")"
     return text

@@ -18,6 +18,14 @@ import socket
 import traceback
 import uuid
 from typing import Iterable, Iterator, Optional
+import sys
+import multiprocessing
+import time
+import json
+import multiprocessing as mp
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures.process import BrokenProcessPool
 from robench.data.cache import cache_dir, set_cache_dir
 from robench.learn.devices import claim_worker_gpu, device_label, using_device, worker_gpus
 from robench.plugins import make_registry
@@ -53,7 +61,6 @@ def limit_threads(threads: int = TRIAL_THREADS) -> None:
     value inherited from the caller's shell must not decide it silently (a BLAS reduction
     summed over 2 threads rounds differently in the last bit from one over 1).
     """
-    import sys
 
     threads = max(1, int(threads))
     os.environ["ROBENCH_TORCH_THREADS"] = str(threads)
@@ -104,7 +111,6 @@ def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
     # this process is robench's own worker: a trial stuck past its limit may end it
     HARD_LIMIT_GRACE[0] = HARD_GRACE
     limit_threads(threads)
-    import sys
 
     sys._robench_called_from_test = not recipe.get("load_entrypoints", True)
 
@@ -115,7 +121,6 @@ def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
 
 def _parent_pid() -> Optional[int]:
     """Return the id of the process that started this one, as multiprocessing knows it."""
-    import multiprocessing
 
     parent = multiprocessing.parent_process()
     return parent.pid if parent is not None else None
@@ -144,7 +149,6 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
     SystemExit, or a KeyboardInterrupt that no Ctrl-C caused, raised by the trial's code is
     recorded like any error; a real Ctrl-C propagates.
     """
-    import time
 
 
     env = env if env is not None else _ENV
@@ -286,8 +290,6 @@ class ProcessExecutor(Executor):
         self._pool = None
 
     def _new_pool(self, workers: int, device: Optional[str] = None):
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
 
 
         # spawn, not fork: the driver may already hold OpenMP/torch thread pools, which do not
@@ -305,8 +307,6 @@ class ProcessExecutor(Executor):
         )
 
     def run(self, specs):
-        from concurrent.futures import FIRST_COMPLETED, wait
-        from concurrent.futures.process import BrokenProcessPool
 
         queue = list(specs)
         # The run's device (one per run; robench.run.runner puts it in every spec).
@@ -367,7 +367,6 @@ class ProcessExecutor(Executor):
         (on a loaded machine that window is long); then ``submit`` itself raises
         BrokenProcessPool. The spec it refused never ran: it goes back to ``pending``.
         """
-        from concurrent.futures.process import BrokenProcessPool
 
         while pending and len(futures) < limit:
             spec = pending.popleft()
@@ -421,7 +420,6 @@ def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str],
     ``timeout`` is the trial's time limit: raised in the worker's thread, and past
     :data:`HARD_GRACE` more the worker process is ended (robench.process.guard).
     """
-    import json
 
     key = json.dumps([recipe, cache_dir], sort_keys=True)
     if key not in _DASK_ENVS:
@@ -569,7 +567,6 @@ class DaskExecutor(Executor):
         """Yield (future, chunk, rows, exception) as tasks finish; give a task up (a
         :class:`_NoProgress` exception) when no worker is connected for
         :data:`NO_WORKER_SECONDS`, or, for a retry, past its time limit."""
-        import time
 
         from distributed import wait
 

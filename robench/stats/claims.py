@@ -40,6 +40,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from typing import Optional
+from collections import Counter
+from dataclasses import replace
+import numpy as np
 from robench.stats.intervals import t_quantile
 from robench.stats.paired import balanced_test, shows_above
 
@@ -190,7 +193,6 @@ class Control:
 
 def modal(verdicts: list) -> tuple:
     """Return (the most common verdict, "k of n") of a control's replicates (ties: undecided)."""
-    from collections import Counter
 
     if not verdicts:
         return UNDECIDED, "no replicate"
@@ -219,7 +221,6 @@ def controlled(claim: Claim, control: Control) -> Claim:
     kept in ``evidence["rule verdict"]`` and the why says so. An undecided row stays
     undecided. The control is shown either way, with its rate of a different verdict.
     """
-    from dataclasses import replace
 
     out = replace(claim, control=control.text())
     if claim.verdict not in DECIDED or control.verdict is None:
@@ -250,7 +251,6 @@ def controlled_all(claim: Claim, controls: list) -> Claim:
         texts.append(out.control)
         if out.kind != "evidence":
             break
-    from dataclasses import replace
 
     return replace(out, control="; then ".join(texts))
 
@@ -372,7 +372,6 @@ def counts(claims: list) -> dict:
     evidence or not, is known only after its data and its control are), so it does not
     depend on which rows the data left decided.
     """
-    from collections import Counter
 
     ev = [c for c in claims if c.kind == "evidence"]
     by = Counter(c.verdict for c in ev)
@@ -556,7 +555,6 @@ class OrderingPart:
     """
 
     def __init__(self, xa, ia, xb, ib, *, cycle=None, margin: Optional[float] = None):
-        import numpy as np
 
         self.v = [np.asarray(v, float) for v in (xa, ia, xb, ib)]
         self.cycle, self.margin = cycle, margin

@@ -46,6 +46,7 @@ from __future__ import annotations
 import json
 import math
 from typing import Optional
+import numpy as np
 from robench.stats.sequential import paired_difference
 
 #: Decisions, in the order a report lists them.
@@ -139,7 +140,6 @@ def _paired(a: dict, b: dict, repeats=None) -> tuple:
     ``repeats``: pair on these repeats only (the shared ones of an extension); ``change`` is
     B's ratio of means over the paired repeats minus A's, and (a, b) those two values.
     """
-    import numpy as np
 
 
     sa, sb = repeat_samples(a), repeat_samples(b)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from typing import Optional, Sequence
+import os
 
 import numpy as np
 
@@ -49,7 +50,6 @@ CHANCE_MARGIN = 0.1
 def chance_margin() -> float:
     """Return the chance bar's relevance margin: ``ROBENCH_CHANCE_MARGIN`` where set (a number
     in [0, 1)), else :data:`CHANCE_MARGIN`. Every path that ranks reads it here."""
-    import os
 
     raw = os.environ.get("ROBENCH_CHANCE_MARGIN")
     if raw is None or raw.strip() == "":
@@ -114,7 +114,6 @@ def equivalence_margin(metric: str, default: float) -> float:
     entry for it where set (``"rho=0.03,coverage=0.01"``, each a number > 0), else the
     metric's ``default`` (its leaderboard section's ``MARGIN``, argued in docs/intervals.md).
     Every path that ranks reads it here, so a run, ``robench results`` and the site agree."""
-    import os
 
     raw = os.environ.get(MARGIN_ENV) or ""
     for item in raw.split(","):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from typing import Optional
+import json
+import numpy as np
 
 from robench.stats.claims import (BY_CONSTRUCTION, CONTROL_DRAWS, FAILS, HOLDS, UNDECIDED,
                                   Claim, OrderingPart, controlled, decide_parts, fmt, matched,
@@ -75,7 +77,6 @@ def paired_part(a: list, b: list, margin: Optional[float] = None) -> OrderingPar
     uses the same split and seed, robench.families.coverage.protocol.repeat_seed): i.i.d.
     units, so Student's t on the paired differences (robench.stats.paired.balanced_test with
     a cycle of 1)."""
-    import numpy as np
 
     n = max(len(a), len(b))
     va, vb = np.full(n, np.nan), np.full(n, np.nan)
@@ -95,7 +96,6 @@ _NULLS: dict = {}
 def _nulls(sep: float, knobs: dict, repeats: int) -> list:
     """Return :data:`CONTROL_DRAWS` draws of a control, each ``repeats`` null reference
     models (the row's own number: a control at the row's size); models are cached by seed."""
-    import json
 
     key = json.dumps(knobs, sort_keys=True)
     out = []

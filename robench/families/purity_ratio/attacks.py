@@ -12,6 +12,7 @@ raises :class:`robench.data.boundary.NonFiniteError` naming the attack, ε and t
 from __future__ import annotations
 
 import contextlib
+import logging
 
 import numpy as np
 
@@ -98,7 +99,6 @@ def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: 
     module's device: ART's ``device_type="gpu"`` on CUDA (made current so ART picks that
     GPU); ART has no Metal backend, so a module on ``mps`` is attacked on the CPU and moved back.
     """
-    import logging
 
     import torch
     from art.attacks.evasion import DeepFool

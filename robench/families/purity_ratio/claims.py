@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from typing import Optional
+import numpy as np
 
 from robench.families.purity_ratio.metric import INDICATORS, r_interval
 from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, MORE_MODELS, POWER, SIDE,
@@ -92,7 +93,6 @@ def _corr_verdict(x: list, y: list, level: float = SIDE) -> tuple:
 def _shuffle_control(x: list, y: list, rule, what: str = "the models' robustness shuffled "
                      "(indicator and robustness unrelated)") -> Control:
     """Return the control of a correlation rule: ``rule(x, y_shuffled)`` over shuffles."""
-    import numpy as np
 
     if len(x) < 3:
         return Control(what, None, "fewer than 3 models: nothing to shuffle")
@@ -119,7 +119,6 @@ def _confounder_control(verdict_of, models: list, acc: dict) -> Control:
 
 def _partial(x: list, y: list, z: list) -> Optional[float]:
     """Return the partial correlation of x and y given z (linear), None if undefined."""
-    import numpy as np
 
     x, y, z = (np.asarray(v, float) for v in (x, y, z))
     if len(x) < 4 or np.std(z) == 0:
@@ -166,7 +165,6 @@ def _better_verdict(rows_pts: tuple) -> str:
 def _swap_control(rows: list, dataset: str, a: str, b: str) -> Control:
     """Return the control of "a predicts better than b": the same test with the two
     indicators swapped at random per model (equally good by construction)."""
-    import numpy as np
 
     what = f"{a} and {b} swapped at random per model (equally predictive)"
     pa, pb = _points(rows, dataset, a, TARGET), _points(rows, dataset, b, TARGET)
@@ -275,7 +273,6 @@ def _adversarial_claims(rows: list, dataset: str) -> list:
     union test), undecided otherwise. Control: the same rule with the models' robustness
     shuffled at every eps.
     """
-    import numpy as np
 
 
     by_attack: dict = {}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from typing import Optional
+import math
+import numpy as np
 
 from robench.metric_kit import failure, not_applicable
 from robench.present.formatting import as_dict
@@ -197,7 +199,6 @@ def validation(summaries: dict) -> list:
 def correlation_row(ind: str, sign: int, target: str, per_model: dict) -> dict:
     """Return R^2, slope, r, Kendall tau, n and the points of one indicator vs one target
     over the models ({model: (indicators, targets)}) that have both (pure)."""
-    import numpy as np
 
     pts = [(m, i[ind], tg[target]) for m, (i, tg) in sorted(per_model.items())
            if i.get(ind) is not None and tg.get(target) is not None]
@@ -472,7 +473,6 @@ def r_interval(r, n, level: float = 0.95) -> tuple:
 
     ``tanh(atanh(r) ± z / sqrt(n - 3))``: needs n > 3 and |r| < 1.
     """
-    import math
 
     from scipy import stats
 

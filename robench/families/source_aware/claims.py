@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from typing import Optional
+import numpy as np
 
 from robench.families.source_aware.rho import METRIC as RHO
 from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, SIDE, UNDECIDED, Claim,
@@ -91,7 +92,6 @@ _NULLS: dict = {}
 
 def _arrays(samples: dict, width: int):
     """Return (x, i) arrays over repeat indices of {repeat: (x, i)} (NaN where missing)."""
-    import numpy as np
 
     x, i = np.full(width, np.nan), np.full(width, np.nan)
     for r, (xv, iv) in samples.items():
@@ -101,7 +101,6 @@ def _arrays(samples: dict, width: int):
 
 def _cost_part(samples: dict, cycle):
     """Return the part "AccI above AccX" of one model (paired by repeat)."""
-    import numpy as np
 
 
     width = max((int(r) for r in samples), default=-1) + 1
@@ -113,7 +112,6 @@ def _cost_part(samples: dict, cycle):
 def _cost_control(repeats: int, cycle) -> "object":
     """Return the control of "AccI > AccX" at the row's repeats: the same paired rule on
     k-means sources of i.i.d. Gaussian classes (:data:`CONTROL_REPLICATES` null data sets)."""
-    import numpy as np
 
     verdicts, gaps = [], []
     for w in _null(repeats):
@@ -145,7 +143,6 @@ def _spread_control(repeats: int):
     rule on k-means sources of i.i.d. Gaussian classes, :data:`CONTROL_REPLICATES` of them
     (clusters of data without sources are its extremities: AccX spreads more there too,
     and a control run at fewer repeats than the row would not show it)."""
-    import numpy as np
 
     verdicts, ratios = [], []
     for w in _null(repeats):
@@ -197,7 +194,6 @@ def _capacity_control(repeats: int, steps: int, cycle, verdict: str = HOLDS,
     (robench.stats.paired.null_pairs: log-normal source effects), at the row's repeats. For
     a row that does not hold: the stored steps with every falling step mirrored (its upper
     model moved up by twice the fall: the claimed order made true), one deterministic draw."""
-    import numpy as np
 
     if verdict == FAILS and parts:
         moved = []
@@ -443,7 +439,6 @@ def adequacy_decisions(x_full, i_full, x_small, i_small, alpha: float = ADEQUACY
     ``level``, ``status`` (1 holds, -1 does not hold, 0 undecided), and ``tests`` (m, over
     (...)).
     """
-    import numpy as np
 
 
     xf, if_, xs, is_ = (np.asarray(v, float) for v in (x_full, i_full, x_small, i_small))
@@ -485,7 +480,6 @@ def _decide_paired(paired: dict) -> tuple:
     """Return (m, {model: (verdict, why, figure, repeats needed, evidence)}) of the models
     whose rows carry repeat indices: ``paired`` maps a model to (smallest size label,
     [x_full, i_full, x_small, i_small] as {repeat: accuracy})."""
-    import numpy as np
 
 
     names = sorted(paired)
@@ -525,7 +519,6 @@ def _decide_paired(paired: dict) -> tuple:
 def _adequacy_control(paired: dict):
     """Return the adequacy claim's control: the same paired decision with the two sizes'
     labels shuffled within each repeat (a training size that changes nothing)."""
-    import numpy as np
 
 
     if not paired:
@@ -707,7 +700,6 @@ def lost_null(seed: int, trials: int = 40, k: int = 10, gap: float = 0.02, batch
     lost-test rows (the formulas' own assumption, so a match is an algebra check).
     Vectorised over trials, sets and batches.
     """
-    import numpy as np
 
     rng = np.random.default_rng(seed)
     a = rng.uniform(0.8, 0.95, trials)
@@ -776,7 +768,6 @@ def _upper_bound_control(gaps: list, verdict: str, draws: int = CONTROL_REPLICAT
     """Return the control of "E[a_hat] >= a" at the row's trials: the stored per-trial gaps
     with their mean mirrored about 0 (for a "holds", the claim made false; for a "does not
     hold", made true), resampled with replacement :data:`CONTROL_REPLICATES` times."""
-    import numpy as np
 
     g = np.asarray(gaps, float)
     moved = g - 2 * g.mean()
