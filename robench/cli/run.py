@@ -28,6 +28,7 @@ from robench.data.cache import set_cache_dir
 from robench.process.provenance import redact_secrets
 from robench.run import execution
 from robench.run.adaptive import paired_metrics, racing_metrics
+from robench.stats.ranks import equivalence_margin
 from robench.stats.sequential import PRECISION
 from robench.run.estimate import Durations, load_reference, project, summarize
 from robench.run import prepare as preparation  # preparation.prepare: tests replace it
@@ -54,9 +55,10 @@ class _RunCommand(click.Command):
         try:
             registry = load_registry()
             sections = knob_sections(registry)
-            racing = [f"{m} (equivalence margin "
-                      f"{registry.get('metrics', m).paired.margin or PRECISION:g})"
-                      for m in racing_metrics(registry)]
+            # the margin a race uses (ROBENCH_MARGIN overrides the metric's)
+            racing = [f"{m} (equivalence margin {equivalence_margin(m, margin):g})"
+                      for m, margin in ((m, registry.get("metrics", m).paired.margin
+                                         or PRECISION) for m in racing_metrics(registry))]
             profiles = {p: profile_settings(p, registry) for p in PROFILES if p != DEFAULT_PROFILE}
         except Exception:  # noqa: BLE001 - help must print even when a plugin is broken
             return
@@ -389,7 +391,8 @@ def _decided_line(tables, adaptive, cfg, report=None) -> str:
     text = decided_text(tables)
     if not text:
         return ""
-    if getattr(report, "budget_spent", False) and not adaptive:  # the main job, no look fitted
+    if getattr(report, "main_job", False) and getattr(report, "budget_spent", False):
+        # the main job's quick run used the budget: no look fitted
         return (f"{text} The race that follows the quick run found no time left for a look "
                 "(the main job stops starting trials after "
                 f"{execution.MAIN_BUDGET / 60:g} minutes): `robench run --all --budget 30m` "

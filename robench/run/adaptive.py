@@ -368,7 +368,7 @@ class _RaceRun:
                          time.perf_counter() - self.t0, report.interrupted,
                          adaptive=self.tables,
                          budget_spent=self.budget_spent or report.budget_spent,
-                         n_not_run=not_run)
+                         n_not_run=not_run, main_job=self.plain is not None)
 
 
 def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,

@@ -75,6 +75,7 @@ class RunReport:
     #: a trial in flight at the deadline was not stored)
     budget_spent: bool = False
     n_not_run: int = 0  # planned trials neither stored before nor run (the budget ended first)
+    main_job: bool = False  # robench.run.execution.main_job: the quick run, then a race
 
 
 def _combos(cfg, registry, metric, broken=None):

@@ -489,3 +489,25 @@ def test_the_main_job_says_when_its_race_found_no_time(tiny_registry, tmp_path, 
     assert "found no time left for a look" in said and "--budget 30m" in said
     assert "rho: tiny/kmeans: stopped (undecided: its next look does not fit the time " \
            "budget); no look taken" in said
+
+
+def test_only_the_main_job_says_its_race_found_no_time(tiny_registry, store):
+    """A plain run cut by its deadline (`--until fixed --budget`) has no race: its decided line
+    must not speak of one; the main job's does."""
+    from types import SimpleNamespace
+
+    from robench.cli import run as run_cli
+    from robench.present.leaderboard import reading_stored_ranks, registered_sections
+    from robench.present.summary import summary_lines
+
+    c = cfg(models=["centroid", "svm"], repeats=3)
+    execute(c, tiny_registry, store)
+    with reading_stored_ranks(store):
+        tables = summary_lines(store.scores(), registered_sections(tiny_registry),
+                               models=c.models)["tables"]
+    plain = run_cli._decided_line(tables, [], c, SimpleNamespace(budget_spent=True,
+                                                                 main_job=False))
+    main = run_cli._decided_line(tables, [], c, SimpleNamespace(budget_spent=True,
+                                                                main_job=True))
+    assert plain and "found no time" not in plain
+    assert "found no time left for a look" in main
