@@ -63,6 +63,7 @@ class PluginInfo:
     error: str = ""
     source: str = "builtin"  # builtin | entry point | test
     components: dict = field(default_factory=dict)  # kind -> [names]
+    distribution: str = ""  # what pip installs it as (an entry point's distribution)
 
 
 def _called_from_test() -> bool:
@@ -73,6 +74,13 @@ def _called_from_test() -> bool:
 def _dist_version(dist) -> str:
     try:
         return dist.version if dist is not None else ""
+    except Exception:  # pragma: no cover - broken metadata must not stop start-up
+        return ""
+
+
+def _dist_name(dist) -> str:
+    try:
+        return str(dist.name or "") if dist is not None else ""
     except Exception:  # pragma: no cover - broken metadata must not stop start-up
         return ""
 
@@ -116,9 +124,10 @@ def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
     for ep in eps:
         name = ep.name
         version = _dist_version(getattr(ep, "dist", None))
+        found = {"source": "entry point", "distribution": _dist_name(getattr(ep, "dist", None))}
         if verdicts.get(name):
             infos[name] = PluginInfo(name, version, status="failed", error=verdicts[name],
-                                     source="entry point")
+                                     **found)
             continue
         try:
             # pluggy's own load_setuptools_entrypoints does not guard ep.load(): one
@@ -133,14 +142,14 @@ def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
             except PluginError:
                 pm.unregister(name=name)  # a misspelt hook disables only this plugin
                 raise
-            infos[name] = PluginInfo(name, version, source="entry point")
+            infos[name] = PluginInfo(name, version, **found)
         except BaseException as exc:  # noqa: BLE001 - the plugin's, even an exit
             if isinstance(exc, KeyboardInterrupt) and not getattr(exc, "plugins_own", False):
                 raise
             if pm.get_plugin(name) is not None:
                 pm.unregister(name=name)
             infos[name] = PluginInfo(name, version, status="failed", error=describe(exc),
-                                     source="entry point")
+                                     **found)
 
 
 class PluginTimeout(BaseException):
@@ -388,6 +397,12 @@ class Registry:
     def plugin_versions(self) -> dict:
         """Return {plugin name: version} for every plugin that loaded."""
         return {n: i.version for n, i in sorted(self.infos.items()) if i.status == "ok"}
+
+    def plugin_distributions(self) -> dict:
+        """Return {plugin name: distribution} for every loaded plugin an installed
+        distribution provides (an entry point's): what a board must install to load it."""
+        return {n: i.distribution for n, i in sorted(self.infos.items())
+                if i.status == "ok" and i.distribution}
 
     def component_version(self, kind: str, name: str) -> str:
         """Return 'plugin-version/component-version' for cache and trial keys."""

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import sqlite3
 import tempfile
 from dataclasses import dataclass, field
@@ -64,6 +63,7 @@ from robench.plugins import get_registry
 from robench.run.ranking import refresh_ranks
 from robench.run.scoring import group_key, score_key, score_row
 from robench.run.trials import trial_key
+from robench.storage.cells import MAX_JSON_DEPTH, TooDeep, decoded, loads
 from robench.storage.readonly import connect_readonly
 from robench.storage.store import (COLUMNS, JSON_COLUMNS, RUN_STATUSES, SCHEMA, TRIAL_STATUSES,
                                    Store, decode_row)
@@ -79,9 +79,6 @@ _KEYED = ("trials", "scores", "score_groups", "clusterings")
 #: What a trial spec's key hashes (robench.run.trials.keyed_spec); the row repeats these columns.
 _SPEC_CORE = ("protocol", "dataset", "model", "clusterer", "kind", "repeat", "seed", "params",
               "versions")
-#: Deepest JSON nesting a source may hold: robench writes ~5 levels; Python's JSON reader and
-#: every recursive reader of a cell fail near 1,000, which SQLite's json_valid accepts.
-MAX_JSON_DEPTH = 100
 #: Relative and absolute tolerance of a recomputed score: the same code on the same trials
 #: gives the same number up to the order of floating-point sums.
 SCORE_TOLERANCE = 1e-9
@@ -202,24 +199,22 @@ def _check_json(conn, path, table: str, present: list) -> None:
             f'SELECT "{column}" FROM "{table}" WHERE length("{column}") - length('
             f'replace(replace("{column}", \'[\', \'\'), \'{{\', \'\')) > ?',
             (MAX_JSON_DEPTH,)).fetchall()
-        bad = sum(json_depth(text) > MAX_JSON_DEPTH for (text,) in deep)
+        bad = sum(_too_deep(text) for (text,) in deep)
         if bad:
             raise MergeError(f"{path}: {bad} {table} row(s) whose {column} nests deeper "
                              f"than {MAX_JSON_DEPTH} levels (robench never writes that); "
                              "refusing to merge it")
 
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
-
-
-def json_depth(text: str) -> int:
-    """Return how deep the arrays and objects of JSON ``text`` nest (strings ignored)."""
-    depth = deepest = 0
-    for match in _BRACKET.finditer(_STRING.sub("", text)):
-        depth += 1 if match.group() in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
+def _too_deep(text) -> bool:
+    """Whether JSON ``text`` nests deeper than every reader of a cell decodes."""
+    try:
+        loads(text)
+    except TooDeep:
+        return True
+    except ValueError:
+        return False
+    return False
 
 
 def _check_identities(conn, path) -> None:
@@ -356,12 +351,8 @@ def _per_class_problem(row: dict) -> Optional[str]:
 
 
 def _json(value):
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
+    """Return a JSON cell decoded (text that is not JSON as it is: :func:`decoded`)."""
+    return decoded(value, value)
 
 
 def copy_database(source: Path, target: Path, check=None) -> None:

@@ -39,6 +39,7 @@ import json
 import math
 import os
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -322,15 +323,22 @@ REMEDY = ("install the distribution that provides it here (on a board its mainta
           "pull request cannot)")
 
 
-def provider(recorded, plugins, registry, pins: Optional[dict] = None) -> str:
+#: A distribution name (PEP 508) and a plain version: what a refusal may put in a pip command.
+_DIST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?")
+_DIST_VERSION = re.compile(r"[0-9][0-9A-Za-z.+!-]{0,40}")
+
+
+def provider(recorded, plugins, registry, pins: Optional[dict] = None,
+             distributions: Optional[dict] = None) -> str:
     """Return which plugin of a stored run provides a component not installed here: one clause.
 
     A run records the plugins it loaded by entry-point name and version (``plugins``, its
     ``plugin_versions``), and each trial a component's ``PLUGIN-VERSION/COMPONENT-VERSION``
     (``recorded``): the run's plugins that are not loaded here and have that version are the
     candidates (all of them lacking here where none has). A plugin installed here that fails to
-    load says so; ``pins`` ({plugin: (version, requirement line)}, a board's requirements.txt)
-    names the distribution a board already pins for it at another version.
+    load says so; ``distributions`` (the run's ``plugin_distributions``) names what installs
+    it; ``pins`` ({plugin: (version, requirement line)}, a board's requirements.txt) names the
+    distribution a board already pins for it at another version.
     """
     version = str(recorded or "").partition("/")[0]
     here = registry.infos
@@ -342,6 +350,10 @@ def provider(recorded, plugins, registry, pins: Optional[dict] = None) -> str:
     parts = []
     for name in named[:3]:
         text = f"plugin '{name}' {lacking[name] or '(no version)'}"
+        dist = (distributions if isinstance(distributions, dict) else {}).get(name)
+        if isinstance(dist, str) and _DIST_NAME.fullmatch(dist):  # a stored name: only a valid one
+            text += (f" (distribution '{dist}': pip install '{dist}=={lacking[name]}')"
+                     if _DIST_VERSION.fullmatch(lacking[name]) else f" (distribution '{dist}')")
         info = here.get(name)
         if info is not None and info.status != "ok":
             text += f" (installed here, but it fails to load: {info.error.splitlines()[0][:80]})"
@@ -353,16 +365,18 @@ def provider(recorded, plugins, registry, pins: Optional[dict] = None) -> str:
     return f"from {' or '.join(parts)}{more}, by its run's record"
 
 
-def missing(spec: dict, registry, plugins: Optional[dict] = None) -> Optional[str]:
+def missing(spec: dict, registry, plugins: Optional[dict] = None,
+            distributions: Optional[dict] = None) -> Optional[str]:
     """Return why ``spec`` cannot be re-run with this installation, or None if it can.
 
     With ``plugins`` (its run's ``plugin_versions``) a component that is not installed is
-    named with the plugin that provides it (:func:`provider`) and the remedy.
+    named with the plugin that provides it and, from ``distributions`` (the run's
+    ``plugin_distributions``), what installs it (:func:`provider`), and the remedy.
     """
     versions = spec.get("versions") or {}
     protocol = spec.get("protocol")
     if protocol not in registry.names("protocols"):
-        return not_installed("protocol", protocol, None, plugins, registry)
+        return not_installed("protocol", protocol, None, plugins, registry, distributions)
     spec_ = registry.get("protocols", protocol)
     have = str(spec_.version)
     if str(versions.get("protocol")) not in {have, *map(str, spec_.trial_versions)}:
@@ -379,19 +393,21 @@ def missing(spec: dict, registry, plugins: Optional[dict] = None) -> Optional[st
         except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
             if kind == "models":
                 continue  # a protocol's own helper model (a zoo member): the protocol builds it
-            return not_installed(kind[:-1], name, versions[slot], plugins, registry)
+            return not_installed(kind[:-1], name, versions[slot], plugins, registry,
+                                 distributions)
         if have != versions[slot]:
             return (f"{kind[:-1]} '{name}' is {have} here (plugin/component version), the "
                     f"trial ran with {versions[slot]}")
     return None
 
 
-def not_installed(kind: str, name: str, recorded, plugins, registry) -> str:
+def not_installed(kind: str, name: str, recorded, plugins, registry,
+                  distributions: Optional[dict] = None) -> str:
     """Return "KIND 'NAME' is not installed here", with its provider and the remedy where the
     run's plugins are known."""
     text = f"{kind} '{name}' is not installed here"
     return text if plugins is None else (
-        f"{text} ({provider(recorded, plugins, registry)}); {REMEDY}")
+        f"{text} ({provider(recorded, plugins, registry, None, distributions)}); {REMEDY}")
 
 
 def execution_of(stored: dict) -> dict:
@@ -848,7 +864,8 @@ def _not_re_run(spec, run: dict, registry, left, budget, entry: dict) -> Optiona
     spent: ``entry`` marked ``timed_out``), or None."""
     if not isinstance(spec, dict):
         return "no stored spec"
-    why = missing(spec, registry, run.get("plugin_versions") or {})
+    why = missing(spec, registry, run.get("plugin_versions") or {},
+                  run.get("plugin_distributions"))
     if why is None and left is not None and left <= 0:
         entry["timed_out"] = True
         return f"not re-run: the verification's time budget of {budget:g} s was spent"
@@ -882,7 +899,7 @@ def _not_compared(rerun: dict, spec: dict, run: dict, registry, limit: float,
         # a model the protocol does not build itself: not installed, not a mismatch
         return {"reason": not_installed("model", spec.get("model"), (
             spec.get("versions") or {}).get("model"), run.get("plugin_versions") or {},
-            registry)}
+            registry, run.get("plugin_distributions"))}
     return None
 
 

@@ -266,7 +266,8 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                                   for k, v in (config.get("executor_options") or {}).items()}
     config["cache_dir"] = str(cache_dir())
     run_id = store.start_run(command=command, seed=cfg.seed, config=config,
-                             plugin_versions=registry.plugin_versions())
+                             plugin_versions=registry.plugin_versions(),
+                             plugin_distributions=registry.plugin_distributions())
     finished = False
     try:
         _record_plan(plan, cfg.models, done_keys, store, run_id, emit)

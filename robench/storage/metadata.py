@@ -71,6 +71,7 @@ COLUMNS = {
         "pid": "process id of the driver", "pid_started": "when that process started",
         "config": "the run's configuration" + _JSON,
         "plugin_versions": "plugin name to version" + _JSON,
+        "plugin_distributions": "plugin name to the distribution that installs it" + _JSON,
     },
     "configurations": {
         "id": "fingerprint of the configuration (or 'legacy')", "label": "short label",

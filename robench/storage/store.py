@@ -73,7 +73,8 @@ CREATE TABLE IF NOT EXISTS runs (
     pid INTEGER,
     pid_started TEXT,
     config TEXT,  -- JSON: the run's configuration (robench.run.config.RunConfig)
-    plugin_versions TEXT  -- JSON: {plugin: version}
+    plugin_versions TEXT,  -- JSON: {plugin: version}
+    plugin_distributions TEXT  -- JSON: {plugin: the distribution that installs it}
 );
 CREATE TABLE IF NOT EXISTS configurations (
     id TEXT PRIMARY KEY,  -- fingerprint (robench.run.configurations), or 'legacy'
@@ -326,7 +327,7 @@ _UNDIGESTED = ("device",)
 
 #: Columns that hold JSON text, per table; they are encoded on write and decoded on read.
 JSON_COLUMNS = {
-    "runs": ("config", "plugin_versions"),
+    "runs": ("config", "plugin_versions", "plugin_distributions"),
     "trials": ("params", "spec", "versions", "per_class", "history", "details", "extra",
                "execution"),
     "scores": ("details",),
@@ -565,8 +566,12 @@ class Store:
 
     # -- runs -------------------------------------------------------------------------------
 
-    def start_run(self, *, command: str, seed: int, config: dict, plugin_versions: dict) -> int:
-        """Record a new run with its config and the versions involved; return its id."""
+    def start_run(self, *, command: str, seed: int, config: dict, plugin_versions: dict,
+                  plugin_distributions: Optional[dict] = None) -> int:
+        """Record a new run with its config and the versions involved; return its id.
+
+        ``plugin_distributions``: {plugin: distribution} of the plugins installed from a
+        distribution, so that a board lacking one can name what to install."""
         row = {
             "started_at": utc_now(),
             "status": "running",
@@ -575,6 +580,7 @@ class Store:
             "seed": seed,
             "config": config,
             "plugin_versions": plugin_versions,
+            "plugin_distributions": plugin_distributions or None,
             "host": host_name(),
             "pid": os.getpid(),
             "pid_started": process_started(os.getpid()),

@@ -349,7 +349,7 @@ def test_a_source_schema_is_checked_whole_and_the_source_named(two, tmp_path):
     expected = {"virtual.db": "table scores has generated or hidden column(s) (shadow)",
                 "nokey.db": "table trials has no key column",
                 "text.db": "1 scores row(s) whose value is not a finite number",
-                "deep.db": "1 scores row(s) whose details nests deeper than 100 levels"}
+                "deep.db": "1 scores row(s) whose details nests deeper than 64 levels"}
     for name, statements in cases.items():
         bad = tmp_path / name
         copy_db(a, bad)

@@ -120,6 +120,8 @@ def test_a_plugin_author_following_contributing_reaches_a_published_page(tmp_pat
     head = " ".join(quoted[1].split()).split(" ...")[0].split(";")[0]
     assert head in refusal.replace("\\", ""), (head, refusal)  # the words the docs quote
     assert "wheels/" in refusal and "requirements.txt" in refusal
+    # the distribution to install, as the run recorded it from the plugin's entry point
+    assert "distribution 'robench-my-model'" in refusal.replace("\\", ""), refusal
 
     # step 4: the maintainer adds the wheel and its line (a push to main); the runner has it
     (board / "wheels").mkdir(exist_ok=True)

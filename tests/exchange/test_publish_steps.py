@@ -298,6 +298,49 @@ def test_a_board_lacking_the_plugin_refuses_the_contribution_before_any_rerun(bo
                                     publish_registry(), conf["verify_allow"]) is None
 
 
+def test_the_refusal_names_the_distribution_its_run_recorded(board, tiny_db):
+    """Issue 51, 1: the refusal named the plugin by its entry-point name only (the distribution
+    to install appeared only when the board's requirements.txt already pinned it). A run now
+    records the distribution of each plugin it loaded (runs.plugin_distributions), so the
+    refusal says what to install; a stored name that is not a distribution name is not
+    repeated (it would reach a pip command in the report)."""
+    db = board / "contributions" / "alice.db"
+    shutil.copyfile(tiny_db, db)
+
+    def recorded(distribution):
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE runs SET plugin_versions = ?, plugin_distributions = ?",
+                         (json.dumps({"tests.plugins.tiny": "0.3.0"}),
+                          json.dumps({"tests.plugins.tiny": distribution})))
+        return publish.validate(board).rejected["alice.db"]
+
+    why = recorded("robench-tiny")
+    assert ("from plugin 'tests.plugins.tiny' 0.3.0 (distribution 'robench-tiny': pip install "
+            "'robench-tiny==0.3.0'), by its run's record") in why, why
+    for hostile in ("x; rm -rf ~", "robench tiny", "-e .", "a" * 200):
+        why = recorded(hostile)
+        assert "distribution '" not in why and "pip install" not in why, why
+        assert "plugin 'tests.plugins.tiny' 0.3.0, by its run's record" in why, why
+
+
+def test_a_run_records_the_distribution_of_each_plugin_it_loaded(tmp_path):
+    """What the refusal above reads: an entry point's distribution name, per loaded plugin."""
+    from robench.plugins import PluginInfo, make_registry
+    from robench.storage.store import Store
+
+    registry = make_registry(load_entrypoints=False)
+    registry.infos["corruption"] = PluginInfo("corruption", "0.1.0", source="entry point",
+                                              distribution="robench-corruption")
+    registry.infos["broken"] = PluginInfo("broken", "1.0", status="failed",
+                                          distribution="robench-broken")
+    assert registry.plugin_distributions() == {"corruption": "robench-corruption"}
+    with Store(tmp_path / "r.db") as store:
+        store.start_run(command="robench run", seed=0, config={},
+                        plugin_versions=registry.plugin_versions(),
+                        plugin_distributions=registry.plugin_distributions())
+        assert store.runs()[0]["plugin_distributions"] == {"corruption": "robench-corruption"}
+
+
 def publish_registry():
     from robench.plugins import make_registry
 

@@ -133,14 +133,15 @@ def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -
     data sets and models ``verify_allow`` names are allowed. ``pins``: the board's pinned
     plugins ({plugin: (version, requirement line)}).
     """
-    named, recorded, plugins = _named(path)
+    named, recorded, plugins, distributions = _named(path)
     by_provider: dict = {}
     for kind, names in named.items():
         allowed = allow.get(kind, ()) if kind in ("datasets", "models") else ()
         have = set(registry.names(kind))
         for n in names:
             if n and ":" not in n and n not in have and n not in allowed:
-                where = provider(recorded.get((kind, n)), plugins, registry, pins)
+                where = provider(recorded.get((kind, n)), plugins, registry, pins,
+                                 distributions)
                 by_provider.setdefault(where, []).append(f"{kind[:-1]} '{n}'")
     if not by_provider:
         return None
@@ -151,9 +152,10 @@ def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -
             "to a leaderboard')")
 
 
-def _named(path: Path) -> tuple[dict, dict, dict]:
+def _named(path: Path) -> tuple[dict, dict, dict, dict]:
     """Return what a contribution names ({kind: [names]}), the version its trials recorded of
-    each (kind, name), and the plugins its runs loaded ({plugin: version})."""
+    each (kind, name), the plugins its runs loaded ({plugin: version}) and the distributions
+    that installed them ({plugin: distribution})."""
     with Store(path, readonly=True) as store:
         conn = store.db.conn
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
@@ -169,11 +171,13 @@ def _named(path: Path) -> tuple[dict, dict, dict]:
                 versions = versions if isinstance(versions, dict) else {}
                 for kind, name in zip(("datasets", "models", "clusterers"), names):
                     recorded.setdefault((kind, name), versions.get(kind[:-1]))
-        plugins = {}
+        plugins, distributions = {}, {}
         for run in store.runs():
-            if isinstance(run.get("plugin_versions"), dict):
-                plugins.update(run["plugin_versions"])
-    return named, recorded, plugins
+            for found, column in ((plugins, "plugin_versions"),
+                                  (distributions, "plugin_distributions")):
+                if isinstance(run.get(column), dict):
+                    found.update(run[column])
+    return named, recorded, plugins, distributions
 
 
 @locked

@@ -273,83 +273,89 @@ def _adversarial_claims(rows: list, dataset: str) -> list:
     union test), undecided otherwise. Control: the same rule with the models' robustness
     shuffled at every eps.
     """
+    return [_adversarial_claim(rows, dataset, attack, sorted(entries, key=lambda e: e[0]))
+            for attack, entries in sorted(_adversarial_entries(rows, dataset).items())]
 
 
+def _adversarial_entries(rows: list, dataset: str) -> dict:
+    """Return attack -> [(eps, r, n, per-model points)] of the zoo's purity-ratio rows."""
     by_attack: dict = {}
     for r in rows:
         score = str(r.get("score") or "")
         if (r.get("dataset") != dataset or r.get("model") != "zoo"
                 or not score.startswith("r|purity-ratio|")):
             continue
-        target = score.split("|", 2)[2]
-        attack, _, eps = target.partition("@")
+        attack, _, eps = score.split("|", 2)[2].partition("@")
         if attack in ADVERSARIAL and eps and r.get("value") is not None:
             pts = _by_model((r.get("details") or {}).get("points") or [],
                             INDICATORS.get("purity-ratio", 1))
             by_attack.setdefault(attack, []).append((float(eps), r["value"], r.get("n"), pts))
-    out = []
-    for attack, entries in sorted(by_attack.items()):
-        entries.sort(key=lambda e: e[0])
-        m = len(entries)
+    return by_attack
 
-        def rule(columns):
-            tests = [_corr_verdict(x, y, SIDE / m)[1] for x, y in columns]
-            if any(t["p_greater"] <= SIDE / m for t in tests):
-                return HOLDS
-            if tests and all(t["p_less"] <= SIDE for t in tests):
-                return FAILS
-            return UNDECIDED
 
-        columns = []
-        for eps, r_, n, pts in entries:
-            models = sorted(pts)
-            columns.append(([pts[k][0] for k in models], [pts[k][1] for k in models]))
+def _eps_rule(m: int):
+    """Return the adversarial rows' rule over ``m`` eps columns of (x, y)."""
+    def rule(columns):
+        tests = [_corr_verdict(x, y, SIDE / m)[1] for x, y in columns]
+        if any(t["p_greater"] <= SIDE / m for t in tests):
+            return HOLDS
+        if tests and all(t["p_less"] <= SIDE for t in tests):
+            return FAILS
+        return UNDECIDED
+    return rule
 
-        tests = [correlation_test(x, y) for x, y in columns]
-        verdict = rule(columns) if all(len(x) >= 3 for x, _ in columns) else UNDECIDED
-        above = [e[0] for e, t in zip(entries, tests) if t["p_greater"] <= SIDE / m]
-        if verdict == HOLDS:
-            why = f"at eps {', '.join(f'{e:g}' for e in above)} r > 0 is shown"
-        elif verdict == FAILS:
-            why = "r < 0 is shown at every eps"
-        else:
-            why = "no eps shows r > 0"
-        rng = np.random.default_rng(0)
-        ok = columns and all(len(x) >= 3 for x, _ in columns)
-        ctl_verdicts = [rule([(x, list(rng.permutation(y))) for x, y in columns])
-                        for _ in range(CONTROL_SHUFFLES)] if ok else []
-        controls = [matched("the models' robustness shuffled at every eps", ctl_verdicts,
-                            "shuffles", size=f"the row's {len(columns[0][0])} models")
-                    if ok else Control("the models' robustness shuffled at every eps", None,
-                                       "no per-model points stored")]
-        acc = _accuracies(rows, dataset)
-        names = [sorted(e[3]) for e in entries]
-        if ok and all(all(m in acc for m in ms) for ms in names):
-            controls.append(Control(
-                "model accuracy alone as the indicator at every eps (the confounder: accurate "
-                "models are robust), the same exact permutation tests",
-                rule([([acc[m] for m in ms], y) for ms, (_, y) in zip(names, columns)]),
-                "by the row's own rule", size=f"the row's {len(names[0])} models",
-                confounder=True))
-            partial = [_partial(x, y, [acc[m] for m in ms])
-                       for ms, (x, y) in zip(names, columns)]
-        else:
-            partial = [None] * len(columns)
-        best = max(tests, key=lambda t: t["r"] if math.isfinite(t["r"]) else -2)
-        need = (models_to_decide(best["r"], 1 - 2 * SIDE / m)
-                if verdict == UNDECIDED and math.isfinite(best["r"]) and best["r"] > 0 else None)
-        name, figure = ADVERSARIAL[attack]
-        n_models = max((t["n"] for t in tests), default=0)
-        out.append(controlled_all(Claim(
-            PAPER, f"purity-ratio (eq. 10) correlates with robustness to {name}",
-            f"{figure} for moderate eps (section 4.5, Figure 7)", dataset,
-            "; ".join(f"eps {e[0]:g}: r = {t['r']:+.2f} (p = {t['p_greater']:.3f}"
-                      + ("" if pr is None else f", partial r given accuracy {pr:+.2f}") + ")"
-                      for e, t, pr in zip(entries, tests, partial))
-            + f" over {n_models} models",
-            verdict, why + f" (exact permutation tests at one-sided {SIDE:g} / {m} per eps: "
-                           f"Bonferroni over {m} eps)",
-            {f"{e[0]:g}": {"r": t["r"], "n": t["n"], "p_greater": t["p_greater"],
-                           "p_less": t["p_less"]} for e, t in zip(entries, tests)},
-            would_decide="" if verdict != UNDECIDED else would(need, "models")), controls))
-    return out
+
+def _adversarial_controls(rule, columns: list, names: list, acc: dict, ok: bool) -> list:
+    """Return the shuffle control and, where every model's accuracy is stored, the
+    accuracy-only confounder control of one adversarial row."""
+    what = "the models' robustness shuffled at every eps"
+    if not ok:
+        return [Control(what, None, "no per-model points stored")]
+    rng = np.random.default_rng(0)
+    verdicts = [rule([(x, list(rng.permutation(y))) for x, y in columns])
+                for _ in range(CONTROL_SHUFFLES)]
+    controls = [matched(what, verdicts, "shuffles", size=f"the row's {len(columns[0][0])} models")]
+    if all(all(m in acc for m in ms) for ms in names):
+        controls.append(Control(
+            "model accuracy alone as the indicator at every eps (the confounder: accurate "
+            "models are robust), the same exact permutation tests",
+            rule([([acc[m] for m in ms], y) for ms, (_, y) in zip(names, columns)]),
+            "by the row's own rule", size=f"the row's {len(names[0])} models",
+            confounder=True))
+    return controls
+
+
+def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> Claim:
+    """Return one attack's row from its eps-sorted entries (:func:`_adversarial_claims`)."""
+    m = len(entries)
+    rule = _eps_rule(m)
+    names = [sorted(e[3]) for e in entries]
+    columns = [([pts[k][0] for k in ms], [pts[k][1] for k in ms])
+               for ms, (_, _, _, pts) in zip(names, entries)]
+    tests = [correlation_test(x, y) for x, y in columns]
+    ok = bool(columns) and all(len(x) >= 3 for x, _ in columns)
+    verdict = rule(columns) if all(len(x) >= 3 for x, _ in columns) else UNDECIDED
+    above = [e[0] for e, t in zip(entries, tests) if t["p_greater"] <= SIDE / m]
+    why = {HOLDS: f"at eps {', '.join(f'{e:g}' for e in above)} r > 0 is shown",
+           FAILS: "r < 0 is shown at every eps"}.get(verdict, "no eps shows r > 0")
+    acc = _accuracies(rows, dataset)
+    controls = _adversarial_controls(rule, columns, names, acc, ok)
+    partial = ([_partial(x, y, [acc[m_] for m_ in ms]) for ms, (x, y) in zip(names, columns)]
+               if len(controls) > 1 else [None] * len(columns))
+    best = max(tests, key=lambda t: t["r"] if math.isfinite(t["r"]) else -2)
+    need = (models_to_decide(best["r"], 1 - 2 * SIDE / m)
+            if verdict == UNDECIDED and math.isfinite(best["r"]) and best["r"] > 0 else None)
+    name, figure = ADVERSARIAL[attack]
+    n_models = max((t["n"] for t in tests), default=0)
+    return controlled_all(Claim(
+        PAPER, f"purity-ratio (eq. 10) correlates with robustness to {name}",
+        f"{figure} for moderate eps (section 4.5, Figure 7)", dataset,
+        "; ".join(f"eps {e[0]:g}: r = {t['r']:+.2f} (p = {t['p_greater']:.3f}"
+                  + ("" if pr is None else f", partial r given accuracy {pr:+.2f}") + ")"
+                  for e, t, pr in zip(entries, tests, partial))
+        + f" over {n_models} models",
+        verdict, why + f" (exact permutation tests at one-sided {SIDE:g} / {m} per eps: "
+                       f"Bonferroni over {m} eps)",
+        {f"{e[0]:g}": {"r": t["r"], "n": t["n"], "p_greater": t["p_greater"],
+                       "p_less": t["p_less"]} for e, t in zip(entries, tests)},
+        would_decide="" if verdict != UNDECIDED else would(need, "models")), controls)
