@@ -508,7 +508,7 @@ def bench_adaptive(rows: list, extra: dict, max_repeats: int, jobs: int, precisi
     """
     from robench.run.adaptive import run_until_decided
     from robench.run.config import RunConfig
-    from robench.stats.intervals import tie_ranks
+    from baselines import tie_ranks
     from robench.plugins import make_registry
     from robench.run.runner import execute
     from robench.stats.paired import rank_text

@@ -130,7 +130,7 @@ def test_purity_ratio_claims_permute_the_zoo_points():
 
 
 def test_fisher_interval_of_r_matches_hand_values():
-    from robench.families.purity_ratio.claims import r_interval
+    from robench.families.purity_ratio.metric import r_interval
 
     lo, hi = r_interval(0.5, 8)  # atanh(0.5) = 0.5493, se = 1/sqrt(5) = 0.4472
     assert lo == pytest.approx(math.tanh(0.5493061 - 1.959964 * 0.4472136), abs=1e-6)
@@ -162,19 +162,6 @@ def test_coverage_claims_decide_table_2_from_the_reference_models():
     trend, level = coverage_claims(rows)
     assert trend.verdict == BY_CONSTRUCTION and level.verdict == BY_CONSTRUCTION
     assert "above chance" in level.figure
-
-
-def test_sd_ratio_interval_matches_the_f_distribution_by_hand():
-    from robench.families.shifted_cv.claims import sd_ratio_interval
-
-    # sd(a) = 2 sd(b) exactly; F(0.975; 4, 4) = 9.6045, and F(0.025; 4, 4) = 1 / 9.6045
-    a, b = [1.0, 2.0, 3.0, 4.0, 5.0], [1.0, 1.5, 2.0, 2.5, 3.0]
-    r, lo, hi = sd_ratio_interval(a, b)
-    assert r == pytest.approx(2.0)
-    assert lo == pytest.approx(2 / math.sqrt(9.6045), rel=1e-4)
-    assert hi == pytest.approx(2 * math.sqrt(9.6045), rel=1e-4)
-    assert sd_ratio_interval([1.0], b) == (None, None, None)
-    assert sd_ratio_interval(a, [2.0, 2.0, 2.0]) == (None, None, None)
 
 
 def test_adequacy_claim_compares_rho_at_the_full_size_with_the_smallest():

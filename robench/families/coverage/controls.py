@@ -68,8 +68,3 @@ def null_model(seed: int, sep: float, knobs: dict, n_classes: int = 10, per_clas
     acc = list(out["mixes"].values())
     out["coverage"] = None if any(a is None for a in acc) else float(np.mean(acc))
     return out
-
-
-def null_models(sep: float, knobs: dict, repeats: int) -> list:
-    """Return ``repeats`` null models (seeds 0..repeats-1): the reference models of a control."""
-    return [null_model(seed, sep, knobs) for seed in range(repeats)]

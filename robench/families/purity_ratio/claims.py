@@ -18,7 +18,7 @@ import math
 from typing import Optional
 import numpy as np
 
-from robench.families.purity_ratio.metric import INDICATORS, r_interval
+from robench.families.purity_ratio.metric import INDICATORS
 from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, MORE_MODELS, POWER, SIDE,
                                   UNDECIDED, Claim, Control, controlled, controlled_all,
                                   matched, n_for_power, would)
@@ -52,11 +52,6 @@ def models_to_decide(r, level: float = 0.95) -> Optional[int]:
         return None
     z = float(stats.norm.ppf(0.5 + level / 2) + stats.norm.ppf(POWER))
     return math.floor(3 + (z / math.atanh(abs(r))) ** 2) + 1
-
-
-def _r_text(r, n) -> str:
-    lo, hi = r_interval(r, n)
-    return f"r = {r:+.2f}" + ("" if lo is None else f" [{lo:+.2f}, {hi:+.2f}]")
 
 
 def _points(rows: list, dataset: str, indicator: str, target: str) -> dict:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from robench.families.shifted_cv.metric import METRIC
 from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, SIDE, UNDECIDED, Claim,
@@ -32,31 +31,6 @@ RANDOM_GAP_MARGIN = 0.01
 #: "About the same" vulnerability (a Bayesian CNN's drop vs its plain counterpart's):
 #: within 5 accuracy points, a fifth of the paper's 26-point drop.
 BAYESIAN_MARGIN = 0.05
-
-
-def sd_ratio_interval(a: list, b: list, level: float = LEVEL) -> tuple:
-    """Return (ratio, low, high): sd(a) / sd(b) with the F-distribution interval.
-
-    The classical interval for a ratio of two normal standard deviations from independent
-    samples: ``r / sqrt(F_{1-alpha/2}(n_a-1, n_b-1))`` to ``r / sqrt(F_{alpha/2}(...))``.
-    (None, None, None) with fewer than two values on a side or a zero spread. Not used for
-    paired values (a fold's validation and test accuracy): see
-    :func:`robench.stats.jackknife.sd_ratio_paired`.
-    """
-    from scipy import stats
-
-    a = [float(v) for v in a if v is not None]
-    b = [float(v) for v in b if v is not None]
-    if len(a) < 2 or len(b) < 2:
-        return None, None, None
-    sa, sb = float(np.std(a, ddof=1)), float(np.std(b, ddof=1))
-    if sb <= 0 or not math.isfinite(sa / sb):
-        return None, None, None
-    r = sa / sb
-    alpha = 1 - level
-    hi_f = stats.f.ppf(1 - alpha / 2, len(a) - 1, len(b) - 1)
-    lo_f = stats.f.ppf(alpha / 2, len(a) - 1, len(b) - 1)
-    return r, r / math.sqrt(hi_f), r / math.sqrt(lo_f)
 
 
 def _last(per: dict, kind: str) -> tuple:
