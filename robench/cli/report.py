@@ -29,9 +29,10 @@ def report(out_dir, label, check, db_path):
     Every block between `<!-- generated: NAME -->` and `<!-- /generated -->` in the
     directory's Markdown files is re-rendered from the database (read-only) and stamped with
     the database, profile, commit and machine; the prose around it is left alone. NAME is
-    report:METRIC[:DATASET], scores:METRIC[:DATASET[:SCORE,...]], claims[:METRIC], runs or
-    seconds, optionally NAME@PROFILE: only that profile's runs, and left as it is when the
-    database has none (robench/present/docgen.py).
+    report:METRIC[:DATASET], scores:METRIC[:DATASET[:SCORE,...]], claims[:METRIC],
+    claims-count[:METRIC], runs, seconds or decided (each ranked table's pairs as its stored
+    ranks decided them), optionally NAME@PROFILE: only that profile's runs, and left as it is
+    when the database has none (robench/present/docgen.py).
 
     \b
     Examples:
