@@ -40,12 +40,23 @@ def _blocks(text: str) -> list:
     return [(m.group("name").strip(), m.group("body")) for m in BLOCK.finditer(text)]
 
 
-def test_report_regenerates_every_block_of_the_docs_from_the_fixture(docs_copy):
-    before = _digest(FIXTURE)
-    res = CliRunner().invoke(cli, ["report", "--db", str(FIXTURE), "--out", str(docs_copy),
+@pytest.fixture
+def current(tmp_path):
+    """The fixture brought to the current schema (it predates the ranks table, which the
+    `decided` blocks read): a copy, migrated (`robench migrate` computes the ranks)."""
+    db = tmp_path / "current.db"
+    shutil.copyfile(FIXTURE, db)
+    res = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    return db
+
+
+def test_report_regenerates_every_block_of_the_docs_from_the_fixture(docs_copy, current):
+    before = _digest(current)
+    res = CliRunner().invoke(cli, ["report", "--db", str(current), "--out", str(docs_copy),
                                    "--label", "tests/fixtures/docs.db"])
     assert res.exit_code == 0, res.output
-    assert _digest(FIXTURE) == before  # read-only: the fixture is not touched
+    assert _digest(current) == before  # read-only: the database is not touched
     with_blocks = set()
     for page in sorted(docs_copy.glob("*.md")):
         source = (DOCS / page.name).read_text()
@@ -66,7 +77,7 @@ def test_report_regenerates_every_block_of_the_docs_from_the_fixture(docs_copy):
             assert len(body.strip().splitlines()) >= 3, (page.name, name)
     assert set(RESULT_PAGES) <= with_blocks, set(RESULT_PAGES) - with_blocks
     # a second pass changes nothing, and --check agrees
-    res = CliRunner().invoke(cli, ["report", "--db", str(FIXTURE), "--out", str(docs_copy),
+    res = CliRunner().invoke(cli, ["report", "--db", str(current), "--out", str(docs_copy),
                                    "--label", "tests/fixtures/docs.db", "--check"])
     assert res.exit_code == 0, res.output
     assert "stale" not in res.output
@@ -201,17 +212,13 @@ def test_the_seconds_block_totals_each_protocol_from_its_rows():
     assert sum(n for n, _ in sub.values()) == total_trials
 
 
-def test_the_decided_block_counts_the_stored_pairs_of_each_ranked_table(tmp_path):
+def test_the_decided_block_counts_the_stored_pairs_of_each_ranked_table(current):
     """A `decided` block reads the pair verdicts the ranks table stored (nothing is ranked
-    again): each pair counted once per table, the counts adding up. The fixture predates the
-    ranks table: a migrated copy computes them (robench migrate)."""
+    again): each pair counted once per table, the counts adding up."""
     import json
     import sqlite3
 
-    db = tmp_path / "docs.db"
-    shutil.copyfile(FIXTURE, db)
-    res = CliRunner().invoke(cli, ["migrate", "--db", str(db)])
-    assert res.exit_code == 0, res.output
+    db = current
     reg = make_registry(load_entrypoints=False)
     results = load(db, "docs.db")
     lines = render("decided", results, reg)
