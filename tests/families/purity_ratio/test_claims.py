@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from robench.families.purity_ratio.claims import models_to_decide, purity_claims, r_interval
+from robench.families.purity_ratio.claims import models_to_decide, purity_claims
+from robench.families.purity_ratio.metric import r_interval
 from robench.stats.claims import FAILS, HOLDS, MORE_MODELS, UNDECIDED
 
 MODELS = [f"m{j}" for j in range(8)]
