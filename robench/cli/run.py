@@ -29,7 +29,7 @@ from robench.process.provenance import redact_secrets
 from robench.run import execution
 from robench.run.adaptive import paired_metrics, racing_metrics
 from robench.stats.ranks import equivalence_margin
-from robench.stats.sequential import PRECISION
+from robench.stats.sequential import PRECISION, REPEATS_CAP
 from robench.run.estimate import Durations, load_reference, project, summarize
 from robench.run import prepare as preparation  # preparation.prepare: tests replace it
 from robench.run.execution import UNTIL, choose
@@ -466,7 +466,8 @@ def power_text(table: dict) -> str:
     if not need:
         return ""
     if any(n is None for n in need):
-        return "; some open pairs need more than 10,000 repeats at their observed difference"
+        return (f"; some open pairs need more than {REPEATS_CAP:,} repeats at their observed "
+                "difference")
     return f"; 80% power for its open pairs at ~{max(need)} repeats"
 
 

@@ -358,8 +358,13 @@ def decide_power(d: float, sd: float, n: int, alpha: float, margin: Optional[flo
     return max(order, equivalent)
 
 
+#: The most repeats :func:`repeats_for_power` looks at (beyond it a pair is "not within reach").
+REPEATS_CAP = 10_000
+
+
 def repeats_for_power(d: float, sd: float, alpha: float, margin: Optional[float], *,
-                      power: float = 0.8, step: int = 1, cap: int = 10_000) -> Optional[int]:
+                      power: float = 0.8, step: int = 1,
+                      cap: int = REPEATS_CAP) -> Optional[int]:
     """Return the fewest repeats (a multiple of ``step``) at which :func:`decide_power`
     reaches ``power``; None where not within ``cap`` (a difference at the margin, say)."""
     step = max(int(step), 1)

@@ -114,3 +114,19 @@ def test_the_summary_fits_a_narrow_terminal(ran, monkeypatch):
     assert any("~" in line for line in out["lines"])  # the long name, abbreviated
     wide = summary.summary_lines(rows, registered_sections(get_registry()), width=200)
     assert len(wide["lines"][1].split("  ")) > len(out["lines"][1].split("  "))  # headers
+
+
+def test_the_next_looks_line_gives_the_repeats_for_80_percent_power():
+    """What the summary says of a raced table's open pairs: the most repeats any needs for 80%
+    power at its observed difference, or that some are beyond the planner's cap (its figure
+    from robench.stats.sequential, not a second copy)."""
+    from robench.cli.run import power_text
+    from robench.stats.sequential import REPEATS_CAP
+
+    def table(*needs):
+        return {"pairs": [{"status": "undecided", "outlook": {"repeats_80": n}} for n in needs]
+                + [{"status": "ordered", "outlook": {"repeats_80": 9999}}]}
+
+    assert power_text(table(120, 235)) == "; 80% power for its open pairs at ~235 repeats"
+    assert f"more than {REPEATS_CAP:,} repeats" in power_text(table(120, None))
+    assert power_text({"pairs": [{"status": "ordered"}]}) == ""
