@@ -24,12 +24,14 @@ orders models -- the ranks of every table (:mod:`robench.stats.ranks`), the sequ
   class is held out once, so the part of psi that comes from *which* source was held out (the
   census part) sums to the same value in every cycle: it leaves the mean but stays in the
   sample variance, where it can only make the test conservative. It is *not* removed from the
-  standard error: robench's rotation draws a fresh order of the sources per cycle and class,
-  so a position in the cycle is not a source and no strata repeat across cycles; the only
-  census-free variance is that of the cycle means (c - 1 degrees of freedom: 2 at 15 repeats
-  of 5 sources), and the per-class decomposition needs each repeat's held-out source per
-  class, which scores do not store. The census part is also what keeps the level on skewed
-  training noise at real census shares (0.2 and up): docs/intervals.md has the argument and the
+  standard error: fixing the order of the sources across cycles (so that a position is a
+  stratum) would freeze which sources are held out *together* into the positions, an
+  interaction the strata cannot see (measured: 10-15% of the census variance of a paired
+  difference on digits); cycle means leave c - 1 degrees of freedom (2 at 15 repeats of 5
+  sources); a per-class decomposition under the fresh orders is valid but would order 0-1 more
+  of a table's 10 pairs at 15 repeats on the standard database, and is not built. The census part is
+  also what keeps the level on skewed training noise at real census shares (0.2 and up):
+  docs/intervals.md has the argument and the
   figures. Fewer than 2 complete cycles' repeats: no test.
 * **Degraded runs are detected, not averaged** (:func:`degraded_repeats`). A run that fails
   in 5% of repeats is often absent from 10-20 repeats, and then no interval can hold: the
