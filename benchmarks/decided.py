@@ -176,9 +176,10 @@ def _per_repeat(spec, trials: list, models: list, top: int) -> tuple:
 
 
 def _race(x, i, cycle, margin: float, spending, higher: bool) -> tuple:
-    """Race one stored table (models, R) as :func:`robench.stats.sequential.run_sequential`
+    """Race one stored table (models, R) as benchmarks/simulations.py's ``run_sequential``
     does; return (pairs decided, repeats each model used)."""
-    from robench.stats.sequential import run_sequential
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from simulations import run_sequential
 
     final = run_sequential(x[None], i[None], max_repeats=x.shape[1], precision=margin,
                            cycle=cycle, spending=spending, higher_is_better=higher)

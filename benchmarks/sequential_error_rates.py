@@ -7,7 +7,7 @@ under the random design), source effects normal, Gamma(2), exponential, log-norm
 skewed) or one hard source of k = 1/p; the held-out sources drawn at random (protocol 1)
 or in rotation (protocol 2, the balanced design). The rule is the one ranks and
 ``--until decided`` call (:func:`robench.stats.paired.compare_all`,
-:func:`robench.stats.sequential.run_sequential`). tests/stats/test_paired.py,
+benchmarks/simulations.py's ``run_sequential``). tests/stats/test_paired.py,
 test_sequential.py and test_ranks.py pin the same settings at fewer runs.
 
 Usage:
@@ -29,8 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's robench
 
 from robench.stats import paired  # noqa: E402
-from robench.stats.sequential import (correlated_accuracies, error_rates,  # noqa: E402
-                                      run_sequential)
+from simulations import correlated_accuracies, error_rates, run_sequential  # noqa: E402
 
 CASES = [("normal", 5), ("gamma2", 5), ("exponential", 5), ("lognormal", 5),
          ("hard", 20), ("hard", 10), ("hard", 5)]

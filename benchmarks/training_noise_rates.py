@@ -1,10 +1,10 @@
 """Error rates and power of the paired test on training noise, against Student's t: markdown.
 
 What docs/intervals.md quotes for issue 49. The generator is
-:func:`robench.stats.paired.residual_tables`: a pair (or a five-model table) whose paired
+benchmarks/simulations.py's ``residual_tables``: a pair (or a five-model table) whose paired
 difference carries a census part (the held-out source, share 0, 0.2 or 0.5 of its variance)
 and one model's training noise, normal, Gamma(2), log-normal or a degraded run in 5, 10 or
-20% of repeats (:data:`robench.stats.paired.NOISES`), under the balanced design (k = 5). The
+20% of repeats (:data:`robench.stats.NOISES`), under the balanced design (k = 5). The
 rule is the one ranks and the sequential rule call (:func:`robench.stats.paired.compare_all`);
 "Student" is the rule of 4e263f3 (Student's t over complete cycles, no skew allowance, no
 degraded-run check) on the same repeats. tests/stats/test_paired.py pins the same settings
@@ -29,6 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's robench
 
 from robench.stats import paired  # noqa: E402
+from simulations import NOISES, residual_tables  # noqa: E402
 
 SIZES = (10, 15, 20, 40)
 
@@ -45,11 +46,11 @@ def level_table(runs: int) -> list:
     lines = ["| census share | training noise | " + " | ".join(f"n = {n}" for n in SIZES) + " |",
              "|---|---|" + "---|" * len(SIZES)]
     for census in (0.0, 0.2, 0.5):
-        for noise in paired.NOISES:
+        for noise in NOISES:
             rng = np.random.default_rng(zlib.crc32(repr((census, noise)).encode()))
             cells = []
             for n in SIZES:
-                x, i = paired.residual_tables(rng, runs, n, noise=noise, census=census)
+                x, i = residual_tables(rng, runs, n, noise=noise, census=census)
                 res = paired.compare_all(x, i, cycle=5)
                 rule = 100 * float((np.abs(res["status"]) == 1).mean())
                 old = 100 * float(student(x, i).mean())
@@ -67,7 +68,7 @@ def power_table(runs: int) -> list:
             rng = np.random.default_rng(int(gap * 10) + int(census * 100))
             cells = []
             for n in SIZES:
-                x, i = paired.residual_tables(rng, runs, n, noise="normal", census=census,
+                x, i = residual_tables(rng, runs, n, noise="normal", census=census,
                                               gaps=[gap, 0.0])
                 res = paired.compare_all(x, i, cycle=5)
                 cells.append(f"{100 * float((res['status'][:, 0] == 1).mean()):.0f} / "

@@ -24,19 +24,20 @@ degraded-run check, or over the shared repeats of independent ones).
 O'Brien-Fleming-type or Pocock-type; :func:`boundaries`: the group-sequential z boundaries by
 recursive integration; :func:`look_alphas`: each look's level), so the last look keeps most of
 the fixed test's level (0.039 of 0.05 at the 7 cycle looks from 10 to 40 repeats, against
-0.007 each by Bonferroni over 7 looks) and every complete cycle is a look. :func:`run_sequential` simulates either
-(``spending=None`` or ``"obf"``). Only models in an undecided pair get the next look's
-repeats; a table stops when no pair is undecided, or at the maximum. docs/adaptive.md has the
+0.007 each by Bonferroni over 7 looks) and every complete cycle is a look.
+benchmarks/simulations.py's ``run_sequential`` simulates either (``spending=None`` or
+``"obf"``). Only models in an undecided pair get the next look's repeats; a table stops when no pair is undecided, or at the maximum. docs/adaptive.md has the
 rates; tests/stats/test_sequential.py pins them.
 
 Everything here is a pure function of numbers, vectorised over simulated runs: the driver
-(:mod:`robench.run.adaptive`) calls :func:`table_look` on one run, the simulation on thousands.
+(:mod:`robench.run.adaptive`) calls :func:`table_look` on one run, the simulations of
+benchmarks/simulations.py on thousands.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import numpy as np
 from robench.stats.intervals import fieller_bounds, skew_corrected_bounds, skewness_se, t_quantile
@@ -393,109 +394,3 @@ def stop_reason(statuses: Sequence[str], decided: bool, n: int, max_repeats: int
     if n >= max_repeats:
         return "maximum repeats reached, undecided"
     return None
-
-
-# --- simulation of the rule's error rates -----------------------------------------------------
-
-
-def run_sequential(x, i, *, max_repeats: Optional[int] = None, precision: float = PRECISION,
-                   alpha: float = ALPHA, first: int = FIRST_LOOK,
-                   higher_is_better: bool = True, cycle: Optional[int] = None,
-                   spending: Optional[str] = None) -> dict:
-    """Run the stopping rule on simulated tables; return what each run stopped at.
-
-    ``x``, ``i``: shape ``(runs, models, R)`` of complete repeats (R >= ``max_repeats``).
-    ``spending`` (``"obf"`` or ``"pocock"``): a look at every complete cycle
-    (:func:`cycle_looks`), each at the level :func:`look_alphas` spends; None (the default,
-    what ``robench run --until decided`` does today): the planned doubling looks of
-    :func:`looks_for`, each at ``alpha / K`` (Bonferroni). At each look the models still open get repeats up to the look and
-    :func:`table_look` decides; a run stops when its table is decided or at the last look.
-    Returns the final :func:`table_look` arrays plus ``repeats`` (runs, M) and ``looks``.
-    """
-    x, i = np.asarray(x, float), np.asarray(i, float)
-    runs, m, r = x.shape
-    if spending:  # a look at every complete cycle, alpha spent across them
-        plan = cycle_looks(max_repeats or r, cycle, first)
-        levels = look_alphas(plan, plan[-1], alpha, spending)
-    else:  # planned doubling looks, Bonferroni over them
-        plan = looks_for(max_repeats or r, first, cycle)
-        levels = [alpha / len(plan)] * len(plan)
-    counts = np.zeros((runs, m), int)
-    active = np.ones((runs, m), bool)
-    running = np.ones(runs, bool)
-    final = None
-    idx = np.arange(r)
-    for j, n in enumerate(plan):
-        counts = np.where(active & running[:, None], n, counts)
-        seen = idx[None, None, :] < counts[:, :, None]
-        res = table_look(np.where(seen, x, np.nan), np.where(seen, i, np.nan), precision,
-                         levels[j], higher_is_better, cycle=cycle, looks=1)
-        stop = running & (res["decided"] | (j == len(plan) - 1))
-        if final is None:
-            final = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in res.items()}
-        for k, v in res.items():
-            if isinstance(v, np.ndarray):
-                final[k][stop] = v[stop]
-        running &= ~stop
-        active = res["open"]
-        if not running.any():
-            break
-    final.update(repeats=counts, looks=plan)
-    return final
-
-
-def error_rates(final: dict, rho_true, precision: float = PRECISION,
-                higher_is_better: bool = True) -> dict:
-    """Return the error rates of :func:`run_sequential`'s (or one look's) calls.
-
-    Per pair: ``wrong_order`` (called ordered, but the model called better is not truly
-    better), ``wrong_equivalent`` (called equivalent, but the true rho differ by >=
-    precision), ``wrong`` (either), as fractions of all pairs; ``any_wrong`` (at least one
-    wrong call in a table), ``decided``, ``mean_repeats`` and ``mc_se`` (of ``any_wrong``).
-    """
-    rho_true = np.asarray(rho_true, float)
-    pairs = final["pairs"]
-    status = final["status"]
-    if not pairs:
-        return {"wrong_order": 0.0, "wrong_equivalent": 0.0, "wrong": 0.0, "any_wrong": 0.0,
-                "decided": float(np.mean(final["decided"])),
-                "mean_repeats": float(np.mean(final.get("repeats", 0))), "mc_se": 0.0}
-    true_d = np.array([rho_true[a] - rho_true[b] for a, b in pairs])
-    if not higher_is_better:
-        true_d = -true_d
-    wrong_order = ((status == 1) & ~(true_d > 0)) | ((status == -1) & ~(true_d < 0))
-    wrong_equiv = (status == 2) & (np.abs(true_d) >= precision)
-    wrong = wrong_order | wrong_equiv
-    out = {k: float(v.mean()) for k, v in
-           (("wrong_order", wrong_order), ("wrong_equivalent", wrong_equiv), ("wrong", wrong))}
-    out["any_wrong"] = float(wrong.any(-1).mean())
-    out["decided"] = float(np.mean(final["decided"]))
-    out["mean_repeats"] = float(np.mean(final["repeats"])) if "repeats" in final else float("nan")
-    runs = status.shape[0]
-    out["mc_se"] = float(np.sqrt(max(out["any_wrong"], 0.01) * (1 - out["any_wrong"]) / runs))
-    return out
-
-
-def correlated_accuracies(rng, runs: int, repeats: int, mean_x, mean_i, sd_x, sd_i, *,
-                          shared=0.8, skew: Optional[Callable] = None):
-    """Draw (x, i) of shape (runs, models, repeats) with a shared per-repeat partition effect.
-
-    Model m's exclusive accuracy in repeat r is ``mean_x[m] + sd_x[m] * (sqrt(c_m) * z_r +
-    sqrt(1 - c_m) * e_m,r)``: z_r is the repeat's partition (hard held-out sources hurt
-    every model), e_m,r the model's own noise, c_m = ``shared`` (one number, or one per
-    model: models hit by the partition effect to different degrees); two models' accuracies
-    then correlate ``sqrt(c_a c_b)``. Inclusive accuracies likewise with their own partition
-    effect. ``skew(rng, shape)`` replaces the standard normal z_r (mean 0, sd 1), e.g. a
-    left-skewed effect where a few partitions are far harder than the rest.
-    """
-    mean_x, mean_i = np.asarray(mean_x, float), np.asarray(mean_i, float)
-    sd_x, sd_i = np.asarray(sd_x, float), np.asarray(sd_i, float)
-    m = len(mean_x)
-    c = np.broadcast_to(np.asarray(shared, float), (m,))[:, None]
-    draw = skew or (lambda g, shape: g.standard_normal(shape))
-    zx = draw(rng, (runs, 1, repeats))
-    zi = rng.standard_normal((runs, 1, repeats))
-    a, b = np.sqrt(c), np.sqrt(1 - c)
-    x = mean_x[:, None] + sd_x[:, None] * (a * zx + b * rng.standard_normal((runs, m, repeats)))
-    i = mean_i[:, None] + sd_i[:, None] * (a * zi + b * rng.standard_normal((runs, m, repeats)))
-    return x, i

@@ -13,7 +13,11 @@ from robench.run.adaptive import SPENDING, run_until_decided, with_repeats
 from robench.run.config import REPEATS, parse_duration
 from robench.run.runner import execute, plan_run
 from robench.stats import paired
-from robench.stats.sequential import cycle_looks, error_rates, run_sequential
+from robench.stats.sequential import cycle_looks
+from tests.helpers import load_benchmark
+
+simulations = load_benchmark("simulations")
+error_rates, run_sequential = simulations.error_rates, simulations.run_sequential
 
 
 def cfg(**kw):

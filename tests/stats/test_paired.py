@@ -5,7 +5,7 @@ power.
 Source shapes (robench.stats.paired.null_pairs): two models of equal rho share every
 repeat's partitions; the held-out source's effect hits them with loadings 0.02 and 0.06, the
 source effects are normal, Gamma(2), exponential, log-normal or one source of 1/p much harder
-(the two-point mixture). Training-noise shapes (robench.stats.paired.residual_tables): the
+(the two-point mixture). Training-noise shapes (benchmarks/simulations.py's residual_tables): the
 paired difference carries a census part (share 0, 0.2, 0.5 of its variance) and one model's
 training noise, Gamma(2), log-normal or a degraded run in 5/10/20% of repeats. Every call of
 an order on a null pair is wrong; the bound is alpha plus two Monte Carlo standard errors.
@@ -20,6 +20,9 @@ import pytest
 from scipy import stats
 
 from robench.stats import paired
+from tests.helpers import load_benchmark
+
+simulations = load_benchmark("simulations")
 
 ALPHA = 0.05
 CASES = [("normal", 5), ("gamma2", 5), ("exponential", 5), ("lognormal", 5),
@@ -204,7 +207,7 @@ def student(x, i, alpha=ALPHA, cycle=5):
 
 
 @pytest.mark.parametrize("census", [0.0, 0.2, 0.5])
-@pytest.mark.parametrize("noise", paired.NOISES)
+@pytest.mark.parametrize("noise", simulations.NOISES)
 def test_null_pairs_keep_the_level_on_training_noise(census, noise):
     """Balanced design (k = 5), n = 10, 15, 20, 40: at most alpha (+2 MC SE) wrong orders.
     Seen: at most ~3.5% except census 0; there 2.5-4.2% on normal and Gamma(2) noise, and
@@ -214,7 +217,7 @@ def test_null_pairs_keep_the_level_on_training_noise(census, noise):
     runs = 4000
     rng = np.random.default_rng(zlib.crc32(repr(("noise", census, noise)).encode()))
     for n in (10, 15, 20, 40):
-        x, i = paired.residual_tables(rng, runs, n, noise=noise, census=census)
+        x, i = simulations.residual_tables(rng, runs, n, noise=noise, census=census)
         res = paired.compare_all(x, i, cycle=5)
         wrong = float((np.abs(res["status"]) == 1).mean())
         if (census, noise) in UNHOLDABLE and n <= 20:
@@ -226,7 +229,7 @@ def test_null_pairs_keep_the_level_on_training_noise(census, noise):
 
 
 @pytest.mark.parametrize("census", [0.0, 0.2])
-@pytest.mark.parametrize("noise", paired.NOISES)
+@pytest.mark.parametrize("noise", simulations.NOISES)
 def test_five_model_tables_keep_the_familywise_level_on_training_noise(noise, census):
     """Five models of equal rho, one training unstably, census share 0 or 0.2 of its pairs:
     the share of tables with any order called stays under alpha (+2 MC SE) at 10-40 repeats
@@ -235,7 +238,7 @@ def test_five_model_tables_keep_the_familywise_level_on_training_noise(noise, ce
     runs = 2000
     rng = np.random.default_rng(zlib.crc32(repr(("tables", noise, census)).encode()))
     for n in (10, 20, 40):
-        x, i = paired.residual_tables(rng, runs, n, noise=noise, census=census,
+        x, i = simulations.residual_tables(rng, runs, n, noise=noise, census=census,
                                       gaps=[0.0] * 5)
         res = paired.compare_all(x, i, cycle=5)
         wrong = float((np.abs(res["status"]) == 1).any(-1).mean())
@@ -250,7 +253,7 @@ def test_power_against_students_t_on_the_same_repeats(n, least):
     that needed neither."""
     runs = 4000
     rng = np.random.default_rng(n)
-    x, i = paired.residual_tables(rng, runs, n, noise="normal", census=0.2, gaps=[0.8, 0.0])
+    x, i = simulations.residual_tables(rng, runs, n, noise="normal", census=0.2, gaps=[0.8, 0.0])
     res = paired.compare_all(x, i, cycle=5)
     power = float((res["status"][:, 0] == 1).mean())
     old = float(student(x, i).mean())

@@ -1,7 +1,7 @@
 """The ranking rule (robench.stats.ranks): rank intervals from every tested pair, no rank for
 a model not shown above chance plus the margin; its familywise error pinned by simulation.
 
-The simulations draw whole tables (robench.stats.sequential.correlated_accuracies with the
+The simulations draw whole tables (benchmarks/simulations.py's correlated_accuracies with the
 held-out sources of robench.stats.paired: balanced or random design) and run the rule's own
 vectorised decision (robench.stats.paired.compare_all, what rank_models calls on one table).
 """

@@ -1,6 +1,6 @@
 """The sequential rule: looks, the paired interval of a rho difference, decisions, error rates.
 
-The simulations run the real rule (robench.stats.sequential.run_sequential calls table_look,
+The simulations run the real rule (benchmarks/simulations.py's run_sequential calls table_look,
 which the driver calls on real trials, which calls the one paired test of
 robench.stats.paired) on null pairs of the shapes the design produces and on a table with
 real gaps, and count wrong calls against the known true rho under repeated looks (up to 100
@@ -16,10 +16,14 @@ from scipy import stats
 from robench.run.adaptive import SPENDING as RACE_SPENDING
 from robench.stats import paired
 from robench.stats.sequential import (EQUIVALENT, ORDERED, SPENDING, UNDECIDED, boundaries,
-                                      corrected_level, correlated_accuracies, cycle_looks,
-                                      decide_power, error_rates, look_alphas, looks,
-                                      paired_difference, repeats_for_power, run_sequential,
-                                      spent, stop_reason, table_look)
+                                      corrected_level, cycle_looks, decide_power, look_alphas,
+                                      looks, paired_difference, repeats_for_power, spent,
+                                      stop_reason, table_look)
+from tests.helpers import load_benchmark
+
+simulations = load_benchmark("simulations")
+correlated_accuracies, error_rates = simulations.correlated_accuracies, simulations.error_rates
+run_sequential = simulations.run_sequential
 
 ALPHA = 0.05
 
@@ -286,7 +290,7 @@ def test_training_noise_under_a_look_every_cycle_keeps_five_percent(noise, censu
     (measured 0-4.0%, the most at census 0 with 10% degraded runs under Pocock spending)."""
     runs = 2000
     rng = np.random.default_rng(zlib.crc32(repr(("seq-noise", noise, census)).encode()))
-    x, i = paired.residual_tables(rng, runs, 40, noise=noise, census=census)
+    x, i = simulations.residual_tables(rng, runs, 40, noise=noise, census=census)
     final = run_sequential(x, i, max_repeats=40, cycle=5, spending=spending)
     assert error_rates(final, [0.8, 0.8])["any_wrong"] <= bound(runs)
 
