@@ -29,6 +29,9 @@ Sections (each can be skipped):
             worker (anonymous and file-backed), PSS, USS, the torch-import baseline, seconds
             per trial, the float32 path against the compact (uint8,
             memory-mapped) path in one run (benchmarks/memory.py).
+* svm     - the svm model on mnist-5k (fit on 3,600 rows, one thread): libsvm's row-by-row
+            predict against robench's block-kernel predict of all 5,000 rows, the same fitted
+            model in one run; seconds (best of 3), the ratio, and whether the labels agree.
 * help    - `robench --help` wall time.
 * batched - trials of one model trained together (robench.learn.batched) vs one at a time, the
             same trials in one run: mnist-5k, mlp and cnn-2, --batched-repeats repeats of each
@@ -838,10 +841,37 @@ def bench_help(rows: list):
     rows.append(("robench --help (best of 5)", f"{best:.2f} s", f"goal: {GOALS['help']}"))
 
 
+def bench_svm(rows: list):
+    from robench.builtin.models import SVMClassifier
+    from robench.plugins import make_registry
+    from robench.run.executors import limit_threads
+
+    limit_threads()  # as a trial runs: one thread (torch, OpenMP, BLAS)
+    ds = make_registry(load_entrypoints=False).load_dataset("mnist-5k")
+    X = ds.rows(np.arange(len(ds.y))).reshape(len(ds.y), -1)
+    y = np.asarray(ds.y)
+    fit = np.random.default_rng(0).permutation(len(y))[:3600]
+    clf = SVMClassifier(seed=0).fit(X[fit], y[fit], None, None)
+
+    def best(fn):
+        out, times = None, []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            out = fn(X)
+            times.append(time.perf_counter() - t0)
+        return out, min(times)
+
+    ref, t_ref = best(clf.model_.predict)
+    new, t_new = best(clf.predict)
+    rows.append(("svm predict, 5,000 mnist-5k rows: libsvm / block kernel",
+                 f"{t_ref:.2f} s / {t_new:.2f} s = {t_ref / t_new:.1f}x",
+                 "labels identical" if np.array_equal(ref, new) else "LABELS DIFFER"))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sections = ["naive", "flops", "startup", "help", "adaptive", "all", "projection", "scale",
-                "memory", "batched", "decided"]
+                "memory", "batched", "decided", "svm"]
     p.add_argument("--only", action="append", choices=sections, help="run only these sections")
     p.add_argument("--skip", action="append", choices=sections, default=[], help="skip sections")
     p.add_argument("--repeats", type=int, default=10, help="repeats for the naive comparison")
@@ -921,6 +951,8 @@ def run_section(section, args, rows, extra):
         bench_memory(rows, jobs=min(args.jobs, 2))
     elif section == "help":
         bench_help(rows)
+    elif section == "svm":
+        bench_svm(rows)
     elif section == "batched":
         bench_batched(rows, args.batched_repeats, args.jobs, args.batched_device)
     elif section == "decided":  # benchmarks/decided.py: pairs decided per CPU-minute, run --all

@@ -190,6 +190,42 @@ def test_svm_has_no_features_and_ignores_validation():
     assert 0.9 <= fitted.train_accuracy_ <= 1.0
 
 
+@pytest.mark.parametrize("classes, noise", [(2, 0.0), (3, 0.3), (10, 0.1)])
+def test_svm_predicts_libsvms_labels_from_one_matrix_product(classes, noise):
+    """The block-kernel predict gives SVC.predict's labels, row for row: binary (where
+    scikit-learn flips the public coefficients' sign) and one-vs-one votes with ties."""
+    from sklearn.datasets import load_digits, make_classification
+
+    if classes == 10:
+        X, y = load_digits(return_X_y=True)
+    else:
+        X, y = make_classification(500, 12, n_informative=6, n_classes=classes,
+                                   n_clusters_per_class=1, random_state=classes)
+    rng = np.random.default_rng(1)
+    y = np.where(rng.random(len(y)) < noise, rng.integers(0, classes, len(y)), y)
+    ctx = ModelContext(n_features=X.shape[1], n_classes=classes, image_shape=None, seed=0)
+    clf = _specs()["svm"].build(ctx).fit(X[:350], y[:350], X[350:], y[350:])
+    np.testing.assert_array_equal(clf.predict(X), clf.model_.predict(X))
+    assert clf.val_accuracy_ == clf.model_.score(X[350:], y[350:])
+
+
+def test_svm_leaves_rows_near_a_decision_boundary_to_libsvm(monkeypatch):
+    from robench.builtin import models
+
+    X, y = _blobs(200, n_features=4, seed=3)
+    ctx = ModelContext(n_features=4, n_classes=2, image_shape=None, seed=0)
+    clf = _specs()["svm"].build(ctx).fit(X[:150], y[:150], None, None)
+    asked = []
+    original = clf.model_.predict
+    monkeypatch.setattr(clf.model_, "predict", lambda rows: asked.append(len(rows))
+                        or original(rows))
+    clf.predict(X)
+    assert asked == []  # no row of blobs lies within 1e-9 of a boundary
+    monkeypatch.setattr(models, "EXACT_MARGIN", 1e9)  # every row is "near"
+    np.testing.assert_array_equal(clf.predict(X), original(X))
+    assert asked == [200]
+
+
 def test_register_models_names_and_image_requirement():
     specs = _specs()
     assert sorted(specs) == ["cnn-1", "cnn-2", "cnn-3", "mlp", "svm"]
