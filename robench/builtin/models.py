@@ -81,18 +81,23 @@ class SVMClassifier:
         """Return the predicted class of each row of ``X`` as int64: libsvm's votes, exactly.
 
         libsvm predicts one row at a time (a loop over the support vectors per row): 80% of
-        an SVM trial on mnist-5k. Here the RBF kernel of a block of rows against every
-        support vector is one matrix product (squared distances expanded around the support
-        vectors' mean, so the expansion does not cancel), then the one-vs-one decision values
-        and votes as libsvm forms them (class i beats j when the value is > 0; the first
+        an SVM trial on mnist-5k. Here the RBF kernel of a block of rows (at most 1,024 rows
+        and 128 MB) against every support vector is one matrix product (squared distances
+        expanded around the support vectors' mean, so the expansion does not cancel), then
+        the one-vs-one decision values and votes as libsvm forms them (class i beats j when the value is > 0; the first
         class with the most votes wins). The two differ in the last bits of the kernel only,
         so a row with a decision value within :data:`EXACT_MARGIN` times its scale (far
         wider than that difference) is predicted by libsvm itself: the labels are libsvm's.
-        tests/builtin/test_svm.py checks them against ``SVC.predict``.
+        tests/learn/test_train.py checks them against ``SVC.predict``.
         """
         m = self.model_
-        X = np.asarray(X, dtype=np.float64).reshape(len(X), -1)
-        sv, coef, bias = m.support_vectors_, m._dual_coef_, m._intercept_
+        try:  # scikit-learn's own names for what libsvm predicts with (>= 1.3 has them all)
+            sv, coef, bias, gamma = m.support_vectors_, m._dual_coef_, m._intercept_, m._gamma
+        except AttributeError:  # a scikit-learn without them: its own predict
+            return m.predict(X).astype(np.int64)
+        X = np.asarray(X, dtype=np.float64)
+        if len(X) == 0:
+            return np.empty(0, dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(m.n_support_)])
         k = len(m.classes_)
         center = sv.mean(0)
@@ -102,10 +107,11 @@ class SVMClassifier:
         tol = EXACT_MARGIN * (1.0 + np.abs(coef).sum())
         out = np.empty(len(X), dtype=np.int64)
         unsure = np.zeros(len(X), dtype=bool)
-        for lo in range(0, len(X), 1024):
-            xc = X[lo:lo + 1024] - center
+        block = max(1, min(1024, 2 ** 24 // max(1, len(sv))))  # <= 128 MB of kernel a block
+        for lo in range(0, len(X), block):
+            xc = X[lo:lo + block] - center
             d2 = np.einsum("ij,ij->i", xc, xc)[:, None] + sv_sq[None, :] - 2.0 * (xc @ svc.T)
-            kern = np.exp(-m._gamma * np.maximum(d2, 0.0))
+            kern = np.exp(-gamma * np.maximum(d2, 0.0))
             votes = np.zeros((len(xc), k), dtype=np.int64)
             p = 0
             for i in range(k):
@@ -113,11 +119,11 @@ class SVMClassifier:
                 for j in range(i + 1, k):
                     b = slice(starts[j], starts[j + 1])
                     dec = kern[:, a] @ coef[j - 1, a] + kern[:, b] @ coef[i, b] + bias[p]
-                    unsure[lo:lo + 1024] |= np.abs(dec) <= tol
+                    unsure[lo:lo + block] |= np.abs(dec) <= tol
                     votes[:, i] += dec > 0
                     votes[:, j] += dec <= 0
                     p += 1
-            out[lo:lo + 1024] = m.classes_[np.argmax(votes, axis=1)]
+            out[lo:lo + block] = m.classes_[np.argmax(votes, axis=1)]
         if unsure.any():
             out[unsure] = m.predict(X[unsure])
         return out

@@ -207,6 +207,7 @@ def test_svm_predicts_libsvms_labels_from_one_matrix_product(classes, noise):
     clf = _specs()["svm"].build(ctx).fit(X[:350], y[:350], X[350:], y[350:])
     np.testing.assert_array_equal(clf.predict(X), clf.model_.predict(X))
     assert clf.val_accuracy_ == clf.model_.score(X[350:], y[350:])
+    assert clf.predict(X[:0]).shape == (0,) and clf.predict(X[:0]).dtype == np.int64
 
 
 def test_svm_leaves_rows_near_a_decision_boundary_to_libsvm(monkeypatch):
