@@ -173,14 +173,10 @@ def stamp(store=None, db: str = "") -> str:
     """Return what a table depends on: this checkout's commit, the machine, and for a database
     its name and the commits and profiles of the runs that wrote its trials."""
     import platform
-    import subprocess
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, cwd=Path(__file__).resolve().parent,
-                                check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
+    from robench.process.provenance import git_revision
+
+    commit = (git_revision() or "unknown")[:7]
     out = (f"*balanced_variance.py at commit {commit}; numpy {np.__version__}; "
            f"{platform.machine()} {platform.system()}")
     if store is not None:

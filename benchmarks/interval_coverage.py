@@ -170,16 +170,12 @@ def markdown(rows: list) -> str:
 def stamp() -> str:
     """Return what the table depends on: commit, numpy and scipy versions, Python, machine."""
     import platform
-    import subprocess
 
     import scipy
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, cwd=Path(__file__).resolve().parent,
-                                check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
+    from robench.process.provenance import git_revision
+
+    commit = (git_revision() or "unknown")[:7]
     return (f"commit {commit}, numpy {np.__version__}, scipy {scipy.__version__}, Python "
             f"{platform.python_version()}, {platform.machine()} {platform.system()}")
 

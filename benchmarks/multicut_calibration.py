@@ -121,16 +121,12 @@ def table(feature_sets) -> list:
 def stamp() -> str:
     """Return what the table depends on: commit, library versions, Python, machine."""
     import platform
-    import subprocess
 
     import sklearn
 
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, cwd=Path(__file__).resolve().parent,
-                                check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
+    from robench.process.provenance import git_revision
+
+    commit = (git_revision() or "unknown")[:7]
     return (f"commit {commit}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
             f"Python {platform.python_version()}, {platform.machine()} {platform.system()}")
 
