@@ -51,7 +51,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Optional
 
-from robench.errors import DocgenError  # noqa: F401 (public here too)
+from robench.errors import DocgenError, UnknownComponentError  # noqa: F401 (public here too)
 from robench.present.formatting import is_finite, percent
 from robench.plugins import get_registry
 from robench.run.config import PROFILES
@@ -350,8 +350,8 @@ def render_seconds(results: Results) -> list:
                         table))
 
 
-def render_decided(results: Results) -> list:
-    """Return the lines of a ``decided`` block: per ranked table, its pairs as decided."""
+def _ranked_pairs(results: Results) -> dict:
+    """Return {(data set, metric, clusterer, configuration): {pair: its stored verdict}}."""
     tables: dict = {}
     for row in results.ranks:
         ranking = row.get("ranking") if isinstance(row.get("ranking"), dict) else {}
@@ -361,21 +361,44 @@ def render_decided(results: Results) -> list:
         for pair in ranking.get("pairs") or []:
             if isinstance(pair, dict) and isinstance(pair.get("pair"), list):
                 pairs.setdefault(frozenset(map(str, pair["pair"])), pair)
-    table = []
-    for (dataset, metric, clusterer, configuration), pairs in sorted(tables.items()):
-        if not pairs:
-            continue
-        status = [str(p.get("status")) for p in pairs.values()]
-        ns = sorted({p["n"] for p in pairs.values() if isinstance(p.get("n"), int)})
-        margins = sorted({p["margin"] for p in pairs.values()
-                          if isinstance(p.get("margin"), (int, float))})
-        label = str((results.configurations.get(configuration) or {}).get("label")
-                    or configuration).split(" (")[0]  # knobs left out: the stamp names the run
-        table.append([dataset, metric, clusterer or "-", label, len(pairs),
-                      status.count("ordered"), status.count("equivalent"),
-                      status.count("undecided"),
-                      "-" if not ns else (str(ns[0]) if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"),
-                      ", ".join(f"±{m:g}" for m in margins) or "-"])
+    return tables
+
+
+def table_label(label: str, repeats_knob: Optional[str] = None) -> str:
+    """Return a configuration's label without its knobs (the stamp names the run), a raced
+    table's ``R`` read from the knob that sets its metric's repeats (``coverage.repeats=40``:
+    a coverage race up to 40 repeats, whatever the run's ``--repeats``)."""
+    head, _, knobs = label.partition(" (")
+    if repeats_knob and " raced" in head:
+        found = re.search(rf"(?:^|, ){re.escape(repeats_knob)}=(\d+)", knobs)
+        if found:
+            head = re.sub(r"\bR=\d+", f"R={found.group(1)}", head, count=1)
+    return head
+
+
+def _decided_row(results: Results, key: tuple, pairs: dict, registry) -> list:
+    """Return one ranked table's row of the ``decided`` block."""
+    dataset, metric, clusterer, configuration = key
+    status = [str(p.get("status")) for p in pairs.values()]
+    ns = sorted({p["n"] for p in pairs.values() if isinstance(p.get("n"), int)})
+    margins = sorted({p["margin"] for p in pairs.values()
+                      if isinstance(p.get("margin"), (int, float))})
+    try:
+        paired = registry.get("metrics", metric).paired
+    except UnknownComponentError:  # a metric this install does not have
+        paired = None
+    label = table_label(str((results.configurations.get(configuration) or {}).get("label")
+                            or configuration), paired.repeats_knob if paired else None)
+    return [dataset, metric, clusterer or "-", label, len(pairs), status.count("ordered"),
+            status.count("equivalent"), status.count("undecided"),
+            "-" if not ns else (str(ns[0]) if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"),
+            ", ".join(f"±{m:g}" for m in margins) or "-"]
+
+
+def render_decided(results: Results, registry) -> list:
+    """Return the lines of a ``decided`` block: per ranked table, its pairs as decided."""
+    table = [_decided_row(results, key, pairs, registry)
+             for key, pairs in sorted(_ranked_pairs(results).items()) if pairs]
     if not table:
         raise NoRows([stamp(results), "", "*No ranked table with tested pairs in this "
                       "database: run a metric that ranks (`robench run --all`).*"])
@@ -424,7 +447,7 @@ def render(name: str, results: Results, registry) -> Optional[list]:
     if kind == "claims-count":
         return render_claims_count(results, registry, args[0] if args else None)
     if kind == "decided":
-        return render_decided(results)
+        return render_decided(results, registry)
     return render_runs(results) if kind == "runs" else render_seconds(results)
 
 

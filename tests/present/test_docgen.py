@@ -212,6 +212,21 @@ def test_the_seconds_block_totals_each_protocol_from_its_rows():
     assert sum(n for n, _ in sub.values()) == total_trials
 
 
+def test_a_raced_tables_label_reads_its_repeats_from_the_knob_that_sets_them():
+    from robench.present.docgen import table_label
+
+    coverage = "quick R=3 raced k=5 seed=0 (coverage.repeats=40)"
+    # coverage races up to its knob's 40 repeats, not the run's --repeats 3
+    assert table_label(coverage, "coverage.repeats") == "quick R=40 raced k=5 seed=0"
+    # a plain table keeps R and loses its knobs (the stamp names the run)
+    assert table_label("quick R=3 k=5 seed=0 (coverage.repeats=40)",
+                       "coverage.repeats") == "quick R=3 k=5 seed=0"
+    assert table_label("quick R=40 raced k=5 seed=0", None) == "quick R=40 raced k=5 seed=0"
+    # another knob that ends the same way is not the repeats knob
+    assert table_label("quick R=3 raced k=5 seed=0 (adequacy.repeats=9, x.coverage.repeats=7)",
+                       "coverage.repeats") == "quick R=3 raced k=5 seed=0"
+
+
 def test_the_decided_block_counts_the_stored_pairs_of_each_ranked_table(current):
     """A `decided` block reads the pair verdicts the ranks table stored (nothing is ranked
     again): each pair counted once per table, the counts adding up."""
