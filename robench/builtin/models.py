@@ -18,9 +18,9 @@ from robench.specs import ModelContext, ModelSpec
 CNN_CHANNELS = (16, 32, 64)
 
 
-#: Decision values within this fraction of their scale (1 + the sum of every |dual
-#: coefficient|) are left to libsvm: the matrix-product kernel differs from libsvm's loop by
-#: ~1e-15 (kernel values lie in [0, 1]), so 1e-9 leaves six orders of margin.
+#: Decision values within this fraction of their scale ((1 + the sum of every |dual
+#: coefficient|) x max(1, gamma (|x|^2 + |sv|^2))) are left to libsvm: a kernel value's
+#: rounding is a few 1e-16 of that scale in either computation, so 1e-9 leaves six orders.
 EXACT_MARGIN = 1e-9
 
 
@@ -84,11 +84,12 @@ class SVMClassifier:
         an SVM trial on mnist-5k. Here the RBF kernel of a block of rows (at most 1,024 rows
         and 128 MB) against every support vector is one matrix product (squared distances
         expanded around the support vectors' mean, so the expansion does not cancel), then
-        the one-vs-one decision values and votes as libsvm forms them (class i beats j when the value is > 0; the first
-        class with the most votes wins). The two differ in the last bits of the kernel only,
-        so a row with a decision value within :data:`EXACT_MARGIN` times its scale (far
-        wider than that difference) is predicted by libsvm itself: the labels are libsvm's.
-        tests/learn/test_train.py checks them against ``SVC.predict``.
+        the one-vs-one decision values and votes as libsvm forms them (class i beats j when
+        the value is > 0; the first class with the most votes wins). The two computations
+        differ in the last bits of the kernel only, so a row with a decision value within
+        :data:`EXACT_MARGIN` times its scale (far wider than either's rounding) is predicted
+        by libsvm itself: the labels are libsvm's. tests/learn/test_train.py checks them
+        against ``SVC.predict``.
         """
         m = self.model_
         try:  # scikit-learn's own names for what libsvm predicts with (>= 1.3 has them all)
@@ -103,13 +104,18 @@ class SVMClassifier:
         center = sv.mean(0)
         svc = sv - center
         sv_sq = np.einsum("ij,ij->i", svc, svc)
-        # |a decision value's error| <= sum |coef| * max |kernel error| (~1e-15 here)
-        tol = EXACT_MARGIN * (1.0 + np.abs(coef).sum())
+        # |a decision value's error| <= sum |coef| * max |kernel error|, and a kernel value's
+        # rounding (here or in libsvm, which may expand |x - sv|^2 uncentred) is at most a few
+        # eps * gamma * (|x|^2 + |sv|^2): the scale of the tolerance below
+        coef_sum, sv_norm = np.abs(coef).sum(), np.einsum("ij,ij->i", sv, sv).max()
         out = np.empty(len(X), dtype=np.int64)
         unsure = np.zeros(len(X), dtype=bool)
         block = max(1, min(1024, 2 ** 24 // max(1, len(sv))))  # <= 128 MB of kernel a block
         for lo in range(0, len(X), block):
-            xc = X[lo:lo + block] - center
+            rows = X[lo:lo + block]
+            xc = rows - center
+            size = gamma * (np.einsum("ij,ij->i", rows, rows).max() + sv_norm)
+            tol = EXACT_MARGIN * (1.0 + coef_sum) * max(1.0, size)
             d2 = np.einsum("ij,ij->i", xc, xc)[:, None] + sv_sq[None, :] - 2.0 * (xc @ svc.T)
             kern = np.exp(-gamma * np.maximum(d2, 0.0))
             votes = np.zeros((len(xc), k), dtype=np.int64)
