@@ -227,6 +227,20 @@ def test_svm_leaves_rows_near_a_decision_boundary_to_libsvm(monkeypatch):
     assert asked == [200]
 
 
+def test_svm_on_data_far_from_the_origin_leaves_the_rounding_to_libsvm():
+    # an offset of 1e4 makes |x|^2 (and libsvm's possible uncentred expansion's rounding) huge
+    # against the distances: the tolerance grows with it and every row is libsvm's
+    X, y = _blobs(120, n_features=4, seed=4)
+    X = X + 1e4
+    ctx = ModelContext(n_features=4, n_classes=2, image_shape=None, seed=0)
+    clf = _specs()["svm"].build(ctx).fit(X[:90], y[:90], None, None)
+    asked = []
+    original = clf.model_.predict
+    clf.model_.predict = lambda rows: asked.append(len(rows)) or original(rows)
+    np.testing.assert_array_equal(clf.predict(X), original(X))
+    assert asked == [120]
+
+
 def test_register_models_names_and_image_requirement():
     specs = _specs()
     assert sorted(specs) == ["cnn-1", "cnn-2", "cnn-3", "mlp", "svm"]
