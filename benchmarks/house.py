@@ -10,6 +10,8 @@ Figures per tree:
 * lines per room (every line of every ``.py`` file below ``robench/<room>``; the top-level
   modules count as rooms of their own: ``ground`` for errors/specs/hookspecs/escaping,
   ``plugins`` for the registry, ``api`` for api.py), and in all;
+* the same lines by kind: code, docstrings (a module's, class's or function's first string),
+  comments, blank, so a change in size says whether code or prose moved;
 * functions and methods with cyclomatic complexity >= 21 and the highest one (radon, in the
   ``bench`` extra: ``pip install -e '.[bench]'``);
 * pairs of places sharing six or more lines, from the ``duplicates`` command where it is on
@@ -24,6 +26,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import platform
 import re
@@ -70,6 +73,33 @@ def lines_per_room(package: Path) -> Counter:
     return rooms
 
 
+KINDS = ("code", "docstrings", "comments", "blank")
+
+
+def line_kinds(source: str) -> Counter:
+    """Count the lines of one module by kind (a line of a docstring is a docstring line)."""
+    doc: set = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            doc.update(range(body[0].lineno, body[0].end_lineno + 1))
+    kinds: Counter = Counter({kind: 0 for kind in KINDS})
+    for number, line in enumerate(source.splitlines(), 1):
+        text = line.strip()
+        kinds["docstrings" if number in doc else "blank" if not text
+              else "comments" if text.startswith("#") else "code"] += 1
+    return kinds
+
+
+def lines_by_kind(package: Path) -> Counter:
+    kinds: Counter = Counter()
+    for path in package.rglob("*.py"):
+        kinds.update(line_kinds(path.read_text(encoding="utf-8")))
+    return kinds
+
+
 def complexity(package: Path) -> tuple:
     """Return (functions with CC >= CC_LIMIT, the highest CC and where), or None without radon."""
     try:
@@ -107,6 +137,7 @@ def measure(rev: str) -> dict:
         subprocess.run(["git", "init", "-q", tmp], check=True)  # duplicates reads a checkout
         subprocess.run(["git", "-C", tmp, "add", "-A"], check=True)
         return {"rev": git("rev-parse", "--short", rev), "rooms": lines_per_room(package),
+                "kinds": lines_by_kind(package),
                 "cc": complexity(package), "dup": duplicate_pairs(package)}
 
 
@@ -124,6 +155,10 @@ def table(old: dict, new: dict) -> list:
               f"{change(old['rooms'][r], new['rooms'][r])} |" for r in rooms]
     lines.append(f"| **robench/ in all** | **{total_old:,}** | **{total_new:,}** | "
                  f"**{change(total_old, total_new)}** |")
+    lines.append("")
+    lines += [f"| kind of line | at {old['rev']} | at {new['rev']} | change |", "|---|---:|---:|---:|"]
+    lines += [f"| {k} | {old['kinds'][k]:,} | {new['kinds'][k]:,} | "
+              f"{change(old['kinds'][k], new['kinds'][k])} |" for k in KINDS]
     lines.append("")
 
     def cc(m):
