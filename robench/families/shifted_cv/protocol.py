@@ -67,7 +67,6 @@ KNOBS = (
 
 def check_knobs(knobs: dict) -> None:
     """Raise ValueError if the nested ``train`` budget has an unknown key or a bad value."""
-
     train = {k.name: k for k in TRAIN_KNOBS}
     for name, value in (knobs.get("train") or {}).items():
         if name not in train:
@@ -126,6 +125,11 @@ def fallback_note(folds: int, requested: int) -> str:
             f"shifted and the random K-fold both use K = {folds}")
 
 
+def _requested(fp: dict) -> dict:
+    """Return ``{"folds_requested": K}`` where :func:`fold_plan` fell back to fewer folds."""
+    return {"folds_requested": fp["requested"]} if fp["folds"] < fp["requested"] else {}
+
+
 def sources_k(params: dict) -> int:
     """Return the k the clusterer was asked for: the folds requested (before any fallback)."""
     return int(params.get("folds_requested") or params["folds"])
@@ -141,9 +145,8 @@ def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int, fold: int,
     s = settings(cfg)
     fp = folds or fold_plan(combo, cfg, registry)
     params = {"folds": fp["folds"], "fold": int(fold), "n_repeats": s["repeats"],
-              "val_fraction": s["val_fraction"], "train": s["train"]}
-    if kind == "shifted" and fp["folds"] < fp["requested"]:
-        params["folds_requested"] = fp["requested"]
+              "val_fraction": s["val_fraction"], "train": s["train"],
+              **(_requested(fp) if kind == "shifted" else {})}
     return make_spec(NAME, VERSION, combo, cfg, registry, kind=kind, repeat=repeat,
                      params=params, with_clusterer=kind == "shifted")
 
@@ -154,9 +157,7 @@ def wasserstein_spec(combo: Combo, cfg, registry, folds: dict = None) -> dict:
     fp = folds or fold_plan(combo, cfg, registry)
     params = {"folds": fp["folds"], "n_repeats": s["repeats"], "vae_epochs": s["vae_epochs"],
               "vae_max_train": s["vae_max_train"], "latent_dim": s["latent_dim"],
-              "max_points": s["max_points"]}
-    if fp["folds"] < fp["requested"]:
-        params["folds_requested"] = fp["requested"]
+              "max_points": s["max_points"], **_requested(fp)}
     return keyed_spec(NAME, VERSION, dataset=combo.dataset.name, model="",
                       clusterer=combo.clusterer.name, kind=WASSERSTEIN, repeat=0, seed=cfg.seed,
                       params=params,
@@ -280,7 +281,6 @@ def run(spec: dict, env) -> dict:
     fold-distance computation."""
     if spec["kind"] == WASSERSTEIN:
         return run_wasserstein(spec, env)
-
     dataset = env.dataset(spec["dataset"])
     train, val, test = partition(spec, dataset, env.registry)
     y = dataset.y
@@ -366,15 +366,13 @@ def wasserstein1(a, b, *, num_itermax: int = NUM_ITERMAX,
                  max_num_itermax: int = MAX_NUM_ITERMAX) -> tuple:
     """Return (W1 between the uniform empirical measures of point clouds a and b, info).
 
-    Exact optimal transport (POT's ``emd2``) with a Euclidean ground cost. POT stops early with
-    a warning when it reaches ``numItermax`` before optimality; the budget is then raised
-    tenfold until it converges or exceeds ``max_num_itermax``, and the value is None if it never
-    converged (``info`` says what happened: ``converged``, ``num_itermax``, ``warning``).
+    Exact (POT's ``emd2``, Euclidean cost), the iteration budget raised tenfold up to
+    ``max_num_itermax`` while POT stops early; the value is None if it never converged
+    (``info``: ``converged``, ``num_itermax``, ``warning``).
     """
     import ot  # ~5 s to import: only here
 
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    b = np.ascontiguousarray(b, dtype=np.float64)
+    a, b = (np.ascontiguousarray(v, dtype=np.float64) for v in (a, b))
     M = ot.dist(a, b, metric="euclidean")
     wa, wb = ot.unif(a.shape[0]), ot.unif(b.shape[0])
     it = int(num_itermax)
@@ -393,11 +391,8 @@ def wasserstein1(a, b, *, num_itermax: int = NUM_ITERMAX,
 
 def fold_distances(latent, folds, n_folds: int, *, max_points: int,
                    rng: np.random.Generator) -> dict:
-    """Return the K x K matrix of W1 distances between folds (None where POT did not converge).
-
-    A fold larger than ``max_points`` is subsampled at random (without replacement, once, the
-    same points for every pair). The matrix is symmetric with a zero diagonal.
-    """
+    """Return the K x K matrix of W1 distances between folds (None where POT did not converge;
+    a fold of more than ``max_points`` subsampled once, the same points for every pair)."""
     latent, folds = np.asarray(latent), np.asarray(folds)
     clouds, sizes = [], []
     for f in range(n_folds):
@@ -407,8 +402,7 @@ def fold_distances(latent, folds, n_folds: int, *, max_points: int,
             idx = np.sort(rng.choice(idx, size=max_points, replace=False))
         clouds.append(latent[idx])
     matrix = [[0.0 if i == j else None for j in range(n_folds)] for i in range(n_folds)]
-    not_converged = []
-    max_itermax = 0
+    not_converged, max_itermax = [], 0
     for i in range(n_folds):
         for j in range(i + 1, n_folds):
             value, info = wasserstein1(clouds[i], clouds[j])

@@ -230,9 +230,15 @@ def _capacity_control(repeats: int, steps: int, cycle, verdict: str = HOLDS,
                    "source effects)", verdicts, "simulated tables", size=f"{repeats} repeats")
 
 
-def _chain_claim(dataset, claim, paper_figure, figure, order, samples, cycle, percent):
-    """Return a capacity order's row: every adjacent step paired by repeat (:func:`_steps`)."""
-    steps = _steps(order, samples, cycle)
+def _chain_claim(dataset: str, models: dict, score: str, name: str, paper_figure: str,
+                 samples_of, percent: bool) -> list:
+    """Return the row "``name`` rises with capacity" over the :data:`CAPACITY` models with
+    ``score`` (none under 2), every adjacent step paired by repeat (:func:`_steps`)."""
+    order = [m for m in CAPACITY if (models.get(m) or {}).get(score)]
+    if len(order) < 2:
+        return []
+    cycle = _cycle(models, order)
+    steps = _steps(order, [samples_of(models[m][score]) for m in order], cycle)
     parts = [p for _, _, p, _ in steps]
     verdict = decide_parts(parts)
     n = max((n for *_, n in steps), default=0)
@@ -241,10 +247,12 @@ def _chain_claim(dataset, claim, paper_figure, figure, order, samples, cycle, pe
              f"one-sided {SIDE:g}, an intersection-union test; does not hold: a step shown "
              f"falling at {SIDE:g} / {len(parts)} (Bonferroni); equivalent: every step within "
              f"±{CAPACITY_MARGIN:g})")
-    return _row(PAPER, claim, paper_figure, dataset, figure, verdict, why,
-                {f"{a}<{b}": p(SIDE) for a, b, p, _ in steps},
-                _capacity_control(max(n, 2), len(parts), cycle, verdict, parts),
-                parts_need(parts))
+    return [_row(PAPER, f"{name} rises with capacity (" + " < ".join(order) + ")",
+                 paper_figure, dataset,
+                 " < ".join(f"{m} {fmt(models[m][score], percent)}" for m in order), verdict,
+                 why, {f"{a}<{b}": p(SIDE) for a, b, p, _ in steps},
+                 _capacity_control(max(n, 2), len(parts), cycle, verdict, parts),
+                 parts_need(parts))]
 
 
 def rho_claims(rows: list) -> list:
@@ -260,15 +268,9 @@ def rho_claims(rows: list) -> list:
         claims.extend(_cost_claims(dataset, models))
         claims.extend(_exclusive_claims(dataset, models))
         claims.extend(_equivalence_claims(dataset, models))
-        # rho rises with capacity (the paper's order on MNIST), by the one paired test
-        order = [m for m in CAPACITY if "rho" in models.get(m, {})]
-        if len(order) >= 2:
-            claims.append(_chain_claim(
-                dataset, "rho rises with capacity (" + " < ".join(order) + ")",
-                "SVM < MLP < CNN-1 < CNN-2 < CNN-3 on MNIST (Table 1)",
-                " < ".join(f"{m} {fmt(models[m]['rho'])}" for m in order), order,
-                [rho_samples(_details(models[m]["rho"])) or {} for m in order],
-                _cycle(models, order), percent=False))
+        claims.extend(_chain_claim(
+            dataset, models, "rho", "rho", "SVM < MLP < CNN-1 < CNN-2 < CNN-3 on MNIST (Table 1)",
+            lambda row: rho_samples(_details(row)) or {}, percent=False))
     return claims
 
 
@@ -398,16 +400,10 @@ def _exclusive_claims(dataset: str, models: dict) -> list:
             f"skewed repeats is {SPREAD_LEVEL:g}, not 0.05)", texts,
             _spread_control(max(k for *_, k in res.values())), need or None,
             level=SPREAD_LEVEL))
-    order = [m for m in CAPACITY if (models.get(m) or {}).get("acc_exclusive")]
-    if len(order) >= 2:
-        out.append(_chain_claim(
-            dataset, "E[AccX] rises with capacity (" + " < ".join(order) + ")",
-            "SVM 80.3% < MLP 87.9% < CNN-1 94.1% < CNN-2 97.1% < CNN-3 98.0% on MNIST with "
-            "k-means sources (Table 1; section 5.1)",
-            " < ".join(f"{m} {fmt(models[m]['acc_exclusive'], True)}" for m in order),
-            order, [_by_repeat(models[m]["acc_exclusive"]) for m in order],
-            _cycle(models, order), percent=True))
-    return out
+    return out + _chain_claim(
+        dataset, models, "acc_exclusive", "E[AccX]",
+        "SVM 80.3% < MLP 87.9% < CNN-1 94.1% < CNN-2 97.1% < CNN-3 98.0% on MNIST with "
+        "k-means sources (Table 1; section 5.1)", _by_repeat, percent=True)
 
 
 def _size_key(label: str) -> float:
@@ -480,9 +476,8 @@ def _decide_paired(paired: dict) -> tuple:
         d, lo, hi = (float(dec[key][j]) for key in ("d", "low", "high"))
         n, level = int(dec["n"][j]), float(dec["level"][j])
         label = f"rho(full) - rho(n={paired[m][0]})"
-        ev = {"rule": "paired", "difference": d if math.isfinite(d) else None,
-              "low": lo if math.isfinite(lo) else None,
-              "high": hi if math.isfinite(hi) else None, "n": n, "level": level}
+        ev = {"rule": "paired", **{k: v if math.isfinite(v) else None for k, v in (
+            ("difference", d), ("low", lo), ("high", hi))}, "n": n, "level": level}
         if not math.isfinite(lo):
             why = (f"{n} shared repeat(s): a paired interval needs 2" if n < 2
                    else "no spread in the paired differences")

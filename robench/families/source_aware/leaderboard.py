@@ -261,12 +261,9 @@ def adequacy_section(rows: list):
     tables = adequacy_tables(rows)
     if not tables:
         return None
-    sizes = []
     for t in tables:
         t["cells"] = {str(r.get("size")): r for r in t["table"]}
-        for r in t["table"]:
-            if str(r.get("size")) not in sizes:
-                sizes.append(str(r.get("size")))
+    sizes = list(dict.fromkeys(str(r.get("size")) for t in tables for r in t["table"]))
     return {"models": tables, "sizes": sizes}
 
 
