@@ -121,11 +121,8 @@ class _Pool(nn.Module):
 
 def _layers(arch: str, bayesian: bool) -> tuple:
     """Return (conv part, fc part up to the penultimate features, their width, head class)."""
-    if bayesian:
-        conv_cls, lin_cls = _bayes_layers()
-        act = nn.Softplus
-    else:
-        conv_cls, lin_cls, act = nn.Conv2d, nn.Linear, nn.ReLU
+    conv_cls, lin_cls, act = ((*_bayes_layers(), nn.Softplus) if bayesian
+                              else (nn.Conv2d, nn.Linear, nn.ReLU))
 
     def conv(c_in, c_out, k, s=1, p=0):
         return [conv_cls(c_in, c_out, k, stride=s, padding=p), act()]

@@ -439,15 +439,13 @@ def summarize(trials: list, clusterer: str) -> dict:
         rows = sorted((t for t in trials if failure(t) is None and t.get("kind") == kind
                        and (kind == "random" or t.get("clusterer") == clusterer)),
                       key=lambda t: (t["repeat"], (t.get("params") or {}).get("fold", 0)))
-        out[kind] = {
-            "test": [float(t["accuracy"]) for t in rows],
-            "val": [t["val_accuracy"] for t in rows],
-            "train": [t["train_accuracy"] for t in rows],
-            "last_test": [t.get("last_test_accuracy") for t in rows],
-            "last_val": [t.get("last_val_accuracy") for t in rows],
-            "folds": [[t["repeat"], (t.get("params") or {}).get("fold")] for t in rows],
-            "curves": mean_curves([t.get("history") or [] for t in rows]),
-        }
+        out[kind] = {"test": [float(t["accuracy"]) for t in rows],
+                     "val": [t["val_accuracy"] for t in rows],
+                     "train": [t["train_accuracy"] for t in rows],
+                     "last_test": [t.get("last_test_accuracy") for t in rows],
+                     "last_val": [t.get("last_val_accuracy") for t in rows],
+                     "folds": [[t["repeat"], (t.get("params") or {}).get("fold")] for t in rows],
+                     "curves": mean_curves([t.get("history") or [] for t in rows])}
     return out
 
 

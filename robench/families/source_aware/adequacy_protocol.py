@@ -116,9 +116,8 @@ def stratified_order(idx, y, rng: np.random.Generator) -> np.ndarray:
     members, keys = [], []
     for c in np.unique(labels):
         in_c = rng.permutation(idx[labels == c])
-        offset = rng.random()
         members.append(in_c)
-        keys.append((np.arange(in_c.size) + offset) / in_c.size)
+        keys.append((np.arange(in_c.size) + rng.random()) / in_c.size)
     if not members:
         return idx[:0]
     order = np.argsort(np.concatenate(keys), kind="stable")
