@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-
 from robench.families.shifted_cv.metric import METRIC
 from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, SIDE, UNDECIDED, Claim,
                                   Control, controlled, decide_parts, matched, repeats_needed,
