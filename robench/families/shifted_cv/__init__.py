@@ -1,9 +1,7 @@
 """Family ``shifted-cv`` (Sun et al., VAE-VGMM): shifted vs random K-fold cross-validation.
 
-Registers the ``shifted-cv`` protocol and metric, the ``vae-vgmm`` / ``vae-vgmm-paper``
-clusterers that find the sub-domains, and the paper's CNNs (``lenet``, ``alexnet``,
-``3conv3fc`` and their Bayesian versions). Importing it stays cheap: torch, scikit-learn and
-POT are imported inside the functions that use them.
+The ``shifted-cv`` protocol and metric, the ``vae-vgmm`` clusterers and the paper's CNNs;
+torch, scikit-learn and POT are imported inside the functions that use them.
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
 """The shifted-CV paper's claims, decided on stored shifted-cv scores (robench.stats.claims).
 
-Decided on the paper's own sub-domains (the ``vae-vgmm`` / ``vae-vgmm-paper`` clusterers:
-a VAE and a variational Gaussian mixture per class); rows on other clusterers' sub-domains
-(k-means) are kept as secondary and say so. The paper compares "the empirical mean and
-standard deviation values at the last epoch" of the validation and test accuracies of the
-same folds (Table I), so the drop and the spread ratio are paired by fold; pairwise fold
-distances share their folds, so their ratio is jackknifed by fold. The folds of a repeat are
-treated as exchangeable units (their training sets overlap; the rows say so).
+Decided on the paper's own sub-domains (``vae-vgmm`` / ``vae-vgmm-paper``), paired by fold;
+docs/shifted-cv.md gives the design.
 """
 
 from __future__ import annotations
 
 import math
-
 
 from robench.families.shifted_cv.metric import METRIC
 from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, SIDE, UNDECIDED, Claim,
@@ -57,6 +51,25 @@ def _gap_text(iv: dict) -> str:
             f"{iv['n']} folds")
 
 
+def _side(low, high, bound: float) -> str:
+    """Return holds (interval above ``bound``), does not hold (below) or undecided."""
+    if low is None:
+        return UNDECIDED
+    return HOLDS if low > bound else FAILS if high < bound else UNDECIDED
+
+
+def _tost_verdict(status: str) -> str:
+    return {EQUIVALENT: HOLDS, NOT_EQUIVALENT: FAILS}.get(status, UNDECIDED)
+
+
+def _row(claim: str, paper_figure: str, where: str, figure: str, verdict: str, why: str,
+         evidence: dict, control, need=None, why_none: str = "", **kw) -> Claim:
+    """Return a claim row judged against its control; ``need`` (folds) plans an undecided one."""
+    return controlled(Claim(PAPER, claim, paper_figure, where, figure, verdict, why, evidence,
+                            would_decide="" if verdict != UNDECIDED else would(
+                                need, "folds", why=why_none), **kw), control)
+
+
 def _group(rows: list) -> dict:
     groups: dict = {}
     for r in rows:
@@ -77,7 +90,6 @@ def _null(shuffled: bool, folds: int = 2 * NULL_K, distances: bool = False) -> l
     """Return the control's null shifted-CV results (cached) with at least ``folds`` folds:
     k-means sub-domains of i.i.d. Gaussian classes, or (``shuffled``, the oracle's
     control) random source ids; ``distances``: with the W1 matrices."""
-
     repeats = max(1, -(-int(folds) // NULL_K))
     key = (shuffled, repeats, distances)
     if key not in _NULLS:
@@ -97,8 +109,7 @@ def _null_what(clus: str) -> str:
 def _drop_part(val, test):
     def part(level):
         iv = _paired_gap(val, test, 1 - 2 * level)
-        return (UNDECIDED if iv["low"] is None else HOLDS if iv["low"] > 0
-                else FAILS if iv["high"] < 0 else UNDECIDED)
+        return _side(iv["low"], iv["high"], 0)
     return part
 
 
@@ -112,23 +123,20 @@ SPREAD_LEVEL = 0.12
 def _spread_part(val, test):
     def part(level):
         s = sd_ratio_paired(test, val, 1 - 2 * level)
-        if s["low"] is None:
-            return UNDECIDED
-        return HOLDS if s["low"] > 1 else FAILS if s["high"] < 1 else UNDECIDED
+        return _side(s["low"], s["high"], 1)
     return part
 
 
 def _gap_part(val, test):
     def part(level):
         e = equivalence(val, test, RANDOM_GAP_MARGIN, paired=True, alpha=2 * level)
-        return {EQUIVALENT: HOLDS, NOT_EQUIVALENT: FAILS}.get(e["status"], UNDECIDED)
+        return _tost_verdict(e["status"])
     return part
 
 
-def _control(clus: str, kind: str, make_part, folds: int = 2 * NULL_K) -> "object":
+def _control(clus: str, kind: str, make_part, folds: int = 2 * NULL_K) -> Control:
     """Return the control of a per-model fold claim: ``make_part(val, test)`` on the null
     data sets' folds of ``kind`` (shifted or random), as many folds as the row's or more."""
-
     nulls = _null(clus == "oracle", folds)
     verdicts = [decide_parts([make_part(w[kind]["val"], w[kind]["test"])]) for w in nulls]
     return matched(_null_what(clus), verdicts, "null data sets",
@@ -139,21 +147,16 @@ def shifted_cv_claims(rows: list) -> list:
     """Return per (data set, clusterer): the drop, the spread ratio, the fold distances and
     the Bayesian CNNs' vulnerability, the paper's sub-domains first; random CV's gap once
     per data set (the random folds do not depend on the clusterer)."""
-    groups = _group(rows)
     claims = []
     random_done = set()
-    for (dataset, clus), models in sorted(groups.items(),
+    for (dataset, clus), models in sorted(_group(rows).items(),
                                           key=lambda g: (g[0][1] not in PAPER_CLUSTERERS, g[0])):
-        primary = clus in PAPER_CLUSTERERS
-        where = (f"{dataset} ({clus} sub-domains)" if primary else
+        where = (f"{dataset} ({clus} sub-domains)" if clus in PAPER_CLUSTERERS else
                  f"{dataset} ({clus} sub-domains; secondary: not the paper's VAE+VGMM)")
-        per_model = {}
-        for model, sc in sorted(models.items()):
-            head = sc.get(METRIC)
-            if model and head:
-                per_model[model] = (head.get("details") or {})
-        with_random = dataset not in random_done
-        fold = _fold_claims(where, per_model, clus, dataset if with_random else None)
+        per_model = {model: sc[METRIC].get("details") or {}
+                     for model, sc in sorted(models.items()) if model and sc.get(METRIC)}
+        fold = _fold_claims(where, per_model, clus,
+                            dataset if dataset not in random_done else None)
         if any("random CV" in c.claim for c in fold):
             random_done.add(dataset)
         claims.extend(fold)
@@ -190,47 +193,43 @@ def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
                                     f"{_pts(e['high'])}]"))
             gaps[model] = (_gap_part(rval, rtest), text, tost_need(e))
             random_folds[model] = (rval, rtest)
-    note = " (folds treated as exchangeable units; every model at one-sided 0.025: " \
-           "intersection-union)"
+    folds = max([len(_last(d.get("per_fold") or {}, "shifted")[0]) for d in per_model.values()]
+                + [2])
     rows = (
         (drops, "under shift the test folds are classified worse than validation (last-epoch "
                 "validation - test accuracy > 0)",
          "about 26 points on Fashion-MNIST (Table I, last epoch)",
-         "have the paired interval (validation - test by fold, 95% t) above 0",
-         "shifted", _drop_part, where),
+         "have the paired interval (validation - test by fold, 95% t) above 0", where,
+         lambda v: _control(clus, "shifted", _drop_part, folds)),
         (spreads, "test accuracy spreads more under shift: sd(test) / sd(validation) > 1 "
                   "(last epoch)", "about 14 times larger (Table I)",
          "decided above 1 (paired by fold: jackknife of the log variance ratio, 95%; its "
-         f"level on skewed folds is {SPREAD_LEVEL:g}, not 0.05)",
-         "shifted", _spread_part, where),
+         f"level on skewed folds is {SPREAD_LEVEL:g}, not 0.05)", where,
+         lambda v: _control(clus, "shifted", _spread_part, folds)),
         (gaps, "under random CV test accuracy equals validation accuracy (gap within "
                f"±{100 * RANDOM_GAP_MARGIN:g} point)",
          "test accuracy almost identical to validation accuracy (Figures 3-5, CV rows)",
          "equivalent (two one-sided tests on the paired last-epoch gaps, margin "
-         f"±{100 * RANDOM_GAP_MARGIN:g} point)", "random", _gap_part,
-         f"{random_dataset} (random folds: the same for every clusterer)"),
+         f"±{100 * RANDOM_GAP_MARGIN:g} point)",
+         f"{random_dataset} (random folds: the same for every clusterer)",
+         lambda v: (_gap_control(random_folds, v) if v in (HOLDS, FAILS)
+                    else _control("kmeans", "random", _gap_part, folds))),
     )
     out = []
-    folds = max([len(_last(d.get("per_fold") or {}, "shifted")[0]) for d in per_model.values()]
-                + [2])
-    for parts, claim, paper_figure, rule, kind, make, place in rows:
+    for parts, claim, paper_figure, rule, place, control in rows:
         if not parts:
             continue
         verdict = decide_parts([p for p, _, _ in parts.values()])
         n_hold = sum(p(SIDE) == HOLDS for p, _, _ in parts.values())
         needs = [nd for p, _, nd in parts.values() if p(SIDE) == UNDECIDED]
-        c = Claim(
-            PAPER, claim, paper_figure, place, "; ".join(w for _, w, _ in parts.values()),
-            verdict, f"{n_hold} of {len(parts)} models {rule}" + note,
-            {m: w for m, (_, w, _) in parts.items()},
-            would_decide="" if verdict != UNDECIDED else would(
-                None if not needs or None in needs else max(needs), "folds",
-                why="" if needs else "no model is undecided at 0.025 but the parts disagree"),
-            level=SPREAD_LEVEL if make is _spread_part else 0.05)
-        control = (_gap_control(random_folds, verdict) if kind == "random" and verdict in
-                   (HOLDS, FAILS) else
-                   _control("kmeans" if kind == "random" else clus, kind, make, folds))
-        out.append(controlled(c, control))
+        out.append(_row(
+            claim, paper_figure, place, "; ".join(w for _, w, _ in parts.values()), verdict,
+            f"{n_hold} of {len(parts)} models {rule} (folds treated as exchangeable units; "
+            "every model at one-sided 0.025: intersection-union)",
+            {m: w for m, (_, w, _) in parts.items()}, control(verdict),
+            None if not needs or None in needs else max(needs),
+            "" if needs else "no model is undecided at 0.025 but the parts disagree",
+            level=SPREAD_LEVEL if parts is spreads else 0.05))
     return out
 
 
@@ -257,9 +256,7 @@ def _gap_control(folds: dict, verdict: str) -> Control:
 
 
 def _ratio_verdict(res: dict) -> str:
-    if res["low"] is None:
-        return UNDECIDED
-    return HOLDS if res["low"] > 1 else FAILS if res["high"] < 1 else UNDECIDED
+    return _side(res["low"], res["high"], 1)
 
 
 def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
@@ -270,12 +267,9 @@ def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
     verdict = _ratio_verdict(res)
     if res["low"] is None:
         why = f"no interval: {res['reason']}"
-    elif verdict == HOLDS:
-        why = f"[{res['low']:.2f}, {res['high']:.2f}] lies above 1"
-    elif verdict == FAILS:
-        why = f"[{res['low']:.2f}, {res['high']:.2f}] lies below 1"
     else:
-        why = f"[{res['low']:.2f}, {res['high']:.2f}] contains 1"
+        why = f"[{res['low']:.2f}, {res['high']:.2f}] " + {
+            HOLDS: "lies above 1", FAILS: "lies below 1"}.get(verdict, "contains 1")
     ratio = res["ratio"] if res["ratio"] is not None else w["value"]
     figure = f"{ratio:.2f}" + ("" if res["low"] is None else
                                f" [{res['low']:.2f}, {res['high']:.2f}]")
@@ -289,21 +283,18 @@ def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
                       [_ratio_verdict(r) for r in nulls], "null data sets",
                       f"median ratio {ratios[len(ratios) // 2]:.2f}" if ratios else "",
                       size=f"{max(folds[0], 2)} folds")
-    return controlled(Claim(
-        PAPER, "shifted folds are farther apart than random ones (Wasserstein ratio > 1)",
+    return _row(
+        "shifted folds are farther apart than random ones (Wasserstein ratio > 1)",
         "VGMM fold distances ~0.21 vs random ~0.14 (Tables III-IV)", where,
         f"ratio of mean pairwise W1 {figure} over {folds[0]} shifted and {folds[1]} random "
         "folds", verdict,
         why + " (jackknife over folds: the distances of a repeat share their folds)",
-        {"ratio": ratio, "low": res["low"], "high": res["high"]},
-        would_decide="" if verdict != UNDECIDED else would(
-            None if need is None else need * max(1, folds[0] // max(1, len(reps))), "folds")),
-        control)
+        {"ratio": ratio, "low": res["low"], "high": res["high"]}, control,
+        None if need is None else need * max(1, folds[0] // max(1, len(reps))))
 
 
 def _bayesian_claims(where: str, per_model: dict) -> list:
     """Return per architecture with both versions: the Bayesian CNN's drop ~ the plain one's."""
-
     out = []
     for model in sorted(per_model):
         twin = f"bayesian-{model}"
@@ -317,30 +308,29 @@ def _bayesian_claims(where: str, per_model: dict) -> list:
             drops[m] = {tuple(f): (v - t) for f, v, t in zip(folds, val, test)
                         if v is not None and t is not None}
         common = sorted(set(drops[model]) & set(drops[twin]))
-        e = equivalence([drops[twin][f] for f in common], [drops[model][f] for f in common],
-                        BAYESIAN_MARGIN, paired=True)
-        verdict = {EQUIVALENT: HOLDS, NOT_EQUIVALENT: FAILS}.get(e["status"], UNDECIDED)
+        twin_drops = [drops[twin][f] for f in common]
+        e = equivalence(twin_drops, [drops[model][f] for f in common], BAYESIAN_MARGIN,
+                        paired=True)
+        verdict = _tost_verdict(e["status"])
         figure = ("no interval" if e["low"] is None else
                   f"drop of {twin} - drop of {model}: {_pts(e['estimate'])} points, 90% "
                   f"[{_pts(e['low'])}, {_pts(e['high'])}] over {len(common)} shared folds")
         moved = [drops[model][f] + (e["estimate"] if verdict == FAILS else
                                     -2 * BAYESIAN_MARGIN) for f in common] \
             if e.get("estimate") is not None else []
-        cv = {EQUIVALENT: HOLDS, NOT_EQUIVALENT: FAILS}.get(
-            equivalence([drops[twin][f] for f in common], moved, BAYESIAN_MARGIN,
-                        paired=True)["status"], UNDECIDED) if moved else None
+        cv = _tost_verdict(equivalence(twin_drops, moved, BAYESIAN_MARGIN, paired=True)[
+            "status"]) if moved else None
         control = Control(("the plain drops recentred on the Bayesian ones" if verdict == FAILS
                            else f"the plain drops moved by {200 * BAYESIAN_MARGIN:g} points"),
                           cv, "the same two one-sided tests" if moved else "no interval",
                           size=f"the row's {len(common)} folds (one deterministic draw)")
-        out.append(controlled(Claim(
-            PAPER, f"a Bayesian CNN is as vulnerable to shift as its plain version ({twin} vs "
-                   f"{model}, drops within ±{100 * BAYESIAN_MARGIN:g} points)",
+        out.append(_row(
+            f"a Bayesian CNN is as vulnerable to shift as its plain version ({twin} vs "
+            f"{model}, drops within ±{100 * BAYESIAN_MARGIN:g} points)",
             "vulnerability about the same (section V-C; Table I drops: AlexNet 24.4 vs 27.4, "
             "LeNet 26.0 vs 27.4, 3conv3fc 24.0 vs 26.8)", where, figure, verdict,
             "two one-sided tests on the per-fold difference of the last-epoch drops (the "
             f"models share the folds), margin ±{100 * BAYESIAN_MARGIN:g} points",
             {"difference": e.get("estimate"), "low": e.get("low"), "high": e.get("high")},
-            would_decide="" if verdict != UNDECIDED else would(tost_need(e), "folds")),
-            control))
+            control, tost_need(e)))
     return out

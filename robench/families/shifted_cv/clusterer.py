@@ -1,10 +1,5 @@
-"""The ``vae-vgmm`` clusterers (Sun et al.): per class, a VAE and a variational Gaussian mixture.
-
-Per class a VAE (:mod:`robench.families.shifted_cv.vae`) is trained and a variational Gaussian
-mixture with a Dirichlet-distribution prior is fitted on its latent means; the two registered
-clusterers differ only in the VAE's epochs. Importing this module stays cheap: torch and
-scikit-learn are imported inside the functions that use them.
-"""
+"""The ``vae-vgmm`` clusterers (Sun et al.): per class, a VAE and a variational Gaussian mixture
+on its latent means (docs/shifted-cv.md); torch and scikit-learn are imported when used."""
 
 from __future__ import annotations
 
@@ -26,12 +21,8 @@ VGMM_MAX_ITER = 500
 
 
 def fill_empty_components(Z, labels, k: int, *, seed: int) -> tuple:
-    """Return (labels in 0..k-1 with all k used, record) from mixture labels that may leave some empty.
-
-    Used components are renumbered 0..m-1; while fewer than k are used, the largest cluster is
-    split by seeded 2-means on its latent codes (halved by position if that cannot split it).
-    The record says how many were empty and every split (docs/shifted-cv.md).
-    """
+    """Return (labels in 0..k-1, all used, record) from mixture labels that may leave some
+    empty: the largest cluster split by 2-means until k are used (docs/shifted-cv.md)."""
     from sklearn.cluster import KMeans
 
     Z = np.asarray(Z)
@@ -57,21 +48,15 @@ def fill_empty_components(Z, labels, k: int, *, seed: int) -> tuple:
 
 
 def vgmm_labels(Z, k: int, *, seed: int, max_iter: int = VGMM_MAX_ITER) -> tuple:
-    """Fit a variational GMM (Dirichlet-distribution prior, k full-covariance components) to Z.
-
-    Returns (labels with exactly k non-empty clusters, record) after
-    :func:`fill_empty_components`; the record adds the mixture's convergence and weights.
-    """
+    """Return (k non-empty labels, record) of a variational GMM (Dirichlet-distribution prior,
+    k full-covariance components) fitted to Z, after :func:`fill_empty_components`."""
     from sklearn.mixture import BayesianGaussianMixture
 
     Z = np.asarray(Z, dtype=np.float64)
     bgmm = BayesianGaussianMixture(
-        n_components=k, covariance_type="full",
-        weight_concentration_prior_type="dirichlet_distribution",
-        max_iter=max_iter, random_state=seed,
-    )
-    raw = bgmm.fit(Z).predict(Z)
-    labels, record = fill_empty_components(Z, raw, k, seed=seed)
+        n_components=k, covariance_type="full", max_iter=max_iter, random_state=seed,
+        weight_concentration_prior_type="dirichlet_distribution")
+    labels, record = fill_empty_components(Z, bgmm.fit(Z).predict(Z), k, seed=seed)
     record.update(converged=bool(bgmm.converged_), n_iter=int(bgmm.n_iter_),
                   weights=[round(float(w), 4) for w in bgmm.weights_])
     return labels, record
@@ -86,11 +71,8 @@ def _image_shape(Z) -> tuple | None:
 
 def vae_vgmm_fit_predict(Z, k: int, *, seed: int, true_sources=None,
                          epochs: int = VAE_EPOCHS_FAST, latent_dim: int = 62):
-    """Cluster one class: VAE latent means (cached on disk), then a variational GMM with k parts.
-
-    Returns :class:`robench.data.sources.Labels` whose ``info`` records the empty-component repairs,
-    the mixture's convergence and the VAE's training (stored with the sources).
-    """
+    """Cluster one class: VAE latent means (cached on disk), then a variational GMM with k parts
+    (``info`` of the returned Labels records the repairs, the mixture and the VAE)."""
     from robench.families.shifted_cv.vae import architecture, cached_latent_means
 
     Z = np.asarray(Z, dtype=np.float32)

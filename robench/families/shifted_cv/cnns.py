@@ -1,11 +1,7 @@
 """The VAE-VGMM paper's CNNs (LeNet, AlexNet, 3conv3fc), frequentist and Bayesian.
 
-Imports torch (and, for the Bayesian layers, bayesian-torch): import it only inside model
-factories. docs/shifted-cv.md gives the architectures (the paper code's, on 28x28 inputs
-zero-padded to 32x32), the Bayesian layers (Bayes by Backprop with the local
-reparameterization trick, softplus, prior N(0, 1), initial sigma 0.01), the loss
-(cross-entropy + KL / N) and the prediction (mean softmax over ``mc_samples`` passes).
-Penultimate features are the input of the linear head.
+Imports torch (and bayesian-torch): import it only inside model factories. docs/shifted-cv.md
+gives the architectures, the Bayesian layers, the loss and the prediction.
 """
 
 from __future__ import annotations
@@ -33,12 +29,8 @@ def _rho(sigma: float) -> float:
 
 
 class _LRT:
-    """Local reparameterization shared by the Bayesian conv and linear layers.
-
-    Keeps bayesian-torch's parameters (``mu_*``, ``rho_*``, sigma = softplus(rho)) and priors and
-    replaces ``forward``: b = A*mu + zeta * sqrt(A^2 * sigma^2), zeta ~ N(0, 1) per example and
-    unit (bayesian-torch itself samples weights per batch).
-    """
+    """Local reparameterization shared by the Bayesian conv and linear layers: bayesian-torch's
+    parameters and priors, ``forward`` b = A*mu + zeta * sqrt(A^2 * sigma^2) per example."""
 
     sample = True  # False: return the mean pre-activation (posterior-mean weights)
 
@@ -79,12 +71,8 @@ def _bayes_layers():
     global LRTConv2d, LRTLinear
     if "LRTConv2d" in globals():
         return LRTConv2d, LRTLinear
-    from bayesian_torch.layers.variational_layers.conv_variational import (
-        Conv2dReparameterization,
-    )
-    from bayesian_torch.layers.variational_layers.linear_variational import (
-        LinearReparameterization,
-    )
+    from bayesian_torch.layers.variational_layers.conv_variational import Conv2dReparameterization
+    from bayesian_torch.layers.variational_layers.linear_variational import LinearReparameterization
 
     class LRTConv2d(_LRT, Conv2dReparameterization):
         """Bayesian 2-D convolution with the local reparameterization trick."""
@@ -119,11 +107,8 @@ def _bayes_layers():
 
 
 class _Pool(nn.Module):
-    """Max-pool over channels-last memory (vectorised on CPU, see robench.learn.train.MaxPool2x2).
-
-    :class:`PaperCNN` keeps every activation channels-last, so the conversion here is a no-op
-    inside it; it still converts an NCHW input from elsewhere.
-    """
+    """Max-pool over channels-last memory (vectorised on CPU, see robench.learn.train.MaxPool2x2;
+    a no-op conversion inside :class:`PaperCNN`, which keeps activations channels-last)."""
 
     def __init__(self, kernel_size: int, stride: int):
         super().__init__()
@@ -136,11 +121,8 @@ class _Pool(nn.Module):
 
 def _layers(arch: str, bayesian: bool) -> tuple:
     """Return (conv part, fc part up to the penultimate features, their width, head class)."""
-    if bayesian:
-        conv_cls, lin_cls = _bayes_layers()
-        act = nn.Softplus
-    else:
-        conv_cls, lin_cls, act = nn.Conv2d, nn.Linear, nn.ReLU
+    conv_cls, lin_cls, act = ((*_bayes_layers(), nn.Softplus) if bayesian
+                              else (nn.Conv2d, nn.Linear, nn.ReLU))
 
     def conv(c_in, c_out, k, s=1, p=0):
         return [conv_cls(c_in, c_out, k, stride=s, padding=p), act()]
@@ -216,10 +198,8 @@ class PaperCNN(nn.Module):
 class BayesianPaperCNN(PaperCNN):
     """The Bayesian version of a :class:`PaperCNN`: LRT layers, softplus, MC predictions.
 
-    In training mode ``forward`` returns the logits of one stochastic pass. In eval mode it
-    returns the log of the Monte Carlo predictive mean, log((1/S) sum_s softmax(logits_s)),
-    over ``mc_samples`` passes, so argmax, softmax and cross-entropy of the output are the
-    predictive class, probabilities and negative log-likelihood.
+    ``forward``: one stochastic pass's logits in training mode; in eval mode the log of the
+    Monte Carlo predictive mean over ``mc_samples`` passes (so softmax of it is the predictive).
     """
 
     bayesian = True
@@ -268,11 +248,8 @@ class BayesianPaperCNN(PaperCNN):
 
     def mc_probabilities(self, x: torch.Tensor, n_samples: int) -> torch.Tensor:
         """Return the mean softmax over ``n_samples`` stochastic forward passes."""
-        total = None
-        for _ in range(int(n_samples)):
-            p = torch.softmax(self.head(self._features(x)), dim=1)
-            total = p if total is None else total + p
-        return total / int(n_samples)
+        return sum(torch.softmax(self.head(self._features(x)), dim=1)
+                   for _ in range(int(n_samples))) / int(n_samples)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Return one pass's logits (training) or the log MC predictive mean (eval)."""

@@ -51,7 +51,6 @@ def _ratio(a, b):
 
 def _fold_fallback(trials: list) -> dict:
     """Return the fewer-folds fallback of a group's shifted trials, or {} (the folds asked for)."""
-
     for t in trials:
         p = t.get("params") or {}
         if t.get("kind") == "shifted" and p.get("folds_requested"):
@@ -62,10 +61,8 @@ def _fold_fallback(trials: list) -> dict:
 
 def aggregate(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s fold trials into scores, plus the fold distances."""
-
     clus = group["clusterer"]
-    base = dict(dataset=group["dataset"], model=group["model"], clusterer=clus,
-                metric=METRIC)
+    base = dict(dataset=group["dataset"], model=group["model"], clusterer=clus, metric=METRIC)
     summary = sc.summarize(trials, clus)
     stats = {}
     for kind in sc.KINDS:
@@ -90,10 +87,8 @@ def aggregate(group: dict, trials: list) -> list:
                "std_ratio_random": _ratio(sh["test"][1], ra["test"][1]),
                "last_epoch": {"drop": _diff(ra["last_test"][0], sh["last_test"][0]),
                               "gap_shifted": sh["last_gap"][0],
-                              "std_ratio": _ratio(sh["last_test"][1], sh["last_val"][1])}}
-    fallback = _fold_fallback(trials)
-    if fallback:
-        details.update(fallback)
+                              "std_ratio": _ratio(sh["last_test"][1], sh["last_val"][1])},
+               **_fold_fallback(trials)}
     scores = [
         Score(**base, score="shifted-cv", value=sh["test"][0], n=sh["n"],
               details={**details, "std": sh["test"][1]}),

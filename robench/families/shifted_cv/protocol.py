@@ -1,12 +1,8 @@
 """Shifted K-fold cross-validation (Sun et al., VAE-VGMM; Algorithms 1 and 2) vs random K-fold.
 
-Sub-domains are the run's clusterer's sources with k = K (docs/shifted-cv.md). Per repeat, the
-shifted folds merge each class's sub-domains into folds (:func:`merge_folds`, :func:`fold_plan`
-for classes with fewer or more than K); the random folds are a seeded stratified K-fold. Each
-fold is the test set once; the rest is split into train and validation (early stopping on
-validation only; the test fold is only observed per epoch for the learning curves). One
-``wasserstein`` trial per (dataset, clusterer), model ``""``, holds the pairwise
-Wasserstein-1 distances between the folds in a common VAE latent space (POT, exact).
+Per repeat, each class's K sub-domains (the run's clusterer's sources) merge into K folds
+(:func:`merge_folds`), against a seeded stratified K-fold; one ``wasserstein`` trial per
+(dataset, clusterer), model ``""``, holds the folds' distances. docs/shifted-cv.md explains.
 """
 
 from __future__ import annotations
@@ -71,7 +67,6 @@ KNOBS = (
 
 def check_knobs(knobs: dict) -> None:
     """Raise ValueError if the nested ``train`` budget has an unknown key or a bad value."""
-
     train = {k.name: k for k in TRAIN_KNOBS}
     for name, value in (knobs.get("train") or {}).items():
         if name not in train:
@@ -87,31 +82,23 @@ def sources_per_class(cfg) -> int:
 def settings(cfg) -> dict:
     """Return the shifted-cv settings of a run configuration (resolved knobs).
 
-    ``repeats`` is the ``shifted_cv.repeats`` knob capped by ``cfg.repeats`` (so
-    ``--repeats 1`` shrinks it too); the training budget is ``cfg.train`` updated with
-    ``shifted_cv.train``.
+    ``repeats`` is capped by ``cfg.repeats`` (``--repeats 1`` shrinks it too); the training
+    budget is ``cfg.train`` updated with ``shifted_cv.train``.
     """
     knobs = cfg.knobs[SECTION]
-    return {
-        "folds": int(knobs["folds"]),
-        "repeats": max(1, min(int(knobs["repeats"]), int(cfg.repeats))),
-        "val_fraction": float(knobs["val_fraction"]),
-        "train": {**cfg.train, **(knobs["train"] or {})},
-        "vae_epochs": int(knobs["vae_epochs"]),
-        "latent_dim": int(knobs["latent_dim"]),
-        "max_points": int(knobs["max_points"]),
-        "vae_max_train": (None if knobs["vae_max_train"] is None
-                          else int(knobs["vae_max_train"])),
-    }
+    return {"folds": int(knobs["folds"]),
+            "repeats": max(1, min(int(knobs["repeats"]), int(cfg.repeats))),
+            "val_fraction": float(knobs["val_fraction"]),
+            "train": {**cfg.train, **(knobs["train"] or {})},
+            "vae_epochs": int(knobs["vae_epochs"]), "latent_dim": int(knobs["latent_dim"]),
+            "max_points": int(knobs["max_points"]),
+            "vae_max_train": (None if knobs["vae_max_train"] is None
+                              else int(knobs["vae_max_train"]))}
 
 
 def fold_plan(combo: Combo, cfg, registry) -> dict:
-    """Return how many folds a (data set, clusterer) gets: ``folds``, ``requested``, ``fewest``.
-
-    When a class gets fewer than K = ``shifted_cv.folds`` sub-domains
-    (``ClustererSpec.expected_clusters``), both K-folds use the fewest a class has (``fewest``,
-    class ``fewest_class``).
-    """
+    """Return how many folds a (data set, clusterer) gets: ``folds``, ``requested``, ``fewest``
+    (sub-domains of the poorest class, ``fewest_class``), which both K-folds use when < K."""
     requested = settings(cfg)["folds"]
     dataset = registry.load_dataset(combo.dataset.name)
     counts = combo.clusterer.expected_clusters(dataset, requested)
@@ -138,6 +125,11 @@ def fallback_note(folds: int, requested: int) -> str:
             f"shifted and the random K-fold both use K = {folds}")
 
 
+def _requested(fp: dict) -> dict:
+    """Return ``{"folds_requested": K}`` where :func:`fold_plan` fell back to fewer folds."""
+    return {"folds_requested": fp["requested"]} if fp["folds"] < fp["requested"] else {}
+
+
 def sources_k(params: dict) -> int:
     """Return the k the clusterer was asked for: the folds requested (before any fallback)."""
     return int(params.get("folds_requested") or params["folds"])
@@ -147,16 +139,14 @@ def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int, fold: int,
                folds: dict = None) -> dict:
     """Return one fold trial's spec; random-CV trials carry no clusterer (shared by all).
 
-    ``folds`` is :func:`fold_plan`'s answer (computed when not given). A shifted trial that
-    uses fewer folds than requested records the request as ``folds_requested``; a random one
-    does not (random K-fold depends on K alone, so it is shared with runs that asked for K).
+    ``folds``: :func:`fold_plan`'s answer. Only a shifted trial records ``folds_requested``
+    (random K-fold depends on K alone, so it is shared with runs that asked for K).
     """
     s = settings(cfg)
     fp = folds or fold_plan(combo, cfg, registry)
     params = {"folds": fp["folds"], "fold": int(fold), "n_repeats": s["repeats"],
-              "val_fraction": s["val_fraction"], "train": s["train"]}
-    if kind == "shifted" and fp["folds"] < fp["requested"]:
-        params["folds_requested"] = fp["requested"]
+              "val_fraction": s["val_fraction"], "train": s["train"],
+              **(_requested(fp) if kind == "shifted" else {})}
     return make_spec(NAME, VERSION, combo, cfg, registry, kind=kind, repeat=repeat,
                      params=params, with_clusterer=kind == "shifted")
 
@@ -167,9 +157,7 @@ def wasserstein_spec(combo: Combo, cfg, registry, folds: dict = None) -> dict:
     fp = folds or fold_plan(combo, cfg, registry)
     params = {"folds": fp["folds"], "n_repeats": s["repeats"], "vae_epochs": s["vae_epochs"],
               "vae_max_train": s["vae_max_train"], "latent_dim": s["latent_dim"],
-              "max_points": s["max_points"]}
-    if fp["folds"] < fp["requested"]:
-        params["folds_requested"] = fp["requested"]
+              "max_points": s["max_points"], **_requested(fp)}
     return keyed_spec(NAME, VERSION, dataset=combo.dataset.name, model="",
                       clusterer=combo.clusterer.name, kind=WASSERSTEIN, repeat=0, seed=cfg.seed,
                       params=params,
@@ -198,28 +186,17 @@ def prepare(combo: Combo, cfg, registry, dataset) -> dict:
     src = find_sources(dataset, combo.clusterer, version, fp["requested"], cfg.seed)
     folds = merge_folds(dataset.y, src.groups, fp["folds"], repeat=0, n_repeats=s["repeats"],
                         seed=cfg.seed)
-    details = {
-        "k_per_class": src.k_per_class.tolist(),
-        "fold_sizes": np.bincount(folds, minlength=fp["folds"]).tolist(),
-        "clusterer_info": src.info,
-        "cache_hit": src.cache_hit,
-        "protocol": NAME,
-    }
+    details = {"k_per_class": src.k_per_class.tolist(),
+               "fold_sizes": np.bincount(folds, minlength=fp["folds"]).tolist(),
+               "clusterer_info": src.info, "cache_hit": src.cache_hit, "protocol": NAME}
     if fp["folds"] < fp["requested"]:
         details["folds"] = fp["folds"]
         details["fold_fallback"] = fallback_note(fp["folds"], fp["requested"])
-    return {
-        "key": sources_key(dataset.fingerprint(), combo.clusterer.name, version,
-                           fp["requested"], cfg.seed),
-        "dataset": combo.dataset.name,
-        "clusterer": combo.clusterer.name,
-        "k": fp["requested"],
-        "seed": int(cfg.seed),
-        "fingerprint": dataset.fingerprint(),
-        "silhouette": src.silhouette,
-        "details": details,
-        "seconds": src.seconds,
-    }
+    return {"key": sources_key(dataset.fingerprint(), combo.clusterer.name, version,
+                               fp["requested"], cfg.seed),
+            "dataset": combo.dataset.name, "clusterer": combo.clusterer.name,
+            "k": fp["requested"], "seed": int(cfg.seed), "fingerprint": dataset.fingerprint(),
+            "silhouette": src.silhouette, "details": details, "seconds": src.seconds}
 
 
 # --- folds: pure functions -------------------------------------------------------------------
@@ -228,10 +205,8 @@ def prepare(combo: Combo, cfg, registry, dataset) -> dict:
 def merge_folds(y, groups, n_folds: int, *, repeat: int, n_repeats: int, seed: int) -> np.ndarray:
     """Return the fold (0..K-1) of every sample: Algorithm 2's merge of per-class sub-domains.
 
-    ``groups`` holds a sub-domain id per sample (unique across classes, as
-    :func:`robench.data.sources.find_sources` returns them). With ``n_repeats`` > 1 each class's
-    sub-domains are shuffled (seeded by seed, repeat and class) before the assignment, as
-    Algorithm 2 does for every repetition; with ``n_repeats`` = 1 they keep their order.
+    ``groups``: a sub-domain id per sample, unique across classes. With ``n_repeats`` > 1 each
+    class's sub-domains are shuffled (seeded by seed, repeat and class) before the assignment.
     """
     y, groups = np.asarray(y), np.asarray(groups)
     folds = np.full(y.shape[0], -1, dtype=np.int64)
@@ -267,10 +242,8 @@ def random_folds(y, n_folds: int, *, repeat: int, seed: int) -> np.ndarray:
 def fold_partition(folds, y, fold: int, val_fraction: float, rng: np.random.Generator) -> tuple:
     """Return (train, val, test) indices: ``fold`` is test, the rest splits into train and val."""
     folds = np.asarray(folds)
-    test = np.flatnonzero(folds == fold)
-    rest = np.flatnonzero(folds != fold)
-    train, val = validation_split(rest, y, val_fraction, rng)
-    return train, val, test
+    train, val = validation_split(np.flatnonzero(folds != fold), y, val_fraction, rng)
+    return train, val, np.flatnonzero(folds == fold)
 
 
 def sample_folds(spec: dict, dataset, registry) -> np.ndarray:
@@ -308,7 +281,6 @@ def run(spec: dict, env) -> dict:
     fold-distance computation."""
     if spec["kind"] == WASSERSTEIN:
         return run_wasserstein(spec, env)
-
     dataset = env.dataset(spec["dataset"])
     train, val, test = partition(spec, dataset, env.registry)
     y = dataset.y
@@ -331,21 +303,16 @@ def run(spec: dict, env) -> dict:
     pred = predict_checked(model, X_test, dataset.n_classes, model_spec.name, "test rows")
     history = list(getattr(model, "history_", []) or [])
     last = history[-1] if history else {}
-    return {
-        "accuracy": float(np.mean(pred == y[test])),
-        "per_class": accuracy_per_class(y[test], pred, dataset.n_classes),
-        "train_accuracy": _maybe_float(getattr(model, "train_accuracy_", None)),
-        "val_accuracy": _maybe_float(getattr(model, "val_accuracy_", None)),
-        "last_val_accuracy": _maybe_float(last.get("val_accuracy")),
-        "last_test_accuracy": _maybe_float(last.get("test_accuracy")),
-        "n_train": len(train),
-        "n_val": len(val),
-        "n_test": len(test),
-        "epochs": int(getattr(model, "n_epochs_", 0) or 0),
-        "best_epoch": int(getattr(model, "best_epoch_", 0) or 0),
-        "history": history,
-        "seconds": time.perf_counter() - t0,
-    }
+    return {"accuracy": float(np.mean(pred == y[test])),
+            "per_class": accuracy_per_class(y[test], pred, dataset.n_classes),
+            "train_accuracy": _maybe_float(getattr(model, "train_accuracy_", None)),
+            "val_accuracy": _maybe_float(getattr(model, "val_accuracy_", None)),
+            "last_val_accuracy": _maybe_float(last.get("val_accuracy")),
+            "last_test_accuracy": _maybe_float(last.get("test_accuracy")),
+            "n_train": len(train), "n_val": len(val), "n_test": len(test),
+            "epochs": int(getattr(model, "n_epochs_", 0) or 0),
+            "best_epoch": int(getattr(model, "best_epoch_", 0) or 0),
+            "history": history, "seconds": time.perf_counter() - t0}
 
 
 def _maybe_float(v):
@@ -354,7 +321,7 @@ def _maybe_float(v):
 
 def run_wasserstein(spec: dict, env) -> dict:
     """Compute the K x K fold distances of the shifted and the random folds, every repeat."""
-    from robench.families.shifted_cv.vae import cached_latent_means
+    from robench.families.shifted_cv.vae import architecture, cached_latent_means
 
     t0 = time.perf_counter()
     dataset = env.dataset(spec["dataset"])
@@ -382,26 +349,14 @@ def run_wasserstein(spec: dict, env) -> dict:
     ratios = [e["ratio"] for e in repeats if e["ratio"] is not None]
     fallback = ({"fold_fallback": fallback_note(p["folds"], p["folds_requested"])}
                 if p.get("folds_requested") else {})
-    return {
-        "details": {
-            **fallback,
-            "repeats": repeats,
-            "ratio": float(np.mean(ratios)) if ratios else None,
-            "latent": {"architecture": _architecture(dataset), "latent_dim": p["latent_dim"],
-                       "vae_epochs": p["vae_epochs"], "vae_train_rows": int(arrays["n_train"]),
-                       "final_loss": float(arrays["loss"][-1]),
-                       "vae_seconds": float(arrays["seconds"]), "cache_hit": bool(hit)},
-            "ground_cost": "euclidean",
-            "max_points": p["max_points"],
-        },
-        "seconds": time.perf_counter() - t0,
-    }
-
-
-def _architecture(dataset) -> str:
-    from robench.families.shifted_cv.vae import architecture
-
-    return architecture(dataset.n_features, dataset.image_shape)
+    vae = {"architecture": architecture(dataset.n_features, dataset.image_shape),
+           "latent_dim": p["latent_dim"], "vae_epochs": p["vae_epochs"],
+           "vae_train_rows": int(arrays["n_train"]), "final_loss": float(arrays["loss"][-1]),
+           "vae_seconds": float(arrays["seconds"]), "cache_hit": bool(hit)}
+    return {"details": {**fallback, "repeats": repeats,
+                        "ratio": float(np.mean(ratios)) if ratios else None, "latent": vae,
+                        "ground_cost": "euclidean", "max_points": p["max_points"]},
+            "seconds": time.perf_counter() - t0}
 
 
 # --- Wasserstein distances: pure functions ---------------------------------------------------
@@ -411,15 +366,13 @@ def wasserstein1(a, b, *, num_itermax: int = NUM_ITERMAX,
                  max_num_itermax: int = MAX_NUM_ITERMAX) -> tuple:
     """Return (W1 between the uniform empirical measures of point clouds a and b, info).
 
-    Exact optimal transport (POT's ``emd2``) with a Euclidean ground cost. POT stops early with
-    a warning when it reaches ``numItermax`` before optimality; the budget is then raised
-    tenfold until it converges or exceeds ``max_num_itermax``, and the value is None if it never
-    converged (``info`` says what happened: ``converged``, ``num_itermax``, ``warning``).
+    Exact (POT's ``emd2``, Euclidean cost), the iteration budget raised tenfold up to
+    ``max_num_itermax`` while POT stops early; the value is None if it never converged
+    (``info``: ``converged``, ``num_itermax``, ``warning``).
     """
     import ot  # ~5 s to import: only here
 
-    a = np.ascontiguousarray(a, dtype=np.float64)
-    b = np.ascontiguousarray(b, dtype=np.float64)
+    a, b = (np.ascontiguousarray(v, dtype=np.float64) for v in (a, b))
     M = ot.dist(a, b, metric="euclidean")
     wa, wb = ot.unif(a.shape[0]), ot.unif(b.shape[0])
     it = int(num_itermax)
@@ -438,11 +391,8 @@ def wasserstein1(a, b, *, num_itermax: int = NUM_ITERMAX,
 
 def fold_distances(latent, folds, n_folds: int, *, max_points: int,
                    rng: np.random.Generator) -> dict:
-    """Return the K x K matrix of W1 distances between folds (None where POT did not converge).
-
-    A fold larger than ``max_points`` is subsampled at random (without replacement, once, the
-    same points for every pair). The matrix is symmetric with a zero diagonal.
-    """
+    """Return the K x K matrix of W1 distances between folds (None where POT did not converge;
+    a fold of more than ``max_points`` subsampled once, the same points for every pair)."""
     latent, folds = np.asarray(latent), np.asarray(folds)
     clouds, sizes = [], []
     for f in range(n_folds):
@@ -452,8 +402,7 @@ def fold_distances(latent, folds, n_folds: int, *, max_points: int,
             idx = np.sort(rng.choice(idx, size=max_points, replace=False))
         clouds.append(latent[idx])
     matrix = [[0.0 if i == j else None for j in range(n_folds)] for i in range(n_folds)]
-    not_converged = []
-    max_itermax = 0
+    not_converged, max_itermax = [], 0
     for i in range(n_folds):
         for j in range(i + 1, n_folds):
             value, info = wasserstein1(clouds[i], clouds[j])
@@ -490,15 +439,13 @@ def summarize(trials: list, clusterer: str) -> dict:
         rows = sorted((t for t in trials if failure(t) is None and t.get("kind") == kind
                        and (kind == "random" or t.get("clusterer") == clusterer)),
                       key=lambda t: (t["repeat"], (t.get("params") or {}).get("fold", 0)))
-        out[kind] = {
-            "test": [float(t["accuracy"]) for t in rows],
-            "val": [t["val_accuracy"] for t in rows],
-            "train": [t["train_accuracy"] for t in rows],
-            "last_test": [t.get("last_test_accuracy") for t in rows],
-            "last_val": [t.get("last_val_accuracy") for t in rows],
-            "folds": [[t["repeat"], (t.get("params") or {}).get("fold")] for t in rows],
-            "curves": mean_curves([t.get("history") or [] for t in rows]),
-        }
+        out[kind] = {"test": [float(t["accuracy"]) for t in rows],
+                     "val": [t["val_accuracy"] for t in rows],
+                     "train": [t["train_accuracy"] for t in rows],
+                     "last_test": [t.get("last_test_accuracy") for t in rows],
+                     "last_val": [t.get("last_val_accuracy") for t in rows],
+                     "folds": [[t["repeat"], (t.get("params") or {}).get("fold")] for t in rows],
+                     "curves": mean_curves([t.get("history") or [] for t in rows])}
     return out
 
 

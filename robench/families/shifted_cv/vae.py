@@ -1,10 +1,7 @@
 """Variational autoencoders: the latent spaces of the ``vae-vgmm`` clusterer and of shifted-cv.
 
-Imports torch: callers import it inside their functions. Two architectures (docs/shifted-cv.md):
-``conv28`` (the paper's InfoGAN-style one, for single-channel 28x28 images) and ``mlp``.
-Inputs in [0, 1] get a Bernoulli decoder, anything else is standardised per column and gets a
-unit-variance Gaussian one; Adam (lr 1e-3, beta1 0.5), batch 64. Latent codes are the encoder
-means, in eval mode.
+Imports torch: callers import it inside their functions. docs/shifted-cv.md gives the two
+architectures (``conv28``, the paper's, and ``mlp``), the likelihoods and the training.
 """
 
 from __future__ import annotations
@@ -67,22 +64,22 @@ class ConvVAE28(nn.Module):
         return self.decoder(z).flatten(1)
 
 
+def _mlp(*widths: int) -> nn.Sequential:
+    """Return Linear layers through ``widths`` with a ReLU between each two."""
+    layers = []
+    for a, b in zip(widths, widths[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
+
+
 class MLPVAE(nn.Module):
     """Fully connected VAE for flat inputs of any width; outputs logits or Gaussian means."""
 
     def __init__(self, n_features: int, latent_dim: int = LATENT_DIM, hidden: tuple = MLP_HIDDEN):
         super().__init__()
         self.latent_dim = latent_dim
-        enc, width = [], n_features
-        for h in hidden:
-            enc += [nn.Linear(width, h), nn.ReLU()]
-            width = h
-        self.encoder = nn.Sequential(*enc, nn.Linear(width, 2 * latent_dim))
-        dec, width = [], latent_dim
-        for h in reversed(hidden):
-            dec += [nn.Linear(width, h), nn.ReLU()]
-            width = h
-        self.decoder = nn.Sequential(*dec, nn.Linear(width, n_features))
+        self.encoder = _mlp(n_features, *hidden, 2 * latent_dim)
+        self.decoder = _mlp(latent_dim, *reversed(hidden), n_features)
 
     def encode(self, x: torch.Tensor) -> tuple:
         """Return the latent mean and standard deviation of flat rows ``x``."""
@@ -109,13 +106,9 @@ def negative_elbo(module, x: torch.Tensor, bernoulli: bool) -> torch.Tensor:
 
 def train_vae(X, *, image_shape=None, latent_dim: int = LATENT_DIM, epochs: int, seed: int,
               batch_size: int = BATCH_SIZE, max_train: int | None = None) -> dict:
-    """Train a VAE on the rows of ``X`` and return their latent means and the loss curve.
-
-    With ``max_train`` set and more rows than that, the VAE trains on a seeded random subset of
-    ``max_train`` rows and then encodes every row. Returns a dict of arrays: ``means`` (n,
-    latent_dim) float32, ``loss`` (mean -ELBO per epoch), ``seconds``, ``n_train``.
-    Deterministic given ``seed`` on the CPU.
-    """
+    """Train a VAE on the rows of ``X`` (a seeded subset of ``max_train`` rows if set) and
+    return arrays: ``means`` (n, latent_dim) float32 of every row, ``loss`` (mean -ELBO per
+    epoch), ``seconds``, ``n_train``. Deterministic given ``seed`` on the CPU."""
     X = np.ascontiguousarray(X, dtype=np.float32)
     if X.ndim != 2 or X.shape[0] < 2:
         raise ValueError(f"a VAE needs at least 2 rows of flat inputs, got shape {X.shape}")
@@ -134,8 +127,7 @@ def train_vae(X, *, image_shape=None, latent_dim: int = LATENT_DIM, epochs: int,
     # fused: the conv VAE has 13M parameters and the unfused CPU Adam step took 40% of a step
     optimizer = torch.optim.Adam(module.parameters(), lr=LR, betas=BETAS, fused=True)
     generator = torch.Generator().manual_seed(seed)
-    X_all = torch.from_numpy(X)
-    Xt = X_all
+    Xt = X_all = torch.from_numpy(X)
     if max_train is not None and X.shape[0] > int(max_train):
         rows = np.sort(np.random.default_rng(seed).choice(X.shape[0], int(max_train), replace=False))
         Xt = X_all[torch.from_numpy(rows)]
@@ -175,12 +167,8 @@ def data_key(X) -> str:
 def cached_latent_means(X, *, image_shape=None, latent_dim: int = LATENT_DIM, epochs: int,
                         seed: int, batch_size: int = BATCH_SIZE,
                         max_train: int | None = None) -> tuple:
-    """Return (arrays of :func:`train_vae`, cache hit), trained once per content and settings.
-
-    The cache key is a hash of the rows' content, the image shape, the training settings, the
-    seed and :data:`VAE_VERSION`, under ``<cache>/vae/``.
-    """
-
+    """Return (arrays of :func:`train_vae`, cache hit), trained once per content, settings,
+    seed and :data:`VAE_VERSION` (under ``<cache>/vae/``)."""
     shape = None if image_shape is None else [int(s) for s in image_shape]
     key = content_key("vae", VAE_VERSION, data_key(np.asarray(X, np.float32)), shape,
                       int(latent_dim), int(epochs), int(seed), int(batch_size),

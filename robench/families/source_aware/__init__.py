@@ -1,9 +1,7 @@
 """Family ``source-aware`` (Kilinc & Uysal): robustness to unseen sources inside a data set.
 
-Registers the ``source-aware`` protocol (source-inclusive, source-exclusive and random
-partitions), the ``random-split`` protocol (its random partitions alone) and the
-``adequacy`` protocol (training-size sweep), and the metrics built on them: ``rho``,
-``adequacy`` and ``lost-test`` (estimating test accuracy when the test set is lost).
+Protocols ``source-aware``, ``random-split`` (its random partitions alone) and ``adequacy``
+(training-size sweep); metrics ``rho``, ``adequacy`` and ``lost-test``.
 """
 
 from __future__ import annotations

@@ -65,14 +65,12 @@ def aggregate(group: dict, trials: list) -> list:
             per_class = sa.class_rho(c["per_class_exclusive"], c["per_class_inclusive"])
         else:
             rho, lo, hi, per_class, interval = None, None, None, [], None
+        means = {"acc_exclusive": ad.mean_or_none(xs), "acc_inclusive": ad.mean_or_none(is_)}
         scores.append(Score(**base, score=f"rho@{label}", value=rho, ci_low=lo, ci_high=hi,
-                            n=min(len(xs), len(is_)),
-                            details={**info, "acc_exclusive": ad.mean_or_none(xs),
-                                     "acc_inclusive": ad.mean_or_none(is_),
-                                     "per_class": per_class, "interval": interval}))
-        table.append({**info, "acc_exclusive": ad.mean_or_none(xs),
-                      "acc_inclusive": ad.mean_or_none(is_), "rho": rho, "ci_low": lo,
-                      "ci_high": hi, "n": min(len(xs), len(is_))})
+                            n=min(len(xs), len(is_)), details={
+                                **info, **means, "per_class": per_class, "interval": interval}))
+        table.append({**info, **means, "rho": rho, "ci_low": lo, "ci_high": hi,
+                      "n": min(len(xs), len(is_))})
 
     for kind, acc, likely in (("inclusive", "AccI", "likely"), ("exclusive", "AccX", "unlikely")):
         hit = ad.enough_size(curves, kind)

@@ -1,10 +1,7 @@
 """Dataset adequacy (Kilinc & Uysal, section 5.2): rho as the training set grows.
 
-Per (repeat, kind) the test partition is the source-aware protocol's; the training partition
-is cut to nested, stratified subsets of one seeded ordering, validation carved from each
-subset, and every size gets the full-size run's number of gradient steps
-(:func:`scaled_budget`). The full-size point is the source-aware trial itself (shared by key
-with ``rho``). docs/adequacy.md gives the scores.
+The source-aware protocol's test partitions, with training partitions cut to nested,
+stratified subsets; the full size is the source-aware trial itself (docs/adequacy.md).
 """
 
 from __future__ import annotations
@@ -57,11 +54,8 @@ KNOBS = (
 
 
 def settings(cfg) -> tuple:
-    """Return (repeats, nominal sizes) of the adequacy sweep for a run configuration.
-
-    Repeats are the ``adequacy.repeats`` knob capped by ``cfg.repeats`` (so ``--repeats 1``
-    also shrinks the sweep); ``None`` means ``cfg.repeats``.
-    """
+    """Return (repeats, nominal sizes) of the adequacy sweep for a run configuration
+    (repeats capped by ``cfg.repeats``; ``None`` means ``cfg.repeats``)."""
     knobs = cfg.knobs[SECTION]
     wanted = knobs.get("repeats")
     repeats = cfg.repeats if wanted is None else max(1, min(int(wanted), cfg.repeats))
@@ -72,11 +66,8 @@ def settings(cfg) -> tuple:
 
 
 def usable_sizes(sizes, n_samples: int, test_size: float, k: int) -> list:
-    """Return the nominal sizes smaller than the training partition is expected to be.
-
-    The inclusive training partition holds about (1 - test_size)·N samples, the exclusive one
-    about (1 - 1/k)·N; a size that still exceeds a repeat's partition is capped at run time.
-    """
+    """Return the nominal sizes smaller than the training partition is expected to be
+    (inclusive: (1 - test_size)·N, exclusive: (1 - 1/k)·N; capped at run time)."""
     limit = n_samples * (1 - max(test_size, 1 / max(int(k or 2), 2)))
     return [s for s in sizes if s < limit]
 
@@ -89,10 +80,8 @@ def _n_samples(registry, name: str):
 
 
 def plan(combo: Combo, cfg, registry) -> list:
-    """Return the trial specs of one (dataset, model, clusterer): kinds x repeats x sizes.
-
-    The full-size specs are the source-aware protocol's own (shared by key with ``rho``).
-    """
+    """Return the trial specs of one (dataset, model, clusterer): kinds x repeats x sizes
+    (the full-size specs are the source-aware protocol's own, shared by key with ``rho``)."""
     repeats, sizes = settings(cfg)
     n = _n_samples(registry, combo.dataset.name)
     if n is not None:
@@ -120,21 +109,15 @@ prepare = source_aware.prepare
 
 
 def stratified_order(idx, y, rng: np.random.Generator) -> np.ndarray:
-    """Return ``idx`` reordered so that every prefix is stratified by class.
-
-    Each class is shuffled; its j-th sample gets the position key (j + u_c) / n_c with one
-    random offset u_c per class, and all samples are sorted by key. A prefix of length m then
-    holds within 1 + C·n_c/N of m·n_c/N samples of class c (C classes), and prefixes are
-    nested by construction.
-    """
+    """Return ``idx`` reordered so that every prefix is stratified by class: sorted by the
+    key (j + u_c) / n_c of a class's j-th shuffled sample (docs/adequacy.md)."""
     idx = np.asarray(idx)
     labels = np.asarray(y)[idx]
     members, keys = [], []
     for c in np.unique(labels):
         in_c = rng.permutation(idx[labels == c])
-        offset = rng.random()
         members.append(in_c)
-        keys.append((np.arange(in_c.size) + offset) / in_c.size)
+        keys.append((np.arange(in_c.size) + rng.random()) / in_c.size)
     if not members:
         return idx[:0]
     order = np.argsort(np.concatenate(keys), kind="stable")
@@ -143,17 +126,12 @@ def stratified_order(idx, y, rng: np.random.Generator) -> np.ndarray:
 
 def nested_subset(train_idx, y, size: int, rng: np.random.Generator) -> np.ndarray:
     """Return the first ``size`` samples of the stratified ordering of ``train_idx`` (sorted)."""
-    order = stratified_order(train_idx, y, rng)
-    return np.sort(order[: int(size)])
+    return np.sort(stratified_order(train_idx, y, rng)[: int(size)])
 
 
 def partition(spec: dict, dataset, registry) -> tuple:
-    """Return (fit, val, test) indices of an adequacy trial spec (pure function of the spec).
-
-    The test partition and the training partition it leaves are the source-aware protocol's
-    for the same (seed, repeat, kind); the training partition is then cut to the nested
-    subset of ``params['size']`` samples, and validation is carved from that subset.
-    """
+    """Return (fit, val, test) indices of an adequacy trial spec (pure function of the spec):
+    the source-aware partitions, training cut to ``params['size']`` samples, then split."""
     return _partition(spec, dataset, registry)[:3]
 
 
@@ -174,11 +152,8 @@ def _partition(spec: dict, dataset, registry) -> tuple:
 
 
 def scaled_budget(train: dict, n_fit: int, n_fit_full: int) -> dict:
-    """Return the training budget giving a subset as many gradient steps as the full size.
-
-    Epochs and patience are multiplied by the ratio of mini-batches per epoch (full / subset);
-    early stopping still applies. Budgets without ``max_epochs`` are left alone.
-    """
+    """Return the training budget giving a subset as many gradient steps as the full size
+    (epochs and patience times full / subset mini-batches; no ``max_epochs``: unchanged)."""
     budget = dict(train)
     if "max_epochs" not in budget or n_fit <= 0:
         return budget
@@ -218,11 +193,9 @@ def _sort_key(label):
 def size_curves(trials: list, clusterer: str = None) -> list:
     """Return one entry per size (ascending, ``full`` last) from successful trial rows.
 
-    Each entry: label, acc_exclusive / acc_inclusive (per-repeat lists), repeats_exclusive /
-    repeats_inclusive (the repeat index of each of those values: every size of repeat r is
-    tested on repeat r's partitions, so sizes pair by repeat), n_samples (mean subset size:
-    fit + validation), n_capped (repeats whose partition was smaller than the nominal size),
-    per_class_exclusive / per_class_inclusive (per-repeat per-class lists).
+    Each entry: label; per kind, acc_<kind> (per-repeat), repeats_<kind> (each value's repeat:
+    sizes pair by repeat) and per_class_<kind>; n_samples (mean fit + validation size);
+    n_capped (repeats whose partition was smaller than the nominal size).
     """
     by_size: dict = {}
     for t in trials:
@@ -242,13 +215,10 @@ def size_curves(trials: list, clusterer: str = None) -> list:
         e["sizes"].append(n_sub)
         if label != FULL and n_sub < label:
             e["n_capped"] += 1
-    out = []
-    for label in sorted(by_size, key=_sort_key):
-        e = by_size.pop(label)
+    for e in by_size.values():
         sizes = e.pop("sizes")
         e["n_samples"] = float(np.mean(sizes)) if sizes else None
-        out.append(e)
-    return out
+    return [by_size[label] for label in sorted(by_size, key=_sort_key)]
 
 
 def mean_or_none(values):
@@ -257,11 +227,8 @@ def mean_or_none(values):
 
 
 def enough_size(curves: list, kind: str, tol: float = ENOUGH_TOLERANCE):
-    """Return the curve entry from which E[Acc_kind] stays within ``tol`` of the full size's.
-
-    "Stays": every larger size must be within ``tol`` too, so one lucky small size on a noisy
-    curve does not count. Returns None if there is no full-size point.
-    """
+    """Return the curve entry from which E[Acc_kind] stays within ``tol`` of the full size's
+    (every larger size within ``tol`` too); None without a full-size point."""
     key = f"acc_{kind}"
     points = [(c, mean_or_none(c[key])) for c in curves]
     full = next((m for c, m in points if c["label"] == FULL), None)
@@ -314,8 +281,8 @@ def class_reading(curve: dict, name: str = None) -> str:
     if not x or x[-1] is None or i[-1] is None:
         return f"{name}: no test samples at the full size"
     gx, gi = _gain(x), _gain(i)
-    x_range = f"{_pct(next((v for v in x if v is not None), None))}->{_pct(x[-1])}"
-    i_range = f"{_pct(next((v for v in i if v is not None), None))}->{_pct(i[-1])}"
+    x_range, i_range = (f"{_pct(next((v for v in c if v is not None), None))}->{_pct(c[-1])}"
+                        for c in (x, i))
     rho_full = rho[-1]
     if gx >= RISE and gi < max(RISE, gx / 2):
         return (f"collect more data for {name}: its AccX rises with size ({x_range}) while "

@@ -39,6 +39,35 @@ def _table(rows: list, clusterer: str = "kmeans") -> dict:
     return out
 
 
+def _row(paper: str, claim: str, paper_figure: str, dataset: str, figure: str, verdict: str,
+         why: str, evidence: dict, control, need=None, **kw) -> Claim:
+    """Return a claim row judged against its control; ``need`` plans an undecided one."""
+    return controlled(Claim(paper, claim, paper_figure, dataset, figure, verdict, why, evidence,
+                            would_decide=would(need) if verdict == UNDECIDED else "", **kw),
+                      control)
+
+
+def _max_need(needs: list):
+    """Return the largest planning figure (None if there is none, or one part has none)."""
+    return None if not needs or None in needs else max(needs)
+
+
+def _side(low, high, bound: float) -> str:
+    """Return holds (interval above ``bound``), does not hold (below) or undecided."""
+    if low is None:
+        return UNDECIDED
+    return HOLDS if low > bound else FAILS if high < bound else UNDECIDED
+
+
+def _tost(res: dict, text: str, bound: str, tests: str = "") -> tuple:
+    """Return (verdict, why, repeats) of an equivalence result with an interval."""
+    if res["status"] == EQUIVALENT:
+        return HOLDS, f"{text} inside {bound}{tests}", None
+    if res["status"] == NOT_EQUIVALENT:
+        return FAILS, f"{text} outside {bound}{tests}", None
+    return UNDECIDED, f"{text} straddles {bound}", tost_need(res)
+
+
 def _equivalence_part(inclusive, random):
     """Return the part "E[AccI] ~ E[Acc]" of one model: TOST at any level."""
     return lambda level: _equivalent(inclusive, random, level)[0]
@@ -47,25 +76,18 @@ def _equivalence_part(inclusive, random):
 def _equivalent(inclusive: dict, random: dict, alpha: float = 0.05) -> tuple:
     """Return (verdict, why, repeats) of E[AccI] ~ E[Acc] within the margin, by TOST.
 
-    The inclusive and the random partitions of a repeat are drawn independently (their
-    seeds differ by kind), so the difference of the means gets Welch's interval.
+    The two kinds' partitions are drawn independently (seeds differ by kind): Welch's interval.
     """
-
-    per = [((r or {}).get("details") or {}).get("per_repeat") for r in (inclusive, random)]
+    per = [_per_repeat(r) for r in (inclusive, random)]
     if not (per[0] and per[1]):
         return UNDECIDED, "a side has no per-repeat accuracies", None
     res = equivalence(per[0], per[1], EQUIVALENCE_MARGIN, paired=False, alpha=alpha)
     figure = f"{fmt(inclusive, True)} vs {fmt(random, True)}"
     if res["low"] is None:
         return UNDECIDED, f"{figure}: {res['reason']}", None
-    diff = (f"difference {100 * res['estimate']:+.2f} points, 90% "
-            f"[{100 * res['low']:+.2f}, {100 * res['high']:+.2f}]")
-    if res["status"] == EQUIVALENT:
-        return HOLDS, f"{figure}: {diff} inside ±{100 * EQUIVALENCE_MARGIN:g}", None
-    if res["status"] == NOT_EQUIVALENT:
-        return FAILS, f"{figure}: {diff} outside ±{100 * EQUIVALENCE_MARGIN:g}", None
-    return (UNDECIDED, f"{figure}: {diff} straddles ±{100 * EQUIVALENCE_MARGIN:g}",
-            tost_need(res))
+    return _tost(res, f"{figure}: difference {100 * res['estimate']:+.2f} points, 90% "
+                      f"[{100 * res['low']:+.2f}, {100 * res['high']:+.2f}]",
+                 f"±{100 * EQUIVALENCE_MARGIN:g}")
 
 
 #: Capacity steps count as a tie ("equivalent") when shown within this many points of rho
@@ -80,7 +102,6 @@ _CLUSTERING_NULL = ("k-means sources of i.i.d. Gaussian classes (no sources), ne
 
 def _null(repeats: int) -> list:
     """Return the control's null data sets' per-repeat accuracies (cached per repeats)."""
-
     if repeats not in _NULLS:
         _NULLS[repeats] = [source_aware_null(seed, repeats=repeats)
                            for seed in range(CONTROL_REPLICATES)]
@@ -90,9 +111,9 @@ def _null(repeats: int) -> list:
 _NULLS: dict = {}
 
 
-def _arrays(samples: dict, width: int):
+def _arrays(samples: dict, width: int = 0):
     """Return (x, i) arrays over repeat indices of {repeat: (x, i)} (NaN where missing)."""
-
+    width = max(width, 1, *(int(r) + 1 for r in samples))
     x, i = np.full(width, np.nan), np.full(width, np.nan)
     for r, (xv, iv) in samples.items():
         x[int(r)], i[int(r)] = xv, iv
@@ -101,18 +122,13 @@ def _arrays(samples: dict, width: int):
 
 def _cost_part(samples: dict, cycle):
     """Return the part "AccI above AccX" of one model (paired by repeat)."""
-
-
-    width = max((int(r) for r in samples), default=-1) + 1
-    x, i = _arrays(samples, max(width, 1))
+    x, i = _arrays(samples)
     one = np.where(np.isfinite(x), 1.0, np.nan)
     return OrderingPart(i, one, x, one, cycle=cycle)
 
 
-def _cost_control(repeats: int, cycle) -> "object":
-    """Return the control of "AccI > AccX" at the row's repeats: the same paired rule on
-    k-means sources of i.i.d. Gaussian classes (:data:`CONTROL_REPLICATES` null data sets)."""
-
+def _cost_control(repeats: int, cycle) -> Control:
+    """Return the control of "AccI > AccX": the same paired rule on :func:`_null` data sets."""
     verdicts, gaps = [], []
     for w in _null(repeats):
         samples = dict(enumerate(zip(w["acc_exclusive"], w["acc_inclusive"])))
@@ -132,18 +148,14 @@ SPREAD_LEVEL = 0.10
 def _spread_part(x: list, i: list):
     def part(level):
         s = sd_ratio_independent(x, i, 1 - 2 * level)
-        if s["low"] is None:
-            return UNDECIDED
-        return HOLDS if s["low"] > 1 else FAILS if s["high"] < 1 else UNDECIDED
+        return _side(s["low"], s["high"], 1)
     return part
 
 
 def _spread_control(repeats: int):
-    """Return the control of "AccX spreads more" at the row's repeats: the same jackknife
-    rule on k-means sources of i.i.d. Gaussian classes, :data:`CONTROL_REPLICATES` of them
-    (clusters of data without sources are its extremities: AccX spreads more there too,
-    and a control run at fewer repeats than the row would not show it)."""
-
+    """Return the control of "AccX spreads more": the same jackknife rule on :func:`_null`
+    data sets at the row's repeats (clusters of data without sources are its extremities:
+    AccX spreads more there too, which fewer repeats than the row's would not show)."""
     verdicts, ratios = [], []
     for w in _null(repeats):
         x, i = w["acc_exclusive"].tolist(), w["acc_inclusive"].tolist()
@@ -155,18 +167,17 @@ def _spread_control(repeats: int):
                    f"{repeats} repeats")
 
 
-def _steps(order: list, samples: list, cycle, percent: bool = False) -> list:
-    """Return [(a, b, part)] for each adjacent step a -> b of the claimed order: the part
+def _steps(order: list, samples: list, cycle) -> list:
+    """Return [(a, b, part, n)] for each adjacent step a -> b of the claimed order: the part
     "b above a", paired by repeat (samples: per model {repeat: (num, den)} or {repeat: v})."""
-
     rows = [{int(r): (v if isinstance(v, (tuple, list)) else (v, 1.0)) for r, v in s.items()}
             for s in samples]
     width = max((max(s) for s in rows if s), default=-1) + 1
     out = []
     for k, (a, b) in enumerate(zip(order, order[1:])):
         common = set(rows[k]) & set(rows[k + 1])
-        xa, ia = _arrays({r: rows[k + 1][r] for r in common}, max(width, 1))
-        xb, ib = _arrays({r: rows[k][r] for r in common}, max(width, 1))
+        xa, ia = _arrays({r: rows[k + 1][r] for r in common}, width)
+        xb, ib = _arrays({r: rows[k][r] for r in common}, width)
         out.append((a, b, OrderingPart(xa, ia, xb, ib, cycle=cycle, margin=CAPACITY_MARGIN),
                     len(common)))
     return out
@@ -194,7 +205,6 @@ def _capacity_control(repeats: int, steps: int, cycle, verdict: str = HOLDS,
     (robench.stats.paired.null_pairs: log-normal source effects), at the row's repeats. For
     a row that does not hold: the stored steps with every falling step mirrored (its upper
     model moved up by twice the fall: the claimed order made true), one deterministic draw."""
-
     if verdict == FAILS and parts:
         moved = []
         for p in parts:
@@ -220,8 +230,15 @@ def _capacity_control(repeats: int, steps: int, cycle, verdict: str = HOLDS,
                    "source effects)", verdicts, "simulated tables", size=f"{repeats} repeats")
 
 
-def _chain_claim(dataset, claim, paper_figure, figure, order, samples, cycle, percent):
-    steps = _steps(order, samples, cycle, percent)
+def _chain_claim(dataset: str, models: dict, score: str, name: str, paper_figure: str,
+                 samples_of, percent: bool) -> list:
+    """Return the row "``name`` rises with capacity" over the :data:`CAPACITY` models with
+    ``score`` (none under 2), every adjacent step paired by repeat (:func:`_steps`)."""
+    order = [m for m in CAPACITY if (models.get(m) or {}).get(score)]
+    if len(order) < 2:
+        return []
+    cycle = _cycle(models, order)
+    steps = _steps(order, [samples_of(models[m][score]) for m in order], cycle)
     parts = [p for _, _, p, _ in steps]
     verdict = decide_parts(parts)
     n = max((n for *_, n in steps), default=0)
@@ -230,10 +247,12 @@ def _chain_claim(dataset, claim, paper_figure, figure, order, samples, cycle, pe
              f"one-sided {SIDE:g}, an intersection-union test; does not hold: a step shown "
              f"falling at {SIDE:g} / {len(parts)} (Bonferroni); equivalent: every step within "
              f"±{CAPACITY_MARGIN:g})")
-    c = Claim(PAPER, claim, paper_figure, dataset, figure, verdict, why,
-              {f"{a}<{b}": p(SIDE) for a, b, p, _ in steps},
-              would_decide=would(parts_need(parts)) if verdict == UNDECIDED else "")
-    return controlled(c, _capacity_control(max(n, 2), len(parts), cycle, verdict, parts))
+    return [_row(PAPER, f"{name} rises with capacity (" + " < ".join(order) + ")",
+                 paper_figure, dataset,
+                 " < ".join(f"{m} {fmt(models[m][score], percent)}" for m in order), verdict,
+                 why, {f"{a}<{b}": p(SIDE) for a, b, p, _ in steps},
+                 _capacity_control(max(n, 2), len(parts), cycle, verdict, parts),
+                 parts_need(parts))]
 
 
 def rho_claims(rows: list) -> list:
@@ -244,82 +263,71 @@ def rho_claims(rows: list) -> list:
     are its extremities), models of equal rho for the capacity orders, a difference of
     twice the margin for the equivalence.
     """
-
     claims = []
     for dataset, models in sorted(_table(rows).items()):
-        # 1. source-inclusive accuracy exceeds source-exclusive (eq. 1-2), paired by repeat
-        samples = {m: rho_samples(_details(sc["rho"])) for m, sc in sorted(models.items())
-                   if sc.get("rho")}
-        samples = {m: s for m, s in samples.items() if s}
-        cycle = _cycle(models, sorted(samples)) if samples else None
-        if samples:
-            parts = {m: _cost_part(s, cycle) for m, s in samples.items()}
-            verdict = decide_parts(list(parts.values()))
-            texts = {m: f"{m}: {100 * p.stats()['d']:+.1f} points over "
-                        f"{int(p.stats()['n'])} repeats: {p(SIDE)}" for m, p in parts.items()}
-            n_hold = sum(p(SIDE) == HOLDS for p in parts.values())
-            n = max(len(s) for s in samples.values())
-            c = Claim(
-                PAPER, "E[AccI] > E[AccX]: unseen sources cost accuracy",
-                "holds for every model and data set (Figures 5-8)", dataset,
-                f"AccI - AccX shown above 0 for {n_hold} of {len(parts)} models",
-                verdict, "; ".join(texts.values()) + " (paired by repeat, robench.stats."
-                "paired; every model at one-sided 0.025: intersection-union)", texts,
-                would_decide=would(parts_need(list(parts.values())))
-                if verdict == UNDECIDED else "")
-            claims.append(controlled(c, _cost_control(n, cycle)))
+        claims.extend(_cost_claims(dataset, models))
         claims.extend(_exclusive_claims(dataset, models))
-        # 2. E[AccI] ~ E[Acc] (the random split behaves like the inclusive one)
-        eq = {m: _equivalent(sc.get("acc_inclusive"), sc.get("acc_random"))
-              for m, sc in models.items() if sc.get("acc_inclusive") or sc.get("acc_random")}
-        if eq:
-            verdict = decide_parts([_equivalence_part(sc.get("acc_inclusive"),
-                                                      sc.get("acc_random"))
-                                    for sc in models.values()
-                                    if sc.get("acc_inclusive") or sc.get("acc_random")],
-                                   alpha=0.05)
-            n_hold = sum(v == HOLDS for v, _, _ in eq.values())
-            example = next((f"{m}: {w}" for m, (v, w, _) in sorted(eq.items()) if v != HOLDS),
-                           next(iter(sorted(eq.items())))[1][1])
-            needs = [r for v, _, r in eq.values() if v == UNDECIDED]
-            c = Claim(
-                PAPER, "E[AccI] ~ E[Acc]: a random split measures the inclusive accuracy "
-                       f"(equal within ±{100 * EQUIVALENCE_MARGIN:g} point)",
-                "E[AccI] approximately equal to E[Acc] if the data set is large enough "
-                "(section 4)", dataset,
-                f"equivalent within ±{100 * EQUIVALENCE_MARGIN:g} point for {n_hold} of "
-                f"{len(eq)} models", verdict,
-                "two one-sided tests (90% Welch interval of E[AccI] - E[Acc] inside the "
-                "margin for every model: intersection-union; outside it for some model at "
-                "0.05 / models: Bonferroni; the partitions are drawn independently); "
-                + example,
-                {m: w for m, (_, w, _) in eq.items()},
-                would_decide="" if verdict != UNDECIDED else would(
-                    None if not needs or None in needs else max(needs)))
-            claims.append(controlled(c, _shifted_equivalence_control(models, verdict)))
-        # 3. rho rises with capacity (the paper's order on MNIST), by the one paired test
-        order = [m for m in CAPACITY if "rho" in models.get(m, {})]
-        if len(order) >= 2:
-            claims.append(_chain_claim(
-                dataset, "rho rises with capacity (" + " < ".join(order) + ")",
-                "SVM < MLP < CNN-1 < CNN-2 < CNN-3 on MNIST (Table 1)",
-                " < ".join(f"{m} {fmt(models[m]['rho'])}" for m in order), order,
-                [rho_samples(_details(models[m]["rho"])) or {} for m in order],
-                _cycle(models, order), percent=False))
+        claims.extend(_equivalence_claims(dataset, models))
+        claims.extend(_chain_claim(
+            dataset, models, "rho", "rho", "SVM < MLP < CNN-1 < CNN-2 < CNN-3 on MNIST (Table 1)",
+            lambda row: rho_samples(_details(row)) or {}, percent=False))
     return claims
 
 
-def _shifted_equivalence_control(models: dict, verdict: str):
+def _cost_claims(dataset: str, models: dict) -> list:
+    """Return the row "source-inclusive accuracy exceeds source-exclusive" (eq. 1-2)."""
+    samples = {m: rho_samples(_details(sc["rho"])) for m, sc in sorted(models.items())
+               if sc.get("rho")}
+    samples = {m: s for m, s in samples.items() if s}
+    if not samples:
+        return []
+    cycle = _cycle(models, sorted(samples))
+    parts = {m: _cost_part(s, cycle) for m, s in samples.items()}
+    texts = {m: f"{m}: {100 * p.stats()['d']:+.1f} points over "
+                f"{int(p.stats()['n'])} repeats: {p(SIDE)}" for m, p in parts.items()}
+    n_hold = sum(p(SIDE) == HOLDS for p in parts.values())
+    n = max(len(s) for s in samples.values())
+    return [_row(PAPER, "E[AccI] > E[AccX]: unseen sources cost accuracy",
+                 "holds for every model and data set (Figures 5-8)", dataset,
+                 f"AccI - AccX shown above 0 for {n_hold} of {len(parts)} models",
+                 decide_parts(list(parts.values())),
+                 "; ".join(texts.values()) + " (paired by repeat, robench.stats.paired; every "
+                 "model at one-sided 0.025: intersection-union)", texts,
+                 _cost_control(n, cycle), parts_need(list(parts.values())))]
+
+
+def _equivalence_claims(dataset: str, models: dict) -> list:
+    """Return the row "E[AccI] ~ E[Acc]": a random split behaves like the inclusive one."""
+    pairs = {m: (sc.get("acc_inclusive"), sc.get("acc_random")) for m, sc in models.items()
+             if sc.get("acc_inclusive") or sc.get("acc_random")}
+    if not pairs:
+        return []
+    eq = {m: _equivalent(*p) for m, p in pairs.items()}
+    verdict = decide_parts([_equivalence_part(*p) for p in pairs.values()], alpha=0.05)
+    n_hold = sum(v == HOLDS for v, _, _ in eq.values())
+    example = next((f"{m}: {w}" for m, (v, w, _) in sorted(eq.items()) if v != HOLDS),
+                   next(iter(sorted(eq.items())))[1][1])
+    return [_row(
+        PAPER, "E[AccI] ~ E[Acc]: a random split measures the inclusive accuracy "
+               f"(equal within ±{100 * EQUIVALENCE_MARGIN:g} point)",
+        "E[AccI] approximately equal to E[Acc] if the data set is large enough (section 4)",
+        dataset, f"equivalent within ±{100 * EQUIVALENCE_MARGIN:g} point for {n_hold} of "
+                 f"{len(eq)} models", verdict,
+        "two one-sided tests (90% Welch interval of E[AccI] - E[Acc] inside the margin for "
+        "every model: intersection-union; outside it for some model at 0.05 / models: "
+        "Bonferroni; the partitions are drawn independently); " + example,
+        {m: w for m, (_, w, _) in eq.items()}, _shifted_equivalence_control(models, verdict),
+        _max_need([r for v, _, r in eq.values() if v == UNDECIDED]))]
+
+
+def _shifted_equivalence_control(models: dict, verdict: str) -> Control:
     """Return the equivalence's control: the same test with E[Acc] moved by twice the
     margin (a difference it must not call equal); for a "does not hold", with E[Acc]
     recentred on E[AccI] (an equality it must not call unequal)."""
-
-
     verdicts, parts = [], []
     for sc in models.values():
         rnd, inc = sc.get("acc_random"), sc.get("acc_inclusive")
-        per = ((rnd or {}).get("details") or {}).get("per_repeat")
-        per_i = ((inc or {}).get("details") or {}).get("per_repeat")
+        per, per_i = _per_repeat(rnd), _per_repeat(inc)
         if not (per and per_i):
             continue
         shift = (sum(per_i) / len(per_i) - sum(per) / len(per) if verdict == FAILS
@@ -340,6 +348,10 @@ def _details(row: Optional[dict]) -> dict:
     return d if isinstance(d, dict) else {}
 
 
+def _per_repeat(row: Optional[dict]):
+    return _details(row).get("per_repeat")
+
+
 def _cycle(models: dict, order: list):
     """Return the balanced design's cycle shared by the models' rho scores (None if any
     lacks it: independent repeats)."""
@@ -350,7 +362,7 @@ def _cycle(models: dict, order: list):
 
 def _by_repeat(row: Optional[dict]) -> dict:
     """Return {repeat: value} of an accuracy row (empty without repeat indices)."""
-    d = (row or {}).get("details") or {}
+    d = _details(row)
     vals, reps = d.get("per_repeat") or [], d.get("repeats") or []
     if len(vals) != len(reps):
         return {}
@@ -358,27 +370,16 @@ def _by_repeat(row: Optional[dict]) -> dict:
 
 
 def _exclusive_claims(dataset: str, models: dict) -> list:
-    """Return section 5.1's claims on AccX: it spreads more than AccI, and rises with capacity.
-
-    The spread: per model, sd(AccX) / sd(AccI) with Miller's jackknife interval (the
-    exclusive and inclusive partitions are drawn independently), every model at one-sided
-    0.025 (intersection-union), its control the k-means sources of i.i.d. Gaussian classes.
-    The capacity order: :func:`_chain_claim` (paired steps).
-    """
-
-    out = []
-    res = {}
-    n = 0
+    """Return section 5.1's claims on AccX: it spreads more than AccI (per model Miller's
+    jackknife of sd(AccX) / sd(AccI), the partitions drawn independently; every model at
+    one-sided 0.025), and it rises with capacity (:func:`_chain_claim`)."""
+    out, res = [], {}
     for m, sc in sorted(models.items()):
-        x = ((sc.get("acc_exclusive") or {}).get("details") or {}).get("per_repeat")
-        i = ((sc.get("acc_inclusive") or {}).get("details") or {}).get("per_repeat")
+        x, i = _per_repeat(sc.get("acc_exclusive")), _per_repeat(sc.get("acc_inclusive"))
         if x and i:
             res[m] = (_spread_part(x, i), sd_ratio_independent(x, i), len(x))
-            n = max(n, len(x))
     if res:
-        verdict = decide_parts([p for p, _, _ in res.values()])
-        texts = {}
-        need = 0
+        texts, need = {}, 0
         for m, (p, s, k) in res.items():
             if s["low"] is None:
                 texts[m] = f"{m}: {s['reason']}"
@@ -390,26 +391,19 @@ def _exclusive_claims(dataset: str, models: dict) -> list:
                                     math.log(s["ratio"]))
                 need = None if nd is None else max(need, nd)
         n_hold = sum(p(SIDE) == HOLDS for p, _, _ in res.values())
-        c = Claim(
+        out.append(_row(
             PAPER, "AccX spreads far more than AccI: sd(AccX) / sd(AccI) > 1",
             "AccI narrowly dispersed, AccX significantly wider (section 5.1, Figure 3)",
-            dataset, "; ".join(texts.values()), verdict,
+            dataset, "; ".join(texts.values()), decide_parts([p for p, _, _ in res.values()]),
             f"{n_hold} of {len(res)} models have the ratio's interval above 1 (Miller's "
             "jackknife over repeats, 95%; every model: intersection-union; its level on "
             f"skewed repeats is {SPREAD_LEVEL:g}, not 0.05)", texts,
-            would_decide=would(need or None) if verdict == UNDECIDED else "",
-            level=SPREAD_LEVEL)
-        out.append(controlled(c, _spread_control(n)))
-    order = [m for m in CAPACITY if (models.get(m) or {}).get("acc_exclusive")]
-    if len(order) >= 2:
-        out.append(_chain_claim(
-            dataset, "E[AccX] rises with capacity (" + " < ".join(order) + ")",
-            "SVM 80.3% < MLP 87.9% < CNN-1 94.1% < CNN-2 97.1% < CNN-3 98.0% on MNIST with "
-            "k-means sources (Table 1; section 5.1)",
-            " < ".join(f"{m} {fmt(models[m]['acc_exclusive'], True)}" for m in order),
-            order, [_by_repeat(models[m]["acc_exclusive"]) for m in order],
-            _cycle(models, order), percent=True))
-    return out
+            _spread_control(max(k for *_, k in res.values())), need or None,
+            level=SPREAD_LEVEL))
+    return out + _chain_claim(
+        dataset, models, "acc_exclusive", "E[AccX]",
+        "SVM 80.3% < MLP 87.9% < CNN-1 94.1% < CNN-2 97.1% < CNN-3 98.0% on MNIST with "
+        "k-means sources (Table 1; section 5.1)", _by_repeat, percent=True)
 
 
 def _size_key(label: str) -> float:
@@ -423,24 +417,14 @@ ADEQUACY_ALPHA = 0.05
 def adequacy_decisions(x_full, i_full, x_small, i_small, alpha: float = ADEQUACY_ALPHA) -> dict:
     """Return the paired decisions "rho at the full size > rho at the smallest", vectorised.
 
-    Inputs have shape (..., M, R): per model of a table and per repeat index, the exclusive
-    (x) and inclusive (i) accuracy at the full and at the smallest training size, NaN where
-    missing. Every size of repeat r is tested on repeat r's partitions (the adequacy
-    protocol fixes them), so the sizes pair by repeat: the difference of the two ratios of
-    means gets the delta-method paired interval over the repeats complete at both sizes
-    (:func:`robench.stats.sequential.paired_difference`, skewness-corrected, the interval
-    ``--until decided`` uses), at ``1 - alpha / m`` for the m models of a table with at
-    least 2 such repeats (Bonferroni). A model's call is *holds* when its interval lies above
-    0, *does not hold* when below; so where the two rho are equal, the probability that any
-    model of a table gets a call is at most alpha (tests/families/source_aware/
-    test_adequacy_claim.py simulates it on skewed, correlated accuracies).
-
-    Returns arrays over (..., M): ``d``, ``low``, ``high``, ``se``, ``n`` (shared repeats),
-    ``level``, ``status`` (1 holds, -1 does not hold, 0 undecided), and ``tests`` (m, over
-    (...)).
+    Inputs have shape (..., M, R): per model and repeat index, the exclusive (x) and
+    inclusive (i) accuracy at the full and the smallest size, NaN where missing. Each model's
+    interval (:func:`robench.stats.sequential.paired_difference`, over the repeats complete at
+    both sizes) is at ``1 - alpha / m`` for the m models with at least 2 such repeats
+    (Bonferroni; docs/adequacy.md has the argument). Returns arrays over (..., M): ``d``,
+    ``low``, ``high``, ``se``, ``n`` (shared repeats), ``level``, ``status`` (1 holds, -1 does
+    not hold, 0 undecided), and ``tests`` (m, over (...)).
     """
-
-
     xf, if_, xs, is_ = (np.asarray(v, float) for v in (x_full, i_full, x_small, i_small))
     ok = np.isfinite(xf) & np.isfinite(if_) & np.isfinite(xs) & np.isfinite(is_)
     tests = (ok.sum(-1) >= 2).sum(-1)
@@ -453,11 +437,8 @@ def adequacy_decisions(x_full, i_full, x_small, i_small, alpha: float = ADEQUACY
 
 
 def _adequacy_table(rows: list) -> dict:
-    """Return {dataset: {model: {score: row}}} of the adequacy rows, one clusterer per model.
-
-    The four accuracies a model's decision pairs must come from one clusterer's sources:
-    k-means where stored (the rho claims' clusterer), else the first by name.
-    """
+    """Return {dataset: {model: {score: row}}} of the adequacy rows, one clusterer per model
+    (a decision pairs one clusterer's accuracies): k-means where stored, else the first."""
     found: dict = {}
     for r in rows:
         if r.get("metric") != "adequacy" or "@" not in str(r.get("score", "")):
@@ -480,8 +461,6 @@ def _decide_paired(paired: dict) -> tuple:
     """Return (m, {model: (verdict, why, figure, repeats needed, evidence)}) of the models
     whose rows carry repeat indices: ``paired`` maps a model to (smallest size label,
     [x_full, i_full, x_small, i_small] as {repeat: accuracy})."""
-
-
     names = sorted(paired)
     common = [sorted(set.intersection(*(set(b) for b in paired[m][1]))) for m in names]
     arr = np.full((4, len(names), max([len(c) for c in common] + [1])), np.nan)
@@ -497,9 +476,8 @@ def _decide_paired(paired: dict) -> tuple:
         d, lo, hi = (float(dec[key][j]) for key in ("d", "low", "high"))
         n, level = int(dec["n"][j]), float(dec["level"][j])
         label = f"rho(full) - rho(n={paired[m][0]})"
-        ev = {"rule": "paired", "difference": d if math.isfinite(d) else None,
-              "low": lo if math.isfinite(lo) else None,
-              "high": hi if math.isfinite(hi) else None, "n": n, "level": level}
+        ev = {"rule": "paired", **{k: v if math.isfinite(v) else None for k, v in (
+            ("difference", d), ("low", lo), ("high", hi))}, "n": n, "level": level}
         if not math.isfinite(lo):
             why = (f"{n} shared repeat(s): a paired interval needs 2" if n < 2
                    else "no spread in the paired differences")
@@ -519,8 +497,6 @@ def _decide_paired(paired: dict) -> tuple:
 def _adequacy_control(paired: dict):
     """Return the adequacy claim's control: the same paired decision with the two sizes'
     labels shuffled within each repeat (a training size that changes nothing)."""
-
-
     if not paired:
         return Control("sizes shuffled within repeats", None,
                        "no repeat indices stored (marginal rule): nothing to shuffle")
@@ -543,12 +519,9 @@ def _adequacy_control(paired: dict):
 def adequacy_claims(rows: list) -> list:
     """Return per data set: rho at the full training size exceeds rho at the smallest size.
 
-    Per model the decision is :func:`adequacy_decisions` (paired by repeat, Bonferroni over
-    the data set's models with repeat indices); "what would decide it" is the number of
-    repeats at which the observed paired difference and spread would clear 0
-    (:func:`robench.stats.equivalence.repeats_to_decide`). Rows stored without repeat
-    indices (adequacy before version 3) fall back to the marginal rule, the overlap of the
-    two sizes' Fieller intervals (:func:`robench.stats.claims.compare`), and the row says so.
+    Per model: :func:`adequacy_decisions`; rows stored without repeat indices (adequacy before
+    version 3) fall back to the overlap of the two sizes' Fieller intervals
+    (:func:`robench.stats.claims.compare`), and the row says so.
     """
     claims = []
     for dataset, models in sorted(_adequacy_table(rows).items()):
@@ -588,25 +561,23 @@ def adequacy_claims(rows: list) -> list:
         if len(paired) < len(res):
             rule.append(f"{len(res) - len(paired)} model(s) by the overlap of marginal "
                         "intervals (stored without repeat indices)")
-        numbers = [r[3] for r in res.values() if r[0] == UNDECIDED]
-
-        c = Claim(
+        claims.append(_row(
             PAPER, "rho rises with the training size (dataset adequacy)",
             "CNN-1 on MNIST: 0.85 at 100 samples to 0.96 at ~56K (Table 2-3, Figure 8)",
             dataset, "; ".join(r[2] for _, r in sorted(res.items())), verdict,
             f"{sum(r[0] == HOLDS for r in res.values())} of {len(res)} models have rho at the "
             "full size decidedly above the smallest size's (" + "; ".join(rule) + ")"
             + "".join(f"; {m}: {r[1]}" for m, r in sorted(res.items()) if r[0] != HOLDS),
-            {m: r[4] for m, r in res.items()},
-            would_decide="" if verdict != UNDECIDED else would(
-                None if not numbers or None in numbers else max(numbers)))
-        claims.append(controlled(c, _adequacy_control(paired)))
+            {m: r[4] for m, r in res.items()}, _adequacy_control(paired),
+            _max_need([r[3] for r in res.values() if r[0] == UNDECIDED])))
     return claims
 
 
 #: The corrected batch estimator counts as unbiased when its mean error is equivalent to 0
 #: within this margin (0.01 = 1 accuracy point; two one-sided tests).
 UNBIASED_WITHIN = 0.01
+LOST = "Lost test set (blog post, corrected)"
+_PLANTED = "binomial batches with the test set planted (the post's assumption)"
 
 
 def _error_row(errors: list) -> dict:
@@ -614,23 +585,34 @@ def _error_row(errors: list) -> dict:
     return {"value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high}
 
 
-LOST = "Lost test set (blog post, corrected)"
-
-
 def _tost_zero(errors: list, what: str) -> tuple:
     """Return (verdict, why, row, repeats): "the mean error is within ±UNBIASED_WITHIN" (TOST)."""
-
     res = equivalence(errors, [0.0] * len(errors), UNBIASED_WITHIN, paired=True)
     row = {"value": res["estimate"], "ci_low": res["low"], "ci_high": res["high"]}
     if res["low"] is None:
         return UNDECIDED, f"no interval: {res['reason']}", row, None
-    iv = f"90% [{100 * res['low']:+.2f}, {100 * res['high']:+.2f}] points"
-    bound = f"±{100 * UNBIASED_WITHIN:g} point"
-    if res["status"] == EQUIVALENT:
-        return HOLDS, f"{what}: {iv} inside {bound} (two one-sided tests)", row, None
-    if res["status"] == NOT_EQUIVALENT:
-        return FAILS, f"{what}: {iv} outside {bound} (two one-sided tests)", row, None
-    return UNDECIDED, f"{what}: {iv} straddles {bound}", row, tost_need(res)
+    verdict, why, need = _tost(
+        res, f"{what}: 90% [{100 * res['low']:+.2f}, {100 * res['high']:+.2f}] points",
+        f"±{100 * UNBIASED_WITHIN:g} point", " (two one-sided tests)")
+    return verdict, why, row, need
+
+
+def _error_rule(key: str):
+    """Return the rule "E[key - a] is within ±UNBIASED_WITHIN" of a control's trials."""
+    return lambda trials: _tost_zero([t[key] - t["true_accuracy"] for t in trials], "e")[0]
+
+
+def _blog(trials: list) -> tuple:
+    """Return (verdict, error row) of "the printed formula is biased": a t interval of its
+    mean error excluding 0."""
+    blog = _error_row([t["blog_alpha_in"] - t["true_accuracy"] for t in trials
+                       if t.get("blog_alpha_in") is not None])
+    lo, hi = blog["ci_low"], blog["ci_high"]
+    return (UNDECIDED if lo is None else HOLDS if (hi < 0 or lo > 0) else FAILS), blog
+
+
+def _blog_rule(trials):
+    return _blog(trials)[0]
 
 
 def lost_test_claims(rows: list) -> list:
@@ -638,11 +620,8 @@ def lost_test_claims(rows: list) -> list:
 
     Each stored random-split trial carries means over the metric's simulated sets of k
     batches, with the real test set planted among them (``*_in``, the post's assumption)
-    and without it (``alpha_out``: the realistic case, where the test set is practically
-    never one of the batches). Rules: "unbiased" is equivalence within ±1 point of the
-    per-trial errors (two one-sided tests); the printed 1/k formula's bias is a t interval
-    excluding 0; "a_hat >= a" is decided on E[a_hat] by a test with a level
-    (:func:`upper_bound_rule`). Controls run at the row's number of trials, per direction.
+    and without it (``alpha_out``: the realistic case). docs/lost-test-set.md gives the
+    rules; controls run at the row's number of trials, per direction.
     """
     per: dict = {}
     for r in rows:
@@ -654,53 +633,39 @@ def lost_test_claims(rows: list) -> list:
     for dataset, trials in sorted(per.items()):
         if not trials:
             continue
+        n = len(trials)
         verdict, why, ok, need = _tost_zero([t["alpha_in"] - t["true_accuracy"]
                                              for t in trials], "mean error")
-
-        claims.append(controlled(Claim(
+        claims.append(_row(
             LOST, "the corrected estimator k·(a_hat - p(1 - 1/k)) is unbiased for the test "
                   f"accuracy (within ±{100 * UNBIASED_WITHIN:g} point)",
             "the post derives E[a_hat] = a/k + p(1 - 1/k)", dataset,
-            f"mean error {_points(ok)} (90%) over {len(trials)} trials (simulated batches)",
-            verdict, why, {"error": ok}, would_decide=_more_repeats(verdict, need)),
-            _lost_control(_unbiased_rule, "binomial batches with the test set planted (the "
-                          "post's assumption)", True, trials=len(trials))))
-        blog = _error_row([t["blog_alpha_in"] - t["true_accuracy"] for t in trials
-                           if t.get("blog_alpha_in") is not None])
+            f"mean error {_points(ok)} (90%) over {n} trials (simulated batches)", verdict, why,
+            {"error": ok}, _lost_control(_error_rule("alpha_in"), _PLANTED, True, trials=n),
+            need))
+        verdict, blog = _blog(trials)
         lo, hi = blog["ci_low"], blog["ci_high"]
-        if lo is None:
-            verdict, why = UNDECIDED, "no interval (too few trials or no spread)"
-        elif hi < 0 or lo > 0:
-            verdict, why = HOLDS, (f"[{100 * lo:+.1f}, {100 * hi:+.1f}] points excludes 0: "
-                                   "its expectation is a/k², not a")
-        else:
-            verdict, why = FAILS, f"[{100 * lo:+.1f}, {100 * hi:+.1f}] points contains 0"
-        claims.append(controlled(Claim(
+        why = ("no interval (too few trials or no spread)" if lo is None else
+               f"[{100 * lo:+.1f}, {100 * hi:+.1f}] points " + (
+                   "excludes 0: its expectation is a/k², not a" if verdict == HOLDS
+                   else "contains 0"))
+        claims.append(_row(
             LOST, "the post's printed formula (1/k)·(a_hat - p(1 - 1/k)) is biased",
             "printed as the estimator of a", dataset,
-            f"mean error {_points(blog)} over {len(trials)} trials", verdict, why,
-            {"error": blog}, would_decide=_more_repeats(verdict, None)),
-            _lost_control(_blog_rule, "binomial batches with the test set planted (the "
-                          "post's assumption)", True, trials=len(trials))))
+            f"mean error {_points(blog)} over {n} trials", verdict, why, {"error": blog},
+            _lost_control(_blog_rule, _PLANTED, True, trials=n)))
         claims.extend(_realistic_claims(dataset, trials))
     return claims
 
 
-def _more_repeats(verdict: str, need) -> str:
-    return would(need) if verdict == UNDECIDED else ""
-
-
 def lost_null(seed: int, trials: int = 40, k: int = 10, gap: float = 0.02, batch: int = 100,
               sims: int = 200, planted: bool = True) -> list:
-    """Return simulated lost-test trials where the post's model is exactly true.
+    """Return simulated lost-test trials where the post's model is exactly true (controls).
 
-    Per trial a test accuracy a ~ U(0.8, 0.95), the other batches' accuracy p = a + gap
-    (binomial batches of ``batch`` points), ``sims`` sets of k batches with the test set
-    planted among them (``planted``: its accuracy is a) or not: the controls of the
-    lost-test rows (the formulas' own assumption, so a match is an algebra check).
-    Vectorised over trials, sets and batches.
+    Per trial a ~ U(0.8, 0.95), the other batches' accuracy p = a + gap (binomial batches of
+    ``batch`` points), ``sims`` sets of k batches with the test set ``planted`` among them
+    (its accuracy is a) or not. Vectorised over trials, sets and batches.
     """
-
     rng = np.random.default_rng(seed)
     a = rng.uniform(0.8, 0.95, trials)
     p = np.minimum(a + gap, 1.0)
@@ -721,23 +686,8 @@ def lost_null(seed: int, trials: int = 40, k: int = 10, gap: float = 0.02, batch
 def _lost_control(rule, what: str, algebra: bool, trials: int = 40, **kw):
     """Return the verdicts of ``rule`` (trials -> verdict) on :data:`CONTROL_REPLICATES`
     simulations of the row's number of trials."""
-
     verdicts = [rule(lost_null(seed, trials=trials, **kw)) for seed in range(CONTROL_REPLICATES)]
     return matched(what, verdicts, "simulations", algebra=algebra, size=f"{trials} trials")
-
-
-def _unbiased_rule(trials):
-    return _tost_zero([t["alpha_in"] - t["true_accuracy"] for t in trials], "e")[0]
-
-
-def _blog_rule(trials):
-    blog = _error_row([t["blog_alpha_in"] - t["true_accuracy"] for t in trials])
-    lo, hi = blog["ci_low"], blog["ci_high"]
-    return UNDECIDED if lo is None else HOLDS if (hi < 0 or lo > 0) else FAILS
-
-
-def _realistic_rule(trials):
-    return _tost_zero([t["alpha_out"] - t["true_accuracy"] for t in trials], "e")[0]
 
 
 #: One-sided level of each side of the "E[a_hat] >= a" rule's interval (a 99% interval):
@@ -749,26 +699,22 @@ UPPER_BOUND_SIDE = 0.005
 def upper_bound_rule(gaps, side: float = UPPER_BOUND_SIDE) -> tuple:
     """Return (verdict, interval) of "E[a_hat] >= a" from per-trial gaps a_hat - a.
 
-    A statement about the expectation, with a level: the skewness-corrected t interval of
-    the mean gap at ``1 - 2 side`` (:func:`robench.stats.equivalence.difference_interval`):
-    holds when it lies above 0, does not hold when below, undecided otherwise; at E[a_hat]
-    = a each wrong call has probability at most 2.5% on skewed and mixture gaps at 15 and
-    75 trials (pinned by simulation in tests/stats/test_claims_power.py). The post's "a_hat >= a"
-    for every set of batches is refuted by batch sampling noise alone whatever E[a_hat]
-    is (a counterexample rule has no level), so it is not the rule.
+    The skewness-corrected t interval of the mean gap at ``1 - 2 side``
+    (:func:`robench.stats.equivalence.difference_interval`) above 0 holds, below 0 does not;
+    at E[a_hat] = a each wrong call has probability at most 2.5% on skewed and mixture gaps at
+    15 and 75 trials (tests/stats/test_claims_power.py). The post's "a_hat >= a" for every set
+    of batches is refuted by batch noise alone whatever E[a_hat] is (a counterexample rule has
+    no level), so it is not the rule.
     """
     gaps = [float(g) for g in gaps if g is not None]
     iv = difference_interval(gaps, [0.0] * len(gaps), 1 - 2 * side, paired=True)
-    if iv["low"] is None:
-        return UNDECIDED, iv
-    return (HOLDS if iv["low"] > 0 else FAILS if iv["high"] < 0 else UNDECIDED), iv
+    return _side(iv["low"], iv["high"], 0), iv
 
 
 def _upper_bound_control(gaps: list, verdict: str, draws: int = CONTROL_REPLICATES):
     """Return the control of "E[a_hat] >= a" at the row's trials: the stored per-trial gaps
     with their mean mirrored about 0 (for a "holds", the claim made false; for a "does not
     hold", made true), resampled with replacement :data:`CONTROL_REPLICATES` times."""
-
     g = np.asarray(gaps, float)
     moved = g - 2 * g.mean()
     rng = np.random.default_rng(0)
@@ -785,12 +731,11 @@ def _realistic_claims(dataset: str, trials: list) -> list:
     real = [t for t in trials if t.get("alpha_out") is not None
             and t.get("whole_data_accuracy") is not None]
     if real:
-        to_a = [t["alpha_out"] - t["true_accuracy"] for t in real]
-        to_p = [t["alpha_out"] - t["whole_data_accuracy"] for t in real]
-        verdict, why, err, need = _tost_zero(to_a, "alpha - a")
-        _, _, err_p, _ = _tost_zero(to_p, "alpha - p")
-
-        out.append(controlled(Claim(
+        verdict, why, err, need = _tost_zero([t["alpha_out"] - t["true_accuracy"] for t in real],
+                                             "alpha - a")
+        err_p = _tost_zero([t["alpha_out"] - t["whole_data_accuracy"] for t in real],
+                           "alpha - p")[2]
+        out.append(_row(
             LOST, "the corrected estimator recovers the test accuracy in the realistic case "
                   "(the test set is not among the k random batches)",
             "claimed unbiased for a, assuming k is large enough for the real test set to be "
@@ -798,57 +743,54 @@ def _realistic_claims(dataset: str, trials: list) -> list:
             f"alpha - a {_points(err)}; alpha - p {_points(err_p)} (90%, {len(real)} trials): "
             "it estimates p, the whole data set's accuracy", verdict,
             why + "; without the test set among the batches E[a_hat] = p, so E[alpha] = p",
-            {"error_vs_a": err, "error_vs_p": err_p},
-            would_decide=_more_repeats(verdict, need)),
-            _realistic_control(verdict, len(real))))
+            {"error_vs_a": err, "error_vs_p": err_p}, _realistic_control(verdict, len(real)),
+            need))
     sims = [t for t in trials if t.get("a_hat_in") is not None]
     if sims:
-        k = sims[0].get("k")
-        below = [t.get("a_hat_in_below_a") for t in sims]
-        n_sims = sum(int(t.get("n_sims") or 0) for t in sims)
-        gaps = [t["a_hat_in"] - t["true_accuracy"] for t in sims]
-        verdict, iv = upper_bound_rule(gaps)
-        gap_row = {"value": iv["estimate"], "ci_low": iv["low"], "ci_high": iv["high"]}
-        figure = f"mean a_hat - a {_points(gap_row)} over {len(sims)} trials"
-        if all(b is not None for b in below):
-            n_below = sum(round(b * int(t.get("n_sims") or 0)) for b, t in zip(below, sims))
-            figure += f"; a_hat < a in {n_below} of {n_sims} simulated sets (batch noise)"
-        else:
-            n_below = sum(g < 0 for g in gaps)
-        why = (f"the mean gap's skewness-corrected {100 * (1 - 2 * UPPER_BOUND_SIDE):g}% "
-               "interval (each wrong call at most 2.5%, pinned on skewed gaps) "
-               + ("lies above 0" if verdict == HOLDS else "lies below 0" if verdict == FAILS
-                  else "contains 0")
-               + "; a statement about E[a_hat] (E[a_hat] - a = (1 - 1/k)(p - a)): single sets "
-                 "with a_hat < a come from batch sampling noise alone and refute nothing")
-        out.append(controlled(Claim(
-            LOST, "E[a_hat] >= a: the batch estimate is an upper bound on the test accuracy "
-                  "(in expectation, over the trials)",
-            "'As Delta a >= 0, we have a_hat >= a, so the estimator yields an upper bound on the "
-            "true accuracy' (the post)", dataset,
-            figure + (f" (k = {k})" if k else ""), verdict, why,
-            {"below": n_below, "mean_gap": iv["estimate"], "low": iv["low"],
-             "high": iv["high"]},
-            would_decide="" if verdict != UNDECIDED else would(
-                None if iv["low"] is None else repeats_needed(
-                    len(gaps), (iv["high"] - iv["low"]) / 2, iv["estimate"],
-                    side=UPPER_BOUND_SIDE), "repeats")),
-            _upper_bound_control(gaps, verdict)))
+        out.append(_upper_bound_claim(dataset, sims))
     return out
+
+
+def _upper_bound_claim(dataset: str, sims: list) -> Claim:
+    """Return the row "E[a_hat] >= a", decided by :func:`upper_bound_rule`."""
+    k = sims[0].get("k")
+    below = [t.get("a_hat_in_below_a") for t in sims]
+    n_sims = sum(int(t.get("n_sims") or 0) for t in sims)
+    gaps = [t["a_hat_in"] - t["true_accuracy"] for t in sims]
+    verdict, iv = upper_bound_rule(gaps)
+    gap_row = {"value": iv["estimate"], "ci_low": iv["low"], "ci_high": iv["high"]}
+    figure = f"mean a_hat - a {_points(gap_row)} over {len(sims)} trials"
+    if all(b is not None for b in below):
+        n_below = sum(round(b * int(t.get("n_sims") or 0)) for b, t in zip(below, sims))
+        figure += f"; a_hat < a in {n_below} of {n_sims} simulated sets (batch noise)"
+    else:
+        n_below = sum(g < 0 for g in gaps)
+    why = (f"the mean gap's skewness-corrected {100 * (1 - 2 * UPPER_BOUND_SIDE):g}% "
+           "interval (each wrong call at most 2.5%, pinned on skewed gaps) "
+           + ("lies above 0" if verdict == HOLDS else "lies below 0" if verdict == FAILS
+              else "contains 0")
+           + "; a statement about E[a_hat] (E[a_hat] - a = (1 - 1/k)(p - a)): single sets "
+             "with a_hat < a come from batch sampling noise alone and refute nothing")
+    need = None if iv["low"] is None else repeats_needed(
+        len(gaps), (iv["high"] - iv["low"]) / 2, iv["estimate"], side=UPPER_BOUND_SIDE)
+    return _row(
+        LOST, "E[a_hat] >= a: the batch estimate is an upper bound on the test accuracy "
+              "(in expectation, over the trials)",
+        "'As Delta a >= 0, we have a_hat >= a, so the estimator yields an upper bound on the "
+        "true accuracy' (the post)", dataset, figure + (f" (k = {k})" if k else ""), verdict,
+        why, {"below": n_below, "mean_gap": iv["estimate"], "low": iv["low"],
+              "high": iv["high"]}, _upper_bound_control(gaps, verdict), need)
 
 
 def _realistic_control(verdict: str, trials: int):
     """Return the realistic row's control, per direction, at the row's trials: for a row
     that holds, batches whose whole-data accuracy p lies 2 margins above a (the claim
     false); otherwise p = a (no generalisation gap: the claim true)."""
-    if verdict == HOLDS:
-        return _lost_control(_realistic_rule, "binomial batches, test set not among them, "
-                             f"whole-data accuracy p = a + {200 * UNBIASED_WITHIN:g} points (the "
-                             "claim false)", False, trials=trials, gap=2 * UNBIASED_WITHIN,
-                             planted=False)
-    return _lost_control(_realistic_rule, "binomial batches, test set not among them, whole-"
-                         "data accuracy p = a (no generalisation gap: the claim true)", False,
-                         trials=trials, gap=0.0, planted=False)
+    what = (f"p = a + {200 * UNBIASED_WITHIN:g} points (the claim false)" if verdict == HOLDS
+            else "p = a (no generalisation gap: the claim true)")
+    return _lost_control(_error_rule("alpha_out"), "binomial batches, test set not among "
+                         "them, whole-data accuracy " + what, False, trials=trials,
+                         gap=2 * UNBIASED_WITHIN if verdict == HOLDS else 0.0, planted=False)
 
 
 def _points(row: dict) -> str:

@@ -1,17 +1,7 @@
 """Estimate a model's test accuracy when its test set is lost (docs/lost-test-set.md).
 
-Two estimators of the lost test accuracy ``a`` from the data set's accuracy ``p``, the sizes
-N1 (every non-test sample) and N2 (test) and the seen part's error eps1:
-
-* the corrected batch estimator ``alpha = k·(a_hat - p(1 - 1/k))`` over k batches of N2
-  samples: unbiased for ``a`` only if the real test set is one of them, else it estimates p;
-  :func:`blog_alpha` keeps the blog post's printed 1/k form only to show it is biased;
-* the practical identity ``a = (N·p - N1·(1 - eps1)) / N2``, exact when eps1 is measured on
-  the same N1 samples (``practical``, an oracle check) and as good as the training log when
-  it comes from the log (``practical_logged``, the headline).
-
-Pure functions of numbers and boolean vectors; :mod:`robench.families.source_aware.lost_test`
-applies them to stored random-split trials.
+The corrected batch estimator and the practical identity, as pure functions of numbers and
+boolean vectors; :mod:`robench.families.source_aware.lost_test` applies them to stored trials.
 """
 
 from __future__ import annotations
@@ -30,52 +20,35 @@ LOST_TEST_SIMS = 200
 #: What each estimate of :func:`lost_test_trial` is: its role ("realistic" ones use nothing
 #: the premise says is lost) and a one-line label.
 ESTIMATORS = {
-    "practical_logged": {
-        "role": "realistic",
-        "label": "identity N·p = N1·(1 - eps1) + N2·a with eps1 from the training log "
-                 "(restored epoch) and the logged validation accuracy: what a practitioner "
-                 "has; biased by -(N1/N2) x the log's error",
-    },
-    "alpha_out": {
-        "role": "realistic",
-        "label": "corrected batch estimator k·(a_hat - p(1 - 1/k)) with random batches (the "
-                 "real test set is practically never among them): estimates p, not a",
-    },
-    "practical": {
-        "role": "oracle consistency check",
-        "label": "identity fed with the exact fit/validation rows and the final model's "
-                 "accuracy on them, i.e. the lost split itself: equals a by construction, "
-                 "cannot fail",
-    },
-    "alpha_in": {
-        "role": "oracle",
-        "label": "corrected batch estimator with the real test set planted among the k "
-                 "batches: unbiased for a, but needs the lost test set",
-    },
-    "blog_alpha_in": {
-        "role": "counterexample",
-        "label": "the blog post's printed (1/k)·(a_hat - p(1 - 1/k)): expectation a/k², "
-                 "biased",
-    },
+    "practical_logged": {"role": "realistic", "label": (
+        "identity N·p = N1·(1 - eps1) + N2·a with eps1 from the training log (restored epoch) "
+        "and the logged validation accuracy: what a practitioner has; biased by -(N1/N2) x "
+        "the log's error")},
+    "alpha_out": {"role": "realistic", "label": (
+        "corrected batch estimator k·(a_hat - p(1 - 1/k)) with random batches (the real test "
+        "set is practically never among them): estimates p, not a")},
+    "practical": {"role": "oracle consistency check", "label": (
+        "identity fed with the exact fit/validation rows and the final model's accuracy on "
+        "them, i.e. the lost split itself: equals a by construction, cannot fail")},
+    "alpha_in": {"role": "oracle", "label": (
+        "corrected batch estimator with the real test set planted among the k batches: "
+        "unbiased for a, but needs the lost test set")},
+    "blog_alpha_in": {"role": "counterexample", "label": (
+        "the blog post's printed (1/k)·(a_hat - p(1 - 1/k)): expectation a/k², biased")},
 }
 #: The estimate to headline: realistic, and able to fail.
 HEADLINE = "practical_logged"
 
 
 def alpha_estimate(a_hat, p, k: int):
-    """Return the corrected batch estimator alpha = k·(a_hat - p·(1 - 1/k)).
-
-    Unbiased for the test accuracy only if the real test set is one of the k batches; if it is
-    not, E[alpha] = p, the accuracy on the whole data set.
-    """
+    """Return the corrected batch estimator alpha = k·(a_hat - p·(1 - 1/k)) (unbiased for a
+    only if the real test set is one of the k batches; else E[alpha] = p)."""
     return k * (a_hat - p * (1 - 1 / k))
 
 
 def blog_alpha(a_hat, p, k: int):
-    """Return the estimator as the blog post prints it, (1/k)·(a_hat - p(1 - 1/k)); biased.
-
-    Its expectation is a/k², not a. Kept only so tests and docs can show the error.
-    """
+    """Return the estimator as the blog post prints it, (1/k)·(a_hat - p(1 - 1/k)): its
+    expectation is a/k², not a (kept only to show the error)."""
     return (a_hat - p * (1 - 1 / k)) / k
 
 
@@ -83,8 +56,8 @@ def practical_estimate(n: int, p, n_seen: int, seen_acc, n_test: int):
     """Return a = (N·p - N1·(1 - eps1)) / N2, the test accuracy implied by the counts.
 
     ``n`` = N = N1 + N2, ``p`` the accuracy on all of them, ``n_seen`` = N1 the fitted or
-    validated samples and ``seen_acc`` = 1 - eps1 the accuracy on exactly those, ``n_test`` = N2.
-    Works with :class:`fractions.Fraction` for exact checks.
+    validated samples and ``seen_acc`` = 1 - eps1 the accuracy on exactly those, ``n_test`` = N2
+    (also exact with :class:`fractions.Fraction`).
     """
     if n != n_seen + n_test:
         raise ValueError(f"N must equal N1 + N2: got N={n}, N1={n_seen}, N2={n_test}")
@@ -105,11 +78,9 @@ def simulate_batches(correct, n_test: int, k: int, *, test_correct: Optional[int
                      rng: np.random.Generator) -> dict:
     """Simulate the batch estimator ``n_sims`` times; return a_hat and alpha per simulation.
 
-    Each simulation draws k batches of ``n_test`` samples, each batch uniformly without
-    replacement from the whole data set (``correct`` is the per-sample correctness of the
-    model over all N samples). If ``test_correct`` is given, one of the k batches is the real
-    test set, which contributes exactly ``test_correct`` correct answers, and the other k - 1
-    are random; if it is None, all k batches are random (the real test set is not among them).
+    Each of k batches of ``n_test`` samples is drawn without replacement from all N samples
+    (``correct``: the model's per-sample correctness); with ``test_correct`` given, one batch
+    is the real test set (that many correct answers), else all k are random.
     """
     correct = np.asarray(correct, dtype=bool)
     n = correct.size
@@ -142,10 +113,8 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
     sizes, ``train_accuracy``, ``val_accuracy``, and ``history``/``best_epoch`` for torch
     models); ``headline`` repeats the :data:`HEADLINE` estimate (None without a training log).
     """
-
     n_fit, n_val, n2 = int(row["n_train"]), int(row["n_val"]), int(row["n_test"])
-    n1 = n_fit + n_val
-    n = n1 + n2
+    n1, n = n_fit + n_val, n_fit + n_val + n2
     a, p = float(row["accuracy"]), float(row["all_accuracy"])
     correct = unpack_bits(row["correct"], n)
     test_correct = int(round(a * n2))
@@ -157,9 +126,7 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
         return float(math.sqrt(np.mean((np.asarray(values) - a) ** 2)))
 
     out = {
-        "repeat": row.get("repeat"),
-        "true_accuracy": a,
-        "whole_data_accuracy": p,
+        "repeat": row.get("repeat"), "true_accuracy": a, "whole_data_accuracy": p,
         "n": n, "n_seen": n1, "n_test": n2, "k": k, "n_sims": n_sims,
         "a_hat_in": float(inside["a_hat"].mean()),
         # share of simulated sets whose a_hat falls below a: refutes the post's "a_hat >= a"
@@ -185,11 +152,8 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
 
 
 def logged_train_accuracy(row: dict) -> Optional[float]:
-    """Return the training accuracy a training log shows for the restored epoch, if any.
-
-    Torch models log it averaged over the epoch's mini-batches while the weights changed: not
-    the final model's accuracy on the fit part. None for models without a log.
-    """
+    """Return the training accuracy a training log shows for the restored epoch, if any
+    (averaged over the epoch's changing weights: not the final model's; docs/lost-test-set.md)."""
     history = row.get("history") or []
     best = int(row.get("best_epoch") or 0)
     if not history or best < 1 or best > len(history):
@@ -204,11 +168,9 @@ def summarize_lost_test(per_trial: list) -> dict:
         vals = [t[key] for t in per_trial if t.get(key) is not None]
         return (float(np.mean(vals)), len(vals)) if vals else (None, 0)
 
-    out = {}
-    for key in ("true_accuracy", "whole_data_accuracy", "alpha_in", "alpha_out", "practical",
-                "practical_logged", "alpha_in_rmse", "alpha_out_rmse", "a_hat_in",
-                "blog_alpha_in"):
-        out[key] = mean(key)
+    out = {key: mean(key) for key in (
+        "true_accuracy", "whole_data_accuracy", "alpha_in", "alpha_out", "practical",
+        "practical_logged", "alpha_in_rmse", "alpha_out_rmse", "a_hat_in", "blog_alpha_in")}
     for key in ("alpha_in", "alpha_out", "practical", "practical_logged", "blog_alpha_in"):
         errs = [t[key] - t["true_accuracy"] for t in per_trial if t.get(key) is not None]
         out[f"{key}_error"] = (float(np.mean(errs)), len(errs)) if errs else (None, 0)

@@ -50,7 +50,6 @@ def rho_samples(details: dict) -> Optional[dict]:
 
 def rho_chance(details: dict) -> tuple:
     """Return (chance accuracy, its basis) of a rho score's inclusive test sets."""
-
     chance = details.get("chance")
     if isinstance(chance, dict) and is_finite(chance.get("level")):
         return chance["level"], chance.get("basis") or ""
@@ -69,7 +68,6 @@ def at_chance(rho: dict, inclusive: dict) -> Optional[str]:
     rho = E[AccX]/E[AccI] is ~1 when both accuracies are at chance, so such a model would
     top the table; its rho is shown, not ranked (:func:`robench.stats.ranks.chance_reason`).
     """
-
     details = rho.get("details") if isinstance(rho.get("details"), dict) else {}
     chance, basis = rho_chance(details)
     inc_details = inclusive.get("details") if isinstance(inclusive.get("details"), dict) else {}
@@ -84,11 +82,9 @@ def _rho_row(model: str, parts: dict) -> dict:
     """Return one model's row of a rho table from its {sub-score: score row}."""
     from robench.present.leaderboard import adaptive_of
 
-    rho = parts["rho"]
-    acc_x = (parts.get("acc_exclusive") or {}).get("value")
-    acc_i = (parts.get("acc_inclusive") or {}).get("value")
-    acc_r = (parts.get("acc_random") or {}).get("value")
-    inc = parts.get("acc_inclusive") or {}
+    rho, inc = parts["rho"], parts.get("acc_inclusive") or {}
+    acc_x, acc_i, acc_r = ((parts.get(f"acc_{k}") or {}).get("value")
+                           for k in ("exclusive", "inclusive", "random"))
     details = rho.get("details") if isinstance(rho.get("details"), dict) else {}
     text, note = interval_text(rho["ci_low"], rho["ci_high"], floor=0.0,
                                reason=(details.get("interval") or {}).get("reason")
@@ -104,8 +100,7 @@ def _rho_row(model: str, parts: dict) -> dict:
     return {"model": model, "value": rho["value"], "ci_low": rho["ci_low"],
             "ci_high": rho["ci_high"], "interval": text, "interval_note": note, "n": rho["n"],
             "adaptive": adaptive_of(rho), "higher_is_better": rho["higher_is_better"],
-            "samples": rho_samples(details),
-            "cycle": cycle,
+            "samples": rho_samples(details), "cycle": cycle,
             "unranked": at_chance(rho, inc), "acc_exclusive": acc_x, "acc_inclusive": acc_i,
             "acc_random": acc_r, "acc_inclusive_low": inc.get("ci_low"),
             "acc_inclusive_high": inc.get("ci_high"), "bar": _interval_bar(acc_x, acc_i),
@@ -148,14 +143,13 @@ def ranks(rows: list) -> list:
     out = []
     for table in rho_tables(rows):
         clusterer = "" if table["clusterer"] == "(none)" else table["clusterer"]
-        for r in table["rows"]:
-            out.append({"model": r["model"], "clusterer": clusterer, "score": "rho",
-                        "rank": r["rank"], "rank_best": r["rank_best"],
-                        "rank_worst": r["rank_worst"], "rank_interval": r["rank_interval"],
-                        "tied": r["tied"], "unranked": r["unranked"],
-                        "rule": table["rule"], "interval": r["interval"],
-                        "interval_note": r["interval_note"],
-                        "pairs": [p for p in table["pairs"] if r["model"] in p["pair"]]})
+        out.extend({"model": r["model"], "clusterer": clusterer, "score": "rho",
+                    **{k: r[k] for k in ("rank", "rank_best", "rank_worst", "rank_interval",
+                                         "tied", "unranked")},
+                    "rule": table["rule"], "interval": r["interval"],
+                    "interval_note": r["interval_note"],
+                    "pairs": [p for p in table["pairs"] if r["model"] in p["pair"]]}
+                   for r in table["rows"])
     return out
 
 
@@ -254,7 +248,6 @@ def _adequacy_table(model: str, clusterer: str, sc: dict) -> Optional[dict]:
 def size_interval(scores: dict, entry: dict) -> tuple:
     """Return (text, note) of one adequacy size's rho interval: as computed, with the reason
     an empty one was stored with (its ``rho@size`` score) or a note on a bound below 0."""
-
     details = (scores.get(f"rho@{entry.get('size')}") or {}).get("details")
     reason = ((details or {}).get("interval") or {}).get("reason") if isinstance(
         details, dict) else None
@@ -268,17 +261,20 @@ def adequacy_section(rows: list):
     tables = adequacy_tables(rows)
     if not tables:
         return None
-    sizes = []
     for t in tables:
         t["cells"] = {str(r.get("size")): r for r in t["table"]}
-        for r in t["table"]:
-            if str(r.get("size")) not in sizes:
-                sizes.append(str(r.get("size")))
+    sizes = list(dict.fromkeys(str(r.get("size")) for t in tables for r in t["table"]))
     return {"models": tables, "sizes": sizes}
 
 
 def _size_axis(table: list) -> list:
     return [t.get("n_samples") for t in table]
+
+
+def _series(label: str, table: list, key: str, **bands) -> dict:
+    """Return one line of an adequacy plot: ``key`` (and ``bands``' keys) per training size."""
+    return {"label": label, "x": _size_axis(table), "y": [r.get(key) for r in table],
+            **{band: [r.get(k) for r in table] for band, k in bands.items()}}
 
 
 def adequacy_plots(rows: list) -> list:
@@ -294,11 +290,8 @@ def adequacy_plots(rows: list) -> list:
             "caption": "rho with its 95% interval (band) per training size; a curve still "
                        "rising at the right says more data of the same sources would help",
             "xlabel": "training samples", "ylabel": "rho",
-            "series": [{"label": f"{t['model']} ({t['clusterer']})", "x": _size_axis(t["table"]),
-                        "y": [r.get("rho") for r in t["table"]],
-                        "y_low": [r.get("ci_low") for r in t["table"]],
-                        "y_high": [r.get("ci_high") for r in t["table"]]}
-                       for t in tables][:8]}]
+            "series": [_series(f"{t['model']} ({t['clusterer']})", t["table"], "rho",
+                               y_low="ci_low", y_high="ci_high") for t in tables][:8]}]
     for t in tables:
         out.append({"kind": "lines", "model": t["model"],
                     "title": f"{t['model']}: accuracy as the training set grows ({t['clusterer']})",
@@ -307,10 +300,8 @@ def adequacy_plots(rows: list) -> list:
                     "caption": "source-exclusive (E[AccX]) and source-inclusive (E[AccI]) "
                                "accuracy per training size",
                     "xlabel": "training samples", "ylabel": "accuracy", "percent": ("y",),
-                    "series": [{"label": "E[AccX]", "x": _size_axis(t["table"]),
-                                "y": [r.get("acc_exclusive") for r in t["table"]]},
-                               {"label": "E[AccI]", "x": _size_axis(t["table"]),
-                                "y": [r.get("acc_inclusive") for r in t["table"]]}]})
+                    "series": [_series("E[AccX]", t["table"], "acc_exclusive"),
+                               _series("E[AccI]", t["table"], "acc_inclusive")]})
     return out
 
 

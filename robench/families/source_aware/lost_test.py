@@ -37,8 +37,6 @@ DEFINITION = (
     "consistency check fed with the lost split: it equals a by construction and cannot fail)."
 )
 
-
-
 #: Sub-scores of the lost-test metric and their direction.
 SCORES = (
     ("true_accuracy", True), ("whole_data_accuracy", True),
@@ -63,9 +61,9 @@ def aggregate(group: dict, trials: list) -> list:
         value, n = summary.get(name, (None, 0))
         if not n and name.startswith("practical_logged"):
             continue  # the model keeps no training log (e.g. the SVM)
-        details = {"k": est.LOST_TEST_K, "n_sims": est.LOST_TEST_SIMS,
-                   "per_trial": [t.get(name.replace("_abs_error", "")) for t in per_trial]}
         stem = name.replace("_abs_error", "")
+        details = {"k": est.LOST_TEST_K, "n_sims": est.LOST_TEST_SIMS,
+                   "per_trial": [t.get(stem) for t in per_trial]}
         if name.endswith("_abs_error"):
             details["mean_signed_error"] = summary[f"{stem}_error"][0]
             details["per_trial"] = [None if t.get(stem) is None else t[stem] - t["true_accuracy"]
@@ -87,9 +85,8 @@ def aggregate(group: dict, trials: list) -> list:
 
 
 def headline_score(base: dict, summary: dict, per_trial: list) -> Score:
-    """Return the metric's headline: mean |estimate - true accuracy| of :data:`estimators.HEADLINE`
-    over the random-split trials (lower is better); None, with the reason, without a training log.
-    """
+    """Return the headline: mean |estimate - true accuracy| of :data:`estimators.HEADLINE`
+    (lower is better); None, with the reason, without a training log."""
     name = est.HEADLINE
     value, n = summary.get(f"{name}_abs_error", (None, 0))
     details = {"estimator": name, **est.ESTIMATORS[name],

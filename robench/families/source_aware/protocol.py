@@ -35,12 +35,8 @@ HELD_OUT = "balanced"
 def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int) -> dict:
     """Return the spec of one trial; random-split trials carry no clusterer (shared by all)."""
     source_aware = kind != "random"
-    params = {
-        "k": cfg.k if source_aware else None,
-        "test_size": cfg.test_size,
-        "val_fraction": cfg.val_fraction,
-        "train": cfg.train,
-    }
+    params = {"k": cfg.k if source_aware else None, "test_size": cfg.test_size,
+              "val_fraction": cfg.val_fraction, "train": cfg.train}
     if kind == "exclusive":
         params["held_out"] = HELD_OUT
     return make_spec(NAME, KIND_VERSIONS[kind], combo, cfg, registry, kind=kind, repeat=repeat,
@@ -76,33 +72,22 @@ def prepare(combo: Combo, cfg, registry, dataset) -> dict:
     """Find (or load from cache) the sources of the combination's data set; return a row."""
     version = registry.component_version("clusterers", combo.clusterer.name)
     src = find_sources(dataset, combo.clusterer, version, cfg.k, cfg.seed)
-    return {
-        "key": sources_key(dataset.fingerprint(), combo.clusterer.name, version, cfg.k, cfg.seed),
-        "dataset": combo.dataset.name,
-        "clusterer": combo.clusterer.name,
-        "k": int(cfg.k),
-        "seed": int(cfg.seed),
-        "fingerprint": dataset.fingerprint(),
-        "silhouette": src.silhouette,
-        "details": {
-            "k_per_class": src.k_per_class.tolist(),
-            "silhouette_per_class": [None if not np.isfinite(s) else float(s)
-                                     for s in src.silhouette_per_class],
-            "cache_hit": src.cache_hit,
-        },
-        "seconds": src.seconds,
-    }
+    return {"key": sources_key(dataset.fingerprint(), combo.clusterer.name, version, cfg.k,
+                               cfg.seed),
+            "dataset": combo.dataset.name, "clusterer": combo.clusterer.name, "k": int(cfg.k),
+            "seed": int(cfg.seed), "fingerprint": dataset.fingerprint(),
+            "silhouette": src.silhouette,
+            "details": {"k_per_class": src.k_per_class.tolist(),
+                        "silhouette_per_class": [None if not np.isfinite(s) else float(s)
+                                                 for s in src.silhouette_per_class],
+                        "cache_hit": src.cache_hit},
+            "seconds": src.seconds}
 
 
 def partition(spec: dict, dataset, env_registry) -> tuple:
     """Return (train, val, test) indices of a trial spec (pure function of the spec)."""
-    kind, r, seed = spec["kind"], spec["repeat"], spec["seed"]
-    params = spec["params"]
-    if kind == "random":
-        groups = None
-    else:
-        clus = env_registry.get("clusterers", spec["clusterer"])
-        groups = find_sources(dataset, clus, spec["versions"]["clusterer"], params["k"], seed).groups
+    kind, r, seed, params = spec["kind"], spec["repeat"], spec["seed"], spec["params"]
+    groups = None if kind == "random" else _groups(spec, dataset, env_registry)
     mask = test_mask(kind, dataset.y, groups, seed=seed, repeat=r, test_size=params["test_size"],
                      held_out=params.get("held_out", "random"))
     train_all = np.flatnonzero(~mask)
@@ -126,15 +111,15 @@ def run(spec: dict, env) -> dict:
     if spec["params"].get("held_out") == "balanced":
         # the cycle of the balanced design (lcm of the classes' source counts): the paired
         # test uses the repeats of complete cycles (robench.stats.paired)
-        out["extra"]["cycle"] = _cycle(spec, dataset, env.registry)
+        out["extra"]["cycle"] = balanced_cycle(dataset.y, _groups(spec, dataset, env.registry))
     return out
 
 
-def _cycle(spec: dict, dataset, env_registry) -> int:
+def _groups(spec: dict, dataset, env_registry):
+    """Return the source of every sample of a source-aware trial spec (cached sources)."""
     clus = env_registry.get("clusterers", spec["clusterer"])
-    groups = find_sources(dataset, clus, spec["versions"]["clusterer"], spec["params"]["k"],
-                          spec["seed"]).groups
-    return balanced_cycle(dataset.y, groups)
+    return find_sources(dataset, clus, spec["versions"]["clusterer"], spec["params"]["k"],
+                        spec["seed"]).groups
 
 
 # --- the science: pure functions over accuracies -------------------------------------------
@@ -157,13 +142,10 @@ def class_rho(per_class_x: list, per_class_i: list) -> list:
         with np.errstate(invalid="ignore"):
             return np.nanmean(arr, axis=0) if arr.size else np.array([])
 
-    mx, mi = col_means(per_class_x), col_means(per_class_i)
     out = []
-    for x, i in zip(mx, mi):
+    for x, i in zip(col_means(per_class_x), col_means(per_class_i)):
         rho = x / i if np.isfinite(x) and np.isfinite(i) and i > 0 else None
-        out.append({
-            "acc_exclusive": None if not np.isfinite(x) else float(x),
-            "acc_inclusive": None if not np.isfinite(i) else float(i),
-            "rho": None if rho is None else float(rho),
-        })
+        out.append({"acc_exclusive": None if not np.isfinite(x) else float(x),
+                    "acc_inclusive": None if not np.isfinite(i) else float(i),
+                    "rho": None if rho is None else float(rho)})
     return out

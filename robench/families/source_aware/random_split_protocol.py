@@ -1,8 +1,5 @@
-"""The source-aware protocol's random-split trials alone, for metrics that need no clusterer.
-
-Plans exactly the source-aware specs with ``clusterer = ""`` (the same key), so ``lost-test``
-shares rho's random-split trials.
-"""
+"""The source-aware protocol's random-split trials alone (the same specs and keys, so
+``lost-test`` shares rho's trials), for metrics that need no clusterer."""
 
 from __future__ import annotations
 

@@ -24,13 +24,8 @@ def _ci_name(models: dict) -> str:
 
 
 def rho_lines(rows: list) -> list:
-    """Return rho per data set and clusterer, models ranked best first, as text lines.
-
-    The ranks and notes are the leaderboard's (:func:`robench.families.source_aware.leaderboard.
-    rho_tables`), the rule wrapped to 80 columns under each table; "#" is the position by the
-    estimate, "-" no rank.
-    """
-
+    """Return rho per data set and clusterer, models ranked best first, as text lines (the
+    leaderboard's ranks and notes; "#" is the position by the estimate, "-" no rank)."""
     by_dataset: dict = {}
     for s in rows:
         if s["metric"] == RHO:
@@ -61,17 +56,12 @@ def rho_lines(rows: list) -> list:
 
 
 def adequacy_lines(rows: list) -> list:
-    """Return the adequacy sweep per (dataset, model, clusterer): sizes, interval, rho, classes.
-
-    Intervals are shown as computed; a note under the table says why one is empty or
-    unbounded, or that a bound is below 0 (``leaderboard.size_interval``).
-    """
-
+    """Return the adequacy sweep per (dataset, model, clusterer): sizes, interval, rho, classes
+    (a note under the table says why an interval is empty or unbounded, or a bound below 0)."""
     groups = score_index(rows, by=(("dataset", "model", "clusterer"),))
     lines = []
     for (dataset, model, clusterer), sc in sorted(groups.items()):
-        summary = sc.get("worst_class_rho")
-        details = (summary or {}).get("details") or {}
+        details = (sc.get("worst_class_rho") or {}).get("details") or {}
         lines.append(f"\n{dataset} / {model} - sources by {clusterer}: dataset adequacy "
                      "(training-size sweep, test partitions fixed)")
         lines.append(f"  {'size':>6} {'n':>6} {'E[AccX]':>7} {'E[AccI]':>7} {'rho':>6} "
@@ -115,9 +105,7 @@ def lost_test_lines(rows: list) -> list:
                      "were lost, and the errors, in %, mean over the random-split repeats")
         lines.append(f"  {'estimate':<28}" + "".join(f"{m[:12]:>13}" for m in names))
         for score in order:
-            cells = []
-            for m in names:
-                v = (models[m].get(score) or {}).get("value")
-                cells.append(percent(v, 2, sign=False, missing="-"))
+            cells = (percent((models[m].get(score) or {}).get("value"), 2, sign=False,
+                             missing="-") for m in names)
             lines.append(f"  {score:<28}" + "".join(f"{c:>13}" for c in cells))
     return lines

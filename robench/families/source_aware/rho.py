@@ -48,26 +48,20 @@ REFERENCES = (("Ozsel Kilinc and Ismail Uysal, Source-aware Partitioning for Rob
 
 def mean_score_interval(values) -> tuple:
     """Return (low, high, details) of the t interval of a mean accuracy (None bounds: reason)."""
-
     iv = mean_interval(values, bounds=(0.0, 1.0))
     return iv.low, iv.high, iv.as_dict()
 
 
 def rho_interval(acc_x, acc_i) -> tuple:
     """Return (low, high, details) of Fieller's interval of E[AccX]/E[AccI]."""
-
     iv = ratio_interval(acc_x, acc_i, method="fieller")
     return iv.low, iv.high, iv.as_dict()
 
 
 def chance_of(trials: list) -> dict:
-    """Return the chance accuracy of trials' test sets (what a model must be shown above).
-
-    ``level`` is 1/classes (the length of a trial's per-class accuracies), or the mean
-    majority-class rate of the test sets where that is higher and every trial recorded its
-    test set's class counts (``extra.test_class_counts``; trials stored before did not).
-    """
-
+    """Return the chance accuracy of trials' test sets (what a model must be shown above):
+    1/classes, or the mean majority-class rate where higher and every trial recorded its test
+    set's class counts (``extra.test_class_counts``)."""
     k = max((len(t.get("per_class") or []) for t in trials), default=0) or None
     shares = []
     for t in trials:
@@ -84,31 +78,27 @@ def chance_of(trials: list) -> dict:
 
 def aggregate(group: dict, trials: list) -> list:
     """Turn one (dataset, model, clusterer)'s source-aware trials into rho and its interval."""
-
     ok = [t for t in trials if failure(t) is None]
     clus = group["clusterer"]
-    by_kind = {
-        "exclusive": [t for t in ok if t["kind"] == "exclusive" and t["clusterer"] == clus],
-        "inclusive": [t for t in ok if t["kind"] == "inclusive" and t["clusterer"] == clus],
-        "random": [t for t in ok if t["kind"] == "random"],
-    }
+    by_kind = {kind: [t for t in ok if t["kind"] == kind
+                      and (kind == "random" or t["clusterer"] == clus)]
+               for kind in ("exclusive", "inclusive", "random")}
     base = dict(dataset=group["dataset"], model=group["model"], clusterer=clus, metric=METRIC)
     details = {"k": next((t["params"].get("k") for t in by_kind["exclusive"]), None),
                "n_failed": sum(1 for t in trials if failure(t) is not None),
                "held_out": design_of(by_kind["exclusive"])}
-    return [rho_score(base, by_kind, details)] + [accuracy_score(base, kind, by_kind[kind])
-                                                   for kind in ("exclusive", "inclusive",
-                                                                "random")]
+    return [rho_score(base, by_kind, details)] + [accuracy_score(base, kind, ts)
+                                                   for kind, ts in by_kind.items()]
 
 
 def accuracy_score(base: dict, kind: str, trials: list) -> Score:
     """Return ``acc_<kind>``: the mean accuracy of one kind's trials with its t interval."""
     vals = [t["accuracy"] for t in trials]
-    mean = sum(vals) / len(vals) if vals else None
     lo, hi, interval = mean_score_interval(vals)
     # "repeats": the repeat index of each value, so that models (which share a repeat's
     # partitions) can be compared repeat by repeat
-    return Score(**base, score=f"acc_{kind}", value=mean, ci_low=lo, ci_high=hi, n=len(vals),
+    return Score(**base, score=f"acc_{kind}", value=sum(vals) / len(vals) if vals else None,
+                 ci_low=lo, ci_high=hi, n=len(vals),
                  details={"per_repeat": vals, "interval": interval,
                           "repeats": [t.get("repeat") for t in trials]})
 
@@ -131,25 +121,18 @@ def rho_score(base: dict, by_kind: dict, details: dict) -> Score:
     details.update(
         acc_exclusive=acc_x, acc_inclusive=acc_i,
         repeats_exclusive=[t["repeat"] for t in exclusive],
-        repeats_inclusive=[t["repeat"] for t in inclusive],
-        chance=chance_of(inclusive),
-        interval=interval,
-        paired_ratio_mean=sum(paired) / len(paired) if paired else None,
+        repeats_inclusive=[t["repeat"] for t in inclusive], chance=chance_of(inclusive),
+        interval=interval, paired_ratio_mean=sum(paired) / len(paired) if paired else None,
         per_class=sa.class_rho([t["per_class"] for t in exclusive],
-                               [t["per_class"] for t in inclusive]),
-    )
+                               [t["per_class"] for t in inclusive]))
     return Score(**base, score="rho", value=rho, ci_low=lo, ci_high=hi,
                  n=min(len(acc_x), len(acc_i)), details=details)
 
 
 def design_of(exclusive: list) -> dict:
     """Return the held-out design of exclusive trials (``details.held_out`` of a rho score):
-    ``{"held_out", "cycle"}``.
-
-    ``balanced`` with its cycle (the lcm of the classes' source counts, recorded by each
-    trial) when every trial was run by protocol 2's balanced design with one cycle length;
-    ``random`` (protocol 1: a source drawn at random each repeat) otherwise.
-    """
+    ``balanced`` with its cycle when every trial ran protocol 2's balanced design with one
+    cycle length, else ``random`` (protocol 1)."""
     cycles = set()
     for t in exclusive:
         extra = t.get("extra") if isinstance(t.get("extra"), dict) else {}
@@ -162,18 +145,14 @@ def design_of(exclusive: list) -> dict:
 
 
 def paired_values(trial: dict):
-    """Return ("x", AccX) of an exclusive trial, ("i", AccI) of an inclusive one, else None.
-
-    rho's paired comparison (MetricSpec.paired): repeat r's exclusive and inclusive
-    partitions are the same for every model of a (data set, clusterer) table.
-    """
+    """Return ("x", AccX) of an exclusive trial, ("i", AccI) of an inclusive one, else None
+    (MetricSpec.paired: repeat r's partitions are the same for every model of a table)."""
     side = {"exclusive": "x", "inclusive": "i"}.get(trial.get("kind"))
     return None if side is None else (side, trial["accuracy"])
 
 
 def interval_at(score, level: float):
     """Return rho's (Fieller) or an accuracy's (t) interval at ``level``, or None."""
-
     details = score.details or {}
     if score.score == METRIC and details.get("acc_exclusive") and details.get("acc_inclusive"):
         return ratio_interval(details["acc_exclusive"], details["acc_inclusive"], level)
