@@ -1,4 +1,4 @@
-"""Leaderboard section of the coverage metric: the ranked table, per-mix curves, decoded examples."""
+"""Leaderboard section of the coverage metric: ranked table, per-mix curves, decoded examples."""
 
 from __future__ import annotations
 
@@ -47,13 +47,8 @@ def leaderboard_tables(rows: list) -> dict:
 
 def _curve(by_mix: dict, width: int = 120, height: int = 36) -> dict:
     """Return SVG polyline points of accuracy (0-100% bottom-top) against the centroid share."""
-    pts = []
-    for m in mix_order(by_mix):
-        v = by_mix[m]
-        if v is None:
-            continue
-        x = float(m.split("-")[0]) / 100.0
-        pts.append(f"{2 + x * (width - 4):.1f},{2 + (1 - v) * (height - 4):.1f}")
+    pts = [f"{2 + _share(m) / 100.0 * (width - 4):.1f},{2 + (1 - by_mix[m]) * (height - 4):.1f}"
+           for m in mix_order(by_mix) if by_mix[m] is not None]
     return {"points": " ".join(pts), "width": width, "height": height}
 
 
@@ -74,8 +69,8 @@ def headline(rows: list):
 
 
 def plots(rows: list) -> list:
-    """Return coverage's plots: accuracy per centroid share for the data set's models (one
-    plot) and, per model, its own curve with the per-mix accuracy of each generated size."""
+    """Return coverage's plots: accuracy per centroid share of all models, then per model one
+    line per generated size."""
     tables = section(rows)
     if not tables:
         return []
@@ -107,8 +102,7 @@ def plots(rows: list) -> list:
 
 
 def _samples(det: dict):
-    """Return {repeat: coverage-guided accuracy} (repeat r of every model trains its
-    reference model on the same split with the same seed, so models pair by repeat)."""
+    """Return {repeat: coverage-guided accuracy}: models pair by repeat (same split and seed)."""
     ids, per = det.get("repeat_ids"), det.get("per_repeat")
     if not (isinstance(ids, list) and isinstance(per, list) and len(ids) == len(per)):
         return None
@@ -116,9 +110,7 @@ def _samples(det: dict):
 
 
 def section(rows: list):
-    """Return the coverage section of one data set, ranked by coverage-guided accuracy
-    (:func:`robench.present.leaderboard.rank_table`: paired over the shared repeats, Hall's
-    skew-corrected t, equivalence within :data:`MARGIN`)."""
+    """Return the coverage section of one data set, ranked by ``rank_table`` (within MARGIN)."""
     from robench.present.leaderboard import rank_table
 
     tables = leaderboard_tables(rows)

@@ -63,8 +63,7 @@ MODEL_COLUMNS = (("p_purity_kmeans", 8), ("p_purity_multicut", 8), ("p_acc_kmean
 
 
 def _validation_lines(zoo: dict) -> list:
-    """Return the zoo's validation tables (signed r / Kendall tau per indicator and target)
-    and its verdict, or why there is no validation."""
+    """Return the zoo's validation tables and verdict, or why there is no validation."""
     val = zoo.get("validation") or {}
     vdet = val.get("details") or {}
     if val and val.get("value") is None and vdet.get("not_applicable"):
@@ -95,13 +94,9 @@ def _correlation_table(pairs: dict, title: str, cols: list, n: int) -> list:
     lines = [f"  validation vs {title} across {n} zoo models: signed r / Kendall "
              f"tau ({PAPER_FIGURES[title]})",
              "  " + f"{'indicator':<18}" + "".join(f"{c:>15}" for c in cols)]
-    for ind in INDICATORS:
-        if ind not in pairs:
-            continue
-        cells = []
-        for c in cols:
-            v = pairs[ind].get(c) or {}
-            cells.append(f"{_f(v.get('r'), width=5).strip()}/"
-                         f"{_f(v.get('tau'), width=5).strip()}".rjust(15))
-        lines.append("  " + f"{ind:<18}" + "".join(cells))
+    for ind in (i for i in INDICATORS if i in pairs):
+        cells = [pairs[ind].get(c) or {} for c in cols]
+        lines.append("  " + f"{ind:<18}" + "".join(
+            f"{_f(v.get('r'), width=5).strip()}/{_f(v.get('tau'), width=5).strip()}".rjust(15)
+            for v in cells))
     return lines
