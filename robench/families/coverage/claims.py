@@ -46,11 +46,8 @@ def near_chance(row: dict, n_classes: int) -> tuple:
     row = _with_interval(row, WINDOW_LEVEL)
     low, high = chance_window(n_classes)
     verdict, why = within(row, low, high)
-    position = "undecided"
-    if verdict == HOLDS:
-        position = "near chance"
-    elif verdict == FAILS:
-        position = "below chance" if row["ci_high"] < low else "above chance"
+    position = ("near chance" if verdict == HOLDS else "undecided" if verdict != FAILS
+                else "below chance" if row["ci_high"] < low else "above chance")
     return verdict, position, f"{position}: {why}", row
 
 

@@ -74,20 +74,19 @@ def plots(rows: list) -> list:
     tables = section(rows)
     if not tables:
         return []
-    mixes = tables["mixes"]
-    ticks = [(_share(m), m) for m in mixes]
+    axes = {"xlabel": "mix (centroid share - boundary share, %)", "ylabel": "accuracy",
+            "percent": ("y",), "ylim": (0, 1.02),
+            "xticks": [(_share(m), m) for m in tables["mixes"]]}
     series = [{"label": r["model"], "x": [_share(m) for m in r["mixes"]],
                "y": [r["by_mix"].get(m) for m in r["mixes"]]} for r in tables["models"]]
     out = [{"kind": "lines", "title": "Coverage-guided accuracy per mix",
             "alt": (f"Line plot of accuracy (vertical, 0-100%) against the centroid:boundary "
                     f"mix (horizontal) for {len(series)} models; values in the coverage table."),
             "caption": "accuracy on generated test sets from all-boundary (left) to "
-                       "all-centroid (right)",
-            "xlabel": "mix (centroid share - boundary share, %)", "ylabel": "accuracy",
-            "percent": ("y",), "ylim": (0, 1.02), "xticks": ticks, "series": series[:8]}]
-    for r in tables["models"]:
+                       "all-centroid (right)", **axes, "series": series[:8]}]
+    for r, own in zip(tables["models"], series):
         sizes = sorted({int(s) for t in r["table"].values() for s in t})
-        per_size = [{"label": f"{size} points", "x": [_share(m) for m in r["mixes"]],
+        per_size = [{"label": f"{size} points", "x": own["x"],
                      "y": [(r["table"].get(m) or {}).get(str(size)) for m in r["mixes"]]}
                     for size in sizes]
         out.append({"kind": "lines", "model": r["model"],
@@ -95,9 +94,7 @@ def plots(rows: list) -> list:
                     "alt": (f"Line plot of {r['model']}'s accuracy against the centroid:boundary "
                             "mix, one line per generated set size; values in the table below."),
                     "caption": "mean over the reference models, one line per generated size",
-                    "xlabel": "mix (centroid share - boundary share, %)", "ylabel": "accuracy",
-                    "percent": ("y",), "ylim": (0, 1.02), "xticks": ticks,
-                    "series": per_size or [series[tables["models"].index(r)]]})
+                    **axes, "series": per_size or [own]})
     return out
 
 

@@ -178,14 +178,12 @@ def run(spec: dict, env) -> dict:
         "cp": _finite_list(cov.centroid_positioning(d_test, y_test, nc, r)),
         "bc": _finite_list(cov.boundary_conditioning(P_test, y_test, nc, th1, th2)),
         "bc_paper": _finite_list(cov.paper_boundary_conditioning(P_test, y_test, nc, wc_l)),
-        "pbc": [_finite_list(row) for row in pbc],
-        "pbc_summary": cov.summarize_pbc(pbc),
+        "pbc": [_finite_list(row) for row in pbc], "pbc_summary": cov.summarize_pbc(pbc),
         "cp_train": _finite_list(cov.centroid_positioning(d_fit, y_fit, nc, r)),
         "bc_train": _finite_list(cov.boundary_conditioning(P_fit, y_fit, nc, th1, th2)),
-        "distance_quantiles_test": _finite_list(np.nanquantile(d_test, [0.1, 0.25, 0.5, 0.75,
-                                                                          0.9])),
-        "n_test_per_class": np.bincount(y_test, minlength=nc).tolist(),
-    }
+        "distance_quantiles_test": _finite_list(
+            np.nanquantile(d_test, [0.1, 0.25, 0.5, 0.75, 0.9])),
+        "n_test_per_class": np.bincount(y_test, minlength=nc).tolist()}
 
     t = time.perf_counter()
     shift = cov.covariate_shift(Z_fit, y_fit, Z_test, y_test, nc, dims=int(knobs["shift_dims"]),

@@ -245,7 +245,7 @@ def _adversarial_claims(rows: list, dataset: str) -> list:
 
 
 def _adversarial_entries(rows: list, dataset: str) -> dict:
-    """Return attack -> [(eps, r, n, per-model points)] of the zoo's purity-ratio rows."""
+    """Return attack -> [(eps, per-model points)] of the zoo's purity-ratio rows."""
     by_attack: dict = {}
     for r in rows:
         score = str(r.get("score") or "")
@@ -256,14 +256,14 @@ def _adversarial_entries(rows: list, dataset: str) -> dict:
         if attack in ADVERSARIAL and eps and r.get("value") is not None:
             pts = _by_model((r.get("details") or {}).get("points") or [],
                             INDICATORS.get("purity-ratio", 1))
-            by_attack.setdefault(attack, []).append((float(eps), r["value"], r.get("n"), pts))
+            by_attack.setdefault(attack, []).append((float(eps), pts))
     return by_attack
 
 
 def _eps_rule(m: int):
     """Return the adversarial rows' rule over ``m`` eps columns of (x, y)."""
     def rule(columns):
-        tests = [_corr_verdict(x, y, SIDE / m)[1] for x, y in columns]
+        tests = [correlation_test(x, y) for x, y in columns]
         if any(t["p_greater"] <= SIDE / m for t in tests):
             return HOLDS
         if tests and all(t["p_less"] <= SIDE for t in tests):
@@ -293,12 +293,12 @@ def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> 
     """Return one attack's row from its eps-sorted entries (:func:`_adversarial_claims`)."""
     m = len(entries)
     rule = _eps_rule(m)
-    names = [sorted(e[3]) for e in entries]
+    names = [sorted(pts) for _, pts in entries]
     columns = [([pts[k][0] for k in ms], [pts[k][1] for k in ms])
-               for ms, (_, _, _, pts) in zip(names, entries)]
+               for ms, (_, pts) in zip(names, entries)]
     tests = [correlation_test(x, y) for x, y in columns]
     ok = bool(columns) and all(len(x) >= 3 for x, _ in columns)
-    verdict = rule(columns) if all(len(x) >= 3 for x, _ in columns) else UNDECIDED
+    verdict = rule(columns) if ok else UNDECIDED
     above = [e[0] for e, t in zip(entries, tests) if t["p_greater"] <= SIDE / m]
     why = {HOLDS: f"at eps {', '.join(f'{e:g}' for e in above)} r > 0 is shown",
            FAILS: "r < 0 is shown at every eps"}.get(verdict, "no eps shows r > 0")
@@ -320,6 +320,6 @@ def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> 
         + f" over {n_models} models",
         verdict, why + f" (exact permutation tests at one-sided {SIDE:g} / {m} per eps: "
                        f"Bonferroni over {m} eps)",
-        {f"{e[0]:g}": {"r": t["r"], "n": t["n"], "p_greater": t["p_greater"],
-                       "p_less": t["p_less"]} for e, t in zip(entries, tests)},
+        {f"{e[0]:g}": {k: t[k] for k in ("r", "n", "p_greater", "p_less")}
+         for e, t in zip(entries, tests)},
         would_decide="" if verdict != UNDECIDED else would(need, "models")), controls)

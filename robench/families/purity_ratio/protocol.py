@@ -62,9 +62,8 @@ KNOBS = (
     Knob("severities", "list", "corruption severities", default=[1, 2, 3, 4, 5], items="int",
          minimum=1, maximum=5),
     Knob("epsilons", "list", "L-inf attack budgets (images in [0, 1])",
-         default=[0.01, 0.03, 0.1, 0.2],
-         profiles={"paper": [0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3]}, items="float",
-         minimum=0.0, maximum=1.0),
+         default=[0.01, 0.03, 0.1, 0.2], items="float", minimum=0.0, maximum=1.0,
+         profiles={"paper": [0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3]}),
     Knob("attacks", "list", "adversarial attacks", default=["fgsm", "pgd", "deepfool"],
          items="str", choices=("fgsm", "pgd", "deepfool")),
     Knob("pgd_steps", "int", "PGD iterations", default=10,
@@ -85,8 +84,7 @@ KNOBS = (
     Knob("scale", "str", "multicut distance unit: 'knn-median' (the median kNN-edge distance "
          "of the point set itself; needs several times knn points per class, else the "
          "median edge spans classes and everything merges) or 'none' (raw squared "
-         "distances)", default="knn-median",
-         choices=("knn-median", "none")),
+         "distances)", default="knn-median", choices=("knn-median", "none")),
     Knob("solver", "str", "multicut solver", default="gaec", choices=("gaec", "gaec+kl")),
     Knob("kmeans_n_init", "int", "k-means restarts on the features", default=4, minimum=1),
 )

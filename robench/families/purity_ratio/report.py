@@ -19,8 +19,7 @@ def report_lines(rows: list) -> list:
     lines = []
     for dataset, models in sorted(score_index(rows, METRIC).items()):
         zoo = models.pop(ZOO_MODEL, {})
-        lines += _model_lines(dataset, models)
-        lines += _validation_lines(zoo)
+        lines += _model_lines(dataset, models) + _validation_lines(zoo)
     return lines
 
 
@@ -32,13 +31,10 @@ def _model_lines(dataset: str, models: dict) -> list:
              f"  {'rank':>9} {'model':<16} {'combined [95% CI]':>24} {'R':>3} "
              f"{'Model_ACC':>9} {'p_pur km':>8} {'p_pur mc':>8} {'p_acc km':>8} "
              f"{'delta':>10} {'ACC*all/ACC':>11}"]
-    for row in table.get("models") or []:
-        lines.append(_model_line(row, models.get(row["model"]) or {}))
+    lines += [_model_line(row, models.get(row["model"]) or {}) for row in table.get("models") or []]
     if table.get("rule"):
         lines += rule_lines(table["rule"])
-    for note in table.get("notes") or []:
-        lines.append(f"  {note['model']}: {note['text']}")
-    return lines
+    return lines + [f"  {note['model']}: {note['text']}" for note in table.get("notes") or []]
 
 
 def _model_line(row: dict, sc: dict) -> str:
