@@ -25,22 +25,20 @@ def leaderboard_tables(rows: list) -> dict:
     for model, sc in models.items():
         head = sc.get(METRIC) or {}
         det = as_dict(head.get("details"))
-        g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
         by_mix = det.get("by_mix") or {}
         dec = det.get("decoder") or {}
         out.append({
             "model": model, "value": head.get("value"), "higher_is_better": True,
             "ci_low": head.get("ci_low"), "ci_high": head.get("ci_high"),
-            "adaptive": adaptive_of(head), "repeats": det.get("repeats"), "per_repeat": det.get("per_repeat") or [],
-            "samples": _samples(det),
+            "adaptive": adaptive_of(head), "repeats": det.get("repeats"),
+            "per_repeat": det.get("per_repeat") or [], "samples": _samples(det),
             "note": why_not(det) or det.get("not_computable"),
             "layer": det.get("layer"), "feature_dim": det.get("feature_dim"),
             "mixes": mix_order(by_mix), "by_mix": by_mix, "size": det.get("size"),
-            "curve": _curve(by_mix),
-            "table": det.get("table") or {},
+            "curve": _curve(by_mix), "table": det.get("table") or {},
             "knobs": det.get("knobs") or {},
             "decoder": dec if dec.get("rows") or dec.get("not_applicable") else None,
-            **{k: g(k) for k, _ in SUMMARY_SCORES},
+            **{k: (sc.get(k) or {}).get("value") for k, _ in SUMMARY_SCORES},
         })
     return {"models": out}
 

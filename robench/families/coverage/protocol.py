@@ -139,8 +139,7 @@ def run(spec: dict, env) -> dict:
     knobs = spec["params"]["analysis"]
     repeat = int(spec.get("repeat") or 0)
     seed = repeat_seed(spec["seed"], repeat)
-    nc = dataset.n_classes
-    y = dataset.y
+    nc, y = dataset.n_classes, dataset.y
     ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=feature_support)
     fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
     if ref["not_applicable"]:
@@ -152,12 +151,9 @@ def run(spec: dict, env) -> dict:
 
     t = time.perf_counter()
     confidence = knobs.get("confidence", "raw")  # trials before protocol 4 used the raw softmax
-    if confidence == "calibrated":
-        # the validation split carved from the training part: never the test split
-        Z_val = space.encode(dataset.rows(val))
-        calibration = cov.fit_temperature(space.logits(Z_val), y[val])
-    else:
-        calibration = cov.Calibration()
+    # calibrated on the validation split carved from the training part: never the test split
+    calibration = (cov.fit_temperature(space.logits(space.encode(dataset.rows(val))), y[val])
+                   if confidence == "calibrated" else cov.Calibration())
     space = cov.calibrated_space(space, calibration)
     timings["calibration"] = time.perf_counter() - t
     t = time.perf_counter()

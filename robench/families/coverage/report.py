@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from robench.families.coverage.metric import METRIC, mix_order
 from robench.metric_kit import score_index
-from robench.present.formatting import as_dict, why_not
-from robench.present.formatting import fixed as _f
+from robench.present.formatting import as_dict, fixed as _f, why_not
 
 def _ranked(models: dict) -> list:
     return sorted(models.items(), key=lambda kv: (

@@ -1,4 +1,4 @@
-"""The ``purity-ratio`` metric (Ho et al.): indicators per model and their validation across a zoo."""
+"""The ``purity-ratio`` metric (Ho et al.): indicators per model and their validation over a zoo."""
 
 from __future__ import annotations
 
@@ -35,48 +35,48 @@ REFERENCES = (("Kalun Ho, Franz-Josef Pfreundt, Janis Keuper and Margret Keuper,
 
 DEFINITION = (
     "Feature-space clusterability as a robustness indicator (Ho et al., AAAI 2022). Per repeat r "
-    "(R = --repeats) a reference model is trained on the stratified random split of the "
-    "repeat's seed (the run's seed for r = 0, a derived one otherwise; validation carved from "
-    "the training part; early stopping on validation only); Model_ACC is its accuracy on the "
-    "clean test split. Every model's repeat r shares the split and seeds, so models are "
-    "compared by paired differences over shared repeats. Its penultimate features of the test split are clustered by k-means (K = number "
-    "of classes, all test samples) and by a minimum-cost multicut (GAEC, bioimage-cpp) on the "
-    "complete graph (the paper's; knob graph) of at most multicut_cap stratified test samples, "
-    "with edge costs logit(p_join(d)) + bias, d the squared feature distance in units of the "
-    "point set's median kNN-edge distance (knob scale; eq. 4) and p_join a logistic regression "
-    "fitted on pairs of training features (same class = join); the bias is calibrated on "
-    "training features (knob bias_mode): the one whose partition of a test-sized training "
-    "subsample has an effective number of clusters closest to the number of classes (the "
-    "paper estimates the boundary empirically; bias 0 fragmented real features into clusters "
-    "of ~3 points, purity ~1 for every model); n_clusters_multicut is stored with the scores. "
-    "C_ACC: cluster accuracy with Hungarian matching (unmatched clusters count as errors); "
-    "C_purity: purity (eq. 5). p_acc_X = C_ACC^X / Model_ACC, p_purity_X = C_purity^X / "
-    "Model_ACC (eq. 8); the headline purity-ratio is the combined p_purity^(kmeans*multicut) = "
-    "C_purity^kmeans * C_purity^multicut / Model_ACC (eq. 10); p_acc_combined likewise. delta: "
-    "class overlap (mu_intra + sigma_intra) - (mu_inter + sigma_inter) of squared feature "
-    "distances (eq. 9, lower = better separated). Ground truth on image data sets: robustness = "
-    "ACC*_{s,c} / ACC_clean for the 19 corruptions (15 ImageNet-C + 4 extra, imagecorruptions-"
-    "imaug, images upscaled to 32 px) at 5 severities (eq. 6), corruption_robustness = ACC*_all / "
-    "ACC_clean (eq. 7), ACC_clean measured on the same stratified subsample; relative robust "
-    "accuracy under FGSM, PGD (L-inf, no random start) and DeepFool (ART; robust at eps if its "
-    "per-pixel L2 perturbation exceeds eps) per eps. Validation (model 'zoo'): across the data "
-    "set's zoo of models (profile knob clusterability.zoo), r|<indicator>|<target> = signed Pearson "
+    "(R = --repeats) a reference model is trained on the stratified random split of the repeat's "
+    "seed (the run's seed for r = 0, a derived one otherwise; validation carved from the training "
+    "part; early stopping on validation only); Model_ACC is its accuracy on the clean test split. "
+    "Every model's repeat r shares the split and seeds, so models are compared by paired "
+    "differences over shared repeats. Its penultimate features of the test split are clustered by "
+    "k-means (K = number of classes, all test samples) and by a minimum-cost multicut (GAEC, "
+    "bioimage-cpp) on the complete graph (the paper's; knob graph) of at most multicut_cap "
+    "stratified test samples, with edge costs logit(p_join(d)) + bias, d the squared feature "
+    "distance in units of the point set's median kNN-edge distance (knob scale; eq. 4) and p_join "
+    "a logistic regression fitted on pairs of training features (same class = join); the bias is "
+    "calibrated on training features (knob bias_mode): the one whose partition of a test-sized "
+    "training subsample has an effective number of clusters closest to the number of classes (the "
+    "paper estimates the boundary empirically; bias 0 fragmented real features into clusters of ~3 "
+    "points, purity ~1 for every model); n_clusters_multicut is stored with the scores. C_ACC: "
+    "cluster accuracy with Hungarian matching (unmatched clusters count as errors); C_purity: "
+    "purity (eq. 5). p_acc_X = C_ACC^X / Model_ACC, p_purity_X = C_purity^X / Model_ACC (eq. 8); "
+    "the headline purity-ratio is the combined p_purity^(kmeans*multicut) = C_purity^kmeans * "
+    "C_purity^multicut / Model_ACC (eq. 10); p_acc_combined likewise. delta: class overlap "
+    "(mu_intra + sigma_intra) - (mu_inter + sigma_inter) of squared feature distances (eq. 9, "
+    "lower = better separated). Ground truth on image data sets: robustness = ACC*_{s,c} / "
+    "ACC_clean for the 19 corruptions (15 ImageNet-C + 4 extra, imagecorruptions-imaug, images "
+    "upscaled to 32 px) at 5 severities (eq. 6), corruption_robustness = ACC*_all / ACC_clean (eq. "
+    "7), ACC_clean measured on the same stratified subsample; relative robust accuracy under FGSM, "
+    "PGD (L-inf, no random start) and DeepFool (ART; robust at eps if its per-pixel L2 "
+    "perturbation exceeds eps) per eps. Validation (model 'zoo'): across the data set's zoo of "
+    "models (profile knob clusterability.zoo), r|<indicator>|<target> = signed Pearson "
     "correlation, r2|<indicator>|<target> = its square (unsigned: a reversed relation has a high "
     "R^2) and tau|<indicator>|<target> = Kendall tau-b, for targets corruption (overall), "
-    "corruption@s1..s5 and <attack>@<eps>; r and tau of delta are computed on -delta (lower "
-    "delta should mean more robust). The headline 'validation' is r of purity-ratio vs "
-    "corruption robustness (version 2; version 1 reported R^2), with the baselines Delta and "
-    "Model_ACC beside it; 'validation_holds' is 1 when r > 0 and tau > 0, 0 otherwise, None "
-    "when undecidable (fewer than 3 models, no spread). Models without a feature space get value None with the reason; tabular data sets "
-    "get no corruption or attack scores (not applicable). Every score of a model is the mean "
-    "over its repeats of the per-repeat value (purity-ratio: of the per-repeat eq. 10), with "
-    "Student's t 95% interval over the repeats (purity-ratio: Hall's skew-corrected 95% "
-    "interval, the skewness allowed 2 standard errors; none with fewer than 2 repeats, reason "
-    "in details.interval); details.per_repeat of the purity-ratio score holds every indicator "
-    "and robustness target of every repeat; the validation correlates the models' means. "
-    "Ranks: every pair of models tested on its per-repeat differences (robench.stats.paired, "
-    "Holm over all pairs), shown as rank intervals; a model whose Model_ACC interval is not "
-    "above chance plus a margin is not ranked."
+    "corruption@s1..s5 and <attack>@<eps>; r and tau of delta are computed on -delta (lower delta "
+    "should mean more robust). The headline 'validation' is r of purity-ratio vs corruption "
+    "robustness (version 2; version 1 reported R^2), with the baselines Delta and Model_ACC beside "
+    "it; 'validation_holds' is 1 when r > 0 and tau > 0, 0 otherwise, None when undecidable (fewer "
+    "than 3 models, no spread). Models without a feature space get value None with the reason; "
+    "tabular data sets get no corruption or attack scores (not applicable). Every score of a model "
+    "is the mean over its repeats of the per-repeat value (purity-ratio: of the per-repeat eq. "
+    "10), with Student's t 95% interval over the repeats (purity-ratio: Hall's skew-corrected 95% "
+    "interval, the skewness allowed 2 standard errors; none with fewer than 2 repeats, reason in "
+    "details.interval); details.per_repeat of the purity-ratio score holds every indicator and "
+    "robustness target of every repeat; the validation correlates the models' means. Ranks: every "
+    "pair of models tested on its per-repeat differences (robench.stats.paired, Holm over all "
+    "pairs), shown as rank intervals; a model whose Model_ACC interval is not above chance plus a "
+    "margin is not ranked."
 )
 
 #: Indicators validated against measured robustness (name -> sign for tau orientation).
@@ -318,14 +318,11 @@ def headline_score(base: dict, summary: dict, values: dict, ok: dict, failed: li
                           "per_repeat": {"repeats": repeats, "values": values,
                                          "seeds": [ok[r]["extra"].get("reference_seed")
                                                    for r in repeats]},
-                          "failed_repeats": failed,
-                          "chance": _chance(ok),
+                          "failed_repeats": failed, "chance": _chance(ok),
                           "model_acc": {"value": ind.get("model_acc"),
                                         "low": acc_low, "high": acc_high},
                           "n_test": last.get("n_test"), "multicut": _multicut(last),
-                          "overlap": last.get("overlap"),
-                          "feature_dim": last.get("feature_dim"),
-                          "timings": last.get("timings"),
+                          **{k: last.get(k) for k in ("overlap", "feature_dim", "timings")},
                           "corruption_robustness": summary["corruption"].get("robustness")})
 
 

@@ -126,8 +126,8 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry, repeat: int = 0) ->
                   else registry.all("corruptions"))
         corruptions = {c.name: registry.component_version("corruptions", c.name)
                        for c in chosen if c.not_applicable(dataset_spec) is None}
-    analysis = {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS}
-    analysis["corruptions"] = sorted(corruptions)
+    analysis = {**{k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS},
+                "corruptions": sorted(corruptions)}
     return keyed_spec(
         NAME, VERSION, dataset=dataset_spec.name, model=model_name, kind=KIND, repeat=repeat,
         seed=cfg.seed,
@@ -156,11 +156,8 @@ def plan(combo: Combo, cfg, registry) -> list:
     """
     zoo = zoo_names(combo.dataset, cfg, registry)
     names = [combo.model.name] + [n for n in zoo if n != combo.model.name]
-    specs = [trial_spec(combo.dataset, name, cfg, registry, r)
-             for name in names for r in range(int(cfg.repeats))]
-    for spec in specs:
-        spec["zoo"] = list(zoo)
-    return specs
+    return [{**trial_spec(combo.dataset, name, cfg, registry, r), "zoo": list(zoo)}
+            for name in names for r in range(int(cfg.repeats))]
 
 
 # --- the trial ---------------------------------------------------------------------------------
@@ -168,9 +165,8 @@ def plan(combo: Combo, cfg, registry) -> list:
 
 def _build(spec, registry):
     """Return the builder of a trial's model: a registered model or a zoo member."""
-    if spec["params"].get("zoo_member"):
-        return ZOO[spec["model"]].build
-    return registry.get("models", spec["model"]).build
+    zoo = spec["params"].get("zoo_member")
+    return (ZOO[spec["model"]] if zoo else registry.get("models", spec["model"])).build
 
 
 def multicut_bias(knobs: dict):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from robench.families.purity_ratio.leaderboard import correlations, section, target_groups
 from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL
 from robench.metric_kit import score_index
-from robench.present.formatting import fixed as _f
-from robench.present.formatting import rule_lines, why_not
+from robench.present.formatting import fixed as _f, rule_lines, why_not
 
 #: What the paper reports for eq. 10's indicator, per validation table (Ho et al.: Table 4-5
 #: on ImageNet-C; section 4.5, Figure 7 for the attacks).
