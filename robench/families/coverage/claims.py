@@ -210,9 +210,9 @@ def _by_accuracy(rows: list, score: str) -> list:
     return out
 
 
-def _strong_what() -> str:
-    return (f"models without learnt features (i.i.d. Gaussian classes, mean separation "
-            f"{WEAK_SEP:g} vs {STRONG:g}: ~40% vs ~97% accuracy)")
+#: The control of the model contrasts.
+STRONG_WHAT = (f"models without learnt features (i.i.d. Gaussian classes, mean separation "
+               f"{WEAK_SEP:g} vs {STRONG:g}: ~40% vs ~97% accuracy)")
 
 
 def _mean_row(values: list) -> dict:
@@ -262,7 +262,7 @@ def test_set_quality_claims(rows: list) -> list:
         part = paired_part(_per_repeat(scored[high]["cp"]), _per_repeat(scored[low]["cp"]),
                            CONTRAST_MARGIN)
         verdict = decide_parts([part])
-        ctl = _null_control(_strong_what(), [
+        ctl = _null_control(STRONG_WHAT, [
             decide_parts([paired_part([m["cp"] for m in ds], [m["cp"] for m in dw],
                                       CONTRAST_MARGIN)]) for ds, dw in zip(strong_d, weak_d)],
             strong_d, f"CP {_pct(weak, 'cp'):.1f}% vs {_pct(strong, 'cp'):.1f}%")
@@ -309,7 +309,7 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
         weak_d, strong_d = _nulls(WEAK_SEP, det, n), _nulls(STRONG, det, n)
         weak = [m for m in _pooled(weak_d) if m["coverage"] is not None]
         strong = [m for m in _pooled(strong_d) if m["coverage"] is not None]
-        ctl = _null_control(_strong_what(), [
+        ctl = _null_control(STRONG_WHAT, [
             decide_parts([paired_part([m["coverage"] for m in dw], [m["coverage"] for m in ds],
                                       CONTRAST_MARGIN)]) for dw, ds in zip(weak_d, strong_d)],
             weak_d, f"coverage-guided {_pct(weak, 'coverage'):.1f}% vs "

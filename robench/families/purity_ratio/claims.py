@@ -72,14 +72,6 @@ def _corr_verdict(x: list, y: list, level: float = SIDE) -> tuple:
     return v, t
 
 
-def _shuffle_control(x: list, y: list, rule, what: str = "the models' robustness shuffled "
-                     "(indicator and robustness unrelated)") -> Control:
-    """Return the control of a correlation rule: ``rule(x, y_shuffled)`` over shuffles."""
-    if len(x) < 3:
-        return Control(what, None, "fewer than 3 models: nothing to shuffle")
-    return _shuffled(what, [(x, y)], lambda cols: rule(*cols[0]))
-
-
 def _shuffled(what: str, columns: list, rule) -> Control:
     """Return the control ``rule(columns)`` with every column's robustness shuffled."""
     rng = np.random.default_rng(0)
@@ -198,7 +190,8 @@ def purity_claims(rows: list) -> list:
                 m in acc for m in models) else None
             if part is not None:
                 figure += f"; partial r given model accuracy {part:+.2f}"
-            controls = [_shuffle_control(x, y, lambda a, b: _corr_verdict(a, b)[0]),
+            controls = [_shuffled("the models' robustness shuffled (indicator and robustness "
+                                  "unrelated)", [(x, y)], lambda c: _corr_verdict(*c[0])[0]),
                         _confounder_control(lambda a: _corr_verdict(a, y)[0], models, acc)]
         claims.append(controlled_all(Claim(
             PAPER, "purity-ratio (eq. 10) rises with corruption robustness across models",

@@ -45,8 +45,8 @@ _ZOO_PAPER = ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-mlp-wide"
 #: paper profile's zoo only (they cost the most).
 KNOBS = (
     Knob("zoo", "list", "models validated together (registered models, model references "
-         "such as timm:resnet18, or zoo members, see robench.families.purity_ratio.zoo)", default=[], items="str",
-         profiles={"quick": _ZOO_QUICK, "paper": _ZOO_PAPER}),
+         "such as timm:resnet18, or zoo members, see robench.families.purity_ratio.zoo)",
+         default=[], items="str", profiles={"quick": _ZOO_QUICK, "paper": _ZOO_PAPER}),
     Knob("corruptions", "list", "registered corruptions to measure; null: every applicable one",
          default=None, items="str", nullable=True),
     Knob("corruption_cap", "int", "stratified test images corrupted per data set; null: all",

@@ -72,16 +72,11 @@ def _validation_lines(zoo: dict) -> list:
     for title, cols in (("corruption robustness", corr), ("adversarial robustness", adv)):
         if cols:
             lines += _correlation_table(pairs, title, cols, n)
-    return lines + _verdict_lines(zoo)
-
-
-def _verdict_lines(zoo: dict) -> list:
-    """Return the validation's verdict with its reason, if it has one."""
     verdict = (zoo.get("validation_holds") or {}).get("details") or {}
-    if not verdict.get("reason"):
-        return []
-    word = {True: "holds", False: "does not hold"}.get(verdict.get("holds"), "undecided")
-    return [f"  validation {word}: {verdict['reason']}"]
+    if verdict.get("reason"):
+        word = {True: "holds", False: "does not hold"}.get(verdict.get("holds"), "undecided")
+        lines.append(f"  validation {word}: {verdict['reason']}")
+    return lines
 
 
 def _correlation_table(pairs: dict, title: str, cols: list, n: int) -> list:
