@@ -97,12 +97,9 @@ ZOO_MODEL = "zoo"
 def model_rows(trials: list) -> dict:
     """Return {model: {repeat: row}} of a group's clusterability trials, ``extra`` decoded."""
     out: dict = {}
-    for t in trials:
-        if t.get("protocol") != "clusterability":
-            continue
-        row = dict(t)
-        row["extra"] = as_dict(row.get("extra"))
-        out.setdefault(row["model"], {})[int(row.get("repeat") or 0)] = row
+    for t in (t for t in trials if t.get("protocol") == "clusterability"):
+        out.setdefault(t["model"], {})[int(t.get("repeat") or 0)] = {
+            **t, "extra": as_dict(t.get("extra"))}
     return out
 
 
