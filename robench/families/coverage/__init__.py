@@ -1,8 +1,6 @@
 """Family ``coverage`` (Mani et al.): coverage testing in a model's feature space.
 
-Registers the ``coverage`` protocol (R reference models per data set and model; EP, CP, BC,
-PBC of the test split, covariate shift, coverage-guided generation and a decoder) and the
-``coverage`` metric (coverage-guided accuracy).
+Registers the ``coverage`` protocol and metric (coverage-guided accuracy; docs/coverage.md).
 """
 
 from __future__ import annotations

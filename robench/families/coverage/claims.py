@@ -7,22 +7,16 @@ import json
 import numpy as np
 
 from robench.stats.claims import (BY_CONSTRUCTION, CONTROL_DRAWS, FAILS, HOLDS, UNDECIDED,
-                                  Claim, OrderingPart, controlled, decide_parts, fmt, matched,
-                                  parts_need, repeats_needed, within, would)
+                                  Claim, Control, OrderingPart, controlled, decide_parts, fmt,
+                                  matched, parts_need, repeats_needed, within, would)
 from robench.stats.intervals import mean_interval
 from robench.families.coverage.controls import STRONG, WEAK, null_model
 
 PAPER = "Coverage testing in feature space (Mani et al.)"
-#: "Near chance": the all-boundary accuracy's interval lies within this fraction of chance on
-#: either side, [chance (1 - w), chance (1 + w)]: [8%, 12%] for 10 classes. Table 2's
-#: all-boundary column on the 10-class data sets (8.7-10.9%) lies within 0.13 of chance, so
-#: every one of the paper's 10-class figures is near chance by this window, and an interval
-#: such as 5.0% [2.4, 7.6] is below chance, not near it.
+#: "Near chance": the all-boundary accuracy's interval lies within [chance (1 - w),
+#: chance (1 + w)]: [8%, 12%] for 10 classes, which holds all of Table 2's 10-class figures.
 CHANCE_WINDOW = 0.2
-#: Level of the t interval that decides the window. With the true level at an end of the
-#: window a 95% interval gave the wrong verdict 6-8% of the time on Gamma(2)-skewed repeats
-#: (R = 3-20) instead of 2.5%; a 99% interval keeps it under 5% (about 3%): pinned in
-#: tests/families/coverage/test_coverage_claims.py.
+#: Level of the t interval that decides the window (docs/coverage.md says why 99%).
 WINDOW_LEVEL = 0.99
 #: Test-set quality: "the majority of the test points" in the centroid region.
 MAJORITY = 0.5
@@ -46,19 +40,14 @@ def chance_window(n_classes: int) -> tuple:
 def near_chance(row: dict, n_classes: int) -> tuple:
     """Return (verdict, position, why, row) for "the value is near chance".
 
-    ``row`` holds the per-repeat values (``details.per_repeat``); the returned row carries
-    their :data:`WINDOW_LEVEL` t interval, which decides: holds ("near chance") when it lies
-    inside :func:`chance_window`, does not hold when it lies wholly below ("below chance") or
-    above ("above chance"), undecided when it straddles an end of the window or is missing.
+    The :data:`WINDOW_LEVEL` t interval over ``details.per_repeat`` decides (the returned row
+    carries it): inside :func:`chance_window`, wholly below or above it, or undecided.
     """
     row = _with_interval(row, WINDOW_LEVEL)
     low, high = chance_window(n_classes)
     verdict, why = within(row, low, high)
-    position = "undecided"
-    if verdict == HOLDS:
-        position = "near chance"
-    elif verdict == FAILS:
-        position = "below chance" if row["ci_high"] < low else "above chance"
+    position = ("near chance" if verdict == HOLDS else "undecided" if verdict != FAILS
+                else "below chance" if row["ci_high"] < low else "above chance")
     return verdict, position, f"{position}: {why}", row
 
 
@@ -70,14 +59,14 @@ def _per_repeat(row: dict) -> list:
 #: Two models' coverage-guided accuracies (or CPs) count as a tie ("equivalent") when shown
 #: within this many points: the third outcome of the model contrasts.
 CONTRAST_MARGIN = 0.01
+#: How the model contrasts are tested.
+PAIRED = ("paired by repeat (the same split and seed), Student's t on the differences, "
+          "one-sided 0.025")
 
 
 def paired_part(a: list, b: list, margin: Optional[float] = None) -> OrderingPart:
-    """Return "a above b" over reference models paired by repeat (repeat r of every model
-    uses the same split and seed, robench.families.coverage.protocol.repeat_seed): i.i.d.
-    units, so Student's t on the paired differences (robench.stats.paired.balanced_test with
-    a cycle of 1)."""
-
+    """Return "a above b" over reference models paired by repeat: i.i.d. units, so Student's
+    t on the paired differences (robench.stats.paired.balanced_test with a cycle of 1)."""
     n = max(len(a), len(b))
     va, vb = np.full(n, np.nan), np.full(n, np.nan)
     va[:len(a)], vb[:len(b)] = a, b
@@ -93,29 +82,31 @@ def _knobs(det: dict) -> dict:
 _NULLS: dict = {}
 
 
-def _nulls(sep: float, knobs: dict, repeats: int) -> list:
-    """Return :data:`CONTROL_DRAWS` draws of a control, each ``repeats`` null reference
-    models (the row's own number: a control at the row's size); models are cached by seed."""
-
+def _nulls(sep: float, det: dict, n) -> list:
+    """Return :data:`CONTROL_DRAWS` draws of a control, each of the row's own number ``n`` of
+    null reference models (at least 3), with the knobs of ``det``; models are cached by seed."""
+    knobs, repeats = _knobs(det), max(3, int(n or 0))
     key = json.dumps(knobs, sort_keys=True)
-    out = []
-    for d in range(CONTROL_DRAWS):
-        draw = []
-        for seed in range(d * repeats, (d + 1) * repeats):
-            if (sep, key, seed) not in _NULLS:
-                _NULLS[(sep, key, seed)] = null_model(seed, sep, knobs)
-            draw.append(_NULLS[(sep, key, seed)])
-        out.append(draw)
-    return out
-
-
-def _null_repeats(n: int) -> int:
-    """Return the reference models per control draw: the row's own (at least 3)."""
-    return max(3, int(n or 0))
+    for seed in range(CONTROL_DRAWS * repeats):
+        if (sep, key, seed) not in _NULLS:
+            _NULLS[(sep, key, seed)] = null_model(seed, sep, knobs)
+    return [[_NULLS[(sep, key, seed)] for seed in range(d * repeats, (d + 1) * repeats)]
+            for d in range(CONTROL_DRAWS)]
 
 
 def _pooled(draws: list) -> list:
     return [m for d in draws for m in d]
+
+
+def _pct(models: list, key: str) -> float:
+    """Return the mean of ``key`` over null models, in percent."""
+    return 100 * sum(m[key] for m in models) / len(models)
+
+
+def _null_control(what: str, verdicts: list, draws: list, figure: str) -> Control:
+    """Return a control from its draws of null reference models (``matched``)."""
+    return matched(what, verdicts, "null tables", figure,
+                   size=f"{len(draws[0])} reference models")
 
 
 def _weak_what(knobs) -> str:
@@ -137,13 +128,8 @@ def _window_need(level: dict, low: float, high: float, rule: str, position: str)
 
 
 def coverage_claims(rows: list) -> list:
-    """Return per (data set, model): Table 2's trend and its all-boundary level near chance.
-
-    Under the paper's boundary rule the level is by construction (boundary points are kept
-    only while the model gives their true class at most wc_l, so it misclassifies them): its
-    verdict is :data:`robench.stats.claims.BY_CONSTRUCTION`, and where the figure lies against
-    the chance window is still said.
-    """
+    """Return per (data set, model): Table 2's trend and its all-boundary level near chance
+    (by construction under the paper's boundary rule: docs/coverage.md)."""
     groups: dict = {}
     for r in rows:
         groups.setdefault((r["dataset"], r["model"]), {})[r["score"]] = r
@@ -164,15 +150,14 @@ def coverage_claims(rows: list) -> list:
         st = part.stats()
         why = (f"100:0 - 0:100 {100 * st['d']:+.1f} points over {int(st['n'])} reference "
                "models (paired by repeat: Student's t on the differences, one-sided 0.025)")
-        draws = _nulls(WEAK_SEP, _knobs(det), _null_repeats(st["n"]))
+        draws = _nulls(WEAK_SEP, det, st["n"])
         nulls = _pooled(draws)
-        ctl = matched(_weak_what(_knobs(det)), [
+        ctl = _null_control(_weak_what(_knobs(det)), [
             decide_parts([paired_part([m["mixes"].get((100, 0)) for m in d],
                                       [m["mixes"].get((0, 100)) for m in d])]) for d in draws],
-            "null tables", "100:0 {:.1f}% vs 0:100 {:.1f}%".format(
+            draws, "100:0 {:.1f}% vs 0:100 {:.1f}%".format(
                 *(100 * sum(m["mixes"].get(k) or 0 for m in nulls) / len(nulls)
-                  for k in ((100, 0), (0, 100)))),
-            size=f"{len(draws[0])} reference models")
+                  for k in ((100, 0), (0, 100)))))
         claims.append(controlled(Claim(
             PAPER, f"all-centroid sets are classified better than all-boundary ones ({model})",
             "Table 2: accuracy falls as the boundary share grows", dataset,
@@ -201,11 +186,10 @@ def coverage_claims(rows: list) -> list:
                 verdict, why, {"window": [low, high], "position": position},
                 would_decide="" if verdict != UNDECIDED else _window_need(
                     level, low, high, rule, position)),
-                matched(_weak_what(_knobs(det)), [
+                _null_control(_weak_what(_knobs(det)), [
                     {"near chance": HOLDS}.get(v, FAILS if v in ("below chance", "above chance")
-                                               else UNDECIDED) for v in nv], "null tables",
-                    f"0:100 is {max(set(nv), key=nv.count)} in most",
-                    size=f"{len(draws[0])} reference models")))
+                                               else UNDECIDED) for v in nv], draws,
+                    f"0:100 is {max(set(nv), key=nv.count)} in most")))
     return claims
 
 
@@ -226,9 +210,9 @@ def _by_accuracy(rows: list, score: str) -> list:
     return out
 
 
-def _strong_what() -> str:
-    return (f"models without learnt features (i.i.d. Gaussian classes, mean separation "
-            f"{WEAK_SEP:g} vs {STRONG:g}: ~40% vs ~97% accuracy)")
+#: The control of the model contrasts.
+STRONG_WHAT = (f"models without learnt features (i.i.d. Gaussian classes, mean separation "
+               f"{WEAK_SEP:g} vs {STRONG:g}: ~40% vs ~97% accuracy)")
 
 
 def _mean_row(values: list) -> dict:
@@ -237,25 +221,14 @@ def _mean_row(values: list) -> dict:
 
 
 def test_set_quality_claims(rows: list) -> list:
-    """Return per data set: the most accurate model's centroid share, and its contrast.
-
-    Section 5.3 (RQ2), Figure 5: the most accurate models (ResNet, VGG on MNIST and SVHN)
-    classify the majority of the test points in the centroid region, and LeNet, the least
-    accurate, has a good coverage (fewer test points at the centroids). robench decides, per
-    data set, (1) the most accurate model's CP (mean over classes) against
-    :data:`MAJORITY` and (2) its CP against the least accurate model's, paired by repeat
-    where per-repeat CPs are stored. Controls: the same CP of Gaussian classes (r sets it:
-    about half of any Gaussian class lies within one RMS radius), and of a weak and a strong
-    model without learnt features (equal CP whatever the accuracy).
-    """
-
+    """Return per data set section 5.3's claims: the most accurate model's CP against
+    :data:`MAJORITY`, and against the least accurate model's CP, paired by repeat."""
     claims = []
     for dataset, scored, order in _by_accuracy(rows, "cp"):
         low, high = order[0], order[-1]
         cp = {m: _with_interval(scored[m]["cp"]) for m in (low, high)}
         acc = {m: 100 * scored[m]["model_acc"]["value"] for m in (low, high)}
         det = (scored[high].get("coverage") or {}).get("details") or {}
-        knobs = _knobs(det)
         train = [v for v in (det.get("quality") or {}).get("cp_train") or [] if v is not None]
         r = (det.get("knobs") or {}).get("radius")
         ref = (f"; at r = {r:g} (class RMS radius) {100 * sum(train) / len(train):.0f}% of its "
@@ -263,15 +236,13 @@ def test_set_quality_claims(rows: list) -> list:
                "does not give" if train and r is not None else "")
         verdict, why = within(cp[high], MAJORITY, 1.0)
         n = len(_per_repeat(scored[high]["cp"]))
-        strong_d = _nulls(STRONG, knobs, _null_repeats(n))
-        weak_d = _nulls(WEAK_SEP, knobs, _null_repeats(n))
+        strong_d, weak_d = _nulls(STRONG, det, n), _nulls(WEAK_SEP, det, n)
         strong, weak = _pooled(strong_d), _pooled(weak_d)
         null_cp = _mean_row([m["cp"] for m in strong])
-        ctl = matched("the CP of i.i.d. Gaussian classes at the same r (a model without "
-                      "learnt features)",
-                      [within(_mean_row([m["cp"] for m in d]), MAJORITY, 1.0)[0]
-                       for d in strong_d], "null tables", f"pooled CP {fmt(null_cp, True)}",
-                      size=f"{len(strong_d[0])} reference models")
+        ctl = _null_control("the CP of i.i.d. Gaussian classes at the same r (a model without "
+                            "learnt features)",
+                            [within(_mean_row([m["cp"] for m in d]), MAJORITY, 1.0)[0]
+                             for d in strong_d], strong_d, f"pooled CP {fmt(null_cp, True)}")
         need = None
         if verdict == UNDECIDED and cp[high].get("ci_low") is not None and n:
             need = repeats_needed(n, (cp[high]["ci_high"] - cp[high]["ci_low"]) / 2,
@@ -291,12 +262,10 @@ def test_set_quality_claims(rows: list) -> list:
         part = paired_part(_per_repeat(scored[high]["cp"]), _per_repeat(scored[low]["cp"]),
                            CONTRAST_MARGIN)
         verdict = decide_parts([part])
-        ctl = matched(_strong_what(), [
+        ctl = _null_control(STRONG_WHAT, [
             decide_parts([paired_part([m["cp"] for m in ds], [m["cp"] for m in dw],
                                       CONTRAST_MARGIN)]) for ds, dw in zip(strong_d, weak_d)],
-            "null tables", f"CP {100 * sum(m['cp'] for m in weak) / len(weak):.1f}"
-            f"% vs {100 * sum(m['cp'] for m in strong) / len(strong):.1f}%",
-            size=f"{len(strong_d[0])} reference models")
+            strong_d, f"CP {_pct(weak, 'cp'):.1f}% vs {_pct(strong, 'cp'):.1f}%")
         paired = n >= 2 and len(_per_repeat(scored[low]["cp"])) >= 2
         claims.append(controlled(Claim(
             PAPER, f"a less accurate model has fewer test points at the centroids ({low} vs "
@@ -305,8 +274,8 @@ def test_set_quality_claims(rows: list) -> list:
             "the test points; ResNet and VGG put the majority in the centroid region", dataset,
             f"{low} (test {acc[low]:.1f}%) CP {fmt(cp[low], True)} vs {high} (test "
             f"{acc[high]:.1f}%) CP {fmt(cp[high], True)}", verdict,
-            ("paired by repeat (the same split and seed), Student's t on the differences, "
-             f"one-sided 0.025; equivalent within ±{100 * CONTRAST_MARGIN:g} point" if paired else "no per-repeat CP stored: nothing to pair")
+            (f"{PAIRED}; equivalent within ±{100 * CONTRAST_MARGIN:g} point" if paired
+             else "no per-repeat CP stored: nothing to pair")
             + "; test accuracies are means over the reference models",
             {"least_accurate": low, "most_accurate": high},
             would_decide="" if verdict != UNDECIDED else (
@@ -317,18 +286,8 @@ def test_set_quality_claims(rows: list) -> list:
 
 
 def accuracy_vs_robustness_claims(rows: list) -> list:
-    """Return per data set: the least accurate model's coverage-guided accuracy vs the most's.
-
-    The paper's observation: LeNet, the least accurate of its models on MNIST and FMNIST, is
-    classified better than VGG-19 on every generated set ("less accurate, more robust").
-    robench compares the least and the most accurate model of each data set (test accuracy,
-    mean over the reference models) by their coverage-guided accuracies paired by repeat.
-    Coverage-guided accuracy is the mean of the mixes, which average 50% centroid, so it is
-    about (acc@100:0 + acc@0:100) / 2 and the boundary half is near 0 by construction under
-    the paper's rule; the control, a weak and a strong model without learnt features, shows
-    which verdict that construction gives.
-    """
-
+    """Return per data set: the least accurate model's coverage-guided accuracy vs the most's,
+    paired by repeat (Table 2: LeNet above VGG-19 on every generated set)."""
     claims = []
     for dataset, scored, order in _by_accuracy(rows, "coverage"):
         if len(scored) < 2:
@@ -347,25 +306,21 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
             if c is not None and b is not None:
                 halves.append(f"{m} (acc@100:0 + acc@0:100)/2 = {50 * (c + b):.1f}%")
         n = len(_per_repeat(scored[high]["coverage"]))
-        weak_d = _nulls(WEAK_SEP, _knobs(det), _null_repeats(n))
-        strong_d = _nulls(STRONG, _knobs(det), _null_repeats(n))
+        weak_d, strong_d = _nulls(WEAK_SEP, det, n), _nulls(STRONG, det, n)
         weak = [m for m in _pooled(weak_d) if m["coverage"] is not None]
         strong = [m for m in _pooled(strong_d) if m["coverage"] is not None]
-        ctl = matched(_strong_what(), [
+        ctl = _null_control(STRONG_WHAT, [
             decide_parts([paired_part([m["coverage"] for m in dw], [m["coverage"] for m in ds],
                                       CONTRAST_MARGIN)]) for dw, ds in zip(weak_d, strong_d)],
-            "null tables",
-            f"coverage-guided {100 * sum(m['coverage'] for m in weak) / len(weak):.1f}"
-            f"% vs {100 * sum(m['coverage'] for m in strong) / len(strong):.1f}%",
-            size=f"{len(weak_d[0])} reference models")
+            weak_d, f"coverage-guided {_pct(weak, 'coverage'):.1f}% vs "
+            f"{_pct(strong, 'coverage'):.1f}%")
         claims.append(controlled(Claim(
             PAPER, f"a less accurate model is more robust on generated sets ({low} vs {high})",
             "LeNet (least accurate) above VGG-19 on every generated MNIST/FMNIST set "
             "(Table 2)", dataset,
             f"{low} (test {acc[low]:.1f}%) {fmt(scored[low]['coverage'], True)} vs {high} "
             f"(test {acc[high]:.1f}%) {fmt(scored[high]['coverage'], True)}",
-            verdict, "paired by repeat (the same split and seed), Student's t on the "
-            f"differences, one-sided 0.025, equivalent within ±{100 * CONTRAST_MARGIN:g} "
+            verdict, f"{PAIRED}, equivalent within ±{100 * CONTRAST_MARGIN:g} "
             "point; " + "; ".join(halves)
             + "; test accuracies are means over the reference models",
             {"least_accurate": low, "most_accurate": high},

@@ -1,18 +1,10 @@
 """The coverage claims' controls: Table 2's computation on models without the feature.
 
-A "model" here is a feature space of i.i.d. Gaussian classes (one unit Gaussian per class:
-no structure inside a class) with the nearest-mean softmax head; its accuracy is set by the
-separation of the class means (``sep``). The coverage computation is the family's own
-(:mod:`robench.family.coverage.science`: class centroids and RMS radii, the regions under the
-paper's or the band rule, Algorithm 1's generation), so a figure that comes out the same
-for such models follows from the construction, not from what a trained network learnt:
-
-* all-centroid vs all-boundary accuracy: under the paper's rule boundary seeds are points
-  the head misclassifies, so even a weak model is classified better at the centroids;
-* coverage-guided accuracy is the mean of the mixes' accuracies, which average 50%
-  centroid: it is (acc@100:0 + acc@0:100)/2 up to the mixes' linearity;
-* the share of test points within r = 1 class RMS radius of the centroid (CP) is set by r:
-  a Gaussian class puts about half its points inside (chi-square median below its mean).
+A "model" here is i.i.d. unit Gaussian classes, their means ``sep`` apart, with the
+nearest-mean softmax head, run through the family's own science module: a figure that comes
+out the same for it follows from the construction (docs/claims.md, "The controls"). With
+r = 1 a Gaussian class puts about half its points in the centroid region (the chi-square
+median lies below its mean).
 """
 
 from __future__ import annotations
@@ -28,9 +20,7 @@ WEAK, STRONG = 0.5, 2.0
 
 def null_model(seed: int, sep: float, knobs: dict, n_classes: int = 10, per_class: int = 100,
                dim: int = 8, size: int = 300) -> dict:
-    """Return one null model's coverage figures: test accuracy, CP (mean over classes) and
-    the generated sets' accuracy per mix (``knobs``: radius, boundary_rule, wc_l, theta1,
-    theta2, step, mixes)."""
+    """Return one null model's test accuracy, CP (mean over classes) and accuracy per mix."""
     rng = np.random.default_rng(seed)
     means = sep * rng.standard_normal((n_classes, dim))
 

@@ -1,4 +1,4 @@
-"""Leaderboard section of the coverage metric: the ranked table, per-mix curves, decoded examples."""
+"""Leaderboard section of the coverage metric: ranked table, per-mix curves, decoded examples."""
 
 from __future__ import annotations
 
@@ -25,35 +25,28 @@ def leaderboard_tables(rows: list) -> dict:
     for model, sc in models.items():
         head = sc.get(METRIC) or {}
         det = as_dict(head.get("details"))
-        g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
         by_mix = det.get("by_mix") or {}
         dec = det.get("decoder") or {}
         out.append({
             "model": model, "value": head.get("value"), "higher_is_better": True,
             "ci_low": head.get("ci_low"), "ci_high": head.get("ci_high"),
-            "adaptive": adaptive_of(head), "repeats": det.get("repeats"), "per_repeat": det.get("per_repeat") or [],
-            "samples": _samples(det),
+            "adaptive": adaptive_of(head), "repeats": det.get("repeats"),
+            "per_repeat": det.get("per_repeat") or [], "samples": _samples(det),
             "note": why_not(det) or det.get("not_computable"),
             "layer": det.get("layer"), "feature_dim": det.get("feature_dim"),
             "mixes": mix_order(by_mix), "by_mix": by_mix, "size": det.get("size"),
-            "curve": _curve(by_mix),
-            "table": det.get("table") or {},
+            "curve": _curve(by_mix), "table": det.get("table") or {},
             "knobs": det.get("knobs") or {},
             "decoder": dec if dec.get("rows") or dec.get("not_applicable") else None,
-            **{k: g(k) for k, _ in SUMMARY_SCORES},
+            **{k: (sc.get(k) or {}).get("value") for k, _ in SUMMARY_SCORES},
         })
     return {"models": out}
 
 
 def _curve(by_mix: dict, width: int = 120, height: int = 36) -> dict:
     """Return SVG polyline points of accuracy (0-100% bottom-top) against the centroid share."""
-    pts = []
-    for m in mix_order(by_mix):
-        v = by_mix[m]
-        if v is None:
-            continue
-        x = float(m.split("-")[0]) / 100.0
-        pts.append(f"{2 + x * (width - 4):.1f},{2 + (1 - v) * (height - 4):.1f}")
+    pts = [f"{2 + _share(m) / 100.0 * (width - 4):.1f},{2 + (1 - by_mix[m]) * (height - 4):.1f}"
+           for m in mix_order(by_mix) if by_mix[m] is not None]
     return {"points": " ".join(pts), "width": width, "height": height}
 
 
@@ -74,25 +67,24 @@ def headline(rows: list):
 
 
 def plots(rows: list) -> list:
-    """Return coverage's plots: accuracy per centroid share for the data set's models (one
-    plot) and, per model, its own curve with the per-mix accuracy of each generated size."""
+    """Return coverage's plots: accuracy per centroid share of all models, then per model one
+    line per generated size."""
     tables = section(rows)
     if not tables:
         return []
-    mixes = tables["mixes"]
-    ticks = [(_share(m), m) for m in mixes]
+    axes = {"xlabel": "mix (centroid share - boundary share, %)", "ylabel": "accuracy",
+            "percent": ("y",), "ylim": (0, 1.02),
+            "xticks": [(_share(m), m) for m in tables["mixes"]]}
     series = [{"label": r["model"], "x": [_share(m) for m in r["mixes"]],
                "y": [r["by_mix"].get(m) for m in r["mixes"]]} for r in tables["models"]]
     out = [{"kind": "lines", "title": "Coverage-guided accuracy per mix",
             "alt": (f"Line plot of accuracy (vertical, 0-100%) against the centroid:boundary "
                     f"mix (horizontal) for {len(series)} models; values in the coverage table."),
             "caption": "accuracy on generated test sets from all-boundary (left) to "
-                       "all-centroid (right)",
-            "xlabel": "mix (centroid share - boundary share, %)", "ylabel": "accuracy",
-            "percent": ("y",), "ylim": (0, 1.02), "xticks": ticks, "series": series[:8]}]
-    for r in tables["models"]:
+                       "all-centroid (right)", **axes, "series": series[:8]}]
+    for r, own in zip(tables["models"], series):
         sizes = sorted({int(s) for t in r["table"].values() for s in t})
-        per_size = [{"label": f"{size} points", "x": [_share(m) for m in r["mixes"]],
+        per_size = [{"label": f"{size} points", "x": own["x"],
                      "y": [(r["table"].get(m) or {}).get(str(size)) for m in r["mixes"]]}
                     for size in sizes]
         out.append({"kind": "lines", "model": r["model"],
@@ -100,15 +92,12 @@ def plots(rows: list) -> list:
                     "alt": (f"Line plot of {r['model']}'s accuracy against the centroid:boundary "
                             "mix, one line per generated set size; values in the table below."),
                     "caption": "mean over the reference models, one line per generated size",
-                    "xlabel": "mix (centroid share - boundary share, %)", "ylabel": "accuracy",
-                    "percent": ("y",), "ylim": (0, 1.02), "xticks": ticks,
-                    "series": per_size or [series[tables["models"].index(r)]]})
+                    **axes, "series": per_size or [own]})
     return out
 
 
 def _samples(det: dict):
-    """Return {repeat: coverage-guided accuracy} (repeat r of every model trains its
-    reference model on the same split with the same seed, so models pair by repeat)."""
+    """Return {repeat: coverage-guided accuracy}: models pair by repeat (same split and seed)."""
     ids, per = det.get("repeat_ids"), det.get("per_repeat")
     if not (isinstance(ids, list) and isinstance(per, list) and len(ids) == len(per)):
         return None
@@ -116,9 +105,7 @@ def _samples(det: dict):
 
 
 def section(rows: list):
-    """Return the coverage section of one data set, ranked by coverage-guided accuracy
-    (:func:`robench.present.leaderboard.rank_table`: paired over the shared repeats, Hall's
-    skew-corrected t, equivalence within :data:`MARGIN`)."""
+    """Return the coverage section of one data set, ranked by ``rank_table`` (within MARGIN)."""
     from robench.present.leaderboard import rank_table
 
     tables = leaderboard_tables(rows)

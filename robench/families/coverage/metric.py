@@ -36,48 +36,46 @@ MARGIN = 0.02
 
 DEFINITION = (
     "Coverage testing in a model's feature space (Mani et al., 2019). R reference models "
-    "(coverage.repeats, default 3): repeat 0 is trained on the stratified random split of "
-    "repeat 0 (the purity-ratio reference model; validation carved from the training part), "
-    "repeat r > 0 by the same recipe with another seed (another split, initialisation and "
-    "batch order). Everything below is computed per reference model; every score is the mean "
-    "over the R models, and the headline has a 95% Student-t CI over them, clipped to [0, 1] "
-    "(the spread over reference models: their splits, hence seeds, and their training). "
-    "Coverage layer: the last convolutional block's "
-    "output (after ReLU and pooling, flattened) where the model has one, else the penultimate "
-    "layer; 'layer' in the details says which. Centroids c_i and RMS radii R_i = sqrt(mean "
-    "||z - c_i||^2) come from the training features of class i; normalized distance = "
-    "||z - c_i|| / R_i. Confidence (version 5): the head's softmax after temperature scaling, "
-    "one temperature per reference model fitted by negative log-likelihood on the validation "
-    "split carved from the training part (never the test split), so no region, generated "
-    "point or score depends on the scale of the logits; knob confidence=raw keeps the paper's "
-    "raw softmax. On the test split: EP_i = ns_i * nc / ns (eq. 3); CP_i = share of "
-    "class-i test points with normalized distance <= r (eq. 4); BC_i = share with confidence "
-    "(top softmax probability) in [theta1, theta2] (eq. 5); PBC_ij = share of class-i test "
-    "points in that band whose most probable other class is j (sum_j PBC_ij = BC_i); bc_paper: "
-    "the same share under the paper's rule (Algorithm 1: true-class probability <= wc_l, "
-    "default 0.5). boundary_share_paper / boundary_share_band: the share of all test points "
-    "that are boundary seeds under each rule. Defaults "
-    "r = 1, [theta1, theta2] = [0.4, 0.6] (stored with the scores; docs/coverage.md). Scores: "
-    "ep_min, ep_max, cp and bc (means over classes), pbc (mean over ordered pairs i != j), "
-    "pbc_pairs_covered (share of class pairs with a boundary test point). covariate_shift: per "
-    "class, 10-component diagonal GMMs on the training and on the test features projected on "
-    "the training features' 2 leading principal components, Jensen-Shannon divergence by Monte "
-    "Carlo (2,000 samples each) / ln 2 in [0, 1], mean over classes; covariate_shift_null is "
-    "the same between two disjoint parts of the training rows (no shift, same sizes). "
-    "Coverage-guided generation (Algorithm 1): a set of size N at mix c:b takes round(N c/100) "
-    "points from centroid-region seeds and the rest from boundary seeds of the test split (version "
-    "4: by the paper's rule, weakly misclassified points, knob boundary_rule; the top-"
-    "probability band [theta1, theta2] with boundary_rule=band), "
-    "each share split evenly over the classes with seeds; each point = seed + Gaussian noise "
-    "N(0, diag((0.1 s_i)^2)), s_i the per-coordinate std of class i's training features "
-    "(expected norm 0.1 R_i), clipped at 0 for a ReLU layer, redrawn with halved noise until it is still in its seed's "
-    "region (a seed is kept after 12 misses); its label is the seed's ground truth; the model's "
-    "own head (the layers after the coverage layer) classifies it. acc@<c>-<b>@<N> for mixes "
-    "0-100, 30-70, 50-50, 70-30, 100-0 and N = 100, 300, 700, 1000. coverage (the ranked "
-    "score) = coverage-guided accuracy = mean over the five mixes of the accuracy at the "
-    "largest N, averaged over the R reference models. Image data sets (repeat 0): a decoder (2 dense + 2 transposed-conv layers) from coverage "
-    "features to images shows generated examples per mix; decoder_recognised = the model's "
-    "accuracy on decoded test images."
+    "(coverage.repeats, default 3): repeat 0 is trained on the stratified random split of repeat 0 "
+    "(the purity-ratio reference model; validation carved from the training part), repeat r > 0 by "
+    "the same recipe with another seed (another split, initialisation and batch order). Everything "
+    "below is computed per reference model; every score is the mean over the R models, and the "
+    "headline has a 95% Student-t CI over them, clipped to [0, 1] (the spread over reference "
+    "models: their splits, hence seeds, and their training). Coverage layer: the last "
+    "convolutional block's output (after ReLU and pooling, flattened) where the model has one, "
+    "else the penultimate layer; 'layer' in the details says which. Centroids c_i and RMS radii "
+    "R_i = sqrt(mean ||z - c_i||^2) come from the training features of class i; normalized "
+    "distance = ||z - c_i|| / R_i. Confidence (version 5): the head's softmax after temperature "
+    "scaling, one temperature per reference model fitted by negative log-likelihood on the "
+    "validation split carved from the training part (never the test split), so no region, "
+    "generated point or score depends on the scale of the logits; knob confidence=raw keeps the "
+    "paper's raw softmax. On the test split: EP_i = ns_i * nc / ns (eq. 3); CP_i = share of "
+    "class-i test points with normalized distance <= r (eq. 4); BC_i = share with confidence (top "
+    "softmax probability) in [theta1, theta2] (eq. 5); PBC_ij = share of class-i test points in "
+    "that band whose most probable other class is j (sum_j PBC_ij = BC_i); bc_paper: the same "
+    "share under the paper's rule (Algorithm 1: true-class probability <= wc_l, default 0.5). "
+    "boundary_share_paper / boundary_share_band: the share of all test points that are boundary "
+    "seeds under each rule. Defaults r = 1, [theta1, theta2] = [0.4, 0.6] (stored with the scores; "
+    "docs/coverage.md). Scores: ep_min, ep_max, cp and bc (means over classes), pbc (mean over "
+    "ordered pairs i != j), pbc_pairs_covered (share of class pairs with a boundary test point). "
+    "covariate_shift: per class, 10-component diagonal GMMs on the training and on the test "
+    "features projected on the training features' 2 leading principal components, Jensen-Shannon "
+    "divergence by Monte Carlo (2,000 samples each) / ln 2 in [0, 1], mean over classes; "
+    "covariate_shift_null is the same between two disjoint parts of the training rows (no shift, "
+    "same sizes). Coverage-guided generation (Algorithm 1): a set of size N at mix c:b takes "
+    "round(N c/100) points from centroid-region seeds and the rest from boundary seeds of the test "
+    "split (version 4: by the paper's rule, weakly misclassified points, knob boundary_rule; the "
+    "top-probability band [theta1, theta2] with boundary_rule=band), each share split evenly over "
+    "the classes with seeds; each point = seed + Gaussian noise N(0, diag((0.1 s_i)^2)), s_i the "
+    "per-coordinate std of class i's training features (expected norm 0.1 R_i), clipped at 0 for a "
+    "ReLU layer, redrawn with halved noise until it is still in its seed's region (a seed is kept "
+    "after 12 misses); its label is the seed's ground truth; the model's own head (the layers "
+    "after the coverage layer) classifies it. acc@<c>-<b>@<N> for mixes 0-100, 30-70, 50-50, "
+    "70-30, 100-0 and N = 100, 300, 700, 1000. coverage (the ranked score) = coverage-guided "
+    "accuracy = mean over the five mixes of the accuracy at the largest N, averaged over the R "
+    "reference models. Image data sets (repeat 0): a decoder (2 dense + 2 transposed-conv layers) "
+    "from coverage features to images shows generated examples per mix; decoder_recognised = the "
+    "model's accuracy on decoded test images."
 )
 
 #: Per-model sub-scores after the headline: (score, higher_is_better) in display order.
@@ -104,17 +102,14 @@ def summarize(extra: dict) -> dict:
     """Return the summary scores, the accuracy table and the headline of one trial's extra."""
     q = extra.get("quality") or {}
     shift = extra.get("covariate_shift") or {}
-    gen = extra.get("generated") or {}
     table: dict = {}
-    for key, g in gen.items():
+    for key, g in (extra.get("generated") or {}).items():
         mix, _, size = key.partition("@")
         table.setdefault(mix, {})[int(size)] = g.get("accuracy")
     sizes = sorted({s for row in table.values() for s in row})
     largest = sizes[-1] if sizes else None
     by_mix = {m: table[m].get(largest) for m in mix_order(table)}
-
     ep = [v for v in q.get("ep") or [] if v is not None]
-    dec = extra.get("decoder") or {}
     seeds = extra.get("seeds") or {}
 
     def share(key):
@@ -122,17 +117,12 @@ def summarize(extra: dict) -> dict:
         return seeds[key] / n if n and seeds.get(key) is not None else None
 
     return {
-        "headline": coverage_guided_accuracy(by_mix),
-        "by_mix": by_mix,
-        "largest": largest,
-        "table": {m: table[m] for m in mix_order(table)},
-        "sizes": sizes,
+        "headline": coverage_guided_accuracy(by_mix), "by_mix": by_mix, "largest": largest,
+        "table": {m: table[m] for m in mix_order(table)}, "sizes": sizes,
         "summary": {
             "model_acc": extra.get("model_acc"),
-            "ep_min": min(ep) if ep else None,
-            "ep_max": max(ep) if ep else None,
-            "cp": _mean(q.get("cp")),
-            "bc": _mean(q.get("bc")),
+            "ep_min": min(ep) if ep else None, "ep_max": max(ep) if ep else None,
+            "cp": _mean(q.get("cp")), "bc": _mean(q.get("bc")),
             "bc_paper": _mean(q.get("bc_paper")),
             "boundary_share_paper": share("boundary_paper"),
             "boundary_share_band": share("boundary_band"),
@@ -140,15 +130,12 @@ def summarize(extra: dict) -> dict:
             "pbc_pairs_covered": (q.get("pbc_summary") or {}).get("pairs_covered"),
             "covariate_shift": _mean(shift.get("js")),
             "covariate_shift_null": _mean(shift.get("null")),
-            "decoder_recognised": dec.get("recognised"),
-        },
-    }
+            "decoder_recognised": (extra.get("decoder") or {}).get("recognised")}}
 
 
 def t_interval(values, level: float = 0.95):
-    """Return (mean, low, high): the Student-t interval of a mean accuracy over a few repeats,
-    clipped to [0, 1]; low and high are None for a single value.
-    """
+    """Return (mean, low, high) of Student's t over repeats, clipped to [0, 1] (None, None
+    for a single value)."""
     vals = [float(v) for v in values if v is not None]
     if not vals:
         return None, None, None
@@ -172,12 +159,8 @@ def _mean_tables(tables: list) -> dict:
 
 
 def aggregate(group: dict, trials: list) -> list:
-    """Turn a (dataset, model)'s coverage trials (one per reference model) into its scores.
-
-    The headline and every per-mix, per-size and summary score are means over the repeats
-    that ran; the headline carries a Student-t CI over them. Details (layer, knobs, quality,
-    decoded examples) are those of repeat 0, the purity-ratio reference model.
-    """
+    """Turn a (dataset, model)'s coverage trials into its scores: means over the repeats
+    that ran (details such as layer, knobs and quality: repeat 0's)."""
     base = dict(dataset=group["dataset"], model=group["model"], clusterer="", metric=METRIC)
     rows = list(by_repeat(trials, protocol=PROTOCOL).values())
     if not rows:
@@ -200,22 +183,17 @@ def _headline_score(base: dict, ok: list, extras: list, summaries: list, failed:
     s0, extra = summaries[0], extras[0]
     headline, lo, hi = t_interval([s["headline"] for s in summaries])
     by_mix = {m: _mean([s["by_mix"].get(m) for s in summaries]) for m in s0["by_mix"]}
-    dec = extra.get("decoder") or {}
     details = {
-        "layer": extra.get("layer"), "layer_description": extra.get("layer_description"),
-        "feature_dim": extra.get("feature_dim"), "knobs": extra.get("knobs"),
+        **{k: extra.get(k) for k in ("layer", "layer_description", "feature_dim", "knobs")},
         "by_mix": by_mix, "size": s0["largest"],
         "table": _mean_tables([s["table"] for s in summaries]),
         "repeats": len(ok), "per_repeat": [s["headline"] for s in summaries],
         "repeat_ids": [int(r.get("repeat") or 0) for r in ok],
-        "reference_seeds": [e.get("reference_seed") for e in extras],
-        "failed_repeats": failed,
-        "quality": extra.get("quality"), "covariate_shift": extra.get("covariate_shift"),
-        "seeds": extra.get("seeds"), "timings": extra.get("timings"),
-        "calibration": extra.get("calibration"),
+        "reference_seeds": [e.get("reference_seed") for e in extras], "failed_repeats": failed,
+        **{k: extra.get(k) for k in ("quality", "covariate_shift", "seeds", "timings",
+                                     "calibration")},
         "temperatures": [(e.get("calibration") or {}).get("temperature") for e in extras],
-        "decoder": {k: v for k, v in dec.items()},
-    }
+        "decoder": dict(extra.get("decoder") or {})}
     if headline is None:
         details["not_computable"] = _not_computable(extras)
     return Score(**base, score=METRIC, value=headline, ci_low=lo, ci_high=hi, n=len(ok),
@@ -258,11 +236,7 @@ def _mix_scores(base: dict, extras: list) -> list:
 
 
 def paired_values(trial: dict):
-    """Return ("x", coverage-guided accuracy) of a finished coverage trial, else None.
-
-    Repeat r of every model shares the split and seed (:func:`robench.families.coverage.protocol.
-    repeat_seed`), so the models of a data set pair by repeat.
-    """
+    """Return ("x", coverage-guided accuracy) of a finished coverage trial, else None."""
     if trial.get("protocol") != PROTOCOL or failure(trial) is not None:
         return None
     extra = as_dict(trial.get("extra"))
@@ -274,7 +248,6 @@ def paired_values(trial: dict):
 
 def interval_at(score, level: float):
     """Return the headline's Student-t interval over its repeats at ``level``, or None."""
-
     per = [v for v in ((score.details or {}).get("per_repeat") or []) if v is not None]
     if score.score != METRIC or len(per) < 2:
         return None

@@ -1,12 +1,8 @@
 """Coverage testing (Mani et al., 2019): the ``coverage`` protocol.
 
-One trial = one reference model of a (dataset, model, repeat) and everything computed from it
-(docs/coverage.md): repeat 0 shares the purity-ratio protocol's model, repeat r > 0 uses
-:func:`repeat_seed`; the confidence is calibrated on the validation split (never the test
-split); EP, CP, BC, PBC and the covariate shift are read in the coverage layer; every (mix,
-size) coverage-guided set is generated and classified by the model's own head; on image data
-sets repeat 0 also trains a decoder for the strips. A model without a usable feature space and
-head is not trained: the trial records why.
+One trial = one reference model of a (dataset, model, repeat) and everything computed from it:
+calibration, EP, CP, BC, PBC, covariate shift, every (mix, size) generated set and, on image
+data sets at repeat 0, a decoder for the strips. docs/coverage.md has the steps.
 """
 
 from __future__ import annotations
@@ -113,8 +109,7 @@ PLAN_KNOBS = ("repeats",)
 
 
 def repeat_seed(seed: int, repeat: int) -> int:
-    """Return the reference-model seed of a repeat: the run's seed for repeat 0 (the
-    purity-ratio reference model), an independent derived seed for every other repeat."""
+    """Return a repeat's reference-model seed: the run's for repeat 0, else a derived one."""
     return int(seed) if int(repeat) == 0 else derived_seed(int(seed), int(repeat), 0xC0FE)
 
 
@@ -138,36 +133,27 @@ def _finite_list(a) -> list:
 
 def run(spec: dict, env) -> dict:
     """Run one coverage trial (see the module docstring)."""
-
     t0 = time.perf_counter()
     timings = {}
     dataset = env.dataset(spec["dataset"])
     knobs = spec["params"]["analysis"]
     repeat = int(spec.get("repeat") or 0)
     seed = repeat_seed(spec["seed"], repeat)
-    nc = dataset.n_classes
-    y = dataset.y
+    nc, y = dataset.n_classes, dataset.y
     ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=feature_support)
     fit, val, test, clf, base = ref["fit"], ref["val"], ref["test"], ref["clf"], ref["base"]
-
-    def not_applicable(reason):
-        return not_applicable_row(base, reason, t0)
-
     if ref["not_applicable"]:
-        return not_applicable(ref["not_applicable"])
+        return not_applicable_row(base, ref["not_applicable"], t0)
     space, reason = cov.feature_space(clf)
     if space is None:
-        return not_applicable(reason)
+        return not_applicable_row(base, reason, t0)
     timings["train"] = time.perf_counter() - t0
 
     t = time.perf_counter()
     confidence = knobs.get("confidence", "raw")  # trials before protocol 4 used the raw softmax
-    if confidence == "calibrated":
-        # the validation split carved from the training part: never the test split
-        Z_val = space.encode(dataset.rows(val))
-        calibration = cov.fit_temperature(space.logits(Z_val), y[val])
-    else:
-        calibration = cov.Calibration()
+    # calibrated on the validation split carved from the training part: never the test split
+    calibration = (cov.fit_temperature(space.logits(space.encode(dataset.rows(val))), y[val])
+                   if confidence == "calibrated" else cov.Calibration())
     space = cov.calibrated_space(space, calibration)
     timings["calibration"] = time.perf_counter() - t
     t = time.perf_counter()
@@ -188,14 +174,12 @@ def run(spec: dict, env) -> dict:
         "cp": _finite_list(cov.centroid_positioning(d_test, y_test, nc, r)),
         "bc": _finite_list(cov.boundary_conditioning(P_test, y_test, nc, th1, th2)),
         "bc_paper": _finite_list(cov.paper_boundary_conditioning(P_test, y_test, nc, wc_l)),
-        "pbc": [_finite_list(row) for row in pbc],
-        "pbc_summary": cov.summarize_pbc(pbc),
+        "pbc": [_finite_list(row) for row in pbc], "pbc_summary": cov.summarize_pbc(pbc),
         "cp_train": _finite_list(cov.centroid_positioning(d_fit, y_fit, nc, r)),
         "bc_train": _finite_list(cov.boundary_conditioning(P_fit, y_fit, nc, th1, th2)),
-        "distance_quantiles_test": _finite_list(np.nanquantile(d_test, [0.1, 0.25, 0.5, 0.75,
-                                                                          0.9])),
-        "n_test_per_class": np.bincount(y_test, minlength=nc).tolist(),
-    }
+        "distance_quantiles_test": _finite_list(
+            np.nanquantile(d_test, [0.1, 0.25, 0.5, 0.75, 0.9])),
+        "n_test_per_class": np.bincount(y_test, minlength=nc).tolist()}
 
     t = time.perf_counter()
     shift = cov.covariate_shift(Z_fit, y_fit, Z_test, y_test, nc, dims=int(knobs["shift_dims"]),
@@ -220,33 +204,24 @@ def run(spec: dict, env) -> dict:
             except cov.NoSeeds as exc:
                 generated[f"{name}@{size}"] = {"accuracy": None, "error": str(exc)}
                 continue
-            pred = space.proba(g["Z"]).argmax(1)
-            right = pred == g["y"]
-            stay = np.where(g["origin"] == "c", regions.in_centroid(g["Z"], g["y"]),
+            right = space.proba(g["Z"]).argmax(1) == g["y"]
+            c, b = g["origin"] == "c", g["origin"] == "b"
+            stay = np.where(c, regions.in_centroid(g["Z"], g["y"]),
                             regions.in_boundary(g["Z"], g["y"]))
             generated[f"{name}@{size}"] = {
-                "accuracy": float(right.mean()),
-                "n": int(len(g["y"])),
-                "n_centroid": int((g["origin"] == "c").sum()),
-                "n_boundary": int((g["origin"] == "b").sum()),
-                "acc_centroid": _mean_or_none(right[g["origin"] == "c"]),
-                "acc_boundary": _mean_or_none(right[g["origin"] == "b"]),
-                "in_region": float(stay.mean()),
-                "unperturbed": g["unperturbed"],
+                "accuracy": float(right.mean()), "n": int(len(g["y"])),
+                "n_centroid": int(c.sum()), "n_boundary": int(b.sum()),
+                "acc_centroid": _mean_or_none(right[c]), "acc_boundary": _mean_or_none(right[b]),
+                "in_region": float(stay.mean()), "unperturbed": g["unperturbed"],
                 "mean_tries": g["mean_tries"],
-                "ep": _finite_list(cov.equivalence_partitioning(g["y"], nc)),
-            }
+                "ep": _finite_list(cov.equivalence_partitioning(g["y"], nc))}
             if size == max(knobs["sizes"]):
                 examples[name] = g
     timings["generation"] = time.perf_counter() - t
 
     extra = {
-        "model_acc": model_acc,
-        "layer": space.layer,
-        "layer_description": space.description,
-        "feature_dim": int(Z_test.shape[1]),
-        "n_test": int(len(test)),
-        "n_fit": int(len(fit)),
+        "model_acc": model_acc, "layer": space.layer, "layer_description": space.description,
+        "feature_dim": int(Z_test.shape[1]), "n_test": int(len(test)), "n_fit": int(len(fit)),
         "model_cache_hit": bool(ref["hit"]),
         "reference_seed": int(seed),  # split and training seed of this repeat's model
         "clip_min": clip,
@@ -265,8 +240,7 @@ def run(spec: dict, env) -> dict:
         "generated": generated,
     }
     if dataset.image_shape is None:
-        extra["decoder"] = {"not_applicable": f"data set '{dataset.name}' is not an image data "
-                                              "set"}
+        extra["decoder"] = {"not_applicable": f"data set '{dataset.name}' is not an image data set"}
     elif repeat > 0:
         extra["decoder"] = {"not_applicable": "decoded examples are drawn for repeat 0 only"}
     elif int(knobs["decoder_epochs"]) <= 0:
@@ -296,29 +270,26 @@ def _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test, examples, knobs
     X_test = dataset.rows(test)
     originals = X_test.reshape(recon.shape)
     name = type(clf).__name__
-    clean = float((predict_checked(clf, X_test, dataset.n_classes, name, "test rows")
-                   == y_test).mean())
-    decoded = check_model_input(recon.reshape(len(recon), -1), type(clf).__name__,
-                                "images decoded from test features")
-    recognised = float((predict_checked(clf, decoded, dataset.n_classes, name, "decoded images")
-                        == y_test).mean())
+
+    def accuracy(X, what):
+        return float((predict_checked(clf, X, dataset.n_classes, name, what) == y_test).mean())
+
+    clean = accuracy(X_test, "test rows")
+    recognised = accuracy(check_model_input(recon.reshape(len(recon), -1), name,
+                                            "images decoded from test features"), "decoded images")
     legible = bool(clean > 0 and recognised >= float(knobs["decoder_legible"]) * clean)
-    nc = dataset.n_classes
-    first = [np.flatnonzero(y_test == c)[:1] for c in range(min(nc, 10))]
-    pick = [f[0] if f.size else None for f in first]
-    rows = [{"label": "test images", "png": cov.png_strip(
-                [originals[i] if i is not None else None for i in pick])},
-            {"label": "decoded from their features", "png": cov.png_strip(
-                [recon[i] if i is not None else None for i in pick])}]
-    for name, g in examples.items():
-        cells = []
-        images = cov.decode(dec, g["Z"])
-        for c in range(min(nc, 10)):
-            j = np.flatnonzero(g["y"] == c)
-            cells.append(images[j[0]] if j.size else None)
-        rows.append({"label": f"generated, mix {name}", "png": cov.png_strip(cells)})
+    classes = range(min(dataset.n_classes, 10))
+
+    def strip(images, y):  # the first image of each class, a grey cell where none
+        first = [np.flatnonzero(y == c)[:1] for c in classes]
+        return cov.png_strip([images[f[0]] if f.size else None for f in first])
+
+    rows = [{"label": "test images", "png": strip(originals, y_test)},
+            {"label": "decoded from their features", "png": strip(recon, y_test)}]
+    rows += [{"label": f"generated, mix {mix}", "png": strip(cov.decode(dec, g["Z"]), g["y"])}
+             for mix, g in examples.items()]
     return {"recognised": recognised, "clean": clean, "legible": legible,
             "mse": float(((recon - originals) ** 2).mean()),
             "rule": f"legible if the model classifies >= {knobs['decoder_legible']} x its clean "
                     "accuracy of decoded test images correctly",
-            "columns": [str(c) for c in range(min(nc, 10))], "rows": rows}
+            "columns": [str(c) for c in classes], "rows": rows}

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from robench.families.coverage.metric import METRIC, mix_order
 from robench.metric_kit import score_index
-from robench.present.formatting import as_dict, why_not
-from robench.present.formatting import fixed as _f
+from robench.present.formatting import as_dict, fixed as _f, why_not
 
 def _ranked(models: dict) -> list:
     return sorted(models.items(), key=lambda kv: (
@@ -28,17 +27,14 @@ def report_lines(rows: list) -> list:
                      "95% t CI over them); accuracies in %, every column a mean over the R "
                      "models")
         lines.append(f"  {'model':<18} {'layer':<11} {'cov-acc':>7} {'95% CI':>13} {'R':>2} "
-                     f"{'ACC':>6} {'EP min':>6} "
-                     f"{'EP max':>6} {'CP':>6} {'BC':>6} {'PBC':>6} {'pairs':>6} {'shift':>6} "
-                     f"{'null':>6}")
-        tables = []
+                     f"{'ACC':>6} {'EP min':>6} {'EP max':>6} {'CP':>6} {'BC':>6} {'PBC':>6} "
+                     f"{'pairs':>6} {'shift':>6} {'null':>6}")
+        mixes = []  # each model's mix table, after every model's summary line
         for model, sc in _ranked(models):
             mine, table = _model_lines(model, sc)
             lines += mine
-            if table is not None:
-                tables.append((model, table))
-        for model, table in tables:
-            lines += _mix_lines(model, table)
+            mixes += [] if table is None else _mix_lines(model, table)
+        lines += mixes
     return lines
 
 
@@ -50,14 +46,11 @@ def _model_lines(model: str, sc: dict) -> tuple:
     if head.get("value") is None and (det.get("not_applicable") or det.get("error")):
         return [f"  {model:<18} {why_not(det)}"], None
     g = lambda k: (sc.get(k) or {}).get("value")  # noqa: E731
-    lines = [
-        f"  {model:<18} {str(det.get('layer') or '-'):<11} "
-        f"{_f(head.get('value'), True, 7)} {_ci(head):>13} {head.get('n') or '-':>2} "
-        f"{_f(g('model_acc'), True, 6)} "
-        f"{_f(g('ep_min'), width=6)} {_f(g('ep_max'), width=6)} {_f(g('cp'), width=6)} "
-        f"{_f(g('bc'), width=6)} {_f(g('pbc'), width=6)} "
-        f"{_f(g('pbc_pairs_covered'), width=6)} {_f(g('covariate_shift'), width=6)} "
-        f"{_f(g('covariate_shift_null'), width=6)}"]
+    lines = [f"  {model:<18} {str(det.get('layer') or '-'):<11} "
+             f"{_f(head.get('value'), True, 7)} {_ci(head):>13} {head.get('n') or '-':>2} "
+             f"{_f(g('model_acc'), True, 6)} " + " ".join(_f(g(k), width=6) for k in (
+                 "ep_min", "ep_max", "cp", "bc", "pbc", "pbc_pairs_covered", "covariate_shift",
+                 "covariate_shift_null"))]
     knobs = det.get("knobs") or {}
     lines.append(f"  {'':<18} boundary seeds by the {knobs.get('boundary_rule', 'band')}"
                  f" rule; share of test points that are boundary: paper rule "

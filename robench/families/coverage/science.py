@@ -1,12 +1,8 @@
 """Coverage of a model's feature space and coverage-guided test generation (Mani et al., 2019).
 
-Pure functions of arrays (plus a seed), tested on hand-made feature sets;
-:mod:`robench.families.coverage.protocol` runs them on a trained model. docs/coverage.md gives
-the definitions: the coverage layer and its head (:func:`feature_space`), temperature scaling
-(:func:`fit_temperature`), EP, CP, BC and PBC (paper eqs. 3-5, centroids and RMS radii from
-the training features), covariate shift (per-class GMMs, Jensen-Shannon / ln 2), and
-generation (Algorithm 1: seeds in a class's centroid or boundary region, the ``band`` or the
-``paper`` boundary rule, Gaussian steps accepted only inside the seed's region).
+Pure functions of arrays (plus a seed); :mod:`robench.families.coverage.protocol` runs them on
+a trained model. docs/coverage.md gives the definitions (calibration, EP, CP, BC, PBC,
+covariate shift, Algorithm 1's generation).
 """
 
 from __future__ import annotations
@@ -22,10 +18,8 @@ import numpy as np
 from robench.learn.features import FeatureSpace, feature_space, softmax  # noqa: F401 (re-exported)
 from robench.learn.devices import module_device, torch_device
 
-#: wc_l of Algorithm 1 (true-class probability at or below which a point is a boundary seed).
-#: The paper gives no value, only "less than theta2"; 0.5 is robench's: a point whose true
-#: class has at most even odds is at or past the two-class tie with it (misclassified unless
-#: the rest of the mass is spread over several classes), and 0.5 < theta2 = 0.6.
+#: wc_l of Algorithm 1 (true-class probability at or below which a point is a boundary seed);
+#: robench's value, the paper gives none (docs/coverage.md, "Why these defaults").
 PAPER_WC_L = 0.5
 #: Boundary rules of :class:`Regions`: today's confidence band, and Algorithm 1's.
 BOUNDARY_RULES = ("band", "paper")
@@ -41,9 +35,6 @@ def mix_name(mix) -> str:
     return f"{int(mix[0])}-{int(mix[1])}"
 
 
-# --- the feature space: robench.learn.features.feature_space (a model's layer and its own head) ------
-
-
 # --- calibrated confidence: temperature scaling on the validation split ------------------------
 
 #: Search range of the temperature, relative to the logits' own scale (see fit_temperature).
@@ -53,9 +44,8 @@ TEMPERATURE_RANGE = (1e-3, 1e3)
 def logit_scale(logits: np.ndarray) -> float:
     """Return the mean absolute deviation of each row's logits from the row's mean (> 0).
 
-    A scale of the logits that multiplies exactly with them: ``logit_scale(T * L) = T *
-    logit_scale(L)`` (exactly in floating point when T is a power of 2), so dividing by it
-    removes any factor the logits were multiplied by. 1.0 when every row is constant.
+    ``logit_scale(T * L) = T * logit_scale(L)``, so dividing by it removes any factor the
+    logits carry. 1.0 when every row is constant.
     """
     L = np.asarray(logits, dtype=np.float64)
     s = float(np.abs(L - L.mean(axis=1, keepdims=True)).mean()) if L.size else 0.0
@@ -73,9 +63,8 @@ def _nll(logits: np.ndarray, y: np.ndarray) -> float:
 class Calibration:
     """A temperature for a model's logits: calibrated logits = (logits / scale) / t.
 
-    ``temperature = scale * t`` is the usual temperature of temperature scaling (Guo et al.,
-    2017); it is applied in two steps so that logits multiplied by a power of 2 give
-    bit-identical calibrated logits. ``method`` is "temperature" or "none" (the raw softmax).
+    ``temperature = scale * t`` (Guo et al., 2017), in two steps (docs/coverage.md says why).
+    ``method`` is "temperature" or "none" (the raw softmax).
     """
 
     scale: float = 1.0
@@ -105,13 +94,8 @@ class Calibration:
 
 
 def fit_temperature(logits_val: np.ndarray, y_val: np.ndarray) -> Calibration:
-    """Fit temperature scaling by minimum negative log-likelihood on a validation split.
-
-    The logits are divided by :func:`logit_scale` first, so the fitted temperature is
-    proportional to any factor the logits carry and the calibrated probabilities do not depend
-    on it (bounded Brent on log t in :data:`TEMPERATURE_RANGE`). An empty validation split is
-    an error.
-    """
+    """Fit temperature scaling by minimum NLL on a validation split (logits over
+    :func:`logit_scale`; bounded Brent on log t in :data:`TEMPERATURE_RANGE`)."""
     from scipy.optimize import minimize_scalar
 
     L = np.asarray(logits_val, dtype=np.float64)
@@ -122,9 +106,8 @@ def fit_temperature(logits_val: np.ndarray, y_val: np.ndarray) -> Calibration:
     scale = logit_scale(L)
     Ln = L / scale
     lo, hi = (math.log(v) for v in TEMPERATURE_RANGE)
-    res = minimize_scalar(lambda u: _nll(Ln / math.exp(u), y), bounds=(lo, hi),
-                          method="bounded", options={"xatol": 1e-6})
-    u = float(res.x)
+    u = float(minimize_scalar(lambda u: _nll(Ln / math.exp(u), y), bounds=(lo, hi),
+                              method="bounded", options={"xatol": 1e-6}).x)
     t = math.exp(u)
     return Calibration(scale=scale, t=t, method="temperature", nll_raw=_nll(L, y),
                        nll_calibrated=_nll(Ln / t, y), n_val=int(len(y)),
@@ -148,13 +131,8 @@ def equivalence_partitioning(y: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 def class_centroids(Z: np.ndarray, y: np.ndarray, n_classes: int) -> tuple:
-    """Return (centroids (nc, D), RMS radius (nc,)) of each class's rows; NaN for empty classes.
-
-    The RMS radius of class i is ``sqrt(mean_j ||z_j - c_i||^2)`` over its rows: the unit of the
-    normalized distance, so a typical training point of the class is at distance about 1.
-    """
-    Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
+    """Return (centroids (nc, D), RMS radius (nc,)) of each class's rows; NaN for empty classes."""
+    Z, y = np.asarray(Z, dtype=np.float64), np.asarray(y, dtype=np.int64)
     cent = np.full((n_classes, Z.shape[1]), np.nan)
     radius = np.full(n_classes, np.nan)
     for c in range(n_classes):
@@ -168,8 +146,7 @@ def class_centroids(Z: np.ndarray, y: np.ndarray, n_classes: int) -> tuple:
 def normalized_distance(Z: np.ndarray, y: np.ndarray, centroids: np.ndarray,
                         radius: np.ndarray) -> np.ndarray:
     """Return ``||z_j - c_{y_j}|| / R_{y_j}`` for every row (inf where R is 0)."""
-    Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
+    Z, y = np.asarray(Z, dtype=np.float64), np.asarray(y, dtype=np.int64)
     d = np.sqrt(((Z - centroids[y]) ** 2).sum(axis=1))
     with np.errstate(divide="ignore", invalid="ignore"):
         out = d / radius[y]
@@ -209,11 +186,7 @@ def true_class_confidence(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def paper_boundary(proba: np.ndarray, y: np.ndarray, wc_l: float = PAPER_WC_L) -> np.ndarray:
-    """Return whether each row is a boundary point by Algorithm 1: true-class probability <= wc_l.
-
-    Algorithm 1 lines 2 and 10, section 4.1's weakly misclassified points; unlike
-    :func:`in_band` it needs the labels.
-    """
+    """Return whether each row is a boundary point by Algorithm 1: true-class proba <= wc_l."""
     return true_class_confidence(proba, y) <= wc_l
 
 
@@ -238,32 +211,18 @@ def runner_up(proba: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def pairwise_boundary(proba: np.ndarray, y: np.ndarray, n_classes: int, theta1: float,
                       theta2: float) -> np.ndarray:
-    """Return PBC (nc x nc): PBC_ij = share of class-i rows on the boundary towards class j.
-
-    A class-i row is on the boundary towards j when its confidence is in [theta1, theta2] and j
-    is its most probable class other than i. Rows sum to BC_i; the diagonal is 0; rows of empty
-    classes are NaN.
-    """
-    y = np.asarray(y, dtype=np.int64)
-    band = in_band(proba, theta1, theta2)
-    other = runner_up(proba, y)
-    counts = np.zeros((n_classes, n_classes))
-    np.add.at(counts, (y[band], other[band]), 1.0)
-    n = np.bincount(y, minlength=n_classes).astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(n[:, None] > 0, counts / np.maximum(n, 1)[:, None], np.nan)
+    """Return PBC (nc x nc): PBC_ij = share of class-i rows in the band whose runner-up is j
+    (rows sum to BC_i; NaN rows for empty classes)."""
+    band, other = in_band(proba, theta1, theta2), runner_up(proba, y)
+    return np.stack([class_rate(band & (other == j), y, n_classes) for j in range(n_classes)],
+                    axis=1)
 
 
 def summarize_pbc(pbc: np.ndarray) -> dict:
-    """Return the mean PBC over ordered pairs i != j and the share of class pairs it covers.
-
-    A pair {i, j} is covered when the test set has at least one boundary point between them
-    (PBC_ij > 0 or PBC_ji > 0).
-    """
+    """Return the mean PBC over ordered pairs i != j and the share of class pairs it covers."""
     pbc = np.asarray(pbc, dtype=np.float64)
     nc = pbc.shape[0]
-    off = ~np.eye(nc, dtype=bool)
-    vals = pbc[off]
+    vals = pbc[~np.eye(nc, dtype=bool)]
     vals = vals[np.isfinite(vals)]
     sym = np.nan_to_num(pbc) + np.nan_to_num(pbc).T
     iu = np.triu_indices(nc, k=1)
@@ -276,17 +235,13 @@ def summarize_pbc(pbc: np.ndarray) -> dict:
 
 def gmm_js(A: np.ndarray, B: np.ndarray, *, n_components: int = 10,
            covariance_type: str = "diag", n_mc: int = 2000, seed: int = 0) -> dict:
-    """Return the Jensen-Shannon divergence of GMMs fitted to A and to B, in [0, 1].
+    """Return the Jensen-Shannon divergence / ln 2 of GMMs fitted to A and to B, in [0, 1].
 
-    ``JS = (KL(P||M) + KL(Q||M)) / 2`` with ``M = (P + Q) / 2``, each KL by Monte Carlo over
-    ``n_mc`` samples drawn from P (resp. Q), divided by ln 2 (so 0 = same distribution, 1 =
-    disjoint supports). Each GMM has ``min(n_components, rows // 2)`` components. Returns
-    ``js`` (clipped to [0, 1]), its Monte Carlo standard error ``se`` and the components used.
+    Returns ``js``, its Monte Carlo standard error ``se`` and the GMMs' ``components``.
     """
     from sklearn.mixture import GaussianMixture
 
-    A = np.asarray(A, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
     k = max(1, min(int(n_components), len(A) // 2, len(B) // 2))
 
     def fit(X, s):
@@ -294,8 +249,7 @@ def gmm_js(A: np.ndarray, B: np.ndarray, *, n_components: int = 10,
                                random_state=s, max_iter=200).fit(X)
 
     p, q = fit(A, seed), fit(B, seed + 1)
-    xp = p.sample(int(n_mc))[0]
-    xq = q.sample(int(n_mc))[0]
+    xp, xq = p.sample(int(n_mc))[0], q.sample(int(n_mc))[0]
     log2 = math.log(2.0)
 
     def terms(x, own, other):
@@ -311,19 +265,12 @@ def gmm_js(A: np.ndarray, B: np.ndarray, *, n_components: int = 10,
 def covariate_shift(Z_train, y_train, Z_test, y_test, n_classes: int, *, dims: int = 10,
                     n_components: int = 10, covariance_type: str = "diag", n_mc: int = 2000,
                     seed: int = 0) -> dict:
-    """Return per-class train-vs-test GMM Jensen-Shannon divergence and a no-shift baseline.
-
-    Features are projected on the ``dims`` leading principal components of the training
-    features (a GMM in thousands of dimensions from a hundred points is not identifiable).
-    ``null[i]`` repeats the measure between a random part of class i's training rows, the size
-    of its test rows, and the rest: what the estimate gives with no shift at that sample size.
-    """
+    """Return per-class train-vs-test GMM Jensen-Shannon divergence in ``dims`` principal
+    components, and ``null``: the same between two parts of the class's training rows."""
     from sklearn.decomposition import PCA
 
-    Z_train = np.asarray(Z_train, dtype=np.float64)
-    Z_test = np.asarray(Z_test, dtype=np.float64)
-    y_train = np.asarray(y_train, dtype=np.int64)
-    y_test = np.asarray(y_test, dtype=np.int64)
+    Z_train, Z_test = np.asarray(Z_train, dtype=np.float64), np.asarray(Z_test, dtype=np.float64)
+    y_train, y_test = np.asarray(y_train, dtype=np.int64), np.asarray(y_test, dtype=np.int64)
     d = max(1, min(int(dims), Z_train.shape[1], len(Z_train) - 1))
     pca = PCA(d, random_state=seed).fit(Z_train)
     P_train, P_test = pca.transform(Z_train), pca.transform(Z_test)
@@ -334,14 +281,13 @@ def covariate_shift(Z_train, y_train, Z_test, y_test, n_classes: int, *, dims: i
         if len(a) < 4 or len(b) < 4:
             js.append(None), se.append(None), null.append(None)
             continue
-        r = gmm_js(a, b, n_components=n_components, covariance_type=covariance_type,
-                   n_mc=n_mc, seed=seed + 2 * c)
+        gmm = dict(n_components=n_components, covariance_type=covariance_type, n_mc=n_mc)
+        r = gmm_js(a, b, **gmm, seed=seed + 2 * c)
         js.append(r["js"]), se.append(r["se"])
         if len(a) >= len(b) + 4:
             perm = rng.permutation(len(a))
-            r0 = gmm_js(a[perm[len(b):]], a[perm[:len(b)]], n_components=n_components,
-                        covariance_type=covariance_type, n_mc=n_mc, seed=seed + 2 * c + 1)
-            null.append(r0["js"])
+            null.append(gmm_js(a[perm[len(b):]], a[perm[:len(b)]], **gmm,
+                               seed=seed + 2 * c + 1)["js"])
         else:
             null.append(None)
     return {"js": js, "se": se, "null": null, "dims": d,
@@ -380,11 +326,7 @@ class Regions:
         return normalized_distance(Z, y, self.centroids, self.radius) <= self.r
 
     def in_boundary(self, Z, y=None) -> np.ndarray:
-        """Return whether each row is a boundary point under ``boundary_rule``.
-
-        "band": head confidence in [theta1, theta2] (``y`` unused); "paper": head probability
-        of the true class ``y`` at most ``wc_l`` (``y`` required).
-        """
+        """Return whether each row is a boundary point by ``boundary_rule`` ("paper" needs y)."""
         if self.boundary_rule == "paper":
             if y is None:
                 raise ValueError("the paper's boundary rule (true-class probability <= wc_l) "
@@ -398,12 +340,8 @@ class Regions:
 
 
 def class_spread(Z: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
-    """Return the per-coordinate standard deviation of each class's rows, (nc, D).
-
-    The squares of a row sum to the class's squared RMS radius (the trace of its covariance).
-    """
-    Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
+    """Return the per-coordinate standard deviation of each class's rows, (nc, D)."""
+    Z, y = np.asarray(Z, dtype=np.float64), np.asarray(y, dtype=np.int64)
     out = np.zeros((n_classes, Z.shape[1]))
     for c in range(n_classes):
         rows = Z[y == c]
@@ -416,16 +354,10 @@ def perturb_within(Z: np.ndarray, y: np.ndarray, region: str, regions: Regions, 
                    step: float, max_tries: int) -> tuple:
     """Return (Z', tries): seeds plus Gaussian noise that keeps every row in ``region``.
 
-    Row j of class i gets noise ``N(0, diag((step * s_i)^2))`` with ``s_i`` the per-coordinate
-    standard deviation of class i's training features (``regions.spread``), so the noise follows
-    the class's own variation (a unit that never fires for the class stays off) and its
-    expected norm is ``step * R_i``. Without ``spread`` the noise is isotropic with the same
-    expected norm. Candidates are clipped to the feature space's lower bound; rows that leave
-    the region are redrawn with the noise halved, up to ``max_tries`` draws; a row never
-    accepted keeps its seed unperturbed (``tries`` is then ``max_tries + 1``).
+    Noise ``N(0, diag((step * s_i)^2))`` (isotropic of the same norm without ``spread``),
+    clipped, halved on each redraw; a row never accepted keeps its seed (tries = max + 1).
     """
-    Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y, dtype=np.int64)
+    Z, y = np.asarray(Z, dtype=np.float64), np.asarray(y, dtype=np.int64)
     out = Z.copy()
     tries = np.full(len(Z), max_tries + 1, dtype=np.int64)
     todo = np.arange(len(Z))
@@ -464,14 +396,8 @@ def allocate(total: int, classes: np.ndarray, rng) -> dict:
 
 def generate(Z_test: np.ndarray, y_test: np.ndarray, regions: Regions, mix, size: int, *,
              seed: int, step: float = 0.1, max_tries: int = 12) -> dict:
-    """Generate one coverage-guided test set of ``size`` features (Algorithm 1).
-
-    ``mix = (c, b)`` percent: ``round(size * c / 100)`` points come from centroid seeds, the
-    rest from boundary seeds, each share split evenly over the classes that have seeds of that
-    region; a seed is drawn uniformly (with replacement) from its class's seeds and perturbed
-    within its region (:func:`perturb_within`). Returns Z, y (the seeds' ground truth), origin
-    ("c"/"b" per row), the seed indices and the acceptance statistics.
-    """
+    """Generate one coverage-guided test set of ``size`` features at ``mix = (c, b)`` percent
+    (Algorithm 1): Z, y (the seeds' labels), origin ("c"/"b"), seed indices, acceptance."""
     rng = np.random.default_rng(seed)
     y_test = np.asarray(y_test, dtype=np.int64)
     n_c = int(round(size * mix[0] / 100.0))
@@ -489,11 +415,8 @@ def generate(Z_test: np.ndarray, y_test: np.ndarray, regions: Regions, mix, size
         Zg, tries = perturb_within(Z_test[idx], y_test[idx], region, regions, rng, step=step,
                                    max_tries=max_tries)
         parts.append((Zg, y_test[idx], np.full(len(idx), code), idx, tries))
-    Z = np.concatenate([p[0] for p in parts])
-    tries = np.concatenate([p[4] for p in parts])
-    return {"Z": Z, "y": np.concatenate([p[1] for p in parts]),
-            "origin": np.concatenate([p[2] for p in parts]),
-            "seed_index": np.concatenate([p[3] for p in parts]),
+    Z, y, origin, seed_index, tries = (np.concatenate(p) for p in zip(*parts))
+    return {"Z": Z, "y": y, "origin": origin, "seed_index": seed_index,
             "unperturbed": int((tries > max_tries).sum()),
             "mean_tries": float(tries.mean()) if tries.size else 0.0}
 
@@ -501,9 +424,7 @@ def generate(Z_test: np.ndarray, y_test: np.ndarray, regions: Regions, mix, size
 def coverage_guided_accuracy(acc_by_mix: dict) -> Optional[float]:
     """Return the mean of the mixes' accuracies (None if any mix has none)."""
     vals = list(acc_by_mix.values())
-    if not vals or any(v is None for v in vals):
-        return None
-    return float(np.mean(vals))
+    return None if not vals or any(v is None for v in vals) else float(np.mean(vals))
 
 
 # --- seeing it: a decoder from features to images --------------------------------------------
@@ -511,21 +432,15 @@ def coverage_guided_accuracy(acc_by_mix: dict) -> Optional[float]:
 
 def train_decoder(Z: np.ndarray, images: np.ndarray, *, seed: int, epochs: int = 6,
                   width: int = 16, batch_size: int = 64, lr: float = 2e-3):
-    """Train an up-convolutional decoder from features to images in [0, 1]; return it.
-
-    The architecture follows Dosovitskiy & Brox (2016) in small: standardised features, two
-    fully connected layers to a (2*width, H/4, W/4) map, two 4x4 stride-2 transposed
-    convolutions, a sigmoid; binary cross-entropy to the pixels (Adam).
-    """
+    """Train an up-convolutional decoder from features to images in [0, 1] (Dosovitskiy &
+    Brox, 2016, in small: docs/coverage.md); return it."""
     import torch
     from torch import nn
 
-    Z = np.asarray(Z, dtype=np.float32)
-    images = np.asarray(images, dtype=np.float32)
+    Z, images = np.asarray(Z, dtype=np.float32), np.asarray(images, dtype=np.float32)
     C, H, W = images.shape[1:]
     h0, w0 = -(-H // 4), -(-W // 4)
-    mean = Z.mean(axis=0)
-    std = Z.std(axis=0) + 1e-6
+    mean, std = Z.mean(axis=0), Z.std(axis=0) + 1e-6
 
     class Decoder(nn.Module):
         def __init__(self):
@@ -541,7 +456,6 @@ def train_decoder(Z: np.ndarray, images: np.ndarray, *, seed: int, epochs: int =
         def forward(self, z):  # logits of the pixels
             h = self.fc((z - self.mean) / self.std).view(len(z), 2 * width, h0, w0)
             return self.up(h)[:, :, :H, :W]
-
 
     torch.manual_seed(seed)
     device = torch_device()  # the trial's device
@@ -566,7 +480,6 @@ def train_decoder(Z: np.ndarray, images: np.ndarray, *, seed: int, epochs: int =
 def decode(decoder, Z: np.ndarray) -> np.ndarray:
     """Return the decoder's images (n, C, H, W) in [0, 1] for features ``Z``."""
     import torch
-
 
     Z = np.asarray(Z, dtype=np.float32)
     device = module_device(decoder)

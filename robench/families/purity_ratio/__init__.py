@@ -1,9 +1,7 @@
 """Family ``purity-ratio`` (Ho et al.): feature-space clusterability as a robustness indicator.
 
-Registers the ``clusterability`` protocol (one reference model per data set and model, its
-features clustered by k-means and a multicut, its corruption and adversarial robustness
-measured) and the ``purity-ratio`` metric, validated across a zoo of models
-(:mod:`robench.families.purity_ratio.zoo`).
+Registers the ``clusterability`` protocol and the ``purity-ratio`` metric, validated across a
+zoo of models (docs/clusterability.md).
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Adversarial robustness of a trained torch classifier: FGSM, PGD and DeepFool over an ε grid.
 
-Inputs are images in [0, 1] (docs/clusterability.md gives the threat models and the choice of
-library). FGSM and PGD (``steps`` signed steps of 2.5·ε/steps, no random start) are written
-here; DeepFool comes from the Adversarial Robustness Toolbox and counts a sample robust at ε
-when its L2 perturbation per pixel, ‖δ‖₂/√D, exceeds ε. Relative robust accuracy divides the
-robust accuracy by the clean accuracy of the same samples. Inputs, FGSM/PGD gradients and
-adversarial examples are checked finite (``torch.sign`` maps NaN to 0): a non-finite value
-raises :class:`robench.data.boundary.NonFiniteError` naming the attack, ε and the count.
+Inputs are images in [0, 1]; docs/clusterability.md gives the threat models. Inputs,
+gradients and adversarial examples are checked finite: a non-finite value raises
+:class:`robench.data.boundary.NonFiniteError` naming the attack, ε and the count.
 """
 
 from __future__ import annotations
@@ -55,39 +51,40 @@ def _grad_sign(module, x, y, what: str = "attack"):
     return grad.sign()
 
 
-def fgsm(module, X, y, eps: float, batch: int = 256) -> np.ndarray:
-    """Return FGSM adversarial examples of flat inputs ``X`` (L∞ radius ``eps``, in [0, 1])."""
+def _batched(module, X, y, batch: int, attack) -> np.ndarray:
+    """Return ``attack(x, y)`` of every batch of flat inputs on the module's device."""
     import torch
 
     X, y = _torch_inputs(X), torch.as_tensor(np.asarray(y), dtype=torch.long)
     module.eval()
     device = module_device(module)
-    out = []
-    for s in range(0, X.shape[0], batch):
-        xb, yb = X[s:s + batch].to(device), y[s:s + batch].to(device)
-        out.append((xb + eps * _grad_sign(module, xb, yb, f"attack 'fgsm' at eps={eps}"))
-                   .clamp(0.0, 1.0).detach().cpu())
-    adv = torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
-    return check_finite(adv, f"attack 'fgsm' at eps={eps}")
+    out = [attack(X[s:s + batch].to(device), y[s:s + batch].to(device)).detach().cpu()
+           for s in range(0, X.shape[0], batch)]
+    return torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
+
+
+def fgsm(module, X, y, eps: float, batch: int = 256) -> np.ndarray:
+    """Return FGSM adversarial examples of flat inputs ``X`` (L∞ radius ``eps``, in [0, 1])."""
+    what = f"attack 'fgsm' at eps={eps}"
+    adv = _batched(module, X, y, batch,
+                   lambda xb, yb: (xb + eps * _grad_sign(module, xb, yb, what)).clamp(0.0, 1.0))
+    return check_finite(adv, what)
 
 
 def pgd(module, X, y, eps: float, steps: int = 10, batch: int = 256) -> np.ndarray:
     """Return L∞ PGD adversarial examples (no random start, step 2.5·eps/steps)."""
     import torch
 
-    X, y = _torch_inputs(X), torch.as_tensor(np.asarray(y), dtype=torch.long)
-    module.eval()
     alpha = 2.5 * eps / max(int(steps), 1)
-    device = module_device(module)
-    out = []
-    for s in range(0, X.shape[0], batch):
-        x0, yb = X[s:s + batch].to(device), y[s:s + batch].to(device)
+
+    def attack(x0, yb):
         x = x0.clone()
         for _ in range(int(steps)):
             x = x + alpha * _grad_sign(module, x, yb, f"attack 'pgd' at eps={eps}")
             x = torch.min(torch.max(x, x0 - eps), x0 + eps).clamp(0.0, 1.0).detach()
-        out.append(x.cpu())
-    adv = torch.cat(out).numpy() if out else np.zeros_like(np.asarray(X))
+        return x
+
+    adv = _batched(module, X, y, batch, attack)
     return check_finite(adv, f"attack 'pgd' at eps={eps} ({int(steps)} steps)")
 
 
@@ -95,11 +92,9 @@ def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: 
                    nb_grads: int = 10, batch: int = 128) -> tuple:
     """Return (per-pixel L2 norm ‖δ‖₂/√D of DeepFool's perturbation, prediction on x + δ).
 
-    Uses ART's batched DeepFool on the module (inputs flat, clip values [0, 1]) on the
-    module's device: ART's ``device_type="gpu"`` on CUDA (made current so ART picks that
-    GPU); ART has no Metal backend, so a module on ``mps`` is attacked on the CPU and moved back.
+    ART's DeepFool runs on the module's CUDA device; ART has no Metal backend, so a module on
+    ``mps`` is attacked on the CPU and moved back.
     """
-
     import torch
     from art.attacks.evasion import DeepFool
     from art.estimators.classification import PyTorchClassifier

@@ -1,15 +1,7 @@
 """The clusterability paper's claims, decided on stored purity-ratio scores (robench.stats.claims).
 
-Every claim here rests on correlations across the data set's zoo of models (8 in the quick
-and standard profiles): a single correlation gets an exact permutation test over the models
-(:func:`robench.stats.permutation.correlation_test`: Fisher's z is anti-conservative on
-skewed indicators), on each model's values averaged over however many repeats are stored;
-its control is the same test with the models' robustness shuffled; "indicator A predicts
-robustness better than indicator B" compares two correlations that share the robustness
-variable over the same models, so it gets a test for dependent correlations
-(:func:`robench.stats.jackknife.dependent_correlations`: the Fisher-z difference jackknifed
-over models), never two independent intervals. What decides an undecided row is more models
-(the unit of these intervals), not more repeats.
+Correlations across the data set's zoo of models, so more models (not repeats) decide an
+undecided row; docs/claims.md ("The rule per row") gives the tests and their controls.
 """
 
 from __future__ import annotations
@@ -43,9 +35,8 @@ ADVERSARIAL = {"deepfool": ("DeepFool", "R^2 = 0.66"), "fgsm": ("FGSM", "R^2 = 0
 
 
 def models_to_decide(r, level: float = 0.95) -> Optional[int]:
-    """Return the models at which a one-sided test at ``(1 - level) / 2`` of r > 0 would
-    decide this r with :data:`robench.stats.claims.POWER` probability (Fisher's z:
-    ``atanh(r) sqrt(n - 3) >= z_{1-side} + z_{power}``), or None."""
+    """Return the models at which a one-sided test at ``(1 - level) / 2`` decides r > 0 with
+    :data:`robench.stats.claims.POWER` (Fisher's z), or None."""
     from scipy import stats
 
     if r is None or not 0 < abs(r) < 1:
@@ -55,9 +46,7 @@ def models_to_decide(r, level: float = 0.95) -> Optional[int]:
 
 
 def _points(rows: list, dataset: str, indicator: str, target: str) -> dict:
-    """Return {model: (indicator oriented as validated, robustness)} of a validation row,
-    each the mean over the model's stored points (one per repeat of its reference model)."""
-
+    """Return {model: (oriented indicator, robustness)} of a validation row, means over repeats."""
     sign = INDICATORS.get(indicator, 1)
     for r in rows:
         if (r.get("dataset") == dataset and r.get("model") == "zoo"
@@ -77,23 +66,18 @@ def _by_model(points: list, sign: float = 1.0) -> dict:
 
 
 def _corr_verdict(x: list, y: list, level: float = SIDE) -> tuple:
-    """Return (verdict, test) of "r > 0" by the exact permutation test at one-sided ``level``:
-    holds when p(r >= observed) <= level, does not hold when p(r <= observed) <= level."""
-
+    """Return (verdict, test) of "r > 0" by the exact permutation test at one-sided ``level``."""
     t = correlation_test(x, y)
     v = HOLDS if t["p_greater"] <= level else FAILS if t["p_less"] <= level else UNDECIDED
     return v, t
 
 
-def _shuffle_control(x: list, y: list, rule, what: str = "the models' robustness shuffled "
-                     "(indicator and robustness unrelated)") -> Control:
-    """Return the control of a correlation rule: ``rule(x, y_shuffled)`` over shuffles."""
-
-    if len(x) < 3:
-        return Control(what, None, "fewer than 3 models: nothing to shuffle")
+def _shuffled(what: str, columns: list, rule) -> Control:
+    """Return the control ``rule(columns)`` with every column's robustness shuffled."""
     rng = np.random.default_rng(0)
-    verdicts = [rule(x, list(rng.permutation(y))) for _ in range(CONTROL_SHUFFLES)]
-    return matched(what, verdicts, "shuffles", size=f"the row's {len(x)} models")
+    verdicts = [rule([(x, list(rng.permutation(y))) for x, y in columns])
+                for _ in range(CONTROL_SHUFFLES)]
+    return matched(what, verdicts, "shuffles", size=f"the row's {len(columns[0][0])} models")
 
 
 def _accuracies(rows: list, dataset: str) -> dict:
@@ -102,8 +86,7 @@ def _accuracies(rows: list, dataset: str) -> dict:
 
 
 def _confounder_control(verdict_of, models: list, acc: dict) -> Control:
-    """Return the confounder's control: ``verdict_of(model accuracies)`` with accuracy in the
-    indicator's place, by the same rule on the same models (one deterministic draw)."""
+    """Return the confounder's control: ``verdict_of`` with model accuracy as the indicator."""
     what = ("model accuracy alone as the indicator (the confounder: accurate models are "
             "robust), the same exact permutation test")
     if any(m not in acc for m in models) or len(models) < 3:
@@ -114,7 +97,6 @@ def _confounder_control(verdict_of, models: list, acc: dict) -> Control:
 
 def _partial(x: list, y: list, z: list) -> Optional[float]:
     """Return the partial correlation of x and y given z (linear), None if undefined."""
-
     x, y, z = (np.asarray(v, float) for v in (x, y, z))
     if len(x) < 4 or np.std(z) == 0:
         return None
@@ -127,7 +109,6 @@ def _partial(x: list, y: list, z: list) -> Optional[float]:
 
 def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> tuple:
     """Return (verdict, text, evidence, would_decide) of "a predicts target better than b"."""
-
     pa, pb = _points(rows, dataset, a, target), _points(rows, dataset, b, target)
     common = sorted(set(pa) & set(pb))
     if len(common) < 4:
@@ -149,8 +130,7 @@ def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> t
     return UNDECIDED, f"{text}; {iv} contains 0", ev, would(need, "models")
 
 
-def _better_verdict(rows_pts: tuple) -> str:
-    y, x1, x2 = rows_pts
+def _better_verdict(y: list, x1: list, x2: list) -> str:
     res = dependent_correlations(y, x1, x2)
     if res["low"] is None:
         return UNDECIDED
@@ -158,9 +138,7 @@ def _better_verdict(rows_pts: tuple) -> str:
 
 
 def _swap_control(rows: list, dataset: str, a: str, b: str) -> Control:
-    """Return the control of "a predicts better than b": the same test with the two
-    indicators swapped at random per model (equally good by construction)."""
-
+    """Return the control of "a predicts better than b": the two swapped at random per model."""
     what = f"{a} and {b} swapped at random per model (equally predictive)"
     pa, pb = _points(rows, dataset, a, TARGET), _points(rows, dataset, b, TARGET)
     common = sorted(set(pa) & set(pb))
@@ -172,20 +150,13 @@ def _swap_control(rows: list, dataset: str, a: str, b: str) -> Control:
         flip = rng.random(len(common)) < 0.5
         x1 = [pb[m][0] if f else pa[m][0] for m, f in zip(common, flip)]
         x2 = [pa[m][0] if f else pb[m][0] for m, f in zip(common, flip)]
-        verdicts.append(_better_verdict(([pa[m][1] for m in common], x1, x2)))
+        verdicts.append(_better_verdict([pa[m][1] for m in common], x1, x2))
     return matched(what, verdicts, "swaps", size=f"the row's {len(common)} models")
 
 
 def purity_claims(rows: list) -> list:
-    """Return per data set the clusterability claims: the relation, its baselines, eq. 10,
-    and the adversarial correlations.
-
-    The relation holds when r's Fisher interval lies above 0 and Kendall's tau is positive;
-    it does not hold when the interval lies below 0 (reversed); undecided when it contains 0
-    or is missing. "Beats" claims: :func:`_better` (dependent correlations, jackknife over
-    models), the paper's baseline (Delta) and robench's added one (model accuracy) in
-    separate rows.
-    """
+    """Return per data set the clusterability claims: the relation, its baselines (Delta, and
+    model accuracy), eq. 10 against either clusterer, and the adversarial correlations."""
     claims = []
     for r in sorted(rows, key=lambda r: r["dataset"]):
         if r.get("model") != "zoo" or r.get("score") != "validation_holds":
@@ -203,7 +174,7 @@ def purity_claims(rows: list) -> list:
                                        "nothing to permute")
             figure = "-" if r_ is None else f"r = {r_:+.2f} over {n} models"
             decide = would(None, "models")
-            control = Control("the models' robustness shuffled", None, "no per-model points")
+            controls = [Control("the models' robustness shuffled", None, "no per-model points")]
         else:
             verdict, t = _corr_verdict(x, y)
             r_, n = t["r"], t["n"]
@@ -214,20 +185,19 @@ def purity_claims(rows: list) -> list:
                    f"p(r <= observed) = {t['p_less']:.4f}, one-sided level {SIDE:g}")
             if verdict == UNDECIDED:
                 decide = would(models_to_decide(r_) if r_ > 0 else None, "models")
-            control = _shuffle_control(x, y, lambda a, b: _corr_verdict(a, b)[0])
             acc = _accuracies(rows, dataset)
-            part = _partial(x, y, [acc.get(m, float("nan")) for m in models]) \
-                if all(m in acc for m in models) else None
+            part = _partial(x, y, [acc[m] for m in models]) if all(
+                m in acc for m in models) else None
             if part is not None:
                 figure += f"; partial r given model accuracy {part:+.2f}"
-            control = [control, _confounder_control(lambda a: _corr_verdict(a, y)[0], models,
-                                                    acc)]
+            controls = [_shuffled("the models' robustness shuffled (indicator and robustness "
+                                  "unrelated)", [(x, y)], lambda c: _corr_verdict(*c[0])[0]),
+                        _confounder_control(lambda a: _corr_verdict(a, y)[0], models, acc)]
         claims.append(controlled_all(Claim(
             PAPER, "purity-ratio (eq. 10) rises with corruption robustness across models",
             "R^2 = 0.87 (eq. 10, Table 4 and Figure 1), tau = 0.73 (Table 5) on ImageNet-C",
             dataset, figure, verdict, why,
-            {k: d.get(k) for k in ("r", "tau", "n", "baselines")}, would_decide=decide),
-            control if isinstance(control, list) else [control]))
+            {k: d.get(k) for k in ("r", "tau", "n", "baselines")}, would_decide=decide), controls))
         for baseline, text, paper in (
                 ("delta", "the class-overlap baseline Delta (the paper's)",
                  "R^2 = 0.87 vs Delta's 0.27 (Tables 3-4)"),
@@ -260,20 +230,15 @@ def purity_claims(rows: list) -> list:
 def _adversarial_claims(rows: list, dataset: str) -> list:
     """Return per attack: purity-ratio correlates positively with adversarial robustness.
 
-    The paper reports the correlation over a range of perturbation sizes (strong for
-    moderate eps, weak at the extremes). robench decides it on every eps it measured by the
-    exact permutation test on the per-model points: holds when some eps gives p(r >=
-    observed) <= 0.025 / (number of eps) (Bonferroni: picking the best eps after the fact is
-    paid for), does not hold when every eps is shown negative at 0.025 (an intersection-
-    union test), undecided otherwise. Control: the same rule with the models' robustness
-    shuffled at every eps.
+    Holds when some eps shows r > 0 at 0.025 / eps (Bonferroni), does not hold when every eps
+    shows r < 0 at 0.025 (intersection-union), undecided otherwise (docs/claims.md).
     """
     return [_adversarial_claim(rows, dataset, attack, sorted(entries, key=lambda e: e[0]))
             for attack, entries in sorted(_adversarial_entries(rows, dataset).items())]
 
 
 def _adversarial_entries(rows: list, dataset: str) -> dict:
-    """Return attack -> [(eps, r, n, per-model points)] of the zoo's purity-ratio rows."""
+    """Return attack -> [(eps, per-model points)] of the zoo's purity-ratio rows."""
     by_attack: dict = {}
     for r in rows:
         score = str(r.get("score") or "")
@@ -284,14 +249,14 @@ def _adversarial_entries(rows: list, dataset: str) -> dict:
         if attack in ADVERSARIAL and eps and r.get("value") is not None:
             pts = _by_model((r.get("details") or {}).get("points") or [],
                             INDICATORS.get("purity-ratio", 1))
-            by_attack.setdefault(attack, []).append((float(eps), r["value"], r.get("n"), pts))
+            by_attack.setdefault(attack, []).append((float(eps), pts))
     return by_attack
 
 
 def _eps_rule(m: int):
     """Return the adversarial rows' rule over ``m`` eps columns of (x, y)."""
     def rule(columns):
-        tests = [_corr_verdict(x, y, SIDE / m)[1] for x, y in columns]
+        tests = [correlation_test(x, y) for x, y in columns]
         if any(t["p_greater"] <= SIDE / m for t in tests):
             return HOLDS
         if tests and all(t["p_less"] <= SIDE for t in tests):
@@ -306,10 +271,7 @@ def _adversarial_controls(rule, columns: list, names: list, acc: dict, ok: bool)
     what = "the models' robustness shuffled at every eps"
     if not ok:
         return [Control(what, None, "no per-model points stored")]
-    rng = np.random.default_rng(0)
-    verdicts = [rule([(x, list(rng.permutation(y))) for x, y in columns])
-                for _ in range(CONTROL_SHUFFLES)]
-    controls = [matched(what, verdicts, "shuffles", size=f"the row's {len(columns[0][0])} models")]
+    controls = [_shuffled(what, columns, rule)]
     if all(all(m in acc for m in ms) for ms in names):
         controls.append(Control(
             "model accuracy alone as the indicator at every eps (the confounder: accurate "
@@ -324,12 +286,12 @@ def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> 
     """Return one attack's row from its eps-sorted entries (:func:`_adversarial_claims`)."""
     m = len(entries)
     rule = _eps_rule(m)
-    names = [sorted(e[3]) for e in entries]
+    names = [sorted(pts) for _, pts in entries]
     columns = [([pts[k][0] for k in ms], [pts[k][1] for k in ms])
-               for ms, (_, _, _, pts) in zip(names, entries)]
+               for ms, (_, pts) in zip(names, entries)]
     tests = [correlation_test(x, y) for x, y in columns]
     ok = bool(columns) and all(len(x) >= 3 for x, _ in columns)
-    verdict = rule(columns) if all(len(x) >= 3 for x, _ in columns) else UNDECIDED
+    verdict = rule(columns) if ok else UNDECIDED
     above = [e[0] for e, t in zip(entries, tests) if t["p_greater"] <= SIDE / m]
     why = {HOLDS: f"at eps {', '.join(f'{e:g}' for e in above)} r > 0 is shown",
            FAILS: "r < 0 is shown at every eps"}.get(verdict, "no eps shows r > 0")
@@ -351,6 +313,6 @@ def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> 
         + f" over {n_models} models",
         verdict, why + f" (exact permutation tests at one-sided {SIDE:g} / {m} per eps: "
                        f"Bonferroni over {m} eps)",
-        {f"{e[0]:g}": {"r": t["r"], "n": t["n"], "p_greater": t["p_greater"],
-                       "p_less": t["p_less"]} for e, t in zip(entries, tests)},
+        {f"{e[0]:g}": {k: t[k] for k in ("r", "n", "p_greater", "p_less")}
+         for e, t in zip(entries, tests)},
         would_decide="" if verdict != UNDECIDED else would(need, "models")), controls)

@@ -19,9 +19,7 @@ MARGIN = 0.05
 
 
 def purity_samples(details: dict) -> Optional[dict]:
-    """Return a purity-ratio score's {repeat: p_purity combined}, pairing models repeat by repeat
-    (None where its repeats are not stored: metric versions before 4).
-    """
+    """Return a purity-ratio score's {repeat: p_purity combined}, None before metric version 4."""
     per = details.get("per_repeat") if isinstance(details, dict) else None
     if not isinstance(per, dict) or not isinstance(per.get("repeats"), list):
         return None
@@ -39,12 +37,7 @@ FEW_REPEATS = ("no interval and no paired test: fewer than 2 repeats of the refe
 
 
 def unranked_reason(value, details: dict) -> Optional[str]:
-    """Return why a model takes no rank on purity-ratio, or None.
-
-    Fewer than 2 repeats (no paired test, no interval), or a Model_ACC interval not above
-    chance plus the margin (:func:`robench.stats.ranks.chance_reason`).
-    """
-
+    """Return why a model takes no rank: fewer than 2 repeats, or Model_ACC not above chance."""
     if not is_finite(value):
         return None  # no value: rank_models says so
     samples = purity_samples(details) or {}
@@ -53,12 +46,9 @@ def unranked_reason(value, details: dict) -> Optional[str]:
     chance = details.get("chance") if isinstance(details.get("chance"), dict) else {}
     acc = details.get("model_acc") if isinstance(details.get("model_acc"), dict) else {}
     per = details.get("per_repeat") or {}
-    why = chance_reason(acc.get("value"), acc.get("low"), acc.get("high"), chance.get("level"),
-                        chance.get("basis") or "", values=(per.get("values") or {}).get(
-                            "model_acc") or (), name="Model_ACC")
-    if why:
-        return why
-    return None
+    return chance_reason(acc.get("value"), acc.get("low"), acc.get("high"), chance.get("level"),
+                         chance.get("basis") or "", values=(per.get("values") or {}).get(
+                             "model_acc") or (), name="Model_ACC") or None
 
 
 #: The sub-scores shown beside purity-ratio in its model table.
@@ -115,20 +105,13 @@ def target_groups(pairs: dict) -> tuple:
 def _validation_tables(zoo: dict) -> list:
     """Return the zoo's correlation tables (corruption, adversarial) by indicator and target."""
     pairs = correlations(zoo)
-    corr, adv = target_groups(pairs)
-    tables = []
-    for title, cols in (("corruption robustness (ACC*/ACC_clean; overall and per severity)",
-                         corr),
-                        ("adversarial robustness (relative robust accuracy per attack and eps)",
-                         adv)):
-        if not cols:
-            continue
-        vrows = [{"indicator": ind,
-                  "n": max((c.get("n") or 0) for c in pairs[ind].values()),
-                  "cells": [pairs[ind].get(c, {}) for c in cols]}
-                 for ind in INDICATORS if ind in pairs]
-        tables.append({"title": title, "columns": cols, "rows": vrows})
-    return tables
+    titles = ("corruption robustness (ACC*/ACC_clean; overall and per severity)",
+              "adversarial robustness (relative robust accuracy per attack and eps)")
+    return [{"title": title, "columns": cols,
+             "rows": [{"indicator": ind, "n": max((c.get("n") or 0) for c in pairs[ind].values()),
+                       "cells": [pairs[ind].get(c, {}) for c in cols]}
+                      for ind in INDICATORS if ind in pairs]}
+            for title, cols in zip(titles, target_groups(pairs)) if cols]
 
 
 def leaderboard_tables(rows: list) -> dict:
@@ -137,28 +120,21 @@ def leaderboard_tables(rows: list) -> dict:
     if not models:
         return {}
     zoo = models.pop(ZOO_MODEL, {})
-    val = zoo.get("validation") or {}
-    holds = zoo.get("validation_holds") or {}
     return {"models": [_model_row(model, sc) for model, sc in models.items()],
             "validation": _validation_tables(zoo),
-            "validation_note": why_not(val.get("details") or {}),
-            "verdict": holds.get("details") or None}
+            "validation_note": why_not((zoo.get("validation") or {}).get("details") or {}),
+            "verdict": (zoo.get("validation_holds") or {}).get("details") or None}
 
 
 def section(rows: list):
-    """Return the purity-ratio section of one data set, or None without scores.
-
-    Ranked by :func:`robench.present.leaderboard.rank_table` (equivalence within :data:`MARGIN`);
-    a model :func:`unranked_reason` names is listed after the ranked ones without a rank.
-    """
+    """Return the purity-ratio section of one data set ranked by ``rank_table``, or None."""
     from robench.present.leaderboard import rank_table
 
     tables = leaderboard_tables(rows)
     if not tables:
         return None
     ranked = rank_table(tables["models"], margin=equivalence_margin(METRIC, MARGIN))
-    tables["models"], tables["rule"] = ranked["rows"], ranked["rule"]
-    tables["pairs"] = ranked["pairs"]
+    tables.update(models=ranked["rows"], rule=ranked["rule"], pairs=ranked["pairs"])
     tables["ranked"] = any(r.get("rank") is not None for r in tables["models"])
     if not tables["ranked"]:  # say why nobody is, not the rule of an empty table
         why = {r.get("unranked") for r in tables["models"]}
@@ -170,9 +146,8 @@ def section(rows: list):
 
 
 def ranks(rows: list) -> list:
-    """Return the rank of every purity-ratio score of one data set's rows (what ``robench
-    results`` adds to its JSON and CSV): rank (position by the estimate), rank interval,
-    unranked (why not), rule, interval and the tested pairs the model is in."""
+    """Return the rank of every purity-ratio score of one data set's rows (``robench results``
+    adds it to its JSON and CSV)."""
     tables = section(rows)
     if not tables:
         return []
@@ -186,8 +161,7 @@ def ranks(rows: list) -> list:
 
 
 def headline(rows: list):
-    """Return purity-ratio's column of the overview (p_purity combined with its interval,
-    rank intervals from the tested pairs; Model_ACC beside)."""
+    """Return purity-ratio's column of the overview (Model_ACC beside)."""
     tables = section(rows)
     if not tables or not tables["models"]:
         return None

@@ -1,4 +1,4 @@
-"""The ``purity-ratio`` metric (Ho et al.): indicators per model and their validation across a zoo."""
+"""The ``purity-ratio`` metric (Ho et al.): indicators per model and their validation over a zoo."""
 
 from __future__ import annotations
 
@@ -35,48 +35,48 @@ REFERENCES = (("Kalun Ho, Franz-Josef Pfreundt, Janis Keuper and Margret Keuper,
 
 DEFINITION = (
     "Feature-space clusterability as a robustness indicator (Ho et al., AAAI 2022). Per repeat r "
-    "(R = --repeats) a reference model is trained on the stratified random split of the "
-    "repeat's seed (the run's seed for r = 0, a derived one otherwise; validation carved from "
-    "the training part; early stopping on validation only); Model_ACC is its accuracy on the "
-    "clean test split. Every model's repeat r shares the split and seeds, so models are "
-    "compared by paired differences over shared repeats. Its penultimate features of the test split are clustered by k-means (K = number "
-    "of classes, all test samples) and by a minimum-cost multicut (GAEC, bioimage-cpp) on the "
-    "complete graph (the paper's; knob graph) of at most multicut_cap stratified test samples, "
-    "with edge costs logit(p_join(d)) + bias, d the squared feature distance in units of the "
-    "point set's median kNN-edge distance (knob scale; eq. 4) and p_join a logistic regression "
-    "fitted on pairs of training features (same class = join); the bias is calibrated on "
-    "training features (knob bias_mode): the one whose partition of a test-sized training "
-    "subsample has an effective number of clusters closest to the number of classes (the "
-    "paper estimates the boundary empirically; bias 0 fragmented real features into clusters "
-    "of ~3 points, purity ~1 for every model); n_clusters_multicut is stored with the scores. "
-    "C_ACC: cluster accuracy with Hungarian matching (unmatched clusters count as errors); "
-    "C_purity: purity (eq. 5). p_acc_X = C_ACC^X / Model_ACC, p_purity_X = C_purity^X / "
-    "Model_ACC (eq. 8); the headline purity-ratio is the combined p_purity^(kmeans*multicut) = "
-    "C_purity^kmeans * C_purity^multicut / Model_ACC (eq. 10); p_acc_combined likewise. delta: "
-    "class overlap (mu_intra + sigma_intra) - (mu_inter + sigma_inter) of squared feature "
-    "distances (eq. 9, lower = better separated). Ground truth on image data sets: robustness = "
-    "ACC*_{s,c} / ACC_clean for the 19 corruptions (15 ImageNet-C + 4 extra, imagecorruptions-"
-    "imaug, images upscaled to 32 px) at 5 severities (eq. 6), corruption_robustness = ACC*_all / "
-    "ACC_clean (eq. 7), ACC_clean measured on the same stratified subsample; relative robust "
-    "accuracy under FGSM, PGD (L-inf, no random start) and DeepFool (ART; robust at eps if its "
-    "per-pixel L2 perturbation exceeds eps) per eps. Validation (model 'zoo'): across the data "
-    "set's zoo of models (profile knob clusterability.zoo), r|<indicator>|<target> = signed Pearson "
+    "(R = --repeats) a reference model is trained on the stratified random split of the repeat's "
+    "seed (the run's seed for r = 0, a derived one otherwise; validation carved from the training "
+    "part; early stopping on validation only); Model_ACC is its accuracy on the clean test split. "
+    "Every model's repeat r shares the split and seeds, so models are compared by paired "
+    "differences over shared repeats. Its penultimate features of the test split are clustered by "
+    "k-means (K = number of classes, all test samples) and by a minimum-cost multicut (GAEC, "
+    "bioimage-cpp) on the complete graph (the paper's; knob graph) of at most multicut_cap "
+    "stratified test samples, with edge costs logit(p_join(d)) + bias, d the squared feature "
+    "distance in units of the point set's median kNN-edge distance (knob scale; eq. 4) and p_join "
+    "a logistic regression fitted on pairs of training features (same class = join); the bias is "
+    "calibrated on training features (knob bias_mode): the one whose partition of a test-sized "
+    "training subsample has an effective number of clusters closest to the number of classes (the "
+    "paper estimates the boundary empirically; bias 0 fragmented real features into clusters of ~3 "
+    "points, purity ~1 for every model); n_clusters_multicut is stored with the scores. C_ACC: "
+    "cluster accuracy with Hungarian matching (unmatched clusters count as errors); C_purity: "
+    "purity (eq. 5). p_acc_X = C_ACC^X / Model_ACC, p_purity_X = C_purity^X / Model_ACC (eq. 8); "
+    "the headline purity-ratio is the combined p_purity^(kmeans*multicut) = C_purity^kmeans * "
+    "C_purity^multicut / Model_ACC (eq. 10); p_acc_combined likewise. delta: class overlap "
+    "(mu_intra + sigma_intra) - (mu_inter + sigma_inter) of squared feature distances (eq. 9, "
+    "lower = better separated). Ground truth on image data sets: robustness = ACC*_{s,c} / "
+    "ACC_clean for the 19 corruptions (15 ImageNet-C + 4 extra, imagecorruptions-imaug, images "
+    "upscaled to 32 px) at 5 severities (eq. 6), corruption_robustness = ACC*_all / ACC_clean (eq. "
+    "7), ACC_clean measured on the same stratified subsample; relative robust accuracy under FGSM, "
+    "PGD (L-inf, no random start) and DeepFool (ART; robust at eps if its per-pixel L2 "
+    "perturbation exceeds eps) per eps. Validation (model 'zoo'): across the data set's zoo of "
+    "models (profile knob clusterability.zoo), r|<indicator>|<target> = signed Pearson "
     "correlation, r2|<indicator>|<target> = its square (unsigned: a reversed relation has a high "
     "R^2) and tau|<indicator>|<target> = Kendall tau-b, for targets corruption (overall), "
-    "corruption@s1..s5 and <attack>@<eps>; r and tau of delta are computed on -delta (lower "
-    "delta should mean more robust). The headline 'validation' is r of purity-ratio vs "
-    "corruption robustness (version 2; version 1 reported R^2), with the baselines Delta and "
-    "Model_ACC beside it; 'validation_holds' is 1 when r > 0 and tau > 0, 0 otherwise, None "
-    "when undecidable (fewer than 3 models, no spread). Models without a feature space get value None with the reason; tabular data sets "
-    "get no corruption or attack scores (not applicable). Every score of a model is the mean "
-    "over its repeats of the per-repeat value (purity-ratio: of the per-repeat eq. 10), with "
-    "Student's t 95% interval over the repeats (purity-ratio: Hall's skew-corrected 95% "
-    "interval, the skewness allowed 2 standard errors; none with fewer than 2 repeats, reason "
-    "in details.interval); details.per_repeat of the purity-ratio score holds every indicator "
-    "and robustness target of every repeat; the validation correlates the models' means. "
-    "Ranks: every pair of models tested on its per-repeat differences (robench.stats.paired, "
-    "Holm over all pairs), shown as rank intervals; a model whose Model_ACC interval is not "
-    "above chance plus a margin is not ranked."
+    "corruption@s1..s5 and <attack>@<eps>; r and tau of delta are computed on -delta (lower delta "
+    "should mean more robust). The headline 'validation' is r of purity-ratio vs corruption "
+    "robustness (version 2; version 1 reported R^2), with the baselines Delta and Model_ACC beside "
+    "it; 'validation_holds' is 1 when r > 0 and tau > 0, 0 otherwise, None when undecidable (fewer "
+    "than 3 models, no spread). Models without a feature space get value None with the reason; "
+    "tabular data sets get no corruption or attack scores (not applicable). Every score of a model "
+    "is the mean over its repeats of the per-repeat value (purity-ratio: of the per-repeat eq. "
+    "10), with Student's t 95% interval over the repeats (purity-ratio: Hall's skew-corrected 95% "
+    "interval, the skewness allowed 2 standard errors; none with fewer than 2 repeats, reason in "
+    "details.interval); details.per_repeat of the purity-ratio score holds every indicator and "
+    "robustness target of every repeat; the validation correlates the models' means. Ranks: every "
+    "pair of models tested on its per-repeat differences (robench.stats.paired, Holm over all "
+    "pairs), shown as rank intervals; a model whose Model_ACC interval is not above chance plus a "
+    "margin is not ranked."
 )
 
 #: Indicators validated against measured robustness (name -> sign for tau orientation).
@@ -97,28 +97,22 @@ ZOO_MODEL = "zoo"
 def model_rows(trials: list) -> dict:
     """Return {model: {repeat: row}} of a group's clusterability trials, ``extra`` decoded."""
     out: dict = {}
-    for t in trials:
-        if t.get("protocol") != "clusterability":
-            continue
-        row = dict(t)
-        row["extra"] = as_dict(row.get("extra"))
-        out.setdefault(row["model"], {})[int(row.get("repeat") or 0)] = row
+    for t in (t for t in trials if t.get("protocol") == "clusterability"):
+        out.setdefault(t["model"], {})[int(t.get("repeat") or 0)] = {
+            **t, "extra": as_dict(t.get("extra"))}
     return out
 
 
 def model_summary(row: dict) -> dict:
     """Return the indicators and measured robustness of one trial row (pure)."""
-
     extra = row.get("extra") or {}
     ind = cl.indicators(extra)
     ind["purity-ratio"] = ind.pop("p_purity_combined")
-    return {
-        "indicators": ind,
-        "corruption": cl.corruption_robustness(extra.get("corruptions") or {}),
-        "corruption_na": (extra.get("corruptions") or {}).get("not_applicable"),
-        "adversarial": cl.adversarial_robustness(extra.get("adversarial") or {}),
-        "adversarial_na": (extra.get("adversarial") or {}).get("not_applicable"),
-    }
+    corr, adv = extra.get("corruptions") or {}, extra.get("adversarial") or {}
+    return {"indicators": ind, "corruption": cl.corruption_robustness(corr),
+            "corruption_na": corr.get("not_applicable"),
+            "adversarial": cl.adversarial_robustness(adv),
+            "adversarial_na": adv.get("not_applicable")}
 
 
 def _mean(values):
@@ -127,9 +121,7 @@ def _mean(values):
 
 
 def mean_summary(per_repeat: dict) -> dict:
-    """Return one summary of a model's repeats ({repeat: :func:`model_summary`}): each
-    indicator and robustness target the mean of its per-repeat values (the model's point in
-    the zoo's validation)."""
+    """Return the mean over a model's repeat summaries of every indicator and target."""
     summaries = list(per_repeat.values())
     names = {k for s in summaries for k in s["indicators"]}
     ind = {k: _mean(s["indicators"].get(k) for s in summaries) for k in sorted(names)}
@@ -160,62 +152,47 @@ def _mean_adversarial(summaries: list) -> dict:
     adv: dict = {}
     for s in summaries:
         for attack, by_eps in (s["adversarial"] or {}).items():
-            for eps in by_eps:
-                adv.setdefault(attack, {})[eps] = None
+            adv.setdefault(attack, {}).update(dict.fromkeys(by_eps))
     return {a: {e: _mean((s["adversarial"].get(a) or {}).get(e) for s in summaries)
                 for e in by_eps} for a, by_eps in adv.items()}
 
 
 def summary_values(summary: dict) -> dict:
     """Return {indicator or target name: value} of one summary (:func:`model_summary`)."""
-    out = {k: summary["indicators"].get(k) for k in INDICATORS}
-    out.update(targets(summary))
-    return out
+    return {**{k: summary["indicators"].get(k) for k in INDICATORS}, **targets(summary)}
 
 
 def targets(summary: dict) -> dict:
     """Return {target name: measured robustness} of one model summary."""
-    out = {}
     corr = summary["corruption"]
-    if corr.get("robustness") is not None:
-        out["corruption"] = corr["robustness"]
-        for s, v in (corr.get("per_severity") or {}).items():
-            out[f"corruption@s{s}"] = v
-    for attack, by_eps in (summary["adversarial"] or {}).items():
-        for eps, v in by_eps.items():
-            out[f"{attack}@{eps}"] = v
-    return out
+    out = {} if corr.get("robustness") is None else {
+        "corruption": corr["robustness"],
+        **{f"corruption@s{s}": v for s, v in (corr.get("per_severity") or {}).items()}}
+    return {**out, **{f"{attack}@{eps}": v for attack, by_eps in
+                      (summary["adversarial"] or {}).items() for eps, v in by_eps.items()}}
 
 
 def validation(summaries: dict) -> list:
     """Return one dict per (indicator, target): R^2, slope, Kendall tau, n, the points (pure)."""
     per_model = {m: (s["indicators"], targets(s)) for m, s in summaries.items()}
-    all_targets = sorted({t for _, tg in per_model.values() for t in tg},
-                         key=target_order)
+    all_targets = sorted({t for _, tg in per_model.values() for t in tg}, key=target_order)
     return [correlation_row(ind, sign, target, per_model)
             for ind, sign in INDICATORS.items() for target in all_targets]
 
 
 def correlation_row(ind: str, sign: int, target: str, per_model: dict) -> dict:
-    """Return R^2, slope, r, Kendall tau, n and the points of one indicator vs one target
-    over the models ({model: (indicators, targets)}) that have both (pure)."""
-
+    """Return R^2, slope, r, tau, n and the points of one indicator vs one target (pure)."""
     pts = [(m, i[ind], tg[target]) for m, (i, tg) in sorted(per_model.items())
            if i.get(ind) is not None and tg.get(target) is not None]
-    xs = [p[1] for p in pts]
-    ys = [p[2] for p in pts]
+    xs, ys = [p[1] for p in pts], [p[2] for p in pts]
+    signed = [sign * x for x in xs]
     r2 = cl.r_squared(xs, ys) if pts else None
-    slope = None
-    if r2 is not None and r2 == r2 and len(pts) >= 3:
-        slope = float(np.polyfit(xs, ys, 1)[0])
-    r = cl.pearson_r([sign * x for x in xs], ys) if pts else None
-    return {
-        "indicator": ind, "target": target, "n": len(pts),
-        "r2": r2, "slope": slope,  # R^2 is blind to the sign: the slope and r say it
-        "r": None if r is None or r != r else r,
-        "tau": cl.kendall_tau([sign * x for x in xs], ys) if pts else None,
-        "points": [list(p) for p in pts],
-    }
+    slope = float(np.polyfit(xs, ys, 1)[0]) if r2 == r2 and len(pts) >= 3 else None
+    r = cl.pearson_r(signed, ys) if pts else None
+    # R^2 is blind to the sign: the slope and r say it
+    return {"indicator": ind, "target": target, "n": len(pts), "r2": r2, "slope": slope,
+            "r": _defined(r), "tau": cl.kendall_tau(signed, ys) if pts else None,
+            "points": [list(p) for p in pts]}
 
 
 def target_order(t: str):
@@ -231,8 +208,7 @@ def target_order(t: str):
 
 
 def zoo_of(rows: dict) -> set:
-    """Return the data set's zoo as planned (``spec["zoo"]`` of the newest trial row);
-    ``rows``: {model: {repeat: row}} (:func:`model_rows`)."""
+    """Return the zoo as planned: ``spec["zoo"]`` of the newest row of {model: {repeat: row}}."""
     newest = sorted((r for by_repeat in rows.values() for r in by_repeat.values()),
                     key=lambda r: str(r.get("finished_at") or ""))
     for row in reversed(newest):
@@ -242,13 +218,8 @@ def zoo_of(rows: dict) -> set:
     return set()
 
 
-
-
 def _interval(values, bounds=(0.0, float("inf")), *, skewed: bool = False) -> tuple:
-    """Return (low, high, details) of Student's t interval of the mean of per-repeat values,
-    or with ``skewed`` Hall's skew-corrected one (:func:`robench.stats.intervals.
-    skewed_mean_interval`: covers 95% on skewed and merge shapes where Student's does not)."""
-
+    """Return (low, high, details) of Student's t interval over repeats, or Hall's if skewed."""
     iv = (skewed_mean_interval if skewed else mean_interval)(values, bounds=bounds)
     method = ("Hall's skew-corrected t over repeats (skewness allowed 2 se)" if skewed
               else "t over repeats")
@@ -257,9 +228,7 @@ def _interval(values, bounds=(0.0, float("inf")), *, skewed: bool = False) -> tu
 
 
 def _chance(rows_by_repeat: dict) -> dict:
-    """Return the chance level of a model's test splits: 1/classes, or the majority-class
-    rate of the test splits where higher (:func:`robench.stats.ranks.chance_level`)."""
-
+    """Return the chance level of a model's test splits (``robench.stats.ranks.chance_level``)."""
     n_classes, majority = None, []
     for row in rows_by_repeat.values():
         table = ((row.get("extra") or {}).get("kmeans") or {}).get("contingency")
@@ -273,13 +242,8 @@ def _chance(rows_by_repeat: dict) -> dict:
 
 
 def aggregate(group: dict, trials: list) -> list:
-    """Turn a data set's reference trials (every repeat of every model, the zoo's too) into
-    indicators per model and the validation across the zoo.
-
-    Every score is the mean over a model's repeats with its interval; ``details.per_repeat`` of
-    the headline holds every repeat's indicators and targets, ``details.chance`` Model_ACC's
-    chance level. The validation uses each model's means.
-    """
+    """Turn a data set's reference trials (the zoo's too) into indicators per model, each the
+    mean over its repeats, and the validation of the models' means across the zoo."""
     dataset = group["dataset"]
     rows = model_rows(trials)
     scores, summaries = [], {}
@@ -294,8 +258,7 @@ def aggregate(group: dict, trials: list) -> list:
 
 
 def model_scores(base: dict, by_repeat: dict) -> tuple:
-    """Return (scores, summary) of one model's trials ({repeat: row}, ``extra`` decoded); the
-    summary (:func:`mean_summary`) is None for a model that failed or is not applicable."""
+    """Return (scores, summary) of one model's {repeat: row}; summary None if failed or n/a."""
     first = by_repeat[min(by_repeat)]
     zoo = bool((first.get("params") or {}).get("zoo_member"))
     ok = {r: row for r, row in sorted(by_repeat.items()) if failure(row) is None}
@@ -337,8 +300,7 @@ def _multicut(extra: dict) -> dict:
 
 def headline_score(base: dict, summary: dict, values: dict, ok: dict, failed: list,
                    zoo: bool) -> Score:
-    """Return a model's ``purity-ratio``: the mean of its per-repeat eq. 10 with its t
-    interval, every repeat's values, the chance level and the last repeat's measurements."""
+    """Return a model's ``purity-ratio``: the mean of its per-repeat eq. 10 with its interval."""
     ind = summary["indicators"]
     repeats = sorted(ok)
     p_values = values.get(METRIC) or []
@@ -353,14 +315,11 @@ def headline_score(base: dict, summary: dict, values: dict, ok: dict, failed: li
                           "per_repeat": {"repeats": repeats, "values": values,
                                          "seeds": [ok[r]["extra"].get("reference_seed")
                                                    for r in repeats]},
-                          "failed_repeats": failed,
-                          "chance": _chance(ok),
+                          "failed_repeats": failed, "chance": _chance(ok),
                           "model_acc": {"value": ind.get("model_acc"),
                                         "low": acc_low, "high": acc_high},
                           "n_test": last.get("n_test"), "multicut": _multicut(last),
-                          "overlap": last.get("overlap"),
-                          "feature_dim": last.get("feature_dim"),
-                          "timings": last.get("timings"),
+                          **{k: last.get(k) for k in ("overlap", "feature_dim", "timings")},
                           "corruption_robustness": summary["corruption"].get("robustness")})
 
 
@@ -377,8 +336,7 @@ def indicator_scores(base: dict, per: dict, repeats: list, ind: dict) -> list:
 
 
 def multicut_score(base: dict, per: dict, repeats: list, last: dict, ind: dict) -> Score:
-    """Return ``n_clusters_multicut``: the multicut's granularity, without which its purity
-    cannot be read (~1 for fragments)."""
+    """Return ``n_clusters_multicut``, without which the multicut's purity cannot be read."""
     mc = _multicut(last)
     return Score(**base, score="n_clusters_multicut", value=ind.get("n_clusters_multicut"),
                  n=mc.get("n"),
@@ -392,8 +350,7 @@ def multicut_score(base: dict, per: dict, repeats: list, last: dict, ind: dict) 
 
 def corruption_scores(base: dict, corr: dict, values: dict, repeats: list,
                       reason: Optional[str]) -> list:
-    """Return the corruption robustness (eq. 7, with its t interval), ACC*_all and the
-    robustness per severity; one score without a value, with the reason, where none."""
+    """Return the corruption robustness (eq. 7), ACC*_all and the robustness per severity."""
     if not corr:
         return [Score(**base, score="corruption_robustness", value=None,
                       details={"not_applicable": reason})]
@@ -411,8 +368,7 @@ def corruption_scores(base: dict, corr: dict, values: dict, repeats: list,
 
 
 def adversarial_scores(base: dict, adv: dict, last: dict, reason: Optional[str]) -> list:
-    """Return the relative robust accuracy of every attack and eps; one score without a value,
-    with the reason, where none was measured."""
+    """Return the relative robust accuracy of every attack and eps (or why none)."""
     if not adv:
         return [Score(**base, score="adversarial_robustness", value=None,
                       details={"not_applicable": reason})]
@@ -422,8 +378,7 @@ def adversarial_scores(base: dict, adv: dict, last: dict, reason: Optional[str])
 
 
 def validation_scores(base: dict, summaries: dict, zoo: set) -> list:
-    """Return the zoo's validation: R^2, r and tau of every (indicator, target) over 3+
-    models, the headline r of purity-ratio vs corruption robustness and its verdict."""
+    """Return R^2, r and tau of every (indicator, target) over 3+ models, and the verdict."""
     table = validation({m: v for m, v in summaries.items() if m in zoo})
     usable = [r for r in table if r["n"] >= 3]
     if not usable:
@@ -447,10 +402,8 @@ def validation_scores(base: dict, summaries: dict, zoo: set) -> list:
     scores.append(Score(**base, score="validation", value=head.get("r"), n=head.get("n"),
                         details={"headline": "signed Pearson r of purity-ratio vs corruption "
                                              "robustness across the zoo",
-                                 "r2": head.get("r2"), "tau": head.get("tau"),
-                                 "slope": head.get("slope"),
-                                 "holds": verdict["holds"], "reason": verdict["reason"],
-                                 "baselines": verdict["baselines"],
+                                 **{k: head.get(k) for k in ("r2", "tau", "slope")},
+                                 **{k: verdict[k] for k in ("holds", "reason", "baselines")},
                                  "models": sorted(summaries),
                                  "table": [{k: v for k, v in r.items() if k != "points"}
                                            for r in usable]}))
@@ -462,18 +415,12 @@ def validation_scores(base: dict, summaries: dict, zoo: set) -> list:
 
 #: Baselines shown beside purity-ratio in every validation (the paper's Delta, and accuracy).
 BASELINES = ("delta", "model_acc")
-
-
 #: Two-sided 95% normal quantile of Fisher's z interval.
 Z95 = 1.959963984540054
 
 
 def r_interval(r, n, level: float = 0.95) -> tuple:
-    """Return Fisher's interval (low, high) of a Pearson r over n models, or (None, None).
-
-    ``tanh(atanh(r) ± z / sqrt(n - 3))``: needs n > 3 and |r| < 1.
-    """
-
+    """Return Fisher's interval ``tanh(atanh(r) ± z / sqrt(n - 3))`` or (None, None)."""
     from scipy import stats
 
     if r is None or n is None or n <= 3 or not -1 < r < 1:
@@ -486,10 +433,7 @@ def r_interval(r, n, level: float = 0.95) -> tuple:
 def validation_verdict(table: list, target: str = "corruption") -> dict:
     """Return whether purity-ratio predicts ``target`` robustness across the zoo, and why.
 
-    Fisher's 95% interval of r over the zoo's models decides it, as in the claims table: True
-    when it lies above 0 and tau > 0, False when it lies below 0, None otherwise (no interval,
-    no row, r or tau undefined). ``baselines`` holds r, tau, R^2 of -Delta and Model_ACC on the
-    same target; ``beats_baselines`` compares the point estimates (docs/clusterability.md).
+    Decided by Fisher's 95% interval of r and tau (docs/clusterability.md, validation_holds).
     """
     rows = {r["indicator"]: r for r in table if r["target"] == target}
     head = rows.get(METRIC)

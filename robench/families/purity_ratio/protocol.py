@@ -1,14 +1,8 @@
 """Feature-space clusterability (Ho et al., AAAI 2022): the ``clusterability`` protocol.
 
-One trial = one reference model of one (dataset, model, repeat) and everything computed from
-it (docs/clusterability.md): the stratified split of the repeat's seed
-(:func:`robench.learn.reference_model.reference_seed`, shared with coverage's repeat r), the
-trained model and its clean Model_ACC, penultimate test features clustered by k-means and a
-minimum-cost multicut (stored as contingency tables), the class-overlap baseline Delta and,
-on image data sets, corruption and adversarial robustness on stratified test subsamples.
-Every model's repeat r shares the seed, so models pair repeat by repeat. A model without a
-feature space is not trained: the trial records why. The data set's zoo
-(:mod:`robench.families.purity_ratio.zoo`) is planned too, for the validation.
+One trial = one reference model of a (dataset, model, repeat): its clean Model_ACC, its test
+features clustered (k-means, multicut), Delta, and on image data sets corruption and
+adversarial robustness. docs/clusterability.md ("What one trial computes") has the steps.
 """
 
 from __future__ import annotations
@@ -51,8 +45,8 @@ _ZOO_PAPER = ["mlp", "cnn-1", "cnn-2", "cnn-3", "zoo-mlp-narrow", "zoo-mlp-wide"
 #: paper profile's zoo only (they cost the most).
 KNOBS = (
     Knob("zoo", "list", "models validated together (registered models, model references "
-         "such as timm:resnet18, or zoo members, see robench.families.purity_ratio.zoo)", default=[], items="str",
-         profiles={"quick": _ZOO_QUICK, "paper": _ZOO_PAPER}),
+         "such as timm:resnet18, or zoo members, see robench.families.purity_ratio.zoo)",
+         default=[], items="str", profiles={"quick": _ZOO_QUICK, "paper": _ZOO_PAPER}),
     Knob("corruptions", "list", "registered corruptions to measure; null: every applicable one",
          default=None, items="str", nullable=True),
     Knob("corruption_cap", "int", "stratified test images corrupted per data set; null: all",
@@ -68,9 +62,8 @@ KNOBS = (
     Knob("severities", "list", "corruption severities", default=[1, 2, 3, 4, 5], items="int",
          minimum=1, maximum=5),
     Knob("epsilons", "list", "L-inf attack budgets (images in [0, 1])",
-         default=[0.01, 0.03, 0.1, 0.2],
-         profiles={"paper": [0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3]}, items="float",
-         minimum=0.0, maximum=1.0),
+         default=[0.01, 0.03, 0.1, 0.2], items="float", minimum=0.0, maximum=1.0,
+         profiles={"paper": [0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3]}),
     Knob("attacks", "list", "adversarial attacks", default=["fgsm", "pgd", "deepfool"],
          items="str", choices=("fgsm", "pgd", "deepfool")),
     Knob("pgd_steps", "int", "PGD iterations", default=10,
@@ -91,8 +84,7 @@ KNOBS = (
     Knob("scale", "str", "multicut distance unit: 'knn-median' (the median kNN-edge distance "
          "of the point set itself; needs several times knn points per class, else the "
          "median edge spans classes and everything merges) or 'none' (raw squared "
-         "distances)", default="knn-median",
-         choices=("knn-median", "none")),
+         "distances)", default="knn-median", choices=("knn-median", "none")),
     Knob("solver", "str", "multicut solver", default="gaec", choices=("gaec", "gaec+kl")),
     Knob("kmeans_n_init", "int", "k-means restarts on the features", default=4, minimum=1),
 )
@@ -112,21 +104,19 @@ def settings(cfg) -> dict:
 
 def _member(registry, name: str):
     """Return ("registered", ModelSpec) or ("zoo", ZooMember) for a zoo name."""
-
     if name in registry.names("models") or ":" in name:  # a reference: timm:ARCH, ...
         return "registered", registry.get("models", name)
     if name in ZOO:
         return "zoo", ZOO[name]
     raise ValueError(f"unknown zoo member '{name}': neither a registered model, a model "
-                     "reference (timm:ARCH) nor one of "
-                     f"{', '.join(sorted(ZOO))}")
+                     f"reference (timm:ARCH) nor one of {', '.join(sorted(ZOO))}")
 
 
 def trial_spec(dataset_spec, model_name: str, cfg, registry, repeat: int = 0) -> dict:
-    """Return the spec of repeat ``repeat``'s reference trial of one (dataset, model or zoo
-    member); the spec's ``seed`` is the run's, the trial's own is derived from it and the
-    repeat (:func:`robench.learn.reference_model.reference_seed`)."""
+    """Return the spec of one repeat's reference trial of a (dataset, model or zoo member).
 
+    The spec's ``seed`` is the run's; ``run`` derives the repeat's (``reference_seed``).
+    """
     knobs = settings(cfg)
     source, _ = _member(registry, model_name)
     corruptions = {}
@@ -136,53 +126,38 @@ def trial_spec(dataset_spec, model_name: str, cfg, registry, repeat: int = 0) ->
                   else registry.all("corruptions"))
         corruptions = {c.name: registry.component_version("corruptions", c.name)
                        for c in chosen if c.not_applicable(dataset_spec) is None}
-    analysis = {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS}
-    analysis["corruptions"] = sorted(corruptions)
+    analysis = {**{k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS},
+                "corruptions": sorted(corruptions)}
     return keyed_spec(
         NAME, VERSION, dataset=dataset_spec.name, model=model_name, kind=KIND, repeat=repeat,
         seed=cfg.seed,
-        params={
-            "test_size": cfg.test_size,
-            "val_fraction": cfg.val_fraction,
-            "train": cfg.train,
-            "zoo_member": source == "zoo",
-            "analysis": analysis,
-        },
-        versions={
-            **registry.dataset_versions(dataset_spec.name),
-            "model": (registry.component_version("models", model_name)
-                      if source == "registered" else f"zoo/{ZOO_VERSION}"),
-            "kmeans": registry.component_version("clusterers", "kmeans"),
-            "corruptions": corruptions,
-        })
+        params={"test_size": cfg.test_size, "val_fraction": cfg.val_fraction,
+                "train": cfg.train, "zoo_member": source == "zoo", "analysis": analysis},
+        versions={**registry.dataset_versions(dataset_spec.name),
+                  "model": (registry.component_version("models", model_name)
+                            if source == "registered" else f"zoo/{ZOO_VERSION}"),
+                  "kmeans": registry.component_version("clusterers", "kmeans"),
+                  "corruptions": corruptions})
 
 
 def zoo_names(dataset_spec, cfg, registry) -> list:
     """Return the zoo members that apply to the data set (image data sets only)."""
     if not dataset_spec.is_image:
         return []
-    names = []
-    for name in settings(cfg)["zoo"]:
-        source, member = _member(registry, name)
-        if source == "registered" and member.not_applicable(dataset_spec):
-            continue
-        names.append(name)
-    return names
+    members = {name: _member(registry, name) for name in settings(cfg)["zoo"]}
+    return [name for name, (source, member) in members.items()
+            if not (source == "registered" and member.not_applicable(dataset_spec))]
 
 
 def plan(combo: Combo, cfg, registry) -> list:
     """Return the combination's reference trials, then its data set's zoo trials, R each.
 
-    Every spec carries the data set's zoo (``spec["zoo"]``, added after the key: it does not
-    change what a trial computes), so the aggregate validates exactly that zoo.
+    ``spec["zoo"]`` is added after the key (it changes no trial), for the aggregate.
     """
     zoo = zoo_names(combo.dataset, cfg, registry)
     names = [combo.model.name] + [n for n in zoo if n != combo.model.name]
-    specs = [trial_spec(combo.dataset, name, cfg, registry, r)
-             for name in names for r in range(int(cfg.repeats))]
-    for spec in specs:
-        spec["zoo"] = list(zoo)
-    return specs
+    return [{**trial_spec(combo.dataset, name, cfg, registry, r), "zoo": list(zoo)}
+            for name in names for r in range(int(cfg.repeats))]
 
 
 # --- the trial ---------------------------------------------------------------------------------
@@ -190,17 +165,13 @@ def plan(combo: Combo, cfg, registry) -> list:
 
 def _build(spec, registry):
     """Return the builder of a trial's model: a registered model or a zoo member."""
-
-    if spec["params"].get("zoo_member"):
-        return ZOO[spec["model"]].build
-    return registry.get("models", spec["model"]).build
+    zoo = spec["params"].get("zoo_member")
+    return (ZOO[spec["model"]] if zoo else registry.get("models", spec["model"])).build
 
 
 def multicut_bias(knobs: dict):
     """Return the multicut's ``bias`` argument: "calibrated" or the fixed number."""
-    if knobs.get("bias_mode", "fixed") == "calibrated":
-        return "calibrated"
-    return float(knobs["bias"])
+    return "calibrated" if knobs.get("bias_mode", "fixed") == "calibrated" else float(knobs["bias"])
 
 
 def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -215,7 +186,6 @@ def contingency(labels: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray
 
 def run(spec: dict, env) -> dict:
     """Run one reference trial (see the module docstring)."""
-
     t0 = time.perf_counter()
     timings = {}
     dataset = env.dataset(spec["dataset"])
@@ -258,18 +228,12 @@ def run(spec: dict, env) -> dict:
     ov_sub = stratified_subsample(y[test], knobs["overlap_cap"], seed)
     overlap = class_overlap(Z_test[ov_sub], y[test][ov_sub])
 
-    extra = {
-        "reference_seed": seed,
-        "model_acc": model_acc,
-        "n_test": int(len(test)),
-        "feature_dim": int(Z_test.shape[1]),
-        "model_cache_hit": bool(hit),
-        "kmeans": {"k": dataset.n_classes,
-                   "contingency": contingency(km_labels, y[test], dataset.n_classes).tolist()},
-        "multicut": {**mc_info, "n": int(len(mc_sub)), "contingency": mc_table},
-        "overlap": overlap,
-    }
-
+    extra = {"reference_seed": seed, "model_acc": model_acc, "n_test": int(len(test)),
+             "feature_dim": int(Z_test.shape[1]), "model_cache_hit": bool(hit),
+             "kmeans": {"k": dataset.n_classes, "contingency": contingency(
+                 km_labels, y[test], dataset.n_classes).tolist()},
+             "multicut": {**mc_info, "n": int(len(mc_sub)), "contingency": mc_table},
+             "overlap": overlap}
     if dataset.image_shape is None:
         reason = f"data set '{dataset.name}' is not an image data set"
         extra["corruptions"] = {"not_applicable": reason}
@@ -288,33 +252,29 @@ def run(spec: dict, env) -> dict:
 def _corruption_accuracies(clf, dataset, test, spec, env, knobs, seed=None) -> dict:
     """Return clean and corrupted accuracy of ``clf`` on the corruption subsample; ``seed``:
     the repeat's (default the spec's)."""
-
     seed = int(spec["seed"] if seed is None else seed)
     idx = test[stratified_subsample(dataset.y[test], knobs["corruption_cap"], seed)]
-    shape = (len(idx),) + tuple(dataset.image_shape)
-    rows = dataset.rows(idx)
-    images = rows.reshape(shape)
-    y = dataset.y[idx]
+    rows, y = dataset.rows(idx), dataset.y[idx]
     specs = [env.registry.get("corruptions", n) for n in knobs["corruptions"]]
-    sets = corruption_sets.corrupted_sets(images, specs, knobs["severities"], seed,
-                          fingerprint=dataset.fingerprint(), idx_key=index_hash(idx))
-    clean = float((predict_checked(clf, rows, dataset.n_classes, spec["model"])
-                   == y).mean())
-    acc = {}
-    for sp in specs:
-        acc[sp.name] = []
-        for s in knobs["severities"]:
-            rows = check_model_input(sets[(sp.name, s)].reshape(len(idx), -1), spec["model"],
-                                     f"images of corruption '{sp.name}' at severity {s}")
-            pred = predict_checked(clf, rows, dataset.n_classes, spec["model"], "corrupted rows")
-            acc[sp.name].append(float((pred == y).mean()))
+    sets = corruption_sets.corrupted_sets(
+        rows.reshape((len(idx),) + tuple(dataset.image_shape)), specs, knobs["severities"], seed,
+        fingerprint=dataset.fingerprint(), idx_key=index_hash(idx))
+
+    def accuracy(X, what="rows"):
+        return float((predict_checked(clf, X, dataset.n_classes, spec["model"], what)
+                      == y).mean())
+
+    clean = accuracy(rows)
+    acc = {sp.name: [accuracy(check_model_input(
+        sets[(sp.name, s)].reshape(len(idx), -1), spec["model"],
+        f"images of corruption '{sp.name}' at severity {s}"), "corrupted rows")
+        for s in knobs["severities"]] for sp in specs}
     return {"n": int(len(idx)), "clean": clean, "severities": list(knobs["severities"]),
             "accuracy": acc, "imagenet_c": {sp.name: bool(sp.imagenet_c) for sp in specs}}
 
 
 def _adversarial(clf, dataset, test, knobs, seed) -> dict:
     """Return robust accuracies under the attacks (torch models only)."""
-
     module = getattr(clf, "module_", None)
     if module is None:
         return {"not_applicable": f"{type(clf).__name__} is not a torch model (no gradients)"}
@@ -324,21 +284,15 @@ def _adversarial(clf, dataset, test, knobs, seed) -> dict:
                             pgd_steps=int(knobs["pgd_steps"]),
                             deepfool_iter=int(knobs["deepfool_iter"]),
                             deepfool_grads=int(knobs.get("deepfool_grads", 10)))
-    res["n"] = int(len(idx))
-    res["epsilons"] = list(knobs["epsilons"])
-    return res
+    return {**res, "n": int(len(idx)), "epsilons": list(knobs["epsilons"])}
 
 
 # --- the science: pure functions ---------------------------------------------------------------
 
 
 def cluster_accuracy(table) -> float:
-    """Return cluster accuracy from a (clusters x classes) contingency table (Hungarian).
-
-    Each class is matched to at most one cluster and each cluster to at most one class so that
-    the matched counts are maximal (scipy's linear_sum_assignment); unmatched clusters count as
-    errors (the paper's Figure 3: the extra cluster is a false positive).
-    """
+    """Return cluster accuracy of a (clusters x classes) table: Hungarian matching, unmatched
+    clusters count as errors (the paper's Figure 3)."""
     from scipy.optimize import linear_sum_assignment
 
     table = np.asarray(table, dtype=np.int64)
@@ -357,12 +311,8 @@ def purity(table) -> float:
 
 
 def class_overlap(Z: np.ndarray, y: np.ndarray) -> dict:
-    """Return Delta = (mu_intra + sigma_intra) - (mu_inter + sigma_inter) (eq. 9).
-
-    Distances are the squared Euclidean distances of eq. 4 over all pairs of distinct rows;
-    intra = both rows of one class, inter = of different classes. ``delta_normalized`` divides
-    Delta by mu_inter + sigma_inter (Delta itself depends on the scale of the feature space).
-    """
+    """Return Delta = (mu_intra + sigma_intra) - (mu_inter + sigma_inter) of squared distances
+    over all pairs of rows (eq. 9), and Delta / (mu_inter + sigma_inter)."""
     Z = np.asarray(Z, dtype=np.float64)
     y = np.asarray(y)
     sq = (Z ** 2).sum(1)
@@ -381,11 +331,7 @@ def class_overlap(Z: np.ndarray, y: np.ndarray) -> dict:
 
 
 def indicators(extra: dict) -> dict:
-    """Return the paper's indicators (eq. 8, 10, 9) from a trial's ``extra`` dict.
-
-    p_acc_X = C_ACC^X / Model_ACC and p_purity_X = C_purity^X / Model_ACC for X in kmeans,
-    multicut; the combined forms multiply the two clusterers' scores over Model_ACC (eq. 10).
-    """
+    """Return the paper's indicators (eq. 8, 10, 9) from a trial's ``extra`` dict."""
     model_acc = extra.get("model_acc")
     out = {"model_acc": model_acc}
     for name in ("kmeans", "multicut"):
@@ -409,19 +355,10 @@ def indicators(extra: dict) -> dict:
 
 
 def corruption_robustness(corr: dict) -> dict:
-    """Return robustness (eq. 6-7) from a trial's corruption accuracies.
-
-    ``acc_all`` is ACC*_all (eq. 7: mean over corruptions of the mean over severities);
-    ``robustness`` = ACC*_all / ACC_clean, ``per_severity[s]`` = mean over corruptions of
-    ACC*_{s,c} / ACC_clean, ``per_corruption[c][s]`` = ACC*_{s,c} / ACC_clean (eq. 6). ACC_clean is
-    the clean accuracy of the same images. ``imagenet_c`` restricts the mean to the 15 test
-    corruptions (the 4 extra left out) for comparison.
-    """
+    """Return robustness (eq. 6-7) of a trial's corruption accuracies (docs/clusterability.md)."""
     if not corr or corr.get("not_applicable") or not corr.get("accuracy"):
         return {}
-    clean = corr["clean"]
-    acc = corr["accuracy"]
-    sev = corr["severities"]
+    clean, acc, sev = corr["clean"], corr["accuracy"], corr["severities"]
     mat = np.array([acc[c] for c in sorted(acc)], dtype=np.float64)  # corruptions x severities
     acc_all = float(mat.mean())
     c_names = sorted(acc)
@@ -450,29 +387,29 @@ def adversarial_robustness(adv: dict) -> dict:
             for a in ("fgsm", "pgd", "deepfool") if isinstance(adv.get(a), dict)}
 
 
+def _spread(x, y):
+    """Return x and y as float arrays, or None with fewer than 3 points or no spread."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    return None if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0 else (x, y)
+
+
 def r_squared(x, y) -> float:
     """Return the coefficient of determination of the least-squares line of y on x (= r^2)."""
     from scipy.stats import linregress
 
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(linregress(x, y).rvalue ** 2)
+    xy = _spread(x, y)
+    return float("nan") if xy is None else float(linregress(*xy).rvalue ** 2)
 
 
 def pearson_r(x, y) -> float:
     """Return Pearson's signed correlation r of x and y (NaN with < 3 points or no spread)."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(np.corrcoef(x, y)[0, 1])
+    xy = _spread(x, y)
+    return float("nan") if xy is None else float(np.corrcoef(*xy)[0, 1])
 
 
 def kendall_tau(x, y) -> float:
     """Return Kendall's tau-b between x and y (scipy.stats.kendalltau)."""
     from scipy.stats import kendalltau
 
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return float("nan")
-    return float(kendalltau(x, y).statistic)
+    xy = _spread(x, y)
+    return float("nan") if xy is None else float(kendalltau(*xy).statistic)

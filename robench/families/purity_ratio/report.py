@@ -5,8 +5,7 @@ from __future__ import annotations
 from robench.families.purity_ratio.leaderboard import correlations, section, target_groups
 from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL
 from robench.metric_kit import score_index
-from robench.present.formatting import fixed as _f
-from robench.present.formatting import rule_lines, why_not
+from robench.present.formatting import fixed as _f, rule_lines, why_not
 
 #: What the paper reports for eq. 10's indicator, per validation table (Ho et al.: Table 4-5
 #: on ImageNet-C; section 4.5, Figure 7 for the attacks).
@@ -19,8 +18,7 @@ def report_lines(rows: list) -> list:
     lines = []
     for dataset, models in sorted(score_index(rows, METRIC).items()):
         zoo = models.pop(ZOO_MODEL, {})
-        lines += _model_lines(dataset, models)
-        lines += _validation_lines(zoo)
+        lines += _model_lines(dataset, models) + _validation_lines(zoo)
     return lines
 
 
@@ -32,13 +30,10 @@ def _model_lines(dataset: str, models: dict) -> list:
              f"  {'rank':>9} {'model':<16} {'combined [95% CI]':>24} {'R':>3} "
              f"{'Model_ACC':>9} {'p_pur km':>8} {'p_pur mc':>8} {'p_acc km':>8} "
              f"{'delta':>10} {'ACC*all/ACC':>11}"]
-    for row in table.get("models") or []:
-        lines.append(_model_line(row, models.get(row["model"]) or {}))
+    lines += [_model_line(row, models.get(row["model"]) or {}) for row in table.get("models") or []]
     if table.get("rule"):
         lines += rule_lines(table["rule"])
-    for note in table.get("notes") or []:
-        lines.append(f"  {note['model']}: {note['text']}")
-    return lines
+    return lines + [f"  {note['model']}: {note['text']}" for note in table.get("notes") or []]
 
 
 def _model_line(row: dict, sc: dict) -> str:
@@ -63,8 +58,7 @@ MODEL_COLUMNS = (("p_purity_kmeans", 8), ("p_purity_multicut", 8), ("p_acc_kmean
 
 
 def _validation_lines(zoo: dict) -> list:
-    """Return the zoo's validation tables (signed r / Kendall tau per indicator and target)
-    and its verdict, or why there is no validation."""
+    """Return the zoo's validation tables and verdict, or why there is no validation."""
     val = zoo.get("validation") or {}
     vdet = val.get("details") or {}
     if val and val.get("value") is None and vdet.get("not_applicable"):
@@ -78,16 +72,11 @@ def _validation_lines(zoo: dict) -> list:
     for title, cols in (("corruption robustness", corr), ("adversarial robustness", adv)):
         if cols:
             lines += _correlation_table(pairs, title, cols, n)
-    return lines + _verdict_lines(zoo)
-
-
-def _verdict_lines(zoo: dict) -> list:
-    """Return the validation's verdict with its reason, if it has one."""
     verdict = (zoo.get("validation_holds") or {}).get("details") or {}
-    if not verdict.get("reason"):
-        return []
-    word = {True: "holds", False: "does not hold"}.get(verdict.get("holds"), "undecided")
-    return [f"  validation {word}: {verdict['reason']}"]
+    if verdict.get("reason"):
+        word = {True: "holds", False: "does not hold"}.get(verdict.get("holds"), "undecided")
+        lines.append(f"  validation {word}: {verdict['reason']}")
+    return lines
 
 
 def _correlation_table(pairs: dict, title: str, cols: list, n: int) -> list:
@@ -95,13 +84,9 @@ def _correlation_table(pairs: dict, title: str, cols: list, n: int) -> list:
     lines = [f"  validation vs {title} across {n} zoo models: signed r / Kendall "
              f"tau ({PAPER_FIGURES[title]})",
              "  " + f"{'indicator':<18}" + "".join(f"{c:>15}" for c in cols)]
-    for ind in INDICATORS:
-        if ind not in pairs:
-            continue
-        cells = []
-        for c in cols:
-            v = pairs[ind].get(c) or {}
-            cells.append(f"{_f(v.get('r'), width=5).strip()}/"
-                         f"{_f(v.get('tau'), width=5).strip()}".rjust(15))
-        lines.append("  " + f"{ind:<18}" + "".join(cells))
+    for ind in (i for i in INDICATORS if i in pairs):
+        cells = [pairs[ind].get(c) or {} for c in cols]
+        lines.append("  " + f"{ind:<18}" + "".join(
+            f"{_f(v.get('r'), width=5).strip()}/{_f(v.get('tau'), width=5).strip()}".rjust(15)
+            for v in cells))
     return lines

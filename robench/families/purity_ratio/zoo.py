@@ -1,9 +1,7 @@
 """The model zoo of the purity-ratio validation: models of clearly different robustness.
 
-The validation correlates the indicator with robustness across many models of one data set;
-the extra architectures live here so that only the ``clusterability`` protocol trains them. A
-zoo (profile knob ``clusterability.zoo``) names registered models or entries of :data:`ZOO`;
-every member trains with :class:`robench.learn.train.TorchClassifier` and the profile's budget.
+Only the ``clusterability`` protocol trains these (docs/clusterability.md, "The model zoo"),
+each a :class:`robench.learn.train.TorchClassifier` with the profile's budget.
 """
 
 from __future__ import annotations
