@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 
-
 from robench.cli.common import db_option, echo, fail, friendly_errors, load_registry
 from robench.escaping import shorten, terminal
 from robench.errors import VerifyError
@@ -27,9 +26,6 @@ from robench.storage.migrations import (CURRENT, SchemaError, check_readable,
                                         migrate as migrate_file)
 from robench.storage.readonly import connect_readonly, readonly_uri
 from robench.storage.store import SCHEMA, Store
-
-
-# -------------------------------------------------------------------------------- merge
 
 
 def _short(value, limit: int = 80) -> str:
@@ -63,7 +59,6 @@ def merge(sources, contributors, db_path):
       robench merge alice.db bob.db --contributor alice --contributor bob --db all.db
       robench leaderboard --db all.db
     """
-
     report = merge_databases(sources, db_path, contributors)
     for s in report.sources:
         _print_merged_source(s)
@@ -132,9 +127,6 @@ def _print_conflicts(conflicts: list, db_path) -> None:
              f"{db_path} 'SELECT kind, key, columns, source FROM conflicts'", err=True)
 
 
-# ------------------------------------------------------------------------------- verify
-
-
 @click.command()
 @click.option("--sample", type=click.IntRange(min=1, max=100_000), default=None,
               metavar="N", help="Trials to re-run (default 10), stratified by model and "
@@ -182,7 +174,6 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
       robench verify --db all.db
       robench verify --db all.db --contributor alice --sample 30 --seed 7
     """
-
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run` or "
                                 "`robench merge` first")
@@ -217,8 +208,7 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
     for shift in result.shifts:
         click.secho(f"  SHIFT    {terminal(shift['text'])}: every such re-run is a mismatch",
                     fg="red")
-    matched, mismatched = result.count("match"), result.count("mismatch")
-    refused = result.count("refused")
+    matched, mismatched, refused = (result.count(w) for w in ("match", "mismatch", "refused"))
     click.echo(f"verified {matched} of {matched + mismatched} re-run trial(s) on "
                f"{result.host} ({result.device}); {mismatched} mismatch(es), {refused} refused; "
                f"recorded as verification {result.record_id}")
@@ -255,9 +245,6 @@ def _check_database(path) -> None:
     if found != "ok":
         raise VerifyError(f"{path} is damaged (SQLite: {found}); nothing was re-run or "
                           "recorded")
-
-
-# --------------------------------------------------------------------------------- diff
 
 
 @click.command()
@@ -302,7 +289,6 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
       robench diff all.db all.db --models mlp mlp-v2 --metric rho
       robench diff main.db pr.db --metric rho --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
-
     found = diff_databases(db_a, db_b, metric=metric, models=models, anyway=anyway)
     if fmt == "json":
         click.echo(json_document(found))
@@ -311,9 +297,6 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
         click.echo("\n".join(lines))
     if found.worse:
         sys.exit(1)
-
-
-# ----------------------------------------------------------------------------- metadata
 
 
 @click.command()
@@ -330,16 +313,12 @@ def metadata(out, db_path):
     Example:
       robench metadata --db robench.db -o metadata.json && datasette robench.db -m metadata.json
     """
-
     text = json.dumps(build_metadata(db_path), indent=2, sort_keys=True)
     if out is None:
         click.echo(text)
         return
     Path(out).write_text(text + "\n", encoding="utf-8")
     click.echo(f"wrote {out}")
-
-
-# ------------------------------------------------------------------------------ migrate
 
 
 @click.command()
@@ -358,11 +337,8 @@ def migrate(db_path):
     Example:
       robench migrate --db old.db
     """
-
-
     if not os.path.isfile(db_path):
         raise FileNotFoundError(f"no results database at {db_path}")
-
     conn = sqlite3.connect(readonly_uri(db_path), uri=True)
     try:
         before = check_readable(conn, db_path)
@@ -375,19 +351,17 @@ def migrate(db_path):
         echo(f"  data set {shorten(old)} -> {new} (its stable name)")
     for why in kept:
         echo(f"  data set left under its path name: {why}")
-    if not steps:
-        with Store(db_path) as store:  # ranks a file opened by a newer robench lacks
-            refresh_ranks(store, load_registry())
-        click.echo(f"{db_path}: schema version {before}, up to date")
-        return
     for version, summary in steps:
         click.echo(f"  -> {version}: {summary}")
-
-    with Store(db_path) as store:  # the leaderboard view reads the stored ranks
+    # the leaderboard view reads the stored ranks (a file a newer robench opened lacks them)
+    with Store(db_path) as store:
         refresh_ranks(store, load_registry())
+    if not steps:
+        click.echo(f"{db_path}: schema version {before}, up to date")
+        return
     click.echo(f"{db_path}: schema version {before} -> {CURRENT} "
                f"({size / 1e6:.1f} MB -> {os.path.getsize(db_path) / 1e6:.1f} MB after VACUUM)")
 
 
 #: The commands this module adds to the ``robench`` group.
-COMMANDS = (merge, verify, diff, metadata, migrate,)
+COMMANDS = (merge, verify, diff, metadata, migrate)
