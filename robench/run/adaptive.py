@@ -74,7 +74,6 @@ def _merge(plans: list) -> Plan:
         for k, spec in p.specs.items():
             merged.specs.setdefault(k, spec)
         merged.groups.extend(p.groups)
-        merged.skipped.extend(p.skipped)
         merged.prepare.extend(x for x in p.prepare if x not in merged.prepare)
         merged.configurations.update(p.configurations)
     return merged
@@ -113,9 +112,8 @@ def with_repeats(cfg, spec, n: int):
 def run_until_decided(cfg, registry, store, *, precision: Optional[float] = None,
                       alpha: float = ALPHA, command: str = "robench run --until decided",
                       on_event: Optional[Callable] = None, rescore: bool = False,
-                      budget: Optional[float] = None,
-                      max_repeats: Optional[int] = None, plain_first: bool = False,
-                      plan: Optional[Plan] = None) -> RunReport:
+                      budget: Optional[float] = None, max_repeats: Optional[int] = None,
+                      plain_first: bool = False, plan: Optional[Plan] = None) -> RunReport:
     """Race the paired metrics' tables look by look until each is decided; return the report.
 
     ``max_repeats`` (default ``cfg.repeats``) caps a paired metric's repeats; the other metrics
@@ -248,8 +246,7 @@ class _RaceRun:
             return self._stop_all(due, self.deadline is not None)
         for race in due:
             race.announce(j, {t for r, t, _ in plans if r is race})
-        merged = _merge(list(plans.values()))
-        merged.skipped = []
+        merged = _merge(list(plans.values()))  # no skips: each race reports its own once
         metrics = list(dict.fromkeys(race.metric for race, _, _ in plans))
         n = max(race.plan_looks[min(j, len(race.plan_looks) - 1)] for race in due)
         report = self._execute(replace(self.cfg, metrics=metrics, repeats=n), merged,

@@ -168,29 +168,18 @@ def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) 
                         f"(default {format_value(knob.default)})")
 
     def scalar(v, kind, what="value"):
-        if kind == "int":
-            if isinstance(v, bool) or not isinstance(v, int):
-                fail(f"{what} {shown(v)} is not an integer")
-        elif kind == "float":
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                fail(f"{what} {shown(v)} is not a number")
-            if isinstance(v, float) and not math.isfinite(v):
-                fail(f"{what} {v} is not finite")
-        elif kind == "bool":
-            if not isinstance(v, bool):
-                fail(f"{what} {shown(v)} is not true or false")
-        elif kind == "str":
-            if not isinstance(v, str):
-                fail(f"{what} {shown(v)} is not a string")
+        types, word = _TYPES.get(kind, (object, ""))
+        if not isinstance(v, types) or (isinstance(v, bool) and kind in ("int", "float")):
+            fail(f"{what} {shown(v)} is not {word}")
+        if kind == "float" and isinstance(v, float) and not math.isfinite(v):
+            fail(f"{what} {v} is not finite")
+        if kind == "str":
             if len(v) > MAX_TEXT:
                 fail(f"{what} of {len(v)} characters is longer than {MAX_TEXT}")
             if knob.choices and v not in knob.choices:
                 close = difflib.get_close_matches(v, [str(c) for c in knob.choices], n=1)
                 fail(f"{what} '{v[:60]}' is not allowed" + (f" (did you mean '{close[0]}'?)"
                                                              if close else ""))
-        elif kind == "list":
-            if not isinstance(v, list):
-                fail(f"{what} {shown(v)} is not a list")
         if kind in ("int", "float"):
             # every number is bounded, declared or not: 2**63 epochs is not a budget
             low = knob.minimum if knob.minimum is not None else -MAX_NUMBER
@@ -223,6 +212,11 @@ def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) 
             fail(f"value {shown(value)} is not a JSON object")
         return value
     return scalar(value, knob.type)
+
+
+#: A scalar knob type: the Python types it accepts and its name in an error.
+_TYPES = {"int": (int, "an integer"), "float": ((int, float), "a number"),
+          "bool": (bool, "true or false"), "str": (str, "a string"), "list": (list, "a list")}
 
 
 def shown(value: Any, limit: int = 60) -> str:
