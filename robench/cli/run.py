@@ -252,8 +252,7 @@ def _execute(prepared, registry, db_path, race: dict, *, repeats, rescore):
     """Run ``prepared`` into ``db_path`` with progress on stderr; return the report. After a
     Ctrl-C the workers still running are ended and a second Ctrl-C is ignored while the store
     closes, so the command exits 130 at once and quietly."""
-    store = Store(db_path)
-    progress = Progress()
+    store, progress = Store(db_path), Progress()
     command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     interrupted = True  # until the run returns: a Ctrl-C it did not catch itself
     try:
@@ -276,9 +275,7 @@ def _print_outcome(report, prepared, registry, *, verbose, db_path):
     """Print what the run gave (reports, failures, summary) and exit with its status."""
     from robench.present.leaderboard import reading_stored_ranks, registered_sections
 
-    cfg = prepared.config
-    rows = [vars(s) for s in report.scores]
-    width = output_width()
+    cfg, rows, width = prepared.config, [vars(s) for s in report.scores], output_width()
     sections = registered_sections(registry)
     full = verbose or not has_summary(rows, sections, cfg.models)
     if full:  # without a headline column the reports are the answer
@@ -288,14 +285,11 @@ def _print_outcome(report, prepared, registry, *, verbose, db_path):
     if report.failed:  # on stderr; the summary counts them
         _print_failures(report.failed, most=20 if full else 3)
     _print_opt_in(prepared.selection.opt_in, cfg.profile, width)
-    reader = Store(db_path, readonly=True)  # the ranks stored with the scores, not ranked again
-    try:
-        with reading_stored_ranks(reader):
-            # helpers (purity-ratio's zoo) are in no stored table: ranked without them
-            _print_summary(without_helpers(rows, reader.helper_models()), sections, report,
-                           cfg, width=width, db_path=db_path, full=full)
-    finally:
-        reader.close()
+    # the ranks stored with the scores, not ranked again
+    with Store(db_path, readonly=True) as reader, reading_stored_ranks(reader):
+        # helpers (purity-ratio's zoo) are in no stored table: ranked without them
+        _print_summary(without_helpers(rows, reader.helper_models()), sections, report,
+                       cfg, width=width, db_path=db_path, full=full)
     if report.interrupted:
         click.secho("Interrupted: every finished trial is stored; run the same command to "
                     "resume.", fg="yellow", err=True)
@@ -468,12 +462,9 @@ def _print_plan(plan, cfg, db_path):
     reference = Durations(ref_rows) if ref_rows else None
     stored, durations, have_db = set(), Durations(fallback=reference), Path(db_path).is_file()
     if have_db:
-        store = Store(db_path, readonly=True)
-        try:
+        with Store(db_path, readonly=True) as store:
             stored = store.ok_trial_keys(plan.specs)
             durations = Durations(store.trial_durations(), fallback=reference)
-        finally:
-            store.close()
     rows = summarize(plan, stored, durations)
     click.echo(f"Dry run: what `robench run` would do (profile {cfg.profile}, {cfg.repeats} "
                f"repeats, k={cfg.k}, seed {cfg.seed}); nothing runs, nothing is stored.\n")

@@ -192,8 +192,7 @@ class _RaceRun:
 
     def _run_inapplicable(self, race) -> None:
         """A paired metric with no table here: a plain run records its skips."""
-        cfg = with_repeats(replace(self.cfg, metrics=[race.metric]), race.spec,
-                           race.plan_looks[0])
+        cfg = race.config(race.plan_looks[0])
         self._execute(cfg, plan_run(cfg, self.registry))
 
     def _run_plain(self) -> bool:
@@ -384,12 +383,10 @@ class _Race:
         self.alphas = look_alphas(self.plan_looks, self.plan_looks[-1], alpha, SPENDING)
         # one configuration for every score of a raced table, whatever look its model
         # stopped at: the race up to its maximum repeats (a view shows the table whole)
-        self.configuration = {**configurations.describe(
-            with_repeats(replace(cfg, metrics=[self.metric]), spec, self.plan_looks[-1]),
-            spec, registry), "raced": SPENDING}
+        self.configuration = {**configurations.describe(self.config(self.plan_looks[-1]), spec,
+                                                         registry), "raced": SPENDING}
         self.margin = chance_margin()
-        first = plan_run(with_repeats(replace(cfg, metrics=[self.metric]), spec,
-                                      self.plan_looks[0]), registry)
+        first = plan_run(self.config(self.plan_looks[0]), registry)
         self.skipped = first.skipped
         self.models: dict = {}  # table -> its models
         for g in first.groups:
@@ -405,6 +402,10 @@ class _Race:
         self.last: dict = {}  # table -> the evaluation of its last look
         self.plans: dict = {}
         self.next_cost: dict = {}  # table -> projected seconds of its next look
+
+    def config(self, n: int):
+        """Return the run's configuration for this metric alone at ``n`` repeats."""
+        return with_repeats(replace(self.cfg, metrics=[self.metric]), self.spec, n)
 
     def _n(self, j: int) -> int:
         return self.plan_looks[min(j, len(self.plan_looks) - 1)]

@@ -283,15 +283,12 @@ def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> di
         if set(given) - names:
             raise KnobError(f"unknown {section} knob(s) {', '.join(sorted(set(given) - names))};"
                             f" known: {', '.join(sorted(names))}")
-        values = {}
+        out[section] = values = {}
         for knob in knobs:
             if knob.name in given:
                 values[knob.name] = check_value(section, knob, given[knob.name], convert=True)
-                continue
-            value = knob.value_for(profile)
-            if value is not UNSET:
+            elif (value := knob.value_for(profile)) is not UNSET:
                 values[knob.name] = check_value(section, knob, value)
-        out[section] = values
     for protocol in registry.all("protocols"):
         if protocol.check_knobs is not None and protocol.section in out:
             try:

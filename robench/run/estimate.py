@@ -32,8 +32,7 @@ def group_of(spec: dict) -> tuple:
 
 
 def _budget(spec: dict):
-    train = (spec.get("params") or {}).get("train") or {}
-    value = train.get("max_epochs")
+    value = ((spec.get("params") or {}).get("train") or {}).get("max_epochs")
     return None if value is None else int(value)
 
 
@@ -57,11 +56,8 @@ class Durations:
         own = self.seconds(spec)
         if own is not None:
             return own, "stored"
-        if self.fallback is not None:
-            ref = self.fallback.seconds(spec)
-            if ref is not None:
-                return ref, "reference"
-        return None, None
+        ref = self.fallback.seconds(spec) if self.fallback is not None else None
+        return (ref, "reference") if ref is not None else (None, None)
 
     def seconds(self, spec: dict):
         """Return the estimated seconds of one planned trial from these rows alone, or None."""
@@ -110,9 +106,8 @@ def summarize(plan, stored_keys=frozenset(), durations: Durations = None) -> lis
 def project(rows: list, jobs: int) -> dict:
     """Return the projection of a plan table: worker-seconds, wall seconds on ``jobs`` workers
     (shared evenly, at least the longest group's mean trial: a lower bound)."""
-    todo = sum(r["todo"] for r in rows)
-    unestimated = sum(r["unestimated"] for r in rows)
-    seconds = sum(r["seconds"] for r in rows)
+    todo, unestimated, seconds = (sum(r[k] for r in rows)
+                                  for k in ("todo", "unestimated", "seconds"))
     longest = max((r["seconds"] / (r["todo"] - r["unestimated"]) for r in rows
                    if r["todo"] > r["unestimated"]), default=0.0)
     return {"todo": todo, "estimated": todo - unestimated, "unestimated": unestimated,

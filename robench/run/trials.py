@@ -112,17 +112,13 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
     if train_accuracy is None and getattr(model, "defer_train_accuracy", False):
         train_accuracy = model.train_accuracy_ = float(correct_all[train_idx].mean())
     pred = np.where(correct_all[test_idx], y[test_idx], -1)
-    y_test = y[test_idx]
     return {
-        "accuracy": float(correct_all[test_idx].mean()),
-        "all_accuracy": float(correct_all.mean()),
+        "accuracy": float(correct_all[test_idx].mean()), "all_accuracy": float(correct_all.mean()),
         "correct": pack_bits(correct_all),
-        "per_class": accuracy_per_class(y_test, pred, dataset.n_classes),
+        "per_class": accuracy_per_class(y[test_idx], pred, dataset.n_classes),
         "train_accuracy": _maybe_float(train_accuracy),
         "val_accuracy": _maybe_float(getattr(model, "val_accuracy_", None)),
-        "n_train": int(len(train_idx)),
-        "n_val": int(len(val_idx)),
-        "n_test": int(len(test_idx)),
+        "n_train": int(len(train_idx)), "n_val": int(len(val_idx)), "n_test": int(len(test_idx)),
         "epochs": int(getattr(model, "n_epochs_", 0) or 0),
         "best_epoch": int(getattr(model, "best_epoch_", 0) or 0),
         "history": list(getattr(model, "history_", []) or []),
@@ -143,15 +139,10 @@ def predict_rows(model, X, n_classes: int, name: str) -> np.ndarray:
     """
     if not isinstance(X, Rows) or getattr(model, "accepts_rows", False):
         return predict_checked(model, X, n_classes, name)
-    ds = X.dataset
-    as_held = ds.pixels and getattr(model, "accepts_uint8", False)
-    parts = []
-    for start in range(0, max(len(X), 1), PREDICT_CHUNK):
-        chunk = X[start:start + PREDICT_CHUNK]
-        if ds.pixels and not as_held:
-            chunk = pixels_to_float(chunk)
-        parts.append(predict_checked(model, chunk, n_classes, name))
-    return np.concatenate(parts)
+    to_float = X.dataset.pixels and not getattr(model, "accepts_uint8", False)
+    chunks = (X[start:start + PREDICT_CHUNK] for start in range(0, max(len(X), 1), PREDICT_CHUNK))
+    return np.concatenate([predict_checked(model, pixels_to_float(c) if to_float else c,
+                                           n_classes, name) for c in chunks])
 
 
 def _before_fit(model) -> None:
