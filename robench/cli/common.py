@@ -169,19 +169,19 @@ def print_skips(skipped):
         echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
 
 
+def metric_spec(reg, name):
+    """Return the registered metric ``name``, or None: stored by a plugin not installed here,
+    or not a name at all (a contributed database can hold anything)."""
+    try:
+        return reg.get("metrics", name) if isinstance(name, str) else None
+    except LookupError:
+        return None
+
+
 def metric_order(reg, names) -> list:
     """Return metric names in display order (a metric this install lacks comes last)."""
-
-    def order(name):
-        try:
-            spec = reg.get("metrics", name) if isinstance(name, str) else None
-        except LookupError:  # stored by a plugin that is not installed here
-            spec = None
-        if spec is None:  # (or not a name at all: a contributed database can hold anything)
-            return (1000, str(name))
-        return (spec.display_order, str(name))
-
-    return sorted(names, key=order)
+    return sorted(names, key=lambda name: (getattr(metric_spec(reg, name), "display_order", 1000),
+                                           str(name)))
 
 
 def print_reports(reg, rows, fmt="table"):
@@ -190,11 +190,7 @@ def print_reports(reg, rows, fmt="table"):
     for r in rows:
         by_metric.setdefault(r["metric"], []).append(r)
     for name in metric_order(reg, by_metric):
-        try:
-            spec = reg.get("metrics", name)
-        except LookupError:
-            spec = None
-        lines = None
+        spec, lines = metric_spec(reg, name), None
         if spec is not None and spec.report is not None:
             try:
                 lines = list(spec.report(by_metric[name]))

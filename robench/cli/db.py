@@ -43,16 +43,14 @@ def _short(value, limit: int = 80) -> str:
 def merge(sources, contributors, db_path):
     """Merge contributors' results databases into --db, keeping where each run came from.
 
-    Sources are untrusted: opened read-only, checked whole before anything is copied (a
-    source that does not fit is refused, named), copied row by row (never their triggers or
-    views). Runs get new ids and are attributed to the contributor you name (--contributor,
-    default the file's name), whatever the source says. Trials are compared by what defines
-    their result (key, accuracies, predictions, versions), not by when or where they ran: an
-    honest duplicate is a duplicate. A score is taken only with the trials it came from and
-    only if this installation's metric code recomputes it from them. A trial, score or score
-    group already stored with different content is a conflict: counted, listed here with both
-    values and where the kept one came from, kept apart in the `conflicts` table, never
-    written over. Merging again changes nothing and reports nothing new.
+    Sources are untrusted: opened read-only, checked whole before anything is copied (one that
+    does not fit is refused, named), copied row by row (never their triggers or views). Runs
+    get new ids and the contributor you name (--contributor, default the file's name). Trials
+    are compared by what defines their result (key, accuracies, predictions, versions), not by
+    when or where they ran. A score is taken only with its trials and only if this install's
+    metric code recomputes it from them. A row already stored with different content is a
+    conflict: listed here with both values, kept apart in the `conflicts` table, never written
+    over. Merging again changes nothing and reports nothing new.
 
     \b
     Example:
@@ -150,20 +148,17 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
     """Re-run a random sample of stored trials here and check they reproduce.
 
     \b
-    Each sampled trial is re-run from its stored spec (seed, versions, parameters) and
-    compared with the stored row: exactly when it ran on the same device, torch version and
-    CPU instruction set as here; else each accuracy within 3 standard errors of the
-    difference of two measurements on its rows plus one row. A trial whose plugin or version
-    is not installed here is refused (what to install is said), not counted as a mismatch.
-    Each re-run runs in a worker process, in a process group of its own, that is killed with
-    everything it forked a few seconds past its time limit (the trial cannot catch or block
-    that); it is then refused, with the reason. A re-run's limit is its run's, at most
-    --trial-timeout, and at most 20 times the time the trial recorded plus a minute.
-    The verification is recorded in the database (`robench results` and the site show it).
-    Where re-runs are compared within the tolerance, their differences are also tested
-    together (a sign test and a t test): a shift all in one direction is refused even when
-    each difference is small. A trial trained in a batch is re-run in a batch as wide, and
-    compared exactly where it ran on this device, torch and CPU.
+    Each sampled trial is re-run from its stored spec (seed, versions, parameters; one trained
+    in a batch in a batch as wide) and compared with the stored row: exactly where it ran on
+    the same device, torch version and CPU instruction set as here; else each accuracy within
+    3 standard errors of the difference of two measurements on its rows plus one row, and the
+    differences tested together (sign and t tests): a shift all one way is refused even when
+    each difference is small. A trial whose plugin or version is not installed here is
+    refused (what to install is said), not counted as a mismatch. Each re-run runs in a worker
+    in its own process group, killed with everything it forked a few seconds past its limit
+    (its run's, at most --trial-timeout and 20 times its recorded time plus a minute; it
+    cannot catch or block that), then refused with the reason. The verification is recorded
+    in the database (`robench results` and the site show it).
     Exit 0: every sampled trial was re-run and matches; 1: any mismatch (each listed, stored
     vs re-run) or one-direction shift; 2: bad input, or no sampled trial can be re-run here;
     3: some sampled trials could not be re-run here (not installed, data not here, out of
@@ -327,11 +322,11 @@ def metadata(out, db_path):
 def migrate(db_path):
     """Bring the results database to this robench's schema version, in place.
 
-    A run does this too when it opens an older file; read commands never do (they read every
-    version). All steps apply in one transaction, or none; then the file is VACUUMed. Data
-    sets an older robench stored under a file's absolute path get their stable names
-    (npz:STEM-FFFFFFFF; robench.exchange.rename), every key built on them recomputed. Every
-    table's ranks are stored afresh (robench.run.ranking), also when the schema was current.
+    A run does this too when it opens an older file; read commands never do. All steps apply
+    in one transaction, or none; then the file is VACUUMed. Data sets an older robench stored
+    under a file's absolute path get their stable names (npz:STEM-FFFFFFFF), every key on them
+    recomputed.
+    Every table's ranks are stored afresh, also when the schema was current.
 
     \b
     Example:

@@ -11,7 +11,7 @@ import click
 
 from robench.cli.common import (Finite, JsonStream, config_option, db_option, echo, emit_scores,
                                 format_option, friendly_errors, load_registry, metric_order,
-                                print_reports, stream)
+                                metric_spec, print_reports, stream)
 from robench.data import DatasetError
 from robench.data.references import canonical_reference, checked_reference
 from robench.metric_kit import is_helper, without_helpers
@@ -200,11 +200,8 @@ REPORT_LINES = 20
 
 def _report(reg, metric: str, rows: list) -> list:
     """Return the metric's own report of ``rows`` as lines ([] without one)."""
-    try:
-        spec = reg.get("metrics", metric)
-    except LookupError:
-        return []
-    return "\n".join(spec.report(rows)).split("\n") if spec.report is not None else []
+    spec = metric_spec(reg, metric)
+    return "\n".join(spec.report(rows)).split("\n") if spec and spec.report is not None else []
 
 
 def _first_blocks(lines: list, most: int) -> tuple:
@@ -227,10 +224,7 @@ def _first_blocks(lines: list, most: int) -> tuple:
 def _headline_lines(reg, metric: str, rows: list):
     """Return the metric's headline table as text (the leaderboard overview's ranked table),
     or None without one."""
-    try:
-        section = reg.get("metrics", metric).leaderboard
-    except LookupError:
-        return None
+    section = getattr(metric_spec(reg, metric), "leaderboard", None)
     head = section.headline(rows) if section is not None and section.headline else None
     if not head or not head.get("rows"):
         return None

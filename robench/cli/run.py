@@ -378,12 +378,11 @@ def _decided_line(tables, adaptive, cfg, report=None) -> str:
     if all(t["ordered"] == t["pairs"] for t in tables if t["ranked"]):
         return text
     more = [p for p in PROFILES if REPEATS[p] > cfg.repeats]
-    if cfg.repeats == REPEATS[cfg.profile] and more:  # the profile's repeats: the next profile
-        ways = [f"--profile {more[0]} ({REPEATS[more[0]]} repeats)"]
-    else:
-        ways = [f"--repeats {2 * cfg.repeats}"]
-    ways.append(f"--until decided --repeats {max(32, 2 * cfg.repeats)} (more repeats only "
-                "where a pair is undecided)")
+    # at the profile's repeats: the next profile
+    ways = [f"--profile {more[0]} ({REPEATS[more[0]]} repeats)"
+            if cfg.repeats == REPEATS[cfg.profile] and more else f"--repeats {2 * cfg.repeats}",
+            f"--until decided --repeats {max(32, 2 * cfg.repeats)} (more repeats only "
+            "where a pair is undecided)"]
     return f"{text} More repeats decide the rest: {', or '.join(ways)}."
 
 

@@ -354,20 +354,15 @@ def chunk_size(n_trials: int, workers: int) -> int:
     return max(1, min(MAX_CHUNK, per))
 
 
-def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str],
-                            timeout: Optional[float] = None) -> dict:
-    """Run a trial on a Dask worker, building (once per worker process) its registry."""
+def execute_trials_on_worker(specs: list, recipe: dict, cache_dir: Optional[str],
+                             timeout: Optional[float] = None) -> list:
+    """Run a chunk of trials one after another on a Dask worker; return their rows in order.
+    The worker's registry is built once per worker process."""
     key = json.dumps([recipe, cache_dir], sort_keys=True)
     if key not in _DASK_ENVS:
         init_worker(recipe, cache_dir)
         _DASK_ENVS[key] = _ENV
-    return execute_trial(spec, _DASK_ENVS[key], timeout)
-
-
-def execute_trials_on_worker(specs: list, recipe: dict, cache_dir: Optional[str],
-                             timeout: Optional[float] = None) -> list:
-    """Run a chunk of trials one after another on a Dask worker; return their rows in order."""
-    return [execute_trial_on_worker(spec, recipe, cache_dir, timeout) for spec in specs]
+    return [execute_trial(spec, _DASK_ENVS[key], timeout) for spec in specs]
 
 
 class _NoProgress(Exception):
@@ -416,10 +411,9 @@ class DaskExecutor(Executor):
             # once: robench retries the suspects itself, one at a time (run() below), instead
             # of Dask trying each on three more workers first.
             with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-                self._cluster = LocalCluster(
-                    host="127.0.0.1", n_workers=self.jobs, threads_per_worker=1,
-                    processes=True, dashboard_address=None, silence_logs=logging.ERROR,
-                )
+                self._cluster = LocalCluster(host="127.0.0.1", n_workers=self.jobs,
+                                             threads_per_worker=1, processes=True,
+                                             dashboard_address=None, silence_logs=logging.ERROR)
             self._client = Client(self._cluster)
 
     def _workers(self) -> int:
@@ -443,16 +437,15 @@ class DaskExecutor(Executor):
             for fut, chunk, result, exc in self._as_finished(futures):
                 if exc is None:
                     yield from result
-                elif isinstance(exc, _NoProgress):
-                    for spec in chunk:
-                        yield failed_row(spec, f"the Dask cluster made no progress: {exc}")
                 elif type(exc).__name__ == "KilledWorker":
                     # Every task on a dying worker is reported killed, not only the one
                     # that killed it: retry its trials one at a time to find the culprit.
                     suspects.extend(chunk)
                 else:
-                    for spec in chunk:
-                        yield failed_row(spec, f"{type(exc).__name__} on the Dask cluster: {exc}")
+                    why = (f"the Dask cluster made no progress: {exc}"
+                           if isinstance(exc, _NoProgress)
+                           else f"{type(exc).__name__} on the Dask cluster: {exc}")
+                    yield from (failed_row(spec, why) for spec in chunk)
             for spec in suspects:
                 yield self._retry_alone(spec, futures)
         finally:
