@@ -80,23 +80,20 @@ def _print_merged_source(s: dict) -> None:
              f"{s['already']}); nothing new")
         return
     echo(f"{s['source']} ({s['contributor']}): {s['runs']} run(s) copied, "
-         f"{s['runs_known']} already merged; {s['trials']} trial(s) copied, "
-         f"{s['trials_duplicate']} duplicate, {s['trials_conflict']} conflicting; "
-         f"{s['scores']} score(s) copied, {s['scores_duplicate']} duplicate, "
-         f"{s['scores_conflict']} conflicting; {s['score_groups']} score group(s) "
-         f"copied, {s['score_groups_duplicate']} duplicate, "
-         f"{s['score_groups_conflict']} conflicting")
-    if s["trials_replaced_failed"]:
-        echo(f"  {s['trials_replaced_failed']} stored failed trial(s) replaced by "
-             "this source's ok one(s)")
-    if s["trials_failed_skipped"]:
-        echo(f"  {s['trials_failed_skipped']} failed trial(s) not copied: their key "
-             "is stored with another result, which is kept")
-    if s["scores_without_trials"]:
-        echo(f"  {s['scores_without_trials']} score(s) not copied: the source does "
-             "not hold the trials they were computed from")
-    if s["verifications"]:
-        echo(f"  {s['verifications']} verification record(s) copied")
+         f"{s['runs_known']} already merged; " + "; ".join(
+             f"{s[k]} {what}(s) copied, {s[k + '_duplicate']} duplicate, "
+             f"{s[k + '_conflict']} conflicting"
+             for k, what in (("trials", "trial"), ("scores", "score"),
+                             ("score_groups", "score group"))))
+    for key, what in (("trials_replaced_failed",
+                       "stored failed trial(s) replaced by this source's ok one(s)"),
+                      ("trials_failed_skipped", "failed trial(s) not copied: their key is "
+                       "stored with another result, which is kept"),
+                      ("scores_without_trials", "score(s) not copied: the source does not "
+                       "hold the trials they were computed from"),
+                      ("verifications", "verification record(s) copied")):
+        if s[key]:
+            echo(f"  {s[key]} {what}")
 
 
 def _print_conflicts(conflicts: list, db_path) -> None:

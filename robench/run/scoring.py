@@ -2,7 +2,8 @@
 
 A score group is one metric on one (dataset, model, clusterer): the ``score_groups`` table
 holds per group a fingerprint of its inputs (trial rows as stored, the metric's name, version
-and definition, the robench version), its trial keys and a digest of every score row it wrote.
+and definition, the robench version), its trial keys and a digest of every score row it wrote;
+a score row's ``inputs`` is the fingerprint it was computed from, its ``run_id`` that run.
 Keys, digests and fingerprints must match what older versions stored
 (``tests/test_keys_stable.py``): changing how one is computed makes every stored score stale.
 """
