@@ -25,7 +25,6 @@ from robench.storage.migrations import unwritable
 from robench.storage.readonly import decode_json_cells
 from robench.storage.store import default_path
 
-
 KIND_NAMES = ("datasets", "models", "clusterers", "metrics", "protocols", "executors",
               "corruptions")
 
@@ -39,7 +38,6 @@ def fail(message: str, code: int = 2):
 
 def echo(text="", err: bool = False, **style) -> None:
     """Print a line that may quote stored or third-party text, control characters escaped."""
-
     click.secho(printable(text, lines=True), err=err, **style)
 
 
@@ -49,11 +47,8 @@ BROKEN_PIPE_EXIT = 141
 
 
 def reader_gone():
-    """Exit quietly because stdout's reader went away (``| head``), as Unix tools do.
-
-    Whatever is still buffered for stdout goes to /dev/null: the interpreter's flush at exit
-    would otherwise fail again and print "Exception ignored ... BrokenPipeError".
-    """
+    """Exit quietly because stdout's reader went away (``| head``), as Unix tools do; what is
+    still buffered goes to /dev/null, or the flush at exit would print a BrokenPipeError."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
@@ -159,7 +154,6 @@ def load_registry():
     return get_registry()
 
 
-
 def report_broken_plugins(reg):
     for info in reg.infos.values():
         if info.status != "ok":
@@ -171,24 +165,23 @@ def print_skips(skipped):
     if not skipped:
         return
     click.echo("\nSkipped (not applicable, not counted as failures):")
-
     for s in summarize_skips(skipped):
         echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
 
 
+def metric_spec(reg, name):
+    """Return the registered metric ``name``, or None: stored by a plugin not installed here,
+    or not a name at all (a contributed database can hold anything)."""
+    try:
+        return reg.get("metrics", name) if isinstance(name, str) else None
+    except LookupError:
+        return None
+
+
 def metric_order(reg, names) -> list:
     """Return metric names in display order (a metric this install lacks comes last)."""
-
-    def order(name):
-        try:
-            spec = reg.get("metrics", name) if isinstance(name, str) else None
-        except LookupError:  # stored by a plugin that is not installed here
-            spec = None
-        if spec is None:  # (or not a name at all: a contributed database can hold anything)
-            return (1000, str(name))
-        return (spec.display_order, str(name))
-
-    return sorted(names, key=order)
+    return sorted(names, key=lambda name: (getattr(metric_spec(reg, name), "display_order", 1000),
+                                           str(name)))
 
 
 def print_reports(reg, rows, fmt="table"):
@@ -196,13 +189,8 @@ def print_reports(reg, rows, fmt="table"):
     by_metric: dict = {}
     for r in rows:
         by_metric.setdefault(r["metric"], []).append(r)
-
     for name in metric_order(reg, by_metric):
-        try:
-            spec = reg.get("metrics", name)
-        except LookupError:
-            spec = None
-        lines = None
+        spec, lines = metric_spec(reg, name), None
         if spec is not None and spec.report is not None:
             try:
                 lines = list(spec.report(by_metric[name]))
@@ -215,7 +203,6 @@ def print_reports(reg, rows, fmt="table"):
         else:
             echo(f"\n{name}:")
             emit_scores(by_metric[name], "table")
-
 
 
 def emit_scores(rows, fmt):
@@ -235,8 +222,6 @@ def emit_scores(rows, fmt):
             obj.update(rank_interval=ranking.get("rank_interval"),
                        rank_best=ranking.get("rank_best"), rank_worst=ranking.get("rank_worst"),
                        rank_estimate=ranking.get("rank"), unranked=ranking.get("unranked"))
-    if fmt == "csv":
-        for obj in out:
             for c in ("details", "versions", "verification"):
                 obj[c] = json.dumps(obj[c], sort_keys=True) if obj[c] is not None else None
     elif fmt == "table":
@@ -271,7 +256,6 @@ def json_ready(value):
 
 def cell(v):
     """Return a value as a table cell: 4 decimals for floats, control characters escaped."""
-
     if v is None:
         return ""
     if isinstance(v, float):
@@ -282,11 +266,8 @@ def cell(v):
 
 
 def stream(cols, batches, fmt, json_out=None):
-    """Write a query's rows as they are fetched (never the whole result in memory).
-
-    csv and json are written row by row; the table's column widths come from the first batch
-    (a longer cell later widens its own line only).
-    """
+    """Write a query's rows as they are fetched (never the whole result in memory); the table's
+    column widths come from the first batch (a longer cell later widens its own line only)."""
     if fmt == "csv":
         _stream_csv(cols, batches)
     elif fmt == "json":
@@ -328,13 +309,9 @@ def _stream_table(cols, batches) -> None:
 
 
 class JsonStream:
-    """Write a JSON array row by row that is valid JSON however it ends.
-
-    A stream stopped part way (the query's time limit, an error while fetching, Ctrl-C) is
-    closed with a last element ``{"robench_error": "why it stopped"}``, so a reader that
-    parses it sees that the rows before are not the whole result. ``lock`` is held while a
-    row is written; the query's hard time limit takes it before ending the process.
-    """
+    """Write a JSON array row by row that is valid JSON however it ends: one stopped part way
+    ends with ``{"robench_error": "why it stopped"}``. ``lock`` is held while a row is written
+    (the query's hard time limit takes it before ending the process)."""
 
     def __init__(self, out=None):
         self.out = out or sys.stdout
@@ -349,9 +326,11 @@ class JsonStream:
         with self.lock:
             self._write(json_text(json_ready(obj)))
 
-    def end(self) -> None:
+    def end(self, last: str = None) -> None:
         with self.lock:
             if not self.ended:
+                if last is not None:
+                    self._write(last)
                 self.out.write("[]\n" if not self.started else "\n]\n")
                 self.ended = True
                 self.out.flush()
@@ -360,9 +339,4 @@ class JsonStream:
         """Close the array with the reason it stopped (an exception or text)."""
         if isinstance(reason, BaseException):
             reason = str(reason) or type(reason).__name__
-        with self.lock:
-            if not self.ended:
-                self._write(json_text({"robench_error": str(reason)}))
-                self.out.write("\n]\n")
-                self.ended = True
-                self.out.flush()
+        self.end(json_text({"robench_error": str(reason)}))

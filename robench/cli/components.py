@@ -13,9 +13,6 @@ from robench.builtin.torchvision_data import data_dir as current, fetch, set_dat
 from robench.present.formatting import printable
 
 
-# ---------------------------------------------------------------------------------- data
-
-
 @click.group()
 def data():
     """Get data sets that robench reads by reference (torchvision:NAME)."""
@@ -38,17 +35,12 @@ def data_fetch(name, data_dir):
       robench data fetch cifar10 --data-dir /shared/data
       robench run -d torchvision:cifar10 --data-dir /shared/data -m cnn-2
     """
-
     if data_dir:
         set_data_dir(data_dir)
     root = current()
     files = fetch(name.lower(), root)
     click.echo(f"{name}: {len(files)} file(s) under {root}; use -d torchvision:{name.lower()}"
                + (f" --data-dir {data_dir}" if data_dir else ""))
-
-
-
-# -------------------------------------------------------------------------- list, plugins
 
 
 @click.command("list")
@@ -74,19 +66,15 @@ def list_(kind):
                     spec.description:  # said once, in the description's words where it has them
                 extra = " (opt-in: slow)"
             echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
-        if k == "datasets" and reg.all("resolvers"):
-            click.echo("  by reference, no plugin needed (-d SCHEME:...):")
-            for r in reg.all("resolvers"):
+        resolvers = {"datasets": ("resolvers", "-d"), "models": ("model-resolvers", "-m")}
+        if k in resolvers and reg.all(resolvers[k][0]):
+            click.echo(f"  by reference, no plugin needed ({resolvers[k][1]} SCHEME:...):")
+            for r in reg.all(resolvers[k][0]):
                 echo(f"    {r.syntax}")
                 echo(f"        {r.description}  [{r.plugin}]")
-        if k == "models" and reg.all("model-resolvers"):
-            click.echo("  by reference, no plugin needed (-m SCHEME:...):")
-            for r in reg.all("model-resolvers"):
-                echo(f"    {r.syntax}")
-                echo(f"        {r.description}  [{r.plugin}]")
-                if r.examples:
+                if getattr(r, "examples", None):
                     echo(f"        e.g. {', '.join(r.examples)}")
-            if any(r.name == "timm" for r in reg.all("model-resolvers")):
+            if k == "models" and any(r.name == "timm" for r in reg.all("model-resolvers")):
                 click.echo("    any timm architecture name works: python -c \"import timm; "
                            "print(timm.list_models())\" lists them")
 
@@ -105,7 +93,6 @@ def knobs(section):
       robench knobs
       robench knobs train
     """
-
     sections = knob_sections(load_registry())
     if section is not None and section not in sections:
         close = difflib.get_close_matches(section, list(sections), n=1)
@@ -136,7 +123,6 @@ def plugins():
     Example:
       robench plugins
     """
-
     reg = load_registry()
     for info in sorted(reg.infos.values(), key=lambda i: (i.source != "builtin", i.name)):
         comps = "; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(info.components.items()))
@@ -149,4 +135,4 @@ def plugins():
 
 
 #: The commands this module adds to the ``robench`` group.
-COMMANDS = (data, list_, knobs, plugins,)
+COMMANDS = (data, list_, knobs, plugins)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 
-
 from robench.cli.common import db_option, echo, fail, friendly_errors, load_registry
 from robench.escaping import shorten, terminal
 from robench.errors import VerifyError
@@ -27,9 +26,6 @@ from robench.storage.migrations import (CURRENT, SchemaError, check_readable,
                                         migrate as migrate_file)
 from robench.storage.readonly import connect_readonly, readonly_uri
 from robench.storage.store import SCHEMA, Store
-
-
-# -------------------------------------------------------------------------------- merge
 
 
 def _short(value, limit: int = 80) -> str:
@@ -47,23 +43,20 @@ def _short(value, limit: int = 80) -> str:
 def merge(sources, contributors, db_path):
     """Merge contributors' results databases into --db, keeping where each run came from.
 
-    Sources are untrusted: opened read-only, checked whole before anything is copied (a
-    source that does not fit is refused, named), copied row by row (never their triggers or
-    views). Runs get new ids and are attributed to the contributor you name (--contributor,
-    default the file's name), whatever the source says. Trials are compared by what defines
-    their result (key, accuracies, predictions, versions), not by when or where they ran: an
-    honest duplicate is a duplicate. A score is taken only with the trials it came from and
-    only if this installation's metric code recomputes it from them. A trial, score or score
-    group already stored with different content is a conflict: counted, listed here with both
-    values and where the kept one came from, kept apart in the `conflicts` table, never
-    written over. Merging again changes nothing and reports nothing new.
+    Sources are untrusted: opened read-only, checked whole before anything is copied (one that
+    does not fit is refused, named), copied row by row (never their triggers or views). Runs
+    get new ids and the contributor you name (--contributor, default the file's name). Trials
+    are compared by what defines their result (key, accuracies, predictions, versions), not by
+    when or where they ran. A score is taken only with its trials and only if this install's
+    metric code recomputes it from them. A row already stored with different content is a
+    conflict: listed here with both values, kept apart in the `conflicts` table, never written
+    over. Merging again changes nothing and reports nothing new.
 
     \b
     Example:
       robench merge alice.db bob.db --contributor alice --contributor bob --db all.db
       robench leaderboard --db all.db
     """
-
     report = merge_databases(sources, db_path, contributors)
     for s in report.sources:
         _print_merged_source(s)
@@ -87,23 +80,20 @@ def _print_merged_source(s: dict) -> None:
              f"{s['already']}); nothing new")
         return
     echo(f"{s['source']} ({s['contributor']}): {s['runs']} run(s) copied, "
-         f"{s['runs_known']} already merged; {s['trials']} trial(s) copied, "
-         f"{s['trials_duplicate']} duplicate, {s['trials_conflict']} conflicting; "
-         f"{s['scores']} score(s) copied, {s['scores_duplicate']} duplicate, "
-         f"{s['scores_conflict']} conflicting; {s['score_groups']} score group(s) "
-         f"copied, {s['score_groups_duplicate']} duplicate, "
-         f"{s['score_groups_conflict']} conflicting")
-    if s["trials_replaced_failed"]:
-        echo(f"  {s['trials_replaced_failed']} stored failed trial(s) replaced by "
-             "this source's ok one(s)")
-    if s["trials_failed_skipped"]:
-        echo(f"  {s['trials_failed_skipped']} failed trial(s) not copied: their key "
-             "is stored with another result, which is kept")
-    if s["scores_without_trials"]:
-        echo(f"  {s['scores_without_trials']} score(s) not copied: the source does "
-             "not hold the trials they were computed from")
-    if s["verifications"]:
-        echo(f"  {s['verifications']} verification record(s) copied")
+         f"{s['runs_known']} already merged; " + "; ".join(
+             f"{s[k]} {what}(s) copied, {s[k + '_duplicate']} duplicate, "
+             f"{s[k + '_conflict']} conflicting"
+             for k, what in (("trials", "trial"), ("scores", "score"),
+                             ("score_groups", "score group"))))
+    for key, what in (("trials_replaced_failed",
+                       "stored failed trial(s) replaced by this source's ok one(s)"),
+                      ("trials_failed_skipped", "failed trial(s) not copied: their key is "
+                       "stored with another result, which is kept"),
+                      ("scores_without_trials", "score(s) not copied: the source does not "
+                       "hold the trials they were computed from"),
+                      ("verifications", "verification record(s) copied")):
+        if s[key]:
+            echo(f"  {s[key]} {what}")
 
 
 def _print_conflicts(conflicts: list, db_path) -> None:
@@ -132,9 +122,6 @@ def _print_conflicts(conflicts: list, db_path) -> None:
              f"{db_path} 'SELECT kind, key, columns, source FROM conflicts'", err=True)
 
 
-# ------------------------------------------------------------------------------- verify
-
-
 @click.command()
 @click.option("--sample", type=click.IntRange(min=1, max=100_000), default=None,
               metavar="N", help="Trials to re-run (default 10), stratified by model and "
@@ -158,20 +145,17 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
     """Re-run a random sample of stored trials here and check they reproduce.
 
     \b
-    Each sampled trial is re-run from its stored spec (seed, versions, parameters) and
-    compared with the stored row: exactly when it ran on the same device, torch version and
-    CPU instruction set as here; else each accuracy within 3 standard errors of the
-    difference of two measurements on its rows plus one row. A trial whose plugin or version
-    is not installed here is refused (what to install is said), not counted as a mismatch.
-    Each re-run runs in a worker process, in a process group of its own, that is killed with
-    everything it forked a few seconds past its time limit (the trial cannot catch or block
-    that); it is then refused, with the reason. A re-run's limit is its run's, at most
-    --trial-timeout, and at most 20 times the time the trial recorded plus a minute.
-    The verification is recorded in the database (`robench results` and the site show it).
-    Where re-runs are compared within the tolerance, their differences are also tested
-    together (a sign test and a t test): a shift all in one direction is refused even when
-    each difference is small. A trial trained in a batch is re-run in a batch as wide, and
-    compared exactly where it ran on this device, torch and CPU.
+    Each sampled trial is re-run from its stored spec (seed, versions, parameters; one trained
+    in a batch in a batch as wide) and compared with the stored row: exactly where it ran on
+    the same device, torch version and CPU instruction set as here; else each accuracy within
+    3 standard errors of the difference of two measurements on its rows plus one row, and the
+    differences tested together (sign and t tests): a shift all one way is refused even when
+    each difference is small. A trial whose plugin or version is not installed here is
+    refused (what to install is said), not counted as a mismatch. Each re-run runs in a worker
+    in its own process group, killed with everything it forked a few seconds past its limit
+    (its run's, at most --trial-timeout and 20 times its recorded time plus a minute; it
+    cannot catch or block that), then refused with the reason. The verification is recorded
+    in the database (`robench results` and the site show it).
     Exit 0: every sampled trial was re-run and matches; 1: any mismatch (each listed, stored
     vs re-run) or one-direction shift; 2: bad input, or no sampled trial can be re-run here;
     3: some sampled trials could not be re-run here (not installed, data not here, out of
@@ -182,7 +166,6 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
       robench verify --db all.db
       robench verify --db all.db --contributor alice --sample 30 --seed 7
     """
-
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run` or "
                                 "`robench merge` first")
@@ -217,8 +200,7 @@ def verify(sample, contributor, seed, trial_timeout, budget, by_influence, db_pa
     for shift in result.shifts:
         click.secho(f"  SHIFT    {terminal(shift['text'])}: every such re-run is a mismatch",
                     fg="red")
-    matched, mismatched = result.count("match"), result.count("mismatch")
-    refused = result.count("refused")
+    matched, mismatched, refused = (result.count(w) for w in ("match", "mismatch", "refused"))
     click.echo(f"verified {matched} of {matched + mismatched} re-run trial(s) on "
                f"{result.host} ({result.device}); {mismatched} mismatch(es), {refused} refused; "
                f"recorded as verification {result.record_id}")
@@ -255,9 +237,6 @@ def _check_database(path) -> None:
     if found != "ok":
         raise VerifyError(f"{path} is damaged (SQLite: {found}); nothing was re-run or "
                           "recorded")
-
-
-# --------------------------------------------------------------------------------- diff
 
 
 @click.command()
@@ -302,7 +281,6 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
       robench diff all.db all.db --models mlp mlp-v2 --metric rho
       robench diff main.db pr.db --metric rho --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
-
     found = diff_databases(db_a, db_b, metric=metric, models=models, anyway=anyway)
     if fmt == "json":
         click.echo(json_document(found))
@@ -311,9 +289,6 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
         click.echo("\n".join(lines))
     if found.worse:
         sys.exit(1)
-
-
-# ----------------------------------------------------------------------------- metadata
 
 
 @click.command()
@@ -330,7 +305,6 @@ def metadata(out, db_path):
     Example:
       robench metadata --db robench.db -o metadata.json && datasette robench.db -m metadata.json
     """
-
     text = json.dumps(build_metadata(db_path), indent=2, sort_keys=True)
     if out is None:
         click.echo(text)
@@ -339,30 +313,24 @@ def metadata(out, db_path):
     click.echo(f"wrote {out}")
 
 
-# ------------------------------------------------------------------------------ migrate
-
-
 @click.command()
 @db_option
 @friendly_errors
 def migrate(db_path):
     """Bring the results database to this robench's schema version, in place.
 
-    A run does this too when it opens an older file; read commands never do (they read every
-    version). All steps apply in one transaction, or none; then the file is VACUUMed. Data
-    sets an older robench stored under a file's absolute path get their stable names
-    (npz:STEM-FFFFFFFF; robench.exchange.rename), every key built on them recomputed. Every
-    table's ranks are stored afresh (robench.run.ranking), also when the schema was current.
+    A run does this too when it opens an older file; read commands never do. All steps apply
+    in one transaction, or none; then the file is VACUUMed. Data sets an older robench stored
+    under a file's absolute path get their stable names (npz:STEM-FFFFFFFF), every key on them
+    recomputed.
+    Every table's ranks are stored afresh, also when the schema was current.
 
     \b
     Example:
       robench migrate --db old.db
     """
-
-
     if not os.path.isfile(db_path):
         raise FileNotFoundError(f"no results database at {db_path}")
-
     conn = sqlite3.connect(readonly_uri(db_path), uri=True)
     try:
         before = check_readable(conn, db_path)
@@ -375,19 +343,17 @@ def migrate(db_path):
         echo(f"  data set {shorten(old)} -> {new} (its stable name)")
     for why in kept:
         echo(f"  data set left under its path name: {why}")
-    if not steps:
-        with Store(db_path) as store:  # ranks a file opened by a newer robench lacks
-            refresh_ranks(store, load_registry())
-        click.echo(f"{db_path}: schema version {before}, up to date")
-        return
     for version, summary in steps:
         click.echo(f"  -> {version}: {summary}")
-
-    with Store(db_path) as store:  # the leaderboard view reads the stored ranks
+    # the leaderboard view reads the stored ranks (a file a newer robench opened lacks them)
+    with Store(db_path) as store:
         refresh_ranks(store, load_registry())
+    if not steps:
+        click.echo(f"{db_path}: schema version {before}, up to date")
+        return
     click.echo(f"{db_path}: schema version {before} -> {CURRENT} "
                f"({size / 1e6:.1f} MB -> {os.path.getsize(db_path) / 1e6:.1f} MB after VACUUM)")
 
 
 #: The commands this module adds to the ``robench`` group.
-COMMANDS = (merge, verify, diff, metadata, migrate,)
+COMMANDS = (merge, verify, diff, metadata, migrate)

@@ -12,9 +12,6 @@ from robench.cli.common import (config_option, db_option, friendly_errors)
 from robench.storage.store import Store
 
 
-# -------------------------------------------------------------------------- leaderboard
-
-
 @click.command()
 @click.option("--out", "out_dir", default="leaderboard", show_default=True,
               type=click.Path(file_okay=False), help="Directory of the static site.")

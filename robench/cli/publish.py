@@ -124,7 +124,6 @@ def publish(step, repo, to, wait, base):
       robench publish run .
       robench publish deploy . --to ../gh-pages
     """
-
     if step == "deploy" and not to:
         raise click.UsageError("deploy needs --to FOLDER")
     if base is not None and step not in ("check", "run", "validate"):

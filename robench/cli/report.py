@@ -11,9 +11,6 @@ from robench.cli.common import (db_option, friendly_errors, load_registry)
 from robench.present.docgen import generate
 
 
-# ------------------------------------------------------------------------------- report
-
-
 @click.command()
 @click.option("--out", "out_dir", default="docs", show_default=True,
               type=click.Path(file_okay=False), help="Directory whose *.md blocks to rewrite.")
@@ -39,7 +36,6 @@ def report(out_dir, label, check, db_path):
       robench run --all && robench report --db robench.db --out docs
       robench report --db docs/data/standard.db --out docs --check
     """
-
     done = generate(db_path, out_dir, load_registry(), label=label or db_path, check=check)
     if not done:
         click.echo(f"no generated blocks in {out_dir}/*.md")

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import difflib
+import os
 import sys
 import threading
 
 import click
 
-
 from robench.cli.common import (Finite, JsonStream, config_option, db_option, echo, emit_scores,
                                 format_option, friendly_errors, load_registry, metric_order,
-                                print_reports,
-                                stream)
+                                metric_spec, print_reports, stream)
 from robench.data import DatasetError
 from robench.data.references import canonical_reference, checked_reference
 from robench.metric_kit import is_helper, without_helpers
@@ -22,9 +20,6 @@ from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_conf
 from robench.storage.readonly import schema_objects, stream_readonly
 from robench.storage.store import SCHEMA, Store
 from robench.storage.verification import status, verifications
-
-
-# ------------------------------------------------------------------------------ results
 
 
 @click.command()
@@ -57,7 +52,6 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
       robench results --dataset digits --metric rho --format json  # with each rank
       robench results --config all              # every configuration, labelled
     """
-
     if not os.path.exists(db_path):
         raise FileNotFoundError(f"no results database at {db_path}; run `robench run --all` first")
     store = Store(db_path, readonly=True)
@@ -83,11 +77,10 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
 
 def read_results(store, config, *, dataset=None, metric=None, model=None,
                  fmt: str = "table") -> dict:
-    """Return what ``robench results`` shows: ``rows`` (the chosen scores, each with its
-    ``helper`` flag and ``verification``; in json/csv with its ranks and ``versions``, helper
-    models' rows included), ``helper_rows``, ``helpers`` ({(data set, model): metrics that
-    trained it}), ``verified`` ({(data set, model): status}) and ``shown`` (the configuration
-    choices of the tables that have rows)."""
+    """Return what ``robench results`` shows: ``rows`` (the chosen scores with ``helper`` and
+    ``verification``; in json/csv also ranks, ``versions`` and helper models' rows),
+    ``helper_rows``, ``helpers``, ``verified`` ({(data set, model): status}) and ``shown``
+    (the configuration choices of the tables that have rows)."""
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
     helpers = store.helper_models()
     if fmt in ("json", "csv"):  # ranks are relative to the whole table: before --model filters
@@ -116,8 +109,7 @@ def read_results(store, config, *, dataset=None, metric=None, model=None,
 def _verification(store, rows: list) -> dict:
     """Set each row's ``verification`` (robench verify's status of its data set and model);
     return {(data set, model): status}."""
-    records = verifications(store)
-    verified = {}
+    records, verified = verifications(store), {}
     for row in rows:
         pair = (row["dataset"], row["model"])
         if pair not in verified:
@@ -138,7 +130,7 @@ def _print_verified(verified: dict) -> None:
 def _print_helpers(helper_rows: list, helpers: dict) -> None:
     if helper_rows:
         echo("helper models (trained by a metric for its own scores; not listed above, "
-                   "never ranked; --format json has their scores):")
+             "never ranked; --format json has their scores):")
         for d in sorted({r["dataset"] for r in helper_rows}):
             names = sorted({r["model"] for r in helper_rows if r["dataset"] == d})
             by = sorted({m for n in names for m in helpers[(d, n)]})
@@ -146,9 +138,8 @@ def _print_helpers(helper_rows: list, helpers: dict) -> None:
 
 
 def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
-    """Print each data set's tables: per metric (in display order) the configuration it shows
-    and the family's report of that data set's rows; a report longer than ``REPORT_LINES``
-    is shown by its headline table unless ``whole`` (a metric was asked for by name)."""
+    """Print each data set's tables: per metric the configuration it shows and the family's
+    report of that data set's rows (shortened unless ``whole``, :func:`_table_lines`)."""
     choice_of = {(c.dataset, c.metric): c for c in choices}
     pseudo = _pseudo_models(reg)
     for n, ds in enumerate(sorted({r["dataset"] for r in rows}, key=str)):
@@ -175,13 +166,13 @@ def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
                 echo(line)
     if rows:
         echo("\n(every stored score, one row each: robench results --all-scores; "
-                   "with details: --format json)")
+             "with details: --format json)")
 
 
 def _table_lines(reg, ds, metric: str, rows: list, whole: bool):
-    """Return the lines shown for one metric of one data set: its report, or for a report
-    longer than ``REPORT_LINES`` (unless ``whole``) its headline table or first tables and
-    where the rest is; None for a metric without a report of its own."""
+    """Return the lines shown for one metric of one data set: its report, or for one longer
+    than ``REPORT_LINES`` (unless ``whole``) its headline table or first tables and where the
+    rest is; None for a metric without a report of its own."""
     report = _report(reg, metric, rows)
     if not report:
         return None
@@ -209,11 +200,8 @@ REPORT_LINES = 20
 
 def _report(reg, metric: str, rows: list) -> list:
     """Return the metric's own report of ``rows`` as lines ([] without one)."""
-    try:
-        spec = reg.get("metrics", metric)
-    except LookupError:
-        return []
-    return "\n".join(spec.report(rows)).split("\n") if spec.report is not None else []
+    spec = metric_spec(reg, metric)
+    return "\n".join(spec.report(rows)).split("\n") if spec and spec.report is not None else []
 
 
 def _first_blocks(lines: list, most: int) -> tuple:
@@ -234,13 +222,9 @@ def _first_blocks(lines: list, most: int) -> tuple:
 
 
 def _headline_lines(reg, metric: str, rows: list):
-    """Return the metric's headline table as text (the ranked table the leaderboard's overview
-    shows: rank, model, score [95% CI] and the columns beside it), or None without one."""
-
-    try:
-        section = reg.get("metrics", metric).leaderboard
-    except LookupError:
-        return None
+    """Return the metric's headline table as text (the leaderboard overview's ranked table),
+    or None without one."""
+    section = getattr(metric_spec(reg, metric), "leaderboard", None)
     head = section.headline(rows) if section is not None and section.headline else None
     if not head or not head.get("rows"):
         return None
@@ -264,8 +248,7 @@ def _headline_lines(reg, metric: str, rows: list):
 
 
 def _headline_row(r: dict, width: int, pct: bool, beside: list) -> str:
-    """Return one model's line of a headline table: rank interval, position, model, score,
-    its interval and the columns beside it."""
+    """Return one model's line of a headline table."""
     rank = r.get("rank_interval") or "-"
     pos = "-" if r.get("rank") is None else str(r["rank"])
     ci = (f"[{fixed(r.get('ci_low'), pct, 0).strip()}, {fixed(r.get('ci_high'), pct, 0).strip()}]"
@@ -276,10 +259,9 @@ def _headline_row(r: dict, width: int, pct: bool, beside: list) -> str:
 
 
 def stored_dataset_name(store, dataset):
-    """Return the name ``-d`` means in ``store``: a data set given by file (``npz:PATH``, as
-    it was run) is stored under its stable name (``npz:STEM-FFFFFFFF``, robench.data.
-    references.stable_name), or, in a database an older robench wrote and ``robench
-    migrate`` has not renamed, under its absolute path; any other name is returned as given."""
+    """Return the name ``-d`` means in ``store``: a data set given by file (``npz:PATH``) is
+    stored under its stable name (``npz:STEM-FFFFFFFF``), or, in a database not migrated
+    since an older robench, under its absolute path; any other name is returned as given."""
     known = {r[0] for r in store.db.execute("SELECT DISTINCT dataset FROM scores")}
     if dataset is None or dataset in known or ":" not in dataset:
         return dataset
@@ -304,8 +286,6 @@ def stored_dataset_name(store, dataset):
 
 def _check_names(store, **given):
     """Refuse a filter value that no stored score has, naming the known ones (exit 2)."""
-
-
     def shown(name, limit=80):  # stored names can be anything: one short, inert line
         text = printable(name)
         return text if len(text) <= limit else text[:limit - 1] + "\u2026"
@@ -329,28 +309,19 @@ def _check_names(store, **given):
 
 
 def _chosen_scores(store, config, **filters):
-    """Return (score rows of each table's chosen configuration, {(dataset, metric): Choice}).
-
-    Every row gets ``configuration_label``. The choice is made over all models of a table, so
-    filtering by model afterwards does not change which configuration a table shows.
-    """
-
+    """Return (score rows of each table's chosen configuration, {(dataset, metric): Choice}),
+    each row with its ``configuration_label``; the choice is made over all models of a table."""
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)
-    rows = store.scores(**filters)
-    rows, choices = table_configurations(rows, labels, resolve(config, labels))
+    rows, choices = table_configurations(store.scores(**filters), labels,
+                                         resolve(config, labels))
     for row in rows:
         row["configuration_label"] = labels.get(row["configuration"], row["configuration"])
     return rows, choices
 
 
-
-# -------------------------------------------------------------------------------- query
-
-
 class _QueryCommand(click.Command):
-    """``robench query``, whose help names the tables and views of robench's schema (read
-    from it, so the list is the database's own)."""
+    """``robench query``, whose help names the tables and views of robench's schema."""
 
     def format_help_text(self, ctx, formatter):
         tables, views = schema_objects(SCHEMA)
@@ -387,7 +358,6 @@ def query(sql, timeout, fmt, db_path):
       robench query "select model, value from scores where metric='rho' and score='rho'"
       robench query "select * from leaderboard where metric='rho'" --format json
     """
-
     out = JsonStream() if fmt == "json" else None
     hard = _hard_stop(timeout, out)
     try:
@@ -428,4 +398,4 @@ def _hard_stop(timeout: float, out):
 
 
 #: The commands this module adds to the ``robench`` group.
-COMMANDS = (results, query,)
+COMMANDS = (results, query)

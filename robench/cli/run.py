@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import shlex
 import signal
 import sys
 import time
 from pathlib import Path
-import multiprocessing
 
 import click
 
@@ -17,7 +17,6 @@ from robench.metric_kit import without_helpers
 from robench.run.config import (DEFAULT_PROFILE, MAX_JOBS, MAX_REPEATS, MAX_SOURCES, PROFILES,
                                 REPEATS, knob_sections, parse_duration, parse_settings,
                                 profile_settings)
-
 from robench.cli.common import (Finite, db_option, echo, friendly_errors, load_registry,
                                 print_reports, print_skips, report_broken_plugins)
 from robench.present.progress import Progress
@@ -36,9 +35,6 @@ from robench.run.execution import UNTIL, choose
 from robench.storage.store import Store
 
 
-# ---------------------------------------------------------------------------------- run
-
-
 def _multi(name, short, kind):
     return click.option(
         f"--{name}", short, f"{kind}_names", multiple=True, metavar="NAME",
@@ -47,8 +43,8 @@ def _multi(name, short, kind):
 
 
 class _RunCommand(click.Command):
-    """``robench run``, whose help ends with what each profile changes and the knob sections
-    the registered protocols add (both read from the registered knobs)."""
+    """``robench run``, whose help ends with what each profile changes, the registered knob
+    sections and the metrics that race."""
 
     def format_epilog(self, ctx, formatter):
         super().format_epilog(ctx, formatter)
@@ -164,9 +160,7 @@ class _RunCommand(click.Command):
 @friendly_errors
 def run(run_all, datasets_names, models_names, clusterers_names, metric_names, repeats, k, seed,
         profile, executor, jobs, scheduler, cache_dir, data_dir, device, settings, until,
-        budget, precision,
-        rescore, dry_run, verbose, db_path,
-        trial_timeout):
+        budget, precision, rescore, dry_run, verbose, db_path, trial_timeout):
     """Run trials, store them, compute and print scores.
 
     Trials already stored (same definition and versions) are not run again, so an
@@ -190,7 +184,6 @@ def run(run_all, datasets_names, models_names, clusterers_names, metric_names, r
     Opt-in components (slow) run in the quick profile only when named; --profile paper
     includes them in --all.
     """
-
     if not (run_all or datasets_names or models_names or clusterers_names or metric_names):
         raise click.UsageError("say what to run: --all, or pick with -d/-m/-c/--metric.")
     seconds = parse_duration(budget) if budget is not None else None  # one line, exit 2
@@ -245,10 +238,8 @@ def quiet_interrupts():
 
 
 def stop_workers(wait: float = 10.0) -> None:
-    """End the worker processes this process started (a pool whose trials were in flight at a
-    Ctrl-C), so that it exits now: at exit Python would otherwise wait for those trials, and a
-    second Ctrl-C there printed a traceback."""
-
+    """End the worker processes this process started (in flight at a Ctrl-C), so that it exits
+    now: at exit Python would wait for their trials, and a second Ctrl-C printed a traceback."""
     children = multiprocessing.active_children()
     for child in children:
         child.terminate()
@@ -258,13 +249,10 @@ def stop_workers(wait: float = 10.0) -> None:
 
 
 def _execute(prepared, registry, db_path, race: dict, *, repeats, rescore):
-    """Run ``prepared`` into ``db_path`` with progress on stderr; return the report.
-
-    After a Ctrl-C (the run ends itself: the trials in flight are dropped, the run is marked
-    interrupted) the workers still running a trial are ended and a second Ctrl-C is ignored
-    while the store closes, so the command exits 130 at once and quietly."""
-    store = Store(db_path)
-    progress = Progress()
+    """Run ``prepared`` into ``db_path`` with progress on stderr; return the report. After a
+    Ctrl-C the workers still running are ended and a second Ctrl-C is ignored while the store
+    closes, so the command exits 130 at once and quietly."""
+    store, progress = Store(db_path), Progress()
     command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     interrupted = True  # until the run returns: a Ctrl-C it did not catch itself
     try:
@@ -285,11 +273,9 @@ def _execute(prepared, registry, db_path, race: dict, *, repeats, rescore):
 
 def _print_outcome(report, prepared, registry, *, verbose, db_path):
     """Print what the run gave (reports, failures, summary) and exit with its status."""
-    from robench.present.leaderboard import registered_sections
+    from robench.present.leaderboard import reading_stored_ranks, registered_sections
 
-    cfg = prepared.config
-    rows = [vars(s) for s in report.scores]
-    width = output_width()
+    cfg, rows, width = prepared.config, [vars(s) for s in report.scores], output_width()
     sections = registered_sections(registry)
     full = verbose or not has_summary(rows, sections, cfg.models)
     if full:  # without a headline column the reports are the answer
@@ -299,16 +285,11 @@ def _print_outcome(report, prepared, registry, *, verbose, db_path):
     if report.failed:  # on stderr; the summary counts them
         _print_failures(report.failed, most=20 if full else 3)
     _print_opt_in(prepared.selection.opt_in, cfg.profile, width)
-    from robench.present.leaderboard import reading_stored_ranks
-
-    reader = Store(db_path, readonly=True)  # the ranks stored with the scores, not ranked again
-    try:
-        with reading_stored_ranks(reader):
-            # helpers (purity-ratio's zoo) are in no stored table: ranked without them
-            _print_summary(without_helpers(rows, reader.helper_models()), sections, report,
-                           cfg, width=width, db_path=db_path, full=full)
-    finally:
-        reader.close()
+    # the ranks stored with the scores, not ranked again
+    with Store(db_path, readonly=True) as reader, reading_stored_ranks(reader):
+        # helpers (purity-ratio's zoo) are in no stored table: ranked without them
+        _print_summary(without_helpers(rows, reader.helper_models()), sections, report,
+                       cfg, width=width, db_path=db_path, full=full)
     if report.interrupted:
         click.secho("Interrupted: every finished trial is stored; run the same command to "
                     "resume.", fg="yellow", err=True)
@@ -345,10 +326,8 @@ def _print_opt_in(opt_in, profile, width: int = DEFAULT_WIDTH):
 
 
 def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
-    """Print the run's answer, last and short: the headline table of each data set (one line
-    per model asked for), what is decided and what would decide the rest, the counts, and
-    where the full reports are."""
-
+    """Print the run's answer, last and short: the headline table of each data set, what is
+    decided and what would decide the rest, the counts, and where the full reports are."""
     out = summary_lines(rows, sections, models=cfg.models, width=width, metrics=cfg.metrics,
                         budget_spent=getattr(report, "budget_spent", False))
     lines = list(out["lines"])
@@ -383,9 +362,8 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
 
 
 def _decided_line(tables, adaptive, cfg, report=None) -> str:
-    """Return what the rank columns decided and what would decide the rest (flags that exist:
-    a profile with more repeats, --until decided, --repeats)."""
-
+    """Return what the rank columns decided and what would decide the rest (a profile with
+    more repeats, --until decided, --repeats)."""
     if adaptive:  # racing: its own pair decisions (a decided tie is decided too)
         return _race_line(adaptive, cfg, report)
     text = decided_text(tables)
@@ -400,12 +378,11 @@ def _decided_line(tables, adaptive, cfg, report=None) -> str:
     if all(t["ordered"] == t["pairs"] for t in tables if t["ranked"]):
         return text
     more = [p for p in PROFILES if REPEATS[p] > cfg.repeats]
-    if cfg.repeats == REPEATS[cfg.profile] and more:  # the profile's repeats: the next profile
-        ways = [f"--profile {more[0]} ({REPEATS[more[0]]} repeats)"]
-    else:
-        ways = [f"--repeats {2 * cfg.repeats}"]
-    ways.append(f"--until decided --repeats {max(32, 2 * cfg.repeats)} (more repeats only "
-                "where a pair is undecided)")
+    # at the profile's repeats: the next profile
+    ways = [f"--profile {more[0]} ({REPEATS[more[0]]} repeats)"
+            if cfg.repeats == REPEATS[cfg.profile] and more else f"--repeats {2 * cfg.repeats}",
+            f"--until decided --repeats {max(32, 2 * cfg.repeats)} (more repeats only "
+            "where a pair is undecided)"]
     return f"{text} More repeats decide the rest: {', or '.join(ways)}."
 
 
@@ -459,8 +436,8 @@ def _next_looks_text(nexts: list, cfg) -> str:
 
 
 def power_text(table: dict) -> str:
-    """Return "; 80% power for its open pairs at ~N repeats" from a raced table's undecided
-    pairs (the most any needs at its observed difference and spread; "" without figures)."""
+    """Return "; 80% power for its open pairs at ~N repeats" (the most any undecided pair
+    needs; "" without figures)."""
     need = [p["outlook"].get("repeats_80") for p in table.get("pairs") or []
             if p.get("status") == "undecided" and isinstance(p.get("outlook"), dict)]
     if not need:
@@ -480,17 +457,13 @@ def _duration(seconds: float) -> str:
 
 def _print_plan(plan, cfg, db_path):
     """Print what ``robench run`` would do with this plan (``--dry-run``); store nothing."""
-
     ref_rows, ref_stamp = load_reference()
     reference = Durations(ref_rows) if ref_rows else None
     stored, durations, have_db = set(), Durations(fallback=reference), Path(db_path).is_file()
     if have_db:
-        store = Store(db_path, readonly=True)
-        try:
+        with Store(db_path, readonly=True) as store:
             stored = store.ok_trial_keys(plan.specs)
             durations = Durations(store.trial_durations(), fallback=reference)
-        finally:
-            store.close()
     rows = summarize(plan, stored, durations)
     click.echo(f"Dry run: what `robench run` would do (profile {cfg.profile}, {cfg.repeats} "
                f"repeats, k={cfg.k}, seed {cfg.seed}); nothing runs, nothing is stored.\n")
@@ -507,8 +480,7 @@ def _print_plan(plan, cfg, db_path):
             est = _duration(r["seconds"]) + ("+" if r["unestimated"] else "")
         click.echo(f"  {r['dataset']:<{width}}  {r['model']:<{mwidth}}  {r['protocol']:<14} "
                    f"{r['trials']:>7} {r['stored']:>7} {r['todo']:>7} {est:>12}")
-    total = sum(r["trials"] for r in rows)
-    n_stored = sum(r["stored"] for r in rows)
+    total, n_stored = sum(r["trials"] for r in rows), sum(r["stored"] for r in rows)
     click.echo(f"  total: {total} trials, {n_stored} already stored"
                + (f" in {db_path}" if have_db else f" ({db_path} does not exist yet)")
                + f", {total - n_stored} to run")
@@ -527,9 +499,7 @@ def _print_plan(plan, cfg, db_path):
         rest = (f"; {proj['unestimated']} more have no stored trial like them and are not "
                 "counted" if proj["unestimated"] else "")
         own = proj["estimated"] - proj["reference"]
-        sources = []
-        if own:
-            sources.append(f"{db_path} ({own} trial(s))")
+        sources = [f"{db_path} ({own} trial(s))"] if own else []
         if proj["reference"]:
             sources.append(f"robench's reference durations ({proj['reference']} trial(s); "
                            f"{_reference_stamp(ref_stamp)}: another machine may be several "
@@ -594,8 +564,7 @@ def failure_groups(rows: list) -> list:
 
 
 def _print_failures(rows: list, most: int = 20) -> None:
-    """Print the failed trials once per (data set and model, error), with how many and which
-    trials (clusterer, partition kind, repeats)."""
+    """Print the failed trials once per (data set and model, error), with which trials."""
     groups = failure_groups(rows)
     click.secho(f"\n{len(rows)} trial(s) failed, {len(groups)} distinct error(s):", fg="red",
                 err=True)

@@ -1,20 +1,10 @@
 """Containing what a trial does: a time limit, and a plugin's SystemExit or KeyboardInterrupt.
 
-A trial runs third-party code. Whatever it raises, however long it takes, the run goes on:
-:func:`time_limit` ends a trial past ``--trial-timeout`` with :class:`TrialTimeout`, and
-:func:`user_interrupted` tells a real Ctrl-C (SIGINT delivered to this process) from a
-``KeyboardInterrupt`` a plugin raised itself.
-
-How far a limit reaches depends on where the trial runs. On a process's main thread SIGALRM
-interrupts Python code and anything that returns to Python; on another thread (a Dask
-worker's) the limit is raised asynchronously in that thread the next time it runs Python
-code. Either can be caught and ignored by a trial that catches BaseException, or defeated by
-one that blocks or ignores SIGALRM, so in a worker process of robench's own
-(:data:`HARD_LIMIT_GRACE` set) a kernel timer also ends the whole process with SIGKILL that
-long after the limit: no Python code, and no thread holding the GIL, can stop it. The local
-executor runs trials in robench's own process, where nothing may end the process: there only
-the first two hold, and :func:`robench.run.executors.execute_trial` records a trial that ran
-past its limit as failed even when it finished.
+:func:`time_limit` ends a trial past ``--trial-timeout`` with :class:`TrialTimeout` (SIGALRM on
+a main thread, an asynchronous exception on another thread, and in robench's own workers a
+kernel timer's SIGKILL :data:`HARD_LIMIT_GRACE` later, which no Python code can stop);
+:func:`user_interrupted` tells a real Ctrl-C from a ``KeyboardInterrupt`` a plugin raised.
+docs/guarantees.md says what each reaches and what the local executor cannot do.
 """
 
 from __future__ import annotations
@@ -30,10 +20,7 @@ from typing import Optional
 
 
 class TrialTimeout(BaseException):
-    """A trial ran past its time limit.
-
-    A BaseException so that a plugin's ``except Exception`` cannot swallow it.
-    """
+    """A trial ran past its time limit (a BaseException: ``except Exception`` cannot swallow it)."""
 
 
 _SIGINT = {"installed": False, "received": False}
@@ -45,11 +32,8 @@ def _on_sigint(signum, frame):
 
 
 def watch_sigint() -> bool:
-    """Record real Ctrl-Cs in this process from now on; return False off the main thread.
-
-    A SIGINT still raises KeyboardInterrupt as usual; :func:`user_interrupted` then says it
-    was one.
-    """
+    """Record real Ctrl-Cs in this process from now on (a SIGINT still raises
+    KeyboardInterrupt); return False off the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return False
     signal.signal(signal.SIGINT, _on_sigint)
@@ -90,9 +74,6 @@ class _KernelTimer:
     thread or a signal handler it needs neither the GIL nor the trial's cooperation."""
 
     _instance = None
-
-    class _Timespec(ctypes.Structure):
-        _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
 
     class _Itimerspec(ctypes.Structure):
         _fields_ = [("it_interval", ctypes.c_long * 2), ("it_value", ctypes.c_long * 2)]
@@ -138,11 +119,9 @@ def _raise_in_thread(ident: int, exc_type) -> None:
 def time_limit(seconds: Optional[float], what: str = "trial", option: str = "--trial-timeout"):
     """Raise :class:`TrialTimeout` in this block once it has run ``seconds`` (None: no limit).
 
-    On the main thread of a Unix process through SIGALRM (nested limits keep the outer one's
-    deadline); on another thread asynchronously in that thread. In a worker process
-    (:data:`HARD_LIMIT_GRACE` set) a trial still running that long after the limit ends its
-    worker (SIGKILL from a kernel timer, else ``os._exit(71)`` from a thread), which the
-    executor records as a failed trial. See the module docstring for what each reaches.
+    Nested limits keep the outer one's deadline. In a worker process (:data:`HARD_LIMIT_GRACE`
+    set) a trial still running that long after the limit ends its worker (SIGKILL from a
+    kernel timer, else ``os._exit(71)`` from a thread).
     """
     if not seconds:
         yield

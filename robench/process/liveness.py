@@ -1,9 +1,8 @@
 """Whether a recorded process still runs, and a worker's watch on the process that started it.
 
-A run row records its host, process id and the process's start time (``runs.host``, ``pid``,
-``pid_started``); a process id alone can be reused by an unrelated process after a reboot or
-a long time. A run still marked ``running`` whose process is gone was killed (``kill -9``, a
-power cut): the next ``robench run`` on the same host marks it ``killed``.
+A run row records its host, process id and start time (a process id alone can be reused); a
+run still ``running`` whose process is gone was killed: the next ``robench run`` on the same
+host marks it ``killed``.
 """
 
 from __future__ import annotations
@@ -24,34 +23,25 @@ def host_name() -> str:
 
 
 def process_started(pid: int) -> Optional[str]:
-    """Return when process ``pid`` started (clock ticks since boot, from /proc), or None.
-
-    None where /proc is unavailable (not Linux) or the process does not exist.
-    """
-    try:
-        with open(f"/proc/{int(pid)}/stat", encoding="ascii", errors="replace") as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    # The command name (field 2) is in parentheses and may contain spaces: split after it.
-    fields = stat.rpartition(")")[2].split()
+    """Return when process ``pid`` started (clock ticks since boot, from /proc), or None where
+    /proc is unavailable (not Linux) or the process does not exist."""
+    fields = _stat(pid)
     return fields[19] if len(fields) > 19 else None  # field 22: starttime
 
 
-def _zombie(pid: int) -> bool:
+def _stat(pid: int) -> list:
+    """Return the fields of /proc/PID/stat after the command name ([] if unreadable)."""
     try:
         with open(f"/proc/{int(pid)}/stat", encoding="ascii", errors="replace") as fh:
-            return fh.read().rpartition(")")[2].split()[:1] == ["Z"]
+            # the command name (field 2) is in parentheses and may contain spaces
+            return fh.read().rpartition(")")[2].split()
     except OSError:
-        return False
+        return []
 
 
 def process_running(pid: Optional[int], started: Optional[str] = None) -> bool:
-    """Return whether process ``pid`` (that started at ``started``, if known) still runs.
-
-    A process with the same id but another start time is another process. Without a pid
-    nothing can be decided and the process is taken to be running.
-    """
+    """Return whether process ``pid`` (that started at ``started``, if known) still runs;
+    without a pid nothing can be decided and it is taken to be running."""
     if pid is None:
         return True
     try:
@@ -62,7 +52,7 @@ def process_running(pid: Optional[int], started: Optional[str] = None) -> bool:
         pass  # exists, owned by someone else
     except (OverflowError, ValueError):
         return False
-    if _zombie(pid):
+    if _stat(pid)[:1] == ["Z"]:  # a zombie
         return False
     if started is not None:
         now = process_started(pid)
@@ -74,11 +64,9 @@ def process_running(pid: Optional[int], started: Optional[str] = None) -> bool:
 def die_with_parent(parent: Optional[int] = None) -> bool:
     """Have the kernel SIGKILL this process when the process that started it dies.
 
-    Linux's parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``, through ctypes) needs
-    no Python thread, so it holds while a trial keeps the GIL in one long C call, where
-    :func:`watch_parent`'s thread never gets to run. ``parent`` is the process id the caller
-    expects as its parent: if that one is already gone (it died before the signal was set),
-    this process exits at once. Returns False where prctl is unavailable (not Linux).
+    ``prctl(PR_SET_PDEATHSIG)`` needs no Python thread, so it holds while a trial keeps the GIL
+    in a long C call. If ``parent`` (the expected parent's id) is already gone, exit at once.
+    Return False where prctl is unavailable (not Linux).
     """
     if not sys.platform.startswith("linux"):
         return False
@@ -98,12 +86,8 @@ PARENT_POLL = 0.5
 
 
 def watch_parent(exit_code: int = 70, poll: float = PARENT_POLL) -> threading.Thread:
-    """Exit this process at once (``os._exit``) when the process that started it dies.
-
-    A worker whose driver was killed with SIGKILL is re-parented and would otherwise wait on
-    its task pipe for ever, holding its memory. Runs as a daemon thread; a trial in progress
-    is abandoned, which loses nothing: only the driver writes results.
-    """
+    """Exit this process at once (``os._exit``) when the process that started it dies (from
+    a daemon thread; a trial in progress loses nothing: only the driver writes results)."""
     parent = os.getppid()
 
     def watch():

@@ -1,9 +1,7 @@
 """What a run records about where and when it ran: time, machine, versions, source revision.
 
-Every result row traces back to its run (``runs`` table); these are the facts about the
-environment that a run row holds, so a difference between two machines' results can be
-explained. Stays importable without torch: the torch version is read from package metadata
-unless torch is already imported.
+Every result row traces back to its run (``runs`` table), so a difference between two
+machines' results can be explained. Importable without torch.
 """
 
 from __future__ import annotations
@@ -30,14 +28,9 @@ def utc_now() -> str:
 
 
 def platform_description(cpuinfo: str = "/proc/cpuinfo") -> str:
-    """Return the OS platform plus the CPU model and its best vector instruction set.
-
-    Trials are bit-identical across runs and executors on one machine, but torch dispatches
-    to kernels for the CPU's instruction set, so the same seed can give results differing in
-    the last bits (and, through early stopping, in a few predictions) on another CPU. Stored
-    with every run so such differences can be traced. Reads ``cpuinfo`` on Linux; elsewhere
-    falls back to :func:`platform.processor`.
-    """
+    """Return the OS platform plus the CPU model and its best vector instruction set (torch's
+    kernels for another set can differ in the last bits); ``cpuinfo`` on Linux, else
+    :func:`platform.processor`."""
     model, flags = "", set()
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
@@ -72,13 +65,8 @@ def torch_version() -> Optional[str]:
 def git_revision() -> Optional[str]:
     """Return the git commit of the robench source tree, or None outside a checkout."""
     try:
-        result = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=3,
-        )
+        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                                capture_output=True, text=True, timeout=3)
     except (OSError, subprocess.SubprocessError):
         return None
     rev = result.stdout.strip()
@@ -86,18 +74,10 @@ def git_revision() -> Optional[str]:
 
 
 def run_environment() -> dict:
-    """Return the columns of a run row that say where it ran.
-
-    robench, Python and torch versions, the platform with its CPU (see
-    :func:`platform_description`) and the git revision of the robench source, if any.
-    """
-    return {
-        "robench_version": __version__,
-        "python": platform.python_version(),
-        "platform": platform_description(),
-        "torch_version": torch_version(),
-        "git_rev": git_revision(),
-    }
+    """Return the columns of a run row that say where it ran: versions, platform, git revision."""
+    return {"robench_version": __version__, "python": platform.python_version(),
+            "platform": platform_description(), "torch_version": torch_version(),
+            "git_rev": git_revision()}
 
 
 # user:password@ in a URL, and the value of a secret-looking query parameter or option
@@ -107,12 +87,9 @@ _SECRET_PARAMS = re.compile(r"(?P<name>(?:password|passwd|pwd|token|secret|api[_
 
 
 def redact_secrets(text):
-    """Return ``text`` with credentials in URLs and secret query values replaced by '***'.
-
-    Run rows keep the command and config that made them; a ``--scheduler`` address such as
-    ``tls://user:password@host:8786`` or ``...?token=...`` must not end up stored or printed.
-    Non-strings are returned unchanged.
-    """
+    """Return ``text`` with credentials in URLs (``tls://user:password@host:8786``) and secret
+    query values (``?token=...``) replaced by '***', so a run row never stores them; a
+    non-string is returned unchanged."""
     if not isinstance(text, str):
         return text
     text = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + "***@", text)

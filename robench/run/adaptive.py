@@ -1,42 +1,9 @@
 """``robench run --until decided``: repeats in rounds until every table's order is decided.
 
-It works for any metric that declares the paired comparison it supports
-(``MetricSpec.paired``, a :class:`robench.specs.PairedComparison`: its headline score is a
-ratio of two per-repeat means whose repeat r every model shares; rho declares it with
-AccX / AccI). A table is one (metric, data set, clusterer) with its models ranked by that
-score (for rho: rho).
-
-**Looks.** A table with sources is looked at after every complete rotation cycle of the
-balanced held-out design (10, 15, 20, ... repeats for 5 sources per class,
-:func:`robench.stats.sequential.cycle_looks`); one of independent repeats at 6, 12, 24, ...
-Alpha is spent across the looks (:data:`SPENDING`, Lan-DeMets Pocock-type,
-:func:`robench.stats.sequential.look_alphas`), so look j tests at its own level
-``1 - alpha_j`` and no table orders a wrong pair at any look with probability above alpha.
-
-**Decisions.** At every look every pair of models gets the one paired test
-(:func:`robench.stats.sequential.table_look`: Hall's skew-corrected t over the per-repeat
-differences, Holm over the pairs, two one-sided tests for equivalence within the metric's
-margin, ``PairedComparison.margin``, or ``--precision``). Only the models of an undecided
-pair get the next look's repeats, and only the trial kinds the test uses
-(``PairedComparison.kinds``: for rho no random-split trial past the profile's repeats); a
-table stops when no pair is undecided, at the maximum, or when its next look no longer fits
-a ``budget`` (the tables closest to a decision per second first). An undecided pair records
-what would decide it: its difference, standard error, the power of the next look and the
-repeats for 80% power. Each model's own interval is reported at the level of the look its
-table stopped at (a repeated confidence interval: it keeps >= 95% coverage wherever the
-table stopped).
-
-Repeats are trials keyed by their index, so a later look only runs the repeats the earlier
-ones did not, and an interrupted run resumes from the store: rerunning replays the same looks
-on the same stored trials, hence the same decisions. Every score of a table records
-``details.design = "adaptive"`` and ``details.adaptive``: the repeats its model used and why
-it stopped there (``repeats``, ``model_stopped``), the table's reason (``stopped``), the order,
-the ranks the pair decisions give (``ranks``), every pair with its status (``pairs``), the
-planned and taken looks, the look's level (``level``, ``alpha_look``), ``spending``, the margin
-(``precision``).
-
-Metrics without a paired comparison asked for in the same run are run once at the profile's
-repeats, as a plain run would (``--metric rho`` runs rho alone).
+A table is one (metric, data set, clusterer) of a metric that declares a paired comparison
+(``MetricSpec.paired``); its models get repeats look by look, alpha spent across the looks,
+until every pair is ordered or equivalent, at the maximum, or when a ``budget`` is spent.
+docs/adaptive.md has the looks, the decision rule, the budget and what every score stores.
 """
 
 from __future__ import annotations
@@ -64,15 +31,10 @@ from robench.run.scoring import score_groups
 from robench.stats.intervals import mean_interval
 
 #: How alpha is spent across the looks (:func:`robench.stats.sequential.spent`): Pocock-type,
-#: so every look keeps a large part of the fixed test's level: at a look every cycle of 5
-#: repeats from 10 to 40, 0.018 at the first and 0.013-0.015 at each later one (Bonferroni
-#: over the old planned looks 10, 20, 40 gave each 0.017, three looks instead of seven).
-#: tests/stats/test_sequential.py pins the error rate of both spending functions.
+#: 0.018 at the first of the looks 10, 15, ..., 40 (docs/adaptive.md, "Level").
 SPENDING = "pocock"
 
-#: The decision rule's name, stored with every score (and in its inputs fingerprint): paired
-#: delta-method differences, Hall's skew correction, Holm over the pairs, a look at every
-#: complete cycle with alpha spent across the looks.
+#: The decision rule's name, stored with every score (and in its inputs fingerprint).
 RULE = "all-pairs-skew-corrected-t-holm-pocock-spending-every-cycle"
 
 
@@ -89,10 +51,8 @@ def racing_metrics(registry) -> list:
 def annotate(scores: list, level: float, adaptive: dict, interval: Callable) -> list:
     """Return scores with intervals at ``level`` and ``details.adaptive`` on every score.
 
-    ``interval(score, level)`` is the metric's :attr:`PairedComparison.interval` (an
-    :class:`robench.stats.intervals.Interval` or None for a score it has none for). The
-    fixed-sample 95% interval the metric computed is kept in ``details`` as
-    ``interval_fixed_sample``: after a sequential stop it does not have its nominal coverage.
+    ``interval(score, level)`` is :attr:`PairedComparison.interval` (None: no interval); the
+    fixed-sample 95% interval is kept as ``details.interval_fixed_sample``.
     """
     out = []
     for s in scores:
@@ -114,16 +74,14 @@ def _merge(plans: list) -> Plan:
         for k, spec in p.specs.items():
             merged.specs.setdefault(k, spec)
         merged.groups.extend(p.groups)
-        merged.skipped.extend(p.skipped)
         merged.prepare.extend(x for x in p.prepare if x not in merged.prepare)
         merged.configurations.update(p.configurations)
     return merged
 
 
 def check_decided(cfg, precision: Optional[float] = None, registry=None) -> list:
-    """Return the paired metrics of ``cfg``, or raise ConfigError if ``--until decided``
-    cannot run this configuration (before any file is opened: the CLI calls it before the
-    database)."""
+    """Return the paired metrics of ``cfg``; raise ConfigError if ``--until decided`` cannot
+    run it (the CLI calls it before opening the database)."""
     if registry is None:
         registry = get_registry()
     paired = paired_metrics(cfg.metrics, registry)
@@ -140,8 +98,8 @@ def check_decided(cfg, precision: Optional[float] = None, registry=None) -> list
 
 
 def with_repeats(cfg, spec, n: int):
-    """Return ``cfg`` asking for ``n`` repeats of ``spec``'s metric: the run's ``repeats``, or
-    the knob its paired comparison names (``PairedComparison.repeats_knob``)."""
+    """Return ``cfg`` asking for ``n`` repeats of ``spec``'s metric (``repeats`` or its
+    ``PairedComparison.repeats_knob``)."""
     knob = spec.paired.repeats_knob if spec.paired is not None else None
     if not knob:
         return replace(cfg, repeats=n)
@@ -154,31 +112,18 @@ def with_repeats(cfg, spec, n: int):
 def run_until_decided(cfg, registry, store, *, precision: Optional[float] = None,
                       alpha: float = ALPHA, command: str = "robench run --until decided",
                       on_event: Optional[Callable] = None, rescore: bool = False,
-                      budget: Optional[float] = None,
-                      max_repeats: Optional[int] = None, plain_first: bool = False,
-                      plan: Optional[Plan] = None) -> RunReport:
+                      budget: Optional[float] = None, max_repeats: Optional[int] = None,
+                      plain_first: bool = False, plan: Optional[Plan] = None) -> RunReport:
     """Race the paired metrics' tables look by look until each is decided; return the report.
 
-    ``max_repeats`` (default ``cfg.repeats``) is the most repeats a paired metric's model
-    gets; every other metric of ``cfg.metrics`` runs once at ``cfg.repeats``, as a plain run
-    would, right after the first looks. The looks of all paired metrics run in rounds (round
-    j: every undecided table's j-th look, the trials of all of them in one executor pass), so
-    no metric waits for another's last look. ``budget`` (seconds, ``--budget``): no trial
-    starts once it is spent (:func:`robench.run.runner.execute`'s deadline); from the second
-    round on, a table's next look is taken only if its projected cost (the trials' durations
-    stored in ``store``, else robench's reference durations) fits what is left, the tables
-    with the lowest cost per undecided pair first; a table left out stops "undecided: time
-    budget" with the cost of its next look recorded (``next_look``). ``plain_first`` (the
-    main job, :func:`robench.run.execution.main_job`): the plain run of ``cfg`` (``plan``, or
-    its plan) runs first and whole, every metric at the profile's repeats, with no deadline;
-    the race then takes every look that fits what the budget leaves, and a table it could not
-    look at keeps its plain scores. The report's
-    ``scores`` are the final scores of each paired metric (annotated, :func:`annotate`) and
-    the other metrics' scores; ``adaptive`` lists each table's decision.
+    ``max_repeats`` (default ``cfg.repeats``) caps a paired metric's repeats; the other metrics
+    run once at ``cfg.repeats`` after the first looks. ``budget`` is in seconds; with
+    ``plain_first`` (the main job) the plain run of ``plan`` runs first and whole, and a table
+    the race could not look at keeps its plain scores. docs/adaptive.md, "Rounds, elimination
+    and the budget", has the order and the budget's rule.
     """
     race = _RaceRun(cfg, registry, store, precision=precision, alpha=alpha, command=command,
-                    on_event=on_event, rescore=rescore, budget=budget,
-                    max_repeats=max_repeats)
+                    on_event=on_event, rescore=rescore, budget=budget, max_repeats=max_repeats)
     if plain_first:
         race.plain = plan or plan_run(cfg, registry)
     return race.run()
@@ -188,9 +133,8 @@ class _RaceRun:
     """One race: its rounds, the other metrics' plain run, and one report for all of them."""
 
     def __init__(self, cfg, registry, store, *, precision: Optional[float], alpha: float,
-                 command: str,
-                 on_event: Optional[Callable], rescore: bool, budget: Optional[float],
-                 max_repeats: Optional[int]):
+                 command: str, on_event: Optional[Callable], rescore: bool,
+                 budget: Optional[float], max_repeats: Optional[int]):
         paired = check_decided(cfg, precision, registry)
         self.t0 = time.perf_counter()
         self.deadline = None if budget is None else time.monotonic() + float(budget)
@@ -199,19 +143,15 @@ class _RaceRun:
         self.cfg, self.registry, self.store = cfg, registry, store
         self.command, self.on_event, self.rescore = command, on_event, rescore
         self.others = [m for m in cfg.metrics if m not in paired]
-        top = max_repeats or cfg.repeats
-        self.races = [_Race(cfg, registry, store, registry.get("metrics", m), top,
-                            precision=precision, alpha=alpha, on_event=on_event)
+        self.races = [_Race(cfg, registry, store, registry.get("metrics", m),
+                            max_repeats or cfg.repeats, precision=precision, alpha=alpha,
+                            on_event=on_event)
                       for m in paired]
         self.keys: set = set()
-        self.ran = 0
-        self.failed: list = []
+        self.ran, self.failed, self.scores, self.tables = 0, [], [], []
         self.skipped = [s for race in self.races for s in race.skipped]
-        self.scores: list = []
-        self.tables: list = []
         self.last: Optional[RunReport] = None
-        self.budget_spent = False
-        self.durations = None
+        self.budget_spent, self.durations = False, None
         self.plain: Optional[Plan] = None  # the main job: this plain run first
         self.plain_scores: list = []
 
@@ -252,13 +192,11 @@ class _RaceRun:
 
     def _run_inapplicable(self, race) -> None:
         """A paired metric with no table here: a plain run records its skips."""
-        cfg = with_repeats(replace(self.cfg, metrics=[race.metric]), race.spec,
-                           race.plan_looks[0])
+        cfg = race.config(race.plan_looks[0])
         self._execute(cfg, plan_run(cfg, self.registry))
 
     def _run_plain(self) -> bool:
-        """Run the plain run of every metric first (the main job), with no deadline; return
-        False if it was interrupted. Its skips are the run's; the other metrics are done."""
+        """Run the main job's plain run of every metric, no deadline; False if interrupted."""
         report = self._execute(self.cfg, self.plain, rescore=self.rescore)
         self.skipped = list(report.skipped)
         self.plain_scores = list(report.scores)
@@ -266,8 +204,7 @@ class _RaceRun:
         return not report.interrupted
 
     def _run_others(self) -> bool:
-        """Run the metrics without a paired comparison once, as a plain run; return False if
-        it was interrupted."""
+        """Run the metrics without a paired comparison once; return False if interrupted."""
         if not self.others:
             return True
         cfg = replace(self.cfg, metrics=list(self.others))
@@ -305,14 +242,10 @@ class _RaceRun:
         due = self._pending()
         plans = self._round_plans(due, j)
         if not plans:  # nothing fits: every table left stops at its last look
-            self.budget_spent = self.deadline is not None
-            for race in due:
-                race.stop_all(j, "undecided: the time budget is spent")
-            return "stop"
+            return self._stop_all(due, self.deadline is not None)
         for race in due:
             race.announce(j, {t for r, t, _ in plans if r is race})
-        merged = _merge(list(plans.values()))
-        merged.skipped = []
+        merged = _merge(list(plans.values()))  # no skips: each race reports its own once
         metrics = list(dict.fromkeys(race.metric for race, _, _ in plans))
         n = max(race.plan_looks[min(j, len(race.plan_looks) - 1)] for race in due)
         report = self._execute(replace(self.cfg, metrics=metrics, repeats=n), merged,
@@ -322,15 +255,17 @@ class _RaceRun:
             return "interrupted"
         spent = report.budget_spent or self._spent()
         for race in due:
-            race.after_look(j, {t for r, t, _ in plans if r is race}, spent=spent)
+            race.after_look(j, {t for r, t, _ in plans if r is race})
         if j == 0 and not self._run_others():
             return "interrupted"
-        if spent or self._spent():
-            self.budget_spent = True
-            for race in due:
-                race.stop_all(j, "undecided: the time budget is spent")
-            return "stop"
-        return "next"
+        return self._stop_all(due, True) if spent or self._spent() else "next"
+
+    def _stop_all(self, due: list, spent: bool) -> str:
+        self.budget_spent = spent
+        for race in due:
+            for t in list(race.pending):
+                race.stop_table(t, "undecided: the time budget is spent")
+        return "stop"
 
     def _finish(self) -> None:
         """Price what would decide the open tables, then score every table."""
@@ -361,28 +296,19 @@ class _RaceRun:
 
     def _report(self) -> RunReport:
         """Return one report for every round: distinct trials planned, run and stored before."""
-        report = self.last
-        n_planned, not_run = len(self.keys), self._not_run()
+        report, n_planned, not_run = self.last, len(self.keys), self._not_run()
         return RunReport(report.run_id, n_planned, n_planned - self.ran - not_run, self.ran,
-                         self.failed, self.skipped, self.scores,
-                         time.perf_counter() - self.t0, report.interrupted,
-                         adaptive=self.tables,
+                         self.failed, self.skipped, self.scores, time.perf_counter() - self.t0,
+                         report.interrupted, adaptive=self.tables,
                          budget_spent=self.budget_spent or report.budget_spent,
                          n_not_run=not_run, main_job=self.plain is not None)
 
 
 def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
                 drop: bool = True) -> dict:
-    """Return the look plans whose tables fit the time left, those whose next look is expected
-    to decide the most pairs per second first (with ``drop`` False: all of them, in that
-    order).
-
-    A table's cost is the projected seconds of its trials not stored yet (``durations``;
-    a trial without an estimate costs the mean of those with one), shared by ``jobs``
-    workers; its gain the pairs its next look is expected to decide (:meth:`_Race.gain`: the
-    sum of its undecided pairs' next-look power; before its first look, its undecided pairs).
-    A table that does not fit is stopped by its race with the cost recorded.
-    """
+    """Return the look plans whose tables fit the time left (with ``drop`` False: all of
+    them), the most pairs expected decided (:meth:`_Race.gain`) per projected second first;
+    a table that does not fit is stopped with its cost recorded."""
     by_table: dict = {}
     for (race, t, m), p in plans.items():
         by_table.setdefault((race, t), []).append(((race, t, m), p))
@@ -390,10 +316,7 @@ def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
     cost = {}
     for rt, entries in by_table.items():
         specs = {k: s for _, p in entries for k, s in p.specs.items() if k not in stored}
-        est = [durations.estimate(s)[0] for s in specs.values()]
-        known = [e for e in est if e is not None]
-        fill = sum(known) / len(known) if known else 1.0
-        cost[rt] = sum(e if e is not None else fill for e in est)
+        cost[rt] = _seconds(specs.values(), durations, 1.0)
     left = (deadline - time.monotonic()) * max(int(jobs), 1)
     keep: dict = {}
     for rt in sorted(by_table, key=lambda rt: -rt[0].gain(rt[1]) / max(cost[rt], 1e-9)):
@@ -407,10 +330,18 @@ def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
     return keep
 
 
+def _seconds(specs, durations, default: float) -> float:
+    """Return the projected seconds of ``specs``; one without an estimate costs the mean of
+    those with one (``default`` when none has)."""
+    est = [durations.estimate(s)[0] for s in specs]
+    known = [e for e in est if e is not None]
+    fill = sum(known) / len(known) if known else default
+    return sum(e if e is not None else fill for e in est)
+
+
 def _paired_kinds(plan: Plan, kinds: Optional[tuple], base: int) -> Plan:
-    """Return ``plan`` without the trials of kinds its paired test does not use (a spec's
-    ``kind`` not in ``kinds``) past the profile's ``base`` repeats: a race's added repeats
-    train only what decides (for rho: no random-split trial, a third of a repeat)."""
+    """Return ``plan`` without the trials of kinds not in ``kinds`` past the profile's ``base``
+    repeats (for rho: no random-split trial)."""
     if not kinds:
         return plan
     drop = {k for k, s in plan.specs.items()
@@ -425,7 +356,7 @@ def _paired_kinds(plan: Plan, kinds: Optional[tuple], base: int) -> Plan:
 
 def _table_order(plans: dict) -> Callable:
     """Return an order for a budgeted round's trials: table by table, in the order the tables
-    were fitted (the most pairs expected decided per second first), so a deadline leaves whole tables."""
+    were fitted, so a deadline leaves whole tables."""
     rank: dict = {}
     for k, ((race, t, m), p) in enumerate(plans.items()):
         for key in p.specs:
@@ -452,20 +383,16 @@ class _Race:
         self.alphas = look_alphas(self.plan_looks, self.plan_looks[-1], alpha, SPENDING)
         # one configuration for every score of a raced table, whatever look its model
         # stopped at: the race up to its maximum repeats (a view shows the table whole)
-        self.configuration = {**configurations.describe(
-            with_repeats(replace(cfg, metrics=[self.metric]), spec, self.plan_looks[-1]),
-            spec, registry), "raced": SPENDING}
+        self.configuration = {**configurations.describe(self.config(self.plan_looks[-1]), spec,
+                                                         registry), "raced": SPENDING}
         self.margin = chance_margin()
-        first = plan_run(with_repeats(replace(cfg, metrics=[self.metric]), spec,
-                                      self.plan_looks[0]), registry)
+        first = plan_run(self.config(self.plan_looks[0]), registry)
         self.skipped = first.skipped
-        self.all_tables = list(dict.fromkeys(
-            (g.combo.dataset.name, g.combo.clusterer.name if g.combo.clusterer else "")
-            for g in first.groups))
-        self.models = {t: [g.combo.model.name for g in first.groups
-                           if (g.combo.dataset.name,
-                               g.combo.clusterer.name if g.combo.clusterer else "") == t]
-                       for t in self.all_tables}
+        self.models: dict = {}  # table -> its models
+        for g in first.groups:
+            t = (g.combo.dataset.name, g.combo.clusterer.name if g.combo.clusterer else "")
+            self.models.setdefault(t, []).append(g.combo.model.name)
+        self.all_tables = list(self.models)
         self.pending = list(self.all_tables)
         self.history = {t: [] for t in self.all_tables}
         self.current: dict = {}  # (table, model) -> (its group, repeats it has so far)
@@ -476,12 +403,15 @@ class _Race:
         self.plans: dict = {}
         self.next_cost: dict = {}  # table -> projected seconds of its next look
 
+    def config(self, n: int):
+        """Return the run's configuration for this metric alone at ``n`` repeats."""
+        return with_repeats(replace(self.cfg, metrics=[self.metric]), self.spec, n)
+
     def _n(self, j: int) -> int:
         return self.plan_looks[min(j, len(self.plan_looks) - 1)]
 
     def _level(self, j: int) -> float:
-        """Return look j's confidence level, 1 - the alpha spent at it (every test and
-        interval of that look: a repeated confidence interval wherever the table stops)."""
+        """Return look j's confidence level, 1 - the alpha spent at it."""
         return 1.0 - self.alphas[min(max(j, 0), len(self.alphas) - 1)]
 
     def look_plans(self, j: int) -> dict:
@@ -494,8 +424,10 @@ class _Race:
         """Say that look j starts for ``tables`` (those the budget left in it)."""
         if j < len(self.plan_looks) and tables:
             self.emit("look", look=j + 1, looks=len(self.plan_looks), repeats=self._n(j),
-                      tables=[f"{self.metric}: {d}/{c}" if c else f"{self.metric}: {d}"
-                              for d, c in self.pending if (d, c) in tables])
+                      tables=[self._label(t) for t in self.pending if t in tables])
+
+    def _label(self, t: tuple) -> str:
+        return f"{self.metric}: {t[0]}/{t[1]}" if t[1] else f"{self.metric}: {t[0]}"
 
     def _plan(self, table: tuple, model: str, n: int) -> Plan:
         dataset, clusterer = table
@@ -505,26 +437,18 @@ class _Race:
         return _paired_kinds(plan_run(with_repeats(sub, self.spec, n), self.registry),
                              self.spec.paired.kinds, REPEATS.get(self.cfg.profile, 0))
 
-    def undecided(self, table: tuple) -> int:
-        """Return how many pairs of ``table`` are undecided (all of them before a look)."""
+    def gain(self, table: tuple) -> float:
+        """Return the pairs of ``table`` its next look is expected to decide: the sum of its
+        undecided pairs' next-look power, or before its first look its number of pairs."""
         last = self.last.get(table)
         if last is None:
             m = len(self.models[table])
-            return m * (m - 1) // 2
-        return sum(p["status"] == UNDECIDED for p in last["pairs"])
-
-    def gain(self, table: tuple) -> float:
-        """Return the pairs of ``table`` its next look is expected to decide: the sum of the
-        next-look power of its undecided pairs (their ``outlook``), or, before its first
-        look, the number of its pairs (every one undecided, nothing known yet)."""
-        last = self.last.get(table)
-        if last is None:
-            return float(self.undecided(table))
+            return float(m * (m - 1) // 2)
         powers = [(p.get("outlook") or {}).get("next_power") for p in last["pairs"]
                   if p["status"] == UNDECIDED]
         return float(sum(p for p in powers if p is not None and np.isfinite(p)))
 
-    def after_look(self, j: int, looked: set, *, spent: bool = False) -> None:
+    def after_look(self, j: int, looked: set) -> None:
         """Evaluate look j on the tables that took it; stop the decided ones."""
         n = self._n(j)
         for (t, m), p in self.plans.items():
@@ -552,15 +476,14 @@ class _Race:
         # the chance guard first: a model not shown above chance + margin at a look is not
         # compared, gets no more repeats and is listed unranked with the reason
         level = self._level(j)
-        guard = {m: _guard(i[0, k], facts["chance"], facts["basis"], level, self.margin)
-                 for k, m in enumerate(ms)}
         dropped = self.dropped.setdefault(t, {})
-        for m in ms:
-            if m in dropped:
-                guard[m] = (dropped[m], False)
-            elif guard[m][0] is not None:
-                dropped[m] = guard[m][0]
-        ranked = [m for m in ms if guard[m][0] is None]
+        for k, m in enumerate(ms):
+            if m not in dropped:
+                why = _guard(i[0, k], facts["chance"], facts["basis"], level, self.margin)
+                if why is not None:
+                    dropped[m] = why
+        unranked = {m: dropped[m] for m in ms if dropped.get(m)}
+        ranked = [m for m in ms if m not in dropped]
         idx = [ms.index(m) for m in ranked]
         if ranked:
             res = table_look(x[:, idx], i[:, idx], self.precision, 1.0 - level,
@@ -583,29 +506,24 @@ class _Race:
                 pairs[-1]["outlook"] = self._outlook(x[0, idx[a]], i[0, idx[a]], x[0, idx[b]],
                                                      i[0, idx[b]], j, len(res["pairs"]),
                                                      facts["cycle"])
-        unclear = [m for m in ms if guard[m][0] is not None and guard[m][1]]
         repeats = {m: self.current[(t, m)][1] for m in ms}
         open_ = {ranked[k] for k in range(len(ranked)) if res["open"][0][k]}
+        decided = bool(res["decided"][0])
         return {
-            "any": bool(np.isfinite(x).any()),
-            "decided": bool(res["decided"][0]) and not unclear, "pairs": pairs,
-            "order": order, "cycle": facts["cycle"], "repeats": repeats,
-            "unranked": {m: guard[m][0] for m in ms if guard[m][0]},
+            "any": bool(np.isfinite(x).any()), "decided": decided, "pairs": pairs,
+            "order": order, "cycle": facts["cycle"], "repeats": repeats, "unranked": unranked,
             "ranks": {m: rank_text(int(res["best"][0][k]), int(res["worst"][0][k]))
                       for k, m in enumerate(ranked)},
-            "need": [m for m in ms if m in open_ or m in unclear],
-            "history": {"look": n, "repeats": repeats,
-                        "decided": bool(res["decided"][0]) and not unclear,
-                        "unranked": {m: guard[m][0] for m in ms if guard[m][0]},
+            "need": [m for m in ms if m in open_],
+            "history": {"look": n, "repeats": repeats, "decided": decided, "unranked": unranked,
                         "pairs": {f"{p['pair'][0]} ~ {p['pair'][1]}":
                                   p["above"] and f"{p['above']} above" or p["status"]
                                   for p in pairs}},
         }
 
     def _outlook(self, xa, ia, xb, ib, j: int, n_pairs: int, cycle: Optional[int]) -> dict:
-        """Return what would decide an undecided pair: its difference and spread so far, the
-        probability that the next look decides it, and the repeats for 80% power (both at
-        the next look's level over the table's pairs, the difference taken as true)."""
+        """Return an undecided pair's difference and spread so far, the next look's power and
+        the repeats for 80% power (at the next look's level over the table's pairs)."""
         got = paired_difference(xa, ia, xb, ib, self._level(j), skew_corrected=False)
         d, se, n = float(got["d"]), float(got["se"]), int(got["n"])
         if not (np.isfinite(d) and np.isfinite(se) and n >= 2):
@@ -625,59 +543,46 @@ class _Race:
         if next_seconds is not None:
             self.next_cost[t] = float(next_seconds)
         if t in self.pending:
-            taken = len(self.history[t])
-            self._stop(t, reason, taken - 1)
-
-    def stop_all(self, j: int, reason: str) -> None:
-        for t in list(self.pending):
-            self.stop_table(t, reason)
+            self._stop(t, reason, len(self.history[t]) - 1)
 
     def _stop(self, t: tuple, reason: str, j: int) -> None:
         self.pending.remove(t)
         ev = self.last.get(t)
         if ev is None or not ev["any"]:  # no trial of it is stored: nothing to decide or score
             self.final[t] = None
-            self.emit("decided", table=f"{self.metric}: {t[0]}/{t[1]}" if t[1] else
-                      f"{self.metric}: {t[0]}", repeats={}, reason=reason)
+            self.emit("decided", table=self._label(t), repeats={}, reason=reason)
             return
-        pairs = ev["pairs"]
+        pairs, level, spec = ev["pairs"], self._level(j), self.spec
         adaptive = {
             "design": "adaptive", "rule": RULE, "score": self.spec.paired.score,
             "max_repeats": self.plan_looks[-1], "looks_planned": self.plan_looks,
-            "looks_taken": self.plan_looks[:max(j, 0) + 1], "level": self._level(j),
-            "alpha": self.alpha, "alpha_look": 1.0 - self._level(j), "spending": SPENDING,
+            "looks_taken": self.plan_looks[:max(j, 0) + 1], "level": level,
+            "alpha": self.alpha, "alpha_look": 1.0 - level, "spending": SPENDING,
             "precision": self.precision, "cycle": ev["cycle"],
             "chance_margin": self.margin, "stopped": reason, "order": ev["order"],
             "ranks": ev["ranks"], "unranked": ev["unranked"], "pairs": pairs,
             "repeats_by_model": ev["repeats"], "history": self.history[t],
         }
-        level, spec = self._level(j), self.spec
         groups = []
-        for m in self.models[t]:
-            if (t, m) not in self.current:
-                continue
+        for m in [m for m in self.models[t] if (t, m) in self.current]:
             g, reps = self.current[(t, m)]
-            why = ev["unranked"].get(m)
-            mine = {**adaptive, "repeats": reps, "rank": ev["ranks"].get(m),
-                    "model_stopped": why or _model_reason(m, pairs, reps, reason)}
+            mine = {**adaptive, "repeats": reps, "rank": ev["ranks"].get(m), "model_stopped":
+                    ev["unranked"].get(m) or _model_reason(m, pairs, reps, reason)}
             options = {"adaptive": {"repeats": reps, "looks_planned": self.plan_looks,
                                     "level": level, "precision": self.precision, "rule": RULE}}
             groups.append(replace(g, configuration=fingerprint(self.configuration),
-                                  options=options,
-                                  finish=lambda s, a=mine: annotate(s, level, a,
-                                                                    spec.paired.interval)))
+                                  options=options, finish=lambda s, a=mine: annotate(
+                                      s, level, a, spec.paired.interval)))
         self.final[t] = (groups, {**adaptive, "repeats": max(ev["repeats"].values()),
                                   "trials": sum(len(g.keys) for g in groups)})
-        self.emit("decided", table=f"{self.metric}: {t[0]}/{t[1]}" if t[1] else
-                  f"{self.metric}: {t[0]}", repeats=ev["repeats"], reason=reason)
+        self.emit("decided", table=self._label(t), repeats=ev["repeats"], reason=reason)
 
     def open_tables(self) -> list:
         return [t for t, f in self.final.items()
                 if f is not None and any(p["status"] == UNDECIDED for p in f[1]["pairs"])]
 
     def price_next_looks(self, durations) -> None:
-        """Record, per table left undecided, its next look and that look's projected seconds
-        (what would decide more: the summary prints it)."""
+        """Record, per table left undecided, its next look and its projected seconds."""
         for t in self.open_tables():
             groups, info = self.final[t]
             taken = len(info["looks_taken"])
@@ -687,13 +592,10 @@ class _Race:
             n = self.plan_looks[taken]
             need = self.last[t]["need"]
             if t not in self.next_cost:
-                stored = self.store.ok_trial_keys(
-                    [k for m in need for k in self._plan(t, m, n).specs])
-                est = [durations.estimate(s)[0] for m in need
-                       for k, s in self._plan(t, m, n).specs.items() if k not in stored]
-                known = [e for e in est if e is not None]
-                fill = sum(known) / len(known) if known else 0.0
-                self.next_cost[t] = sum(e if e is not None else fill for e in est)
+                specs = {k: s for m in need for k, s in self._plan(t, m, n).specs.items()}
+                stored = self.store.ok_trial_keys(list(specs))
+                self.next_cost[t] = _seconds([s for k, s in specs.items() if k not in stored],
+                                             durations, 0.0)
             info["next_look"] = {"repeats": n, "models": need,
                                  "seconds": round(self.next_cost[t], 3)}
 
@@ -703,9 +605,7 @@ class _Race:
             return []
         self.store.save_configuration(configuration_row(self.configuration, run_id))
         versions = {self.metric: self.registry.component_version("metrics", self.metric)}
-        new, _, _ = score_groups(groups, self.store, run_id, versions=versions,
-                                 rescore=rescore)
-        return new
+        return score_groups(groups, self.store, run_id, versions=versions, rescore=rescore)[0]
 
     def tables(self) -> list:
         return [{"metric": self.metric, "dataset": t[0], "clusterer": t[1], **self.final[t][1]}
@@ -716,24 +616,16 @@ class _Race:
 STATUS_WORDS = {0: UNDECIDED, 1: ORDERED, -1: ORDERED, 2: EQUIVALENT}
 
 
-def _guard(inclusive, chance, basis: str, level: float, margin: float) -> tuple:
-    """Return (why a model is not ranked or None, False).
-
-    The chance guard of every ranking path (:func:`robench.stats.ranks.chance_reason`) on the
-    model's inclusive accuracies so far, with their t interval at the run's corrected level.
-    A model that fails it at a look is not ranked and gets no more repeats (the driver keeps
-    the reason): a random-label model costs one look's repeats, never the real models'.
-    """
-
+def _guard(inclusive, chance, basis: str, level: float, margin: float) -> Optional[str]:
+    """Return why a model is not ranked, or None: the chance guard
+    (:func:`robench.stats.ranks.chance_reason`) on its inclusive accuracies so far."""
     vals = [float(v) for v in inclusive if np.isfinite(v)]
     if chance is None:
-        return None, False
+        return None
     iv = mean_interval(vals, level, bounds=(0.0, 1.0)) if vals else None
-    value = float(np.mean(vals)) if vals else None
-    why = chance_reason(value, iv.low if iv else None, iv.high if iv else None, chance, basis,
-                        values=vals, margin=margin,
-                        interval_reason=(iv.as_dict().get("reason") if iv else "no repeats"))
-    return why, False
+    return chance_reason(float(np.mean(vals)) if vals else None, iv.low if iv else None,
+                         iv.high if iv else None, chance, basis, values=vals, margin=margin,
+                         interval_reason=(iv.as_dict().get("reason") if iv else "no repeats"))
 
 
 def _num(v) -> Optional[float]:
@@ -744,14 +636,10 @@ def _num(v) -> Optional[float]:
 def _per_repeat(store, groups: list, n: int, values: Callable) -> dict:
     """Return the paired comparison's values per repeat and what the tests need of the trials.
 
-    ``x``, ``i`` of shape (1, models, n): ``values(trial)`` is the metric's
-    :attr:`PairedComparison.values` (for rho: the exclusive accuracy as x, the inclusive as
-    i; a model without any i is a plain mean, i = 1), NaN where a model's repeat was not run
-    (it stopped earlier) or its trial failed. ``cycle``: the balanced design's cycle when
-    every trial with one recorded the same (None otherwise: independent repeats, the same
-    skew-corrected t over every shared repeat); ``chance``,
-    ``basis``: the chance accuracy of the test sets (1/classes, or the majority-class rate
-    where higher, :func:`robench.stats.ranks.chance_level`).
+    ``x``, ``i`` of shape (1, models, n) from :attr:`PairedComparison.values` (i = 1 for a
+    plain mean), NaN where a repeat was not run or failed; ``cycle`` the balanced design's
+    cycle when every trial recorded the same (else None); ``chance``, ``basis`` from
+    :func:`robench.stats.ranks.chance_level`.
     """
     x = np.full((1, len(groups), n), np.nan)
     i = np.full((1, len(groups), n), np.nan)

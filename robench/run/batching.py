@@ -1,31 +1,13 @@
 """Trials trained together: groups of one (protocol, data set, model) run as one unit.
 
-:func:`group_units` (called by the runner just before the executor) replaces the trials of one
-(protocol, data set, model) by *units* of a few trials each; an executor runs a unit like a
-trial, in one worker, through :func:`execute_unit`, and gets one row per trial back, each
-stored under its own key exactly as if it had run alone. Keys, specs and rows do not change.
-
-Inside a unit each trial's own code (its protocol's ``run``) runs twice, with nothing changed:
-
-1. up to its first ``TorchClassifier.fit``, which is recorded and stopped
-   (:func:`robench.learn.batched.deferring`): partitions, seed and model as the trial makes them;
-2. the recorded fits of one architecture and training budget are trained together
-   (:func:`robench.learn.batched.fit_many`: each with its own seed, data order and early
-   stopping);
-3. each trial then runs in full through the executor's own ``execute_trial`` (time limit,
-   device, failure rows), its ``fit`` answered with its trained model
-   (:func:`robench.learn.batched.replaying`).
-
-A trial that cannot be batched (not a TorchClassifier, an ``epoch_callback``, a Bayesian
-module, a failure before its fit) and every trial of a batched training that fails runs
-alone, as without batching. ``ROBENCH_BATCH`` / ``RunConfig.batch`` chooses:
-
-* ``off``: every trial alone (the code before batching);
-* ``auto`` (default): batch on CUDA, where one small model cannot fill the device; on a CPU
-  every trial alone: there a worker has one thread, a step of one small model is already
-  compute-bound, and batched training was measured no faster for the MLP and slower for the
-  CNNs (docs/performance.md);
-* ``on``: batch every batchable module, on any device (for tests and measurements).
+:func:`group_units` replaces the trials of one (protocol, data set, model) by *units*; an
+executor runs a unit in one worker through :func:`execute_unit`: each trial's code runs up to
+its first ``TorchClassifier.fit`` (recorded and stopped), the recorded fits are trained together
+(:func:`robench.learn.batched.fit_many`), then each trial runs in full through the executor's
+``execute_trial`` with its ``fit`` answered by its trained model. Keys, specs and rows do not
+change; a trial that cannot be batched runs alone. ``ROBENCH_BATCH``: ``off``, ``auto`` (the
+default: batch on CUDA only; on a CPU batched training was measured no faster), ``on``.
+docs/performance.md, "Many models at once", has the rest.
 """
 
 from __future__ import annotations
@@ -34,6 +16,7 @@ import math
 import os
 import time
 from typing import Callable, Optional
+
 from robench.learn.devices import using_device
 from robench.process.guard import TrialTimeout, time_limit
 
@@ -64,17 +47,15 @@ def group_units(specs: list, policy: str, jobs: int = 1) -> list:
     """Return ``specs`` with the trials of each (protocol, data set, model) put into units.
 
     A unit is ``{"key": ..., "batch": [specs], "device": ...}``, placed where its first trial
-    was (the runner's longest-first order is kept). Groups are cut into near-equal units of at
-    most :data:`MAX_UNIT` trials and, when fewer than ``jobs`` units would result, into
-    ``jobs`` units so every worker gets one. With policy ``auto`` only trials on CUDA are
-    grouped. Singletons stay trials.
+    was; groups are cut into near-equal units of at most :data:`MAX_UNIT` trials, at least
+    ``jobs`` of them where there are enough trials. Singletons stay trials.
     """
     policy = check_policy(policy)
     if policy == "off" or not specs:
         return list(specs)
     if policy == "auto" and not any(str(s.get("device") or "").startswith("cuda")
                                     for s in specs):
-        return list(specs)  # auto batches on CUDA only (the module docstring says why)
+        return list(specs)  # auto batches on CUDA only
     groups: dict = {}
     for spec in specs:
         if not spec.get("model") or UNIT in spec:
@@ -87,12 +68,8 @@ def group_units(specs: list, policy: str, jobs: int = 1) -> list:
         if (policy == "auto" and not on_gpu) or len(members) < 2:
             continue
         first_of.update(_cut(members, MAX_UNIT["cuda" if on_gpu else "cpu"], jobs, policy))
-    out = []
-    for spec in specs:
-        unit = first_of.get(spec["key"], spec) if "key" in spec else spec
-        if unit is not None:
-            out.append(unit)
-    return out
+    units = (first_of.get(spec["key"], spec) if "key" in spec else spec for spec in specs)
+    return [unit for unit in units if unit is not None]
 
 
 def _cut(members: list, limit: int, jobs: int, policy: str) -> dict:
@@ -119,11 +96,8 @@ def unit_rows(item) -> list:
 
 def execute_unit(unit: dict, env, timeout: Optional[float], execute_one: Callable,
                  policy: Optional[str] = None) -> list:
-    """Run a unit's trials (batched where they can be) and return their rows, in order.
-
-    ``execute_one(spec, env, timeout)`` is the executor's way of running one trial
-    (:func:`robench.run.executors.execute_trial`); every row comes from it.
-    """
+    """Run a unit's trials (batched where they can be) and return their rows, in order; every
+    row comes from ``execute_one(spec, env, timeout)``, the executor's ``execute_trial``."""
     from robench.learn import batched
 
     policy = check_policy(policy or unit.get("policy") or default_policy())
@@ -177,11 +151,8 @@ def execute_unit(unit: dict, env, timeout: Optional[float], execute_one: Callabl
 
 
 def _compatible(deferred: dict) -> list:
-    """Return lists of positions whose fits share a training budget and input width.
-
-    :func:`robench.learn.batched.fit_many` checks the architecture itself (and the trials
-    run alone if it differs).
-    """
+    """Return lists of positions whose fits share a training budget and input width
+    (:func:`robench.learn.batched.fit_many` checks the architecture itself)."""
     groups: dict = {}
     for pos, job in deferred.items():
         clf = job.clf

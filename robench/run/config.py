@@ -13,9 +13,9 @@ import difflib
 import json
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional
-import re
 
 from robench.specs import UNSET, Knob
 from robench.errors import KnobError  # noqa: F401 (public here too)
@@ -76,11 +76,9 @@ MAX_NUMBER = 10**15
 
 _MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch take any non-negative int; keep it portable
 
-
 #: The most repeats a paired metric's model gets in a budgeted run when --repeats is not given
-#: (a look at every cycle, 10, 15, ..., 40, on the balanced design with 5 sources; 6, 12, 24,
-#: 40 without sources):
-#: the budget, not this cap, is what normally ends it.
+#: (looks 10, 15, ..., 40 with 5 sources; 6, 12, 24, 40 without): the budget, not this cap,
+#: is what normally ends it.
 BUDGET_REPEATS = 40
 #: The longest --budget accepted (a week).
 MAX_BUDGET = 7 * 24 * 3600.0
@@ -94,7 +92,6 @@ def parse_duration(text) -> float:
     >>> parse_duration("10m"), parse_duration("90s"), parse_duration("1h")
     (600.0, 90.0, 3600.0)
     """
-
     # ASCII digits only: \d would take '١٠m' (Arabic-Indic digits) as 10 minutes
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-z]*)\s*", str(text).lower(),
                      flags=re.ASCII)
@@ -163,39 +160,26 @@ def format_value(value: Any) -> str:
 def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) -> Any:
     """Return ``value`` if it fits ``knob``, else raise KnobError naming it, its type and default.
 
-    With ``convert`` (a value typed by a user) an int is accepted for a float knob and returned
-    as a float; declared defaults and profile values are checked but never converted, so what
-    they put into trial keys stays exactly as declared.
+    With ``convert`` (a value typed by a user) an int for a float knob becomes a float;
+    declared values are never converted, so what they put into trial keys stays as declared.
     """
-
     def fail(why: str):
         raise KnobError(f"--set {section}.{knob.name}: {why}; expected {describe_knob(knob)} "
                         f"(default {format_value(knob.default)})")
 
     def scalar(v, kind, what="value"):
-        if kind == "int":
-            if isinstance(v, bool) or not isinstance(v, int):
-                fail(f"{what} {shown(v)} is not an integer")
-        elif kind == "float":
-            if isinstance(v, bool) or not isinstance(v, (int, float)):
-                fail(f"{what} {shown(v)} is not a number")
-            if isinstance(v, float) and not math.isfinite(v):
-                fail(f"{what} {v} is not finite")
-        elif kind == "bool":
-            if not isinstance(v, bool):
-                fail(f"{what} {shown(v)} is not true or false")
-        elif kind == "str":
-            if not isinstance(v, str):
-                fail(f"{what} {shown(v)} is not a string")
+        types, word = _TYPES.get(kind, (object, ""))
+        if not isinstance(v, types) or (isinstance(v, bool) and kind in ("int", "float")):
+            fail(f"{what} {shown(v)} is not {word}")
+        if kind == "float" and isinstance(v, float) and not math.isfinite(v):
+            fail(f"{what} {v} is not finite")
+        if kind == "str":
             if len(v) > MAX_TEXT:
                 fail(f"{what} of {len(v)} characters is longer than {MAX_TEXT}")
             if knob.choices and v not in knob.choices:
                 close = difflib.get_close_matches(v, [str(c) for c in knob.choices], n=1)
                 fail(f"{what} '{v[:60]}' is not allowed" + (f" (did you mean '{close[0]}'?)"
                                                              if close else ""))
-        elif kind == "list":
-            if not isinstance(v, list):
-                fail(f"{what} {shown(v)} is not a list")
         if kind in ("int", "float"):
             # every number is bounded, declared or not: 2**63 epochs is not a budget
             low = knob.minimum if knob.minimum is not None else -MAX_NUMBER
@@ -230,6 +214,11 @@ def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) 
     return scalar(value, knob.type)
 
 
+#: A scalar knob type: the Python types it accepts and its name in an error.
+_TYPES = {"int": (int, "an integer"), "float": ((int, float), "a number"),
+          "bool": (bool, "true or false"), "str": (str, "a string"), "list": (list, "a list")}
+
+
 def shown(value: Any, limit: int = 60) -> str:
     """Return a --set value as JSON for an error message, at most ``limit`` characters."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**limit:
@@ -244,9 +233,7 @@ def shown(value: Any, limit: int = 60) -> str:
 def parse_settings(items, registry) -> dict:
     """Turn ``["train.lr=0.001", ...]`` into {section: {knob: value}}; KnobError if bad.
 
-    VALUE is parsed as JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); a bare word that is not
-    JSON is taken as a string. Unknown sections or knobs are errors that list the known ones;
-    a value of the wrong type or out of range is an error naming the knob, its type and default.
+    VALUE is JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); a bare word that is not is a string.
     """
     sections = knob_sections(registry)
     out: dict = {}
@@ -257,17 +244,12 @@ def parse_settings(items, registry) -> dict:
             raise KnobError(f"--set expects SECTION.KEY=VALUE, got '{item}' "
                             "(e.g. --set train.max_epochs=10; `robench knobs` lists them)")
         if section not in sections:
-            close = difflib.get_close_matches(section, list(sections), n=1)
-            raise KnobError(f"--set: unknown section '{section}'."
-                            + (f" Did you mean '{close[0]}'?" if close else "")
-                            + f" Known: {', '.join(sorted(sections))} (`robench knobs`)")
+            raise KnobError(f"--set: unknown section '{section}'." + _unknown(section, sections)
+                            + " (`robench knobs`)")
         knobs = {k.name: k for k in sections[section][1]}
         if knob_name not in knobs:
-            close = difflib.get_close_matches(knob_name, list(knobs), n=1)
             raise KnobError(f"--set: unknown {section} knob '{knob_name}'."
-                            + (f" Did you mean '{close[0]}'?" if close else "")
-                            + f" Known: {', '.join(sorted(knobs))} (`robench knobs {section}`)")
-
+                            + _unknown(knob_name, knobs) + f" (`robench knobs {section}`)")
         try:
             value = loads(raw, MAX_SET_DEPTH, constants=True)
         except TooDeep:
@@ -280,11 +262,14 @@ def parse_settings(items, registry) -> dict:
     return out
 
 
-def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> dict:
-    """Return {section: {knob: value}}: defaults < profile < ``settings``; unset knobs left out.
+def _unknown(name: str, known) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return (f" Did you mean '{close[0]}'?" if close else "") + f" Known: {', '.join(sorted(known))}"
 
-    Every protocol's cross-knob check runs on its section; a problem raises KnobError.
-    """
+
+def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> dict:
+    """Return {section: {knob: value}}: defaults < profile < ``settings``; unset knobs left out
+    (every protocol's cross-knob check runs on its section; a problem raises KnobError)."""
     settings = settings or {}
     sections = knob_sections(registry)
     unknown = sorted(set(settings) - set(sections))
@@ -298,15 +283,12 @@ def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> di
         if set(given) - names:
             raise KnobError(f"unknown {section} knob(s) {', '.join(sorted(set(given) - names))};"
                             f" known: {', '.join(sorted(names))}")
-        values = {}
+        out[section] = values = {}
         for knob in knobs:
             if knob.name in given:
                 values[knob.name] = check_value(section, knob, given[knob.name], convert=True)
-                continue
-            value = knob.value_for(profile)
-            if value is not UNSET:
+            elif (value := knob.value_for(profile)) is not UNSET:
                 values[knob.name] = check_value(section, knob, value)
-        out[section] = values
     for protocol in registry.all("protocols"):
         if protocol.check_knobs is not None and protocol.section in out:
             try:
@@ -323,8 +305,7 @@ class RunConfig:
     """Everything that defines one ``robench run`` (stored with the run).
 
     ``settings`` are the explicit knob values (``--set``), by section; :meth:`resolve` merges
-    them with the registered knobs' defaults and profile values into ``knobs`` (which the
-    protocols read, e.g. ``cfg.knobs["train"]``) and checks them.
+    them with the defaults and profile values into ``knobs`` (``cfg.knobs["train"]``).
     """
 
     datasets: list
@@ -363,28 +344,19 @@ class RunConfig:
                 or not 0 <= self.trial_timeout < float("inf"):
             raise ValueError(f"--trial-timeout must be a number of seconds >= 0 (0: no limit), "
                              f"got {self.trial_timeout!r}")
-        if isinstance(self.repeats, bool) or not isinstance(self.repeats, int) \
-                or not 1 <= self.repeats <= MAX_REPEATS:
-            raise ValueError(f"--repeats must be an integer in [1, {MAX_REPEATS}], got "
-                             f"{self.repeats!r}")
-        if isinstance(self.k, bool) or not isinstance(self.k, int) \
-                or not 2 <= self.k <= MAX_SOURCES:
-            raise ValueError(f"--sources must be an integer in [2, {MAX_SOURCES}], got {self.k!r}")
-        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) \
-                or not 1 <= self.jobs <= MAX_JOBS:
-            raise ValueError(f"--jobs must be an integer in [1, {MAX_JOBS}], got {self.jobs!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, int) \
-                or not 0 <= self.seed <= _MAX_SEED:
-            raise ValueError(f"--seed must be an integer in [0, {_MAX_SEED}], got {self.seed!r}")
+        for name, value, low, high in (("repeats", self.repeats, 1, MAX_REPEATS),
+                                       ("sources", self.k, 2, MAX_SOURCES),
+                                       ("jobs", self.jobs, 1, MAX_JOBS),
+                                       ("seed", self.seed, 0, _MAX_SEED)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"--{name} must be an integer in [{low}, {high}], got {value!r}")
         if not 0 < self.test_size < 1:
             raise ValueError(f"test_size must be in (0, 1), got {self.test_size}")
-
         self.device = check_syntax(self.device)
         if self.device == "auto":
             self.device = resolve_device(self.device)
         if not 0 < self.val_fraction < 1:
             raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction}")
-
         self.batch = check_policy(self.batch)
 
     def resolve(self, registry) -> "RunConfig":

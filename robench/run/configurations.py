@@ -1,34 +1,26 @@
 """Configurations: what a score's trials were run with, as part of the score's identity.
 
-A *configuration* is everything about a run that changes a metric's trials besides the data
-set, model and clusterer: the profile, repeats, sources per class, seed, the train/test split
-fractions and the knob values of the sections the metric's protocol reads (``train``, its own
-section, and those of the protocols it runs ``after``). :func:`describe` returns it as a plain
-dict; :func:`fingerprint` hashes it. The fingerprint is part of every score's key and is
-stored in ``scores.configuration``; the ``configurations`` table describes each one (label,
-profile, repeats, sources, seed, knobs). So ``robench run -r 3`` then ``-r 2`` on one database
-keeps both scores instead of the second overwriting the first.
-
-Scores stored before configurations were recorded belong to the configuration ``legacy``.
-
-A *table* — one metric on one data set, as ``robench results`` and the leaderboard show it —
-ranks scores of one configuration only. :func:`choose` picks it: by default the configuration
-covering the most (model, clusterer) combinations of that table; a tie goes to the latest
-(the highest run id among its scores). ``--config`` picks one by id (a unique prefix), by
-label, ``legacy``, or ``all`` (no choice: every configuration's scores, labelled).
+A *configuration* is what changes a metric's trials besides the data set, model and clusterer:
+profile, repeats, sources, seed, split fractions and the knobs of the sections its protocol
+reads. Its :func:`fingerprint` is part of every score's key (``scores.configuration``; ``legacy``
+before they were recorded), so ``-r 3`` then ``-r 2`` on one database keeps both scores.
+A table (one metric on one data set) ranks one configuration: :func:`choose` picks the one
+covering the most (model, clusterer) combinations, a tie to the latest run; ``--config``
+picks one by id (a unique prefix), label, ``legacy``, or ``all`` (every one, labelled).
 """
 
 from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
 import json
+from typing import Iterable, Optional
 
 from robench.data.cache import content_key
 from robench.errors import ConfigurationError  # noqa: F401 (public here too)
 from robench.storage.migrations import LEGACY, LEGACY_LABEL  # noqa: F401 (public here too)
 from robench.run.config import TRAIN_SECTION, knob_sections
+
 #: ``--config`` value that shows every configuration instead of choosing one per table.
 ALL = "all"
 
@@ -36,7 +28,6 @@ ALL = "all"
 def _sections(metric, registry) -> list[str]:
     """Return the knob sections a metric's trials read: train, its protocol's, and those of
     the protocols it runs after (transitively), sorted."""
-
     sections, todo, seen = {TRAIN_SECTION}, [metric.protocol], set()
     while todo:
         name = todo.pop()
@@ -54,14 +45,8 @@ def _sections(metric, registry) -> list[str]:
 
 
 def describe(cfg, metric, registry) -> dict:
-    """Return the configuration of ``metric``'s trials in the run ``cfg`` (resolved) as a dict.
-
-    Keys: profile, repeats, sources, seed, test_size, val_fraction, knobs ({section: {knob:
-    value}} for the sections the metric reads) and changed (the knobs whose value is not the
-    profile's, as ``section.knob``: value; shown in the label, not part of the fingerprint
-    beyond the values themselves).
-    """
-
+    """Return the configuration of ``metric``'s trials in the run ``cfg`` (resolved) as a dict;
+    ``changed`` (the knobs not at the profile's value) is for the label, not the fingerprint."""
     if not cfg.knobs:
         cfg.resolve(registry)
     sections = _sections(metric, registry)
@@ -69,21 +54,13 @@ def describe(cfg, metric, registry) -> dict:
     knobs = {s: dict(cfg.knobs.get(s) or {}) for s in sections if s in cfg.knobs}
     changed = {}
     for section in sections:
+        values = knobs.get(section, {})
         for knob in declared.get(section, (None, []))[1]:
-            value = knobs.get(section, {}).get(knob.name)
-            profile_value = knob.value_for(cfg.profile)
-            if knob.name in knobs.get(section, {}) and value != profile_value:
-                changed[f"{section}.{knob.name}"] = value
-    return {
-        "profile": cfg.profile,
-        "repeats": int(cfg.repeats),
-        "sources": int(cfg.k),
-        "seed": int(cfg.seed),
-        "test_size": float(cfg.test_size),
-        "val_fraction": float(cfg.val_fraction),
-        "knobs": knobs,
-        "changed": changed,
-    }
+            if knob.name in values and values[knob.name] != knob.value_for(cfg.profile):
+                changed[f"{section}.{knob.name}"] = values[knob.name]
+    return {"profile": cfg.profile, "repeats": int(cfg.repeats), "sources": int(cfg.k),
+            "seed": int(cfg.seed), "test_size": float(cfg.test_size),
+            "val_fraction": float(cfg.val_fraction), "knobs": knobs, "changed": changed}
 
 
 def fingerprint(description: dict) -> str:
@@ -100,24 +77,15 @@ def label(description: dict) -> str:
             f"k={description['sources']} seed={description['seed']}")
     changed = description.get("changed") or {}
     if changed:
-
         text += " (" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(changed.items())) + ")"
     return text
 
 
 def configuration_row(description: dict, run_id: Optional[int] = None) -> dict:
     """Return the ``configurations`` row of a :func:`describe` dict."""
-    return {
-        "id": fingerprint(description),
-        "label": label(description),
-        "profile": description["profile"],
-        "repeats": description["repeats"],
-        "sources": description["sources"],
-        "seed": description["seed"],
-        "knobs": description["knobs"],
-        "description": description,
-        "run_id": run_id,
-    }
+    return {"id": fingerprint(description), "label": label(description),
+            **{k: description[k] for k in ("profile", "repeats", "sources", "seed", "knobs")},
+            "description": description, "run_id": run_id}
 
 
 def short(config_id: str) -> str:
@@ -149,11 +117,8 @@ class Choice:
 
 
 def resolve(wanted: Optional[str], known: dict) -> Optional[str]:
-    """Return the configuration id ``wanted`` names (id, unique id prefix, label, ``legacy``),
-    None for no choice given, or ``all``; ConfigurationError if it names none or several.
-
-    ``known`` maps id to label.
-    """
+    """Return the configuration id ``wanted`` names (id, unique id prefix, label, ``legacy``)
+    among ``known`` (id -> label), None, or ``all``; ConfigurationError for none or several."""
     if wanted is None or wanted == ALL:
         return wanted
     if wanted in known:
@@ -175,11 +140,8 @@ def resolve(wanted: Optional[str], known: dict) -> Optional[str]:
 
 
 def choose(rows: Iterable[dict], labels: dict, wanted: Optional[str] = None) -> dict:
-    """Return {(dataset, metric): Choice} for score rows; see the module docstring for the rule.
-
-    ``labels`` maps configuration id to label. ``wanted`` is a resolved id (or None): a table
-    that has scores in it shows it; a table without scores in it is left out.
-    """
+    """Return {(dataset, metric): Choice} for score rows (the module docstring has the rule);
+    with ``wanted`` (a resolved id) a table without scores in it is left out."""
     tables: dict = {}
     for row in rows:
         config = row.get("configuration") or LEGACY
@@ -204,21 +166,15 @@ def choose(rows: Iterable[dict], labels: dict, wanted: Optional[str] = None) -> 
 
 def chosen_rows(rows: list[dict], choices: dict) -> list[dict]:
     """Return the rows of each table's chosen configuration (rows of unchosen tables dropped)."""
-    out = []
-    for row in rows:
-        choice = choices.get((row["dataset"], row["metric"]))
-        if choice is not None and (row.get("configuration") or LEGACY) == choice.configuration:
-            out.append(row)
-    return out
+    return [row for row in rows
+            if (choice := choices.get((row["dataset"], row["metric"]))) is not None
+            and (row.get("configuration") or LEGACY) == choice.configuration]
 
 
 def table_configurations(scores: list[dict], labels: dict,
                          wanted: Optional[str] = None) -> tuple[list[dict], dict]:
-    """Return (the scores to show, {(dataset, metric): Choice}) for ``wanted`` (resolved).
-
-    The function the leaderboard and ``robench results`` call: with ``wanted`` ``all`` every
-    row is kept and each configuration of a table gets its own Choice-less label via ``labels``.
-    """
+    """Return (the scores to show, {(dataset, metric): Choice}) for ``wanted`` (resolved;
+    ``all`` keeps every row and no Choice)."""
     if wanted == ALL:
         return list(scores), {}
     choices = choose(scores, labels, wanted)

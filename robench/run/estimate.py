@@ -1,25 +1,10 @@
 """What a planned run will do before it does it: its trials per group and a projected time.
 
-``robench run --dry-run`` plans exactly as ``robench run`` does (the same planner, the same
-skips) and prints :func:`summarize`'s table and :func:`project`'s estimate; nothing runs and
-the results database is only read.
-
-The projection is made from durations already stored, never from a model of the machine:
-a trial to run is charged the mean seconds of the stored successful trials of the same data
-set, model, protocol and kind (:meth:`robench.storage.store.Store.trial_durations`) with the same
-epoch budget (``params.train.max_epochs``); where only another budget is stored, that mean
-is scaled by the ratio of the budgets (linear in epochs: it scales a trial's fixed costs too,
-and early stopping ends many trainings sooner, so it over-estimates more often than not);
-where only other kinds of the same data set, model and protocol are stored, their mean is
-used the same way. A trial with none of these has no estimate and is counted apart. Finding
-sources (the driver's preparation) is not estimated.
-
-Where the results database holds nothing like a planned trial (a fresh directory), the same
-rule runs on robench's reference durations: ``reference_durations.json`` beside this module,
-the mean seconds of the built-in data sets, models and protocols in the idle runs of a named
-database on a named machine, written by ``benchmarks/reference_durations.py`` (its stamp says
-which). The output says how many trials were estimated from each source, since another
-machine can be several times faster or slower.
+``robench run --dry-run`` prints :func:`summarize`'s table and :func:`project`'s estimate. A
+trial to run is charged the mean seconds of stored successful trials like it
+(:meth:`robench.storage.store.Store.trial_durations`), else of robench's reference durations
+(``reference_durations.json``, written by ``benchmarks/reference_durations.py``); never a model
+of the machine. docs/running.md (``--dry-run``) has the rule.
 """
 
 from __future__ import annotations
@@ -28,7 +13,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-#: The packaged reference durations (see the module docstring).
+#: The packaged reference durations (its stamp says where and when they were measured).
 REFERENCE = Path(__file__).with_name("reference_durations.json")
 
 
@@ -47,17 +32,13 @@ def group_of(spec: dict) -> tuple:
 
 
 def _budget(spec: dict):
-    train = (spec.get("params") or {}).get("train") or {}
-    value = train.get("max_epochs")
+    value = ((spec.get("params") or {}).get("train") or {}).get("max_epochs")
     return None if value is None else int(value)
 
 
 class Durations:
-    """Stored trial durations (rows of ``Store.trial_durations``) and the estimate of a spec.
-
-    ``fallback``: other durations (the reference ones) asked only for a spec these rows know
-    nothing like; :meth:`estimate` says which answered.
-    """
+    """Stored trial durations (rows of ``Store.trial_durations``) and the estimate of a spec;
+    ``fallback`` (the reference ones) answers only for a spec these rows know nothing like."""
 
     def __init__(self, rows=(), fallback: "Durations" = None):
         self.fallback = fallback
@@ -75,11 +56,8 @@ class Durations:
         own = self.seconds(spec)
         if own is not None:
             return own, "stored"
-        if self.fallback is not None:
-            ref = self.fallback.seconds(spec)
-            if ref is not None:
-                return ref, "reference"
-        return None, None
+        ref = self.fallback.seconds(spec) if self.fallback is not None else None
+        return (ref, "reference") if ref is not None else (None, None)
 
     def seconds(self, spec: dict):
         """Return the estimated seconds of one planned trial from these rows alone, or None."""
@@ -101,10 +79,8 @@ class Durations:
 def summarize(plan, stored_keys=frozenset(), durations: Durations = None) -> list:
     """Return the plan table: per (data set, model, protocol) its trials, stored and to run.
 
-    Each row: ``dataset``, ``model`` (``-`` for trials without one), ``protocol``,
-    ``trials``, ``stored``, ``todo``, ``seconds`` (estimated seconds of the trials to run
-    that have an estimate), ``unestimated`` (trials to run without one) and ``reference``
-    (trials estimated from the reference durations, not the database).
+    ``seconds`` sums the trials to run that have an estimate, ``unestimated`` counts those
+    without, ``reference`` those estimated from the reference durations.
     """
     durations = durations or Durations()
     rows = {}
@@ -128,14 +104,10 @@ def summarize(plan, stored_keys=frozenset(), durations: Durations = None) -> lis
 
 
 def project(rows: list, jobs: int) -> dict:
-    """Return the projection of a plan table: worker-seconds, wall seconds on ``jobs`` workers.
-
-    ``wall_seconds`` is the worker-seconds shared evenly by the workers, and at least the
-    longest group's mean trial (a lower bound: workers rarely finish together).
-    """
-    todo = sum(r["todo"] for r in rows)
-    unestimated = sum(r["unestimated"] for r in rows)
-    seconds = sum(r["seconds"] for r in rows)
+    """Return the projection of a plan table: worker-seconds, wall seconds on ``jobs`` workers
+    (shared evenly, at least the longest group's mean trial: a lower bound)."""
+    todo, unestimated, seconds = (sum(r[k] for r in rows)
+                                  for k in ("todo", "unestimated", "seconds"))
     longest = max((r["seconds"] / (r["todo"] - r["unestimated"]) for r in rows
                    if r["todo"] > r["unestimated"]), default=0.0)
     return {"todo": todo, "estimated": todo - unestimated, "unestimated": unestimated,

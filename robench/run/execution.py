@@ -1,25 +1,13 @@
 """``execute``: run what :func:`robench.run.prepare.prepare` made, as a plain run or a race.
 
-``robench run`` and ``robench.evaluate`` both parse what they were given, call ``prepare``
-and then :func:`execute`, so the choice between a plain run (every repeat at once,
-:func:`robench.run.runner.execute`) and a race (the paired metrics' tables look by look,
-:func:`robench.run.adaptive.run_until_decided`) is made here and nowhere else:
-
-* ``until="fixed"``: the plain run; a ``budget`` is its deadline (no trial starts after it);
-* ``until="decided"``: the race, up to ``max_repeats`` (``--repeats``; with a budget and none
-  given, :data:`robench.run.config.BUDGET_REPEATS`, else the profile's repeats);
-* ``until=None``: a race when a ``budget`` is given, else the plain run.
-
-**The main job** (``robench run --all`` with none of ``--until``, ``--budget``, ``--repeats``,
-``--precision`` and the default profile, :func:`main_job`): the plain run first and whole
-(every metric at the quick profile's repeats: the smoke test of a setup), then the racing
-tables' looks (a look at every complete cycle, the tables closest to a decision per second
-first) while they fit :data:`MAIN_BUDGET` counted from the start. The plain run alone decides
-no rho order (3 repeats complete no rotation cycle); a race first (``--budget 10m``) decides
-more per minute but, from an empty cache on this machine, cut the other metrics to stay
-within 10 minutes (docs/running.md has both measured).
-
-:func:`check` refuses a combination that cannot run before anything is opened.
+``robench run`` and ``robench.evaluate`` both call ``prepare`` then :func:`execute`, so the
+choice between a plain run (:func:`robench.run.runner.execute`) and a race
+(:func:`robench.run.adaptive.run_until_decided`) is made here and nowhere else:
+``until="fixed"`` is the plain run (a ``budget`` is its deadline), ``"decided"`` the race (up to
+``max_repeats``, else :data:`robench.run.config.BUDGET_REPEATS` with a budget, else the
+profile's), None a race when a ``budget`` is given. The main job (:func:`main_job`) runs the
+plain run first and whole, then the race within :data:`MAIN_BUDGET`; docs/running.md, "The
+default run, and racing with a budget", says why and has both orders measured.
 """
 
 from __future__ import annotations
@@ -84,10 +72,8 @@ def execute(prepared, registry, store, *, until: Optional[str] = None,
     """Run ``prepared`` (a :class:`robench.run.prepare.Prepared`) into ``store``; return the
     :class:`robench.run.runner.RunReport`.
 
-    ``until``, ``budget`` (seconds) and ``precision`` are ``--until``, ``--budget`` and
-    ``--precision`` (see the module docstring); ``max_repeats`` is ``--repeats`` as given
-    (None: not given), the most repeats a race gives a model. ``main``: the main job
-    (:func:`main_job` says when), the plain run then a race within :data:`MAIN_BUDGET`.
+    ``until``, ``budget`` (seconds), ``precision`` and ``max_repeats`` are ``--until``,
+    ``--budget``, ``--precision`` and ``--repeats`` as given; ``main``: the main job.
     """
     if main:
         return adaptive.run_until_decided(prepared.config, registry, store, command=command,

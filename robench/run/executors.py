@@ -2,8 +2,7 @@
 
 A trial is a pure function of its spec (:func:`execute_trial`); executors differ only in
 where it runs. Only the driver writes the database: workers return plain dict rows. Every
-trial runs with one torch thread: on this kind of machine two single-threaded processes beat
-one two-threaded process, and a fixed thread count keeps results identical across executors.
+trial runs with one thread (docs/running.md, "Executors and threads", says why).
 """
 
 from __future__ import annotations
@@ -11,20 +10,18 @@ from __future__ import annotations
 import abc
 import collections
 import datetime as _dt
+import json
 import logging
+import multiprocessing as mp
 import os
 import signal
 import socket
+import sys
+import time
 import traceback
 import uuid
 from typing import Iterable, Iterator, Optional
-import sys
-import multiprocessing
-import time
-import json
-import multiprocessing as mp
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from robench.data.cache import cache_dir, set_cache_dir
 from robench.learn.devices import claim_worker_gpu, device_label, using_device, worker_gpus
@@ -48,20 +45,9 @@ _ENV = None  # the worker process's TrialEnv, built by init_worker
 def limit_threads(threads: int = TRIAL_THREADS) -> None:
     """Make every trial in this process use ``threads`` threads (torch, OpenMP, BLAS).
 
-    torch reads ROBENCH_TORCH_THREADS when robench.learn.train is imported, so setting it costs
-    nothing in a process that never trains a torch model; if torch is already in use here,
-    its thread count is set at once. BLAS and OpenMP pools already loaded in this process (the
-    local executor runs in the caller's, e.g. a notebook that imported scikit-learn) read the
-    environment only when they load, so they are limited through threadpoolctl: with their
-    default two threads on a busy machine a scikit-learn logistic regression on digits took
-    10 s instead of 0.05 s.
-
-    The variables are set, not defaulted: a trial records the thread count it ran with
-    (:func:`execution_settings`), and ``robench verify`` re-runs it with that count, so a
-    value inherited from the caller's shell must not decide it silently (a BLAS reduction
-    summed over 2 threads rounds differently in the last bit from one over 1).
+    Pools already loaded are limited through threadpoolctl; the variables are set, not
+    defaulted (docs/running.md, "Executors and threads").
     """
-
     threads = max(1, int(threads))
     os.environ["ROBENCH_TORCH_THREADS"] = str(threads)
     for var in THREAD_VARIABLES:
@@ -82,10 +68,8 @@ def limit_threads(threads: int = TRIAL_THREADS) -> None:
 def execution_settings() -> dict:
     """Return the execution settings a trial run in this process gets: its thread count.
 
-    ``threads`` is the limit :func:`limit_threads` set in this process (every executor sets
-    it before its first trial), or None when nothing limited it (a trial run by calling
-    :func:`execute_trial` directly: the machine's defaults). The runner adds the executor's
-    name; both are stored with the trial (its ``execution`` column), outside its key.
+    ``threads`` is the limit :func:`limit_threads` set here, or None when nothing limited it;
+    stored with the trial (its ``execution`` column), outside its key.
     """
     threads = os.environ.get("ROBENCH_TORCH_THREADS")
     return {"threads": int(threads) if threads and threads.isdigit() else None}
@@ -95,35 +79,25 @@ def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
                  threads: int = TRIAL_THREADS) -> None:
     """Build the worker's registry from its recipe (plain data, never live plugin objects).
 
-    With ``gpu_queue`` (the process executor's, when several GPUs are visible) the worker
-    takes one GPU id from it and sees only that GPU (robench.learn.devices.claim_worker_gpu).
+    With ``gpu_queue`` the worker takes one GPU id from it and sees only that GPU.
     """
     global _ENV
     if gpu_queue is not None:
         claim_worker_gpu(gpu_queue.get(timeout=60))
-
     # A worker outliving a killed driver would hold its memory for ever: the kernel kills it
     # with its parent (the driver; for a Dask worker, the process that started it), whatever
     # its trial is doing; the watching thread is the fallback where that is unavailable.
-    if not die_with_parent(_parent_pid()):
+    parent = mp.parent_process()
+    if not die_with_parent(parent.pid if parent is not None else None):
         watch_parent()
     watch_sigint()  # records a real Ctrl-C; False (a no-op) on a Dask worker's thread
     # this process is robench's own worker: a trial stuck past its limit may end it
     HARD_LIMIT_GRACE[0] = HARD_GRACE
     limit_threads(threads)
-
     sys._robench_called_from_test = not recipe.get("load_entrypoints", True)
-
     if cache_dir:
         set_cache_dir(cache_dir)
     _ENV = TrialEnv(make_registry(**recipe))
-
-
-def _parent_pid() -> Optional[int]:
-    """Return the id of the process that started this one, as multiprocessing knows it."""
-
-    parent = multiprocessing.parent_process()
-    return parent.pid if parent is not None else None
 
 
 def _now() -> str:
@@ -135,31 +109,25 @@ def worker_stamp() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _keyed(spec: dict) -> dict:
-    """Return the spec as stored: what its key hashes (the device has its own column)."""
-    return {k: v for k, v in spec.items() if k != "device"}
+def _row(spec: dict) -> dict:
+    """Return a trial row's fields from its spec, the spec as its key hashes it (no device)."""
+    row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
+                                "repeat", "seed", "params", "versions")}
+    row["spec"] = {k: v for k, v in spec.items() if k != "device"}
+    return row
 
 
 def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict:
     """Run one trial spec and return its row; whatever it raises becomes a failed row.
 
-    ``timeout`` (seconds, None for none) ends a trial that runs longer (see
-    :func:`robench.process.guard.time_limit`); one that defeats the limit (catches it, or blocks
-    SIGALRM) and finishes later is recorded as failed all the same, its result dropped. A
-    SystemExit, or a KeyboardInterrupt that no Ctrl-C caused, raised by the trial's code is
-    recorded like any error; a real Ctrl-C propagates.
+    ``timeout`` (seconds, None for none): a trial past it, even one that defeats the limit and
+    finishes later, is recorded as failed; a SystemExit, or a KeyboardInterrupt that no Ctrl-C
+    caused, is recorded like any error; a real Ctrl-C propagates.
     """
-
-
     env = env if env is not None else _ENV
     if "batch" in spec:  # a unit of trials trained together: a list of rows
-
         return execute_unit(spec, env, timeout, execute_trial)
-    row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
-                                "repeat", "seed", "params", "versions")}
-    row["spec"] = _keyed(spec)
-    row["worker"] = worker_stamp()
-    row["execution"] = execution_settings()
+    row = dict(_row(spec), worker=worker_stamp(), execution=execution_settings())
     base = dict(row)
     started = time.monotonic()
     try:
@@ -182,26 +150,20 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
     except KeyboardInterrupt:
         if user_interrupted():
             raise
-        tb = traceback.format_exc(limit=6)
         row.update(status="failed", error="KeyboardInterrupt raised by the trial's code (no "
-                   f"Ctrl-C was pressed)\n{tb}")
+                   f"Ctrl-C was pressed)\n{traceback.format_exc(limit=6)}")
     except SystemExit as exc:
-        tb = traceback.format_exc(limit=6)
         row.update(status="failed", error=f"SystemExit({exc.code!r}) raised by the trial's "
-                   f"code\n{tb}")
+                   f"code\n{traceback.format_exc(limit=6)}")
     except Exception as exc:  # noqa: BLE001 - invariant 7: a trial that raises is recorded
-        tb = traceback.format_exc(limit=6)
-        row.update(status="failed", error=f"{type(exc).__name__}: {exc}\n{tb}")
+        row.update(status="failed", error=f"{type(exc).__name__}: {exc}\n"
+                   f"{traceback.format_exc(limit=6)}")
     row["finished_at"] = _now()
     return row
 
 
 def check_same_data(spec: dict, env) -> None:
-    """Raise if the data a trial would read is not the data its key was planned on.
-
-    A file replaced between planning and the trial (or a worker reading another copy) would
-    otherwise store results under a key that names other data.
-    """
+    """Raise if the data a trial would read is not the data its key was planned on."""
     planned = (spec.get("versions") or {}).get("dataset_content")
     if planned is None or not spec.get("dataset"):
         return
@@ -213,15 +175,11 @@ def check_same_data(spec: dict, env) -> None:
 
 
 def failed_row(spec: dict, error: str) -> dict:
-    """Return the row of a trial that could not run at all (e.g. its worker died).
-
-    For a unit of trials (robench.run.batching) a list of rows, one per trial.
-    """
+    """Return the row of a trial that could not run at all (e.g. its worker died); for a unit
+    of trials (robench.run.batching) a list of rows, one per trial."""
     if "batch" in spec:
         return [failed_row(s, error) for s in spec["batch"]]
-    row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
-                                "repeat", "seed", "params", "versions")}
-    row.update(spec=_keyed(spec), status="failed", error=error, finished_at=_now())
+    row = dict(_row(spec), status="failed", error=error, finished_at=_now())
     if spec.get("device"):
         row["device"] = device_label(spec["device"]) if spec["device"] != "cuda" else "cuda"
     return row
@@ -270,13 +228,8 @@ class LocalExecutor(Executor):
 class ProcessExecutor(Executor):
     """Run trials on a pool of ``jobs`` spawned worker processes with one torch thread each.
 
-    A worker that dies (killed, out of memory) breaks the pool; the trials then in flight are
-    retried one at a time in a fresh pool so the culprit is identified and recorded as failed
-    while the rest completes.
-
-    On the ``cuda`` device with several GPUs visible, each worker sees exactly one GPU
-    (``CUDA_VISIBLE_DEVICES``, round robin over the visible ones), so ``-j`` workers spread
-    over the GPUs instead of all landing on the first.
+    A worker that dies breaks the pool; the trials then in flight are retried one at a time in
+    a fresh pool so the culprit is recorded as failed. With several GPUs each worker sees one.
     """
 
     name = "process"
@@ -290,8 +243,6 @@ class ProcessExecutor(Executor):
         self._pool = None
 
     def _new_pool(self, workers: int, device: Optional[str] = None):
-
-
         # spawn, not fork: the driver may already hold OpenMP/torch thread pools, which do not
         # survive fork reliably (nor does CUDA).
         ctx = mp.get_context("spawn")
@@ -307,7 +258,6 @@ class ProcessExecutor(Executor):
         )
 
     def run(self, specs):
-
         queue = list(specs)
         # The run's device (one per run; robench.run.runner puts it in every spec).
         device = next((s.get("device") for s in queue if s.get("device")), None)
@@ -316,11 +266,7 @@ class ProcessExecutor(Executor):
         suspects: list = []
         while queue or suspects:
             isolate = bool(suspects)
-            todo = suspects if isolate else queue
-            if isolate:
-                suspects = []
-            else:
-                queue = []
+            todo, suspects, queue = (suspects, [], queue) if isolate else (queue, suspects, [])
             workers = 1 if isolate else min(self.jobs, len(todo))
             # Keep at most 2 trials per worker queued so an interrupt cancels cheaply; when
             # isolating a crash, exactly one so a broken pool names its trial.
@@ -361,13 +307,8 @@ class ProcessExecutor(Executor):
         return self._pool.submit(execute_trial, spec, None, self.trial_timeout)
 
     def _fill(self, futures: dict, pending, limit: int) -> bool:
-        """Submit specs from ``pending`` until ``limit`` are in flight; True if the pool broke.
-
-        A worker can die while the driver is storing the last result or filling the pool
-        (on a loaded machine that window is long); then ``submit`` itself raises
-        BrokenProcessPool. The spec it refused never ran: it goes back to ``pending``.
-        """
-
+        """Submit specs from ``pending`` until ``limit`` are in flight; True if the pool broke
+        (``submit`` itself can raise it: the spec it refused never ran, back to ``pending``)."""
         while pending and len(futures) < limit:
             spec = pending.popleft()
             try:
@@ -404,7 +345,7 @@ SUSPECT_TRIES = 2
 
 def chunk_size(n_trials: int, workers: int) -> int:
     """Return how many trials one Dask task runs: about ``CHUNKS_PER_WORKER`` tasks per
-    worker, at least 1 and at most :data:`MAX_CHUNK` trials each.
+    worker, 1 to :data:`MAX_CHUNK` trials each.
 
     >>> chunk_size(6, 2), chunk_size(1000, 2), chunk_size(83_000, 32)
     (1, 100, 100)
@@ -413,29 +354,15 @@ def chunk_size(n_trials: int, workers: int) -> int:
     return max(1, min(MAX_CHUNK, per))
 
 
-def execute_trial_on_worker(spec: dict, recipe: dict, cache_dir: Optional[str],
-                            timeout: Optional[float] = None) -> dict:
-    """Run a trial on a Dask worker, building (once per worker process) its registry.
-
-    ``timeout`` is the trial's time limit: raised in the worker's thread, and past
-    :data:`HARD_GRACE` more the worker process is ended (robench.process.guard).
-    """
-
+def execute_trials_on_worker(specs: list, recipe: dict, cache_dir: Optional[str],
+                             timeout: Optional[float] = None) -> list:
+    """Run a chunk of trials one after another on a Dask worker; return their rows in order.
+    The worker's registry is built once per worker process."""
     key = json.dumps([recipe, cache_dir], sort_keys=True)
     if key not in _DASK_ENVS:
         init_worker(recipe, cache_dir)
         _DASK_ENVS[key] = _ENV
-    return execute_trial(spec, _DASK_ENVS[key], timeout)
-
-
-def execute_trials_on_worker(specs: list, recipe: dict, cache_dir: Optional[str],
-                             timeout: Optional[float] = None) -> list:
-    """Run a chunk of trials one after another on a Dask worker; return their rows in order.
-
-    Each trial is the pure function of its spec :func:`execute_trial_on_worker` runs (its
-    own time limit, its own failed row): one task per chunk instead of one per trial.
-    """
-    return [execute_trial_on_worker(spec, recipe, cache_dir, timeout) for spec in specs]
+    return [execute_trial(spec, _DASK_ENVS[key], timeout) for spec in specs]
 
 
 class _NoProgress(Exception):
@@ -445,23 +372,9 @@ class _NoProgress(Exception):
 class DaskExecutor(Executor):
     """Run trials on a Dask distributed cluster; results stream back as chunks finish.
 
-    With ``scheduler`` (an address such as ``tcp://10.0.0.5:8786``, e.g. a cluster started by
-    dask-jobqueue on SLURM or by dask-kubernetes) robench connects to it; without, it starts
-    a local cluster of ``jobs`` single-threaded worker processes bound to 127.0.0.1 (never
-    probing another address). Workers need robench and the run's plugins installed; they
-    rebuild the registry from its recipe and compute anything missing from their cache.
-
-    Trials are submitted in chunks (:func:`chunk_size`: tens to hundreds per task on a large
-    run, one per task on a small one), keyed by a token drawn for each call of ``run``, their
-    first trial's key and their size: Dask answers a task whose key it already holds with
-    that task's result, so two runs sharing a scheduler must never name a task alike (run B
-    got the rows of run A's chunk that began with the same trial and had the same size). A
-    worker that dies fails its chunk; its trials are then retried one per task (to find the
-    culprit, which is recorded as failed) under keys of their own. Only the driver stores
-    rows, by trial key, so a retry never duplicates or loses a stored trial. A task the driver
-    waits for is given up (its trials recorded as failed) when no worker has been connected
-    for :data:`NO_WORKER_SECONDS`, or, for a retried trial, when it runs past its
-    ``--trial-timeout`` plus :data:`HARD_GRACE` and a minute: the driver never waits for ever.
+    With ``scheduler`` (``tcp://10.0.0.5:8786``) robench connects to it; without, it starts a
+    local cluster of ``jobs`` single-threaded workers bound to 127.0.0.1. Chunks, retries, the
+    task keys and when the driver gives a task up: docs/running.md, "On a cluster (Dask)".
     """
 
     name = "dask"
@@ -498,10 +411,9 @@ class DaskExecutor(Executor):
             # once: robench retries the suspects itself, one at a time (run() below), instead
             # of Dask trying each on three more workers first.
             with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
-                self._cluster = LocalCluster(
-                    host="127.0.0.1", n_workers=self.jobs, threads_per_worker=1,
-                    processes=True, dashboard_address=None, silence_logs=logging.ERROR,
-                )
+                self._cluster = LocalCluster(host="127.0.0.1", n_workers=self.jobs,
+                                             threads_per_worker=1, processes=True,
+                                             dashboard_address=None, silence_logs=logging.ERROR)
             self._client = Client(self._cluster)
 
     def _workers(self) -> int:
@@ -515,27 +427,25 @@ class DaskExecutor(Executor):
         if not specs:
             return
         self._connect()
-        self._token = uuid.uuid4().hex  # this run's tasks only: see the class docstring
+        # this run's tasks only: Dask answers a task whose key it holds with its old result
+        self._token = uuid.uuid4().hex
         size = chunk_size(len(specs), max(self._workers(), self.jobs))
-        futures = {}
-        for start in range(0, len(specs), size):
-            chunk = specs[start:start + size]
-            futures[self._submit(chunk)] = chunk
+        chunks = [specs[start:start + size] for start in range(0, len(specs), size)]
+        futures = {self._submit(chunk): chunk for chunk in chunks}
         suspects = []
         try:
             for fut, chunk, result, exc in self._as_finished(futures):
                 if exc is None:
                     yield from result
-                elif isinstance(exc, _NoProgress):
-                    for spec in chunk:
-                        yield failed_row(spec, f"the Dask cluster made no progress: {exc}")
                 elif type(exc).__name__ == "KilledWorker":
                     # Every task on a dying worker is reported killed, not only the one
                     # that killed it: retry its trials one at a time to find the culprit.
                     suspects.extend(chunk)
                 else:
-                    for spec in chunk:
-                        yield failed_row(spec, f"{type(exc).__name__} on the Dask cluster: {exc}")
+                    why = (f"the Dask cluster made no progress: {exc}"
+                           if isinstance(exc, _NoProgress)
+                           else f"{type(exc).__name__} on the Dask cluster: {exc}")
+                    yield from (failed_row(spec, why) for spec in chunk)
             for spec in suspects:
                 yield self._retry_alone(spec, futures)
         finally:
@@ -544,10 +454,8 @@ class DaskExecutor(Executor):
                     fut.cancel()
 
     def _retry_alone(self, spec: dict, futures: dict) -> dict:
-        """Return the row of a suspect trial run alone, tried up to :data:`SUSPECT_TRIES`
-        times: a worker still dying or restarting from the culprit before it can take the
-        next task (seen under load) is not this trial's fault, while a culprit kills every
-        worker it is given."""
+        """Return the row of a suspect trial run alone, up to :data:`SUSPECT_TRIES` times (a
+        worker still dying from the culprit is not its fault; a culprit kills every worker)."""
         for attempt in range(1, SUSPECT_TRIES + 1):
             fut = self._submit([spec], retry=attempt)
             futures[fut] = [spec]
@@ -567,7 +475,6 @@ class DaskExecutor(Executor):
         """Yield (future, chunk, rows, exception) as tasks finish; give a task up (a
         :class:`_NoProgress` exception) when no worker is connected for
         :data:`NO_WORKER_SECONDS`, or, for a retry, past its time limit."""
-
         from distributed import wait
 
         waiting = dict(futures)

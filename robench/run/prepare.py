@@ -1,20 +1,9 @@
 """``prepare``: the one place that turns what a user asked for into a run configuration and plan.
 
-``robench run`` (the command only parses its options, calls :func:`prepare` and prints) and
-``robench.evaluate`` (which first registers in-memory data and models) both call it, so both
-apply the same checks in the same order and the same defaults:
-
-1. the knobs (``--set`` values, already parsed into ``{section: {knob: value}}``) against the
-   profile, before anything is read or written;
-2. the cache folder;
-3. the names (a data or model reference is read and checked here), by the one selection policy
-   (:func:`robench.run.selection.select`);
-4. the executor (default: a process pool where there is more than one core and more than one
-   job, else in-process) and its options;
-5. the run configuration, resolved against the registry, and its plan.
-
-Nothing here opens the results database: a run that cannot be made exits before the file is
-touched.
+``robench run`` and ``robench.evaluate`` both call it, so both apply the same checks in the
+same order and the same defaults: the knobs, the cache folder, the names
+(:func:`robench.run.selection.select`), the executor, then the configuration and its plan.
+Nothing here opens the results database: a run that cannot be made exits before it is touched.
 """
 
 from __future__ import annotations
@@ -50,34 +39,12 @@ def prepare(registry, *, profile: str = "quick", datasets=(), models=(), cluster
             settings: Optional[dict] = None, executor: Optional[str] = None,
             jobs: Optional[int] = None, device: str = "auto", scheduler: Optional[str] = None,
             trial_timeout: Optional[float] = None) -> Prepared:
-    """Return the configuration and plan of a run; raise a one-line error where it cannot be made.
+    """Return the configuration and plan of a run; raise a one-line error (KnobError,
+    DeviceError, ConfigurationError, ...: exit 2 in the CLI) where it cannot be made.
 
-    Parameters
-    ----------
-    registry : robench.plugins.Registry
-        Where every name is looked up.
-    profile : str
-        ``quick``, ``standard`` or ``paper``.
-    datasets, models, clusterers, metrics : iterable of str
-        The names (or references) the user gave; an empty kind gets the profile's defaults.
-    repeats, k, seed : int, optional
-        Repeats per partition kind, sources per class (None: the profile's), master seed.
-    settings : dict, optional
-        Knob values ``{section: {knob: value}}``, already parsed and type-checked.
-    executor, jobs : optional
-        The executor's name (None: :func:`default_executor`) and its number of workers (None:
-        one per core, at most 8).
-    device : str
-        ``auto``, ``cpu``, ``cuda``, ``cuda:N``; a device that is not here fails now.
-    scheduler : str, optional
-        The Dask scheduler's address (``--executor dask`` only).
-    trial_timeout : float, optional
-        Seconds a trial may take before it is stopped and recorded as failed.
-
-    Raises
-    ------
-    robench.errors.KnobError, DeviceError, ConfigurationError, UnknownComponentError, ...
-        One-line errors the CLI shows with exit status 2.
+    An empty kind of names gets the profile's defaults; ``settings`` are parsed knob values
+    ``{section: {knob: value}}``; None means the default for ``repeats``, ``k`` (the profile's),
+    ``executor`` (:func:`default_executor`) and ``jobs`` (one per core, at most 8).
     """
     settings = settings or {}
     device = resolve_device(device)

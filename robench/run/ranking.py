@@ -1,15 +1,11 @@
 """The ranks the ``leaderboard`` view shows: each table's ranks as the leaderboard gives them.
 
-A rank is decided by a metric's leaderboard section (``LeaderboardSection.ranks``: models that
-share a repeat's partitions compared by paired differences, rank intervals (``1-2``) or ties (``1=``), a model at
-chance not ranked), code a SQL view cannot run. So whenever scores change (a run, a merge, a
-migration) robench stores the ranks of every table in the ``ranks`` table, computed from the
-rows the views show: each data set's scores in each configuration (``--config`` can show
-any), helper models left out, each metric's section ranking its rows, and the whole of what
-the section says of a row (``ranks.ranking``: rank interval, pair verdicts, rule). The
-``leaderboard`` view joins them, and ``robench results`` reads them
-(:func:`robench.present.leaderboard.attach_ranks`): no view ranks again; a helper model is not in the view; a metric whose section gives no
-ranks (purity-ratio without an interval, for one) has no rank.
+A rank is decided by a metric's leaderboard section (``LeaderboardSection.ranks``), code a SQL
+view cannot run; so whenever scores change (a run, a merge, a migration) robench stores every
+table's ranks in the ``ranks`` table (each data set, metric and configuration, helper models
+left out, with the section's whole verdict in ``ranks.ranking``). The ``leaderboard`` view and
+``robench results`` read them: no view ranks again; a metric whose section gives no ranks has
+none.
 """
 
 from __future__ import annotations
@@ -48,18 +44,13 @@ IDENTITY = ("model", "clusterer", "score")
 
 def table_rows(store) -> list:
     """Return the score rows the views rank: every configuration, helpers left out."""
-
     return without_helpers(store.scores(), store.helper_models())
 
 
 def compute_ranks(rows: list, registry) -> list:
-    """Return a ``ranks`` row for each headline score its metric's section ranks in ``rows``.
-
-    ``rows`` are whole tables (:func:`table_rows`): a rank is relative to its table, one table
-    per data set, metric and configuration. A row's ``ranking`` is what the section says of it,
-    whole (its rank, rank interval, pair verdicts, rule, ... minus :data:`IDENTITY`) and
-    ``n_ranked``: the object every view shows.
-    """
+    """Return a ``ranks`` row for each headline score its metric's section ranks in ``rows``
+    (whole tables, :func:`table_rows`); its ``ranking`` is what the section says of it, whole
+    (minus :data:`IDENTITY`), with ``n_ranked``."""
     sections = {m.name: m.leaderboard for m in registry.all("metrics")
                 if m.leaderboard is not None}
     tables: dict = defaultdict(list)
@@ -100,10 +91,8 @@ def compute_ranks(rows: list, registry) -> list:
 
 def refresh_ranks(store, registry) -> int:
     """Recompute and store every table's ranks (replacing the stored ones); return how many.
-
-    Ranks that come out as stored are left as they are (not even their time rewritten): a
-    merge that copies nothing changes no byte.
-    """
+    Ranks that come out as stored are left as they are: a merge that copies nothing changes no
+    byte."""
     rows = compute_ranks(table_rows(store), registry)
     kept = [c for c in COLUMNS if c != "computed_at"]
 

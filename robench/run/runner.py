@@ -82,7 +82,8 @@ def _combos(cfg, registry, metric, broken=None):
     broken = broken or {}
     datasets = [registry.get("datasets", n) for n in cfg.datasets]
     models = [registry.get("models", n) for n in cfg.models]
-    clusterers = [registry.get("clusterers", n) for n in cfg.clusterers] if metric.uses_clusterer else [None]
+    clusterers = ([registry.get("clusterers", n) for n in cfg.clusterers]
+                  if metric.uses_clusterer else [None])
     for d in datasets:
         for m in models:
             for c in clusterers:
@@ -106,7 +107,6 @@ def plan_run(cfg, registry) -> Plan:
     reasons = {}
     plan.broken = broken_datasets(cfg.datasets, registry)
     checked = {}  # (protocol, data set, model, clusterer) -> why it cannot run there, or None
-
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
         protocol = registry.get("protocols", metric.protocol)
@@ -116,24 +116,19 @@ def plan_run(cfg, registry) -> Plan:
         for combo, reason in _combos(cfg, registry, metric, plan.broken):
             names = {"datasets": combo.dataset.name, "models": combo.model.name,
                      "clusterers": combo.clusterer.name if combo.clusterer else None}
+            culprits = names
             if not reason:
-                ident = (protocol.name, combo.dataset.name, combo.model.name,
-                         names["clusterers"])
+                ident = (protocol.name, *list(names.values()))
                 if ident not in checked:
                     checked[ident] = protocol_not_applicable(protocol, combo, cfg, registry)
                 reason = checked[ident]
-                if reason:  # a matter of the data (and k): the data set is the culprit
-                    plan.skipped.append({"dataset": names["datasets"],
-                                         "model": names["models"],
-                                         "clusterer": names["clusterers"] or "",
-                                         "metric": metric.name, "reason": reason})
-                    reasons.setdefault(("datasets", names["datasets"]), reason)
-                    continue
+                # a matter of the data (and k): the data set is the culprit
+                culprits = {"datasets": names["datasets"]}
             if reason:
                 plan.skipped.append({"dataset": names["datasets"], "model": names["models"],
                                      "clusterer": names["clusterers"] or "",
                                      "metric": metric.name, "reason": reason})
-                for kind, n in names.items():
+                for kind, n in culprits.items():
                     reasons.setdefault((kind, n), reason)
                 continue
             for kind, n in names.items():
@@ -160,12 +155,8 @@ def plan_run(cfg, registry) -> Plan:
 
 
 def helper_trials(plan: Plan, asked, done=()) -> list[dict]:
-    """Return the trials a plan adds of models nobody asked for, per metric that adds them.
-
-    A metric's protocol may plan trials of other models than its combination's (purity-ratio
-    validates across a zoo of models): those are helper trials. Each entry says which metric
-    and protocol add them, the models, how many trials and how many are not stored yet.
-    """
+    """Return the trials a plan adds of models nobody asked for (purity-ratio's zoo), per
+    metric: its protocol, the models, how many trials and how many are not stored yet."""
     asked, done = set(asked), set(done)
     out: dict[str, dict] = {}
     for group in plan.groups:
@@ -184,11 +175,8 @@ def helper_trials(plan: Plan, asked, done=()) -> list[dict]:
 
 
 def broken_datasets(names, registry) -> dict:
-    """Return {name: reason} for the data sets among ``names`` that fail to load or validate.
-
-    Each is loaded (or fingerprinted, where its spec can do that without loading) once, inside
-    a guard: one broken data set is skipped with its reason and never stops the others.
-    """
+    """Return {name: reason} for the data sets among ``names`` that fail to load or validate
+    (each inside a guard: one broken data set never stops the others)."""
     broken = {}
     for name in names:
         try:
@@ -205,12 +193,9 @@ def broken_datasets(names, registry) -> dict:
 def protocol_not_applicable(protocol, combo, cfg, registry):
     """Return why ``protocol`` cannot run on ``combo`` in this configuration, or None.
 
-    Two checks, both while planning, so nothing runs or is stored for a combination that
-    cannot work: a protocol that splits each class into ``sources_per_class(cfg)`` sources
-    needs every class to hold that many sources of 2+ samples (unless the clusterer reads
-    true sources); then the protocol's own ``preconditions``.
+    Every class must hold ``sources_per_class(cfg)`` sources of 2+ samples (unless the
+    clusterer reads true sources); then the protocol's own ``preconditions``.
     """
-
     if (protocol.sources_per_class is not None and combo.clusterer is not None
             and not combo.clusterer.requires_true_sources):
         k = int(protocol.sources_per_class(cfg))
@@ -235,19 +220,11 @@ def execute(cfg, registry, store, *, command: str = "robench run",
             deadline: Optional[float] = None, order: Optional[Callable] = None) -> RunReport:
     """Plan, run what is not stored yet, store every trial as it finishes, aggregate scores.
 
-    Scores whose inputs did not change since they were stored are reused, not recomputed
-    (see :func:`robench.run.scoring.score_groups`); ``rescore`` recomputes them all. A driver
-    may pass its own ``plan`` (e.g. one round of :mod:`robench.run.adaptive`) and ``score=False``
-    to run and store the trials only.
-
-    ``deadline`` (a :func:`time.monotonic` value; ``--budget``): past it nothing starts; the
-    run stops at the first trial stored after it (the executor is closed: trials not started
-    are cancelled, one still in flight is not stored, nothing stored is lost), so it overruns
-    the deadline by at most the trials running at that moment, and sets ``budget_spent``.
-    ``order(specs) -> specs`` replaces the longest-first order (a budgeted run orders by
-    what decides most).
+    Unchanged scores are reused (``rescore`` recomputes them); ``score=False`` only runs and
+    stores the trials of ``plan``. ``deadline`` (:func:`time.monotonic`, ``--budget``): past it
+    nothing starts and the run stops at the next trial stored. ``order(specs) -> specs``
+    replaces the longest-first order.
     """
-
     t0 = time.perf_counter()
     emit = on_event or (lambda *a, **k: None)
     killed = store.mark_killed_runs()
@@ -261,7 +238,6 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     # on one device is found stored on another (robench.learn.devices says why).
     todo = [dict(plan.specs[k], device=cfg.device) for k in keys if k not in done_keys]
     config = cfg.to_dict()
-
     config["executor_options"] = {k: redact_secrets(v)
                                   for k, v in (config.get("executor_options") or {}).items()}
     config["cache_dir"] = str(cache_dir())
@@ -273,18 +249,15 @@ def execute(cfg, registry, store, *, command: str = "robench run",
         _record_plan(plan, cfg.models, done_keys, store, run_id, emit)
         emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
              skipped=plan.skipped)
-
         ran = _run_trials(plan, cfg, registry, store, run_id, todo, emit, deadline, order)
         failed, interrupted, n_ran, spent = ran.failed, ran.interrupted, ran.n_ran, ran.spent
         blocked = ran.blocked
-
         scores, n_aggregated, n_reused = [], 0, 0
         if score and not interrupted:
             versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
                         for g in plan.groups}
             scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
                                                           versions=versions, rescore=rescore)
-
             refresh_ranks(store, registry)  # what the leaderboard view shows
         status = "interrupted" if interrupted else ("failed" if failed else "ok")
         store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
@@ -299,12 +272,12 @@ def execute(cfg, registry, store, *, command: str = "robench run",
                 store.finish_run(run_id, "failed")
             except Exception:  # noqa: BLE001 - the original error is the one to report
                 pass
+    left = len(todo) - n_ran - len(blocked) if spent else 0
     if spent:
-        emit("budget_spent", ran=n_ran, left=len(todo) - n_ran - len(blocked))
+        emit("budget_spent", ran=n_ran, left=left)
     return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
                      time.perf_counter() - t0, interrupted, n_aggregated, n_reused,
-                     budget_spent=spent,
-                     n_not_run=len(todo) - n_ran - len(blocked) if spent else 0)
+                     budget_spent=spent, n_not_run=left)
 
 
 def _record_plan(plan: Plan, models: list, done_keys, store, run_id: int, emit) -> None:
@@ -328,9 +301,7 @@ class _Trials:
         self.failed: list = []
         self.blocked: dict = {}  # key -> error for trials whose shared preparation failed
         self.clustering: dict = {}  # trial key -> key of the clustering its partitions come from
-        self.n_ran = 0
-        self.spent = False
-        self.interrupted = False
+        self.n_ran, self.spent, self.interrupted = 0, False, False
 
 
 def _run_trials(plan, cfg, registry, store, run_id, todo, emit, deadline, order) -> _Trials:
@@ -342,8 +313,7 @@ def _run_trials(plan, cfg, registry, store, run_id, todo, emit, deadline, order)
         elif todo:
             _prepare(plan, cfg, registry, store, run_id, todo, ran.blocked, emit, ran.clustering)
             for key, err in ran.blocked.items():
-                row = _blocked_row(plan.specs[key], err)
-                row["run_id"] = run_id
+                row = dict(failed_row(plan.specs[key], err), run_id=run_id)
                 store.save_trial(row)
                 ran.failed.append(row)
                 emit("trial", row=row)
@@ -353,7 +323,6 @@ def _run_trials(plan, cfg, registry, store, run_id, todo, emit, deadline, order)
             executor = registry.get("executors", cfg.executor).create(
                 registry, jobs=cfg.jobs, **(cfg.executor_options or {}))
             executor.trial_timeout = cfg.trial_timeout or None
-
             if getattr(executor, "runs_units", False):
                 runnable = group_units(runnable, cfg.batch, cfg.jobs)
             rows = executor.run(runnable)
@@ -390,16 +359,12 @@ def _store_rows(rows, ran: _Trials, cfg, store, run_id, emit, deadline, n_todo: 
 def longest_first(specs: list, registry, store) -> list:
     """Order trials by expected duration, longest first, so no worker idles at the end.
 
-    The estimate is the mean time of earlier trials of the same (dataset, model, protocol)
-    where the store has some, else the data set's size (twice for image models, which are
-    convolutional and slower per sample). A protocol that lists others in ``after`` has its
-    trials placed after theirs: it loads what they train and cache (e.g. reference models), so
-    running them side by side would train those twice. Order does not change results: each
-    trial is a pure function of its spec.
+    The estimate is the mean time of stored trials of the same (dataset, model, protocol), else
+    the data set's size (twice for image models). A protocol that lists others in ``after``
+    goes after theirs: it loads what they train and cache (e.g. reference models).
     """
-    past = {}
-    for row in store.trial_seconds():
-        past[(row["dataset"], row["model"], row["protocol"])] = row["seconds"]
+    past = {(row["dataset"], row["model"], row["protocol"]): row["seconds"]
+            for row in store.trial_seconds()}
 
     def cost(spec):
         known = past.get((spec["dataset"], spec["model"], spec["protocol"]))
@@ -425,50 +390,35 @@ def longest_first(specs: list, registry, store) -> list:
 
 
 def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering=None):
-    """Do each combination's driver-side preparation (clustering) once, before any trial.
-
-    ``clustering`` gets, per trial key to run, the key of the clustering row its partitions
-    come from (``trials.clustering``).
-    """
+    """Do each combination's driver-side preparation (clustering) once, before any trial;
+    ``clustering`` gets, per trial key to run, the key of its clustering row."""
     clustering = {} if clustering is None else clustering
     todo_keys = {s["key"] for s in todo}
     done = set()
     for protocol, combo in plan.prepare:
         ident = (protocol.name, combo.dataset.name, combo.clusterer.name)
-        group_keys = [g.keys for g in plan.groups if g.combo == combo]
-        needed = {k for ks in group_keys for k in ks} & todo_keys
+        needed = {k for g in plan.groups if g.combo == combo for k in g.keys} & todo_keys
         if ident in done or not needed:
             continue
         done.add(ident)
+        # only this protocol's trials: another protocol on the same (data set, clusterer)
+        # prepares its own sources and does not depend on this preparation
+        mine = [k for g in plan.groups
+                if (g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer
+                    and g.metric.protocol == protocol.name)
+                for k in g.keys
+                if k in todo_keys and plan.specs[k]["clusterer"] == combo.clusterer.name]
         emit("prepare", dataset=combo.dataset.name, clusterer=combo.clusterer.name)
         try:
             dataset = registry.load_dataset(combo.dataset.name)
-
             # finding sources may train (the vae-vgmm clusterer's VAE): on the run's device
             with using_device(getattr(cfg, "device", None)):
                 row = protocol.prepare(combo, cfg, registry, dataset)
             row["run_id"] = run_id
             store.save_clustering(row)
-            for g in plan.groups:
-                if (g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer
-                        and g.metric.protocol == protocol.name):
-                    for k in g.keys:
-                        if k in todo_keys and plan.specs[k]["clusterer"] == combo.clusterer.name:
-                            clustering[k] = row["key"]
+            clustering.update(dict.fromkeys(mine, row["key"]))
         except Exception as exc:  # noqa: BLE001 - recorded against every trial that needed it
             err = f"{type(exc).__name__}: {exc}"
             emit("prepare_failed", dataset=combo.dataset.name, clusterer=combo.clusterer.name,
                  error=err, protocol=protocol.name)
-            # only this protocol's trials: another protocol on the same (data set, clusterer)
-            # prepares its own sources and does not depend on this preparation
-            for g in plan.groups:
-                if (g.combo.dataset == combo.dataset and g.combo.clusterer == combo.clusterer
-                        and g.metric.protocol == protocol.name):
-                    for k in g.keys:
-                        spec = plan.specs[k]
-                        if k in todo_keys and spec["clusterer"] == combo.clusterer.name:
-                            blocked[k] = err
-
-
-def _blocked_row(spec, error):
-    return failed_row(spec, error)
+            blocked.update(dict.fromkeys(mine, err))

@@ -1,17 +1,11 @@
 """Scores from stored trials: their keys and digests, and reuse when nothing they read changed.
 
-A score group is one metric evaluated on one (dataset, model, clusterer) combination: the
-trials its ``aggregate`` reads and the score rows it returns. The ``score_groups`` table holds,
-per group, a fingerprint of its inputs (the trial rows as stored, the metric's name, version
-and definition, the robench version), its trial keys, and a digest of every score row it
-wrote. :func:`score_groups` is the run's last step: a group whose fingerprint and score rows
-are unchanged reports its stored scores; any other is aggregated and written afresh. Each
-score row's ``inputs`` column holds the fingerprint it was computed from, and its ``run_id``
-the run that computed it.
-
-Keys, digests and fingerprints are compared with what older robench versions stored
-(``tests/test_keys_stable.py`` reruns such a database): changing how one is computed makes
-every stored score look stale.
+A score group is one metric on one (dataset, model, clusterer): the ``score_groups`` table
+holds per group a fingerprint of its inputs (trial rows as stored, the metric's name, version
+and definition, the robench version), its trial keys and a digest of every score row it wrote;
+a score row's ``inputs`` is the fingerprint it was computed from, its ``run_id`` that run.
+Keys, digests and fingerprints must match what older versions stored
+(``tests/test_keys_stable.py``): changing how one is computed makes every stored score stale.
 """
 
 from __future__ import annotations
@@ -41,15 +35,13 @@ def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str,
               configuration: Optional[str] = None) -> str:
     """Return the primary key of one score row: sha256 of the JSON of what identifies it.
 
-    ``configuration`` is the id of what its trials were run with
-    (:func:`robench.run.configurations.fingerprint`); without one (or ``legacy``) the key is the
-    one robench wrote before configurations were part of a score's identity.
+    Without ``configuration`` (or ``legacy``) the key is the one robench wrote before
+    configurations were part of a score's identity.
     """
     identity = [dataset, model, clusterer or "", metric, score]
     if configuration is not None and configuration != LEGACY:
         identity.append(configuration)
-    payload = json.dumps(identity)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    return hashlib.sha256(json.dumps(identity).encode("utf-8")).hexdigest()
 
 
 def score_row(score: Score, run_id: int, definitions: dict, computed_at: str,
@@ -57,39 +49,22 @@ def score_row(score: Score, run_id: int, definitions: dict, computed_at: str,
     """Return the scores-table row of ``score``, encoded for SQLite.
 
     ``definitions`` maps a metric name to ``(version, definition text)``; ``inputs`` is the
-    fingerprint of what the score was computed from (see :func:`score_groups`), if known;
-    ``configuration`` the id of what its trials were run with (None: ``legacy``).
+    fingerprint of what it was computed from; ``configuration`` None means ``legacy``.
     """
     s = score
     if s.metric not in definitions:
-        raise ValueError(
-            f"no definition given for metric {s.metric!r}; every score row must say "
-            "which definition produced it"
-        )
+        raise ValueError(f"no definition given for metric {s.metric!r}; every score row must "
+                         "say which definition produced it")
     version, definition = definitions[s.metric]
-    return encode_row(
-        "scores",
-        {
-            "key": score_key(s.dataset, s.model, s.clusterer, s.metric, s.score, configuration),
-            "run_id": run_id,
-            "dataset": s.dataset,
-            "model": s.model,
-            "clusterer": s.clusterer or "",
-            "metric": s.metric,
-            "metric_version": str(version),
-            "score": s.score,
-            "value": s.value,
-            "ci_low": s.ci_low,
-            "ci_high": s.ci_high,
-            "n": s.n,
-            "higher_is_better": int(bool(s.higher_is_better)),
-            "metric_id": metric_id(s.metric, version, definition),
-            "details": dict(s.details or {}),
-            "computed_at": computed_at,
-            "inputs": inputs,
-            "configuration": configuration or LEGACY,
-        },
-    )
+    return encode_row("scores", {
+        "key": score_key(s.dataset, s.model, s.clusterer, s.metric, s.score, configuration),
+        "run_id": run_id, "dataset": s.dataset, "model": s.model,
+        "clusterer": s.clusterer or "", "metric": s.metric, "metric_version": str(version),
+        "score": s.score, "value": s.value, "ci_low": s.ci_low, "ci_high": s.ci_high, "n": s.n,
+        "higher_is_better": int(bool(s.higher_is_better)),
+        "metric_id": metric_id(s.metric, version, definition), "details": dict(s.details or {}),
+        "computed_at": computed_at, "inputs": inputs, "configuration": configuration or LEGACY,
+    })
 
 
 def _number(value: Any) -> Any:
@@ -111,51 +86,22 @@ def metric_rows(definitions: dict, score_rows: list[dict], run_id: int, now: str
     """Return the ``metrics`` rows (definition text once per name and version) the score rows
     point to."""
     used = {row["metric_id"] for row in score_rows}
-    out = []
-    for name, (version, definition) in definitions.items():
-        mid = metric_id(name, version, definition)
-        if mid in used:
-            out.append({"id": mid, "name": name, "version": str(version),
-                        "definition": definition, "run_id": run_id, "created_at": now})
-    return out
+    return [{"id": mid, "name": name, "version": str(version), "definition": definition,
+             "run_id": run_id, "created_at": now}
+            for name, (version, definition) in definitions.items()
+            if (mid := metric_id(name, version, definition)) in used]
 
 
 def score_groups(groups: Iterable, store: "Store", run_id: int, *,
                  versions: Optional[dict] = None, rescore: bool = False) -> tuple:
-    """Reuse or compute every group's scores and store what was computed.
+    """Reuse or compute every group's scores, store what was computed in one transaction and
+    return ``(scores, n_aggregated, n_reused)``, the scores in group order.
 
-    Parameters
-    ----------
-    groups : iterable of groups
-        Each has ``metric`` (a :class:`robench.specs.MetricSpec`), ``key_dict`` (its
-        ``dataset``, ``model`` and ``clusterer``, ``""`` for none), ``keys`` (its trial
-        keys) and optionally ``configuration`` (the id its scores are stored under), like the
-        runner's ``Group``.
-    store : Store
-        The results database the trials are stored in; score rows and score-group records
-        are upserted into it in one transaction.
-    run_id : int
-        The run computed scores are tagged with.
-    versions : dict, optional
-        Metric name to its registry version (``Registry.component_version``: plugin and
-        metric version); part of the fingerprint.
-    rescore : bool
-        Compute every group afresh.
-
-    Returns
-    -------
-    tuple
-        ``(scores, n_aggregated, n_reused)``: every group's :class:`robench.specs.Score`
-        objects in group order, the number of groups computed and the number reused.
-
-    Notes
-    -----
-    A group whose inputs are unchanged since its scores were stored (same trials, each stored
-    row the same, same metric name, version and definition) is not aggregated again: its
-    stored scores are reported as they are, still tagged with the run that computed them.
-    Any change (a new, re-run or failed trial, another metric version, a score row deleted or
-    overwritten since) computes the group afresh. A group none of whose trials is stored (a
-    time budget spent before they started) gives no score: the metric did not run for it.
+    ``groups`` are like the runner's ``Group`` (``metric``, ``key_dict``, ``keys``, optional
+    ``configuration``); ``versions`` maps a metric name to its registry version. A group whose
+    inputs and stored score rows are unchanged reports its stored scores (still tagged with
+    the run that computed them) unless ``rescore``; any change computes it afresh. A group
+    none of whose trials is stored (a budget spent before they started) gives no score.
     """
     groups = list(groups)
     versions = versions or {}
@@ -167,7 +113,6 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
     written, written_scores = {}, {}  # score key -> digest / Score this run writes
     all_scores, score_rows, group_rows = [], [], []
     n_aggregated = n_reused = 0
-
     stored_digests, stored_scores = {}, {}  # each stored row digested and decoded once
 
     def current(k):  # the digest of score k as it will be once this run's writes are done
@@ -245,25 +190,20 @@ def _group_key(group) -> str:
 
 
 def group_key(metric: str, key_dict: dict, configuration: Optional[str] = None) -> str:
-    """Return the key of the score-group record of ``metric`` on one combination
-    (``key_dict``: dataset, model, clusterer) under ``configuration`` (None: ``legacy``)."""
+    """Return the key of the score-group record of ``metric`` on one combination under
+    ``configuration`` (None: ``legacy``)."""
     if configuration is None or configuration == LEGACY:
         return content_key("score-group", metric, key_dict)
     return content_key("score-group", metric, key_dict, configuration)
 
 
 def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
-    """Return a hash of everything a group's aggregate reads.
-
-    That is its trials as stored (``digests``, from :meth:`Store.trial_digests`), the group
-    and the metric's identity (name, plugin and metric version, definition, robench version).
-    """
+    """Return a hash of everything a group's aggregate reads: its trials as stored, the group
+    and the metric's identity (name, versions, definition, robench version)."""
     metric = group.metric
     payload = {
-        "metric": [metric.name, str(metric.version),
-                   metric.moved_from or metric.plugin,
-                   component_version,
-                   hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()],
+        "metric": [metric.name, str(metric.version), metric.moved_from or metric.plugin,
+                   component_version, hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()],
         "robench": __version__,
         "group": group.key_dict,
         "trials": sorted((k, digests.get(k)) for k in set(group.keys)),

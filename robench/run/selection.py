@@ -1,11 +1,9 @@
 """Which components a run includes: the one policy ``robench run`` and ``robench.evaluate`` share.
 
-For each kind (data sets, models, clusterers, metrics): the components the user named, resolved
-to their canonical names (a reference such as ``npz:x.npz`` is read and checked here; an unknown
-name fails with the known ones listed); otherwise every registered component of that kind that
-is in the default run. A component registered with ``in_default_run=False`` (opt-in: slow) joins
-an unnamed selection only in the profiles that include opt-in components
-(:data:`robench.run.config.INCLUDES_OPT_IN`: the paper profile).
+For each kind: the components the user named, resolved to their canonical names (a reference
+is read and checked here), else every registered one in the default run; an opt-in component
+(``in_default_run=False``: slow) joins an unnamed selection only where
+:data:`robench.run.config.INCLUDES_OPT_IN` says (the paper profile).
 """
 
 from __future__ import annotations
@@ -46,13 +44,10 @@ def select(registry, profile: str, **named) -> Selection:
         if given:
             chosen[kind] = explicit[kind]
             continue
-        default = [c for c in registry.all(kind) if getattr(c, "in_default_run", True)]
         left_out = [c.name for c in registry.all(kind) if not getattr(c, "in_default_run", True)]
-        if INCLUDES_OPT_IN[profile]:
-            chosen[kind] = [c.name for c in registry.all(kind)]
-        else:
-            chosen[kind] = [c.name for c in default]
-            if left_out:
-                opt_in[kind] = left_out
+        chosen[kind] = [c.name for c in registry.all(kind)
+                        if INCLUDES_OPT_IN[profile] or c.name not in left_out]
+        if left_out and not INCLUDES_OPT_IN[profile]:
+            opt_in[kind] = left_out
     return Selection(chosen["datasets"], chosen["models"], chosen["clusterers"],
                      chosen["metrics"], explicit=explicit, opt_in=opt_in)

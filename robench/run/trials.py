@@ -1,9 +1,8 @@
 """What every protocol shares: combinations, trial specs and keys, the worker environment,
 fit-and-score.
 
-A protocol (:class:`robench.specs.ProtocolSpec`) plans trial specs with :func:`make_spec`
-(or :func:`keyed_spec`) and
-runs each in a worker, where :class:`TrialEnv` gives it the registry and the loaded data sets.
+A protocol plans trial specs with :func:`make_spec` (or :func:`keyed_spec`) and runs each in a
+worker, where :class:`TrialEnv` gives it the registry and the loaded data sets.
 """
 
 from __future__ import annotations
@@ -40,25 +39,13 @@ def trial_key(spec: dict) -> str:
 def keyed_spec(protocol: str, version: str, *, dataset: str, model: str, kind: str,
                repeat: int, seed: int, params: dict, versions: dict,
                clusterer: str = "") -> dict:
-    """Return a trial spec in the layout every protocol's trials share, keyed.
-
-    ``versions`` are the versions of what the trial uses beyond the protocol itself (the data
-    set's from ``registry.dataset_versions``, the model's, any other component's); the key is
-    a hash of the whole spec (:func:`trial_key`). :func:`make_spec` builds one for a
-    (dataset, model, clusterer) combination; a protocol whose trials are not per
-    combination (a baseline, a model zoo) calls this directly.
+    """Return a trial spec in the layout every protocol's trials share, keyed by a hash of the
+    whole spec; ``versions`` are those of what it uses beyond the protocol. A protocol whose
+    trials are not per combination (a baseline, a model zoo) calls this, not :func:`make_spec`.
     """
-    spec = {
-        "protocol": protocol,
-        "dataset": dataset,
-        "model": model,
-        "clusterer": clusterer,
-        "kind": kind,
-        "repeat": int(repeat),
-        "seed": seed,
-        "params": params,
-        "versions": {"protocol": version, **versions},
-    }
+    spec = {"protocol": protocol, "dataset": dataset, "model": model, "clusterer": clusterer,
+            "kind": kind, "repeat": int(repeat), "seed": seed, "params": params,
+            "versions": {"protocol": version, **versions}}
     spec["key"] = trial_key(spec)
     return spec
 
@@ -90,20 +77,14 @@ class TrialEnv:
 
 def accuracy_per_class(y_true: np.ndarray, y_pred: np.ndarray, n_classes: int) -> list:
     """Return the accuracy of every class (None where the class has no test sample)."""
-    out = []
-    for c in range(n_classes):
-        m = y_true == c
-        out.append(float((y_pred[m] == c).mean()) if m.any() else None)
-    return out
+    masks = [y_true == c for c in range(n_classes)]
+    return [float((y_pred[m] == c).mean()) if m.any() else None for c, m in enumerate(masks)]
 
 
 def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, *,
                   seed: int, train_budget: dict) -> dict:
-    """Train a fresh model on train (early stopping on val) and score it on test.
-
-    The model's ``fit`` receives the training and validation partitions only; the test
-    indices are used after training, once, to measure accuracy (robench invariant 1).
-    """
+    """Train a fresh model on train (early stopping on val) and score it on test; ``fit`` sees
+    the training and validation partitions only (robench invariant 1)."""
     y = dataset.y
     ctx = ModelContext(dataset.n_features, dataset.n_classes, dataset.image_shape, seed,
                        dict(train_budget))
@@ -131,17 +112,13 @@ def fit_and_score(model_spec: ModelSpec, dataset, train_idx, val_idx, test_idx, 
     if train_accuracy is None and getattr(model, "defer_train_accuracy", False):
         train_accuracy = model.train_accuracy_ = float(correct_all[train_idx].mean())
     pred = np.where(correct_all[test_idx], y[test_idx], -1)
-    y_test = y[test_idx]
     return {
-        "accuracy": float(correct_all[test_idx].mean()),
-        "all_accuracy": float(correct_all.mean()),
+        "accuracy": float(correct_all[test_idx].mean()), "all_accuracy": float(correct_all.mean()),
         "correct": pack_bits(correct_all),
-        "per_class": accuracy_per_class(y_test, pred, dataset.n_classes),
+        "per_class": accuracy_per_class(y[test_idx], pred, dataset.n_classes),
         "train_accuracy": _maybe_float(train_accuracy),
         "val_accuracy": _maybe_float(getattr(model, "val_accuracy_", None)),
-        "n_train": int(len(train_idx)),
-        "n_val": int(len(val_idx)),
-        "n_test": int(len(test_idx)),
+        "n_train": int(len(train_idx)), "n_val": int(len(val_idx)), "n_test": int(len(test_idx)),
         "epochs": int(getattr(model, "n_epochs_", 0) or 0),
         "best_epoch": int(getattr(model, "best_epoch_", 0) or 0),
         "history": list(getattr(model, "history_", []) or []),
@@ -157,31 +134,20 @@ PREDICT_CHUNK = 4096
 def predict_rows(model, X, n_classes: int, name: str) -> np.ndarray:
     """Return the checked predictions of ``model`` for every row of ``X`` (array or Rows).
 
-    Rows go to a model that ``accepts_rows`` as they are; to any other model in chunks of
-    :data:`PREDICT_CHUNK` rows, as arrays (uint8 pixels if it ``accepts_uint8``, else
-    float32), so the prediction pass never materialises the whole data set. A prediction
-    depends only on its own row, so the chunks give the labels one call would.
+    A model that does not ``accepts_rows`` gets arrays in chunks of :data:`PREDICT_CHUNK`
+    rows (uint8 pixels if it ``accepts_uint8``): the whole data set is never materialised.
     """
     if not isinstance(X, Rows) or getattr(model, "accepts_rows", False):
         return predict_checked(model, X, n_classes, name)
-    ds = X.dataset
-    as_held = ds.pixels and getattr(model, "accepts_uint8", False)
-    parts = []
-    for start in range(0, max(len(X), 1), PREDICT_CHUNK):
-        chunk = X[start:start + PREDICT_CHUNK]
-        if ds.pixels and not as_held:
-            chunk = pixels_to_float(chunk)
-        parts.append(predict_checked(model, chunk, n_classes, name))
-    return np.concatenate(parts)
+    to_float = X.dataset.pixels and not getattr(model, "accepts_uint8", False)
+    chunks = (X[start:start + PREDICT_CHUNK] for start in range(0, max(len(X), 1), PREDICT_CHUNK))
+    return np.concatenate([predict_checked(model, pixels_to_float(c) if to_float else c,
+                                           n_classes, name) for c in chunks])
 
 
 def _before_fit(model) -> None:
-    """Show a model that is not a TorchClassifier to the active fit hook before its ``fit``.
-
-    Under batched training's first pass (robench.learn.batched ``deferring``) that stops the
-    trial before an SVM or another model trains in vain (it then runs alone). No hook can be
-    active unless torch training was imported, so this imports nothing.
-    """
+    """Show a model that is not a TorchClassifier to the active fit hook before its ``fit``
+    (batched training's first pass then stops the trial before it trains in vain)."""
     train = sys.modules.get("robench.learn.train")
     hook = train.FIT_HOOK.get() if train is not None else None
     if hook is not None and not isinstance(model, train.TorchClassifier):
