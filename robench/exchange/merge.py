@@ -1,64 +1,30 @@
 """Merge contributors' results databases into one: ``robench merge A.db B.db --db C.db``.
 
-A contributor's database is untrusted input. Each source is opened read-only with SQLite's
-``trusted_schema`` off and checked completely before anything of it is copied: a robench
-database of a known schema version; every table it shares with robench is an ordinary table
-(not virtual, not WITHOUT ROWID) with only declared columns (generated and hidden ones
-included) and the key columns robench needs; keys, run ids, statuses, numbers and JSON columns
-hold what they should. A consistent snapshot of it is taken with SQLite's backup API into a
-temporary file whose triggers and views are dropped before it is migrated to the current
-schema there; there every key is checked against what it identifies (a trial's against its
-spec, a score's against its data set, model, clusterer, metric, score name and configuration,
-a score group's likewise), so a row cannot claim another row's identity. Anything else is
-refused with one message naming the source file; nothing of it is copied.
-
-Into the target (created or migrated like any database ``robench run`` writes):
-
-- **runs** are copied with new ids; ``contributions`` records, per copied run, where it came
-  from: the contributor and source file *the person merging* names (never what the source
-  says about itself), the file's checksum, the run's id there, and a fingerprint of the run
-  row, so merging the same run again copies nothing. A source file merged before (same
-  checksum) with everything accepted is recognised at once and copies nothing.
-- **configurations**, **metrics**, **clusterings** and **skips** are keyed by content or
-  name: one that is already there is kept.
-- **trials** are compared by what defines their result (:func:`robench.storage.content.trial_content`:
-  key, accuracies, predictions, versions; not run time, finish time, worker or host). A trial
-  already there with the same result is a duplicate; one with a different result is a
-  **conflict**: recorded in ``conflicts`` (which columns differ, the incoming row) and
-  reported with the stored and incoming values and where the kept row came from, never
-  written over the stored one. An incoming 'ok' trial replaces a stored 'failed' one (counted
-  and reported as such); an incoming 'failed' one never replaces anything.
-- **scores** are accepted only with the trials they were computed from: a score must belong to
-  a score group of the source whose trials the source holds, and a new score is recomputed
-  here, by this installation's code of its metric at the same version, from the merged trials;
-  one that differs from that recomputation is a conflict. A score whose metric is not
-  installed here at its version is not copied (reported, with what to install). A score whose
-  identity is stored already is a duplicate when its content is the same, else a conflict.
-- **verifications** (``robench verify`` records) are copied once each, marked with the
-  contributor and file they came from, whatever the source says about where they were
-  recorded: only a verifier writes a database's own records (``recorded_in`` empty).
-
-Merging twice changes nothing the second time.
+A source is untrusted: checked whole (schema, columns, values) read-only with
+``trusted_schema`` off, snapshotted with the backup API, its triggers and views dropped,
+migrated, and every key checked against what it identifies before anything is copied. Runs
+are attributed to the contributor and file the person merging names; trials are compared by
+what defines their result; a score is taken only with its trials and only if this
+installation recomputes it. docs/contributions.md says what is compared and refused.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import sqlite3
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
-import base64
-import binascii
-from dataclasses import replace
 
-from robench.storage.content import (TRIAL_RESULT, differing, group_content, same_raw, score_content,
-                              trial_content)
-from robench.storage.migrations import CURRENT, SchemaError, check_readable, migrate
-from robench.process.provenance import utc_now
 from robench.errors import MergeError  # noqa: F401 (public here too)
+from robench.process.provenance import utc_now
+from robench.storage.content import (TRIAL_RESULT, differing, group_content, same_raw,
+                                     score_content, trial_content)
+from robench.storage.migrations import CURRENT, SchemaError, check_readable, migrate
 from robench.plugins import get_registry
 from robench.run.ranking import refresh_ranks
 from robench.run.scoring import group_key, score_key, score_row
@@ -114,7 +80,6 @@ def file_sha256(path: Path) -> str:
 
 def _check_source(conn, path) -> None:
     """Refuse a source whose tables or values do not fit robench's schema."""
-
     check_readable(conn, path)
     objects = {r[0]: (r[1] or "") for r in conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
@@ -219,7 +184,6 @@ def _too_deep(text) -> bool:
 
 def _check_identities(conn, path) -> None:
     """Refuse a (migrated) source whose keys do not hash what their rows say they are."""
-
     for row in _rows(conn, "trials"):
         why = _trial_identity(row)
         if why is not None:
@@ -266,15 +230,8 @@ _ROWS_SLACK = 1e-6
 
 
 def trial_inconsistency(row: dict) -> Optional[str]:
-    """Return how an ok trial row contradicts itself, or None.
-
-    What a trial stores says the same thing several times: its test accuracy is a whole
-    number of its ``n_test`` rows; its whole-data-set accuracy is the share of set bits in its
-    per-row ``correct`` bits; its test accuracy is the mean of its per-class accuracies
-    weighted by the test set's class counts (``extra.test_class_counts``, where recorded),
-    and lies between the least and the greatest of them in any case. A number edited by hand
-    (and a score recomputed from it) breaks one of these unless every copy is edited alike.
-    """
+    """Return how an ok trial row contradicts itself (accuracy against ``n_test``, its correct
+    bits, its per-class accuracies and test class counts), or None."""
     if row.get("status") != "ok":
         return None
     return _accuracy_problem(row) or _bits_problem(row) or _per_class_problem(row)
@@ -298,7 +255,6 @@ def _accuracy_problem(row: dict) -> Optional[str]:
 
 def _bits_problem(row: dict) -> Optional[str]:
     """Return how a trial's correct bits contradict its whole-data-set accuracy, or None."""
-
     bits = row.get("correct")
     if not bits:
         return None
@@ -356,12 +312,10 @@ def _json(value):
 
 
 def copy_database(source: Path, target: Path, check=None) -> None:
-    """Copy the robench database at ``source`` to ``target`` consistently (SQLite's backup API:
-    its WAL included), opened read-only with ``trusted_schema`` off; ``check(connection)``, if
-    given, runs on the source before anything is copied.
+    """Copy the robench database at ``source`` to ``target`` with the backup API (WAL
+    included), read-only with ``trusted_schema`` off, after ``check(connection)`` if given.
 
-    SchemaError if ``source`` is not a robench database, sqlite3.DatabaseError if it cannot be
-    read. The one database copy of merge and of the publish steps.
+    SchemaError if ``source`` is not a robench database, sqlite3.DatabaseError if unreadable.
     """
     src = connect_readonly(source)
     try:
@@ -380,7 +334,6 @@ def copy_database(source: Path, target: Path, check=None) -> None:
 def _snapshot(path: Path, into: Path) -> None:
     """Copy a checked source into ``into`` (backup API), drop its triggers and views, migrate
     the copy to the current schema and check its keys there."""
-
     def check(src):
         try:
             _check_source(src, path)
@@ -431,13 +384,8 @@ def _insert(conn, table: str, row: dict, verb: str = "INSERT") -> None:
 
 
 def _fit_columns(conn, table: str, rows: list) -> None:
-    """Add to the target the declared columns ``rows`` hold values for and it lacks.
-
-    A target written by an older robench lacks a column added since (a trial's
-    ``execution``); like :meth:`robench.storage.store.Store._fit_to_file`, the column is added
-    only when a row has a value for it.
-    """
-
+    """Add to an older target the declared columns ``rows`` hold values for and it lacks
+    (as :meth:`robench.storage.store.Store._fit_to_file` does)."""
     present = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
     for name, sqltype in COLUMNS[table].items():
         if name not in present and any(r.get(name) is not None for r in rows):
@@ -463,11 +411,9 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
                     registry=None) -> MergeReport:
     """Merge ``sources`` (paths) into the database at ``target``; return what was done.
 
-    ``contributors`` names each source's contributor (default: the file's stem); it, and the
-    file's name, are what the merged runs are attributed to. ``registry`` (default: the
-    process-wide one) holds the metrics scores are recomputed with. See the module docstring.
+    ``contributors``: each source's contributor (default: the file's stem); ``registry``
+    (default: the process-wide one): the metrics scores are recomputed with.
     """
-
     sources = [Path(s) for s in sources]
     target = Path(target)
     contributors = list(contributors or []) + [None] * len(sources)
@@ -533,7 +479,6 @@ class _Recompute:
 
     def scores(self, metric, group: dict) -> dict:
         """Return {score key: score row} the metric computes from the group's stored trials."""
-
         keys = _json(group.get("trial_keys")) or []
         rows = [decode_row("trials", r) for r in _stored_rows(self.conn, "trials", keys).values()]
         rows.sort(key=lambda r: (r["dataset"], r["model"], r["clusterer"] or "", r["protocol"],
@@ -545,7 +490,6 @@ class _Recompute:
         out = {}
         for s in metric.aggregate(key_dict, rows):
             if s.score == metric.name:
-
                 s = replace(s, higher_is_better=metric.higher_is_better)
             row = score_row(s, 0, definitions, "", configuration=group.get("configuration"))
             out[row["key"]] = row
@@ -711,9 +655,8 @@ def _merge_group(conn, group: dict, n_trials: int, scores: dict, old: Optional[d
 
 def _merge_score(conn, stored_scores: dict, row: dict, computed: Optional[dict], where: tuple,
                  n_trials: int) -> bool:
-    """Merge one incoming score of a group whose trials came with it: compared with the stored
-    one of its key, else with its recomputation here (a conflict where they differ), else
-    inserted; return False where it conflicts with its recomputation. ``where``: (path,
+    """Merge one incoming score against the stored one of its key, else its recomputation
+    here; return False where it conflicts with the recomputation. ``where``: (path,
     contributor, now, report, counts)."""
     path, contributor, now, report, counts = where
     stored = stored_scores.get(row["key"])
@@ -745,12 +688,9 @@ def _against_stored(conn, kind, stored, row, path, contributor, now, report, cou
 
 
 def _merge_verifications(conn, src, path, contributor, counts) -> None:
-    """Copy the source's verification records once each, marked as the contributor's.
+    """Copy the source's verification records once each, ``recorded_in`` the contributor and
+    file whatever they claim (blank is this database's own verifier)."""
 
-    A record in a contribution is what its contributor says was verified: whatever its
-    ``recorded_in`` claims (the leaderboard's CI, another contributor), it is marked with the
-    contributor and file it came in, never left blank (blank is this database's own verifier).
-    """
     for row in _rows(src, "verifications"):
         row = {k: v for k, v in row.items() if k != "id"}
         row["recorded_in"] = f"{contributor} ({path.name})"
