@@ -1,12 +1,8 @@
 """``robench diff A B`` on two files: read both, compare (:mod:`robench.stats.diff`), lay out.
 
-The comparison itself is :func:`robench.stats.diff.diff_scores` (pure: rows in, rows out);
-this module reads what it needs from each database (scores with their versions, the
-configurations, and which trials each score group came from, so an extended run is paired on
-its shared repeats) and writes the three formats: text for a terminal (no line over
-:data:`WIDTH` columns, every stored name escaped and shortened), JSON, and Markdown only when
-asked (``--format markdown``: names as code spans, prose escaped; a job summary or a pull
-request comment, never a terminal's default).
+Reads scores with their versions, configurations and score groups' trials (so an extended run
+is paired on its shared repeats); writes text (no line over :data:`WIDTH`, names escaped and
+shortened), JSON, or Markdown when asked (names as code spans, prose escaped).
 """
 
 from __future__ import annotations
@@ -91,10 +87,9 @@ def _read(path, metric):
 def diff_databases(path_a, path_b, *, metric=None, models=None, anyway=False) -> Diff:
     """Return the comparison of every score two results databases share (both only read).
 
-    ``metric``: only its scores. ``models`` (MODEL_A, MODEL_B): compare MODEL_A's scores in
-    A with MODEL_B's in B (two versions of a model under two names; A and B may be one file).
-    ``anyway``: compare scores of other configurations or component versions too. Raises
-    ValueError (one line) for a metric or model neither file has.
+    ``models`` (MODEL_A, MODEL_B): MODEL_A's scores in A against MODEL_B's in B (A and B may
+    be one file); ``anyway``: other configurations or component versions too. ValueError for
+    a metric or model neither file has.
     """
     (rows_a, configs_a, trials_a), (rows_b, configs_b, trials_b) = (
         _read(path, metric) for path in (path_a, path_b))

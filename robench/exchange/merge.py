@@ -32,7 +32,7 @@ from robench.run.trials import trial_key
 from robench.storage.cells import MAX_JSON_DEPTH, TooDeep, decoded, loads
 from robench.storage.readonly import connect_readonly
 from robench.storage.store import (COLUMNS, JSON_COLUMNS, RUN_STATUSES, SCHEMA, TRIAL_STATUSES,
-                                   Store, decode_row)
+                                   Store, decode_row, key_chunks)
 
 #: Columns that name what a conflicting row is about, for the report.
 _LABEL = ("dataset", "model", "clusterer", "metric", "score", "protocol", "kind", "repeat")
@@ -87,14 +87,10 @@ def _check_source(conn, path) -> None:
         present = _check_table(conn, path, table, objects[table])
         _check_numbers(conn, path, table, present)
         _check_json(conn, path, table, present)
-    statuses = {"trials": TRIAL_STATUSES, "runs": RUN_STATUSES}
-    for table, allowed in statuses.items():
+    for table, allowed in {"trials": TRIAL_STATUSES, "runs": RUN_STATUSES}.items():
         if table in objects:
-            marks = ", ".join("?" * len(allowed))
-            bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE status IS NOT NULL AND '
-                               f"status NOT IN ({marks})", allowed).fetchone()[0]
-            if bad:
-                raise MergeError(f"{path}: {bad} {table} row(s) with an unknown status")
+            _refuse_rows(conn, path, table, "with an unknown status", "status IS NOT NULL AND "
+                         f"status NOT IN ({', '.join('?' * len(allowed))})", *allowed)
 
 
 def _refuse(path, table: str, what: str):
@@ -125,30 +121,26 @@ def _check_table(conn, path, table: str, sql: str) -> list:
     return present
 
 
-def _count(conn, table: str, where: str, *args) -> int:
-    return conn.execute(f'SELECT count(*) FROM "{table}" WHERE {where}', args).fetchone()[0]
+def _refuse_rows(conn, path, table: str, what: str, where: str, *args) -> None:
+    """Refuse the source if any row of ``table`` matches ``where``, saying ``what`` they are."""
+    bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE {where}', args).fetchone()[0]
+    if bad:
+        raise MergeError(f"{path}: {bad} {table} row(s) {what}")
 
 
 def _check_numbers(conn, path, table: str, present: list) -> None:
     """Refuse rows without a valid key, with a run id or number that is not one."""
     if table in _KEYED:
-        bad = _count(conn, table, "typeof(key) != 'text' OR length(key) = 0 "
-                     "OR length(key) > 128")
-        if bad:
-            raise MergeError(f"{path}: {bad} {table} row(s) without a valid key")
+        _refuse_rows(conn, path, table, "without a valid key",
+                     "typeof(key) != 'text' OR length(key) = 0 OR length(key) > 128")
     if "run_id" in present:
-        bad = _count(conn, table, "run_id IS NOT NULL AND typeof(run_id) != 'integer'")
-        if bad:
-            raise MergeError(f"{path}: {bad} {table} row(s) with a run id that is not an "
-                             "integer")
+        _refuse_rows(conn, path, table, "with a run id that is not an integer",
+                     "run_id IS NOT NULL AND typeof(run_id) != 'integer'")
     for column, sqltype in COLUMNS[table].items():
-        if column not in present or sqltype.upper() not in ("INTEGER", "REAL"):
-            continue
-        bad = _count(conn, table, f'"{column}" IS NOT NULL AND (typeof("{column}") NOT IN '
-                     f'(\'integer\', \'real\') OR abs("{column}") > 1.7976931348623157e308)')
-        if bad:
-            raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not a finite "
-                             "number")
+        if column in present and sqltype.upper() in ("INTEGER", "REAL"):
+            _refuse_rows(conn, path, table, f"whose {column} is not a finite number",
+                         f'"{column}" IS NOT NULL AND (typeof("{column}") NOT IN (\'integer\', '
+                         f'\'real\') OR abs("{column}") > 1.7976931348623157e308)')
 
 
 def _check_json(conn, path, table: str, present: list) -> None:
@@ -156,9 +148,8 @@ def _check_json(conn, path, table: str, present: list) -> None:
     for column in JSON_COLUMNS.get(table, ()):
         if column not in present:
             continue
-        bad = _count(conn, table, f'"{column}" IS NOT NULL AND NOT json_valid("{column}")')
-        if bad:
-            raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not JSON")
+        _refuse_rows(conn, path, table, f"whose {column} is not JSON",
+                     f'"{column}" IS NOT NULL AND NOT json_valid("{column}")')
         # only a cell with that many brackets can nest that deep: the rest is skipped
         deep = conn.execute(
             f'SELECT "{column}" FROM "{table}" WHERE length("{column}") - length('
@@ -178,15 +169,14 @@ def _too_deep(text) -> bool:
     except TooDeep:
         return True
     except ValueError:
-        return False
+        pass
     return False
 
 
 def _check_identities(conn, path) -> None:
     """Refuse a (migrated) source whose keys do not hash what their rows say they are."""
     for row in _rows(conn, "trials"):
-        why = _trial_identity(row)
-        if why is not None:
+        if (why := _trial_identity(row)) is not None:
             label = " ".join(str(row.get(c)) for c in ("dataset", "model", "protocol", "kind",
                                                        "repeat"))
             raise MergeError(f"{path}: trial {row['key'][:16]} ({label}){why}; refusing to "
@@ -368,9 +358,8 @@ def _snapshot(path: Path, into: Path) -> None:
 
 
 def _rows(conn, table: str, where: str = "", params=()) -> list[dict]:
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                          (table,)).fetchone()
-    if not exists:
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        (table,)).fetchone():
         return []
     cursor = conn.execute(f'SELECT * FROM "{table}" {where} ORDER BY rowid', params)
     names = [d[0] for d in cursor.description]
@@ -395,9 +384,7 @@ def _fit_columns(conn, table: str, rows: list) -> None:
 def _stored_rows(conn, table: str, keys) -> dict:
     """Return {key: row} of the target's ``table`` rows among ``keys``."""
     out = {}
-    keys = list(keys)
-    for start in range(0, len(keys), 500):
-        chunk = keys[start:start + 500]
+    for chunk in key_chunks(keys):
         cursor = conn.execute(f'SELECT * FROM "{table}" WHERE key IN '
                               f'({", ".join("?" * len(chunk))})', chunk)
         names = [d[0] for d in cursor.description]
@@ -690,7 +677,6 @@ def _against_stored(conn, kind, stored, row, path, contributor, now, report, cou
 def _merge_verifications(conn, src, path, contributor, counts) -> None:
     """Copy the source's verification records once each, ``recorded_in`` the contributor and
     file whatever they claim (blank is this database's own verifier)."""
-
     for row in _rows(src, "verifications"):
         row = {k: v for k, v in row.items() if k != "id"}
         row["recorded_in"] = f"{contributor} ({path.name})"

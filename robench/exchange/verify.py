@@ -19,7 +19,6 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
-
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -35,6 +34,7 @@ from robench.run.config import TRIAL_TIMEOUT
 from robench.run.executors import (TRIAL_THREADS, execute_trial, failed_row, init_worker,
                                    limit_threads)
 from robench.run.trials import TrialEnv
+from robench.stats import is_finite
 from robench.stats.bits import unpack_bits
 from robench.storage.store import decode_row, encode_row
 from robench.storage.verification import save_verification
@@ -160,13 +160,13 @@ def _deviations(rows: list) -> dict:
         groups.setdefault(tuple(row.get(c) or "" for c in _GROUP), []).append(row)
     out = {}
     for members in groups.values():
-        accs = [float(r["accuracy"]) for r in members if _number(r.get("accuracy"))]
+        accs = [float(r["accuracy"]) for r in members if is_finite(r.get("accuracy"))]
         centre = statistics.median(accs) if accs else 0.0
         mad = statistics.median(abs(a - centre) for a in accs) if accs else 0.0
         for r in members:
             spread = max(1.4826 * mad, 1.0 / max(int(r.get("n_test") or 0), 1), 0.005)
             far = (abs(float(r["accuracy"]) - centre) / spread
-                   if _number(r.get("accuracy")) else 0.0)
+                   if is_finite(r.get("accuracy")) else 0.0)
             out[r["key"]] = (len(members), far)
     return out
 
@@ -175,11 +175,6 @@ def influence(rows: list) -> dict:
     """Return {trial key: (1 + z)^2 / group size}, ``z`` its accuracy's distance from its
     score group's median in robust SDs (MAD; at least one test row or half a point)."""
     return {key: (1.0 + far) ** 2 / size for key, (size, far) in _deviations(rows).items()}
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)
 
 
 def _weighted_draw(rng, pool: list, weights: dict) -> dict:
@@ -618,10 +613,10 @@ def trial_limit(run: dict, limit: Optional[float], recorded=None) -> float:
     epochs stops near the time its contributor says it took)."""
     config = run.get("config") if isinstance(run.get("config"), dict) else {}
     own = config.get("trial_timeout")
-    if not _number(own) or own <= 0:  # 0 (no limit) is not a limit a verifier takes over
+    if not is_finite(own) or own <= 0:  # 0 (no limit) is not a limit a verifier takes over
         own = TRIAL_TIMEOUT.get(config.get("profile"), TRIAL_TIMEOUT["standard"])
     own = float(own if limit is None else min(own, limit))
-    if _number(recorded) and recorded >= 0:
+    if is_finite(recorded) and recorded >= 0:
         own = min(own, RECORDED_FLOOR + RECORDED_FACTOR * float(recorded))
     return own
 
@@ -639,7 +634,6 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     forger naming another CPU would otherwise get the tolerance).
     """
     if sample < 1:
-
         raise VerifyError(f"--sample must be at least 1, got {sample}")
     filters = {"status": "ok"}
     if contributor is not None:
@@ -788,6 +782,6 @@ def _accuracies(stored: dict, rerun: dict) -> dict:
     for c in ACCURACIES:
         a, b = old.get(c), new.get(c)
         n = sum(int(old.get(k) or 0) for k in _ROWS_OF[c])
-        if _number(a) and _number(b) and n:
+        if is_finite(a) and is_finite(b) and n:
             out[c] = (float(a), float(b), n)
     return out

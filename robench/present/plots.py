@@ -14,11 +14,8 @@ percentages):
 - ``"lines"``: ``series`` = [{label, x: [...], y: [...], y_low, y_high}]; optional
   ``xticks`` = [(position, label)], ``ylim``; the legend goes under the plot.
 
-Text is at least 9 pt on a 4.2 in wide figure, so a plot shrunk to a phone's width still shows
-it at 10 CSS px or more (``width`` and ``height``, in inches, change the axes' size).
-
-The same description always gives the same bytes: ``svg.hashsalt`` is fixed, the metadata
-carries no date, text stays text (``svg.fonttype = none``, so no glyph paths are embedded).
+``width`` and ``height`` (inches) change the axes' size. The same description always gives
+the same bytes (docs/leaderboard.md, "Plots").
 """
 
 from __future__ import annotations

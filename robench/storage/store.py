@@ -359,12 +359,11 @@ BUSY_TIMEOUT = 60.0
 _CHUNK = 500
 
 
-def _chunks(keys: Iterable[str]) -> Iterable[list]:
+def key_chunks(keys: Iterable[str]) -> Iterable[list]:
     """Yield ``keys`` without repeats in lists of at most :data:`_CHUNK`."""
     keys = list(dict.fromkeys(keys))
     for start in range(0, len(keys), _CHUNK):
         yield keys[start : start + _CHUNK]
-
 
 
 def _plain(value: Any) -> Any:
@@ -707,7 +706,7 @@ class Store:
         (any rewrite changes it; :mod:`robench.run.scoring` fingerprints inputs with it)."""
         out = {}
         with self._lock:
-            for chunk in _chunks(keys):
+            for chunk in key_chunks(keys):
                 sql = f"SELECT * FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
                 cursor = self.db.conn.execute(sql, chunk)
                 names = [d[0] for d in cursor.description]
@@ -898,7 +897,7 @@ class Store:
         the clause ``where`` (with ``params``) selects, not decoded."""
         rows = []
         joiner = "AND" if where else "WHERE"
-        for chunk in _chunks(keys):
+        for chunk in key_chunks(keys):
             sql = (f"SELECT {columns} FROM {table} {where} {joiner} "
                    f"key IN ({', '.join('?' * len(chunk))})")
             rows.extend(self._select(sql, list(params) + chunk))
