@@ -60,8 +60,7 @@ def score_trials(store: Store) -> dict:
         chunk = wanted[start:start + _CHUNK]
         repeat.update(db.execute(f"SELECT key, repeat FROM trials WHERE key IN "
                                  f"({', '.join('?' * len(chunk))})", chunk).fetchall())
-    return {ident: {k: repeat[k] for k in keys if k in repeat}
-            for ident, keys in groups.items()}
+    return {ident: {k: repeat[k] for k in keys if k in repeat} for ident, keys in groups.items()}
 
 
 def _key_list(cell) -> Optional[list]:
@@ -139,8 +138,7 @@ def _name(c) -> str:
 def text_lines(diff: Diff, width: int = WIDTH) -> list:
     """Return the text report: one entry per score (wrapped: no line over ``width``
     columns), the counts, and what each decision that occurred means."""
-    wrap = textwrap.TextWrapper(width=width, subsequent_indent="    ",
-                                break_on_hyphens=False)
+    wrap = textwrap.TextWrapper(width=width, subsequent_indent="    ", break_on_hyphens=False)
     out = []
     for c in diff.scores:
         head = f"{_name(c)}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} {c['decision']}"

@@ -429,8 +429,7 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
                     src.execute("PRAGMA trusted_schema = OFF")
                     try:
                         with store._write():
-                            counts = _merge_one(conn, src, path, contributor, sha, report,
-                                                registry)
+                            counts = _merge_one(conn, src, path, contributor, sha, report, registry)
                     except sqlite3.DatabaseError as exc:
                         raise MergeError(f"{path}: cannot be merged ({exc}); nothing of it was "
                                          "copied") from None
@@ -524,8 +523,7 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
         if row.get("clustering") is not None and not conn.execute(
                 "SELECT 1 FROM clusterings WHERE key = ?", (row["clustering"],)).fetchone():
             row["clustering"] = None
-        counts[_merge_trial(conn, stored.get(row["key"]), row, path, contributor, now,
-                            report)] += 1
+        counts[_merge_trial(conn, stored.get(row["key"]), row, path, contributor, now, report)] += 1
     source_trials = {r["key"] for r in incoming}
     _merge_scores(conn, src, path, contributor, now, report, counts, remap, source_trials,
                   _Recompute(conn, registry))
@@ -539,8 +537,7 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
     return counts
 
 
-def _merge_runs(conn, src, path: Path, contributor: str, sha: str, now: str,
-                counts: dict) -> dict:
+def _merge_runs(conn, src, path: Path, contributor: str, sha: str, now: str, counts: dict) -> dict:
     """Copy the source's runs not merged before, each with its contributions row; return
     {source run id: run id here}."""
     run_map = {}

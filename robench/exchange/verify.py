@@ -320,8 +320,7 @@ def missing(spec: dict, registry, plugins: Optional[dict] = None,
         except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
             if kind == "models":
                 continue  # a protocol's own helper model (a zoo member): the protocol builds it
-            return not_installed(kind[:-1], name, versions[slot], plugins, registry,
-                                 distributions)
+            return not_installed(kind[:-1], name, versions[slot], plugins, registry, distributions)
         if have != versions[slot]:
             return (f"{kind[:-1]} '{name}' is {have} here (plugin/component version), the "
                     f"trial ran with {versions[slot]}")
@@ -736,8 +735,7 @@ def _not_re_run(spec, run: dict, registry, left, budget, entry: dict) -> Optiona
     spent: ``entry`` marked ``timed_out``), or None."""
     if not isinstance(spec, dict):
         return "no stored spec"
-    why = missing(spec, registry, run.get("plugin_versions") or {},
-                  run.get("plugin_distributions"))
+    why = missing(spec, registry, run.get("plugin_versions") or {}, run.get("plugin_distributions"))
     if why is None and left is not None and left <= 0:
         entry["timed_out"] = True
         return f"not re-run: the verification's time budget of {budget:g} s was spent"

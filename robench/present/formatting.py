@@ -62,14 +62,9 @@ def printable(value, lines: bool = False) -> str:
 
 
 def interval_text(low, high, *, reason=None, floor=None, digits: int = 3) -> tuple:
-    """Return (the interval as text, a note or None) as the tables show it.
-
-    Bounds are shown as computed, never clipped: a bound below ``floor`` (the least value
-    the quantity can take, e.g. 0 for rho) stays as it is and the note says so. Without
-    bounds the text says "unbounded" where the confidence set is (Fieller's, when the
-    denominator is not significantly above 0) and "none" otherwise, and the note is the
-    stored reason.
-    """
+    """Return (the interval as text, a note or None) as the tables show it: never clipped (a
+    bound below ``floor`` is noted); without bounds "unbounded" where the stored reason says
+    so (Fieller's), else "none", the note being the reason."""
     if is_finite(low) and is_finite(high):
         text = f"[{low:.{digits}f}, {high:.{digits}f}]"
         if floor is not None and low < floor:

@@ -32,8 +32,7 @@ SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9.5,
           "text.parse_math": False, "text.usetex": False}
 #: Longest label drawn; a longer one (a name can be any text) is cut with an ellipsis.
 MAX_LABEL = 80
-PALETTE = ("#2f6fad", "#c1543d", "#3d8f5a", "#8a5ab5", "#b8860b", "#4a4a4a", "#d0679d",
-           "#1f9fb4")
+PALETTE = ("#2f6fad", "#c1543d", "#3d8f5a", "#8a5ab5", "#b8860b", "#4a4a4a", "#d0679d", "#1f9fb4")
 #: Marker shapes: with the palette, 80 points of a scatter plot look different (colour x shape).
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 #: A plot is drawn this wide (inches; 72 pt each, 96 CSS px): at 4.2 in (403 px) shown on a

@@ -185,24 +185,13 @@ def _provenance(rows: list, runs: dict) -> list:
     return out
 
 
-def _section_html(env, section, metric: str, rows: list, dataset: str, registry):
-    """Return a family section's HTML for ``rows``, or None when it has nothing to show."""
-    context = section.build(rows)
-    if not context:
-        return None
-    return markupsafe.Markup(env.get_template(f"{metric}/{section.template}").render(
-        section=context, dataset=short_name(dataset), metric=registry.get("metrics", metric),
-        root="../"))
-
-
 def _direction(higher, baseline) -> str:
     """Return a headline column's reading: its direction and, where it has one, its baseline."""
     text = "higher is better" if higher else "lower is better"
     return text + (f"; relative to the baseline model {baseline} (= 1)" if baseline else "")
 
 
-def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
-              ) -> Optional[dict]:
+def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None) -> Optional[dict]:
     """Return one data set's overview: the headline of each section that has a value, merged
     by model. A headline no model has a value in gets no column: it is appended to ``empty``
     with why (the first reason its stored scores give), for the page to say in one line."""
@@ -226,8 +215,7 @@ def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
     return {"heads": heads, "models": sorted(models, key=order)}
 
 
-def _headline(metric: str, section, mine: list, registry, empty: Optional[list]
-              ) -> Optional[dict]:
+def _headline(metric: str, section, mine: list, registry, empty: Optional[list]) -> Optional[dict]:
     """Return a section's headline column of the overview, or None: where no model has a
     value in it, it is appended to ``empty`` with why."""
     head = _drawn("headline", section.headline, mine)[0]
@@ -296,8 +284,7 @@ def _detail_tables(row: dict) -> list:
     what = row["metric"] if row["score"] == row["metric"] else f"{row['metric']} {row['score']}"
     if row.get("clusterer"):
         what += f", sources by {row['clusterer']}"
-    return _per_class_table(what, det.get("per_class")) + _per_fold_table(
-        what, det.get("per_fold"))
+    return _per_class_table(what, det.get("per_class")) + _per_fold_table(what, det.get("per_fold"))
 
 
 def _per_class_table(what: str, per_class) -> list:
@@ -550,11 +537,14 @@ def _section_part(site: Site, name: str, metric: str, section, mine: list,
 def _drawn_section(site: Site, section, metric: str, rows: list, dataset: str):
     """Return a family section's HTML for ``rows``, the note that says why it could not be
     drawn, or None when it has nothing to show."""
-    html, note = _drawn(f"The {section.title or metric} section", _section_html, site.env,
-                        section, metric, rows, dataset, site.registry)
-    if html is None and note is None:
-        return None
-    return html if note is None else _note_html(note)
+    def html():
+        context = section.build(rows)
+        return markupsafe.Markup(site.env.get_template(f"{metric}/{section.template}").render(
+            section=context, dataset=short_name(dataset),
+            metric=site.registry.get("metrics", metric), root="../")) if context else None
+
+    drawn, note = _drawn(f"The {section.title or metric} section", html)
+    return drawn if note is None else _note_html(note)
 
 
 def _section_plots(site: Site, stem: str, section, rows: list, model=None) -> list:
@@ -602,8 +592,7 @@ def _headline_badges(site: Site, dataset: str, overview: Optional[dict]) -> None
 
 def index_page(site: Site) -> dict[str, str]:
     """Return index.html: one overview table per data set, the legends of the shown headlines."""
-    shown = {h["metric"] for ds in site.datasets if ds["overview"]
-             for h in ds["overview"]["heads"]}
+    shown = {h["metric"] for ds in site.datasets if ds["overview"] for h in ds["overview"]["heads"]}
     legends = [s.legend for metric, s in site.sections.items() if metric in shown and s.legend]
     return {"index.html": site.env.get_template("index.html").render(
         root="", page="index", datasets=site.datasets, top=site.top, legends=legends,
@@ -650,8 +639,7 @@ def _model_blocks(site: Site, model: str) -> list:
             # values of every other model are in its tables (build time stays linear
             # and small at 1,000 models x 5 data sets)
             if own and model in ds["top_set"]:
-                plots += _section_plots(site, f"{ds['name']}-{model}-{metric}", section, own,
-                                        model)
+                plots += _section_plots(site, f"{ds['name']}-{model}-{metric}", section, own, model)
         details = [t for r in mine for t in (_drawn("details", _detail_tables, r)[0] or ())]
         heads = ds["overview"]["heads"] if ds["overview"] else ()
         headline = [{"head": h, "row": h["by_model"][model]} for h in heads

@@ -1,14 +1,9 @@
 """Read-only access to the results database: opening it, and SQL for ``robench query``.
 
-Read commands open the file through :func:`readonly_uri`: SQLite URI ``mode=ro``, plus
-``immutable=1`` for a WAL file without its ``-shm`` and either without its ``-wal`` or in a
-folder that cannot be written, so a read leaves no ``-shm``/``-wal`` behind
-(docs/database.md). They never migrate, switch the journal mode or write a byte.
-
-A statement that would change the file is refused before it runs, by its first keyword and
-then by an SQLite authorizer vetoing every write and every PRAGMA that is not a plain read
-(``mode=ro`` and ``query_only`` are backstops); a progress handler stops a statement past its
-time limit (``robench query --timeout``).
+:func:`readonly_uri` opens it ``mode=ro`` (``immutable=1`` where a WAL read would leave files
+behind: docs/database.md). A write is refused by its first keyword, then by an authorizer
+vetoing every write and non-reading PRAGMA (``mode=ro`` and ``query_only`` are backstops); a
+progress handler and ``interrupt()`` stop a statement past its time limit.
 """
 
 from __future__ import annotations

@@ -542,19 +542,11 @@ class Store:
                   plugin_distributions: Optional[dict] = None) -> int:
         """Record a new run with its config and the versions involved; return its id
         (``plugin_distributions``: {plugin: distribution}, so a board can name what to install)."""
-        row = {
-            "started_at": utc_now(),
-            "status": "running",
-            "command": command,
-            **run_environment(),
-            "seed": seed,
-            "config": config,
-            "plugin_versions": plugin_versions,
-            "plugin_distributions": plugin_distributions or None,
-            "host": host_name(),
-            "pid": os.getpid(),
-            "pid_started": process_started(os.getpid()),
-        }
+        row = {"started_at": utc_now(), "status": "running", "command": command,
+               **run_environment(), "seed": seed, "config": config,
+               "plugin_versions": plugin_versions,
+               "plugin_distributions": plugin_distributions or None, "host": host_name(),
+               "pid": os.getpid(), "pid_started": process_started(os.getpid())}
         with self._write():
             (row,) = self._fit_to_file("runs", [encode_row("runs", row)])
             table = self.db["runs"].insert(row)
@@ -717,13 +709,8 @@ class Store:
                     out[row[at]] = hashlib.sha256(repr(row).encode("utf-8")).hexdigest()
         return out
 
-    def scores(
-        self,
-        dataset: Optional[str] = None,
-        metric: Optional[str] = None,
-        model: Optional[str] = None,
-        configuration: Optional[str] = None,
-    ) -> list[dict]:
+    def scores(self, dataset: Optional[str] = None, metric: Optional[str] = None,
+               model: Optional[str] = None, configuration: Optional[str] = None) -> list[dict]:
         """Return score rows, JSON decoded, optionally filtered by dataset, metric, model and
         configuration id; a score stored before configurations were recorded has 'legacy'."""
         filters = {"dataset": dataset, "metric": metric, "model": model,
@@ -807,9 +794,7 @@ class Store:
 
     def save_configuration(self, row: dict) -> None:
         """Insert a configurations row (robench.run.configurations.configuration_row) if new."""
-        row = dict(row)
-        row.setdefault("created_at", utc_now())
-        row = encode_row("configurations", row)
+        row = encode_row("configurations", {"created_at": utc_now(), **row})
         with self._write():
             self.db["configurations"].insert(row, pk="id", ignore=True)
 
@@ -826,9 +811,7 @@ class Store:
         """Upsert one clustering row (sources found in a data set) by its ``key``."""
         if not row.get("key"):
             raise ValueError("a clustering row needs a non-empty 'key'")
-        row = dict(row)
-        row.setdefault("created_at", utc_now())
-        row = encode_row("clusterings", row)
+        row = encode_row("clusterings", {"created_at": utc_now(), **row})
         with self._write():
             (row,) = self._fit_to_file("clusterings", [row])
             self.db["clusterings"].upsert(row, pk="key")

@@ -149,8 +149,7 @@ def contributions(repo) -> tuple[list[Path], dict]:
     folder = contained(repo, "contributions")
     done = accepted(repo)
     by_file = {r.get("file"): r for r in done.values()}
-    seen = {skeleton(str(r.get("contributor"))): str(r.get("contributor"))
-            for r in done.values()}
+    seen = {skeleton(str(r.get("contributor"))): str(r.get("contributor")) for r in done.values()}
     ok, refused = [], {}
     for entry in sorted(folder.iterdir()):
         if not entry.name.endswith(".db"):

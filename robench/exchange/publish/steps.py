@@ -129,8 +129,7 @@ def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -
         have = set(registry.names(kind))
         for n in names:
             if n and ":" not in n and n not in have and n not in allowed:
-                where = provider(recorded.get((kind, n)), plugins, registry, pins,
-                                 distributions)
+                where = provider(recorded.get((kind, n)), plugins, registry, pins, distributions)
                 by_provider.setdefault(where, []).append(f"{kind[:-1]} '{n}'")
     if not by_provider:
         return None
@@ -484,8 +483,7 @@ def merge(repo, registry=None) -> StepResult:
             record[sha] = {"file": path.name, "contributor": path.stem, "accepted": now}
             result.lines.append(f"- {markdown_code(path.name)}: merged as "
                                 f"{markdown_code(path.stem)}, with the pipeline's verification")
-        (work / "accepted.json").write_text(json.dumps(record, indent=2, sort_keys=True)
-                                            + "\n")
+        (work / "accepted.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         os.replace(candidate, published)
         os.replace(work / "accepted.json", record_path)
     finally:
