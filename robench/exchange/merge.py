@@ -500,123 +500,128 @@ def _recomputed_differs(claimed: dict, computed: Optional[dict]) -> list[str]:
     return [c for c in columns if not _close(claimed.get(c), computed.get(c))]
 
 
+@dataclass
+class _Source:
+    """One source being merged into the target (inside its transaction), and its counts."""
+
+    conn: sqlite3.Connection  # the target's
+    src: sqlite3.Connection  # the migrated snapshot's
+    path: Path
+    contributor: str
+    now: str
+    report: MergeReport
+    counts: dict = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
+    run_map: dict = field(default_factory=dict)  # source run id -> run id here
+
+    def remap(self, row: dict) -> dict:
+        if row.get("run_id") is not None:
+            row["run_id"] = self.run_map.get(row["run_id"])
+        return row
+
+
 def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeReport,
                registry) -> dict:
     """Copy one migrated snapshot's rows into the target connection (inside a transaction)."""
-    counts = dict.fromkeys(_COUNTS, 0)
-    now = utc_now()
-    run_map = _merge_runs(conn, src, path, contributor, sha, now, counts)
-
-    def remap(row):
-        if row.get("run_id") is not None:
-            row["run_id"] = run_map.get(row["run_id"])
-        return row
-
+    s = _Source(conn, src, path, contributor, utc_now(), report)
+    _merge_runs(s, sha)
     for table in ("configurations", "metrics", "clusterings"):
         for row in _rows(src, table):
-            _insert(conn, table, remap(row), "INSERT OR IGNORE")
+            _insert(conn, table, s.remap(row), "INSERT OR IGNORE")
     incoming = _rows(src, "trials")
     _fit_columns(conn, "trials", incoming)
     stored = _stored_rows(conn, "trials", [r["key"] for r in incoming])
     for row in incoming:
-        remap(row)
+        s.remap(row)
         if row.get("clustering") is not None and not conn.execute(
                 "SELECT 1 FROM clusterings WHERE key = ?", (row["clustering"],)).fetchone():
             row["clustering"] = None
-        counts[_merge_trial(conn, stored.get(row["key"]), row, path, contributor, now, report)] += 1
-    source_trials = {r["key"] for r in incoming}
-    _merge_scores(conn, src, path, contributor, now, report, counts, remap, source_trials,
-                  _Recompute(conn, registry))
+        s.counts[_merge_trial(s, stored.get(row["key"]), row)] += 1
+    _merge_scores(s, {r["key"] for r in incoming}, _Recompute(conn, registry))
     for row in _rows(src, "skips"):
-        _insert(conn, "skips", remap(row), "INSERT OR IGNORE")
-    _merge_verifications(conn, src, path, contributor, counts)
-    complete = not (counts["scores_without_trials"] or counts["scores_unchecked"])
+        _insert(conn, "skips", s.remap(row), "INSERT OR IGNORE")
+    _merge_verifications(s)
+    complete = not (s.counts["scores_without_trials"] or s.counts["scores_unchecked"])
     conn.execute("INSERT OR REPLACE INTO merged_sources (sha256, source, contributor, merged_at, "
                  "complete) VALUES (?, ?, ?, ?, ?)",
-                 (sha, path.name, contributor, now, int(complete)))
-    return counts
+                 (sha, path.name, contributor, s.now, int(complete)))
+    return s.counts
 
 
-def _merge_runs(conn, src, path: Path, contributor: str, sha: str, now: str, counts: dict) -> dict:
-    """Copy the source's runs not merged before, each with its contributions row; return
-    {source run id: run id here}."""
-    run_map = {}
-    for run in _rows(src, "runs"):
+def _merge_runs(s: _Source, sha: str) -> None:
+    """Copy the source's runs not merged before, each with its contributions row, filling
+    ``s.run_map``."""
+    for run in _rows(s.src, "runs"):
         fingerprint = _digest({k: v for k, v in run.items() if k not in _RUN_ID})
-        known = conn.execute("SELECT run_id FROM contributions WHERE run_fingerprint = ?",
-                             (fingerprint,)).fetchone()
+        known = s.conn.execute("SELECT run_id FROM contributions WHERE run_fingerprint = ?",
+                               (fingerprint,)).fetchone()
         if known:
-            run_map[run["id"]] = known[0]
-            counts["runs_known"] += 1
+            s.run_map[run["id"]] = known[0]
+            s.counts["runs_known"] += 1
             continue
-        _insert(conn, "runs", {k: v for k, v in run.items() if k != "id"})
-        new_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
-        run_map[run["id"]] = new_id
+        _insert(s.conn, "runs", {k: v for k, v in run.items() if k != "id"})
+        new_id = s.conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+        s.run_map[run["id"]] = new_id
         # who contributed it is what the person merging says, never what the source claims
-        _insert(conn, "contributions", {
-            "run_id": new_id, "contributor": contributor, "source": path.name,
+        _insert(s.conn, "contributions", {
+            "run_id": new_id, "contributor": s.contributor, "source": s.path.name,
             "source_sha256": sha, "source_run_id": run["id"], "run_fingerprint": fingerprint,
-            "merged_at": now})
-        counts["runs"] += 1
-    return run_map
+            "merged_at": s.now})
+        s.counts["runs"] += 1
 
 
-def _merge_trial(conn, old: Optional[dict], row: dict, path, contributor, now, report) -> str:
+def _merge_trial(s: _Source, old: Optional[dict], row: dict) -> str:
     """Merge one incoming trial against the stored one of its key; return what it counts as."""
     if old is None:
-        _insert(conn, "trials", row)
+        _insert(s.conn, "trials", row)
         return "trials"
     diff = ([] if same_raw(old, row, TRIAL_RESULT)
             else differing(trial_content(old), trial_content(row)))
     if not diff:
         return "trials_duplicate"
     if old.get("status") == "failed" and row.get("status") == "ok":
-        conn.execute("DELETE FROM trials WHERE key = ?", (row["key"],))
-        _insert(conn, "trials", row)
+        s.conn.execute("DELETE FROM trials WHERE key = ?", (row["key"],))
+        _insert(s.conn, "trials", row)
         return "trials_replaced_failed"
     if row.get("status") == "failed":
         return "trials_failed_skipped"  # a failure never replaces anything
-    _conflict(conn, "trial", old, row, diff, path, contributor, now, report)
+    _conflict(s, "trial", old, row, diff)
     return "trials_conflict"
 
 
-def _merge_scores(conn, src, path, contributor, now, report, counts, remap, source_trials,
-                  recompute: _Recompute) -> None:
+def _merge_scores(s: _Source, source_trials: set, recompute: _Recompute) -> None:
     """Copy the source's score groups and scores that rest on its trials and recompute here."""
-    scores = {r["key"]: r for r in _rows(src, "scores")}
-    groups = _rows(src, "score_groups")
-    stored_groups = _stored_rows(conn, "score_groups", [g["key"] for g in groups])
-    stored_scores = _stored_rows(conn, "scores", list(scores))
+    scores = {r["key"]: r for r in _rows(s.src, "scores")}
+    groups = _rows(s.src, "score_groups")
+    stored_groups = _stored_rows(s.conn, "score_groups", [g["key"] for g in groups])
+    stored_scores = _stored_rows(s.conn, "scores", list(scores))
     placed = set()  # score keys some group of the source accounts for
     unchecked = {}
-    where = (path, contributor, now, report, counts)
     for group in groups:
-        remap(group)
+        s.remap(group)
         trial_keys = _json(group.get("trial_keys")) or []
         if trial_keys and set(trial_keys) <= source_trials:  # else: scores without trials
-            _merge_group(conn, group, len(trial_keys), scores, stored_groups.get(group["key"]),
-                         stored_scores, placed, unchecked, recompute, remap, where)
+            _merge_group(s, group, len(trial_keys), scores, stored_groups.get(group["key"]),
+                         stored_scores, placed, unchecked, recompute)
     for k in sorted(set(scores) - placed):  # in no group of the source that holds its trials
-        row, stored = remap(dict(scores[k])), stored_scores.get(k)
+        row, stored = s.remap(dict(scores[k])), stored_scores.get(k)
         if stored is not None:  # its identity is stored: compared, whatever its trials
-            _against_stored(conn, "score", stored, row, *where)
+            _against_stored(s, "score", stored, row)
         else:
-            counts["scores_without_trials"] += 1
+            s.counts["scores_without_trials"] += 1
     for (metric, version), (why, n) in sorted(unchecked.items()):
-        report.unchecked.append({"source": str(path), "metric": metric, "version": version,
-                                 "n": n, "why": why})
+        s.report.unchecked.append({"source": str(s.path), "metric": metric, "version": version,
+                                   "n": n, "why": why})
 
 
-def _merge_group(conn, group: dict, n_trials: int, scores: dict, old: Optional[dict],
-                 stored_scores: dict, placed: set, unchecked: dict, recompute: _Recompute,
-                 remap, where: tuple) -> None:
+def _merge_group(s: _Source, group: dict, n_trials: int, scores: dict, old: Optional[dict],
+                 stored_scores: dict, placed: set, unchecked: dict,
+                 recompute: _Recompute) -> None:
     """Merge one score group whose trials came with it, and its scores not placed before
     (``placed`` grows by them); a metric not installed here leaves them unchecked."""
-    counts = where[-1]
     pairs = _json(group.get("scores")) or []
     mine = [p[0] for p in pairs if isinstance(p, list) and p and p[0] in scores]
     if old is not None:
-        _against_stored(conn, "score_group", old, group, *where)
+        _against_stored(s, "score_group", old, group)
     fresh = [k for k in mine if k not in stored_scores and k not in placed]
     computed = {}
     if fresh:
@@ -624,62 +629,60 @@ def _merge_group(conn, group: dict, n_trials: int, scores: dict, old: Optional[d
         if metric is None:  # not installed here at its version: counted, not merged
             ident = (group["metric"], group.get("metric_version"))
             unchecked.setdefault(ident, [why, 0])[1] += len(fresh)
-            counts["scores_unchecked"] += len(fresh)
+            s.counts["scores_unchecked"] += len(fresh)
             placed.update(fresh)
             return
         computed = recompute.scores(metric, group)
-    rows = {k: remap(dict(scores[k])) for k in mine if k not in placed}
+    rows = {k: s.remap(dict(scores[k])) for k in mine if k not in placed}
     placed.update(rows)
-    accepted = all([_merge_score(conn, stored_scores, row, computed.get(k), where, n_trials)
+    accepted = all([_merge_score(s, stored_scores, row, computed.get(k), n_trials)
                     for k, row in rows.items()])
     if old is None and accepted:
-        _insert(conn, "score_groups", group)
-        counts["score_groups"] += 1
+        _insert(s.conn, "score_groups", group)
+        s.counts["score_groups"] += 1
 
 
-def _merge_score(conn, stored_scores: dict, row: dict, computed: Optional[dict], where: tuple,
+def _merge_score(s: _Source, stored_scores: dict, row: dict, computed: Optional[dict],
                  n_trials: int) -> bool:
     """Merge one incoming score against the stored one of its key, else its recomputation
-    here; return False where it conflicts with the recomputation. ``where``: (path,
-    contributor, now, report, counts)."""
-    path, contributor, now, report, counts = where
+    here; return False where it conflicts with the recomputation."""
     stored = stored_scores.get(row["key"])
     if stored is not None:
-        _against_stored(conn, "score", stored, row, *where)
+        _against_stored(s, "score", stored, row)
         return True
     diff = _recomputed_differs(row, computed)
     if diff:
-        _conflict(conn, "score", computed or {}, row, diff, path, contributor, now, report,
+        _conflict(s, "score", computed or {}, row, diff,
                   kept=f"recomputed here from its {n_trials} trial(s)")
-        counts["scores_conflict"] += 1
+        s.counts["scores_conflict"] += 1
         return False
-    _insert(conn, "scores", row)
+    _insert(s.conn, "scores", row)
     stored_scores[row["key"]] = row
-    counts["scores"] += 1
+    s.counts["scores"] += 1
     return True
 
 
-def _against_stored(conn, kind, stored, row, path, contributor, now, report, counts) -> None:
+def _against_stored(s: _Source, kind: str, stored: dict, row: dict) -> None:
     """Count an incoming score or score group whose key is stored: duplicate or conflict."""
     content = score_content if kind == "score" else group_content
     diff = differing(content(stored), content(row))
     table = "scores" if kind == "score" else "score_groups"
     if diff:
-        _conflict(conn, kind, stored, row, diff, path, contributor, now, report)
-        counts[f"{table}_conflict"] += 1
+        _conflict(s, kind, stored, row, diff)
+        s.counts[f"{table}_conflict"] += 1
     else:
-        counts[f"{table}_duplicate"] += 1
+        s.counts[f"{table}_duplicate"] += 1
 
 
-def _merge_verifications(conn, src, path, contributor, counts) -> None:
+def _merge_verifications(s: _Source) -> None:
     """Copy the source's verification records once each, ``recorded_in`` the contributor and
     file whatever they claim (blank is this database's own verifier)."""
-    for row in _rows(src, "verifications"):
+    for row in _rows(s.src, "verifications"):
         row = {k: v for k, v in row.items() if k != "id"}
-        row["recorded_in"] = f"{contributor} ({path.name})"
-        before = conn.total_changes
-        _insert(conn, "verifications", row, "INSERT OR IGNORE")
-        counts["verifications"] += conn.total_changes - before
+        row["recorded_in"] = f"{s.contributor} ({s.path.name})"
+        before = s.conn.total_changes
+        _insert(s.conn, "verifications", row, "INSERT OR IGNORE")
+        s.counts["verifications"] += s.conn.total_changes - before
 
 
 def _origin(conn, run_id) -> str:
@@ -698,22 +701,21 @@ def _short(value, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _conflict(conn, kind, old, row, columns, path, contributor, now, report,
-              kept: Optional[str] = None) -> None:
+def _conflict(s: _Source, kind, old, row, columns, kept: Optional[str] = None) -> None:
     """Record a conflicting row (once per kind, key and incoming content) and report it."""
     incoming = json.dumps(row, sort_keys=True, default=str)
-    cursor = conn.execute(
+    cursor = s.conn.execute(
         "INSERT OR IGNORE INTO conflicts (kind, key, columns, contributor, source, incoming, "
         "incoming_sha256, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (kind, row["key"], json.dumps(columns), contributor, path.name, incoming,
-         hashlib.sha256(incoming.encode()).hexdigest(), now))
+        (kind, row["key"], json.dumps(columns), s.contributor, s.path.name, incoming,
+         hashlib.sha256(incoming.encode()).hexdigest(), s.now))
     if not cursor.rowcount:  # recorded by an earlier merge: nothing new to report
-        report.known_conflicts += 1
+        s.report.known_conflicts += 1
         return
     label = " ".join(str(row[c]) for c in _LABEL if row.get(c) not in (None, ""))
-    report.conflicts.append({
-        "kind": kind, "key": row["key"], "label": label, "source": str(path),
-        "contributor": contributor, "columns": columns,
+    s.report.conflicts.append({
+        "kind": kind, "key": row["key"], "label": label, "source": str(s.path),
+        "contributor": s.contributor, "columns": columns,
         "stored": {c: _short(old.get(c)) for c in columns},
         "incoming": {c: _short(row.get(c)) for c in columns},
-        "kept": kept or _origin(conn, old.get("run_id")), "recomputed": kept is not None})
+        "kept": kept or _origin(s.conn, old.get("run_id")), "recomputed": kept is not None})
