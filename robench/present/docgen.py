@@ -375,16 +375,14 @@ def render(name: str, results: Results, registry) -> Optional[list]:
     """Return the lines of the block called ``name`` (without its markers); None (keep it)
     for ``NAME@PROFILE`` when the database holds no run of that profile."""
     name, profile = split_name(name)
+    if profile is not None and profile not in PROFILES:
+        raise DocgenError(f"block '{name}@{profile}': unknown profile '{profile}'; known: "
+                          + ", ".join(PROFILES))
+    kind, *args = _check_name(name, registry)
     if profile is not None:
-        if profile not in PROFILES:
-            raise DocgenError(f"block '{name}@{profile}': unknown profile '{profile}'; known: "
-                              + ", ".join(PROFILES))
         results = results.only(profile)
         if not results.runs:
-            _check_name(name, registry)
             return None
-    _check_name(name, registry)
-    kind, *args = [part.strip() for part in name.split(":")]
     if kind in ("report", "scores"):
         dataset = args[1] if len(args) > 1 and args[1] else None
         if kind == "report":
@@ -400,7 +398,8 @@ def render(name: str, results: Results, registry) -> Optional[list]:
     return render_runs(results) if kind == "runs" else render_seconds(results)
 
 
-def _check_name(name: str, registry) -> None:
+def _check_name(name: str, registry) -> list:
+    """Return a block name's parts [kind, args...]; DocgenError if it names no block."""
     kind, *args = [part.strip() for part in name.split(":")]
     if kind not in KINDS:
         raise DocgenError(f"unknown block '{name}'; blocks are "
@@ -415,6 +414,7 @@ def _check_name(name: str, registry) -> None:
             raise DocgenError(f"block '{name}': no metric '{args[0]}' is registered")
     elif args:
         raise DocgenError(f"block '{name}' takes no arguments")
+    return [kind, *args]
 
 
 # -- files ----------------------------------------------------------------------------------
