@@ -15,7 +15,7 @@ from typing import Optional
 
 from robench.escaping import json_text, markdown_cell, markdown_text, shorten, terminal
 from robench.stats.diff import DECISIONS, MEANING, counts, diff_scores
-from robench.storage.store import Store
+from robench.storage.store import Store, key_chunks
 
 #: Most columns a line of text output takes.
 WIDTH = 120
@@ -23,7 +23,6 @@ WIDTH = 120
 NAME = 40
 #: Characters of a reason (configuration differences quote knob values) shown.
 REASON = 400
-_CHUNK = 500
 
 
 @dataclass
@@ -46,18 +45,15 @@ def score_trials(store: Store) -> dict:
     db = store.db
     if not db["score_groups"].exists() or "trial_keys" not in db["score_groups"].columns_dict:
         return {}
-    has_config = "configuration" in db["score_groups"].columns_dict
-    config = "configuration" if has_config else "NULL"
+    config = "configuration" if "configuration" in db["score_groups"].columns_dict else "NULL"
     groups = {}
     for *ident, keys in db.execute(f"SELECT dataset, model, clusterer, metric, {config}, "
                                    "trial_keys FROM score_groups").fetchall():
         keys = _key_list(keys)
         if keys is not None:
             groups[(*(v or "" for v in ident[:4]), ident[4] or "legacy")] = keys
-    wanted = sorted({k for keys in groups.values() for k in keys})
     repeat = {}
-    for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start:start + _CHUNK]
+    for chunk in key_chunks(sorted({k for keys in groups.values() for k in keys})):
         repeat.update(db.execute(f"SELECT key, repeat FROM trials WHERE key IN "
                                  f"({', '.join('?' * len(chunk))})", chunk).fetchall())
     return {ident: {k: repeat[k] for k in keys if k in repeat} for ident, keys in groups.items()}

@@ -309,10 +309,8 @@ def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAU
         if table is not None:
             tables.append(table)
             lines += table_lines(table, width)
-        shown = {h["metric"] for h in ((table or {}).get("others") or [])}
-        shown |= {h["metric"] for h in ((table or {}).get("empty") or [])}
-        if table and table["ranked"]:
-            shown.add(table["ranked"]["metric"])
+        shown = {h["metric"] for h in ((table["ranked"], *table["others"], *table["empty"])
+                                       if table else ()) if h}
         others = sorted({r["metric"] for r in mine} - shown, key=str)
         if others:
             rest[dataset] = others

@@ -779,8 +779,8 @@ class Store:
         score group with trials."""
         if not self.db["score_groups"].exists():
             return {}
-        has_config = "configuration" in self.db["score_groups"].columns_dict
-        config = "configuration" if has_config else "NULL AS configuration"
+        config = ("configuration" if "configuration" in self.db["score_groups"].columns_dict
+                  else "NULL AS configuration")
         sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
         first = {}
         for g in self._select(sql, []):
