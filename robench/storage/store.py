@@ -576,8 +576,8 @@ class Store:
         unknown = sorted(set(counts) - set(RUN_COUNTS))
         if unknown:
             raise ValueError(f"unknown run counters {unknown}; expected some of {RUN_COUNTS}")
-        updates = {"finished_at": utc_now(), "status": status}
-        updates.update({name: _plain(value) for name, value in counts.items()})
+        updates = {"finished_at": utc_now(), "status": status,
+                   **{name: _plain(value) for name, value in counts.items()}}
         with self._write():
             self.db["runs"].update(run_id, updates)
 
@@ -589,8 +589,7 @@ class Store:
         merged = self.contributions()
         for row in rows:
             info = merged.get(row["id"]) or {}
-            row["contributor"], row["source"] = info.get("contributor"), info.get("source")
-            row["source_run_id"] = info.get("source_run_id")
+            row.update({k: info.get(k) for k in ("contributor", "source", "source_run_id")})
         return [decode_row("runs", row) for row in rows]
 
     def contributions(self) -> dict[int, dict]:
