@@ -132,8 +132,7 @@ def _name(c) -> str:
 
 
 def text_lines(diff: Diff, width: int = WIDTH) -> list:
-    """Return the text report: one entry per score (wrapped: no line over ``width``
-    columns), the counts, and what each decision that occurred means."""
+    """Return the text report: an entry per score, the counts, what each decision means."""
     wrap = textwrap.TextWrapper(width=width, subsequent_indent="    ", break_on_hyphens=False)
     out = []
     for c in diff.scores:

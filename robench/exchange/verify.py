@@ -75,8 +75,7 @@ def _standard_error(stored: float, rerun: float, n: int) -> float:
 
 
 def tolerance(stored: float, rerun: float, n: int) -> float:
-    """Return how far a re-run accuracy may lie from the stored one on another device:
-    three standard errors of their difference plus one row."""
+    """Return how far a re-run accuracy may lie from the stored one: 3 standard errors + a row."""
     return 3.0 * _standard_error(stored, rerun, n) + 1.0 / n if n else 0.0
 
 
@@ -329,8 +328,7 @@ def missing(spec: dict, registry, plugins: Optional[dict] = None,
 
 def not_installed(kind: str, name: str, recorded, plugins, registry,
                   distributions: Optional[dict] = None) -> str:
-    """Return "KIND 'NAME' is not installed here", with its provider and the remedy where the
-    run's plugins are known."""
+    """Return "KIND 'NAME' is not installed here", with provider and remedy where known."""
     text = f"{kind} '{name}' is not installed here"
     return text if plugins is None else (
         f"{text} ({provider(recorded, plugins, registry, None, distributions)}); {REMEDY}")
@@ -407,8 +405,7 @@ class Rerunner:
         return self._pools[threads]
 
     def _end(self, threads: int) -> None:
-        """Kill the worker of ``threads`` with its whole process group (the processes its
-        trial forked included) and forget its pool."""
+        """Kill the worker of ``threads`` with its whole process group; forget its pool."""
         pool = self._pools.pop(threads, None)
         if pool is None:
             return
@@ -664,8 +661,7 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
 
 def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
                   trial_timeout=None, budget=None, weighted=False, exact_only=False) -> None:
-    """Re-run and compare each sampled trial, appending its entry to ``result.trials``; then
-    test the tolerance-mode differences together (:func:`systematic_shift`)."""
+    """Re-run, compare and record each sampled trial; then test the loose ones together."""
     registry = rerunner.registry
     began = time.monotonic()
     loose = []  # (entry, {column: (stored, re-run, rows)}) of the tolerance-mode re-runs
@@ -743,8 +739,7 @@ def _not_re_run(spec, run: dict, registry, left, budget, entry: dict) -> Optiona
 
 
 def _same_machine(stored: dict, rerun: dict, run: dict, env: dict) -> bool:
-    """Whether a re-run is compared exactly: the stored trial ran alone on this device, torch
-    version and CPU."""
+    """Whether a re-run is compared exactly: stored alone on this device, torch and CPU."""
     return (stored.get("device") in (None, rerun.get("device"))
             and _public(run.get("torch_version")) == _public(env["torch_version"])
             and _cpu(run.get("platform")) == _cpu(env["platform"])

@@ -143,8 +143,7 @@ def _commit(run: dict) -> str:
 
 
 def stamp(results: Results, rows: Optional[list] = None) -> str:
-    """Return the stamp line of a block: database, profile(s), commit(s), machine(s), runs
-    (of ``rows`` if given, else every run)."""
+    """Return a block's stamp: database, profiles, commits, machines, runs (of ``rows``)."""
     ids = (sorted({r["run_id"] for r in rows if r.get("run_id") is not None})
            if rows is not None else sorted(results.runs))
     runs = [results.runs[i] for i in ids if i in results.runs]

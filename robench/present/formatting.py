@@ -19,8 +19,7 @@ def percent(value, digits: int = 2, *, width: int = 0, sign: bool = True,
 
 
 def fixed(value, pct: bool = False, width: int = 7) -> str:
-    """Return ``value`` right-aligned in ``width``: 3 decimals, or a percentage with 1; '-' if
-    missing or not finite."""
+    """Return ``value`` in ``width``: 3 decimals, or a 1-decimal percentage; '-' if not finite."""
     if pct:
         return percent(value, 1, width=width, sign=False, missing="-")
     return (f"{value:.3f}" if is_finite(value) else "-").rjust(width)
@@ -81,8 +80,7 @@ RULE_WIDTH = 80
 
 
 def rule_lines(rule: str, width: int = RULE_WIDTH) -> list:
-    """Return a ranked table's rule as lines to print under it ("ranks: ..."), wrapped to
-    ``width`` columns with a two-space indent."""
+    """Return a ranked table's rule as "ranks: ..." lines, wrapped to ``width``, indented."""
     return textwrap.wrap(f"ranks: {rule}", width, initial_indent="  ", subsequent_indent="  ",
                          break_on_hyphens=False)
 

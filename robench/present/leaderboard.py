@@ -137,8 +137,7 @@ def _read_stored(tables: list, rows: list) -> dict:
 
 
 def _with_stored_rank(row: dict, got: Optional[dict]) -> dict:
-    """Return a score row (without its samples) with the rank stored for it (``got``; None:
-    no stored rank, said so)."""
+    """Return a score row (without samples) with its stored rank ``got`` (None: said so)."""
     got = got or {"rank": None, "unranked": NOT_COMPUTED, "rule": NOT_COMPUTED}
     out = {k: v for k, v in row.items() if k != "samples"}
     out.update(rank=got.get("rank"), rank_best=got.get("rank_best"),

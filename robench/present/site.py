@@ -651,8 +651,7 @@ def _model_blocks(site: Site, model: str) -> list:
 
 
 def model_pages(site: Site, metas: dict) -> dict[str, str]:
-    """Return models/<slug>.html for every model, and legends.html with the section legends
-    two or more of them share (each page links to it instead of repeating them)."""
+    """Return models/<slug>.html for every model, and legends.html of the legends they share."""
     blocks_of = {model: _model_blocks(site, model) for model in site.model_names}
     legends = _share_legends(blocks_of)
     pages = {f"models/{site.model_pages[model]}.html": site.env.get_template(

@@ -239,8 +239,7 @@ def _grid(table: dict, cells: list, models: list, width: int) -> list:
 
 
 def _footer(table: dict, width: int) -> list:
-    """Return the lines after a summary table: why some models have no rank, and each
-    headline with no value at all (why, once, instead of a column of dashes)."""
+    """Return the lines after a summary table: models without a rank, headlines without values."""
     lines = []
     if table["unranked"]:  # why "-": the rank column's own reason, on one line
         first = table["ranked"]["by_model"][table["unranked"][0]]
@@ -280,8 +279,7 @@ def columns_text(tables: list) -> str:
 
 
 def not_run_text(metrics, rows: list, *, budget_spent: bool = False) -> str:
-    """Return one sentence naming the ``metrics`` without a score in ``rows`` and why ("" when
-    every metric has one)."""
+    """Return a sentence naming the ``metrics`` without a score in ``rows`` and why ("" if none)."""
     scored = {r.get("metric") for r in rows}
     missing = [m for m in dict.fromkeys(metrics or ()) if m not in scored]
     if not missing:

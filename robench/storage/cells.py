@@ -76,8 +76,7 @@ def decoded(text: Any, otherwise: Any = None) -> Any:
 
 
 def number(value: Any) -> Any:
-    """Return a REAL cell as a finite float (or int), else None: text, NaN, infinities,
-    BLOBs and booleans are not numbers."""
+    """Return a REAL cell as a finite number, else None (text, NaN, inf, BLOB, bool)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value if math.isfinite(value) else None

@@ -774,8 +774,7 @@ class Store:
         return out
 
     def _first_trials(self) -> dict:
-        """Return {(dataset, model, clusterer, metric, configuration): a trial key} of every
-        score group with trials."""
+        """Return {(dataset, model, clusterer, metric, configuration): a trial key} of groups."""
         if not self.db["score_groups"].exists():
             return {}
         config = ("configuration" if "configuration" in self.db["score_groups"].columns_dict

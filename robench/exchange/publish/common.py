@@ -59,8 +59,7 @@ def repository_root(repo) -> Path:
 
 
 def read_json(repo, rel: Path, what: str):
-    """Return a JSON file of the repository, read as a regular file inside it (one line if
-    it is not JSON)."""
+    """Return a JSON file of the repository, a regular file inside it (one line if not JSON)."""
     path = contained(repo, rel)
     try:
         info = os.lstat(path)

@@ -178,8 +178,7 @@ def contributions(repo) -> tuple[list[Path], dict]:
 
 
 def pending(repo) -> list[Path]:
-    """Return the contribution files whose content has not been accepted yet, by name (regular
-    files only: :func:`contributions` says why another entry is refused)."""
+    """Return the pending contribution files (:func:`contributions` says why others are not)."""
     return contributions(repo)[0]
 
 

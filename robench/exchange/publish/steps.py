@@ -337,8 +337,7 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
 
 def _judged(result: StepResult, name: str, check, record: dict, total: int, seed: int,
             allow: dict) -> Optional[dict]:
-    """Reject ``name`` for what its verification ``check`` found, or say it verified and
-    return its ``record`` to accept."""
+    """Reject ``name`` for what ``check`` found, or say it verified and return ``record``."""
     trials = check.trials
     mismatched = [t for t in trials if t["outcome"] == "mismatch"]
     refused = [t for t in trials if t["outcome"] == "refused"]
@@ -493,8 +492,7 @@ def merge(repo, registry=None) -> StepResult:
 
 @locked
 def build(repo) -> StepResult:
-    """Rebuild the site from the published database (:func:`robench.present.site.build_site`),
-    into a new folder that replaces ``site/`` when it is complete."""
+    """Rebuild the site from the published database into a new folder that replaces site/."""
     from robench.present.site import build_site  # jinja2: only the build step needs it
 
     repo = repository_root(repo)
