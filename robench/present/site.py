@@ -434,11 +434,11 @@ class Site:
     badge_names: dict = field(default_factory=dict)  # stem -> (model, data set, metric)
     title: str = DEFAULT_TITLE  # the site's title: every page's <title>, its brand, the <h1>
 
-    @property
-    def common(self) -> dict:
-        """What every page template receives."""
-        return {"n_scores": len(self.scores), "runs": [self.runs[i] for i in sorted(self.runs)],
-                "site_title": self.title}
+    def render(self, page: str, root: str = "", **context) -> str:
+        """Return the page ``page``.html rendered with ``context`` and what every page gets."""
+        return self.env.get_template(f"{page}.html").render(
+            root=root, page=page, n_scores=len(self.scores), site_title=self.title,
+            runs=[self.runs[i] for i in sorted(self.runs)], **context)
 
 
 def read_site(store: Store, registry, top: int, config: Optional[str],
@@ -594,15 +594,14 @@ def index_page(site: Site) -> dict[str, str]:
     """Return index.html: one overview table per data set, the legends of the shown headlines."""
     shown = {h["metric"] for ds in site.datasets if ds["overview"] for h in ds["overview"]["heads"]}
     legends = [s.legend for metric, s in site.sections.items() if metric in shown and s.legend]
-    return {"index.html": site.env.get_template("index.html").render(
-        root="", page="index", datasets=site.datasets, top=site.top, legends=legends,
-        **site.common)}
+    return {"index.html": site.render("index", datasets=site.datasets, top=site.top,
+                                      legends=legends)}
 
 
 def dataset_pages(site: Site) -> dict[str, str]:
     """Return datasets/<slug>.html for every data set."""
-    return {f"datasets/{ds['slug']}.html": site.env.get_template("dataset.html").render(
-        root="../", page="dataset", ds=ds, **site.common) for ds in site.datasets}
+    return {f"datasets/{ds['slug']}.html": site.render("dataset", "../", ds=ds)
+            for ds in site.datasets}
 
 
 def _model_metas(site: Site) -> dict:
@@ -654,12 +653,10 @@ def model_pages(site: Site, metas: dict) -> dict[str, str]:
     """Return models/<slug>.html for every model, and legends.html of the legends they share."""
     blocks_of = {model: _model_blocks(site, model) for model in site.model_names}
     legends = _share_legends(blocks_of)
-    pages = {f"models/{site.model_pages[model]}.html": site.env.get_template(
-        "model.html").render(root="../", page="model", meta=metas[model], blocks=blocks,
-                             **site.common) for model, blocks in blocks_of.items()}
+    pages = {f"models/{site.model_pages[model]}.html": site.render(
+        "model", "../", meta=metas[model], blocks=blocks) for model, blocks in blocks_of.items()}
     if legends:
-        pages["legends.html"] = site.env.get_template("legends.html").render(
-            root="", page="legends", legends=legends, **site.common)
+        pages["legends.html"] = site.render("legends", legends=legends)
     return pages
 
 
@@ -667,12 +664,11 @@ def models_page(site: Site, metas: dict) -> dict[str, str]:
     """Return models.html: the contributed models, then the helpers, with their data sets."""
     asked = {s["model"] for s in site.ranked_scores}  # models someone ran, somewhere
     names = site.model_names
-    return {"models.html": site.env.get_template("models.html").render(
-        root="", page="models", models=[metas[m] for m in names if m in asked],
+    return {"models.html": site.render(
+        "models", models=[metas[m] for m in names if m in asked],
         helpers=[metas[m] for m in names if m not in asked],
         datasets_of={m: sorted({r["dataset"] for r in site.per_model[m]}) for m in names},
-        any_provenance=any(metas[m].get("provenance") for m in names),
-        **site.common)}
+        any_provenance=any(metas[m].get("provenance") for m in names))}
 
 
 def methods_page(site: Site) -> dict[str, str]:
@@ -685,8 +681,7 @@ def methods_page(site: Site) -> dict[str, str]:
         metrics.append({"name": metric, "spec": spec, "versions": versions,
                         "references": [{"title": t, "url": u if re.match(r"https?://", u or "")
                                         else ""} for t, u in (spec.references if spec else ())]})
-    return {"methods.html": site.env.get_template("methods.html").render(
-        root="", page="methods", metrics=metrics, tables=site.tables_used, **site.common)}
+    return {"methods.html": site.render("methods", metrics=metrics, tables=site.tables_used)}
 
 
 def write_site(out_dir, files: dict[str, bytes]) -> Path:
