@@ -1,12 +1,8 @@
 """``robench diff A B`` on two files: read both, compare (:mod:`robench.stats.diff`), lay out.
 
-The comparison itself is :func:`robench.stats.diff.diff_scores` (pure: rows in, rows out);
-this module reads what it needs from each database (scores with their versions, the
-configurations, and which trials each score group came from, so an extended run is paired on
-its shared repeats) and writes the three formats: text for a terminal (no line over
-:data:`WIDTH` columns, every stored name escaped and shortened), JSON, and Markdown only when
-asked (``--format markdown``: names as code spans, prose escaped; a job summary or a pull
-request comment, never a terminal's default).
+Reads scores with their versions, configurations and score groups' trials (so an extended run
+is paired on its shared repeats); writes text (no line over :data:`WIDTH`, names escaped and
+shortened), JSON, or Markdown when asked (names as code spans, prose escaped).
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from typing import Optional
 
 from robench.escaping import json_text, markdown_cell, markdown_text, shorten, terminal
 from robench.stats.diff import DECISIONS, MEANING, counts, diff_scores
-from robench.storage.store import Store
+from robench.storage.store import Store, key_chunks
 
 #: Most columns a line of text output takes.
 WIDTH = 120
@@ -27,7 +23,6 @@ WIDTH = 120
 NAME = 40
 #: Characters of a reason (configuration differences quote knob values) shown.
 REASON = 400
-_CHUNK = 500
 
 
 @dataclass
@@ -50,22 +45,18 @@ def score_trials(store: Store) -> dict:
     db = store.db
     if not db["score_groups"].exists() or "trial_keys" not in db["score_groups"].columns_dict:
         return {}
-    has_config = "configuration" in db["score_groups"].columns_dict
-    config = "configuration" if has_config else "NULL"
+    config = "configuration" if "configuration" in db["score_groups"].columns_dict else "NULL"
     groups = {}
     for *ident, keys in db.execute(f"SELECT dataset, model, clusterer, metric, {config}, "
                                    "trial_keys FROM score_groups").fetchall():
         keys = _key_list(keys)
         if keys is not None:
             groups[(*(v or "" for v in ident[:4]), ident[4] or "legacy")] = keys
-    wanted = sorted({k for keys in groups.values() for k in keys})
     repeat = {}
-    for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start:start + _CHUNK]
+    for chunk in key_chunks(sorted({k for keys in groups.values() for k in keys})):
         repeat.update(db.execute(f"SELECT key, repeat FROM trials WHERE key IN "
                                  f"({', '.join('?' * len(chunk))})", chunk).fetchall())
-    return {ident: {k: repeat[k] for k in keys if k in repeat}
-            for ident, keys in groups.items()}
+    return {ident: {k: repeat[k] for k in keys if k in repeat} for ident, keys in groups.items()}
 
 
 def _key_list(cell) -> Optional[list]:
@@ -91,10 +82,9 @@ def _read(path, metric):
 def diff_databases(path_a, path_b, *, metric=None, models=None, anyway=False) -> Diff:
     """Return the comparison of every score two results databases share (both only read).
 
-    ``metric``: only its scores. ``models`` (MODEL_A, MODEL_B): compare MODEL_A's scores in
-    A with MODEL_B's in B (two versions of a model under two names; A and B may be one file).
-    ``anyway``: compare scores of other configurations or component versions too. Raises
-    ValueError (one line) for a metric or model neither file has.
+    ``models`` (MODEL_A, MODEL_B): MODEL_A's scores in A against MODEL_B's in B (A and B may
+    be one file); ``anyway``: other configurations or component versions too. ValueError for
+    a metric or model neither file has.
     """
     (rows_a, configs_a, trials_a), (rows_b, configs_b, trials_b) = (
         _read(path, metric) for path in (path_a, path_b))
@@ -142,10 +132,8 @@ def _name(c) -> str:
 
 
 def text_lines(diff: Diff, width: int = WIDTH) -> list:
-    """Return the text report: one entry per score (wrapped: no line over ``width``
-    columns), the counts, and what each decision that occurred means."""
-    wrap = textwrap.TextWrapper(width=width, subsequent_indent="    ",
-                                break_on_hyphens=False)
+    """Return the text report: an entry per score, the counts, what each decision means."""
+    wrap = textwrap.TextWrapper(width=width, subsequent_indent="    ", break_on_hyphens=False)
     out = []
     for c in diff.scores:
         head = f"{_name(c)}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} {c['decision']}"

@@ -1,64 +1,30 @@
 """Merge contributors' results databases into one: ``robench merge A.db B.db --db C.db``.
 
-A contributor's database is untrusted input. Each source is opened read-only with SQLite's
-``trusted_schema`` off and checked completely before anything of it is copied: a robench
-database of a known schema version; every table it shares with robench is an ordinary table
-(not virtual, not WITHOUT ROWID) with only declared columns (generated and hidden ones
-included) and the key columns robench needs; keys, run ids, statuses, numbers and JSON columns
-hold what they should. A consistent snapshot of it is taken with SQLite's backup API into a
-temporary file whose triggers and views are dropped before it is migrated to the current
-schema there; there every key is checked against what it identifies (a trial's against its
-spec, a score's against its data set, model, clusterer, metric, score name and configuration,
-a score group's likewise), so a row cannot claim another row's identity. Anything else is
-refused with one message naming the source file; nothing of it is copied.
-
-Into the target (created or migrated like any database ``robench run`` writes):
-
-- **runs** are copied with new ids; ``contributions`` records, per copied run, where it came
-  from: the contributor and source file *the person merging* names (never what the source
-  says about itself), the file's checksum, the run's id there, and a fingerprint of the run
-  row, so merging the same run again copies nothing. A source file merged before (same
-  checksum) with everything accepted is recognised at once and copies nothing.
-- **configurations**, **metrics**, **clusterings** and **skips** are keyed by content or
-  name: one that is already there is kept.
-- **trials** are compared by what defines their result (:func:`robench.storage.content.trial_content`:
-  key, accuracies, predictions, versions; not run time, finish time, worker or host). A trial
-  already there with the same result is a duplicate; one with a different result is a
-  **conflict**: recorded in ``conflicts`` (which columns differ, the incoming row) and
-  reported with the stored and incoming values and where the kept row came from, never
-  written over the stored one. An incoming 'ok' trial replaces a stored 'failed' one (counted
-  and reported as such); an incoming 'failed' one never replaces anything.
-- **scores** are accepted only with the trials they were computed from: a score must belong to
-  a score group of the source whose trials the source holds, and a new score is recomputed
-  here, by this installation's code of its metric at the same version, from the merged trials;
-  one that differs from that recomputation is a conflict. A score whose metric is not
-  installed here at its version is not copied (reported, with what to install). A score whose
-  identity is stored already is a duplicate when its content is the same, else a conflict.
-- **verifications** (``robench verify`` records) are copied once each, marked with the
-  contributor and file they came from, whatever the source says about where they were
-  recorded: only a verifier writes a database's own records (``recorded_in`` empty).
-
-Merging twice changes nothing the second time.
+A source is untrusted: checked whole (schema, columns, values) read-only with
+``trusted_schema`` off, snapshotted with the backup API, its triggers and views dropped,
+migrated, and every key checked against what it identifies before anything is copied. Runs
+are attributed to the contributor and file the person merging names; trials are compared by
+what defines their result; a score is taken only with its trials and only if this
+installation recomputes it. docs/contributions.md says what is compared and refused.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 import sqlite3
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
-import base64
-import binascii
-from dataclasses import replace
 
-from robench.storage.content import (TRIAL_RESULT, differing, group_content, same_raw, score_content,
-                              trial_content)
-from robench.storage.migrations import CURRENT, SchemaError, check_readable, migrate
-from robench.process.provenance import utc_now
 from robench.errors import MergeError  # noqa: F401 (public here too)
+from robench.process.provenance import utc_now
+from robench.storage.content import (TRIAL_RESULT, differing, group_content, same_raw,
+                                     score_content, trial_content)
+from robench.storage.migrations import CURRENT, SchemaError, check_readable, migrate
 from robench.plugins import get_registry
 from robench.run.ranking import refresh_ranks
 from robench.run.scoring import group_key, score_key, score_row
@@ -66,7 +32,7 @@ from robench.run.trials import trial_key
 from robench.storage.cells import MAX_JSON_DEPTH, TooDeep, decoded, loads
 from robench.storage.readonly import connect_readonly
 from robench.storage.store import (COLUMNS, JSON_COLUMNS, RUN_STATUSES, SCHEMA, TRIAL_STATUSES,
-                                   Store, decode_row)
+                                   Store, decode_row, key_chunks)
 
 #: Columns that name what a conflicting row is about, for the report.
 _LABEL = ("dataset", "model", "clusterer", "metric", "score", "protocol", "kind", "repeat")
@@ -114,7 +80,6 @@ def file_sha256(path: Path) -> str:
 
 def _check_source(conn, path) -> None:
     """Refuse a source whose tables or values do not fit robench's schema."""
-
     check_readable(conn, path)
     objects = {r[0]: (r[1] or "") for r in conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
@@ -122,14 +87,10 @@ def _check_source(conn, path) -> None:
         present = _check_table(conn, path, table, objects[table])
         _check_numbers(conn, path, table, present)
         _check_json(conn, path, table, present)
-    statuses = {"trials": TRIAL_STATUSES, "runs": RUN_STATUSES}
-    for table, allowed in statuses.items():
+    for table, allowed in {"trials": TRIAL_STATUSES, "runs": RUN_STATUSES}.items():
         if table in objects:
-            marks = ", ".join("?" * len(allowed))
-            bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE status IS NOT NULL AND '
-                               f"status NOT IN ({marks})", allowed).fetchone()[0]
-            if bad:
-                raise MergeError(f"{path}: {bad} {table} row(s) with an unknown status")
+            _refuse_rows(conn, path, table, "with an unknown status", "status IS NOT NULL AND "
+                         f"status NOT IN ({', '.join('?' * len(allowed))})", *allowed)
 
 
 def _refuse(path, table: str, what: str):
@@ -160,30 +121,26 @@ def _check_table(conn, path, table: str, sql: str) -> list:
     return present
 
 
-def _count(conn, table: str, where: str, *args) -> int:
-    return conn.execute(f'SELECT count(*) FROM "{table}" WHERE {where}', args).fetchone()[0]
+def _refuse_rows(conn, path, table: str, what: str, where: str, *args) -> None:
+    """Refuse the source if any row of ``table`` matches ``where``, saying ``what`` they are."""
+    bad = conn.execute(f'SELECT count(*) FROM "{table}" WHERE {where}', args).fetchone()[0]
+    if bad:
+        raise MergeError(f"{path}: {bad} {table} row(s) {what}")
 
 
 def _check_numbers(conn, path, table: str, present: list) -> None:
     """Refuse rows without a valid key, with a run id or number that is not one."""
     if table in _KEYED:
-        bad = _count(conn, table, "typeof(key) != 'text' OR length(key) = 0 "
-                     "OR length(key) > 128")
-        if bad:
-            raise MergeError(f"{path}: {bad} {table} row(s) without a valid key")
+        _refuse_rows(conn, path, table, "without a valid key",
+                     "typeof(key) != 'text' OR length(key) = 0 OR length(key) > 128")
     if "run_id" in present:
-        bad = _count(conn, table, "run_id IS NOT NULL AND typeof(run_id) != 'integer'")
-        if bad:
-            raise MergeError(f"{path}: {bad} {table} row(s) with a run id that is not an "
-                             "integer")
+        _refuse_rows(conn, path, table, "with a run id that is not an integer",
+                     "run_id IS NOT NULL AND typeof(run_id) != 'integer'")
     for column, sqltype in COLUMNS[table].items():
-        if column not in present or sqltype.upper() not in ("INTEGER", "REAL"):
-            continue
-        bad = _count(conn, table, f'"{column}" IS NOT NULL AND (typeof("{column}") NOT IN '
-                     f'(\'integer\', \'real\') OR abs("{column}") > 1.7976931348623157e308)')
-        if bad:
-            raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not a finite "
-                             "number")
+        if column in present and sqltype.upper() in ("INTEGER", "REAL"):
+            _refuse_rows(conn, path, table, f"whose {column} is not a finite number",
+                         f'"{column}" IS NOT NULL AND (typeof("{column}") NOT IN (\'integer\', '
+                         f'\'real\') OR abs("{column}") > 1.7976931348623157e308)')
 
 
 def _check_json(conn, path, table: str, present: list) -> None:
@@ -191,9 +148,8 @@ def _check_json(conn, path, table: str, present: list) -> None:
     for column in JSON_COLUMNS.get(table, ()):
         if column not in present:
             continue
-        bad = _count(conn, table, f'"{column}" IS NOT NULL AND NOT json_valid("{column}")')
-        if bad:
-            raise MergeError(f"{path}: {bad} {table} row(s) whose {column} is not JSON")
+        _refuse_rows(conn, path, table, f"whose {column} is not JSON",
+                     f'"{column}" IS NOT NULL AND NOT json_valid("{column}")')
         # only a cell with that many brackets can nest that deep: the rest is skipped
         deep = conn.execute(
             f'SELECT "{column}" FROM "{table}" WHERE length("{column}") - length('
@@ -213,16 +169,14 @@ def _too_deep(text) -> bool:
     except TooDeep:
         return True
     except ValueError:
-        return False
+        pass
     return False
 
 
 def _check_identities(conn, path) -> None:
     """Refuse a (migrated) source whose keys do not hash what their rows say they are."""
-
     for row in _rows(conn, "trials"):
-        why = _trial_identity(row)
-        if why is not None:
+        if (why := _trial_identity(row)) is not None:
             label = " ".join(str(row.get(c)) for c in ("dataset", "model", "protocol", "kind",
                                                        "repeat"))
             raise MergeError(f"{path}: trial {row['key'][:16]} ({label}){why}; refusing to "
@@ -266,15 +220,8 @@ _ROWS_SLACK = 1e-6
 
 
 def trial_inconsistency(row: dict) -> Optional[str]:
-    """Return how an ok trial row contradicts itself, or None.
-
-    What a trial stores says the same thing several times: its test accuracy is a whole
-    number of its ``n_test`` rows; its whole-data-set accuracy is the share of set bits in its
-    per-row ``correct`` bits; its test accuracy is the mean of its per-class accuracies
-    weighted by the test set's class counts (``extra.test_class_counts``, where recorded),
-    and lies between the least and the greatest of them in any case. A number edited by hand
-    (and a score recomputed from it) breaks one of these unless every copy is edited alike.
-    """
+    """Return how an ok trial row contradicts itself (accuracy against ``n_test``, its correct
+    bits, its per-class accuracies and test class counts), or None."""
     if row.get("status") != "ok":
         return None
     return _accuracy_problem(row) or _bits_problem(row) or _per_class_problem(row)
@@ -298,7 +245,6 @@ def _accuracy_problem(row: dict) -> Optional[str]:
 
 def _bits_problem(row: dict) -> Optional[str]:
     """Return how a trial's correct bits contradict its whole-data-set accuracy, or None."""
-
     bits = row.get("correct")
     if not bits:
         return None
@@ -356,12 +302,10 @@ def _json(value):
 
 
 def copy_database(source: Path, target: Path, check=None) -> None:
-    """Copy the robench database at ``source`` to ``target`` consistently (SQLite's backup API:
-    its WAL included), opened read-only with ``trusted_schema`` off; ``check(connection)``, if
-    given, runs on the source before anything is copied.
+    """Copy the robench database at ``source`` to ``target`` with the backup API (WAL
+    included), read-only with ``trusted_schema`` off, after ``check(connection)`` if given.
 
-    SchemaError if ``source`` is not a robench database, sqlite3.DatabaseError if it cannot be
-    read. The one database copy of merge and of the publish steps.
+    SchemaError if ``source`` is not a robench database, sqlite3.DatabaseError if unreadable.
     """
     src = connect_readonly(source)
     try:
@@ -380,7 +324,6 @@ def copy_database(source: Path, target: Path, check=None) -> None:
 def _snapshot(path: Path, into: Path) -> None:
     """Copy a checked source into ``into`` (backup API), drop its triggers and views, migrate
     the copy to the current schema and check its keys there."""
-
     def check(src):
         try:
             _check_source(src, path)
@@ -415,9 +358,8 @@ def _snapshot(path: Path, into: Path) -> None:
 
 
 def _rows(conn, table: str, where: str = "", params=()) -> list[dict]:
-    exists = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
-                          (table,)).fetchone()
-    if not exists:
+    if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        (table,)).fetchone():
         return []
     cursor = conn.execute(f'SELECT * FROM "{table}" {where} ORDER BY rowid', params)
     names = [d[0] for d in cursor.description]
@@ -431,13 +373,8 @@ def _insert(conn, table: str, row: dict, verb: str = "INSERT") -> None:
 
 
 def _fit_columns(conn, table: str, rows: list) -> None:
-    """Add to the target the declared columns ``rows`` hold values for and it lacks.
-
-    A target written by an older robench lacks a column added since (a trial's
-    ``execution``); like :meth:`robench.storage.store.Store._fit_to_file`, the column is added
-    only when a row has a value for it.
-    """
-
+    """Add to an older target the declared columns ``rows`` hold values for and it lacks
+    (as :meth:`robench.storage.store.Store._fit_to_file` does)."""
     present = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
     for name, sqltype in COLUMNS[table].items():
         if name not in present and any(r.get(name) is not None for r in rows):
@@ -447,9 +384,7 @@ def _fit_columns(conn, table: str, rows: list) -> None:
 def _stored_rows(conn, table: str, keys) -> dict:
     """Return {key: row} of the target's ``table`` rows among ``keys``."""
     out = {}
-    keys = list(keys)
-    for start in range(0, len(keys), 500):
-        chunk = keys[start:start + 500]
+    for chunk in key_chunks(keys):
         cursor = conn.execute(f'SELECT * FROM "{table}" WHERE key IN '
                               f'({", ".join("?" * len(chunk))})', chunk)
         names = [d[0] for d in cursor.description]
@@ -463,11 +398,9 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
                     registry=None) -> MergeReport:
     """Merge ``sources`` (paths) into the database at ``target``; return what was done.
 
-    ``contributors`` names each source's contributor (default: the file's stem); it, and the
-    file's name, are what the merged runs are attributed to. ``registry`` (default: the
-    process-wide one) holds the metrics scores are recomputed with. See the module docstring.
+    ``contributors``: each source's contributor (default: the file's stem); ``registry``
+    (default: the process-wide one): the metrics scores are recomputed with.
     """
-
     sources = [Path(s) for s in sources]
     target = Path(target)
     contributors = list(contributors or []) + [None] * len(sources)
@@ -496,8 +429,7 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
                     src.execute("PRAGMA trusted_schema = OFF")
                     try:
                         with store._write():
-                            counts = _merge_one(conn, src, path, contributor, sha, report,
-                                                registry)
+                            counts = _merge_one(conn, src, path, contributor, sha, report, registry)
                     except sqlite3.DatabaseError as exc:
                         raise MergeError(f"{path}: cannot be merged ({exc}); nothing of it was "
                                          "copied") from None
@@ -533,7 +465,6 @@ class _Recompute:
 
     def scores(self, metric, group: dict) -> dict:
         """Return {score key: score row} the metric computes from the group's stored trials."""
-
         keys = _json(group.get("trial_keys")) or []
         rows = [decode_row("trials", r) for r in _stored_rows(self.conn, "trials", keys).values()]
         rows.sort(key=lambda r: (r["dataset"], r["model"], r["clusterer"] or "", r["protocol"],
@@ -545,7 +476,6 @@ class _Recompute:
         out = {}
         for s in metric.aggregate(key_dict, rows):
             if s.score == metric.name:
-
                 s = replace(s, higher_is_better=metric.higher_is_better)
             row = score_row(s, 0, definitions, "", configuration=group.get("configuration"))
             out[row["key"]] = row
@@ -570,125 +500,128 @@ def _recomputed_differs(claimed: dict, computed: Optional[dict]) -> list[str]:
     return [c for c in columns if not _close(claimed.get(c), computed.get(c))]
 
 
+@dataclass
+class _Source:
+    """One source being merged into the target (inside its transaction), and its counts."""
+
+    conn: sqlite3.Connection  # the target's
+    src: sqlite3.Connection  # the migrated snapshot's
+    path: Path
+    contributor: str
+    now: str
+    report: MergeReport
+    counts: dict = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
+    run_map: dict = field(default_factory=dict)  # source run id -> run id here
+
+    def remap(self, row: dict) -> dict:
+        if row.get("run_id") is not None:
+            row["run_id"] = self.run_map.get(row["run_id"])
+        return row
+
+
 def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeReport,
                registry) -> dict:
     """Copy one migrated snapshot's rows into the target connection (inside a transaction)."""
-    counts = dict.fromkeys(_COUNTS, 0)
-    now = utc_now()
-    run_map = _merge_runs(conn, src, path, contributor, sha, now, counts)
-
-    def remap(row):
-        if row.get("run_id") is not None:
-            row["run_id"] = run_map.get(row["run_id"])
-        return row
-
+    s = _Source(conn, src, path, contributor, utc_now(), report)
+    _merge_runs(s, sha)
     for table in ("configurations", "metrics", "clusterings"):
         for row in _rows(src, table):
-            _insert(conn, table, remap(row), "INSERT OR IGNORE")
+            _insert(conn, table, s.remap(row), "INSERT OR IGNORE")
     incoming = _rows(src, "trials")
     _fit_columns(conn, "trials", incoming)
     stored = _stored_rows(conn, "trials", [r["key"] for r in incoming])
     for row in incoming:
-        remap(row)
+        s.remap(row)
         if row.get("clustering") is not None and not conn.execute(
                 "SELECT 1 FROM clusterings WHERE key = ?", (row["clustering"],)).fetchone():
             row["clustering"] = None
-        counts[_merge_trial(conn, stored.get(row["key"]), row, path, contributor, now,
-                            report)] += 1
-    source_trials = {r["key"] for r in incoming}
-    _merge_scores(conn, src, path, contributor, now, report, counts, remap, source_trials,
-                  _Recompute(conn, registry))
+        s.counts[_merge_trial(s, stored.get(row["key"]), row)] += 1
+    _merge_scores(s, {r["key"] for r in incoming}, _Recompute(conn, registry))
     for row in _rows(src, "skips"):
-        _insert(conn, "skips", remap(row), "INSERT OR IGNORE")
-    _merge_verifications(conn, src, path, contributor, counts)
-    complete = not (counts["scores_without_trials"] or counts["scores_unchecked"])
+        _insert(conn, "skips", s.remap(row), "INSERT OR IGNORE")
+    _merge_verifications(s)
+    complete = not (s.counts["scores_without_trials"] or s.counts["scores_unchecked"])
     conn.execute("INSERT OR REPLACE INTO merged_sources (sha256, source, contributor, merged_at, "
                  "complete) VALUES (?, ?, ?, ?, ?)",
-                 (sha, path.name, contributor, now, int(complete)))
-    return counts
+                 (sha, path.name, contributor, s.now, int(complete)))
+    return s.counts
 
 
-def _merge_runs(conn, src, path: Path, contributor: str, sha: str, now: str,
-                counts: dict) -> dict:
-    """Copy the source's runs not merged before, each with its contributions row; return
-    {source run id: run id here}."""
-    run_map = {}
-    for run in _rows(src, "runs"):
+def _merge_runs(s: _Source, sha: str) -> None:
+    """Copy the source's runs not merged before, each with its contributions row, filling
+    ``s.run_map``."""
+    for run in _rows(s.src, "runs"):
         fingerprint = _digest({k: v for k, v in run.items() if k not in _RUN_ID})
-        known = conn.execute("SELECT run_id FROM contributions WHERE run_fingerprint = ?",
-                             (fingerprint,)).fetchone()
+        known = s.conn.execute("SELECT run_id FROM contributions WHERE run_fingerprint = ?",
+                               (fingerprint,)).fetchone()
         if known:
-            run_map[run["id"]] = known[0]
-            counts["runs_known"] += 1
+            s.run_map[run["id"]] = known[0]
+            s.counts["runs_known"] += 1
             continue
-        _insert(conn, "runs", {k: v for k, v in run.items() if k != "id"})
-        new_id = conn.execute("SELECT last_insert_rowid()").fetchone()[0]
-        run_map[run["id"]] = new_id
+        _insert(s.conn, "runs", {k: v for k, v in run.items() if k != "id"})
+        new_id = s.conn.execute("SELECT last_insert_rowid()").fetchone()[0]
+        s.run_map[run["id"]] = new_id
         # who contributed it is what the person merging says, never what the source claims
-        _insert(conn, "contributions", {
-            "run_id": new_id, "contributor": contributor, "source": path.name,
+        _insert(s.conn, "contributions", {
+            "run_id": new_id, "contributor": s.contributor, "source": s.path.name,
             "source_sha256": sha, "source_run_id": run["id"], "run_fingerprint": fingerprint,
-            "merged_at": now})
-        counts["runs"] += 1
-    return run_map
+            "merged_at": s.now})
+        s.counts["runs"] += 1
 
 
-def _merge_trial(conn, old: Optional[dict], row: dict, path, contributor, now, report) -> str:
+def _merge_trial(s: _Source, old: Optional[dict], row: dict) -> str:
     """Merge one incoming trial against the stored one of its key; return what it counts as."""
     if old is None:
-        _insert(conn, "trials", row)
+        _insert(s.conn, "trials", row)
         return "trials"
     diff = ([] if same_raw(old, row, TRIAL_RESULT)
             else differing(trial_content(old), trial_content(row)))
     if not diff:
         return "trials_duplicate"
     if old.get("status") == "failed" and row.get("status") == "ok":
-        conn.execute("DELETE FROM trials WHERE key = ?", (row["key"],))
-        _insert(conn, "trials", row)
+        s.conn.execute("DELETE FROM trials WHERE key = ?", (row["key"],))
+        _insert(s.conn, "trials", row)
         return "trials_replaced_failed"
     if row.get("status") == "failed":
         return "trials_failed_skipped"  # a failure never replaces anything
-    _conflict(conn, "trial", old, row, diff, path, contributor, now, report)
+    _conflict(s, "trial", old, row, diff)
     return "trials_conflict"
 
 
-def _merge_scores(conn, src, path, contributor, now, report, counts, remap, source_trials,
-                  recompute: _Recompute) -> None:
+def _merge_scores(s: _Source, source_trials: set, recompute: _Recompute) -> None:
     """Copy the source's score groups and scores that rest on its trials and recompute here."""
-    scores = {r["key"]: r for r in _rows(src, "scores")}
-    groups = _rows(src, "score_groups")
-    stored_groups = _stored_rows(conn, "score_groups", [g["key"] for g in groups])
-    stored_scores = _stored_rows(conn, "scores", list(scores))
+    scores = {r["key"]: r for r in _rows(s.src, "scores")}
+    groups = _rows(s.src, "score_groups")
+    stored_groups = _stored_rows(s.conn, "score_groups", [g["key"] for g in groups])
+    stored_scores = _stored_rows(s.conn, "scores", list(scores))
     placed = set()  # score keys some group of the source accounts for
     unchecked = {}
-    where = (path, contributor, now, report, counts)
     for group in groups:
-        remap(group)
+        s.remap(group)
         trial_keys = _json(group.get("trial_keys")) or []
         if trial_keys and set(trial_keys) <= source_trials:  # else: scores without trials
-            _merge_group(conn, group, len(trial_keys), scores, stored_groups.get(group["key"]),
-                         stored_scores, placed, unchecked, recompute, remap, where)
+            _merge_group(s, group, len(trial_keys), scores, stored_groups.get(group["key"]),
+                         stored_scores, placed, unchecked, recompute)
     for k in sorted(set(scores) - placed):  # in no group of the source that holds its trials
-        row, stored = remap(dict(scores[k])), stored_scores.get(k)
+        row, stored = s.remap(dict(scores[k])), stored_scores.get(k)
         if stored is not None:  # its identity is stored: compared, whatever its trials
-            _against_stored(conn, "score", stored, row, *where)
+            _against_stored(s, "score", stored, row)
         else:
-            counts["scores_without_trials"] += 1
+            s.counts["scores_without_trials"] += 1
     for (metric, version), (why, n) in sorted(unchecked.items()):
-        report.unchecked.append({"source": str(path), "metric": metric, "version": version,
-                                 "n": n, "why": why})
+        s.report.unchecked.append({"source": str(s.path), "metric": metric, "version": version,
+                                   "n": n, "why": why})
 
 
-def _merge_group(conn, group: dict, n_trials: int, scores: dict, old: Optional[dict],
-                 stored_scores: dict, placed: set, unchecked: dict, recompute: _Recompute,
-                 remap, where: tuple) -> None:
+def _merge_group(s: _Source, group: dict, n_trials: int, scores: dict, old: Optional[dict],
+                 stored_scores: dict, placed: set, unchecked: dict,
+                 recompute: _Recompute) -> None:
     """Merge one score group whose trials came with it, and its scores not placed before
     (``placed`` grows by them); a metric not installed here leaves them unchecked."""
-    counts = where[-1]
     pairs = _json(group.get("scores")) or []
     mine = [p[0] for p in pairs if isinstance(p, list) and p and p[0] in scores]
     if old is not None:
-        _against_stored(conn, "score_group", old, group, *where)
+        _against_stored(s, "score_group", old, group)
     fresh = [k for k in mine if k not in stored_scores and k not in placed]
     computed = {}
     if fresh:
@@ -696,67 +629,60 @@ def _merge_group(conn, group: dict, n_trials: int, scores: dict, old: Optional[d
         if metric is None:  # not installed here at its version: counted, not merged
             ident = (group["metric"], group.get("metric_version"))
             unchecked.setdefault(ident, [why, 0])[1] += len(fresh)
-            counts["scores_unchecked"] += len(fresh)
+            s.counts["scores_unchecked"] += len(fresh)
             placed.update(fresh)
             return
         computed = recompute.scores(metric, group)
-    rows = {k: remap(dict(scores[k])) for k in mine if k not in placed}
+    rows = {k: s.remap(dict(scores[k])) for k in mine if k not in placed}
     placed.update(rows)
-    accepted = all([_merge_score(conn, stored_scores, row, computed.get(k), where, n_trials)
+    accepted = all([_merge_score(s, stored_scores, row, computed.get(k), n_trials)
                     for k, row in rows.items()])
     if old is None and accepted:
-        _insert(conn, "score_groups", group)
-        counts["score_groups"] += 1
+        _insert(s.conn, "score_groups", group)
+        s.counts["score_groups"] += 1
 
 
-def _merge_score(conn, stored_scores: dict, row: dict, computed: Optional[dict], where: tuple,
+def _merge_score(s: _Source, stored_scores: dict, row: dict, computed: Optional[dict],
                  n_trials: int) -> bool:
-    """Merge one incoming score of a group whose trials came with it: compared with the stored
-    one of its key, else with its recomputation here (a conflict where they differ), else
-    inserted; return False where it conflicts with its recomputation. ``where``: (path,
-    contributor, now, report, counts)."""
-    path, contributor, now, report, counts = where
+    """Merge one incoming score against the stored one of its key, else its recomputation
+    here; return False where it conflicts with the recomputation."""
     stored = stored_scores.get(row["key"])
     if stored is not None:
-        _against_stored(conn, "score", stored, row, *where)
+        _against_stored(s, "score", stored, row)
         return True
     diff = _recomputed_differs(row, computed)
     if diff:
-        _conflict(conn, "score", computed or {}, row, diff, path, contributor, now, report,
+        _conflict(s, "score", computed or {}, row, diff,
                   kept=f"recomputed here from its {n_trials} trial(s)")
-        counts["scores_conflict"] += 1
+        s.counts["scores_conflict"] += 1
         return False
-    _insert(conn, "scores", row)
+    _insert(s.conn, "scores", row)
     stored_scores[row["key"]] = row
-    counts["scores"] += 1
+    s.counts["scores"] += 1
     return True
 
 
-def _against_stored(conn, kind, stored, row, path, contributor, now, report, counts) -> None:
+def _against_stored(s: _Source, kind: str, stored: dict, row: dict) -> None:
     """Count an incoming score or score group whose key is stored: duplicate or conflict."""
     content = score_content if kind == "score" else group_content
     diff = differing(content(stored), content(row))
     table = "scores" if kind == "score" else "score_groups"
     if diff:
-        _conflict(conn, kind, stored, row, diff, path, contributor, now, report)
-        counts[f"{table}_conflict"] += 1
+        _conflict(s, kind, stored, row, diff)
+        s.counts[f"{table}_conflict"] += 1
     else:
-        counts[f"{table}_duplicate"] += 1
+        s.counts[f"{table}_duplicate"] += 1
 
 
-def _merge_verifications(conn, src, path, contributor, counts) -> None:
-    """Copy the source's verification records once each, marked as the contributor's.
-
-    A record in a contribution is what its contributor says was verified: whatever its
-    ``recorded_in`` claims (the leaderboard's CI, another contributor), it is marked with the
-    contributor and file it came in, never left blank (blank is this database's own verifier).
-    """
-    for row in _rows(src, "verifications"):
+def _merge_verifications(s: _Source) -> None:
+    """Copy the source's verification records once each, ``recorded_in`` the contributor and
+    file whatever they claim (blank is this database's own verifier)."""
+    for row in _rows(s.src, "verifications"):
         row = {k: v for k, v in row.items() if k != "id"}
-        row["recorded_in"] = f"{contributor} ({path.name})"
-        before = conn.total_changes
-        _insert(conn, "verifications", row, "INSERT OR IGNORE")
-        counts["verifications"] += conn.total_changes - before
+        row["recorded_in"] = f"{s.contributor} ({s.path.name})"
+        before = s.conn.total_changes
+        _insert(s.conn, "verifications", row, "INSERT OR IGNORE")
+        s.counts["verifications"] += s.conn.total_changes - before
 
 
 def _origin(conn, run_id) -> str:
@@ -775,22 +701,21 @@ def _short(value, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _conflict(conn, kind, old, row, columns, path, contributor, now, report,
-              kept: Optional[str] = None) -> None:
+def _conflict(s: _Source, kind, old, row, columns, kept: Optional[str] = None) -> None:
     """Record a conflicting row (once per kind, key and incoming content) and report it."""
     incoming = json.dumps(row, sort_keys=True, default=str)
-    cursor = conn.execute(
+    cursor = s.conn.execute(
         "INSERT OR IGNORE INTO conflicts (kind, key, columns, contributor, source, incoming, "
         "incoming_sha256, detected_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (kind, row["key"], json.dumps(columns), contributor, path.name, incoming,
-         hashlib.sha256(incoming.encode()).hexdigest(), now))
+        (kind, row["key"], json.dumps(columns), s.contributor, s.path.name, incoming,
+         hashlib.sha256(incoming.encode()).hexdigest(), s.now))
     if not cursor.rowcount:  # recorded by an earlier merge: nothing new to report
-        report.known_conflicts += 1
+        s.report.known_conflicts += 1
         return
     label = " ".join(str(row[c]) for c in _LABEL if row.get(c) not in (None, ""))
-    report.conflicts.append({
-        "kind": kind, "key": row["key"], "label": label, "source": str(path),
-        "contributor": contributor, "columns": columns,
+    s.report.conflicts.append({
+        "kind": kind, "key": row["key"], "label": label, "source": str(s.path),
+        "contributor": s.contributor, "columns": columns,
         "stored": {c: _short(old.get(c)) for c in columns},
         "incoming": {c: _short(row.get(c)) for c in columns},
-        "kept": kept or _origin(conn, old.get("run_id")), "recomputed": kept is not None})
+        "kept": kept or _origin(s.conn, old.get("run_id")), "recomputed": kept is not None})

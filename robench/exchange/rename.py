@@ -1,13 +1,8 @@
 """Rename the file data sets an older robench stored under their absolute path
 (``npz:/home/alice/x.npz``) to their stable names (``npz:x-1a2b3c4d``,
-:func:`robench.data.references.stable_name`): ``robench migrate`` does it.
-
-The new name comes from the content fingerprint the trials recorded (``versions.dataset_content``),
-so it is the name a run on the same file gives today, and every key built on the name (trials,
-scores, score groups) is recomputed as a run computes it: a later run on that file finds its
-trials done. A row whose new key is already stored (the same trial or score run again under the
-new name) is the same result: the old row is dropped. A path-named data set whose trials recorded
-more than one content (the file changed between runs) keeps its name, and is reported.
+:func:`robench.data.references.stable_name`), from the content fingerprint their trials
+recorded, every key built on the name recomputed: ``robench migrate`` does it
+(docs/database.md).
 """
 
 from __future__ import annotations
@@ -133,5 +128,4 @@ def _rename_verified(conn, names: dict, trials: dict) -> None:
         for t in found:
             t["dataset"], t["key"] = names[t["dataset"]], trials.get(t.get("key"), t.get("key"))
         if found:
-            conn.execute("UPDATE verifications SET trials = ? WHERE id = ?",
-                         (_text(checked), rid))
+            conn.execute("UPDATE verifications SET trials = ? WHERE id = ?", (_text(checked), rid))

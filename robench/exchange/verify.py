@@ -1,52 +1,24 @@
 """``robench verify``: re-run a random sample of stored trials and compare them with the stored rows.
 
-A trial is a pure function of its stored spec (robench invariant 10): the same spec, seed,
-versions and device give the same row, bit for bit, on one machine (``tests`` prove it for
-every built-in protocol kind they run). So a sample of anyone's trials can be re-run here and
-checked:
-
-- **exactly** (every column that defines the result, :func:`robench.storage.content.trial_content`:
-  accuracies, per-class accuracies, per-row predictions, history, what the protocol measured)
-  when the stored trial ran on the same device, torch version and CPU instruction set as here;
-- **within a tolerance** otherwise. Another device or CPU, or a trial trained in a batch with
-  others (``execution.batched``, robench.run.batching), rounds differently in the last bits,
-  which can move early stopping by an epoch and flip borderline predictions; the retrained
-  model is then in effect another draw of the same training procedure. Each accuracy measured
-  on ``n`` rows is then compared within three standard errors of the difference of two such
-  measurements plus one row (:func:`tolerance`; its false-mismatch rate is pinned below 1% by
-  simulation in the tests), and the row counts, status, parameters and versions exactly;
-  predictions and histories are not compared. A tolerance is not a licence: the re-runs so
-  compared are also tested together (:func:`systematic_shift`: a sign test and a t test of
-  re-run minus stored), so every trial raised by just under its tolerance is refused
-  although each difference is small. A trial trained in a batch is re-run alone: its bits
-  depend on its unit's members and order, which are not recorded.
-
-Each re-run runs in a worker process in a process group of its own, killed with everything it
-forked at its time limit (at most :data:`RECORDED_FACTOR` times the seconds the trial recorded
-plus :data:`RECORDED_FLOOR`) and when verify ends.
-
-The sample is stratified: ok trials are grouped by (model, protocol), each group shuffled with
-``--seed``, and the groups taken in turn (in a seeded order) until ``--sample`` trials are
-drawn, so every model and protocol is sampled before any is sampled twice. A trial whose
-protocol, data set, model or clusterer is not installed here at the version it was stored with
-is refused (with what to install) and counted apart, never as a mismatch. Every verification is
-recorded in the ``verifications`` table.
+Exactly on the same device, torch version and CPU; within :func:`tolerance` otherwise (and
+those re-runs tested together, :func:`systematic_shift`). docs/contributions.md has the
+argument, the sampling and the time limits; docs/publishing.md what a sample catches.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import math
+import multiprocessing as mp
 import os
 import random
 import re
+import signal
+import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
-import statistics
-import signal
-import base64
-import multiprocessing as mp
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -62,6 +34,7 @@ from robench.run.config import TRIAL_TIMEOUT
 from robench.run.executors import (TRIAL_THREADS, execute_trial, failed_row, init_worker,
                                    limit_threads)
 from robench.run.trials import TrialEnv
+from robench.stats import is_finite
 from robench.stats.bits import unpack_bits
 from robench.storage.store import decode_row, encode_row
 from robench.storage.verification import save_verification
@@ -94,17 +67,16 @@ class Verification:
         return sum(t["outcome"] == outcome for t in self.trials)
 
 
-def tolerance(stored: float, rerun: float, n: int) -> float:
-    """Return how far a re-run accuracy may lie from the stored one on another device.
-
-    Three standard errors of the difference of two accuracies measured on ``n`` rows each,
-    with their pooled proportion shrunk towards 1/2 by two rows each way (Agresti-Coull, so
-    two perfect scores on a few rows still get a width), plus one row.
-    """
-    if not n:
-        return 0.0
+def _standard_error(stored: float, rerun: float, n: int) -> float:
+    """Return the standard error of the difference of two accuracies measured on ``n`` rows,
+    their pooled proportion shrunk towards 1/2 by two rows each way (Agresti-Coull)."""
     p = (float(stored) * n + float(rerun) * n + 2.0) / (2.0 * n + 4.0)
-    return 3.0 * math.sqrt(2.0 * p * (1.0 - p) / n) + 1.0 / n
+    return math.sqrt(2.0 * p * (1.0 - p) / n)
+
+
+def tolerance(stored: float, rerun: float, n: int) -> float:
+    """Return how far a re-run accuracy may lie from the stored one: 3 standard errors + a row."""
+    return 3.0 * _standard_error(stored, rerun, n) + 1.0 / n if n else 0.0
 
 
 #: Chance that the joint test below refuses an honest verification (its differences centred
@@ -115,21 +87,13 @@ SHIFT_LEAST = 3
 
 
 def standardised(stored: float, rerun: float, n: int) -> float:
-    """Return ``rerun - stored`` in standard errors of the difference of two accuracies
-    measured on ``n`` rows (the unit of :func:`tolerance`: three of them plus a row)."""
-    p = (float(stored) * n + float(rerun) * n + 2.0) / (2.0 * n + 4.0)
-    return (float(rerun) - float(stored)) / math.sqrt(2.0 * p * (1.0 - p) / n)
+    """Return ``rerun - stored`` in standard errors (the unit of :func:`tolerance`)."""
+    return (float(rerun) - float(stored)) / _standard_error(stored, rerun, n)
 
 
 def shift_pvalues(z):
-    """Return (sign test p, t test p), two-sided, of re-run minus stored differences ``z``
-    (standardised, one row per verification: arrays over the last axis, NaN where absent).
-
-    The sign test counts the non-zero differences of each sign (exact binomial, no
-    assumption on their shape); the t test asks whether their mean is 0 (a mean away from 0
-    with no spread at all gives p = 0). Both are vectorised for the simulation that pins
-    their error rate (tests/run/test_verify.py).
-    """
+    """Return (sign test p, t test p), two-sided, of standardised differences ``z`` (arrays
+    over the last axis, NaN where absent; vectorised for tests/run/test_verify.py)."""
     from scipy import stats
 
     z = np.asarray(z, dtype=float)
@@ -151,17 +115,9 @@ def shift_pvalues(z):
 
 
 def systematic_shift(entries: list, alpha: float = SHIFT_ALPHA) -> list:
-    """Return the one-direction shifts the tolerance let through, tested together.
-
-    ``entries`` are re-runs compared within the tolerance, each {column: (stored, re-run,
-    rows)}. A tolerance of three standard errors per trial lets a forger raise every trial
-    by just under it; each difference is small, but all have one sign. For each accuracy
-    column with at least :data:`SHIFT_LEAST` re-runs the standardised differences
-    (:func:`standardised`) are tested together by a sign test and a t test, each at
-    ``alpha`` / (2 x the columns tested). Returns [{column, n, positive, negative, mean,
-    p_sign, p_t, text}] of the columns found shifted ([] when none).
-    """
-
+    """Return [{column, n, positive, negative, mean, p_sign, p_t, text}] of the accuracy
+    columns whose tolerance-mode re-runs (``entries``, each {column: (stored, re-run, rows)})
+    moved one way together: each test at ``alpha`` / (2 x the columns tested)."""
     columns = {}
     for entry in entries:
         for c, (a, b, n) in entry.items():
@@ -192,47 +148,32 @@ STRATUM = ("model", "protocol", "kind")
 #: Trials of one headline score's inputs: a trial's influence on that score is shared with
 #: the trials of its group.
 _GROUP = ("dataset", "model", "clusterer", "protocol", "kind")
-
-
 #: Robust standard deviations from its group's median beyond which a trial is always re-run.
 CERTAIN = 3.0
 
 
 def _deviations(rows: list) -> dict:
     """Return {trial key: (group size, |accuracy - group median| in robust SDs)}."""
-
     groups = {}
     for row in rows:
         groups.setdefault(tuple(row.get(c) or "" for c in _GROUP), []).append(row)
     out = {}
     for members in groups.values():
-        accs = [float(r["accuracy"]) for r in members if _number(r.get("accuracy"))]
+        accs = [float(r["accuracy"]) for r in members if is_finite(r.get("accuracy"))]
         centre = statistics.median(accs) if accs else 0.0
         mad = statistics.median(abs(a - centre) for a in accs) if accs else 0.0
         for r in members:
             spread = max(1.4826 * mad, 1.0 / max(int(r.get("n_test") or 0), 1), 0.005)
             far = (abs(float(r["accuracy"]) - centre) / spread
-                   if _number(r.get("accuracy")) else 0.0)
+                   if is_finite(r.get("accuracy")) else 0.0)
             out[r["key"]] = (len(members), far)
     return out
 
 
 def influence(rows: list) -> dict:
-    """Return {trial key: weight}: each trial's influence on the headline scores.
-
-    A score is computed from a group of trials (same data set, model, clusterer, protocol and
-    partition kind), so a trial's share of it is 1 / group size; and a trial whose accuracy
-    lies ``z`` robust standard deviations (MAD; at least one test row or half a point) from
-    its group's median moves the score more than its siblings: the weight is
-    (1 + z)^2 / group size. A forger who edits few trials by much makes them heavy (beyond
-    :data:`CERTAIN` they are always re-run); one who edits many by little edits many.
-    """
+    """Return {trial key: (1 + z)^2 / group size}, ``z`` its accuracy's distance from its
+    score group's median in robust SDs (MAD; at least one test row or half a point)."""
     return {key: (1.0 + far) ** 2 / size for key, (size, far) in _deviations(rows).items()}
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)
 
 
 def _weighted_draw(rng, pool: list, weights: dict) -> dict:
@@ -246,16 +187,8 @@ def _weighted_draw(rng, pool: list, weights: dict) -> dict:
 
 
 def sample_trials(rows: list, n: int, seed: int, weighted: bool = False) -> list:
-    """Return up to ``n`` of ``rows`` (trial rows), stratified by (model, protocol, kind).
-
-    Every stratum gets one trial before any gets a second (strata in a seeded order when
-    ``n`` is smaller than their number). With ``weighted`` (what a leaderboard's check uses):
-    first every trial more than :data:`CERTAIN` robust SDs from its group's median (at most
-    half the sample, the farthest first); then the rest of the sample split evenly across the
-    strata (a stratum with too few trials passes its share on), each stratum's trials drawn
-    with probability proportional to :func:`influence`, without replacement. Without
-    ``weighted``: uniformly, in turn.
-    """
+    """Return up to ``n`` of ``rows`` (trial rows), stratified by (model, protocol, kind):
+    every stratum once before any twice, uniformly or (``weighted``) by :func:`influence`."""
     rng = random.Random(seed)
     strata = {}
     for row in sorted(rows, key=lambda r: r["key"]):
@@ -274,8 +207,9 @@ def sample_trials(rows: list, n: int, seed: int, weighted: bool = False) -> list
 
 
 def _weighted_sample(rows: list, n: int, rng, order: list, pools: dict) -> list:
-    """Return :func:`sample_trials`' weighted sample: the farthest trials first, then every
-    stratum once, then every stratum its share in turn, each drawn by influence."""
+    """Return the farthest trials (:func:`_farthest`), then every stratum once, then every
+    stratum its share of the rest in turn (passing on what it lacks), each drawn by
+    influence without replacement."""
     weights = influence(rows)
     out, covered = _farthest(rows, n, order)
     taken = {r["key"] for r in out}
@@ -332,13 +266,9 @@ def provider(recorded, plugins, registry, pins: Optional[dict] = None,
              distributions: Optional[dict] = None) -> str:
     """Return which plugin of a stored run provides a component not installed here: one clause.
 
-    A run records the plugins it loaded by entry-point name and version (``plugins``, its
-    ``plugin_versions``), and each trial a component's ``PLUGIN-VERSION/COMPONENT-VERSION``
-    (``recorded``): the run's plugins that are not loaded here and have that version are the
-    candidates (all of them lacking here where none has). A plugin installed here that fails to
-    load says so; ``distributions`` (the run's ``plugin_distributions``) names what installs
-    it; ``pins`` ({plugin: (version, requirement line)}, a board's requirements.txt) names the
-    distribution a board already pins for it at another version.
+    ``recorded``: the trial's ``PLUGIN-VERSION/COMPONENT-VERSION``; ``plugins`` and
+    ``distributions``: the run's ``plugin_versions`` and ``plugin_distributions``; ``pins``:
+    {plugin: (version, requirement line)} of a board's requirements.txt.
     """
     version = str(recorded or "").partition("/")[0]
     here = registry.infos
@@ -367,12 +297,8 @@ def provider(recorded, plugins, registry, pins: Optional[dict] = None,
 
 def missing(spec: dict, registry, plugins: Optional[dict] = None,
             distributions: Optional[dict] = None) -> Optional[str]:
-    """Return why ``spec`` cannot be re-run with this installation, or None if it can.
-
-    With ``plugins`` (its run's ``plugin_versions``) a component that is not installed is
-    named with the plugin that provides it and, from ``distributions`` (the run's
-    ``plugin_distributions``), what installs it (:func:`provider`), and the remedy.
-    """
+    """Return why ``spec`` cannot be re-run with this installation, or None if it can
+    (with ``plugins``, naming the provider, :func:`provider`, and the remedy)."""
     versions = spec.get("versions") or {}
     protocol = spec.get("protocol")
     if protocol not in registry.names("protocols"):
@@ -393,8 +319,7 @@ def missing(spec: dict, registry, plugins: Optional[dict] = None,
         except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
             if kind == "models":
                 continue  # a protocol's own helper model (a zoo member): the protocol builds it
-            return not_installed(kind[:-1], name, versions[slot], plugins, registry,
-                                 distributions)
+            return not_installed(kind[:-1], name, versions[slot], plugins, registry, distributions)
         if have != versions[slot]:
             return (f"{kind[:-1]} '{name}' is {have} here (plugin/component version), the "
                     f"trial ran with {versions[slot]}")
@@ -403,21 +328,15 @@ def missing(spec: dict, registry, plugins: Optional[dict] = None,
 
 def not_installed(kind: str, name: str, recorded, plugins, registry,
                   distributions: Optional[dict] = None) -> str:
-    """Return "KIND 'NAME' is not installed here", with its provider and the remedy where the
-    run's plugins are known."""
+    """Return "KIND 'NAME' is not installed here", with provider and remedy where known."""
     text = f"{kind} '{name}' is not installed here"
     return text if plugins is None else (
         f"{text} ({provider(recorded, plugins, registry, None, distributions)}); {REMEDY}")
 
 
 def execution_of(stored: dict) -> dict:
-    """Return the execution settings a stored trial ran with: its threads and executor.
-
-    A trial stored before robench recorded them (no ``execution``) ran on one of robench's
-    executors, each of which limits every trial to
-    :data:`robench.run.executors.TRIAL_THREADS` threads: that is what it gets.
-    """
-
+    """Return the threads and executor a stored trial ran with (one recorded before them ran
+    with :data:`robench.run.executors.TRIAL_THREADS`, as every executor limits it)."""
     recorded = stored.get("execution")
     if not isinstance(recorded, dict):
         return {"threads": TRIAL_THREADS, "executor": None}
@@ -427,14 +346,8 @@ def execution_of(stored: dict) -> dict:
 
 
 def trained_together(stored: dict) -> bool:
-    """Return whether a stored trial was trained in a batch with others (robench.run.batching).
-
-    Its kernels summed in another order than a re-run alone does, like another device: the
-    re-run is compared within the tolerance, not bit for bit (and the tolerance-mode re-runs
-    together, :func:`systematic_shift`). Re-running its unit instead would need the unit's
-    members in their order, which a trial does not record: the same six trials stacked in
-    another order differed in one trial's history (1e-10).
-    """
+    """Return whether a stored trial was trained in a batch with others (robench.run.batching):
+    compared within the tolerance, as the unit's members and order are not recorded."""
     recorded = stored.get("execution")
     return isinstance(recorded, dict) and bool(recorded.get("batched"))
 
@@ -458,7 +371,6 @@ def init_rerun_worker(*args) -> None:
 
 def kill_group(pid: int) -> None:
     """SIGKILL the process group led by ``pid`` (a re-run worker), if any of it is left."""
-
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -466,23 +378,12 @@ def kill_group(pid: int) -> None:
 
 
 class Rerunner:
-    """Re-run trial specs in a child process with the execution settings they first ran with.
+    """Re-run trial specs in spawned workers (one pool per thread count) with the thread count
+    they first ran with, so BLAS rounds alike (docs/contributions.md).
 
-    The workers of every executor run a trial with a fixed thread count (torch, OpenMP, BLAS);
-    the process running ``robench verify`` has the machine's. A BLAS reduction over two
-    threads rounds differently in the last bit from one over one, so a re-run in this process
-    with its own threads does not reproduce a float the trial stored (a purity-ratio trial's
-    ``extra/multicut/coef`` differed in its 17th digit, a CNN's training history in its
-    epochs). Each trial is therefore re-run the way the process executor ran it: in a spawned
-    worker process built from the registry's recipe with the trial's thread count (one pool
-    per thread count, reused). A trial that records no thread count (none of robench's
-    executors wrote it) is re-run with :data:`robench.run.executors.TRIAL_THREADS`.
-
-    The time limit cannot be caught by the trial: the worker ends the trial at its limit
-    (SIGALRM), and this process kills the worker :data:`KILL_GRACE` seconds later if the trial
-    caught or blocked that, or went on in C code; either way the trial is reported as timed
-    out (refused), never matched. Only a registry that a worker cannot rebuild (no recipe: one
-    built by hand in Python, never the CLI's) re-runs in this process, under SIGALRM alone.
+    The worker ends a trial at its limit (SIGALRM); this process kills it :data:`KILL_GRACE`
+    seconds later if the trial caught or blocked that. A registry without a recipe (built by
+    hand in Python) re-runs in this process, under SIGALRM alone.
     """
 
     def __init__(self, registry, timeout: Optional[float] = None):
@@ -494,8 +395,6 @@ class Rerunner:
 
     def _pool(self, threads: int):
         if threads not in self._pools:
-
-
             pool = ProcessPoolExecutor(
                 max_workers=1, mp_context=mp.get_context("spawn"),
                 initializer=init_rerun_worker,
@@ -506,8 +405,7 @@ class Rerunner:
         return self._pools[threads]
 
     def _end(self, threads: int) -> None:
-        """Kill the worker of ``threads`` with its whole process group (the processes its
-        trial forked included) and forget its pool."""
+        """Kill the worker of ``threads`` with its whole process group; forget its pool."""
         pool = self._pools.pop(threads, None)
         if pool is None:
             return
@@ -520,11 +418,8 @@ class Rerunner:
     def run(self, spec: dict, execution: dict, timeout: Optional[float] = None) -> dict:
         """Return the row of ``spec`` re-run with ``execution`` (see :func:`execution_of`),
         under ``timeout`` seconds (else the rerunner's own limit)."""
-
-
         limit = self.timeout if timeout is None else timeout
         threads = execution.get("threads") or TRIAL_THREADS
-
         if self.registry.recipe is None:
             limit_threads(threads)
             return execute_trial(dict(spec), self.env, limit)
@@ -583,15 +478,8 @@ def _unregistered(registry, name) -> bool:
 
 
 def against_data(row: dict, y, indices: tuple) -> Optional[str]:
-    """Return how an ok trial contradicts the data it names, or None.
-
-    ``y`` are the data set's labels and ``indices`` the trial's (train, val, test) rows, from
-    its protocol's ``partition``: the row counts must be those of the partition, the stored
-    per-row ``correct`` bits must cover the data set, and the test accuracy, per-class
-    accuracies and test class counts must be what those bits give on the test rows.
-    """
-
-
+    """Return how an ok trial's row counts, correct bits, test and per-class accuracies
+    contradict the data set's labels ``y`` and its (train, val, test) ``indices``, or None."""
     train, val, test = (np.asarray(i, dtype=int) for i in indices)
     y = np.asarray(y)
     for column, rows in (("n_train", train), ("n_val", val), ("n_test", test)):
@@ -599,7 +487,6 @@ def against_data(row: dict, y, indices: tuple) -> Optional[str]:
             return f"{column} {row[column]} is not the {len(rows)} rows of its partition"
     if not row.get("correct"):
         return None
-
     if len(base64.b64decode(row["correct"])) != (len(y) + 7) // 8:
         return f"its correct bits do not cover the data set's {len(y)} rows"
     bits = unpack_bits(row["correct"], len(y))
@@ -651,17 +538,12 @@ def data_inconsistencies(rows: list, registry) -> list:
 
 def _stored_like(row: dict) -> dict:
     """Return a freshly computed trial row as the database would give it back."""
-
     return decode_row("trials", encode_row("trials", dict(row)))
 
 
 def compare(stored: dict, rerun: dict, exact: bool) -> list:
-    """Return the differences [{column, stored, rerun, tolerance, path, ...}] of two trial rows.
-
-    In exact mode each differing column also names the JSON path of its first difference
-    (``path``, e.g. ``extra/multicut/coef``) and both whole values there (``stored_at``,
-    ``rerun_at``), so a message can show where two long values part.
-    """
+    """Return the differences [{column, stored, rerun, tolerance, ...}] of two trial rows
+    (exact mode: also ``path`` of the first difference, ``stored_at`` and ``rerun_at``)."""
     old, new = trial_content(stored), trial_content(rerun)
     if exact:
         out = []
@@ -687,12 +569,8 @@ def compare(stored: dict, rerun: dict, exact: bool) -> list:
 
 
 def difference_text(d: dict) -> str:
-    """Return one verify difference as text: where it first differs and both whole values.
-
-    An exact comparison names the JSON path of the first difference inside the column
-    (``extra/multicut/coef stored -4.869149183653176, re-run -4.8691491836531755``); the
-    values are never cut, since two long values cut alike would look identical.
-    """
+    """Return one verify difference as text: where it first differs and both whole values
+    (never cut: two long values cut alike would look identical)."""
     if "path" in d:
         text = f"{d['path']} stored {_full(d['stored_at'])}, re-run {_full(d['rerun_at'])}"
     else:
@@ -726,19 +604,15 @@ RECORDED_FLOOR = 60.0
 
 
 def trial_limit(run: dict, limit: Optional[float], recorded=None) -> float:
-    """Return the seconds one re-run may take: the limit its run had (``--trial-timeout`` as
-    recorded in the run's configuration, else its profile's), never more than ``limit``, and,
-    where the trial recorded its own time (``recorded`` seconds), never more than
-    :data:`RECORDED_FACTOR` times that plus :data:`RECORDED_FLOOR`: a spec that asks for
-    100,000 epochs is stopped near the time its contributor says it took, not at the profile's
-    900 s (a contributor who records too little time loses only the trial)."""
-
+    """Return the seconds one re-run may take: its run's limit, at most ``limit`` and
+    :data:`RECORDED_FACTOR` x ``recorded`` + :data:`RECORDED_FLOOR` (a spec asking for 100,000
+    epochs stops near the time its contributor says it took)."""
     config = run.get("config") if isinstance(run.get("config"), dict) else {}
     own = config.get("trial_timeout")
-    if not _number(own) or own <= 0:  # 0 (no limit) is not a limit a verifier takes over
+    if not is_finite(own) or own <= 0:  # 0 (no limit) is not a limit a verifier takes over
         own = TRIAL_TIMEOUT.get(config.get("profile"), TRIAL_TIMEOUT["standard"])
     own = float(own if limit is None else min(own, limit))
-    if _number(recorded) and recorded >= 0:
+    if is_finite(recorded) and recorded >= 0:
         own = min(own, RECORDED_FLOOR + RECORDED_FACTOR * float(recorded))
     return own
 
@@ -750,17 +624,11 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
            weighted: bool = False, exact_only: bool = False) -> Verification:
     """Re-run a stratified sample of ``store``'s ok trials here, compare, record; return it.
 
-    ``contributor`` limits the sample to the trials of runs merged from that contributor.
-    ``on_trial`` is called with each checked trial's entry as it finishes. Each re-run runs
-    under the time limit its run had (:func:`trial_limit`, at most ``trial_timeout``) and the
-    re-runs together under ``budget`` seconds: a trial that does not finish in time, or is not
-    reached, is refused with the reason (``timed_out`` set), never matched. ``weighted``
-    draws the sample by influence (:func:`sample_trials`). ``exact_only`` compares every
-    re-run exactly, whatever device, torch and CPU the stored run says it had (those are the
-    contributor's own words: a forger who names another CPU would otherwise be compared
-    within the tolerance, which lets an edit of up to three standard errors pass).
+    ``contributor``: only the trials merged from that contributor; ``on_trial``: called with
+    each entry as it finishes; ``budget``: seconds for all re-runs (one not reached is refused,
+    ``timed_out``); ``exact_only``: compare exactly whatever machine the stored run claims (a
+    forger naming another CPU would otherwise get the tolerance).
     """
-
     if sample < 1:
         raise VerifyError(f"--sample must be at least 1, got {sample}")
     filters = {"status": "ok"}
@@ -793,8 +661,7 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
 
 def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
                   trial_timeout=None, budget=None, weighted=False, exact_only=False) -> None:
-    """Re-run and compare each sampled trial, appending its entry to ``result.trials``; then
-    test the tolerance-mode differences together (:func:`systematic_shift`)."""
+    """Re-run, compare and record each sampled trial; then test the loose ones together."""
     registry = rerunner.registry
     began = time.monotonic()
     loose = []  # (entry, {column: (stored, re-run, rows)}) of the tolerance-mode re-runs
@@ -864,8 +731,7 @@ def _not_re_run(spec, run: dict, registry, left, budget, entry: dict) -> Optiona
     spent: ``entry`` marked ``timed_out``), or None."""
     if not isinstance(spec, dict):
         return "no stored spec"
-    why = missing(spec, registry, run.get("plugin_versions") or {},
-                  run.get("plugin_distributions"))
+    why = missing(spec, registry, run.get("plugin_versions") or {}, run.get("plugin_distributions"))
     if why is None and left is not None and left <= 0:
         entry["timed_out"] = True
         return f"not re-run: the verification's time budget of {budget:g} s was spent"
@@ -873,8 +739,7 @@ def _not_re_run(spec, run: dict, registry, left, budget, entry: dict) -> Optiona
 
 
 def _same_machine(stored: dict, rerun: dict, run: dict, env: dict) -> bool:
-    """Whether a re-run is compared exactly: the stored trial ran alone on this device, torch
-    version and CPU."""
+    """Whether a re-run is compared exactly: stored alone on this device, torch and CPU."""
     return (stored.get("device") in (None, rerun.get("device"))
             and _public(run.get("torch_version")) == _public(env["torch_version"])
             and _cpu(run.get("platform")) == _cpu(env["platform"])
@@ -910,6 +775,6 @@ def _accuracies(stored: dict, rerun: dict) -> dict:
     for c in ACCURACIES:
         a, b = old.get(c), new.get(c)
         n = sum(int(old.get(k) or 0) for k in _ROWS_OF[c])
-        if _number(a) and _number(b) and n:
+        if is_finite(a) and is_finite(b) and n:
             out[c] = (float(a), float(b), n)
     return out

@@ -1,45 +1,8 @@
 """Write the results figures of docs/ from a named results database (``robench report``).
 
-Every figure in the documentation lives in a generated block of a Markdown file::
-
-    <!-- generated: report:rho:mnist-5k -->
-    ... rewritten by `robench report`, never by hand ...
-    <!-- /generated -->
-
-:func:`generate` reads the database read-only, renders each block from the registered
-metrics (their ``report`` and ``claims``, which each family supplies) and rewrites only the
-text between the markers; the prose around them is left as it is. Every block opens with a
-stamp naming the database, the profile, the commit and the machine of the runs its scores
-came from, so a figure can always be traced to what produced it.
-
-Block names (``KIND[:ARG[:ARG]]``):
-
-``report:METRIC[:DATASET]``
-    The metric's own report (what ``robench results --metric METRIC`` prints), as text.
-``scores:METRIC[:DATASET[:SCORE,SCORE...]]``
-    A Markdown table of the stored score rows, with their intervals.
-``claims[:METRIC]``
-    The papers' claims decided on the scores (:mod:`robench.stats.claims`), one row each,
-    under the header line of their counts (:func:`robench.stats.claims.summary`).
-``claims-count[:METRIC]``
-    The same counts in one sentence (:func:`robench.stats.claims.headline`), for the
-    README: computed from the same rows as the table, so the two cannot disagree.
-``NAME@PROFILE``
-    Any of these from the runs of one profile only; left as it is when the database has no
-    run of that profile (so ``docs/claims.md``, pinned to ``standard``, survives a quick
-    ``run --all``).
-``runs``
-    The runs in the database: command, profile, commit, machine, wall time, trials.
-``seconds``
-    Trial seconds per data set, protocol and model (what the runs cost).
-``decided``
-    Per ranked table (data set, metric, clusterer, configuration), its pairs of models as
-    the stored ranks decided them: ordered, equivalent within the margin, undecided, and the
-    repeats the tests used (read from the ``ranks`` table; nothing is ranked again).
-
-The core names no family. A block whose metric has no rows in the database keeps the figure
-it was generated with before (its stamp names that database), or, if it never had one, gets
-a one-line note saying what to run.
+Only the text between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` is rewritten,
+each block opening with a stamp naming the database, profile, commit and machine of its runs.
+docs/results.md lists the block names (:data:`KINDS`, ``NAME@PROFILE``).
 """
 
 from __future__ import annotations
@@ -102,11 +65,8 @@ class Results:
                        configurations)
 
     def rows(self, metric: Optional[str] = None, dataset: Optional[str] = None) -> list:
-        """Return the score rows, optionally of one metric and data set.
-
-        Where the database holds the same score from several configurations (e.g. a quick
-        and a standard run), only the latest run's row is returned.
-        """
+        """Return the score rows, optionally of one metric and data set (of a score held in
+        several configurations, the latest run's row)."""
         latest: dict = {}
         for r in self.scores:
             if (metric is not None and r["metric"] != metric) or (
@@ -130,7 +90,6 @@ class Results:
 
 def load(path, label: Optional[str] = None) -> Results:
     """Read a results database read-only (the file is never changed) into :class:`Results`."""
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no results database at {path}; run `robench run` first")
@@ -184,11 +143,7 @@ def _commit(run: dict) -> str:
 
 
 def stamp(results: Results, rows: Optional[list] = None) -> str:
-    """Return the stamp line of a block: database, profile(s), commit(s), machine(s), runs.
-
-    With ``rows``, only the runs those score rows were computed in are named; without, every
-    run in the database.
-    """
+    """Return a block's stamp: database, profiles, commits, machines, runs (of ``rows``)."""
     ids = (sorted({r["run_id"] for r in rows if r.get("run_id") is not None})
            if rows is not None else sorted(results.runs))
     runs = [results.runs[i] for i in ids if i in results.runs]
@@ -245,12 +200,26 @@ def _missing(what: str, metric: str) -> list:
     return [f"No {what} in this database: run `robench run --metric {metric}` and regenerate."]
 
 
-def render_report(results: Results, registry, metric: str, dataset: Optional[str]) -> list:
-    """Return the lines of a ``report:`` block."""
-    rows = results.rows(metric, dataset)
+def _scores_of(results: Results, metric: str, dataset: Optional[str], rows: list) -> list:
+    """Return ``rows``, or raise NoRows with the note of a block without them."""
     if not rows:
         raise NoRows([stamp(results, []), ""] + _missing(
             f"scores of metric '{metric}'" + (f" on '{dataset}'" if dataset else ""), metric))
+    return rows
+
+
+def _claims_of(results: Results, registry, metric: Optional[str], hint: str) -> tuple:
+    """Return (score rows, claims decided on them), or raise NoRows when none is decided."""
+    rows = results.rows(metric)
+    claims = evaluate(registry, rows)
+    if not claims:
+        raise NoRows([stamp(results, rows), ""] + _missing("scores that decide a claim", hint))
+    return rows, claims
+
+
+def render_report(results: Results, registry, metric: str, dataset: Optional[str]) -> list:
+    """Return the lines of a ``report:`` block."""
+    rows = _scores_of(results, metric, dataset, results.rows(metric, dataset))
     spec = _metric(registry, metric)
     if spec is not None and spec.report is not None:
         lines = "\n".join(spec.report(rows)).split("\n")
@@ -266,10 +235,8 @@ def render_report(results: Results, registry, metric: str, dataset: Optional[str
 def render_scores(results: Results, metric: str, dataset: Optional[str],
                   names: Optional[list]) -> list:
     """Return the lines of a ``scores:`` block: one Markdown row per score."""
-    rows = [r for r in results.rows(metric, dataset) if not names or r["score"] in names]
-    if not rows:
-        raise NoRows([stamp(results, []), ""] + _missing(
-            f"scores of metric '{metric}'" + (f" on '{dataset}'" if dataset else ""), metric))
+    rows = _scores_of(results, metric, dataset, [r for r in results.rows(metric, dataset)
+                                                 if not names or r["score"] in names])
     if names:
         rows.sort(key=lambda r: (r["dataset"], r["clusterer"] or "", r["model"],
                                  names.index(r["score"])))
@@ -284,13 +251,7 @@ def render_scores(results: Results, metric: str, dataset: Optional[str],
 
 def render_claims(results: Results, registry, metric: Optional[str]) -> list:
     """Return the lines of a ``claims`` block: one Markdown row per claim with its verdict."""
-
-    rows = results.rows(metric)
-    claims = evaluate(registry, rows)
-    if not claims:
-        raise NoRows([stamp(results, rows), ""] + _missing("scores that decide a claim",
-                                                           metric or "NAME"))
-
+    rows, claims = _claims_of(results, registry, metric, metric or "NAME")
     table = [[c.paper, c.claim, c.paper_figure, c.dataset, c.figure, f"**{c.verdict}**",
               c.kind, c.control or "-", c.why, c.would_decide or "-"] for c in claims]
     return [stamp(results, rows), "", summary(claims), ""] + _md_table(
@@ -300,15 +261,9 @@ def render_claims(results: Results, registry, metric: Optional[str]) -> list:
 
 
 def render_claims_count(results: Results, registry, metric: Optional[str]) -> list:
-    """Return the lines of a ``claims-count`` block: its stamp and the counts in a sentence
-    (the header of the ``claims`` block, from the same rows)."""
-    rows = results.rows(metric)
-    claims = evaluate(registry, rows)
-    if not claims:
-        raise NoRows([stamp(results, rows), ""] + _missing("scores that decide a claim",
-                                                           metric or "any"))
-    text = headline(claims)
-    return [stamp(results, rows), "", f"On this database, {text}."]
+    """Return the lines of a ``claims-count`` block: its stamp and the counts in a sentence."""
+    rows, claims = _claims_of(results, registry, metric, metric or "any")
+    return [stamp(results, rows), "", f"On this database, {headline(claims)}."]
 
 
 def render_runs(results: Results) -> list:
@@ -322,9 +277,8 @@ def render_runs(results: Results) -> list:
         table.append([run["id"], f"`{command}`", _profile(run), _commit(run),
                       run.get("platform") or "unknown",
                       "-" if wall is None else f"{wall:.1f}",
-                      run.get("n_planned") if run.get("n_planned") is not None else "-",
-                      run.get("n_ok") if run.get("n_ok") is not None else "-",
-                      run.get("n_failed") if run.get("n_failed") is not None else "-",
+                      *("-" if run.get(c) is None else run[c]
+                        for c in ("n_planned", "n_ok", "n_failed")),
                       run.get("status") or "-"])
     return [stamp(results), ""] + _md_table(
         ["run", "command", "profile", "commit", "machine", "wall s", "planned", "ran ok",
@@ -365,9 +319,8 @@ def _ranked_pairs(results: Results) -> dict:
 
 
 def table_label(label: str, repeats_knob: Optional[str] = None) -> str:
-    """Return a configuration's label without its knobs (the stamp names the run), a raced
-    table's ``R`` read from the knob that sets its metric's repeats (``coverage.repeats=40``:
-    a coverage race up to 40 repeats, whatever the run's ``--repeats``)."""
+    """Return a configuration's label without its knobs, a raced table's ``R`` read from
+    ``repeats_knob`` (``coverage.repeats=40``: a race up to 40, whatever ``--repeats``)."""
     head, _, knobs = label.partition(" (")
     if repeats_knob and " raced" in head:
         found = re.search(rf"(?:^|, ){re.escape(repeats_knob)}=(\d+)", knobs)
@@ -418,24 +371,17 @@ def split_name(name: str) -> tuple:
 
 
 def render(name: str, results: Results, registry) -> Optional[list]:
-    """Return the lines of the block called ``name`` (without its markers).
-
-    ``NAME@PROFILE`` renders only what runs of that profile stored, and returns None (keep
-    the block as it is) when the database holds no such run: a page of standard-profile
-    figures is not overwritten by a quick run's database.
-    """
-
+    """Return the lines of the block called ``name`` (without its markers); None (keep it)
+    for ``NAME@PROFILE`` when the database holds no run of that profile."""
     name, profile = split_name(name)
+    if profile is not None and profile not in PROFILES:
+        raise DocgenError(f"block '{name}@{profile}': unknown profile '{profile}'; known: "
+                          + ", ".join(PROFILES))
+    kind, *args = _check_name(name, registry)
     if profile is not None:
-        if profile not in PROFILES:
-            raise DocgenError(f"block '{name}@{profile}': unknown profile '{profile}'; known: "
-                              + ", ".join(PROFILES))
         results = results.only(profile)
         if not results.runs:
-            _check_name(name, registry)
             return None
-    _check_name(name, registry)
-    kind, *args = [part.strip() for part in name.split(":")]
     if kind in ("report", "scores"):
         dataset = args[1] if len(args) > 1 and args[1] else None
         if kind == "report":
@@ -451,7 +397,8 @@ def render(name: str, results: Results, registry) -> Optional[list]:
     return render_runs(results) if kind == "runs" else render_seconds(results)
 
 
-def _check_name(name: str, registry) -> None:
+def _check_name(name: str, registry) -> list:
+    """Return a block name's parts [kind, args...]; DocgenError if it names no block."""
     kind, *args = [part.strip() for part in name.split(":")]
     if kind not in KINDS:
         raise DocgenError(f"unknown block '{name}'; blocks are "
@@ -466,6 +413,7 @@ def _check_name(name: str, registry) -> None:
             raise DocgenError(f"block '{name}': no metric '{args[0]}' is registered")
     elif args:
         raise DocgenError(f"block '{name}' takes no arguments")
+    return [kind, *args]
 
 
 # -- files ----------------------------------------------------------------------------------
@@ -489,12 +437,8 @@ def check_markers(text: str, where: str) -> None:
 
 def rewrite(text: str, results: Results, registry, where: str = "<text>",
             kept: Optional[list] = None) -> tuple:
-    """Return (new text, block names) with every generated block of ``text`` re-rendered.
-
-    Blocks pinned to a profile the database has no run of, and generated blocks whose metric
-    has no rows in the database (a run that left that metric out), are left as they are and
-    their names appended to ``kept``: each block's own stamp says which database it is from.
-    """
+    """Return (new text, block names) with every generated block of ``text`` re-rendered;
+    blocks left as they are (no run of their profile, no rows) are appended to ``kept``."""
     check_markers(text, where)
     names = []
 
@@ -521,12 +465,9 @@ def rewrite(text: str, results: Results, registry, where: str = "<text>",
 
 def generate(db_path, out_dir, registry=None, label: Optional[str] = None,
              check: bool = False) -> list:
-    """Rewrite the generated blocks of every ``*.md`` under ``out_dir`` from ``db_path``.
+    """Rewrite the generated blocks of every ``*.md`` under ``out_dir`` from ``db_path``;
+    return ``[(path, block names, changed, kept)]`` (``check``: write nothing)."""
 
-    Returns ``[(path, block names, changed, kept)]`` for the files that have blocks, ``kept``
-    naming the blocks pinned to a profile the database has no run of (left as they are).
-    With ``check``, nothing is written (changed says which files are stale).
-    """
     if registry is None:
         registry = get_registry()
     out = Path(out_dir)

@@ -19,8 +19,7 @@ def percent(value, digits: int = 2, *, width: int = 0, sign: bool = True,
 
 
 def fixed(value, pct: bool = False, width: int = 7) -> str:
-    """Return ``value`` right-aligned in ``width``: 3 decimals, or a percentage with 1; '-' if
-    missing or not finite."""
+    """Return ``value`` in ``width``: 3 decimals, or a 1-decimal percentage; '-' if not finite."""
     if pct:
         return percent(value, 1, width=width, sign=False, missing="-")
     return (f"{value:.3f}" if is_finite(value) else "-").rjust(width)
@@ -62,14 +61,9 @@ def printable(value, lines: bool = False) -> str:
 
 
 def interval_text(low, high, *, reason=None, floor=None, digits: int = 3) -> tuple:
-    """Return (the interval as text, a note or None) as the tables show it.
-
-    Bounds are shown as computed, never clipped: a bound below ``floor`` (the least value
-    the quantity can take, e.g. 0 for rho) stays as it is and the note says so. Without
-    bounds the text says "unbounded" where the confidence set is (Fieller's, when the
-    denominator is not significantly above 0) and "none" otherwise, and the note is the
-    stored reason.
-    """
+    """Return (the interval as text, a note or None) as the tables show it: never clipped (a
+    bound below ``floor`` is noted); without bounds "unbounded" where the stored reason says
+    so (Fieller's), else "none", the note being the reason."""
     if is_finite(low) and is_finite(high):
         text = f"[{low:.{digits}f}, {high:.{digits}f}]"
         if floor is not None and low < floor:
@@ -86,8 +80,7 @@ RULE_WIDTH = 80
 
 
 def rule_lines(rule: str, width: int = RULE_WIDTH) -> list:
-    """Return a ranked table's rule as lines to print under it ("ranks: ..."), wrapped to
-    ``width`` columns with a two-space indent."""
+    """Return a ranked table's rule as "ranks: ..." lines, wrapped to ``width``, indented."""
     return textwrap.wrap(f"ranks: {rule}", width, initial_indent="  ", subsequent_indent="  ",
                          break_on_hyphens=False)
 

@@ -37,13 +37,8 @@ def environment(sections: dict) -> jinja2.Environment:
         jinja2.PrefixLoader({name: jinja2.FileSystemLoader(str(section.templates))
                              for name, section in sections.items()}),
     ])
-    env = jinja2.Environment(
-        loader=loader,
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+    env = jinja2.Environment(loader=loader, autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
     env.filters["pct"] = format_percent
     env.filters["num"] = format_number
     env.filters["rank_legend"] = rank_legend
@@ -65,12 +60,8 @@ def format_number(value, digits: int = 3) -> str:
 
 
 def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
-    """Return ``rows`` best first, each with a competition rank ("1, 2, 2, 4").
-
-    The direction comes from each row's ``higher_is_better``; rows without a value come last
-    and get no rank.
-    """
-
+    """Return ``rows`` best first (by each row's ``higher_is_better``), each with a competition
+    rank ("1, 2, 2, 4"); rows without a value come last with none."""
     def order(row):
         value = row.get(value_key)
         if not is_finite(value):
@@ -146,8 +137,7 @@ def _read_stored(tables: list, rows: list) -> dict:
 
 
 def _with_stored_rank(row: dict, got: Optional[dict]) -> dict:
-    """Return a score row (without its samples) with the rank stored for it (``got``; None:
-    no stored rank, said so)."""
+    """Return a score row (without samples) with its stored rank ``got`` (None: said so)."""
     got = got or {"rank": None, "unranked": NOT_COMPUTED, "rule": NOT_COMPUTED}
     out = {k: v for k, v in row.items() if k != "samples"}
     out.update(rank=got.get("rank"), rank_best=got.get("rank_best"),
@@ -175,20 +165,13 @@ def adaptive_of(score: dict) -> Optional[dict]:
 def rank_table(rows: list, margin: Optional[float] = None) -> dict:
     """Rank one table's rows by :func:`robench.stats.ranks.rank_models`; return the table.
 
-    Each row has ``model``, ``value``, ``ci_low``, ``ci_high``, ``higher_is_better`` and,
-    where known, ``samples`` (its per-repeat values, keyed by repeat: models that share a
-    repeat share its partitions), ``cycle`` (the balanced design's cycle of those repeats)
-    and ``unranked`` (why it takes no rank, e.g. at chance). Every pair is tested (the one
-    paired test of :mod:`robench.stats.paired`, Holm over all pairs); equivalence within the
-    ``--precision`` of a ``--until decided`` run (its ``adaptive.precision``, and its tests at
-    the level of its looks, so the table shows what the run decided), else within ``margin``
-    (the metric's practical-equivalence margin, :func:`robench.stats.ranks.equivalence_margin`)
-    or, without one, :data:`robench.stats.sequential.PRECISION`. Returns ``{"rows", "rule", "pairs"}``: rows
-    best estimate first (unranked ones last), each with ``rank`` (position by estimate),
-    ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``, ``unranked``; ``samples``
-    dropped. Within :func:`reading_stored_ranks` (a view) the answer is the stored one.
+    Rows have ``model``, ``value``, ``ci_low``, ``ci_high``, ``higher_is_better`` and where
+    known ``samples`` ({repeat: value}), ``cycle`` and ``unranked``. Equivalence is within a
+    race's ``adaptive.precision`` (tested at its looks' level), else ``margin``, else
+    :data:`robench.stats.sequential.PRECISION`. Returns ``{"rows", "rule", "pairs"}``, rows
+    best first with ``rank``, ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``,
+    ``unranked`` (``samples`` dropped); within :func:`reading_stored_ranks`, the stored answer.
     """
-
     stored = _STORED.get()
     if stored is not None:
         return _read_stored(stored, rows)
@@ -203,8 +186,7 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
     alpha = min(spent) if spent else ALPHA / looks
     out = rank_models(sorted(rows, key=lambda r: str(r["model"])), higher_is_better=higher,
                       precision=precision, alpha=alpha if adaptive else ALPHA)
-    ranked = out["rows"]
-    rule = out["rule"]
+    ranked, rule = out["rows"], out["rule"]
     if adaptive:
         how = (f"alpha spent across a look at every complete cycle ({adaptive[0]['spending']}), "
                f"the stopping look's alpha {alpha:.4f}" if spent else
@@ -217,11 +199,8 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
 
 
 def rank_legend(rules) -> str:
-    """Return the one legend of ranks, from the rules the shown tables were ranked by.
-
-    Every view that explains a rank says this: what a rank interval is, what "—" is, and each
-    distinct rule (the stored ``rule`` of the tables shown) as the section gave it.
-    """
+    """Return the one legend of ranks every view shows: what a rank interval and "—" are, and
+    each distinct rule of the tables shown."""
     distinct = list(dict.fromkeys(str(r).strip().rstrip(".") for r in rules if r))
     text = ("A rank such as 1-2 is the ranks a model can hold given every tested pair (1 + the "
             "models shown better, to the number ranked - the models shown worse); a single "
@@ -233,17 +212,9 @@ def rank_legend(rules) -> str:
 
 
 def attach_ranks(store: Store, rows: list, sections: dict) -> None:
-    """Add ``ranking`` to each headline score row whose ranks are stored, in place.
-
-    ``ranking`` is the object :mod:`robench.run.ranking` stored when the scores were computed
-    (what the metric's section says of the row: ``rank`` (None when it is not ranked),
-    ``rank_interval``, ``tied``, ``unranked`` (why not, e.g. at chance), its pair verdicts,
-    the table's ``rule``, ``n_ranked`` ...); nothing is ranked here, ``sections``
-    (:func:`registered_sections`) only say which metrics have ranks. A file that stores no
-    ranks at all (its ranks predate the stored ``ranking``) gives each headline row of a
-    ranked metric ``{"rank": None, "unranked": NOT_COMPUTED}``
-    (:data:`robench.run.ranking.NOT_COMPUTED`: run ``robench migrate``).
-    """
+    """Add the stored ``ranking`` (:mod:`robench.run.ranking`) to each headline score row, in
+    place; in a file storing no ranks, a ranked metric's (``sections``) rows get
+    ``{"rank": None, "unranked": NOT_COMPUTED}`` (run ``robench migrate``)."""
     stored = stored_rankings(store)
     for r in rows:
         if r.get("score") != r["metric"]:
@@ -271,13 +242,9 @@ def registered_sections(registry) -> dict:
 
 
 def chosen_configurations(store: Store, config: Optional[str] = None) -> tuple[list, dict]:
-    """Return (the scores the leaderboard shows, {(dataset, metric): Choice}).
-
-    One configuration per table (:func:`robench.run.configurations.choose`: the one covering the
-    most models x clusterers, ties to the latest; ``config`` picks one by id, prefix, label
-    or 'legacy'). ``Choice.label`` and ``Choice.text`` say which one a table shows.
-    """
-
+    """Return (the scores the leaderboard shows, {(dataset, metric): Choice}): one
+    configuration per table (:func:`robench.run.configurations.choose`; ``config`` picks one by
+    id, prefix, label or 'legacy')."""
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)
     return table_configurations(store.scores(), labels, resolve(config, labels))

@@ -14,11 +14,8 @@ percentages):
 - ``"lines"``: ``series`` = [{label, x: [...], y: [...], y_low, y_high}]; optional
   ``xticks`` = [(position, label)], ``ylim``; the legend goes under the plot.
 
-Text is at least 9 pt on a 4.2 in wide figure, so a plot shrunk to a phone's width still shows
-it at 10 CSS px or more (``width`` and ``height``, in inches, change the axes' size).
-
-The same description always gives the same bytes: ``svg.hashsalt`` is fixed, the metadata
-carries no date, text stays text (``svg.fonttype = none``, so no glyph paths are embedded).
+``width`` and ``height`` (inches) change the axes' size. The same description always gives
+the same bytes (docs/leaderboard.md, "Plots").
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9.5,
           "text.parse_math": False, "text.usetex": False}
 #: Longest label drawn; a longer one (a name can be any text) is cut with an ellipsis.
 MAX_LABEL = 80
-PALETTE = ("#2f6fad", "#c1543d", "#3d8f5a", "#8a5ab5", "#b8860b", "#4a4a4a", "#d0679d",
-           "#1f9fb4")
+PALETTE = ("#2f6fad", "#c1543d", "#3d8f5a", "#8a5ab5", "#b8860b", "#4a4a4a", "#d0679d", "#1f9fb4")
 #: Marker shapes: with the palette, 80 points of a scatter plot look different (colour x shape).
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
 #: A plot is drawn this wide (inches; 72 pt each, 96 CSS px): at 4.2 in (403 px) shown on a

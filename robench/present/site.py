@@ -1,21 +1,9 @@
 """Build the leaderboard as a static, multi-page site from the results database.
 
-``build_site(store, out_dir)`` writes::
-
-    index.html            one overview table per data set (top N models by the headlines)
-    datasets/<name>.html  every family's section for that data set, its plots, other scores
-    models/<name>.html    one model: metadata, every score on every data set, per-class rho,
-                          shifted-cv folds, family sections filtered to it, decoded examples
-    models.html           every model with its plugin, version, description and link
-    methods.html          definitions, papers, the configuration behind each table, the runs
-    legends.html          the section legends model pages share (each page links to them)
-    plots/*.svg           matplotlib SVG (deterministic); images/*.png (decoded examples)
-    scores.json, scores.csv, style.css, sort.js
-
-Links are relative, nothing is fetched from the network, and the same database gives the same
-bytes (no clock, no random ids). Each metric's section (a
-:class:`robench.specs.LeaderboardSection`) supplies its data-set section, optionally its
-headline column of the overview and its plots; this module only lays them out.
+Index, data-set, model, models, methods and legends pages, plots, badges and downloads
+(docs/leaderboard.md lists them): relative links, nothing fetched, the same bytes from the
+same database. Each metric's :class:`robench.specs.LeaderboardSection` supplies its section,
+headline and plots; this module only lays them out.
 """
 
 from __future__ import annotations
@@ -71,15 +59,11 @@ def page_slug(name: str) -> str:
 
 
 def _drawn(what: str, fn, *args, **kwargs):
-    """Return ``(fn(*args, **kwargs), None)``, or ``(None, note)`` when it raises.
-
-    A database can come from anyone: a value a family's section, headline or plot cannot read
-    leaves that part out with a note saying so, and the rest of the site is still built.
-    """
+    """Return ``(fn(*args, **kwargs), None)``, or ``(None, note)`` when it raises: a stored
+    value a section cannot read leaves that part out, the rest of the site is built."""
     try:
         return fn(*args, **kwargs), None
     except Exception as exc:  # noqa: BLE001 - whatever stored values make a section raise
-
         why = printable(f"{type(exc).__name__}: {exc}")
         why = why if len(why) <= 200 else why[:199] + "\u2026"
         return None, f"{what} could not be drawn from the stored scores ({why})."
@@ -101,7 +85,6 @@ def _badge_name(model: str, dataset: str, metric: str, used: dict) -> str:
 def _spec(registry, kind: str, name: str):
     """Return the registered spec of ``kind`` named ``name``, or None if this install lacks it."""
     return registry.get(kind, name) if name in registry.names(kind) else None
-
 
 
 class _Assets:
@@ -191,28 +174,15 @@ def _provenance(rows: list, runs: dict) -> list:
     out = []
     for run_id in sorted({r["run_id"] for r in rows if r.get("run_id") is not None}):
         run = runs.get(run_id) or {}
-        source = ""
-        if run.get("contributor"):
-            source = str(run["contributor"])
-            if run.get("source"):
-                origin = f"{run['source']}, its run {run.get('source_run_id')}" if run.get(
-                    "source_run_id") is not None else str(run["source"])
-                source += f" ({origin})"
+        source = str(run["contributor"]) if run.get("contributor") else ""
+        if source and run.get("source"):
+            its = run.get("source_run_id")
+            source += f" ({run['source']}" + ("" if its is None else f", its run {its}") + ")"
         out.append({"id": run_id, "source": source, "command": run.get("command") or "",
                     "robench": run.get("robench_version") or "",
                     "git": (run.get("git_rev") or "")[:12],
                     "finished": run.get("finished_at") or run.get("started_at") or ""})
     return out
-
-
-def _section_html(env, section, metric: str, rows: list, dataset: str, registry):
-    """Return a family section's HTML for ``rows``, or None when it has nothing to show."""
-    context = section.build(rows)
-    if not context:
-        return None
-    return markupsafe.Markup(env.get_template(f"{metric}/{section.template}").render(
-        section=context, dataset=short_name(dataset), metric=registry.get("metrics", metric),
-        root="../"))
 
 
 def _direction(higher, baseline) -> str:
@@ -221,8 +191,7 @@ def _direction(higher, baseline) -> str:
     return text + (f"; relative to the baseline model {baseline} (= 1)" if baseline else "")
 
 
-def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
-              ) -> Optional[dict]:
+def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None) -> Optional[dict]:
     """Return one data set's overview: the headline of each section that has a value, merged
     by model. A headline no model has a value in gets no column: it is appended to ``empty``
     with why (the first reason its stored scores give), for the page to say in one line."""
@@ -246,8 +215,7 @@ def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
     return {"heads": heads, "models": sorted(models, key=order)}
 
 
-def _headline(metric: str, section, mine: list, registry, empty: Optional[list]
-              ) -> Optional[dict]:
+def _headline(metric: str, section, mine: list, registry, empty: Optional[list]) -> Optional[dict]:
     """Return a section's headline column of the overview, or None: where no model has a
     value in it, it is appended to ``empty`` with why."""
     head = _drawn("headline", section.headline, mine)[0]
@@ -269,12 +237,8 @@ def _headline(metric: str, section, mine: list, registry, empty: Optional[list]
 
 
 def _pivot_other(rows: list, pseudo=frozenset({""})) -> list:
-    """Return one table per metric without a section: models down, sub-scores across.
-
-    Scores stored under a pseudo model (``""`` or a section's ``pseudo_models``: a score of
-    the data set itself, such as shifted-cv's Wasserstein ratio of its folds) are not a
-    model's row: they go to the table's ``dataset_rows``, one labelled row per score.
-    """
+    """Return one table per metric without a section: models down, sub-scores across; the
+    scores of a ``pseudo`` model (the data set's own) go to its ``dataset_rows``."""
     by_metric: dict = defaultdict(list)
     for r in rows:
         by_metric[r["metric"]].append(r)
@@ -315,15 +279,12 @@ def _pivot_order(cells: dict, head) -> list:
 
 
 def _detail_tables(row: dict) -> list:
-    """Return small tables read from a score's details: per-class values and per-fold values,
-    each titled by its metric, score and clusterer (a model has one per score that has them,
-    for example one per training size of the adequacy sweep)."""
+    """Return a score's per-class and per-fold tables, titled by metric, score and clusterer."""
     det = row.get("details") if isinstance(row.get("details"), dict) else {}
     what = row["metric"] if row["score"] == row["metric"] else f"{row['metric']} {row['score']}"
     if row.get("clusterer"):
         what += f", sources by {row['clusterer']}"
-    return _per_class_table(what, det.get("per_class")) + _per_fold_table(
-        what, det.get("per_fold"))
+    return _per_class_table(what, det.get("per_class")) + _per_fold_table(what, det.get("per_fold"))
 
 
 def _per_class_table(what: str, per_class) -> list:
@@ -384,7 +345,6 @@ def _downloads(scores: list) -> dict[str, bytes]:
 def _json_safe(scores: list) -> list:
     """Return rows with non-finite floats as None (JSON has no NaN) and control characters in
     text written out (robench.present.formatting.printable): names are shown as text."""
-
     def fix(v):
         if isinstance(v, float) and not math.isfinite(v):
             return None
@@ -402,36 +362,27 @@ def _json_safe(scores: list) -> list:
 def _model_meta(name: str, registry) -> dict:
     """Return what the registry knows of a model (or that this installation does not know it)."""
     spec = _spec(registry, "models", name)
-    if spec is not None:
-        info = registry.infos.get(spec.plugin)
-        return {"name": name, "registered": True, "plugin": spec.plugin,
-                "plugin_version": getattr(info, "version", "") or "",
-                "version": spec.version, "description": spec.description,
-                "url": spec.url if re.match(r"https?://", spec.url or "") else "",
-                "params": spec.params, "provenance": ""}
-    return {"name": name, "registered": False, "plugin": "", "plugin_version": "",
-            "version": "", "description": "", "url": "", "params": None, "provenance": ""}
+    if spec is None:
+        return {"name": name, "registered": False, "plugin": "", "plugin_version": "",
+                "version": "", "description": "", "url": "", "params": None, "provenance": ""}
+    return {"name": name, "registered": True, "plugin": spec.plugin,
+            "plugin_version": getattr(registry.infos.get(spec.plugin), "version", "") or "",
+            "version": spec.version, "description": spec.description,
+            "url": spec.url if re.match(r"https?://", spec.url or "") else "",
+            "params": spec.params, "provenance": ""}
 
 
 def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
-    """Move the legends repeated on model pages to one page; return that page's entries.
-
-    A legend of a family section (see ``_LEGEND``) found on two or more model pages explains
-    the section, not the model: each page links to it on ``legends.html`` (anchored by a hash
-    of its HTML, with its opening words as the link text) instead of repeating it; at 1,000
-    models that was a fifth of every model page. A legend on one page only (a note about that
-    model) stays where it is. ``blocks_of`` maps a model to its page's data-set blocks, whose
-    section fragments are rewritten in place.
-    """
+    """Move the legends on two or more model pages to ``legends.html``, linked by a hash of
+    their HTML (rewriting ``blocks_of``' sections in place); return that page's entries."""
     pages_with: dict[str, int] = defaultdict(int)
     title_of: dict[str, str] = {}
     for blocks in blocks_of.values():
         seen = set()
-        for block in blocks:
-            for part in block["sections"]:
-                for match in _LEGEND.finditer(part["html"]):
-                    seen.add(match.group(0))
-                    title_of.setdefault(match.group(0), part["title"])
+        for part in (part for block in blocks for part in block["sections"]):
+            for match in _LEGEND.finditer(part["html"]):
+                seen.add(match.group(0))
+                title_of.setdefault(match.group(0), part["title"])
         for text in seen:
             pages_with[text] += 1
     shared = {text: "legend-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
@@ -441,8 +392,7 @@ def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
 
     def link(match):
         text = match.group(0)
-        anchor = shared.get(text)
-        if anchor is None:
+        if (anchor := shared.get(text)) is None:
             return text
         words = " ".join(_TAG.sub("", text).split())
         if len(words) > 80:  # cut at a space: never inside a character reference
@@ -450,10 +400,8 @@ def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
         return (f'<p class="legend">Legend: <a href="../legends.html#{anchor}">{words}</a>'
                 "</p>")
 
-    for blocks in blocks_of.values():
-        for block in blocks:
-            for part in block["sections"]:
-                part["html"] = markupsafe.Markup(_LEGEND.sub(link, str(part["html"])))
+    for part in (p for blocks in blocks_of.values() for b in blocks for p in b["sections"]):
+        part["html"] = markupsafe.Markup(_LEGEND.sub(link, str(part["html"])))
     return [{"id": anchor, "title": title_of[text], "html": markupsafe.Markup(text),
              "pages": pages_with[text]}
             for text, anchor in sorted(shared.items(), key=lambda t: (title_of[t[0]], t[1]))]
@@ -486,18 +434,17 @@ class Site:
     badge_names: dict = field(default_factory=dict)  # stem -> (model, data set, metric)
     title: str = DEFAULT_TITLE  # the site's title: every page's <title>, its brand, the <h1>
 
-    @property
-    def common(self) -> dict:
-        """What every page template receives."""
-        return {"n_scores": len(self.scores), "runs": [self.runs[i] for i in sorted(self.runs)],
-                "site_title": self.title}
+    def render(self, page: str, root: str = "", **context) -> str:
+        """Return the page ``page``.html rendered with ``context`` and what every page gets."""
+        return self.env.get_template(f"{page}.html").render(
+            root=root, page=page, n_scores=len(self.scores), site_title=self.title,
+            runs=[self.runs[i] for i in sorted(self.runs)], **context)
 
 
 def read_site(store: Store, registry, top: int, config: Optional[str],
               title: str = DEFAULT_TITLE) -> Site:
     """Read the scores, runs, verifications and sections a build needs; lay out its data sets.
     ``title`` is the site's title (shown as given, escaped; a blank one is the default)."""
-
     chosen, choices = chosen_configurations(store, config)
     scores = _json_safe(chosen)
     # helper models (trained by a metric for its own scores) get pages, never a rank
@@ -519,11 +466,10 @@ def read_site(store: Store, registry, top: int, config: Optional[str],
         if is_helper(r, helpers) and r["model"] in model_pages:
             site.per_model[r["model"]].append(r)
     by_dataset: dict[str, list] = defaultdict(list)
-    for s in site.ranked_scores:
-        by_dataset[s["dataset"]].append(s)
     skips: dict[str, list] = defaultdict(list)
-    for s in store.skips():
-        skips[s["dataset"]].append(s)
+    for group, rows in ((by_dataset, site.ranked_scores), (skips, store.skips())):
+        for s in rows:
+            group[s["dataset"]].append(s)
     for name, rows in sorted(by_dataset.items()):
         site.datasets.append(_dataset_context(site, name, rows, skips[name], choices))
     return site
@@ -532,7 +478,6 @@ def read_site(store: Store, registry, top: int, config: Optional[str],
 def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: dict) -> dict:
     """Return one data set's page context: overview, family sections, plots, other scores;
     record its tables, its models' rows and their headline badges on ``site``."""
-
     empty: list = []
     overview = _overview(rows, site.sections, site.registry, empty)
     ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - site.pseudo)
@@ -549,18 +494,16 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
     other = [r for r in rows if r["metric"] not in shown]
     _record_other(site, name, rows, other, choices)
     _headline_badges(site, name, overview)
-    mine_helpers = sorted({m for (d, m) in site.helpers if d == name})
     configurations = [{"metric": t["metric"], "text": t["configuration"]}
                       for t in site.tables_used if t["dataset"] == name]
-    return {"name": name, "slug": page_slug(name), "overview": overview,
-            "empty_heads": empty,
-            "configurations": configurations,
-            "top_models": top_models, "top_set": set(top_models),
-            "sections": parts, "plots": plots,
+    return {"name": name, "slug": page_slug(name), "overview": overview, "empty_heads": empty,
+            "configurations": configurations, "top_models": top_models,
+            "top_set": set(top_models), "sections": parts, "plots": plots,
             "other": _pivot_other(other, site.pseudo),
             "not_applicable": not_applicable(skips, rows),
             "n_models": len({r["model"] for r in rows} - site.pseudo),
-            "helpers": [{"model": m, "metrics": site.helpers[(name, m)]} for m in mine_helpers],
+            "helpers": [{"model": m, "metrics": site.helpers[(name, m)]}
+                        for m in sorted({m for (d, m) in site.helpers if d == name})],
             "verification": _verification_text(site.records, dataset=name)}
 
 
@@ -571,10 +514,9 @@ def _record_other(site: Site, name: str, rows: list, other: list, choices: dict)
         if r["model"] in site.model_pages:
             site.per_model[r["model"]].append(r)
     for metric in sorted({r["metric"] for r in other}):
-        site.tables_used.append({"dataset": name, "metric": metric, "title": metric,
-                                 "configuration": _configuration(
-                                     [r for r in other if r["metric"] == metric], site.runs,
-                                     choices.get((name, metric)))})
+        mine = [r for r in other if r["metric"] == metric]
+        site.tables_used.append({"dataset": name, "metric": metric, "title": metric, "configuration":
+                                 _configuration(mine, site.runs, choices.get((name, metric)))})
 
 
 def _section_part(site: Site, name: str, metric: str, section, mine: list,
@@ -595,11 +537,14 @@ def _section_part(site: Site, name: str, metric: str, section, mine: list,
 def _drawn_section(site: Site, section, metric: str, rows: list, dataset: str):
     """Return a family section's HTML for ``rows``, the note that says why it could not be
     drawn, or None when it has nothing to show."""
-    html, note = _drawn(f"The {section.title or metric} section", _section_html, site.env,
-                        section, metric, rows, dataset, site.registry)
-    if html is None and note is None:
-        return None
-    return html if note is None else _note_html(note)
+    def html():
+        context = section.build(rows)
+        return markupsafe.Markup(site.env.get_template(f"{metric}/{section.template}").render(
+            section=context, dataset=short_name(dataset),
+            metric=site.registry.get("metrics", metric), root="../")) if context else None
+
+    drawn, note = _drawn(f"The {section.title or metric} section", html)
+    return drawn if note is None else _note_html(note)
 
 
 def _section_plots(site: Site, stem: str, section, rows: list, model=None) -> list:
@@ -617,10 +562,8 @@ def _section_plots(site: Site, stem: str, section, rows: list, model=None) -> li
 
 
 def _verification_text(records: list, **which) -> str:
-    """Return a page's verification line with its scope: "verified k of n sampled trials ..."
-    counts the trials of this model (``model=``) or data set (``dataset=``) alone; the line
-    says so and how many that verification re-ran in all (a contribution's every model and
-    data set), so "10 of 10" here and "20 of 20" in the pipeline's report read as one record."""
+    """Return a page's verification line, counted over this model's (``model=``) or data
+    set's (``dataset=``) trials, saying how many that verification re-ran in all."""
     found = status(records, **which)
     if "sampled" not in found:
         return found["text"]
@@ -639,8 +582,7 @@ def _headline_badges(site: Site, dataset: str, overview: Optional[dict]) -> None
         n_ranked = sum(1 for r in h["rows"] if r.get("rank"))
         for r in h["rows"]:
             if r["model"] in site.model_pages:
-                stem = _badge_name(r["model"], dataset, h["metric"], site.badge_names)
-                src = f"badges/{stem}.svg"
+                src = f"badges/{_badge_name(r['model'], dataset, h['metric'], site.badge_names)}.svg"
                 site.assets.files[src] = headline_badge(
                     f"robench {h['label']} · {dataset}", r, n_ranked,
                     pct=h["format"] == "pct").encode("utf-8")
@@ -650,35 +592,31 @@ def _headline_badges(site: Site, dataset: str, overview: Optional[dict]) -> None
 
 def index_page(site: Site) -> dict[str, str]:
     """Return index.html: one overview table per data set, the legends of the shown headlines."""
-    shown = {h["metric"] for ds in site.datasets if ds["overview"]
-             for h in ds["overview"]["heads"]}
+    shown = {h["metric"] for ds in site.datasets if ds["overview"] for h in ds["overview"]["heads"]}
     legends = [s.legend for metric, s in site.sections.items() if metric in shown and s.legend]
-    return {"index.html": site.env.get_template("index.html").render(
-        root="", page="index", datasets=site.datasets, top=site.top, legends=legends,
-        **site.common)}
+    return {"index.html": site.render("index", datasets=site.datasets, top=site.top,
+                                      legends=legends)}
 
 
 def dataset_pages(site: Site) -> dict[str, str]:
     """Return datasets/<slug>.html for every data set."""
-    return {f"datasets/{ds['slug']}.html": site.env.get_template("dataset.html").render(
-        root="../", page="dataset", ds=ds, **site.common) for ds in site.datasets}
+    return {f"datasets/{ds['slug']}.html": site.render("dataset", "../", ds=ds)
+            for ds in site.datasets}
 
 
 def _model_metas(site: Site) -> dict:
     """Return every model's metadata: registry entry, runs, provenance, verification, badges."""
-
     metas = {m: _model_meta(m, site.registry) for m in site.model_names}
     helper_of: dict[str, list] = defaultdict(list)
     for (d, m), metrics in sorted(site.helpers.items()):
         helper_of[m].append(f"{', '.join(metrics)} on {d}")
     for m in site.model_names:
-        metas[m]["runs"] = _provenance(site.per_model[m], site.runs)
+        runs = _provenance(site.per_model[m], site.runs)
         # a helper was trained by a metric, not contributed by anyone
-        metas[m]["provenance"] = "" if m in helper_of else "; ".join(
-            sorted({r["source"] for r in metas[m]["runs"] if r["source"]}))
-        metas[m]["helper"] = "; ".join(helper_of.get(m, ()))
-        metas[m]["verification"] = _verification_text(site.records, model=m)
-        metas[m]["badges"] = site.badges.get(m, [])
+        metas[m].update(runs=runs, provenance="" if m in helper_of else "; ".join(
+            sorted({r["source"] for r in runs if r["source"]})),
+            helper="; ".join(helper_of.get(m, ())), badges=site.badges.get(m, []),
+            verification=_verification_text(site.records, model=m))
     return metas
 
 
@@ -700,8 +638,7 @@ def _model_blocks(site: Site, model: str) -> list:
             # values of every other model are in its tables (build time stays linear
             # and small at 1,000 models x 5 data sets)
             if own and model in ds["top_set"]:
-                plots += _section_plots(site, f"{ds['name']}-{model}-{metric}", section, own,
-                                        model)
+                plots += _section_plots(site, f"{ds['name']}-{model}-{metric}", section, own, model)
         details = [t for r in mine for t in (_drawn("details", _detail_tables, r)[0] or ())]
         heads = ds["overview"]["heads"] if ds["overview"] else ()
         headline = [{"head": h, "row": h["by_model"][model]} for h in heads
@@ -713,16 +650,13 @@ def _model_blocks(site: Site, model: str) -> list:
 
 
 def model_pages(site: Site, metas: dict) -> dict[str, str]:
-    """Return models/<slug>.html for every model, and legends.html with the section legends
-    two or more of them share (each page links to it instead of repeating them)."""
+    """Return models/<slug>.html for every model, and legends.html of the legends they share."""
     blocks_of = {model: _model_blocks(site, model) for model in site.model_names}
     legends = _share_legends(blocks_of)
-    pages = {f"models/{site.model_pages[model]}.html": site.env.get_template(
-        "model.html").render(root="../", page="model", meta=metas[model], blocks=blocks,
-                             **site.common) for model, blocks in blocks_of.items()}
+    pages = {f"models/{site.model_pages[model]}.html": site.render(
+        "model", "../", meta=metas[model], blocks=blocks) for model, blocks in blocks_of.items()}
     if legends:
-        pages["legends.html"] = site.env.get_template("legends.html").render(
-            root="", page="legends", legends=legends, **site.common)
+        pages["legends.html"] = site.render("legends", legends=legends)
     return pages
 
 
@@ -730,12 +664,11 @@ def models_page(site: Site, metas: dict) -> dict[str, str]:
     """Return models.html: the contributed models, then the helpers, with their data sets."""
     asked = {s["model"] for s in site.ranked_scores}  # models someone ran, somewhere
     names = site.model_names
-    return {"models.html": site.env.get_template("models.html").render(
-        root="", page="models", models=[metas[m] for m in names if m in asked],
+    return {"models.html": site.render(
+        "models", models=[metas[m] for m in names if m in asked],
         helpers=[metas[m] for m in names if m not in asked],
         datasets_of={m: sorted({r["dataset"] for r in site.per_model[m]}) for m in names},
-        any_provenance=any(metas[m].get("provenance") for m in names),
-        **site.common)}
+        any_provenance=any(metas[m].get("provenance") for m in names))}
 
 
 def methods_page(site: Site) -> dict[str, str]:
@@ -748,8 +681,7 @@ def methods_page(site: Site) -> dict[str, str]:
         metrics.append({"name": metric, "spec": spec, "versions": versions,
                         "references": [{"title": t, "url": u if re.match(r"https?://", u or "")
                                         else ""} for t, u in (spec.references if spec else ())]})
-    return {"methods.html": site.env.get_template("methods.html").render(
-        root="", page="methods", metrics=metrics, tables=site.tables_used, **site.common)}
+    return {"methods.html": site.render("methods", metrics=metrics, tables=site.tables_used)}
 
 
 def write_site(out_dir, files: dict[str, bytes]) -> Path:
@@ -775,15 +707,10 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
                config: Optional[str] = None, title: str = DEFAULT_TITLE) -> Path:
     """Write the static leaderboard site of ``store``'s scores; return index.html.
 
-    ``title`` is the site's title (a board's ``leaderboard.json`` title, which
-    ``robench publish build`` passes).
-
-    Each table (data set, metric) shows one configuration, chosen by
-    :func:`robench.present.leaderboard.chosen_configurations` (``config`` picks one) and labelled.
-    The site is read once (:func:`read_site`), then each page kind has its own builder.
+    Each table shows one configuration (:func:`robench.present.leaderboard.chosen_configurations`;
+    ``config`` picks one); ``title``: a board's ``leaderboard.json`` title.
     """
-    if registry is None:
-        registry = get_registry()
+    registry = get_registry() if registry is None else registry
     if top < 1:
         raise ValueError(f"--top must be at least 1, got {top}")
     with reading_stored_ranks(store):  # every page and badge shows the stored ranks
@@ -794,10 +721,8 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         pages.update(models_page(site, metas))
         pages.update(methods_page(site))
     files = {name: text.encode("utf-8") for name, text in pages.items()}
-    files.update(site.assets.files)
-    files.update(_downloads(site.scores))
-    files["style.css"] = STYLE.read_bytes()
-    files["sort.js"] = SORT_JS.read_bytes()
+    files.update(site.assets.files, **_downloads(site.scores), **{
+        "style.css": STYLE.read_bytes(), "sort.js": SORT_JS.read_bytes()})
     return write_site(out_dir, files)
 
 

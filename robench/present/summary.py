@@ -1,13 +1,9 @@
 """The headline summary ``robench run`` ends with: per data set one line per model.
 
-Built from the metrics' leaderboard headlines (:attr:`robench.specs.LeaderboardSection.headline`,
-the columns of the site's overview), so every value, rank and interval is the one the
-families' own tables show: the rank column is the first headline (in display order) that
-ranks by a test (its ``rule``; rho: the rho table's ranks by
-:func:`robench.present.leaderboard.rank_table`), the others show their values and, where their
-own tested pairs rank them (a ``rank_interval``: purity-ratio, coverage), that rank interval
-in parentheses (their intervals are in the full reports). Pure functions: lines of text no
-wider than ``width``.
+Built from the metrics' leaderboard headlines, so every value, rank and interval is the one
+the families' tables show: the rank column is the first headline that ranks by a test (its
+``rule``), the others show their values and their own rank interval where they have one.
+Pure functions: lines of text no wider than ``width``.
 """
 
 from __future__ import annotations
@@ -72,13 +68,8 @@ def _why_empty(rows: list) -> str:
 
 
 def _heads(rows: list, sections: dict) -> list:
-    """Return the headline columns of one data set's rows, in the sections' order; a headline
-    that cannot be drawn from the stored scores is left out (the full report says why).
-
-    Each has its ``label``, ``format``, ranking ``rule``, ``rows``, ``higher_is_better``
-    (None: unknown), ``baseline`` (what its values are relative to, where the headline names
-    it: mCE's baseline model) and ``why_empty`` (where no row has a value: the stored reason).
-    """
+    """Return the headline columns of one data set's rows, in the sections' order (one that
+    cannot be drawn is left out), each with ``why_empty`` where no row has a value."""
     heads = []
     for metric, section in sections.items():
         if getattr(section, "headline", None) is None:
@@ -136,11 +127,8 @@ def _ordered(a: dict, b: dict) -> bool:
 
 
 def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Optional[dict]:
-    """Return one data set's summary table: its headline columns and one entry per model.
-
-    ``models``: the models to list (the ones a run asked for; helpers are not listed), all by
-    default. Returns None when no metric of the rows has a headline.
-    """
+    """Return one data set's summary table: its headline columns and one entry per model
+    (of ``models`` if given), or None when no metric of the rows has a headline."""
     every = _heads(rows, sections)
     # a column no model has a value in (its metric measured nothing here: e.g. a --budget
     # spent before its trials ran) is not drawn as a column of dashes: its line says why
@@ -161,9 +149,7 @@ def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Opti
 
 
 def _order(names: set, ranked: Optional[dict], heads: list) -> list:
-    """Return the models in the order of the summary: each headline's rows come best first,
-    and a model's place is its position in the rank column, then in the other columns (what
-    the site's overview does)."""
+    """Return the models by their position in the rank column, then in the other columns."""
     order_heads = ([ranked] if ranked else []) + [h for h in heads if h is not ranked]
     positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in order_heads]
     return sorted(names, key=lambda m: ([p.get(m, 10 ** 9) for p in positions], str(m)))
@@ -181,11 +167,8 @@ def _decided(ranked: dict, names: set) -> tuple[int, int]:
 
 
 def table_lines(table: dict, width: int) -> list:
-    """Return a data set's summary table as lines no wider than ``width``: the data set's
-    name, a header line (``rank``, ``model`` and the column labels), then one line per model,
-    then a line per headline with no value at all (why, once, instead of a column of dashes).
-    Model names are abbreviated, and columns that do not fit are left out (said on the header
-    line)."""
+    """Return a data set's summary table as lines no wider than ``width`` (names abbreviated,
+    columns that do not fit left out and counted on the header line)."""
     models = [printable(m) for m in table["models"]]
     cells = _cells(table, models)
     return ([fit(printable(table["dataset"]), width)]
@@ -256,8 +239,7 @@ def _grid(table: dict, cells: list, models: list, width: int) -> list:
 
 
 def _footer(table: dict, width: int) -> list:
-    """Return the lines after a summary table: why some models have no rank, and each
-    headline with no value at all (why, once, instead of a column of dashes)."""
+    """Return the lines after a summary table: models without a rank, headlines without values."""
     lines = []
     if table["unranked"]:  # why "-": the rank column's own reason, on one line
         first = table["ranked"]["by_model"][table["unranked"][0]]
@@ -297,9 +279,7 @@ def columns_text(tables: list) -> str:
 
 
 def not_run_text(metrics, rows: list, *, budget_spent: bool = False) -> str:
-    """Return one sentence naming the metrics asked for (``metrics``) that have no score in
-    ``rows``, with why: a time budget spent before their trials ran, else no combination of
-    theirs applied. "" when every metric has a score."""
+    """Return a sentence naming the ``metrics`` without a score in ``rows`` and why ("" if none)."""
     scored = {r.get("metric") for r in rows}
     missing = [m for m in dict.fromkeys(metrics or ()) if m not in scored]
     if not missing:
@@ -315,17 +295,11 @@ def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAU
                   metrics=None, budget_spent: bool = False) -> dict:
     """Return the summary of score rows: ``{"lines", "tables", "rest"}``.
 
-    ``lines``: each data set's table (:func:`table_lines`), then what the columns are
-    (:func:`columns_text`) and, given the ``metrics`` a run asked for, which of them have no
-    score and why (:func:`not_run_text`; ``budget_spent``: the run's time budget ended it);
-    ``tables``: those tables (:func:`dataset_table`, for what is decided); ``rest``: {data
-    set: [metrics with scores but no headline column]} (their reports are behind ``-v`` and
-    ``robench results``). A metric whose headline has no value at all is said in its table,
-    not in ``rest``.
+    ``lines``: each data set's table, what the columns are and which of ``metrics`` have no
+    score; ``tables``: those tables (:func:`dataset_table`); ``rest``: {data set: [metrics
+    with scores but no headline column]}.
     """
-    by_dataset: dict = {}
-    for r in rows:
-        by_dataset.setdefault(r["dataset"], []).append(r)
+    by_dataset = _by_dataset(rows)
     lines, tables, rest = [], [], {}
     for dataset in sorted(by_dataset, key=str):
         mine = by_dataset[dataset]
@@ -333,10 +307,8 @@ def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAU
         if table is not None:
             tables.append(table)
             lines += table_lines(table, width)
-        shown = {h["metric"] for h in ((table or {}).get("others") or [])}
-        shown |= {h["metric"] for h in ((table or {}).get("empty") or [])}
-        if table and table["ranked"]:
-            shown.add(table["ranked"]["metric"])
+        shown = {h["metric"] for h in ((table["ranked"], *table["others"], *table["empty"])
+                                       if table else ()) if h}
         others = sorted({r["metric"] for r in mine} - shown, key=str)
         if others:
             rest[dataset] = others
@@ -346,13 +318,18 @@ def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAU
     return {"lines": lines, "tables": tables, "rest": rest}
 
 
-def has_summary(rows: list, sections: dict, models=None) -> bool:
-    """Return whether any data set of ``rows`` has a headline column to summarize."""
+def _by_dataset(rows: list) -> dict:
     by_dataset: dict = {}
     for r in rows:
         by_dataset.setdefault(r["dataset"], []).append(r)
+    return by_dataset
+
+
+def has_summary(rows: list, sections: dict, models=None) -> bool:
+    """Return whether any data set of ``rows`` has a headline column to summarize."""
     return any(dataset_table(d, mine, sections, models) is not None
-               for d, mine in by_dataset.items())
+               for d, mine in _by_dataset(rows).items())
+
 
 
 def decided_text(tables: list) -> str:

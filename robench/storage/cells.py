@@ -42,12 +42,8 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
 
 
 def loads(text: str, limit: int = MAX_JSON_DEPTH, constants: bool = False) -> Any:
-    """Return ``json.loads(text)``; ValueError (TooDeep) if it nests deeper than ``limit``.
-
-    Never RecursionError: text deeper than the interpreter's recursion limit is refused as
-    too deep too. ``NaN`` and ``Infinity`` (not JSON) are read as None, or as floats with
-    ``constants`` (so that a caller can say they are not finite).
-    """
+    """Return ``json.loads(text)``; ValueError (TooDeep) if it nests deeper than ``limit``,
+    never RecursionError. ``NaN`` and ``Infinity`` read as None, or as floats with ``constants``."""
     parse_constant = float if constants else _no_constant
     if text.count("[") + text.count("{") > limit:  # only then can it be too deep
         try:
@@ -66,14 +62,9 @@ def _no_constant(name: str) -> None:
 
 
 def decoded(text: Any, otherwise: Any = None) -> Any:
-    """Return the value of a JSON cell: the decoded text (``NaN``/``Infinity`` inside read as
-    None), ``otherwise`` for text that is not JSON or nests too deep and for a BLOB, anything
-    else unchanged.
-
-    The one JSON reader of robench: every JSON column and every JSON-looking query cell goes
-    through it, so no reader can be stopped by a cell (``otherwise=text`` keeps such text as
-    it is where a query shows what SQLite holds).
-    """
+    """Return the value of a JSON cell (the one JSON reader of robench): the decoded text
+    (``NaN``/``Infinity`` inside read as None), ``otherwise`` for text that is not JSON or nests
+    too deep and for a BLOB, anything else unchanged."""
     if isinstance(text, bytes):
         return otherwise
     if not isinstance(text, str):
@@ -85,8 +76,7 @@ def decoded(text: Any, otherwise: Any = None) -> Any:
 
 
 def number(value: Any) -> Any:
-    """Return a REAL cell as a finite float (or int), else None: text, NaN, infinities,
-    BLOBs and booleans are not numbers."""
+    """Return a REAL cell as a finite number, else None (text, NaN, inf, BLOB, bool)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return value if math.isfinite(value) else None

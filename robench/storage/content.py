@@ -103,13 +103,9 @@ def differing(old: dict, new: dict) -> list[str]:
 
 
 def first_difference(old: Any, new: Any, path: str = "") -> tuple[str, Any, Any]:
-    """Return (JSON path, old value, new value) of the first place two content values differ.
-
-    The path joins dict keys and list indices with ``/`` (``extra/multicut/coef``,
-    ``history/3/val_accuracy``); dict keys are walked in sorted order, so "first" is
-    reproducible. Both values are returned whole, never cut. Returns ``(path, old, new)`` of
-    the values themselves when they are not both dicts or both lists of one length.
-    """
+    """Return (JSON path, old value, new value) of the first place two content values differ:
+    dict keys (in sorted order) and list indices joined with ``/`` (``history/3/val_accuracy``);
+    both values whole."""
     if isinstance(old, dict) and isinstance(new, dict):
         for key in sorted(set(old) | set(new), key=str):
             if key not in old or key not in new:

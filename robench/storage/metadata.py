@@ -212,12 +212,7 @@ def describe_column(table: str, column: str) -> str:
 
 
 def build_metadata(path) -> dict:
-    """Return datasette metadata for the results database at ``path`` (read-only).
-
-    Describes the tables and views that exist in the file, every one of their columns, and
-    the metric definitions it holds.
-    """
-
+    """Return datasette metadata (tables, views, columns, metric definitions) of ``path``."""
     path = Path(path)
     conn = connect_readonly(path)
     try:

@@ -1,13 +1,6 @@
-"""Schema versions of the results database and the migrations between them.
-
-The schema version is SQLite's ``PRAGMA user_version``; ``PRAGMA application_id`` marks the
-file as a robench database (:data:`APPLICATION_ID`). A file written before versions were
-recorded has version 0. Opening a database to write (``robench run``, ``robench merge``) or
-``robench migrate`` brings it to :data:`CURRENT` in one ``BEGIN IMMEDIATE`` transaction: either
-every step applies or none does, and two processes opening an old file at once migrate it once.
-Read commands never migrate (they open the file read-only) and read every version.
-
-Each step in :data:`MIGRATIONS` is ``(version it produces, summary, function(conn))``.
+"""Schema versions of the results database (``PRAGMA user_version``; 0 before versions were
+recorded) and the migrations between them, applied all or none in one ``BEGIN IMMEDIATE``
+transaction when a database is opened to write; read commands never migrate.
 """
 
 from __future__ import annotations
@@ -71,7 +64,6 @@ def _to_v1(conn) -> None:
 
 def metric_id(name: str, version, definition) -> str:
     """Return the ``metrics.id`` of a metric definition: a hash of name, version and text."""
-
     return content_key("metric", name, str(version or ""), definition or "")
 
 
@@ -99,14 +91,10 @@ def _rebuild(conn, table: str, create: str, fill: Optional[dict] = None) -> None
 def _to_v2(conn, schema: str) -> None:
     """Foreign keys, metric definitions once, human-readable columns first, a trial's sources.
 
-    Every table is rebuilt in the declared column order with its foreign keys. A run id that
-    names no run (which no robench wrote, but a hand-edited file may hold) becomes NULL, so
-    the keys hold. ``scores.definition`` moves to the ``metrics`` table (one row per metric
-    name, version and definition; ``scores.metric_id`` points to it). A trial of a
-    source-aware protocol gains ``clustering``: the key of the one stored clustering of its
-    data set, clusterer, k and seed (NULL where there is none, or several).
+    Every table is rebuilt in declared order with its foreign keys; a run id naming no run
+    becomes NULL; ``scores.definition`` moves to ``metrics``; a source-aware trial gains
+    ``clustering``, the one stored clustering of its data set, clusterer, k and seed (else NULL).
     """
-
     creates = {m.group(1): s for s in _statements(schema) if (m := _CREATE.match(s))}
     tables = _tables(conn)
     for table in sorted(tables & set(creates) - {"runs"}):
@@ -193,11 +181,8 @@ def schema_version(conn) -> int:
 
 
 def check_readable(conn, path) -> int:
-    """Return the schema version of an open database; SchemaError if it is not robench's.
-
-    A file with another application id, or without the ``runs`` and ``scores`` tables, or
-    with a version newer than this robench knows, is refused with a message naming ``path``.
-    """
+    """Return the schema version of an open database; SchemaError naming ``path`` if it is not
+    robench's (another application id, no runs and scores tables, a newer version)."""
     try:
         app = int(conn.execute("PRAGMA application_id").fetchone()[0])
         version = schema_version(conn)
@@ -241,14 +226,9 @@ def _write_refused(path, exc) -> SchemaError:
 
 
 def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
-    """Create or migrate the database at ``path`` to :data:`CURRENT`; return the steps applied.
-
-    ``schema`` is :data:`robench.storage.store.SCHEMA` (``CREATE ... IF NOT EXISTS`` statements). A new
-    file gets it at once; an older file first gains what the steps add, then the schema's
-    missing tables and indexes, in one transaction; then the file is VACUUMed (skipped if
-    another connection is busy with it). SchemaError for a file that is not a robench
-    database or is newer than this robench.
-    """
+    """Create or migrate the database at ``path`` to :data:`CURRENT` with ``schema``
+    (:data:`robench.storage.store.SCHEMA`) in one transaction, then VACUUM it if it is free;
+    return the steps applied. SchemaError for a file not robench's or newer than it."""
     path = Path(path)
     try:
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)

@@ -1,14 +1,9 @@
 """Read-only access to the results database: opening it, and SQL for ``robench query``.
 
-Read commands open the file through :func:`readonly_uri`: SQLite URI ``mode=ro``, plus
-``immutable=1`` for a WAL file without its ``-shm`` and either without its ``-wal`` or in a
-folder that cannot be written, so a read leaves no ``-shm``/``-wal`` behind
-(docs/database.md). They never migrate, switch the journal mode or write a byte.
-
-A statement that would change the file is refused before it runs, by its first keyword and
-then by an SQLite authorizer vetoing every write and every PRAGMA that is not a plain read
-(``mode=ro`` and ``query_only`` are backstops); a progress handler stops a statement past its
-time limit (``robench query --timeout``).
+:func:`readonly_uri` opens it ``mode=ro`` (``immutable=1`` where a WAL read would leave files
+behind: docs/database.md). A write is refused by its first keyword, then by an authorizer
+vetoing every write and non-reading PRAGMA (``mode=ro`` and ``query_only`` are backstops); a
+progress handler and ``interrupt()`` stop a statement past its time limit.
 """
 
 from __future__ import annotations
@@ -34,16 +29,12 @@ _HEADER = b"SQLite format 3\x00"
 
 
 def readonly_uri(path) -> str:
-    """Return the SQLite URI that opens ``path`` read-only (see the module docstring).
-
-    FileNotFoundError if there is no file; migrations.SchemaError if it is not SQLite.
-    """
-
+    """Return the SQLite URI that opens ``path`` read-only (see the module docstring);
+    FileNotFoundError if there is no file, migrations.SchemaError if it is not SQLite."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(
-            f"no results database at {path}; run `robench run` first to create it"
-        )
+        raise FileNotFoundError(f"no results database at {path}; run `robench run` first to "
+                                "create it")
     with open(path, "rb") as fh:
         header = fh.read(100)
     if header and not header.startswith(_HEADER):
@@ -68,7 +59,6 @@ def schema_objects(schema: str) -> tuple[list, list]:
 
 def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connection:
     """Open the results database read-only and check that it is one (SchemaError if not)."""
-
     conn = sqlite3.connect(readonly_uri(path), uri=True, check_same_thread=check_same_thread)
     try:
         conn.execute("PRAGMA query_only = ON")
@@ -82,7 +72,6 @@ def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connect
 def decode_json_cells(rows: list[tuple]) -> list[tuple]:
     """Return rows with every text cell holding a JSON object or array decoded (text nested
     deeper than robench.storage.cells.MAX_JSON_DEPTH stays text)."""
-
     def cell(value):
         if isinstance(value, str) and value[:1] in "{[":
             return cells.decoded(value, otherwise=value)  # not JSON, or too deep: the text
@@ -157,29 +146,24 @@ def _first_keyword(sql: str) -> str:
 
 def _refusal(kind: str) -> ReadOnlyQueryError:
     """Return the error for a refused statement of the given kind."""
-    return ReadOnlyQueryError(
-        f"the query interface is read-only: refused a {kind} statement "
-        "(only SELECT, WITH ... SELECT, EXPLAIN and read-only PRAGMAs are allowed)"
-    )
+    return ReadOnlyQueryError(f"the query interface is read-only: refused a {kind} statement "
+                              "(only SELECT, WITH ... SELECT, EXPLAIN and read-only PRAGMAs "
+                              "are allowed)")
 
 
 def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
                     batch_size: int = 1000) -> tuple[list[str], Iterator[list[tuple]]]:
     """Run one read-only SQL statement; return (columns, an iterator of row batches).
 
-    Rows are fetched ``batch_size`` at a time while the iterator is read, so a large result is
-    never held whole; the connection closes when the iterator is exhausted or closed. The time
-    limit covers the statement until its last row. Raises ReadOnlyQueryError for any statement
-    that would write, FileNotFoundError if the database does not exist, SchemaError if it is
-    not a robench database, QueryTimeout if the statement runs longer than ``timeout``
-    seconds (0 or None: no limit) and ValueError (with SQLite's message) for invalid SQL; errors found
-    while fetching are raised by the iterator.
+    Rows are fetched ``batch_size`` at a time; the connection closes with the iterator. The
+    time limit (``timeout`` seconds; 0 or None: none) covers the statement until its last row.
+    Raises ReadOnlyQueryError for a write, FileNotFoundError, SchemaError, QueryTimeout, and
+    ValueError (SQLite's message) for invalid SQL; the iterator raises what fetching finds.
     """
     path = Path(path)
     keyword = _first_keyword(sql)
     if keyword in _WRITE_KEYWORDS:
         raise _refusal(keyword)
-
     refused: list[str] = []
 
     def authorize(action, arg1, arg2, db_name, trigger):
@@ -194,10 +178,8 @@ def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
             return sqlite3.SQLITE_DENY
         if action == _PRAGMA:
             name = (arg1 or "").lower()
-            allowed = name in _READ_PRAGMAS and (
-                arg2 is None or name in _READ_PRAGMAS_WITH_ARGUMENT
-            )
-            if not allowed:
+            if name not in _READ_PRAGMAS or (arg2 is not None
+                                             and name not in _READ_PRAGMAS_WITH_ARGUMENT):
                 refused.append(f"PRAGMA {name}" + ("" if arg2 is None else f" = {arg2}"))
                 return sqlite3.SQLITE_DENY
         return sqlite3.SQLITE_OK
@@ -232,7 +214,6 @@ def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
             conn.set_progress_handler(too_long, 10_000)
             deadline[0] = time.monotonic() + timeout
             # the progress handler runs between steps; interrupt() also reaches a long one
-
             watchdog = threading.Timer(timeout, conn.interrupt)
             watchdog.daemon = True
             watchdog.start()

@@ -1,24 +1,10 @@
 """The SQLite results database: its schema, and reading and writing its rows.
 
-Tables: ``runs``, ``trials``, ``scores``, ``score_groups``, ``clusterings``, ``skips`` and
-``configurations`` (what a score's trials were run with: :mod:`robench.run.configurations`). The
-schema version and the steps from older files are :mod:`robench.storage.migrations`'.
-Every result row has a hashed or compound primary key and is written with an upsert, so a
-second ``robench run`` with the same config rewrites nothing it does not have to. Only the
-driver process writes (invariant 6), and every finished trial is committed on its own, so a
-crash loses at most the trials that were still in flight.
-
-Every column is declared in :data:`SCHEMA`; a row with any other key is refused. Columns
-listed in :data:`JSON_COLUMNS` hold JSON text: encoded on write, decoded on read. What a
-protocol records beyond the declared trial columns goes in the trial's ``extra`` dict. A
-declared column that a file written by an older robench lacks is added when a row with a
-value for it is written, never when the file is opened.
-
-What a score is computed from and when it is reused is :mod:`robench.run.scoring`'s business;
-what a run records about its machine is :mod:`robench.process.provenance`'s.
-
-This module must stay importable without torch: ``robench leaderboard`` and ``robench results``
-read results on machines that never trained anything.
+Rows are upserted by hashed or compound keys; only the driver process writes (invariant 6),
+each finished trial committed on its own. Every column is declared in :data:`SCHEMA` (another
+key is refused; :data:`JSON_COLUMNS` are encoded on write, decoded on read); a declared column
+an older file lacks is added when a row has a value for it, never at open. Importable without
+torch: read commands run on machines that never trained. docs/database.md has the tables.
 """
 
 from __future__ import annotations
@@ -373,6 +359,13 @@ BUSY_TIMEOUT = 60.0
 _CHUNK = 500
 
 
+def key_chunks(keys: Iterable[str]) -> Iterable[list]:
+    """Yield ``keys`` without repeats in lists of at most :data:`_CHUNK`."""
+    keys = list(dict.fromkeys(keys))
+    for start in range(0, len(keys), _CHUNK):
+        yield keys[start : start + _CHUNK]
+
+
 def _plain(value: Any) -> Any:
     """Return ``value`` as plain JSON-able Python: numpy to builtins, NaN/inf floats to None."""
     if isinstance(value, float):
@@ -399,11 +392,8 @@ def _encode_json(value: Any) -> Optional[str]:
 
 
 def encode_row(table: str, row: dict) -> dict:
-    """Return a copy of ``row`` ready for SQLite: JSON columns encoded, scalars made plain.
-
-    Encoding an encoded row changes nothing. Raises ValueError for a key that is not a
-    declared column of ``table``, and for a dict or list in a column that is not JSON.
-    """
+    """Return a copy of ``row`` ready for SQLite: JSON columns encoded, scalars made plain
+    (idempotent); ValueError for an undeclared column or a dict/list in a non-JSON one."""
     declared = COLUMNS[table]
     unknown = [name for name in row if name not in declared]
     if unknown:
@@ -431,12 +421,8 @@ def encode_row(table: str, row: dict) -> dict:
 
 
 def decode_row(table: str, row: dict) -> dict:
-    """Return ``row`` with its JSON columns decoded back to Python values (in place).
-
-    A cell that does not hold what its column declares (text or NaN in a REAL column, a BLOB
-    name, JSON nested too deep) becomes what :mod:`robench.storage.cells` makes of it, so a
-    contributed database cannot stop a reader.
-    """
+    """Return ``row`` with its JSON columns decoded (in place); a cell that does not hold what
+    its column declares becomes what :mod:`robench.storage.cells` makes of it."""
     declared = COLUMNS.get(table, {})
     json_columns = JSON_COLUMNS[table]
     for name, value in row.items():
@@ -490,25 +476,18 @@ class Store:
     def __init__(self, path, readonly: bool = False):
         self.path = Path(path)
         self.readonly = readonly
+        # the runner may hand finished trials over from an executor's callback thread
+        self._lock = threading.RLock()
         if readonly:
             # Read commands: the file as it is, any schema version, never a byte written
             # (robench.storage.readonly.readonly_uri); FileNotFoundError / SchemaError if unusable.
-
             self.db = sqlite_utils.Database(connect_readonly(self.path, check_same_thread=False))
-            self._lock = threading.RLock()
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # An older file is migrated (or a new one created) before this connection opens it.
-
-        migrate(self.path, SCHEMA, timeout=BUSY_TIMEOUT)
-        # The runner may hand finished trials over from an executor's callback thread; the lock
-        # below serialises those writes on this single connection.
+        migrate(self.path, SCHEMA, timeout=BUSY_TIMEOUT)  # before this connection opens it
         conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=BUSY_TIMEOUT)
-        # Enforce the schema's foreign keys on every write of this connection (SQLite leaves
-        # them off unless asked, per connection).
-        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA foreign_keys = ON")  # SQLite leaves them off unless asked
         self.db = sqlite_utils.Database(conn)
-        self._lock = threading.RLock()
         # WAL lets `robench leaderboard` or `robench query` read while a run is writing.
         # Switching the journal mode needs the file to itself: a second process opening a fresh
         # file at the same moment can get "database is locked" at once, busy timeout or not
@@ -525,14 +504,12 @@ class Store:
 
     @contextmanager
     def _write(self):
-        """Hold this connection's lock and SQLite's write lock: one transaction, committed at exit.
+        """Hold this connection's lock and SQLite's write lock: one transaction, committed at exit
+        (nested: a savepoint of the enclosing one).
 
-        The transaction starts with ``BEGIN IMMEDIATE``. A deferred ``BEGIN`` (what
-        sqlite-utils' ``atomic()`` opens) takes the write lock only at its first write, and in
-        WAL mode that upgrade fails at once with "database is locked" when another process is
-        writing: the busy timeout does not apply to it. ``BEGIN IMMEDIATE`` waits up to
-        :data:`BUSY_TIMEOUT` seconds for the lock instead, so two runs on one file take turns.
-        Nested, it is a savepoint of the enclosing transaction.
+        ``BEGIN IMMEDIATE`` waits up to :data:`BUSY_TIMEOUT` for the lock; a deferred ``BEGIN``
+        (sqlite-utils' ``atomic()``) upgrades at its first write, which in WAL mode fails at
+        once with "database is locked" while another process writes, busy timeout or not.
         """
         with self._lock:
             conn = self.db.conn
@@ -543,11 +520,6 @@ class Store:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            try:
                 conn.execute("COMMIT")
             except BaseException:
                 if conn.in_transaction:
@@ -568,34 +540,21 @@ class Store:
 
     def start_run(self, *, command: str, seed: int, config: dict, plugin_versions: dict,
                   plugin_distributions: Optional[dict] = None) -> int:
-        """Record a new run with its config and the versions involved; return its id.
-
-        ``plugin_distributions``: {plugin: distribution} of the plugins installed from a
-        distribution, so that a board lacking one can name what to install."""
-        row = {
-            "started_at": utc_now(),
-            "status": "running",
-            "command": command,
-            **run_environment(),
-            "seed": seed,
-            "config": config,
-            "plugin_versions": plugin_versions,
-            "plugin_distributions": plugin_distributions or None,
-            "host": host_name(),
-            "pid": os.getpid(),
-            "pid_started": process_started(os.getpid()),
-        }
+        """Record a new run with its config and the versions involved; return its id
+        (``plugin_distributions``: {plugin: distribution}, so a board can name what to install)."""
+        row = {"started_at": utc_now(), "status": "running", "command": command,
+               **run_environment(), "seed": seed, "config": config,
+               "plugin_versions": plugin_versions,
+               "plugin_distributions": plugin_distributions or None, "host": host_name(),
+               "pid": os.getpid(), "pid_started": process_started(os.getpid())}
         with self._write():
             (row,) = self._fit_to_file("runs", [encode_row("runs", row)])
             table = self.db["runs"].insert(row)
         return int(table.last_pk)
 
     def mark_killed_runs(self) -> list[dict]:
-        """Mark ``killed`` every run of this host still ``running`` whose process is gone.
-
-        Returns the rows marked (id, pid, started_at). Runs of another host, or written by a
-        robench that did not record its process, are left as they are: nothing here can tell.
-        """
+        """Mark ``killed`` every run of this host still ``running`` whose process is gone;
+        return the rows marked (id, pid, pid_started, started_at)."""
         if "pid" not in self.db["runs"].columns_dict:
             return []
         with self._write():
@@ -617,24 +576,20 @@ class Store:
         unknown = sorted(set(counts) - set(RUN_COUNTS))
         if unknown:
             raise ValueError(f"unknown run counters {unknown}; expected some of {RUN_COUNTS}")
-        updates = {"finished_at": utc_now(), "status": status}
-        updates.update({name: _plain(value) for name, value in counts.items()})
+        updates = {"finished_at": utc_now(), "status": status,
+                   **{name: _plain(value) for name, value in counts.items()}}
         with self._write():
             self.db["runs"].update(run_id, updates)
 
     def runs(self, ids: Optional[Iterable[int]] = None) -> list[dict]:
-        """Return run rows (all, or those with the given ids), oldest first, JSON decoded.
-
-        A run copied in by ``robench merge`` has ``contributor`` and ``source`` (the file it
-        came from); a run of this database's own has None in both.
-        """
+        """Return run rows (all, or those with the given ids), oldest first, JSON decoded, with
+        the ``contributor``, ``source`` and ``source_run_id`` of a merged one (else None)."""
         where, params = self._where("runs", {} if ids is None else {"id": list(ids)})
         rows = self._select(f"SELECT * FROM runs {where} ORDER BY id", params)
         merged = self.contributions()
         for row in rows:
             info = merged.get(row["id"]) or {}
-            row["contributor"], row["source"] = info.get("contributor"), info.get("source")
-            row["source_run_id"] = info.get("source_run_id")
+            row.update({k: info.get(k) for k in ("contributor", "source", "source_run_id")})
         return [decode_row("runs", row) for row in rows]
 
     def contributions(self) -> dict[int, dict]:
@@ -653,12 +608,8 @@ class Store:
         return list(self._select(sql, []))
 
     def trial_durations(self, runs: Optional[Iterable[int]] = None) -> list:
-        """Return mean seconds of successful trials per (dataset, model, protocol, kind, budget).
-
-        ``max_epochs`` is the training budget the trials were planned with (their
-        ``params.train.max_epochs``; None for trials that train nothing), ``n`` how many.
-        ``runs``: only the trials these runs stored (for example the runs of an idle machine).
-        """
+        """Return mean seconds and count ``n`` of successful trials per (dataset, model,
+        protocol, kind, ``max_epochs``: ``params.train.max_epochs``), of ``runs`` if given."""
         runs = None if runs is None else [int(r) for r in runs]
         where = "" if runs is None else f" AND run_id IN ({', '.join('?' * len(runs))})"
         sql = ("SELECT dataset, model, protocol, kind, "
@@ -674,11 +625,8 @@ class Store:
         return {row["key"] for row in rows}
 
     def save_trial(self, row: dict) -> None:
-        """Upsert one trial row by its ``key`` and commit it at once.
-
-        Every key must be a declared column (ValueError otherwise); what a protocol records
-        beyond them goes in ``extra``, a dict.
-        """
+        """Upsert one trial row by its ``key`` and commit it at once (undeclared keys refused:
+        a protocol's own data goes in ``extra``)."""
         if not row.get("key"):
             raise ValueError("a trial row needs a non-empty 'key'")
         status = row.get("status")
@@ -694,10 +642,8 @@ class Store:
             self.db["trials"].upsert(row, pk="key")
 
     def trials(self, keys: Optional[Iterable[str]] = None, **filters: Any) -> list[dict]:
-        """Return trial rows, JSON decoded, optionally only ``keys`` and matching ``filters``.
-
-        A filter value that is a list, tuple or set matches any of its items; None matches NULL.
-        """
+        """Return trial rows, JSON decoded, optionally only ``keys`` and matching ``filters``
+        (a list, tuple or set matches any of its items; None matches NULL)."""
         where, params = self._where("trials", filters)
         order = "dataset, model, clusterer, protocol, kind, repeat, key"
         if keys is None:
@@ -716,16 +662,8 @@ class Store:
 
     def save_score_groups(self, score_rows: list[dict], groups: list[dict],
                           metrics: Iterable[dict] = ()) -> None:
-        """Upsert score rows and score-group records in one transaction.
-
-        ``metrics`` are the ``metrics`` rows (one definition text per metric name and version)
-        the score rows' ``metric_id`` point to; a stored one is kept as it is.
-
-        Score rows come from :func:`robench.run.scoring.score_row`. A score-group record says what
-        one metric's scores of one (dataset, model, clusterer) were computed from: the
-        fingerprint of their inputs (``inputs``), the trial keys, and ``scores``, the
-        ``[score key, digest]`` pairs in the order the metric returned them.
-        """
+        """Upsert score rows (:func:`robench.run.scoring.score_row`), score-group records and
+        the ``metrics`` rows they point to (a stored one kept) in one transaction."""
         score_rows = [encode_row("scores", row) for row in score_rows]
         groups = [encode_row("score_groups", g) for g in groups]
         metrics = [encode_row("metrics", m) for m in metrics]
@@ -755,17 +693,11 @@ class Store:
         return {row["key"]: row for row in self._select_keys("scores", keys)}
 
     def trial_digests(self, keys: Iterable[str]) -> dict[str, str]:
-        """Return {key: digest of the stored trial row} for the stored ones among ``keys``.
-
-        The digest covers every column as stored, so any rewrite of a trial (run again, another
-        status, a changed value) gives another digest; :mod:`robench.run.scoring` fingerprints a
-        score group's inputs with the digests of its trials.
-        """
+        """Return {key: digest of every stored column} for the stored trials among ``keys``
+        (any rewrite changes it; :mod:`robench.run.scoring` fingerprints inputs with it)."""
         out = {}
-        keys = list(dict.fromkeys(keys))
         with self._lock:
-            for start in range(0, len(keys), _CHUNK):
-                chunk = keys[start : start + _CHUNK]
+            for chunk in key_chunks(keys):
                 sql = f"SELECT * FROM trials WHERE key IN ({', '.join('?' * len(chunk))})"
                 cursor = self.db.conn.execute(sql, chunk)
                 names = [d[0] for d in cursor.description]
@@ -776,16 +708,10 @@ class Store:
                     out[row[at]] = hashlib.sha256(repr(row).encode("utf-8")).hexdigest()
         return out
 
-    def scores(
-        self,
-        dataset: Optional[str] = None,
-        metric: Optional[str] = None,
-        model: Optional[str] = None,
-        configuration: Optional[str] = None,
-    ) -> list[dict]:
+    def scores(self, dataset: Optional[str] = None, metric: Optional[str] = None,
+               model: Optional[str] = None, configuration: Optional[str] = None) -> list[dict]:
         """Return score rows, JSON decoded, optionally filtered by dataset, metric, model and
         configuration id; a score stored before configurations were recorded has 'legacy'."""
-
         filters = {"dataset": dataset, "metric": metric, "model": model,
                    "configuration": configuration}
         where, params = self._where("scores", {k: v for k, v in filters.items() if v is not None})
@@ -803,15 +729,9 @@ class Store:
         return rows
 
     def helper_models(self) -> dict[tuple, list]:
-        """Return {(dataset, model): [metrics]} of the helper models among the scored ones.
-
-        A helper is a model a metric trained for its own purposes (purity-ratio's zoo, for
-        one): it has trials and scores on the data set, but no metric's score group was run
-        for it, i.e. nobody asked for it. A model some score group names is no helper; nor
-        is a pseudo-model without trials of its own (a metric's summary row) or the empty name
-        of a data set's own scores (shifted-cv's fold distances), nor anything in
-        a data set whose scores have no score-group records (stored before they existed).
-        """
+        """Return {(dataset, model): [metrics]} of the helper models among the scored ones:
+        with trials and scores on a data set with score groups, but named by none of them
+        (a pseudo-model without trials, or the empty name, is no helper)."""
         if not self.db["score_groups"].exists():
             return {}
         asked, grouped = set(), set()
@@ -833,7 +753,6 @@ class Store:
         """Return, per score row, the versions behind it: robench and the plugin versions of
         the run that computed it, and the component versions (dataset, model, clusterer,
         protocol) its trials were keyed with (from one trial of its score group)."""
-
         run_ids = {r["run_id"] for r in rows if r.get("run_id") is not None}
         runs = {r["id"]: r for r in self.runs(run_ids)} if run_ids else {}
         first_trial = self._first_trials()
@@ -855,12 +774,11 @@ class Store:
         return out
 
     def _first_trials(self) -> dict:
-        """Return {(dataset, model, clusterer, metric, configuration): a trial key} of every
-        score group with trials."""
+        """Return {(dataset, model, clusterer, metric, configuration): a trial key} of groups."""
         if not self.db["score_groups"].exists():
             return {}
-        has_config = "configuration" in self.db["score_groups"].columns_dict
-        config = "configuration" if has_config else "NULL AS configuration"
+        config = ("configuration" if "configuration" in self.db["score_groups"].columns_dict
+                  else "NULL AS configuration")
         sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
         first = {}
         for g in self._select(sql, []):
@@ -874,9 +792,7 @@ class Store:
 
     def save_configuration(self, row: dict) -> None:
         """Insert a configurations row (robench.run.configurations.configuration_row) if new."""
-        row = dict(row)
-        row.setdefault("created_at", utc_now())
-        row = encode_row("configurations", row)
+        row = encode_row("configurations", {"created_at": utc_now(), **row})
         with self._write():
             self.db["configurations"].insert(row, pk="id", ignore=True)
 
@@ -893,32 +809,16 @@ class Store:
         """Upsert one clustering row (sources found in a data set) by its ``key``."""
         if not row.get("key"):
             raise ValueError("a clustering row needs a non-empty 'key'")
-        row = dict(row)
-        row.setdefault("created_at", utc_now())
-        row = encode_row("clusterings", row)
+        row = encode_row("clusterings", {"created_at": utc_now(), **row})
         with self._write():
             (row,) = self._fit_to_file("clusterings", [row])
             self.db["clusterings"].upsert(row, pk="key")
 
-    def save_skip(
-        self,
-        *,
-        dataset: str,
-        model: str,
-        clusterer: str,
-        metric: str,
-        reason: str,
-        run_id: Optional[int] = None,
-    ) -> None:
+    def save_skip(self, *, dataset: str, model: str, clusterer: str, metric: str, reason: str,
+                  run_id: Optional[int] = None) -> None:
         """Record that a (dataset, model, clusterer, metric) combination could not apply."""
-        row = {
-            "dataset": dataset,
-            "model": model or "",
-            "clusterer": clusterer or "",
-            "metric": metric or "",
-            "reason": reason,
-            "run_id": run_id,
-        }
+        row = {"dataset": dataset, "model": model or "", "clusterer": clusterer or "",
+               "metric": metric or "", "reason": reason, "run_id": run_id}
         with self._write():
             self.db["skips"].upsert(row, pk=("dataset", "model", "clusterer", "metric"))
 
@@ -931,13 +831,11 @@ class Store:
     # -- helpers ----------------------------------------------------------------------------
 
     def _fit_to_file(self, table: str, rows: list[dict]) -> list[dict]:
-        """Return encoded ``rows`` ready for this file's ``table``, which may be older.
+        """Return encoded ``rows`` ready for this file's ``table``, which may be older: a
+        declared column it lacks is added when a row has a value for it, else dropped.
 
-        A declared column the file lacks is added (ALTER TABLE ADD COLUMN) when a row has a
-        value for it; a NULL for it is dropped instead. Called inside the write's transaction,
-        never at open: a new column changes every stored row as ``SELECT *`` returns it, so
-        every trial digest and score-group fingerprint (:mod:`robench.run.scoring`) of an older
-        file would change, whether or not anything needed the column.
+        Never at open: a new column changes every row ``SELECT *`` returns, so every trial
+        digest and score-group fingerprint of an older file would change.
         """
         present = set(self.db[table].columns_dict)
         missing = [name for name in COLUMNS[table] if name not in present]
@@ -979,10 +877,8 @@ class Store:
         """Return ``columns`` of the rows of ``table`` whose ``key`` is among ``keys`` and that
         the clause ``where`` (with ``params``) selects, not decoded."""
         rows = []
-        keys = list(dict.fromkeys(keys))
         joiner = "AND" if where else "WHERE"
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start : start + _CHUNK]
+        for chunk in key_chunks(keys):
             sql = (f"SELECT {columns} FROM {table} {where} {joiner} "
                    f"key IN ({', '.join('?' * len(chunk))})")
             rows.extend(self._select(sql, list(params) + chunk))

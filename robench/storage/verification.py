@@ -20,14 +20,8 @@ PIPELINE = "the leaderboard's pipeline"
 
 
 def own_record(record: dict) -> bool:
-    """Whether a verification record is this database's own: written by ``robench verify`` on
-    it (``recorded_in`` empty) or by the leaderboard's pipeline, never one a contributor
-    brought.
-
-    A merge marks every record it copies ``"<contributor> (<file>)"``, whatever the source
-    said, so a contributor's record always ends with ``)``; the pipeline's ends with the
-    contribution's file name (``.db``) and cannot be forged through a merge.
-    """
+    """Whether a verification record is this database's own: ``recorded_in`` empty or the
+    pipeline's (ending ``.db``; a merged one always ends ``)``, so it cannot be forged)."""
     where = record.get("recorded_in")
     return not where or (where.startswith(f"{PIPELINE}: publish verify of ")
                          and where.endswith(".db"))
@@ -36,7 +30,6 @@ def own_record(record: dict) -> bool:
 def save_verification(store, result, *, seed: int, contributor: Optional[str],
                       environment: dict, plugin_versions: dict, finished_at: str) -> int:
     """Insert one verification (a :class:`robench.exchange.verify.Verification`); return its id."""
-
     trials = result.trials
     row = {
         "started_at": result.started_at, "finished_at": finished_at, "host": result.host,
@@ -61,27 +54,17 @@ def save_verification(store, result, *, seed: int, contributor: Optional[str],
 
 def verifications(store) -> list:
     """Return every verification record, oldest first, JSON decoded ([] before the table)."""
-
     if not store.db["verifications"].exists():
         return []
     rows = store._select("SELECT * FROM verifications ORDER BY finished_at, id", [])
     return [decode_row("verifications", r) for r in rows]
 
 
-def status(records: list, *, dataset: Optional[str] = None,
-           model: Optional[str] = None) -> dict:
-    """Return the latest verification of the trials of ``model`` and/or ``dataset``: the
-    newest of this database's own records, else the newest a contributor brought.
-
-    ``{"verified": k, "sampled": n, "mismatched": m, "refused": r, "host", "date",
-    "recorded_in", "text"}`` from the newest record that re-ran any such trial (k and n count
-    the trials of ``model`` / ``dataset`` alone; ``record_verified`` and ``record_sampled``
-    the whole record's, every model and data set it re-ran), or
-    ``{"text": "not verified"}``.
-    """
-    # this database's own verifier first (robench verify on it, or the leaderboard's
-    # pipeline), newest first; a record a contributor brought is shown only where no own
-    # record covers the trials, and says whose
+def status(records: list, *, dataset: Optional[str] = None, model: Optional[str] = None) -> dict:
+    """Return the newest verification (own records first, then a contributor's) that re-ran
+    trials of ``model`` and/or ``dataset``: ``{"verified", "sampled", "mismatched", "host",
+    "date", "recorded_in", "text", "record_verified", "record_sampled"}`` (the record_ counts
+    over all it re-ran), or ``{"text": "not verified"}``."""
     ordered = ([r for r in reversed(records) if own_record(r)]
                + [r for r in reversed(records) if not own_record(r)])
     for record in ordered:

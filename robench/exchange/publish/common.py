@@ -59,8 +59,7 @@ def repository_root(repo) -> Path:
 
 
 def read_json(repo, rel: Path, what: str):
-    """Return a JSON file of the repository, read as a regular file inside it (one line if
-    it is not JSON)."""
+    """Return a JSON file of the repository, a regular file inside it (one line if not JSON)."""
     path = contained(repo, rel)
     try:
         info = os.lstat(path)
@@ -77,12 +76,8 @@ def read_json(repo, rel: Path, what: str):
 
 
 def contained(repo, rel) -> Path:
-    """Return ``repo / rel``, refusing a path that leaves the repository.
-
-    Every existing part of it below the repository must be a real folder or file, never a
-    symbolic link (git stores links: a committed ``site`` or ``.staging`` link would make a
-    step write wherever it points), and the path must resolve inside the repository.
-    """
+    """Return ``repo / rel``, refusing a path that leaves the repository or passes through a
+    symbolic link (git stores links: a committed ``site`` link would redirect a step)."""
     root = Path(repo).resolve()
     path = root
     for part in Path(rel).parts:
@@ -120,12 +115,8 @@ def append_report(repo, result: StepResult) -> StepResult:
 
 
 def journal_delete(path: Path) -> None:
-    """Leave the database at ``path`` in rollback-journal mode: one self-contained file.
-
-    Robench writes in WAL mode; a WAL database opened read-only leaves ``-shm`` and ``-wal``
-    files beside it. The pipeline's databases are committed and read by others, so they are
-    left in DELETE mode, whose readers leave nothing.
-    """
+    """Leave the database at ``path`` in rollback-journal mode: one self-contained file whose
+    readers leave no ``-shm`` or ``-wal`` beside it."""
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA journal_mode = DELETE").fetchone()

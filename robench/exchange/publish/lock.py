@@ -35,12 +35,8 @@ def locked(step):
 
 @contextmanager
 def repository_lock(repo, wait: float = 0.0):
-    """Hold the repository's lock (``fcntl.flock`` on :data:`LOCK`) for a step.
-
-    A second ``robench publish`` on the same repository waits up to ``wait`` seconds, then
-    refuses in one line; within one process the lock is re-entrant (``check`` holds it over
-    its three steps).
-    """
+    """Hold the repository's lock (``fcntl.flock`` on :data:`LOCK`) for a step: another
+    process waits up to ``wait`` seconds, then is refused; re-entrant within one process."""
     root = repository_root(repo).resolve()
     held = _HELD.__dict__.setdefault("roots", {})
     if held.get(root):
@@ -102,13 +98,8 @@ def _marked(path: str) -> bool:
 
 
 def clear_leftovers(repo) -> list[str]:
-    """Remove what a step killed mid-way left (:data:`LEFTOVERS`); return their paths.
-
-    Called with the repository's lock held, so no step that made them is still running. Only
-    a real folder (never a link, never followed) that holds robench's :data:`MARKER` file is
-    removed: a folder or file a person named like one is left alone. A folder that is itself
-    a link (a committed ``published`` link) is left for the steps to refuse.
-    """
+    """Remove what a step killed mid-way left (:data:`LEFTOVERS`), under the lock; return their
+    paths. Only a real folder (never a link) holding robench's :data:`MARKER` is removed."""
     root = Path(repo).resolve()
     removed = []
     for folder, prefixes in LEFTOVERS.items():

@@ -1,14 +1,7 @@
 """A leaderboard repository's settings and contributions: ``leaderboard.json`` checked, the
-record of accepted contributions, which contribution files are pending (regular files under the
-size cap whose content is not yet accepted, named as a contributor may be named, replacing no
-accepted file), and what a pull request changes outside ``contributions/``.
-
-A contribution's contributor is its file's name (``contributions/alice.db`` is alice's), so a
-name is checked as an identity: it must be in Unicode normal form NFKC, hold no control,
-format (bidi, zero-width) or unassigned character, write its letters in one script, and not
-look like another contributor's name (:func:`skeleton`: case folded, look-alike letters mapped
-to Latin ones). A file whose name an accepted contribution has is a change or replacement of
-that contribution: refused unless the maintainer names it in ``allow_replace``.
+accepted contributions, which contribution files are pending, and what a pull request changes
+outside ``contributions/``. A file's name is its contributor, checked as an identity
+(docs/publishing.md, "Take another's file or name").
 """
 
 from __future__ import annotations
@@ -33,11 +26,8 @@ _SETTING_TYPES = {"title": (str,), "verify_sample": (int,), "verify_fraction": (
 
 
 def settings(repo) -> dict:
-    """Return the repository's settings (leaderboard.json over the defaults), checked.
-
-    There is no sample seed among them: the verify step draws its own (a seed in a file of
-    the repository is one a pull request can read and change).
-    """
+    """Return the repository's settings (leaderboard.json over the defaults), checked (no
+    sample seed: one in the repository is one a pull request can read and change)."""
     found = read_json(repo, Path(SETTINGS), "the leaderboard's settings")
     if not isinstance(found, dict):
         raise MergeError(f"{SETTINGS} must hold a JSON object of settings, found "
@@ -77,10 +67,8 @@ def accepted(repo) -> dict:
 
 
 def contribution_problem(path: Path, limit_mb: float) -> Optional[str]:
-    """Return why a contribution file cannot be taken (not a regular file, too big), or None.
-
-    Decided on the entry itself (``lstat``: a link, a FIFO or a device is never opened).
-    """
+    """Return why a contribution file cannot be taken (not a regular file, too big), or None,
+    decided on the entry itself (``lstat``: a link, a FIFO or a device is never opened)."""
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
         return "it is a symbolic link; a contribution is a database file in contributions/"
@@ -130,11 +118,7 @@ def _script(char: str) -> str:
 
 
 def skeleton(name: str) -> str:
-    """Return what ``name`` looks like: NFKC, case folded, look-alike letters as Latin ones.
-
-    Two names with one skeleton can be told apart only by their code points (``example`` and
-    ``еxample`` with a Cyrillic ``е``; ``alice`` and ``Alice``).
-    """
+    """Return what ``name`` looks like: NFKC, case folded, look-alike letters as Latin ones."""
     return unicodedata.normalize("NFKC", name).casefold().translate(LOOKALIKES)
 
 
@@ -157,20 +141,15 @@ def name_problem(name: str) -> Optional[str]:
 
 
 def contributions(repo) -> tuple[list[Path], dict]:
-    """Return (pending contribution files, {name: why refused} of the others).
-
-    Pending: a regular file under the size cap whose content is not accepted yet, whose name
-    can name a contributor (:func:`name_problem`), does not look like another contributor's
-    (:func:`skeleton`) and is no accepted contribution's (a change or replacement of it, taken
-    only where ``allow_replace`` in leaderboard.json names the file).
-    """
+    """Return (pending contribution files, {name: why refused} of the others): regular files
+    under the size cap, not accepted yet, whose name can name a contributor, looks like no
+    other's and is no accepted file's (unless ``allow_replace`` names it)."""
     repo = repository_root(repo)
     conf = settings(repo)
     folder = contained(repo, "contributions")
     done = accepted(repo)
     by_file = {r.get("file"): r for r in done.values()}
-    seen = {skeleton(str(r.get("contributor"))): str(r.get("contributor"))
-            for r in done.values()}
+    seen = {skeleton(str(r.get("contributor"))): str(r.get("contributor")) for r in done.values()}
     ok, refused = [], {}
     for entry in sorted(folder.iterdir()):
         if not entry.name.endswith(".db"):
@@ -199,21 +178,14 @@ def contributions(repo) -> tuple[list[Path], dict]:
 
 
 def pending(repo) -> list[Path]:
-    """Return the contribution files whose content has not been accepted yet, by name (regular
-    files only: :func:`contributions` says why another entry is refused)."""
+    """Return the pending contribution files (:func:`contributions` says why others are not)."""
     return contributions(repo)[0]
 
 
 def changes_outside_contributions(repo, base: str) -> list[str]:
-    """Return the paths a pull request changes outside ``contributions/``, against ``base``.
-
-    ``base`` is the commit the pull request goes into (the workflow passes the base branch's
-    commit); the pull request's own changes are ``git diff base...HEAD`` (from where it left
-    the base to what is checked out), renames as a removal and an addition. Settings
-    (``leaderboard.json``: ``verify_fraction``, ``verify_allow``, ...), ``requirements.txt``,
-    the workflow and the published files govern the check, so a pull request that changes
-    them must not be checked under its own rules.
-    """
+    """Return the paths a pull request changes outside ``contributions/`` (``git diff
+    base...HEAD``, renames as a removal and an addition): what governs the check must not be
+    checked under its own rules."""
     root = repository_root(repo).resolve()
     if not base or base.startswith("-") or any(c.isspace() or not c.isprintable()
                                                 for c in base):

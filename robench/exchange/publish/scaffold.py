@@ -69,13 +69,9 @@ ADD_PLUGIN_LATER = ("To add a plugin later: put its requirement line (NAME==VERS
 
 
 def _distribution_requirement(dist, source: Optional[Path], wheels: Path) -> str:
-    """Return a requirement line that installs exactly ``dist`` on a fresh runner.
-
-    From a source tree (``source``, or the folder an editable or local-folder install points
-    at) a wheel is built into ``wheels`` and named by its path; an installed wheel file still
-    on disk is copied there; a git install is named by its URL and commit; anything else by
-    ``name==version`` (a registry must serve it).
-    """
+    """Return a requirement line that installs exactly ``dist`` on a fresh runner: a wheel
+    built into ``wheels`` from a source tree, an installed wheel file copied there, a git URL
+    and commit, else ``name==version``."""
     name, version = dist.metadata["Name"], dist.version
     info = _direct_url(dist)
     url = str(info.get("url") or "")
@@ -112,15 +108,9 @@ def _build_wheel(source: Path, wheels: Path) -> str:
 
 
 def requirements(repo, requirement: Optional[str] = None, allow_editable: bool = False) -> str:
-    """Return requirements.txt for the runner: robench, torch's CPU build, the plugins.
-
-    ``requirement`` (``init-leaderboard --requirement``) replaces the robench line; by default
-    it is the robench running now (a wheel built from its source tree, or its git URL), so the
-    runner verifies with the code the maintainer verifies with. Every installed plugin
-    distribution (entry point group ``robench``) is listed the same way, with its version. A
-    plugin installed in editable mode (a working tree, which no release need match) is refused
-    unless ``allow_editable``: then a wheel of its tree as it is now is pinned.
-    """
+    """Return requirements.txt for the runner: robench (the one running now, unless
+    ``requirement``), torch's CPU build and every installed plugin distribution, pinned alike;
+    an editable plugin is refused unless ``allow_editable`` (a wheel of its tree is pinned)."""
     plugins = plugin_distributions()
     editable = [p for p in plugins if p["editable"]]
     if editable and not allow_editable:
@@ -166,13 +156,8 @@ def init_repository(path, title: str = DEFAULT_SETTINGS["title"],
                     then: Optional[Callable[[Path], None]] = None,
                     allow_editable: bool = False) -> list:
     """Write a leaderboard repository at ``path`` (refusing one that is not empty); return the
-    files written.
-
-    Everything is written into a new folder beside ``path`` and moved into place at the end
-    (``then(folder)``, if given, runs before the move: the example contribution): a failure
-    leaves nothing behind, and the same command can be run again. ``allow_editable``: see
-    :func:`requirements`.
-    """
+    files written. Built in a folder beside it (``then(folder)`` runs before the move), moved
+    into place at the end, so a failure leaves nothing behind."""
     final = Path(path)
     if os.path.lexists(final) and (not final.is_dir() or final.is_symlink()
                                    or any(final.iterdir())):

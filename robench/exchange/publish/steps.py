@@ -36,6 +36,7 @@ from robench.storage.cells import decoded
 from robench.storage.store import Store
 from robench.storage.verification import PIPELINE, verifications
 
+
 def _fresh_staging(repo: Path) -> Path:
     """Replace .staging with a new folder holding a copy of the published database."""
     staging = contained(repo, STAGING)
@@ -88,12 +89,7 @@ def _problems(report) -> list[str]:
 
 
 def _merge_checked(path: Path, target: Path, registry=None):
-    """Merge one contribution into ``target``; return (MergeReport or None, problems).
-
-    ``merge_databases`` refuses a trial that contradicts itself (its accuracy against its own
-    correct bits, per-class accuracies and test class counts) before it copies anything.
-    """
-
+    """Merge one contribution into ``target``; return (MergeReport or None, problems)."""
     try:
         report = merge_databases([path], target, [path.stem], registry=registry)
     except (MergeError, ValueError, OSError, sqlite3.DatabaseError) as exc:
@@ -104,7 +100,6 @@ def _merge_checked(path: Path, target: Path, registry=None):
 def _against_data(path: Path, registry) -> list:
     """Return what a contribution's trials contradict in the data installed here (their
     correct bits against the labels on their partition's test rows), as problems."""
-
     with Store(path, readonly=True) as store:
         rows = store.trials(status="ok")
     found = data_inconsistencies(rows, registry)
@@ -123,16 +118,10 @@ _NAMED = (("protocols", "protocol", "trials"), ("datasets", "dataset", "trials")
 
 
 def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -> Optional[str]:
-    """Return why this board's runner cannot load what a contribution names (one line: each
-    component with the plugin its run recorded for it, :func:`robench.exchange.verify.provider`,
-    and the remedy), or None.
-
-    Looked at: the protocols, data sets and clusterers of its trials and the models and metrics
-    of its score groups (what was asked for: a metric's own helper models are built by their
-    protocol), by registered name; references (``SCHEME:TARGET``) are left to ``verify``, and
-    data sets and models ``verify_allow`` names are allowed. ``pins``: the board's pinned
-    plugins ({plugin: (version, requirement line)}).
-    """
+    """Return why this board's runner cannot load a protocol, data set or clusterer of a
+    contribution's trials or a model or metric of its score groups (one line: each with its
+    :func:`robench.exchange.verify.provider` and the remedy), or None. ``pins``: {plugin:
+    (version, requirement line)}."""
     named, recorded, plugins, distributions = _named(path)
     by_provider: dict = {}
     for kind, names in named.items():
@@ -140,8 +129,7 @@ def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -
         have = set(registry.names(kind))
         for n in names:
             if n and ":" not in n and n not in have and n not in allowed:
-                where = provider(recorded.get((kind, n)), plugins, registry, pins,
-                                 distributions)
+                where = provider(recorded.get((kind, n)), plugins, registry, pins, distributions)
                 by_provider.setdefault(where, []).append(f"{kind[:-1]} '{n}'")
     if not by_provider:
         return None
@@ -182,14 +170,8 @@ def _named(path: Path) -> tuple[dict, dict, dict, dict]:
 
 @locked
 def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
-    """Merge every pending contribution into a fresh staging copy of the published database.
-
-    With ``base`` (a pull request's check: the commit it goes into), a pull request that
-    changes anything outside ``contributions/`` is refused first, before its settings are
-    read (:func:`changes_outside_contributions`). A contribution that names a component this
-    installation cannot load is refused in one line naming the plugin and the remedy
-    (:func:`unloadable`), before ``verify`` re-runs anything.
-    """
+    """Merge every pending contribution into a fresh staging copy of the published database
+    (with ``base``, a pull request's commit, first refusing changes outside contributions/)."""
     repo = repository_root(repo)
     outside = [] if base is None else changes_outside_contributions(repo, base)
     if outside:
@@ -262,13 +244,8 @@ def _allowed(entry: dict, allow: dict) -> bool:
 
 
 def _unrunnable(rows: list, allow: dict, registry, runs: dict) -> tuple[list, list]:
-    """Return ([(trial, why)] not re-runnable here, [(trial, why)] allowed so).
-
-    Every trial of the contribution is looked at, not only the sample: a trial on data (or
-    with a protocol or clusterer) that is not installed here can never be checked. (A trial
-    whose model is not installed is refused by the re-run itself, and counts the same way.)
-    """
-
+    """Return ([(trial, why)] not re-runnable here, [(trial, why)] allowed so), of every
+    trial, not only the sample."""
     against, allowed = [], []
     for row in rows:
         spec = row.get("spec")
@@ -294,18 +271,8 @@ def _drop_verifications(copy: Path) -> None:
 
 @locked
 def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
-    """Re-run a sample of each pending contribution's trials here and record what was found.
-
-    The sample's seed is drawn here (``secrets``) unless ``seed`` is given (tests): nobody can
-    know before the check which trials it re-runs; it is recorded in each verification. The
-    sample covers every (model, protocol, kind) stratum, is drawn by influence, and is as large
-    as ``verify_sample`` / ``verify_fraction`` of leaderboard.json say. Each re-run has its
-    run's time limit (at most ``verify_trial_timeout``), all of them ``verify_budget``. A trial
-    that cannot be re-run here (its data, model, protocol or clusterer is not installed, or it
-    does not finish in time) rejects the contribution unless its data set or model is named in
-    ``verify_allow``.
-    """
-
+    """Re-run a sample of each pending contribution's trials here and record what was found
+    (the seed drawn here with ``secrets`` unless ``seed`` is given, for tests)."""
     repo = repository_root(repo)
     registry = _registry(registry)
     conf = settings(repo)
@@ -370,9 +337,7 @@ def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
 
 def _judged(result: StepResult, name: str, check, record: dict, total: int, seed: int,
             allow: dict) -> Optional[dict]:
-    """Reject contribution ``name`` in ``result`` for what its verification ``check`` found,
-    or add the line that says it verified; return its verification ``record`` to accept
-    (None where it is rejected)."""
+    """Reject ``name`` for what ``check`` found, or say it verified and return ``record``."""
     trials = check.trials
     mismatched = [t for t in trials if t["outcome"] == "mismatch"]
     refused = [t for t in trials if t["outcome"] == "refused"]
@@ -415,7 +380,6 @@ def _scores(path: Path) -> list:
 @locked
 def diff(repo) -> StepResult:
     """Compare the published scores with the staging ones; list only what changes."""
-
     repo = repository_root(repo)
     result = StepResult("diff")
     staging = contained(repo, STAGING / "robench.db")
@@ -456,12 +420,8 @@ def diff(repo) -> StepResult:
 
 
 def _add_verification(target: Path, record: dict, contributor: str, source: str) -> None:
-    """Insert the pipeline's verification of one contribution into ``target``.
-
-    Its ``recorded_in`` says it is the pipeline's (:func:`robench.storage.verification.
-    pipeline_record`); a contribution's own records were marked as its contributor's by the
-    merge, so a page never takes one of those for the leaderboard's.
-    """
+    """Insert the pipeline's verification of one contribution into ``target``, recorded in
+    the pipeline (a contribution's own were marked as its contributor's by the merge)."""
     row = dict(record, contributor=contributor,
                recorded_in=f"{PIPELINE}: publish verify of {source}")
     conn = sqlite3.connect(target)
@@ -478,14 +438,8 @@ def _add_verification(target: Path, record: dict, contributor: str, source: str)
 
 @locked
 def merge(repo, registry=None) -> StepResult:
-    """Merge the pending contributions into the published database, all or nothing.
-
-    A contribution is merged only when it merges cleanly (what ``validate`` checks, checked
-    again here) and ``verify`` passed on exactly this content (``.staging/verified.json``).
-    The merge runs on a copy of the published database; only when every pending contribution
-    passed does the copy replace it and ``accepted.json`` record them. Otherwise nothing
-    published changes and nothing is recorded as accepted.
-    """
+    """Merge the pending contributions into the published database, all or nothing: each must
+    merge cleanly and have passed ``verify`` on this content (``.staging/verified.json``)."""
     repo = repository_root(repo)
     result = StepResult("merge")
     record = accepted(repo)  # every JSON file's shape checked before anything is written
@@ -528,8 +482,7 @@ def merge(repo, registry=None) -> StepResult:
             record[sha] = {"file": path.name, "contributor": path.stem, "accepted": now}
             result.lines.append(f"- {markdown_code(path.name)}: merged as "
                                 f"{markdown_code(path.stem)}, with the pipeline's verification")
-        (work / "accepted.json").write_text(json.dumps(record, indent=2, sort_keys=True)
-                                            + "\n")
+        (work / "accepted.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         os.replace(candidate, published)
         os.replace(work / "accepted.json", record_path)
     finally:
@@ -539,8 +492,7 @@ def merge(repo, registry=None) -> StepResult:
 
 @locked
 def build(repo) -> StepResult:
-    """Rebuild the site from the published database (:func:`robench.present.site.build_site`),
-    into a new folder that replaces ``site/`` when it is complete."""
+    """Rebuild the site from the published database into a new folder that replaces site/."""
     from robench.present.site import build_site  # jinja2: only the build step needs it
 
     repo = repository_root(repo)
