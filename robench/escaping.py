@@ -46,11 +46,7 @@ _TERMINAL_LINES = {c: v for c, v in _TERMINAL.items() if c not in (0x09, 0x0A)}
 
 
 def terminal(value: Any, lines: bool = False) -> str:
-    """Return ``value`` as text that cannot drive a terminal or reorder its line.
-
-    With ``lines``, tabs and line feeds are kept (text of several lines that robench itself
-    lays out); without, the result is one line.
-    """
+    """Return ``value`` as text that cannot drive a terminal (one line; ``lines``: LF, tab kept)."""
     return str(value).translate(_TERMINAL_LINES if lines else _TERMINAL)
 
 
@@ -118,8 +114,7 @@ def markdown_code(value: Any, limit: int = MARKDOWN_NAME) -> str:
 
 
 def markdown_cell(value: Any, limit: int = MARKDOWN_NAME) -> str:
-    """Return ``value`` as a code span inside a Markdown table cell (``|`` escaped: GFM splits
-    cells on a pipe even inside a code span)."""
+    """Return ``value`` as a code span in a Markdown table cell (``|`` escaped: GFM splits it)."""
     return markdown_code(value, limit).replace("|", "\\|")
 
 
