@@ -61,12 +61,7 @@ def _is_torch_module(model) -> bool:
 class SklearnClassifier:
     """Adapter: a scikit-learn estimator as a robench classifier (fresh clone per fit).
 
-    Parameters
-    ----------
-    estimator : sklearn estimator
-        Template; never fitted itself.
-    seed : int
-        Given to the clone as ``random_state`` when the estimator has one set to None.
+    ``seed`` becomes the clone's ``random_state`` where the estimator's is None.
     """
 
     has_features = False

@@ -71,16 +71,9 @@ def _called_from_test() -> bool:
     return bool(getattr(sys, "_robench_called_from_test", False))
 
 
-def _dist_version(dist) -> str:
+def _dist(dist, attr: str) -> str:
     try:
-        return dist.version if dist is not None else ""
-    except Exception:  # pragma: no cover - broken metadata must not stop start-up
-        return ""
-
-
-def _dist_name(dist) -> str:
-    try:
-        return str(dist.name or "") if dist is not None else ""
+        return str(getattr(dist, attr) or "") if dist is not None else ""
     except Exception:  # pragma: no cover - broken metadata must not stop start-up
         return ""
 
@@ -111,7 +104,7 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
 
 def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
     try:
-        eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
+        eps = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
     except Exception:  # noqa: BLE001 - broken installed metadata must not stop start-up
         return
     eps = list({ep.name: ep for ep in reversed(eps)}.values())[::-1]  # first of each name
@@ -120,8 +113,8 @@ def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
     pm.robench_verdicts = verdicts  # make_registry keeps them in its recipe
     for ep in eps:
         name = ep.name
-        version = _dist_version(getattr(ep, "dist", None))
-        found = {"source": "entry point", "distribution": _dist_name(getattr(ep, "dist", None))}
+        version = _dist(getattr(ep, "dist", None), "version")
+        found = {"source": "entry point", "distribution": _dist(getattr(ep, "dist", None), "name")}
         if verdicts.get(name):
             infos[name] = PluginInfo(name, version, status="failed", error=verdicts[name],
                                      **found)
@@ -224,16 +217,12 @@ class Registry:
                     f"plugin '{plugin_name}' registered {shown(spec)} with {KINDS[kind][0]}; "
                     f"expected a {spec_cls.__name__}"
                 )
-            if kind == "datasets" and ":" in spec.name:
+            if kind in ("datasets", "models") and ":" in spec.name:
+                what, scheme = ("data set", "dataset") if kind == "datasets" else ("model",) * 2
                 raise _Wrong(
-                    f"plugin '{plugin_name}' registered data set '{spec.name}': a registered "
-                    "name is a slug; SCHEME:TARGET references come from dataset resolvers "
-                    "(register_dataset_resolvers)")
-            if kind == "models" and ":" in spec.name:
-                raise _Wrong(
-                    f"plugin '{plugin_name}' registered model '{spec.name}': a registered "
-                    "name is a slug; SCHEME:TARGET references come from model resolvers "
-                    "(register_model_resolvers)")
+                    f"plugin '{plugin_name}' registered {what} '{spec.name}': a registered "
+                    f"name is a slug; SCHEME:TARGET references come from {scheme} resolvers "
+                    f"(register_{scheme}_resolvers)")
             if kind == "resolvers" and isinstance(spec, ModelResolverSpec):
                 raise _Wrong(
                     f"plugin '{plugin_name}' registered model resolver '{spec.name}' with "
@@ -247,24 +236,18 @@ class Registry:
             table[spec.name] = replace(spec, plugin=plugin_name)
             info.components.setdefault(kind, []).append(spec.name)
 
-
         hook = KINDS[kind][0]
         try:
             with plugin_code(f"plugin '{plugin_name}' in {hook}", plugin_timeout()):
                 impl.function(register=register)
-        except _Duplicate as exc:
-            # the later registration loses: this plugin is disabled, the rest keep working
-            info.status = "failed"
-            info.error = str(exc)
-        except PluginError as exc:  # a wrong registration, or raised by the plugin itself
-            info.status = "failed"
-            info.error = (str(exc) if exc.__class__ is _Wrong
-                          else f"{hook} raised {describe(exc)}")
         except BaseException as exc:  # noqa: BLE001 - disables that plugin only
             if isinstance(exc, KeyboardInterrupt) and not getattr(exc, "plugins_own", False):
                 raise
+            # a duplicate (the later registration loses) or a wrong registration says so
+            # itself; anything else the hook raised (a PluginError included) is described
             info.status = "failed"
-            info.error = f"{hook} raised {describe(exc)}"
+            info.error = (str(exc) if type(exc) in (_Duplicate, _Wrong)
+                          else f"{hook} raised {describe(exc)}")
 
     def names(self, kind: str) -> list:
         """Return the registered names of one kind, sorted."""

@@ -69,9 +69,8 @@ class DatasetSpec:
     fingerprint: Optional[Callable[[], str]] = None
 
     def __post_init__(self):
-        # A registered data set is a slug; one resolved from a reference (SCHEME:TARGET, see
-        # ResolverSpec) is named by its canonical reference, whose scheme is a slug.
-        check_slug(self.name.split(":", 1)[0] if ":" in self.name else self.name)
+        # a registered name is a slug; a resolved one is its reference, whose scheme is a slug
+        check_slug(self.name.split(":", 1)[0])
 
 
 @dataclass(frozen=True)
@@ -129,9 +128,7 @@ class ModelSpec:
     params: Union[int, str, None] = None
 
     def __post_init__(self):
-        # A registered model is a slug; one resolved from a reference (SCHEME:TARGET, see
-        # ModelResolverSpec) is named by its canonical reference, whose scheme is a slug.
-        check_slug(self.name.split(":", 1)[0] if ":" in self.name else self.name)
+        check_slug(self.name.split(":", 1)[0])  # as DatasetSpec's
         p = self.params
         if p is not None and (isinstance(p, bool) or not isinstance(p, (int, str))
                               or (isinstance(p, int) and p < 0)

@@ -26,14 +26,8 @@ EXACT_MARGIN = 1e-9
 class SVMClassifier:
     """RBF support vector machine (scikit-learn ``SVC``, ``gamma="scale"``), no feature space.
 
-    ``fit`` uses the validation split only for ``val_accuracy_`` (no epochs to select).
-
-    Parameters
-    ----------
-    seed : int
-        Kept for the record; ``SVC`` without probability estimates is deterministic.
-    C : float
-        Regularisation strength passed to ``SVC``.
+    ``fit`` uses the validation split only for ``val_accuracy_`` (no epochs to select);
+    ``seed`` is kept for the record (``SVC`` is deterministic); ``C`` goes to ``SVC``.
     """
 
     has_features = False

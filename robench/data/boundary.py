@@ -52,15 +52,8 @@ def check_finite(arrays, what: str):
 def check_model_input(arrays, model: str, what: str):
     """Return ``arrays`` unchanged, or raise :class:`NonFiniteModelInput`.
 
-    Parameters
-    ----------
-    arrays : array-like
-        What is about to be handed to the model (rows on the first axis).
-    model : str
-        The model's name (the registered component, or a zoo member).
-    what : str
-        What the rows are and where they come from, e.g. "test rows of data set 'digits'"
-        or "corruption 'spatter' at severity 1".
+    ``model``: the model's name; ``what``: what the rows are and where they come from, e.g.
+    "test rows of data set 'digits'".
     """
     bad = nonfinite_rows(arrays)
     if bad:

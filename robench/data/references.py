@@ -212,17 +212,9 @@ def _cache_root() -> Path:
 class FileDataset:
     """A data set parsed from files, cached by the files' path, size and mtime.
 
-    Parameters
-    ----------
-    name : str
-        The canonical reference; the loaded Dataset's name.
-    files : callable
-        Returns the paths read (raising DatasetError, saying where, when one is missing).
-    parse : callable
-        Reads the files and returns a validated :class:`robench.data.Dataset`; called only
-        when no cache entry matches the files as they are now.
-    version : str
-        The parser's version: a new one invalidates the cached entries.
+    ``name``: the canonical reference; ``files()``: the paths read (DatasetError saying where
+    when one is missing); ``parse()``: a validated Dataset, called only on a cache miss;
+    ``version``: the parser's (a new one invalidates the cache).
     """
 
     def __init__(self, name: str, files: Callable[[], list], parse: Callable[[], Dataset],

@@ -126,19 +126,10 @@ def stratified_subsample(y: np.ndarray, cap, seed: int) -> np.ndarray:
 class JoinModel:
     """Logistic regression p_join(d) on squared feature distances of graph edges.
 
-    Parameters
-    ----------
-    knn : int
-        Neighbours per node of the graph whose edges train the model.
-    bias : float
-        Added to every cost logit(p_join); > 0 joins more, < 0 cuts more.
-    seed : int
-        Seeds the random pairs added when the edges carry a single label, and the subset of a
-        complete graph's pairs beyond ``MAX_FIT_PAIRS``.
-    graph : {"knn", "complete"}
-        The graph fitted on, the one the costs will be used on.
-    scale : {"none", "knn-median"}
-        ``"knn-median"``: distances divided by :func:`local_scale` of the same point set.
+    ``bias`` is added to every cost (> 0 joins more); ``seed`` draws the extra random pairs
+    (single-label edges) and a complete graph's subset beyond ``MAX_FIT_PAIRS``; ``graph`` and
+    ``scale`` (:data:`GRAPHS`, :data:`SCALES`: ``knn-median`` divides by :func:`local_scale`)
+    are those of the graph the costs will be used on.
     """
 
     def __init__(self, knn: int = DEFAULT_KNN, bias: float = 0.0, seed: int = 0,

@@ -68,16 +68,8 @@ if os.environ.get("ROBENCH_TORCH_THREADS"):
 def training_budget(train: dict) -> dict:
     """Return the training budget in ``train`` with defaults filled and unknown keys dropped.
 
-    Parameters
-    ----------
-    train : dict
-        A profile's training knobs, usually ``ModelContext.train``; keys that are not a budget
-        argument (e.g. shifted-cv's ``mc_samples``) are left out.
-
-    Returns
-    -------
-    dict
-        One value for every key of :data:`DEFAULT_TRAIN`, ready for ``TorchClassifier(...)``.
+    One value for every key of :data:`DEFAULT_TRAIN` (keys such as shifted-cv's ``mc_samples``
+    are left out), ready for ``TorchClassifier(build_module, seed=..., **budget)``.
     """
     train = train or {}
     return {key: train.get(key, default) for key, default in DEFAULT_TRAIN.items()}

@@ -65,28 +65,11 @@ MORE_REPEATS, MORE_MODELS, MORE_DATA = "more repeats", "more models", "more data
 class Claim:
     """One claim of a paper and what robench's scores say about it.
 
-    Attributes
-    ----------
-    paper : str
-        The paper's short title.
-    claim : str
-        The claim in one line.
-    paper_figure : str
-        What the paper reports.
-    dataset : str
-        The data set robench tested it on.
-    figure : str
-        robench's figure, with its interval where one exists.
-    verdict : str
-        One of :data:`VERDICTS`.
-    why : str
-        One line: the evidence behind the verdict.
-    evidence : dict
-        The numbers the verdict was decided from.
-    would_decide : str
-        For an undecided claim, what would decide it, from the rule that left it undecided
-        (:data:`MORE_REPEATS`, :data:`MORE_MODELS` or :data:`MORE_DATA`, with the number the
-        observed estimates and spreads call for where the rule gives one); empty otherwise.
+    ``paper`` (short title), ``claim`` (one line), ``paper_figure`` (what the paper reports),
+    ``dataset``, ``figure`` (robench's, with its interval), ``verdict`` (:data:`VERDICTS`),
+    ``why`` (one line of evidence), ``evidence`` (the numbers decided from), ``would_decide``
+    (for an undecided claim: :data:`MORE_REPEATS`, :data:`MORE_MODELS` or :data:`MORE_DATA`,
+    with a number where the rule gives one), ``control`` (as shown) and ``level``.
     """
 
     paper: str
@@ -120,24 +103,10 @@ class Claim:
 class Control:
     """The same computation where the claimed property is absent, and its verdicts.
 
-    Attributes
-    ----------
-    what : str
-        The control in a few words ("k-means on i.i.d. Gaussian classes", "shuffled models").
-    verdict : str or None
-        The claim's rule applied to the control (the most common verdict over its draws);
-        None where no control applies (``figure`` then says why).
-    figure : str
-        The control's figure ("holds in 5 of 5 null data sets: ratio 1.17").
-    algebra : bool
-        The control plants the formula's own assumption: a match is an algebra check.
-    verdicts : tuple
-        The verdict of every draw (empty: one deterministic draw, ``verdict``).
-    size : str
-        The size the control ran at ("15 repeats", "75 trials"): the row's own or larger.
-    confounder : bool
-        The control is a simpler quantity that could explain the result (model accuracy in
-        the indicator's place): a match makes the row :data:`CONFOUNDED`.
+    ``what`` (in a few words), ``verdict`` (the modal verdict over its draws; None where no
+    control applies, ``figure`` says why), ``figure``, ``algebra`` (it plants the formula's own
+    assumption), ``verdicts`` (every draw's; empty: one deterministic draw), ``size`` (the row's
+    own or larger), ``confounder`` (a simpler quantity that could explain the result).
     """
 
     what: str

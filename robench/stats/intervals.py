@@ -24,22 +24,9 @@ METHODS = ("fieller", "delta")
 class Interval:
     """A point estimate with its confidence interval, or None bounds and the reason.
 
-    Attributes
-    ----------
-    estimate : float or None
-        The point estimate (mean, or ratio of means); None only without data.
-    low, high : float or None
-        The bounds; both None when no finite interval exists (see ``reason``).
-    method : str
-        "t" (mean), "fieller" or "delta" (ratio).
-    level : float
-        Nominal coverage, e.g. 0.95.
-    df : float or None
-        Degrees of freedom of the t quantile used.
-    n : tuple of int
-        Sample sizes: (n,) for a mean, (n_x, n_i) for a ratio.
-    reason : str or None
-        Why the bounds are None; None when they are set.
+    ``estimate`` (None only without data), ``low``/``high`` (both None without a finite
+    interval), ``method`` ("t", "hall", "fieller" or "delta"), ``level``, ``df`` (of the t
+    quantile), ``n`` ((n,) or (n_x, n_i)), ``reason`` (why the bounds are None).
     """
 
     estimate: Optional[float]
