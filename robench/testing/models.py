@@ -150,11 +150,10 @@ class ModelCase(Case):
         parts = ([], [], [])
         for c in range(dataset.n_classes):
             idx = rng.permutation(np.flatnonzero(dataset.y == c))
-            n_test = max(1, round(0.2 * idx.size))
-            n_val = max(1, round(0.2 * idx.size))
-            parts[2].append(idx[:n_test])
-            parts[1].append(idx[n_test:n_test + n_val])
-            parts[0].append(idx[n_test + n_val:])
+            n = max(1, round(0.2 * idx.size))  # test and validation rows each
+            parts[2].append(idx[:n])
+            parts[1].append(idx[n:2 * n])
+            parts[0].append(idx[2 * n:])
         return tuple(np.sort(np.concatenate(p)) for p in parts)
 
     @property
@@ -243,9 +242,7 @@ class Spy:
         self._kit_inner = inner
         self._kit_dataset = dataset
         self._kit_views = []  # names of fit arguments that share memory with the data set
-        self._kit_fit_args = None
-        self._kit_fit_returned = None
-        self._kit_state_after_fit = None
+        self._kit_fit_args = self._kit_fit_returned = self._kit_state_after_fit = None
         self._kit_predictions = []  # (rows given, what predict returned)
 
     def __getattr__(self, name):
