@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import Optional
 
 import numpy as np
-from robench.stats.intervals import t_quantile
+from robench.stats.intervals import smallest_fitting, t_quantile
 from robench.stats.paired import balanced_test, shows_above
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
@@ -229,18 +229,7 @@ def n_for_power(distance: float, sd: float, n: int = 2, side: float = SIDE,
         q = float(stats.t.ppf(1 - side, m - 1) + stats.t.ppf(power, m - 1))
         return q * sd / math.sqrt(m) <= distance
 
-    lo = max(int(n or 2), 2)
-    if fits(lo):
-        return lo
-    hi = lo
-    while not fits(hi):
-        hi *= 2
-        if hi > limit:
-            return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
-    return hi
+    return smallest_fitting(fits, max(int(n or 2), 2), limit)
 
 
 def repeats_needed(n: int, half_width: float, distance: float,
@@ -385,16 +374,7 @@ def repeats_to_separate(a: dict, b: dict, limit: int = 100_000) -> Optional[int]
         return (float(t_quantile(la, m - 1)) * sa + float(t_quantile(lb, m - 1)) * sb) \
             / math.sqrt(m) < gap
 
-    m = n0
-    while not fits(m):
-        m *= 2
-        if m > limit:
-            return None
-    lo = max(n0, m // 2)
-    while m - lo > 1:
-        mid = (lo + m) // 2
-        lo, m = (lo, mid) if fits(mid) else (mid, m)
-    return m
+    return smallest_fitting(fits, n0, limit)
 
 
 def combine(verdicts: list) -> str:

@@ -11,7 +11,8 @@ import math
 from typing import Optional, Sequence
 
 import numpy as np
-from robench.stats.intervals import skew_corrected_bounds, skewness_se, t_quantile
+from robench.stats.intervals import (skew_corrected_bounds, skewness_se, smallest_fitting,
+                                     t_quantile)
 
 #: Level of each one-sided test (the interval checked against the margin is 1 - 2 alpha).
 ALPHA = 0.05
@@ -127,22 +128,11 @@ def repeats_to_decide(distance: float, sd: float, n: int, level: float,
     A planning figure at the observed spread; None when the distance or spread is 0 or
     undefined, or above ``limit``.
     """
-
     distance = abs(float(distance))
     if not (distance > 0 and sd is not None and sd > 0 and math.isfinite(sd)):
         return None
-    def fits(m):
+
+    def fits(m):  # the half-width falls like 1/sqrt(m)
         return float(t_quantile(level, m - 1)) * sd / math.sqrt(m) < distance
 
-    lo = max(int(n), 2)
-    if fits(lo):
-        return lo
-    hi = lo
-    while not fits(hi):  # the half-width falls like 1/sqrt(m): double until it fits
-        hi *= 2
-        if hi > limit:
-            return None
-    while hi - lo > 1:  # fits(hi), not fits(lo)
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
-    return hi
+    return smallest_fitting(fits, max(int(n), 2), limit)

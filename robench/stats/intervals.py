@@ -62,6 +62,20 @@ def t_quantile(level: float, df):
     return stats.t.ppf(0.5 + level / 2, df)
 
 
+def smallest_fitting(fits, lo: int, limit: int) -> Optional[int]:
+    """Return the smallest m >= ``lo`` with ``fits(m)`` (a monotone test), None past ``limit``."""
+    hi = lo
+    while not fits(hi):  # double until it fits
+        hi *= 2
+        if hi > limit:
+            return None
+    lo = max(lo, hi // 2)  # fits(lo) is False unless hi == lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi
+
+
 # --- a single mean ----------------------------------------------------------------------------
 
 
@@ -69,20 +83,9 @@ def mean_interval(values: Sequence, level: float = LEVEL, *,
                   bounds: Optional[tuple] = None) -> Interval:
     """Return Student's t interval of the mean of ``values`` (None entries are skipped).
 
-    Parameters
-    ----------
-    values : sequence of float or None
-        One value per repeat.
-    level : float
-        Nominal coverage.
-    bounds : tuple of float, optional
-        Range to clip the interval to (``(0, 1)`` for an accuracy).
-
-    Returns
-    -------
-    Interval
-        Method "t". Bounds are None (with ``reason``) without at least two values or when all
-        values are equal (a zero-width interval would claim a certainty the repeats cannot give).
+    ``bounds=(lo, hi)`` clips it to the range the quantity can take (``(0, 1)`` for an
+    accuracy). Method "t"; bounds None (with ``reason``) without two values or when all are
+    equal (a zero-width interval would claim a certainty the repeats cannot give).
     """
     x = _values(values)
     n = int(x.size)
@@ -237,22 +240,10 @@ def ratio_interval(x: Sequence, i: Sequence, level: float = LEVEL, *,
                    method: str = "fieller") -> Interval:
     """Return the interval of mu_x / mu_i from two independent samples (None entries skipped).
 
-    Parameters
-    ----------
-    x, i : sequence of float or None
-        Numerator and denominator samples (for rho: AccX and AccI); lengths may differ.
-    level : float
-        Nominal coverage.
-    method : {"fieller", "delta"}
-        Fieller's interval (default) or the delta-method t interval, both with Welch-
-        Satterthwaite degrees of freedom.
-
-    Returns
-    -------
-    Interval
-        ``estimate`` = mean(x) / mean(i). Bounds None, with ``reason``, when a sample has fewer
-        than 2 values, both have zero spread, mean(i) is 0, or (Fieller) mean(i) is not
-        significantly different from 0.
+    ``x``, ``i``: numerator and denominator samples (for rho: AccX and AccI), lengths may
+    differ; ``method``: "fieller" (default) or "delta", both with Welch-Satterthwaite df.
+    ``estimate`` = mean(x) / mean(i); bounds None, with ``reason``, when a sample has fewer than
+    2 values, both have zero spread, mean(i) is 0, or (Fieller) it is not significantly above 0.
     """
     if method not in METHODS:
         raise ValueError(f"unknown ratio interval method {method!r}; use one of {METHODS}")

@@ -119,30 +119,17 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
                 looks: int = 1) -> dict:
     """Rank a table of models (docs/intervals.md, "Ranks"); return the ranking.
 
-    Parameters
-    ----------
-    models : sequence of dict
-        One per model: ``model``, ``value`` (or None), ``samples`` ({repeat: (numerator,
-        denominator)} or {repeat: value}; None where unknown), ``cycle`` (the balanced design's
-        cycle length, or None) and ``unranked`` (why it may not be ranked, or None).
-    higher_is_better : bool
-        Direction of the score.
-    alpha : float
-        Familywise error rate of the table's ordered pairs.
-    precision : float or None
-        The practical-equivalence margin (None: no equivalence tests).
-    looks : int
-        The planned looks of the ``--until decided`` run that collected the repeats; its tests
-        ran at ``alpha / looks``, and so do these.
+    ``models``: one dict per model with ``model``, ``value`` (or None), ``samples`` ({repeat:
+    (numerator, denominator)} or {repeat: value}; None where unknown), ``cycle`` (the balanced
+    design's, or None) and ``unranked`` (why not, or None). ``precision``: the equivalence
+    margin (None: no TOST); ``looks``: the planned looks of the ``--until decided`` run whose
+    repeats these are (tests at ``alpha / looks``, as it ran them).
 
-    Returns
-    -------
-    dict
-        ``rows``: the input dicts (copied), ranked best estimate first, then unranked, each with
-        ``rank`` (point estimate), ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``,
-        ``unranked``; ``pairs``: ``pair``, ``status``, ``difference``, ``n``, ``margin``,
-        ``degraded_repeat`` and ``verdict`` (:func:`verdict_text`); ``tests`` (pairs Holm
-        corrected over); ``design``; ``rule``: the rule in one sentence.
+    Returns ``rows`` (the dicts copied, ranked by estimate then unranked, each with ``rank``
+    (a point estimate), ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``,
+    ``unranked``), ``pairs`` (``pair``, ``status``, ``difference``, ``n``, ``margin``,
+    ``degraded_repeat``, ``verdict``: :func:`verdict_text`), ``tests`` (pairs Holm corrected
+    over), ``design`` and ``rule`` (one sentence).
     """
     sign = 1.0 if higher_is_better else -1.0
     rows = [dict(m) for m in models]
