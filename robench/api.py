@@ -1,24 +1,9 @@
 """``robench.evaluate``: score a model on data from Python, without writing a plugin.
 
-It plans, runs and stores through exactly what ``robench run`` uses, so the trial keys are the
-same, a second call trains nothing, and ``robench results`` / ``leaderboard`` see the scores.
-Everything in a key is stable across Python sessions (docs/data-and-models.md):
-
-* a scikit-learn estimator is ``sklearn:CLASS`` plus the parameters that differ from their
-  defaults (:func:`sklearn_model_name`); its version digests ``get_params(deep=True)`` and
-  scikit-learn's version; each trial fits a fresh ``clone``, seeded where ``random_state`` is
-  None; the validation split is only scored;
-* a torch ``nn.Module`` factory (called with nothing or the
-  :class:`robench.specs.ModelContext`) is ``torch:QUALNAME``, versioned by a digest of its
-  source, trained by :class:`robench.learn.train.TorchClassifier`; a ``features`` method (and a
-  ``head`` layer) makes feature-space metrics apply;
-* arrays ``(X, y)`` or ``(X, y, groups)`` are ``arrays:SHAPE-FINGERPRINT`` (X's shape and 12
-  hex digits of :meth:`robench.data.Dataset.fingerprint`); ``groups`` are true source ids;
-  (n, d) is tabular, (n, H, W), (n, C, H, W) or (n, H, W, C) images; labels are numbered in
-  sorted order and named after themselves.
-
-``name=`` / ``data_name=`` choose the names. In-memory models and arrays run with the local
-executor; registered names and references run on any executor.
+It plans, runs and stores through what ``robench run`` uses, so the trial keys are the same
+and a second call trains nothing. Estimators are named ``sklearn:CLASS(changed params)``,
+``nn.Module`` factories ``torch:QUALNAME`` (versioned by their source), arrays
+``arrays:SHAPE-FINGERPRINT``; docs/data-and-models.md ("From Python") has the rules.
 """
 
 from __future__ import annotations
@@ -53,7 +38,6 @@ _API_PLUGIN = "robench.evaluate"
 
 class Rows(list):
     """The score rows ``evaluate`` returns (a list of dicts), with ``run``: what the run did."""
-
     run: dict = {}
 
 
@@ -77,19 +61,13 @@ def _is_torch_module(model) -> bool:
 class SklearnClassifier:
     """Adapter: a scikit-learn estimator as a robench classifier (fresh clone per fit).
 
-    Parameters
-    ----------
-    estimator : sklearn estimator
-        Template; never fitted itself.
-    seed : int
-        Given to the clone as ``random_state`` when the estimator has one set to None.
+    ``seed`` becomes the clone's ``random_state`` where the estimator's is None.
     """
 
     has_features = False
 
     def __init__(self, estimator, *, seed: int = 0):
-        self.estimator = estimator
-        self.seed = seed
+        self.estimator, self.seed = estimator, seed
 
     def __repr__(self) -> str:
         return f"SklearnClassifier({self.estimator!r}, seed={self.seed})"
@@ -119,8 +97,7 @@ NAME_MAX = 80
 
 
 def _shown(value) -> Optional[str]:
-    """Return how a parameter value is written in a default name, or None if it cannot be
-    written exactly (an estimator, an array, a callable: the name then carries a digest)."""
+    """Return how a parameter value is written in a default name, or None if not exactly."""
     if value is None or isinstance(value, (bool, int, str)):
         return repr(value)
     if isinstance(value, float):
@@ -129,11 +106,11 @@ def _shown(value) -> Optional[str]:
 
 
 def sklearn_model_name(estimator) -> str:
-    """Return the default name of a scikit-learn estimator: ``sklearn:CLASS`` with the
-    parameters that differ from the defaults, ``sklearn:LogisticRegression(C=0.5,
-    max_iter=500)``; a digest of every parameter is added where a value cannot be written
-    exactly or the name would pass ``NAME_MAX`` characters, so two estimators with different
-    parameters never share a name."""
+    """Return the default name of an estimator, ``sklearn:LogisticRegression(C=0.5)``.
+
+    A digest of every parameter is added where a value cannot be written exactly or the name
+    would pass ``NAME_MAX`` characters, so different parameters never share a name.
+    """
     params = estimator.get_params(deep=True)
     cls = type(estimator).__name__
     try:
@@ -158,7 +135,7 @@ def sklearn_model_name(estimator) -> str:
 
 
 def sklearn_model_spec(estimator, name: Optional[str] = None) -> ModelSpec:
-    """Return the ModelSpec of a scikit-learn estimator (see the module docstring for names)."""
+    """Return the ModelSpec of a scikit-learn estimator (named by :func:`sklearn_model_name`)."""
     import sklearn
 
     params = estimator.get_params(deep=True)
@@ -214,9 +191,8 @@ def torch_model_spec(factory, ctx: ModelContext, name: Optional[str] = None) -> 
         return clf
 
     return ModelSpec(name, build, f"torch module from {qualname} (robench.evaluate)",
-                     version=f"torch+{_digest(qualname, source)}",
-                     has_features=has_features, plugin=_API_PLUGIN,
-                     requires_image=False)
+                     version=f"torch+{_digest(qualname, source)}", has_features=has_features,
+                     plugin=_API_PLUGIN, requires_image=False)
 
 
 # --- data ---------------------------------------------------------------------------------------
@@ -233,7 +209,6 @@ def _codes(values, what: str):
 
 def arrays_dataset(data, name: Optional[str] = None):
     """Return a validated Dataset from ``(X, y)`` or ``(X, y, groups)``."""
-
     if not isinstance(data, (tuple, list)) or len(data) not in (2, 3):
         raise ValueError("evaluate: data must be a data set name or reference, a "
                          "robench.data.Dataset, or a tuple (X, y) or (X, y, groups)")
@@ -281,18 +256,15 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
     Parameters
     ----------
     model : str, scikit-learn estimator, nn.Module factory or robench.specs.ModelSpec
-        A registered model name or reference (``"cnn-2"``, ``"timm:resnet18"``), an
-        (unfitted) scikit-learn classifier, or a class/function returning a fresh torch
-        ``nn.Module`` (called with no argument, or with the trial's ModelContext).
+        A registered model name or reference (``"cnn-2"``, ``"timm:resnet18"``), an (unfitted)
+        scikit-learn classifier, or a class/function returning a fresh torch ``nn.Module``
+        (called with no argument, or with the trial's ModelContext).
     data : str, tuple or robench.data.Dataset
         A registered data set or reference (``"digits"``, ``"npz:x.npz"``), ``(X, y)`` or
         ``(X, y, groups)`` arrays, or a Dataset.
-    metrics : iterable of str, optional
-        Metric names (``robench list metrics``). Default: the metrics ``robench run --all``
-        computes in ``profile`` (robench.run.selection; inapplicable ones skipped).
-    clusterers : iterable of str, optional
-        Default: the clusterers ``robench run --all`` uses in ``profile`` (inapplicable ones
-        skipped).
+    metrics, clusterers : iterable of str, optional
+        Names (``robench list``). Default: what ``robench run --all`` uses in ``profile``
+        (inapplicable ones skipped).
     name, data_name : str, optional
         Names to store the model and the data under instead of the derived ones.
     profile, repeats, k, seed : as ``robench run --profile/-r/-k/--seed``.
@@ -302,21 +274,14 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
         ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps`` (:mod:`robench.learn.devices`).
     executor, jobs : str, int
         Where trials run; in-memory models and arrays need ``local``.
-    db : str, optional
-        Results database (default ``$ROBENCH_DB`` or ``robench.db``).
-    cache_dir : str, optional
-        Cache directory (default ``$ROBENCH_CACHE_DIR`` or ``~/.cache/robench``).
+    db, cache_dir : str, optional
+        Results database (``$ROBENCH_DB`` or ``robench.db``) and cache directory
+        (``$ROBENCH_CACHE_DIR`` or ``~/.cache/robench``).
     rescore : bool
         Recompute scores even where the stored ones are up to date.
-    until : {"fixed", "decided"}, optional
-        As ``robench run --until``: ``"decided"`` races the tables of the metrics that declare
-        a paired comparison (``robench run --help`` lists them) up to ``repeats``. Default: a
-        race when ``budget`` is given, else every repeat at once.
-    budget : float or str, optional
-        As ``robench run --budget``: seconds, or a duration such as ``"10m"``; no trial starts
-        after it.
-    precision : float, optional
-        As ``robench run --precision`` (a race only).
+    until, budget, precision : optional
+        As ``robench run --until/--budget/--precision`` (``budget``: seconds or ``"10m"``);
+        default: a race when ``budget`` is given, else every repeat at once.
     progress : bool
         Print the plan and each trial's progress on stderr, as ``robench run`` does.
     as_frame : bool, optional
@@ -327,11 +292,9 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
     Returns
     -------
     Rows or pandas.DataFrame
-        One row per score: dataset, model, clusterer, metric, score, value, ci_low, ci_high,
-        n, higher_is_better, details. What the run did (``run_id``, ``planned``, ``stored``
-        (already), ``ran``, ``failed``, ``skipped``, ``seconds``, ``db``, ``interrupted``
-        (a Ctrl-C ended it: the rows are what was scored before), and a race's ``adaptive``
-        decisions) is in ``rows.run`` (``df.attrs["run"]`` for a DataFrame).
+        One row per score (:data:`ROW_COLUMNS`). What the run did (``run_id``, ``planned``,
+        ``stored``, ``ran``, ``failed``, ``skipped``, ``seconds``, ``db``, ``interrupted``,
+        ``adaptive``) is in ``rows.run`` (``df.attrs["run"]`` for a DataFrame).
 
     Examples
     --------
@@ -339,7 +302,6 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
     >>> rows = robench.evaluate(LogisticRegression(max_iter=500), (X, y))
     >>> robench.evaluate("timm:resnet18", "digits", budget="10m")
     """
-
     if cache_dir:
         set_cache_dir(cache_dir)
     reg = registry if registry is not None else make_registry()
@@ -430,7 +392,6 @@ def _plain(value: Any) -> Any:
 
 def _check_settings(settings: dict, registry) -> dict:
     """Return ``settings`` ({section: {knob: value}}) checked like ``--set`` values."""
-
     if not isinstance(settings, dict):
         raise ValueError("evaluate: settings must be a dict {section: {knob: value}}, e.g. "
                          "{'train': {'max_epochs': 2}}")

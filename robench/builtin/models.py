@@ -1,8 +1,7 @@
 """Register the built-in classifiers: an RBF SVM, an MLP and the CNN-1/2/3 family.
 
-These are the five learners of the source-aware partitioning paper (SVM, MLP, CNN-1, CNN-2,
-CNN-3). Importing this module must stay cheap because ``robench list`` imports it: torch and
-scikit-learn are imported only inside the ``build`` functions and ``fit``.
+The five learners of the source-aware partitioning paper; ``robench list`` imports this
+module, so torch and scikit-learn are imported only inside ``build`` and ``fit``.
 """
 
 from __future__ import annotations
@@ -25,18 +24,10 @@ EXACT_MARGIN = 1e-9
 
 
 class SVMClassifier:
-    """RBF support vector machine (scikit-learn ``SVC``, ``gamma="scale"``).
+    """RBF support vector machine (scikit-learn ``SVC``, ``gamma="scale"``), no feature space.
 
-    ``fit`` ignores the validation split: an SVM has no epochs to stop early or select, so
-    the validation data is used only to report ``val_accuracy_``. It exposes no feature
-    space, which ``has_features = False`` tells feature-space metrics.
-
-    Parameters
-    ----------
-    seed : int
-        Kept for the record; ``SVC`` without probability estimates is deterministic.
-    C : float
-        Regularisation strength passed to ``SVC``.
+    ``fit`` uses the validation split only for ``val_accuracy_`` (no epochs to select);
+    ``seed`` is kept for the record (``SVC`` is deterministic); ``C`` goes to ``SVC``.
     """
 
     has_features = False
@@ -63,11 +54,9 @@ class SVMClassifier:
         return self
 
     def _train_accuracy(self, X, y) -> float:
-        """Return the accuracy on the training data, predicting only the support vectors.
+        """Return the training accuracy, predicting only the support vectors.
 
-        A training point that is a support vector of none of the one-vs-one machines lies
-        outside every margin, so it wins all its pairwise votes and is classified correctly.
-        Predicting the support vectors alone gives the same number.
+        A point that is no machine's support vector lies outside every margin: classified right.
         """
         sv = self.model_.support_
         wrong = int(np.sum(self.predict(X[sv]) != np.asarray(y)[sv]))
@@ -80,16 +69,9 @@ class SVMClassifier:
     def predict(self, X):
         """Return the predicted class of each row of ``X`` as int64: libsvm's votes, exactly.
 
-        libsvm predicts one row at a time (a loop over the support vectors per row): 80% of
-        an SVM trial on mnist-5k. Here the RBF kernel of a block of rows (at most 1,024 rows
-        and 128 MB) against every support vector is one matrix product (squared distances
-        expanded around the support vectors' mean, so the expansion does not cancel), then
-        the one-vs-one decision values and votes as libsvm forms them (class i beats j when
-        the value is > 0; the first class with the most votes wins). The two computations
-        differ in the last bits of the kernel only, so a row with a decision value within
-        :data:`EXACT_MARGIN` times its scale (far wider than either's rounding) is predicted
-        by libsvm itself: the labels are libsvm's. tests/learn/test_train.py checks them
-        against ``SVC.predict``.
+        The RBF kernel of a block of rows against the support vectors is one matrix product, then
+        libsvm's one-vs-one votes; a row within :data:`EXACT_MARGIN` of a tie goes to libsvm itself
+        (docs/performance.md, "The SVM predicts in blocks").
         """
         m = self.model_
         try:  # scikit-learn's own names for what libsvm predicts with (>= 1.3 has them all)
@@ -167,11 +149,7 @@ def mlp_params(n_features: int, n_classes: int, hidden: tuple = (256, 128)) -> i
 
 
 def cnn_params(image_shape: tuple, n_classes: int, channels: tuple, fc_width: int = 128) -> int:
-    """Return the trainable parameters of :class:`robench.learn.train.ConvNet`.
-
-    Its 3x3 convolutions, fully connected layer and head; a block halves the map (floor)
-    while the result stays at least 2x2, as ConvNet's pools do.
-    """
+    """Return the trainable parameters of :class:`robench.learn.train.ConvNet` for a data shape."""
     c_in, h, w = (int(s) for s in image_shape)
     total = 0
     for c_out in channels:

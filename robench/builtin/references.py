@@ -1,8 +1,6 @@
 """Built-in data set references: npz:, npy:, csv: and imagefolder: files, no plugin needed.
 
-Each file is parsed once and cached by its size and mtime (robench.data.references.FileDataset).
-Images become flat ``(C, H, W)`` rows: uint8 arrays and image files are held as uint8 pixels
-(value / 255, robench.data.Dataset's compact form), float images must lie in [0, 1].
+Parsed once and cached (robench.data.references.FileDataset); docs/data-and-models.md.
 """
 
 from __future__ import annotations
@@ -54,11 +52,9 @@ def parse_shape(text: str, ref: str) -> tuple:
 
 
 def image_rows(X: np.ndarray, where: str) -> tuple:
-    """Return (flat rows, (C, H, W), pixels) of an image array X.
+    """Return (flat rows, (C, H, W), pixels) of an image array X (NHW, NCHW or NHWC).
 
-    Accepts (n, H, W) grey images and (n, C, H, W) or (n, H, W, C) with 1, 3 or 4 channels.
-    uint8 (or integers within 0..255) stay uint8 pixels (``pixels`` True: value / 255, see
-    :class:`robench.data.Dataset`); floats must lie in [0, 1] and become float32.
+    1, 3 or 4 channels; uint8 (or integers in 0..255) stay uint8 pixels; floats lie in [0, 1].
     """
     if X.ndim == 3:
         X = X[:, None]
@@ -104,11 +100,7 @@ def _check_finite(X: np.ndarray, where: str) -> None:
 
 
 def labels(y: np.ndarray, where: str, class_names=None) -> tuple:
-    """Return (labels 0..C-1, class names) from integer labels ``y``.
-
-    Labels that are not 0..C-1 are mapped to their rank among the distinct labels, each
-    class named after its label in the file.
-    """
+    """Return (labels 0..C-1 by rank, class names from the labels) of integer labels ``y``."""
     y = np.asarray(y)
     if y.ndim != 1:
         raise DatasetError(f"{where}: y must be 1-D (one label per sample), got shape {y.shape}")

@@ -1,15 +1,8 @@
-"""Models by name from timm: ``-m timm:ARCH`` builds any architecture timm can create.
+"""Models by name from timm: ``-m timm:ARCH[?pretrained=0|1][&min_size=N][&size=N]``.
 
-``timm:ARCH[?pretrained=0|1][&min_size=N][&size=N]`` resolves (hook
-``register_model_resolvers``) to ``timm.create_model(ARCH, num_classes=0, in_chans=C)`` plus a
-linear head for the data's classes, trained by :class:`robench.learn.train.TorchClassifier`.
-Its features are timm's pre-logits (``forward_head(forward_features(x), pre_logits=True)``,
-width read from a probe pass); images whose shorter side is below ``min_size`` (default 32) are
-upsampled to it, ``size=N`` resizes every image to NxN (fixed-size architectures get
-``img_size``). ``pretrained=1`` loads timm's default weights only from the local cache (the
-Hugging Face hub cache or torch hub's ``checkpoints``), by path, and normalises inputs with the
-weights' statistics; nothing is downloaded. timm's version (and the weights' hub id) is in the
-model's version. The why of each choice: docs/data-and-models.md.
+``timm.create_model(ARCH, num_classes=0, in_chans=C)`` plus a linear head, trained by
+:class:`robench.learn.train.TorchClassifier`; features are timm's pre-logits; pretrained
+weights come from the local cache only. docs/data-and-models.md has the rules and why.
 """
 
 from __future__ import annotations
@@ -66,12 +59,7 @@ def parse_options(arch: str, options: dict) -> dict:
 
 
 def input_size(image_shape: tuple, *, min_size: int, size=None) -> tuple:
-    """Return the (H, W) images of ``image_shape`` (C, H, W) are resized to before the network.
-
-    ``size`` resizes to size x size; otherwise an image whose shorter side is below
-    ``min_size`` is scaled up (aspect ratio kept, rounded) so that side is ``min_size``, and
-    any other image keeps its size.
-    """
+    """Return the (H, W) that ``image_shape`` is resized to: ``size``, or up to ``min_size``."""
     _, h, w = (int(v) for v in image_shape)
     if size:
         return int(size), int(size)
@@ -83,12 +71,7 @@ def input_size(image_shape: tuple, *, min_size: int, size=None) -> tuple:
 
 
 def local_weights(arch: str) -> tuple:
-    """Return (path of the cached pretrained weights of ``arch``, their id) or raise.
-
-    Looks in the Hugging Face hub cache (``$HF_HUB_CACHE``, else huggingface_hub's default)
-    for the architecture's default hub repository, then in torch hub's ``checkpoints`` folder
-    for weights published by URL. Never downloads.
-    """
+    """Return (path, id) of the cached pretrained weights of ``arch`` (HF, torch hub), or raise."""
     import timm
 
     cfg = timm.models.get_pretrained_cfg(arch)

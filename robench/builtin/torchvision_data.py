@@ -1,22 +1,8 @@
-"""``torchvision:NAME``: MNIST, Fashion-MNIST, KMNIST, CIFAR-10, CIFAR-100 and SVHN from a data folder.
+"""``torchvision:NAME``: MNIST, Fashion-MNIST, KMNIST, CIFAR-10/100 and SVHN from a data folder.
 
-The files are read by torchvision's own dataset classes (``download=False``) from the data
-folder (``--data-dir``, else ``$ROBENCH_DATA_DIR``, else ``~/.local/share/robench``), in the
-layout torchvision itself writes:
-
-==============  ================================================================
-mnist           ``MNIST/raw/{train,t10k}-{images-idx3,labels-idx1}-ubyte``
-fashion-mnist   ``FashionMNIST/raw/`` (the same four idx files)
-kmnist          ``KMNIST/raw/`` (the same four idx files)
-cifar10         ``cifar-10-batches-py/{data_batch_1..5,test_batch,batches.meta}``
-cifar100        ``cifar-100-python/{train,test,meta}``
-svhn            ``SVHN/{train,test}_32x32.mat`` (or the .mat files in the folder itself)
-==============  ================================================================
-
-Nothing is downloaded at run time: ``robench data fetch NAME`` downloads (torchvision's
-``download=True``) where a network exists. robench does not check torchvision's MD5 sums of
-CIFAR and SVHN files (so files re-packed in the same format load too): the content
-fingerprint identifies the data in every key.
+Read by torchvision's classes (``download=False``) in torchvision's layout; ``robench data
+fetch NAME`` downloads; MD5 checks are skipped (the content fingerprint identifies the
+data). docs/data-and-models.md has the layout.
 """
 
 from __future__ import annotations
@@ -123,12 +109,7 @@ def _present(name: str, split: str, root: Path) -> list:
 
 
 def torchvision_class(name: str):
-    """Return torchvision's class for ``name``; for CIFAR and SVHN without the MD5 checks.
-
-    The subclass keeps torchvision's class name (MNIST's folder is named after it) and its
-    reading code; only the checksums are dropped, so the files must exist but may be any
-    files in the same format.
-    """
+    """Return torchvision's class for ``name``; for CIFAR and SVHN without the MD5 checks."""
     import torchvision.datasets as tvd
 
     base = getattr(tvd, DATASETS[name][0])
@@ -214,10 +195,9 @@ def resolve(target: str, options: dict):
 
 
 def fetch(name: str, root: Path) -> list:
-    """Download ``name`` into ``root`` with torchvision (both splits); return its files.
+    """Download ``name`` into ``root`` (both splits; nothing twice); return its files.
 
-    Files already there are not downloaded again. A failed download (offline, say) raises
-    DatasetError saying what failed and which files to put where instead.
+    A failed download raises DatasetError saying which files to put where instead.
     """
     _check_name(name)
     root.mkdir(parents=True, exist_ok=True)

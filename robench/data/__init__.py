@@ -1,11 +1,7 @@
-"""Data: the container and its fingerprint, data and model references, sources, splitters,
-corruptions, the on-disk cache, and the checks at the model boundary (finite inputs,
-valid predictions).
+"""Data: the container, references, sources, splitters, corruptions, cache, boundary checks.
 
-``robench.data`` re-exports the container (:mod:`robench.data.dataset`), the names plugin
-authors use: ``Dataset``, ``Rows``, ``DatasetError``, and the scikit-learn cross-validators
-``SourceExclusiveSplit`` and ``SourceInclusiveSplit`` (:mod:`robench.data.sklearn_splitters`,
-imported on first use: scikit-learn takes seconds to import).
+Re-exports what plugin authors use: ``Dataset``, ``Rows``, ``DatasetError`` and the
+cross-validators ``SourceExclusiveSplit``, ``SourceInclusiveSplit`` (imported on first use).
 """
 
 from robench.data.dataset import PIXEL_SCALE, Dataset, DatasetError, Rows, pixels_to_float, validate

@@ -1,15 +1,7 @@
-"""Checks at the model boundary: every array handed to a model is finite.
+"""Checks at the model boundary: every array handed to a model is finite, predictions valid.
 
-robench invariant 7: what a plugin gives robench is checked where it enters, and so is what
-robench hands a plugin. A torch model predicts a class for a NaN image without complaint and a
-scikit-learn model fails with "Input X contains NaN", so a non-finite array that reaches a
-model either poisons an accuracy silently or fails a trial with a message that names neither
-the array nor its producer. The checks here refuse it first, naming both.
-
-* :func:`check_finite`: where an array is *made* (a corruption, an attack): raise
-  :class:`NonFiniteError` naming its producer.
-* :func:`check_model_input`: where an array is *handed to a model* (fit, predict, features):
-  raise :class:`NonFiniteModelInput` naming the model and what the array is.
+:func:`check_finite` where an array is made (a corruption, an attack), :func:`check_model_input`
+where it is handed to a model; docs/guarantees.md ("How the science is pinned") says why.
 """
 
 from __future__ import annotations
@@ -31,11 +23,7 @@ CHECK_BATCH = 4096
 
 
 def nonfinite_rows(arrays) -> int:
-    """Return how many rows of ``arrays`` (first axis) hold at least one NaN or inf value.
-
-    :class:`robench.data.Rows` are read :data:`CHECK_BATCH` rows at a time (integer rows,
-    uint8 pixels, not at all): checking a view never copies the rows it views.
-    """
+    """Return how many rows of ``arrays`` hold a NaN or inf (Rows read in batches, never copied)."""
 
     if isinstance(arrays, Rows):
         if not np.issubdtype(arrays.dtype, np.inexact):
@@ -52,11 +40,7 @@ def nonfinite_rows(arrays) -> int:
 
 
 def check_finite(arrays, what: str):
-    """Return ``arrays`` unchanged, or raise :class:`NonFiniteError` saying ``what`` they are.
-
-    ``what`` names the array's producer (e.g. "corruption 'spatter' at severity 1"); the
-    message adds how many of the images are affected.
-    """
+    """Return ``arrays`` unchanged, or raise :class:`NonFiniteError` naming their producer."""
     bad = nonfinite_rows(arrays)
     if bad:
         n = int(np.asarray(arrays).shape[0])
@@ -68,15 +52,8 @@ def check_finite(arrays, what: str):
 def check_model_input(arrays, model: str, what: str):
     """Return ``arrays`` unchanged, or raise :class:`NonFiniteModelInput`.
 
-    Parameters
-    ----------
-    arrays : array-like
-        What is about to be handed to the model (rows on the first axis).
-    model : str
-        The model's name (the registered component, or a zoo member).
-    what : str
-        What the rows are and where they come from, e.g. "test rows of data set 'digits'"
-        or "corruption 'spatter' at severity 1".
+    ``model``: the model's name; ``what``: what the rows are and where they come from, e.g.
+    "test rows of data set 'digits'".
     """
     bad = nonfinite_rows(arrays)
     if bad:
@@ -93,12 +70,7 @@ class BadPredictions(ValueError):
 
 
 def check_predictions(pred, n_rows: int, n_classes: int, model: str, what: str = "rows"):
-    """Return ``pred`` as int64 labels, or raise BadPredictions naming the model and the fault.
-
-    What robench gets back from a plugin is checked where it enters (invariant 7): one label
-    per row, integers (whole-number floats pass), each in ``0..n_classes-1``. A NaN or an
-    out-of-range label would otherwise be scored as a wrong answer, silently.
-    """
+    """Return ``pred`` as int64 labels, or raise BadPredictions naming the model and the fault."""
     arr = np.asarray(pred)
     if arr.ndim != 1 or arr.shape[0] != n_rows:
         raise BadPredictions(f"model '{model}' predicted an array of shape {arr.shape} for "

@@ -27,13 +27,7 @@ def cache_dir() -> Path:
 
 
 def check_cache_dir() -> Path:
-    """Return the cache directory, created if missing; ValueError (one line) if it cannot be.
-
-    The folder can come from --cache-dir, $ROBENCH_CACHE_DIR or the user's home: wherever it
-    comes from, a file, a path under a file, or a folder that cannot be created or written is
-    refused before a run reads or writes anything (otherwise every trial failed, and was
-    stored as failed).
-    """
+    """Return the cache directory, created if missing; ValueError (one line) if it cannot be."""
     root = cache_dir()
     where = ("--cache-dir" if _OVERRIDE else "$ROBENCH_CACHE_DIR"
              if os.environ.get("ROBENCH_CACHE_DIR") else "the cache directory")
@@ -64,11 +58,7 @@ def content_key(*parts) -> str:
 
 
 def cached_arrays(namespace: str, key: str, compute: Callable[[], dict]) -> tuple:
-    """Return (arrays, hit): arrays from ``namespace/key.npz`` or from ``compute()`` then stored.
-
-    Writes go to a temporary file that is renamed into place, so concurrent workers and an
-    interrupted run never leave a half-written entry behind.
-    """
+    """Return (arrays, hit) from ``namespace/key.npz``, or ``compute()``d and stored atomically."""
     path = cache_dir() / namespace / f"{key}.npz"
     if path.exists():
         try:

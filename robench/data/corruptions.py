@@ -1,16 +1,10 @@
 """Image corruptions (ImageNet-C and its 4 extra), applied to a data set's images, cached.
 
-Each ``imagecorruptions-imaug`` function is called directly, as its ``corrupt()`` does, on an
-image prepared here: grey images replicated to RGB and brought back by ITU-R 601 luma, images
-under 32 px upscaled to 32 px and downscaled back, numpy's global generator seeded per
-(corruption, severity, seed) and restored. ``spatter`` is robench's copy of the library's
-(:func:`spatter`) without its 0/0 on images where no liquid is drawn. docs/clusterability.md
-says why.
-
-A non-finite corrupted value raises :class:`NonFiniteError` (corruption, severity, how many
-images) where it is made. A corrupted test set depends only on the data, so it is computed
-once and cached by content key (:func:`corrupted_set`); concurrent workers share the work
-through per-corruption lock files.
+Each ``imagecorruptions-imaug`` function is called as its ``corrupt()`` does: grey images
+replicated to RGB and back by ITU-R 601 luma, images under 32 px resized to 32 px and back,
+numpy's global generator seeded per (corruption, severity, seed) and restored; ``spatter``
+is a fixed copy (:func:`spatter`). Corrupted sets are cached by content key, shared by
+workers through per-corruption lock files.
 """
 
 from __future__ import annotations
@@ -165,11 +159,10 @@ def spatter(x, severity: int = 1) -> np.ndarray:
 
 
 def corrupt_images(images: np.ndarray, name: str, severity: int, seed: int) -> np.ndarray:
-    """Return ``images`` (n, C, H, W) in [0, 1] corrupted by library corruption ``name``.
+    """Return ``images`` (n, C, H, W; C 1 or 3) in [0, 1] corrupted by library corruption ``name``.
 
-    Deterministic given (images, name, severity, seed); numpy's global generator is restored
-    afterwards. C must be 1 or 3. Raises :class:`NonFiniteError` if the input or the output
-    holds a NaN or inf (naming the corruption, the severity and the number of bad images).
+    Deterministic given (images, name, severity, seed); raises :class:`NonFiniteError` if the
+    input or output holds a NaN or inf.
     """
     import cv2
     from PIL import Image
@@ -231,10 +224,8 @@ def corrupted_sets(images: np.ndarray, specs: list, severities, seed: int, *, fi
                    idx_key: str, poll: float = 0.2, timeout: float = 900.0) -> dict:
     """Return {(corruption name, severity): corrupted images} for every spec, cached.
 
-    One cache entry per corruption holds all its severities. A worker takes an entry's lock
-    file before computing it; an entry locked by another worker is skipped and collected once
-    that worker has stored it, so two workers split the corruptions instead of both computing
-    each. A stale lock (its holder died) is broken after ``timeout`` seconds.
+    One entry per corruption; a worker locks an entry to compute it and collects the ones other
+    workers locked once stored; a stale lock is broken after ``timeout`` seconds.
     """
     pending = {sp.name: sp for sp in specs}
     out: dict = {}
@@ -268,10 +259,7 @@ def corrupted_sets(images: np.ndarray, specs: list, severities, seed: int, *, fi
 def _finite_entry(key: str, sp, images: np.ndarray, severities: list, seed: int) -> dict:
     """Return one corruption's cached severities, computed (and checked finite) if missing.
 
-    A plugin's ``apply`` is checked like the built-in corruptions. A cached entry holding a
-    non-finite value was stored before this check existed (its spec's version was not bumped):
-    it is deleted and recomputed, so a stale NaN set is never reused; if the recomputation is
-    not finite either, the check raises.
+    A cached entry holding a non-finite value (stored before the check) is recomputed.
     """
     def compute():
         return {f"s{s}": check_finite(

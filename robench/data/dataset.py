@@ -15,12 +15,10 @@ MAX_IMAGE_SIDE = 8192
 
 
 def memory_ceiling() -> int:
-    """Return the bytes one data set may take as float32 values: $ROBENCH_MEMORY_LIMIT (bytes,
-    or with a K, M, G or T suffix), else half of this machine's physical memory.
+    """Return the bytes one data set may take as float32: $ROBENCH_MEMORY_LIMIT, else half the RAM.
 
-    Models read float32; a data set whose values would not fit under the ceiling is refused
-    before anything is decoded or allocated (an image folder resized to 100000x100000 asked
-    for memory without bound).
+    ``ROBENCH_MEMORY_LIMIT`` is bytes or K/M/G/T; a data set over it is refused before anything
+    is decoded (docs/guarantees.md, "Inputs within bounds").
     """
     raw = os.environ.get("ROBENCH_MEMORY_LIMIT", "").strip().upper()
     if raw:
@@ -64,19 +62,10 @@ def pixels_to_float(rows: np.ndarray) -> np.ndarray:
 class Dataset:
     """Arrays X (n, d) float32 and y (n,) int64, plus optional true sources and image shape.
 
-    ``X`` is flat: an image data set stores each image as a row of ``C*H*W`` values in
-    ``[0, 1]`` and sets ``image_shape = (C, H, W)``. ``sources`` holds true source ids where the
-    data set has them (the ``oracle`` clusterer reads them). Classes are ``0..n_classes-1``.
-
-    Image data can be held compactly: with ``pixels=True``, ``X`` is given as uint8 values
-    0..255 and kept so (4x smaller; possibly a memory map shared by the workers); the float
-    value of a pixel is ``value / 255`` in float32. ``raw`` is the array as held; ``X`` is
-    always float32 (for compact data it is converted once, when first read, and kept: avoid
-    it in trials); ``rows(idx)`` converts only the rows asked for, ``take(idx)`` returns them
-    as held and ``view(idx)`` returns :class:`Rows`, which models that read batches
-    (``accepts_rows = True``, as :class:`robench.learn.train.TorchClassifier`) are handed by
-    :func:`robench.run.trials.fit_and_score`. Without ``pixels``, ``X`` is converted to float32
-    as given (no scaling).
+    Images are flat rows of ``C*H*W`` values in [0, 1] with ``image_shape = (C, H, W)``;
+    ``sources`` holds true source ids (read by ``oracle``). With ``pixels=True`` X is held as
+    uint8 (``raw``; value / 255 in float32 when read): ``X`` converts all once, ``rows(idx)``
+    some, ``take(idx)`` returns them as held and ``view(idx)`` gives :class:`Rows`.
     """
 
     def __init__(self, name: str, X, y, sources=None, image_shape=None, class_names=None,
@@ -129,15 +118,10 @@ class Dataset:
         return pixels_to_float(self.raw if idx is None else self.take(idx))
 
     def take(self, idx) -> np.ndarray:
-        """Return a new array of the rows ``idx`` (integer positions, in that order), as held.
+        """Return a new array of the rows ``idx`` (positions, in order), as held.
 
-        Rows of a data set memory-mapped from a file (:class:`robench.data.references.FileDataset`
-        above its threshold) are read from the file with ``preadv`` and never through the
-        map: a page of a file mapping stays in the process's resident set once touched, and
-        on a file system with large folios (ext4 on Linux 6.x) one touched row maps up to
-        2 MiB around it, so 64 random rows put ~85 MB of the file in RSS. Read this way a
-        worker's resident set holds the rows asked for; the file stays in the page cache,
-        shared by the processes that read it.
+        Rows of a memory-mapped data set are read with ``preadv``, never through the map: one
+        touched row could map 2 MiB into RSS (docs/data-and-models.md, "Memory").
         """
         idx = np.asarray(idx)
         if idx.dtype == bool:
@@ -184,11 +168,7 @@ class Dataset:
         return int(self.raw.nbytes)
 
     def fingerprint(self) -> str:
-        """Return a content hash of X, y, sources and shape (the cache key of this data).
-
-        Compact (uint8) data hashes its pixels and says so; float32 data hashes exactly as
-        before compact data existed, so its keys did not change.
-        """
+        """Return a content hash of X, y, sources and shape (float32 hashes as it always did)."""
         if self._fingerprint is None:
             h = hashlib.sha256()
             for arr in (self.raw, self.y, self.sources):
@@ -205,14 +185,9 @@ class Dataset:
 class Rows:
     """Rows of a data set by position, read a batch at a time instead of copied whole.
 
-    What :func:`robench.run.trials.fit_and_score` hands a model that declares
-    ``accepts_rows = True`` (:class:`robench.learn.train.TorchClassifier`): the training split, the
-    validation split and the data set for the prediction pass, as views. A model reads the
-    batches it needs (``rows[positions]`` or ``rows[start:stop]``: a new array of those rows,
-    in the data set's dtype, uint8 pixels or float32), so a worker never holds a copy of a
-    split, and rows of a memory-mapped data set come from the file
-    (:meth:`Dataset.take`). ``np.asarray(rows)`` reads all of them (what a model that needs
-    the whole split in memory, an SVM, does).
+    Handed by :func:`robench.run.trials.fit_and_score` to models with ``accepts_rows = True``;
+    ``rows[positions]`` or ``rows[a:b]`` returns a new array in the data set's dtype and
+    ``np.asarray(rows)`` reads all.
 
     Parameters
     ----------

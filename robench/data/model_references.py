@@ -1,11 +1,7 @@
 """Models by reference: ``-m SCHEME:TARGET?KEY=VALUE`` resolved by a registered scheme.
 
-A reference names a model no plugin registered: ``timm:resnet18``,
-``timm:convnext_atto?pretrained=1``. :func:`resolve_model` finds the scheme's
-:class:`robench.specs.ModelResolverSpec` (hook ``register_model_resolvers``), refuses options
-it does not declare, makes the reference canonical (options sorted) and asks the resolver for
-the model's spec. The canonical reference is the model's name everywhere (trial keys, the
-database, the leaderboard), and a worker process resolves the name it is sent the same way.
+:func:`resolve_model` checks the options and makes the reference canonical (options
+sorted): the model's name everywhere, resolved the same way by a worker.
 """
 
 from __future__ import annotations

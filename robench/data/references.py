@@ -1,16 +1,8 @@
 """Data sets by reference: ``-d SCHEME:TARGET?KEY=VALUE`` resolved by a registered scheme.
 
-A reference names data that no plugin registered: ``npz:data/x.npz``, ``csv:t.csv?target=label``,
-``torchvision:mnist``. :func:`resolve` finds the scheme's :class:`robench.specs.ResolverSpec`,
-checks the options, makes the reference canonical (absolute path, options sorted) and asks the
-resolver for the data set's spec. Data read from a path is named by :func:`stable_name` (a
-given ``name=``, else the file's base name and a short content fingerprint), never by the
-path; the cache remembers where each such name was read from (:func:`remembered`).
-
-Data read from files goes through :class:`FileDataset`: it is parsed and validated once, and the
-parsed arrays and their content fingerprint are cached under the cache directory keyed by each
-file's path, size and modification time, so an unchanged file is neither parsed nor hashed
-again, and a replaced one (another size or mtime) is.
+:func:`resolve` finds the scheme's resolver, checks the options, makes the reference
+canonical and names file data by :func:`stable_name`; :class:`FileDataset` caches parsed
+files by path, size and mtime. docs/data-and-models.md ("Data: by reference") has the rules.
 """
 
 from __future__ import annotations
@@ -44,12 +36,9 @@ _IN_VALUE = str.maketrans({c: f"%{ord(c):02X}" for c in "%&+#"})
 
 
 def parse_reference(reference: str, what: str = "data set", error=DatasetError) -> tuple:
-    """Return ``(scheme, target, options)`` of ``SCHEME:TARGET?KEY=VALUE&...``.
+    """Return ``(scheme, target, options)`` of ``SCHEME:TARGET?KEY=VALUE&...``, percent-decoded.
 
-    The target and the options are percent-decoded (``a%2Bb`` is ``a+b``, ``a%26b`` is
-    ``a&b``; in an option a ``+`` is a space, as in any URL query). ``what`` and ``error``
-    name the kind of reference in the error a repeated option raises (model references use
-    ``"model"`` and :class:`robench.data.model_references.ModelReferenceError`).
+    ``what`` and ``error`` name the kind of reference in the error a repeated option raises.
     """
     scheme, _, rest = reference.partition(":")
     target, _, query = rest.partition("?")
@@ -62,9 +51,7 @@ def parse_reference(reference: str, what: str = "data set", error=DatasetError) 
 
 
 def reference_name(scheme: str, target: str, options: dict) -> str:
-    """Return ``SCHEME:TARGET?KEY=VALUE&...`` with the options sorted, encoded so that
-    :func:`parse_reference` gives back exactly ``(scheme, target, options)``: the name a worker
-    process is sent means the same data there."""
+    """Return ``SCHEME:TARGET?KEY=VALUE&...``, options sorted, parsing back to the same parts."""
     query = "&".join(f"{k.translate(_IN_KEY)}={v.translate(_IN_VALUE)}"
                      for k, v in sorted(options.items()))
     return f"{scheme}:{target.translate(_IN_TARGET)}" + (f"?{query}" if query else "")
@@ -80,13 +67,11 @@ def canonical_reference(resolver, target: str, options: dict) -> str:
 def checked_reference(registry, resolvers: str, reference: str, what: str = "data set",
                       error=DatasetError, listing: str = "datasets",
                       extra: tuple = ()) -> tuple:
-    """Return ``(resolver, target, options)`` of a reference whose scheme, target and options
-    are checked: the scheme is registered (kind ``resolvers`` of the registry), something
-    follows ``SCHEME:``, and every option is one the resolver declares. Any problem raises
-    ``error`` with one line (``what`` names the kind of reference, ``listing`` the
-    ``robench list`` kind that shows the schemes). Model references use it too
-    (robench.data.model_references). ``extra``: options robench itself reads from a reference
-    of a resolver that takes a path (``name``), accepted beside the resolver's own.
+    """Return ``(resolver, target, options)`` of a reference whose parts are checked.
+
+    The scheme is registered, a target follows it and every option is the resolver's (or in
+    ``extra``, robench's own for path resolvers); else ``error`` in one line (``listing``: the
+    ``robench list`` kind). Model references use it too.
     """
 
     scheme, target, options = parse_reference(reference, what, error)
@@ -117,13 +102,10 @@ NAME_DIGITS = 8
 
 
 def stable_name(scheme: str, target: str, given, fingerprint: str) -> str:
-    """Return the name a data set read from a file is stored and shown under:
-    ``SCHEME:NAME`` when the reference gives ``name=NAME``, else ``SCHEME:STEM-FFFFFFFF``,
-    the file's (or folder's) base name without its suffix and the first
-    :data:`NAME_DIGITS` hex digits of its content fingerprint.
+    """Return the name a data set read from a file is stored under (never its path).
 
-    Never a path: a board shows no one's home directory, and two people with the same data
-    in different places have one data set. Different content gives another name.
+    ``SCHEME:NAME`` with ``name=NAME``, else ``SCHEME:STEM-FFFFFFFF``: the base name without
+    suffix and :data:`NAME_DIGITS` hex digits of the content fingerprint.
     """
     if given is not None:
         if not _NAME.fullmatch(given):
@@ -169,13 +151,7 @@ def remembered(name: str):
 
 
 def resolve(registry, reference: str):
-    """Return the DatasetSpec ``reference`` names.
-
-    A reference of a resolver that takes a path is named by :func:`stable_name` (its
-    ``name=`` option, else the file's base name and content fingerprint), and where it was
-    read from is remembered in the cache, so that name alone resolves again on this machine;
-    any other reference is named by its canonical form (options sorted).
-    """
+    """Return the DatasetSpec ``reference`` names (path data: :func:`stable_name`, remembered)."""
     earlier = remembered(reference)
     if earlier is not None and earlier != reference:
         spec = resolve(registry, earlier)
@@ -236,18 +212,9 @@ def _cache_root() -> Path:
 class FileDataset:
     """A data set parsed from files, cached by the files' path, size and mtime.
 
-    Parameters
-    ----------
-    name : str
-        The canonical reference; the loaded Dataset's name.
-    files : callable
-        Returns the paths the data is read from (raising DatasetError, with where the file
-        should be, when one is missing). Their size and mtime key the cache.
-    parse : callable
-        Reads the files and returns a validated :class:`robench.data.Dataset`; called only
-        when no cache entry matches the files as they are now.
-    version : str
-        The parser's version: a new one invalidates the cached entries.
+    ``name``: the canonical reference; ``files()``: the paths read (DatasetError saying where
+    when one is missing); ``parse()``: a validated Dataset, called only on a cache miss;
+    ``version``: the parser's (a new one invalidates the cache).
     """
 
     def __init__(self, name: str, files: Callable[[], list], parse: Callable[[], Dataset],
@@ -276,11 +243,8 @@ class FileDataset:
     def load(self) -> Dataset:
         """Return the data set from the cache entry (parsed first if the files changed).
 
-        X is held as the entry stores it (uint8 pixels for image files); above
-        :func:`mmap_threshold` bytes it is memory-mapped from the entry, so the workers of a
-        machine share one copy in the page cache instead of each reading its own. With
-        ``ROBENCH_COMPACT_DATA=0`` X is read whole and converted to float32 (the pre-issue-21
-        path, kept for comparison); the values and the fingerprint are the same either way.
+        X is held as stored (uint8 pixels for images), memory-mapped above :func:`mmap_threshold`
+        bytes; ``ROBENCH_COMPACT_DATA=0`` reads it whole as float32 (same values and fingerprint).
         """
         path = self.entry()
         meta = json.loads((path / "meta.json").read_text())

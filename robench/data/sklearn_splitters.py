@@ -1,8 +1,4 @@
-"""Source-aware partitions as scikit-learn cross-validators (sources are sklearn ``groups``).
-
-Import them from :mod:`robench.data.splitters`; they live here so that importing the partition
-functions does not import scikit-learn.
-"""
+"""Source-aware partitions as scikit-learn cross-validators (imported by robench.data lazily)."""
 
 from __future__ import annotations
 

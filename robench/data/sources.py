@@ -13,12 +13,7 @@ from robench.errors import SourcesError  # noqa: F401 (public here too)
 
 
 class Labels(np.ndarray):
-    """Cluster labels that carry ``info``, a JSON-able dict of what the clusterer did.
-
-    A clusterer's ``fit_predict`` may return one instead of a plain array (e.g. to record that
-    it had to repair an empty cluster); it behaves as an ordinary label array everywhere, and
-    :func:`find_sources` stores each class's ``info`` with the sources.
-    """
+    """Cluster labels carrying ``info``, a JSON-able dict of what the clusterer did (stored too)."""
 
     def __new__(cls, labels, info=None):
         obj = np.asarray(labels).view(cls)
@@ -72,11 +67,7 @@ def check_class_sizes(y: np.ndarray, k: int, class_names=None) -> None:
 
 
 def find_sources(dataset, clusterer_spec, clusterer_version: str, k: int, seed: int) -> Sources:
-    """Cluster each class of ``dataset`` on its raw inputs into k sources (cached).
-
-    Silhouette scores are computed per class on the same inputs (Euclidean), as the paper
-    reports them to judge how consistent the found sources are.
-    """
+    """Cluster each class of ``dataset`` on its raw inputs into k sources, with silhouettes."""
     y = dataset.y
     if not clusterer_spec.requires_true_sources:
         check_class_sizes(y, k, dataset.class_names)

@@ -1,13 +1,8 @@
-"""Source-aware partitions as pure functions and as scikit-learn cross-validators.
+"""Source-aware partitions as pure functions (sources are scikit-learn's ``groups``).
 
-A *source* is scikit-learn's ``groups``: ``cross_val_score(est, X, y, groups=sources,
-cv=SourceExclusiveSplit(...))`` evaluates on held-out sources. Every partition is drawn by
-index from its own generator, seeded by (seed, repeat, kind), so it never depends on the
-order of the data, on the model, or on what else ran before it.
-
-The cross-validator classes live in :mod:`robench.data.sklearn_splitters` and are importable from
-:mod:`robench.data`, loaded on first use, so the protocols, which need only the functions, do
-not pay for importing scikit-learn (seconds) on every ``robench run``.
+Every partition is drawn by index from its own generator seeded by (seed, repeat, kind), so
+it never depends on data order, the model or what ran before. The cross-validators live in
+:mod:`robench.data.sklearn_splitters` (scikit-learn takes seconds to import).
 """
 
 from __future__ import annotations
@@ -40,11 +35,7 @@ def _check(y, groups):
 
 
 def exclusive_test_mask(y, groups, rng: np.random.Generator) -> np.ndarray:
-    """Return a test mask holding, for every class, all samples of one source drawn at random.
-
-    No sample of a held-out source is in training; every class keeps its other sources for
-    training, so every class needs at least two sources.
-    """
+    """Return a test mask holding, for every class, all samples of one random source (>= 2 each)."""
     y, groups = _check(y, groups)
     mask = np.zeros(y.shape[0], dtype=bool)
     for c in np.unique(y):
@@ -62,10 +53,8 @@ def exclusive_test_mask(y, groups, rng: np.random.Generator) -> np.ndarray:
 def balanced_exclusive_test_mask(y, groups, *, seed: int, repeat: int) -> np.ndarray:
     """Return the balanced design's exclusive test mask: sources held out in rotation.
 
-    Per class with k sources, repeat r lies in cycle ``r // k`` at position ``r % k``; the
-    held-out source is the one at that position of a permutation of the class's sources
-    drawn afresh per (seed, cycle, class), so within a cycle every source is held out exactly
-    once and which sources of different classes are held out together stays random.
+    Repeat r is position ``r % k`` of cycle ``r // k`` in a permutation of each class's sources
+    drawn afresh per (seed, cycle, class) (docs/intervals.md says why).
     """
     y, groups = _check(y, groups)
     mask = np.zeros(y.shape[0], dtype=bool)
@@ -119,9 +108,7 @@ def random_test_mask(y, test_size: float, rng: np.random.Generator) -> np.ndarra
 
 def test_mask(kind: str, y, groups, *, seed: int, repeat: int, test_size: float = 0.2,
               held_out: str = "random") -> np.ndarray:
-    """Return the test mask of partition ``kind`` for one repeat (pure, deterministic).
-
-    ``held_out`` chooses the exclusive partition's design (:data:`HELD_OUT`)."""
+    """Return the test mask of partition ``kind`` for one repeat (``held_out``: the design)."""
     if kind == "exclusive" and held_out == "balanced":
         return balanced_exclusive_test_mask(y, groups, seed=seed, repeat=repeat)
     if held_out not in HELD_OUT:
@@ -137,11 +124,7 @@ def test_mask(kind: str, y, groups, *, seed: int, repeat: int, test_size: float 
 
 
 def validation_split(train_idx, y, fraction: float, rng: np.random.Generator):
-    """Split training indices into (fit, validation), stratified by class.
-
-    Validation is carved from the training partition only: early stopping and model selection
-    never see the test partition (robench invariant 1).
-    """
+    """Split training indices into (fit, validation), stratified; never from the test partition."""
     train_idx = np.asarray(train_idx)
     val_local = _fraction_mask(np.asarray(y)[train_idx], fraction, rng)
     return train_idx[~val_local], train_idx[val_local]

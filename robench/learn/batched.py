@@ -1,18 +1,10 @@
 """Train many :class:`~robench.learn.train.TorchClassifier` of one architecture at once.
 
-:func:`fit_many` stacks the weights of the repeats and partitions of one (data set, model)
-along a leading model axis and runs every mini-batch step of all of them as one computation
-(an MLP as batched matrix products, a ConvNet through grouped convolutions, any other module
-through ``torch.func.vmap``; fused Adam). Each model keeps what it has when trained alone
-(seeded initial weights, its own data order, Adam state, validation and
-:class:`~robench.learn.train.EpochLedger`) and ends fitted as if its own ``fit`` had run;
-results agree up to floating-point rounding (docs/performance.md, tests/learn/test_batched.py).
-
-:func:`deferring` and :func:`replaying` run a trial's own code twice around one batched
-training (robench.run.batching): the first pass records the trial's first ``fit`` and stops it
-(:class:`FitDeferred`), the second gets that call answered with the model :func:`fit_many`
-trained. Each sets :data:`robench.learn.train.FIT_HOOK` for its block; the contract this asks
-of a protocol is in :class:`robench.specs.ProtocolSpec`'s docstring.
+:func:`fit_many` stacks the models' weights along a leading axis and runs every step of all
+of them as one computation; each model keeps its own seed, data order, Adam state and
+:class:`~robench.learn.train.EpochLedger` (docs/performance.md, "Many models at once").
+:func:`deferring` and :func:`replaying` run a trial's code twice around one batched training
+(the contract is :class:`robench.specs.ProtocolSpec`'s).
 """
 
 from __future__ import annotations
@@ -58,11 +50,9 @@ class FitJob:
 # --- deferring a trial's fit and replaying it ------------------------------------------------
 
 def deferring(jobs: list):
-    """Record the first ``TorchClassifier.fit`` call in the block into ``jobs``, and stop there.
+    """Record the first ``TorchClassifier.fit`` in the block into ``jobs`` and stop the trial there.
 
-    The call raises :class:`FitDeferred` after appending its :class:`FitJob` (or
-    :class:`NotBatchable` when :func:`batchable` says no: the caller trains that trial alone).
-    A context manager (:func:`robench.learn.train.fit_hook`).
+    It raises :class:`FitDeferred`, or :class:`NotBatchable` where :func:`batchable` says no.
     """
     def hook(clf, X, y, X_val, y_val):
         if not batchable(clf):
@@ -76,10 +66,8 @@ def deferring(jobs: list):
 def replaying(job: FitJob):
     """Answer the first ``TorchClassifier.fit`` call in the block with ``job``'s trained model.
 
-    The classifier gets ``job.clf``'s fitted attributes (and torch's global random state is
-    left as ``fit`` would leave it); later calls, and a call with another seed or other row
-    counts than the deferred one, train as usual. A context manager
-    (:func:`robench.learn.train.fit_hook`).
+    Torch's random state is left as ``fit`` would leave it; later calls, and one with another
+    seed or other row counts, train as usual. A context manager.
     """
     used = []
 
@@ -104,11 +92,7 @@ def replaying(job: FitJob):
 
 
 def batchable(clf) -> bool:
-    """Return whether ``clf`` trains exactly like :meth:`TorchClassifier.fit` (so may be batched).
-
-    Its class must not override ``fit`` and it must have no ``epoch_callback`` (it would
-    observe one model at a time). The module is checked by :func:`architecture`.
-    """
+    """Return whether ``clf`` trains exactly like :meth:`TorchClassifier.fit` (batchable)."""
     return (isinstance(clf, TorchClassifier) and type(clf).fit is TorchClassifier.fit
             and clf.epoch_callback is None and clf.max_epochs >= 1 and clf.patience >= 1
             and clf.batch_size >= 1)
@@ -117,8 +101,7 @@ def batchable(clf) -> bool:
 def architecture(module: nn.Module) -> Optional[tuple]:
     """Return what must match for modules to train in one stack, or None if it cannot.
 
-    The module's class and its parameters' names and shapes; modules with buffers (batch
-    norm's running statistics) or a ``penalty`` (Bayesian layers sample weights) cannot.
+    Modules with buffers (batch norm) or a ``penalty`` (Bayesian layers) cannot.
     """
     if getattr(module, "penalty", None) is not None or any(True for _ in module.buffers()):
         return None
@@ -144,10 +127,8 @@ class _VmapForward:
 class _ConvNetForward:
     """logits[M, B, C] of M stacked :class:`ConvNet` models: grouped convolutions, bmm.
 
-    The M models' channels sit side by side ([B, M*C, H, W]); a convolution with ``groups=M``
-    applies each model's kernels to its own channels only, max-pool and ReLU act per channel,
-    and the fully connected layers are batched matrix products over the model axis. Each
-    model's flattening order is ConvNet's (channel, row, column).
+    The models' channels sit side by side ([B, M*C, H, W]); ``groups=M`` keeps each model's
+    kernels on its own channels; each model's flattening order is ConvNet's.
     """
 
     def __init__(self, module: ConvNet):
@@ -189,11 +170,7 @@ class _ConvNetForward:
 
 
 class _MLPForward:
-    """logits[M, B, C] of M stacked :class:`MLP` models: one batched matrix product a layer.
-
-    What vmap computes for an MLP, without its per-call overhead (~20% of a step measured
-    on one CPU thread).
-    """
+    """logits[M, B, C] of M stacked :class:`MLP` models (vmap's result without ~20% overhead)."""
 
     def __init__(self, module: MLP):
         self.layers = []
@@ -231,8 +208,7 @@ def _tensor(X):
 class _Pool:
     """The rows of several models' splits, gathered once onto the device.
 
-    Model i's local row j is pool row ``offsets[i] + j``; splits that are views of one data set
-    share that data set's rows instead of copying each split.
+    Model i's local row j is pool row ``offsets[i] + j``; views of one data set share its rows.
     """
 
     def __init__(self, splits: list, labels: list, device):
@@ -272,10 +248,7 @@ class _Member:
         self.order, self.batch_no = None, 0  # this epoch's permutation, its next batch
 
     def next_batch(self) -> tuple:
-        """Return (pool positions, row weights, whether it ends an epoch) of the next batch.
-
-        A short last batch is padded with the model's row 0, weighted 0.
-        """
+        """Return (pool positions, row weights, ends an epoch) of the next batch (short: padded)."""
         bs = self.batch_size
         if self.batch_no == 0:
             self.order = torch.randperm(self.size, generator=self.generator)
@@ -372,11 +345,10 @@ def _build(jobs: list, device) -> list:
 
 
 def fit_many(jobs: list, device=None) -> None:
-    """Train every job's classifier in one batched computation (see the module docstring).
+    """Train every job's classifier in one batched computation; each ``job.clf`` ends up fitted.
 
-    All classifiers must be :func:`batchable`, build modules of one :func:`architecture` and
-    share ``batch_size``, ``lr`` and ``weight_decay`` (``max_epochs`` and ``patience`` may
-    differ); a ValueError says which does not. Each ``job.clf`` ends up fitted.
+    The classifiers must be :func:`batchable`, of one :func:`architecture`, and share
+    ``batch_size``, ``lr`` and ``weight_decay``; a ValueError says which does not.
     """
     if not jobs:
         return
@@ -400,8 +372,7 @@ def fit_many(jobs: list, device=None) -> None:
 
 
 def _next_batches(members: list, device) -> tuple:
-    """Return the members' next batches: pool positions and row weights (one row a member),
-    and the stack positions whose batch ends an epoch."""
+    """Return the next pool positions and row weights, and the stack positions ending an epoch."""
     local, weight, ended = zip(*(m.next_batch() for m in members))
     return (torch.stack(local).to(device, non_blocking=True),
             torch.stack(weight).to(device, non_blocking=True),
@@ -410,8 +381,7 @@ def _next_batches(members: list, device) -> tuple:
 
 def _close_epochs(stack: _Stack, forward, val: _Pool, active: list, ended: list,
                   device) -> list:
-    """Validate the ``active`` members whose epoch ``ended`` (stack positions), record it in
-    their ledgers, drop from the stack those that stop, and return the members still training."""
+    """Validate and record the members whose epoch ``ended``; return the members still training."""
     sel = torch.tensor(ended, device=device)
     val_loss, val_acc = _evaluate(forward, stack.weights(sel), val,
                                   [active[pos].index for pos in ended], device)

@@ -1,13 +1,9 @@
 """Where torch work runs: ``--device auto|cpu|cuda|cuda:N|mps``.
 
-The driver resolves the requested device once (:func:`resolve_device`: ``auto`` is the GPU
-when one is visible; a device that is not there is a :class:`DeviceError`), every trial gets it
-in its spec, :func:`robench.run.executors.execute_trial` makes it current (:func:`using_device`)
-and torch code reads it with :func:`torch_device`. With ``cuda`` and several GPUs process
-worker *i* sees GPU *i mod n* (``CUDA_VISIBLE_DEVICES``); ``cuda:N`` pins every worker.
-
-The device is not part of any key: CPU and GPU results differ only in the last bits; each trial
-row records its ``device`` instead (docs/running.md says why).
+The driver resolves the device once (:func:`resolve_device`), every trial gets it in its
+spec and makes it current (:func:`using_device`); torch code reads :func:`torch_device`.
+With ``cuda`` and several GPUs worker i sees GPU i mod n. The device is in no key (each row
+records it; docs/running.md says why).
 """
 
 from __future__ import annotations
@@ -68,10 +64,9 @@ def mps_available() -> bool:
 
 
 def resolve_device(request: str = "auto") -> str:
-    """Return the concrete device for ``request``: ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+    """Return the concrete device for ``request`` (``auto``: cuda, else mps, else cpu).
 
-    ``auto`` is ``cuda`` when a CUDA GPU is visible, else ``mps`` when available, else
-    ``cpu``. Asking for a device that is not there raises :class:`DeviceError` saying so.
+    A device that is not there raises :class:`DeviceError` saying so.
     """
     device = check_syntax(request)
     if device == "auto":
@@ -124,11 +119,7 @@ def torch_device():
 
 
 def device_label(device=None) -> str:
-    """Return what a trial row records as its device, e.g. ``cpu``, ``cuda:1`` or ``mps``.
-
-    ``cuda`` without an index is the worker's own GPU: the physical one the process executor
-    gave it (``CUDA_VISIBLE_DEVICES``), else ``cuda:0`` of what the process sees.
-    """
+    """Return what a trial row records as its device (plain ``cuda``: the worker's physical GPU)."""
     device = device or current_device()
     if device == "cuda":
         gpu = os.environ.get(WORKER_GPU_ENV)
@@ -137,11 +128,7 @@ def device_label(device=None) -> str:
 
 
 def worker_gpus(device: str, workers: int) -> list:
-    """Return one ``CUDA_VISIBLE_DEVICES`` value per worker, or [] to leave workers alone.
-
-    Only a plain ``cuda`` device with several visible GPUs spreads workers over them, round
-    robin; a single GPU, ``cuda:N``, ``cpu`` and ``mps`` need no assignment.
-    """
+    """Return one ``CUDA_VISIBLE_DEVICES`` per worker (plain ``cuda``, several GPUs), else []."""
     if device != "cuda":
         return []
     n = cuda_count()

@@ -1,14 +1,8 @@
 """Penultimate features of trained models, and reference models cached on disk.
 
-A classifier exposes its feature space with ``has_features = True`` and ``features(X)`` (the
-penultimate, pre-logit representation; see docs/plugin-hooks.md). Models without one (the RBF
-SVM) make feature-space scores "not applicable": :func:`feature_support` says why.
-
-A *reference model* is one model trained on a fixed (train, validation) split. Torch models
-(:class:`robench.learn.train.TorchClassifier`) are cached by content key: their weights and training
-log go to ``<cache>/reference-models/<key>.npz``, so a rerun (e.g. after a protocol change that
-keeps the split and the training budget) rebuilds the trained model without training it.
-Features are cached the same way, keyed by the model's key and the rows they were computed on.
+A classifier exposes ``has_features = True`` and ``features(X)`` (docs/plugin-hooks.md). A
+torch reference model's weights, training log and features are cached by content key under
+``<cache>/reference-models/``, so a rerun rebuilds the model without training it.
 """
 
 from __future__ import annotations
@@ -78,11 +72,9 @@ _META_ATTRS = ("history_", "n_epochs_", "best_epoch_", "train_accuracy_", "val_a
 
 
 def train_reference(classifier, X, y, X_val, y_val, *, key: Optional[str] = None) -> tuple:
-    """Fit ``classifier`` on (X, y) with validation (X_val, y_val); return (classifier, hit).
+    """Fit ``classifier`` (validation (X_val, y_val)); return (classifier, hit).
 
-    A torch classifier's trained weights and training log are cached under ``key``; on a hit the
-    module is rebuilt (seeded as in ``fit``) and the weights loaded instead of training.
-    Other classifiers are always fitted.
+    A torch classifier's weights and log are cached under ``key``; others are always fitted.
     """
     if key is None or not _is_torch(classifier):
         return classifier.fit(X, y, X_val, y_val), False
@@ -144,9 +136,8 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 def feature_space(classifier) -> tuple:
     """Return (FeatureSpace, None) for a fitted classifier, or (None, why it has none).
 
-    A classifier may define ``coverage_space()`` returning a :class:`FeatureSpace` itself.
-    Torch classifiers (``module_``) use ``conv_features`` / ``from_conv_features`` when the
-    module has them (last convolutional block), else ``features`` and the ``head`` layer.
+    ``coverage_space()`` if defined; else a torch module's ``conv_features`` /
+    ``from_conv_features``, or ``features`` and ``head``.
     """
     own = getattr(classifier, "coverage_space", None)
     if callable(own):

@@ -8,13 +8,8 @@ from robench.data.references import compact_data
 def model_inputs(model, dataset, train_idx, val_idx) -> tuple:
     """Return (training rows, validation rows, all rows) as ``model`` takes them.
 
-    * A model with ``accepts_rows`` (:class:`robench.learn.train.TorchClassifier`) gets
-      :class:`robench.data.Rows` views: it reads a mini-batch at a time, so no split is copied
-      and a memory-mapped data set is read from its file a batch at a time.
-    * Any other model gets arrays: uint8 pixels as held if it ``accepts_uint8``, else float32
-      rows converted for the split alone (never the whole data set).
-    * With ``ROBENCH_COMPACT_DATA=0`` (the float32 path before issue 21, kept to compare) every
-      model gets float32 arrays and the splits are copied whole, as they were.
+    ``accepts_rows``: :class:`robench.data.Rows` views; else arrays (uint8 if it
+    ``accepts_uint8``), converted per split; ``ROBENCH_COMPACT_DATA=0``: float32, copied whole.
     """
     if not compact_data():
         X = dataset.X

@@ -1,29 +1,13 @@
 """Minimum-cost multicut clustering of feature vectors (bioimage-cpp solvers).
 
-Graph: the symmetric ``knn``-nearest-neighbour graph (default) or, with ``graph="complete"``,
-every pair; distances d_ij = ‖f(x_i) − f(x_j)‖² (paper eq. 4), with ``scale="knn-median"`` in
-units of the point set's median kNN-edge distance (:func:`local_scale`).
-
-Edge costs, *supervised* (the purity-ratio metric): p_join(d) = σ(a + b·d), a logistic
-regression with balanced class weights fitted on edges (or up to ``MAX_FIT_PAIRS`` pairs) of
-*training* features, label 1 where both ends share a class (random pairs are added when the
-edges carry a single label). A test edge costs w_ij = a + b·d_ij + bias: > 0 attracts, < 0
-repels, and eq. 2 cuts an edge only where that lowers Σ w_e·y_e. bias 0 is the fitted boundary
-(the ``threshold`` distance in the info), > 0 joins more, < 0 cuts more;
-``bias="calibrated"`` (:func:`calibrate_bias`) searches it on a test-sized stratified training
-subsample: the partition whose effective number of clusters (:func:`effective_clusters`) is
-closest to the number of classes, then the best ARI (``"ari"``: the ARI alone). Why these
-three options go together, with the measured figures: docs/clusterability.md
-(``python benchmarks/multicut_calibration.py`` prints them). The info dict reports the bias,
-``n_clusters``, ``n_singletons`` and, when calibrated, the training ARI, cluster count and grid.
-
-Edge costs, *unsupervised* (the ``multicut`` clusterer, no labels): w_ij = (t − d_ij)/s, s the
-median edge distance, t the distance quantile found by bisection so that the number of clusters
-of >= 2 members is closest to k (a target, not a guarantee); leftover singletons join their
-nearest neighbour's cluster.
-
-Solver: greedy additive edge contraction (GAEC), optionally followed by Kernighan-Lin
-(``solver="gaec+kl"``; up to 16x slower on a 70k-node graph and rarely better).
+Graph: symmetric kNN or complete, squared distances (paper eq. 4), optionally in units of
+the median kNN-edge distance (:func:`local_scale`). Costs, supervised (purity-ratio): a
+balanced logistic regression p_join(d) on training pairs, ``logit(p_join) + bias`` with the
+bias fixed or calibrated (:func:`calibrate_bias`); unsupervised (the ``multicut``
+clusterer): ``(t - d)/s`` with t bisected so that about k clusters of >= 2 members form.
+Solver: GAEC, optionally + Kernighan-Lin (up to 16x slower on a 70k-node graph, rarely
+better). docs/clusterability.md has the design and the measured figures
+(benchmarks/multicut_calibration.py).
 """
 
 from __future__ import annotations
@@ -87,10 +71,8 @@ def complete_edges(Z: np.ndarray) -> tuple:
 def local_scale(Z: np.ndarray, knn: int = DEFAULT_KNN) -> float:
     """Return the median squared distance over the kNN edges of ``Z`` (1 if it is 0).
 
-    A unit for distances that follows the point set: it grows with the features' spread and
-    shrinks as the same distribution is sampled more densely, so a boundary expressed in it
-    transfers between graphs of different sizes and between training and test features that
-    differ in spread (a trained model's training features are tighter than its test ones).
+    A unit that follows the point set's spread and density, so a boundary in it transfers
+    between graph sizes and between (tighter) training and test features.
     """
     _, d = knn_edges(Z, knn)
     m = float(np.median(d)) if len(d) else 0.0
@@ -142,32 +124,17 @@ def stratified_subsample(y: np.ndarray, cap, seed: int) -> np.ndarray:
 
 
 class JoinModel:
-    """Logistic regression p_join(d) on squared feature distances of kNN edges.
+    """Logistic regression p_join(d) on squared feature distances of graph edges.
 
-    Parameters
-    ----------
-    knn : int
-        Neighbours per node of the graph whose edges train the model.
-    bias : float
-        Added to every cost logit(p_join); > 0 joins more, < 0 cuts more.
-    seed : int
-        Seeds the random pairs added when the kNN edges carry a single label, and the subset
-        of pairs of a complete graph with more than ``MAX_FIT_PAIRS`` pairs.
-    graph : {"knn", "complete"}
-        The edges it is fitted on: those of the graph the costs will be used on.
-    scale : {"none", "knn-median"}
-        ``"knn-median"`` divides every squared distance by the median squared distance of the
-        kNN edges of the same point set (:func:`local_scale`), in :meth:`edges`, both when
-        fitting and for the graph the costs are used on; ``"none"`` uses raw distances.
+    ``bias`` is added to every cost (> 0 joins more); ``seed`` draws the extra random pairs
+    (single-label edges) and a complete graph's subset beyond ``MAX_FIT_PAIRS``; ``graph`` and
+    ``scale`` (:data:`GRAPHS`, :data:`SCALES`: ``knn-median`` divides by :func:`local_scale`)
+    are those of the graph the costs will be used on.
     """
 
     def __init__(self, knn: int = DEFAULT_KNN, bias: float = 0.0, seed: int = 0,
                  graph: str = "knn", scale: str = "none"):
-        self.knn = knn
-        self.bias = bias
-        self.seed = seed
-        self.graph = graph
-        self.scale = scale
+        self.knn, self.bias, self.seed, self.graph, self.scale = knn, bias, seed, graph, scale
 
     def __repr__(self) -> str:
         extra = "" if self.graph == "knn" else f", graph={self.graph!r}"
@@ -237,11 +204,9 @@ class JoinModel:
 
 
 def effective_clusters(labels: np.ndarray) -> float:
-    """Return exp(entropy of the cluster sizes): the number of equal clusters as diverse.
+    """Return exp(entropy of the cluster sizes): as many equal clusters would be as diverse.
 
-    k equal clusters give k; one giant cluster with singletons gives about 1; singletons in a
-    partition of equal clusters barely count. Unlike the raw count, it cannot be reached by
-    splitting off outliers.
+    Unlike the raw count, it cannot be reached by splitting off outliers.
     """
     labels = np.asarray(labels)
     if labels.size == 0:
@@ -262,34 +227,12 @@ def calibrate_bias(model: JoinModel, Z_train: np.ndarray, y_train: np.ndarray, *
                    grid=None, criterion: str = "effective_clusters") -> tuple:
     """Return (bias, report): the bias whose multicut of training features best fits the classes.
 
-    The graph (``model.graph``) is built on a stratified subsample of ``n_nodes`` training rows
-    (all of them if fewer), the size of the test graph the bias will be used on. For each bias
-    b, the costs ``logit(p_join(d)) + b`` are solved with ``solver`` and the partition is
-    scored by its adjusted Rand index with the classes. ``grid`` (an iterable of biases) is
-    searched as given; by default a coarse pass over :data:`CALIBRATION_RANGE` in steps of
-    ``CALIBRATION_STEPS[0]`` is refined in steps of ``CALIBRATION_STEPS[1]`` within one
-    coarse step of its best value. Among equal best scores the middle one (median position in
-    the sorted biases) is taken, so a plateau does not pull the boundary to its edge.
-
-    Parameters
-    ----------
-    model : JoinModel
-        A fitted join model; its own ``bias`` is ignored (the search sets it).
-    Z_train, y_train : arrays
-        Labelled training features.
-    n_nodes : int
-        Nodes of the graph the bias is meant for.
-    knn, solver, seed :
-        As in :func:`multicut_supervised` (``seed`` draws the subsample).
-    grid : iterable of float, optional
-        Biases to try instead of the default coarse-to-fine search.
-
-    Returns
-    -------
-    bias : float
-    report : dict
-        ``train_nodes``, ``train_ari`` and ``train_n_clusters`` at the chosen bias, and the
-        ``searched`` list of [bias, ARI, n_clusters] triples.
+    The graph is built on a stratified subsample of ``n_nodes`` training rows (the test graph's
+    size); each bias is scored by ``criterion`` (effective clusters closest to the classes, then
+    ARI; or ARI). ``grid`` is searched as given, else :data:`CALIBRATION_RANGE` coarse then fine
+    (:data:`CALIBRATION_STEPS`) around the best. Among equal best scores the middle bias is taken.
+    ``model``'s own bias is ignored. ``report``: ``train_nodes``, ``train_ari``,
+    ``train_n_clusters`` at the chosen bias and ``searched`` [bias, ARI, n_clusters] triples.
     """
     Z_train, y_train = np.asarray(Z_train, dtype=np.float64), np.asarray(y_train)
     sub = stratified_subsample(y_train, int(n_nodes), seed)
@@ -340,13 +283,9 @@ def multicut_supervised(Z_test, Z_train, y_train, *, knn: int = DEFAULT_KNN, bia
                         criterion: str = "effective_clusters", scale: str = "none") -> tuple:
     """Cluster ``Z_test`` by multicut with costs learned on labelled ``Z_train``.
 
-    ``bias`` is a number (added to every cost, as before) or ``"calibrated"``: chosen by
-    :func:`calibrate_bias` on the training features at the test graph's size. ``graph`` is
-    ``"knn"`` (default) or ``"complete"`` (the paper's; see the module docstring).
-
-    Returns (labels, info) where info holds the join model's fit, the graph's size, the bias
-    used (and, when calibrated, ``calibration``: the training ARI and cluster count at the
-    chosen bias and the searched grid), ``n_clusters`` and ``n_singletons`` of the result.
+    ``bias``: a number or ``"calibrated"`` (:func:`calibrate_bias` at the test graph's size).
+    Returns (labels, info): the join model's fit, the graph's size, the bias (and, calibrated,
+    ``calibration``), ``n_clusters`` and ``n_singletons``.
     """
     if graph not in GRAPHS:
         raise ValueError(f"unknown multicut graph {graph!r}; use one of {GRAPHS}")
@@ -368,8 +307,7 @@ def multicut_supervised(Z_test, Z_train, y_train, *, knn: int = DEFAULT_KNN, bia
         "n_nodes": int(len(Z_test)), "n_edges": int(len(uv)), "knn": int(knn),
         "graph": graph, "scale": scale, "bias": float(model.bias),
         "bias_mode": "calibrated" if calibrated else "fixed", "solver": solver,
-        "coef": model.coef_,
-        "intercept": model.intercept_, "threshold": model.threshold,
+        "coef": model.coef_, "intercept": model.intercept_, "threshold": model.threshold,
         "train_pairs": model.n_pairs_, "train_join_fraction": model.join_fraction_,
         "attractive_fraction": float((costs > 0).mean()) if costs.size else None,
         "n_clusters": int(labels.max() + 1) if labels.size else 0,
@@ -388,7 +326,7 @@ def _clusters_at(n, uv, d, scale, t, solver):
 
 def multicut_fit_predict(Z, k: int, *, seed: int, true_sources=None, knn: int = DEFAULT_KNN,
                          solver: str = "gaec", max_iter: int = 30) -> np.ndarray:
-    """Cluster rows of ``Z`` by multicut without labels, aiming at ``k`` clusters (see module).
+    """Cluster rows of ``Z`` by multicut without labels, aiming at ``k`` clusters.
 
     ``true_sources`` is ignored; ``seed`` is unused (GAEC is deterministic) but accepted.
     """

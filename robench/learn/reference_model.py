@@ -1,9 +1,7 @@
 """The reference model: one model per (data set, model, seed) trained on a standard split.
 
-Metrics that read a trained model (its feature space, its corruption robustness) share it: the split is the random-split partition of repeat 0 (validation
-carved from the training part, never from test), the model is seeded like the random-split
-trial of repeat 0, and its weights are cached under a content key of what defines it, so every
-protocol that asks for the same reference model trains it once.
+Metrics that read a trained model share it: repeat 0's random split (validation from the
+training part), seeded like that trial, its weights cached under a content key.
 """
 
 from __future__ import annotations
@@ -27,11 +25,7 @@ REPEAT_STREAM = 0xC0FE
 
 
 def reference_seed(seed: int, repeat: int) -> int:
-    """Return the seed of repeat ``repeat``'s reference model: the run's ``seed`` for repeat 0,
-    an independent derived seed (``derived_seed(seed, repeat, REPEAT_STREAM)``) otherwise.
-
-    The seed defines the split (:func:`reference_split`), the initialisation and the batch
-    order, so every protocol asking for the same (seed, repeat) trains one model."""
+    """Return repeat ``repeat``'s reference seed: ``seed`` for repeat 0, else a derived one."""
     return int(seed) if int(repeat) == 0 else derived_seed(int(seed), int(repeat), REPEAT_STREAM)
 
 
@@ -46,13 +40,10 @@ def reference_split(y, *, seed: int, test_size: float, val_fraction: float) -> t
 def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> dict:
     """Build and train (or load from the cache) the reference model of a trial spec.
 
-    ``spec`` holds ``seed``, ``model``, ``versions["model"]`` and ``params`` with
-    ``test_size``, ``val_fraction`` and ``train`` (the budget). The split is
-    :func:`reference_split` of the spec's seed; the weights are cached under a content key of
-    the data set, model, model version, budget and split. ``build(ctx)`` builds the untrained
-    classifier (default: the registered model ``spec["model"]``); ``applicable(clf)`` returns
-    why the built model does not apply (then it is not trained). Returns a dict: fit, val, test,
-    clf, hit, model_key, not_applicable and ``base`` (the trial row's sizes).
+    ``spec``: ``seed``, ``model``, ``versions["model"]``, ``params`` (``test_size``,
+    ``val_fraction``, ``train``). ``build(ctx)`` builds the classifier (default: the registered
+    model); ``applicable(clf)`` says why it does not apply. Returns a dict: fit, val, test, clf,
+    hit, model_key, not_applicable and ``base`` (the trial row's sizes).
     """
 
     params, seed = spec["params"], int(spec["seed"])

@@ -1,12 +1,7 @@
 """Train torch classifiers on flat float32 arrays, selecting the epoch on validation data only.
 
-Everything here imports torch, so nothing on the CLI's start-up path may import this module;
-model factories import it inside their ``build`` functions.
-
-The training loop keeps the whole training set in two tensors and slices mini-batches from a
-seeded permutation each epoch: no DataLoader, no per-sample Python work. Early stopping and the
-choice of the restored epoch read only the validation split (robench invariant 1: the test
-partition never influences training or selection).
+Imports torch: model factories import it inside ``build``, never the CLI's start-up path.
+docs/data-and-models.md ("Training") has the loop's design.
 """
 
 from __future__ import annotations
@@ -24,10 +19,8 @@ from torch import nn
 from robench.data import Rows
 from robench.learn.devices import module_device, torch_device
 
-#: Training budget used where ``ModelContext.train`` leaves a key out: the quick budget, which
-#: on 4,000 MNIST digits reached higher validation accuracy than 8 epochs at batch 128 and lr
-#: 1e-3 in half the time (a CNN epoch costs the same at batch 64 or 256). Its keys are exactly
-#: the budget arguments of :class:`TorchClassifier`.
+#: Training budget where ``ModelContext.train`` leaves a key out (the quick one,
+#: docs/data-and-models.md); its keys are the budget arguments of :class:`TorchClassifier`.
 DEFAULT_TRAIN = {"max_epochs": 4, "patience": 2, "batch_size": 64, "lr": 2e-3,
                  "weight_decay": 0.0}
 
@@ -36,10 +29,8 @@ EVAL_BATCH_SIZE = 256
 
 _interop_threads_set = False
 
-#: The hook :meth:`TorchClassifier.fit` asks first, None for none: ``hook(clf, X, y, X_val,
-#: y_val)`` returns True when it has fitted ``clf`` itself (robench.learn.batched ``deferring``
-#: and ``replaying`` set it for a block, :func:`fit_hook`). A context variable: it reaches the
-#: fits of that block in that thread and context, nothing else.
+#: The hook :meth:`TorchClassifier.fit` asks first: ``hook(clf, X, y, X_val, y_val)`` is True
+#: when it fitted ``clf`` itself (robench.learn.batched, via :func:`fit_hook`; per context).
 FIT_HOOK: contextvars.ContextVar = contextvars.ContextVar("robench_fit_hook", default=None)
 
 
@@ -77,31 +68,15 @@ if os.environ.get("ROBENCH_TORCH_THREADS"):
 def training_budget(train: dict) -> dict:
     """Return the training budget in ``train`` with defaults filled and unknown keys dropped.
 
-    Parameters
-    ----------
-    train : dict
-        A profile's training knobs, usually ``ModelContext.train``. It may hold keys that are
-        not a :class:`TorchClassifier` budget argument (e.g. ``mc_samples``, which the
-        shifted-cv protocol sends to every model); they are left out.
-
-    Returns
-    -------
-    dict
-        One value for every key of :data:`DEFAULT_TRAIN`, taken from ``train`` where it has
-        one; ready for ``TorchClassifier(build_module, seed=..., **budget)``.
+    One value for every key of :data:`DEFAULT_TRAIN` (keys such as shifted-cv's ``mc_samples``
+    are left out), ready for ``TorchClassifier(build_module, seed=..., **budget)``.
     """
     train = train or {}
     return {key: train.get(key, default) for key, default in DEFAULT_TRAIN.items()}
 
 
 def as_inputs(X):
-    """Return rows as a tensor without copying where possible: float32, or uint8 pixels as held.
-
-    uint8 rows are pixels (value / 255, see :class:`robench.data.Dataset`); they stay uint8
-    here (a quarter of the memory) and :func:`as_float` converts each batch.
-    :class:`robench.data.Rows` are returned as they are: :func:`_take` reads them a batch at
-    a time.
-    """
+    """Return rows as a tensor, uncopied where possible: float32, uint8 pixels as held, or Rows."""
     if isinstance(X, Rows):
         return X
     X = np.asarray(X)
@@ -118,11 +93,7 @@ def _take(X, idx) -> torch.Tensor:
 
 
 def as_float(x: torch.Tensor) -> torch.Tensor:
-    """Return a batch as float32: uint8 pixels divided by 255 in float32.
-
-    The division is rounded once in float32, exactly like ``robench.data.dataset.pixels_to_float``,
-    so a model trained on uint8 pixels sees the very values of the float32 path.
-    """
+    """Return a batch as float32: uint8 pixels / 255 rounded once, as ``pixels_to_float`` does."""
     if x.dtype == torch.uint8:
         return x.to(torch.float32).div_(255)
     return x
@@ -134,17 +105,7 @@ def as_labels(y) -> torch.Tensor:
 
 
 class MLP(nn.Module):
-    """Fully connected ReLU network on flat inputs.
-
-    Parameters
-    ----------
-    n_features : int
-        Input width.
-    n_classes : int
-        Number of output logits.
-    hidden : tuple of int
-        Widths of the hidden layers; the last one is the penultimate feature width.
-    """
+    """Fully connected ReLU network on flat inputs; the last of ``hidden`` is the feature width."""
 
     def __init__(self, n_features: int, n_classes: int, hidden: tuple = (256, 128)):
         super().__init__()
@@ -179,12 +140,7 @@ class MaxPool2x2(nn.Module):
 
 
 def _max_pool2x2_values(x: torch.Tensor) -> torch.Tensor:
-    """Return ``max_pool2d(x, 2)`` of channels-last ``x`` without its indices (no gradient).
-
-    Two element-wise maxima over the NHWC memory, horizontal then vertical: bit for bit
-    ``max_pool2d``'s values, without the int64 index per output it computes on the CPU even
-    without autograd (docs/profile.md has the timings).
-    """
+    """Return ``max_pool2d(x, 2)``'s values of channels-last ``x`` without computing indices."""
     n, c, h, w = x.shape
     p = x.permute(0, 2, 3, 1)[:, :h - h % 2, :w - w % 2]  # NHWC view, odd edges dropped
     cols = torch.maximum(p[:, :, 0::2], p[:, :, 1::2])
@@ -194,20 +150,9 @@ def _max_pool2x2_values(x: torch.Tensor) -> torch.Tensor:
 class ConvNet(nn.Module):
     """Stack of conv-ReLU-maxpool blocks, one ReLU fully connected layer and a linear head.
 
-    Each block is a 3x3 convolution with padding 1 followed by ReLU and a 2x2 max-pool; a block
-    skips its pool when pooling would shrink the feature map below 2x2, so the same depth works
-    on 8x8 digits and on 28x28 MNIST alike.
-
-    Parameters
-    ----------
-    image_shape : tuple of int
-        ``(channels, height, width)`` of one image; inputs arrive flat, ``C*H*W`` values a row.
-    n_classes : int
-        Number of output logits.
-    channels : tuple of int
-        Output channels of each conv block; its length is the number of blocks.
-    fc_width : int
-        Width of the fully connected layer, which is the penultimate feature width.
+    A block skips its pool where it would shrink the map below 2x2 (8x8 digits and 28x28 MNIST
+    alike). ``image_shape``: ``(C, H, W)``; inputs arrive flat. ``channels``: each block's output
+    channels; ``fc_width``: the penultimate feature width.
     """
 
     def __init__(self, image_shape: tuple, n_classes: int, channels: tuple = (32, 64),
@@ -260,14 +205,8 @@ class ConvNet(nn.Module):
 class FusedAdam:
     """Adam with torch's fused kernel, bit for bit ``torch.optim.Adam(..., fused=True)``.
 
-    Fused: one pass over each parameter instead of one per element-wise Adam op. The unfused
-    CPU step was half of an MLP trial (profile: 53%); fused, an mlp trial ran 1.5x faster
-    (models version 2). ``torch.optim.Adam`` imports ``torch._dynamo`` (~900 modules,
-    sympy among them) when it is constructed, which cost every worker process 2-4 s before
-    its first trial (docs/profile.md); this class calls the same ``torch._fused_adam_`` kernel
-    with the same state (a float32 step count per parameter, zero moments created on the
-    first step a parameter has a gradient) and imports nothing. tests/learn/test_train.py checks
-    that it matches ``torch.optim.Adam(fused=True)`` exactly.
+    Calls ``torch._fused_adam_`` with the same state without importing ``torch._dynamo``
+    (seconds per worker); docs/profile.md has the figures, tests/learn/test_train.py the check.
     """
 
     def __init__(self, params, *, lr: float, betas=(0.9, 0.999), eps: float = 1e-8,
@@ -310,11 +249,8 @@ class FusedAdam:
 class EpochLedger:
     """One model's epochs: its history, its best validation epoch and that epoch's weights.
 
-    :meth:`TorchClassifier.fit` keeps one for its model and
-    :func:`robench.learn.batched.fit_many` one for each model it trains, so both record an
-    epoch, stop early and restore the best epoch by this code alone. Only the validation
-    result decides (robench invariant 1): the highest validation accuracy, ties broken by
-    the lower validation loss, then by the earlier epoch.
+    Shared by :meth:`TorchClassifier.fit` and :func:`robench.learn.batched.fit_many`; only the
+    validation result decides (accuracy, then lower loss, then the earlier epoch).
     """
 
     def __init__(self, clf: "TorchClassifier"):
@@ -329,9 +265,8 @@ class EpochLedger:
                     snapshot) -> bool:
         """Record an epoch; return True when training stops (``patience``, ``max_epochs``).
 
-        ``loss_sum``: the sum of mini-batch loss x rows; ``correct``: rows right while
-        training, of ``n``; ``snapshot()`` returns the weights (a state dict), asked for a
-        new best epoch only. An ``epoch_callback`` sees the entry before the decision.
+        ``loss_sum``: sum of batch loss x rows; ``correct`` of ``n`` rows right; ``snapshot()``
+        returns the weights, asked for a new best epoch only.
         """
         epoch = len(self.history) + 1
         self.history.append({"epoch": epoch, "train_loss": loss_sum / n,
@@ -350,11 +285,7 @@ class EpochLedger:
         return self.stale >= self.clf.patience or epoch >= self.clf.max_epochs
 
     def finish(self, module, device, Xt, yt) -> None:
-        """Leave the classifier fitted: ``module`` restored to the best epoch, in eval mode.
-
-        ``Xt``, ``yt`` are the training rows (:func:`as_inputs`, :func:`as_labels`), read for
-        ``train_accuracy_`` unless the classifier defers it.
-        """
+        """Leave the classifier fitted: ``module`` restored to the best epoch, in eval mode."""
         clf = self.clf
         module.load_state_dict(self.best_state)
         module.eval()
@@ -371,11 +302,9 @@ class TorchClassifier:
     Parameters
     ----------
     build_module : callable
-        Called with no arguments inside :meth:`fit`, after seeding, so initial weights depend
-        only on ``seed``. Returns an ``nn.Module`` whose ``forward`` maps flat float32 rows to
-        logits, with a ``features`` method (penultimate activations) and a ``head`` attribute
-        (the final ``nn.Linear``). If the module has a ``penalty(n_train)`` method, its value
-        is added to every mini-batch's training loss (Bayes by Backprop: KL(q || p) / N).
+        Called with no arguments inside :meth:`fit`, after seeding. Returns an ``nn.Module``
+        mapping flat float32 rows to logits, with a ``features`` method and a ``head`` (the final
+        ``nn.Linear``); a ``penalty(n_train)`` method, if any, is added to every batch's loss.
     seed : int
         Seeds weight initialisation and the per-epoch shuffling.
     max_epochs : int
@@ -389,41 +318,31 @@ class TorchClassifier:
     weight_decay : float
         Adam weight decay.
     epoch_callback : callable or None
-        Called as ``epoch_callback(self, epoch)`` after every epoch, once the epoch's
-        validation result is recorded; a returned dict is added to that epoch's ``history_``
-        entry (existing keys are kept). It observes and cannot steer: the stopping and
-        restored-epoch decisions read the validation result alone, and torch's global random
-        state is restored after the call. The shifted-cv protocol records per-epoch test
-        accuracy this way, for learning curves only.
+        Called as ``epoch_callback(self, epoch)`` after every epoch; a returned dict is added to
+        that epoch's ``history_`` entry (existing keys kept). It cannot steer: stopping reads
+        validation alone and torch's random state is restored after the call.
 
     Attributes
     ----------
     module_ : nn.Module
         The trained module, holding the weights of the best validation epoch.
     history_ : list of dict
-        One entry per epoch run: ``epoch`` (1-based), ``train_loss`` and ``train_accuracy``
-        (averaged over the epoch's mini-batches while training), ``val_loss``, ``val_accuracy``.
+        Per epoch: ``epoch`` (1-based), ``train_loss``, ``train_accuracy`` (while training),
+        ``val_loss``, ``val_accuracy``.
     best_epoch_ : int
-        Epoch whose weights were restored: highest validation accuracy, ties broken by lower
-        validation loss, then by the earlier epoch.
+        Epoch whose weights were restored.
     n_epochs_ : int
         Epochs actually run.
     train_accuracy_ : float or None
-        Accuracy of the restored module on the training data. None after a fit with
-        ``defer_train_accuracy`` set, until the caller stores it.
+        Accuracy of the restored module on the training data; None when deferred.
     defer_train_accuracy : bool
-        False (the default): ``fit`` ends with a pass over the training rows to set
-        ``train_accuracy_``. Set to True by a caller that predicts those rows anyway
-        (:func:`robench.run.trials.fit_and_score` predicts every row of the data set): ``fit``
-        then leaves ``train_accuracy_`` None and the caller derives it from that prediction,
-        the same number (``predict`` runs the same restored module in eval mode), without a
-        second pass (about 6% of a cnn-2 trial, docs/profile.md). A subclass that overrides
-        ``predict`` always gets the pass.
+        True: ``fit`` skips its pass over the training rows and the caller derives the accuracy
+        from its own prediction (:func:`robench.run.trials.fit_and_score`); a subclass that
+        overrides ``predict`` always gets the pass.
     val_accuracy_ : float
         Validation accuracy of the restored module.
     device_ : str
-        The torch device it trained on: the trial's device (:mod:`robench.learn.devices`), ``cpu``
-        unless one was set. Prediction and features run there too; results come back on the
+        The torch device it trained on (:mod:`robench.learn.devices`); results come back on the
         CPU as numpy arrays.
     """
 
@@ -438,55 +357,37 @@ class TorchClassifier:
     def __init__(self, build_module, *, seed: int, max_epochs: int, patience: int,
                  batch_size: int, lr: float, weight_decay: float = 0.0,
                  epoch_callback=None):
-        self.build_module = build_module
-        self.seed = seed
-        self.max_epochs = max_epochs
-        self.patience = patience
-        self.batch_size = batch_size
-        self.lr = lr
-        self.weight_decay = weight_decay
-        self.epoch_callback = epoch_callback
+        self.build_module, self.seed, self.epoch_callback = build_module, seed, epoch_callback
+        self.max_epochs, self.patience, self.batch_size = max_epochs, patience, batch_size
+        self.lr, self.weight_decay = lr, weight_decay
         self.defer_train_accuracy = False
 
     @classmethod
     def from_context(cls, ctx, build_module, **overrides) -> "TorchClassifier":
         """Return an untrained classifier for the trial ``ctx`` describes.
 
-        The training budget comes from ``ctx.train`` (:func:`training_budget`: defaults for
-        missing keys, keys it does not use ignored) and the seed from ``ctx.seed``, so a model
-        plugin's ``build`` can be one line.
-
         Parameters
         ----------
         ctx : robench.specs.ModelContext
-            What robench tells the model factory about the trial.
+            What robench tells the model factory about the trial (budget from ``ctx.train``,
+            :func:`training_budget`; seed from ``ctx.seed``).
         build_module : callable
-            Called as ``build_module(ctx)`` inside :meth:`fit`, after seeding; returns a fresh
-            ``nn.Module`` as described in the class docstring (``forward`` to logits,
-            ``features``, ``head``).
+            Called as ``build_module(ctx)`` inside :meth:`fit`; returns a fresh ``nn.Module``.
         **overrides
-            Constructor arguments that win over the context: a budget value (``lr=1e-3``),
-            ``seed``, ``weight_decay`` or ``epoch_callback``.
+            Constructor arguments that win over the context (``lr=1e-3``, ``seed``, ...).
 
         Returns
         -------
         TorchClassifier
             Its ``build_module`` is ``functools.partial(build_module, ctx)``.
-
-        Examples
-        --------
-        >>> def build(ctx):  # doctest: +SKIP
-        ...     return TorchClassifier.from_context(ctx, build_module, lr=1e-3)
         """
         params = {"seed": ctx.seed, **training_budget(ctx.train), **overrides}
         return cls(functools.partial(build_module, ctx), **params)
 
     def __repr__(self) -> str:
-        return (
-            f"TorchClassifier(seed={self.seed}, max_epochs={self.max_epochs}, "
-            f"patience={self.patience}, batch_size={self.batch_size}, lr={self.lr}, "
-            f"weight_decay={self.weight_decay})"
-        )
+        return (f"TorchClassifier(seed={self.seed}, max_epochs={self.max_epochs}, "
+                f"patience={self.patience}, batch_size={self.batch_size}, lr={self.lr}, "
+                f"weight_decay={self.weight_decay})")
 
     def fit(self, X, y, X_val, y_val) -> "TorchClassifier":
         """Train on (X, y), stop early and pick the restored epoch on (X_val, y_val) alone."""
@@ -494,10 +395,9 @@ class TorchClassifier:
         if hook is not None and hook(self, X, y, X_val, y_val):
             return self  # trained together with others (robench.learn.batched)
         if X_val is None or len(X_val) == 0:
-            raise ValueError(
-                "TorchClassifier.fit needs a non-empty validation split for early stopping; "
-                "carve it from the training partition, never from the test partition"
-            )
+            raise ValueError("TorchClassifier.fit needs a non-empty validation split for early "
+                             "stopping; carve it from the training partition, never from the "
+                             "test partition")
         if self.max_epochs < 1 or self.patience < 1 or self.batch_size < 1:
             raise ValueError("max_epochs, patience and batch_size must all be >= 1")
 
@@ -505,8 +405,6 @@ class TorchClassifier:
         device = torch_device()
         module = self.build_module().to(device)
         generator = torch.Generator().manual_seed(self.seed)
-        # The fused Adam step (FusedAdam: torch.optim.Adam(fused=True)'s arithmetic without
-        # importing torch._dynamo in every worker).
         optimizer = FusedAdam(module.parameters(), lr=self.lr, weight_decay=self.weight_decay)
         Xt, yt = as_inputs(X), as_labels(y)
         Xv, yv = as_inputs(X_val), as_labels(y_val)
@@ -579,11 +477,7 @@ class TorchClassifier:
             out = None
             for s in starts:
                 part = fn(as_float(_take(X, slice(s, s + EVAL_BATCH_SIZE)).to(device)))
-                if out is None:
-                    # One result array filled in place, not a list of small tensors joined at
-                    # the end: each kept batch result pinned the freed batch buffers above it
-                    # in the C heap, and a CIFAR-sized prediction pass grew a worker's RSS by
-                    # ~300 MB that way (the values are torch.cat's).
+                if out is None:  # filled in place: a joined list grew RSS (data-and-models.md)
                     out = torch.empty((X.shape[0],) + tuple(part.shape[1:]), dtype=part.dtype,
                                       device=part.device)
                 out[s:s + part.shape[0]] = part

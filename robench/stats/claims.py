@@ -1,49 +1,24 @@
 """Paper claims decided by stored scores: holds, does not hold, or undecided, with the evidence.
 
-A metric declares the claims of its paper it can test (``MetricSpec.claims``: a function of
-the stored score rows returning :class:`Claim` s). This module holds the claim record and the
-decision rules they share; it names no family. The rules are deliberately strict: a claim
-that an ordering or a level holds must be *decided* by the intervals, and a claim the data
-cannot decide at its size is reported as undecided with the reason, never as holding. A claim
-whose figure follows from how robench (or the paper) defines the measured quantity gets the
-verdict :data:`BY_CONSTRUCTION`: its figure is shown, but it is not counted as evidence either
-way (the family's ``why`` says which construction decides it).
-
-Every claim carries a **control** (:class:`Control`): the same computation where the claimed
-property is absent (data without sub-domains, a model without the feature, a shuffled
-assignment, a null simulation), run at the row's own size (as many repeats, folds, trials or
-models) over :data:`CONTROL_DRAWS` draws, and chosen per direction: the control of a
-"holds" makes the claim false, the control of a "does not hold" makes it true.
-:func:`controlled` applies the rule that makes a verdict evidence: a decided verdict counts
-only when the control gives a *different* verdict in at least :data:`POWER` of its draws at
-that size (the property's absence would have shown, with high probability); otherwise the
-row is :data:`BY_CONSTRUCTION` (:data:`ALGEBRA` for a check of a formula, :data:`CONFOUNDED`
-where the control is a simpler quantity that explains the result, such as model accuracy),
-with the control's figure beside it. A control whose single draw is the stored data moved
-(one deterministic draw) counts 1 of 1 or 0 of 1.
-
-A claim made of parts (one per model, one per step of an order) is decided by
-:func:`decide_parts`: *holds* is an intersection-union test (every part at the row's level,
-no correction: the claim is false only if some part is, and that part alone errs at most at
-the level), *does not hold* is a union over the parts (Bonferroni over them, which for "any
-part fails" is Holm's first step), and *equivalent* (every part within its stated margin)
-is the third outcome of ordering claims. The table is counted by :func:`summary`: evidence,
-by-construction and algebra rows apart, and the expected number of false decisions among
-the evidence rows: a pre-data bound, the sum of the levels of every row that could have
-been a decided evidence row before the data were seen (each errs at most at its level; by
-linearity of expectation the sum bounds the expected count under any dependence between
-rows; summing only the rows that stayed evidence after seeing the data would not).
+A metric declares the claims it can test (``MetricSpec.claims``); this module holds the claim
+record and the shared decision rules, and names no family. A claim the data cannot decide is
+undecided with the reason, never holding; a decided verdict counts as evidence only when its
+:class:`Control` (the property absent, at the row's size) gives a different verdict in
+:data:`POWER` of its draws (:func:`controlled`). Parts are decided by :func:`decide_parts`
+(intersection-union / Bonferroni); :func:`summary` adds the pre-data bound on expected false
+decisions. docs/claims.md has the rules and why.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Optional
 from collections import Counter
 from dataclasses import replace
+from typing import Optional
+
 import numpy as np
-from robench.stats.intervals import t_quantile
+from robench.stats.intervals import smallest_fitting, t_quantile
 from robench.stats.paired import balanced_test, shows_above
 
 HOLDS, FAILS, UNDECIDED = "holds", "does not hold", "undecided"
@@ -90,28 +65,11 @@ MORE_REPEATS, MORE_MODELS, MORE_DATA = "more repeats", "more models", "more data
 class Claim:
     """One claim of a paper and what robench's scores say about it.
 
-    Attributes
-    ----------
-    paper : str
-        The paper's short title.
-    claim : str
-        The claim in one line.
-    paper_figure : str
-        What the paper reports.
-    dataset : str
-        The data set robench tested it on.
-    figure : str
-        robench's figure, with its interval where one exists.
-    verdict : str
-        One of :data:`VERDICTS`.
-    why : str
-        One line: the evidence behind the verdict.
-    evidence : dict
-        The numbers the verdict was decided from.
-    would_decide : str
-        For an undecided claim, what would decide it, from the rule that left it undecided
-        (:data:`MORE_REPEATS`, :data:`MORE_MODELS` or :data:`MORE_DATA`, with the number the
-        observed estimates and spreads call for where the rule gives one); empty otherwise.
+    ``paper`` (short title), ``claim`` (one line), ``paper_figure`` (what the paper reports),
+    ``dataset``, ``figure`` (robench's, with its interval), ``verdict`` (:data:`VERDICTS`),
+    ``why`` (one line of evidence), ``evidence`` (the numbers decided from), ``would_decide``
+    (for an undecided claim: :data:`MORE_REPEATS`, :data:`MORE_MODELS` or :data:`MORE_DATA`,
+    with a number where the rule gives one), ``control`` (as shown) and ``level``.
     """
 
     paper: str
@@ -132,8 +90,7 @@ class Claim:
 
     @property
     def kind(self) -> str:
-        """Return "evidence", "by construction", "confounded" or "algebra" (what the row
-        counts as)."""
+        """Return what the row counts as: evidence, by construction, confounded or algebra."""
         return {BY_CONSTRUCTION: "by construction", ALGEBRA: "algebra",
                 CONFOUNDED: "confounded"}.get(self.verdict, "evidence")
 
@@ -146,24 +103,10 @@ class Claim:
 class Control:
     """The same computation where the claimed property is absent, and its verdicts.
 
-    Attributes
-    ----------
-    what : str
-        The control in a few words ("k-means on i.i.d. Gaussian classes", "shuffled models").
-    verdict : str or None
-        The claim's rule applied to the control (the most common verdict over its draws);
-        None where no control applies (``figure`` then says why).
-    figure : str
-        The control's figure ("holds in 5 of 5 null data sets: ratio 1.17").
-    algebra : bool
-        The control plants the formula's own assumption: a match is an algebra check.
-    verdicts : tuple
-        The verdict of every draw (empty: one deterministic draw, ``verdict``).
-    size : str
-        The size the control ran at ("15 repeats", "75 trials"): the row's own or larger.
-    confounder : bool
-        The control is a simpler quantity that could explain the result (model accuracy in
-        the indicator's place): a match makes the row :data:`CONFOUNDED`.
+    ``what`` (in a few words), ``verdict`` (the modal verdict over its draws; None where no
+    control applies, ``figure`` says why), ``figure``, ``algebra`` (it plants the formula's own
+    assumption), ``verdicts`` (every draw's; empty: one deterministic draw), ``size`` (the row's
+    own or larger), ``confounder`` (a simpler quantity that could explain the result).
     """
 
     what: str
@@ -193,7 +136,6 @@ class Control:
 
 def modal(verdicts: list) -> tuple:
     """Return (the most common verdict, "k of n") of a control's replicates (ties: undecided)."""
-
     if not verdicts:
         return UNDECIDED, "no replicate"
     (top, k), *rest = Counter(verdicts).most_common() + [(None, 0)]
@@ -204,22 +146,18 @@ def modal(verdicts: list) -> tuple:
 
 def matched(what: str, verdicts: list, unit: str, figure: str = "", size: str = "",
             **kw) -> Control:
-    """Return a :class:`Control` from its draws' verdicts: the modal verdict, "k of n
-    ``unit``" and ``figure``, run at ``size`` (the row's size or larger)."""
+    """Return a :class:`Control` from its draws' verdicts (modal, "k of n"), run at ``size``."""
     v, text = modal(verdicts)
     return Control(what, v, f"{text} {unit}" + (f"; {figure}" if figure else ""),
                    verdicts=tuple(verdicts), size=size, **kw)
 
 
 def controlled(claim: Claim, control: Control) -> Claim:
-    """Return the claim judged against its control.
+    """Return the claim judged against its control (docs/claims.md).
 
-    A decided verdict (holds, does not hold, equivalent) counts as evidence only when the
-    control, run at the row's size, gives a different verdict in at least :data:`POWER` of
-    its draws; otherwise the row becomes :data:`BY_CONSTRUCTION` (:data:`ALGEBRA` for a
-    formula's check, :data:`CONFOUNDED` for a confounder's), the verdict the rule gave is
-    kept in ``evidence["rule verdict"]`` and the why says so. An undecided row stays
-    undecided. The control is shown either way, with its rate of a different verdict.
+    A decided verdict stays evidence only when the control differs in at least :data:`POWER`
+    of its draws; otherwise the row becomes :data:`BY_CONSTRUCTION` (or :data:`ALGEBRA`,
+    :data:`CONFOUNDED`) and keeps the rule's verdict in ``evidence["rule verdict"]``.
     """
 
     out = replace(claim, control=control.text())
@@ -242,9 +180,7 @@ def controlled(claim: Claim, control: Control) -> Claim:
 
 
 def controlled_all(claim: Claim, controls: list) -> Claim:
-    """Return the claim judged against several controls in turn (the property absent, then
-    a confounder): the first that gives the same verdict too often decides the row's kind;
-    the control column shows every control applied."""
+    """Return the claim judged against several controls in turn, until one makes it not evidence."""
     out, texts = claim, []
     for control in controls:
         out = controlled(out, control)
@@ -258,10 +194,8 @@ def controlled_all(claim: Claim, controls: list) -> Claim:
 def decide_parts(parts: list, alpha: float = SIDE) -> str:
     """Return the verdict of a claim made of parts, each ``part(level) -> verdict``.
 
-    Holds when every part holds at ``alpha`` (an intersection-union test: no correction);
-    does not hold when some part does not hold at ``alpha / m`` (Bonferroni over the m
-    parts: the familywise rate of "some part is reversed" stays at alpha); equivalent when
-    every part is equivalent at ``alpha``; undecided otherwise.
+    Holds when every part holds at ``alpha`` (intersection-union); does not hold when some part
+    does at ``alpha / m`` (Bonferroni); equivalent when every part is at ``alpha``; else undecided.
     """
     if not parts:
         return UNDECIDED
@@ -279,13 +213,10 @@ def decide_parts(parts: list, alpha: float = SIDE) -> str:
 
 def n_for_power(distance: float, sd: float, n: int = 2, side: float = SIDE,
                 power: float = POWER, limit: int = 100_000) -> Optional[int]:
-    """Return the smallest size m >= n at which a one-sided level-``side`` t test of an
-    effect ``distance`` away from its bound, with unit spread ``sd``, rejects with
-    probability ``power`` (the standard approximation ``(t_{1-side} + t_{power}) sd /
-    sqrt(m) <= |distance|``, df = m - 1); None where it never would within ``limit``.
+    """Return the smallest m >= n at which a one-sided t test at ``side`` rejects with ``power``.
 
-    The n at which the interval's half-width equals the distance (``power`` 0.5 with a
-    known spread; 62-65% on the real tables) is not this: 80% needs ~1.4-2x that.
+    Approximation ``(t_{1-side} + t_{power}) sd / sqrt(m) <= |distance|``, df = m - 1; None
+    beyond ``limit``. (Half-width = distance is only 62-65% power; 80% needs ~1.4-2x that n.)
     """
     from scipy import stats
 
@@ -298,39 +229,24 @@ def n_for_power(distance: float, sd: float, n: int = 2, side: float = SIDE,
         q = float(stats.t.ppf(1 - side, m - 1) + stats.t.ppf(power, m - 1))
         return q * sd / math.sqrt(m) <= distance
 
-    lo = max(int(n or 2), 2)
-    if fits(lo):
-        return lo
-    hi = lo
-    while not fits(hi):
-        hi *= 2
-        if hi > limit:
-            return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
-    return hi
+    return smallest_fitting(fits, max(int(n or 2), 2), limit)
 
 
 def repeats_needed(n: int, half_width: float, distance: float,
                    side: float = SIDE) -> Optional[int]:
-    """Return the repeats at which the row's test would clear a bound ``distance`` away with
-    :data:`POWER` probability, from an interval of ``half_width`` at ``n`` (two-sided, each
-    side at ``side``: the 95% interval for :data:`SIDE`); None where it never would."""
-    if not (n and n >= 2 and half_width and half_width > 0 and distance
-            and abs(distance) > 0):
-        return None
-    if not (math.isfinite(half_width) and math.isfinite(distance)):
+    """Return the repeats at which a bound ``distance`` away is cleared with :data:`POWER`, or None.
+
+    From an interval of ``half_width`` at ``n`` (two-sided, each side at ``side``).
+    """
+    if not (n and n >= 2 and half_width and half_width > 0 and distance and abs(distance) > 0
+            and math.isfinite(half_width) and math.isfinite(distance)):
         return None
     sd = half_width * math.sqrt(n) / float(t_quantile(1 - 2 * side, n - 1))
-    need = n_for_power(distance, sd, int(n) + 1, side)
-    return need
+    return n_for_power(distance, sd, int(n) + 1, side)
 
 
 def tost_need(res: dict) -> Optional[int]:
-    """Return the repeats (pairs, or per sample) at which an undecided equivalence result
-    (:func:`robench.stats.equivalence.equivalence`) would be decided, one way or the other,
-    with :data:`POWER` probability at its observed estimate and spread; None without one."""
+    """Return the repeats at which an undecided equivalence result would be decided (or None)."""
     if res.get("low") is None or res.get("estimate") is None or res.get("sd") is None:
         return None
     n = res["n"] if isinstance(res["n"], int) else min(res["n"])
@@ -341,10 +257,8 @@ def tost_need(res: dict) -> Optional[int]:
 def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
     """Return "what would decide it" with a number, or that the budget cannot.
 
-    ``unit``: "repeats" (budget: the paper profile's :data:`PAPER_REPEATS`), "models"
-    (:data:`BUDGET_FACTOR` x :data:`STANDARD_MODELS`) or "folds" (x :data:`STANDARD_FOLDS`).
-    ``need`` None: the rule gives no planning figure (no interval at this size, or an estimate
-    on its bound); ``why`` says which.
+    ``unit``: "repeats" (budget :data:`PAPER_REPEATS`), "models" or "folds" (:data:`BUDGET_FACTOR`
+    x the standard profile's). ``need`` None: no planning figure; ``why`` says why.
     """
     standard = {"models": STANDARD_MODELS, "folds": STANDARD_FOLDS}.get(unit, STANDARD_REPEATS)
     head = {"models": MORE_MODELS, "folds": MORE_REPEATS + " (of the K-fold CV: more folds)"
@@ -364,15 +278,7 @@ def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
 
 
 def counts(claims: list) -> dict:
-    """Return the table's counts: rows, evidence rows by verdict, rows of each other kind,
-    and the pre-data bound on the expected number of false decisions.
-
-    The bound sums the levels of every row that could have been a decided evidence row
-    before the data were seen: every row whose rule can decide (all of them: a row's kind,
-    evidence or not, is known only after its data and its control are), so it does not
-    depend on which rows the data left decided.
-    """
-
+    """Return the table's counts by kind and verdict, and the pre-data bound (every row's level)."""
     ev = [c for c in claims if c.kind == "evidence"]
     by = Counter(c.verdict for c in ev)
     kinds = Counter(c.kind for c in claims)
@@ -384,8 +290,7 @@ def counts(claims: list) -> dict:
 
 
 def summary(claims: list) -> str:
-    """Return the table's header line: evidence, by-construction, confounded and algebra
-    rows apart, and the pre-data bound on the expected number of false decisions."""
+    """Return the table's header line: counts by kind and the pre-data bound on false decisions."""
     n = counts(claims)
     parts = ", ".join(f"{n[v]} {v}" for v in (HOLDS, FAILS, EQUIVALENT, UNDECIDED) if n[v])
     return (f"{n['rows']} claims: {n['evidence']} evidence ({parts or 'none'}); "
@@ -422,14 +327,10 @@ def _num(v) -> Optional[float]:
 
 
 def compare(a: dict, b: dict) -> tuple:
-    """Return (verdict, why) for "a is greater than b" from two score rows with intervals.
+    """Return (verdict, why) for "a is greater than b" from two independent rows with intervals.
 
-    Holds when a's interval lies wholly above b's (``a.ci_low > b.ci_high``), does not hold
-    when it lies wholly below, and is undecided when the intervals overlap or one is missing
-    (then the point estimates are quoted but decide nothing). For independent samples only:
-    where the two rows come from the same repeats' partitions, compare paired differences.
-    An overlap's why says how many repeats the same means and spreads would need
-    (:func:`repeats_to_separate`).
+    Holds when a's interval lies wholly above b's, does not hold when wholly below, undecided
+    when they overlap (the why gives :func:`repeats_to_separate`) or one is missing.
     """
     va, vb = _num(a.get("value")), _num(b.get("value"))
     if va is None or vb is None:
@@ -452,11 +353,8 @@ def compare(a: dict, b: dict) -> tuple:
 def repeats_to_separate(a: dict, b: dict, limit: int = 100_000) -> Optional[int]:
     """Return the repeats at which two rows' t intervals would stop overlapping, or None.
 
-    Each row's half-width at n repeats is ``t(n - 1) sd / sqrt(n)``; its sd is recovered from
-    its interval and ``n`` (rows without ``n`` >= 2 give None). The smallest common n' whose
-    two half-widths sum to less than the gap of the estimates, at the observed means and
-    spreads (a planning figure: both move as repeats are added). None where the estimates are
-    equal or it would take more than ``limit``.
+    Each row's sd is recovered from its interval and ``n``; a planning figure at the observed
+    means and spreads. None where the estimates are equal or it would take more than ``limit``.
     """
 
     def scale(row):
@@ -476,16 +374,7 @@ def repeats_to_separate(a: dict, b: dict, limit: int = 100_000) -> Optional[int]
         return (float(t_quantile(la, m - 1)) * sa + float(t_quantile(lb, m - 1)) * sb) \
             / math.sqrt(m) < gap
 
-    m = n0
-    while not fits(m):
-        m *= 2
-        if m > limit:
-            return None
-    lo = max(n0, m // 2)
-    while m - lo > 1:
-        mid = (lo + m) // 2
-        lo, m = (lo, mid) if fits(mid) else (mid, m)
-    return m
+    return smallest_fitting(fits, n0, limit)
 
 
 def combine(verdicts: list) -> str:
@@ -498,11 +387,7 @@ def combine(verdicts: list) -> str:
 
 
 def within(row: dict, low: float, high: float) -> tuple:
-    """Return (verdict, why) for "the value lies in [low, high]" from a row with an interval.
-
-    Holds when the interval lies inside [low, high], does not hold when it lies wholly
-    outside, undecided when it straddles a bound or is missing.
-    """
+    """Return (verdict, why) for "the value lies in [low, high]" from a row with an interval."""
     v = _num(row.get("value"))
     if v is None:
         return UNDECIDED, "the value is missing"
@@ -543,19 +428,13 @@ def evaluate(registry, rows: list) -> list:
 class OrderingPart:
     """One paired part "a above b" of an ordering claim, decided at any level.
 
-    ``xa, ia, xb, ib``: per repeat index the numerator and denominator of each side's ratio
-    of means (a mean: denominator 1), NaN where missing; both sides share the repeat's
-    partitions (or reference model), so :func:`robench.stats.paired.shows_above` decides:
-    Hall's skew-corrected t over complete cycles with the balanced design's ``cycle``, over
-    every shared repeat otherwise; ``cycle=1``: i.i.d. units (reference models trained with independent seeds
-    on repeat r's split, no held-out sources), Student's t over all of them. Called with a
-    one-sided level: :data:`HOLDS` when a is shown above b,
-    :data:`FAILS` when b is shown above a, :data:`EQUIVALENT` when ``margin`` is given and
-    both ``a - b > -margin`` and ``b - a > -margin`` are shown, else :data:`UNDECIDED`.
+    ``xa, ia, xb, ib``: per repeat each side's numerator and denominator (NaN where missing),
+    decided by :func:`robench.stats.paired.shows_above` (``cycle``: the balanced design's) or,
+    with ``cycle=1`` (i.i.d. reference models), Student's t. Called with a one-sided level:
+    HOLDS, FAILS, EQUIVALENT (both within ``margin`` shown) or UNDECIDED.
     """
 
     def __init__(self, xa, ia, xb, ib, *, cycle=None, margin: Optional[float] = None):
-
         self.v = [np.asarray(v, float) for v in (xa, ia, xb, ib)]
         self.cycle, self.margin = cycle, margin
 
@@ -577,15 +456,11 @@ class OrderingPart:
 
     def stats(self) -> dict:
         """Return the paired difference ``d``, its ``se`` and ``n`` (delta method)."""
-
         res = balanced_test(*self.v, 0.0, SIDE, int(self.cycle) if self.cycle else 1)
         return {k: float(res[k]) for k in ("d", "se", "n")}
 
     def need(self) -> Optional[int]:
-        """Return the repeats at which the observed difference and spread would decide the
-        order (or, with a margin, equivalence) at :data:`SIDE` with :data:`POWER`
-        probability (:func:`n_for_power`): a planning figure."""
-
+        """Return the repeats at which the observed difference would decide the pair (planning)."""
         s = self.stats()
         if not (s["n"] >= 2 and math.isfinite(s["se"]) and s["se"] > 0):
             return None
@@ -598,8 +473,7 @@ class OrderingPart:
 
 
 def parts_need(parts: list, alpha: float = SIDE) -> Optional[int]:
-    """Return the largest planning figure of the parts still undecided at ``alpha`` (None
-    where one of them has none: it sits on its bound)."""
+    """Return the largest planning figure of the parts still undecided (None where one has none)."""
     needs = [p.need() for p in parts if p(alpha) == UNDECIDED]
     if not needs or any(n is None for n in needs):
         return None

@@ -1,17 +1,8 @@
 """Null worlds for the claims' controls: the same computations on data without sub-domains.
 
-A claim that a partition built from clusters of the data (k-means or VAE+VGMM "sources")
-behaves differently from a random one can come out of the clustering alone: clusters of any
-data are extremities of it, so holding one out is an extrapolation even where the data has
-no sources at all. The control is the same computation on i.i.d. Gaussian classes (one
-Gaussian per class: nothing inside a class to find), clustered per class by k-means, and
-classified by a stand-in model (nearest class mean on the training part; the families'
-networks are too slow to train inside ``robench report``). Where the folds are the data's
-*true* sources (the ``oracle`` clusterer) the property is absent when the source ids carry
-nothing, so that control shuffles them (``shuffled=True``: random folds of the same sizes).
-
-Everything here is numpy (plus scipy's assignment solver for exact W1 between equal-sized
-point clouds), seeded, and takes well under a second per null data set.
+i.i.d. Gaussian classes clustered per class by k-means (or, for the oracle, shuffled source
+ids), classified by a nearest-class-mean stand-in; seeded numpy, well under a second per
+null data set. docs/claims.md ("The controls") has why.
 """
 
 from __future__ import annotations
@@ -88,12 +79,9 @@ def _share_per_group(group: np.ndarray, share: float, rng) -> np.ndarray:
 
 def source_aware_null(seed: int, repeats: int = 10, k: int = 5, shuffled: bool = False,
                       test_share: float = 0.2) -> dict:
-    """Return per-repeat inclusive, exclusive and random accuracies on a null data set.
+    """Return per-repeat ``acc_inclusive``, ``acc_exclusive``, ``acc_random`` on a null data set.
 
-    Protocol 2's balanced design: per class, each cycle of k repeats holds out every source
-    once (exclusive: the held-out source is the test set); inclusive: ``test_share`` of every
-    source in test; random: ``test_share`` of the data. Returns arrays ``acc_inclusive``,
-    ``acc_exclusive``, ``acc_random`` of length ``repeats``.
+    Protocol 2's balanced design: every cycle of k repeats holds each class's sources out once.
     """
     rng = np.random.default_rng(seed)
     X, y = gaussian_classes(rng)
@@ -130,14 +118,10 @@ def w1(A: np.ndarray, B: np.ndarray, rng, size: int = 100) -> float:
 
 def shifted_null(seed: int, k: int = 5, repeats: int = 2, shuffled: bool = False,
                  val_share: float = 0.2, distances: bool = True) -> dict:
-    """Return shifted and random K-fold results on a null data set, per fold.
+    """Return shifted (source j of every class = fold j) and random K-fold results, per fold.
 
-    Shifted folds: source j of every class forms fold j (the sub-domains merged into K
-    folds); random folds: a random K-way split. Per fold as test set: validation accuracy
-    (``val_share`` of the training folds held out) and test accuracy of the nearest-mean
-    model, and per repeat the matrices of pairwise W1 between folds (``distances``; without
-    it, no matrices: the fold claims' controls need none). Returns ``shifted`` and
-    ``random``: {"val": [...], "test": [...], "matrices": [...]}.
+    Each: {"val": [...], "test": [...], "matrices": [...]} (pairwise W1 between folds only with
+    ``distances``).
     """
     rng = np.random.default_rng(seed)
     out = {kind: {"val": [], "test": [], "matrices": []} for kind in ("shifted", "random")}

@@ -1,44 +1,10 @@
 """``robench diff A B``: every score two results databases share, the change and a decision.
 
-Scores are matched by what they are: data set, model, clusterer, metric and score name, in the
-same configuration (what their trials were run with). For each pair the change ``B - A`` gets
-a 95% interval:
-
-- **paired by repeat** where both scores carry their per-repeat values (rho's exclusive and
-  inclusive accuracies, a mean's per-repeat values), both are in the same configuration (so
-  repeat r of each used the same partitions and seeds) and share at least 2 repeats: the
-  delta-method interval of the difference of the two ratios of means over the common repeats
-  (:func:`robench.stats.sequential.paired_difference`, the interval ``--until decided`` and
-  the leaderboard's ranks use). Two estimates made on the same partitions move together:
-  compared as independent, a rho halved in every repeat (0.79 -> 0.39, 2 repeats) was
-  "within [-1.77, +0.98]"; paired, it is worse. A side whose per-repeat values do not give
-  its stored value is not paired (said in the reason);
-- **paired on the shared repeats** where one side's trials include the other's (the same
-  trial keys: the same command run with ``-r 3`` and ``-r 6``, or extended by
-  ``--until decided``): the two configurations differ in their repeats only, and the shared
-  repeats are the same trials. The change is then B's value on the shared repeats minus A's
-  there (an honest extension changes nothing there: **same**), and the row says "B extends A
-  by N repeats" with both values as stored (B's over all its repeats). Comparing the two
-  stored values as independent would count the shared trials twice and call more repeats a
-  change;
-- otherwise **independent**: the stored intervals' half-widths combined,
-  ``sqrt(h_A^2 + h_B^2)`` either side (a score stored without an interval contributes none;
-  two without give a point: any change beyond rounding is then a change).
-
-The decisions (:data:`MEANING` says each in one line; ``robench diff --help`` and
-docs/contributions.md say the same): **better** / **worse** when the interval excludes 0, in
-the score's direction (``higher_is_better``); **changed** when it excludes 0 but the score has
-no direction (neither better nor worse is defined); **within noise** when it includes 0 (the
-data cannot tell: not "unchanged"); **same** when the two values are equal, or neither side
-has one (nothing changed: two empty scores are not a change); **not comparable** when the two
-scores were computed in different configurations that do not nest (what differs is named in
-words: seed, repeats, sources, each knob with both values), by another version of the metric,
-from trials of another version of a component (the data set, model, clusterer or protocol's
-own version, or other data), or only one of them has a value. ``compare_anyway`` compares
-those too, independently, and keeps the reason beside the decision.
-
-Plugin and robench versions themselves may differ (that is what comparing before and after an
-upgrade is for); the components' own versions and the data may not.
+The change ``B - A`` gets a 95% interval, paired by repeat (same configuration), paired on
+the shared repeats (one side's trials include the other's) or from independent intervals;
+the decisions are :data:`MEANING`. docs/contributions.md ("robench diff A B") has the rules.
+Plugin and robench versions may differ (before and after an upgrade); components' own
+versions and the data may not.
 """
 
 from __future__ import annotations
@@ -75,10 +41,8 @@ def _own(version) -> str:
 
 
 def _components(versions: dict) -> dict:
-    out = {}
-    for name, value in (versions or {}).get("components", {}).items():
-        out[name] = value if name.endswith("_content") else _own(value)
-    return out
+    return {name: value if name.endswith("_content") else _own(value)
+            for name, value in (versions or {}).get("components", {}).items()}
 
 
 def _half_width(row: dict) -> Optional[float]:
@@ -91,10 +55,9 @@ def _half_width(row: dict) -> Optional[float]:
 def repeat_samples(row: dict) -> dict:
     """Return a score's per-repeat values {repeat: (numerator, denominator)} ({} if unknown).
 
-    Two shapes of a score's ``details`` are read: a ratio of means (``acc_exclusive`` and
-    ``acc_inclusive`` lists with their ``repeats_exclusive`` / ``repeats_inclusive``: rho,
-    eq. 3) and a mean (``per_repeat``, with ``repeats`` where stored; denominator 1).
-    Positions stand for repeats only where no repeat list is stored.
+    Reads ``details`` of a ratio of means (``acc_exclusive``/``acc_inclusive`` with their
+    ``repeats_*`` lists) or a mean (``per_repeat`` with ``repeats``; denominator 1); positions
+    stand for repeats only where no repeat list is stored.
     """
     details = row.get("details")
     if isinstance(details, str):
@@ -104,19 +67,18 @@ def repeat_samples(row: dict) -> dict:
             return {}
     if not isinstance(details, dict):
         return {}
+
+    def labelled(values, key):
+        reps = details.get(key)
+        return zip(reps if isinstance(reps, list) and len(reps) == len(values)
+                   else range(len(values)), values)
+
     xs, is_ = details.get("acc_exclusive"), details.get("acc_inclusive")
     if isinstance(xs, list) and isinstance(is_, list):
-        rx = details.get("repeats_exclusive")
-        ri = details.get("repeats_inclusive")
-        rx = rx if isinstance(rx, list) and len(rx) == len(xs) else list(range(len(xs)))
-        ri = ri if isinstance(ri, list) and len(ri) == len(is_) else list(range(len(is_)))
-        x, i = dict(zip(rx, xs)), dict(zip(ri, is_))
+        x, i = dict(labelled(xs, "repeats_exclusive")), dict(labelled(is_, "repeats_inclusive"))
         pairs = {r: (x[r], i[r]) for r in x if r in i}
     elif isinstance(details.get("per_repeat"), list):
-        per = details["per_repeat"]
-        reps = details.get("repeats")
-        reps = reps if isinstance(reps, list) and len(reps) == len(per) else range(len(per))
-        pairs = {r: (v, 1.0) for r, v in zip(reps, per)}
+        pairs = {r: (v, 1.0) for r, v in labelled(details["per_repeat"], "repeats")}
     else:
         return {}
     return {r: (float(a), float(b)) for r, (a, b) in pairs.items()
@@ -134,14 +96,11 @@ def _gives(samples: dict, value) -> bool:
 
 
 def _paired(a: dict, b: dict, repeats=None) -> tuple:
-    """Return ((low, high, n, change, (a, b)) of the paired interval of b - a, or None, why
-    not paired).
+    """Return ((low, high, n, change, (a, b)) of the paired interval of b - a, or None, why not).
 
-    ``repeats``: pair on these repeats only (the shared ones of an extension); ``change`` is
-    B's ratio of means over the paired repeats minus A's, and (a, b) those two values.
+    ``repeats``: pair on these only (an extension's shared ones); ``change`` is B's ratio of
+    means over them minus A's, and (a, b) those two values.
     """
-
-
     sa, sb = repeat_samples(a), repeat_samples(b)
     if not sa or not sb:
         return None, None if repeats is None else "no per-repeat values: not paired"
@@ -166,13 +125,11 @@ def _paired(a: dict, b: dict, repeats=None) -> tuple:
 
 def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True,
             repeats=None) -> dict:
-    """Return the comparison of two score rows with the same identity (see the module doc).
+    """Return the comparison of two score rows with the same identity.
 
-    Each row may carry ``versions`` (:meth:`robench.storage.store.Store.score_versions`).
-    ``anyway`` compares rows that are not comparable (the reason is kept); ``paired`` allows
-    pairing by repeat (only for rows of one configuration, or of nested ones: shared
-    partitions); ``repeats`` restricts the pairing to those repeats (the shared ones of an
-    extension), and the change is then the one on them.
+    Rows may carry ``versions`` (:meth:`robench.storage.store.Store.score_versions`).
+    ``anyway``: compare rows that are not comparable (reason kept); ``paired``: allow pairing
+    by repeat; ``repeats``: pair on those repeats only (an extension) and report the change there.
     """
     out = {c: a.get(c) for c in _IDENTITY}
     out.update(configuration=a.get("configuration"), a=a.get("value"), b=b.get("value"),
@@ -227,7 +184,7 @@ def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True,
         hib = a.get("higher_is_better")
         decision = "changed" if hib is None else ("better" if up == bool(hib) else "worse")
     out["decision"] = decision
-    notes = [w for w in why] + ([note] if note else [])
+    notes = why + ([note] if note else [])
     if notes:
         out["reason"] = "; ".join(notes)
     return out
@@ -244,8 +201,7 @@ def _flat(value, prefix: str = "") -> dict:
 
 
 def configuration_differences(one: Optional[dict], other: Optional[dict]) -> list:
-    """Return what differs between two configurations ('seed 0 vs 1', 'train.max_epochs 2
-    vs 5', ...), each a ``configurations`` row (knobs and description decoded or JSON)."""
+    """Return what differs between two ``configurations`` rows ('seed 0 vs 1', ...)."""
     if not one or not other:
         return []
 
@@ -262,25 +218,20 @@ def configuration_differences(one: Optional[dict], other: Optional[dict]) -> lis
     for key in ("profile", "seed", "repeats", "sources"):
         if one.get(key) != other.get(key):
             out.append(f"{key} {one.get(key)} vs {other.get(key)}")
-    ka, kb = _flat(decoded(one, "knobs") or {}), _flat(decoded(other, "knobs") or {})
-    for name in sorted(set(ka) | set(kb)):
-        if ka.get(name) != kb.get(name):
-            out.append(f"{name} {json.dumps(ka.get(name))} vs {json.dumps(kb.get(name))}")
-    if not out:
-        da, db = _flat(decoded(one, "description") or {}), _flat(decoded(other, "description") or {})
-        for name in sorted(set(da) | set(db)):
-            if da.get(name) != db.get(name):
-                out.append(f"{name} {json.dumps(da.get(name))} vs {json.dumps(db.get(name))}")
+    for key in ("knobs", "description"):  # the description only where nothing else differs
+        if key == "description" and out:
+            break
+        ka, kb = _flat(decoded(one, key) or {}), _flat(decoded(other, key) or {})
+        out += [f"{name} {json.dumps(ka.get(name))} vs {json.dumps(kb.get(name))}"
+                for name in sorted(set(ka) | set(kb)) if ka.get(name) != kb.get(name)]
     return out
 
 
 def _extension(ta: dict, tb: dict) -> Optional[dict]:
-    """Return how two score groups' trials nest, or None where they do not.
+    """Return how two score groups' trials ({trial key: repeat}) nest, or None where they do not.
 
-    ``ta`` / ``tb``: {trial key: repeat} of each side. One side extends the other when its
-    trial keys include all of the other's (keys hold everything that defines a trial, so the
-    shared trials are the same partitions, seeds and versions). Returns {"shared": repeats
-    both hold, "more_a": repeats only A holds, "more_b": repeats only B holds}.
+    One side extends the other when its trial keys include all of the other's. Returns
+    {"shared": repeats both hold, "more_a": only A's, "more_b": only B's}.
     """
     if not ta or not tb:
         return None
@@ -312,14 +263,12 @@ def _label(configs: Optional[dict], config) -> str:
 def diff_scores(rows_a: list, rows_b: list, *, configs_a: Optional[dict] = None,
                 configs_b: Optional[dict] = None, anyway: bool = False,
                 trials_a: Optional[dict] = None, trials_b: Optional[dict] = None) -> list:
-    """Return one comparison per score present in both lists (see the module docstring).
+    """Return one comparison per score present in both lists.
 
-    ``configs_a`` / ``configs_b``: {configuration id: configurations row} of each side, to
-    name what differs when a score is only in different configurations; ``anyway`` compares
-    such scores too (independently: their partitions may differ). ``trials_a`` /
-    ``trials_b``: {(data set, model, clusterer, metric, configuration): {trial key: repeat}}
-    of each side's score groups: where one side's trials include the other's, the scores are
-    paired on the shared repeats (an extension), whatever their configurations say.
+    ``configs_a`` / ``configs_b``: {configuration id: row}, to name what differs; ``anyway``:
+    compare such scores too (independently). ``trials_a`` / ``trials_b``: {(data set, model,
+    clusterer, metric, configuration): {trial key: repeat}}: nested groups are paired on their
+    shared repeats whatever their configurations say.
     """
     def index(rows):
         out = {}

@@ -1,23 +1,8 @@
 """Two one-sided tests (TOST): is a difference inside a stated margin, or decidedly outside it?
 
-"E[A] ~ E[B]" is a claim of *equivalence*: the difference of the two means lies within a
-margin that says what "about equal" means (stated in the claim's row). Overlapping
-confidence intervals do not show it (two wide intervals overlap whatever the means), and a
-significance test of "different" flips with the sample size (a negligible 0.4-point gap
-becomes "significant" with enough repeats). The two one-sided tests (Schuirmann, "A
-comparison of the two one-sided tests procedure and the power approach for assessing the
-equivalence of average bioavailability", J. Pharmacokinet. Biopharm. 15(6), 1987,
-doi:10.1007/BF01068419) decide it at level alpha: equivalent when the ``1 - 2 alpha``
-interval of the difference lies inside ``(-margin, +margin)``; *not* equivalent when the
-same interval lies wholly outside ``[-margin, +margin]`` (each side a one-sided test at
-alpha); undecided otherwise. Either decision is wrong with probability at most alpha
-(tests/test_equivalence.py simulates it at the margin, normal and skewed).
-
-Paired where the values are paired (the same repeat's two accuracies: the interval of the
-mean of the per-repeat differences), else Welch's interval of a difference of two
-independent means; either way skewness-corrected (Hall), so that a skewed difference does not
-let a wrong decision through more often than alpha. :func:`repeats_to_decide` says how many repeats the same means and
-spread would need to decide an undecided comparison.
+Paired or Welch, skew-corrected (Hall) intervals of a difference; :func:`repeats_to_decide`
+plans an undecided one. docs/intervals.md ("Equivalence of two means in claims") has the
+argument, the reference (Schuirmann 1987) and the measured error rates.
 """
 
 from __future__ import annotations
@@ -26,7 +11,8 @@ import math
 from typing import Optional, Sequence
 
 import numpy as np
-from robench.stats.intervals import skew_corrected_bounds, skewness_se, t_quantile
+from robench.stats.intervals import (skew_corrected_bounds, skewness_se, smallest_fitting,
+                                     t_quantile)
 
 #: Level of each one-sided test (the interval checked against the margin is 1 - 2 alpha).
 ALPHA = 0.05
@@ -60,16 +46,10 @@ def difference_interval(a: Sequence, b: Sequence, level: float, *, paired: bool,
                         skew_corrected: bool = True) -> dict:
     """Return the ``level`` interval of mean(a) - mean(b): estimate, low, high, se, df, n.
 
-    ``paired``: ``a[r]`` and ``b[r]`` belong to the same unit r (None marks a missing value;
-    a pair counts only with both): the differences' mean, n - 1 degrees of freedom.
-    Otherwise two independent samples: Welch's standard error and degrees of freedom.
-    ``skew_corrected`` (default): Hall's skewness-corrected bounds
-    (:func:`robench.stats.intervals.skew_corrected_bounds`) with the estimate's skewness
-    (the differences', or for two samples ``(k3_a / n_a^2 - k3_b / n_b^2) / se^3``) allowed
-    one standard error either way (two samples: :data:`TWO_SAMPLE_SKEW_SE`); else Student's ``estimate ± t se``. Student's let a skewed
-    difference (Gamma(2), skewness -1.4) through one-sided 8-11% at 8-20 repeats instead of
-    5% (tests/stats/test_equivalence.py). Bounds None with ``reason`` when fewer than 2
-    values (per sample or pair) or no spread.
+    ``paired``: ``a[r]``, ``b[r]`` of one unit (None: missing; a pair needs both), else two
+    independent samples (Welch). ``skew_corrected`` (default): Hall's bounds, skewness one se
+    either way (two samples: :data:`TWO_SAMPLE_SKEW_SE`); else Student's. Bounds None with
+    ``reason`` below 2 values (per sample or pair) or without spread.
     """
 
     if paired:
@@ -119,12 +99,8 @@ def equivalence(a: Sequence, b: Sequence, margin: float, *, paired: bool,
                 alpha: float = ALPHA) -> dict:
     """Return the TOST decision on |mean(a) - mean(b)| < ``margin`` with its evidence.
 
-    ``status``: :data:`EQUIVALENT` when the ``1 - 2 alpha`` interval lies inside
-    ``(-margin, margin)``, :data:`NOT_EQUIVALENT` when it lies wholly outside
-    ``[-margin, margin]``, :data:`UNDECIDED` otherwise (or without an interval). Also the
-    interval (:func:`difference_interval`) and ``repeats``: how many repeats (pairs, or per
-    sample) the observed difference and spread would need to decide (None when the estimate
-    sits on the margin, or without a spread).
+    ``status``: EQUIVALENT (``1 - 2 alpha`` interval inside the margin), NOT_EQUIVALENT (wholly
+    outside), else UNDECIDED; the interval's fields and ``repeats`` (:func:`repeats_to_decide`).
     """
     if not margin > 0:
         raise ValueError(f"the equivalence margin must be > 0, got {margin}")
@@ -147,29 +123,16 @@ def equivalence(a: Sequence, b: Sequence, margin: float, *, paired: bool,
 
 def repeats_to_decide(distance: float, sd: float, n: int, level: float,
                       limit: int = 100_000) -> Optional[int]:
-    """Return the smallest n' >= n whose ``level`` t half-width ``t * sd / sqrt(n')`` is
-    below ``|distance|`` (the gap between an estimate and the bound it must clear), or None.
+    """Return the smallest n' >= n whose ``level`` t half-width is below ``|distance|``, or None.
 
-    What "more repeats would decide it" means in numbers, at the observed estimate and
-    spread (both move as repeats are added, so it is a planning figure, not a promise).
-    None when the distance is 0 or the spread is 0 or undefined, or above ``limit``.
+    A planning figure at the observed spread; None when the distance or spread is 0 or
+    undefined, or above ``limit``.
     """
-
     distance = abs(float(distance))
     if not (distance > 0 and sd is not None and sd > 0 and math.isfinite(sd)):
         return None
-    def fits(m):
+
+    def fits(m):  # the half-width falls like 1/sqrt(m)
         return float(t_quantile(level, m - 1)) * sd / math.sqrt(m) < distance
 
-    lo = max(int(n), 2)
-    if fits(lo):
-        return lo
-    hi = lo
-    while not fits(hi):  # the half-width falls like 1/sqrt(m): double until it fits
-        hi *= 2
-        if hi > limit:
-            return None
-    while hi - lo > 1:  # fits(hi), not fits(lo)
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
-    return hi
+    return smallest_fitting(fits, max(int(n), 2), limit)

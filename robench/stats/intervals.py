@@ -1,37 +1,10 @@
-"""Confidence intervals over a few repeats: a mean, a ratio of two independent means, ties.
+"""Confidence intervals over a few repeats: a mean, a ratio of two independent means.
 
-robench summarises R repeated trials (R = 3 in the quick profile) by their mean, and the
-source-aware robustness rho = E[AccX] / E[AccI] (Kilinc & Uysal's source-aware partitioning
-paper, eq. 3: "rho := 1 - (E[AccI] - E[AccX]) / E[AccI]") by a ratio of two such means, where
-the exclusive and the inclusive accuracies come from *independent* partitions (R_x and R_i
-repeats, not paired, possibly unequal). The intervals here are those whose coverage holds at
-such sizes; a simulation pins it (tests/stats/test_intervals.py, benchmarks/interval_coverage.py,
-docs/intervals.md):
-
-* :func:`mean_interval`: Student's t interval of a mean, ``m ± t_{n-1} s / sqrt(n)``;
-  :func:`skewed_mean_interval`: Hall's skew-corrected interval of a mean whose values may be
-  skewed or a rare-event mixture.
-* :func:`ratio_interval` with ``method="fieller"`` (the default): Fieller's interval for
-  rho = mu_x / mu_i (E. C. Fieller, "Some problems in interval estimation", J. R. Stat. Soc. B
-  16(2), 1954, doi:10.1111/j.2517-6161.1954.tb00159.x). For the true rho,
-  ``T = (Xbar - rho Ibar) / sqrt(v_x + rho^2 v_i)`` with ``v = s^2 / n`` is a studentised
-  difference of two independent means; the interval is every rho with ``T^2 <= t^2``, a
-  quadratic inequality in rho. Its reference distribution is Student's t with the
-  Welch-Satterthwaite degrees of freedom of ``v_x + rho^2 v_i`` (B. L. Welch, "The
-  generalization of 'Student's' problem when several different population variances are
-  involved", Biometrika 34, 1947, doi:10.1093/biomet/34.1-2.28), evaluated at the estimate.
-  When the inclusive spread is negligible (the usual case: AccI varies far less than AccX)
-  this is exactly the t distribution with R_x - 1 degrees of freedom, which is why it keeps
-  its coverage at R = 3, where a percentile bootstrap (bounded by the observed range) covers
-  about 75%.
-* ``method="delta"``: the first-order (delta-method) interval
-  ``rho_hat ± t * sqrt(v_x + rho_hat^2 v_i) / |Ibar|`` with the same degrees of freedom;
-  symmetric around the estimate, close to Fieller's when Ibar is far from 0 relative to its
-  standard error.
-
-Where no finite interval exists (fewer than 2 values in a sample, no spread in either sample,
-a denominator not significantly different from 0), the bounds are None and ``reason`` says
-why in words; the estimate is still reported. Everything is a pure function of numbers.
+Student's t (:func:`mean_interval`), Hall's skew-corrected t (:func:`skewed_mean_interval`),
+Fieller's and the delta-method interval of rho = E[AccX] / E[AccI] (:func:`ratio_interval`;
+E. C. Fieller, J. R. Stat. Soc. B 16(2), 1954, doi:10.1111/j.2517-6161.1954.tb00159.x).
+Where no finite interval exists the bounds are None and ``reason`` says why. docs/intervals.md
+has the argument and the coverage simulation (benchmarks/interval_coverage.py).
 """
 
 from __future__ import annotations
@@ -51,22 +24,9 @@ METHODS = ("fieller", "delta")
 class Interval:
     """A point estimate with its confidence interval, or None bounds and the reason.
 
-    Attributes
-    ----------
-    estimate : float or None
-        The point estimate (mean, or ratio of means); None only without data.
-    low, high : float or None
-        The bounds; both None when no finite interval exists (see ``reason``).
-    method : str
-        "t" (mean), "fieller" or "delta" (ratio).
-    level : float
-        Nominal coverage, e.g. 0.95.
-    df : float or None
-        Degrees of freedom of the t quantile used.
-    n : tuple of int
-        Sample sizes: (n,) for a mean, (n_x, n_i) for a ratio.
-    reason : str or None
-        Why the bounds are None; None when they are set.
+    ``estimate`` (None only without data), ``low``/``high`` (both None without a finite
+    interval), ``method`` ("t", "hall", "fieller" or "delta"), ``level``, ``df`` (of the t
+    quantile), ``n`` ((n,) or (n_x, n_i)), ``reason`` (why the bounds are None).
     """
 
     estimate: Optional[float]
@@ -102,6 +62,20 @@ def t_quantile(level: float, df):
     return stats.t.ppf(0.5 + level / 2, df)
 
 
+def smallest_fitting(fits, lo: int, limit: int) -> Optional[int]:
+    """Return the smallest m >= ``lo`` with ``fits(m)`` (a monotone test), None past ``limit``."""
+    hi = lo
+    while not fits(hi):  # double until it fits
+        hi *= 2
+        if hi > limit:
+            return None
+    lo = max(lo, hi // 2)  # fits(lo) is False unless hi == lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid) else (mid, hi)
+    return hi
+
+
 # --- a single mean ----------------------------------------------------------------------------
 
 
@@ -109,25 +83,9 @@ def mean_interval(values: Sequence, level: float = LEVEL, *,
                   bounds: Optional[tuple] = None) -> Interval:
     """Return Student's t interval of the mean of ``values`` (None entries are skipped).
 
-    ``mean ± t_{(1+level)/2, n-1} · s / sqrt(n)``, s the sample standard deviation (ddof 1).
-    ``bounds=(lo, hi)`` clips the interval to the range the quantity can take (``(0, 1)``
-    for an accuracy); clipping never lowers the coverage of a parameter inside that range.
-
-    Parameters
-    ----------
-    values : sequence of float or None
-        One value per repeat.
-    level : float
-        Nominal coverage.
-    bounds : tuple of float, optional
-        Range to clip the interval to.
-
-    Returns
-    -------
-    Interval
-        Method "t". Bounds are None (with ``reason``) without at least two values or when all
-        values are equal (the spread estimate is 0: a zero-width interval would claim a
-        certainty the repeats cannot give).
+    ``bounds=(lo, hi)`` clips it to the range the quantity can take (``(0, 1)`` for an
+    accuracy). Method "t"; bounds None (with ``reason``) without two values or when all are
+    equal (a zero-width interval would claim a certainty the repeats cannot give).
     """
     x = _values(values)
     n = int(x.size)
@@ -155,8 +113,7 @@ SKEW_SE = 1.0
 
 
 def skewness_se(n):
-    """Return ``sqrt(6 (n - 2) / ((n + 1)(n + 3)))``: the standard error of a sample skewness
-    under normality (0.62 at n = 6: a few values say little about a tail)."""
+    """Return ``sqrt(6 (n - 2) / ((n + 1)(n + 3)))``: a sample skewness's se (0.62 at n = 6)."""
     n = np.asarray(n, float)
     with np.errstate(invalid="ignore"):
         return np.sqrt(np.maximum(6.0 * (n - 2) / ((n + 1) * (n + 3)), 0.0))
@@ -165,11 +122,7 @@ def skewness_se(n):
 def _hall_quantile(t, u):
     """Return ``(3/u)((1 + u (t - u/6))^(1/3) - 1)``: Hall's transformation inverted at t.
 
-    The studentised estimate T of a mean whose own skewness is u (gamma / sqrt(n) for a mean
-    of n values of skewness gamma) is transformed by ``T + u T^2/3 + u^2 T^3/27 + u/6``
-    (monotone: its derivative is (1 + uT/3)^2), which removes the first-order skewness term
-    of its distribution (Hall, "On the removal of skewness by transformation", JRSS B 54(1),
-    1992, doi:10.1111/j.2517-6161.1992.tb01879.x); this maps a quantile back. u = 0: t.
+    P. Hall, JRSS B 54(1), 1992, doi:10.1111/j.2517-6161.1992.tb01879.x; u: the mean's skewness.
     """
     t, u = np.asarray(t, float), np.asarray(u, float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -182,12 +135,8 @@ def _hall_quantile(t, u):
 def skew_corrected_bounds(estimate, se, t, skew, skew_se, k: float = SKEW_SE):
     """Return (low, high): Hall's skewness-corrected interval of a mean-like estimate.
 
-    ``estimate ± t se`` is Student's; here the bounds are ``estimate - se q(t, u_low)`` and
-    ``estimate - se q(-t, u_high)`` with q Hall's inverse transformation
-    (:func:`_hall_quantile`) and the estimator's skewness u taken ``k`` standard errors
-    lower for the lower bound and higher for the upper (``u = skew ∓ k skew_se``): the
-    interval reaches further on whichever side the data may be skewed towards, by as much
-    as the few values cannot rule out. Vectorised; with skew = skew_se = 0 it is Student's.
+    The skewness u is taken ``k`` standard errors lower for the lower bound and higher for the
+    upper (``u = skew ∓ k skew_se``). Vectorised; with skew = skew_se = 0 it is Student's.
     """
     estimate, se = np.asarray(estimate, float), np.asarray(se, float)
     low = estimate - se * _hall_quantile(t, np.asarray(skew) - k * np.asarray(skew_se))
@@ -204,16 +153,8 @@ def skewed_mean_interval(values: Sequence, level: float = LEVEL, *,
                          k: float = SKEWED_MEAN_SKEW_SE) -> Interval:
     """Return Hall's skew-corrected interval of the mean of ``values`` (None entries skipped).
 
-    :func:`skew_corrected_bounds` with the mean's skewness ``g / sqrt(n)`` allowed ``k``
-    standard errors of the sample skewness either way (``k`` = 2 by default): for per-repeat
-    values whose shape is skewed or a rare-event mixture (purity-ratio: a k-means run that
-    merges two classes), where Student's 95% interval covered 86-92% at 3-30 repeats and
-    one standard error of allowance 92.5-97%. Simulated on those shapes (tests/stats/
-    test_intervals.py) it covers at least 95% (Monte Carlo error aside) from 3 repeats, and
-    tends to the nominal level as the repeats grow (unlike a wider nominal level, e.g.
-    Student's at 99%, which also covers >= 94.9% but stays 1.3-2.3x as wide). Method
-    ``"hall"``; otherwise as :func:`mean_interval` (None bounds and the reason without two
-    values or without spread; ``bounds`` clips).
+    The mean's skewness is allowed ``k`` standard errors either way (docs/intervals.md,
+    "Purity-ratio's interval"). Method ``"hall"``; otherwise as :func:`mean_interval`.
     """
     x = _values(values)
     n = int(x.size)
@@ -240,8 +181,7 @@ def skewed_mean_interval(values: Sequence, level: float = LEVEL, *,
 def welch_df(var_x, n_x, var_i, n_i, rho):
     """Return the Welch-Satterthwaite degrees of freedom of ``v_x + rho^2 v_i``, ``v = s^2/n``.
 
-    ``(v_x + rho^2 v_i)^2 / (v_x^2/(n_x-1) + rho^4 v_i^2/(n_i-1))``; with one variance 0 it
-    is the other sample's n - 1. Broadcasts over arrays; NaN where both variances are 0.
+    B. L. Welch, Biometrika 34, 1947, doi:10.1093/biomet/34.1-2.28. NaN where both variances are 0.
     """
     var_x, var_i = np.asarray(var_x, float), np.asarray(var_i, float)
     rho2 = np.asarray(rho, float) ** 2
@@ -251,9 +191,7 @@ def welch_df(var_x, n_x, var_i, n_i, rho):
 
 
 def _ratio_terms(mean_x, var_x, n_x, mean_i, var_i, n_i, level, df):
-    """Return the arrays both ratio intervals start from: means, variances, the estimate
-    ``mean_x / mean_i``, the degrees of freedom (:func:`welch_df` at the estimate unless
-    given) and the t quantile (NaN where df is not positive)."""
+    """Return means, variances, estimate, df (:func:`welch_df` unless given) and t of a ratio."""
     mean_x, mean_i = np.asarray(mean_x, float), np.asarray(mean_i, float)
     var_x, var_i = np.asarray(var_x, float), np.asarray(var_i, float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -269,13 +207,8 @@ def _ratio_terms(mean_x, var_x, n_x, mean_i, var_i, n_i, level, df):
 def fieller_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL, df=None):
     """Return (low, high, df) of Fieller's interval for mu_x / mu_i from summary statistics.
 
-    Vectorised over arrays of means and sample variances (ddof 1); ``n_x``, ``n_i`` >= 2.
-    Solves ``(Xbar - rho Ibar)^2 <= t^2 (v_x + rho^2 v_i)``, i.e. ``a rho^2 - 2 b rho + c <= 0``
-    with ``a = Ibar^2 - t^2 v_i``, ``b = Xbar Ibar``, ``c = Xbar^2 - t^2 v_x``. The set is a
-    finite interval ``(b ± sqrt(b^2 - a c)) / a`` exactly when ``a > 0`` (Ibar is significantly
-    different from 0); then ``b^2 - a c = t^2 (a v_x + v_i Xbar^2) >= 0``. Otherwise it is
-    unbounded (the whole line, or the line minus an interval) and low/high are NaN, as they
-    are where both variances are 0. ``df`` defaults to :func:`welch_df` at the estimate.
+    Vectorised over means and sample variances (ddof 1); ``n_x``, ``n_i`` >= 2. NaN where the
+    set is unbounded (Ibar not significantly different from 0) or both variances are 0.
     """
     mean_x, var_x, mean_i, var_i, rho, df, t = _ratio_terms(mean_x, var_x, n_x, mean_i, var_i,
                                                            n_i, level, df)
@@ -292,12 +225,7 @@ def fieller_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL,
 
 
 def delta_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL, df=None):
-    """Return (low, high, df) of the delta-method t interval for mu_x / mu_i.
-
-    ``rho_hat ± t * sqrt(v_x + rho_hat^2 v_i) / |Ibar|`` (the first-order standard error of a
-    ratio of independent means), t with :func:`welch_df` degrees of freedom by default.
-    Vectorised like :func:`fieller_bounds`; NaN where Ibar is 0 or both variances are 0.
-    """
+    """Return (low, high, df) of the delta-method t interval for mu_x / mu_i (as fieller_bounds)."""
     mean_x, var_x, mean_i, var_i, rho, df, t = _ratio_terms(mean_x, var_x, n_x, mean_i, var_i,
                                                            n_i, level, df)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -312,25 +240,10 @@ def ratio_interval(x: Sequence, i: Sequence, level: float = LEVEL, *,
                    method: str = "fieller") -> Interval:
     """Return the interval of mu_x / mu_i from two independent samples (None entries skipped).
 
-    For rho: ``x`` = the exclusive accuracies (AccX), ``i`` = the inclusive ones (AccI), one
-    per repeat; the two lists need not have the same length (they are not paired).
-
-    Parameters
-    ----------
-    x, i : sequence of float or None
-        Numerator and denominator samples.
-    level : float
-        Nominal coverage.
-    method : {"fieller", "delta"}
-        Fieller's interval (default) or the delta-method t interval, both with Welch-
-        Satterthwaite degrees of freedom (see the module docstring).
-
-    Returns
-    -------
-    Interval
-        ``estimate`` = mean(x) / mean(i). Bounds None, with ``reason``, when a sample has fewer
-        than 2 values, both samples have zero spread, mean(i) is 0, or (Fieller) mean(i) is
-        not significantly different from 0 so that the confidence set is unbounded.
+    ``x``, ``i``: numerator and denominator samples (for rho: AccX and AccI), lengths may
+    differ; ``method``: "fieller" (default) or "delta", both with Welch-Satterthwaite df.
+    ``estimate`` = mean(x) / mean(i); bounds None, with ``reason``, when a sample has fewer than
+    2 values, both have zero spread, mean(i) is 0, or (Fieller) it is not significantly above 0.
     """
     if method not in METHODS:
         raise ValueError(f"unknown ratio interval method {method!r}; use one of {METHODS}")

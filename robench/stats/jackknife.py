@@ -1,18 +1,8 @@
 """Delete-one jackknife intervals for statistics of a few dependent values.
 
-Some claims are decided on statistics whose values are not independent draws: a correlation
-over a zoo of models compared with another correlation over the *same* models (they share
-the robustness variable), a ratio of two standard deviations of *paired* values (a fold's
-validation and test accuracy), a ratio of mean pairwise distances between folds (the 20
-distances of 5 folds share their folds). Textbook intervals for these assume independent
-samples and normal data; the jackknife (Quenouille; Tukey; Miller, "The jackknife - a
-review", Biometrika 61(1), 1974, doi:10.1093/biomet/61.1.1) leaves out one *unit* at a time
-(a model, a pair, a fold) and so keeps whatever dependence the units carry, and its variance
-adapts to non-normal data where normal-theory formulas do not (Miller's jackknife test for
-variances, Ann. Math. Statist. 39, 1968, is the classic example). Each function works on a
-transformed scale where the statistic is closer to normal (Fisher's z, a log ratio) and
-returns the interval back on the natural scale. tests/test_jackknife.py pins the error rates
-by simulation on normal, skewed and heavy-tailed data at the sizes robench uses.
+Each function leaves out one unit (a model, a pair, a fold) at a time on a near-normal scale
+(Fisher's z, a log ratio) and returns the interval on the natural scale. docs/intervals.md
+("Jackknife intervals") has the argument, the references and the measured error rates.
 """
 
 from __future__ import annotations
@@ -30,9 +20,7 @@ LEVEL = 0.95
 def pseudo_interval(full: float, loo: Sequence, level: float = LEVEL) -> dict:
     """Return the jackknife t interval from a statistic and its leave-one-out values.
 
-    Pseudo-values ``n * full - (n - 1) * loo_i``; estimate = their mean (bias-corrected),
-    se = their sd / sqrt(n), ``estimate ± t(n - 1) se``. Bounds None with ``reason`` when
-    n < 3, a value is not finite, or the pseudo-values have no spread.
+    Bounds None with ``reason`` when n < 3, a value is not finite, or there is no spread.
     """
 
     loo = np.asarray(loo, float)
@@ -65,21 +53,10 @@ def _z(r: float) -> float:
 
 def dependent_correlations(y: Sequence, x1: Sequence, x2: Sequence,
                            level: float = LEVEL) -> dict:
-    """Return r(y, x1) vs r(y, x2) over the same units, with a jackknife interval.
+    """Return r(y, x1) vs r(y, x2) over the same units, with a jackknife interval (Fisher's z).
 
-    The two correlations share y (and x1, x2 are themselves correlated), so their
-    difference needs a test for dependent correlations. The statistic is the difference of
-    Fisher's z, ``atanh r(y, x1) - atanh r(y, x2)``; leave one unit (model) out at a time
-    (:func:`pseudo_interval`). Returns ``r1``, ``r2``, ``r12`` (x1 vs x2), ``n`` and the
-    interval of the z difference (``low``/``high``, None with ``reason``). x1 predicts y
-    better than x2 when ``low > 0``; worse when ``high < 0``.
-
-    Williams' t (Steiger, "Tests for comparing elements of a correlation matrix", Psychol.
-    Bull. 87(2), 1980, doi:10.1037/0033-2909.87.2.245, eq. 7) assumes trivariate normal
-    data; on skewed data (Gamma(2) margins) it rejected a true equality one-sided 4.1% at 8
-    units and 6.3% at 30, nominal 2.5% (docs/claims.md); this jackknife 2.6% and 3.7%.
-    (Neither scipy nor statsmodels has a test for dependent correlations; R's cocor and
-    psych do, normal-theory ones.)
+    Returns ``r1``, ``r2``, ``r12`` (x1 vs x2), ``n``, ``low``/``high`` (None with ``reason``):
+    x1 predicts y better than x2 when ``low > 0``, worse when ``high < 0``.
     """
     y, x1, x2 = (np.asarray(v, float) for v in (y, x1, x2))
     n = int(y.size)
@@ -97,15 +74,7 @@ def dependent_correlations(y: Sequence, x1: Sequence, x2: Sequence,
 
 
 def sd_ratio_paired(a: Sequence, b: Sequence, level: float = LEVEL) -> dict:
-    """Return sd(a) / sd(b) of paired values with a jackknife interval (pairs left out).
-
-    The log variance ratio ``log(s_a^2 / s_b^2)`` is jackknifed over the complete pairs
-    (``a[i]``, ``b[i]`` of the same unit; None marks a missing value); the interval is
-    returned as a ratio of standard deviations, ``exp(bound / 2)``. The F interval assumes
-    two independent normal samples, and both it and the paired Pitman-Morgan interval let
-    a true ratio of 1 through one-sided 7-11% at 10-20 pairs of skewed or heavy-tailed
-    values (nominal 2.5%); this one 4-6% (tests/test_jackknife.py).
-    """
+    """Return sd(a) / sd(b) of paired values with a jackknife interval (pairs left out)."""
     pairs = [(float(x), float(y)) for x, y in zip(a, b) if x is not None and y is not None]
     pa = np.asarray([p[0] for p in pairs], float)
     pb = np.asarray([p[1] for p in pairs], float)
@@ -146,13 +115,7 @@ def _log_variances_left_out(x: np.ndarray) -> list:
 
 
 def sd_ratio_independent(a: Sequence, b: Sequence, level: float = LEVEL) -> dict:
-    """Return sd(a) / sd(b) of two independent samples with Miller's jackknife interval.
-
-    Each sample's log variance is jackknifed on its own (Miller, "Jackknifing variances",
-    Ann. Math. Statist. 39(2), 1968, doi:10.1214/aoms/1177698419); the log ratio's variance is
-    the sum, t at min(n_a, n_b) - 1 degrees of freedom; returned as a ratio of standard
-    deviations. Unlike the F interval it does not assume normal data.
-    """
+    """Return sd(a) / sd(b) of two independent samples with Miller's jackknife interval."""
 
     xa = np.asarray([float(v) for v in a if v is not None], float)
     xb = np.asarray([float(v) for v in b if v is not None], float)
@@ -194,14 +157,8 @@ def _offdiagonal_mean(matrices: list, drop: Optional[tuple] = None) -> float:
 def distance_ratio(shifted: list, random: list, level: float = LEVEL) -> dict:
     """Return mean pairwise distance of shifted folds / of random folds, jackknifed by fold.
 
-    ``shifted``, ``random``: per repeat a K x K matrix of distances between its folds (None
-    where a distance is missing). The K (K - 1) distances of one repeat share their K folds,
-    so they are not independent values; the unit of the jackknife is a fold: leaving out
-    fold i of repeat m drops every distance it takes part in. The two sets of folds are
-    independent samples (Arvesen's two-sample jackknife for U-statistics, Ann. Math.
-    Statist. 40, 1969): the variance of the log ratio is the shifted folds' jackknife
-    variance plus the random folds', with t at min(n_shifted, n_random) - 1 degrees of
-    freedom. Returns ``ratio``, ``low``, ``high``, ``folds`` (n_shifted, n_random).
+    ``shifted``, ``random``: per repeat a K x K matrix of fold distances (None: missing).
+    Returns ``ratio``, ``low``, ``high``, ``folds`` (n_shifted, n_random).
     """
 
     def units(mats):

@@ -1,57 +1,12 @@
 """One paired test for every comparison of models, and the rank intervals it gives.
 
-Models of a table share repeat r's partitions (its held-out sources, its inclusive split, its
-seeds, or its reference model), so they are compared by the per-repeat differences of their
-scores. A score is a ratio of per-repeat means, ``rho = E[X] / E[I]`` (a plain mean has I = 1),
-linearised per repeat by its influence value (the delta method):
-``psi_r = (x_a,r - rho_a i_a,r) / Ibar_a - (x_b,r - rho_b i_b,r) / Ibar_b``. Everything that
-orders models -- the ranks of every table (:mod:`robench.stats.ranks`), the sequential rule
-(:mod:`robench.stats.sequential`) -- calls :func:`shows_above`: "do the repeats show
-``rho_a - rho_b > delta``?", one-sided, at a level. It is :func:`paired_test`:
-
-* **Hall's skew-corrected t** on the mean of psi (P. Hall, "On the removal of skewness by
-  transformation", JRSS B 54(1), 1992): the one-sided bound ``d - se q(t, u)`` with Hall's
-  inverse transformation q and the mean's skewness ``u = (g - SKEW_SE se(g)) / sqrt(n)`` taken
-  one standard error of the sample skewness g towards the tested tail
-  (:func:`robench.stats.intervals.skew_corrected_bounds`). Training noise is skewed (a run
-  that trains badly is far worse than a run that trains well is good: real random-split
-  accuracies skew -1.1 to -1.9 over 15 repeats), and a left-skewed difference whose tail a
-  few repeats have not sampled looks like a better model: Student's t then errs one-sided at
-  5.6% (Gamma(2)) to 10.5% (log-normal) instead of 2.5% (tests/stats/test_paired.py has the
-  shapes). The allowance ``SKEW_SE`` = 1 standard error is what the sample cannot rule out.
-* **Balanced held-out design** (source-aware protocol 2, ``cycle`` = k): the test uses the
-  repeats of the *complete* cycles both models have. Over complete cycles every source of a
-  class is held out once, so the part of psi that comes from *which* source was held out (the
-  census part) sums to the same value in every cycle: it leaves the mean but stays in the
-  sample variance, where it can only make the test conservative. It is *not* removed from the
-  standard error: fixing the order of the sources across cycles (so that a position is a
-  stratum) would freeze which sources are held out *together* into the positions, an
-  interaction the strata cannot see (measured: 10-15% of the census variance of a paired
-  difference on digits); cycle means leave c - 1 degrees of freedom (2 at 15 repeats of 5
-  sources); a per-class decomposition under the fresh orders is valid but would order 0-1 more
-  of a table's 10 pairs at 15 repeats on the standard database, and is not built. The census part is
-  also what keeps the level on skewed training noise at real census shares (0.2 and up):
-  docs/intervals.md has the argument and the
-  figures. Fewer than 2 complete cycles' repeats: no test.
-* **Degraded runs are detected, not averaged** (:func:`degraded_repeats`). A run that fails
-  in 5% of repeats is often absent from 10-20 repeats, and then no interval can hold: the
-  sample is the sample of a better model. Where such a run *is* in the sample it is visible: a
-  value of psi more than ``DEGRADED_Z`` robust standard deviations (1.4826 MAD) from the
-  median. In the balanced design, far values of one side that recur (at least half as far) in
-  every complete cycle are a hard source held out once per cycle (the census), not a failure,
-  and are left alone.
-  A pair with a flagged repeat is not ordered: its verdict says which repeat looks degraded.
-* **Independent repeats** (purity-ratio's and coverage's reference models, rho's random
-  held-out design of protocol 1): the same skew-corrected t over every repeat both models
-  have, without the degraded-run check (a k-means run that merges two classes is part of
-  purity-ratio, not a failed run). It replaces the betting test of Waudby-Smith & Ramdas,
-  which as capped here ordered 0% of pairs at any affordable number of repeats. Its level is
-  pinned on those metrics' shapes (skewed, a merge mixture, the random design's continuous
-  source shapes); a rare hard source drawn at random (probability p per repeat) is absent
-  from (1 - p)^n of the samples and cannot be held below n = log(alpha / 2) / log(1 - p)
-  repeats (35 at p = 0.1): that is why protocol 2 holds sources out in rotation.
-
-Everything here is a pure function of numbers, vectorised over leading axes (simulated runs).
+Models of a table share repeat r's partitions, so they are compared by the per-repeat
+delta-method differences ``psi_r`` of their ratios of means. Everything that orders models
+calls :func:`shows_above` (:func:`paired_test`): Hall's skew-corrected t (P. Hall, "On the
+removal of skewness by transformation", JRSS B 54(1), 1992) over the complete cycles of the
+balanced design (with the degraded-run check) or over every shared repeat (independent
+repeats). docs/intervals.md ("The one paired test") has the argument and the figures.
+Pure functions of numbers, vectorised over leading axes (simulated runs).
 """
 
 from __future__ import annotations
@@ -79,21 +34,22 @@ UNDECIDED, ORDERED, EQUIVALENT = "undecided", "ordered", "equivalent"
 
 
 def complete_cycles(ok, cycle: Optional[int]):
-    """Return the repeats (mask over the last axis) that lie in complete cycles of ``ok``.
-
-    Repeat r is in cycle ``r // cycle``; a cycle is complete when every one of its repeats is
-    in ``ok``. Without a cycle (None or < 2) every ``ok`` repeat counts.
-    """
+    """Return the repeats (mask over the last axis) in complete cycles of ``ok`` (all if none)."""
     ok = np.asarray(ok, bool)
     if not cycle or cycle < 2:
         return ok
-    r = ok.shape[-1]
+    blocks = _by_cycle(ok, cycle)
+    done = np.broadcast_to(blocks.all(-1, keepdims=True), blocks.shape)
+    return done.reshape(ok.shape[:-1] + (-1,))[..., :ok.shape[-1]] & ok
+
+
+def _by_cycle(mask, cycle: int):
+    """Return ``mask`` padded with False to whole cycles, shape (..., cycles, cycle)."""
+    r = mask.shape[-1]
     full = -(-r // cycle) * cycle
-    padded = np.zeros(ok.shape[:-1] + (full,), bool)
-    padded[..., :r] = ok
-    blocks = padded.reshape(ok.shape[:-1] + (full // cycle, cycle))
-    done = blocks.all(-1, keepdims=True)
-    return np.broadcast_to(done, blocks.shape).reshape(padded.shape)[..., :r] & ok
+    pad = np.zeros(mask.shape[:-1] + (full,), bool)
+    pad[..., :r] = mask
+    return pad.reshape(mask.shape[:-1] + (full // cycle, cycle))
 
 
 def influence(xa, ia, xb, ib, use):
@@ -114,14 +70,9 @@ def influence(xa, ia, xb, ib, use):
 def degraded_repeats(psi, use, cycle: Optional[int] = None, z: float = DEGRADED_Z):
     """Return the repeats (mask like ``use``) whose paired difference looks degraded.
 
-    A repeat is far when its psi lies more than ``z`` robust standard deviations from the
-    median of the repeats ``use`` (scale: 1.4826 MAD; where that is 0, as with discrete
-    accuracies, 1.2533 times the mean absolute deviation, so a handful of differing values
-    is not flagged for want of a spread). With a ``cycle`` (the
-    balanced design), far values of one side are the census (a hard source held out once a
-    cycle) and are not flagged when every complete cycle holds a value at least half as far
-    on that side. Nothing is flagged
-    below :data:`DEGRADED_MIN_N` repeats.
+    Far: more than ``z`` robust sd (1.4826 MAD, else 1.2533 mean absolute deviation) from the
+    median; with a ``cycle``, far values that recur at least half as far in every complete cycle
+    are the census, not flagged. Nothing is flagged below :data:`DEGRADED_MIN_N` repeats.
     """
     psi, use = np.asarray(psi, float), np.asarray(use, bool)
     n = use.sum(-1, keepdims=True)
@@ -136,17 +87,11 @@ def degraded_repeats(psi, use, cycle: Optional[int] = None, z: float = DEGRADED_
         low = use & (vals - med < -z * scale) & (scale > 0)
         high = use & (vals - med > z * scale) & (scale > 0)
     if cycle and cycle >= 2:
-        r = psi.shape[-1]
-        full = -(-r // cycle) * cycle
         cycles_done = complete_cycles(use, cycle)
+        complete = _by_cycle(cycles_done, cycle).all(-1)
 
         def every_cycle(mask):
-            pad = np.zeros(mask.shape[:-1] + (full,), bool)
-            pad[..., :r] = mask & cycles_done
-            per = pad.reshape(mask.shape[:-1] + (full // cycle, cycle)).any(-1)
-            done = np.zeros(mask.shape[:-1] + (full,), bool)
-            done[..., :r] = cycles_done
-            complete = done.reshape(per.shape + (cycle,)).all(-1)
+            per = _by_cycle(mask & cycles_done, cycle).any(-1)
             return (per | ~complete).all(-1, keepdims=True) & complete.any(-1, keepdims=True)
 
         # the census: every complete cycle holds a value at least half as far on that side
@@ -159,14 +104,11 @@ def paired_test(xa, ia, xb, ib, delta, alpha, *, cycle: Optional[int] = None,
                 skew_se: Optional[float] = SKEW_SE, check: Optional[bool] = None) -> dict:
     """Return the one-sided skew-corrected paired t test of ``rho_a - rho_b > delta``.
 
-    Inputs of shape (..., R), NaN where a repeat is missing. The repeats: those both models
-    have, in complete cycles of ``cycle`` (the balanced design) where given. Rejected when
-    Hall's lower bound at one-sided level alpha (the skewness taken ``skew_se`` standard errors
-    towards the lower tail; None: Student's bound) lies above ``delta``; where the differences have no spread, when
-    ``d > delta``. ``check`` (default: on with a cycle of 2 or more): the degraded-run check
-    (:func:`degraded_repeats`); a pair with a flagged repeat is not rejected. Returns
-    ``reject``, ``d``, ``se``, ``n``, ``degraded`` (the first flagged repeat's index, -1
-    for none).
+    Inputs of shape (..., R), NaN where a repeat is missing; the repeats both models have, in
+    complete cycles of ``cycle`` where given. ``skew_se``: standard errors of skewness allowed
+    towards the lower tail (None: Student's bound); without spread, rejected when ``d > delta``.
+    ``check`` (default: on with a cycle >= 2): a pair with a degraded repeat is not rejected.
+    Returns ``reject``, ``d``, ``se``, ``n``, ``degraded`` (first flagged repeat, -1 for none).
     """
     xa, ia, xb, ib = np.broadcast_arrays(*(np.asarray(v, float) for v in (xa, ia, xb, ib)))
     ok = np.isfinite(xa) & np.isfinite(ia) & np.isfinite(xb) & np.isfinite(ib)
@@ -198,10 +140,9 @@ def paired_test(xa, ia, xb, ib, delta, alpha, *, cycle: Optional[int] = None,
 
 
 def balanced_test(xa, ia, xb, ib, delta, alpha, cycle: int) -> dict:
-    """Return :func:`paired_test` over the complete cycles of ``cycle`` (2 or more: skew-
-    corrected, degraded-run check), or with ``cycle`` < 2 Student's one-sided t over every
-    repeat (no skew allowance, no check): the i.i.d.-unit test of the claims
-    (:mod:`robench.stats.claims`), whose controls are calibrated at its power."""
+    """Return :func:`paired_test` over complete cycles, or with ``cycle`` < 2 Student's t over
+    every repeat with no check (the claims' i.i.d.-unit test, :mod:`robench.stats.claims`).
+    """
     if not cycle or cycle < 2:
         return paired_test(xa, ia, xb, ib, delta, alpha, cycle=None, skew_se=None, check=False)
     return paired_test(xa, ia, xb, ib, delta, alpha, cycle=cycle)
@@ -211,13 +152,9 @@ def shows_above(xa, ia, xb, ib, *, delta: float = 0.0, alpha=ALPHA,
                 cycle: Optional[int] = None, looks: int = 1) -> np.ndarray:
     """Return whether the repeats show ``rho_a - rho_b > delta`` at level ``alpha``.
 
-    THE paired test (module docstring, :func:`paired_test`): inputs of shape (..., R), per
-    repeat index the numerator and denominator of each model's ratio of means (a mean:
-    denominator 1), NaN where a repeat is missing. ``cycle``: the balanced design's cycle
-    length (complete cycles, degraded-run check) or None (independent repeats). ``looks``:
-    a sequential rule's planned looks, each at ``alpha / looks`` (Bonferroni; the spending
-    function of :func:`robench.stats.sequential.look_alphas` gives each look its own
-    ``alpha`` instead).
+    Inputs (..., R): per repeat each model's numerator and denominator (a mean: denominator 1),
+    NaN where missing. ``cycle``: the balanced design's cycle length or None (independent
+    repeats). ``looks``: planned looks, each at ``alpha / looks`` (Bonferroni).
     """
     return paired_test(xa, ia, xb, ib, delta, np.asarray(alpha, float) / looks,
                        cycle=cycle)["reject"]
@@ -230,25 +167,13 @@ def _pairs(m: int) -> list:
 def compare_all(x, i, *, alpha=ALPHA, precision: Optional[float] = None,
                 cycle: Optional[int] = None, looks: int = 1,
                 higher_is_better: bool = True) -> dict:
-    """Test every pair of a table's models; return each pair's call and the rank intervals.
+    """Test every pair of a table's models (Holm's step-down, TOST at ``precision``); rank them.
 
-    ``x``, ``i``: shape (..., M, R). For each of the P = M(M-1)/2 pairs (a, b), a < b: the
-    two one-sided tests :func:`shows_above` (a over b, b over a, each at half the pair's
-    level: a two-sided test), Holm's step-down over the P pairs (S. Holm, Scand. J. Statist.
-    6(2), 1979): with j pairs ordered so far every pair still open is tested at
-    ``alpha / (P - j)``, until a round orders no new pair. Every order shown is a tested
-    one and the probability that any is wrong is at most alpha. A pair not ordered is
-    *equivalent* when both ``rho_a - rho_b > -precision`` and ``rho_b - rho_a > -precision``
-    are shown (two one-sided tests, TOST, each at ``alpha / P``: Bonferroni over the pairs;
-    ``precision`` is the practical-equivalence margin), else undecided. A pair with a repeat
-    that looks degraded (:func:`degraded_repeats`, balanced design) is neither ordered nor
-    equivalent.
-
-    Returns ``pairs`` (list of (a, b)), ``status`` (..., P): +1 a above b (better: higher
-    rho, or lower where not ``higher_is_better``), -1 b above a, 2 equivalent, 0 undecided;
-    ``degraded`` (..., P): the repeat index that kept the pair undecided (-1: none);
-    ``better`` (..., M): how many models are shown above each, ``worse``: how many below;
-    ``best`` = 1 + better, ``worst`` = M - worse.
+    ``x``, ``i``: shape (..., M, R). Returns ``pairs`` (list of (a, b), a < b), ``status``
+    (..., P): +1 a above b (better, per ``higher_is_better``), -1 b above a, 2 equivalent,
+    0 undecided; ``degraded`` (..., P): the repeat that kept a pair undecided (-1: none);
+    ``better``/``worse`` (..., M): models shown above/below each; ``best`` = 1 + better,
+    ``worst`` = M - worse. docs/intervals.md ("Ranks") has the procedure.
     """
     x, i = np.asarray(x, float), np.asarray(i, float)
     m = x.shape[-2]
@@ -301,9 +226,7 @@ def rank_text(best: int, worst: int) -> str:
 
 
 def chance_bar(chance: float, margin: float) -> float:
-    """Return the accuracy a model must be shown above to be ranked: chance + margin of the
-    room above it, ``chance + margin * (1 - chance)`` (margin 0.1: a tenth of the way from
-    guessing to perfect, i.e. Cohen's kappa against chance above 0.1)."""
+    """Return the accuracy a model must be shown above to be ranked: chance + margin x the rest."""
     return float(chance) + float(margin) * (1.0 - float(chance))
 
 
@@ -314,13 +237,9 @@ SHAPES = ("normal", "gamma2", "exponential", "lognormal", "hard")
 
 
 def source_effects(rng, runs: int, k: int, shape: str, p_hard: Optional[float] = None):
-    """Return (runs, k) effects of a data set's k sources, centred so their mean is exactly 0.
+    """Return (runs, k) source effects of ``shape`` (:data:`SHAPES`; sd 1, mean exactly 0).
 
-    ``shape``: normal; gamma2, exponential, lognormal (left-skewed: a few sources far harder
-    than the rest; standardised to sd 1); hard (one source of k = 1/p_hard much harder:
-    held out with probability p_hard under the random design, the two-point mixture).
-    The estimand averages over a uniformly drawn source, so after centring two models that
-    differ only in how strongly the source effect hits them have equal rho.
+    Skewed shapes are left-skewed (a few sources far harder); ``hard``: one source of k = 1/p.
     """
     if shape == "hard":
         p = 1.0 / k
@@ -358,11 +277,9 @@ def null_pairs(rng, runs: int, repeats: int, *, shape: str, design: str, k: int 
                mean_i: float = 0.9, sd_i: float = 0.01):
     """Return (x, i), shape (runs, 2, repeats): two models of equal rho sharing partitions.
 
-    Model m's exclusive accuracy in repeat r is ``mean_x + l_m s[src_r] + e_m,r``: the held-
-    out source's effect s (:func:`source_effects`) hits the models with loadings l_a, l_b, and
-    e is the model's own normal noise, its sd set so that the two models' accuracies
-    correlate ``corr`` under the random design. Inclusive accuracies: ``mean_i`` plus a shared
-    (0.8) and own normal part of sd ``sd_i``. ``shape="hard"`` uses ``k`` as 1/p.
+    Model m's AccX is ``mean_x + l_m s[src_r] + e_m,r`` (loadings l, own noise e sized so the
+    models correlate ``corr`` under the random design); AccI is ``mean_i`` plus a shared (0.8)
+    and own normal part of sd ``sd_i``. ``shape="hard"`` uses ``k`` as 1/p.
     """
     la, lb = loadings
     # corr = la lb / sqrt((la^2 + s2)(lb^2 + s2)): solve the quadratic for the noise variance

@@ -1,12 +1,4 @@
-"""An exact permutation test for a correlation over a model zoo.
-
-Fisher's z interval assumes bivariate normal values; over a zoo of 8 models with skewed
-indicators (log-normal) it rejected a true r = 0 one-sided 5.5% of the time against its
-2.5% (issue 42's audit; pinned in tests/stats/test_permutation.py). Under the null of no
-relation every pairing of the two columns is equally likely, so the share of the n!
-pairings whose r is at least the observed one is an exact p-value whatever the shapes
-(enumerated up to :data:`EXACT_MAX` models, Monte Carlo with the +1 correction above).
-"""
+"""An exact permutation test for a correlation over a model zoo (docs/intervals.md says why)."""
 
 from __future__ import annotations
 

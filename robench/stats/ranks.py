@@ -1,25 +1,10 @@
 """Ranks of a table of models: every pair tested, rank intervals, a chance bar with a margin.
 
-A table ranks models by one score (rho, a mean accuracy). The rule (:func:`rank_models`):
-
-1. A model that may not be ranked gets no rank and says why (``unranked``: no value, or
-   its accuracy is not shown above chance plus a relevance margin, :func:`chance_reason`);
-   it is listed after the ranked ones with its value and takes no part in any test.
-2. The others are sorted by their estimate, best first: that position (``rank``) is a point
-   estimate, shown as such, never a tested order.
-3. Every pair of ranked models is tested with the one paired test
-   (:func:`robench.stats.paired.compare_all`: Hall's skew-corrected t on the per-repeat
-   differences, over complete cycles of the balanced design with its degraded-run check, or
-   over every shared repeat of independent ones), Holm's step-down over all M(M-1)/2 pairs
-   (familywise ``alpha``). A pair is *ordered*, *equivalent* within the practical-equivalence
-   margin (two one-sided tests, TOST, where a margin is given: :func:`equivalence_margin`) or
-   *undecided* (its ``verdict`` says why where the data say: a repeat that looks degraded).
-   A pair without per-repeat values for both models is undecided: no order is shown without
-   its test.
-4. Each model's rank interval: best = 1 + the models shown better, worst = M - the models
-   shown worse (``rank_best``, ``rank_worst``; ``rank_interval`` "1-2", or "1" decided).
-
-Everything here is a pure function of numbers and small dicts.
+:func:`rank_models`: models not shown above chance plus a margin are unranked; the others
+are sorted by estimate (a point estimate), every pair is tested by
+:func:`robench.stats.paired.compare_all` (Holm; TOST within :func:`equivalence_margin`) and
+each model gets the rank interval best = 1 + shown better, worst = M - shown worse.
+docs/intervals.md ("Ranks") has the rule and why. Pure functions of numbers and small dicts.
 """
 
 from __future__ import annotations
@@ -82,11 +67,8 @@ def chance_reason(value, low, high, chance: Optional[float], basis: str, *,
                   name: str = "E[AccI]", margin: Optional[float] = None) -> Optional[str]:
     """Return why an accuracy is not shown above chance plus the margin (None: it is).
 
-    The bar is ``chance + margin * (1 - chance)`` (:func:`robench.stats.paired.chance_bar`):
-    shown above it when the accuracy's interval lies above it (``low > bar``). Without an
-    interval: all repeats equal (no spread) and above the bar counts as above; anything else
-    (one repeat, no value) cannot show it and is not ranked. The reason starts with "at
-    chance" whenever it is not shown above the bar.
+    Shown above when its interval's low bound clears the bar (without one: all repeats equal
+    and above it); the reason starts with "at chance".
     """
     if chance is None:
         return None  # nothing to compare with: ranked as before, the basis says why
@@ -110,10 +92,7 @@ def chance_reason(value, low, high, chance: Optional[float], basis: str, *,
 
 
 def equivalence_margin(metric: str, default: float) -> float:
-    """Return the practical-equivalence margin of ``metric``'s tables: ``ROBENCH_MARGIN``'s
-    entry for it where set (``"rho=0.03,coverage=0.01"``, each a number > 0), else the
-    metric's ``default`` (its leaderboard section's ``MARGIN``, argued in docs/intervals.md).
-    Every path that ranks reads it here, so a run, ``robench results`` and the site agree."""
+    """Return ``metric``'s equivalence margin: its ``ROBENCH_MARGIN`` entry, else ``default``."""
 
     raw = os.environ.get(MARGIN_ENV) or ""
     for item in raw.split(","):
@@ -138,39 +117,19 @@ def equivalence_margin(metric: str, default: float) -> float:
 def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
                 alpha: float = ALPHA, precision: Optional[float] = None,
                 looks: int = 1) -> dict:
-    """Rank a table of models (the rule in the module docstring); return the ranking.
+    """Rank a table of models (docs/intervals.md, "Ranks"); return the ranking.
 
-    Parameters
-    ----------
-    models : sequence of dict
-        One per model: ``model`` (name), ``value`` (estimate or None), ``samples``
-        ({repeat: (numerator, denominator)} for a ratio of means, {repeat: value} for a
-        mean; None where the per-repeat values are not known), ``cycle`` (the balanced
-        design's cycle length of its repeats, None otherwise) and ``unranked`` (why it may
-        not be ranked, or None).
-    higher_is_better : bool
-        Direction of the score.
-    alpha : float
-        Familywise error rate of the table's ordered pairs.
-    precision : float or None
-        The practical-equivalence margin: a pair is shown equivalent when TOST shows its
-        difference within +-precision (None: no equivalence tests).
-    looks : int
-        The planned looks of a sequential run (``--until decided``) that collected the
-        repeats: its tests ran at ``alpha / looks`` on the balanced design (Bonferroni), and
-        so do these, so a table shows exactly the decisions the run stopped on.
+    ``models``: one dict per model with ``model``, ``value`` (or None), ``samples`` ({repeat:
+    (numerator, denominator)} or {repeat: value}; None where unknown), ``cycle`` (the balanced
+    design's, or None) and ``unranked`` (why not, or None). ``precision``: the equivalence
+    margin (None: no TOST); ``looks``: the planned looks of the ``--until decided`` run whose
+    repeats these are (tests at ``alpha / looks``, as it ran them).
 
-    Returns
-    -------
-    dict
-        ``rows``: the input dicts (copied) best estimate first, ranked ones then unranked
-        ones, each with ``rank`` (its position by estimate: a point estimate), ``rank_best``,
-        ``rank_worst``, ``rank_interval`` (text), ``tied`` (best != worst), ``unranked``;
-        ``pairs``: every pair (``pair`` [above by estimate, below], ``status`` ordered /
-        equivalent / undecided, ``difference``, ``n`` repeats the test used, ``margin``,
-        ``degraded_repeat`` (the repeat that kept it undecided, or None) and ``verdict`` in
-        words: :func:`verdict_text`); ``tests``: the number
-        of pairs Holm corrected over; ``design``; ``rule``: the rule in one sentence.
+    Returns ``rows`` (the dicts copied, ranked by estimate then unranked, each with ``rank``
+    (a point estimate), ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``,
+    ``unranked``), ``pairs`` (``pair``, ``status``, ``difference``, ``n``, ``margin``,
+    ``degraded_repeat``, ``verdict``: :func:`verdict_text`), ``tests`` (pairs Holm corrected
+    over), ``design`` and ``rule`` (one sentence).
     """
     sign = 1.0 if higher_is_better else -1.0
     rows = [dict(m) for m in models]

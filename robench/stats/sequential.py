@@ -1,37 +1,13 @@
 """The sequential rule of ``robench run --until decided``: planned looks, every pair tested.
 
-**Paired differences.** In the source-aware protocol repeat r of every model uses the same
-partitions (the exclusive and inclusive test masks and the training seeds depend on the
-repeat index, the data set and the clusterer, never on the model), so models are compared
-by the per-repeat differences of their scores. rho_m = E[X_m] / E[I_m] is a ratio of means,
-linearised per repeat by its influence value (delta method)
-
-    psi_m,r = (x_m,r - rho_hat_m * i_m,r) / Ibar_m;
-
-:func:`paired_difference` gives the resulting interval of ``rho_a - rho_b`` (Hall's
-skew-corrected or Student's; the adequacy claim uses it).
-
-**Decisions.** At every look :func:`table_look` calls the one paired test of
-:mod:`robench.stats.paired` on every pair of the table (:func:`robench.stats.paired.
-compare_all`: Hall's skew-corrected t, Holm over the pairs, equivalence within the margin by
-two one-sided tests; over complete cycles of the balanced held-out design with its
-degraded-run check, or over the shared repeats of independent ones).
-
-**Looks.** Two ways to keep a wrong call at any look below alpha. (1) Planned doubling looks
-(:func:`looks_for`), each at ``alpha / K`` (Bonferroni, :func:`corrected_level`): what
-``robench run --until decided`` does today. (2) A look at every complete cycle
-(:func:`cycle_looks`) with alpha *spent* across them (:func:`spent`: Lan-DeMets
-O'Brien-Fleming-type or Pocock-type; :func:`boundaries`: the group-sequential z boundaries by
-recursive integration; :func:`look_alphas`: each look's level), so the last look keeps most of
-the fixed test's level (0.039 of 0.05 at the 7 cycle looks from 10 to 40 repeats, against
-0.007 each by Bonferroni over 7 looks) and every complete cycle is a look.
-benchmarks/simulations.py's ``run_sequential`` simulates either (``spending=None`` or
-``"obf"``). Only models in an undecided pair get the next look's repeats; a table stops when no pair is undecided, or at the maximum. docs/adaptive.md has the
-rates; tests/stats/test_sequential.py pins them.
-
-Everything here is a pure function of numbers, vectorised over simulated runs: the driver
-(:mod:`robench.run.adaptive`) calls :func:`table_look` on one run, the simulations of
-benchmarks/simulations.py on thousands.
+Models share repeat r's partitions, so they are compared by per-repeat delta-method
+differences (:func:`paired_difference`); at every look :func:`table_look` runs the one
+paired test of :mod:`robench.stats.paired` on every pair. Looks are planned doubling ones
+each at ``alpha / K`` (:func:`looks_for`, :func:`corrected_level`) or one per complete cycle
+with alpha spent across them (:func:`cycle_looks`, :func:`spent`, :func:`boundaries`,
+:func:`look_alphas`). docs/intervals.md ("Sequential looks") and docs/adaptive.md have the
+argument and the rates. Pure functions, vectorised over simulated runs
+(benchmarks/simulations.py's ``run_sequential``).
 """
 
 from __future__ import annotations
@@ -41,7 +17,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 from robench.stats.intervals import fieller_bounds, skew_corrected_bounds, skewness_se, t_quantile
-from robench.stats.paired import compare_all
+from robench.stats.paired import compare_all, influence
 
 #: Repeats at the first look.
 FIRST_LOOK = 6
@@ -57,9 +33,7 @@ STATUS = (UNDECIDED, ORDERED, EQUIVALENT)  # codes 0, 1, 2 in the arrays below
 def looks(max_repeats: int, first: int = FIRST_LOOK) -> list:
     """Return the planned looks: ``first``, doubling, ending exactly at ``max_repeats``.
 
-    A look closer to the maximum than half its own size is merged into it (6, 12, 24, 48,
-    100 for 100, not ..., 48, 96, 100; 8 gives one look), so no look adds only a handful
-    of repeats.
+    A look closer to the maximum than half its own size is merged into it.
 
     >>> looks(100)
     [6, 12, 24, 48, 100]
@@ -81,8 +55,7 @@ def looks(max_repeats: int, first: int = FIRST_LOOK) -> list:
 
 
 def looks_for(max_repeats: int, first: int, cycle: Optional[int]) -> list:
-    """Return the planned looks for a cycle: whole cycles from ``first``, doubling, the
-    last at ``max_repeats`` (see :func:`looks`)."""
+    """Return the planned looks in whole cycles from ``first``, doubling, last at the maximum."""
     if not cycle or cycle < 2 or max_repeats < 2 * cycle:
         return looks(max_repeats, first)
     plan = [cycle * n for n in looks(max_repeats // cycle, max(1, math.ceil(first / cycle)))]
@@ -105,10 +78,9 @@ SPENDING = ("obf", "pocock")
 def spent(fraction, alpha: float = ALPHA, kind: str = "obf"):
     """Return the error spent by information fraction ``fraction`` (0..1), one-sided ``alpha``.
 
-    ``"obf"``, O'Brien-Fleming-type: ``2 - 2 Phi(z_{1 - alpha/2} / sqrt(t))`` (almost nothing
-    early, nearly the whole alpha at the end: a fixed test's power at the last look, 2.6%
-    more maximum information for 5 looks); ``"pocock"``, Pocock-type: ``alpha ln(1 + (e - 1)
-    t)`` (more early, less at the end). Both are 0 at t = 0 and alpha at t = 1.
+    ``"obf"``: ``2 - 2 Phi(z_{1 - alpha/2} / sqrt(t))`` (nearly all alpha at the end: a fixed
+    test's power at the last look, 2.6% more maximum information for 5 looks); ``"pocock"``:
+    ``alpha ln(1 + (e - 1) t)`` (more early). Both are 0 at t = 0 and alpha at t = 1.
     """
     from scipy import stats
 
@@ -125,13 +97,9 @@ def spent(fraction, alpha: float = ALPHA, kind: str = "obf"):
 def boundaries(fractions: Sequence[float], alpha: float = ALPHA, kind: str = "obf") -> list:
     """Return the one-sided group-sequential z boundaries c_1..c_K at information fractions.
 
-    The boundary at look j is the c with ``P(Z_1 < c_1, ..., Z_{j-1} < c_{j-1}, Z_j >= c) =
-    spent(t_j) - spent(t_{j-1})`` for the Brownian-motion statistics of a fixed-effect test
-    (``Z_j sqrt(t_j)`` with independent normal increments), found by integrating the
-    density of the continuation region on a grid (Armitage, McPherson & Rowe, JRSS A 132(2),
-    1969); inf where a look spends nothing. O'Brien-Fleming-type, 5 equally spaced looks,
-    0.025: 4.877, 3.357, 2.680, 2.290, 2.031 (the published values; tests/stats/
-    test_sequential.py).
+    Each c_j spends ``spent(t_j) - spent(t_{j-1})``, found by integrating the continuation
+    density on a grid (Armitage, McPherson & Rowe, JRSS A 132(2), 1969); inf where a look
+    spends nothing. OBF, 5 equal looks, 0.025: 4.877, 3.357, 2.680, 2.290, 2.031 (published).
     """
     from scipy import optimize, signal, stats
 
@@ -171,16 +139,10 @@ def boundaries(fractions: Sequence[float], alpha: float = ALPHA, kind: str = "ob
 
 def look_alphas(repeats: Sequence[int], max_repeats: int, alpha: float = ALPHA,
                 kind: str = "obf") -> list:
-    """Return the familywise level of each look of a sequential rule (alpha spent by looks).
+    """Return the familywise level of each look (alpha spent by looks, alpha/2 per direction).
 
-    ``repeats``: the repeats at each look so far (increasing; information fraction
-    ``n / max_repeats``), ``max_repeats`` the planned maximum. Each direction of a pair spends
-    ``alpha / 2`` by :func:`spent`; the look's level is twice the nominal one-sided level
-    ``1 - Phi(c_j)`` of :func:`boundaries`. Pass it as the ``alpha`` of
-    :func:`table_look` (with ``looks=1``): a table then orders a wrong pair at any look
-    with probability at most alpha (tests/stats/test_sequential.py simulates it with a look
-    at every complete cycle). The levels of the looks so far do not depend on later looks,
-    so a race that adds a look calls this again with one more entry.
+    ``repeats``: repeats at each look so far (fraction ``n / max_repeats``). Pass a level as
+    :func:`table_look`'s ``alpha`` with ``looks=1``; earlier levels do not depend on later looks.
     """
     from scipy import stats
 
@@ -192,9 +154,9 @@ def look_alphas(repeats: Sequence[int], max_repeats: int, alpha: float = ALPHA,
 
 
 def cycle_looks(max_repeats: int, cycle: Optional[int], first: int = FIRST_LOOK) -> list:
-    """Return looks at every complete cycle from the first at or after ``first`` repeats (at
-    least two cycles) up to ``max_repeats`` (repeats past the last complete cycle are not
-    looked at: the balanced test does not use them); without a cycle, :func:`looks`.
+    """Return looks at every complete cycle from ``first`` (at least two cycles) to the maximum.
+
+    Repeats past the last complete cycle get no look; without a cycle, :func:`looks`.
 
     >>> cycle_looks(40, 5), cycle_looks(12, 5), cycle_looks(24, None)
     ([10, 15, 20, 25, 30, 35, 40], [10], [6, 12, 24])
@@ -223,40 +185,18 @@ def sample_skewness(psi, ok, n):
 def paired_difference(xa, ia, xb, ib, level: float, *, skew_corrected: bool = True) -> dict:
     """Return the paired delta-method interval of ``rho_a - rho_b`` (arrays over leading axes).
 
-    Inputs have shape ``(..., R)``: per repeat index the exclusive (x) and inclusive (i)
-    accuracies of models a and b, NaN where a repeat was not run (or failed). Only repeats
-    complete for both models count (n of them). Returns arrays ``d`` (the difference of the
-    two ratios of means over those repeats), ``low``, ``high``, ``se``, ``n``, ``skewness``;
-    bounds NaN where n < 2, a mean inclusive accuracy is 0, or the differences have no
-    spread (a zero-width interval would claim a certainty n repeats cannot give) -- except
-    where the two models' accuracies are identical in every common repeat: [0, 0]
-    (equivalent).
-
-    ``skew_corrected`` (the default, what the rule uses): Hall's transformation with the
-    skewness of the per-repeat differences taken at its estimate minus one standard error
-    for the lower bound and plus one for the upper
-    (:func:`robench.stats.intervals.skew_corrected_bounds`): the interval
-    reaches further on the side the data may be skewed towards, by as much as the few
-    repeats cannot rule out. Without it, Student's ``D_hat ± t(n - 1) se``, whose one-sided
-    miss rate at 99% was 1.9% instead of 0.5% on a Gamma(2)-shaped shared effect
-    (docs/adaptive.md).
+    Inputs ``(..., R)``: per repeat each model's exclusive (x) and inclusive (i) accuracies,
+    NaN where not run; repeats complete for both count. Returns ``d``, ``low``, ``high``,
+    ``se``, ``n``, ``skewness``; bounds NaN where n < 2, a mean AccI is 0 or there is no spread,
+    [0, 0] where both models' accuracies are identical in every common repeat.
+    ``skew_corrected`` (default): Hall's bounds, skewness one se towards each side (Student's
+    missed 1.9% one-sided instead of 0.5% at 99% on a Gamma(2) effect: docs/adaptive.md).
     """
     xa, ia, xb, ib = (np.asarray(v, float) for v in (xa, ia, xb, ib))
     ok = np.isfinite(xa) & np.isfinite(ia) & np.isfinite(xb) & np.isfinite(ib)
-    n = ok.sum(-1)
+    d, psi, n = influence(xa, ia, xb, ib, ok)
     with np.errstate(divide="ignore", invalid="ignore"):
-        def mean(v):
-            return np.where(ok, v, 0.0).sum(-1) / n
-
-        mxa, mia, mxb, mib = mean(xa), mean(ia), mean(xb), mean(ib)
-        ra, rb = mxa / mia, mxb / mib
-        psi = ((xa - ra[..., None] * ia) / mia[..., None]
-               - (xb - rb[..., None] * ib) / mib[..., None])
-        psi = np.where(ok, psi, 0.0)  # mean 0 over the complete repeats by construction
-        var = (psi ** 2).sum(-1) / (n - 1)
-        sd = np.sqrt(var)
-        se = sd / np.sqrt(n)
-        d = ra - rb
+        se = np.sqrt((psi ** 2).sum(-1) / (n - 1)) / np.sqrt(n)
         t = _t(level, n - 1)
         g = sample_skewness(psi, ok, n)
         if skew_corrected:
@@ -276,16 +216,14 @@ def paired_difference(xa, ia, xb, ib, level: float, *, skew_corrected: bool = Tr
 
 
 def _nanmean(a):
-    """Return the mean over the last axis ignoring NaN, NaN where no value is (numpy's nanmean
-    warns "Mean of empty slice" there: a model with no repeat run yet is an expected input)."""
+    """Return the mean over the last axis ignoring NaN, NaN (no warning) where no value is."""
     missing = np.isnan(a)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(missing, 0.0, a).sum(-1) / (~missing).sum(-1)
 
 
 def _nanvar(a):
-    """Return the sample variance (ddof 1) over the last axis ignoring NaN, NaN (no warning)
-    where fewer than two values are."""
+    """Return the sample variance (ddof 1) over the last axis ignoring NaN, NaN with < 2 values."""
     missing = np.isnan(a)
     dev = np.where(missing, 0.0, a - _nanmean(a)[..., None])
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -297,19 +235,12 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
                cycle: Optional[int] = None, looks: int = 1) -> dict:
     """Return one look's decision for tables of models, vectorised over runs.
 
-    ``x``, ``i``: exclusive and inclusive accuracies, shape ``(runs, models, R)``, NaN where a
-    repeat was not run. Every pair of models gets the one paired test
-    (:func:`robench.stats.paired.compare_all`: Holm over the pairs, equivalence within
-    ``precision``; Hall's skew-corrected t at ``alpha / looks``, over complete cycles of
-    ``cycle`` with the degraded-run check, or over every shared repeat). Returns ``order`` (runs, M) model indices by
-    estimate, ``estimate`` (runs, M), ``pairs`` [(a, b)] of model indices, per pair
-    (runs, P) ``status`` (+1 a above b, -1 b above a, 2 equivalent, 0 undecided) and
-    ``degraded`` (the repeat that kept a pair undecided, -1 none),
-    ``best``/``worst`` (runs, M) rank intervals, ``decided`` (runs,): no pair undecided, and
-    ``open`` (runs, M): the models in an undecided pair (one model alone: decided when its
-    Fieller interval at ``1 - alpha / looks`` has half-width below ``precision``).
+    ``x``, ``i``: shape ``(runs, models, R)``, NaN where not run; every pair gets
+    :func:`robench.stats.paired.compare_all`. Returns ``order`` and ``estimate`` (runs, M),
+    ``pairs``, per pair ``status`` and ``degraded`` (as compare_all), ``best``/``worst``,
+    ``decided`` (runs,): no pair undecided, ``open`` (runs, M): models in an undecided pair (one
+    model: decided when its Fieller half-width at ``1 - alpha / looks`` is below ``precision``).
     """
-
     x, i = np.asarray(x, float), np.asarray(i, float)
     runs, m, _ = x.shape
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -341,10 +272,10 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
 
 
 def decide_power(d: float, sd: float, n: int, alpha: float, margin: Optional[float]) -> float:
-    """Return the probability that a pair with true difference ``d`` and per-repeat spread
-    ``sd`` is decided at ``n`` repeats: ordered by the two-sided test at ``alpha``, or shown
-    equivalent within ``margin`` by two one-sided tests each at ``alpha`` (normal
-    approximation; ``alpha`` is the pair's level, e.g. a look's alpha over the pairs)."""
+    """Return the probability that a pair (difference ``d``, spread ``sd``) is decided at ``n``.
+
+    Ordered two-sided at ``alpha`` or equivalent within ``margin`` by TOST (normal approximation).
+    """
     from scipy import stats
 
     if not (n >= 2 and sd > 0 and math.isfinite(sd) and math.isfinite(d)):
@@ -366,8 +297,7 @@ REPEATS_CAP = 10_000
 def repeats_for_power(d: float, sd: float, alpha: float, margin: Optional[float], *,
                       power: float = 0.8, step: int = 1,
                       cap: int = REPEATS_CAP) -> Optional[int]:
-    """Return the fewest repeats (a multiple of ``step``) at which :func:`decide_power`
-    reaches ``power``; None where not within ``cap`` (a difference at the margin, say)."""
+    """Return the fewest repeats (a multiple of ``step``) at which :func:`decide_power` >= power."""
     step = max(int(step), 1)
     n = max(step, 2)
     while n <= cap:

@@ -1,15 +1,9 @@
 """Conformance checks for plugin components, in the style of scikit-learn's ``check_estimator``.
 
-:func:`check_model`, :func:`check_dataset`, :func:`check_clusterer` and :func:`check_metric`
-run one component on small data the way robench runs it and raise :class:`ConformanceError`
-(an ``AssertionError``) naming the component, the broken rule and the fix, or return a
-:class:`CheckReport`; :func:`check_all` checks a registry or one plugin. Each rule is a named
-:class:`Check` that ``model_checks`` and its siblings yield, over work shared by a component's
-checks; :func:`parametrize_with_checks` makes each its own pytest test. docs/plugin-hooks.md
-shows a plugin's tests and the ``expected_failures`` and ``collect_all`` options.
-
-One module per kind over ``core`` (the error, the report, the check, the runner); ``suite``
-spans the kinds. Importing this package is cheap (numpy only).
+``check_model``, ``check_dataset``, ``check_clusterer`` and ``check_metric`` raise
+:class:`ConformanceError` (component, rule, fix) or return a :class:`CheckReport`;
+``check_all`` checks a registry, ``parametrize_with_checks`` makes each check a pytest test
+(docs/plugin-hooks.md). One module per kind over ``core``; importing it is cheap (numpy only).
 """
 
 from robench.testing.clusterers import CLUSTERER_CHECKS, check_clusterer, clusterer_checks

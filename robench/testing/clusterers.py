@@ -33,16 +33,8 @@ def check_clusterer(clusterer: Union[str, ClustererSpec], registry=None, *, k: i
                     collect_all: bool = False) -> CheckReport:
     """Check that a clusterer returns valid, reproducible labels and fails cleanly.
 
-    Run on ``k`` well-separated blobs of 20 rows each (the rows of one class, as robench
-    clusters one class at a time). Checked (the check names of :func:`clusterer_checks`):
-    ``spec``, the spec's fields; ``fit-predict``: it runs; ``labels``: a 1-D integer array
-    with one label in ``[0, k)`` per row (``info`` JSON-able if it returns
-    :class:`robench.data.sources.Labels`); ``deterministic``: the same seed gives the same
-    labels; ``requires-true-sources``: with ``requires_true_sources`` it uses the true
-    sources and refuses to run without them (ValueError), and without it it runs with
-    ``true_sources=None``; ``degenerate-input``: with fewer distinct rows than ``k`` (2
-    distinct points repeated, then 2 rows) it returns valid labels or raises a ValueError
-    that says why.
+    Run on ``k`` well-separated blobs of 20 rows; docs/plugin-hooks.md lists what each check of
+    :func:`clusterer_checks` verifies.
 
     Parameters
     ----------
@@ -55,8 +47,12 @@ def check_clusterer(clusterer: Union[str, ClustererSpec], registry=None, *, k: i
     seed : int
         The ``seed`` passed to ``fit_predict``.
     expected_failures, collect_all
-        As :func:`robench.testing.run_checks` takes them; it returns the CheckReport or
-        raises the ConformanceError.
+        As :func:`robench.testing.run_checks` takes them.
+
+    Returns
+    -------
+    CheckReport
+        What the checks found; a failure raises :class:`robench.testing.ConformanceError`.
     """
     return run_checks(clusterer_checks(clusterer, registry, k=k, seed=seed),
                       expected_failures=expected_failures, collect_all=collect_all)

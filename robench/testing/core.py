@@ -1,11 +1,7 @@
-"""What every kind of check shares: the error, the report, a named check, the shared work of
-one component (a :class:`Case`) and the runner that turns checks into a report.
+"""What every kind of check shares: the error, the report, named checks and their runner.
 
-A kind's module (``models``, ``datasets``, ``clusterers``, ``metrics``) builds one
-:class:`Case` per component, whose expensive results (a training, a tiny run) are computed
-on first use and shared by the checks that read them, and yields one :class:`Check` per
-rule. :func:`run_checks` runs them in order: by default it raises at the first failure,
-with ``collect_all`` it runs every check and raises one error listing every failure.
+A kind's module builds one :class:`Case` per component (expensive results computed once, on
+first use) and one :class:`Check` per rule; :func:`run_checks` runs them (docs/plugin-hooks.md).
 """
 
 from __future__ import annotations
@@ -27,17 +23,14 @@ class ConformanceError(AssertionError):
     component : str
         Which component, e.g. ``"model 'my-model' (plugin robench_my_model)"``.
     check : str
-        The rule it broke, e.g. ``"predict-dtype"``: the name of the check that failed, or a
-        finer rule inside it (the check ``spec`` fails with ``spec-version``, the check
-        ``scores`` with ``score-ci``). For several failures (``collect_all=True``) the
-        rules, comma-separated.
+        The rule it broke (a check's name or a finer rule inside it, e.g. ``spec-version``);
+        for several failures (``collect_all=True``) the rules, comma-separated.
     problem : str
         What was wrong.
     fix : str
         How to fix it ("" when the problem says it all).
     failures : list of ConformanceError
-        Every failure this error stands for: itself alone, or with ``collect_all=True``
-        every check that failed, in the order they ran.
+        Every failure this error stands for (itself alone without ``collect_all``).
     report : CheckReport or None
         What the run of checks that raised it found (set by :func:`run_checks`).
     """
@@ -56,11 +49,8 @@ class ConformanceError(AssertionError):
         """Return one error listing several failures of ``component`` (each with its fix)."""
         if len(failures) == 1:
             return failures[0]
-        lines = []
-        for f in failures:
-            lines.append(f"- '{f.check}': {f.problem}")
-            if f.fix:
-                lines.append(f"  How to fix: {f.fix}")
+        lines = [line for f in failures for line in
+                 [f"- '{f.check}': {f.problem}"] + ([f"  How to fix: {f.fix}"] if f.fix else [])]
         err = cls(component, ", ".join(f.check for f in failures),
                   f"{len(failures)} checks failed")
         err.failures = list(failures)
@@ -69,10 +59,7 @@ class ConformanceError(AssertionError):
 
 
 class CheckSkipped(unittest.SkipTest):
-    """A check does not apply to this component; the message says why.
-
-    A ``unittest.SkipTest``, so a check called inside a pytest test is reported as skipped.
-    """
+    """A check does not apply to this component (a ``unittest.SkipTest``); the message says why."""
 
 
 class Unavailable(CheckSkipped):
@@ -99,11 +86,10 @@ class CheckReport:
     passed : list of str
         The checks it passed, in the order they ran.
     skipped : dict
-        Checks that do not apply to it, or whose prerequisite failed, each with the reason
-        (never skipped silently).
+        Checks that do not apply, or whose prerequisite failed, each with the reason.
     failed : dict
-        ``{check: ConformanceError}`` for every check that failed (with ``collect_all``:
-        all of them; else the one that raised), including expected failures that passed.
+        ``{check: ConformanceError}`` for every check that failed (expected failures that
+        passed included).
     xfailed : dict
         ``{check: reason}`` for the checks that failed as ``expected_failures`` said.
     """
@@ -123,20 +109,15 @@ class CheckReport:
 
 
 class Case:
-    """One component under check: what its checks share, computed once, on first use.
+    """One component under check: the spec, its options and the :func:`shared` results.
 
-    A kind's case holds the spec and the options; attributes made with :func:`shared` are
-    computed when a check first reads them (a training, a tiny run) and kept, value or
-    failure. ``current`` is the check now running (set by :class:`Check`).
+    ``current`` is the check now running (set by :class:`Check`).
     """
 
     def __init__(self, kind: str, spec):
         plugin = getattr(spec, "plugin", "")
-        name = getattr(spec, "name", repr(spec))
-        self.spec = spec
-        self.kind = kind
-        self.name = name
-        self.component = f"{kind} '{name}'" + (f" (plugin {plugin})" if plugin else "")
+        self.spec, self.kind, self.name = spec, kind, getattr(spec, "name", repr(spec))
+        self.component = f"{kind} '{self.name}'" + (f" (plugin {plugin})" if plugin else "")
         self.current: Optional[str] = None
         self.outcomes: dict = {}  # shared attribute -> (value, error)
 
@@ -159,10 +140,8 @@ class Case:
 class shared:
     """Make a :class:`Case` method an attribute computed once, on first use, for every check.
 
-    ``owner`` is the check whose rule the computation tests: it reports a failure of the
-    computation as its own; every other check that reads the attribute is skipped with
-    ``'owner' failed`` (:class:`Unavailable`). A computation without an owner belongs to the
-    check that first read it.
+    Its failure is reported by ``owner`` (else the check that first read it); every other
+    reader is skipped as :class:`Unavailable`.
     """
 
     def __init__(self, owner: Optional[str] = None):
@@ -194,10 +173,8 @@ class shared:
 class Check:
     """One named rule for one component; call it to run it.
 
-    Calling returns None when the component follows the rule, raises
-    :class:`ConformanceError` when it does not (any other exception the check meets is
-    turned into one), and :class:`CheckSkipped` (a ``unittest.SkipTest``) when the rule does
-    not apply or its prerequisite failed.
+    Returns None when the component follows the rule, raises :class:`ConformanceError` when it
+    does not (any other exception becomes one) and :class:`CheckSkipped` when it does not apply.
 
     Attributes
     ----------
@@ -244,8 +221,7 @@ def make_checks(case: Case, kind: str, rules: Iterable[tuple]) -> list:
 
 
 def unknown_expected(expected: Mapping, names: Iterable[str], what: str) -> None:
-    """Raise ValueError if ``expected`` names a check that ``names`` lacks (a typo hides
-    nothing)."""
+    """Raise ValueError if ``expected`` names a check ``names`` lacks (a typo hides nothing)."""
     unknown = sorted(set(expected) - set(names))
     if unknown:
         raise ValueError(f"expected_failures names {', '.join(map(repr, unknown))}, not a check "
@@ -256,11 +232,9 @@ def run_checks(checks: Iterable[Check], *, expected_failures: Optional[Mapping] 
                collect_all: bool = False) -> CheckReport:
     """Run ``checks`` (of one component) in order and return what they found.
 
-    ``expected_failures`` (``{check name: reason}``): known gaps, recorded in
-    ``CheckReport.xfailed`` when they fail; one that passes is a failure, a name that is not a
-    check a ValueError. ``collect_all``: run every check, then raise one
-    :class:`ConformanceError` whose ``failures`` holds each (default: raise the first). The
-    raised error's ``report`` holds what the checks found (docs/plugin-hooks.md).
+    ``expected_failures`` (``{check name: reason}``): known gaps, recorded as ``xfailed``; one
+    that passes is a failure, an unknown name a ValueError. ``collect_all``: run every check,
+    then raise one :class:`ConformanceError` holding each (default: raise the first).
     """
     checks = list(checks)
     expected = dict(expected_failures or {})
@@ -326,8 +300,7 @@ def check_spec_fields(case: Case, callables: tuple, flags: tuple) -> None:
 
 
 def resolve(kind: str, spec_cls, component, registry) -> tuple:
-    """Return (spec, registry) for a spec or the name of a registered component of ``kind``
-    (``"models"``, ...); ``registry`` None means the process-wide one."""
+    """Return (spec, registry) for a spec or a registered name of ``kind`` (None: process-wide)."""
     if isinstance(component, str):
         registry = registry if registry is not None else default_registry()
         return registry.get(kind, component), registry
@@ -342,7 +315,6 @@ def resolve(kind: str, spec_cls, component, registry) -> tuple:
 
 def default_registry():
     """Return the process-wide registry (installed plugins)."""
-
     return get_registry()
 
 

@@ -60,10 +60,7 @@ def synthetic_dataset(n_classes: int = 3, n_per_class: int = 40, *, n_features: 
 
 
 def dataset_checks(dataset: Union[str, DatasetSpec], registry=None):
-    """Yield the checks of one data set (:class:`robench.testing.Check`), in order.
-
-    ``load()`` runs once for all of them (twice: ``deterministic`` loads again).
-    """
+    """Yield the checks of one data set, in order (``load()`` runs once, then once again)."""
     spec, _ = resolve("datasets", DatasetSpec, dataset, registry)
     case = DatasetCase(spec)
     yield from make_checks(case, "dataset", ((name, RULES[name]) for name in DATASET_CHECKS))
@@ -74,14 +71,7 @@ def check_dataset(dataset: Union[str, DatasetSpec], registry=None, *,
                   collect_all: bool = False) -> CheckReport:
     """Check that a data set loads as robench expects, and the same every time.
 
-    Checked (the check names of :func:`dataset_checks`): ``spec``, the spec's fields;
-    ``load``: ``load()`` returns a :class:`robench.data.Dataset` named like the spec;
-    ``arrays``: ``X`` is finite, 2-D float32, ``y`` holds int64 labels ``0..C-1`` with every
-    class present; ``sources``: sources exist if and only if ``has_sources`` (one id per
-    row, at least two per class, so a source can be held out); ``image-shape``: images
-    (``is_image``) have an ``image_shape`` whose product is the number of features and which
-    equals ``DatasetSpec.image_shape`` when declared; ``image-range``: their values are in
-    [0, 1]; ``deterministic``: two loads give the same fingerprint.
+    docs/plugin-hooks.md lists what each check of :func:`dataset_checks` verifies.
 
     Parameters
     ----------
@@ -90,8 +80,12 @@ def check_dataset(dataset: Union[str, DatasetSpec], registry=None, *,
     registry : robench.plugins.Registry, optional
         Where names are looked up; default: the process-wide registry.
     expected_failures, collect_all
-        As :func:`robench.testing.run_checks` takes them; it returns the CheckReport or
-        raises the ConformanceError.
+        As :func:`robench.testing.run_checks` takes them.
+
+    Returns
+    -------
+    CheckReport
+        What the checks found; a failure raises :class:`robench.testing.ConformanceError`.
     """
     return run_checks(dataset_checks(dataset, registry), expected_failures=expected_failures,
                       collect_all=collect_all)

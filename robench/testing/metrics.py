@@ -47,23 +47,12 @@ def check_metric(metric: Union[str, MetricSpec], registry=None, *, dataset: str 
                  collect_all: bool = False) -> CheckReport:
     """Check a metric end to end: a tiny real run, then its aggregate on normal and bad groups.
 
-    The metric runs through robench's runner with the in-process executor on one
-    (data set, model, clusterer) into a throw-away database. Checked (the check names of
-    :func:`metric_checks`): ``spec`` and ``spec-protocol``, the spec's fields and its
-    protocol; ``run``: the run's trials succeed; ``scores``: ``aggregate`` returns a list of
-    :class:`robench.specs.Score` named after the metric (``Score.metric``), for the group's
-    data set, with distinct sub-score names, values finite or None,
-    ``ci_low <= value <= ci_high`` where given, ``n`` >= 0 and ``details`` a dict;
-    ``aggregate-pure``: the same trials give the same scores; ``run-scores``: the runner
-    completes and its scores are valid; ``failed-trials``, ``empty-group``: a group whose
-    trials all failed, and an empty group, give valid scores (values may be None) instead
-    of raising.
+    docs/plugin-hooks.md lists what each check of :func:`metric_checks` verifies.
 
     Parameters
     ----------
     metric : str or MetricSpec
-        The spec, or the name of a metric in ``registry`` (it must be registered there: the
-        runner looks it up).
+        The spec, or the name of a metric registered in ``registry`` (the runner looks it up).
     registry : robench.plugins.Registry, optional
         Where names are looked up; default: the process-wide registry.
     dataset : str
@@ -75,11 +64,15 @@ def check_metric(metric: Union[str, MetricSpec], registry=None, *, dataset: str 
     repeats, k, seed : int
         The run's repeats, sources per class and seed.
     settings : list of str or dict, optional
-        Knobs, as ``robench run --set`` takes them (``["train.max_epochs=1"]``) or as
+        Knobs as ``robench run --set`` takes them (``["train.max_epochs=1"]``) or as
         ``{"train": {"max_epochs": 1}}``; use them to keep a heavy protocol small.
     expected_failures, collect_all
-        As :func:`robench.testing.run_checks` takes them; it returns the CheckReport or
-        raises the ConformanceError.
+        As :func:`robench.testing.run_checks` takes them.
+
+    Returns
+    -------
+    CheckReport
+        What the checks found; a failure raises :class:`robench.testing.ConformanceError`.
     """
     return run_checks(metric_checks(metric, registry, dataset=dataset, model=model,
                                     clusterer=clusterer, repeats=repeats, k=k, seed=seed,
@@ -283,12 +276,7 @@ RULES = {"spec": spec_fields, "spec-protocol": spec_protocol, "run": run, "score
 def tiny_run(registry, spec: MetricSpec, *, dataset: str, model: str,
              clusterer: Optional[str], repeats: int, k: int, seed: int, settings,
              db: Path) -> tuple:
-    """Run one metric on one combination in-process.
-
-    Returns (report, trial rows, error): ``report`` holds the run's ``scores`` and
-    ``skipped`` combinations; ``error`` is "Type: message" if the run raised (then the rows
-    are whatever was stored before), else None.
-    """
+    """Run one metric on one combination in-process; return (report, trial rows, error or None)."""
 
     if settings is None:
         sections = {}

@@ -1,5 +1,4 @@
-"""The model checks: a model trained twice through robench's own fit path, and one small
-check per rule of the classifier contract (:func:`model_checks`, :func:`check_model`)."""
+"""The model checks: a model trained twice through robench's own fit path, one check per rule."""
 
 from __future__ import annotations
 
@@ -39,11 +38,7 @@ def model_checks(model: Union[str, ModelSpec], registry=None, *,
                  dataset: Union[None, str, Dataset] = None,
                  image_shape: Optional[tuple] = None, train: Optional[dict] = None,
                  seed: int = 0, min_accuracy: Optional[float] = None):
-    """Yield the checks of one model (:class:`robench.testing.Check`), in the order they run.
-
-    Nothing is trained until a check needs it; the two trainings are shared by every check
-    of the model. The parameters are :func:`check_model`'s.
-    """
+    """Yield the checks of one model, in the order they run (options as :func:`check_model`'s)."""
     spec, registry = resolve("models", ModelSpec, model, registry)
     case = ModelCase(spec, registry, dataset=dataset, image_shape=image_shape, train=train,
                      seed=seed, min_accuracy=min_accuracy)
@@ -59,33 +54,9 @@ def check_model(model: Union[str, ModelSpec], registry=None, *,
                 collect_all: bool = False) -> CheckReport:
     """Check that a model follows the classifier contract robench relies on.
 
-    The model is trained twice with the same seed through robench's own fit path
-    (:func:`robench.run.trials.fit_and_score`) on a stratified 60/20/20 split, its
-    classifier wrapped to record what ``fit`` and ``predict`` receive and return. Checked
-    (the check names of :func:`model_checks`, in order):
-
-    * ``spec``: the spec's fields; ``build``: ``build(ctx)`` returns an object with ``fit``
-      and ``predict``; ``fit``: building and fitting work;
-    * ``unused-train-knobs``: ``build`` and ``fit`` accept a ``ctx.train`` holding knobs the
-      model does not use (:data:`UNUSED_TRAIN_KNOBS` is added to ``train``);
-    * ``fit-inputs-are-copies``, ``never-handed-test-rows``: ``fit`` receives exactly the
-      training and validation rows, never a test row, and in arrays that share no memory
-      with the data set (through which test rows could be read); ``fit-returns-self``,
-      ``fitted-attributes``: it returns the classifier and sets ``history_``,
-      ``n_epochs_``, ``best_epoch_``, ``train_accuracy_`` and ``val_accuracy_``;
-    * ``predict``, ``predict-type``, ``-shape``, ``-finite``, ``-dtype``, ``-range``:
-      ``predict`` returns an int64 numpy array of one class in ``[0, n_classes)`` per row
-      (in the fit path's prediction pass and on the test rows);
-    * ``predict-does-not-learn``: predicting and computing features leave the fitted state
-      unchanged (the model does not learn from the rows it is asked about, such as the test
-      partition);
-    * ``has-features``: agrees with ``ModelSpec.has_features``; ``features``: ``features(X)``
-      is a finite float array of shape ``(n, d)``; ``features-head``: a torch model's head
-      maps those features to logits; ``predict-proba``: if present, finite probabilities
-      summing to 1;
-    * ``deterministic``: the same seed gives the same predictions and features;
-      ``build-fresh``: every ``build`` returns a new object;
-    * ``accuracy``: optionally, test accuracy of at least ``min_accuracy``.
+    The model is trained twice with the same seed through robench's own fit path on a
+    stratified 60/20/20 split, spied on; docs/plugin-hooks.md lists what each check of
+    :data:`MODEL_CHECKS` verifies.
 
     Parameters
     ----------
@@ -101,15 +72,18 @@ def check_model(model: Union[str, ModelSpec], registry=None, *,
     image_shape : tuple of int, optional
         ``(C, H, W)`` of the synthetic images.
     train : dict, optional
-        ``ModelContext.train``, the training budget (e.g. ``{"max_epochs": 1}`` keeps a check
-        fast); default ``{}``, the model's own defaults.
+        ``ModelContext.train`` (e.g. ``{"max_epochs": 1}`` keeps a check fast); default ``{}``.
     seed : int
         ``ModelContext.seed`` of both builds, and the seed of the split.
     min_accuracy : float, optional
         Fail if the test accuracy is lower (meaningful on real data such as ``"digits"``).
     expected_failures, collect_all
-        As :func:`robench.testing.run_checks` takes them; it returns the CheckReport or
-        raises the ConformanceError.
+        As :func:`robench.testing.run_checks` takes them.
+
+    Returns
+    -------
+    CheckReport
+        What the checks found; a failure raises :class:`robench.testing.ConformanceError`.
     """
     return run_checks(model_checks(model, registry, dataset=dataset, image_shape=image_shape,
                                    train=train, seed=seed, min_accuracy=min_accuracy),
@@ -176,11 +150,10 @@ class ModelCase(Case):
         parts = ([], [], [])
         for c in range(dataset.n_classes):
             idx = rng.permutation(np.flatnonzero(dataset.y == c))
-            n_test = max(1, round(0.2 * idx.size))
-            n_val = max(1, round(0.2 * idx.size))
-            parts[2].append(idx[:n_test])
-            parts[1].append(idx[n_test:n_test + n_val])
-            parts[0].append(idx[n_test + n_val:])
+            n = max(1, round(0.2 * idx.size))  # test and validation rows each
+            parts[2].append(idx[:n])
+            parts[1].append(idx[n:2 * n])
+            parts[0].append(idx[2 * n:])
         return tuple(np.sort(np.concatenate(p)) for p in parts)
 
     @property
@@ -248,37 +221,28 @@ class ModelCase(Case):
 
     @property
     def predictions(self) -> list:
-        """[(rows, what predict returned)]: the fit path's prediction pass, then the test
-        rows."""
+        """[(rows, what predict returned)]: the fit path's prediction pass, then the test rows."""
         recorded = list(self.first.spy._kit_predictions)
         return recorded + [(len(self.test_rows), self.test_predictions)]
 
 
 def _robench_fit_path():
-    """Return the function robench's protocols train and score a model with.
-
-    Coupling point with the core: the kit trains through this function so that it checks
-    the path real trials take.
-    """
-
+    """Return the function robench's protocols train and score a model with (the path checked)."""
     return fit_and_score
 
 
 class Spy:
     """Wrap a built classifier: forward everything, record what fit and predict exchange.
 
-    It never raises for the model: the checks read what it recorded. Predictions that
-    break the contract are recorded and replaced by zeros for the fit path, so that the
-    training completes and every other rule can still be checked.
+    It never raises for the model; predictions that break the contract are recorded and
+    replaced by zeros, so training completes and every other rule can be checked.
     """
 
     def __init__(self, inner, dataset: Dataset):
         self._kit_inner = inner
         self._kit_dataset = dataset
         self._kit_views = []  # names of fit arguments that share memory with the data set
-        self._kit_fit_args = None
-        self._kit_fit_returned = None
-        self._kit_state_after_fit = None
+        self._kit_fit_args = self._kit_fit_returned = self._kit_state_after_fit = None
         self._kit_predictions = []  # (rows given, what predict returned)
 
     def __getattr__(self, name):
@@ -314,8 +278,7 @@ PREDICT_FIX = ("return np.asarray(pred, dtype=np.int64), one class index per row
 
 
 def _label_problem(out, n: int, n_classes: int, only: Optional[str] = None):
-    """Return (rule, problem, fix) of the first rule ``out`` (predict on ``n`` rows) breaks,
-    or of rule ``only``; None if it breaks none."""
+    """Return (rule, problem, fix) of the first rule (or only ``only``) ``out`` breaks, or None."""
     fix = PREDICT_FIX
     if not isinstance(out, np.ndarray):
         return ("predict-type", f"predict returned {type(out).__name__}, not a numpy array",
