@@ -166,9 +166,10 @@ def test_the_realistic_row_that_holds_is_checked_against_a_control_that_makes_it
     row = _by(lost_test_claims(_lost(trials, "synthetic-sources")), "realistic case")
     assert row.evidence.get("rule verdict", row.verdict) == HOLDS
     # the matched control of a "holds": the claim false, at the row's 75 trials
-    from robench.families.source_aware.claims import _realistic_rule
+    from robench.families.source_aware.claims import _error_rule
 
-    verdicts = [_realistic_rule(lost_null(seed, trials=75, gap=0.02, planted=False))
+    realistic_rule = _error_rule("alpha_out")
+    verdicts = [realistic_rule(lost_null(seed, trials=75, gap=0.02, planted=False))
                 for seed in range(1000, 1000 + FRESH)]
     assert _differ_rate(verdicts, HOLDS) >= POWER
     assert row.kind == "evidence" and row.verdict == HOLDS
