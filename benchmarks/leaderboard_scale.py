@@ -21,13 +21,15 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout (tests.helpers)
+
 DATASETS = ("digits", "mnist-5k", "synthetic-sources", "gen-a", "gen-b")
 MIXES = ("0-100", "30-70", "50-50", "70-30", "100-0")
 
 
 def generate(store, n_models: int, seed: int = 0) -> int:
     """Fill ``store`` with plausible scores of ``n_models`` models on 5 data sets; return rows."""
-    from robench.run.scoring import save_scores
+    from tests.helpers import save_scores  # stores scores as a run would, with its ranks
     from robench.specs import Score
 
     rng = random.Random(seed)
