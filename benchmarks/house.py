@@ -15,7 +15,9 @@ Figures per tree:
 * functions and methods with cyclomatic complexity >= 21 and the highest one (radon, in the
   ``bench`` extra: ``pip install -e '.[bench]'``);
 * pairs of places sharing six or more lines, from the ``duplicates`` command where it is on
-  the PATH (a tool of the developers' machines; "not measured" elsewhere).
+  the PATH (a tool of the developers' machines; "not measured" elsewhere): in all, and in
+  the code alone (every docstring line blanked first, so numpydoc sections that public
+  functions share do not count: issue 48 excepts docstring-only pairs).
 
 Usage::
 
@@ -76,8 +78,8 @@ def lines_per_room(package: Path) -> Counter:
 KINDS = ("code", "docstrings", "comments", "blank")
 
 
-def line_kinds(source: str) -> Counter:
-    """Count the lines of one module by kind (a line of a docstring is a docstring line)."""
+def docstring_lines(source: str) -> set:
+    """Return the numbers of the lines of a module that belong to a docstring."""
     doc: set = set()
     for node in ast.walk(ast.parse(source)):
         body = getattr(node, "body", None)
@@ -85,6 +87,12 @@ def line_kinds(source: str) -> Counter:
                 and body and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
             doc.update(range(body[0].lineno, body[0].end_lineno + 1))
+    return doc
+
+
+def line_kinds(source: str) -> Counter:
+    """Count the lines of one module by kind (a line of a docstring is a docstring line)."""
+    doc = docstring_lines(source)
     kinds: Counter = Counter({kind: 0 for kind in KINDS})
     for number, line in enumerate(source.splitlines(), 1):
         text = line.strip()
@@ -131,14 +139,31 @@ def duplicate_pairs(package: Path):
     return int(found.group(1)) if found else None
 
 
+def blank_docstrings(source: str) -> str:
+    """Return the module with every docstring line emptied (line numbers kept)."""
+    doc = docstring_lines(source)
+    return "".join("\n" if number in doc else line
+                   for number, line in enumerate(source.splitlines(keepends=True), 1))
+
+
+def code_duplicate_pairs(package: Path):
+    """Return :func:`duplicate_pairs` of a copy of ``package`` without its docstrings."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "robench"
+        shutil.copytree(package, copy)
+        for path in copy.rglob("*.py"):
+            path.write_text(blank_docstrings(path.read_text(encoding="utf-8")), encoding="utf-8")
+        return duplicate_pairs(copy)
+
+
 def measure(rev: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         package = tree(rev, Path(tmp))
         subprocess.run(["git", "init", "-q", tmp], check=True)  # duplicates reads a checkout
         subprocess.run(["git", "-C", tmp, "add", "-A"], check=True)
         return {"rev": git("rev-parse", "--short", rev), "rooms": lines_per_room(package),
-                "kinds": lines_by_kind(package),
-                "cc": complexity(package), "dup": duplicate_pairs(package)}
+                "kinds": lines_by_kind(package), "cc": complexity(package),
+                "dup": duplicate_pairs(package), "dup_code": code_duplicate_pairs(package)}
 
 
 def table(old: dict, new: dict) -> list:
@@ -167,14 +192,16 @@ def table(old: dict, new: dict) -> list:
         high, (worst, where) = m["cc"]
         return str(high), f"{worst} ({where})"
 
-    def dup(m):
-        return "not measured (no `duplicates` command)" if m["dup"] is None else str(m["dup"])
+    def dup(m, key="dup"):
+        return "not measured (no `duplicates` command)" if m[key] is None else str(m[key])
 
     (h_old, w_old), (h_new, w_new) = cc(old), cc(new)
     lines += [f"| figure | {old['rev']} | {new['rev']} |", "|---|---|---|",
               f"| functions with cyclomatic complexity >= {CC_LIMIT} | {h_old} | {h_new} |",
               f"| highest cyclomatic complexity | {w_old} | {w_new} |",
-              f"| pairs of places sharing >= 6 lines (duplicates) | {dup(old)} | {dup(new)} |"]
+              f"| pairs of places sharing >= 6 lines (duplicates) | {dup(old)} | {dup(new)} |",
+              f"| the same, docstrings blanked (code and templates) | {dup(old, 'dup_code')} | "
+              f"{dup(new, 'dup_code')} |"]
     return lines
 
 

@@ -35,3 +35,12 @@ def test_each_line_is_counted_once_by_its_kind():
 def test_a_module_without_docstrings_is_code_and_blank():
     assert line_kinds("x = 1\n\ny = 2\n") == {"code": 2, "blank": 1, "docstrings": 0,
                                                "comments": 0}
+
+
+def test_blanking_docstrings_keeps_every_line_and_its_number():
+    blank_docstrings = load_benchmark("house").blank_docstrings
+    out = blank_docstrings(SOURCE)
+    assert len(out.splitlines()) == len(SOURCE.splitlines())
+    assert '"""' not in out.splitlines()[0] and "Two" not in out and "lines." not in out
+    assert 'text = """not a docstring' in out and "# a comment" in out
+    assert line_kinds(out)["docstrings"] == 0 and line_kinds(out)["code"] == 6
