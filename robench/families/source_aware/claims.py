@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Optional
 import numpy as np
@@ -100,15 +101,10 @@ _CLUSTERING_NULL = ("k-means sources of i.i.d. Gaussian classes (no sources), ne
                     "model")
 
 
+@functools.cache
 def _null(repeats: int) -> list:
     """Return the control's null data sets' per-repeat accuracies (cached per repeats)."""
-    if repeats not in _NULLS:
-        _NULLS[repeats] = [source_aware_null(seed, repeats=repeats)
-                           for seed in range(CONTROL_REPLICATES)]
-    return _NULLS[repeats]
-
-
-_NULLS: dict = {}
+    return [source_aware_null(seed, repeats=repeats) for seed in range(CONTROL_REPLICATES)]
 
 
 def _arrays(samples: dict, width: int = 0):
@@ -127,15 +123,20 @@ def _cost_part(samples: dict, cycle):
     return OrderingPart(i, one, x, one, cycle=cycle)
 
 
+def _null_control(repeats: int, part, figure: str) -> Control:
+    """Return a held-out-source claim's control: its rule, ``part(AccX, AccI)``, on the
+    :func:`_null` data sets at the row's repeats."""
+    verdicts = [decide_parts([part(w["acc_exclusive"], w["acc_inclusive"])])
+                for w in _null(repeats)]
+    return matched(_CLUSTERING_NULL, verdicts, "null data sets", figure, f"{repeats} repeats")
+
+
 def _cost_control(repeats: int, cycle) -> Control:
     """Return the control of "AccI > AccX": the same paired rule on :func:`_null` data sets."""
-    verdicts, gaps = [], []
-    for w in _null(repeats):
-        samples = dict(enumerate(zip(w["acc_exclusive"], w["acc_inclusive"])))
-        verdicts.append(decide_parts([_cost_part(samples, cycle or 5)]))
-        gaps.append(float(np.mean(w["acc_inclusive"] - w["acc_exclusive"])))
-    return matched(_CLUSTERING_NULL, verdicts, "null data sets",
-                   f"AccI - AccX {100 * np.mean(gaps):+.1f} points", f"{repeats} repeats")
+    gap = np.mean([float(np.mean(w["acc_inclusive"] - w["acc_exclusive"]))
+                   for w in _null(repeats)])
+    return _null_control(repeats, lambda x, i: _cost_part(dict(enumerate(zip(x, i))), cycle or 5),
+                         f"AccI - AccX {100 * gap:+.1f} points")
 
 
 #: The level of the AccX-spread rule (both wrong calls together), pinned by simulation at a
@@ -156,15 +157,11 @@ def _spread_control(repeats: int):
     """Return the control of "AccX spreads more": the same jackknife rule on :func:`_null`
     data sets at the row's repeats (clusters of data without sources are its extremities:
     AccX spreads more there too, which fewer repeats than the row's would not show)."""
-    verdicts, ratios = [], []
-    for w in _null(repeats):
-        x, i = w["acc_exclusive"].tolist(), w["acc_inclusive"].tolist()
-        verdicts.append(decide_parts([_spread_part(x, i)]))
-        ratios.append(sd_ratio_independent(x, i)["ratio"] or float("nan"))
+    ratios = [sd_ratio_independent(w["acc_exclusive"].tolist(), w["acc_inclusive"].tolist())[
+        "ratio"] or float("nan") for w in _null(repeats)]
     ratios = [r for r in ratios if np.isfinite(r)]
-    return matched(_CLUSTERING_NULL, verdicts, "null data sets",
-                   f"median sd ratio {np.median(ratios):.1f}" if ratios else "",
-                   f"{repeats} repeats")
+    return _null_control(repeats, lambda x, i: _spread_part(x.tolist(), i.tolist()),
+                         f"median sd ratio {np.median(ratios):.1f}" if ratios else "")
 
 
 def _steps(order: list, samples: list, cycle) -> list:
@@ -206,26 +203,20 @@ def _capacity_control(repeats: int, steps: int, cycle, verdict: str = HOLDS,
     a row that does not hold: the stored steps with every falling step mirrored (its upper
     model moved up by twice the fall: the claimed order made true), one deterministic draw."""
     if verdict == FAILS and parts:
-        moved = []
-        for p in parts:
-            xa, ia, xb, ib = p.v
-            d = p.stats()["d"]
-            shift = -2 * d if d < 0 else 0.0
-            moved.append(OrderingPart(xa + shift * ia, ia, xb, ib, cycle=p.cycle,
-                                      margin=p.margin))
+        moved = [OrderingPart(p.v[0] - 2 * min(0.0, p.stats()["d"]) * p.v[1], *p.v[1:],
+                              cycle=p.cycle, margin=p.margin) for p in parts]
         return matched("the stored steps with every falling step mirrored (the order made "
                        "true)", [decide_parts(moved)], "mirrored tables",
                        size=f"{repeats} repeats (the row's data)")
     rng = np.random.default_rng(0)
-    verdicts = []
-    for _ in range(CONTROL_REPLICATES):
-        parts = []
-        for _ in range(steps):
-            x, i = null_pairs(rng, 1, repeats, shape="lognormal",
-                              design="balanced" if cycle else "random")
-            parts.append(OrderingPart(x[0, 1], i[0, 1], x[0, 0], i[0, 0], cycle=cycle,
-                                      margin=CAPACITY_MARGIN))
-        verdicts.append(decide_parts(parts))
+
+    def step():
+        x, i = null_pairs(rng, 1, repeats, shape="lognormal",
+                          design="balanced" if cycle else "random")
+        return OrderingPart(x[0, 1], i[0, 1], x[0, 0], i[0, 0], cycle=cycle,
+                            margin=CAPACITY_MARGIN)
+
+    verdicts = [decide_parts([step() for _ in range(steps)]) for _ in range(CONTROL_REPLICATES)]
     return matched("models of equal rho sharing the partitions (simulated, log-normal "
                    "source effects)", verdicts, "simulated tables", size=f"{repeats} repeats")
 
@@ -256,13 +247,8 @@ def _chain_claim(dataset: str, models: dict, score: str, name: str, paper_figure
 
 
 def rho_claims(rows: list) -> list:
-    """Return the source-aware claims per data set: AccI > AccX, E[AccI] ~ E[Acc], capacity.
-
-    Every claim carries its control (robench.stats.claims.controlled): the k-means sources
-    of i.i.d. Gaussian classes for the claims about held-out sources (clusters of any data
-    are its extremities), models of equal rho for the capacity orders, a difference of
-    twice the margin for the equivalence.
-    """
+    """Return the source-aware claims per data set: AccI > AccX, E[AccI] ~ E[Acc], capacity,
+    each with its control (docs/claims.md has the table of controls)."""
     claims = []
     for dataset, models in sorted(_table(rows).items()):
         claims.extend(_cost_claims(dataset, models))
@@ -324,17 +310,16 @@ def _shifted_equivalence_control(models: dict, verdict: str) -> Control:
     """Return the equivalence's control: the same test with E[Acc] moved by twice the
     margin (a difference it must not call equal); for a "does not hold", with E[Acc]
     recentred on E[AccI] (an equality it must not call unequal)."""
-    verdicts, parts = [], []
+    parts = []
     for sc in models.values():
         rnd, inc = sc.get("acc_random"), sc.get("acc_inclusive")
         per, per_i = _per_repeat(rnd), _per_repeat(inc)
-        if not (per and per_i):
-            continue
-        shift = (sum(per_i) / len(per_i) - sum(per) / len(per) if verdict == FAILS
-                 else -2 * EQUIVALENCE_MARGIN)
-        moved = {**rnd, "details": {**rnd["details"], "per_repeat": [v + shift for v in per]}}
-        verdicts.append(_equivalent(inc, moved)[0])
-        parts.append(_equivalence_part(inc, moved))
+        if per and per_i:
+            shift = (sum(per_i) / len(per_i) - sum(per) / len(per) if verdict == FAILS
+                     else -2 * EQUIVALENCE_MARGIN)
+            parts.append(_equivalence_part(inc, {**rnd, "details": {
+                **rnd["details"], "per_repeat": [v + shift for v in per]}}))
+    verdicts = [p(0.05) for p in parts]
     v = decide_parts(parts, alpha=0.05) if parts else None
     what = ("E[Acc] recentred on E[AccI]" if verdict == FAILS
             else f"E[Acc] moved by {200 * EQUIVALENCE_MARGIN:g} points")
@@ -373,23 +358,18 @@ def _exclusive_claims(dataset: str, models: dict) -> list:
     """Return section 5.1's claims on AccX: it spreads more than AccI (per model Miller's
     jackknife of sd(AccX) / sd(AccI), the partitions drawn independently; every model at
     one-sided 0.025), and it rises with capacity (:func:`_chain_claim`)."""
-    out, res = [], {}
-    for m, sc in sorted(models.items()):
-        x, i = _per_repeat(sc.get("acc_exclusive")), _per_repeat(sc.get("acc_inclusive"))
-        if x and i:
-            res[m] = (_spread_part(x, i), sd_ratio_independent(x, i), len(x))
+    pairs = {m: (_per_repeat(sc.get("acc_exclusive")), _per_repeat(sc.get("acc_inclusive")))
+             for m, sc in sorted(models.items())}
+    res = {m: (_spread_part(x, i), sd_ratio_independent(x, i), len(x))
+           for m, (x, i) in pairs.items() if x and i}
+    out = []
     if res:
-        texts, need = {}, 0
-        for m, (p, s, k) in res.items():
-            if s["low"] is None:
-                texts[m] = f"{m}: {s['reason']}"
-                need = None
-                continue
-            texts[m] = f"{m}: {s['ratio']:.2f} [{s['low']:.2f}, {s['high']:.2f}]: {p(SIDE)}"
-            if p(SIDE) == UNDECIDED and need is not None:
-                nd = repeats_needed(k, (math.log(s["high"]) - math.log(s["low"])) / 2,
-                                    math.log(s["ratio"]))
-                need = None if nd is None else max(need, nd)
+        texts = {m: f"{m}: {s['reason']}" if s["low"] is None else
+                 f"{m}: {s['ratio']:.2f} [{s['low']:.2f}, {s['high']:.2f}]: {p(SIDE)}"
+                 for m, (p, s, _) in res.items()}
+        needs = [None if s["low"] is None else repeats_needed(
+            k, (math.log(s["high"]) - math.log(s["low"])) / 2, math.log(s["ratio"]))
+            for p, s, k in res.values() if s["low"] is None or p(SIDE) == UNDECIDED]
         n_hold = sum(p(SIDE) == HOLDS for p, _, _ in res.values())
         out.append(_row(
             PAPER, "AccX spreads far more than AccI: sd(AccX) / sd(AccI) > 1",
@@ -398,16 +378,12 @@ def _exclusive_claims(dataset: str, models: dict) -> list:
             f"{n_hold} of {len(res)} models have the ratio's interval above 1 (Miller's "
             "jackknife over repeats, 95%; every model: intersection-union; its level on "
             f"skewed repeats is {SPREAD_LEVEL:g}, not 0.05)", texts,
-            _spread_control(max(k for *_, k in res.values())), need or None,
+            _spread_control(max(k for *_, k in res.values())), _max_need(needs),
             level=SPREAD_LEVEL))
     return out + _chain_claim(
         dataset, models, "acc_exclusive", "E[AccX]",
         "SVM 80.3% < MLP 87.9% < CNN-1 94.1% < CNN-2 97.1% < CNN-3 98.0% on MNIST with "
         "k-means sources (Table 1; section 5.1)", _by_repeat, percent=True)
-
-
-def _size_key(label: str) -> float:
-    return float("inf") if label == "full" else float(label)
 
 
 #: Familywise error rate of the adequacy claim's per-model calls (Bonferroni over the models).
@@ -528,7 +504,7 @@ def adequacy_claims(rows: list) -> list:
         paired, res = {}, {}
         for model, scores in sorted(models.items()):
             sizes = sorted((s.split("@", 1)[1] for s in scores if s.startswith("rho@")),
-                           key=_size_key)
+                           key=lambda v: float("inf") if v == "full" else float(v))
             if len(sizes) < 2 or "full" not in sizes:
                 continue
             small = sizes[0]
@@ -580,15 +556,14 @@ LOST = "Lost test set (blog post, corrected)"
 _PLANTED = "binomial batches with the test set planted (the post's assumption)"
 
 
-def _error_row(errors: list) -> dict:
-    iv = mean_interval(errors)
-    return {"value": iv.estimate, "ci_low": iv.low, "ci_high": iv.high}
+def _interval_row(estimate, low, high) -> dict:
+    return {"value": estimate, "ci_low": low, "ci_high": high}
 
 
 def _tost_zero(errors: list, what: str) -> tuple:
     """Return (verdict, why, row, repeats): "the mean error is within ±UNBIASED_WITHIN" (TOST)."""
     res = equivalence(errors, [0.0] * len(errors), UNBIASED_WITHIN, paired=True)
-    row = {"value": res["estimate"], "ci_low": res["low"], "ci_high": res["high"]}
+    row = _interval_row(res["estimate"], res["low"], res["high"])
     if res["low"] is None:
         return UNDECIDED, f"no interval: {res['reason']}", row, None
     verdict, why, need = _tost(
@@ -605,24 +580,15 @@ def _error_rule(key: str):
 def _blog(trials: list) -> tuple:
     """Return (verdict, error row) of "the printed formula is biased": a t interval of its
     mean error excluding 0."""
-    blog = _error_row([t["blog_alpha_in"] - t["true_accuracy"] for t in trials
-                       if t.get("blog_alpha_in") is not None])
-    lo, hi = blog["ci_low"], blog["ci_high"]
-    return (UNDECIDED if lo is None else HOLDS if (hi < 0 or lo > 0) else FAILS), blog
-
-
-def _blog_rule(trials):
-    return _blog(trials)[0]
+    iv = mean_interval([t["blog_alpha_in"] - t["true_accuracy"] for t in trials
+                        if t.get("blog_alpha_in") is not None])
+    return (UNDECIDED if iv.low is None else HOLDS if (iv.high < 0 or iv.low > 0) else FAILS,
+            _interval_row(iv.estimate, iv.low, iv.high))
 
 
 def lost_test_claims(rows: list) -> list:
-    """Return per data set the lost-test claims of the post, decided on simulated batches.
-
-    Each stored random-split trial carries means over the metric's simulated sets of k
-    batches, with the real test set planted among them (``*_in``, the post's assumption)
-    and without it (``alpha_out``: the realistic case). docs/lost-test-set.md gives the
-    rules; controls run at the row's number of trials, per direction.
-    """
+    """Return per data set the lost-test claims of the post, decided on the stored trials'
+    simulated batches (docs/lost-test-set.md gives the rules; docs/claims.md the controls)."""
     per: dict = {}
     for r in rows:
         if r.get("metric") == "lost-test" and r.get("score") == "true_accuracy":
@@ -630,9 +596,7 @@ def lost_test_claims(rows: list) -> list:
                 t for t in ((r.get("details") or {}).get("trials") or [])
                 if t.get("alpha_in") is not None)
     claims = []
-    for dataset, trials in sorted(per.items()):
-        if not trials:
-            continue
+    for dataset, trials in sorted((d, t) for d, t in per.items() if t):
         n = len(trials)
         verdict, why, ok, need = _tost_zero([t["alpha_in"] - t["true_accuracy"]
                                              for t in trials], "mean error")
@@ -653,7 +617,7 @@ def lost_test_claims(rows: list) -> list:
             LOST, "the post's printed formula (1/k)·(a_hat - p(1 - 1/k)) is biased",
             "printed as the estimator of a", dataset,
             f"mean error {_points(blog)} over {n} trials", verdict, why, {"error": blog},
-            _lost_control(_blog_rule, _PLANTED, True, trials=n)))
+            _lost_control(lambda t: _blog(t)[0], _PLANTED, True, trials=n)))
         claims.extend(_realistic_claims(dataset, trials))
     return claims
 
@@ -697,32 +661,27 @@ UPPER_BOUND_SIDE = 0.005
 
 
 def upper_bound_rule(gaps, side: float = UPPER_BOUND_SIDE) -> tuple:
-    """Return (verdict, interval) of "E[a_hat] >= a" from per-trial gaps a_hat - a.
-
-    The skewness-corrected t interval of the mean gap at ``1 - 2 side``
-    (:func:`robench.stats.equivalence.difference_interval`) above 0 holds, below 0 does not;
-    at E[a_hat] = a each wrong call has probability at most 2.5% on skewed and mixture gaps at
-    15 and 75 trials (tests/stats/test_claims_power.py). The post's "a_hat >= a" for every set
-    of batches is refuted by batch noise alone whatever E[a_hat] is (a counterexample rule has
-    no level), so it is not the rule.
-    """
+    """Return (verdict, interval) of "E[a_hat] >= a" from per-trial gaps a_hat - a: the mean
+    gap's skewness-corrected t interval at ``1 - 2 side`` above 0 holds, below 0 does not
+    (docs/claims.md says why not the post's counterexample rule)."""
     gaps = [float(g) for g in gaps if g is not None]
     iv = difference_interval(gaps, [0.0] * len(gaps), 1 - 2 * side, paired=True)
     return _side(iv["low"], iv["high"], 0), iv
 
 
-def _upper_bound_control(gaps: list, verdict: str, draws: int = CONTROL_REPLICATES):
+def _upper_bound_control(gaps: list, verdict: str):
     """Return the control of "E[a_hat] >= a" at the row's trials: the stored per-trial gaps
     with their mean mirrored about 0 (for a "holds", the claim made false; for a "does not
     hold", made true), resampled with replacement :data:`CONTROL_REPLICATES` times."""
     g = np.asarray(gaps, float)
     moved = g - 2 * g.mean()
     rng = np.random.default_rng(0)
-    verdicts = [upper_bound_rule(rng.choice(moved, len(moved)))[0] for _ in range(draws)]
-    what = ("the stored gaps with their mean mirrored below 0 (E[a_hat] < a: the claim "
-            "false)" if verdict != FAILS else "the stored gaps with their mean mirrored above "
-            "0 (E[a_hat] > a: the claim true)")
-    return matched(what, verdicts, "resamples", size=f"{len(g)} trials")
+    verdicts = [upper_bound_rule(rng.choice(moved, len(moved)))[0]
+                for _ in range(CONTROL_REPLICATES)]
+    what = ("below 0 (E[a_hat] < a: the claim false)" if verdict != FAILS
+            else "above 0 (E[a_hat] > a: the claim true)")
+    return matched(f"the stored gaps with their mean mirrored {what}", verdicts, "resamples",
+                   size=f"{len(g)} trials")
 
 
 def _realistic_claims(dataset: str, trials: list) -> list:
@@ -743,8 +702,15 @@ def _realistic_claims(dataset: str, trials: list) -> list:
             f"alpha - a {_points(err)}; alpha - p {_points(err_p)} (90%, {len(real)} trials): "
             "it estimates p, the whole data set's accuracy", verdict,
             why + "; without the test set among the batches E[a_hat] = p, so E[alpha] = p",
-            {"error_vs_a": err, "error_vs_p": err_p}, _realistic_control(verdict, len(real)),
-            need))
+            {"error_vs_a": err, "error_vs_p": err_p},
+            # a "holds" is checked where p lies 2 margins above a (the claim false), else p = a
+            _lost_control(_error_rule("alpha_out"), "binomial batches, test set not among "
+                          "them, whole-data accuracy " + (
+                              f"p = a + {200 * UNBIASED_WITHIN:g} points (the claim false)"
+                              if verdict == HOLDS
+                              else "p = a (no generalisation gap: the claim true)"), False,
+                          trials=len(real), planted=False,
+                          gap=2 * UNBIASED_WITHIN if verdict == HOLDS else 0.0), need))
     sims = [t for t in trials if t.get("a_hat_in") is not None]
     if sims:
         out.append(_upper_bound_claim(dataset, sims))
@@ -758,8 +724,8 @@ def _upper_bound_claim(dataset: str, sims: list) -> Claim:
     n_sims = sum(int(t.get("n_sims") or 0) for t in sims)
     gaps = [t["a_hat_in"] - t["true_accuracy"] for t in sims]
     verdict, iv = upper_bound_rule(gaps)
-    gap_row = {"value": iv["estimate"], "ci_low": iv["low"], "ci_high": iv["high"]}
-    figure = f"mean a_hat - a {_points(gap_row)} over {len(sims)} trials"
+    figure = (f"mean a_hat - a {_points(_interval_row(iv['estimate'], iv['low'], iv['high']))}"
+              f" over {len(sims)} trials")
     if all(b is not None for b in below):
         n_below = sum(round(b * int(t.get("n_sims") or 0)) for b, t in zip(below, sims))
         figure += f"; a_hat < a in {n_below} of {n_sims} simulated sets (batch noise)"
@@ -767,8 +733,7 @@ def _upper_bound_claim(dataset: str, sims: list) -> Claim:
         n_below = sum(g < 0 for g in gaps)
     why = (f"the mean gap's skewness-corrected {100 * (1 - 2 * UPPER_BOUND_SIDE):g}% "
            "interval (each wrong call at most 2.5%, pinned on skewed gaps) "
-           + ("lies above 0" if verdict == HOLDS else "lies below 0" if verdict == FAILS
-              else "contains 0")
+           + {HOLDS: "lies above 0", FAILS: "lies below 0"}.get(verdict, "contains 0")
            + "; a statement about E[a_hat] (E[a_hat] - a = (1 - 1/k)(p - a)): single sets "
              "with a_hat < a come from batch sampling noise alone and refute nothing")
     need = None if iv["low"] is None else repeats_needed(
@@ -780,17 +745,6 @@ def _upper_bound_claim(dataset: str, sims: list) -> Claim:
         "true accuracy' (the post)", dataset, figure + (f" (k = {k})" if k else ""), verdict,
         why, {"below": n_below, "mean_gap": iv["estimate"], "low": iv["low"],
               "high": iv["high"]}, _upper_bound_control(gaps, verdict), need)
-
-
-def _realistic_control(verdict: str, trials: int):
-    """Return the realistic row's control, per direction, at the row's trials: for a row
-    that holds, batches whose whole-data accuracy p lies 2 margins above a (the claim
-    false); otherwise p = a (no generalisation gap: the claim true)."""
-    what = (f"p = a + {200 * UNBIASED_WITHIN:g} points (the claim false)" if verdict == HOLDS
-            else "p = a (no generalisation gap: the claim true)")
-    return _lost_control(_error_rule("alpha_out"), "binomial batches, test set not among "
-                         "them, whole-data accuracy " + what, False, trials=trials,
-                         gap=2 * UNBIASED_WITHIN if verdict == HOLDS else 0.0, planted=False)
 
 
 def _points(row: dict) -> str:
