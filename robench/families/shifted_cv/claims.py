@@ -6,6 +6,7 @@ docs/shifted-cv.md gives the design.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from robench.families.shifted_cv.metric import METRIC
@@ -40,10 +41,6 @@ def _pts(v) -> str:
     return f"{100 * v:+.1f}"
 
 
-def _paired_gap(val: list, test: list, level: float = LEVEL) -> dict:
-    return difference_interval(val, test, level, paired=True)
-
-
 def _gap_text(iv: dict) -> str:
     if iv["low"] is None:
         return "no interval"
@@ -56,6 +53,11 @@ def _side(low, high, bound: float) -> str:
     if low is None:
         return UNDECIDED
     return HOLDS if low > bound else FAILS if high < bound else UNDECIDED
+
+
+def _log_need(n: int, low: float, high: float, ratio: float):
+    """Return the planning figure of a ratio's interval, on the log scale it is symmetric in."""
+    return repeats_needed(n, (math.log(high) - math.log(low)) / 2, math.log(ratio))
 
 
 def _tost_verdict(status: str) -> str:
@@ -78,25 +80,22 @@ def _group(rows: list) -> dict:
     return groups
 
 
-#: Null data sets per control, each with as many folds as the row (or more): a decided row
-#: is evidence only when at least 80% of them give another verdict (robench.stats.claims).
+#: Null data sets per control, each with as many folds as the row or more (docs/claims.md).
 CONTROL_REPLICATES = CONTROL_DRAWS
 #: Sub-domains (folds) per repeat of a null data set.
 NULL_K = 5
-_NULLS: dict = {}
 
 
 def _null(shuffled: bool, folds: int = 2 * NULL_K, distances: bool = False) -> list:
-    """Return the control's null shifted-CV results (cached) with at least ``folds`` folds:
-    k-means sub-domains of i.i.d. Gaussian classes, or (``shuffled``, the oracle's
-    control) random source ids; ``distances``: with the W1 matrices."""
-    repeats = max(1, -(-int(folds) // NULL_K))
-    key = (shuffled, repeats, distances)
-    if key not in _NULLS:
-        _NULLS[key] = [shifted_null(seed, k=NULL_K, repeats=repeats, shuffled=shuffled,
-                                    distances=distances)
-                       for seed in range(CONTROL_REPLICATES)]
-    return _NULLS[key]
+    """Return the control's null shifted-CV results with at least ``folds`` folds
+    (``shuffled``: the oracle's control; ``distances``: with the W1 matrices)."""
+    return _nulls(shuffled, max(1, -(-int(folds) // NULL_K)), distances)
+
+
+@functools.cache
+def _nulls(shuffled: bool, repeats: int, distances: bool) -> list:
+    return [shifted_null(seed, k=NULL_K, repeats=repeats, shuffled=shuffled,
+                         distances=distances) for seed in range(CONTROL_REPLICATES)]
 
 
 def _null_what(clus: str) -> str:
@@ -108,15 +107,13 @@ def _null_what(clus: str) -> str:
 
 def _drop_part(val, test):
     def part(level):
-        iv = _paired_gap(val, test, 1 - 2 * level)
+        iv = difference_interval(val, test, 1 - 2 * level, paired=True)
         return _side(iv["low"], iv["high"], 0)
     return part
 
 
-#: The level of the shift-spread rule (both wrong calls together), pinned by simulation at a
-#: true ratio of 1 on normal, Gamma(2), log-normal and rare-hard-source folds at 10 folds
-#: (tests/stats/test_claims_power.py): the paired jackknife of the log variance ratio at 95%
-#: reaches 4-6% each way on the skewed shapes; the count uses this, not the nominal 0.05.
+#: The shift-spread rule's measured level (both wrong calls, skewed folds at a true ratio of
+#: 1: tests/stats/test_claims_power.py; docs/claims.md), counted instead of the nominal 0.05.
 SPREAD_LEVEL = 0.12
 
 
@@ -173,18 +170,15 @@ def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
     for model, d in per_model.items():
         per = d.get("per_fold") or {}
         val, test = _last(per, "shifted")
-        iv = _paired_gap(val, test)
+        iv = difference_interval(val, test, LEVEL, paired=True)
         need = (None if iv["low"] is None else
                 repeats_needed(iv["n"], (iv["high"] - iv["low"]) / 2, iv["estimate"]))
         drops[model] = (_drop_part(val, test), f"{model}: {_gap_text(iv)}", need)
         s = sd_ratio_paired(test, val)
-        if s["low"] is None:
-            spreads[model] = (_spread_part(val, test), f"{model}: {s.get('reason')}", None)
-        else:
-            spreads[model] = (_spread_part(val, test),
-                              f"{model}: {s['ratio']:.1f} [{s['low']:.1f}, {s['high']:.1f}]",
-                              repeats_needed(len(val), (math.log(s["high"]) - math.log(
-                                  s["low"])) / 2, math.log(s["ratio"])))
+        ok = s["low"] is not None
+        spreads[model] = (_spread_part(val, test), f"{model}: " + (
+            f"{s['ratio']:.1f} [{s['low']:.1f}, {s['high']:.1f}]" if ok else str(s.get("reason"))),
+            _log_need(len(val), s["low"], s["high"], s["ratio"]) if ok else None)
         rval, rtest = _last(per, "random")
         if rval and rtest and random_dataset is not None:
             e = equivalence(rval, rtest, RANDOM_GAP_MARGIN, paired=True)
@@ -234,10 +228,8 @@ def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
 
 
 def _gap_control(folds: dict, verdict: str) -> Control:
-    """Return random CV's gap row's control, per direction, from its stored folds: for a
-    "holds" (equivalent) the test accuracies moved down by twice the margin (the claim
-    false), for a "does not hold" recentred on validation (the claim true); one
-    deterministic draw."""
+    """Return random CV's gap row's control, per direction, from its stored folds: the test
+    accuracies moved by twice the margin, or recentred on validation (docs/claims.md)."""
     parts = []
     for val, test in folds.values():
         pairs = [(v, t) for v, t in zip(val, test) if v is not None and t is not None]
@@ -255,16 +247,12 @@ def _gap_control(folds: dict, verdict: str) -> Control:
                    size=f"the row's {n} folds (its stored values moved: one deterministic draw)")
 
 
-def _ratio_verdict(res: dict) -> str:
-    return _side(res["low"], res["high"], 1)
-
-
 def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
     reps = (w.get("details") or {}).get("repeats") or []
     sh = [(e.get("shifted") or {}).get("matrix") for e in reps]
     ra = [(e.get("random") or {}).get("matrix") for e in reps]
     res = distance_ratio([m for m in sh if m], [m for m in ra if m])
-    verdict = _ratio_verdict(res)
+    verdict = _side(res["low"], res["high"], 1)
     if res["low"] is None:
         why = f"no interval: {res['reason']}"
     else:
@@ -274,13 +262,13 @@ def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
     figure = f"{ratio:.2f}" + ("" if res["low"] is None else
                                f" [{res['low']:.2f}, {res['high']:.2f}]")
     folds = res["folds"]
-    need = (None if res["low"] is None else repeats_needed(
-        max(1, len(reps)), (math.log(res["high"]) - math.log(res["low"])) / 2, math.log(ratio)))
+    need = None if res["low"] is None else _log_need(max(1, len(reps)), res["low"],
+                                                     res["high"], ratio)
     nulls = [distance_ratio(n["shifted"]["matrices"], n["random"]["matrices"])
              for n in _null(clus == "oracle", max(folds[0], 2), distances=True)]
     ratios = sorted(r["ratio"] for r in nulls if r["ratio"] is not None)
     control = matched(_null_what(clus) + ", W1 in the data space",
-                      [_ratio_verdict(r) for r in nulls], "null data sets",
+                      [_side(r["low"], r["high"], 1) for r in nulls], "null data sets",
                       f"median ratio {ratios[len(ratios) // 2]:.2f}" if ratios else "",
                       size=f"{max(folds[0], 2)} folds")
     return _row(
@@ -296,11 +284,8 @@ def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
 def _bayesian_claims(where: str, per_model: dict) -> list:
     """Return per architecture with both versions: the Bayesian CNN's drop ~ the plain one's."""
     out = []
-    for model in sorted(per_model):
-        twin = f"bayesian-{model}"
-        if twin not in per_model:
-            continue
-        drops = {}
+    for model in sorted(m for m in per_model if f"bayesian-{m}" in per_model):
+        twin, drops = f"bayesian-{model}", {}
         for m in (model, twin):
             per = per_model[m].get("per_fold") or {}
             folds = (per_model[m].get("folds") or {}).get("shifted") or []

@@ -33,13 +33,27 @@ def architecture(n_features: int, image_shape=None) -> str:
     return "mlp"
 
 
-class ConvVAE28(nn.Module):
+class _VAE(nn.Module):
+    """A VAE whose ``encoder`` outputs a latent mean and a pre-softplus scale per row."""
+
+    def encode(self, x: torch.Tensor) -> tuple:
+        """Return the latent mean and standard deviation of flat rows ``x``."""
+        mu, s = self.encoder(x).chunk(2, dim=1)
+        return mu, F.softplus(s) + _STD_EPS
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """Return flat decoder outputs (logits or Gaussian means) of latent codes ``z``."""
+        return self.decoder(z)
+
+
+class ConvVAE28(_VAE):
     """The paper's VAE for single-channel 28x28 images (section III-C); outputs logits."""
 
     def __init__(self, latent_dim: int = LATENT_DIM):
         super().__init__()
         self.latent_dim = latent_dim
         self.encoder = nn.Sequential(
+            nn.Unflatten(1, (1, 28, 28)),
             nn.Conv2d(1, 64, 4, stride=2, padding=1), nn.LeakyReLU(0.2),
             nn.Conv2d(64, 128, 4, stride=2, padding=1), nn.BatchNorm2d(128), nn.LeakyReLU(0.2),
             nn.Flatten(), nn.Linear(128 * 7 * 7, 1024), nn.BatchNorm1d(1024), nn.LeakyReLU(0.2),
@@ -50,18 +64,8 @@ class ConvVAE28(nn.Module):
             nn.Linear(1024, 128 * 7 * 7), nn.BatchNorm1d(128 * 7 * 7), nn.ReLU(),
             nn.Unflatten(1, (128, 7, 7)),
             nn.ConvTranspose2d(128, 64, 4, stride=2, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
-            nn.ConvTranspose2d(64, 1, 4, stride=2, padding=1),
+            nn.ConvTranspose2d(64, 1, 4, stride=2, padding=1), nn.Flatten(),
         )
-
-    def encode(self, x: torch.Tensor) -> tuple:
-        """Return the latent mean and standard deviation of flat 784-value rows ``x``."""
-        h = self.encoder(x.view(-1, 1, 28, 28))
-        mu, s = h.chunk(2, dim=1)
-        return mu, F.softplus(s) + _STD_EPS
-
-    def decode(self, z: torch.Tensor) -> torch.Tensor:
-        """Return flat reconstruction logits (pre-sigmoid) of latent codes ``z``."""
-        return self.decoder(z).flatten(1)
 
 
 def _mlp(*widths: int) -> nn.Sequential:
@@ -72,7 +76,7 @@ def _mlp(*widths: int) -> nn.Sequential:
     return nn.Sequential(*layers[:-1])
 
 
-class MLPVAE(nn.Module):
+class MLPVAE(_VAE):
     """Fully connected VAE for flat inputs of any width; outputs logits or Gaussian means."""
 
     def __init__(self, n_features: int, latent_dim: int = LATENT_DIM, hidden: tuple = MLP_HIDDEN):
@@ -80,15 +84,6 @@ class MLPVAE(nn.Module):
         self.latent_dim = latent_dim
         self.encoder = _mlp(n_features, *hidden, 2 * latent_dim)
         self.decoder = _mlp(latent_dim, *reversed(hidden), n_features)
-
-    def encode(self, x: torch.Tensor) -> tuple:
-        """Return the latent mean and standard deviation of flat rows ``x``."""
-        mu, s = self.encoder(x).chunk(2, dim=1)
-        return mu, F.softplus(s) + _STD_EPS
-
-    def decode(self, z: torch.Tensor) -> torch.Tensor:
-        """Return the decoder output (logits or Gaussian means) of latent codes ``z``."""
-        return self.decoder(z)
 
 
 def negative_elbo(module, x: torch.Tensor, bernoulli: bool) -> torch.Tensor:

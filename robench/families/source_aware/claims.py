@@ -94,8 +94,7 @@ def _equivalent(inclusive: dict, random: dict, alpha: float = 0.05) -> tuple:
 #: Capacity steps count as a tie ("equivalent") when shown within this many points of rho
 #: (or of AccX): the third outcome of the ordering claims.
 CAPACITY_MARGIN = 0.02
-#: Null data sets (or shuffles) per control, each at the row's size: a decided row is
-#: evidence only when at least 80% of them give another verdict (robench.stats.claims).
+#: Null data sets (or shuffles) per control, each at the row's size (docs/claims.md).
 CONTROL_REPLICATES = CONTROL_DRAWS
 _CLUSTERING_NULL = ("k-means sources of i.i.d. Gaussian classes (no sources), nearest-mean "
                     "model")
@@ -139,10 +138,8 @@ def _cost_control(repeats: int, cycle) -> Control:
                          f"AccI - AccX {100 * gap:+.1f} points")
 
 
-#: The level of the AccX-spread rule (both wrong calls together), pinned by simulation at a
-#: true ratio of 1 on normal, Gamma(2), log-normal and rare-hard-source repeats at 15
-#: repeats (tests/stats/test_claims_power.py): Miller's jackknife at 95% reaches 3.4-5.4%
-#: each way on the skewed shapes, not 2.5%; the count uses this, not the nominal 0.05.
+#: The AccX-spread rule's measured level (both wrong calls, skewed repeats at a true ratio of
+#: 1: tests/stats/test_claims_power.py; docs/claims.md), counted instead of the nominal 0.05.
 SPREAD_LEVEL = 0.10
 
 
@@ -154,9 +151,7 @@ def _spread_part(x: list, i: list):
 
 
 def _spread_control(repeats: int):
-    """Return the control of "AccX spreads more": the same jackknife rule on :func:`_null`
-    data sets at the row's repeats (clusters of data without sources are its extremities:
-    AccX spreads more there too, which fewer repeats than the row's would not show)."""
+    """Return the control of "AccX spreads more": the same jackknife rule on :func:`_null`."""
     ratios = [sd_ratio_independent(w["acc_exclusive"].tolist(), w["acc_inclusive"].tolist())[
         "ratio"] or float("nan") for w in _null(repeats)]
     ratios = [r for r in ratios if np.isfinite(r)]
@@ -197,11 +192,8 @@ def _step_text(a, b, part, n, percent: bool, steps: int = 1) -> str:
 
 def _capacity_control(repeats: int, steps: int, cycle, verdict: str = HOLDS,
                       parts: Optional[list] = None):
-    """Return the capacity claims' control, per direction. For a row that holds (or is
-    undecided or equivalent): the same steps on models of equal rho sharing partitions
-    (robench.stats.paired.null_pairs: log-normal source effects), at the row's repeats. For
-    a row that does not hold: the stored steps with every falling step mirrored (its upper
-    model moved up by twice the fall: the claimed order made true), one deterministic draw."""
+    """Return the capacity claims' control, per direction (docs/claims.md): models of equal
+    rho, or for a "does not hold" the stored steps with every falling step mirrored."""
     if verdict == FAILS and parts:
         moved = [OrderingPart(p.v[0] - 2 * min(0.0, p.stats()["d"]) * p.v[1], *p.v[1:],
                               cycle=p.cycle, margin=p.margin) for p in parts]
@@ -307,9 +299,8 @@ def _equivalence_claims(dataset: str, models: dict) -> list:
 
 
 def _shifted_equivalence_control(models: dict, verdict: str) -> Control:
-    """Return the equivalence's control: the same test with E[Acc] moved by twice the
-    margin (a difference it must not call equal); for a "does not hold", with E[Acc]
-    recentred on E[AccI] (an equality it must not call unequal)."""
+    """Return the equivalence's control: E[Acc] moved by twice the margin, or for a "does not
+    hold" recentred on E[AccI] (docs/claims.md)."""
     parts = []
     for sc in models.values():
         rnd, inc = sc.get("acc_random"), sc.get("acc_inclusive")
@@ -355,9 +346,8 @@ def _by_repeat(row: Optional[dict]) -> dict:
 
 
 def _exclusive_claims(dataset: str, models: dict) -> list:
-    """Return section 5.1's claims on AccX: it spreads more than AccI (per model Miller's
-    jackknife of sd(AccX) / sd(AccI), the partitions drawn independently; every model at
-    one-sided 0.025), and it rises with capacity (:func:`_chain_claim`)."""
+    """Return section 5.1's claims on AccX: it spreads more than AccI, and it rises with
+    capacity (:func:`_chain_claim`)."""
     pairs = {m: (_per_repeat(sc.get("acc_exclusive")), _per_repeat(sc.get("acc_inclusive")))
              for m, sc in sorted(models.items())}
     res = {m: (_spread_part(x, i), sd_ratio_independent(x, i), len(x))
@@ -648,15 +638,13 @@ def lost_null(seed: int, trials: int = 40, k: int = 10, gap: float = 0.02, batch
 
 
 def _lost_control(rule, what: str, algebra: bool, trials: int = 40, **kw):
-    """Return the verdicts of ``rule`` (trials -> verdict) on :data:`CONTROL_REPLICATES`
-    simulations of the row's number of trials."""
+    """Return the control of ``rule`` (trials -> verdict) on simulations of the row's trials."""
     verdicts = [rule(lost_null(seed, trials=trials, **kw)) for seed in range(CONTROL_REPLICATES)]
     return matched(what, verdicts, "simulations", algebra=algebra, size=f"{trials} trials")
 
 
-#: One-sided level of each side of the "E[a_hat] >= a" rule's interval (a 99% interval):
-#: the 95% skewness-corrected interval called "does not hold" 4.0% of the time at E[a_hat] =
-#: a on log-normal gaps at 15 trials; at 99% every shape simulated stays under 2.5%.
+#: One-sided level of each side of the "E[a_hat] >= a" rule's interval: 99%, since 95% made
+#: 4.0% wrong calls on log-normal gaps at 15 trials (docs/claims.md).
 UPPER_BOUND_SIDE = 0.005
 
 
@@ -670,9 +658,8 @@ def upper_bound_rule(gaps, side: float = UPPER_BOUND_SIDE) -> tuple:
 
 
 def _upper_bound_control(gaps: list, verdict: str):
-    """Return the control of "E[a_hat] >= a" at the row's trials: the stored per-trial gaps
-    with their mean mirrored about 0 (for a "holds", the claim made false; for a "does not
-    hold", made true), resampled with replacement :data:`CONTROL_REPLICATES` times."""
+    """Return the control of "E[a_hat] >= a": the stored gaps with their mean mirrored about
+    0, resampled with replacement (docs/claims.md)."""
     g = np.asarray(gaps, float)
     moved = g - 2 * g.mean()
     rng = np.random.default_rng(0)
