@@ -80,11 +80,7 @@ def sources_per_class(cfg) -> int:
 
 
 def settings(cfg) -> dict:
-    """Return the shifted-cv settings of a run configuration (resolved knobs).
-
-    ``repeats`` is capped by ``cfg.repeats`` (``--repeats 1`` shrinks it too); the training
-    budget is ``cfg.train`` updated with ``shifted_cv.train``.
-    """
+    """Return the shifted-cv settings of a run configuration (resolved knobs)."""
     knobs = cfg.knobs[SECTION]
     return {"folds": int(knobs["folds"]),
             "repeats": max(1, min(int(knobs["repeats"]), int(cfg.repeats))),
@@ -137,11 +133,8 @@ def sources_k(params: dict) -> int:
 
 def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int, fold: int,
                folds: dict = None) -> dict:
-    """Return one fold trial's spec; random-CV trials carry no clusterer (shared by all).
-
-    ``folds``: :func:`fold_plan`'s answer. Only a shifted trial records ``folds_requested``
-    (random K-fold depends on K alone, so it is shared with runs that asked for K).
-    """
+    """Return one fold trial's spec (``folds``: :func:`fold_plan`'s answer); a random-CV
+    trial depends on K alone: no clusterer, no ``folds_requested`` (shared by all)."""
     s = settings(cfg)
     fp = folds or fold_plan(combo, cfg, registry)
     params = {"folds": fp["folds"], "fold": int(fold), "n_repeats": s["repeats"],
@@ -214,10 +207,9 @@ def merge_folds(y, groups, n_folds: int, *, repeat: int, n_repeats: int, seed: i
         in_c = y == c
         subs = np.unique(groups[in_c])
         if subs.size < n_folds:
-            raise ValueError(
-                f"class {c} has {subs.size} sub-domain(s) but shifted-cv needs one per fold "
-                f"({n_folds}); use fewer folds or a clusterer that returns k per class"
-            )
+            raise ValueError(f"class {c} has {subs.size} sub-domain(s) but shifted-cv needs one "
+                             f"per fold ({n_folds}); use fewer folds or a clusterer that returns "
+                             "k per class")
         if n_repeats > 1:
             rng = np.random.default_rng([int(seed), int(repeat), KIND_CODES["shifted"], int(c)])
             subs = rng.permutation(subs)
@@ -364,12 +356,8 @@ def run_wasserstein(spec: dict, env) -> dict:
 
 def wasserstein1(a, b, *, num_itermax: int = NUM_ITERMAX,
                  max_num_itermax: int = MAX_NUM_ITERMAX) -> tuple:
-    """Return (W1 between the uniform empirical measures of point clouds a and b, info).
-
-    Exact (POT's ``emd2``, Euclidean cost), the iteration budget raised tenfold up to
-    ``max_num_itermax`` while POT stops early; the value is None if it never converged
-    (``info``: ``converged``, ``num_itermax``, ``warning``).
-    """
+    """Return (exact W1 between the uniform empirical measures of point clouds a and b, info),
+    the value None where POT never converged within ``max_num_itermax`` iterations."""
     import ot  # ~5 s to import: only here
 
     a, b = (np.ascontiguousarray(v, dtype=np.float64) for v in (a, b))

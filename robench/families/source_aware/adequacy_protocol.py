@@ -199,9 +199,8 @@ def size_curves(trials: list, clusterer: str = None) -> list:
     """
     by_size: dict = {}
     for t in trials:
-        if t.get("status", "ok") != "ok" or t["kind"] not in KINDS:
-            continue
-        if clusterer is not None and t.get("clusterer") != clusterer:
+        if t.get("status", "ok") != "ok" or t["kind"] not in KINDS or (
+                clusterer is not None and t.get("clusterer") != clusterer):
             continue
         label = size_label(t)
         e = by_size.setdefault(label, {"label": label, "acc_exclusive": [], "acc_inclusive": [],
@@ -254,9 +253,8 @@ def class_curves(curves: list) -> list:
         per = source_aware.class_rho(c["per_class_exclusive"], c["per_class_inclusive"])
         for cl, entry in enumerate(per):
             out[cl]["labels"].append(c["label"])
-            out[cl]["acc_exclusive"].append(entry["acc_exclusive"])
-            out[cl]["acc_inclusive"].append(entry["acc_inclusive"])
-            out[cl]["rho"].append(entry["rho"])
+            for key, value in entry.items():  # acc_exclusive, acc_inclusive, rho
+                out[cl][key].append(value)
     return out
 
 

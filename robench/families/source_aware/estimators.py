@@ -164,16 +164,13 @@ def logged_train_accuracy(row: dict) -> Optional[float]:
 
 def summarize_lost_test(per_trial: list) -> dict:
     """Average each estimate and its error over trials; errors are estimate - true accuracy."""
-    def mean(key):
-        vals = [t[key] for t in per_trial if t.get(key) is not None]
-        return (float(np.mean(vals)), len(vals)) if vals else (None, 0)
+    def mean(vals):
+        return (float(np.mean(vals)), len(vals)) if len(vals) else (None, 0)
 
-    out = {key: mean(key) for key in (
+    out = {key: mean([t[key] for t in per_trial if t.get(key) is not None]) for key in (
         "true_accuracy", "whole_data_accuracy", "alpha_in", "alpha_out", "practical",
         "practical_logged", "alpha_in_rmse", "alpha_out_rmse", "a_hat_in", "blog_alpha_in")}
     for key in ("alpha_in", "alpha_out", "practical", "practical_logged", "blog_alpha_in"):
-        errs = [t[key] - t["true_accuracy"] for t in per_trial if t.get(key) is not None]
-        out[f"{key}_error"] = (float(np.mean(errs)), len(errs)) if errs else (None, 0)
-        out[f"{key}_abs_error"] = ((float(np.mean(np.abs(errs))), len(errs)) if errs
-                                   else (None, 0))
+        errs = np.array([t[key] - t["true_accuracy"] for t in per_trial if t.get(key) is not None])
+        out[f"{key}_error"], out[f"{key}_abs_error"] = mean(errs), mean(np.abs(errs))
     return out

@@ -55,7 +55,11 @@ def aggregate(group: dict, trials: list) -> list:
     per_trial = [est.lost_test_trial(t, seed=int(t.get("seed") or 0))
                  for t in sorted(usable, key=lambda t: t["repeat"])]
     summary = est.summarize_lost_test(per_trial)
-    skipped = len(trials) - len(usable)
+    extra = {"alpha_in": {"rmse_one_draw": summary["alpha_in_rmse"][0],
+                          "a_hat": summary["a_hat_in"][0],
+                          "blog_formula": summary["blog_alpha_in"][0]},
+             "alpha_out": {"rmse_one_draw": summary["alpha_out_rmse"][0]},
+             "true_accuracy": {"trials": per_trial, "n_unusable": len(trials) - len(usable)}}
     scores = []
     for name, higher in SCORES:
         value, n = summary.get(name, (None, 0))
@@ -68,16 +72,7 @@ def aggregate(group: dict, trials: list) -> list:
             details["mean_signed_error"] = summary[f"{stem}_error"][0]
             details["per_trial"] = [None if t.get(stem) is None else t[stem] - t["true_accuracy"]
                                     for t in per_trial]
-        if name == "alpha_in":
-            details.update(rmse_one_draw=summary["alpha_in_rmse"][0],
-                           a_hat=summary["a_hat_in"][0],
-                           blog_formula=summary["blog_alpha_in"][0])
-        if name == "alpha_out":
-            details["rmse_one_draw"] = summary["alpha_out_rmse"][0]
-        if name == "true_accuracy":
-            details.update(trials=per_trial, n_unusable=skipped)
-        if name in est.ESTIMATORS:
-            details.update(role=est.ESTIMATORS[name]["role"], label=est.ESTIMATORS[name]["label"])
+        details.update(extra.get(name, {}), **est.ESTIMATORS.get(name, {}))
         scores.append(Score(**base, score=name, value=value, n=n, higher_is_better=higher,
                             details=details))
     scores.insert(0, headline_score(base, summary, per_trial))
