@@ -56,18 +56,13 @@ def params_text(arch: str, bayesian: bool) -> str:
 def model_specs():
     """Yield the specs of the paper CNNs and their Bayesian versions (opt-in: slow)."""
     for arch in ARCHITECTURES:
-        yield ModelSpec(
-            arch, functools.partial(build_paper_cnn, arch=arch, bayesian=False),
-            f"{DESCRIPTIONS[arch]}, ReLU, 28x28 zero-padded to 32x32, Adam, early stopping on "
-            "validation (opt-in: slow)",
-            version=VERSION, requires_image=True, image_shapes=((1, 28, 28),),
-            in_default_run=False, params=params_text(arch, bayesian=False),
-        )
-        yield ModelSpec(
-            f"bayesian-{arch}", functools.partial(build_paper_cnn, arch=arch, bayesian=True),
-            f"Bayesian {DESCRIPTIONS[arch]}: Bayes by Backprop, local reparameterization "
-            "(bayesian-torch layers), N(0,1) prior, softplus, KL/N, MC-averaged predictions "
-            "(opt-in: slow)",
-            version=BAYESIAN_VERSION, requires_image=True, image_shapes=((1, 28, 28),),
-            in_default_run=False, params=params_text(arch, bayesian=True),
-        )
+        for bayesian, name, description, version in (
+                (False, arch, f"{DESCRIPTIONS[arch]}, ReLU, 28x28 zero-padded to 32x32, Adam, "
+                 "early stopping on validation (opt-in: slow)", VERSION),
+                (True, f"bayesian-{arch}", f"Bayesian {DESCRIPTIONS[arch]}: Bayes by Backprop, "
+                 "local reparameterization (bayesian-torch layers), N(0,1) prior, softplus, "
+                 "KL/N, MC-averaged predictions (opt-in: slow)", BAYESIAN_VERSION)):
+            yield ModelSpec(name, functools.partial(build_paper_cnn, arch=arch, bayesian=bayesian),
+                            description, version=version, requires_image=True,
+                            image_shapes=((1, 28, 28),), in_default_run=False,
+                            params=params_text(arch, bayesian))

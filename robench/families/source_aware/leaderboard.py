@@ -163,14 +163,10 @@ HEADLINE_COLUMNS = (("acc_exclusive", "E[AccX]", "pct"), ("acc_inclusive", "E[Ac
                     ("acc_random", "random split", "pct"))
 
 
-def _main_table(tables: list) -> Optional[dict]:
-    """Return the table of the headline clusterer: k-means where scored, else the first."""
-    return next((t for t in tables if t["clusterer"] == "kmeans"), tables[0] if tables else None)
-
-
 def headline(rows: list) -> Optional[dict]:
     """Return rho's column of the overview: the k-means table (tie ranks), accuracies beside."""
-    table = _main_table(rho_tables(rows))
+    tables = rho_tables(rows)  # the headline clusterer's: k-means where scored, else the first
+    table = next((t for t in tables if t["clusterer"] == "kmeans"), tables[0] if tables else None)
     if table is None:
         return None
     return {"label": f"rho ({table['clusterer']})", "format": "num", "rows": table["rows"],
@@ -267,14 +263,10 @@ def adequacy_section(rows: list):
     return {"models": tables, "sizes": sizes}
 
 
-def _size_axis(table: list) -> list:
-    return [t.get("n_samples") for t in table]
-
-
 def _series(label: str, table: list, key: str, **bands) -> dict:
     """Return one line of an adequacy plot: ``key`` (and ``bands``' keys) per training size."""
-    return {"label": label, "x": _size_axis(table), "y": [r.get(key) for r in table],
-            **{band: [r.get(k) for r in table] for band, k in bands.items()}}
+    return {"label": label, "x": [r.get("n_samples") for r in table],
+            **{band: [r.get(k) for r in table] for band, k in {"y": key, **bands}.items()}}
 
 
 def adequacy_plots(rows: list) -> list:

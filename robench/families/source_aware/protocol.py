@@ -142,10 +142,9 @@ def class_rho(per_class_x: list, per_class_i: list) -> list:
         with np.errstate(invalid="ignore"):
             return np.nanmean(arr, axis=0) if arr.size else np.array([])
 
-    out = []
-    for x, i in zip(col_means(per_class_x), col_means(per_class_i)):
-        rho = x / i if np.isfinite(x) and np.isfinite(i) and i > 0 else None
-        out.append({"acc_exclusive": None if not np.isfinite(x) else float(x),
-                    "acc_inclusive": None if not np.isfinite(i) else float(i),
-                    "rho": None if rho is None else float(rho)})
-    return out
+    def num(v):
+        return float(v) if np.isfinite(v) else None
+
+    return [{"acc_exclusive": num(x), "acc_inclusive": num(i),
+             "rho": float(x / i) if np.isfinite(x) and np.isfinite(i) and i > 0 else None}
+            for x, i in zip(col_means(per_class_x), col_means(per_class_i))]
