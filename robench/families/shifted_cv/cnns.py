@@ -6,6 +6,7 @@ gives the architectures, the Bayesian layers, the loss and the prediction.
 
 from __future__ import annotations
 
+import functools
 import math
 from contextlib import contextmanager
 
@@ -66,11 +67,9 @@ class _LRT:
                                self.prior_bias_sigma))
 
 
+@functools.cache
 def _bayes_layers():
     """Return the (LRTConv2d, LRTLinear) classes, importing bayesian-torch on first use."""
-    global LRTConv2d, LRTLinear
-    if "LRTConv2d" in globals():
-        return LRTConv2d, LRTLinear
     from bayesian_torch.layers.variational_layers.conv_variational import Conv2dReparameterization
     from bayesian_torch.layers.variational_layers.linear_variational import LinearReparameterization
 
@@ -102,7 +101,6 @@ def _bayes_layers():
         def _op(self, x, w, b):
             return F.linear(x, w, b)
 
-    globals().update(LRTConv2d=LRTConv2d, LRTLinear=LRTLinear)
     return LRTConv2d, LRTLinear
 
 

@@ -67,14 +67,11 @@ def aggregate(group: dict, trials: list) -> list:
     stats = {}
     for kind in sc.KINDS:
         s = summary[kind]
-        gaps = [_diff(v, t) for v, t in zip(s["val"], s["test"])]
-        last_gaps = [_diff(v, t) for v, t in zip(s["last_val"], s["last_test"])]
-        stats[kind] = {
-            "test": sc.mean_std(s["test"]), "val": sc.mean_std(s["val"]),
-            "train": sc.mean_std(s["train"]), "gap": sc.mean_std(gaps),
-            "last_test": sc.mean_std(s["last_test"]), "last_val": sc.mean_std(s["last_val"]),
-            "last_gap": sc.mean_std(last_gaps), "n": len(s["test"]),
-        }
+        s = {**s, "gap": [_diff(v, t) for v, t in zip(s["val"], s["test"])],
+             "last_gap": [_diff(v, t) for v, t in zip(s["last_val"], s["last_test"])]}
+        stats[kind] = {**{k: sc.mean_std(s[k]) for k in (
+            "test", "val", "train", "gap", "last_test", "last_val", "last_gap")},
+            "n": len(s["test"])}
     sh, ra = stats["shifted"], stats["random"]
     n_failed = sum(1 for t in trials if failure(t) is not None and t.get("kind") in sc.KINDS)
     table = {kind: {name: {"mean": v[0], "std": v[1]} for name, v in st.items() if name != "n"}

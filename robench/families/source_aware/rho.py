@@ -133,13 +133,10 @@ def design_of(exclusive: list) -> dict:
     """Return the held-out design of exclusive trials (``details.held_out`` of a rho score):
     ``balanced`` with its cycle when every trial ran protocol 2's balanced design with one
     cycle length, else ``random`` (protocol 1)."""
-    cycles = set()
-    for t in exclusive:
-        extra = t.get("extra") if isinstance(t.get("extra"), dict) else {}
-        if (t.get("params") or {}).get("held_out") != "balanced" or not extra.get("cycle"):
-            return {"held_out": "random", "cycle": None}
-        cycles.add(int(extra["cycle"]))
-    if len(cycles) != 1:
+    extras = [t.get("extra") if isinstance(t.get("extra"), dict) else {} for t in exclusive]
+    cycles = {int(e["cycle"]) if (t.get("params") or {}).get("held_out") == "balanced"
+              and e.get("cycle") else None for t, e in zip(exclusive, extras)}
+    if len(cycles) != 1 or None in cycles:
         return {"held_out": "random", "cycle": None}
     return {"held_out": "balanced", "cycle": cycles.pop()}
 
