@@ -14,6 +14,7 @@ from robench.stats.claims import (CONTROL_DRAWS, FAILS, HOLDS, SIDE, UNDECIDED, 
                                   repeats_to_separate, tost_need, would)
 from robench.stats.claims import combine as _combine
 from robench.families.source_aware.leaderboard import rho_samples
+from robench.metric_kit import score_index
 from robench.stats.controls import source_aware_null
 from robench.stats.equivalence import (EQUIVALENT, NOT_EQUIVALENT, difference_interval,
                                        equivalence)
@@ -32,12 +33,7 @@ EQUIVALENCE_MARGIN = 0.01
 
 def _table(rows: list, clusterer: str = "kmeans") -> dict:
     """Return {dataset: {model: {score: row}}} of the rho metric's rows of one clusterer."""
-    out: dict = {}
-    for r in rows:
-        if r.get("metric") != RHO or (r.get("clusterer") or "") != clusterer:
-            continue
-        out.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
-    return out
+    return score_index([r for r in rows if (r.get("clusterer") or "") == clusterer], RHO)
 
 
 def _row(paper: str, claim: str, paper_figure: str, dataset: str, figure: str, verdict: str,

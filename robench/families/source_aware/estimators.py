@@ -137,18 +137,16 @@ def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_
         "alpha_out_rmse": rmse(outside["alpha"]),
         "blog_alpha_in": float(blog_alpha(inside["a_hat"], p, k).mean()),
     }
+    def practical(acc1):
+        return None if acc1 is None else float(practical_estimate(n, p, n1, acc1, n2))
+
     acc1 = seen_accuracy(n_fit, row.get("train_accuracy"), n_val, row.get("val_accuracy"))
-    out["seen_accuracy"] = acc1
-    out["practical"] = None if acc1 is None else float(practical_estimate(n, p, n1, acc1, n2))
     logged = logged_train_accuracy(row)
     acc1_logged = None if logged is None else seen_accuracy(n_fit, logged, n_val,
                                                             row.get("val_accuracy"))
-    out["logged_train_accuracy"] = logged
-    out["practical_logged"] = (None if acc1_logged is None
-                               else float(practical_estimate(n, p, n1, acc1_logged, n2)))
-    out["headline"] = out[HEADLINE]
-    out["headline_estimator"] = HEADLINE
-    return out
+    out.update(seen_accuracy=acc1, practical=practical(acc1), logged_train_accuracy=logged,
+               practical_logged=practical(acc1_logged))
+    return {**out, "headline": out[HEADLINE], "headline_estimator": HEADLINE}
 
 
 def logged_train_accuracy(row: dict) -> Optional[float]:

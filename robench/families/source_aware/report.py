@@ -97,9 +97,7 @@ def lost_test_lines(rows: list) -> list:
     """Return the lost-test estimates (rows) per model (columns) of each data set, in %."""
     lines = []
     for dataset, models in sorted(score_index(rows).items()):
-        order = []
-        for sc in models.values():
-            order.extend(n for n in sc if n not in order)
+        order = dict.fromkeys(n for sc in models.values() for n in sc)
         names = sorted(models)
         lines.append(f"\n{dataset} - lost-test: the test accuracy estimated as if the test set "
                      "were lost, and the errors, in %, mean over the random-split repeats")
