@@ -42,17 +42,15 @@ def _pts(v) -> str:
 
 
 def _gap_text(iv: dict) -> str:
-    if iv["low"] is None:
-        return "no interval"
-    return (f"{_pts(iv['estimate'])} points [{_pts(iv['low'])}, {_pts(iv['high'])}] over "
-            f"{iv['n']} folds")
+    return "no interval" if iv["low"] is None else (
+        f"{_pts(iv['estimate'])} points [{_pts(iv['low'])}, {_pts(iv['high'])}] over "
+        f"{iv['n']} folds")
 
 
 def _side(low, high, bound: float) -> str:
     """Return holds (interval above ``bound``), does not hold (below) or undecided."""
-    if low is None:
-        return UNDECIDED
-    return HOLDS if low > bound else FAILS if high < bound else UNDECIDED
+    return (UNDECIDED if low is None else HOLDS if low > bound else FAILS if high < bound
+            else UNDECIDED)
 
 
 def _log_need(n: int, low: float, high: float, ratio: float):
@@ -99,10 +97,9 @@ def _nulls(shuffled: bool, repeats: int, distances: bool) -> list:
 
 
 def _null_what(clus: str) -> str:
-    if clus == "oracle":
-        return "true sources shuffled (ids that carry nothing), nearest-mean model"
-    return (f"{clus} stand-in: k-means sub-domains of i.i.d. Gaussian classes (no "
-            "sub-domains), nearest-mean model")
+    return ("true sources shuffled (ids that carry nothing), nearest-mean model"
+            if clus == "oracle" else f"{clus} stand-in: k-means sub-domains of i.i.d. Gaussian "
+            "classes (no sub-domains), nearest-mean model")
 
 
 def _drop_part(val, test):

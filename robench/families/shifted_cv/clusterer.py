@@ -64,9 +64,7 @@ def vgmm_labels(Z, k: int, *, seed: int, max_iter: int = VGMM_MAX_ITER) -> tuple
 
 def _image_shape(Z) -> tuple | None:
     """Return (1, 28, 28) for rows of 784 values in [0, 1] (the paper's conv VAE), else None."""
-    if Z.shape[1] == 784 and Z.min() >= 0 and Z.max() <= 1:
-        return (1, 28, 28)
-    return None
+    return (1, 28, 28) if Z.shape[1] == 784 and Z.min() >= 0 and Z.max() <= 1 else None
 
 
 def vae_vgmm_fit_predict(Z, k: int, *, seed: int, true_sources=None,

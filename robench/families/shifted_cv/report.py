@@ -7,9 +7,8 @@ from robench.present.formatting import percent
 
 
 def _mean_std(mean, std):
-    if mean is None:
-        return "-"
-    return f"{100 * mean:.2f} ({'-' if std is None else f'{100 * std:.2f}'})"
+    spread = "-" if std is None else f"{100 * std:.2f}"
+    return "-" if mean is None else f"{100 * mean:.2f} ({spread})"
 
 
 def _points(v):

@@ -28,9 +28,8 @@ _STD_EPS = 1e-6
 
 def architecture(n_features: int, image_shape=None) -> str:
     """Return ``"conv28"`` for single-channel 28x28 images, else ``"mlp"``."""
-    if image_shape is not None and tuple(int(s) for s in image_shape) == (1, 28, 28):
-        return "conv28"
-    return "mlp"
+    square = image_shape is not None and tuple(int(s) for s in image_shape) == (1, 28, 28)
+    return "conv28" if square else "mlp"
 
 
 class _VAE(nn.Module):

@@ -51,9 +51,8 @@ def _max_need(needs: list):
 
 def _side(low, high, bound: float) -> str:
     """Return holds (interval above ``bound``), does not hold (below) or undecided."""
-    if low is None:
-        return UNDECIDED
-    return HOLDS if low > bound else FAILS if high < bound else UNDECIDED
+    return (UNDECIDED if low is None else HOLDS if low > bound else FAILS if high < bound
+            else UNDECIDED)
 
 
 def _tost(res: dict, text: str, bound: str, tests: str = "") -> tuple:
