@@ -196,11 +196,8 @@ def prepare(combo: Combo, cfg, registry, dataset) -> dict:
 
 
 def merge_folds(y, groups, n_folds: int, *, repeat: int, n_repeats: int, seed: int) -> np.ndarray:
-    """Return the fold (0..K-1) of every sample: Algorithm 2's merge of per-class sub-domains.
-
-    ``groups``: a sub-domain id per sample, unique across classes. With ``n_repeats`` > 1 each
-    class's sub-domains are shuffled (seeded by seed, repeat and class) before the assignment.
-    """
+    """Return the fold (0..K-1) of every sample: Algorithm 2's merge of per-class sub-domains
+    (``groups``), each class's shuffled per repeat when ``n_repeats`` > 1 (docs/shifted-cv.md)."""
     y, groups = np.asarray(y), np.asarray(groups)
     folds = np.full(y.shape[0], -1, dtype=np.int64)
     for c in np.unique(y):

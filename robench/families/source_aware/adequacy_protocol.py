@@ -191,12 +191,8 @@ def _sort_key(label):
 
 
 def size_curves(trials: list, clusterer: str = None) -> list:
-    """Return one entry per size (ascending, ``full`` last) from successful trial rows.
-
-    Each entry: label; per kind, acc_<kind> (per-repeat), repeats_<kind> (each value's repeat:
-    sizes pair by repeat) and per_class_<kind>; n_samples (mean fit + validation size);
-    n_capped (repeats whose partition was smaller than the nominal size).
-    """
+    """Return one entry per size (ascending, ``full`` last) from successful trial rows: per
+    kind the accuracies, their repeats and per-class accuracies; n_samples; n_capped."""
     by_size: dict = {}
     for t in trials:
         if t.get("status", "ok") != "ok" or t["kind"] not in KINDS or (

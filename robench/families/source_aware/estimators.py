@@ -53,12 +53,8 @@ def blog_alpha(a_hat, p, k: int):
 
 
 def practical_estimate(n: int, p, n_seen: int, seen_acc, n_test: int):
-    """Return a = (N·p - N1·(1 - eps1)) / N2, the test accuracy implied by the counts.
-
-    ``n`` = N = N1 + N2, ``p`` the accuracy on all of them, ``n_seen`` = N1 the fitted or
-    validated samples and ``seen_acc`` = 1 - eps1 the accuracy on exactly those, ``n_test`` = N2
-    (also exact with :class:`fractions.Fraction`).
-    """
+    """Return a = (N·p - N1·(1 - eps1)) / N2 from ``n`` = N, ``p``, ``n_seen`` = N1, ``seen_acc``
+    = 1 - eps1 and ``n_test`` = N2 (docs/lost-test-set.md; exact with Fractions too)."""
     if n != n_seen + n_test:
         raise ValueError(f"N must equal N1 + N2: got N={n}, N1={n_seen}, N2={n_test}")
     if n_test <= 0:
@@ -76,12 +72,9 @@ def seen_accuracy(n_fit: int, fit_acc, n_val: int, val_acc) -> Optional[float]:
 
 def simulate_batches(correct, n_test: int, k: int, *, test_correct: Optional[int], n_sims: int,
                      rng: np.random.Generator) -> dict:
-    """Simulate the batch estimator ``n_sims`` times; return a_hat and alpha per simulation.
-
-    Each of k batches of ``n_test`` samples is drawn without replacement from all N samples
-    (``correct``: the model's per-sample correctness); with ``test_correct`` given, one batch
-    is the real test set (that many correct answers), else all k are random.
-    """
+    """Simulate the batch estimator ``n_sims`` times; return a_hat and alpha per simulation:
+    k batches of ``n_test`` of the samples (``correct``), one the real test set (with
+    ``test_correct`` correct answers) if given."""
     correct = np.asarray(correct, dtype=bool)
     n = correct.size
     if not 0 < n_test <= n:
@@ -107,12 +100,8 @@ def simulate_batches(correct, n_test: int, k: int, *, test_correct: Optional[int
 
 def lost_test_trial(row: dict, *, k: int = LOST_TEST_K, n_sims: int = LOST_TEST_SIMS,
                     seed: int = 0) -> dict:
-    """Return every estimate of one random-split trial's test accuracy next to the truth.
-
-    ``row`` is a stored trial row (``accuracy``, ``all_accuracy``, packed ``correct``, the part
-    sizes, ``train_accuracy``, ``val_accuracy``, and ``history``/``best_epoch`` for torch
-    models); ``headline`` repeats the :data:`HEADLINE` estimate (None without a training log).
-    """
+    """Return every estimate of one stored random-split trial row's test accuracy next to the
+    truth; ``headline`` repeats the :data:`HEADLINE` estimate (None without a training log)."""
     n_fit, n_val, n2 = int(row["n_train"]), int(row["n_val"]), int(row["n_test"])
     n1, n = n_fit + n_val, n_fit + n_val + n2
     a, p = float(row["accuracy"]), float(row["all_accuracy"])

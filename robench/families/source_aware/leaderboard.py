@@ -31,11 +31,8 @@ def _interval_bar(low, high) -> Optional[dict]:
 
 
 def rho_samples(details: dict) -> Optional[dict]:
-    """Return a rho score's {repeat: (AccX_r, AccI_r)} (None where its repeats are unknown).
-
-    Scores before issue 28 list successful trials in repeat order: their positions are the
-    repeats only when no trial failed (otherwise the model is not paired).
-    """
+    """Return a rho score's {repeat: (AccX_r, AccI_r)} (None where its repeats are unknown:
+    scores before issue 28 list them by position, which are the repeats if no trial failed)."""
     xs, is_ = details.get("acc_exclusive"), details.get("acc_inclusive")
     if not (isinstance(xs, list) and isinstance(is_, list)):
         return None
@@ -63,11 +60,8 @@ def rho_chance(details: dict) -> tuple:
 
 
 def at_chance(rho: dict, inclusive: dict) -> Optional[str]:
-    """Return why a model takes no rank on rho: E[AccI]'s interval does not exclude chance.
-
-    rho = E[AccX]/E[AccI] is ~1 when both accuracies are at chance, so such a model would
-    top the table; its rho is shown, not ranked (:func:`robench.stats.ranks.chance_reason`).
-    """
+    """Return why a model takes no rank on rho: E[AccI]'s interval does not exclude chance
+    (then rho ~ 1 would top the table; docs/leaderboard.md)."""
     details = rho.get("details") if isinstance(rho.get("details"), dict) else {}
     chance, basis = rho_chance(details)
     inc_details = inclusive.get("details") if isinstance(inclusive.get("details"), dict) else {}
@@ -109,11 +103,8 @@ def _rho_row(model: str, parts: dict) -> dict:
 
 
 def rho_tables(scores: list) -> list:
-    """Return one ranked table per clusterer from the rho metric's sub-scores.
-
-    Ranks: :func:`robench.present.leaderboard.rank_table` (equivalence within :data:`MARGIN`); a
-    model whose E[AccI] is not shown above chance has no rank (``unranked`` says why).
-    """
+    """Return one ranked table per clusterer from the rho metric's sub-scores (ties within
+    :data:`MARGIN`; no rank, and ``unranked`` says why, where E[AccI] is not above chance)."""
     from robench.present.leaderboard import rank_table
 
     by_group: dict = defaultdict(dict)

@@ -133,10 +133,8 @@ def ratio_of_means(acc_x, acc_i) -> float:
 
 
 def class_rho(per_class_x: list, per_class_i: list) -> list:
-    """Return per class (E[AccX_c], E[AccI_c], rho_c) from per-trial per-class accuracies.
-
-    A class missing from a trial's test set (None) is left out of that class's mean.
-    """
+    """Return per class (E[AccX_c], E[AccI_c], rho_c) from per-trial per-class accuracies (a
+    class missing from a trial's test set, None, is left out of its mean)."""
     def col_means(rows):
         arr = np.array([[np.nan if v is None else v for v in row] for row in rows], float)
         with np.errstate(invalid="ignore"):
