@@ -70,10 +70,8 @@ def _equivalence_part(inclusive, random):
 
 
 def _equivalent(inclusive: dict, random: dict, alpha: float = 0.05) -> tuple:
-    """Return (verdict, why, repeats) of E[AccI] ~ E[Acc] within the margin, by TOST.
-
-    The two kinds' partitions are drawn independently (seeds differ by kind): Welch's interval.
-    """
+    """Return (verdict, why, repeats) of E[AccI] ~ E[Acc] within the margin, by TOST (Welch:
+    the two kinds' partitions are drawn independently)."""
     per = [_per_repeat(r) for r in (inclusive, random)]
     if not (per[0] and per[1]):
         return UNDECIDED, "a side has no per-repeat accuracies", None
@@ -478,12 +476,8 @@ def _adequacy_control(paired: dict):
 
 
 def adequacy_claims(rows: list) -> list:
-    """Return per data set: rho at the full training size exceeds rho at the smallest size.
-
-    Per model: :func:`adequacy_decisions`; rows stored without repeat indices (adequacy before
-    version 3) fall back to the overlap of the two sizes' Fieller intervals
-    (:func:`robench.stats.claims.compare`), and the row says so.
-    """
+    """Return per data set: rho at the full training size exceeds rho at the smallest size
+    (:func:`adequacy_decisions`; before version 3 by marginal intervals: docs/adequacy.md)."""
     claims = []
     for dataset, models in sorted(_adequacy_table(rows).items()):
         paired, res = {}, {}
@@ -609,12 +603,8 @@ def lost_test_claims(rows: list) -> list:
 
 def lost_null(seed: int, trials: int = 40, k: int = 10, gap: float = 0.02, batch: int = 100,
               sims: int = 200, planted: bool = True) -> list:
-    """Return simulated lost-test trials where the post's model is exactly true (controls).
-
-    Per trial a ~ U(0.8, 0.95), the other batches' accuracy p = a + gap (binomial batches of
-    ``batch`` points), ``sims`` sets of k batches with the test set ``planted`` among them
-    (its accuracy is a) or not. Vectorised over trials, sets and batches.
-    """
+    """Return simulated lost-test trials where the post's model is exactly true (controls): a ~
+    U(0.8, 0.95), p = a + gap, ``sims`` sets of k binomial batches, the test set ``planted``."""
     rng = np.random.default_rng(seed)
     a = rng.uniform(0.8, 0.95, trials)
     p = np.minimum(a + gap, 1.0)
