@@ -246,33 +246,27 @@ def _gap_control(folds: dict, verdict: str) -> Control:
 
 def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
     reps = (w.get("details") or {}).get("repeats") or []
-    sh = [(e.get("shifted") or {}).get("matrix") for e in reps]
-    ra = [(e.get("random") or {}).get("matrix") for e in reps]
-    res = distance_ratio([m for m in sh if m], [m for m in ra if m])
-    verdict = _side(res["low"], res["high"], 1)
-    if res["low"] is None:
-        why = f"no interval: {res['reason']}"
-    else:
-        why = f"[{res['low']:.2f}, {res['high']:.2f}] " + {
-            HOLDS: "lies above 1", FAILS: "lies below 1"}.get(verdict, "contains 1")
+    res = distance_ratio(*([m for e in reps if (m := (e.get(kind) or {}).get("matrix"))]
+                           for kind in ("shifted", "random")))
+    verdict, iv = _side(res["low"], res["high"], 1), res["low"] is not None
+    shown = f"[{res['low']:.2f}, {res['high']:.2f}]" if iv else ""
+    why = (f"{shown} " + {HOLDS: "lies above 1", FAILS: "lies below 1"}.get(verdict, "contains 1")
+           if iv else f"no interval: {res['reason']}")
     ratio = res["ratio"] if res["ratio"] is not None else w["value"]
-    figure = f"{ratio:.2f}" + ("" if res["low"] is None else
-                               f" [{res['low']:.2f}, {res['high']:.2f}]")
-    folds = res["folds"]
-    need = None if res["low"] is None else _log_need(max(1, len(reps)), res["low"],
-                                                     res["high"], ratio)
+    folds, null_folds = res["folds"], max(res["folds"][0], 2)
+    need = _log_need(max(1, len(reps)), res["low"], res["high"], ratio) if iv else None
     nulls = [distance_ratio(n["shifted"]["matrices"], n["random"]["matrices"])
-             for n in _null(clus == "oracle", max(folds[0], 2), distances=True)]
+             for n in _null(clus == "oracle", null_folds, distances=True)]
     ratios = sorted(r["ratio"] for r in nulls if r["ratio"] is not None)
     control = matched(_null_what(clus) + ", W1 in the data space",
                       [_side(r["low"], r["high"], 1) for r in nulls], "null data sets",
                       f"median ratio {ratios[len(ratios) // 2]:.2f}" if ratios else "",
-                      size=f"{max(folds[0], 2)} folds")
+                      size=f"{null_folds} folds")
     return _row(
         "shifted folds are farther apart than random ones (Wasserstein ratio > 1)",
         "VGMM fold distances ~0.21 vs random ~0.14 (Tables III-IV)", where,
-        f"ratio of mean pairwise W1 {figure} over {folds[0]} shifted and {folds[1]} random "
-        "folds", verdict,
+        f"ratio of mean pairwise W1 {ratio:.2f}{f' {shown}' if iv else ''} over {folds[0]} "
+        f"shifted and {folds[1]} random folds", verdict,
         why + " (jackknife over folds: the distances of a repeat share their folds)",
         {"ratio": ratio, "low": res["low"], "high": res["high"]}, control,
         None if need is None else need * max(1, folds[0] // max(1, len(reps))))
