@@ -121,54 +121,34 @@ def fallback_note(folds: int, requested: int) -> str:
             f"shifted and the random K-fold both use K = {folds}")
 
 
-def _requested(fp: dict) -> dict:
-    """Return ``{"folds_requested": K}`` where :func:`fold_plan` fell back to fewer folds."""
-    return {"folds_requested": fp["requested"]} if fp["folds"] < fp["requested"] else {}
-
-
 def sources_k(params: dict) -> int:
     """Return the k the clusterer was asked for: the folds requested (before any fallback)."""
     return int(params.get("folds_requested") or params["folds"])
 
 
-def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int, fold: int,
-               folds: dict = None) -> dict:
-    """Return one fold trial's spec (``folds``: :func:`fold_plan`'s answer); a random-CV
-    trial depends on K alone: no clusterer, no ``folds_requested`` (shared by all)."""
-    s = settings(cfg)
-    fp = folds or fold_plan(combo, cfg, registry)
-    params = {"folds": fp["folds"], "fold": int(fold), "n_repeats": s["repeats"],
-              "val_fraction": s["val_fraction"], "train": s["train"],
-              **(_requested(fp) if kind == "shifted" else {})}
-    return make_spec(NAME, VERSION, combo, cfg, registry, kind=kind, repeat=repeat,
-                     params=params, with_clusterer=kind == "shifted")
-
-
-def wasserstein_spec(combo: Combo, cfg, registry, folds: dict = None) -> dict:
-    """Return the spec of the (dataset, clusterer)'s fold-distance trial (no model)."""
-    s = settings(cfg)
-    fp = folds or fold_plan(combo, cfg, registry)
-    params = {"folds": fp["folds"], "n_repeats": s["repeats"], "vae_epochs": s["vae_epochs"],
-              "vae_max_train": s["vae_max_train"], "latent_dim": s["latent_dim"],
-              "max_points": s["max_points"], **_requested(fp)}
-    return keyed_spec(NAME, VERSION, dataset=combo.dataset.name, model="",
-                      clusterer=combo.clusterer.name, kind=WASSERSTEIN, repeat=0, seed=cfg.seed,
-                      params=params,
-                      versions={**registry.dataset_versions(combo.dataset.name),
-                                "clusterer": registry.component_version("clusterers",
-                                                                        combo.clusterer.name)})
-
-
 def plan(combo: Combo, cfg, registry) -> list:
-    """Return K x repeats shifted and random fold trials, plus the fold-distance trial."""
+    """Return K x repeats shifted and random fold trials, plus the fold-distance trial.
+
+    Only a shifted trial records ``folds_requested`` and the clusterer: random K-fold depends
+    on K alone, so its trials are shared by every clusterer and run that asked for K.
+    """
     if combo.clusterer is None:
         raise ValueError("the shifted-cv protocol needs a clusterer (metric uses_clusterer)")
-    s = settings(cfg)
-    fp = fold_plan(combo, cfg, registry)
-    specs = [trial_spec(combo, cfg, registry, kind, r, f, folds=fp)
-             for kind in KINDS for r in range(s["repeats"]) for f in range(fp["folds"])]
-    specs.append(wasserstein_spec(combo, cfg, registry, folds=fp))
-    return specs
+    s, fp = settings(cfg), fold_plan(combo, cfg, registry)
+    requested = {"folds_requested": fp["requested"]} if fp["folds"] < fp["requested"] else {}
+    specs = [make_spec(NAME, VERSION, combo, cfg, registry, kind=kind, repeat=r, params={
+        "folds": fp["folds"], "fold": f, "n_repeats": s["repeats"],
+        "val_fraction": s["val_fraction"], "train": s["train"],
+        **(requested if kind == "shifted" else {})}, with_clusterer=kind == "shifted")
+        for kind in KINDS for r in range(s["repeats"]) for f in range(fp["folds"])]
+    params = {"folds": fp["folds"], "n_repeats": s["repeats"], "vae_epochs": s["vae_epochs"],
+              "vae_max_train": s["vae_max_train"], "latent_dim": s["latent_dim"],
+              "max_points": s["max_points"], **requested}
+    return specs + [keyed_spec(
+        NAME, VERSION, dataset=combo.dataset.name, model="", clusterer=combo.clusterer.name,
+        kind=WASSERSTEIN, repeat=0, seed=cfg.seed, params=params,
+        versions={**registry.dataset_versions(combo.dataset.name),
+                  "clusterer": registry.component_version("clusterers", combo.clusterer.name)})]
 
 
 def prepare(combo: Combo, cfg, registry, dataset) -> dict:
