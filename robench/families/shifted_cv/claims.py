@@ -41,12 +41,6 @@ def _pts(v) -> str:
     return f"{100 * v:+.1f}"
 
 
-def _gap_text(iv: dict) -> str:
-    return "no interval" if iv["low"] is None else (
-        f"{_pts(iv['estimate'])} points [{_pts(iv['low'])}, {_pts(iv['high'])}] over "
-        f"{iv['n']} folds")
-
-
 def _side(low, high, bound: float) -> str:
     """Return holds (interval above ``bound``), does not hold (below) or undecided."""
     return (UNDECIDED if low is None else HOLDS if low > bound else FAILS if high < bound
@@ -68,14 +62,6 @@ def _row(claim: str, paper_figure: str, where: str, figure: str, verdict: str, w
     return controlled(Claim(PAPER, claim, paper_figure, where, figure, verdict, why, evidence,
                             would_decide="" if verdict != UNDECIDED else would(
                                 need, "folds", why=why_none), **kw), control)
-
-
-def _group(rows: list) -> dict:
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault((r["dataset"], r.get("clusterer") or ""), {}).setdefault(
-            r["model"], {})[r["score"]] = r
-    return groups
 
 
 #: Null data sets per control, each with as many folds as the row or more (docs/claims.md).
@@ -141,9 +127,11 @@ def shifted_cv_claims(rows: list) -> list:
     """Return per (data set, clusterer): the drop, the spread ratio, the fold distances and
     the Bayesian CNNs' vulnerability, the paper's sub-domains first; random CV's gap once
     per data set (the random folds do not depend on the clusterer)."""
-    claims = []
-    random_done = set()
-    for (dataset, clus), models in sorted(_group(rows).items(),
+    claims, random_done, groups = [], set(), {}
+    for r in rows:
+        groups.setdefault((r["dataset"], r.get("clusterer") or ""), {}).setdefault(
+            r["model"], {})[r["score"]] = r
+    for (dataset, clus), models in sorted(groups.items(),
                                           key=lambda g: (g[0][1] not in PAPER_CLUSTERERS, g[0])):
         where = (f"{dataset} ({clus} sub-domains)" if clus in PAPER_CLUSTERERS else
                  f"{dataset} ({clus} sub-domains; secondary: not the paper's VAE+VGMM)")
@@ -170,7 +158,9 @@ def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
         iv = difference_interval(val, test, LEVEL, paired=True)
         need = (None if iv["low"] is None else
                 repeats_needed(iv["n"], (iv["high"] - iv["low"]) / 2, iv["estimate"]))
-        drops[model] = (_drop_part(val, test), f"{model}: {_gap_text(iv)}", need)
+        drops[model] = (_drop_part(val, test), f"{model}: " + (
+            "no interval" if iv["low"] is None else f"{_pts(iv['estimate'])} points "
+            f"[{_pts(iv['low'])}, {_pts(iv['high'])}] over {iv['n']} folds"), need)
         s = sd_ratio_paired(test, val)
         ok = s["low"] is not None
         spreads[model] = (_spread_part(val, test), f"{model}: " + (

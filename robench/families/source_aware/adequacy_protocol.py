@@ -72,18 +72,14 @@ def usable_sizes(sizes, n_samples: int, test_size: float, k: int) -> list:
     return [s for s in sizes if s < limit]
 
 
-def _n_samples(registry, name: str):
-    try:  # loaded once per registry: the driver's preparation and trials reuse it
-        return int(registry.load_dataset(name).y.shape[0])
-    except Exception:  # noqa: BLE001 - the trials will record the loading error themselves
-        return None
-
-
 def plan(combo: Combo, cfg, registry) -> list:
     """Return the trial specs of one (dataset, model, clusterer): kinds x repeats x sizes
     (the full-size specs are the source-aware protocol's own, shared by key with ``rho``)."""
     repeats, sizes = settings(cfg)
-    n = _n_samples(registry, combo.dataset.name)
+    try:  # loaded once per registry: the driver's preparation and trials reuse it
+        n = int(registry.load_dataset(combo.dataset.name).y.shape[0])
+    except Exception:  # noqa: BLE001 - the trials will record the loading error themselves
+        n = None
     if n is not None:
         sizes = usable_sizes(sizes, n, cfg.test_size, cfg.k)
     full = {(s["kind"], s["repeat"]): s for s in source_aware.plan(combo, cfg, registry)

@@ -408,14 +408,6 @@ def _adequacy_table(rows: list) -> dict:
             for d, models in found.items()}
 
 
-def _paired_sizes(scores: dict, small: str) -> Optional[list]:
-    """Return [x_full, i_full, x_small, i_small] as {repeat: accuracy}, or None where a row
-    carries no repeat indices (adequacy scores stored before version 3)."""
-    out = [_by_repeat(scores.get(f"acc_{kind}@{label}"))
-           for label in ("full", small) for kind in ("exclusive", "inclusive")]
-    return out if all(out) else None
-
-
 def _decide_paired(paired: dict) -> tuple:
     """Return (m, {model: (verdict, why, figure, repeats needed, evidence)}) of the models
     whose rows carry repeat indices: ``paired`` maps a model to (smallest size label,
@@ -489,10 +481,11 @@ def adequacy_claims(rows: list) -> list:
             small = sizes[0]
             full_row, small_row = scores["rho@full"], scores[f"rho@{small}"]
             figure = f"{model}: n={small} {fmt(small_row)} -> full {fmt(full_row)}"
-            by = _paired_sizes(scores, small)
-            if by is not None:
-                paired[model] = (small, by)
-                res[model] = figure
+            # [x_full, i_full, x_small, i_small] as {repeat: accuracy}; empty before version 3
+            by = [_by_repeat(scores.get(f"acc_{kind}@{label}"))
+                  for label in ("full", small) for kind in ("exclusive", "inclusive")]
+            if all(by):
+                paired[model], res[model] = (small, by), figure
                 continue
             verdict, why = compare(full_row, small_row)
             res[model] = (verdict, "marginal intervals (no repeat indices stored: adequacy "
