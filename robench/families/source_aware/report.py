@@ -79,17 +79,16 @@ def adequacy_lines(rows: list) -> list:
                          f"{_pct(t.get('acc_inclusive'))} {rho} {ci:>16} {t.get('n', 0):>3}"
                          + capped)
         lines.extend(notes)
-        for kind in ("inclusive", "exclusive"):
-            e = sc.get(f"enough_{kind}")
-            if e and (e.get("details") or {}).get("reading"):
-                lines.append(f"  enough: {e['details']['reading']}")
+        readings = (((sc.get(f"enough_{kind}") or {}).get("details") or {}).get("reading")
+                    for kind in ("inclusive", "exclusive"))
+        lines += [f"  enough: {reading}" for reading in readings if reading]
         ranking = [c for c in details.get("ranking", [])
                    if c.get("rho") and c["rho"][-1] is not None]
         if ranking:
             lines.append("  least robust classes (rho at the full size; readings of mean curves, "
                          "not tests):")
-            for c in ranking[:3]:
-                lines.append(f"    class {c['class']}: rho {c['rho'][-1]:.3f}  - {c['reading']}")
+            lines += [f"    class {c['class']}: rho {c['rho'][-1]:.3f}  - {c['reading']}"
+                      for c in ranking[:3]]
     return lines
 
 

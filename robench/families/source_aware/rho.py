@@ -63,12 +63,9 @@ def chance_of(trials: list) -> dict:
     1/classes, or the mean majority-class rate where higher and every trial recorded its test
     set's class counts (``extra.test_class_counts``)."""
     k = max((len(t.get("per_class") or []) for t in trials), default=0) or None
-    shares = []
-    for t in trials:
-        extra = t.get("extra") if isinstance(t.get("extra"), dict) else {}
-        counts = extra.get("test_class_counts")
-        if isinstance(counts, list) and counts and sum(counts) > 0:
-            shares.append(max(counts) / sum(counts))
+    counts = [(t.get("extra") if isinstance(t.get("extra"), dict) else {}).get(
+        "test_class_counts") for t in trials]
+    shares = [max(c) / sum(c) for c in counts if isinstance(c, list) and c and sum(c) > 0]
     majority = sum(shares) / len(shares) if shares and len(shares) == len(trials) else None
     level, basis = chance_level(k, majority)
     if majority is None and k:
@@ -106,8 +103,7 @@ def accuracy_score(base: dict, kind: str, trials: list) -> Score:
 def rho_score(base: dict, by_kind: dict, details: dict) -> Score:
     """Return ``rho`` = E[AccX]/E[AccI] with Fieller's interval (None without both kinds)."""
     exclusive, inclusive = by_kind["exclusive"], by_kind["inclusive"]
-    acc_x = [t["accuracy"] for t in exclusive]
-    acc_i = [t["accuracy"] for t in inclusive]
+    acc_x, acc_i = ([t["accuracy"] for t in kind] for kind in (exclusive, inclusive))
     if not (acc_x and acc_i):
         details["missing"] = "no successful exclusive and inclusive trials"
         return Score(**base, score="rho", value=None, ci_low=None, ci_high=None, n=0,
