@@ -104,17 +104,12 @@ def _bayes_layers():
     return LRTConv2d, LRTLinear
 
 
-class _Pool(nn.Module):
+class _Pool(nn.MaxPool2d):
     """Max-pool over channels-last memory (vectorised on CPU, see robench.learn.train.MaxPool2x2;
     a no-op conversion inside :class:`PaperCNN`, which keeps activations channels-last)."""
 
-    def __init__(self, kernel_size: int, stride: int):
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride
-
     def forward(self, x):
-        return F.max_pool2d(x.contiguous(memory_format=torch.channels_last), self.kernel_size,
-                            self.stride)
+        return super().forward(x.contiguous(memory_format=torch.channels_last))
 
 
 def _layers(arch: str, bayesian: bool) -> tuple:
