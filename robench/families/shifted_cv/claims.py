@@ -268,9 +268,8 @@ def _bayesian_claims(where: str, per_model: dict) -> list:
     for model in sorted(m for m in per_model if f"bayesian-{m}" in per_model):
         twin, drops = f"bayesian-{model}", {}
         for m in (model, twin):
-            per = per_model[m].get("per_fold") or {}
             folds = (per_model[m].get("folds") or {}).get("shifted") or []
-            val, test = _last(per, "shifted")
+            val, test = _last(per_model[m].get("per_fold") or {}, "shifted")
             drops[m] = {tuple(f): (v - t) for f, v, t in zip(folds, val, test)
                         if v is not None and t is not None}
         common = sorted(set(drops[model]) & set(drops[twin]))

@@ -19,14 +19,10 @@ DEFAULT_MC_SAMPLES = 10
 #: Prior standard deviation and initial posterior standard deviation (see the module docstring).
 PRIOR_SIGMA = 1.0
 POSTERIOR_SIGMA_INIT = 0.01
+_POSTERIOR_RHO_INIT = math.log(math.expm1(POSTERIOR_SIGMA_INIT))  # softplus(rho) = sigma
 ARCHITECTURES = ("lenet", "alexnet", "3conv3fc")
 INPUT_SHAPE = (1, 28, 28)
 _PAD = 2  # 28x28 -> 32x32
-
-
-def _rho(sigma: float) -> float:
-    """Return rho with softplus(rho) = sigma."""
-    return math.log(math.expm1(sigma))
 
 
 class _LRT:
@@ -82,7 +78,7 @@ def _bayes_layers():
             # bayesian-torch calls the prior's standard deviation ``prior_variance``
             super().__init__(c_in, c_out, kernel_size, stride=stride, padding=padding,
                              prior_mean=0.0, prior_variance=PRIOR_SIGMA,
-                             posterior_rho_init=_rho(POSTERIOR_SIGMA_INIT), bias=True)
+                             posterior_rho_init=_POSTERIOR_RHO_INIT, bias=True)
             self._reset()
 
         def _op(self, x, w, b):
@@ -95,7 +91,7 @@ def _bayes_layers():
 
         def __init__(self, n_in, n_out):
             super().__init__(n_in, n_out, prior_mean=0.0, prior_variance=PRIOR_SIGMA,
-                             posterior_rho_init=_rho(POSTERIOR_SIGMA_INIT), bias=True)
+                             posterior_rho_init=_POSTERIOR_RHO_INIT, bias=True)
             self._reset()
 
         def _op(self, x, w, b):

@@ -66,8 +66,7 @@ def seen_accuracy(n_fit: int, fit_acc, n_val: int, val_acc) -> Optional[float]:
     """Return 1 - eps1 over the fit and validation parts together (None if one is unknown)."""
     if fit_acc is None or (n_val and val_acc is None):
         return None
-    n1 = n_fit + n_val
-    return (n_fit * fit_acc + (n_val * val_acc if n_val else 0)) / n1
+    return (n_fit * fit_acc + (n_val * val_acc if n_val else 0)) / (n_fit + n_val)
 
 
 def simulate_batches(correct, n_test: int, k: int, *, test_correct: Optional[int], n_sims: int,

@@ -23,9 +23,7 @@ def _interval_bar(low, high) -> Optional[dict]:
     """Return left/width percentages of the [low, high] accuracy interval, clamped to [0, 100]."""
     if not (is_finite(low) and is_finite(high)):
         return None
-    low, high = sorted((low, high))
-    left = min(max(low * 100, 0.0), 100.0)
-    right = min(max(high * 100, 0.0), 100.0)
+    left, right = (min(max(v * 100, 0.0), 100.0) for v in sorted((low, high)))
     # A zero-width interval would vanish; keep a hairline so the reader still sees where it is.
     return {"left": round(left, 2), "width": round(max(right - left, 0.4), 2)}
 
