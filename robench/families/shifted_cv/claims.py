@@ -151,10 +151,11 @@ def shifted_cv_claims(rows: list) -> list:
 
 def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
                  random_dataset=None) -> list:
-    drops, spreads, gaps, random_folds = {}, {}, {}, {}
+    drops, spreads, gaps, random_folds, folds = {}, {}, {}, {}, 2
     for model, d in per_model.items():
         per = d.get("per_fold") or {}
         val, test = _last(per, "shifted")
+        folds = max(folds, len(val))
         iv = difference_interval(val, test, LEVEL, paired=True)
         need = (None if iv["low"] is None else
                 repeats_needed(iv["n"], (iv["high"] - iv["low"]) / 2, iv["estimate"]))
@@ -174,8 +175,6 @@ def _fold_claims(where: str, per_model: dict, clus: str = "kmeans",
                                     f"{_pts(e['high'])}]"))
             gaps[model] = (_gap_part(rval, rtest), text, tost_need(e))
             random_folds[model] = (rval, rtest)
-    folds = max([len(_last(d.get("per_fold") or {}, "shifted")[0]) for d in per_model.values()]
-                + [2])
     rows = (
         (drops, "under shift the test folds are classified worse than validation (last-epoch "
                 "validation - test accuracy > 0)",

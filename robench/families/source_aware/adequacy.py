@@ -59,12 +59,10 @@ def aggregate(group: dict, trials: list) -> list:
                                 ci_low=lo, ci_high=hi, n=len(vals),
                                 details={**info, "per_repeat": vals, "interval": interval,
                                          "repeats": c[f"repeats_{kind}"]}))
-        if xs and is_:
-            rho = sa.ratio_of_means(xs, is_)
-            lo, hi, interval = rho_interval(xs, is_)
-            per_class = sa.class_rho(c["per_class_exclusive"], c["per_class_inclusive"])
-        else:
-            rho, lo, hi, per_class, interval = None, None, None, [], None
+        rho, (lo, hi, interval), per_class = (
+            (sa.ratio_of_means(xs, is_), rho_interval(xs, is_),
+             sa.class_rho(c["per_class_exclusive"], c["per_class_inclusive"]))
+            if xs and is_ else (None, (None, None, None), []))
         means = {"acc_exclusive": ad.mean_or_none(xs), "acc_inclusive": ad.mean_or_none(is_)}
         scores.append(Score(**base, score=f"rho@{label}", value=rho, ci_low=lo, ci_high=hi,
                             n=min(len(xs), len(is_)), details={
@@ -74,9 +72,9 @@ def aggregate(group: dict, trials: list) -> list:
 
     for kind, acc, likely in (("inclusive", "AccI", "likely"), ("exclusive", "AccX", "unlikely")):
         hit = ad.enough_size(curves, kind)
-        value = None if hit is None else hit["n_samples"]
         scores.append(Score(
-            **base, score=f"enough_{kind}", value=value, n=len(curves), higher_is_better=False,
+            **base, score=f"enough_{kind}", value=None if hit is None else hit["n_samples"],
+            n=len(curves), higher_is_better=False,
             details={"size": None if hit is None else hit["label"],
                      "tolerance": ad.ENOUGH_TOLERANCE,
                      "reading": (f"E[{acc}] ({likely} inputs) "
@@ -86,8 +84,7 @@ def aggregate(group: dict, trials: list) -> list:
         ))
 
     per_class = ad.class_curves(curves)
-    ranked = ad.rank_classes(per_class)
-    ranking = [{**c, "reading": ad.class_reading(c)} for c in ranked]
+    ranking = [{**c, "reading": ad.class_reading(c)} for c in ad.rank_classes(per_class)]
     worst = next((c for c in ranking if c["rho"] and c["rho"][-1] is not None), None)
     scores.append(Score(
         **base, score="worst_class_rho", value=None if worst is None else worst["rho"][-1],
