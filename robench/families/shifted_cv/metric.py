@@ -107,15 +107,8 @@ def aggregate(group: dict, trials: list) -> list:
 
 def wasserstein_scores(group: dict, trials: list) -> list:
     """Return the fold-distance ratio of each fold-distance trial (model ''), None if failed."""
-    scores = []
-    for t in trials:
-        if t.get("kind") != sc.WASSERSTEIN:
-            continue
-        w = as_dict(t.get("details")) if failure(t) is None else {}
-        scores.append(Score(
-            dataset=group["dataset"], model="", clusterer=group["clusterer"], metric=METRIC,
-            score="wasserstein_ratio", value=w.get("ratio"),
-            n=len(w.get("repeats") or []), higher_is_better=True,
-            details={**w, "error": error_line(t)},
-        ))
-    return scores
+    found = [(t, as_dict(t.get("details")) if failure(t) is None else {}) for t in trials
+             if t.get("kind") == sc.WASSERSTEIN]
+    return [Score(dataset=group["dataset"], model="", clusterer=group["clusterer"], metric=METRIC,
+                  score="wasserstein_ratio", value=w.get("ratio"), n=len(w.get("repeats") or []),
+                  higher_is_better=True, details={**w, "error": error_line(t)}) for t, w in found]

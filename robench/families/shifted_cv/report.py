@@ -27,9 +27,8 @@ def report_lines(rows: list) -> list:
         lines.extend(f"  {note}" for note in sorted(notes))
         lines.append(f"  {'model':<18} {'shifted':>14} {'random':>14} {'drop':>6} "
                      f"{'gap shifted':>11} {'gap random':>10} {'std ratio':>9}")
-        for model, sc in sorted(models.items()):
-            if model and "shifted-cv" in sc:
-                lines.append(_model_line(model, sc))
+        lines += [_model_line(model, sc) for model, sc in sorted(models.items())
+                  if model and "shifted-cv" in sc]
         w = (models.get("") or {}).get("wasserstein_ratio")
         if w is not None:
             lines.append(_wasserstein_line(w))

@@ -48,8 +48,7 @@ def rho_lines(rows: list) -> list:
                 lines.append(f"  {rank:>5} {pos:>2} {r['model']:<14} {rho} {r['interval']:>16}   "
                              f"{_pct(r['acc_exclusive'])}  {_pct(r['acc_inclusive'])} "
                              f"{_pct(r['acc_random'])} {r.get('n') or 0:>4}{flag}")
-            for note in table["notes"]:
-                lines.append(f"      {note['model']}: {note['text']}")
+            lines += [f"      {note['model']}: {note['text']}" for note in table["notes"]]
             lines += rule_lines(f"{table['rule']}; no rank where E[AccI] is not shown above "
                                 "chance plus the margin.")
     return lines
