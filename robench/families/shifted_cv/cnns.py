@@ -137,15 +137,8 @@ def _layers(arch: str, bayesian: bool) -> tuple:
 
 
 class PaperCNN(nn.Module):
-    """One of the paper's CNNs on flat 784-value rows of 28x28 single-channel images.
-
-    Parameters
-    ----------
-    arch : str
-        ``"lenet"``, ``"alexnet"`` or ``"3conv3fc"``.
-    n_classes : int
-        Number of output logits.
-    """
+    """One of the paper's CNNs (``arch``: lenet, alexnet or 3conv3fc) with ``n_classes`` logits,
+    on flat 784-value rows of 28x28 single-channel images."""
 
     bayesian = False
     #: Conv weights and inputs channels-last end to end (version 3; docs/profile.md).
