@@ -36,9 +36,8 @@ def trial_spec(combo: Combo, cfg, registry, kind: str, repeat: int) -> dict:
     """Return the spec of one trial; random-split trials carry no clusterer (shared by all)."""
     source_aware = kind != "random"
     params = {"k": cfg.k if source_aware else None, "test_size": cfg.test_size,
-              "val_fraction": cfg.val_fraction, "train": cfg.train}
-    if kind == "exclusive":
-        params["held_out"] = HELD_OUT
+              "val_fraction": cfg.val_fraction, "train": cfg.train,
+              **({"held_out": HELD_OUT} if kind == "exclusive" else {})}
     return make_spec(NAME, KIND_VERSIONS[kind], combo, cfg, registry, kind=kind, repeat=repeat,
                      params=params, with_clusterer=source_aware)
 
