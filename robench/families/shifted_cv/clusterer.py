@@ -32,16 +32,14 @@ def fill_empty_components(Z, labels, k: int, *, seed: int) -> tuple:
         raise ValueError(f"cannot make {k} non-empty sub-domains from {Z.shape[0]} samples")
     record = {"n_empty": int(k - used.size), "splits": []}
     while labels.max() + 1 < k:
-        sizes = np.bincount(labels)
-        big = int(np.argmax(sizes))
+        big = int(np.argmax(np.bincount(labels)))
         members = np.flatnonzero(labels == big)
         with warnings.catch_warnings():  # duplicate points: handled just below
             warnings.simplefilter("ignore")
             halves = KMeans(n_clusters=2, n_init=4, random_state=seed).fit_predict(Z[members])
         if halves.min() == halves.max():
             halves = np.arange(members.size) % 2
-        new = int(labels.max() + 1)
-        labels[members[halves == 1]] = new
+        labels[members[halves == 1]] = int(labels.max() + 1)
         record["splits"].append({"cluster": big, "size": int(members.size),
                                  "sizes_after": [int((halves == 0).sum()), int((halves == 1).sum())]})
     return labels, record

@@ -93,10 +93,9 @@ def aggregate(group: dict, trials: list) -> list:
               details={"std": ra["test"][1], "per_fold": summary["random"]["test"]}),
         Score(**base, score="drop", value=_diff(ra["test"][0], sh["test"][0]),
               n=min(sh["n"], ra["n"]), higher_is_better=False),
-        Score(**base, score="gap_shifted", value=sh["gap"][0], n=sh["n"], higher_is_better=False,
-              details={"std": sh["gap"][1], "val_mean": sh["val"][0], "val_std": sh["val"][1]}),
-        Score(**base, score="gap_random", value=ra["gap"][0], n=ra["n"], higher_is_better=False,
-              details={"std": ra["gap"][1], "val_mean": ra["val"][0], "val_std": ra["val"][1]}),
+        *(Score(**base, score=f"gap_{kind}", value=st["gap"][0], n=st["n"], higher_is_better=False,
+                details={"std": st["gap"][1], "val_mean": st["val"][0], "val_std": st["val"][1]})
+          for kind, st in (("shifted", sh), ("random", ra))),
         Score(**base, score="std_ratio", value=_ratio(sh["test"][1], sh["val"][1]), n=sh["n"],
               higher_is_better=False,
               details={"test_std": sh["test"][1], "val_std": sh["val"][1],

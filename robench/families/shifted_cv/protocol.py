@@ -86,10 +86,9 @@ def settings(cfg) -> dict:
             "repeats": max(1, min(int(knobs["repeats"]), int(cfg.repeats))),
             "val_fraction": float(knobs["val_fraction"]),
             "train": {**cfg.train, **(knobs["train"] or {})},
-            "vae_epochs": int(knobs["vae_epochs"]), "latent_dim": int(knobs["latent_dim"]),
-            "max_points": int(knobs["max_points"]),
-            "vae_max_train": (None if knobs["vae_max_train"] is None
-                              else int(knobs["vae_max_train"]))}
+            **{k: int(knobs[k]) for k in ("vae_epochs", "latent_dim", "max_points")},
+            "vae_max_train": None if knobs["vae_max_train"] is None else int(
+                knobs["vae_max_train"])}
 
 
 def fold_plan(combo: Combo, cfg, registry) -> dict:
