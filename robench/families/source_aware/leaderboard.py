@@ -9,6 +9,7 @@ from typing import Optional
 from robench.families.source_aware.adequacy import METRIC as ADEQUACY
 from robench.families.source_aware.rho import MARGIN
 from robench.present.formatting import interval_label, interval_text, is_finite
+from robench.metric_kit import score_index
 from robench.specs import LeaderboardSection
 from robench.stats.ranks import chance_level, chance_reason, equivalence_margin
 
@@ -105,11 +106,8 @@ def rho_tables(scores: list) -> list:
     :data:`MARGIN`; no rank, and ``unranked`` says why, where E[AccI] is not above chance)."""
     from robench.present.leaderboard import rank_table
 
-    by_group: dict = defaultdict(dict)
-    for s in scores:
-        if s["metric"] == "rho" and s["score"] in RHO_SCORES:
-            by_group[(s["clusterer"], s["model"])][s["score"]] = s
-
+    by_group = score_index([s for s in scores if s["score"] in RHO_SCORES], "rho",
+                           by=(("clusterer", "model"),))
     by_clusterer: dict = defaultdict(list)
     for (clusterer, model), parts in by_group.items():
         if parts.get("rho") is not None:
