@@ -1,8 +1,5 @@
-"""Family ``shifted-cv`` (Sun et al., VAE-VGMM): shifted vs random K-fold cross-validation.
-
-The ``shifted-cv`` protocol and metric, the ``vae-vgmm`` clusterers and the paper's CNNs;
-torch, scikit-learn and POT are imported inside the functions that use them.
-"""
+"""Family ``shifted-cv`` (Sun et al., VAE-VGMM): shifted vs random K-fold cross-validation
+(torch, scikit-learn and POT are imported inside the functions that use them)."""
 
 from __future__ import annotations
 

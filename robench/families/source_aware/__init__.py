@@ -1,8 +1,4 @@
-"""Family ``source-aware`` (Kilinc & Uysal): robustness to unseen sources inside a data set.
-
-Protocols ``source-aware``, ``random-split`` (its random partitions alone) and ``adequacy``
-(training-size sweep); metrics ``rho``, ``adequacy`` and ``lost-test``.
-"""
+"""Family ``source-aware`` (Kilinc & Uysal): robustness to unseen sources inside a data set."""
 
 from __future__ import annotations
 
