@@ -182,10 +182,6 @@ def size_label(row: dict):
     return FULL if size is None else int(size)
 
 
-def _sort_key(label):
-    return (1, 0) if label == FULL else (0, label)
-
-
 def size_curves(trials: list, clusterer: str = None) -> list:
     """Return one entry per size (ascending, ``full`` last) from successful trial rows: per
     kind the accuracies, their repeats and per-class accuracies; n_samples; n_capped."""
@@ -209,7 +205,8 @@ def size_curves(trials: list, clusterer: str = None) -> list:
     for e in by_size.values():
         sizes = e.pop("sizes")
         e["n_samples"] = float(np.mean(sizes)) if sizes else None
-    return [by_size[label] for label in sorted(by_size, key=_sort_key)]
+    return [by_size[label] for label in sorted(
+        by_size, key=lambda label: (1, 0) if label == FULL else (0, label))]
 
 
 def mean_or_none(values):
