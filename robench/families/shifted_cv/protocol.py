@@ -162,8 +162,7 @@ def prepare(combo: Combo, cfg, registry, dataset) -> dict:
                "fold_sizes": np.bincount(folds, minlength=fp["folds"]).tolist(),
                "clusterer_info": src.info, "cache_hit": src.cache_hit, "protocol": NAME}
     if fp["folds"] < fp["requested"]:
-        details["folds"] = fp["folds"]
-        details["fold_fallback"] = fallback_note(fp["folds"], fp["requested"])
+        details.update(folds=fp["folds"], fold_fallback=fallback_note(fp["folds"], fp["requested"]))
     return {"key": sources_key(dataset.fingerprint(), combo.clusterer.name, version,
                                fp["requested"], cfg.seed),
             "dataset": combo.dataset.name, "clusterer": combo.clusterer.name,
