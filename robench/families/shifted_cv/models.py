@@ -36,11 +36,9 @@ def build_paper_cnn(ctx: ModelContext, arch: str, bayesian: bool):
 
     if tuple(ctx.image_shape or ()) != INPUT_SHAPE:
         raise ValueError(f"{arch} needs 1x28x28 images, got image_shape {ctx.image_shape}")
-    if bayesian:
-        mc = int(ctx.train.get("mc_samples", DEFAULT_MC_SAMPLES))
-        module = functools.partial(BayesianPaperCNN, arch, ctx.n_classes, mc_samples=mc)
-    else:
-        module = functools.partial(PaperCNN, arch, ctx.n_classes)
+    module = (functools.partial(BayesianPaperCNN, arch, ctx.n_classes,
+                                mc_samples=int(ctx.train.get("mc_samples", DEFAULT_MC_SAMPLES)))
+              if bayesian else functools.partial(PaperCNN, arch, ctx.n_classes))
     return TorchClassifier(module, seed=ctx.seed, **training_budget(ctx.train))
 
 

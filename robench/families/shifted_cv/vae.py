@@ -69,9 +69,7 @@ class ConvVAE28(_VAE):
 
 def _mlp(*widths: int) -> nn.Sequential:
     """Return Linear layers through ``widths`` with a ReLU between each two."""
-    layers = []
-    for a, b in zip(widths, widths[1:]):
-        layers += [nn.Linear(a, b), nn.ReLU()]
+    layers = [m for a, b in zip(widths, widths[1:]) for m in (nn.Linear(a, b), nn.ReLU())]
     return nn.Sequential(*layers[:-1])
 
 
