@@ -170,7 +170,7 @@ def plots(rows: list) -> list:
     out = []
     for table in rho_tables(rows):
         c = table["clusterer"]
-        out.append({
+        out += [{
             "kind": "scatter", "title": f"Robustness vs accuracy (clusterer {c})",
             "alt": (f"Scatter plot of rho (vertical) against E[AccI] (horizontal) for "
                     f"{len(table['rows'])} models, clusterer {c}, with 95% interval whiskers; "
@@ -183,8 +183,7 @@ def plots(rows: list) -> list:
             "points": [{"label": r["model"], "x": r["acc_inclusive"], "y": r["value"],
                         "x_low": r["acc_inclusive_low"], "x_high": r["acc_inclusive_high"],
                         "y_low": r["ci_low"], "y_high": r["ci_high"]} for r in table["rows"]],
-        })
-        out.append({
+        }, {
             "kind": "intervals", "title": f"Accuracy interval [E[AccX], E[AccI]] (clusterer {c})",
             "alt": (f"Horizontal bars from E[AccX] to E[AccI] for {len(table['rows'])} models, "
                     f"clusterer {c}, best rho first, with the random-split accuracy marked; the "
@@ -194,7 +193,7 @@ def plots(rows: list) -> list:
             "xlabel": "accuracy", "percent": ("x",),
             "rows": [{"label": r["model"], "low": r["acc_exclusive"], "high": r["acc_inclusive"],
                       "mark": r["acc_random"]} for r in table["rows"]],
-        })
+        }]
     return out
 
 
@@ -262,7 +261,7 @@ def adequacy_plots(rows: list) -> list:
     tables = adequacy_tables(rows)
     if not tables:
         return []
-    out = [{"kind": "lines", "title": "Dataset adequacy: rho as the training set grows",
+    return [{"kind": "lines", "title": "Dataset adequacy: rho as the training set grows",
             "alt": (f"Line plot of rho (vertical) against the number of training samples "
                     f"(horizontal) for {len(tables)} model and clusterer pairs, with 95% "
                     "interval bands; values in the adequacy table."),
@@ -270,18 +269,16 @@ def adequacy_plots(rows: list) -> list:
                        "rising at the right says more data of the same sources would help",
             "xlabel": "training samples", "ylabel": "rho",
             "series": [_series(f"{t['model']} ({t['clusterer']})", t["table"], "rho",
-                               y_low="ci_low", y_high="ci_high") for t in tables][:8]}]
-    for t in tables:
-        out.append({"kind": "lines", "model": t["model"],
-                    "title": f"{t['model']}: accuracy as the training set grows ({t['clusterer']})",
-                    "alt": (f"Line plot of {t['model']}'s E[AccX] and E[AccI] against the number "
-                            "of training samples; values in the adequacy table."),
-                    "caption": "source-exclusive (E[AccX]) and source-inclusive (E[AccI]) "
-                               "accuracy per training size",
-                    "xlabel": "training samples", "ylabel": "accuracy", "percent": ("y",),
-                    "series": [_series("E[AccX]", t["table"], "acc_exclusive"),
-                               _series("E[AccI]", t["table"], "acc_inclusive")]})
-    return out
+                               y_low="ci_low", y_high="ci_high") for t in tables][:8]}] + [
+        {"kind": "lines", "model": t["model"],
+         "title": f"{t['model']}: accuracy as the training set grows ({t['clusterer']})",
+         "alt": (f"Line plot of {t['model']}'s E[AccX] and E[AccI] against the number "
+                 "of training samples; values in the adequacy table."),
+         "caption": "source-exclusive (E[AccX]) and source-inclusive (E[AccI]) "
+                    "accuracy per training size",
+         "xlabel": "training samples", "ylabel": "accuracy", "percent": ("y",),
+         "series": [_series("E[AccX]", t["table"], "acc_exclusive"),
+                    _series("E[AccI]", t["table"], "acc_inclusive")]} for t in tables]
 
 
 #: The rho metric's section of each data set's leaderboard (MetricSpec.leaderboard).
