@@ -677,9 +677,7 @@ def _realistic_claims(dataset: str, trials: list) -> list:
                           trials=len(real), planted=False,
                           gap=2 * UNBIASED_WITHIN if verdict == HOLDS else 0.0), need))
     sims = [t for t in trials if t.get("a_hat_in") is not None]
-    if sims:
-        out.append(_upper_bound_claim(dataset, sims))
-    return out
+    return out + ([_upper_bound_claim(dataset, sims)] if sims else [])
 
 
 def _upper_bound_claim(dataset: str, sims: list) -> Claim:
