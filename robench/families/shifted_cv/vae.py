@@ -86,12 +86,9 @@ class MLPVAE(_VAE):
 def negative_elbo(module, x: torch.Tensor, bernoulli: bool) -> torch.Tensor:
     """Return the mean over the batch of -ELBO = reconstruction NLL + KL(q(z|x) || N(0, I))."""
     mu, std = module.encode(x)
-    z = mu + std * torch.randn_like(std)
-    out = module.decode(z)
-    if bernoulli:
-        nll = F.binary_cross_entropy_with_logits(out, x, reduction="none").sum(1)
-    else:
-        nll = 0.5 * ((out - x) ** 2).sum(1)
+    out = module.decode(mu + std * torch.randn_like(std))
+    nll = (F.binary_cross_entropy_with_logits(out, x, reduction="none").sum(1) if bernoulli
+           else 0.5 * ((out - x) ** 2).sum(1))
     kl = 0.5 * (mu**2 + std**2 - 2 * torch.log(std) - 1).sum(1)
     return (nll + kl).mean()
 
