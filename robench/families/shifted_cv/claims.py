@@ -41,10 +41,10 @@ def _pts(v) -> str:
     return f"{100 * v:+.1f}"
 
 
-def _side(low, high, bound: float) -> str:
-    """Return holds (interval above ``bound``), does not hold (below) or undecided."""
-    return (UNDECIDED if low is None else HOLDS if low > bound else FAILS if high < bound
-            else UNDECIDED)
+def _side(iv: dict, bound: float) -> str:
+    """Return holds (``iv``'s interval above ``bound``), does not hold (below) or undecided."""
+    return (UNDECIDED if iv["low"] is None else HOLDS if iv["low"] > bound
+            else FAILS if iv["high"] < bound else UNDECIDED)
 
 
 def _log_need(n: int, low: float, high: float, ratio: float):
@@ -89,10 +89,7 @@ def _null_what(clus: str) -> str:
 
 
 def _drop_part(val, test):
-    def part(level):
-        iv = difference_interval(val, test, 1 - 2 * level, paired=True)
-        return _side(iv["low"], iv["high"], 0)
-    return part
+    return lambda level: _side(difference_interval(val, test, 1 - 2 * level, paired=True), 0)
 
 
 #: The shift-spread rule's measured level (both wrong calls, skewed folds at a true ratio of
@@ -101,17 +98,12 @@ SPREAD_LEVEL = 0.12
 
 
 def _spread_part(val, test):
-    def part(level):
-        s = sd_ratio_paired(test, val, 1 - 2 * level)
-        return _side(s["low"], s["high"], 1)
-    return part
+    return lambda level: _side(sd_ratio_paired(test, val, 1 - 2 * level), 1)
 
 
 def _gap_part(val, test):
-    def part(level):
-        e = equivalence(val, test, RANDOM_GAP_MARGIN, paired=True, alpha=2 * level)
-        return _tost_verdict(e["status"])
-    return part
+    return lambda level: _tost_verdict(equivalence(val, test, RANDOM_GAP_MARGIN, paired=True,
+                                                   alpha=2 * level)["status"])
 
 
 def _control(clus: str, kind: str, make_part, folds: int = 2 * NULL_K) -> Control:
@@ -237,7 +229,7 @@ def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
     reps = (w.get("details") or {}).get("repeats") or []
     res = distance_ratio(*([m for e in reps if (m := (e.get(kind) or {}).get("matrix"))]
                            for kind in ("shifted", "random")))
-    verdict, iv = _side(res["low"], res["high"], 1), res["low"] is not None
+    verdict, iv = _side(res, 1), res["low"] is not None
     shown = f"[{res['low']:.2f}, {res['high']:.2f}]" if iv else ""
     why = (f"{shown} " + {HOLDS: "lies above 1", FAILS: "lies below 1"}.get(verdict, "contains 1")
            if iv else f"no interval: {res['reason']}")
@@ -248,7 +240,7 @@ def _distance_claim(where: str, w: dict, clus: str = "kmeans") -> Claim:
              for n in _null(clus == "oracle", null_folds, distances=True)]
     ratios = sorted(r["ratio"] for r in nulls if r["ratio"] is not None)
     control = matched(_null_what(clus) + ", W1 in the data space",
-                      [_side(r["low"], r["high"], 1) for r in nulls], "null data sets",
+                      [_side(r, 1) for r in nulls], "null data sets",
                       f"median ratio {ratios[len(ratios) // 2]:.2f}" if ratios else "",
                       size=f"{null_folds} folds")
     return _row(

@@ -49,10 +49,10 @@ def _max_need(needs: list):
     return None if not needs or None in needs else max(needs)
 
 
-def _side(low, high, bound: float) -> str:
-    """Return holds (interval above ``bound``), does not hold (below) or undecided."""
-    return (UNDECIDED if low is None else HOLDS if low > bound else FAILS if high < bound
-            else UNDECIDED)
+def _side(iv: dict, bound: float) -> str:
+    """Return holds (``iv``'s interval above ``bound``), does not hold (below) or undecided."""
+    return (UNDECIDED if iv["low"] is None else HOLDS if iv["low"] > bound
+            else FAILS if iv["high"] < bound else UNDECIDED)
 
 
 def _tost(res: dict, text: str, bound: str, tests: str = "") -> tuple:
@@ -137,10 +137,7 @@ SPREAD_LEVEL = 0.10
 
 
 def _spread_part(x: list, i: list):
-    def part(level):
-        s = sd_ratio_independent(x, i, 1 - 2 * level)
-        return _side(s["low"], s["high"], 1)
-    return part
+    return lambda level: _side(sd_ratio_independent(x, i, 1 - 2 * level), 1)
 
 
 def _spread_control(repeats: int):
@@ -632,7 +629,7 @@ def upper_bound_rule(gaps, side: float = UPPER_BOUND_SIDE) -> tuple:
     (docs/claims.md says why not the post's counterexample rule)."""
     gaps = [float(g) for g in gaps if g is not None]
     iv = difference_interval(gaps, [0.0] * len(gaps), 1 - 2 * side, paired=True)
-    return _side(iv["low"], iv["high"], 0), iv
+    return _side(iv, 0), iv
 
 
 def _upper_bound_control(gaps: list, verdict: str):
