@@ -107,10 +107,15 @@ def _partial(x: list, y: list, z: list) -> Optional[float]:
     return float(rx @ ry / d) if d > 0 else None
 
 
-def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> tuple:
-    """Return (verdict, text, evidence, would_decide) of "a predicts target better than b"."""
-    pa, pb = _points(rows, dataset, a, target), _points(rows, dataset, b, target)
-    common = sorted(set(pa) & set(pb))
+def _both(rows: list, dataset: str, a: str, b: str) -> tuple:
+    """Return (points of a, points of b, the models with both) against :data:`TARGET`."""
+    pa, pb = _points(rows, dataset, a, TARGET), _points(rows, dataset, b, TARGET)
+    return pa, pb, sorted(set(pa) & set(pb))
+
+
+def _better(rows: list, dataset: str, a: str, b: str) -> tuple:
+    """Return (verdict, text, evidence, would_decide) of "a predicts TARGET better than b"."""
+    pa, pb, common = _both(rows, dataset, a, b)
     if len(common) < 4:
         return (UNDECIDED, f"{a} vs {b}: {len(common)} models with both (needs 4)", {},
                 MORE_MODELS + " (at least 4 with both indicators)")
@@ -122,16 +127,15 @@ def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> t
     if res["low"] is None:
         return UNDECIDED, f"{text}: {res['reason']}", ev, would(None, "models")
     iv = f"Fisher-z difference {res['estimate']:+.2f} [{res['low']:+.2f}, {res['high']:+.2f}]"
-    if res["low"] > 0:
-        return HOLDS, f"{text}; {iv} lies above 0", ev, ""
-    if res["high"] < 0:
-        return FAILS, f"{text}; {iv} lies below 0", ev, ""
+    verdict = _better_verdict(res)
+    if verdict != UNDECIDED:
+        return verdict, f"{text}; {iv} lies {'above' if verdict == HOLDS else 'below'} 0", ev, ""
     need = n_for_power(res["estimate"], res["sd"], res["n"] + 1)
     return UNDECIDED, f"{text}; {iv} contains 0", ev, would(need, "models")
 
 
-def _better_verdict(y: list, x1: list, x2: list) -> str:
-    res = dependent_correlations(y, x1, x2)
+def _better_verdict(res: dict) -> str:
+    """Return the verdict of :func:`dependent_correlations`' interval of r1 - r2 against 0."""
     if res["low"] is None:
         return UNDECIDED
     return HOLDS if res["low"] > 0 else FAILS if res["high"] < 0 else UNDECIDED
@@ -140,8 +144,7 @@ def _better_verdict(y: list, x1: list, x2: list) -> str:
 def _swap_control(rows: list, dataset: str, a: str, b: str) -> Control:
     """Return the control of "a predicts better than b": the two swapped at random per model."""
     what = f"{a} and {b} swapped at random per model (equally predictive)"
-    pa, pb = _points(rows, dataset, a, TARGET), _points(rows, dataset, b, TARGET)
-    common = sorted(set(pa) & set(pb))
+    pa, pb, common = _both(rows, dataset, a, b)
     if len(common) < 4:
         return Control(what, None, f"{len(common)} models with both: nothing to swap")
     rng = np.random.default_rng(0)
@@ -150,7 +153,7 @@ def _swap_control(rows: list, dataset: str, a: str, b: str) -> Control:
         flip = rng.random(len(common)) < 0.5
         x1 = [pb[m][0] if f else pa[m][0] for m, f in zip(common, flip)]
         x2 = [pa[m][0] if f else pb[m][0] for m, f in zip(common, flip)]
-        verdicts.append(_better_verdict([pa[m][1] for m in common], x1, x2))
+        verdicts.append(_better_verdict(dependent_correlations([pa[m][1] for m in common], x1, x2)))
     return matched(what, verdicts, "swaps", size=f"the row's {len(common)} models")
 
 
@@ -223,18 +226,9 @@ def purity_claims(rows: list) -> list:
             would_decide="" if verdict != UNDECIDED else next(
                 (dd for _, v, _, _, dd in parts if v == UNDECIDED and dd), would(None, "models"))),
             _swap_control(rows, dataset, "purity-ratio", "p_purity_kmeans")))
-        claims.extend(_adversarial_claims(rows, dataset))
+        claims.extend(_adversarial_claim(rows, dataset, attack, sorted(entries, key=lambda e: e[0]))
+                      for attack, entries in sorted(_adversarial_entries(rows, dataset).items()))
     return claims
-
-
-def _adversarial_claims(rows: list, dataset: str) -> list:
-    """Return per attack: purity-ratio correlates positively with adversarial robustness.
-
-    Holds when some eps shows r > 0 at 0.025 / eps (Bonferroni), does not hold when every eps
-    shows r < 0 at 0.025 (intersection-union), undecided otherwise (docs/claims.md).
-    """
-    return [_adversarial_claim(rows, dataset, attack, sorted(entries, key=lambda e: e[0]))
-            for attack, entries in sorted(_adversarial_entries(rows, dataset).items())]
 
 
 def _adversarial_entries(rows: list, dataset: str) -> dict:
@@ -283,7 +277,12 @@ def _adversarial_controls(rule, columns: list, names: list, acc: dict, ok: bool)
 
 
 def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> Claim:
-    """Return one attack's row from its eps-sorted entries (:func:`_adversarial_claims`)."""
+    """Return "purity-ratio correlates positively with robustness to ``attack``" from its
+    eps-sorted entries.
+
+    Holds when some eps shows r > 0 at 0.025 / eps (Bonferroni), does not hold when every eps
+    shows r < 0 at 0.025 (intersection-union), undecided otherwise (docs/claims.md).
+    """
     m = len(entries)
     rule = _eps_rule(m)
     names = [sorted(pts) for _, pts in entries]
