@@ -47,12 +47,9 @@ def models_to_decide(r, level: float = 0.95) -> Optional[int]:
 
 def _points(rows: list, dataset: str, indicator: str, target: str) -> dict:
     """Return {model: (oriented indicator, robustness)} of a validation row, means over repeats."""
-    sign = INDICATORS.get(indicator, 1)
-    for r in rows:
-        if (r.get("dataset") == dataset and r.get("model") == "zoo"
-                and r.get("score") == f"r|{indicator}|{target}"):
-            return _by_model((r.get("details") or {}).get("points") or [], sign)
-    return {}
+    row = next((r for r in rows if r.get("dataset") == dataset and r.get("model") == "zoo"
+                and r.get("score") == f"r|{indicator}|{target}"), {})
+    return _by_model((row.get("details") or {}).get("points") or [], INDICATORS.get(indicator, 1))
 
 
 def _by_model(points: list, sign: float = 1.0) -> dict:
