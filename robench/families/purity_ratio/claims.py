@@ -104,31 +104,38 @@ def _partial(x: list, y: list, z: list) -> Optional[float]:
     return float(rx @ ry / d) if d > 0 else None
 
 
-def _both(rows: list, dataset: str, a: str, b: str) -> tuple:
-    """Return (points of a, points of b, the models with both) against :data:`TARGET`."""
-    pa, pb = _points(rows, dataset, a, TARGET), _points(rows, dataset, b, TARGET)
-    return pa, pb, sorted(set(pa) & set(pb))
-
-
 def _better(rows: list, dataset: str, a: str, b: str) -> tuple:
-    """Return (verdict, text, evidence, would_decide) of "a predicts TARGET better than b"."""
-    pa, pb, common = _both(rows, dataset, a, b)
+    """Return (verdict, text, evidence, would_decide, control) of "a predicts TARGET better
+    than b"; the control has the two swapped at random per model (equally predictive)."""
+    pa, pb = _points(rows, dataset, a, TARGET), _points(rows, dataset, b, TARGET)
+    common = sorted(set(pa) & set(pb))
+    what = f"{a} and {b} swapped at random per model (equally predictive)"
     if len(common) < 4:
         return (UNDECIDED, f"{a} vs {b}: {len(common)} models with both (needs 4)", {},
-                MORE_MODELS + " (at least 4 with both indicators)")
-    res = dependent_correlations([pa[m][1] for m in common], [pa[m][0] for m in common],
-                                 [pb[m][0] for m in common])
+                MORE_MODELS + " (at least 4 with both indicators)",
+                Control(what, None, f"{len(common)} models with both: nothing to swap"))
+    y = [pa[m][1] for m in common]
+    rng = np.random.default_rng(0)
+    verdicts = []
+    for _ in range(CONTROL_SHUFFLES):
+        flip = rng.random(len(common)) < 0.5
+        x1 = [pb[m][0] if f else pa[m][0] for m, f in zip(common, flip)]
+        x2 = [pa[m][0] if f else pb[m][0] for m, f in zip(common, flip)]
+        verdicts.append(_better_verdict(dependent_correlations(y, x1, x2)))
+    control = matched(what, verdicts, "swaps", size=f"the row's {len(common)} models")
+    res = dependent_correlations(y, [pa[m][0] for m in common], [pb[m][0] for m in common])
     text = (f"{a} r = {res['r1']:+.2f} vs {b} r = {res['r2']:+.2f} (r between them "
             f"{res['r12']:+.2f}, {res['n']} models)")
     ev = {k: res.get(k) for k in ("r1", "r2", "r12", "n", "estimate", "low", "high")}
     if res["low"] is None:
-        return UNDECIDED, f"{text}: {res['reason']}", ev, would(None, "models")
+        return UNDECIDED, f"{text}: {res['reason']}", ev, would(None, "models"), control
     iv = f"Fisher-z difference {res['estimate']:+.2f} [{res['low']:+.2f}, {res['high']:+.2f}]"
     verdict = _better_verdict(res)
     if verdict != UNDECIDED:
-        return verdict, f"{text}; {iv} lies {'above' if verdict == HOLDS else 'below'} 0", ev, ""
+        where = "above" if verdict == HOLDS else "below"
+        return verdict, f"{text}; {iv} lies {where} 0", ev, "", control
     need = n_for_power(res["estimate"], res["sd"], res["n"] + 1)
-    return UNDECIDED, f"{text}; {iv} contains 0", ev, would(need, "models")
+    return UNDECIDED, f"{text}; {iv} contains 0", ev, would(need, "models"), control
 
 
 def _better_verdict(res: dict) -> str:
@@ -136,22 +143,6 @@ def _better_verdict(res: dict) -> str:
     if res["low"] is None:
         return UNDECIDED
     return HOLDS if res["low"] > 0 else FAILS if res["high"] < 0 else UNDECIDED
-
-
-def _swap_control(rows: list, dataset: str, a: str, b: str) -> Control:
-    """Return the control of "a predicts better than b": the two swapped at random per model."""
-    what = f"{a} and {b} swapped at random per model (equally predictive)"
-    pa, pb, common = _both(rows, dataset, a, b)
-    if len(common) < 4:
-        return Control(what, None, f"{len(common)} models with both: nothing to swap")
-    rng = np.random.default_rng(0)
-    verdicts = []
-    for _ in range(CONTROL_SHUFFLES):
-        flip = rng.random(len(common)) < 0.5
-        x1 = [pb[m][0] if f else pa[m][0] for m, f in zip(common, flip)]
-        x2 = [pa[m][0] if f else pb[m][0] for m, f in zip(common, flip)]
-        verdicts.append(_better_verdict(dependent_correlations([pa[m][1] for m in common], x1, x2)))
-    return matched(what, verdicts, "swaps", size=f"the row's {len(common)} models")
 
 
 def purity_claims(rows: list) -> list:
@@ -203,26 +194,25 @@ def purity_claims(rows: list) -> list:
                  "R^2 = 0.87 vs Delta's 0.27 (Tables 3-4)"),
                 ("model_acc", "model accuracy (a baseline robench adds)",
                  "- (not in the paper: robench's added baseline)")):
-            verdict, why, ev, decide = _better(rows, dataset, "purity-ratio", baseline)
+            verdict, why, ev, decide, control = _better(rows, dataset, "purity-ratio", baseline)
             claims.append(controlled(Claim(
                 PAPER, f"purity-ratio predicts corruption robustness better than {text}",
                 paper, dataset, why.split(";")[0], verdict,
                 why + " (dependent correlations: Fisher-z difference jackknifed over models)",
-                ev, would_decide=decide), _swap_control(rows, dataset, "purity-ratio",
-                                                        baseline)))
-        parts = [(c,) + _better(rows, dataset, "purity-ratio", f"p_purity_{c}")
-                 for c in ("kmeans", "multicut")]
-        verdict = _combine([v for _, v, _, _, _ in parts])
+                ev, would_decide=decide), control))
+        parts = {c: _better(rows, dataset, "purity-ratio", f"p_purity_{c}")
+                 for c in ("kmeans", "multicut")}  # (verdict, why, evidence, decide, control)
+        verdict = _combine([p[0] for p in parts.values()])
         claims.append(controlled(Claim(
             PAPER, "eq. 10 (k-means x multicut purity) predicts corruption robustness better "
                    "than either clusterer's purity alone",
             "R^2 = 0.87 vs k-means 0.83 and multicut 0.71 (Table 4, all severities)", dataset,
-            "; ".join(w.split(";")[0] for _, _, w, _, _ in parts), verdict,
-            "; ".join(w for _, _, w, _, _ in parts) + " (dependent correlations, jackknife "
-            "over models)", {c: ev for c, _, _, ev, _ in parts},
+            "; ".join(p[1].split(";")[0] for p in parts.values()), verdict,
+            "; ".join(p[1] for p in parts.values()) + " (dependent correlations, jackknife "
+            "over models)", {c: p[2] for c, p in parts.items()},
             would_decide="" if verdict != UNDECIDED else next(
-                (dd for _, v, _, _, dd in parts if v == UNDECIDED and dd), would(None, "models"))),
-            _swap_control(rows, dataset, "purity-ratio", "p_purity_kmeans")))
+                (p[3] for p in parts.values() if p[0] == UNDECIDED and p[3]),
+                would(None, "models"))), parts["kmeans"][4]))
         claims.extend(_adversarial_claim(rows, dataset, attack, sorted(entries, key=lambda e: e[0]))
                       for attack, entries in sorted(_adversarial_entries(rows, dataset).items()))
     return claims
