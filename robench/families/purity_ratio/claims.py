@@ -82,16 +82,6 @@ def _accuracies(rows: list, dataset: str) -> dict:
     return {m: v[0] for m, v in _points(rows, dataset, CONFOUNDER, TARGET).items()}
 
 
-def _confounder_control(verdict_of, models: list, acc: dict) -> Control:
-    """Return the confounder's control: ``verdict_of`` with model accuracy as the indicator."""
-    what = ("model accuracy alone as the indicator (the confounder: accurate models are "
-            "robust), the same exact permutation test")
-    if any(m not in acc for m in models) or len(models) < 3:
-        return Control(what, None, "no model accuracy stored for every model")
-    return Control(what, verdict_of([acc[m] for m in models]), "by the row's own rule",
-                   size=f"the row's {len(models)} models", confounder=True)
-
-
 def _partial(x: list, y: list, z: list) -> Optional[float]:
     """Return the partial correlation of x and y given z (linear), None if undefined."""
     x, y, z = (np.asarray(v, float) for v in (x, y, z))
@@ -177,13 +167,18 @@ def purity_claims(rows: list) -> list:
             if verdict == UNDECIDED:
                 decide = would(models_to_decide(r_) if r_ > 0 else None, "models")
             acc = _accuracies(rows, dataset)
-            part = _partial(x, y, [acc[m] for m in models]) if all(
-                m in acc for m in models) else None
+            known = all(m in acc for m in models)
+            part = _partial(x, y, [acc[m] for m in models]) if known else None
             if part is not None:
                 figure += f"; partial r given model accuracy {part:+.2f}"
+            what = ("model accuracy alone as the indicator (the confounder: accurate models are "
+                    "robust), the same exact permutation test")
             controls = [_shuffled("the models' robustness shuffled (indicator and robustness "
                                   "unrelated)", [(x, y)], lambda c: _corr_verdict(*c[0])[0]),
-                        _confounder_control(lambda a: _corr_verdict(a, y)[0], models, acc)]
+                        Control(what, _corr_verdict([acc[m] for m in models], y)[0],
+                                "by the row's own rule", size=f"the row's {len(models)} models",
+                                confounder=True) if known
+                        else Control(what, None, "no model accuracy stored for every model")]
         claims.append(controlled_all(Claim(
             PAPER, "purity-ratio (eq. 10) rises with corruption robustness across models",
             "R^2 = 0.87 (eq. 10, Table 4 and Figure 1), tau = 0.73 (Table 5) on ImageNet-C",
@@ -246,23 +241,6 @@ def _eps_rule(m: int):
     return rule
 
 
-def _adversarial_controls(rule, columns: list, names: list, acc: dict, ok: bool) -> list:
-    """Return the shuffle control and, where every model's accuracy is stored, the
-    accuracy-only confounder control of one adversarial row."""
-    what = "the models' robustness shuffled at every eps"
-    if not ok:
-        return [Control(what, None, "no per-model points stored")]
-    controls = [_shuffled(what, columns, rule)]
-    if all(all(m in acc for m in ms) for ms in names):
-        controls.append(Control(
-            "model accuracy alone as the indicator at every eps (the confounder: accurate "
-            "models are robust), the same exact permutation tests",
-            rule([([acc[m] for m in ms], y) for ms, (_, y) in zip(names, columns)]),
-            "by the row's own rule", size=f"the row's {len(names[0])} models",
-            confounder=True))
-    return controls
-
-
 def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> Claim:
     """Return "purity-ratio correlates positively with robustness to ``attack``" from its
     eps-sorted entries.
@@ -282,7 +260,16 @@ def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> 
     why = {HOLDS: f"at eps {', '.join(f'{e:g}' for e in above)} r > 0 is shown",
            FAILS: "r < 0 is shown at every eps"}.get(verdict, "no eps shows r > 0")
     acc = _accuracies(rows, dataset)
-    controls = _adversarial_controls(rule, columns, names, acc, ok)
+    what = "the models' robustness shuffled at every eps"
+    controls = ([_shuffled(what, columns, rule)] if ok
+                else [Control(what, None, "no per-model points stored")])
+    if ok and all(all(m_ in acc for m_ in ms) for ms in names):  # the confounder's control
+        controls.append(Control(
+            "model accuracy alone as the indicator at every eps (the confounder: accurate "
+            "models are robust), the same exact permutation tests",
+            rule([([acc[m_] for m_ in ms], y) for ms, (_, y) in zip(names, columns)]),
+            "by the row's own rule", size=f"the row's {len(names[0])} models",
+            confounder=True))
     partial = ([_partial(x, y, [acc[m_] for m_ in ms]) for ms, (x, y) in zip(names, columns)]
                if len(controls) > 1 else [None] * len(columns))
     best = max(tests, key=lambda t: t["r"] if math.isfinite(t["r"]) else -2)
