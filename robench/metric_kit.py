@@ -1,16 +1,7 @@
-"""What a family's metric modules share with each other and with the views of their scores.
+"""What a family's metric modules share: trial triage, the score index and helper models.
 
-Three small pieces every family used to write for itself (docs/plugin-hooks.md, "The family
-kit"):
-
-- trial triage: :func:`failure`, :func:`error_line` and :func:`not_applicable` say whether a
-  stored trial row can be scored, and why not; :func:`by_repeat` keeps one row per repeat;
-- the score index: :func:`score_index` groups a metric's score rows (dataset -> model ->
-  score, or any other nesting);
-- helper models: :func:`without_helpers` and :func:`is_helper` leave out or mark the models a
-  metric trained for itself (``Store.helper_models``): never ranked, in every view.
-
-Pure functions over rows as the store returns them (dicts, JSON columns decoded); they import
+The table of docs/plugin-hooks.md ("The family kit") says what each function returns. Pure
+functions over rows as the store returns them (dicts, JSON columns decoded); they import
 nothing of robench.
 """
 
@@ -41,12 +32,8 @@ def failure(trial: dict) -> Optional[str]:
 
 
 def not_applicable(trial: dict) -> Optional[str]:
-    """Return why a finished trial had nothing to measure, or None.
-
-    A protocol says it in the row's ``not_applicable`` column or in its ``extra`` (a model
-    without a feature space, a tabular data set for an image metric); a trial that says so
-    still counts as ok. ``extra`` is read only when it is a dict (decode it first).
-    """
+    """Return why a finished trial had nothing to measure (its ``not_applicable`` column, else
+    ``extra["not_applicable"]`` where ``extra`` is a dict: decode it first), or None."""
     extra = trial.get("extra")
     return trial.get("not_applicable") or (
         extra.get("not_applicable") if isinstance(extra, dict) else None)
@@ -74,12 +61,8 @@ def _key(row: dict, level: Level):
 def score_index(rows: Iterable[dict], metric: Optional[str] = None,
                 by: Sequence[Level] = ("dataset", "model")) -> dict:
     """Return the score rows of ``metric`` (every metric's if None) nested by ``by``, then by
-    score name: ``{dataset: {model: {score: row}}}`` by default.
-
-    A level is a field's name or a tuple of names, whose values make a tuple key:
-    ``by=(("dataset", "clusterer"), "model")`` gives ``{(dataset, clusterer): {model:
-    {score: row}}}``. Of two rows with the same keys the later one is kept.
-    """
+    score name (``{dataset: {model: {score: row}}}`` by default); a level that is a tuple of
+    field names makes a tuple key. Of two rows with the same keys the later one is kept."""
     out: dict = {}
     for r in rows:
         if metric is not None and r.get("metric") != metric:

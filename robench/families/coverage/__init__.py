@@ -1,7 +1,4 @@
-"""Family ``coverage`` (Mani et al.): coverage testing in a model's feature space.
-
-Registers the ``coverage`` protocol and metric (coverage-guided accuracy; docs/coverage.md).
-"""
+"""Family ``coverage`` (Mani et al.): the ``coverage`` protocol and metric (docs/coverage.md)."""
 
 from __future__ import annotations
 

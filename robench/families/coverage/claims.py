@@ -11,6 +11,7 @@ from robench.stats.claims import (BY_CONSTRUCTION, CONTROL_DRAWS, FAILS, HOLDS, 
                                   matched, parts_need, repeats_needed, within, would)
 from robench.stats.intervals import mean_interval
 from robench.families.coverage.controls import STRONG, WEAK, null_model
+from robench.metric_kit import score_index
 
 PAPER = "Coverage testing in feature space (Mani et al.)"
 #: "Near chance": the all-boundary accuracy's interval lies within [chance (1 - w),
@@ -62,6 +63,9 @@ CONTRAST_MARGIN = 0.01
 #: How the model contrasts are tested.
 PAIRED = ("paired by repeat (the same split and seed), Student's t on the differences, "
           "one-sided 0.025")
+#: The control of the model contrasts.
+STRONG_WHAT = (f"models without learnt features (i.i.d. Gaussian classes, mean separation "
+               f"{WEAK_SEP:g} vs {STRONG:g}: ~40% vs ~97% accuracy)")
 
 
 def paired_part(a: list, b: list, margin: Optional[float] = None) -> OrderingPart:
@@ -94,12 +98,9 @@ def _nulls(sep: float, det: dict, n) -> list:
             for d in range(CONTROL_DRAWS)]
 
 
-def _pooled(draws: list) -> list:
-    return [m for d in draws for m in d]
-
-
-def _pct(models: list, key: str) -> float:
-    """Return the mean of ``key`` over null models, in percent."""
+def _pct(draws: list, key: str) -> float:
+    """Return the mean of ``key`` over the null models of all draws that have one, in percent."""
+    models = [m for d in draws for m in d if m[key] is not None]
     return 100 * sum(m[key] for m in models) / len(models)
 
 
@@ -109,12 +110,19 @@ def _null_control(what: str, verdicts: list, draws: list, figure: str) -> Contro
                    size=f"{len(draws[0])} reference models")
 
 
+def _contrast_control(first: list, second: list, key: str, figure: str) -> Control:
+    """Return a model contrast's control: "first above second" on paired null draws of ``key``."""
+    return _null_control(STRONG_WHAT, [
+        decide_parts([paired_part([m[key] for m in a], [m[key] for m in b], CONTRAST_MARGIN)])
+        for a, b in zip(first, second)], first, figure)
+
+
 def _weak_what(knobs) -> str:
     return (f"a weak model without learnt features (i.i.d. Gaussian classes, mean separation "
             f"{WEAK:g}: ~40% accuracy; the {knobs.get('boundary_rule', 'paper')} rule)")
 
 
-def _window_need(level: dict, low: float, high: float, rule: str, position: str) -> str:
+def _window_need(level: dict, low: float, high: float, position: str) -> str:
     """Return what would decide a near-chance row left undecided."""
     if position == "near chance":  # decided, but the band rule is not the paper's
         return ("not decidable by repeats: the band rule is not the paper's; the paper's "
@@ -130,11 +138,8 @@ def _window_need(level: dict, low: float, high: float, rule: str, position: str)
 def coverage_claims(rows: list) -> list:
     """Return per (data set, model): Table 2's trend and its all-boundary level near chance
     (by construction under the paper's boundary rule: docs/coverage.md)."""
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault((r["dataset"], r["model"]), {})[r["score"]] = r
     claims = []
-    for (dataset, model), sc in sorted(groups.items()):
+    for (dataset, model), sc in sorted(score_index(rows, by=(("dataset", "model"),)).items()):
         head = sc.get("coverage") or {}
         det = head.get("details") or {}
         size = det.get("size")
@@ -144,15 +149,15 @@ def coverage_claims(rows: list) -> list:
         part = paired_part(_per_repeat(cent), _per_repeat(raw_bnd))
         cent, bnd = _with_interval(cent), _with_interval(raw_bnd)
         knobs = det.get("knobs") or {}
-        rule = knobs.get("boundary_rule", "band")
+        rule, weak = knobs.get("boundary_rule", "band"), _weak_what(knobs)
         how = f"{rule} rule, {knobs.get('confidence', 'raw')} confidence"
         verdict = decide_parts([part])
         st = part.stats()
         why = (f"100:0 - 0:100 {100 * st['d']:+.1f} points over {int(st['n'])} reference "
                "models (paired by repeat: Student's t on the differences, one-sided 0.025)")
         draws = _nulls(WEAK_SEP, det, st["n"])
-        nulls = _pooled(draws)
-        ctl = _null_control(_weak_what(_knobs(det)), [
+        nulls = [m for d in draws for m in d]
+        ctl = _null_control(weak, [
             decide_parts([paired_part([m["mixes"].get((100, 0)) for m in d],
                                       [m["mixes"].get((0, 100)) for m in d])]) for d in draws],
             draws, "100:0 {:.1f}% vs 0:100 {:.1f}%".format(
@@ -185,8 +190,8 @@ def coverage_claims(rows: list) -> list:
                 f"{100 / n_classes:g}%, window [{100 * low:g}, {100 * high:g}]% ({how})",
                 verdict, why, {"window": [low, high], "position": position},
                 would_decide="" if verdict != UNDECIDED else _window_need(
-                    level, low, high, rule, position)),
-                _null_control(_weak_what(_knobs(det)), [
+                    level, low, high, position)),
+                _null_control(weak, [
                     {"near chance": HOLDS}.get(v, FAILS if v in ("below chance", "above chance")
                                                else UNDECIDED) for v in nv], draws,
                     f"0:100 is {max(set(nv), key=nv.count)} in most")))
@@ -194,25 +199,21 @@ def coverage_claims(rows: list) -> list:
 
 
 def _by_accuracy(rows: list, score: str) -> list:
-    """Return (data set, {model: its scores}, models by test accuracy, least first) for the
-    models of each data set that have a test accuracy and a value of ``score``."""
-    by_dataset: dict = {}
-    for r in rows:
-        by_dataset.setdefault(r["dataset"], {}).setdefault(r["model"], {})[r["score"]] = r
+    """Return (data set, {model: its scores}, least and most accurate model, {either: test
+    accuracy in %}, the most accurate's headline details) for the models of each data set
+    that have a test accuracy and a value of ``score``."""
     out = []
-    for dataset, models in sorted(by_dataset.items()):
+    for dataset, models in sorted(score_index(rows).items()):
         scored = {m: sc for m, sc in models.items()
                   if (sc.get("model_acc") or {}).get("value") is not None
                   and (sc.get(score) or {}).get("value") is not None}
         if scored:
-            out.append((dataset, scored, sorted(scored, key=lambda m: (
-                scored[m]["model_acc"]["value"], m))))
+            order = sorted(scored, key=lambda m: (scored[m]["model_acc"]["value"], m))
+            low, high = order[0], order[-1]
+            out.append((dataset, scored, low, high,
+                        {m: 100 * scored[m]["model_acc"]["value"] for m in (low, high)},
+                        (scored[high].get("coverage") or {}).get("details") or {}))
     return out
-
-
-#: The control of the model contrasts.
-STRONG_WHAT = (f"models without learnt features (i.i.d. Gaussian classes, mean separation "
-               f"{WEAK_SEP:g} vs {STRONG:g}: ~40% vs ~97% accuracy)")
 
 
 def _mean_row(values: list) -> dict:
@@ -224,11 +225,8 @@ def test_set_quality_claims(rows: list) -> list:
     """Return per data set section 5.3's claims: the most accurate model's CP against
     :data:`MAJORITY`, and against the least accurate model's CP, paired by repeat."""
     claims = []
-    for dataset, scored, order in _by_accuracy(rows, "cp"):
-        low, high = order[0], order[-1]
+    for dataset, scored, low, high, acc, det in _by_accuracy(rows, "cp"):
         cp = {m: _with_interval(scored[m]["cp"]) for m in (low, high)}
-        acc = {m: 100 * scored[m]["model_acc"]["value"] for m in (low, high)}
-        det = (scored[high].get("coverage") or {}).get("details") or {}
         train = [v for v in (det.get("quality") or {}).get("cp_train") or [] if v is not None]
         r = (det.get("knobs") or {}).get("radius")
         ref = (f"; at r = {r:g} (class RMS radius) {100 * sum(train) / len(train):.0f}% of its "
@@ -237,8 +235,7 @@ def test_set_quality_claims(rows: list) -> list:
         verdict, why = within(cp[high], MAJORITY, 1.0)
         n = len(_per_repeat(scored[high]["cp"]))
         strong_d, weak_d = _nulls(STRONG, det, n), _nulls(WEAK_SEP, det, n)
-        strong, weak = _pooled(strong_d), _pooled(weak_d)
-        null_cp = _mean_row([m["cp"] for m in strong])
+        null_cp = _mean_row([m["cp"] for d in strong_d for m in d])
         ctl = _null_control("the CP of i.i.d. Gaussian classes at the same r (a model without "
                             "learnt features)",
                             [within(_mean_row([m["cp"] for m in d]), MAJORITY, 1.0)[0]
@@ -262,10 +259,8 @@ def test_set_quality_claims(rows: list) -> list:
         part = paired_part(_per_repeat(scored[high]["cp"]), _per_repeat(scored[low]["cp"]),
                            CONTRAST_MARGIN)
         verdict = decide_parts([part])
-        ctl = _null_control(STRONG_WHAT, [
-            decide_parts([paired_part([m["cp"] for m in ds], [m["cp"] for m in dw],
-                                      CONTRAST_MARGIN)]) for ds, dw in zip(strong_d, weak_d)],
-            strong_d, f"CP {_pct(weak, 'cp'):.1f}% vs {_pct(strong, 'cp'):.1f}%")
+        ctl = _contrast_control(strong_d, weak_d, "cp",
+                                f"CP {_pct(weak_d, 'cp'):.1f}% vs {_pct(strong_d, 'cp'):.1f}%")
         paired = n >= 2 and len(_per_repeat(scored[low]["cp"])) >= 2
         claims.append(controlled(Claim(
             PAPER, f"a less accurate model has fewer test points at the centroids ({low} vs "
@@ -289,15 +284,12 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
     """Return per data set: the least accurate model's coverage-guided accuracy vs the most's,
     paired by repeat (Table 2: LeNet above VGG-19 on every generated set)."""
     claims = []
-    for dataset, scored, order in _by_accuracy(rows, "coverage"):
+    for dataset, scored, low, high, acc, det in _by_accuracy(rows, "coverage"):
         if len(scored) < 2:
             continue
-        low, high = order[0], order[-1]
         part = paired_part(_per_repeat(scored[low]["coverage"]),
                            _per_repeat(scored[high]["coverage"]), CONTRAST_MARGIN)
         verdict = decide_parts([part])
-        acc = {m: 100 * scored[m]["model_acc"]["value"] for m in (low, high)}
-        det = (scored[high].get("coverage") or {}).get("details") or {}
         size = det.get("size")
         halves = []
         for m in (low, high):
@@ -307,13 +299,8 @@ def accuracy_vs_robustness_claims(rows: list) -> list:
                 halves.append(f"{m} (acc@100:0 + acc@0:100)/2 = {50 * (c + b):.1f}%")
         n = len(_per_repeat(scored[high]["coverage"]))
         weak_d, strong_d = _nulls(WEAK_SEP, det, n), _nulls(STRONG, det, n)
-        weak = [m for m in _pooled(weak_d) if m["coverage"] is not None]
-        strong = [m for m in _pooled(strong_d) if m["coverage"] is not None]
-        ctl = _null_control(STRONG_WHAT, [
-            decide_parts([paired_part([m["coverage"] for m in dw], [m["coverage"] for m in ds],
-                                      CONTRAST_MARGIN)]) for dw, ds in zip(weak_d, strong_d)],
-            weak_d, f"coverage-guided {_pct(weak, 'coverage'):.1f}% vs "
-            f"{_pct(strong, 'coverage'):.1f}%")
+        ctl = _contrast_control(weak_d, strong_d, "coverage", "coverage-guided {:.1f}% vs {:.1f}%"
+                                .format(_pct(weak_d, "coverage"), _pct(strong_d, "coverage")))
         claims.append(controlled(Claim(
             PAPER, f"a less accurate model is more robust on generated sets ({low} vs {high})",
             "LeNet (least accurate) above VGG-19 on every generated MNIST/FMNIST set "

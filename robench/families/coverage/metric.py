@@ -211,16 +211,11 @@ def _summary_scores(base: dict, extras: list, summaries: list) -> list:
     """Return the sub-scores of :data:`SUMMARY_SCORES`, each the mean over the repeats."""
     scores = []
     for name, higher in SUMMARY_SCORES:
-        if name == "decoder_recognised":  # the decoder is drawn for repeat 0 only
-            value = summaries[0]["summary"].get(name)
-            if value is None:
-                continue
-            per = [value]
-        else:
-            per = [s["summary"].get(name) for s in summaries]
-            value = _mean(per)
-        scores.append(Score(**base, score=name, value=value, higher_is_better=higher,
-                            n=extras[0].get("n_test"), details={"per_repeat": per}))
+        decoder = name == "decoder_recognised"  # the decoder is drawn for repeat 0 only
+        per = [s["summary"].get(name) for s in (summaries[:1] if decoder else summaries)]
+        if not (decoder and per[0] is None):
+            scores.append(Score(**base, score=name, value=_mean(per), higher_is_better=higher,
+                                n=extras[0].get("n_test"), details={"per_repeat": per}))
     return scores
 
 

@@ -80,11 +80,6 @@ KNOBS = (
 )
 
 
-def settings(cfg) -> dict:
-    """Return the run's resolved ``coverage`` knobs."""
-    return dict(cfg.knobs[SECTION])
-
-
 def validate(knobs: dict) -> None:
     """Raise ValueError naming the problem if the knobs cannot define the measures."""
     if not knobs["radius"] > 0:
@@ -115,16 +110,14 @@ def repeat_seed(seed: int, repeat: int) -> int:
 
 def plan(combo: Combo, cfg, registry) -> list:
     """Return the combination's coverage trials, one per repeat (reference model)."""
-    knobs = settings(cfg)
+    knobs = dict(cfg.knobs[SECTION])
     validate(knobs)
-    return [_spec(combo, cfg, registry, knobs, r) for r in range(int(knobs["repeats"]))]
-
-
-def _spec(combo: Combo, cfg, registry, knobs: dict, repeat: int) -> dict:
-    params = {"test_size": cfg.test_size, "val_fraction": cfg.val_fraction, "train": cfg.train,
-              "analysis": {k.name: knobs[k.name] for k in KNOBS if k.name not in PLAN_KNOBS}}
-    return make_spec(NAME, VERSION, combo, cfg, registry, kind=KIND, repeat=repeat,
-                     params=params, with_clusterer=False)
+    return [make_spec(NAME, VERSION, combo, cfg, registry, kind=KIND, repeat=r,
+                      params={"test_size": cfg.test_size, "val_fraction": cfg.val_fraction,
+                              "train": cfg.train, "analysis": {
+                                  k.name: knobs[k.name] for k in KNOBS
+                                  if k.name not in PLAN_KNOBS}}, with_clusterer=False)
+            for r in range(int(knobs["repeats"]))]
 
 
 def _finite_list(a) -> list:
@@ -239,12 +232,11 @@ def run(spec: dict, env) -> dict:
                   "n_test": int(len(test)), "rule": rule},
         "generated": generated,
     }
-    if dataset.image_shape is None:
-        extra["decoder"] = {"not_applicable": f"data set '{dataset.name}' is not an image data set"}
-    elif repeat > 0:
-        extra["decoder"] = {"not_applicable": "decoded examples are drawn for repeat 0 only"}
-    elif int(knobs["decoder_epochs"]) <= 0:
-        extra["decoder"] = {"not_applicable": "decoder_epochs is 0"}
+    why = (f"data set '{dataset.name}' is not an image data set" if dataset.image_shape is None
+           else "decoded examples are drawn for repeat 0 only" if repeat > 0
+           else "decoder_epochs is 0" if int(knobs["decoder_epochs"]) <= 0 else None)
+    if why:
+        extra["decoder"] = {"not_applicable": why}
     else:
         t = time.perf_counter()
         extra["decoder"] = _decoder_grid(space, clf, dataset, fit, test, Z_fit, Z_test,

@@ -6,16 +6,10 @@ from robench.families.coverage.metric import METRIC, mix_order
 from robench.metric_kit import score_index
 from robench.present.formatting import as_dict, fixed as _f, why_not
 
-def _ranked(models: dict) -> list:
-    return sorted(models.items(), key=lambda kv: (
-        -((kv[1].get(METRIC) or {}).get("value") or -1), kv[0]))
-
 
 def _ci(head: dict) -> str:
     lo, hi = head.get("ci_low"), head.get("ci_high")
-    if lo is None or hi is None:
-        return "-"
-    return f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+    return "-" if lo is None or hi is None else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
 def report_lines(rows: list) -> list:
@@ -30,7 +24,8 @@ def report_lines(rows: list) -> list:
                      f"{'ACC':>6} {'EP min':>6} {'EP max':>6} {'CP':>6} {'BC':>6} {'PBC':>6} "
                      f"{'pairs':>6} {'shift':>6} {'null':>6}")
         mixes = []  # each model's mix table, after every model's summary line
-        for model, sc in _ranked(models):
+        for model, sc in sorted(models.items(), key=lambda kv: (
+                -((kv[1].get(METRIC) or {}).get("value") or -1), kv[0])):
             mine, table = _model_lines(model, sc)
             lines += mine
             mixes += [] if table is None else _mix_lines(model, table)

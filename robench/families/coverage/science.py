@@ -275,16 +275,13 @@ def covariate_shift(Z_train, y_train, Z_test, y_test, n_classes: int, *, dims: i
     pca = PCA(d, random_state=seed).fit(Z_train)
     P_train, P_test = pca.transform(Z_train), pca.transform(Z_test)
     rng = np.random.default_rng(seed)
+    gmm = dict(n_components=n_components, covariance_type=covariance_type, n_mc=n_mc)
     js, se, null = [], [], []
     for c in range(n_classes):
         a, b = P_train[y_train == c], P_test[y_test == c]
-        if len(a) < 4 or len(b) < 4:
-            js.append(None), se.append(None), null.append(None)
-            continue
-        gmm = dict(n_components=n_components, covariance_type=covariance_type, n_mc=n_mc)
-        r = gmm_js(a, b, **gmm, seed=seed + 2 * c)
-        js.append(r["js"]), se.append(r["se"])
-        if len(a) >= len(b) + 4:
+        r = gmm_js(a, b, **gmm, seed=seed + 2 * c) if len(a) >= 4 and len(b) >= 4 else {}
+        js.append(r.get("js")), se.append(r.get("se"))
+        if r and len(a) >= len(b) + 4:
             perm = rng.permutation(len(a))
             null.append(gmm_js(a[perm[len(b):]], a[perm[:len(b)]], **gmm,
                                seed=seed + 2 * c + 1)["js"])

@@ -1,8 +1,5 @@
-"""Family ``purity-ratio`` (Ho et al.): feature-space clusterability as a robustness indicator.
-
-Registers the ``clusterability`` protocol and the ``purity-ratio`` metric, validated across a
-zoo of models (docs/clusterability.md).
-"""
+"""Family ``purity-ratio`` (Ho et al.): the ``clusterability`` protocol and the ``purity-ratio``
+metric, validated across a zoo of models (docs/clusterability.md)."""
 
 from __future__ import annotations
 

@@ -29,10 +29,9 @@ def _predict(module, X, batch: int = 256) -> np.ndarray:
 
     module.eval()
     device = module_device(module)
-    out = []
     with torch.no_grad():
-        for s in range(0, X.shape[0], batch):
-            out.append(module(X[s:s + batch].to(device)).argmax(1).cpu())
+        out = [module(X[s:s + batch].to(device)).argmax(1).cpu()
+               for s in range(0, X.shape[0], batch)]
     return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
 
 
@@ -121,7 +120,8 @@ def deepfool_norms(module, X, n_classes: int, *, max_iter: int = 50, overshoot: 
 
 
 def robust_accuracies(module, X, y, n_classes: int, epsilons, *, attacks=ATTACKS,
-                      pgd_steps: int = 10, deepfool_iter: int = 50, deepfool_grads: int = 10) -> dict:
+                      pgd_steps: int = 10, deepfool_iter: int = 50,
+                      deepfool_grads: int = 10) -> dict:
     """Return {"clean": acc, attack: {eps: robust accuracy}} on flat inputs in [0, 1]."""
     import torch
 
@@ -136,9 +136,10 @@ def robust_accuracies(module, X, y, n_classes: int, epsilons, *, attacks=ATTACKS
             norms, adv_pred = deepfool_norms(module, X, n_classes, max_iter=deepfool_iter,
                                              nb_grads=deepfool_grads)
             flipped = adv_pred != y
-            for eps in epsilons:
-                res[str(eps)] = float((correct & ~(flipped & (norms <= eps))).mean())
-            out["deepfool_median_norm"] = float(np.median(norms[correct])) if correct.any() else None
+            res = {str(eps): float((correct & ~(flipped & (norms <= eps))).mean())
+                   for eps in epsilons}
+            out["deepfool_median_norm"] = (float(np.median(norms[correct])) if correct.any()
+                                           else None)
         else:
             for eps in epsilons:
                 adv = fgsm(module, X, y, eps) if attack == "fgsm" else pgd(module, X, y, eps,

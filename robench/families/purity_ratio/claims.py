@@ -47,12 +47,9 @@ def models_to_decide(r, level: float = 0.95) -> Optional[int]:
 
 def _points(rows: list, dataset: str, indicator: str, target: str) -> dict:
     """Return {model: (oriented indicator, robustness)} of a validation row, means over repeats."""
-    sign = INDICATORS.get(indicator, 1)
-    for r in rows:
-        if (r.get("dataset") == dataset and r.get("model") == "zoo"
-                and r.get("score") == f"r|{indicator}|{target}"):
-            return _by_model((r.get("details") or {}).get("points") or [], sign)
-    return {}
+    row = next((r for r in rows if r.get("dataset") == dataset and r.get("model") == "zoo"
+                and r.get("score") == f"r|{indicator}|{target}"), {})
+    return _by_model((row.get("details") or {}).get("points") or [], INDICATORS.get(indicator, 1))
 
 
 def _by_model(points: list, sign: float = 1.0) -> dict:
@@ -85,16 +82,6 @@ def _accuracies(rows: list, dataset: str) -> dict:
     return {m: v[0] for m, v in _points(rows, dataset, CONFOUNDER, TARGET).items()}
 
 
-def _confounder_control(verdict_of, models: list, acc: dict) -> Control:
-    """Return the confounder's control: ``verdict_of`` with model accuracy as the indicator."""
-    what = ("model accuracy alone as the indicator (the confounder: accurate models are "
-            "robust), the same exact permutation test")
-    if any(m not in acc for m in models) or len(models) < 3:
-        return Control(what, None, "no model accuracy stored for every model")
-    return Control(what, verdict_of([acc[m] for m in models]), "by the row's own rule",
-                   size=f"the row's {len(models)} models", confounder=True)
-
-
 def _partial(x: list, y: list, z: list) -> Optional[float]:
     """Return the partial correlation of x and y given z (linear), None if undefined."""
     x, y, z = (np.asarray(v, float) for v in (x, y, z))
@@ -107,51 +94,45 @@ def _partial(x: list, y: list, z: list) -> Optional[float]:
     return float(rx @ ry / d) if d > 0 else None
 
 
-def _better(rows: list, dataset: str, a: str, b: str, target: str = TARGET) -> tuple:
-    """Return (verdict, text, evidence, would_decide) of "a predicts target better than b"."""
-    pa, pb = _points(rows, dataset, a, target), _points(rows, dataset, b, target)
-    common = sorted(set(pa) & set(pb))
-    if len(common) < 4:
-        return (UNDECIDED, f"{a} vs {b}: {len(common)} models with both (needs 4)", {},
-                MORE_MODELS + " (at least 4 with both indicators)")
-    res = dependent_correlations([pa[m][1] for m in common], [pa[m][0] for m in common],
-                                 [pb[m][0] for m in common])
-    text = (f"{a} r = {res['r1']:+.2f} vs {b} r = {res['r2']:+.2f} (r between them "
-            f"{res['r12']:+.2f}, {res['n']} models)")
-    ev = {k: res.get(k) for k in ("r1", "r2", "r12", "n", "estimate", "low", "high")}
-    if res["low"] is None:
-        return UNDECIDED, f"{text}: {res['reason']}", ev, would(None, "models")
-    iv = f"Fisher-z difference {res['estimate']:+.2f} [{res['low']:+.2f}, {res['high']:+.2f}]"
-    if res["low"] > 0:
-        return HOLDS, f"{text}; {iv} lies above 0", ev, ""
-    if res["high"] < 0:
-        return FAILS, f"{text}; {iv} lies below 0", ev, ""
-    need = n_for_power(res["estimate"], res["sd"], res["n"] + 1)
-    return UNDECIDED, f"{text}; {iv} contains 0", ev, would(need, "models")
-
-
-def _better_verdict(y: list, x1: list, x2: list) -> str:
-    res = dependent_correlations(y, x1, x2)
-    if res["low"] is None:
-        return UNDECIDED
-    return HOLDS if res["low"] > 0 else FAILS if res["high"] < 0 else UNDECIDED
-
-
-def _swap_control(rows: list, dataset: str, a: str, b: str) -> Control:
-    """Return the control of "a predicts better than b": the two swapped at random per model."""
-    what = f"{a} and {b} swapped at random per model (equally predictive)"
+def _better(rows: list, dataset: str, a: str, b: str) -> tuple:
+    """Return (verdict, text, evidence, would_decide, control) of "a predicts TARGET better
+    than b"; the control has the two swapped at random per model (equally predictive)."""
     pa, pb = _points(rows, dataset, a, TARGET), _points(rows, dataset, b, TARGET)
     common = sorted(set(pa) & set(pb))
+    what = f"{a} and {b} swapped at random per model (equally predictive)"
     if len(common) < 4:
-        return Control(what, None, f"{len(common)} models with both: nothing to swap")
+        return (UNDECIDED, f"{a} vs {b}: {len(common)} models with both (needs 4)", {},
+                MORE_MODELS + " (at least 4 with both indicators)",
+                Control(what, None, f"{len(common)} models with both: nothing to swap"))
+    y = [pa[m][1] for m in common]
     rng = np.random.default_rng(0)
     verdicts = []
     for _ in range(CONTROL_SHUFFLES):
         flip = rng.random(len(common)) < 0.5
         x1 = [pb[m][0] if f else pa[m][0] for m, f in zip(common, flip)]
         x2 = [pa[m][0] if f else pb[m][0] for m, f in zip(common, flip)]
-        verdicts.append(_better_verdict([pa[m][1] for m in common], x1, x2))
-    return matched(what, verdicts, "swaps", size=f"the row's {len(common)} models")
+        verdicts.append(_better_verdict(dependent_correlations(y, x1, x2)))
+    control = matched(what, verdicts, "swaps", size=f"the row's {len(common)} models")
+    res = dependent_correlations(y, [pa[m][0] for m in common], [pb[m][0] for m in common])
+    text = (f"{a} r = {res['r1']:+.2f} vs {b} r = {res['r2']:+.2f} (r between them "
+            f"{res['r12']:+.2f}, {res['n']} models)")
+    ev = {k: res.get(k) for k in ("r1", "r2", "r12", "n", "estimate", "low", "high")}
+    if res["low"] is None:
+        return UNDECIDED, f"{text}: {res['reason']}", ev, would(None, "models"), control
+    iv = f"Fisher-z difference {res['estimate']:+.2f} [{res['low']:+.2f}, {res['high']:+.2f}]"
+    verdict = _better_verdict(res)
+    if verdict != UNDECIDED:
+        where = "above" if verdict == HOLDS else "below"
+        return verdict, f"{text}; {iv} lies {where} 0", ev, "", control
+    need = n_for_power(res["estimate"], res["sd"], res["n"] + 1)
+    return UNDECIDED, f"{text}; {iv} contains 0", ev, would(need, "models"), control
+
+
+def _better_verdict(res: dict) -> str:
+    """Return the verdict of :func:`dependent_correlations`' interval of r1 - r2 against 0."""
+    if res["low"] is None:
+        return UNDECIDED
+    return HOLDS if res["low"] > 0 else FAILS if res["high"] < 0 else UNDECIDED
 
 
 def purity_claims(rows: list) -> list:
@@ -186,13 +167,18 @@ def purity_claims(rows: list) -> list:
             if verdict == UNDECIDED:
                 decide = would(models_to_decide(r_) if r_ > 0 else None, "models")
             acc = _accuracies(rows, dataset)
-            part = _partial(x, y, [acc[m] for m in models]) if all(
-                m in acc for m in models) else None
+            known = all(m in acc for m in models)
+            part = _partial(x, y, [acc[m] for m in models]) if known else None
             if part is not None:
                 figure += f"; partial r given model accuracy {part:+.2f}"
+            what = ("model accuracy alone as the indicator (the confounder: accurate models are "
+                    "robust), the same exact permutation test")
             controls = [_shuffled("the models' robustness shuffled (indicator and robustness "
                                   "unrelated)", [(x, y)], lambda c: _corr_verdict(*c[0])[0]),
-                        _confounder_control(lambda a: _corr_verdict(a, y)[0], models, acc)]
+                        Control(what, _corr_verdict([acc[m] for m in models], y)[0],
+                                "by the row's own rule", size=f"the row's {len(models)} models",
+                                confounder=True) if known
+                        else Control(what, None, "no model accuracy stored for every model")]
         claims.append(controlled_all(Claim(
             PAPER, "purity-ratio (eq. 10) rises with corruption robustness across models",
             "R^2 = 0.87 (eq. 10, Table 4 and Figure 1), tau = 0.73 (Table 5) on ImageNet-C",
@@ -203,38 +189,28 @@ def purity_claims(rows: list) -> list:
                  "R^2 = 0.87 vs Delta's 0.27 (Tables 3-4)"),
                 ("model_acc", "model accuracy (a baseline robench adds)",
                  "- (not in the paper: robench's added baseline)")):
-            verdict, why, ev, decide = _better(rows, dataset, "purity-ratio", baseline)
+            verdict, why, ev, decide, control = _better(rows, dataset, "purity-ratio", baseline)
             claims.append(controlled(Claim(
                 PAPER, f"purity-ratio predicts corruption robustness better than {text}",
                 paper, dataset, why.split(";")[0], verdict,
                 why + " (dependent correlations: Fisher-z difference jackknifed over models)",
-                ev, would_decide=decide), _swap_control(rows, dataset, "purity-ratio",
-                                                        baseline)))
-        parts = [(c,) + _better(rows, dataset, "purity-ratio", f"p_purity_{c}")
-                 for c in ("kmeans", "multicut")]
-        verdict = _combine([v for _, v, _, _, _ in parts])
+                ev, would_decide=decide), control))
+        parts = {c: _better(rows, dataset, "purity-ratio", f"p_purity_{c}")
+                 for c in ("kmeans", "multicut")}  # (verdict, why, evidence, decide, control)
+        verdict = _combine([p[0] for p in parts.values()])
         claims.append(controlled(Claim(
             PAPER, "eq. 10 (k-means x multicut purity) predicts corruption robustness better "
                    "than either clusterer's purity alone",
             "R^2 = 0.87 vs k-means 0.83 and multicut 0.71 (Table 4, all severities)", dataset,
-            "; ".join(w.split(";")[0] for _, _, w, _, _ in parts), verdict,
-            "; ".join(w for _, _, w, _, _ in parts) + " (dependent correlations, jackknife "
-            "over models)", {c: ev for c, _, _, ev, _ in parts},
+            "; ".join(p[1].split(";")[0] for p in parts.values()), verdict,
+            "; ".join(p[1] for p in parts.values()) + " (dependent correlations, jackknife "
+            "over models)", {c: p[2] for c, p in parts.items()},
             would_decide="" if verdict != UNDECIDED else next(
-                (dd for _, v, _, _, dd in parts if v == UNDECIDED and dd), would(None, "models"))),
-            _swap_control(rows, dataset, "purity-ratio", "p_purity_kmeans")))
-        claims.extend(_adversarial_claims(rows, dataset))
+                (p[3] for p in parts.values() if p[0] == UNDECIDED and p[3]),
+                would(None, "models"))), parts["kmeans"][4]))
+        claims.extend(_adversarial_claim(rows, dataset, attack, sorted(entries, key=lambda e: e[0]))
+                      for attack, entries in sorted(_adversarial_entries(rows, dataset).items()))
     return claims
-
-
-def _adversarial_claims(rows: list, dataset: str) -> list:
-    """Return per attack: purity-ratio correlates positively with adversarial robustness.
-
-    Holds when some eps shows r > 0 at 0.025 / eps (Bonferroni), does not hold when every eps
-    shows r < 0 at 0.025 (intersection-union), undecided otherwise (docs/claims.md).
-    """
-    return [_adversarial_claim(rows, dataset, attack, sorted(entries, key=lambda e: e[0]))
-            for attack, entries in sorted(_adversarial_entries(rows, dataset).items())]
 
 
 def _adversarial_entries(rows: list, dataset: str) -> dict:
@@ -265,25 +241,13 @@ def _eps_rule(m: int):
     return rule
 
 
-def _adversarial_controls(rule, columns: list, names: list, acc: dict, ok: bool) -> list:
-    """Return the shuffle control and, where every model's accuracy is stored, the
-    accuracy-only confounder control of one adversarial row."""
-    what = "the models' robustness shuffled at every eps"
-    if not ok:
-        return [Control(what, None, "no per-model points stored")]
-    controls = [_shuffled(what, columns, rule)]
-    if all(all(m in acc for m in ms) for ms in names):
-        controls.append(Control(
-            "model accuracy alone as the indicator at every eps (the confounder: accurate "
-            "models are robust), the same exact permutation tests",
-            rule([([acc[m] for m in ms], y) for ms, (_, y) in zip(names, columns)]),
-            "by the row's own rule", size=f"the row's {len(names[0])} models",
-            confounder=True))
-    return controls
-
-
 def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> Claim:
-    """Return one attack's row from its eps-sorted entries (:func:`_adversarial_claims`)."""
+    """Return "purity-ratio correlates positively with robustness to ``attack``" from its
+    eps-sorted entries.
+
+    Holds when some eps shows r > 0 at 0.025 / eps (Bonferroni), does not hold when every eps
+    shows r < 0 at 0.025 (intersection-union), undecided otherwise (docs/claims.md).
+    """
     m = len(entries)
     rule = _eps_rule(m)
     names = [sorted(pts) for _, pts in entries]
@@ -296,7 +260,16 @@ def _adversarial_claim(rows: list, dataset: str, attack: str, entries: list) -> 
     why = {HOLDS: f"at eps {', '.join(f'{e:g}' for e in above)} r > 0 is shown",
            FAILS: "r < 0 is shown at every eps"}.get(verdict, "no eps shows r > 0")
     acc = _accuracies(rows, dataset)
-    controls = _adversarial_controls(rule, columns, names, acc, ok)
+    what = "the models' robustness shuffled at every eps"
+    controls = ([_shuffled(what, columns, rule)] if ok
+                else [Control(what, None, "no per-model points stored")])
+    if ok and all(all(m_ in acc for m_ in ms) for ms in names):  # the confounder's control
+        controls.append(Control(
+            "model accuracy alone as the indicator at every eps (the confounder: accurate "
+            "models are robust), the same exact permutation tests",
+            rule([([acc[m_] for m_ in ms], y) for ms, (_, y) in zip(names, columns)]),
+            "by the row's own rule", size=f"the row's {len(names[0])} models",
+            confounder=True))
     partial = ([_partial(x, y, [acc[m_] for m_ in ms]) for ms, (x, y) in zip(names, columns)]
                if len(controls) > 1 else [None] * len(columns))
     best = max(tests, key=lambda t: t["r"] if math.isfinite(t["r"]) else -2)

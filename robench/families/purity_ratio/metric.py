@@ -140,8 +140,7 @@ def _mean_corruption(summaries: list) -> dict:
         return {}
     sev = {k for s in summaries for k in (s["corruption"].get("per_severity") or {})}
     return {"robustness": robustness,
-            "acc_all": _mean(c.get("acc_all") for c in measured),
-            "clean": _mean(c.get("clean") for c in measured),
+            **{k: _mean(c.get(k) for c in measured) for k in ("acc_all", "clean")},
             "per_severity": {k: _mean((s["corruption"].get("per_severity") or {}).get(k)
                                       for s in summaries) for k in sorted(sev)},
             "n": sum(int(c.get("n") or 0) for c in measured)}
@@ -155,11 +154,6 @@ def _mean_adversarial(summaries: list) -> dict:
             adv.setdefault(attack, {}).update(dict.fromkeys(by_eps))
     return {a: {e: _mean((s["adversarial"].get(a) or {}).get(e) for s in summaries)
                 for e in by_eps} for a, by_eps in adv.items()}
-
-
-def summary_values(summary: dict) -> dict:
-    """Return {indicator or target name: value} of one summary (:func:`model_summary`)."""
-    return {**{k: summary["indicators"].get(k) for k in INDICATORS}, **targets(summary)}
 
 
 def targets(summary: dict) -> dict:
@@ -244,17 +238,16 @@ def _chance(rows_by_repeat: dict) -> dict:
 def aggregate(group: dict, trials: list) -> list:
     """Turn a data set's reference trials (the zoo's too) into indicators per model, each the
     mean over its repeats, and the validation of the models' means across the zoo."""
-    dataset = group["dataset"]
+    def base(model):
+        return dict(dataset=group["dataset"], model=model, clusterer="", metric=METRIC)
+
     rows = model_rows(trials)
     scores, summaries = [], {}
     for model, by_repeat in sorted(rows.items()):
-        base = dict(dataset=dataset, model=model, clusterer="", metric=METRIC)
-        mine, summary = model_scores(base, by_repeat)
+        mine, summaries[model] = model_scores(base(model), by_repeat)
         scores += mine
-        if summary is not None:
-            summaries[model] = summary
-    base = dict(dataset=dataset, model=ZOO_MODEL, clusterer="", metric=METRIC)
-    return scores + validation_scores(base, summaries, zoo_of(rows))
+    summaries = {m: s for m, s in summaries.items() if s is not None}
+    return scores + validation_scores(base(ZOO_MODEL), summaries, zoo_of(rows))
 
 
 def model_scores(base: dict, by_repeat: dict) -> tuple:
@@ -276,7 +269,7 @@ def model_scores(base: dict, by_repeat: dict) -> tuple:
     repeats = sorted(per)
     values = repeat_table(per, repeats)
     last = ok[repeats[-1]]["extra"]
-    scores = [headline_score(base, summary, values, ok, failed, zoo)]
+    scores = [headline_score(base, summary, values, ok, failed, zoo, last)]
     scores += indicator_scores(base, per, repeats, summary["indicators"])
     scores.append(multicut_score(base, per, repeats, last, summary["indicators"]))
     scores += corruption_scores(base, summary["corruption"], values, repeats,
@@ -289,7 +282,8 @@ def repeat_table(per: dict, repeats: list) -> dict:
     """Return {indicator or target: [value of each repeat]} of a model's repeat summaries."""
     values: dict = {}
     for j, r in enumerate(repeats):
-        for name, v in summary_values(per[r]).items():
+        s = per[r]
+        for name, v in {**{k: s["indicators"].get(k) for k in INDICATORS}, **targets(s)}.items():
             values.setdefault(name, [None] * len(repeats))[j] = v
     return values
 
@@ -299,14 +293,13 @@ def _multicut(extra: dict) -> dict:
 
 
 def headline_score(base: dict, summary: dict, values: dict, ok: dict, failed: list,
-                   zoo: bool) -> Score:
+                   zoo: bool, last: dict) -> Score:
     """Return a model's ``purity-ratio``: the mean of its per-repeat eq. 10 with its interval."""
     ind = summary["indicators"]
     repeats = sorted(ok)
     p_values = values.get(METRIC) or []
     low, high, interval = _interval(p_values, skewed=True)
     acc_low, acc_high, _ = _interval(values.get("model_acc") or [], bounds=(0.0, 1.0))
-    last = ok[repeats[-1]]["extra"]
     return Score(**base, score=METRIC, value=ind["purity-ratio"], ci_low=low, ci_high=high,
                  n=len([v for v in p_values if v is not None]),
                  details={"indicators": ind, "zoo_member": zoo,
@@ -356,15 +349,13 @@ def corruption_scores(base: dict, corr: dict, values: dict, repeats: list,
                       details={"not_applicable": reason})]
     rob = values.get("corruption") or []
     lo, hi, _ = _interval(rob)
-    scores = [Score(**base, score="corruption_robustness", value=corr["robustness"],
-                    ci_low=lo, ci_high=hi, n=corr.get("n"),
-                    details={**corr, "per_repeat": rob, "repeats": repeats}),
-              Score(**base, score="acc_corrupted_all", value=corr["acc_all"],
-                    n=corr.get("n"), details={"clean": corr["clean"]})]
-    for sev, v in (corr.get("per_severity") or {}).items():
-        scores.append(Score(**base, score=f"corruption_robustness@s{sev}", value=v,
-                            n=corr.get("n")))
-    return scores
+    return [Score(**base, score="corruption_robustness", value=corr["robustness"],
+                  ci_low=lo, ci_high=hi, n=corr.get("n"),
+                  details={**corr, "per_repeat": rob, "repeats": repeats}),
+            Score(**base, score="acc_corrupted_all", value=corr["acc_all"],
+                  n=corr.get("n"), details={"clean": corr["clean"]})] + [
+        Score(**base, score=f"corruption_robustness@s{sev}", value=v, n=corr.get("n"))
+        for sev, v in (corr.get("per_severity") or {}).items()]
 
 
 def adversarial_scores(base: dict, adv: dict, last: dict, reason: Optional[str]) -> list:
@@ -388,14 +379,11 @@ def validation_scores(base: dict, summaries: dict, zoo: set) -> list:
                   else "fewer than 3 models with indicators and measured robustness")
         return [Score(**base, score="validation", value=None, n=len(summaries),
                       details={"not_applicable": reason})]
-    scores = []
-    for r in usable:
-        common = {"indicator": r["indicator"], "target": r["target"], "points": r["points"],
-                  "slope": r["slope"]}
-        for kind, others in (("r2", ("tau", "r")), ("r", ("tau", "r2")), ("tau", ("r2", "r"))):
-            scores.append(Score(**base, score=f"{kind}|{r['indicator']}|{r['target']}",
-                                value=r[kind], n=r["n"],
-                                details={**common, **{k: r[k] for k in others}}))
+    kinds = (("r2", ("tau", "r")), ("r", ("tau", "r2")), ("tau", ("r2", "r")))
+    scores = [Score(**base, score=f"{kind}|{r['indicator']}|{r['target']}", value=r[kind],
+                    n=r["n"], details={k: r[k] for k in ("indicator", "target", "points",
+                                                         "slope") + others})
+              for r in usable for kind, others in kinds]
     head = next((r for r in usable if r["indicator"] == METRIC and r["target"] == "corruption"),
                 None) or {}
     verdict = validation_verdict(usable)
@@ -442,13 +430,12 @@ def validation_verdict(table: list, target: str = "corruption") -> dict:
     out = {"target": target, "holds": None, "baselines": baselines, "beats_baselines": None,
            "r": None, "tau": None, "n": None, "r_low": None, "r_high": None}
     if head is None:
-        out["reason"] = f"no purity-ratio vs {target} row (fewer than 3 models measured)"
-        return out
+        return {**out, "reason": f"no purity-ratio vs {target} row (fewer than 3 models measured)"}
     r, tau = _defined(head.get("r")), _defined(head.get("tau"))
     out.update(r=r, tau=tau, n=head["n"])
     if r is None or tau is None:
-        out["reason"] = "r or tau undefined (no spread in the indicator or the robustness)"
-        return out
+        return {**out, "reason": "r or tau undefined (no spread in the indicator or the "
+                                 "robustness)"}
     low, high = r_interval(r, head["n"])
     out.update(r_low=low, r_high=high)
     others = [b["r"] for b in baselines.values() if b.get("r") is not None]

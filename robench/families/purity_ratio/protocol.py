@@ -163,12 +163,6 @@ def plan(combo: Combo, cfg, registry) -> list:
 # --- the trial ---------------------------------------------------------------------------------
 
 
-def _build(spec, registry):
-    """Return the builder of a trial's model: a registered model or a zoo member."""
-    zoo = spec["params"].get("zoo_member")
-    return (ZOO[spec["model"]] if zoo else registry.get("models", spec["model"])).build
-
-
 def multicut_bias(knobs: dict):
     """Return the multicut's ``bias`` argument: "calibrated" or the fixed number."""
     return "calibrated" if knobs.get("bias_mode", "fixed") == "calibrated" else float(knobs["bias"])
@@ -192,8 +186,10 @@ def run(spec: dict, env) -> dict:
     knobs = spec["params"]["analysis"]
     seed = reference_seed(spec["seed"], spec.get("repeat") or 0)
     y = dataset.y
+    member = (ZOO[spec["model"]] if spec["params"].get("zoo_member")
+              else env.registry.get("models", spec["model"]))
     ref = fit_reference({**spec, "seed": seed}, env, dataset, applicable=feature_support,
-                        build=_build(spec, env.registry))
+                        build=member.build)
     fit, test, clf, base = ref["fit"], ref["test"], ref["clf"], ref["base"]
     if ref["not_applicable"]:
         return not_applicable_row(base, ref["not_applicable"], t0)
@@ -387,29 +383,26 @@ def adversarial_robustness(adv: dict) -> dict:
             for a in ("fgsm", "pgd", "deepfool") if isinstance(adv.get(a), dict)}
 
 
-def _spread(x, y):
-    """Return x and y as float arrays, or None with fewer than 3 points or no spread."""
+def _on_spread(stat, x, y) -> float:
+    """Return ``stat(x, y)`` of x and y as float arrays (NaN with < 3 points or no spread)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
-    return None if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0 else (x, y)
+    return float("nan") if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0 else float(stat(x, y))
 
 
 def r_squared(x, y) -> float:
     """Return the coefficient of determination of the least-squares line of y on x (= r^2)."""
     from scipy.stats import linregress
 
-    xy = _spread(x, y)
-    return float("nan") if xy is None else float(linregress(*xy).rvalue ** 2)
+    return _on_spread(lambda a, b: linregress(a, b).rvalue ** 2, x, y)
 
 
 def pearson_r(x, y) -> float:
     """Return Pearson's signed correlation r of x and y (NaN with < 3 points or no spread)."""
-    xy = _spread(x, y)
-    return float("nan") if xy is None else float(np.corrcoef(*xy)[0, 1])
+    return _on_spread(lambda a, b: np.corrcoef(a, b)[0, 1], x, y)
 
 
 def kendall_tau(x, y) -> float:
     """Return Kendall's tau-b between x and y (scipy.stats.kendalltau)."""
     from scipy.stats import kendalltau
 
-    xy = _spread(x, y)
-    return float("nan") if xy is None else float(kendalltau(*xy).statistic)
+    return _on_spread(lambda a, b: kendalltau(a, b).statistic, x, y)

@@ -7,8 +7,8 @@ from robench.families.purity_ratio.metric import INDICATORS, METRIC, ZOO_MODEL
 from robench.metric_kit import score_index
 from robench.present.formatting import fixed as _f, rule_lines, why_not
 
-#: What the paper reports for eq. 10's indicator, per validation table (Ho et al.: Table 4-5
-#: on ImageNet-C; section 4.5, Figure 7 for the attacks).
+#: What the paper reports for eq. 10's indicator, per validation table in the order of
+#: ``target_groups`` (Ho et al.: Table 4-5 on ImageNet-C; section 4.5, Figure 7 for the attacks).
 PAPER_FIGURES = {"corruption robustness": "paper, eq. 10 on ImageNet-C: R^2 0.87, tau 0.73",
                  "adversarial robustness": "paper, eq. 10: R^2 0.66 DeepFool, 0.44 FGSM and PGD"}
 
@@ -66,12 +66,9 @@ def _validation_lines(zoo: dict) -> list:
     pairs = correlations(zoo, kinds=("r", "tau"))
     if not pairs:
         return []
-    corr, adv = target_groups(pairs)
     n = max((v.get("n") or 0) for d in pairs.values() for v in d.values())
-    lines = []
-    for title, cols in (("corruption robustness", corr), ("adversarial robustness", adv)):
-        if cols:
-            lines += _correlation_table(pairs, title, cols, n)
+    lines = [line for title, cols in zip(PAPER_FIGURES, target_groups(pairs)) if cols
+             for line in _correlation_table(pairs, title, cols, n)]
     verdict = (zoo.get("validation_holds") or {}).get("details") or {}
     if verdict.get("reason"):
         word = {True: "holds", False: "does not hold"}.get(verdict.get("holds"), "undecided")
