@@ -105,9 +105,6 @@ class _KernelTimer:
         spec = self._Itimerspec((0, 0), (whole, int((seconds - whole) * 1e9)))
         self.libc.timer_settime(self.timer, 0, ctypes.byref(spec), None)
 
-    def disarm(self) -> None:
-        self.arm(0.0)
-
 
 def _raise_in_thread(ident: int, exc_type) -> None:
     """Raise ``exc_type`` in thread ``ident`` when it next runs Python code (None: clear)."""
@@ -147,7 +144,7 @@ def time_limit(seconds: Optional[float], what: str = "trial", option: str = "--t
             yield
     finally:
         if kernel is not None:
-            kernel.disarm()
+            kernel.arm(0.0)  # disarmed
         if hard is not None:
             hard.cancel()
 

@@ -82,8 +82,7 @@ def _merge(plans: list) -> Plan:
 def check_decided(cfg, precision: Optional[float] = None, registry=None) -> list:
     """Return the paired metrics of ``cfg``; raise ConfigError if ``--until decided`` cannot
     run it (the CLI calls it before opening the database)."""
-    if registry is None:
-        registry = get_registry()
+    registry = get_registry() if registry is None else registry
     paired = paired_metrics(cfg.metrics, registry)
     if not paired:
         can = racing_metrics(registry)
@@ -161,20 +160,18 @@ class _RaceRun:
             return self._report()
         for race in self.races:
             if not race.all_tables and self.plain is None:
-                self._run_inapplicable(race)
+                # a paired metric with no table here: a plain run records its skips
+                cfg = race.config(race.plan_looks[0])
+                self._execute(cfg, plan_run(cfg, self.registry))
         # the order: every paired table's first look (the headline tables, all undecided),
         # then the other metrics, then the further looks where they fit
         if not self._pending() and not self._run_others():
             return self._report()
-        j = 0
-        while self._pending():
-            outcome = self._round(j)
-            if outcome == "interrupted":
-                return self._report()
-            if outcome == "stop":
-                break
-            j += 1
-        self._finish()
+        j, outcome = 0, "next"
+        while outcome == "next" and self._pending():
+            outcome, j = self._round(j), j + 1
+        if outcome != "interrupted":
+            self._finish()
         return self._report()
 
     def _pending(self) -> list:
@@ -189,11 +186,6 @@ class _RaceRun:
         self.last = report
         self.failed += report.failed
         return report
-
-    def _run_inapplicable(self, race) -> None:
-        """A paired metric with no table here: a plain run records its skips."""
-        cfg = race.config(race.plan_looks[0])
-        self._execute(cfg, plan_run(cfg, self.registry))
 
     def _run_plain(self) -> bool:
         """Run the main job's plain run of every metric, no deadline; False if interrupted."""
@@ -225,22 +217,15 @@ class _RaceRun:
                                        fallback=Durations(load_reference()[0]))
         return self.durations
 
-    def _round_plans(self, due: list, j: int) -> dict:
-        """Return {(race, table, model): plan} of round j, fitted to the budget if any."""
-        plans = {}
-        for race in due:
-            plans.update({(race, t, m): p for (t, m), p in race.look_plans(j).items()})
+    def _round(self, j: int) -> str:
+        """Take look j of every pending table; return "next", "stop" or "interrupted"."""
+        due = self._pending()
+        plans = {(race, t, m): p for race in due for (t, m), p in race.look_plans(j).items()}
         if self.deadline is not None:
             # the first look of every table is kept whatever it costs (in the cheapest order);
             # later looks only where they fit
             plans = _fit_budget(plans, self.store, self._durations(), self.deadline,
                                 self.cfg.jobs, drop=j > 0 or self.plain is not None)
-        return plans
-
-    def _round(self, j: int) -> str:
-        """Take look j of every pending table; return "next", "stop" or "interrupted"."""
-        due = self._pending()
-        plans = self._round_plans(due, j)
         if not plans:  # nothing fits: every table left stops at its last look
             return self._stop_all(due, self.deadline is not None)
         for race in due:
@@ -489,9 +474,8 @@ class _Race:
             res = table_look(x[:, idx], i[:, idx], self.precision, 1.0 - level,
                              spec.higher_is_better, cycle=facts["cycle"], looks=1)
         else:  # nothing to rank: nothing to decide
-            res = {"estimate": np.zeros((1, 0)), "pairs": [], "status": np.zeros((1, 0)),
-                   "best": np.zeros((1, 0)), "worst": np.zeros((1, 0)),
-                   "decided": np.array([True]), "open": np.zeros((1, 0), bool)}
+            res = {**dict.fromkeys(("estimate", "status", "best", "worst", "open"),
+                                   np.zeros((1, 0))), "pairs": [], "decided": np.array([True])}
         estimate = {m: _num(res["estimate"][0][k]) for k, m in enumerate(ranked)}
         order = sorted(ranked, key=lambda m: (estimate[m] is None,
                                               -(estimate[m] or 0) if spec.higher_is_better

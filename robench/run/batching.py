@@ -121,7 +121,8 @@ def execute_unit(unit: dict, env, timeout: Optional[float], execute_one: Callabl
     trained, shares = {}, {}
     for members in _compatible(deferred):
         device = specs[members[0]].get("device")
-        if len(members) < 2 or not _wins(deferred[members[0]], device, policy):
+        # batching is worth it under "on", and under "auto" on CUDA
+        if len(members) < 2 or not (policy == "on" or str(device or "").startswith("cuda")):
             continue
         jobs = [deferred[pos] for pos in members]
         started = time.monotonic()
@@ -159,8 +160,3 @@ def _compatible(deferred: dict) -> list:
         width = tuple(getattr(job.X, "shape", (0, 0)))[1:]
         groups.setdefault((clf.batch_size, clf.lr, clf.weight_decay, width), []).append(pos)
     return list(groups.values())
-
-
-def _wins(job, device: Optional[str], policy: str) -> bool:
-    """Return whether batching is worth it under ``policy`` on ``device`` (auto: on CUDA)."""
-    return policy == "on" or bool(device and str(device).startswith("cuda"))

@@ -125,17 +125,11 @@ def knob_sections(registry) -> dict:
 
 def describe_knob(knob: Knob) -> str:
     kind = f"list of {knob.items}" if knob.type == "list" and knob.items else knob.type
-    bounds = []
-    if knob.minimum is not None:
-        bounds.append(f">= {knob.minimum:g}")
-    if knob.maximum is not None:
-        bounds.append(f"<= {knob.maximum:g}")
-    if knob.choices:
-        bounds.append("one of " + ", ".join(map(str, knob.choices)))
-    if knob.min_items:
-        bounds.append(f"at least {knob.min_items} item(s)")
-    if knob.nullable:
-        bounds.append("or null")
+    bounds = [f">= {knob.minimum:g}"] if knob.minimum is not None else []
+    bounds += [f"<= {knob.maximum:g}"] if knob.maximum is not None else []
+    bounds += ["one of " + ", ".join(map(str, knob.choices))] if knob.choices else []
+    bounds += [f"at least {knob.min_items} item(s)"] if knob.min_items else []
+    bounds += ["or null"] if knob.nullable else []
     return kind + (f" ({'; '.join(bounds)})" if bounds else "")
 
 
@@ -333,12 +327,9 @@ class RunConfig:
     def __post_init__(self):
         if self.profile not in PROFILES:
             raise ValueError(f"unknown profile '{self.profile}'; known: {', '.join(PROFILES)}")
-        if self.repeats is None:
-            self.repeats = REPEATS[self.profile]
-        if self.k is None:
-            self.k = SOURCES[self.profile]
-        if self.trial_timeout is None:
-            self.trial_timeout = TRIAL_TIMEOUT[self.profile]
+        for name, table in (("repeats", REPEATS), ("k", SOURCES), ("trial_timeout", TRIAL_TIMEOUT)):
+            if getattr(self, name) is None:
+                setattr(self, name, table[self.profile])
         if isinstance(self.trial_timeout, bool) \
                 or not isinstance(self.trial_timeout, (int, float)) \
                 or not 0 <= self.trial_timeout < float("inf"):

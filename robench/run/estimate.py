@@ -31,11 +31,6 @@ def group_of(spec: dict) -> tuple:
     return (spec["dataset"], spec.get("model") or "-", spec["protocol"])
 
 
-def _budget(spec: dict):
-    value = ((spec.get("params") or {}).get("train") or {}).get("max_epochs")
-    return None if value is None else int(value)
-
-
 class Durations:
     """Stored trial durations (rows of ``Store.trial_durations``) and the estimate of a spec;
     ``fallback`` (the reference ones) answers only for a spec these rows know nothing like."""
@@ -61,18 +56,18 @@ class Durations:
 
     def seconds(self, spec: dict):
         """Return the estimated seconds of one planned trial from these rows alone, or None."""
-        budget = _budget(spec)
+        budget = ((spec.get("params") or {}).get("train") or {}).get("max_epochs")
+        budget = None if budget is None else int(budget)
         model = spec.get("model") or ""
         for entries in (self.by_kind.get((spec["dataset"], model, spec["protocol"],
                                           spec["kind"])),
                         self.by_protocol.get((spec["dataset"], model, spec["protocol"]))):
             if not entries:
                 continue
-            same = [(s, n) for b, s, n in entries if b == budget]
-            if same:
-                return sum(s * n for s, n in same) / sum(n for _, n in same)
-            scaled = [(s * (budget / b if budget and b else 1.0), n) for b, s, n in entries]
-            return sum(s * n for s, n in scaled) / sum(n for _, n in scaled)
+            # the same training budget, else every budget scaled to this one
+            pairs = ([(s, n) for b, s, n in entries if b == budget]
+                     or [(s * (budget / b if budget and b else 1.0), n) for b, s, n in entries])
+            return sum(s * n for s, n in pairs) / sum(n for _, n in pairs)
         return None
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import contextlib
 import datetime as _dt
 import json
 import logging
@@ -53,11 +54,8 @@ def limit_threads(threads: int = TRIAL_THREADS) -> None:
     for var in THREAD_VARIABLES:
         os.environ[var] = str(threads)
     if any(m in sys.modules for m in ("numpy", "scipy", "sklearn")):
-        try:
+        with contextlib.suppress(ImportError):  # threadpoolctl: a scikit-learn dependency
             from threadpoolctl import threadpool_limits
-        except ImportError:  # pragma: no cover - a scikit-learn dependency
-            pass
-        else:
             threadpool_limits(threads)
     if "robench.learn.train" in sys.modules:
         sys.modules["robench.learn.train"].set_torch_threads(threads)
@@ -246,12 +244,11 @@ class ProcessExecutor(Executor):
         # spawn, not fork: the driver may already hold OpenMP/torch thread pools, which do not
         # survive fork reliably (nor does CUDA).
         ctx = mp.get_context("spawn")
-        gpu_queue = None
         gpus = worker_gpus(device, workers) if device else []
-        if gpus:  # one GPU per worker: each takes one id from the queue as it starts
-            gpu_queue = ctx.Queue()
-            for gpu in gpus:
-                gpu_queue.put(gpu)
+        # one GPU per worker: each takes one id from the queue as it starts
+        gpu_queue = ctx.Queue() if gpus else None
+        for gpu in gpus:
+            gpu_queue.put(gpu)
         return ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx,
             initializer=init_worker, initargs=(self.recipe, str(cache_dir()), gpu_queue),
@@ -301,10 +298,7 @@ class ProcessExecutor(Executor):
                     (suspects if isolate else queue).extend(pending)
                     futures.clear()
             finally:
-                self._shutdown()
-
-    def _submit(self, spec):
-        return self._pool.submit(execute_trial, spec, None, self.trial_timeout)
+                self.close()
 
     def _fill(self, futures: dict, pending, limit: int) -> bool:
         """Submit specs from ``pending`` until ``limit`` are in flight; True if the pool broke
@@ -312,19 +306,16 @@ class ProcessExecutor(Executor):
         while pending and len(futures) < limit:
             spec = pending.popleft()
             try:
-                futures[self._submit(spec)] = spec
+                futures[self._pool.submit(execute_trial, spec, None, self.trial_timeout)] = spec
             except BrokenProcessPool:
                 pending.appendleft(spec)
                 return True
         return False
 
-    def _shutdown(self):
+    def close(self):
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
-
-    def close(self):
-        self._shutdown()
 
 
 _DASK_ENVS: dict = {}
@@ -522,9 +513,7 @@ class DaskExecutor(Executor):
                                    str(cache_dir()), self.trial_timeout, key=key, pure=False)
 
     def close(self):
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
+        for name in ("_client", "_cluster"):  # the client first: it talks to the cluster
+            if getattr(self, name) is not None:
+                getattr(self, name).close()
+                setattr(self, name, None)

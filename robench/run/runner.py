@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -78,20 +80,16 @@ class RunReport:
     main_job: bool = False  # robench.run.execution.main_job: the quick run, then a race
 
 
-def _combos(cfg, registry, metric, broken=None):
-    broken = broken or {}
+def _combos(cfg, registry, metric, broken):
     datasets = [registry.get("datasets", n) for n in cfg.datasets]
     models = [registry.get("models", n) for n in cfg.models]
     clusterers = ([registry.get("clusterers", n) for n in cfg.clusterers]
                   if metric.uses_clusterer else [None])
-    for d in datasets:
-        for m in models:
-            for c in clusterers:
-                reason = (broken.get(d.name)
-                          or m.not_applicable_to(metric) or m.not_applicable(d)
-                          or (metric.applies_to(d, m) if metric.applies_to else None)
-                          or (c.not_applicable(d) if c else None))
-                yield Combo(d, m, c), reason
+    for d, m, c in itertools.product(datasets, models, clusterers):
+        reason = (broken.get(d.name) or m.not_applicable_to(metric) or m.not_applicable(d)
+                  or (metric.applies_to(d, m) if metric.applies_to else None)
+                  or (c.not_applicable(d) if c else None))
+        yield Combo(d, m, c), reason
 
 
 def plan_run(cfg, registry) -> Plan:
@@ -244,40 +242,35 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     run_id = store.start_run(command=command, seed=cfg.seed, config=config,
                              plugin_versions=registry.plugin_versions(),
                              plugin_distributions=registry.plugin_distributions())
-    finished = False
     try:
         _record_plan(plan, cfg.models, done_keys, store, run_id, emit)
         emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
              skipped=plan.skipped)
         ran = _run_trials(plan, cfg, registry, store, run_id, todo, emit, deadline, order)
-        failed, interrupted, n_ran, spent = ran.failed, ran.interrupted, ran.n_ran, ran.spent
-        blocked = ran.blocked
         scores, n_aggregated, n_reused = [], 0, 0
-        if score and not interrupted:
+        if score and not ran.interrupted:
             versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
                         for g in plan.groups}
             scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
                                                           versions=versions, rescore=rescore)
             refresh_ranks(store, registry)  # what the leaderboard view shows
-        status = "interrupted" if interrupted else ("failed" if failed else "ok")
+        status = "interrupted" if ran.interrupted else ("failed" if ran.failed else "ok")
         store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
-                         n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),
-                         n_failed=len(failed), n_skipped=len(plan.skipped))
-        finished = True
-    finally:
-        if not finished:
-            # whatever stopped it (a bug, an error the run could not contain), the run row
-            # must not stay 'running'
-            try:
-                store.finish_run(run_id, "failed")
-            except Exception:  # noqa: BLE001 - the original error is the one to report
-                pass
-    left = len(todo) - n_ran - len(blocked) if spent else 0
-    if spent:
-        emit("budget_spent", ran=n_ran, left=left)
-    return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
-                     time.perf_counter() - t0, interrupted, n_aggregated, n_reused,
-                     budget_spent=spent, n_not_run=left)
+                         n_ok=ran.n_ran - len([f for f in ran.failed
+                                               if f["key"] not in ran.blocked]),
+                         n_failed=len(ran.failed), n_skipped=len(plan.skipped))
+    except BaseException:
+        # whatever stopped it (a bug, an error the run could not contain), the run row must
+        # not stay 'running'; the original error is the one to report
+        with contextlib.suppress(Exception):
+            store.finish_run(run_id, "failed")
+        raise
+    left = len(todo) - ran.n_ran - len(ran.blocked) if ran.spent else 0
+    if ran.spent:
+        emit("budget_spent", ran=ran.n_ran, left=left)
+    return RunReport(run_id, len(keys), len(done_keys), ran.n_ran, ran.failed, plan.skipped,
+                     scores, time.perf_counter() - t0, ran.interrupted, n_aggregated, n_reused,
+                     budget_spent=ran.spent, n_not_run=left)
 
 
 def _record_plan(plan: Plan, models: list, done_keys, store, run_id: int, emit) -> None:
@@ -389,10 +382,9 @@ def longest_first(specs: list, registry, store) -> list:
     return sorted(specs, key=lambda spec: (tier(spec), -cost(spec)))
 
 
-def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering=None):
+def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering):
     """Do each combination's driver-side preparation (clustering) once, before any trial;
     ``clustering`` gets, per trial key to run, the key of its clustering row."""
-    clustering = {} if clustering is None else clustering
     todo_keys = {s["key"] for s in todo}
     done = set()
     for protocol, combo in plan.prepare:

@@ -10,6 +10,7 @@ Keys, digests and fingerprints must match what older versions stored
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import replace
@@ -110,24 +111,18 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
     records = {} if rescore else store.score_groups(_group_key(g) for g in groups)
     stored = store.score_rows({k for r in records.values() for k, _ in r.get("scores") or []})
     definitions = {g.metric.name: (g.metric.version, g.metric.definition) for g in groups}
-    written, written_scores = {}, {}  # score key -> digest / Score this run writes
+    written = {}  # score key -> (digest, Score) this run writes
     all_scores, score_rows, group_rows = [], [], []
     n_aggregated = n_reused = 0
-    stored_digests, stored_scores = {}, {}  # each stored row digested and decoded once
+    # each stored row digested and decoded once
+    stored_digest = functools.cache(lambda k: score_digest(stored[k]) if k in stored else None)
+    stored_score = functools.cache(lambda k: _stored_score(stored[k]))
 
     def current(k):  # the digest of score k as it will be once this run's writes are done
-        if k in written:
-            return written[k]
-        if k not in stored_digests:
-            stored_digests[k] = score_digest(stored[k]) if k in stored else None
-        return stored_digests[k]
+        return written[k][0] if k in written else stored_digest(k)
 
     def reused(k):
-        if k in written:
-            return written_scores[k]
-        if k not in stored_scores:
-            stored_scores[k] = _stored_score(stored[k])
-        return stored_scores[k]
+        return written[k][1] if k in written else stored_score(k)
 
     for group in groups:
         metric = group.metric
@@ -150,24 +145,21 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
         finish = getattr(group, "finish", None)
         if finish is not None:
             scores = list(finish(scores))
-        pairs = []
         config = getattr(group, "configuration", None)
+        new = [(s, score_row(s, run_id, definitions, now, inputs, config)) for s in scores]
         # A group none of whose trials succeeded has measured nothing: it never replaces a
         # score stored from trials that did (issue 16: a bad run must not erase good results).
         keep = (set() if any(r.get("status") == "ok" for r in rows)
-                else set(store.score_rows(
-                    score_row(s, run_id, definitions, now, inputs, config)["key"]
-                    for s in scores)))
+                else set(store.score_rows(row["key"] for _, row in new)))
         if keep:
             stored.update(store.score_rows(keep))
-        for s in scores:
-            row = score_row(s, run_id, definitions, now, inputs, config)
+        pairs = []
+        for s, row in new:
             if row["key"] in keep:
                 all_scores.append(reused(row["key"]))
                 continue
             digest = score_digest(row)
-            written[row["key"]] = digest
-            written_scores[row["key"]] = s
+            written[row["key"]] = (digest, s)
             score_rows.append(row)
             pairs.append([row["key"], digest])
             all_scores.append(s)
@@ -192,9 +184,8 @@ def _group_key(group) -> str:
 def group_key(metric: str, key_dict: dict, configuration: Optional[str] = None) -> str:
     """Return the key of the score-group record of ``metric`` on one combination under
     ``configuration`` (None: ``legacy``)."""
-    if configuration is None or configuration == LEGACY:
-        return content_key("score-group", metric, key_dict)
-    return content_key("score-group", metric, key_dict, configuration)
+    legacy = configuration is None or configuration == LEGACY
+    return content_key("score-group", metric, key_dict, *([] if legacy else [configuration]))
 
 
 def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
