@@ -49,11 +49,8 @@ def racing_metrics(registry) -> list:
 
 
 def annotate(scores: list, level: float, adaptive: dict, interval: Callable) -> list:
-    """Return scores with intervals at ``level`` and ``details.adaptive`` on every score.
-
-    ``interval(score, level)`` is :attr:`PairedComparison.interval` (None: no interval); the
-    fixed-sample 95% interval is kept as ``details.interval_fixed_sample``.
-    """
+    """Return scores with intervals at ``level`` (``interval(score, level)``:
+    :attr:`PairedComparison.interval`) and ``details.adaptive`` on every score."""
     out = []
     for s in scores:
         details = dict(s.details or {})
@@ -115,11 +112,8 @@ def run_until_decided(cfg, registry, store, *, precision: Optional[float] = None
                       plain_first: bool = False, plan: Optional[Plan] = None) -> RunReport:
     """Race the paired metrics' tables look by look until each is decided; return the report.
 
-    ``max_repeats`` (default ``cfg.repeats``) caps a paired metric's repeats; the other metrics
-    run once at ``cfg.repeats`` after the first looks. ``budget`` is in seconds; with
-    ``plain_first`` (the main job) the plain run of ``plan`` runs first and whole, and a table
-    the race could not look at keeps its plain scores. docs/adaptive.md, "Rounds, elimination
-    and the budget", has the order and the budget's rule.
+    ``max_repeats`` defaults to ``cfg.repeats``, ``budget`` is in seconds, ``plain_first`` is
+    the main job's order (docs/adaptive.md, "Rounds, elimination and the budget").
     """
     race = _RaceRun(cfg, registry, store, precision=precision, alpha=alpha, command=command,
                     on_event=on_event, rescore=rescore, budget=budget, max_repeats=max_repeats)
@@ -163,8 +157,7 @@ class _RaceRun:
                 # a paired metric with no table here: a plain run records its skips
                 cfg = race.config(race.plan_looks[0])
                 self._execute(cfg, plan_run(cfg, self.registry))
-        # the order: every paired table's first look (the headline tables, all undecided),
-        # then the other metrics, then the further looks where they fit
+        # the order: docs/adaptive.md, "Rounds"
         if not self._pending() and not self._run_others():
             return self._report()
         j, outcome = 0, "next"
@@ -178,7 +171,6 @@ class _RaceRun:
         return [r for r in self.races if r.pending]
 
     def _execute(self, cfg, plan: Plan, **options) -> RunReport:
-        """Run ``plan`` through the runner and count it in this race's report."""
         report = _runner.execute(cfg, self.registry, self.store, command=self.command,
                                  on_event=self.on_event, plan=plan, **options)
         self.keys.update(plan.specs)
@@ -187,16 +179,14 @@ class _RaceRun:
         self.failed += report.failed
         return report
 
-    def _run_plain(self) -> bool:
-        """Run the main job's plain run of every metric, no deadline; False if interrupted."""
+    def _run_plain(self) -> bool:  # the main job's: every metric, no deadline
         report = self._execute(self.cfg, self.plain, rescore=self.rescore)
         self.skipped = list(report.skipped)
         self.plain_scores = list(report.scores)
         self.others = []
         return not report.interrupted
 
-    def _run_others(self) -> bool:
-        """Run the metrics without a paired comparison once; return False if interrupted."""
+    def _run_others(self) -> bool:  # the metrics without a paired comparison, once
         if not self.others:
             return True
         cfg = replace(self.cfg, metrics=list(self.others))

@@ -182,9 +182,7 @@ def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) 
                 fail(f"{what} {shown(v)} is below the minimum {low:g}")
             if v > high:
                 fail(f"{what} {shown(v)} is above the maximum {high:g}")
-        if kind == "float" and convert:
-            v = float(v)
-        return v
+        return float(v) if kind == "float" and convert else v
 
     if value is None:
         if not knob.nullable:

@@ -52,12 +52,10 @@ def describe(cfg, metric, registry) -> dict:
     sections = _sections(metric, registry)
     declared = knob_sections(registry)
     knobs = {s: dict(cfg.knobs.get(s) or {}) for s in sections if s in cfg.knobs}
-    changed = {}
-    for section in sections:
-        values = knobs.get(section, {})
-        for knob in declared.get(section, (None, []))[1]:
-            if knob.name in values and values[knob.name] != knob.value_for(cfg.profile):
-                changed[f"{section}.{knob.name}"] = values[knob.name]
+    changed = {f"{section}.{knob.name}": knobs[section][knob.name]
+               for section in sections for knob in declared.get(section, (None, []))[1]
+               if knob.name in knobs.get(section, {})
+               and knobs[section][knob.name] != knob.value_for(cfg.profile)}
     return {"profile": cfg.profile, "repeats": int(cfg.repeats), "sources": int(cfg.k),
             "seed": int(cfg.seed), "test_size": float(cfg.test_size),
             "val_fraction": float(cfg.val_fraction), "knobs": knobs, "changed": changed}
@@ -119,9 +117,7 @@ class Choice:
 def resolve(wanted: Optional[str], known: dict) -> Optional[str]:
     """Return the configuration id ``wanted`` names (id, unique id prefix, label, ``legacy``)
     among ``known`` (id -> label), None, or ``all``; ConfigurationError for none or several."""
-    if wanted is None or wanted == ALL:
-        return wanted
-    if wanted in known:
+    if wanted is None or wanted == ALL or wanted in known:
         return wanted
     by_label = [i for i, lab in known.items() if lab == wanted]
     prefix = [i for i in known if i.startswith(wanted)] if len(wanted) >= 4 else []

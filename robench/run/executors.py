@@ -10,7 +10,6 @@ from __future__ import annotations
 import abc
 import collections
 import contextlib
-import datetime as _dt
 import json
 import logging
 import multiprocessing as mp
@@ -30,7 +29,7 @@ from robench.plugins import make_registry
 from robench.process.guard import (HARD_LIMIT_GRACE, TrialTimeout, time_limit, unwatch_sigint,
                                    user_interrupted, watch_sigint)
 from robench.process.liveness import die_with_parent, watch_parent
-from robench.process.provenance import redact_secrets
+from robench.process.provenance import redact_secrets, utc_now
 from robench.run.batching import execute_unit
 from robench.run.trials import TrialEnv
 
@@ -50,9 +49,7 @@ def limit_threads(threads: int = TRIAL_THREADS) -> None:
     defaulted (docs/running.md, "Executors and threads").
     """
     threads = max(1, int(threads))
-    os.environ["ROBENCH_TORCH_THREADS"] = str(threads)
-    for var in THREAD_VARIABLES:
-        os.environ[var] = str(threads)
+    os.environ.update(dict.fromkeys(("ROBENCH_TORCH_THREADS", *THREAD_VARIABLES), str(threads)))
     if any(m in sys.modules for m in ("numpy", "scipy", "sklearn")):
         with contextlib.suppress(ImportError):  # threadpoolctl: a scikit-learn dependency
             from threadpoolctl import threadpool_limits
@@ -98,10 +95,6 @@ def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
     _ENV = TrialEnv(make_registry(**recipe))
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
 def worker_stamp() -> str:
     """Return where a trial ran: host name and process id."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -109,10 +102,9 @@ def worker_stamp() -> str:
 
 def _row(spec: dict) -> dict:
     """Return a trial row's fields from its spec, the spec as its key hashes it (no device)."""
-    row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
-                                "repeat", "seed", "params", "versions")}
-    row["spec"] = {k: v for k, v in spec.items() if k != "device"}
-    return row
+    return {**{k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
+                                    "repeat", "seed", "params", "versions")},
+            "spec": {k: v for k, v in spec.items() if k != "device"}}
 
 
 def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict:
@@ -156,7 +148,7 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
     except Exception as exc:  # noqa: BLE001 - invariant 7: a trial that raises is recorded
         row.update(status="failed", error=f"{type(exc).__name__}: {exc}\n"
                    f"{traceback.format_exc(limit=6)}")
-    row["finished_at"] = _now()
+    row["finished_at"] = utc_now()
     return row
 
 
@@ -177,7 +169,7 @@ def failed_row(spec: dict, error: str) -> dict:
     of trials (robench.run.batching) a list of rows, one per trial."""
     if "batch" in spec:
         return [failed_row(s, error) for s in spec["batch"]]
-    row = dict(_row(spec), status="failed", error=error, finished_at=_now())
+    row = dict(_row(spec), status="failed", error=error, finished_at=utc_now())
     if spec.get("device"):
         row["device"] = device_label(spec["device"]) if spec["device"] != "cuda" else "cuda"
     return row
@@ -296,7 +288,6 @@ class ProcessExecutor(Executor):
                     # never submitted: innocent, back to the full pool (or, isolating,
                     # still suspects)
                     (suspects if isolate else queue).extend(pending)
-                    futures.clear()
             finally:
                 self.close()
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from robench.metric_kit import without_helpers
 from robench.process.provenance import utc_now
@@ -68,9 +68,7 @@ def compute_ranks(rows: list, registry) -> list:
                          if isinstance(x, dict) and x.get("score") == metric]
         except Exception:  # noqa: BLE001 - a plugin's ranking that fails ranks nothing here
             continue  # (the site shows that section's failure; a run or merge goes on)
-        ranked: dict = defaultdict(int)
-        for x in found:
-            ranked[x.get("clusterer") or ""] += x.get("rank") is not None
+        ranked = Counter(x.get("clusterer") or "" for x in found if x.get("rank") is not None)
         value = {(r["model"], r.get("clusterer") or ""): r.get("value")
                  for r in mine if r["score"] == metric}
         for x in found:
