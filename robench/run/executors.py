@@ -43,11 +43,8 @@ _ENV = None  # the worker process's TrialEnv, built by init_worker
 
 
 def limit_threads(threads: int = TRIAL_THREADS) -> None:
-    """Make every trial in this process use ``threads`` threads (torch, OpenMP, BLAS).
-
-    Pools already loaded are limited through threadpoolctl; the variables are set, not
-    defaulted (docs/running.md, "Executors and threads").
-    """
+    """Make every trial in this process use ``threads`` threads (torch, OpenMP, BLAS; set, not
+    defaulted: docs/running.md, "Executors and threads")."""
     threads = max(1, int(threads))
     os.environ.update(dict.fromkeys(("ROBENCH_TORCH_THREADS", *THREAD_VARIABLES), str(threads)))
     if any(m in sys.modules for m in ("numpy", "scipy", "sklearn")):
@@ -61,21 +58,16 @@ def limit_threads(threads: int = TRIAL_THREADS) -> None:
 
 
 def execution_settings() -> dict:
-    """Return the execution settings a trial run in this process gets: its thread count.
-
-    ``threads`` is the limit :func:`limit_threads` set here, or None when nothing limited it;
-    stored with the trial (its ``execution`` column), outside its key.
-    """
+    """Return how a trial run in this process runs (its ``execution`` column, outside its key):
+    ``threads``, the limit :func:`limit_threads` set here, or None."""
     threads = os.environ.get("ROBENCH_TORCH_THREADS")
     return {"threads": int(threads) if threads and threads.isdigit() else None}
 
 
 def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
                  threads: int = TRIAL_THREADS) -> None:
-    """Build the worker's registry from its recipe (plain data, never live plugin objects).
-
-    With ``gpu_queue`` the worker takes one GPU id from it and sees only that GPU.
-    """
+    """Build the worker's registry from its recipe (plain data, never live plugin objects);
+    with ``gpu_queue`` the worker takes one GPU id from it and sees only that GPU."""
     global _ENV
     if gpu_queue is not None:
         claim_worker_gpu(gpu_queue.get(timeout=60))
@@ -310,24 +302,20 @@ class ProcessExecutor(Executor):
 
 
 _DASK_ENVS: dict = {}
-#: The most trials one Dask task runs (a chunk): tens to hundreds per task keep a paper-scale
-#: run (~83,000 trials) from spending minutes in the scheduler (each task costs it ~ms).
+#: The most trials one Dask task runs, and the chunks per worker a run is cut into at least
+#: (docs/running.md, "On a cluster (Dask)", says why).
 MAX_CHUNK = 100
-#: Chunks per worker a run is cut into at least (while chunks stay >= 1 trial), so every
-#: worker stays busy to the end and a small run still streams its results trial by trial.
 CHUNKS_PER_WORKER = 4
 #: Seconds between the driver's checks on a Dask task it waits for.
 POLL_SECONDS = 5.0
-#: Seconds the driver waits with no Dask worker connected before it records the trials it
-#: waits for as failed (a cluster whose workers all died is not restarted by robench).
+#: Seconds the driver waits with no Dask worker connected before it fails the trials it waits for.
 NO_WORKER_SECONDS = 60.0
 #: How often a trial suspected of killing its Dask worker is run alone before it is failed.
 SUSPECT_TRIES = 2
 
 
 def chunk_size(n_trials: int, workers: int) -> int:
-    """Return how many trials one Dask task runs: about ``CHUNKS_PER_WORKER`` tasks per
-    worker, 1 to :data:`MAX_CHUNK` trials each.
+    """Return how many trials one Dask task runs: 1 to :data:`MAX_CHUNK`.
 
     >>> chunk_size(6, 2), chunk_size(1000, 2), chunk_size(83_000, 32)
     (1, 100, 100)
@@ -338,8 +326,7 @@ def chunk_size(n_trials: int, workers: int) -> int:
 
 def execute_trials_on_worker(specs: list, recipe: dict, cache_dir: Optional[str],
                              timeout: Optional[float] = None) -> list:
-    """Run a chunk of trials one after another on a Dask worker; return their rows in order.
-    The worker's registry is built once per worker process."""
+    """Run a chunk of trials one after another on a Dask worker; return their rows in order."""
     key = json.dumps([recipe, cache_dir], sort_keys=True)
     if key not in _DASK_ENVS:
         init_worker(recipe, cache_dir)
@@ -352,12 +339,8 @@ class _NoProgress(Exception):
 
 
 class DaskExecutor(Executor):
-    """Run trials on a Dask distributed cluster; results stream back as chunks finish.
-
-    With ``scheduler`` (``tcp://10.0.0.5:8786``) robench connects to it; without, it starts a
-    local cluster of ``jobs`` single-threaded workers bound to 127.0.0.1. Chunks, retries, the
-    task keys and when the driver gives a task up: docs/running.md, "On a cluster (Dask)".
-    """
+    """Run trials on the Dask cluster at ``scheduler`` (``tcp://10.0.0.5:8786``), or on a local
+    one of ``jobs`` single-threaded workers (docs/running.md, "On a cluster (Dask)")."""
 
     name = "dask"
     runs_units = True

@@ -29,20 +29,17 @@ class Group:
     metric: object
     combo: Combo
     keys: list
-    #: Set by a driver that changes how the group is scored (robench.run.adaptive): ``options``
-    #: (JSON-able) enters the inputs fingerprint, ``finish(scores) -> scores`` runs after the
-    #: metric's aggregate. Both empty for a plain run (fingerprints as before).
+    #: Set by robench.run.adaptive: ``options`` enter the inputs fingerprint, ``finish(scores)
+    #: -> scores`` runs after the metric's aggregate. Both empty for a plain run.
     options: dict = field(default_factory=dict)
     finish: Optional[Callable] = None
     configuration: Optional[str] = None  # robench.run.configurations id its scores are stored under
 
     @property
     def key_dict(self) -> dict:
-        return {
-            "dataset": self.combo.dataset.name,
-            "model": self.combo.model.name,
-            "clusterer": self.combo.clusterer.name if self.combo.clusterer else "",
-        }
+        clusterer = self.combo.clusterer.name if self.combo.clusterer else ""
+        return {"dataset": self.combo.dataset.name, "model": self.combo.model.name,
+                "clusterer": clusterer}
 
 
 @dataclass
@@ -73,9 +70,7 @@ class RunReport:
     n_aggregated: int = 0  # groups whose scores were computed in this run
     n_reused: int = 0  # groups whose inputs were unchanged: stored scores reported as they are
     adaptive: list = field(default_factory=list)  # --until decided: each raced table's decision
-    #: --budget: the deadline came before every planned trial ran (the rest was not started;
-    #: a trial in flight at the deadline was not stored)
-    budget_spent: bool = False
+    budget_spent: bool = False  # --budget: the deadline came before every planned trial ran
     n_not_run: int = 0  # planned trials neither stored before nor run (the budget ended first)
     main_job: bool = False  # robench.run.execution.main_job: the quick run, then a race
 
@@ -189,15 +184,11 @@ def broken_datasets(names, registry) -> dict:
 
 
 def protocol_not_applicable(protocol, combo, cfg, registry):
-    """Return why ``protocol`` cannot run on ``combo`` in this configuration, or None.
-
-    Every class must hold ``sources_per_class(cfg)`` sources of 2+ samples (unless the
-    clusterer reads true sources); then the protocol's own ``preconditions``.
-    """
+    """Return why ``protocol`` cannot run on ``combo`` in this configuration, or None: a class
+    without ``sources_per_class(cfg)`` sources of 2+ samples, or its ``preconditions``."""
     if (protocol.sources_per_class is not None and combo.clusterer is not None
             and not combo.clusterer.requires_true_sources):
-        k = int(protocol.sources_per_class(cfg))
-        ds = registry.load_dataset(combo.dataset.name)
+        k, ds = int(protocol.sources_per_class(cfg)), registry.load_dataset(combo.dataset.name)
         try:
             check_class_sizes(ds.y, k, ds.class_names)
         except SourcesError as exc:
@@ -374,12 +365,9 @@ def longest_first(specs: list, registry, store) -> list:
         return 1e-6 * ds.n_samples * ds.n_features * (2.0 if image else 1.0)
 
     present = {spec["protocol"] for spec in specs}
-
-    def tier(spec):
-        after = registry.get("protocols", spec["protocol"]).after
-        return 1 if present.intersection(after) else 0
-
-    return sorted(specs, key=lambda spec: (tier(spec), -cost(spec)))
+    return sorted(specs, key=lambda spec: (
+        bool(present.intersection(registry.get("protocols", spec["protocol"]).after)),
+        -cost(spec)))
 
 
 def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering):
