@@ -1,10 +1,7 @@
 """Scores from stored trials: their keys and digests, and reuse when nothing they read changed.
 
-A score group is one metric on one (dataset, model, clusterer): the ``score_groups`` table
-holds per group a fingerprint of its inputs (trial rows as stored, the metric's name, version
-and definition, the robench version), its trial keys and a digest of every score row it wrote;
-a score row's ``inputs`` is the fingerprint it was computed from, its ``run_id`` that run.
-Keys, digests and fingerprints must match what older versions stored
+A score group is one metric on one (dataset, model, clusterer) (docs/database.md,
+``score_groups``). Keys, digests and fingerprints must match what older versions stored
 (``tests/test_keys_stable.py``): changing how one is computed makes every stored score stale.
 """
 
@@ -34,11 +31,8 @@ _SCORE_CONTENT = ("key", "metric_version", "value", "ci_low", "ci_high", "n",
 
 def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str,
               configuration: Optional[str] = None) -> str:
-    """Return the primary key of one score row: sha256 of the JSON of what identifies it.
-
-    Without ``configuration`` (or ``legacy``) the key is the one robench wrote before
-    configurations were part of a score's identity.
-    """
+    """Return the primary key of one score row: sha256 of the JSON of what identifies it
+    (without ``configuration``, or ``legacy``: the key from before configurations)."""
     identity = [dataset, model, clusterer or "", metric, score]
     if configuration is not None and configuration != LEGACY:
         identity.append(configuration)
@@ -47,11 +41,8 @@ def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str,
 
 def score_row(score: Score, run_id: int, definitions: dict, computed_at: str,
               inputs: Optional[str] = None, configuration: Optional[str] = None) -> dict:
-    """Return the scores-table row of ``score``, encoded for SQLite.
-
-    ``definitions`` maps a metric name to ``(version, definition text)``; ``inputs`` is the
-    fingerprint of what it was computed from; ``configuration`` None means ``legacy``.
-    """
+    """Return the scores-table row of ``score``, encoded for SQLite; ``definitions`` maps a
+    metric name to ``(version, definition text)``, ``configuration`` None means ``legacy``."""
     s = score
     if s.metric not in definitions:
         raise ValueError(f"no definition given for metric {s.metric!r}; every score row must "
@@ -98,11 +89,9 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
     """Reuse or compute every group's scores, store what was computed in one transaction and
     return ``(scores, n_aggregated, n_reused)``, the scores in group order.
 
-    ``groups`` are like the runner's ``Group`` (``metric``, ``key_dict``, ``keys``, optional
-    ``configuration``); ``versions`` maps a metric name to its registry version. A group whose
-    inputs and stored score rows are unchanged reports its stored scores (still tagged with
-    the run that computed them) unless ``rescore``; any change computes it afresh. A group
-    none of whose trials is stored (a budget spent before they started) gives no score.
+    ``groups`` are like the runner's ``Group``; ``versions`` maps a metric name to its registry
+    version. A group whose inputs and stored score rows are unchanged reports its stored scores
+    unless ``rescore``; a group none of whose trials is stored gives no score.
     """
     groups = list(groups)
     versions = versions or {}
@@ -192,13 +181,11 @@ def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
     """Return a hash of everything a group's aggregate reads: its trials as stored, the group
     and the metric's identity (name, versions, definition, robench version)."""
     metric = group.metric
-    payload = {
-        "metric": [metric.name, str(metric.version), metric.moved_from or metric.plugin,
-                   component_version, hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()],
-        "robench": __version__,
-        "group": group.key_dict,
-        "trials": sorted((k, digests.get(k)) for k in set(group.keys)),
-    }
+    definition = hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()
+    payload = {"metric": [metric.name, str(metric.version), metric.moved_from or metric.plugin,
+                          component_version, definition],
+               "robench": __version__, "group": group.key_dict,
+               "trials": sorted((k, digests.get(k)) for k in set(group.keys))}
     options = getattr(group, "options", None)
     if options:  # absent for a plain run: its fingerprints stay what they were
         payload["options"] = options
@@ -217,6 +204,5 @@ def _stored_score(row: dict) -> Score:
 
 def _with_direction(score: Score, metric) -> Score:
     """Return ``score`` with the metric's ranking direction if it is the headline score."""
-    if score.score == metric.name:
-        return replace(score, higher_is_better=metric.higher_is_better)
-    return score
+    return (replace(score, higher_is_better=metric.higher_is_better)
+            if score.score == metric.name else score)
