@@ -46,33 +46,23 @@ def process_running(pid: Optional[int], started: Optional[str] = None) -> bool:
         return True
     try:
         os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:
         pass  # exists, owned by someone else
-    except (OverflowError, ValueError):
+    except (ProcessLookupError, OverflowError, ValueError):
         return False
     if _stat(pid)[:1] == ["Z"]:  # a zombie
         return False
-    if started is not None:
-        now = process_started(pid)
-        if now is not None and now != str(started):
-            return False
-    return True
+    now = process_started(pid) if started is not None else None  # another process, same id?
+    return now is None or now == str(started)
 
 
 def die_with_parent(parent: Optional[int] = None) -> bool:
-    """Have the kernel SIGKILL this process when the process that started it dies.
-
-    ``prctl(PR_SET_PDEATHSIG)`` needs no Python thread, so it holds while a trial keeps the GIL
-    in a long C call. If ``parent`` (the expected parent's id) is already gone, exit at once.
-    Return False where prctl is unavailable (not Linux).
-    """
+    """Have the kernel SIGKILL this process when the process that started it dies (exit now if
+    ``parent``, its expected id, is gone); return False where prctl is unavailable."""
     if not sys.platform.startswith("linux"):
         return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:  # 1: PR_SET_PDEATHSIG
+    try:  # 1: PR_SET_PDEATHSIG
+        if ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:
             return False
     except (OSError, AttributeError):
         return False
