@@ -1,8 +1,6 @@
 """Whether a recorded process still runs, and a worker's watch on the process that started it.
 
-A run row records its host, process id and start time (a process id alone can be reused); a
-run still ``running`` whose process is gone was killed: the next ``robench run`` on the same
-host marks it ``killed``.
+A run still ``running`` whose process is gone was killed (docs/guarantees.md).
 """
 
 from __future__ import annotations

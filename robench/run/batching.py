@@ -1,13 +1,9 @@
 """Trials trained together: groups of one (protocol, data set, model) run as one unit.
 
-:func:`group_units` replaces the trials of one (protocol, data set, model) by *units*; an
-executor runs a unit in one worker through :func:`execute_unit`: each trial's code runs up to
-its first ``TorchClassifier.fit`` (recorded and stopped), the recorded fits are trained together
-(:func:`robench.learn.batched.fit_many`), then each trial runs in full through the executor's
-``execute_trial`` with its ``fit`` answered by its trained model. Keys, specs and rows do not
-change; a trial that cannot be batched runs alone. ``ROBENCH_BATCH``: ``off``, ``auto`` (the
-default: batch on CUDA only; on a CPU batched training was measured no faster), ``on``.
-docs/performance.md, "Many models at once", has the rest.
+:func:`execute_unit` runs each trial's code up to its first ``TorchClassifier.fit``, trains the
+recorded fits together, then runs each trial in full with its ``fit`` answered by its trained
+model; keys, specs and rows do not change. docs/performance.md, "Many models at once", has the
+rest (``ROBENCH_BATCH``).
 """
 
 from __future__ import annotations

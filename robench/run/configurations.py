@@ -1,12 +1,8 @@
 """Configurations: what a score's trials were run with, as part of the score's identity.
 
-A *configuration* is what changes a metric's trials besides the data set, model and clusterer:
-profile, repeats, sources, seed, split fractions and the knobs of the sections its protocol
-reads. Its :func:`fingerprint` is part of every score's key (``scores.configuration``; ``legacy``
-before they were recorded), so ``-r 3`` then ``-r 2`` on one database keeps both scores.
-A table (one metric on one data set) ranks one configuration: :func:`choose` picks the one
-covering the most (model, clusterer) combinations, a tie to the latest run; ``--config``
-picks one by id (a unique prefix), label, ``legacy``, or ``all`` (every one, labelled).
+A *configuration* is what changes a metric's trials besides the data set, model and clusterer
+(profile, repeats, sources, seed, split fractions, its protocols' knobs); its :func:`fingerprint`
+is part of every score's key. docs/database.md has which one a table shows and ``--config``.
 """
 
 from __future__ import annotations
@@ -136,8 +132,9 @@ def resolve(wanted: Optional[str], known: dict) -> Optional[str]:
 
 
 def choose(rows: Iterable[dict], labels: dict, wanted: Optional[str] = None) -> dict:
-    """Return {(dataset, metric): Choice} for score rows (the module docstring has the rule);
-    with ``wanted`` (a resolved id) a table without scores in it is left out."""
+    """Return {(dataset, metric): Choice} for score rows: the configuration covering the most
+    (model, clusterer), a tie to the latest run; with ``wanted`` (a resolved id) a table
+    without scores in it is left out."""
     tables: dict = {}
     for row in rows:
         config = row.get("configuration") or LEGACY

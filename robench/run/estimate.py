@@ -1,10 +1,8 @@
 """What a planned run will do before it does it: its trials per group and a projected time.
 
-``robench run --dry-run`` prints :func:`summarize`'s table and :func:`project`'s estimate. A
-trial to run is charged the mean seconds of stored successful trials like it
-(:meth:`robench.storage.store.Store.trial_durations`), else of robench's reference durations
-(``reference_durations.json``, written by ``benchmarks/reference_durations.py``); never a model
-of the machine. docs/running.md (``--dry-run``) has the rule.
+``robench run --dry-run`` prints :func:`summarize`'s table and :func:`project`'s estimate;
+docs/running.md (``--dry-run``) has the rule (stored durations, else the reference ones written
+by ``benchmarks/reference_durations.py``).
 """
 
 from __future__ import annotations

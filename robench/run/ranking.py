@@ -1,11 +1,8 @@
 """The ranks the ``leaderboard`` view shows: each table's ranks as the leaderboard gives them.
 
 A rank is decided by a metric's leaderboard section (``LeaderboardSection.ranks``), code a SQL
-view cannot run; so whenever scores change (a run, a merge, a migration) robench stores every
-table's ranks in the ``ranks`` table (each data set, metric and configuration, helper models
-left out, with the section's whole verdict in ``ranks.ranking``). The ``leaderboard`` view and
-``robench results`` read them: no view ranks again; a metric whose section gives no ranks has
-none.
+view cannot run; so whenever scores change robench stores every table's ranks in the ``ranks``
+table, which every view reads (docs/database.md).
 """
 
 from __future__ import annotations
