@@ -127,19 +127,15 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
         row.update(result)
         row["status"], row["error"] = "ok", None
     except TrialTimeout as exc:
-        row = dict(base, device=row.get("device"))
-        row.update(status="failed", error=f"TrialTimeout: {exc}")
-    except KeyboardInterrupt:
-        if user_interrupted():
-            raise
-        row.update(status="failed", error="KeyboardInterrupt raised by the trial's code (no "
-                   f"Ctrl-C was pressed)\n{traceback.format_exc(limit=6)}")
-    except SystemExit as exc:
-        row.update(status="failed", error=f"SystemExit({exc.code!r}) raised by the trial's "
-                   f"code\n{traceback.format_exc(limit=6)}")
-    except Exception as exc:  # noqa: BLE001 - invariant 7: a trial that raises is recorded
-        row.update(status="failed", error=f"{type(exc).__name__}: {exc}\n"
-                   f"{traceback.format_exc(limit=6)}")
+        row = dict(base, device=row.get("device"), status="failed", error=f"TrialTimeout: {exc}")
+    except (KeyboardInterrupt, SystemExit, Exception) as exc:  # noqa: BLE001 - invariant 7
+        if isinstance(exc, KeyboardInterrupt) and user_interrupted():
+            raise  # a real Ctrl-C; any other raise of a trial is recorded
+        what = ("KeyboardInterrupt raised by the trial's code (no Ctrl-C was pressed)"
+                if isinstance(exc, KeyboardInterrupt)
+                else f"SystemExit({exc.code!r}) raised by the trial's code"
+                if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}")
+        row.update(status="failed", error=f"{what}\n{traceback.format_exc(limit=6)}")
     row["finished_at"] = utc_now()
     return row
 
