@@ -346,14 +346,12 @@ class _Race:
                  alpha: float, on_event: Optional[Callable]):
         self.cfg, self.registry, self.store, self.spec = cfg, registry, store, spec
         self.metric = spec.name
-        # the equivalence margin: --precision where given, else the metric's own
-        # (PairedComparison.margin, ROBENCH_MARGIN overriding it)
+        # the equivalence margin: --precision, else the metric's own (ROBENCH_MARGIN overrides)
         self.precision = precision if precision is not None else equivalence_margin(
             spec.name, spec.paired.margin or PRECISION)
         self.alpha = alpha
         self.emit = on_event or (lambda *a, **k: None)
-        # a look at every complete cycle of the balanced held-out design where the metric has
-        # sources (doubling looks for independent repeats), alpha spent across them
+        # the looks and the alpha spent at each (docs/adaptive.md, "The rule")
         self.plan_looks = cycle_looks(top, cfg.k if spec.uses_clusterer else None, FIRST_LOOK)
         self.alphas = look_alphas(self.plan_looks, self.plan_looks[-1], alpha, SPENDING)
         # one configuration for every score of a raced table, whatever look its model
@@ -434,10 +432,9 @@ class _Race:
             ev = self._evaluate(t, n, j)
             self.last[t] = ev
             self.history[t].append(ev["history"])
-            reason = stop_reason([p["status"] for p in ev["pairs"]], ev["decided"], n,
-                                 self.plan_looks[-1])
-            if reason is None and final_look:
-                reason = "maximum repeats reached, undecided"
+            reason = (stop_reason([p["status"] for p in ev["pairs"]], ev["decided"], n,
+                                  self.plan_looks[-1])
+                      or ("maximum repeats reached, undecided" if final_look else None))
             self.need[t] = ev["need"]
             if reason is not None:
                 self._stop(t, reason, j)
@@ -448,8 +445,7 @@ class _Race:
         facts = _per_repeat(self.store, [self.current[(t, m)][0] for m in ms], n,
                             spec.paired.values)
         x, i = facts["x"], facts["i"]
-        # the chance guard first: a model not shown above chance + margin at a look is not
-        # compared, gets no more repeats and is listed unranked with the reason
+        # the chance guard first (docs/adaptive.md, "The rule")
         level = self._level(j)
         dropped = self.dropped.setdefault(t, {})
         for k, m in enumerate(ms):
@@ -608,15 +604,10 @@ def _num(v) -> Optional[float]:
 
 
 def _per_repeat(store, groups: list, n: int, values: Callable) -> dict:
-    """Return the paired comparison's values per repeat and what the tests need of the trials.
-
-    ``x``, ``i`` of shape (1, models, n) from :attr:`PairedComparison.values` (i = 1 for a
-    plain mean), NaN where a repeat was not run or failed; ``cycle`` the balanced design's
-    cycle when every trial recorded the same (else None); ``chance``, ``basis`` from
-    :func:`robench.stats.ranks.chance_level`.
-    """
-    x = np.full((1, len(groups), n), np.nan)
-    i = np.full((1, len(groups), n), np.nan)
+    """Return the paired comparison's values per repeat, ``x`` and ``i`` (1, models, n; NaN
+    where a repeat did not run or failed), the balanced design's ``cycle`` (or None), and
+    ``chance`` and ``basis`` (:func:`robench.stats.ranks.chance_level`)."""
+    x, i = np.full((1, len(groups), n), np.nan), np.full((1, len(groups), n), np.nan)
     cycles, balanced, classes, shares = set(), True, 0, []
     for m, g in enumerate(groups):
         clus = g.key_dict.get("clusterer")

@@ -71,9 +71,8 @@ def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
     global _ENV
     if gpu_queue is not None:
         claim_worker_gpu(gpu_queue.get(timeout=60))
-    # A worker outliving a killed driver would hold its memory for ever: the kernel kills it
-    # with its parent (the driver; for a Dask worker, the process that started it), whatever
-    # its trial is doing; the watching thread is the fallback where that is unavailable.
+    # A worker outliving a killed driver would hold its memory for ever: it dies with its
+    # parent, whatever its trial is doing (docs/guarantees.md).
     parent = mp.parent_process()
     if not die_with_parent(parent.pid if parent is not None else None):
         watch_parent()
@@ -368,9 +367,8 @@ class DaskExecutor(Executor):
             import dask
 
             limit_threads()
-            # A worker that dies (killed, or ended past --trial-timeout) fails its task at
-            # once: robench retries the suspects itself, one at a time (run() below), instead
-            # of Dask trying each on three more workers first.
+            # A worker that dies fails its task at once: robench retries the suspects itself,
+            # one at a time (run() below), instead of Dask trying each on three more workers.
             with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
                 self._cluster = LocalCluster(host="127.0.0.1", n_workers=self.jobs,
                                              threads_per_worker=1, processes=True,

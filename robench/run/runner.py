@@ -93,12 +93,11 @@ def plan_run(cfg, registry) -> Plan:
     A combination that cannot apply is skipped when it came from ``--all`` or a default; a
     component the user named explicitly that cannot apply to any named data set is an error.
     """
-    plan = Plan()
     if not cfg.knobs:
         cfg.resolve(registry)
     applicable_seen = {kind: set() for kind in ("datasets", "models", "clusterers")}
     reasons = {}
-    plan.broken = broken_datasets(cfg.datasets, registry)
+    plan = Plan(broken=broken_datasets(cfg.datasets, registry))
     checked = {}  # (protocol, data set, model, clusterer) -> why it cannot run there, or None
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
@@ -126,10 +125,8 @@ def plan_run(cfg, registry) -> Plan:
                 continue
             for kind, n in names.items():
                 applicable_seen[kind].add(n)
-            keys = []
-            for spec in protocol.plan(combo, cfg, registry):
-                plan.specs.setdefault(spec["key"], spec)
-                keys.append(spec["key"])
+            keys = [plan.specs.setdefault(spec["key"], spec)["key"]
+                    for spec in protocol.plan(combo, cfg, registry)]
             plan.groups.append(Group(metric, combo, keys, configuration=config_id))
             if combo.clusterer is not None and protocol.prepare is not None:
                 plan.prepare.append((protocol, combo))
@@ -140,10 +137,9 @@ def plan_run(cfg, registry) -> Plan:
             if kind == "datasets" and n in plan.broken and healthy:
                 continue  # reported and skipped; the named data sets that load still run
             if n not in applicable_seen[kind] and (kind, n) in reasons:
-                raise ConfigError(
-                    f"{kind[:-1]} '{n}' cannot run on what was asked for: {reasons[(kind, n)]}. "
-                    "Drop it or pick a combination it applies to (`robench list`)."
-                )
+                raise ConfigError(f"{kind[:-1]} '{n}' cannot run on what was asked for: "
+                                  f"{reasons[(kind, n)]}. Drop it or pick a combination it "
+                                  "applies to (`robench list`).")
     return plan
 
 
