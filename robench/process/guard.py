@@ -29,8 +29,7 @@ def _on_sigint(signum, frame):
 
 
 def watch_sigint() -> bool:
-    """Record real Ctrl-Cs in this process from now on (a SIGINT still raises
-    KeyboardInterrupt); return False off the main thread."""
+    """Record real Ctrl-Cs in this process from now on; return False off the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return False
     signal.signal(signal.SIGINT, _on_sigint)

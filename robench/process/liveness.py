@@ -21,8 +21,7 @@ def host_name() -> str:
 
 
 def process_started(pid: int) -> Optional[str]:
-    """Return when process ``pid`` started (clock ticks since boot, from /proc), or None where
-    /proc is unavailable (not Linux) or the process does not exist."""
+    """Return when process ``pid`` started (ticks since boot), or None where /proc cannot say."""
     fields = _stat(pid)
     return fields[19] if len(fields) > 19 else None  # field 22: starttime
 
@@ -38,8 +37,7 @@ def _stat(pid: int) -> list:
 
 
 def process_running(pid: Optional[int], started: Optional[str] = None) -> bool:
-    """Return whether process ``pid`` (that started at ``started``, if known) still runs;
-    without a pid nothing can be decided and it is taken to be running."""
+    """Return whether process ``pid`` (started at ``started``, if known) runs; no pid: True."""
     if pid is None:
         return True
     try:

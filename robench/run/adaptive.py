@@ -94,8 +94,7 @@ def check_decided(cfg, precision: Optional[float] = None, registry=None) -> list
 
 
 def with_repeats(cfg, spec, n: int):
-    """Return ``cfg`` asking for ``n`` repeats of ``spec``'s metric (``repeats`` or its
-    ``PairedComparison.repeats_knob``)."""
+    """Return ``cfg`` asking for ``n`` repeats of ``spec``'s metric (or of its ``repeats_knob``)."""
     knob = spec.paired.repeats_knob if spec.paired is not None else None
     if not knob:
         return replace(cfg, repeats=n)
@@ -306,8 +305,7 @@ def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
 
 
 def _seconds(specs, durations, default: float) -> float:
-    """Return the projected seconds of ``specs``; one without an estimate costs the mean of
-    those with one (``default`` when none has)."""
+    """Return the projected seconds of ``specs`` (one without an estimate: the others' mean)."""
     est = [durations.estimate(s)[0] for s in specs]
     known = [e for e in est if e is not None]
     fill = sum(known) / len(known) if known else default
@@ -317,10 +315,8 @@ def _seconds(specs, durations, default: float) -> float:
 def _paired_kinds(plan: Plan, kinds: Optional[tuple], base: int) -> Plan:
     """Return ``plan`` without the trials of kinds not in ``kinds`` past the profile's ``base``
     repeats (for rho: no random-split trial)."""
-    if not kinds:
-        return plan
     drop = {k for k, s in plan.specs.items()
-            if s.get("kind") is not None and s.get("kind") not in kinds
+            if kinds and s.get("kind") is not None and s.get("kind") not in kinds
             and int(s.get("repeat") or 0) >= base}
     if not drop:
         return plan
@@ -330,12 +326,10 @@ def _paired_kinds(plan: Plan, kinds: Optional[tuple], base: int) -> Plan:
 
 
 def _table_order(plans: dict) -> Callable:
-    """Return an order for a budgeted round's trials: table by table, in the order the tables
-    were fitted, so a deadline leaves whole tables."""
+    """Return a budgeted round's order: table by table, so a deadline leaves whole tables."""
     rank: dict = {}
-    for k, ((race, t, m), p) in enumerate(plans.items()):
-        for key in p.specs:
-            rank.setdefault(key, k)
+    for k, p in enumerate(plans.values()):
+        rank.update({key: k for key in p.specs if key not in rank})
     return lambda specs: sorted(specs, key=lambda s: rank.get(s["key"], len(rank)))
 
 

@@ -22,8 +22,7 @@ ALL = "all"
 
 
 def _sections(metric, registry) -> list[str]:
-    """Return the knob sections a metric's trials read: train, its protocol's, and those of
-    the protocols it runs after (transitively), sorted."""
+    """Return the knob sections a metric's trials read, sorted: train and its protocols'."""
     sections, todo, seen = {TRAIN_SECTION}, [metric.protocol], set()
     while todo:
         name = todo.pop()

@@ -52,8 +52,7 @@ def choose(until: Optional[str] = None, budget: Optional[float] = None,
 
 def check(prepared, registry, *, until: Optional[str] = None, budget: Optional[float] = None,
           precision: Optional[float] = None) -> str:
-    """Return the mode of this run (:func:`choose`) after checking that ``prepared`` can run
-    it (a race needs a metric with a paired comparison); nothing is opened."""
+    """Return the mode of this run (:func:`choose`) once ``prepared`` can run it."""
     mode = choose(until, budget, precision)
     if mode == "decided":
         adaptive.check_decided(prepared.config, precision, registry)

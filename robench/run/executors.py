@@ -152,8 +152,7 @@ def check_same_data(spec: dict, env) -> None:
 
 
 def failed_row(spec: dict, error: str) -> dict:
-    """Return the row of a trial that could not run at all (e.g. its worker died); for a unit
-    of trials (robench.run.batching) a list of rows, one per trial."""
+    """Return the row of a trial that could not run at all (a unit of trials: a list of rows)."""
     if "batch" in spec:
         return [failed_row(s, error) for s in spec["batch"]]
     row = dict(_row(spec), status="failed", error=error, finished_at=utc_now())

@@ -164,8 +164,7 @@ def helper_trials(plan: Plan, asked, done=()) -> list[dict]:
 
 
 def broken_datasets(names, registry) -> dict:
-    """Return {name: reason} for the data sets among ``names`` that fail to load or validate
-    (each inside a guard: one broken data set never stops the others)."""
+    """Return {name: reason} for the data sets among ``names`` that fail to load or validate."""
     broken = {}
     for name in names:
         try:
@@ -261,8 +260,7 @@ def execute(cfg, registry, store, *, command: str = "robench run",
 
 
 def _record_plan(plan: Plan, models: list, done_keys, store, run_id: int, emit) -> None:
-    """Store the plan's configurations and skips; say what is broken and which helper trials
-    the run adds beyond what was asked, before anything starts."""
+    """Store the plan's configurations and skips; say what is broken and its helper trials."""
     for description in plan.configurations.values():
         store.save_configuration(configuration_row(description, run_id))
     for skip in plan.skipped:
@@ -367,8 +365,7 @@ def longest_first(specs: list, registry, store) -> list:
 
 
 def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering):
-    """Do each combination's driver-side preparation (clustering) once, before any trial;
-    ``clustering`` gets, per trial key to run, the key of its clustering row."""
+    """Do each combination's driver-side preparation (clustering) once, before any trial."""
     todo_keys = {s["key"] for s in todo}
     done = set()
     for protocol, combo in plan.prepare:

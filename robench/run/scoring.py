@@ -75,8 +75,7 @@ def score_digest(row: dict) -> str:
 
 
 def metric_rows(definitions: dict, score_rows: list[dict], run_id: int, now: str) -> list[dict]:
-    """Return the ``metrics`` rows (definition text once per name and version) the score rows
-    point to."""
+    """Return the ``metrics`` rows the score rows point to (one per name and version)."""
     used = {row["metric_id"] for row in score_rows}
     return [{"id": mid, "name": name, "version": str(version), "definition": definition,
              "run_id": run_id, "created_at": now}
@@ -171,15 +170,13 @@ def _group_key(group) -> str:
 
 
 def group_key(metric: str, key_dict: dict, configuration: Optional[str] = None) -> str:
-    """Return the key of the score-group record of ``metric`` on one combination under
-    ``configuration`` (None: ``legacy``)."""
+    """Return the key of the score-group record of ``metric`` on one combination."""
     legacy = configuration is None or configuration == LEGACY
     return content_key("score-group", metric, key_dict, *([] if legacy else [configuration]))
 
 
 def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
-    """Return a hash of everything a group's aggregate reads: its trials as stored, the group
-    and the metric's identity (name, versions, definition, robench version)."""
+    """Return a hash of what a group's aggregate reads: its trials, the metric's identity."""
     metric = group.metric
     definition = hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()
     payload = {"metric": [metric.name, str(metric.version), metric.moved_from or metric.plugin,
