@@ -118,8 +118,7 @@ def time_limit(seconds: Optional[float], what: str = "trial", option: str = "--t
     message = f"{what} ran past the time limit of {seconds:g} s ({option}); stopped"
     hard = kernel = None
     if HARD_LIMIT_GRACE[0] is not None:
-        kernel = _KernelTimer.get()
-        if kernel is not None:
+        if (kernel := _KernelTimer.get()) is not None:
             kernel.arm(float(seconds) + HARD_LIMIT_GRACE[0])
         else:
             hard = threading.Timer(float(seconds) + HARD_LIMIT_GRACE[0], os._exit, args=(71,))

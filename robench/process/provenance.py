@@ -49,8 +49,7 @@ def platform_description(cpuinfo: str = "/proc/cpuinfo") -> str:
 
 def torch_version() -> Optional[str]:
     """Return the installed torch version without importing torch, or None."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
+    if (torch := sys.modules.get("torch")) is not None:
         return getattr(torch, "__version__", None)
     try:
         return importlib.metadata.version("torch")

@@ -54,8 +54,7 @@ def annotate(scores: list, level: float, adaptive: dict, interval: Callable) -> 
     out = []
     for s in scores:
         details = dict(s.details or {})
-        iv = interval(s, level)
-        if iv is not None:
+        if (iv := interval(s, level)) is not None:
             details["interval_fixed_sample"] = details.get("interval")
             details["interval"] = iv.as_dict()
             s = replace(s, ci_low=iv.low, ci_high=iv.high)
@@ -80,8 +79,7 @@ def check_decided(cfg, precision: Optional[float] = None, registry=None) -> list
     """Return the paired metrics of ``cfg``; raise ConfigError if ``--until decided`` cannot
     run it (the CLI calls it before opening the database)."""
     registry = get_registry() if registry is None else registry
-    paired = paired_metrics(cfg.metrics, registry)
-    if not paired:
+    if not (paired := paired_metrics(cfg.metrics, registry)):
         can = racing_metrics(registry)
         raise ConfigError("--until decided races the tables of a metric that declares a paired "
                           f"comparison (MetricSpec.paired), and none of {', '.join(cfg.metrics)} "
@@ -407,8 +405,7 @@ class _Race:
     def gain(self, table: tuple) -> float:
         """Return the pairs of ``table`` its next look is expected to decide: the sum of its
         undecided pairs' next-look power, or before its first look its number of pairs."""
-        last = self.last.get(table)
-        if last is None:
+        if (last := self.last.get(table)) is None:
             m = len(self.models[table])
             return float(m * (m - 1) // 2)
         powers = [(p.get("outlook") or {}).get("next_power") for p in last["pairs"]
@@ -610,8 +607,7 @@ def _per_repeat(store, groups: list, n: int, values: Callable) -> dict:
             if (t["status"] != "ok" or r is None or r >= n
                     or (clus is not None and t.get("clusterer") != clus)):
                 continue
-            got = values(t)
-            if got is None:
+            if (got := values(t)) is None:
                 continue
             side, value = got
             (x if side == "x" else i)[0, m, r] = value

@@ -264,8 +264,7 @@ def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> di
     (every protocol's cross-knob check runs on its section; a problem raises KnobError)."""
     settings = settings or {}
     sections = knob_sections(registry)
-    unknown = sorted(set(settings) - set(sections))
-    if unknown:
+    if unknown := sorted(set(settings) - set(sections)):
         raise KnobError(f"unknown knob section(s) {', '.join(unknown)}; known: "
                         f"{', '.join(sorted(sections))}")
     out = {}

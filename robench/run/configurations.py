@@ -68,8 +68,7 @@ def label(description: dict) -> str:
     raced = " raced" if description.get("raced") else ""
     text = (f"{description['profile']} R={description['repeats']}{raced} "
             f"k={description['sources']} seed={description['seed']}")
-    changed = description.get("changed") or {}
-    if changed:
+    if changed := description.get("changed") or {}:
         text += " (" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(changed.items())) + ")"
     return text
 

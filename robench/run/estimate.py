@@ -46,8 +46,7 @@ class Durations:
     def estimate(self, spec: dict) -> tuple:
         """Return (seconds, source) of one planned trial: source "stored" when these rows
         answered, "reference" when the fallback did; (None, None) when neither knows it."""
-        own = self.seconds(spec)
-        if own is not None:
+        if (own := self.seconds(spec)) is not None:
             return own, "stored"
         ref = self.fallback.seconds(spec) if self.fallback is not None else None
         return (ref, "reference") if ref is not None else (None, None)

@@ -56,8 +56,7 @@ def compute_ranks(rows: list, registry) -> list:
     now = utc_now()
     out = []
     for (dataset, metric, configuration), mine in sorted(tables.items(), key=repr):
-        ranks = getattr(sections.get(metric), "ranks", None)
-        if ranks is None:
+        if (ranks := getattr(sections.get(metric), "ranks", None)) is None:
             continue
         try:
             with computing_ranks():

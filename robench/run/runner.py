@@ -211,8 +211,7 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     """
     t0 = time.perf_counter()
     emit = on_event or (lambda *a, **k: None)
-    killed = store.mark_killed_runs()
-    if killed:
+    if killed := store.mark_killed_runs():
         emit("killed_runs", runs=killed)
     if plan is None:
         plan = plan_run(cfg, registry)
@@ -267,8 +266,7 @@ def _record_plan(plan: Plan, models: list, done_keys, store, run_id: int, emit) 
         store.save_skip(run_id=run_id, **skip)
     for name, reason in plan.broken.items():
         emit("dataset_failed", dataset=name, reason=reason)
-    helpers = helper_trials(plan, models, done_keys)
-    if helpers:
+    if helpers := helper_trials(plan, models, done_keys):
         emit("helpers", helpers=helpers)
 
 
@@ -345,8 +343,7 @@ def longest_first(specs: list, registry, store) -> list:
             for row in store.trial_seconds()}
 
     def cost(spec):
-        known = past.get((spec["dataset"], spec["model"], spec["protocol"]))
-        if known is not None:
+        if (known := past.get((spec["dataset"], spec["model"], spec["protocol"]))) is not None:
             return known
         try:
             ds = registry.load_dataset(spec["dataset"])

@@ -130,8 +130,7 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
             # would read as if it had (issue 51); its next run that has trials scores it
             continue
         scores = [_with_direction(s, metric) for s in metric.aggregate(group.key_dict, rows)]
-        finish = getattr(group, "finish", None)
-        if finish is not None:
+        if (finish := getattr(group, "finish", None)) is not None:
             scores = list(finish(scores))
         config = getattr(group, "configuration", None)
         new = [(s, score_row(s, run_id, definitions, now, inputs, config)) for s in scores]

@@ -34,8 +34,7 @@ def select(registry, profile: str, **named) -> Selection:
     the user gave (``datasets=["digits"]``); a kind not named gets the profile's defaults."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile '{profile}'; known: {', '.join(PROFILES)}")
-    unknown = set(named) - set(KINDS)
-    if unknown:
+    if unknown := set(named) - set(KINDS):
         raise TypeError(f"select() got unknown kind(s) {sorted(unknown)}")
     chosen, explicit, opt_in = {}, {}, {}
     for kind in KINDS:
