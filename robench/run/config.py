@@ -39,9 +39,8 @@ INCLUDES_OPT_IN = {"quick": False, "standard": False, "paper": True}
 #: Repeats per partition kind and sources per class, per profile (``--repeats``, ``--sources``).
 REPEATS = {"quick": 3, "standard": 15, "paper": 100}
 SOURCES = {"quick": 5, "standard": 5, "paper": 5}
-#: Seconds one trial may run before it is stopped and recorded as failed (``--trial-timeout``);
-#: generous: a quick trial takes seconds, a paper-scale CNN trained to convergence hours. Not
-#: part of any trial key: it decides whether a trial finishes, never what it computes.
+#: Seconds one trial may run before it is stopped and recorded as failed (``--trial-timeout``;
+#: in no trial key: docs/guarantees.md); generous: a paper-scale CNN trains for hours.
 TRIAL_TIMEOUT = {"quick": 900, "standard": 3600, "paper": 14400}
 
 #: The core's own section: the training budget handed to every model (``ModelContext.train``).
@@ -62,13 +61,11 @@ TRAIN_KNOBS = (
          "unset: the model's own", minimum=1, maximum=100_000),
 )
 
-#: Upper bounds of the run's numbers: a run past them is refused before anything is planned
-#: (planning 2**63 repeats grew memory without end). The paper scale is 100 repeats.
+#: Upper bounds of the run's numbers (planning 2**63 repeats grew memory without end), and the
+#: longest list, text and deepest JSON a --set value may be (docs/guarantees.md, "Inputs").
 MAX_REPEATS = 10_000
 MAX_SOURCES = 1_000
 MAX_JOBS = 1_024
-#: Longest list, longest text and deepest JSON a --set value may be, and the magnitude no
-#: number may pass (a knob declares tighter bounds where it has them).
 MAX_LIST_ITEMS = 1_000
 MAX_TEXT = 1_000
 MAX_SET_DEPTH = 8
@@ -76,9 +73,8 @@ MAX_NUMBER = 10**15
 
 _MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch take any non-negative int; keep it portable
 
-#: The most repeats a paired metric's model gets in a budgeted run when --repeats is not given
-#: (looks 10, 15, ..., 40 with 5 sources; 6, 12, 24, 40 without): the budget, not this cap,
-#: is what normally ends it.
+#: The most repeats a paired metric's model gets in a budgeted run without --repeats (looks 10,
+#: 15, ..., 40; docs/adaptive.md): the budget, not this cap, is what normally ends it.
 BUDGET_REPEATS = 40
 #: The longest --budget accepted (a week).
 MAX_BUDGET = 7 * 24 * 3600.0

@@ -144,11 +144,10 @@ def check_same_data(spec: dict, env) -> None:
     planned = (spec.get("versions") or {}).get("dataset_content")
     if planned is None or not spec.get("dataset"):
         return
-    found = env.registry.dataset_fingerprint(spec["dataset"])
-    if found != planned:
-        raise RuntimeError(
-            f"data set '{spec['dataset']}' changed since the run was planned (content "
-            f"{found}, planned on {planned}); run again to plan on the current data")
+    if (found := env.registry.dataset_fingerprint(spec["dataset"])) != planned:
+        raise RuntimeError(f"data set '{spec['dataset']}' changed since the run was planned "
+                           f"(content {found}, planned on {planned}); run again to plan on the "
+                           "current data")
 
 
 def failed_row(spec: dict, error: str) -> dict:
@@ -165,11 +164,9 @@ class Executor(abc.ABC):
     """Base class: ``run(specs)`` yields result rows in completion order."""
 
     name = "base"
-    #: Seconds after which a trial is stopped and recorded as failed (None: no limit); the
-    #: runner sets it from ``--trial-timeout`` after ``create``.
+    #: Seconds after which a trial is stopped and failed (None: none); from ``--trial-timeout``.
     trial_timeout: Optional[float] = None
-    #: Whether ``run`` accepts units of trials trained together (robench.run.batching) among
-    #: its specs, yielding a list of rows for each; an executor that says nothing gets trials.
+    #: Whether ``run`` takes units of trials (robench.run.batching), yielding a list of rows each.
     runs_units: bool = False
 
     @abc.abstractmethod
