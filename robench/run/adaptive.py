@@ -1,9 +1,8 @@
 """``robench run --until decided``: repeats in rounds until every table's order is decided.
 
 A table is one (metric, data set, clusterer) of a metric that declares a paired comparison
-(``MetricSpec.paired``); its models get repeats look by look, alpha spent across the looks,
-until every pair is ordered or equivalent, at the maximum, or when a ``budget`` is spent.
-docs/adaptive.md has the looks, the decision rule, the budget and what every score stores.
+(``MetricSpec.paired``); docs/adaptive.md has the looks, the decision rule, the budget and what
+every score stores.
 """
 
 from __future__ import annotations
@@ -578,8 +577,7 @@ STATUS_WORDS = {0: UNDECIDED, 1: ORDERED, -1: ORDERED, 2: EQUIVALENT}
 
 
 def _guard(inclusive, chance, basis: str, level: float, margin: float) -> Optional[str]:
-    """Return why a model is not ranked, or None: the chance guard
-    (:func:`robench.stats.ranks.chance_reason`) on its inclusive accuracies so far."""
+    """Return why a model is not ranked (the chance guard on its inclusive accuracies), or None."""
     vals = [float(v) for v in inclusive if np.isfinite(v)]
     if chance is None:
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from contextlib import nullcontext
 from typing import Callable, Optional
 
 from robench.learn.devices import using_device
@@ -132,12 +133,9 @@ def execute_unit(unit: dict, env, timeout: Optional[float], execute_one: Callabl
             trained[pos], shares[pos] = deferred[pos], (share, len(jobs))
     rows = []
     for pos, spec in enumerate(specs):
-        if pos not in trained:
-            rows.append(execute_one(spec, env, timeout))
-            continue
-        with batched.replaying(trained[pos]):
+        with batched.replaying(trained[pos]) if pos in trained else nullcontext():
             row = execute_one(spec, env, timeout)
-        if row.get("status") == "ok":
+        if pos in trained and row.get("status") == "ok":
             # the trial's share of the batched training, so stored durations stay comparable
             share, width = shares[pos]
             if isinstance(row.get("seconds"), (int, float)):

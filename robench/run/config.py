@@ -1,10 +1,8 @@
 """Run configuration: profiles, and knobs merged from the registered protocols.
 
-A knob's value in a run is, from weakest to strongest: its default, its profile's value,
-``--set SECTION.KEY=VALUE``. The core owns the ``train`` section (the training budget every
-model reads through ``ModelContext.train``); every other section belongs to the registered
-protocol that declares it (:class:`robench.specs.ProtocolSpec` ``section`` and ``knobs``).
-Values are typed and checked when parsed, so a bad value is refused before anything runs.
+A knob's value in a run is its default, overridden by its profile's value, overridden by
+``--set SECTION.KEY=VALUE``; the core owns the ``train`` section, each protocol its own
+(docs/plugin-hooks.md, ``section``, ``knobs``). Values are checked when parsed.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""What every protocol shares: combinations, trial specs and keys, the worker environment,
-fit-and-score.
-
-A protocol plans trial specs with :func:`make_spec` (or :func:`keyed_spec`) and runs each in a
-worker, where :class:`TrialEnv` gives it the registry and the loaded data sets.
+"""What every protocol shares: combinations, trial specs and keys (:func:`make_spec`), the
+worker environment (:class:`TrialEnv`), fit-and-score.
 """
 
 from __future__ import annotations
