@@ -1,7 +1,6 @@
 """What a run records about where and when it ran: time, machine, versions, source revision.
 
-Every result row traces back to its run (``runs`` table), so a difference between two
-machines' results can be explained. Importable without torch.
+Every result row traces back to its run (``runs`` table). Importable without torch.
 """
 
 from __future__ import annotations

@@ -41,12 +41,9 @@ def check_policy(policy: str) -> str:
 
 
 def group_units(specs: list, policy: str, jobs: int = 1) -> list:
-    """Return ``specs`` with the trials of each (protocol, data set, model) put into units.
-
-    A unit is ``{"key": ..., "batch": [specs], "device": ...}``, placed where its first trial
-    was; groups are cut into near-equal units of at most :data:`MAX_UNIT` trials, at least
-    ``jobs`` of them where there are enough trials. Singletons stay trials.
-    """
+    """Return ``specs`` with the trials of each (protocol, data set, model) put into units
+    (``{"key": ..., "batch": [specs], "device": ...}``, where its first trial was): near-equal,
+    at most :data:`MAX_UNIT` trials, at least ``jobs`` of them where there are enough."""
     policy = check_policy(policy)
     if policy == "off" or not specs:
         return list(specs)

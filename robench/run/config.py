@@ -217,10 +217,8 @@ def shown(value: Any, limit: int = 60) -> str:
 
 
 def parse_settings(items, registry) -> dict:
-    """Turn ``["train.lr=0.001", ...]`` into {section: {knob: value}}; KnobError if bad.
-
-    VALUE is JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); a bare word that is not is a string.
-    """
+    """Turn ``["train.lr=0.001", ...]`` into {section: {knob: value}}; KnobError if bad. VALUE
+    is JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); a bare word that is not is a string."""
     sections = knob_sections(registry)
     out: dict = {}
     for item in items or ():
@@ -287,11 +285,8 @@ def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> di
 
 @dataclass
 class RunConfig:
-    """Everything that defines one ``robench run`` (stored with the run).
-
-    ``settings`` are the explicit knob values (``--set``), by section; :meth:`resolve` merges
-    them with the defaults and profile values into ``knobs`` (``cfg.knobs["train"]``).
-    """
+    """Everything that defines one ``robench run`` (stored with the run); :meth:`resolve`
+    merges ``settings`` (``--set``, by section) with the defaults into ``knobs``."""
 
     datasets: list
     models: list

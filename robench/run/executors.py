@@ -199,11 +199,8 @@ class LocalExecutor(Executor):
 
 
 class ProcessExecutor(Executor):
-    """Run trials on a pool of ``jobs`` spawned worker processes with one torch thread each.
-
-    A worker that dies breaks the pool; the trials then in flight are retried one at a time in
-    a fresh pool so the culprit is recorded as failed. With several GPUs each worker sees one.
-    """
+    """Run trials on a pool of ``jobs`` spawned worker processes with one torch thread each; a
+    worker that dies breaks the pool and its culprit is found (docs/guarantees.md)."""
 
     name = "process"
     runs_units = True

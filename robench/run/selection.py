@@ -1,9 +1,7 @@
 """Which components a run includes: the one policy ``robench run`` and ``robench.evaluate`` share.
 
-For each kind: the components the user named, resolved to their canonical names (a reference
-is read and checked here), else every registered one in the default run; an opt-in component
-(``in_default_run=False``: slow) joins an unnamed selection only where
-:data:`robench.run.config.INCLUDES_OPT_IN` says (the paper profile).
+For each kind: the components the user named, else every registered one; an opt-in component
+(``in_default_run=False``) only where :data:`robench.run.config.INCLUDES_OPT_IN` says.
 """
 
 from __future__ import annotations
