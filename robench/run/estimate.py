@@ -69,11 +69,8 @@ class Durations:
 
 
 def summarize(plan, stored_keys=frozenset(), durations: Durations = None) -> list:
-    """Return the plan table: per (data set, model, protocol) its trials, stored and to run.
-
-    ``seconds`` sums the trials to run that have an estimate, ``unestimated`` counts those
-    without, ``reference`` those estimated from the reference durations.
-    """
+    """Return the plan table: per (data set, model, protocol) its trials, stored and to run,
+    the ``seconds`` of those estimated, how many are ``unestimated`` or from the ``reference``."""
     durations = durations or Durations()
     rows = {}
     for key, spec in plan.specs.items():

@@ -99,12 +99,8 @@ def _row(spec: dict) -> dict:
 
 
 def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict:
-    """Run one trial spec and return its row; whatever it raises becomes a failed row.
-
-    ``timeout`` (seconds, None for none): a trial past it, even one that defeats the limit and
-    finishes later, is recorded as failed; a SystemExit, or a KeyboardInterrupt that no Ctrl-C
-    caused, is recorded like any error; a real Ctrl-C propagates.
-    """
+    """Run one trial spec and return its row; whatever it raises (but a real Ctrl-C) becomes a
+    failed row, and so does a trial past ``timeout`` seconds, even one that finished later."""
     env = env if env is not None else _ENV
     if "batch" in spec:  # a unit of trials trained together: a list of rows
         return execute_unit(spec, env, timeout, execute_trial)
@@ -424,9 +420,8 @@ class DaskExecutor(Executor):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _as_finished(self, futures: dict, retry: bool = False):
-        """Yield (future, chunk, rows, exception) as tasks finish; give a task up (a
-        :class:`_NoProgress` exception) when no worker is connected for
-        :data:`NO_WORKER_SECONDS`, or, for a retry, past its time limit."""
+        """Yield (future, chunk, rows, exception) as tasks finish; give a task up
+        (:class:`_NoProgress`) with no worker connected, or, for a retry, past its time limit."""
         from distributed import wait
 
         waiting = dict(futures)

@@ -85,8 +85,7 @@ def compute_ranks(rows: list, registry) -> list:
 
 def refresh_ranks(store, registry) -> int:
     """Recompute and store every table's ranks (replacing the stored ones); return how many.
-    Ranks that come out as stored are left as they are: a merge that copies nothing changes no
-    byte."""
+    Ranks that come out as stored are left as they are (a merge that copies nothing)."""
     rows = compute_ranks(table_rows(store), registry)
     kept = [c for c in COLUMNS if c != "computed_at"]
 
@@ -110,9 +109,8 @@ NOT_COMPUTED = "ranks not computed: run `robench migrate`"
 
 
 def stored_rankings(store) -> dict:
-    """Return the stored rankings: {(dataset, metric, configuration, clusterer, model):
-    ranking} (the ``ranking`` object of :func:`compute_ranks`, decoded). Empty for a file
-    whose ``ranks`` table predates the ``ranking`` column."""
+    """Return {(dataset, metric, configuration, clusterer, model): the stored ``ranking``,
+    decoded}; empty for a file whose ``ranks`` table predates the ``ranking`` column."""
     if not store.db["ranks"].exists() or "ranking" not in store.db["ranks"].columns_dict:
         return {}
     out = {}

@@ -333,12 +333,8 @@ def _store_rows(rows, ran: _Trials, cfg, store, run_id, emit, deadline, n_todo: 
 
 
 def longest_first(specs: list, registry, store) -> list:
-    """Order trials by expected duration, longest first, so no worker idles at the end.
-
-    The estimate is the mean time of stored trials of the same (dataset, model, protocol), else
-    the data set's size (twice for image models). A protocol that lists others in ``after``
-    goes after theirs: it loads what they train and cache (e.g. reference models).
-    """
+    """Order trials by expected duration (stored, else the data set's size), longest first, so
+    no worker idles at the end; a protocol that lists others in ``after`` goes after theirs."""
     past = {(row["dataset"], row["model"], row["protocol"]): row["seconds"]
             for row in store.trial_seconds()}
 
