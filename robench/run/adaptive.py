@@ -340,8 +340,7 @@ class _Race:
         # the equivalence margin: --precision, else the metric's own (ROBENCH_MARGIN overrides)
         self.precision = precision if precision is not None else equivalence_margin(
             spec.name, spec.paired.margin or PRECISION)
-        self.alpha = alpha
-        self.emit = on_event or (lambda *a, **k: None)
+        self.alpha, self.emit = alpha, on_event or (lambda *a, **k: None)
         # the looks and the alpha spent at each (docs/adaptive.md, "The rule")
         self.plan_looks = cycle_looks(top, cfg.k if spec.uses_clusterer else None, FIRST_LOOK)
         self.alphas = look_alphas(self.plan_looks, self.plan_looks[-1], alpha, SPENDING)

@@ -213,17 +213,15 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     emit = on_event or (lambda *a, **k: None)
     if killed := store.mark_killed_runs():
         emit("killed_runs", runs=killed)
-    if plan is None:
-        plan = plan_run(cfg, registry)
+    plan = plan_run(cfg, registry) if plan is None else plan
     keys = list(plan.specs)
     done_keys = store.ok_trial_keys(keys)
     # The device rides in each spec to the worker but is not part of the key: a trial stored
     # on one device is found stored on another (robench.learn.devices says why).
     todo = [dict(plan.specs[k], device=cfg.device) for k in keys if k not in done_keys]
-    config = cfg.to_dict()
+    config = {**cfg.to_dict(), "cache_dir": str(cache_dir())}  # executor_options keeps its place
     config["executor_options"] = {k: redact_secrets(v)
                                   for k, v in (config.get("executor_options") or {}).items()}
-    config["cache_dir"] = str(cache_dir())
     run_id = store.start_run(command=command, seed=cfg.seed, config=config,
                              plugin_versions=registry.plugin_versions(),
                              plugin_distributions=registry.plugin_distributions())
@@ -241,8 +239,7 @@ def execute(cfg, registry, store, *, command: str = "robench run",
             refresh_ranks(store, registry)  # what the leaderboard view shows
         status = "interrupted" if ran.interrupted else ("failed" if ran.failed else "ok")
         store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
-                         n_ok=ran.n_ran - len([f for f in ran.failed
-                                               if f["key"] not in ran.blocked]),
+                         n_ok=ran.n_ran - sum(f["key"] not in ran.blocked for f in ran.failed),
                          n_failed=len(ran.failed), n_skipped=len(plan.skipped))
     except BaseException:
         # whatever stopped it (a bug, an error the run could not contain), the run row must
@@ -334,7 +331,8 @@ def _store_rows(rows, ran: _Trials, cfg, store, run_id, emit, deadline, n_todo: 
 
 def longest_first(specs: list, registry, store) -> list:
     """Order trials by expected duration (stored, else the data set's size), longest first, so
-    no worker idles at the end; a protocol that lists others in ``after`` goes after theirs."""
+    no worker idles at the end; a protocol that lists others in ``after`` goes after theirs (it
+    loads what they train and cache, e.g. reference models)."""
     past = {(row["dataset"], row["model"], row["protocol"]): row["seconds"]
             for row in store.trial_seconds()}
 
