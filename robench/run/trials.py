@@ -36,8 +36,8 @@ def trial_key(spec: dict) -> str:
 def keyed_spec(protocol: str, version: str, *, dataset: str, model: str, kind: str,
                repeat: int, seed: int, params: dict, versions: dict,
                clusterer: str = "") -> dict:
-    """Return a trial spec in the layout every protocol's trials share, keyed by a hash of the
-    whole spec (for trials not per combination: a baseline, a model zoo)."""
+    """Return a trial spec keyed by a hash of the whole spec (for trials not per combination: a
+    baseline, a model zoo); ``versions`` are those of what it uses beyond the protocol."""
     spec = {"protocol": protocol, "dataset": dataset, "model": model, "clusterer": clusterer,
             "kind": kind, "repeat": int(repeat), "seed": seed, "params": params,
             "versions": {"protocol": version, **versions}}
