@@ -128,8 +128,7 @@ def describe_knob(knob: Knob) -> str:
 
 
 def profile_settings(profile: str, registry) -> list[str]:
-    """Return what ``profile`` sets that the quick profile does not, as ``NAME VALUE`` strings:
-    repeats and sources, then every knob of every section whose value differs."""
+    """Return what ``profile`` sets that the quick profile does not, as ``NAME VALUE`` strings."""
     out = [f"{name} {table[profile]}" for name, table in (("repeats", REPEATS), ("sources", SOURCES))
            if table[profile] != table[DEFAULT_PROFILE]]
     for section, (_, knobs) in sorted(knob_sections(registry).items()):

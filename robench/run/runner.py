@@ -144,8 +144,7 @@ def plan_run(cfg, registry) -> Plan:
 
 
 def helper_trials(plan: Plan, asked, done=()) -> list[dict]:
-    """Return the trials a plan adds of models nobody asked for (purity-ratio's zoo), per
-    metric: its protocol, the models, how many trials and how many are not stored yet."""
+    """Return, per metric, the trials a plan adds of models nobody asked for (a model zoo)."""
     asked, done = set(asked), set(done)
     out: dict[str, dict] = {}
     for group in plan.groups:
