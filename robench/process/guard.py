@@ -1,10 +1,7 @@
 """Containing what a trial does: a time limit, and a plugin's SystemExit or KeyboardInterrupt.
 
-:func:`time_limit` ends a trial past ``--trial-timeout`` with :class:`TrialTimeout` (SIGALRM on
-a main thread, an asynchronous exception on another thread, and in robench's own workers a
-kernel timer's SIGKILL :data:`HARD_LIMIT_GRACE` later, which no Python code can stop);
-:func:`user_interrupted` tells a real Ctrl-C from a ``KeyboardInterrupt`` a plugin raised.
-docs/guarantees.md says what each reaches and what the local executor cannot do.
+docs/guarantees.md says how :func:`time_limit` ends a trial, what it reaches and what the local
+executor cannot do; :func:`user_interrupted` tells a real Ctrl-C from a plugin's.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ import signal
 import sys
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Optional
 
 
@@ -32,8 +29,7 @@ def _on_sigint(signum, frame):
 
 
 def watch_sigint() -> bool:
-    """Record real Ctrl-Cs in this process from now on (a SIGINT still raises
-    KeyboardInterrupt); return False off the main thread."""
+    """Record real Ctrl-Cs in this process from now on; return False off the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return False
     signal.signal(signal.SIGINT, _on_sigint)
@@ -105,9 +101,6 @@ class _KernelTimer:
         spec = self._Itimerspec((0, 0), (whole, int((seconds - whole) * 1e9)))
         self.libc.timer_settime(self.timer, 0, ctypes.byref(spec), None)
 
-    def disarm(self) -> None:
-        self.arm(0.0)
-
 
 def _raise_in_thread(ident: int, exc_type) -> None:
     """Raise ``exc_type`` in thread ``ident`` when it next runs Python code (None: clear)."""
@@ -117,37 +110,28 @@ def _raise_in_thread(ident: int, exc_type) -> None:
 
 @contextmanager
 def time_limit(seconds: Optional[float], what: str = "trial", option: str = "--trial-timeout"):
-    """Raise :class:`TrialTimeout` in this block once it has run ``seconds`` (None: no limit).
-
-    Nested limits keep the outer one's deadline. In a worker process (:data:`HARD_LIMIT_GRACE`
-    set) a trial still running that long after the limit ends its worker (SIGKILL from a
-    kernel timer, else ``os._exit(71)`` from a thread).
-    """
+    """Raise :class:`TrialTimeout` in this block once it has run ``seconds`` (None: no limit);
+    nested limits keep the outer one's deadline."""
     if not seconds:
         yield
         return
     message = f"{what} ran past the time limit of {seconds:g} s ({option}); stopped"
     hard = kernel = None
     if HARD_LIMIT_GRACE[0] is not None:
-        kernel = _KernelTimer.get()
-        if kernel is not None:
+        if (kernel := _KernelTimer.get()) is not None:
             kernel.arm(float(seconds) + HARD_LIMIT_GRACE[0])
         else:
             hard = threading.Timer(float(seconds) + HARD_LIMIT_GRACE[0], os._exit, args=(71,))
             hard.daemon = True
             hard.start()
+    limit = (_alarm if can_limit_time() else _async_limit if hasattr(ctypes, "pythonapi")
+             else None)  # None: not CPython
     try:
-        if can_limit_time():
-            with _alarm(float(seconds), message):
-                yield
-        elif hasattr(ctypes, "pythonapi"):
-            with _async_limit(float(seconds), message):
-                yield
-        else:  # pragma: no cover - not CPython
+        with limit(float(seconds), message) if limit is not None else nullcontext():
             yield
     finally:
         if kernel is not None:
-            kernel.disarm()
+            kernel.arm(0.0)  # disarmed
         if hard is not None:
             hard.cancel()
 

@@ -1,8 +1,6 @@
 """Whether a recorded process still runs, and a worker's watch on the process that started it.
 
-A run row records its host, process id and start time (a process id alone can be reused); a
-run still ``running`` whose process is gone was killed: the next ``robench run`` on the same
-host marks it ``killed``.
+A run still ``running`` whose process is gone was killed (docs/guarantees.md).
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ def host_name() -> str:
 
 
 def process_started(pid: int) -> Optional[str]:
-    """Return when process ``pid`` started (clock ticks since boot, from /proc), or None where
-    /proc is unavailable (not Linux) or the process does not exist."""
+    """Return when process ``pid`` started (ticks since boot), or None where /proc cannot say."""
     fields = _stat(pid)
     return fields[19] if len(fields) > 19 else None  # field 22: starttime
 
@@ -40,39 +37,28 @@ def _stat(pid: int) -> list:
 
 
 def process_running(pid: Optional[int], started: Optional[str] = None) -> bool:
-    """Return whether process ``pid`` (that started at ``started``, if known) still runs;
-    without a pid nothing can be decided and it is taken to be running."""
+    """Return whether process ``pid`` (started at ``started``, if known) runs; no pid: True."""
     if pid is None:
         return True
     try:
         os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
     except PermissionError:
         pass  # exists, owned by someone else
-    except (OverflowError, ValueError):
+    except (ProcessLookupError, OverflowError, ValueError):
         return False
     if _stat(pid)[:1] == ["Z"]:  # a zombie
         return False
-    if started is not None:
-        now = process_started(pid)
-        if now is not None and now != str(started):
-            return False
-    return True
+    now = process_started(pid) if started is not None else None  # another process, same id?
+    return now is None or now == str(started)
 
 
 def die_with_parent(parent: Optional[int] = None) -> bool:
-    """Have the kernel SIGKILL this process when the process that started it dies.
-
-    ``prctl(PR_SET_PDEATHSIG)`` needs no Python thread, so it holds while a trial keeps the GIL
-    in a long C call. If ``parent`` (the expected parent's id) is already gone, exit at once.
-    Return False where prctl is unavailable (not Linux).
-    """
+    """Have the kernel SIGKILL this process when the process that started it dies (exit now if
+    ``parent``, its expected id, is gone); return False where prctl is unavailable."""
     if not sys.platform.startswith("linux"):
         return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:  # 1: PR_SET_PDEATHSIG
+    try:  # 1: PR_SET_PDEATHSIG
+        if ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:
             return False
     except (OSError, AttributeError):
         return False

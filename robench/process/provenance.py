@@ -1,11 +1,11 @@
 """What a run records about where and when it ran: time, machine, versions, source revision.
 
-Every result row traces back to its run (``runs`` table), so a difference between two
-machines' results can be explained. Importable without torch.
+Every result row traces back to its run (``runs`` table). Importable without torch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import platform
 import re
@@ -28,33 +28,27 @@ def utc_now() -> str:
 
 
 def platform_description(cpuinfo: str = "/proc/cpuinfo") -> str:
-    """Return the OS platform plus the CPU model and its best vector instruction set (torch's
-    kernels for another set can differ in the last bits); ``cpuinfo`` on Linux, else
-    :func:`platform.processor`."""
+    """Return the OS platform plus the CPU model and its best vector instruction set (from
+    ``cpuinfo`` on Linux, else :func:`platform.processor`)."""
     model, flags = "", set()
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                key, _, value = line.partition(":")
-                key = key.strip().lower()
-                if key in ("model name", "cpu model", "hardware") and not model:
-                    model = value.strip()
-                elif key in ("flags", "features") and not flags:
-                    flags = set(value.split())
-                if model and flags:
-                    break
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open(cpuinfo, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            key = key.strip().lower()
+            if key in ("model name", "cpu model", "hardware") and not model:
+                model = value.strip()
+            elif key in ("flags", "features") and not flags:
+                flags = set(value.split())
+            if model and flags:
+                break
     model = model or platform.processor() or platform.machine() or "unknown CPU"
     isa = next((name for name in _VECTOR_ISAS if name in flags), None)
-    cpu = f"{model}, {isa}" if isa else model
-    return f"{platform.platform()}; CPU: {cpu}"
+    return f"{platform.platform()}; CPU: {model}" + (f", {isa}" if isa else "")
 
 
 def torch_version() -> Optional[str]:
     """Return the installed torch version without importing torch, or None."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
+    if (torch := sys.modules.get("torch")) is not None:
         return getattr(torch, "__version__", None)
     try:
         return importlib.metadata.version("torch")
@@ -87,9 +81,8 @@ _SECRET_PARAMS = re.compile(r"(?P<name>(?:password|passwd|pwd|token|secret|api[_
 
 
 def redact_secrets(text):
-    """Return ``text`` with credentials in URLs (``tls://user:password@host:8786``) and secret
-    query values (``?token=...``) replaced by '***', so a run row never stores them; a
-    non-string is returned unchanged."""
+    """Return ``text`` (a non-string unchanged) with credentials in URLs (``tls://user:pw@h``)
+    and secret query values (``?token=...``) replaced by '***', so a run row never stores them."""
     if not isinstance(text, str):
         return text
     text = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + "***@", text)

@@ -1,9 +1,8 @@
 """``robench run --until decided``: repeats in rounds until every table's order is decided.
 
 A table is one (metric, data set, clusterer) of a metric that declares a paired comparison
-(``MetricSpec.paired``); its models get repeats look by look, alpha spent across the looks,
-until every pair is ordered or equivalent, at the maximum, or when a ``budget`` is spent.
-docs/adaptive.md has the looks, the decision rule, the budget and what every score stores.
+(``MetricSpec.paired``); docs/adaptive.md has the looks, the decision rule, the budget and what
+every score stores.
 """
 
 from __future__ import annotations
@@ -49,16 +48,12 @@ def racing_metrics(registry) -> list:
 
 
 def annotate(scores: list, level: float, adaptive: dict, interval: Callable) -> list:
-    """Return scores with intervals at ``level`` and ``details.adaptive`` on every score.
-
-    ``interval(score, level)`` is :attr:`PairedComparison.interval` (None: no interval); the
-    fixed-sample 95% interval is kept as ``details.interval_fixed_sample``.
-    """
+    """Return scores with intervals at ``level`` (``interval(score, level)``:
+    :attr:`PairedComparison.interval`) and ``details.adaptive`` on every score."""
     out = []
     for s in scores:
         details = dict(s.details or {})
-        iv = interval(s, level)
-        if iv is not None:
+        if (iv := interval(s, level)) is not None:
             details["interval_fixed_sample"] = details.get("interval")
             details["interval"] = iv.as_dict()
             s = replace(s, ci_low=iv.low, ci_high=iv.high)
@@ -82,10 +77,8 @@ def _merge(plans: list) -> Plan:
 def check_decided(cfg, precision: Optional[float] = None, registry=None) -> list:
     """Return the paired metrics of ``cfg``; raise ConfigError if ``--until decided`` cannot
     run it (the CLI calls it before opening the database)."""
-    if registry is None:
-        registry = get_registry()
-    paired = paired_metrics(cfg.metrics, registry)
-    if not paired:
+    registry = get_registry() if registry is None else registry
+    if not (paired := paired_metrics(cfg.metrics, registry)):
         can = racing_metrics(registry)
         raise ConfigError("--until decided races the tables of a metric that declares a paired "
                           f"comparison (MetricSpec.paired), and none of {', '.join(cfg.metrics)} "
@@ -98,8 +91,7 @@ def check_decided(cfg, precision: Optional[float] = None, registry=None) -> list
 
 
 def with_repeats(cfg, spec, n: int):
-    """Return ``cfg`` asking for ``n`` repeats of ``spec``'s metric (``repeats`` or its
-    ``PairedComparison.repeats_knob``)."""
+    """Return ``cfg`` asking for ``n`` repeats of ``spec``'s metric (or of its ``repeats_knob``)."""
     knob = spec.paired.repeats_knob if spec.paired is not None else None
     if not knob:
         return replace(cfg, repeats=n)
@@ -116,11 +108,8 @@ def run_until_decided(cfg, registry, store, *, precision: Optional[float] = None
                       plain_first: bool = False, plan: Optional[Plan] = None) -> RunReport:
     """Race the paired metrics' tables look by look until each is decided; return the report.
 
-    ``max_repeats`` (default ``cfg.repeats``) caps a paired metric's repeats; the other metrics
-    run once at ``cfg.repeats`` after the first looks. ``budget`` is in seconds; with
-    ``plain_first`` (the main job) the plain run of ``plan`` runs first and whole, and a table
-    the race could not look at keeps its plain scores. docs/adaptive.md, "Rounds, elimination
-    and the budget", has the order and the budget's rule.
+    ``max_repeats`` defaults to ``cfg.repeats``, ``budget`` is in seconds, ``plain_first`` is
+    the main job's order (docs/adaptive.md, "Rounds, elimination and the budget").
     """
     race = _RaceRun(cfg, registry, store, precision=precision, alpha=alpha, command=command,
                     on_event=on_event, rescore=rescore, budget=budget, max_repeats=max_repeats)
@@ -161,27 +150,23 @@ class _RaceRun:
             return self._report()
         for race in self.races:
             if not race.all_tables and self.plain is None:
-                self._run_inapplicable(race)
-        # the order: every paired table's first look (the headline tables, all undecided),
-        # then the other metrics, then the further looks where they fit
+                # a paired metric with no table here: a plain run records its skips
+                cfg = race.config(race.plan_looks[0])
+                self._execute(cfg, plan_run(cfg, self.registry))
+        # the order: docs/adaptive.md, "Rounds"
         if not self._pending() and not self._run_others():
             return self._report()
-        j = 0
-        while self._pending():
-            outcome = self._round(j)
-            if outcome == "interrupted":
-                return self._report()
-            if outcome == "stop":
-                break
-            j += 1
-        self._finish()
+        j, outcome = 0, "next"
+        while outcome == "next" and self._pending():
+            outcome, j = self._round(j), j + 1
+        if outcome != "interrupted":
+            self._finish()
         return self._report()
 
     def _pending(self) -> list:
         return [r for r in self.races if r.pending]
 
     def _execute(self, cfg, plan: Plan, **options) -> RunReport:
-        """Run ``plan`` through the runner and count it in this race's report."""
         report = _runner.execute(cfg, self.registry, self.store, command=self.command,
                                  on_event=self.on_event, plan=plan, **options)
         self.keys.update(plan.specs)
@@ -190,21 +175,14 @@ class _RaceRun:
         self.failed += report.failed
         return report
 
-    def _run_inapplicable(self, race) -> None:
-        """A paired metric with no table here: a plain run records its skips."""
-        cfg = race.config(race.plan_looks[0])
-        self._execute(cfg, plan_run(cfg, self.registry))
-
-    def _run_plain(self) -> bool:
-        """Run the main job's plain run of every metric, no deadline; False if interrupted."""
+    def _run_plain(self) -> bool:  # the main job's: every metric, no deadline
         report = self._execute(self.cfg, self.plain, rescore=self.rescore)
         self.skipped = list(report.skipped)
         self.plain_scores = list(report.scores)
         self.others = []
         return not report.interrupted
 
-    def _run_others(self) -> bool:
-        """Run the metrics without a paired comparison once; return False if interrupted."""
+    def _run_others(self) -> bool:  # the metrics without a paired comparison, once
         if not self.others:
             return True
         cfg = replace(self.cfg, metrics=list(self.others))
@@ -225,22 +203,15 @@ class _RaceRun:
                                        fallback=Durations(load_reference()[0]))
         return self.durations
 
-    def _round_plans(self, due: list, j: int) -> dict:
-        """Return {(race, table, model): plan} of round j, fitted to the budget if any."""
-        plans = {}
-        for race in due:
-            plans.update({(race, t, m): p for (t, m), p in race.look_plans(j).items()})
+    def _round(self, j: int) -> str:
+        """Take look j of every pending table; return "next", "stop" or "interrupted"."""
+        due = self._pending()
+        plans = {(race, t, m): p for race in due for (t, m), p in race.look_plans(j).items()}
         if self.deadline is not None:
             # the first look of every table is kept whatever it costs (in the cheapest order);
             # later looks only where they fit
             plans = _fit_budget(plans, self.store, self._durations(), self.deadline,
                                 self.cfg.jobs, drop=j > 0 or self.plain is not None)
-        return plans
-
-    def _round(self, j: int) -> str:
-        """Take look j of every pending table; return "next", "stop" or "interrupted"."""
-        due = self._pending()
-        plans = self._round_plans(due, j)
         if not plans:  # nothing fits: every table left stops at its last look
             return self._stop_all(due, self.deadline is not None)
         for race in due:
@@ -331,8 +302,7 @@ def _fit_budget(plans: dict, store, durations, deadline: float, jobs: int,
 
 
 def _seconds(specs, durations, default: float) -> float:
-    """Return the projected seconds of ``specs``; one without an estimate costs the mean of
-    those with one (``default`` when none has)."""
+    """Return the projected seconds of ``specs`` (one without an estimate: the others' mean)."""
     est = [durations.estimate(s)[0] for s in specs]
     known = [e for e in est if e is not None]
     fill = sum(known) / len(known) if known else default
@@ -342,10 +312,8 @@ def _seconds(specs, durations, default: float) -> float:
 def _paired_kinds(plan: Plan, kinds: Optional[tuple], base: int) -> Plan:
     """Return ``plan`` without the trials of kinds not in ``kinds`` past the profile's ``base``
     repeats (for rho: no random-split trial)."""
-    if not kinds:
-        return plan
     drop = {k for k, s in plan.specs.items()
-            if s.get("kind") is not None and s.get("kind") not in kinds
+            if kinds and s.get("kind") is not None and s.get("kind") not in kinds
             and int(s.get("repeat") or 0) >= base}
     if not drop:
         return plan
@@ -355,12 +323,10 @@ def _paired_kinds(plan: Plan, kinds: Optional[tuple], base: int) -> Plan:
 
 
 def _table_order(plans: dict) -> Callable:
-    """Return an order for a budgeted round's trials: table by table, in the order the tables
-    were fitted, so a deadline leaves whole tables."""
+    """Return a budgeted round's order: table by table, so a deadline leaves whole tables."""
     rank: dict = {}
-    for k, ((race, t, m), p) in enumerate(plans.items()):
-        for key in p.specs:
-            rank.setdefault(key, k)
+    for k, p in enumerate(plans.values()):
+        rank.update({key: k for key in p.specs if key not in rank})
     return lambda specs: sorted(specs, key=lambda s: rank.get(s["key"], len(rank)))
 
 
@@ -371,14 +337,11 @@ class _Race:
                  alpha: float, on_event: Optional[Callable]):
         self.cfg, self.registry, self.store, self.spec = cfg, registry, store, spec
         self.metric = spec.name
-        # the equivalence margin: --precision where given, else the metric's own
-        # (PairedComparison.margin, ROBENCH_MARGIN overriding it)
+        # the equivalence margin: --precision, else the metric's own (ROBENCH_MARGIN overrides)
         self.precision = precision if precision is not None else equivalence_margin(
             spec.name, spec.paired.margin or PRECISION)
-        self.alpha = alpha
-        self.emit = on_event or (lambda *a, **k: None)
-        # a look at every complete cycle of the balanced held-out design where the metric has
-        # sources (doubling looks for independent repeats), alpha spent across them
+        self.alpha, self.emit = alpha, on_event or (lambda *a, **k: None)
+        # the looks and the alpha spent at each (docs/adaptive.md, "The rule")
         self.plan_looks = cycle_looks(top, cfg.k if spec.uses_clusterer else None, FIRST_LOOK)
         self.alphas = look_alphas(self.plan_looks, self.plan_looks[-1], alpha, SPENDING)
         # one configuration for every score of a raced table, whatever look its model
@@ -440,8 +403,7 @@ class _Race:
     def gain(self, table: tuple) -> float:
         """Return the pairs of ``table`` its next look is expected to decide: the sum of its
         undecided pairs' next-look power, or before its first look its number of pairs."""
-        last = self.last.get(table)
-        if last is None:
+        if (last := self.last.get(table)) is None:
             m = len(self.models[table])
             return float(m * (m - 1) // 2)
         powers = [(p.get("outlook") or {}).get("next_power") for p in last["pairs"]
@@ -459,10 +421,9 @@ class _Race:
             ev = self._evaluate(t, n, j)
             self.last[t] = ev
             self.history[t].append(ev["history"])
-            reason = stop_reason([p["status"] for p in ev["pairs"]], ev["decided"], n,
-                                 self.plan_looks[-1])
-            if reason is None and final_look:
-                reason = "maximum repeats reached, undecided"
+            reason = (stop_reason([p["status"] for p in ev["pairs"]], ev["decided"], n,
+                                  self.plan_looks[-1])
+                      or ("maximum repeats reached, undecided" if final_look else None))
             self.need[t] = ev["need"]
             if reason is not None:
                 self._stop(t, reason, j)
@@ -473,8 +434,7 @@ class _Race:
         facts = _per_repeat(self.store, [self.current[(t, m)][0] for m in ms], n,
                             spec.paired.values)
         x, i = facts["x"], facts["i"]
-        # the chance guard first: a model not shown above chance + margin at a look is not
-        # compared, gets no more repeats and is listed unranked with the reason
+        # the chance guard first (docs/adaptive.md, "The rule")
         level = self._level(j)
         dropped = self.dropped.setdefault(t, {})
         for k, m in enumerate(ms):
@@ -489,9 +449,8 @@ class _Race:
             res = table_look(x[:, idx], i[:, idx], self.precision, 1.0 - level,
                              spec.higher_is_better, cycle=facts["cycle"], looks=1)
         else:  # nothing to rank: nothing to decide
-            res = {"estimate": np.zeros((1, 0)), "pairs": [], "status": np.zeros((1, 0)),
-                   "best": np.zeros((1, 0)), "worst": np.zeros((1, 0)),
-                   "decided": np.array([True]), "open": np.zeros((1, 0), bool)}
+            res = {**dict.fromkeys(("estimate", "status", "best", "worst", "open"),
+                                   np.zeros((1, 0))), "pairs": [], "decided": np.array([True])}
         estimate = {m: _num(res["estimate"][0][k]) for k, m in enumerate(ranked)}
         order = sorted(ranked, key=lambda m: (estimate[m] is None,
                                               -(estimate[m] or 0) if spec.higher_is_better
@@ -617,8 +576,7 @@ STATUS_WORDS = {0: UNDECIDED, 1: ORDERED, -1: ORDERED, 2: EQUIVALENT}
 
 
 def _guard(inclusive, chance, basis: str, level: float, margin: float) -> Optional[str]:
-    """Return why a model is not ranked, or None: the chance guard
-    (:func:`robench.stats.ranks.chance_reason`) on its inclusive accuracies so far."""
+    """Return why a model is not ranked (the chance guard on its inclusive accuracies), or None."""
     vals = [float(v) for v in inclusive if np.isfinite(v)]
     if chance is None:
         return None
@@ -634,15 +592,10 @@ def _num(v) -> Optional[float]:
 
 
 def _per_repeat(store, groups: list, n: int, values: Callable) -> dict:
-    """Return the paired comparison's values per repeat and what the tests need of the trials.
-
-    ``x``, ``i`` of shape (1, models, n) from :attr:`PairedComparison.values` (i = 1 for a
-    plain mean), NaN where a repeat was not run or failed; ``cycle`` the balanced design's
-    cycle when every trial recorded the same (else None); ``chance``, ``basis`` from
-    :func:`robench.stats.ranks.chance_level`.
-    """
-    x = np.full((1, len(groups), n), np.nan)
-    i = np.full((1, len(groups), n), np.nan)
+    """Return the paired comparison's values per repeat, ``x`` and ``i`` (1, models, n; NaN
+    where a repeat did not run or failed), the balanced design's ``cycle`` (or None), and
+    ``chance`` and ``basis`` (:func:`robench.stats.ranks.chance_level`)."""
+    x, i = np.full((1, len(groups), n), np.nan), np.full((1, len(groups), n), np.nan)
     cycles, balanced, classes, shares = set(), True, 0, []
     for m, g in enumerate(groups):
         clus = g.key_dict.get("clusterer")
@@ -651,8 +604,7 @@ def _per_repeat(store, groups: list, n: int, values: Callable) -> dict:
             if (t["status"] != "ok" or r is None or r >= n
                     or (clus is not None and t.get("clusterer") != clus)):
                 continue
-            got = values(t)
-            if got is None:
+            if (got := values(t)) is None:
                 continue
             side, value = got
             (x if side == "x" else i)[0, m, r] = value

@@ -1,13 +1,9 @@
 """Trials trained together: groups of one (protocol, data set, model) run as one unit.
 
-:func:`group_units` replaces the trials of one (protocol, data set, model) by *units*; an
-executor runs a unit in one worker through :func:`execute_unit`: each trial's code runs up to
-its first ``TorchClassifier.fit`` (recorded and stopped), the recorded fits are trained together
-(:func:`robench.learn.batched.fit_many`), then each trial runs in full through the executor's
-``execute_trial`` with its ``fit`` answered by its trained model. Keys, specs and rows do not
-change; a trial that cannot be batched runs alone. ``ROBENCH_BATCH``: ``off``, ``auto`` (the
-default: batch on CUDA only; on a CPU batched training was measured no faster), ``on``.
-docs/performance.md, "Many models at once", has the rest.
+:func:`execute_unit` runs each trial's code up to its first ``TorchClassifier.fit``, trains the
+recorded fits together, then runs each trial in full with its ``fit`` answered by its trained
+model; keys, specs and rows do not change. docs/performance.md, "Many models at once", has the
+rest (``ROBENCH_BATCH``).
 """
 
 from __future__ import annotations
@@ -15,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from contextlib import nullcontext
 from typing import Callable, Optional
 
 from robench.learn.devices import using_device
@@ -44,12 +41,9 @@ def check_policy(policy: str) -> str:
 
 
 def group_units(specs: list, policy: str, jobs: int = 1) -> list:
-    """Return ``specs`` with the trials of each (protocol, data set, model) put into units.
-
-    A unit is ``{"key": ..., "batch": [specs], "device": ...}``, placed where its first trial
-    was; groups are cut into near-equal units of at most :data:`MAX_UNIT` trials, at least
-    ``jobs`` of them where there are enough trials. Singletons stay trials.
-    """
+    """Return ``specs`` with the trials of each (protocol, data set, model) put into units
+    (``{"key": ..., "batch": [specs], "device": ...}``, where its first trial was): near-equal,
+    at most :data:`MAX_UNIT` trials, at least ``jobs`` of them where there are enough."""
     policy = check_policy(policy)
     if policy == "off" or not specs:
         return list(specs)
@@ -121,7 +115,8 @@ def execute_unit(unit: dict, env, timeout: Optional[float], execute_one: Callabl
     trained, shares = {}, {}
     for members in _compatible(deferred):
         device = specs[members[0]].get("device")
-        if len(members) < 2 or not _wins(deferred[members[0]], device, policy):
+        # batching is worth it under "on", and under "auto" on CUDA
+        if len(members) < 2 or not (policy == "on" or str(device or "").startswith("cuda")):
             continue
         jobs = [deferred[pos] for pos in members]
         started = time.monotonic()
@@ -135,12 +130,9 @@ def execute_unit(unit: dict, env, timeout: Optional[float], execute_one: Callabl
             trained[pos], shares[pos] = deferred[pos], (share, len(jobs))
     rows = []
     for pos, spec in enumerate(specs):
-        if pos not in trained:
-            rows.append(execute_one(spec, env, timeout))
-            continue
-        with batched.replaying(trained[pos]):
+        with batched.replaying(trained[pos]) if pos in trained else nullcontext():
             row = execute_one(spec, env, timeout)
-        if row.get("status") == "ok":
+        if pos in trained and row.get("status") == "ok":
             # the trial's share of the batched training, so stored durations stay comparable
             share, width = shares[pos]
             if isinstance(row.get("seconds"), (int, float)):
@@ -159,8 +151,3 @@ def _compatible(deferred: dict) -> list:
         width = tuple(getattr(job.X, "shape", (0, 0)))[1:]
         groups.setdefault((clf.batch_size, clf.lr, clf.weight_decay, width), []).append(pos)
     return list(groups.values())
-
-
-def _wins(job, device: Optional[str], policy: str) -> bool:
-    """Return whether batching is worth it under ``policy`` on ``device`` (auto: on CUDA)."""
-    return policy == "on" or bool(device and str(device).startswith("cuda"))

@@ -1,10 +1,8 @@
 """Run configuration: profiles, and knobs merged from the registered protocols.
 
-A knob's value in a run is, from weakest to strongest: its default, its profile's value,
-``--set SECTION.KEY=VALUE``. The core owns the ``train`` section (the training budget every
-model reads through ``ModelContext.train``); every other section belongs to the registered
-protocol that declares it (:class:`robench.specs.ProtocolSpec` ``section`` and ``knobs``).
-Values are typed and checked when parsed, so a bad value is refused before anything runs.
+A knob's value in a run is its default, overridden by its profile's value, overridden by
+``--set SECTION.KEY=VALUE``; the core owns the ``train`` section, each protocol its own
+(docs/plugin-hooks.md, ``section``, ``knobs``). Values are checked when parsed.
 """
 
 from __future__ import annotations
@@ -39,9 +37,8 @@ INCLUDES_OPT_IN = {"quick": False, "standard": False, "paper": True}
 #: Repeats per partition kind and sources per class, per profile (``--repeats``, ``--sources``).
 REPEATS = {"quick": 3, "standard": 15, "paper": 100}
 SOURCES = {"quick": 5, "standard": 5, "paper": 5}
-#: Seconds one trial may run before it is stopped and recorded as failed (``--trial-timeout``);
-#: generous: a quick trial takes seconds, a paper-scale CNN trained to convergence hours. Not
-#: part of any trial key: it decides whether a trial finishes, never what it computes.
+#: Seconds one trial may run before it is stopped and recorded as failed (``--trial-timeout``;
+#: in no trial key: docs/guarantees.md); generous: a paper-scale CNN trains for hours.
 TRIAL_TIMEOUT = {"quick": 900, "standard": 3600, "paper": 14400}
 
 #: The core's own section: the training budget handed to every model (``ModelContext.train``).
@@ -62,13 +59,11 @@ TRAIN_KNOBS = (
          "unset: the model's own", minimum=1, maximum=100_000),
 )
 
-#: Upper bounds of the run's numbers: a run past them is refused before anything is planned
-#: (planning 2**63 repeats grew memory without end). The paper scale is 100 repeats.
+#: Upper bounds of the run's numbers (planning 2**63 repeats grew memory without end), and the
+#: longest list, text and deepest JSON a --set value may be (docs/guarantees.md, "Inputs").
 MAX_REPEATS = 10_000
 MAX_SOURCES = 1_000
 MAX_JOBS = 1_024
-#: Longest list, longest text and deepest JSON a --set value may be, and the magnitude no
-#: number may pass (a knob declares tighter bounds where it has them).
 MAX_LIST_ITEMS = 1_000
 MAX_TEXT = 1_000
 MAX_SET_DEPTH = 8
@@ -76,9 +71,8 @@ MAX_NUMBER = 10**15
 
 _MAX_SEED = 2**32 - 1  # numpy's SeedSequence and torch take any non-negative int; keep it portable
 
-#: The most repeats a paired metric's model gets in a budgeted run when --repeats is not given
-#: (looks 10, 15, ..., 40 with 5 sources; 6, 12, 24, 40 without): the budget, not this cap,
-#: is what normally ends it.
+#: The most repeats a paired metric's model gets in a budgeted run without --repeats (looks 10,
+#: 15, ..., 40; docs/adaptive.md): the budget, not this cap, is what normally ends it.
 BUDGET_REPEATS = 40
 #: The longest --budget accepted (a week).
 MAX_BUDGET = 7 * 24 * 3600.0
@@ -125,23 +119,16 @@ def knob_sections(registry) -> dict:
 
 def describe_knob(knob: Knob) -> str:
     kind = f"list of {knob.items}" if knob.type == "list" and knob.items else knob.type
-    bounds = []
-    if knob.minimum is not None:
-        bounds.append(f">= {knob.minimum:g}")
-    if knob.maximum is not None:
-        bounds.append(f"<= {knob.maximum:g}")
-    if knob.choices:
-        bounds.append("one of " + ", ".join(map(str, knob.choices)))
-    if knob.min_items:
-        bounds.append(f"at least {knob.min_items} item(s)")
-    if knob.nullable:
-        bounds.append("or null")
+    bounds = [f">= {knob.minimum:g}"] if knob.minimum is not None else []
+    bounds += [f"<= {knob.maximum:g}"] if knob.maximum is not None else []
+    bounds += ["one of " + ", ".join(map(str, knob.choices))] if knob.choices else []
+    bounds += [f"at least {knob.min_items} item(s)"] if knob.min_items else []
+    bounds += ["or null"] if knob.nullable else []
     return kind + (f" ({'; '.join(bounds)})" if bounds else "")
 
 
 def profile_settings(profile: str, registry) -> list[str]:
-    """Return what ``profile`` sets that the quick profile does not, as ``NAME VALUE`` strings:
-    repeats and sources, then every knob of every section whose value differs."""
+    """Return what ``profile`` sets that the quick profile does not, as ``NAME VALUE`` strings."""
     out = [f"{name} {table[profile]}" for name, table in (("repeats", REPEATS), ("sources", SOURCES))
            if table[profile] != table[DEFAULT_PROFILE]]
     for section, (_, knobs) in sorted(knob_sections(registry).items()):
@@ -188,9 +175,7 @@ def check_value(section: str, knob: Knob, value: Any, *, convert: bool = False) 
                 fail(f"{what} {shown(v)} is below the minimum {low:g}")
             if v > high:
                 fail(f"{what} {shown(v)} is above the maximum {high:g}")
-        if kind == "float" and convert:
-            v = float(v)
-        return v
+        return float(v) if kind == "float" and convert else v
 
     if value is None:
         if not knob.nullable:
@@ -231,10 +216,8 @@ def shown(value: Any, limit: int = 60) -> str:
 
 
 def parse_settings(items, registry) -> dict:
-    """Turn ``["train.lr=0.001", ...]`` into {section: {knob: value}}; KnobError if bad.
-
-    VALUE is JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); a bare word that is not is a string.
-    """
+    """Turn ``["train.lr=0.001", ...]`` into {section: {knob: value}}; KnobError if bad. VALUE
+    is JSON (``0.8``, ``[1, 2]``, ``null``, ``true``); a bare word that is not is a string."""
     sections = knob_sections(registry)
     out: dict = {}
     for item in items or ():
@@ -272,8 +255,7 @@ def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> di
     (every protocol's cross-knob check runs on its section; a problem raises KnobError)."""
     settings = settings or {}
     sections = knob_sections(registry)
-    unknown = sorted(set(settings) - set(sections))
-    if unknown:
+    if unknown := sorted(set(settings) - set(sections)):
         raise KnobError(f"unknown knob section(s) {', '.join(unknown)}; known: "
                         f"{', '.join(sorted(sections))}")
     out = {}
@@ -302,11 +284,8 @@ def resolve_knobs(registry, profile: str, settings: Optional[dict] = None) -> di
 
 @dataclass
 class RunConfig:
-    """Everything that defines one ``robench run`` (stored with the run).
-
-    ``settings`` are the explicit knob values (``--set``), by section; :meth:`resolve` merges
-    them with the defaults and profile values into ``knobs`` (``cfg.knobs["train"]``).
-    """
+    """Everything that defines one ``robench run`` (stored with the run); :meth:`resolve`
+    merges ``settings`` (``--set``, by section) with the defaults into ``knobs``."""
 
     datasets: list
     models: list
@@ -333,12 +312,9 @@ class RunConfig:
     def __post_init__(self):
         if self.profile not in PROFILES:
             raise ValueError(f"unknown profile '{self.profile}'; known: {', '.join(PROFILES)}")
-        if self.repeats is None:
-            self.repeats = REPEATS[self.profile]
-        if self.k is None:
-            self.k = SOURCES[self.profile]
-        if self.trial_timeout is None:
-            self.trial_timeout = TRIAL_TIMEOUT[self.profile]
+        for name, table in (("repeats", REPEATS), ("k", SOURCES), ("trial_timeout", TRIAL_TIMEOUT)):
+            if getattr(self, name) is None:
+                setattr(self, name, table[self.profile])
         if isinstance(self.trial_timeout, bool) \
                 or not isinstance(self.trial_timeout, (int, float)) \
                 or not 0 <= self.trial_timeout < float("inf"):

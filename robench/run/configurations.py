@@ -1,12 +1,8 @@
 """Configurations: what a score's trials were run with, as part of the score's identity.
 
-A *configuration* is what changes a metric's trials besides the data set, model and clusterer:
-profile, repeats, sources, seed, split fractions and the knobs of the sections its protocol
-reads. Its :func:`fingerprint` is part of every score's key (``scores.configuration``; ``legacy``
-before they were recorded), so ``-r 3`` then ``-r 2`` on one database keeps both scores.
-A table (one metric on one data set) ranks one configuration: :func:`choose` picks the one
-covering the most (model, clusterer) combinations, a tie to the latest run; ``--config``
-picks one by id (a unique prefix), label, ``legacy``, or ``all`` (every one, labelled).
+A *configuration* is what changes a metric's trials besides the data set, model and clusterer
+(profile, repeats, sources, seed, split fractions, its protocols' knobs); its :func:`fingerprint`
+is part of every score's key. docs/database.md has which one a table shows and ``--config``.
 """
 
 from __future__ import annotations
@@ -26,8 +22,7 @@ ALL = "all"
 
 
 def _sections(metric, registry) -> list[str]:
-    """Return the knob sections a metric's trials read: train, its protocol's, and those of
-    the protocols it runs after (transitively), sorted."""
+    """Return the knob sections a metric's trials read, sorted: train and its protocols'."""
     sections, todo, seen = {TRAIN_SECTION}, [metric.protocol], set()
     while todo:
         name = todo.pop()
@@ -52,12 +47,10 @@ def describe(cfg, metric, registry) -> dict:
     sections = _sections(metric, registry)
     declared = knob_sections(registry)
     knobs = {s: dict(cfg.knobs.get(s) or {}) for s in sections if s in cfg.knobs}
-    changed = {}
-    for section in sections:
-        values = knobs.get(section, {})
-        for knob in declared.get(section, (None, []))[1]:
-            if knob.name in values and values[knob.name] != knob.value_for(cfg.profile):
-                changed[f"{section}.{knob.name}"] = values[knob.name]
+    changed = {f"{section}.{knob.name}": knobs[section][knob.name]
+               for section in sections for knob in declared.get(section, (None, []))[1]
+               if knob.name in knobs.get(section, {})
+               and knobs[section][knob.name] != knob.value_for(cfg.profile)}
     return {"profile": cfg.profile, "repeats": int(cfg.repeats), "sources": int(cfg.k),
             "seed": int(cfg.seed), "test_size": float(cfg.test_size),
             "val_fraction": float(cfg.val_fraction), "knobs": knobs, "changed": changed}
@@ -75,8 +68,7 @@ def label(description: dict) -> str:
     raced = " raced" if description.get("raced") else ""
     text = (f"{description['profile']} R={description['repeats']}{raced} "
             f"k={description['sources']} seed={description['seed']}")
-    changed = description.get("changed") or {}
-    if changed:
+    if changed := description.get("changed") or {}:
         text += " (" + ", ".join(f"{k}={json.dumps(v)}" for k, v in sorted(changed.items())) + ")"
     return text
 
@@ -119,9 +111,7 @@ class Choice:
 def resolve(wanted: Optional[str], known: dict) -> Optional[str]:
     """Return the configuration id ``wanted`` names (id, unique id prefix, label, ``legacy``)
     among ``known`` (id -> label), None, or ``all``; ConfigurationError for none or several."""
-    if wanted is None or wanted == ALL:
-        return wanted
-    if wanted in known:
+    if wanted is None or wanted == ALL or wanted in known:
         return wanted
     by_label = [i for i, lab in known.items() if lab == wanted]
     prefix = [i for i in known if i.startswith(wanted)] if len(wanted) >= 4 else []
@@ -140,8 +130,9 @@ def resolve(wanted: Optional[str], known: dict) -> Optional[str]:
 
 
 def choose(rows: Iterable[dict], labels: dict, wanted: Optional[str] = None) -> dict:
-    """Return {(dataset, metric): Choice} for score rows (the module docstring has the rule);
-    with ``wanted`` (a resolved id) a table without scores in it is left out."""
+    """Return {(dataset, metric): Choice} for score rows: the configuration covering the most
+    (model, clusterer), a tie to the latest run; with ``wanted`` (a resolved id) a table
+    without scores in it is left out."""
     tables: dict = {}
     for row in rows:
         config = row.get("configuration") or LEGACY

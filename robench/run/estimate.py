@@ -1,10 +1,8 @@
 """What a planned run will do before it does it: its trials per group and a projected time.
 
-``robench run --dry-run`` prints :func:`summarize`'s table and :func:`project`'s estimate. A
-trial to run is charged the mean seconds of stored successful trials like it
-(:meth:`robench.storage.store.Store.trial_durations`), else of robench's reference durations
-(``reference_durations.json``, written by ``benchmarks/reference_durations.py``); never a model
-of the machine. docs/running.md (``--dry-run``) has the rule.
+``robench run --dry-run`` prints :func:`summarize`'s table and :func:`project`'s estimate;
+docs/running.md (``--dry-run``) has the rule (stored durations, else the reference ones written
+by ``benchmarks/reference_durations.py``).
 """
 
 from __future__ import annotations
@@ -31,11 +29,6 @@ def group_of(spec: dict) -> tuple:
     return (spec["dataset"], spec.get("model") or "-", spec["protocol"])
 
 
-def _budget(spec: dict):
-    value = ((spec.get("params") or {}).get("train") or {}).get("max_epochs")
-    return None if value is None else int(value)
-
-
 class Durations:
     """Stored trial durations (rows of ``Store.trial_durations``) and the estimate of a spec;
     ``fallback`` (the reference ones) answers only for a spec these rows know nothing like."""
@@ -53,35 +46,31 @@ class Durations:
     def estimate(self, spec: dict) -> tuple:
         """Return (seconds, source) of one planned trial: source "stored" when these rows
         answered, "reference" when the fallback did; (None, None) when neither knows it."""
-        own = self.seconds(spec)
-        if own is not None:
+        if (own := self.seconds(spec)) is not None:
             return own, "stored"
         ref = self.fallback.seconds(spec) if self.fallback is not None else None
         return (ref, "reference") if ref is not None else (None, None)
 
     def seconds(self, spec: dict):
         """Return the estimated seconds of one planned trial from these rows alone, or None."""
-        budget = _budget(spec)
+        budget = ((spec.get("params") or {}).get("train") or {}).get("max_epochs")
+        budget = None if budget is None else int(budget)
         model = spec.get("model") or ""
         for entries in (self.by_kind.get((spec["dataset"], model, spec["protocol"],
                                           spec["kind"])),
                         self.by_protocol.get((spec["dataset"], model, spec["protocol"]))):
             if not entries:
                 continue
-            same = [(s, n) for b, s, n in entries if b == budget]
-            if same:
-                return sum(s * n for s, n in same) / sum(n for _, n in same)
-            scaled = [(s * (budget / b if budget and b else 1.0), n) for b, s, n in entries]
-            return sum(s * n for s, n in scaled) / sum(n for _, n in scaled)
+            # the same training budget, else every budget scaled to this one
+            pairs = ([(s, n) for b, s, n in entries if b == budget]
+                     or [(s * (budget / b if budget and b else 1.0), n) for b, s, n in entries])
+            return sum(s * n for s, n in pairs) / sum(n for _, n in pairs)
         return None
 
 
 def summarize(plan, stored_keys=frozenset(), durations: Durations = None) -> list:
-    """Return the plan table: per (data set, model, protocol) its trials, stored and to run.
-
-    ``seconds`` sums the trials to run that have an estimate, ``unestimated`` counts those
-    without, ``reference`` those estimated from the reference durations.
-    """
+    """Return the plan table: per (data set, model, protocol) its trials, stored and to run,
+    the ``seconds`` of those estimated, how many are ``unestimated`` or from the ``reference``."""
     durations = durations or Durations()
     rows = {}
     for key, spec in plan.specs.items():

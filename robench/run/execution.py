@@ -1,13 +1,9 @@
 """``execute``: run what :func:`robench.run.prepare.prepare` made, as a plain run or a race.
 
 ``robench run`` and ``robench.evaluate`` both call ``prepare`` then :func:`execute`, so the
-choice between a plain run (:func:`robench.run.runner.execute`) and a race
-(:func:`robench.run.adaptive.run_until_decided`) is made here and nowhere else:
-``until="fixed"`` is the plain run (a ``budget`` is its deadline), ``"decided"`` the race (up to
-``max_repeats``, else :data:`robench.run.config.BUDGET_REPEATS` with a budget, else the
-profile's), None a race when a ``budget`` is given. The main job (:func:`main_job`) runs the
-plain run first and whole, then the race within :data:`MAIN_BUDGET`; docs/running.md, "The
-default run, and racing with a budget", says why and has both orders measured.
+choice between a plain run and a race (:func:`choose`) is made here and nowhere else;
+docs/running.md, "The default run, and racing with a budget", has the main job
+(:func:`main_job`) and both orders measured.
 """
 
 from __future__ import annotations
@@ -32,8 +28,8 @@ MAIN_BUDGET = 540.0
 def main_job(prepared, registry, *, until: Optional[str] = None,
              budget: Optional[float] = None, repeats: Optional[int] = None,
              precision: Optional[float] = None) -> bool:
-    """Return True where ``robench run --all`` is the main job (the module docstring): none
-    of until, budget, repeats, precision given, the default profile, a metric that races."""
+    """Return True where ``robench run --all`` is the main job: none of until, budget, repeats,
+    precision given, the default profile, a metric that races."""
     cfg = prepared.config
     return (until is None and budget is None and repeats is None and precision is None
             and cfg.profile == DEFAULT_PROFILE
@@ -56,8 +52,7 @@ def choose(until: Optional[str] = None, budget: Optional[float] = None,
 
 def check(prepared, registry, *, until: Optional[str] = None, budget: Optional[float] = None,
           precision: Optional[float] = None) -> str:
-    """Return the mode of this run (:func:`choose`) after checking that ``prepared`` can run
-    it (a race needs a metric with a paired comparison); nothing is opened."""
+    """Return the mode of this run (:func:`choose`) once ``prepared`` can run it."""
     mode = choose(until, budget, precision)
     if mode == "decided":
         adaptive.check_decided(prepared.config, precision, registry)
@@ -76,16 +71,14 @@ def execute(prepared, registry, store, *, until: Optional[str] = None,
     ``--budget``, ``--precision`` and ``--repeats`` as given; ``main``: the main job.
     """
     if main:
-        return adaptive.run_until_decided(prepared.config, registry, store, command=command,
-                                          on_event=on_event, rescore=rescore,
-                                          budget=MAIN_BUDGET, max_repeats=BUDGET_REPEATS,
-                                          plain_first=True, plan=prepared.plan)
-    mode = check(prepared, registry, until=until, budget=budget, precision=precision)
-    if mode == "decided":
+        budget, max_repeats, precision = MAIN_BUDGET, BUDGET_REPEATS, None
+    if main or check(prepared, registry, until=until, budget=budget,
+                     precision=precision) == "decided":
         top = max_repeats or (BUDGET_REPEATS if budget is not None else None)
         return adaptive.run_until_decided(prepared.config, registry, store, command=command,
                                           on_event=on_event, rescore=rescore, budget=budget,
-                                          max_repeats=top, precision=precision)
+                                          max_repeats=top, precision=precision,
+                                          plain_first=main, plan=prepared.plan)
     deadline = None if budget is None else time.monotonic() + budget
     return runner.execute(prepared.config, registry, store, command=command, on_event=on_event,
                           rescore=rescore, plan=prepared.plan, deadline=deadline)

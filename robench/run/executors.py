@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 import collections
-import datetime as _dt
+import contextlib
 import json
 import logging
 import multiprocessing as mp
@@ -29,7 +29,7 @@ from robench.plugins import make_registry
 from robench.process.guard import (HARD_LIMIT_GRACE, TrialTimeout, time_limit, unwatch_sigint,
                                    user_interrupted, watch_sigint)
 from robench.process.liveness import die_with_parent, watch_parent
-from robench.process.provenance import redact_secrets
+from robench.process.provenance import redact_secrets, utc_now
 from robench.run.batching import execute_unit
 from robench.run.trials import TrialEnv
 
@@ -43,21 +43,13 @@ _ENV = None  # the worker process's TrialEnv, built by init_worker
 
 
 def limit_threads(threads: int = TRIAL_THREADS) -> None:
-    """Make every trial in this process use ``threads`` threads (torch, OpenMP, BLAS).
-
-    Pools already loaded are limited through threadpoolctl; the variables are set, not
-    defaulted (docs/running.md, "Executors and threads").
-    """
+    """Make every trial in this process use ``threads`` threads (torch, OpenMP, BLAS; set, not
+    defaulted: docs/running.md, "Executors and threads")."""
     threads = max(1, int(threads))
-    os.environ["ROBENCH_TORCH_THREADS"] = str(threads)
-    for var in THREAD_VARIABLES:
-        os.environ[var] = str(threads)
+    os.environ.update(dict.fromkeys(("ROBENCH_TORCH_THREADS", *THREAD_VARIABLES), str(threads)))
     if any(m in sys.modules for m in ("numpy", "scipy", "sklearn")):
-        try:
+        with contextlib.suppress(ImportError):  # threadpoolctl: a scikit-learn dependency
             from threadpoolctl import threadpool_limits
-        except ImportError:  # pragma: no cover - a scikit-learn dependency
-            pass
-        else:
             threadpool_limits(threads)
     if "robench.learn.train" in sys.modules:
         sys.modules["robench.learn.train"].set_torch_threads(threads)
@@ -66,27 +58,21 @@ def limit_threads(threads: int = TRIAL_THREADS) -> None:
 
 
 def execution_settings() -> dict:
-    """Return the execution settings a trial run in this process gets: its thread count.
-
-    ``threads`` is the limit :func:`limit_threads` set here, or None when nothing limited it;
-    stored with the trial (its ``execution`` column), outside its key.
-    """
+    """Return how a trial run in this process runs (its ``execution`` column, outside its key):
+    ``threads``, the limit :func:`limit_threads` set here, or None."""
     threads = os.environ.get("ROBENCH_TORCH_THREADS")
     return {"threads": int(threads) if threads and threads.isdigit() else None}
 
 
 def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
                  threads: int = TRIAL_THREADS) -> None:
-    """Build the worker's registry from its recipe (plain data, never live plugin objects).
-
-    With ``gpu_queue`` the worker takes one GPU id from it and sees only that GPU.
-    """
+    """Build the worker's registry from its recipe (plain data, never live plugin objects);
+    with ``gpu_queue`` the worker takes one GPU id from it and sees only that GPU."""
     global _ENV
     if gpu_queue is not None:
         claim_worker_gpu(gpu_queue.get(timeout=60))
-    # A worker outliving a killed driver would hold its memory for ever: the kernel kills it
-    # with its parent (the driver; for a Dask worker, the process that started it), whatever
-    # its trial is doing; the watching thread is the fallback where that is unavailable.
+    # A worker outliving a killed driver would hold its memory for ever: it dies with its
+    # parent, whatever its trial is doing (docs/guarantees.md).
     parent = mp.parent_process()
     if not die_with_parent(parent.pid if parent is not None else None):
         watch_parent()
@@ -100,10 +86,6 @@ def init_worker(recipe: dict, cache_dir: Optional[str], gpu_queue=None,
     _ENV = TrialEnv(make_registry(**recipe))
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
 def worker_stamp() -> str:
     """Return where a trial ran: host name and process id."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -111,19 +93,14 @@ def worker_stamp() -> str:
 
 def _row(spec: dict) -> dict:
     """Return a trial row's fields from its spec, the spec as its key hashes it (no device)."""
-    row = {k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
-                                "repeat", "seed", "params", "versions")}
-    row["spec"] = {k: v for k, v in spec.items() if k != "device"}
-    return row
+    return {**{k: spec[k] for k in ("key", "dataset", "model", "clusterer", "protocol", "kind",
+                                    "repeat", "seed", "params", "versions")},
+            "spec": {k: v for k, v in spec.items() if k != "device"}}
 
 
 def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict:
-    """Run one trial spec and return its row; whatever it raises becomes a failed row.
-
-    ``timeout`` (seconds, None for none): a trial past it, even one that defeats the limit and
-    finishes later, is recorded as failed; a SystemExit, or a KeyboardInterrupt that no Ctrl-C
-    caused, is recorded like any error; a real Ctrl-C propagates.
-    """
+    """Run one trial spec and return its row; whatever it raises (but a real Ctrl-C) becomes a
+    failed row, and so does a trial past ``timeout`` seconds, even one that finished later."""
     env = env if env is not None else _ENV
     if "batch" in spec:  # a unit of trials trained together: a list of rows
         return execute_unit(spec, env, timeout, execute_trial)
@@ -145,20 +122,16 @@ def execute_trial(spec: dict, env=None, timeout: Optional[float] = None) -> dict
         row.update(result)
         row["status"], row["error"] = "ok", None
     except TrialTimeout as exc:
-        row = dict(base, device=row.get("device"))
-        row.update(status="failed", error=f"TrialTimeout: {exc}")
-    except KeyboardInterrupt:
-        if user_interrupted():
-            raise
-        row.update(status="failed", error="KeyboardInterrupt raised by the trial's code (no "
-                   f"Ctrl-C was pressed)\n{traceback.format_exc(limit=6)}")
-    except SystemExit as exc:
-        row.update(status="failed", error=f"SystemExit({exc.code!r}) raised by the trial's "
-                   f"code\n{traceback.format_exc(limit=6)}")
-    except Exception as exc:  # noqa: BLE001 - invariant 7: a trial that raises is recorded
-        row.update(status="failed", error=f"{type(exc).__name__}: {exc}\n"
-                   f"{traceback.format_exc(limit=6)}")
-    row["finished_at"] = _now()
+        row = dict(base, device=row.get("device"), status="failed", error=f"TrialTimeout: {exc}")
+    except (KeyboardInterrupt, SystemExit, Exception) as exc:  # noqa: BLE001 - invariant 7
+        if isinstance(exc, KeyboardInterrupt) and user_interrupted():
+            raise  # a real Ctrl-C; any other raise of a trial is recorded
+        what = ("KeyboardInterrupt raised by the trial's code (no Ctrl-C was pressed)"
+                if isinstance(exc, KeyboardInterrupt)
+                else f"SystemExit({exc.code!r}) raised by the trial's code"
+                if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}")
+        row.update(status="failed", error=f"{what}\n{traceback.format_exc(limit=6)}")
+    row["finished_at"] = utc_now()
     return row
 
 
@@ -167,19 +140,17 @@ def check_same_data(spec: dict, env) -> None:
     planned = (spec.get("versions") or {}).get("dataset_content")
     if planned is None or not spec.get("dataset"):
         return
-    found = env.registry.dataset_fingerprint(spec["dataset"])
-    if found != planned:
-        raise RuntimeError(
-            f"data set '{spec['dataset']}' changed since the run was planned (content "
-            f"{found}, planned on {planned}); run again to plan on the current data")
+    if (found := env.registry.dataset_fingerprint(spec["dataset"])) != planned:
+        raise RuntimeError(f"data set '{spec['dataset']}' changed since the run was planned "
+                           f"(content {found}, planned on {planned}); run again to plan on the "
+                           "current data")
 
 
 def failed_row(spec: dict, error: str) -> dict:
-    """Return the row of a trial that could not run at all (e.g. its worker died); for a unit
-    of trials (robench.run.batching) a list of rows, one per trial."""
+    """Return the row of a trial that could not run at all (a unit of trials: a list of rows)."""
     if "batch" in spec:
         return [failed_row(s, error) for s in spec["batch"]]
-    row = dict(_row(spec), status="failed", error=error, finished_at=_now())
+    row = dict(_row(spec), status="failed", error=error, finished_at=utc_now())
     if spec.get("device"):
         row["device"] = device_label(spec["device"]) if spec["device"] != "cuda" else "cuda"
     return row
@@ -189,11 +160,9 @@ class Executor(abc.ABC):
     """Base class: ``run(specs)`` yields result rows in completion order."""
 
     name = "base"
-    #: Seconds after which a trial is stopped and recorded as failed (None: no limit); the
-    #: runner sets it from ``--trial-timeout`` after ``create``.
+    #: Seconds after which a trial is stopped and failed (None: none); from ``--trial-timeout``.
     trial_timeout: Optional[float] = None
-    #: Whether ``run`` accepts units of trials trained together (robench.run.batching) among
-    #: its specs, yielding a list of rows for each; an executor that says nothing gets trials.
+    #: Whether ``run`` takes units of trials (robench.run.batching), yielding a list of rows each.
     runs_units: bool = False
 
     @abc.abstractmethod
@@ -226,11 +195,8 @@ class LocalExecutor(Executor):
 
 
 class ProcessExecutor(Executor):
-    """Run trials on a pool of ``jobs`` spawned worker processes with one torch thread each.
-
-    A worker that dies breaks the pool; the trials then in flight are retried one at a time in
-    a fresh pool so the culprit is recorded as failed. With several GPUs each worker sees one.
-    """
+    """Run trials on a pool of ``jobs`` spawned worker processes with one torch thread each; a
+    worker that dies breaks the pool and its culprit is found (docs/guarantees.md)."""
 
     name = "process"
     runs_units = True
@@ -246,12 +212,11 @@ class ProcessExecutor(Executor):
         # spawn, not fork: the driver may already hold OpenMP/torch thread pools, which do not
         # survive fork reliably (nor does CUDA).
         ctx = mp.get_context("spawn")
-        gpu_queue = None
         gpus = worker_gpus(device, workers) if device else []
-        if gpus:  # one GPU per worker: each takes one id from the queue as it starts
-            gpu_queue = ctx.Queue()
-            for gpu in gpus:
-                gpu_queue.put(gpu)
+        # one GPU per worker: each takes one id from the queue as it starts
+        gpu_queue = ctx.Queue() if gpus else None
+        for gpu in gpus:
+            gpu_queue.put(gpu)
         return ProcessPoolExecutor(
             max_workers=workers, mp_context=ctx,
             initializer=init_worker, initargs=(self.recipe, str(cache_dir()), gpu_queue),
@@ -299,12 +264,8 @@ class ProcessExecutor(Executor):
                     # never submitted: innocent, back to the full pool (or, isolating,
                     # still suspects)
                     (suspects if isolate else queue).extend(pending)
-                    futures.clear()
             finally:
-                self._shutdown()
-
-    def _submit(self, spec):
-        return self._pool.submit(execute_trial, spec, None, self.trial_timeout)
+                self.close()
 
     def _fill(self, futures: dict, pending, limit: int) -> bool:
         """Submit specs from ``pending`` until ``limit`` are in flight; True if the pool broke
@@ -312,40 +273,33 @@ class ProcessExecutor(Executor):
         while pending and len(futures) < limit:
             spec = pending.popleft()
             try:
-                futures[self._submit(spec)] = spec
+                futures[self._pool.submit(execute_trial, spec, None, self.trial_timeout)] = spec
             except BrokenProcessPool:
                 pending.appendleft(spec)
                 return True
         return False
 
-    def _shutdown(self):
+    def close(self):
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
-    def close(self):
-        self._shutdown()
-
 
 _DASK_ENVS: dict = {}
-#: The most trials one Dask task runs (a chunk): tens to hundreds per task keep a paper-scale
-#: run (~83,000 trials) from spending minutes in the scheduler (each task costs it ~ms).
+#: The most trials one Dask task runs, and the chunks per worker a run is cut into at least
+#: (docs/running.md, "On a cluster (Dask)", says why).
 MAX_CHUNK = 100
-#: Chunks per worker a run is cut into at least (while chunks stay >= 1 trial), so every
-#: worker stays busy to the end and a small run still streams its results trial by trial.
 CHUNKS_PER_WORKER = 4
 #: Seconds between the driver's checks on a Dask task it waits for.
 POLL_SECONDS = 5.0
-#: Seconds the driver waits with no Dask worker connected before it records the trials it
-#: waits for as failed (a cluster whose workers all died is not restarted by robench).
+#: Seconds the driver waits with no Dask worker connected before it fails the trials it waits for.
 NO_WORKER_SECONDS = 60.0
 #: How often a trial suspected of killing its Dask worker is run alone before it is failed.
 SUSPECT_TRIES = 2
 
 
 def chunk_size(n_trials: int, workers: int) -> int:
-    """Return how many trials one Dask task runs: about ``CHUNKS_PER_WORKER`` tasks per
-    worker, 1 to :data:`MAX_CHUNK` trials each.
+    """Return how many trials one Dask task runs: 1 to :data:`MAX_CHUNK`.
 
     >>> chunk_size(6, 2), chunk_size(1000, 2), chunk_size(83_000, 32)
     (1, 100, 100)
@@ -356,8 +310,7 @@ def chunk_size(n_trials: int, workers: int) -> int:
 
 def execute_trials_on_worker(specs: list, recipe: dict, cache_dir: Optional[str],
                              timeout: Optional[float] = None) -> list:
-    """Run a chunk of trials one after another on a Dask worker; return their rows in order.
-    The worker's registry is built once per worker process."""
+    """Run a chunk of trials one after another on a Dask worker; return their rows in order."""
     key = json.dumps([recipe, cache_dir], sort_keys=True)
     if key not in _DASK_ENVS:
         init_worker(recipe, cache_dir)
@@ -370,12 +323,8 @@ class _NoProgress(Exception):
 
 
 class DaskExecutor(Executor):
-    """Run trials on a Dask distributed cluster; results stream back as chunks finish.
-
-    With ``scheduler`` (``tcp://10.0.0.5:8786``) robench connects to it; without, it starts a
-    local cluster of ``jobs`` single-threaded workers bound to 127.0.0.1. Chunks, retries, the
-    task keys and when the driver gives a task up: docs/running.md, "On a cluster (Dask)".
-    """
+    """Run trials on the Dask cluster at ``scheduler`` (``tcp://10.0.0.5:8786``), or on a local
+    one of ``jobs`` single-threaded workers (docs/running.md, "On a cluster (Dask)")."""
 
     name = "dask"
     runs_units = True
@@ -407,9 +356,8 @@ class DaskExecutor(Executor):
             import dask
 
             limit_threads()
-            # A worker that dies (killed, or ended past --trial-timeout) fails its task at
-            # once: robench retries the suspects itself, one at a time (run() below), instead
-            # of Dask trying each on three more workers first.
+            # A worker that dies fails its task at once: robench retries the suspects itself,
+            # one at a time (run() below), instead of Dask trying each on three more workers.
             with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
                 self._cluster = LocalCluster(host="127.0.0.1", n_workers=self.jobs,
                                              threads_per_worker=1, processes=True,
@@ -472,9 +420,8 @@ class DaskExecutor(Executor):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _as_finished(self, futures: dict, retry: bool = False):
-        """Yield (future, chunk, rows, exception) as tasks finish; give a task up (a
-        :class:`_NoProgress` exception) when no worker is connected for
-        :data:`NO_WORKER_SECONDS`, or, for a retry, past its time limit."""
+        """Yield (future, chunk, rows, exception) as tasks finish; give a task up
+        (:class:`_NoProgress`) with no worker connected, or, for a retry, past its time limit."""
         from distributed import wait
 
         waiting = dict(futures)
@@ -522,9 +469,7 @@ class DaskExecutor(Executor):
                                    str(cache_dir()), self.trial_timeout, key=key, pure=False)
 
     def close(self):
-        if self._client is not None:
-            self._client.close()
-            self._client = None
-        if self._cluster is not None:
-            self._cluster.close()
-            self._cluster = None
+        for name in ("_client", "_cluster"):  # the client first: it talks to the cluster
+            if getattr(self, name) is not None:
+                getattr(self, name).close()
+                setattr(self, name, None)

@@ -1,9 +1,8 @@
 """``prepare``: the one place that turns what a user asked for into a run configuration and plan.
 
 ``robench run`` and ``robench.evaluate`` both call it, so both apply the same checks in the
-same order and the same defaults: the knobs, the cache folder, the names
-(:func:`robench.run.selection.select`), the executor, then the configuration and its plan.
-Nothing here opens the results database: a run that cannot be made exits before it is touched.
+same order and the same defaults. Nothing here opens the results database: a run that cannot
+be made exits before it is touched.
 """
 
 from __future__ import annotations
@@ -42,9 +41,7 @@ def prepare(registry, *, profile: str = "quick", datasets=(), models=(), cluster
     """Return the configuration and plan of a run; raise a one-line error (KnobError,
     DeviceError, ConfigurationError, ...: exit 2 in the CLI) where it cannot be made.
 
-    An empty kind of names gets the profile's defaults; ``settings`` are parsed knob values
-    ``{section: {knob: value}}``; None means the default for ``repeats``, ``k`` (the profile's),
-    ``executor`` (:func:`default_executor`) and ``jobs`` (one per core, at most 8).
+    An empty kind of names, and None, get the defaults; ``settings`` are parsed knob values.
     """
     settings = settings or {}
     device = resolve_device(device)

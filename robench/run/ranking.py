@@ -1,11 +1,8 @@
 """The ranks the ``leaderboard`` view shows: each table's ranks as the leaderboard gives them.
 
 A rank is decided by a metric's leaderboard section (``LeaderboardSection.ranks``), code a SQL
-view cannot run; so whenever scores change (a run, a merge, a migration) robench stores every
-table's ranks in the ``ranks`` table (each data set, metric and configuration, helper models
-left out, with the section's whole verdict in ``ranks.ranking``). The ``leaderboard`` view and
-``robench results`` read them: no view ranks again; a metric whose section gives no ranks has
-none.
+view cannot run; so whenever scores change robench stores every table's ranks in the ``ranks``
+table, which every view reads (docs/database.md).
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from robench.metric_kit import without_helpers
 from robench.process.provenance import utc_now
@@ -59,8 +56,7 @@ def compute_ranks(rows: list, registry) -> list:
     now = utc_now()
     out = []
     for (dataset, metric, configuration), mine in sorted(tables.items(), key=repr):
-        ranks = getattr(sections.get(metric), "ranks", None)
-        if ranks is None:
+        if (ranks := getattr(sections.get(metric), "ranks", None)) is None:
             continue
         try:
             with computing_ranks():
@@ -68,9 +64,7 @@ def compute_ranks(rows: list, registry) -> list:
                          if isinstance(x, dict) and x.get("score") == metric]
         except Exception:  # noqa: BLE001 - a plugin's ranking that fails ranks nothing here
             continue  # (the site shows that section's failure; a run or merge goes on)
-        ranked: dict = defaultdict(int)
-        for x in found:
-            ranked[x.get("clusterer") or ""] += x.get("rank") is not None
+        ranked = Counter(x.get("clusterer") or "" for x in found if x.get("rank") is not None)
         value = {(r["model"], r.get("clusterer") or ""): r.get("value")
                  for r in mine if r["score"] == metric}
         for x in found:
@@ -91,8 +85,7 @@ def compute_ranks(rows: list, registry) -> list:
 
 def refresh_ranks(store, registry) -> int:
     """Recompute and store every table's ranks (replacing the stored ones); return how many.
-    Ranks that come out as stored are left as they are: a merge that copies nothing changes no
-    byte."""
+    Ranks that come out as stored are left as they are (a merge that copies nothing)."""
     rows = compute_ranks(table_rows(store), registry)
     kept = [c for c in COLUMNS if c != "computed_at"]
 
@@ -116,9 +109,8 @@ NOT_COMPUTED = "ranks not computed: run `robench migrate`"
 
 
 def stored_rankings(store) -> dict:
-    """Return the stored rankings: {(dataset, metric, configuration, clusterer, model):
-    ranking} (the ``ranking`` object of :func:`compute_ranks`, decoded). Empty for a file
-    whose ``ranks`` table predates the ``ranking`` column."""
+    """Return {(dataset, metric, configuration, clusterer, model): the stored ``ranking``,
+    decoded}; empty for a file whose ``ranks`` table predates the ``ranking`` column."""
     if not store.db["ranks"].exists() or "ranking" not in store.db["ranks"].columns_dict:
         return {}
     out = {}

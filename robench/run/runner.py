@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -27,20 +29,17 @@ class Group:
     metric: object
     combo: Combo
     keys: list
-    #: Set by a driver that changes how the group is scored (robench.run.adaptive): ``options``
-    #: (JSON-able) enters the inputs fingerprint, ``finish(scores) -> scores`` runs after the
-    #: metric's aggregate. Both empty for a plain run (fingerprints as before).
+    #: Set by robench.run.adaptive: ``options`` enter the inputs fingerprint, ``finish(scores)
+    #: -> scores`` runs after the metric's aggregate. Both empty for a plain run.
     options: dict = field(default_factory=dict)
     finish: Optional[Callable] = None
     configuration: Optional[str] = None  # robench.run.configurations id its scores are stored under
 
     @property
     def key_dict(self) -> dict:
-        return {
-            "dataset": self.combo.dataset.name,
-            "model": self.combo.model.name,
-            "clusterer": self.combo.clusterer.name if self.combo.clusterer else "",
-        }
+        clusterer = self.combo.clusterer.name if self.combo.clusterer else ""
+        return {"dataset": self.combo.dataset.name, "model": self.combo.model.name,
+                "clusterer": clusterer}
 
 
 @dataclass
@@ -71,27 +70,21 @@ class RunReport:
     n_aggregated: int = 0  # groups whose scores were computed in this run
     n_reused: int = 0  # groups whose inputs were unchanged: stored scores reported as they are
     adaptive: list = field(default_factory=list)  # --until decided: each raced table's decision
-    #: --budget: the deadline came before every planned trial ran (the rest was not started;
-    #: a trial in flight at the deadline was not stored)
-    budget_spent: bool = False
+    budget_spent: bool = False  # --budget: the deadline came before every planned trial ran
     n_not_run: int = 0  # planned trials neither stored before nor run (the budget ended first)
     main_job: bool = False  # robench.run.execution.main_job: the quick run, then a race
 
 
-def _combos(cfg, registry, metric, broken=None):
-    broken = broken or {}
+def _combos(cfg, registry, metric, broken):
     datasets = [registry.get("datasets", n) for n in cfg.datasets]
     models = [registry.get("models", n) for n in cfg.models]
     clusterers = ([registry.get("clusterers", n) for n in cfg.clusterers]
                   if metric.uses_clusterer else [None])
-    for d in datasets:
-        for m in models:
-            for c in clusterers:
-                reason = (broken.get(d.name)
-                          or m.not_applicable_to(metric) or m.not_applicable(d)
-                          or (metric.applies_to(d, m) if metric.applies_to else None)
-                          or (c.not_applicable(d) if c else None))
-                yield Combo(d, m, c), reason
+    for d, m, c in itertools.product(datasets, models, clusterers):
+        reason = (broken.get(d.name) or m.not_applicable_to(metric) or m.not_applicable(d)
+                  or (metric.applies_to(d, m) if metric.applies_to else None)
+                  or (c.not_applicable(d) if c else None))
+        yield Combo(d, m, c), reason
 
 
 def plan_run(cfg, registry) -> Plan:
@@ -100,12 +93,11 @@ def plan_run(cfg, registry) -> Plan:
     A combination that cannot apply is skipped when it came from ``--all`` or a default; a
     component the user named explicitly that cannot apply to any named data set is an error.
     """
-    plan = Plan()
     if not cfg.knobs:
         cfg.resolve(registry)
     applicable_seen = {kind: set() for kind in ("datasets", "models", "clusterers")}
     reasons = {}
-    plan.broken = broken_datasets(cfg.datasets, registry)
+    plan = Plan(broken=broken_datasets(cfg.datasets, registry))
     checked = {}  # (protocol, data set, model, clusterer) -> why it cannot run there, or None
     for metric_name in cfg.metrics:
         metric = registry.get("metrics", metric_name)
@@ -133,10 +125,8 @@ def plan_run(cfg, registry) -> Plan:
                 continue
             for kind, n in names.items():
                 applicable_seen[kind].add(n)
-            keys = []
-            for spec in protocol.plan(combo, cfg, registry):
-                plan.specs.setdefault(spec["key"], spec)
-                keys.append(spec["key"])
+            keys = [plan.specs.setdefault(spec["key"], spec)["key"]
+                    for spec in protocol.plan(combo, cfg, registry)]
             plan.groups.append(Group(metric, combo, keys, configuration=config_id))
             if combo.clusterer is not None and protocol.prepare is not None:
                 plan.prepare.append((protocol, combo))
@@ -147,16 +137,14 @@ def plan_run(cfg, registry) -> Plan:
             if kind == "datasets" and n in plan.broken and healthy:
                 continue  # reported and skipped; the named data sets that load still run
             if n not in applicable_seen[kind] and (kind, n) in reasons:
-                raise ConfigError(
-                    f"{kind[:-1]} '{n}' cannot run on what was asked for: {reasons[(kind, n)]}. "
-                    "Drop it or pick a combination it applies to (`robench list`)."
-                )
+                raise ConfigError(f"{kind[:-1]} '{n}' cannot run on what was asked for: "
+                                  f"{reasons[(kind, n)]}. Drop it or pick a combination it "
+                                  "applies to (`robench list`).")
     return plan
 
 
 def helper_trials(plan: Plan, asked, done=()) -> list[dict]:
-    """Return the trials a plan adds of models nobody asked for (purity-ratio's zoo), per
-    metric: its protocol, the models, how many trials and how many are not stored yet."""
+    """Return, per metric, the trials a plan adds of models nobody asked for (a model zoo)."""
     asked, done = set(asked), set(done)
     out: dict[str, dict] = {}
     for group in plan.groups:
@@ -175,8 +163,7 @@ def helper_trials(plan: Plan, asked, done=()) -> list[dict]:
 
 
 def broken_datasets(names, registry) -> dict:
-    """Return {name: reason} for the data sets among ``names`` that fail to load or validate
-    (each inside a guard: one broken data set never stops the others)."""
+    """Return {name: reason} for the data sets among ``names`` that fail to load or validate."""
     broken = {}
     for name in names:
         try:
@@ -191,15 +178,11 @@ def broken_datasets(names, registry) -> dict:
 
 
 def protocol_not_applicable(protocol, combo, cfg, registry):
-    """Return why ``protocol`` cannot run on ``combo`` in this configuration, or None.
-
-    Every class must hold ``sources_per_class(cfg)`` sources of 2+ samples (unless the
-    clusterer reads true sources); then the protocol's own ``preconditions``.
-    """
+    """Return why ``protocol`` cannot run on ``combo`` in this configuration, or None: a class
+    without ``sources_per_class(cfg)`` sources of 2+ samples, or its ``preconditions``."""
     if (protocol.sources_per_class is not None and combo.clusterer is not None
             and not combo.clusterer.requires_true_sources):
-        k = int(protocol.sources_per_class(cfg))
-        ds = registry.load_dataset(combo.dataset.name)
+        k, ds = int(protocol.sources_per_class(cfg)), registry.load_dataset(combo.dataset.name)
         try:
             check_class_sizes(ds.y, k, ds.class_names)
         except SourcesError as exc:
@@ -227,70 +210,59 @@ def execute(cfg, registry, store, *, command: str = "robench run",
     """
     t0 = time.perf_counter()
     emit = on_event or (lambda *a, **k: None)
-    killed = store.mark_killed_runs()
-    if killed:
+    if killed := store.mark_killed_runs():
         emit("killed_runs", runs=killed)
-    if plan is None:
-        plan = plan_run(cfg, registry)
+    plan = plan_run(cfg, registry) if plan is None else plan
     keys = list(plan.specs)
     done_keys = store.ok_trial_keys(keys)
     # The device rides in each spec to the worker but is not part of the key: a trial stored
     # on one device is found stored on another (robench.learn.devices says why).
     todo = [dict(plan.specs[k], device=cfg.device) for k in keys if k not in done_keys]
-    config = cfg.to_dict()
+    config = {**cfg.to_dict(), "cache_dir": str(cache_dir())}  # executor_options keeps its place
     config["executor_options"] = {k: redact_secrets(v)
                                   for k, v in (config.get("executor_options") or {}).items()}
-    config["cache_dir"] = str(cache_dir())
     run_id = store.start_run(command=command, seed=cfg.seed, config=config,
                              plugin_versions=registry.plugin_versions(),
                              plugin_distributions=registry.plugin_distributions())
-    finished = False
     try:
         _record_plan(plan, cfg.models, done_keys, store, run_id, emit)
         emit("planned", total=len(keys), cached=len(done_keys), todo=len(todo),
              skipped=plan.skipped)
         ran = _run_trials(plan, cfg, registry, store, run_id, todo, emit, deadline, order)
-        failed, interrupted, n_ran, spent = ran.failed, ran.interrupted, ran.n_ran, ran.spent
-        blocked = ran.blocked
         scores, n_aggregated, n_reused = [], 0, 0
-        if score and not interrupted:
+        if score and not ran.interrupted:
             versions = {g.metric.name: registry.component_version("metrics", g.metric.name)
                         for g in plan.groups}
             scores, n_aggregated, n_reused = score_groups(plan.groups, store, run_id,
                                                           versions=versions, rescore=rescore)
             refresh_ranks(store, registry)  # what the leaderboard view shows
-        status = "interrupted" if interrupted else ("failed" if failed else "ok")
+        status = "interrupted" if ran.interrupted else ("failed" if ran.failed else "ok")
         store.finish_run(run_id, status, n_planned=len(keys), n_cached=len(done_keys),
-                         n_ok=n_ran - len([f for f in failed if f["key"] not in blocked]),
-                         n_failed=len(failed), n_skipped=len(plan.skipped))
-        finished = True
-    finally:
-        if not finished:
-            # whatever stopped it (a bug, an error the run could not contain), the run row
-            # must not stay 'running'
-            try:
-                store.finish_run(run_id, "failed")
-            except Exception:  # noqa: BLE001 - the original error is the one to report
-                pass
-    left = len(todo) - n_ran - len(blocked) if spent else 0
-    if spent:
-        emit("budget_spent", ran=n_ran, left=left)
-    return RunReport(run_id, len(keys), len(done_keys), n_ran, failed, plan.skipped, scores,
-                     time.perf_counter() - t0, interrupted, n_aggregated, n_reused,
-                     budget_spent=spent, n_not_run=left)
+                         n_ok=ran.n_ran - sum(f["key"] not in ran.blocked for f in ran.failed),
+                         n_failed=len(ran.failed), n_skipped=len(plan.skipped))
+    except BaseException:
+        # whatever stopped it (a bug, an error the run could not contain), the run row must
+        # not stay 'running'; the original error is the one to report
+        with contextlib.suppress(Exception):
+            store.finish_run(run_id, "failed")
+        raise
+    left = len(todo) - ran.n_ran - len(ran.blocked) if ran.spent else 0
+    if ran.spent:
+        emit("budget_spent", ran=ran.n_ran, left=left)
+    return RunReport(run_id, len(keys), len(done_keys), ran.n_ran, ran.failed, plan.skipped,
+                     scores, time.perf_counter() - t0, ran.interrupted, n_aggregated, n_reused,
+                     budget_spent=ran.spent, n_not_run=left)
 
 
 def _record_plan(plan: Plan, models: list, done_keys, store, run_id: int, emit) -> None:
-    """Store the plan's configurations and skips; say what is broken and which helper trials
-    the run adds beyond what was asked, before anything starts."""
+    """Store the plan's configurations and skips; say what is broken and its helper trials."""
     for description in plan.configurations.values():
         store.save_configuration(configuration_row(description, run_id))
     for skip in plan.skipped:
         store.save_skip(run_id=run_id, **skip)
     for name, reason in plan.broken.items():
         emit("dataset_failed", dataset=name, reason=reason)
-    helpers = helper_trials(plan, models, done_keys)
-    if helpers:
+    if helpers := helper_trials(plan, models, done_keys):
         emit("helpers", helpers=helpers)
 
 
@@ -357,18 +329,14 @@ def _store_rows(rows, ran: _Trials, cfg, store, run_id, emit, deadline, n_todo: 
 
 
 def longest_first(specs: list, registry, store) -> list:
-    """Order trials by expected duration, longest first, so no worker idles at the end.
-
-    The estimate is the mean time of stored trials of the same (dataset, model, protocol), else
-    the data set's size (twice for image models). A protocol that lists others in ``after``
-    goes after theirs: it loads what they train and cache (e.g. reference models).
-    """
+    """Order trials by expected duration (stored, else the data set's size), longest first, so
+    no worker idles at the end; a protocol that lists others in ``after`` goes after theirs (it
+    loads what they train and cache, e.g. reference models)."""
     past = {(row["dataset"], row["model"], row["protocol"]): row["seconds"]
             for row in store.trial_seconds()}
 
     def cost(spec):
-        known = past.get((spec["dataset"], spec["model"], spec["protocol"]))
-        if known is not None:
+        if (known := past.get((spec["dataset"], spec["model"], spec["protocol"]))) is not None:
             return known
         try:
             ds = registry.load_dataset(spec["dataset"])
@@ -381,18 +349,13 @@ def longest_first(specs: list, registry, store) -> list:
         return 1e-6 * ds.n_samples * ds.n_features * (2.0 if image else 1.0)
 
     present = {spec["protocol"] for spec in specs}
-
-    def tier(spec):
-        after = registry.get("protocols", spec["protocol"]).after
-        return 1 if present.intersection(after) else 0
-
-    return sorted(specs, key=lambda spec: (tier(spec), -cost(spec)))
+    return sorted(specs, key=lambda spec: (
+        bool(present.intersection(registry.get("protocols", spec["protocol"]).after)),
+        -cost(spec)))
 
 
-def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering=None):
-    """Do each combination's driver-side preparation (clustering) once, before any trial;
-    ``clustering`` gets, per trial key to run, the key of its clustering row."""
-    clustering = {} if clustering is None else clustering
+def _prepare(plan, cfg, registry, store, run_id, todo, blocked, emit, clustering):
+    """Do each combination's driver-side preparation (clustering) once, before any trial."""
     todo_keys = {s["key"] for s in todo}
     done = set()
     for protocol, combo in plan.prepare:

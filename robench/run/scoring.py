@@ -1,15 +1,13 @@
 """Scores from stored trials: their keys and digests, and reuse when nothing they read changed.
 
-A score group is one metric on one (dataset, model, clusterer): the ``score_groups`` table
-holds per group a fingerprint of its inputs (trial rows as stored, the metric's name, version
-and definition, the robench version), its trial keys and a digest of every score row it wrote;
-a score row's ``inputs`` is the fingerprint it was computed from, its ``run_id`` that run.
-Keys, digests and fingerprints must match what older versions stored
+A score group is one metric on one (dataset, model, clusterer) (docs/database.md,
+``score_groups``). Keys, digests and fingerprints must match what older versions stored
 (``tests/test_keys_stable.py``): changing how one is computed makes every stored score stale.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import replace
@@ -33,11 +31,8 @@ _SCORE_CONTENT = ("key", "metric_version", "value", "ci_low", "ci_high", "n",
 
 def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str,
               configuration: Optional[str] = None) -> str:
-    """Return the primary key of one score row: sha256 of the JSON of what identifies it.
-
-    Without ``configuration`` (or ``legacy``) the key is the one robench wrote before
-    configurations were part of a score's identity.
-    """
+    """Return the primary key of one score row: sha256 of the JSON of what identifies it
+    (without ``configuration``, or ``legacy``: the key from before configurations)."""
     identity = [dataset, model, clusterer or "", metric, score]
     if configuration is not None and configuration != LEGACY:
         identity.append(configuration)
@@ -46,11 +41,8 @@ def score_key(dataset: str, model: str, clusterer: str, metric: str, score: str,
 
 def score_row(score: Score, run_id: int, definitions: dict, computed_at: str,
               inputs: Optional[str] = None, configuration: Optional[str] = None) -> dict:
-    """Return the scores-table row of ``score``, encoded for SQLite.
-
-    ``definitions`` maps a metric name to ``(version, definition text)``; ``inputs`` is the
-    fingerprint of what it was computed from; ``configuration`` None means ``legacy``.
-    """
+    """Return the scores-table row of ``score``, encoded for SQLite; ``definitions`` maps a
+    metric name to ``(version, definition text)``, ``configuration`` None means ``legacy``."""
     s = score
     if s.metric not in definitions:
         raise ValueError(f"no definition given for metric {s.metric!r}; every score row must "
@@ -83,8 +75,7 @@ def score_digest(row: dict) -> str:
 
 
 def metric_rows(definitions: dict, score_rows: list[dict], run_id: int, now: str) -> list[dict]:
-    """Return the ``metrics`` rows (definition text once per name and version) the score rows
-    point to."""
+    """Return the ``metrics`` rows the score rows point to (one per name and version)."""
     used = {row["metric_id"] for row in score_rows}
     return [{"id": mid, "name": name, "version": str(version), "definition": definition,
              "run_id": run_id, "created_at": now}
@@ -97,11 +88,9 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
     """Reuse or compute every group's scores, store what was computed in one transaction and
     return ``(scores, n_aggregated, n_reused)``, the scores in group order.
 
-    ``groups`` are like the runner's ``Group`` (``metric``, ``key_dict``, ``keys``, optional
-    ``configuration``); ``versions`` maps a metric name to its registry version. A group whose
-    inputs and stored score rows are unchanged reports its stored scores (still tagged with
-    the run that computed them) unless ``rescore``; any change computes it afresh. A group
-    none of whose trials is stored (a budget spent before they started) gives no score.
+    ``groups`` are like the runner's ``Group``; ``versions`` maps a metric name to its registry
+    version. A group whose inputs and stored score rows are unchanged reports its stored scores
+    unless ``rescore``; a group none of whose trials is stored gives no score.
     """
     groups = list(groups)
     versions = versions or {}
@@ -110,24 +99,18 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
     records = {} if rescore else store.score_groups(_group_key(g) for g in groups)
     stored = store.score_rows({k for r in records.values() for k, _ in r.get("scores") or []})
     definitions = {g.metric.name: (g.metric.version, g.metric.definition) for g in groups}
-    written, written_scores = {}, {}  # score key -> digest / Score this run writes
+    written = {}  # score key -> (digest, Score) this run writes
     all_scores, score_rows, group_rows = [], [], []
     n_aggregated = n_reused = 0
-    stored_digests, stored_scores = {}, {}  # each stored row digested and decoded once
+    # each stored row digested and decoded once
+    stored_digest = functools.cache(lambda k: score_digest(stored[k]) if k in stored else None)
+    stored_score = functools.cache(lambda k: _stored_score(stored[k]))
 
     def current(k):  # the digest of score k as it will be once this run's writes are done
-        if k in written:
-            return written[k]
-        if k not in stored_digests:
-            stored_digests[k] = score_digest(stored[k]) if k in stored else None
-        return stored_digests[k]
+        return written[k][0] if k in written else stored_digest(k)
 
     def reused(k):
-        if k in written:
-            return written_scores[k]
-        if k not in stored_scores:
-            stored_scores[k] = _stored_score(stored[k])
-        return stored_scores[k]
+        return written[k][1] if k in written else stored_score(k)
 
     for group in groups:
         metric = group.metric
@@ -147,27 +130,23 @@ def score_groups(groups: Iterable, store: "Store", run_id: int, *,
             # would read as if it had (issue 51); its next run that has trials scores it
             continue
         scores = [_with_direction(s, metric) for s in metric.aggregate(group.key_dict, rows)]
-        finish = getattr(group, "finish", None)
-        if finish is not None:
+        if (finish := getattr(group, "finish", None)) is not None:
             scores = list(finish(scores))
-        pairs = []
         config = getattr(group, "configuration", None)
+        new = [(s, score_row(s, run_id, definitions, now, inputs, config)) for s in scores]
         # A group none of whose trials succeeded has measured nothing: it never replaces a
         # score stored from trials that did (issue 16: a bad run must not erase good results).
         keep = (set() if any(r.get("status") == "ok" for r in rows)
-                else set(store.score_rows(
-                    score_row(s, run_id, definitions, now, inputs, config)["key"]
-                    for s in scores)))
+                else set(store.score_rows(row["key"] for _, row in new)))
         if keep:
             stored.update(store.score_rows(keep))
-        for s in scores:
-            row = score_row(s, run_id, definitions, now, inputs, config)
+        pairs = []
+        for s, row in new:
             if row["key"] in keep:
                 all_scores.append(reused(row["key"]))
                 continue
             digest = score_digest(row)
-            written[row["key"]] = digest
-            written_scores[row["key"]] = s
+            written[row["key"]] = (digest, s)
             score_rows.append(row)
             pairs.append([row["key"], digest])
             all_scores.append(s)
@@ -190,24 +169,19 @@ def _group_key(group) -> str:
 
 
 def group_key(metric: str, key_dict: dict, configuration: Optional[str] = None) -> str:
-    """Return the key of the score-group record of ``metric`` on one combination under
-    ``configuration`` (None: ``legacy``)."""
-    if configuration is None or configuration == LEGACY:
-        return content_key("score-group", metric, key_dict)
-    return content_key("score-group", metric, key_dict, configuration)
+    """Return the key of the score-group record of ``metric`` on one combination."""
+    legacy = configuration is None or configuration == LEGACY
+    return content_key("score-group", metric, key_dict, *([] if legacy else [configuration]))
 
 
 def _inputs_fingerprint(group, digests: dict, component_version: str) -> str:
-    """Return a hash of everything a group's aggregate reads: its trials as stored, the group
-    and the metric's identity (name, versions, definition, robench version)."""
+    """Return a hash of what a group's aggregate reads: its trials, the metric's identity."""
     metric = group.metric
-    payload = {
-        "metric": [metric.name, str(metric.version), metric.moved_from or metric.plugin,
-                   component_version, hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()],
-        "robench": __version__,
-        "group": group.key_dict,
-        "trials": sorted((k, digests.get(k)) for k in set(group.keys)),
-    }
+    definition = hashlib.sha256(metric.definition.encode("utf-8")).hexdigest()
+    payload = {"metric": [metric.name, str(metric.version), metric.moved_from or metric.plugin,
+                          component_version, definition],
+               "robench": __version__, "group": group.key_dict,
+               "trials": sorted((k, digests.get(k)) for k in set(group.keys))}
     options = getattr(group, "options", None)
     if options:  # absent for a plain run: its fingerprints stay what they were
         payload["options"] = options
@@ -226,6 +200,5 @@ def _stored_score(row: dict) -> Score:
 
 def _with_direction(score: Score, metric) -> Score:
     """Return ``score`` with the metric's ranking direction if it is the headline score."""
-    if score.score == metric.name:
-        return replace(score, higher_is_better=metric.higher_is_better)
-    return score
+    return (replace(score, higher_is_better=metric.higher_is_better)
+            if score.score == metric.name else score)

@@ -1,9 +1,7 @@
 """Which components a run includes: the one policy ``robench run`` and ``robench.evaluate`` share.
 
-For each kind: the components the user named, resolved to their canonical names (a reference
-is read and checked here), else every registered one in the default run; an opt-in component
-(``in_default_run=False``: slow) joins an unnamed selection only where
-:data:`robench.run.config.INCLUDES_OPT_IN` says (the paper profile).
+For each kind: the components the user named, else every registered one; an opt-in component
+(``in_default_run=False``) only where :data:`robench.run.config.INCLUDES_OPT_IN` says.
 """
 
 from __future__ import annotations
@@ -34,8 +32,7 @@ def select(registry, profile: str, **named) -> Selection:
     the user gave (``datasets=["digits"]``); a kind not named gets the profile's defaults."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile '{profile}'; known: {', '.join(PROFILES)}")
-    unknown = set(named) - set(KINDS)
-    if unknown:
+    if unknown := set(named) - set(KINDS):
         raise TypeError(f"select() got unknown kind(s) {sorted(unknown)}")
     chosen, explicit, opt_in = {}, {}, {}
     for kind in KINDS:

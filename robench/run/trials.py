@@ -1,8 +1,5 @@
-"""What every protocol shares: combinations, trial specs and keys, the worker environment,
-fit-and-score.
-
-A protocol plans trial specs with :func:`make_spec` (or :func:`keyed_spec`) and runs each in a
-worker, where :class:`TrialEnv` gives it the registry and the loaded data sets.
+"""What every protocol shares: combinations, trial specs and keys (:func:`make_spec`), the
+worker environment (:class:`TrialEnv`), fit-and-score.
 """
 
 from __future__ import annotations
@@ -39,10 +36,8 @@ def trial_key(spec: dict) -> str:
 def keyed_spec(protocol: str, version: str, *, dataset: str, model: str, kind: str,
                repeat: int, seed: int, params: dict, versions: dict,
                clusterer: str = "") -> dict:
-    """Return a trial spec in the layout every protocol's trials share, keyed by a hash of the
-    whole spec; ``versions`` are those of what it uses beyond the protocol. A protocol whose
-    trials are not per combination (a baseline, a model zoo) calls this, not :func:`make_spec`.
-    """
+    """Return a trial spec keyed by a hash of the whole spec (for trials not per combination: a
+    baseline, a model zoo); ``versions`` are those of what it uses beyond the protocol."""
     spec = {"protocol": protocol, "dataset": dataset, "model": model, "clusterer": clusterer,
             "kind": kind, "repeat": int(repeat), "seed": seed, "params": params,
             "versions": {"protocol": version, **versions}}
@@ -53,10 +48,8 @@ def keyed_spec(protocol: str, version: str, *, dataset: str, model: str, kind: s
 def make_spec(protocol: str, version: str, combo: Combo, cfg, registry, *, kind: str,
               repeat: int, params: dict, with_clusterer: bool) -> dict:
     """Return a keyed trial spec; without a clusterer the trial is shared by every clusterer."""
-    versions = {
-        **registry.dataset_versions(combo.dataset.name),
-        "model": registry.component_version("models", combo.model.name),
-    }
+    versions = {**registry.dataset_versions(combo.dataset.name),
+                "model": registry.component_version("models", combo.model.name)}
     if with_clusterer:
         versions["clusterer"] = registry.component_version("clusterers", combo.clusterer.name)
     return keyed_spec(protocol, version, dataset=combo.dataset.name, model=combo.model.name,
@@ -132,11 +125,8 @@ PREDICT_CHUNK = 4096
 
 
 def predict_rows(model, X, n_classes: int, name: str) -> np.ndarray:
-    """Return the checked predictions of ``model`` for every row of ``X`` (array or Rows).
-
-    A model that does not ``accepts_rows`` gets arrays in chunks of :data:`PREDICT_CHUNK`
-    rows (uint8 pixels if it ``accepts_uint8``): the whole data set is never materialised.
-    """
+    """Return the checked predictions of ``model`` for every row of ``X`` (array or Rows; a
+    model that does not ``accepts_rows`` gets arrays in chunks of :data:`PREDICT_CHUNK` rows)."""
     if not isinstance(X, Rows) or getattr(model, "accepts_rows", False):
         return predict_checked(model, X, n_classes, name)
     to_float = X.dataset.pixels and not getattr(model, "accepts_uint8", False)
