@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import stat
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,13 +116,9 @@ def append_report(repo, result: StepResult) -> StepResult:
 
 
 def journal_delete(path: Path) -> None:
-    """Leave the database at ``path`` in rollback-journal mode: one self-contained file whose
-    readers leave no ``-shm`` or ``-wal`` beside it."""
-    conn = sqlite3.connect(path)
-    try:
+    """Leave the database at ``path`` in rollback-journal mode: no ``-shm`` or ``-wal`` files."""
+    with closing(sqlite3.connect(path)) as conn:
         conn.execute("PRAGMA journal_mode = DELETE").fetchone()
-    finally:
-        conn.close()
 
 
 def write_json(path: Path, value) -> None:
