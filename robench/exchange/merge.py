@@ -62,10 +62,6 @@ class MergeReport:
     known_conflicts: int = 0  # conflicts an earlier merge recorded already (not listed again)
 
 
-def _digest(value) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def file_sha256(path: Path) -> str:
     """Return the sha256 of a file's bytes (how a merged source, or a contribution, is known)."""
     h = hashlib.sha256()
@@ -291,8 +287,7 @@ def _json(value):
 
 
 def copy_database(source: Path, target: Path, check=None) -> None:
-    """Copy the robench database at ``source`` to ``target`` (backup API), read-only and
-    with ``trusted_schema`` off, after ``check(connection)`` if given."""
+    """Copy the database at ``source`` to ``target`` read-only, after ``check(connection)``."""
     with closing(connect_readonly(source)) as src:
         src.execute("PRAGMA trusted_schema = OFF")
         if check is not None:
@@ -330,11 +325,11 @@ def _snapshot(path: Path, into: Path) -> None:
         _check_identities(conn, path)
 
 
-def _rows(conn, table: str, where: str = "", params=()) -> list[dict]:
+def _rows(conn, table: str) -> list[dict]:
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                         (table,)).fetchone():
         return []
-    return _dicts(conn.execute(f'SELECT * FROM "{table}" {where} ORDER BY rowid', params))
+    return _dicts(conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid'))
 
 
 def _dicts(cursor) -> list[dict]:
@@ -364,11 +359,7 @@ def _stored_rows(conn, table: str, keys) -> dict:
 
 def merge_databases(sources: list, target, contributors: Optional[list] = None,
                     registry=None) -> MergeReport:
-    """Merge ``sources`` (paths) into the database at ``target``; return what was done.
-
-    ``contributors``: each source's contributor (default: the file's stem); ``registry``
-    (default: the process-wide one): the metrics scores are recomputed with.
-    """
+    """Merge ``sources`` into ``target`` (per source its ``contributors`` entry, else stem)."""
     sources = [Path(s) for s in sources]
     target = Path(target)
     contributors = list(contributors or []) + [None] * len(sources)
@@ -487,7 +478,7 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
     """Copy one migrated snapshot's rows into the target connection (inside a transaction)."""
     s = _Source(conn, src, path, contributor, utc_now(), report)
     _merge_runs(s, sha)
-    for table in ("configurations", "metrics", "clusterings"):
+    for table in ("configurations", "metrics", "clusterings", "skips"):
         for row in _rows(src, table):
             insert_row(conn, table, s.remap(row), "INSERT OR IGNORE")
     incoming = _rows(src, "trials")
@@ -500,8 +491,6 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
             row["clustering"] = None
         s.counts[_merge_trial(s, stored.get(row["key"]), row)] += 1
     _merge_scores(s, {r["key"] for r in incoming}, _Recompute(conn, registry))
-    for row in _rows(src, "skips"):
-        insert_row(conn, "skips", s.remap(row), "INSERT OR IGNORE")
     _merge_verifications(s)
     complete = not (s.counts["scores_without_trials"] or s.counts["scores_unchecked"])
     conn.execute("INSERT OR REPLACE INTO merged_sources (sha256, source, contributor, merged_at, "
@@ -513,7 +502,8 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
 def _merge_runs(s: _Source, sha: str) -> None:
     """Copy the source's runs not merged before with their contributions rows; fill run_map."""
     for run in _rows(s.src, "runs"):
-        fingerprint = _digest({k: v for k, v in run.items() if k not in _RUN_ID})
+        fingerprint = hashlib.sha256(json.dumps({k: v for k, v in run.items() if k not in _RUN_ID},
+                                                sort_keys=True, default=str).encode()).hexdigest()
         known = s.conn.execute("SELECT run_id FROM contributions WHERE run_fingerprint = ?",
                                (fingerprint,)).fetchone()
         if known:

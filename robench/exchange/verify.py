@@ -185,12 +185,11 @@ def _weighted_draw(rng, pool: list, weights: dict) -> dict:
 def sample_trials(rows: list, n: int, seed: int, weighted: bool = False) -> list:
     """Return up to ``n`` trial rows, each (model, protocol, kind) stratum once before any twice."""
     rng = random.Random(seed)
-    strata = {}
+    pools = {}  # stratum -> its trials not drawn yet
     for row in sorted(rows, key=lambda r: r["key"]):
-        strata.setdefault(tuple(row.get(c) or "" for c in STRATUM), []).append(row)
-    order = sorted(strata)
+        pools.setdefault(tuple(row.get(c) or "" for c in STRATUM), []).append(row)
+    order = sorted(pools)
     rng.shuffle(order)
-    pools = {name: list(strata[name]) for name in order}
     if weighted:
         return _weighted_sample(rows, n, rng, order, pools)
     out = []
@@ -424,14 +423,6 @@ class Rerunner:
 
     def __exit__(self, kind, *exc):
         self.close(kill=kind is not None)
-
-
-def _unregistered(registry, name) -> bool:
-    try:
-        registry.get("models", name)
-    except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
-        return True
-    return False
 
 
 def against_data(row: dict, y, indices: tuple) -> Optional[str]:
@@ -685,8 +676,9 @@ def _not_compared(rerun: dict, spec: dict, run: dict, registry, limit: float,
                 f"{RECORDED_FLOOR:g} s)"}
     if error.startswith(NOT_STARTED + ":"):
         return {"reason": "not re-run here: " + error[len(NOT_STARTED) + 1:].strip()}
-    if _unregistered(registry, spec.get("model")):
-        # a model the protocol does not build itself: not installed, not a mismatch
+    try:
+        registry.get("models", spec.get("model"))
+    except Exception:  # noqa: BLE001 - a model the protocol does not build: not installed
         return {"reason": not_installed("model", spec.get("model"), (
             spec.get("versions") or {}).get("model"), run.get("plugin_versions") or {},
             registry, run.get("plugin_distributions"))}

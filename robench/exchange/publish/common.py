@@ -101,11 +101,9 @@ def append_report(repo, result: StepResult) -> StepResult:
     """Append a step's findings to .staging/report.md, keeping it under REPORT_LIMIT."""
     path = contained(repo, STAGING / "report.md")
     path.parent.mkdir(exist_ok=True)
-    mark = "passed" if result.ok else "failed"
-    text = f"\n### {result.step}: {mark}\n\n" + "\n".join(result.lines or ["- nothing to do"])
-    text += "\n"
-    used = path.stat().st_size if path.is_file() else 0
-    room = REPORT_LIMIT - used
+    text = (f"\n### {result.step}: {'passed' if result.ok else 'failed'}\n\n"
+            + "\n".join(result.lines or ["- nothing to do"]) + "\n")
+    room = REPORT_LIMIT - (path.stat().st_size if path.is_file() else 0)
     if len(text) > room:
         cut = f"\n\n(report cut at {REPORT_LIMIT:,} characters: run `robench publish " \
               f"{result.step} .` for the rest)\n"

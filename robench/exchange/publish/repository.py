@@ -106,12 +106,6 @@ LOOKALIKES = str.maketrans({
 _SCRIPT_GROUPS = {"HIRAGANA": "CJK", "KATAKANA": "CJK"}
 
 
-def _script(char: str) -> str:
-    """Return the script of a letter, read from its Unicode name ('LATIN', 'CYRILLIC', ...)."""
-    word = unicodedata.name(char, "UNKNOWN").split(" ")[0]
-    return _SCRIPT_GROUPS.get(word, word)
-
-
 def skeleton(name: str) -> str:
     """Return what ``name`` looks like: NFKC, case folded, look-alike letters as Latin ones."""
     return unicodedata.normalize("NFKC", name).casefold().translate(LOOKALIKES)
@@ -128,7 +122,8 @@ def name_problem(name: str) -> Optional[str]:
         return ("its name holds control, bidi, zero-width or unassigned characters ("
                 + ", ".join(f"U+{ord(c):04X}" for c in bad[:5])
                 + "): rename the file with visible characters only")
-    scripts = sorted({_script(c) for c in name if c.isalpha()})
+    words = (unicodedata.name(c, "UNKNOWN").split(" ")[0] for c in name if c.isalpha())
+    scripts = sorted({_SCRIPT_GROUPS.get(w, w) for w in words})  # 'LATIN', 'CYRILLIC', ...
     if len(scripts) > 1:
         return (f"its name mixes scripts ({', '.join(s.lower() for s in scripts)}), which is "
                 "how one name is made to look like another: rename the file in one script")

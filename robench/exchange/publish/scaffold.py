@@ -103,8 +103,7 @@ def _build_wheel(source: Path, wheels: Path) -> str:
 
 
 def requirements(repo, requirement: Optional[str] = None, allow_editable: bool = False) -> str:
-    """Return requirements.txt for the runner: robench, torch's CPU build and the plugins,
-    pinned; an editable plugin is refused unless ``allow_editable``."""
+    """Return requirements.txt: robench, torch's CPU build and the plugins, each pinned."""
     plugins = plugin_distributions()
     editable = [p for p in plugins if p["editable"]]
     if editable and not allow_editable:
@@ -149,8 +148,7 @@ def init_repository(path, title: str = DEFAULT_SETTINGS["title"],
                     requirement: Optional[str] = None,
                     then: Optional[Callable[[Path], None]] = None,
                     allow_editable: bool = False) -> list:
-    """Write a leaderboard repository at ``path`` (empty or new), built beside it and moved
-    into place at the end (``then(folder)`` runs before the move); return the files written."""
+    """Write a leaderboard repository at ``path``, built beside it; return the files written."""
     final = Path(path)
     if os.path.lexists(final) and (not final.is_dir() or final.is_symlink()
                                    or any(final.iterdir())):

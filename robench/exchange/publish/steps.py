@@ -109,8 +109,7 @@ _NAMED = (("protocols", "protocol", "trials"), ("datasets", "dataset", "trials")
 
 
 def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -> Optional[str]:
-    """Return why this board's runner cannot load what a contribution names, with each
-    provider and the remedy (one line), or None; ``pins``: {plugin: (version, line)}."""
+    """Return why this board's runner cannot load what a contribution names, or None."""
     named, recorded, plugins, distributions = _named(path)
     by_provider: dict = {}
     for kind, names in named.items():
@@ -155,8 +154,7 @@ def _named(path: Path) -> tuple[dict, dict, dict, dict]:
 
 @locked
 def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
-    """Merge every pending contribution into a fresh staging copy of the published database
-    (with ``base``, a pull request's commit, first refusing changes outside contributions/)."""
+    """Merge each pending contribution into a fresh staging copy of the published database."""
     repo = repository_root(repo)
     outside = [] if base is None else changes_outside_contributions(repo, base)
     if outside:
@@ -400,8 +398,7 @@ def _add_verification(target: Path, record: dict, contributor: str, source: str)
 
 @locked
 def merge(repo, registry=None) -> StepResult:
-    """Merge the pending contributions into the published database, all or nothing: each must
-    merge cleanly and have passed ``verify`` on this content (``.staging/verified.json``)."""
+    """Merge the pending contributions, all or nothing: each merged cleanly and verified."""
     repo = repository_root(repo)
     result = StepResult("merge")
     record = accepted(repo)  # every JSON file's shape checked before anything is written
