@@ -427,13 +427,11 @@ class _Recompute:
         key_dict = {"dataset": group["dataset"], "model": group["model"],
                     "clusterer": group["clusterer"] or ""}
         definitions = {metric.name: (metric.version, metric.definition)}
-        out = {}
-        for s in metric.aggregate(key_dict, rows):
-            if s.score == metric.name:
-                s = replace(s, higher_is_better=metric.higher_is_better)
-            row = score_row(s, 0, definitions, "", configuration=group.get("configuration"))
-            out[row["key"]] = row
-        return out
+        made = [score_row(replace(s, higher_is_better=metric.higher_is_better)
+                          if s.score == metric.name else s, 0, definitions, "",
+                          configuration=group.get("configuration"))
+                for s in metric.aggregate(key_dict, rows)]
+        return {row["key"]: row for row in made}
 
 
 def _close(a, b) -> bool:

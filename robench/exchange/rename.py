@@ -68,8 +68,7 @@ def rename_file_datasets(path) -> tuple[dict, list]:
 
 
 def _rename(conn, names: dict) -> None:
-    marks = ", ".join("?" * len(names))
-    where = f"WHERE dataset IN ({marks})"
+    where = f"WHERE dataset IN ({', '.join('?' * len(names))})"
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     trials = _rename_trials(conn, names, where)
     scores = {}  # old key -> new key
