@@ -1,13 +1,8 @@
-"""``robench diff A B`` on two files: read both, compare (:mod:`robench.stats.diff`), lay out.
-
-Reads scores with their versions, configurations and score groups' trials (so an extended run
-is paired on its shared repeats); writes text (no line over :data:`WIDTH`, names escaped and
-shortened), JSON, or Markdown when asked (names as code spans, prose escaped).
-"""
+"""``robench diff A B`` on two files: read both, compare (:mod:`robench.stats.diff`), lay out
+as text (no line over :data:`WIDTH`, names escaped and shortened), JSON or Markdown."""
 
 from __future__ import annotations
 
-import json
 import os
 import textwrap
 from dataclasses import dataclass, field
@@ -15,6 +10,7 @@ from typing import Optional
 
 from robench.escaping import json_text, markdown_cell, markdown_text, shorten, terminal
 from robench.stats.diff import DECISIONS, MEANING, counts, diff_scores
+from robench.storage.cells import decoded
 from robench.storage.store import Store, key_chunks
 
 #: Most columns a line of text output takes.
@@ -40,18 +36,18 @@ class Diff:
 
 
 def score_trials(store: Store) -> dict:
-    """Return {(data set, model, clusterer, metric, configuration): {trial key: repeat}} of
-    the score groups stored in ``store`` ({} for a file without them)."""
+    """Return {(data set, model, clusterer, metric, configuration): {trial key: repeat}}."""
     db = store.db
     if not db["score_groups"].exists() or "trial_keys" not in db["score_groups"].columns_dict:
         return {}
     config = "configuration" if "configuration" in db["score_groups"].columns_dict else "NULL"
     groups = {}
-    for *ident, keys in db.execute(f"SELECT dataset, model, clusterer, metric, {config}, "
+    for *ident, cell in db.execute(f"SELECT dataset, model, clusterer, metric, {config}, "
                                    "trial_keys FROM score_groups").fetchall():
-        keys = _key_list(keys)
-        if keys is not None:
-            groups[(*(v or "" for v in ident[:4]), ident[4] or "legacy")] = keys
+        keys = decoded(cell, []) if isinstance(cell, str) else []  # [] where it is no JSON
+        if isinstance(keys, list):
+            groups[(*(v or "" for v in ident[:4]), ident[4] or "legacy")] = [
+                k for k in keys if isinstance(k, str)]
     repeat = {}
     for chunk in key_chunks(sorted({k for keys in groups.values() for k in keys})):
         repeat.update(db.execute(f"SELECT key, repeat FROM trials WHERE key IN "
@@ -59,24 +55,19 @@ def score_trials(store: Store) -> dict:
     return {ident: {k: repeat[k] for k in keys if k in repeat} for ident, keys in groups.items()}
 
 
-def _key_list(cell) -> Optional[list]:
-    """Return the trial keys a score group's ``trial_keys`` cell lists ([] for a cell that is
-    no JSON), or None where it holds something else than a list."""
-    try:
-        keys = json.loads(cell) if isinstance(cell, str) else []
-    except ValueError:
-        keys = []
-    return [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else None
+def versioned_scores(store: Store, metric: Optional[str] = None) -> list:
+    """Return ``store``'s score rows (of ``metric``), each with the ``versions`` behind it."""
+    rows = store.scores(metric=metric)
+    for row, versions in zip(rows, store.score_versions(rows)):
+        row["versions"] = versions
+    return rows
 
 
 def _read(path, metric):
     if not os.path.exists(path):
         raise FileNotFoundError(f"no results database at {path}")
     with Store(path, readonly=True) as store:
-        rows = store.scores(metric=metric)
-        for row, versions in zip(rows, store.score_versions(rows)):
-            row["versions"] = versions
-        return rows, store.configurations(), score_trials(store)
+        return versioned_scores(store, metric), store.configurations(), score_trials(store)
 
 
 def diff_databases(path_a, path_b, *, metric=None, models=None, anyway=False) -> Diff:
@@ -111,14 +102,13 @@ def summary(diff: Diff) -> str:
     return f"{len(diff.scores)} score(s) in both: " + ", ".join(shown)
 
 
-def _num(value) -> str:
+def number_text(value) -> str:
     return "" if value is None else f"{value:.4g}"
 
 
-def _change(c) -> str:
-    if c["change"] is None:
-        return ""
-    return f"{c['change']:+.4g} [{c['low']:+.4g}, {c['high']:+.4g}]"
+def change_text(c) -> str:
+    """Return a comparison's change and its interval, or "" where it has none."""
+    return "" if c["change"] is None else f"{c['change']:+.4g} [{c['low']:+.4g}, {c['high']:+.4g}]"
 
 
 def _notes(c) -> str:
@@ -136,7 +126,8 @@ def text_lines(diff: Diff, width: int = WIDTH) -> list:
     wrap = textwrap.TextWrapper(width=width, subsequent_indent="    ", break_on_hyphens=False)
     out = []
     for c in diff.scores:
-        head = f"{_name(c)}: {_num(c['a'])} -> {_num(c['b'])} {_change(c)} {c['decision']}"
+        head = (f"{_name(c)}: {number_text(c['a'])} -> {number_text(c['b'])} {change_text(c)} "
+                f"{c['decision']}")
         notes = _notes(c)
         out += wrap.wrap(terminal(" ".join(head.split()) + (f" ({notes})" if notes else "")))
     out += wrap.wrap(terminal(summary(diff)))
@@ -157,17 +148,12 @@ def markdown_lines(diff: Diff) -> list:
         notes = _notes(c)
         decision = c["decision"] + (f" ({notes})" if notes else "")
         out.append("| " + " | ".join(names + [markdown_text(v) for v in (
-            _num(c["a"]), _num(c["b"]), _change(c), decision)]) + " |")
-    out += ["", markdown_text(summary(diff)) + " (A: " + markdown_code_path(diff.a)
-            + ", B: " + markdown_code_path(diff.b) + ")"]
+            number_text(c["a"]), number_text(c["b"]), change_text(c), decision)]) + " |")
+    out += ["", f"{markdown_text(summary(diff))} (A: {markdown_cell(shorten(diff.a))}, B: "
+                f"{markdown_cell(shorten(diff.b))})"]
     out += [f"- {decision}: {markdown_text(MEANING[decision])}" for decision in DECISIONS
             if diff.counts.get(decision)]
     return out
-
-
-def markdown_code_path(path) -> str:
-    """Return a file path for Markdown prose (a code span, shortened)."""
-    return markdown_cell(shorten(path))
 
 
 def json_document(diff: Diff) -> str:

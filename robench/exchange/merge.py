@@ -1,11 +1,7 @@
 """Merge contributors' results databases into one: ``robench merge A.db B.db --db C.db``.
 
-A source is untrusted: checked whole (schema, columns, values) read-only with
-``trusted_schema`` off, snapshotted with the backup API, its triggers and views dropped,
-migrated, and every key checked against what it identifies before anything is copied. Runs
-are attributed to the contributor and file the person merging names; trials are compared by
-what defines their result; a score is taken only with its trials and only if this
-installation recomputes it. docs/contributions.md says what is compared and refused.
+A source is untrusted: checked, snapshotted, migrated and its keys checked before anything is
+copied; docs/contributions.md says how, and what is compared and refused.
 """
 
 from __future__ import annotations
@@ -16,13 +12,14 @@ import hashlib
 import json
 import sqlite3
 import tempfile
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
 from robench.errors import MergeError  # noqa: F401 (public here too)
 from robench.process.provenance import utc_now
-from robench.storage.content import (TRIAL_RESULT, differing, group_content, same_raw,
+from robench.storage.content import (ACCURACIES, TRIAL_RESULT, differing, group_content, same_raw,
                                      score_content, trial_content)
 from robench.storage.migrations import CURRENT, SchemaError, check_readable, migrate
 from robench.plugins import get_registry
@@ -63,10 +60,6 @@ class MergeReport:
     # contributor, columns, stored and incoming values of those columns, kept (its origin)
     unchecked: list = field(default_factory=list)  # dicts: source, metric, version, n, why
     known_conflicts: int = 0  # conflicts an earlier merge recorded already (not listed again)
-
-
-def _digest(value) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def file_sha256(path: Path) -> str:
@@ -155,22 +148,18 @@ def _check_json(conn, path, table: str, present: list) -> None:
             f'SELECT "{column}" FROM "{table}" WHERE length("{column}") - length('
             f'replace(replace("{column}", \'[\', \'\'), \'{{\', \'\')) > ?',
             (MAX_JSON_DEPTH,)).fetchall()
-        bad = sum(_too_deep(text) for (text,) in deep)
+        bad = 0
+        for (text,) in deep:
+            try:
+                loads(text)
+            except TooDeep:
+                bad += 1
+            except ValueError:
+                pass
         if bad:
             raise MergeError(f"{path}: {bad} {table} row(s) whose {column} nests deeper "
                              f"than {MAX_JSON_DEPTH} levels (robench never writes that); "
                              "refusing to merge it")
-
-
-def _too_deep(text) -> bool:
-    """Whether JSON ``text`` nests deeper than every reader of a cell decodes."""
-    try:
-        loads(text)
-    except TooDeep:
-        return True
-    except ValueError:
-        pass
-    return False
 
 
 def _check_identities(conn, path) -> None:
@@ -200,8 +189,7 @@ def _check_identities(conn, path) -> None:
 
 
 def _trial_identity(row: dict) -> Optional[str]:
-    """Return how a trial row's key, columns and spec disagree, or how it contradicts itself
-    (the rest of a sentence that names the trial), or None."""
+    """Return how a trial row's key, columns and spec disagree or contradict, or None."""
     spec = _json(row.get("spec"))
     if not isinstance(spec, dict) or any(c not in spec for c in _SPEC_CORE):
         return " has no spec its key can be checked against"
@@ -220,8 +208,7 @@ _ROWS_SLACK = 1e-6
 
 
 def trial_inconsistency(row: dict) -> Optional[str]:
-    """Return how an ok trial row contradicts itself (accuracy against ``n_test``, its correct
-    bits, its per-class accuracies and test class counts), or None."""
+    """Return how an ok trial row's accuracies, correct bits and class counts disagree, or None."""
     if row.get("status") != "ok":
         return None
     return _accuracy_problem(row) or _bits_problem(row) or _per_class_problem(row)
@@ -229,8 +216,7 @@ def trial_inconsistency(row: dict) -> Optional[str]:
 
 def _accuracy_problem(row: dict) -> Optional[str]:
     """Return an accuracy outside [0, 1], or a test accuracy that is no whole number of rows."""
-    for column in ("accuracy", "train_accuracy", "val_accuracy", "all_accuracy",
-                   "last_val_accuracy", "last_test_accuracy"):
+    for column in ACCURACIES:
         value = row.get(column)
         if value is not None and not 0.0 <= float(value) <= 1.0:
             return f"{column} {value} is not between 0 and 1"
@@ -265,8 +251,7 @@ def _bits_problem(row: dict) -> Optional[str]:
 
 
 def _per_class_problem(row: dict) -> Optional[str]:
-    """Return how a trial's test accuracy contradicts its per-class accuracies (and the test
-    class counts, where recorded), or None."""
+    """Return how a trial's accuracy contradicts its per-class accuracies and counts, or None."""
     acc, n_test = row.get("accuracy"), row.get("n_test")
     per_class = _json(row.get("per_class"))
     if acc is None or not isinstance(per_class, list):
@@ -302,28 +287,17 @@ def _json(value):
 
 
 def copy_database(source: Path, target: Path, check=None) -> None:
-    """Copy the robench database at ``source`` to ``target`` with the backup API (WAL
-    included), read-only with ``trusted_schema`` off, after ``check(connection)`` if given.
-
-    SchemaError if ``source`` is not a robench database, sqlite3.DatabaseError if unreadable.
-    """
-    src = connect_readonly(source)
-    try:
+    """Copy the database at ``source`` to ``target`` read-only, after ``check(connection)``."""
+    with closing(connect_readonly(source)) as src:
         src.execute("PRAGMA trusted_schema = OFF")
         if check is not None:
             check(src)
-        dst = sqlite3.connect(target)
-        try:
+        with closing(sqlite3.connect(target)) as dst:
             src.backup(dst)
-        finally:
-            dst.close()
-    finally:
-        src.close()
 
 
 def _snapshot(path: Path, into: Path) -> None:
-    """Copy a checked source into ``into`` (backup API), drop its triggers and views, migrate
-    the copy to the current schema and check its keys there."""
+    """Copy a checked source into ``into``, drop triggers and views, migrate, check its keys."""
     def check(src):
         try:
             _check_source(src, path)
@@ -336,45 +310,41 @@ def _snapshot(path: Path, into: Path) -> None:
         raise MergeError(str(exc)) from None
     except sqlite3.DatabaseError as exc:
         raise MergeError(f"{path} is not an SQLite database ({exc})") from None
-    conn = sqlite3.connect(into, isolation_level=None)
-    try:
+    with closing(sqlite3.connect(into, isolation_level=None)) as conn:
         conn.execute("PRAGMA trusted_schema = OFF")
         for kind, name in conn.execute(
                 "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view')"
         ).fetchall():
             conn.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
-    finally:
-        conn.close()
     try:
         migrate(into, SCHEMA)
     except (sqlite3.DatabaseError, SchemaError) as exc:
         raise MergeError(f"{path}: cannot be brought to schema {CURRENT}: "
                          f"{str(exc).replace(str(into), path.name)}") from None
-    conn = sqlite3.connect(into)
-    try:
+    with closing(sqlite3.connect(into)) as conn:
         _check_identities(conn, path)
-    finally:
-        conn.close()
 
 
-def _rows(conn, table: str, where: str = "", params=()) -> list[dict]:
+def _rows(conn, table: str) -> list[dict]:
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
                         (table,)).fetchone():
         return []
-    cursor = conn.execute(f'SELECT * FROM "{table}" {where} ORDER BY rowid', params)
+    return _dicts(conn.execute(f'SELECT * FROM "{table}" ORDER BY rowid'))
+
+
+def _dicts(cursor) -> list[dict]:
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor]
 
 
-def _insert(conn, table: str, row: dict, verb: str = "INSERT") -> None:
+def insert_row(conn, table: str, row: dict, verb: str = "INSERT") -> None:
     names = list(row)
     conn.execute(f'{verb} INTO "{table}" ({", ".join(names)}) '
                  f'VALUES ({", ".join("?" * len(names))})', [row[n] for n in names])
 
 
 def _fit_columns(conn, table: str, rows: list) -> None:
-    """Add to an older target the declared columns ``rows`` hold values for and it lacks
-    (as :meth:`robench.storage.store.Store._fit_to_file` does)."""
+    """Add to an older target the declared columns ``rows`` hold values for and it lacks."""
     present = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
     for name, sqltype in COLUMNS[table].items():
         if name not in present and any(r.get(name) is not None for r in rows):
@@ -383,24 +353,13 @@ def _fit_columns(conn, table: str, rows: list) -> None:
 
 def _stored_rows(conn, table: str, keys) -> dict:
     """Return {key: row} of the target's ``table`` rows among ``keys``."""
-    out = {}
-    for chunk in key_chunks(keys):
-        cursor = conn.execute(f'SELECT * FROM "{table}" WHERE key IN '
-                              f'({", ".join("?" * len(chunk))})', chunk)
-        names = [d[0] for d in cursor.description]
-        for row in cursor:
-            row = dict(zip(names, row))
-            out[row["key"]] = row
-    return out
+    return {row["key"]: row for chunk in key_chunks(keys) for row in _dicts(conn.execute(
+        f'SELECT * FROM "{table}" WHERE key IN ({", ".join("?" * len(chunk))})', chunk))}
 
 
 def merge_databases(sources: list, target, contributors: Optional[list] = None,
                     registry=None) -> MergeReport:
-    """Merge ``sources`` (paths) into the database at ``target``; return what was done.
-
-    ``contributors``: each source's contributor (default: the file's stem); ``registry``
-    (default: the process-wide one): the metrics scores are recomputed with.
-    """
+    """Merge ``sources`` into ``target`` (per source its ``contributors`` entry, else stem)."""
     sources = [Path(s) for s in sources]
     target = Path(target)
     contributors = list(contributors or []) + [None] * len(sources)
@@ -424,8 +383,7 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
             with tempfile.TemporaryDirectory(prefix="robench-merge-") as tmp:
                 copy = Path(tmp) / "source.db"
                 _snapshot(path, copy)
-                src = sqlite3.connect(copy)
-                try:
+                with closing(sqlite3.connect(copy)) as src:
                     src.execute("PRAGMA trusted_schema = OFF")
                     try:
                         with store._write():
@@ -433,26 +391,22 @@ def merge_databases(sources: list, target, contributors: Optional[list] = None,
                     except sqlite3.DatabaseError as exc:
                         raise MergeError(f"{path}: cannot be merged ({exc}); nothing of it was "
                                          "copied") from None
-                finally:
-                    src.close()
             report.sources.append({"source": str(path), "contributor": contributor, **counts})
 
         refresh_ranks(store, _Recompute(conn, registry).registry)  # the leaderboard view's
     return report
 
 
+@dataclass
 class _Recompute:
     """Recompute a score group's scores from the target's trials with the local metric code."""
 
-    def __init__(self, conn, registry):
-        self.conn = conn
-        self._registry = registry
+    conn: sqlite3.Connection
+    given: object = None  # the registry passed in, else the process-wide one
 
     @property
     def registry(self):
-        if self._registry is None:
-            self._registry = get_registry()
-        return self._registry
+        return self.given if self.given is not None else get_registry()
 
     def metric(self, name: str, version: str):
         """Return (metric spec, None) or (None, why it cannot be recomputed here)."""
@@ -473,13 +427,11 @@ class _Recompute:
         key_dict = {"dataset": group["dataset"], "model": group["model"],
                     "clusterer": group["clusterer"] or ""}
         definitions = {metric.name: (metric.version, metric.definition)}
-        out = {}
-        for s in metric.aggregate(key_dict, rows):
-            if s.score == metric.name:
-                s = replace(s, higher_is_better=metric.higher_is_better)
-            row = score_row(s, 0, definitions, "", configuration=group.get("configuration"))
-            out[row["key"]] = row
-        return out
+        made = [score_row(replace(s, higher_is_better=metric.higher_is_better)
+                          if s.score == metric.name else s, 0, definitions, "",
+                          configuration=group.get("configuration"))
+                for s in metric.aggregate(key_dict, rows)]
+        return {row["key"]: row for row in made}
 
 
 def _close(a, b) -> bool:
@@ -524,9 +476,9 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
     """Copy one migrated snapshot's rows into the target connection (inside a transaction)."""
     s = _Source(conn, src, path, contributor, utc_now(), report)
     _merge_runs(s, sha)
-    for table in ("configurations", "metrics", "clusterings"):
+    for table in ("configurations", "metrics", "clusterings", "skips"):
         for row in _rows(src, table):
-            _insert(conn, table, s.remap(row), "INSERT OR IGNORE")
+            insert_row(conn, table, s.remap(row), "INSERT OR IGNORE")
     incoming = _rows(src, "trials")
     _fit_columns(conn, "trials", incoming)
     stored = _stored_rows(conn, "trials", [r["key"] for r in incoming])
@@ -537,8 +489,6 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
             row["clustering"] = None
         s.counts[_merge_trial(s, stored.get(row["key"]), row)] += 1
     _merge_scores(s, {r["key"] for r in incoming}, _Recompute(conn, registry))
-    for row in _rows(src, "skips"):
-        _insert(conn, "skips", s.remap(row), "INSERT OR IGNORE")
     _merge_verifications(s)
     complete = not (s.counts["scores_without_trials"] or s.counts["scores_unchecked"])
     conn.execute("INSERT OR REPLACE INTO merged_sources (sha256, source, contributor, merged_at, "
@@ -548,21 +498,21 @@ def _merge_one(conn, src, path: Path, contributor: str, sha: str, report: MergeR
 
 
 def _merge_runs(s: _Source, sha: str) -> None:
-    """Copy the source's runs not merged before, each with its contributions row, filling
-    ``s.run_map``."""
+    """Copy the source's runs not merged before with their contributions rows; fill run_map."""
     for run in _rows(s.src, "runs"):
-        fingerprint = _digest({k: v for k, v in run.items() if k not in _RUN_ID})
+        fingerprint = hashlib.sha256(json.dumps({k: v for k, v in run.items() if k not in _RUN_ID},
+                                                sort_keys=True, default=str).encode()).hexdigest()
         known = s.conn.execute("SELECT run_id FROM contributions WHERE run_fingerprint = ?",
                                (fingerprint,)).fetchone()
         if known:
             s.run_map[run["id"]] = known[0]
             s.counts["runs_known"] += 1
             continue
-        _insert(s.conn, "runs", {k: v for k, v in run.items() if k != "id"})
+        insert_row(s.conn, "runs", {k: v for k, v in run.items() if k != "id"})
         new_id = s.conn.execute("SELECT last_insert_rowid()").fetchone()[0]
         s.run_map[run["id"]] = new_id
         # who contributed it is what the person merging says, never what the source claims
-        _insert(s.conn, "contributions", {
+        insert_row(s.conn, "contributions", {
             "run_id": new_id, "contributor": s.contributor, "source": s.path.name,
             "source_sha256": sha, "source_run_id": run["id"], "run_fingerprint": fingerprint,
             "merged_at": s.now})
@@ -572,7 +522,7 @@ def _merge_runs(s: _Source, sha: str) -> None:
 def _merge_trial(s: _Source, old: Optional[dict], row: dict) -> str:
     """Merge one incoming trial against the stored one of its key; return what it counts as."""
     if old is None:
-        _insert(s.conn, "trials", row)
+        insert_row(s.conn, "trials", row)
         return "trials"
     diff = ([] if same_raw(old, row, TRIAL_RESULT)
             else differing(trial_content(old), trial_content(row)))
@@ -580,7 +530,7 @@ def _merge_trial(s: _Source, old: Optional[dict], row: dict) -> str:
         return "trials_duplicate"
     if old.get("status") == "failed" and row.get("status") == "ok":
         s.conn.execute("DELETE FROM trials WHERE key = ?", (row["key"],))
-        _insert(s.conn, "trials", row)
+        insert_row(s.conn, "trials", row)
         return "trials_replaced_failed"
     if row.get("status") == "failed":
         return "trials_failed_skipped"  # a failure never replaces anything
@@ -616,8 +566,7 @@ def _merge_scores(s: _Source, source_trials: set, recompute: _Recompute) -> None
 def _merge_group(s: _Source, group: dict, n_trials: int, scores: dict, old: Optional[dict],
                  stored_scores: dict, placed: set, unchecked: dict,
                  recompute: _Recompute) -> None:
-    """Merge one score group whose trials came with it, and its scores not placed before
-    (``placed`` grows by them); a metric not installed here leaves them unchecked."""
+    """Merge a score group whose trials came with it and its scores not ``placed`` before."""
     pairs = _json(group.get("scores")) or []
     mine = [p[0] for p in pairs if isinstance(p, list) and p and p[0] in scores]
     if old is not None:
@@ -638,14 +587,13 @@ def _merge_group(s: _Source, group: dict, n_trials: int, scores: dict, old: Opti
     accepted = all([_merge_score(s, stored_scores, row, computed.get(k), n_trials)
                     for k, row in rows.items()])
     if old is None and accepted:
-        _insert(s.conn, "score_groups", group)
+        insert_row(s.conn, "score_groups", group)
         s.counts["score_groups"] += 1
 
 
 def _merge_score(s: _Source, stored_scores: dict, row: dict, computed: Optional[dict],
                  n_trials: int) -> bool:
-    """Merge one incoming score against the stored one of its key, else its recomputation
-    here; return False where it conflicts with the recomputation."""
+    """Merge one incoming score; return False where it conflicts with its recomputation."""
     stored = stored_scores.get(row["key"])
     if stored is not None:
         _against_stored(s, "score", stored, row)
@@ -656,7 +604,7 @@ def _merge_score(s: _Source, stored_scores: dict, row: dict, computed: Optional[
                   kept=f"recomputed here from its {n_trials} trial(s)")
         s.counts["scores_conflict"] += 1
         return False
-    _insert(s.conn, "scores", row)
+    insert_row(s.conn, "scores", row)
     stored_scores[row["key"]] = row
     s.counts["scores"] += 1
     return True
@@ -664,24 +612,21 @@ def _merge_score(s: _Source, stored_scores: dict, row: dict, computed: Optional[
 
 def _against_stored(s: _Source, kind: str, stored: dict, row: dict) -> None:
     """Count an incoming score or score group whose key is stored: duplicate or conflict."""
-    content = score_content if kind == "score" else group_content
+    content, table = (score_content, "scores") if kind == "score" else (group_content,
+                                                                        "score_groups")
     diff = differing(content(stored), content(row))
-    table = "scores" if kind == "score" else "score_groups"
     if diff:
         _conflict(s, kind, stored, row, diff)
-        s.counts[f"{table}_conflict"] += 1
-    else:
-        s.counts[f"{table}_duplicate"] += 1
+    s.counts[f"{table}_{'conflict' if diff else 'duplicate'}"] += 1
 
 
 def _merge_verifications(s: _Source) -> None:
-    """Copy the source's verification records once each, ``recorded_in`` the contributor and
-    file whatever they claim (blank is this database's own verifier)."""
+    """Copy the source's verification records once each, ``recorded_in`` its contributor."""
     for row in _rows(s.src, "verifications"):
         row = {k: v for k, v in row.items() if k != "id"}
         row["recorded_in"] = f"{s.contributor} ({s.path.name})"
         before = s.conn.total_changes
-        _insert(s.conn, "verifications", row, "INSERT OR IGNORE")
+        insert_row(s.conn, "verifications", row, "INSERT OR IGNORE")
         s.counts["verifications"] += s.conn.total_changes - before
 
 

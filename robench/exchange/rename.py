@@ -1,15 +1,12 @@
-"""Rename the file data sets an older robench stored under their absolute path
-(``npz:/home/alice/x.npz``) to their stable names (``npz:x-1a2b3c4d``,
-:func:`robench.data.references.stable_name`), from the content fingerprint their trials
-recorded, every key built on the name recomputed: ``robench migrate`` does it
-(docs/database.md).
-"""
+"""Rename the file data sets an older robench stored by absolute path (``npz:/home/a/x.npz``)
+to their stable names (``npz:x-1a2b3c4d``), every key recomputed (``robench migrate``)."""
 
 from __future__ import annotations
 
 import json
 import re
 import sqlite3
+from contextlib import closing
 
 from robench.data import DatasetError
 from robench.data.references import parse_reference, stable_name
@@ -46,8 +43,7 @@ def new_names(conn) -> tuple[dict, list]:
 
 
 def _rekey(conn, table: str, old: str, new: str, columns: dict) -> None:
-    """Give row ``old`` of ``table`` the key ``new`` and ``columns``, or drop it where a row
-    with key ``new`` is stored already."""
+    """Re-key row ``old`` of ``table`` as ``new`` with ``columns``, or drop it if ``new`` exists."""
     if old == new or not conn.execute(f"SELECT 1 FROM {table} WHERE key = ?", (new,)).fetchone():
         sets = ", ".join(f'"{c}" = ?' for c in ("key", *columns))
         conn.execute(f"UPDATE {table} SET {sets} WHERE key = ?", (new, *columns.values(), old))
@@ -56,11 +52,9 @@ def _rekey(conn, table: str, old: str, new: str, columns: dict) -> None:
 
 
 def rename_file_datasets(path) -> tuple[dict, list]:
-    """Rename, in one transaction, the path-named file data sets of the database at ``path``;
-    return ({old name: new name}, [names kept, with why]). The stored ranks of a renamed data
-    set are dropped: ``robench migrate`` stores every table's ranks afresh after it."""
-    conn = sqlite3.connect(str(path), isolation_level=None)
-    try:
+    """Rename the path-named file data sets at ``path`` in one transaction (dropping their
+    ranks); return ({old name: new name}, [names kept, with why])."""
+    with closing(sqlite3.connect(str(path), isolation_level=None)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         try:
             names, kept = new_names(conn)
@@ -70,14 +64,11 @@ def rename_file_datasets(path) -> tuple[dict, list]:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    finally:
-        conn.close()
     return names, kept
 
 
 def _rename(conn, names: dict) -> None:
-    marks = ", ".join("?" * len(names))
-    where = f"WHERE dataset IN ({marks})"
+    where = f"WHERE dataset IN ({', '.join('?' * len(names))})"
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     trials = _rename_trials(conn, names, where)
     scores = {}  # old key -> new key

@@ -1,4 +1,4 @@
-"""``robench verify``: re-run a random sample of stored trials and compare them with the stored rows.
+"""``robench verify``: re-run a random sample of stored trials and compare them with their rows.
 
 Exactly on the same device, torch version and CPU; within :func:`tolerance` otherwise (and
 those re-runs tested together, :func:`systematic_shift`). docs/contributions.md has the
@@ -8,6 +8,7 @@ argument, the sampling and the time limits; docs/publishing.md what a sample cat
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import math
 import multiprocessing as mp
@@ -68,8 +69,7 @@ class Verification:
 
 
 def _standard_error(stored: float, rerun: float, n: int) -> float:
-    """Return the standard error of the difference of two accuracies measured on ``n`` rows,
-    their pooled proportion shrunk towards 1/2 by two rows each way (Agresti-Coull)."""
+    """Return the standard error of two accuracies' difference on ``n`` rows (Agresti-Coull)."""
     p = (float(stored) * n + float(rerun) * n + 2.0) / (2.0 * n + 4.0)
     return math.sqrt(2.0 * p * (1.0 - p) / n)
 
@@ -92,8 +92,7 @@ def standardised(stored: float, rerun: float, n: int) -> float:
 
 
 def shift_pvalues(z):
-    """Return (sign test p, t test p), two-sided, of standardised differences ``z`` (arrays
-    over the last axis, NaN where absent; vectorised for tests/run/test_verify.py)."""
+    """Return (sign test p, t test p), two-sided, of ``z`` over its last axis (NaN: absent)."""
     from scipy import stats
 
     z = np.asarray(z, dtype=float)
@@ -115,9 +114,7 @@ def shift_pvalues(z):
 
 
 def systematic_shift(entries: list, alpha: float = SHIFT_ALPHA) -> list:
-    """Return [{column, n, positive, negative, mean, p_sign, p_t, text}] of the accuracy
-    columns whose tolerance-mode re-runs (``entries``, each {column: (stored, re-run, rows)})
-    moved one way together: each test at ``alpha`` / (2 x the columns tested)."""
+    """Return [{column, n, ..., text}] of the columns whose loose re-runs moved one way together."""
     columns = {}
     for entry in entries:
         for c, (a, b, n) in entry.items():
@@ -171,8 +168,7 @@ def _deviations(rows: list) -> dict:
 
 
 def influence(rows: list) -> dict:
-    """Return {trial key: (1 + z)^2 / group size}, ``z`` its accuracy's distance from its
-    score group's median in robust SDs (MAD; at least one test row or half a point)."""
+    """Return {trial key: (1 + z)^2 / group size}, ``z`` its robust SDs from its group's median."""
     return {key: (1.0 + far) ** 2 / size for key, (size, far) in _deviations(rows).items()}
 
 
@@ -187,15 +183,13 @@ def _weighted_draw(rng, pool: list, weights: dict) -> dict:
 
 
 def sample_trials(rows: list, n: int, seed: int, weighted: bool = False) -> list:
-    """Return up to ``n`` of ``rows`` (trial rows), stratified by (model, protocol, kind):
-    every stratum once before any twice, uniformly or (``weighted``) by :func:`influence`."""
+    """Return up to ``n`` trial rows, each (model, protocol, kind) stratum once before any twice."""
     rng = random.Random(seed)
-    strata = {}
+    pools = {}  # stratum -> its trials not drawn yet
     for row in sorted(rows, key=lambda r: r["key"]):
-        strata.setdefault(tuple(row.get(c) or "" for c in STRATUM), []).append(row)
-    order = sorted(strata)
+        pools.setdefault(tuple(row.get(c) or "" for c in STRATUM), []).append(row)
+    order = sorted(pools)
     rng.shuffle(order)
-    pools = {name: list(strata[name]) for name in order}
     if weighted:
         return _weighted_sample(rows, n, rng, order, pools)
     out = []
@@ -207,9 +201,7 @@ def sample_trials(rows: list, n: int, seed: int, weighted: bool = False) -> list
 
 
 def _weighted_sample(rows: list, n: int, rng, order: list, pools: dict) -> list:
-    """Return the farthest trials (:func:`_farthest`), then every stratum once, then every
-    stratum its share of the rest in turn (passing on what it lacks), each drawn by
-    influence without replacement."""
+    """Return the farthest trials, then every stratum once, then its share, each by influence."""
     weights = influence(rows)
     out, covered = _farthest(rows, n, order)
     taken = {r["key"] for r in out}
@@ -228,9 +220,7 @@ def _weighted_sample(rows: list, n: int, rng, order: list, pools: dict) -> list:
 
 
 def _farthest(rows: list, n: int, order: list) -> tuple[list, set]:
-    """Return the trials more than :data:`CERTAIN` robust SDs from their group's median, the
-    farthest first (at most half of ``n``, never so many that a stratum would go unsampled),
-    and the strata they cover."""
+    """Return the trials beyond :data:`CERTAIN` SDs, farthest first (n/2 at most), their strata."""
     deviations = _deviations(rows)
     far = sorted((r for r in rows if deviations[r["key"]][1] > CERTAIN),
                  key=lambda r: (-deviations[r["key"]][1], r["key"]))
@@ -245,8 +235,7 @@ def _farthest(rows: list, n: int, order: list) -> tuple[list, set]:
 
 
 def default_sample(rows: list, fraction: float, least: int) -> int:
-    """Return how many trials a contribution's verification re-runs: every stratum once, at
-    least ``least``, and ``fraction`` of the trials (rounded up)."""
+    """Return how many trials to re-run: every stratum once, ``least`` and ``fraction`` of them."""
     strata = {tuple(r.get(c) or "" for c in STRATUM) for r in rows}
     return min(len(rows), max(len(strata), least, math.ceil(fraction * len(rows))))
 
@@ -264,12 +253,8 @@ _DIST_VERSION = re.compile(r"[0-9][0-9A-Za-z.+!-]{0,40}")
 
 def provider(recorded, plugins, registry, pins: Optional[dict] = None,
              distributions: Optional[dict] = None) -> str:
-    """Return which plugin of a stored run provides a component not installed here: one clause.
-
-    ``recorded``: the trial's ``PLUGIN-VERSION/COMPONENT-VERSION``; ``plugins`` and
-    ``distributions``: the run's ``plugin_versions`` and ``plugin_distributions``; ``pins``:
-    {plugin: (version, requirement line)} of a board's requirements.txt.
-    """
+    """Return which plugin of a stored run provides a component not installed here: one clause
+    (``recorded``: PLUGIN-VERSION/COMPONENT-VERSION; ``pins``: {plugin: (version, line)})."""
     version = str(recorded or "").partition("/")[0]
     here = registry.infos
     lacking = {str(n): str(v) for n, v in (plugins if isinstance(plugins, dict) else {}).items()
@@ -297,8 +282,7 @@ def provider(recorded, plugins, registry, pins: Optional[dict] = None,
 
 def missing(spec: dict, registry, plugins: Optional[dict] = None,
             distributions: Optional[dict] = None) -> Optional[str]:
-    """Return why ``spec`` cannot be re-run with this installation, or None if it can
-    (with ``plugins``, naming the provider, :func:`provider`, and the remedy)."""
+    """Return why ``spec`` cannot be re-run here (with ``plugins``: its provider and the remedy)."""
     versions = spec.get("versions") or {}
     protocol = spec.get("protocol")
     if protocol not in registry.names("protocols"):
@@ -308,10 +292,8 @@ def missing(spec: dict, registry, plugins: Optional[dict] = None,
     if str(versions.get("protocol")) not in {have, *map(str, spec_.trial_versions)}:
         return (f"protocol '{protocol}' is version {have} here, the trial ran with "
                 f"{versions.get('protocol')}")
-    checks = (("datasets", spec.get("dataset"), "dataset"),
-              ("models", spec.get("model"), "model"),
-              ("clusterers", spec.get("clusterer"), "clusterer"))
-    for kind, name, slot in checks:
+    for slot in ("dataset", "model", "clusterer"):
+        kind, name = slot + "s", spec.get(slot)
         if not name or slot not in versions:
             continue
         try:
@@ -319,9 +301,9 @@ def missing(spec: dict, registry, plugins: Optional[dict] = None,
         except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
             if kind == "models":
                 continue  # a protocol's own helper model (a zoo member): the protocol builds it
-            return not_installed(kind[:-1], name, versions[slot], plugins, registry, distributions)
+            return not_installed(slot, name, versions[slot], plugins, registry, distributions)
         if have != versions[slot]:
-            return (f"{kind[:-1]} '{name}' is {have} here (plugin/component version), the "
+            return (f"{slot} '{name}' is {have} here (plugin/component version), the "
                     f"trial ran with {versions[slot]}")
     return None
 
@@ -335,21 +317,13 @@ def not_installed(kind: str, name: str, recorded, plugins, registry,
 
 
 def execution_of(stored: dict) -> dict:
-    """Return the threads and executor a stored trial ran with (one recorded before them ran
-    with :data:`robench.run.executors.TRIAL_THREADS`, as every executor limits it)."""
+    """Return the threads and executor a stored trial ran with (unrecorded: TRIAL_THREADS)."""
     recorded = stored.get("execution")
     if not isinstance(recorded, dict):
         return {"threads": TRIAL_THREADS, "executor": None}
     threads = recorded.get("threads")
     return {"threads": int(threads) if isinstance(threads, int) and threads > 0 else None,
             "executor": recorded.get("executor")}
-
-
-def trained_together(stored: dict) -> bool:
-    """Return whether a stored trial was trained in a batch with others (robench.run.batching):
-    compared within the tolerance, as the unit's members and order are not recorded."""
-    recorded = stored.get("execution")
-    return isinstance(recorded, dict) and bool(recorded.get("batched"))
 
 
 #: Seconds past a re-run's time limit after which its worker process is killed (the worker
@@ -362,33 +336,22 @@ NOT_STARTED = "NotRerun"
 
 
 def init_rerun_worker(*args) -> None:
-    """Start a re-run worker in a session (and process group) of its own, then as every
-    worker (:func:`robench.run.executors.init_worker`): whatever its trial forks stays in
-    that group, and :func:`kill_group` ends them all."""
+    """Start a re-run worker in a process group of its own, for :func:`kill_group`."""
     os.setsid()
     init_worker(*args)
 
 
 def kill_group(pid: int) -> None:
     """SIGKILL the process group led by ``pid`` (a re-run worker), if any of it is left."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class Rerunner:
-    """Re-run trial specs in spawned workers (one pool per thread count) with the thread count
-    they first ran with, so BLAS rounds alike (docs/contributions.md).
+    """Re-run trial specs in spawned workers (a pool per thread count) with their threads."""
 
-    The worker ends a trial at its limit (SIGALRM); this process kills it :data:`KILL_GRACE`
-    seconds later if the trial caught or blocked that. A registry without a recipe (built by
-    hand in Python) re-runs in this process, under SIGALRM alone.
-    """
-
-    def __init__(self, registry, timeout: Optional[float] = None):
+    def __init__(self, registry):
         self.registry = registry
-        self.timeout = timeout
         self.env = TrialEnv(registry)
         self._pools: dict = {}
         self._groups: set = set()  # process groups of the workers started (their pids)
@@ -416,43 +379,36 @@ class Rerunner:
         pool.shutdown(wait=False, cancel_futures=True)
 
     def run(self, spec: dict, execution: dict, timeout: Optional[float] = None) -> dict:
-        """Return the row of ``spec`` re-run with ``execution`` (see :func:`execution_of`),
-        under ``timeout`` seconds (else the rerunner's own limit)."""
-        limit = self.timeout if timeout is None else timeout
+        """Return the row of ``spec`` re-run with ``execution`` within ``timeout`` seconds."""
         threads = execution.get("threads") or TRIAL_THREADS
         if self.registry.recipe is None:
             limit_threads(threads)
-            return execute_trial(dict(spec), self.env, limit)
-        timed_out = (f"TrialTimeout: the re-run did not stop at its time limit of {limit or 0:g} "
-                     "s; its worker process was killed")
+            return execute_trial(dict(spec), self.env, timeout)
+        timed_out = (f"TrialTimeout: the re-run did not stop at its time limit of {timeout or 0:g}"
+                     " s; its worker process was killed")
         try:
             pool = self._pool(threads)
-        except FutureTimeout:
+        except (FutureTimeout, BrokenProcessPool) as exc:
             self._end(threads)
-            return failed_row(spec, f"{NOT_STARTED}: its worker process did not start within "
-                              f"{STARTUP_LIMIT:g} s")
-        except BrokenProcessPool:
-            self._end(threads)
-            return failed_row(spec, f"{NOT_STARTED}: its worker process failed to start "
-                              "(robench or a plugin fails to import in a fresh process)")
+            return failed_row(spec, f"{NOT_STARTED}: its worker process " + (
+                f"did not start within {STARTUP_LIMIT:g} s" if isinstance(exc, FutureTimeout)
+                else "failed to start (robench or a plugin fails to import in a fresh process)"))
         started = time.monotonic()
         try:
-            return pool.submit(execute_trial, dict(spec), None, limit).result(
-                timeout=None if limit is None else limit + KILL_GRACE)
+            return pool.submit(execute_trial, dict(spec), None, timeout).result(
+                timeout=None if timeout is None else timeout + KILL_GRACE)
         except FutureTimeout:
             self._end(threads)
             return failed_row(spec, timed_out)
         except BrokenProcessPool:
             self._end(threads)
-            if limit is not None and time.monotonic() - started >= limit:
+            if timeout is not None and time.monotonic() - started >= timeout:
                 return failed_row(spec, timed_out)  # its own hard limit ended it
             return failed_row(spec, "the worker process re-running this trial died (killed "
                               "or out of memory)")
 
     def close(self, kill: bool = False) -> None:
-        """Stop the workers (``kill``: at once, without waiting for a trial), then kill what
-        is left of their process groups: a process a trial forked and left behind would keep
-        this command (and the pipe a CI job reads its output from) alive until it exits."""
+        """Stop the workers (``kill``: at once), then kill what is left of their process groups."""
         for threads in list(self._pools):
             if kill:
                 self._end(threads)
@@ -469,17 +425,8 @@ class Rerunner:
         self.close(kill=kind is not None)
 
 
-def _unregistered(registry, name) -> bool:
-    try:
-        registry.get("models", name)
-    except Exception:  # noqa: BLE001 - any failure to resolve is "not installed"
-        return True
-    return False
-
-
 def against_data(row: dict, y, indices: tuple) -> Optional[str]:
-    """Return how an ok trial's row counts, correct bits, test and per-class accuracies
-    contradict the data set's labels ``y`` and its (train, val, test) ``indices``, or None."""
+    """Return how an ok trial's row contradicts labels ``y`` and partition ``indices``, or None."""
     train, val, test = (np.asarray(i, dtype=int) for i in indices)
     y = np.asarray(y)
     for column, rows in (("n_train", train), ("n_val", val), ("n_test", test)):
@@ -510,9 +457,7 @@ def against_data(row: dict, y, indices: tuple) -> Optional[str]:
 
 
 def data_inconsistencies(rows: list, registry) -> list:
-    """Return [(trial, why)] of the ok trials that contradict the data here (see
-    :func:`against_data`), for the trials whose data set is installed here with the content
-    they ran on and whose protocol says how it partitions (others are left to ``verify``)."""
+    """Return [(trial, why)] of the ok trials contradicting the data installed here as they ran."""
     out = []
     for row in rows:
         spec = row.get("spec")
@@ -542,8 +487,7 @@ def _stored_like(row: dict) -> dict:
 
 
 def compare(stored: dict, rerun: dict, exact: bool) -> list:
-    """Return the differences [{column, stored, rerun, tolerance, ...}] of two trial rows
-    (exact mode: also ``path`` of the first difference, ``stored_at`` and ``rerun_at``)."""
+    """Return the differences [{column, stored, rerun, tolerance, ...}] of two trial rows."""
     old, new = trial_content(stored), trial_content(rerun)
     if exact:
         out = []
@@ -556,21 +500,20 @@ def compare(stored: dict, rerun: dict, exact: bool) -> list:
            for c in _EXACT_ALWAYS if old.get(c) != new.get(c)]
     for c in ACCURACIES:
         a, b = old.get(c), new.get(c)
-        if a is None and b is None:
-            continue
-        if a is None or b is None:
-            out.append({"column": c, "stored": a, "rerun": b, "tolerance": 0.0})
-            continue
-        n = sum(int(old.get(k) or 0) for k in _ROWS_OF[c])
-        tol = tolerance(a, b, n)
-        if abs(float(a) - float(b)) > tol:
+        both = a is not None and b is not None
+        tol = tolerance(a, b, _rows(old, c)) if both else 0.0
+        if (a is not None or b is not None) and (not both or abs(float(a) - float(b)) > tol):
             out.append({"column": c, "stored": a, "rerun": b, "tolerance": tol})
     return out
 
 
+def _rows(row: dict, column: str) -> int:
+    """Return how many rows the accuracy ``column`` of a trial row is measured on."""
+    return sum(int(row.get(k) or 0) for k in _ROWS_OF[column])
+
+
 def difference_text(d: dict) -> str:
-    """Return one verify difference as text: where it first differs and both whole values
-    (never cut: two long values cut alike would look identical)."""
+    """Return a verify difference as text, both values whole (two cut alike would look equal)."""
     if "path" in d:
         text = f"{d['path']} stored {_full(d['stored_at'])}, re-run {_full(d['rerun_at'])}"
     else:
@@ -587,16 +530,6 @@ def _full(value) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-def _public(version: Optional[str]) -> str:
-    # torch's package metadata says 2.5.1 where the imported module says 2.5.1+cpu: a run
-    # records one or the other depending on whether torch was imported when it started
-    return (version or "").partition("+")[0]
-
-
-def _cpu(platform: Optional[str]) -> str:
-    return (platform or "").partition("CPU: ")[2]
-
-
 #: A re-run may take this many times the seconds its trial recorded, plus
 #: :data:`RECORDED_FLOOR` (start-up, a slower machine), never more than its run's limit.
 RECORDED_FACTOR = 20.0
@@ -604,9 +537,7 @@ RECORDED_FLOOR = 60.0
 
 
 def trial_limit(run: dict, limit: Optional[float], recorded=None) -> float:
-    """Return the seconds one re-run may take: its run's limit, at most ``limit`` and
-    :data:`RECORDED_FACTOR` x ``recorded`` + :data:`RECORDED_FLOOR` (a spec asking for 100,000
-    epochs stops near the time its contributor says it took)."""
+    """Return the seconds a re-run may take: its run's limit, ``limit`` and its recorded time's."""
     config = run.get("config") if isinstance(run.get("config"), dict) else {}
     own = config.get("trial_timeout")
     if not is_finite(own) or own <= 0:  # 0 (no limit) is not a limit a verifier takes over
@@ -624,10 +555,8 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
            weighted: bool = False, exact_only: bool = False) -> Verification:
     """Re-run a stratified sample of ``store``'s ok trials here, compare, record; return it.
 
-    ``contributor``: only the trials merged from that contributor; ``on_trial``: called with
-    each entry as it finishes; ``budget``: seconds for all re-runs (one not reached is refused,
-    ``timed_out``); ``exact_only``: compare exactly whatever machine the stored run claims (a
-    forger naming another CPU would otherwise get the tolerance).
+    ``contributor``: only its merged trials; ``on_trial``: called with each entry; ``budget``:
+    seconds for all re-runs; ``exact_only``: compare exactly whatever machine the run claims.
     """
     if sample < 1:
         raise VerifyError(f"--sample must be at least 1, got {sample}")
@@ -649,9 +578,19 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     runs = {r["id"]: r for r in store.runs({r["run_id"] for r in rows
                                             if r.get("run_id") is not None})}
     with Rerunner(registry) as rerunner:
-        _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial,
-                      trial_timeout=trial_timeout, budget=budget, weighted=weighted,
-                      exact_only=exact_only)
+        began, loose = time.monotonic(), []  # loose: (entry, accuracies) of tolerance re-runs
+        for stored in sample_trials(rows, sample, seed, weighted=weighted):
+            left = None if budget is None else budget - (time.monotonic() - began)
+            entry, columns = _check_trial(stored, runs.get(stored.get("run_id")) or {}, env,
+                                          rerunner, left, budget, trial_timeout, exact_only)
+            if columns is not None:
+                loose.append((entry, columns))
+            result.device = entry.get("device") or result.device
+            result.trials.append(entry)
+            if on_trial is not None:
+                on_trial(entry)
+    result.shifts = systematic_shift([columns for _, columns in loose])
+    _mark_shifted(result.shifts, loose)
 
     result.record_id = save_verification(store, result, seed=seed, contributor=contributor,
                                          environment=env, plugin_versions=registry
@@ -659,57 +598,44 @@ def verify(store, registry, *, sample: int = DEFAULT_SAMPLE, seed: int = 0,
     return result
 
 
-def _check_sample(rows, sample, seed, runs, env, result, rerunner, on_trial, *,
-                  trial_timeout=None, budget=None, weighted=False, exact_only=False) -> None:
-    """Re-run, compare and record each sampled trial; then test the loose ones together."""
+def _check_trial(stored: dict, run: dict, env: dict, rerunner, left, budget, trial_timeout,
+                 exact_only: bool) -> tuple[dict, Optional[dict]]:
+    """Re-run and compare one sampled trial; return its entry and its loose accuracies or None."""
     registry = rerunner.registry
-    began = time.monotonic()
-    loose = []  # (entry, {column: (stored, re-run, rows)}) of the tolerance-mode re-runs
-
-    def done(entry):
-        result.trials.append(entry)
-        if on_trial is not None:
-            on_trial(entry)
-
-    for stored in sample_trials(rows, sample, seed, weighted=weighted):
-        entry = {c: stored.get(c) for c in ("key", "dataset", "model", "clusterer", "protocol",
-                                            "kind", "repeat")}
-        spec = stored.get("spec")
-        run = runs.get(stored.get("run_id")) or {}
-        left = None if budget is None else budget - (time.monotonic() - began)
-        why = _not_re_run(spec, run, registry, left, budget, entry)
-        if why is not None:
-            entry.update(outcome="refused", reason=why)
-            done(entry)
-            continue
-        limit = trial_limit(run, trial_timeout, stored.get("seconds"))
-        limit = limit if left is None else min(limit, left)
-        t0 = time.perf_counter()
-        execution = execution_of(stored)
-        rerun = _stored_like(rerunner.run(spec, execution, timeout=limit))
-        refused = _not_compared(rerun, spec, run, registry, limit, t0)
-        if refused is not None:
-            entry.update(outcome="refused", **refused)
-            done(entry)
-            continue
-        exact = exact_only or _same_machine(stored, rerun, run, env)
-        if rerun.get("status") != "ok":
-            diffs = [{"column": "status", "stored": "ok", "rerun": "failed",
-                      "tolerance": 0.0, "error": (rerun.get("error") or "").splitlines()[0]
-                      if rerun.get("error") else ""}]
-        else:
-            diffs = compare(stored, rerun, exact)
-            if not exact:
-                loose.append((entry, _accuracies(stored, rerun)))
-        entry.update(outcome="mismatch" if diffs else "match",
-                     mode="exact" if exact else "tolerance", differences=diffs,
-                     stored_device=stored.get("device"), device=rerun.get("device"),
-                     threads=execution["threads"],
-                     seconds=round(time.perf_counter() - t0, 3))
-        result.device = rerun.get("device") or result.device
-        done(entry)
-    result.shifts = systematic_shift([columns for _, columns in loose])
-    _mark_shifted(result.shifts, loose)
+    entry = {c: stored.get(c) for c in ("key", "dataset", "model", "clusterer", "protocol",
+                                        "kind", "repeat")}
+    spec = stored.get("spec")
+    why = "no stored spec" if not isinstance(spec, dict) else missing(
+        spec, registry, run.get("plugin_versions") or {}, run.get("plugin_distributions"))
+    if why is None and left is not None and left <= 0:
+        entry["timed_out"] = True
+        why = f"not re-run: the verification's time budget of {budget:g} s was spent"
+    if why is not None:
+        entry.update(outcome="refused", reason=why)
+        return entry, None
+    limit = trial_limit(run, trial_timeout, stored.get("seconds"))
+    limit = limit if left is None else min(limit, left)
+    t0 = time.perf_counter()
+    execution = execution_of(stored)
+    rerun = _stored_like(rerunner.run(spec, execution, timeout=limit))
+    refused = _not_compared(rerun, spec, run, registry, limit, t0)
+    if refused is not None:
+        entry.update(outcome="refused", **refused)
+        return entry, None
+    exact = exact_only or _same_machine(stored, rerun, run, env)
+    loose = None
+    if rerun.get("status") != "ok":
+        diffs = [{"column": "status", "stored": "ok", "rerun": "failed",
+                  "tolerance": 0.0, "error": (rerun.get("error") or "").splitlines()[0]
+                  if rerun.get("error") else ""}]
+    else:
+        diffs = compare(stored, rerun, exact)
+        loose = None if exact else _accuracies(stored, rerun)
+    entry.update(outcome="mismatch" if diffs else "match",
+                 mode="exact" if exact else "tolerance", differences=diffs,
+                 stored_device=stored.get("device"), device=rerun.get("device"),
+                 threads=execution["threads"], seconds=round(time.perf_counter() - t0, 3))
+    return entry, loose
 
 
 def _mark_shifted(shifts: list, loose: list) -> None:
@@ -726,30 +652,20 @@ def _mark_shifted(shifts: list, loose: list) -> None:
                 entry["outcome"] = "mismatch"
 
 
-def _not_re_run(spec, run: dict, registry, left, budget, entry: dict) -> Optional[str]:
-    """Return why a sampled trial is not re-run here (no spec, not installed, the budget
-    spent: ``entry`` marked ``timed_out``), or None."""
-    if not isinstance(spec, dict):
-        return "no stored spec"
-    why = missing(spec, registry, run.get("plugin_versions") or {}, run.get("plugin_distributions"))
-    if why is None and left is not None and left <= 0:
-        entry["timed_out"] = True
-        return f"not re-run: the verification's time budget of {budget:g} s was spent"
-    return why
-
-
 def _same_machine(stored: dict, rerun: dict, run: dict, env: dict) -> bool:
     """Whether a re-run is compared exactly: stored alone on this device, torch and CPU."""
-    return (stored.get("device") in (None, rerun.get("device"))
-            and _public(run.get("torch_version")) == _public(env["torch_version"])
-            and _cpu(run.get("platform")) == _cpu(env["platform"])
-            and not trained_together(stored))
+    # torch's package metadata says 2.5.1 where the imported module says 2.5.1+cpu: a run
+    # records one or the other depending on whether torch was imported when it started
+    torch = {(v or "").partition("+")[0] for v in (run.get("torch_version"), env["torch_version"])}
+    cpu = {(p or "").partition("CPU: ")[2] for p in (run.get("platform"), env["platform"])}
+    return (stored.get("device") in (None, rerun.get("device")) and len(torch) == len(cpu) == 1
+            and not (isinstance(stored.get("execution"), dict)  # trained in a batch
+                     and stored["execution"].get("batched")))
 
 
 def _not_compared(rerun: dict, spec: dict, run: dict, registry, limit: float,
                   t0: float) -> Optional[dict]:
-    """Return the refusal of a failed re-run that says nothing about the stored trial (it ran
-    out of time, did not start, or its model is not installed here), or None."""
+    """Return the refusal of a failed re-run that says nothing of the stored trial, or None."""
     error = rerun.get("error") or ""
     if rerun.get("status") == "ok":
         return None
@@ -760,8 +676,9 @@ def _not_compared(rerun: dict, spec: dict, run: dict, registry, limit: float,
                 f"{RECORDED_FLOOR:g} s)"}
     if error.startswith(NOT_STARTED + ":"):
         return {"reason": "not re-run here: " + error[len(NOT_STARTED) + 1:].strip()}
-    if _unregistered(registry, spec.get("model")):
-        # a model the protocol does not build itself: not installed, not a mismatch
+    try:
+        registry.get("models", spec.get("model"))
+    except Exception:  # noqa: BLE001 - a model the protocol does not build: not installed
         return {"reason": not_installed("model", spec.get("model"), (
             spec.get("versions") or {}).get("model"), run.get("plugin_versions") or {},
             registry, run.get("plugin_distributions"))}
@@ -771,10 +688,5 @@ def _not_compared(rerun: dict, spec: dict, run: dict, registry, limit: float,
 def _accuracies(stored: dict, rerun: dict) -> dict:
     """Return {column: (stored, re-run, rows)} of the accuracies both rows hold."""
     old, new = trial_content(stored), trial_content(rerun)
-    out = {}
-    for c in ACCURACIES:
-        a, b = old.get(c), new.get(c)
-        n = sum(int(old.get(k) or 0) for k in _ROWS_OF[c])
-        if is_finite(a) and is_finite(b) and n:
-            out[c] = (float(a), float(b), n)
-    return out
+    return {c: (float(old[c]), float(new[c]), _rows(old, c)) for c in ACCURACIES
+            if is_finite(old.get(c)) and is_finite(new.get(c)) and _rows(old, c)}

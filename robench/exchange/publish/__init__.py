@@ -1,13 +1,5 @@
-"""A leaderboard repository that runs itself: contributions in, checked, merged, published.
-
-``robench init-leaderboard DIR`` writes the repository (:func:`init_repository`) from the
-templates in ``robench/exchange/templates/``; ``robench publish STEP DIR`` runs one step of its
-pipeline (validate, verify, diff, merge, build, deploy; ``check`` and ``run`` chain them), the
-same in CI and on a laptop, each calling robench's own functions, never its commands. Modules:
-``common`` (paths, a step's result and report, confined writes), ``repository`` (settings,
-contributions), ``lock``, ``steps`` and ``scaffold``. docs/publishing.md says what each step
-accepts and rejects.
-"""
+"""A leaderboard repository that runs itself: contributions in, checked, merged, published
+(``robench init-leaderboard DIR``, ``robench publish STEP DIR``; docs/publishing.md)."""
 
 from robench.exchange.publish.common import (ACCEPTED, DEFAULT_SETTINGS, PUBLISHED, REPORT_LIMIT,
                                              TORCH_CPU_INDEX, StepResult)

@@ -7,6 +7,7 @@ import json
 import os
 import sqlite3
 import stat
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,11 +101,9 @@ def append_report(repo, result: StepResult) -> StepResult:
     """Append a step's findings to .staging/report.md, keeping it under REPORT_LIMIT."""
     path = contained(repo, STAGING / "report.md")
     path.parent.mkdir(exist_ok=True)
-    mark = "passed" if result.ok else "failed"
-    text = f"\n### {result.step}: {mark}\n\n" + "\n".join(result.lines or ["- nothing to do"])
-    text += "\n"
-    used = path.stat().st_size if path.is_file() else 0
-    room = REPORT_LIMIT - used
+    text = (f"\n### {result.step}: {'passed' if result.ok else 'failed'}\n\n"
+            + "\n".join(result.lines or ["- nothing to do"]) + "\n")
+    room = REPORT_LIMIT - (path.stat().st_size if path.is_file() else 0)
     if len(text) > room:
         cut = f"\n\n(report cut at {REPORT_LIMIT:,} characters: run `robench publish " \
               f"{result.step} .` for the rest)\n"
@@ -115,13 +114,9 @@ def append_report(repo, result: StepResult) -> StepResult:
 
 
 def journal_delete(path: Path) -> None:
-    """Leave the database at ``path`` in rollback-journal mode: one self-contained file whose
-    readers leave no ``-shm`` or ``-wal`` beside it."""
-    conn = sqlite3.connect(path)
-    try:
+    """Leave the database at ``path`` in rollback-journal mode: no ``-shm`` or ``-wal`` files."""
+    with closing(sqlite3.connect(path)) as conn:
         conn.execute("PRAGMA journal_mode = DELETE").fetchone()
-    finally:
-        conn.close()
 
 
 def write_json(path: Path, value) -> None:

@@ -1,6 +1,5 @@
-"""One step at a time per repository: the lock a step holds, and what a step killed mid-way
-left beside what it replaces (removed by the next step, under the lock: only folders robench
-made, which hold its marker file)."""
+"""One step at a time per repository: the lock a step holds, and the marked folders a step
+killed mid-way left (removed by the next step, under the lock)."""
 
 from __future__ import annotations
 
@@ -35,8 +34,7 @@ def locked(step):
 
 @contextmanager
 def repository_lock(repo, wait: float = 0.0):
-    """Hold the repository's lock (``fcntl.flock`` on :data:`LOCK`) for a step: another
-    process waits up to ``wait`` seconds, then is refused; re-entrant within one process."""
+    """Hold the repository's :data:`LOCK` for a step, waiting ``wait`` s; re-entrant per thread."""
     root = repository_root(repo).resolve()
     held = _HELD.__dict__.setdefault("roots", {})
     if held.get(root):
@@ -98,15 +96,12 @@ def _marked(path: str) -> bool:
 
 
 def clear_leftovers(repo) -> list[str]:
-    """Remove what a step killed mid-way left (:data:`LEFTOVERS`), under the lock; return their
-    paths. Only a real folder (never a link) holding robench's :data:`MARKER` is removed."""
+    """Remove the marked folders a killed step left (:data:`LEFTOVERS`); return their paths."""
     root = Path(repo).resolve()
     removed = []
     for folder, prefixes in LEFTOVERS.items():
-        base = root if folder == "." else root / folder
         try:
-            if folder != ".":
-                contained(root, folder)
+            base = contained(root, folder)
             if not stat.S_ISDIR(os.lstat(base).st_mode):
                 continue
         except (MergeError, FileNotFoundError):
@@ -120,8 +115,7 @@ def clear_leftovers(repo) -> list[str]:
 
 
 def replace_folder(new: Path, target: Path) -> None:
-    """Put the folder ``new`` (made by :func:`made_folder`) where ``target`` is (both inside
-    the repository), at once; the target keeps no marker, the one moved aside gets one."""
+    """Put the folder ``new`` (from :func:`made_folder`) where ``target`` is, unmarked, at once."""
     old = None
     if os.path.lexists(target):
         old = target.with_name(f".{target.name}.old-{os.getpid()}")

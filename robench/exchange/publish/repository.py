@@ -1,8 +1,5 @@
-"""A leaderboard repository's settings and contributions: ``leaderboard.json`` checked, the
-accepted contributions, which contribution files are pending, and what a pull request changes
-outside ``contributions/``. A file's name is its contributor, checked as an identity
-(docs/publishing.md, "Take another's file or name").
-"""
+"""A leaderboard repository's settings and contributions: a file's name is its contributor,
+checked as an identity (docs/publishing.md, "Take another's file or name")."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ _SETTING_TYPES = {"title": (str,), "verify_sample": (int,), "verify_fraction": (
 
 
 def settings(repo) -> dict:
-    """Return the repository's settings (leaderboard.json over the defaults), checked (no
-    sample seed: one in the repository is one a pull request can read and change)."""
+    """Return leaderboard.json over the defaults, checked (no seed: a pull request could set it)."""
     found = read_json(repo, Path(SETTINGS), "the leaderboard's settings")
     if not isinstance(found, dict):
         raise MergeError(f"{SETTINGS} must hold a JSON object of settings, found "
@@ -67,8 +63,7 @@ def accepted(repo) -> dict:
 
 
 def contribution_problem(path: Path, limit_mb: float) -> Optional[str]:
-    """Return why a contribution file cannot be taken (not a regular file, too big), or None,
-    decided on the entry itself (``lstat``: a link, a FIFO or a device is never opened)."""
+    """Return why a contribution file cannot be taken (by ``lstat``: never opened), or None."""
     info = os.lstat(path)
     if stat.S_ISLNK(info.st_mode):
         return "it is a symbolic link; a contribution is a database file in contributions/"
@@ -111,12 +106,6 @@ LOOKALIKES = str.maketrans({
 _SCRIPT_GROUPS = {"HIRAGANA": "CJK", "KATAKANA": "CJK"}
 
 
-def _script(char: str) -> str:
-    """Return the script of a letter, read from its Unicode name ('LATIN', 'CYRILLIC', ...)."""
-    word = unicodedata.name(char, "UNKNOWN").split(" ")[0]
-    return _SCRIPT_GROUPS.get(word, word)
-
-
 def skeleton(name: str) -> str:
     """Return what ``name`` looks like: NFKC, case folded, look-alike letters as Latin ones."""
     return unicodedata.normalize("NFKC", name).casefold().translate(LOOKALIKES)
@@ -133,7 +122,8 @@ def name_problem(name: str) -> Optional[str]:
         return ("its name holds control, bidi, zero-width or unassigned characters ("
                 + ", ".join(f"U+{ord(c):04X}" for c in bad[:5])
                 + "): rename the file with visible characters only")
-    scripts = sorted({_script(c) for c in name if c.isalpha()})
+    words = (unicodedata.name(c, "UNKNOWN").split(" ")[0] for c in name if c.isalpha())
+    scripts = sorted({_SCRIPT_GROUPS.get(w, w) for w in words})  # 'LATIN', 'CYRILLIC', ...
     if len(scripts) > 1:
         return (f"its name mixes scripts ({', '.join(s.lower() for s in scripts)}), which is "
                 "how one name is made to look like another: rename the file in one script")
@@ -141,9 +131,7 @@ def name_problem(name: str) -> Optional[str]:
 
 
 def contributions(repo) -> tuple[list[Path], dict]:
-    """Return (pending contribution files, {name: why refused} of the others): regular files
-    under the size cap, not accepted yet, whose name can name a contributor, looks like no
-    other's and is no accepted file's (unless ``allow_replace`` names it)."""
+    """Return (pending contribution files, {name: why refused} of the others)."""
     repo = repository_root(repo)
     conf = settings(repo)
     folder = contained(repo, "contributions")
@@ -183,9 +171,8 @@ def pending(repo) -> list[Path]:
 
 
 def changes_outside_contributions(repo, base: str) -> list[str]:
-    """Return the paths a pull request changes outside ``contributions/`` (``git diff
-    base...HEAD``, renames as a removal and an addition): what governs the check must not be
-    checked under its own rules."""
+    """Return the paths changed outside ``contributions/`` since ``base`` (``git diff
+    base...HEAD``): what governs the check must not be checked under its own rules."""
     root = repository_root(repo).resolve()
     if not base or base.startswith("-") or any(c.isspace() or not c.isprintable()
                                                 for c in base):

@@ -36,9 +36,7 @@ def _direct_url(dist) -> dict:
 
 
 def plugin_distributions() -> list[dict]:
-    """Return the installed plugin distributions (entry point group ``robench``), one each:
-    ``{"plugin", "name", "version", "editable", "dist"}``, ``editable`` the source folder of an
-    editable install (else None)."""
+    """Return the installed plugin distributions: {plugin, name, version, editable, dist}."""
     out, seen = [], set()
     for ep in metadata.entry_points(group="robench"):
         dist = getattr(ep, "dist", None)
@@ -55,8 +53,7 @@ def plugin_distributions() -> list[dict]:
 
 
 def pinned_plugins(repo) -> list[tuple[str, str, str]]:
-    """Return [(plugin, version, requirement line)] of the plugins a board's requirements.txt
-    pins (the ``# plugin NAME VERSION`` line before each, as :func:`requirements` writes it)."""
+    """Return [(plugin, version, requirement line)] a board's requirements.txt pins."""
     lines = (Path(repo) / "requirements.txt").read_text(encoding="utf-8").splitlines()
     return [(words[2], words[3], nxt) for line, nxt in zip(lines, lines[1:])
             if len(words := line.split()) == 4 and words[:2] == ["#", "plugin"]]
@@ -69,9 +66,7 @@ ADD_PLUGIN_LATER = ("To add a plugin later: put its requirement line (NAME==VERS
 
 
 def _distribution_requirement(dist, source: Optional[Path], wheels: Path) -> str:
-    """Return a requirement line that installs exactly ``dist`` on a fresh runner: a wheel
-    built into ``wheels`` from a source tree, an installed wheel file copied there, a git URL
-    and commit, else ``name==version``."""
+    """Return a requirement line installing exactly ``dist`` on a fresh runner."""
     name, version = dist.metadata["Name"], dist.version
     info = _direct_url(dist)
     url = str(info.get("url") or "")
@@ -108,9 +103,7 @@ def _build_wheel(source: Path, wheels: Path) -> str:
 
 
 def requirements(repo, requirement: Optional[str] = None, allow_editable: bool = False) -> str:
-    """Return requirements.txt for the runner: robench (the one running now, unless
-    ``requirement``), torch's CPU build and every installed plugin distribution, pinned alike;
-    an editable plugin is refused unless ``allow_editable`` (a wheel of its tree is pinned)."""
+    """Return requirements.txt: robench, torch's CPU build and the plugins, each pinned."""
     plugins = plugin_distributions()
     editable = [p for p in plugins if p["editable"]]
     if editable and not allow_editable:
@@ -155,9 +148,7 @@ def init_repository(path, title: str = DEFAULT_SETTINGS["title"],
                     requirement: Optional[str] = None,
                     then: Optional[Callable[[Path], None]] = None,
                     allow_editable: bool = False) -> list:
-    """Write a leaderboard repository at ``path`` (refusing one that is not empty); return the
-    files written. Built in a folder beside it (``then(folder)`` runs before the move), moved
-    into place at the end, so a failure leaves nothing behind."""
+    """Write a leaderboard repository at ``path``, built beside it; return the files written."""
     final = Path(path)
     if os.path.lexists(final) and (not final.is_dir() or final.is_symlink()
                                    or any(final.iterdir())):

@@ -1,8 +1,5 @@
-"""The six steps of a leaderboard repository's pipeline: validate, verify, diff, merge, build,
-deploy (what each does and refuses: :mod:`robench.exchange.publish`). Each calls robench's own
-functions (merge, verify, diff, the site builder) and reads what they return; none runs a robench
-command or reads its printed output. Each holds the repository's lock and appends its findings
-to ``.staging/report.md``."""
+"""The steps of a leaderboard's pipeline: each calls robench's own functions (never its
+commands), holds the repository's lock and appends its findings to ``.staging/report.md``."""
 
 from __future__ import annotations
 
@@ -13,13 +10,15 @@ import shutil
 import sqlite3
 import tempfile
 import time
+from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
 from robench.errors import MergeError
 from robench.escaping import markdown_cell, markdown_code, markdown_text
-from robench.exchange.merge import copy_database, merge_databases
+from robench.exchange.diff import change_text, number_text, versioned_scores
+from robench.exchange.merge import copy_database, insert_row, merge_databases
 from robench.exchange.publish.common import (ACCEPTED, PUBLISHED, STAGING, VERIFIED, StepResult,
                                              append_report, contained, journal_delete,
                                              read_json, repository_root, write_json)
@@ -65,14 +64,11 @@ def _problems(report) -> list[str]:
     recomputed = [c for c in report.conflicts if c.get("recomputed")]
     stored = [c for c in report.conflicts if not c.get("recomputed")]
     if recomputed:
-        def claimed(c):
-            return ", ".join(f"{col} claimed {c['incoming'][col]}, recomputed "
-                             f"{c['stored'][col]}" for col in c["columns"])
-
         problems.append(
             f"{len(recomputed)} score(s) are not what robench recomputes from the "
-            "contribution's own trials: "
-            + "; ".join(f"{c['label']}: {claimed(c)}" for c in recomputed[:5]))
+            "contribution's own trials: " + "; ".join(f"{c['label']}: " + ", ".join(
+                f"{col} claimed {c['incoming'][col]}, recomputed {c['stored'][col]}"
+                for col in c["columns"]) for c in recomputed[:5]))
     if stored:
         problems.append(
             f"{len(stored)} row(s) conflict with rows already there (same identity, different "
@@ -98,17 +94,12 @@ def _merge_checked(path: Path, target: Path, registry=None):
 
 
 def _against_data(path: Path, registry) -> list:
-    """Return what a contribution's trials contradict in the data installed here (their
-    correct bits against the labels on their partition's test rows), as problems."""
+    """Return what a contribution's trials contradict in the data installed here, as problems."""
     with Store(path, readonly=True) as store:
         rows = store.trials(status="ok")
     found = data_inconsistencies(rows, registry)
     return [f"{len(found)} trial(s) contradict the data they name: " + "; ".join(
         f"{_label(t)}: {why}" for t, why in found[:5])] if found else []
-
-
-def _registry(registry):
-    return registry if registry is not None else get_registry()
 
 
 #: The kinds of component a contribution names, by the trial or score-group column naming them.
@@ -118,10 +109,7 @@ _NAMED = (("protocols", "protocol", "trials"), ("datasets", "dataset", "trials")
 
 
 def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -> Optional[str]:
-    """Return why this board's runner cannot load a protocol, data set or clusterer of a
-    contribution's trials or a model or metric of its score groups (one line: each with its
-    :func:`robench.exchange.verify.provider` and the remedy), or None. ``pins``: {plugin:
-    (version, requirement line)}."""
+    """Return why this board's runner cannot load what a contribution names, or None."""
     named, recorded, plugins, distributions = _named(path)
     by_provider: dict = {}
     for kind, names in named.items():
@@ -133,17 +121,15 @@ def unloadable(path: Path, registry, allow: dict, pins: Optional[dict] = None) -
                 by_provider.setdefault(where, []).append(f"{kind[:-1]} '{n}'")
     if not by_provider:
         return None
-    found = "; ".join(f"{', '.join(what[:5])}{f' and {len(what) - 5} more' if len(what) > 5 else ''}"
-                      f" {where}" for where, what in list(by_provider.items())[:3])
+    found = "; ".join(", ".join(what[:5]) + (f" and {len(what) - 5} more" if len(what) > 5 else "")
+                      + f" {where}" for where, what in list(by_provider.items())[:3])
     return (f"it names what this board's runner cannot load (not installed here): {found}; "
             f"{REMEDY}, then the check runs again (robench's CONTRIBUTING.md, 'From a plugin "
             "to a leaderboard')")
 
 
 def _named(path: Path) -> tuple[dict, dict, dict, dict]:
-    """Return what a contribution names ({kind: [names]}), the version its trials recorded of
-    each (kind, name), the plugins its runs loaded ({plugin: version}) and the distributions
-    that installed them ({plugin: distribution})."""
+    """Return what a contribution names, the versions its trials recorded, its plugins, dists."""
     with Store(path, readonly=True) as store:
         conn = store.db.conn
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
@@ -159,19 +145,16 @@ def _named(path: Path) -> tuple[dict, dict, dict, dict]:
                 versions = versions if isinstance(versions, dict) else {}
                 for kind, name in zip(("datasets", "models", "clusterers"), names):
                     recorded.setdefault((kind, name), versions.get(kind[:-1]))
-        plugins, distributions = {}, {}
-        for run in store.runs():
-            for found, column in ((plugins, "plugin_versions"),
-                                  (distributions, "plugin_distributions")):
-                if isinstance(run.get(column), dict):
-                    found.update(run[column])
+        runs = store.runs()
+    plugins, distributions = ({k: v for run in runs if isinstance(run.get(c), dict)
+                               for k, v in run[c].items()}
+                              for c in ("plugin_versions", "plugin_distributions"))
     return named, recorded, plugins, distributions
 
 
 @locked
 def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
-    """Merge every pending contribution into a fresh staging copy of the published database
-    (with ``base``, a pull request's commit, first refusing changes outside contributions/)."""
+    """Merge each pending contribution into a fresh staging copy of the published database."""
     repo = repository_root(repo)
     outside = [] if base is None else changes_outside_contributions(repo, base)
     if outside:
@@ -210,13 +193,13 @@ def validate(repo, registry=None, base: Optional[str] = None) -> StepResult:
             # scores of a metric not installed here are among the merge's problems too)
             try:
                 why = None if report is None else unloadable(
-                    path, _registry(registry), conf["verify_allow"], pins)
+                    path, registry or get_registry(), conf["verify_allow"], pins)
             except (sqlite3.DatabaseError, ValueError, OSError):
                 why = None  # what the merge took but this cannot read: verify says why
             if why is not None:
                 problems = [why]
             if not problems:
-                problems = _against_data(path, _registry(registry))
+                problems = _against_data(path, registry or get_registry())
             if not problems:
                 shutil.copyfile(alone, target)
         if problems:
@@ -244,8 +227,7 @@ def _allowed(entry: dict, allow: dict) -> bool:
 
 
 def _unrunnable(rows: list, allow: dict, registry, runs: dict) -> tuple[list, list]:
-    """Return ([(trial, why)] not re-runnable here, [(trial, why)] allowed so), of every
-    trial, not only the sample."""
+    """Return ([(trial, why)] not re-runnable here, [(trial, why)] allowed so) of every trial."""
     against, allowed = [], []
     for row in rows:
         spec = row.get("spec")
@@ -257,24 +239,18 @@ def _unrunnable(rows: list, allow: dict, registry, runs: dict) -> tuple[list, li
 
 
 def _drop_verifications(copy: Path) -> None:
-    """Delete the verification records a contribution brought from the verifier's copy: the
-    record the check reads back must be the one it wrote."""
-    conn = sqlite3.connect(copy)
-    try:
+    """Delete a contribution's own verification records from the verifier's copy."""
+    with closing(sqlite3.connect(copy)) as conn, conn:
         if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
                         "'verifications'").fetchone():
-            with conn:
-                conn.execute("DELETE FROM verifications")
-    finally:
-        conn.close()
+            conn.execute("DELETE FROM verifications")
 
 
 @locked
 def verify(repo, registry=None, seed: Optional[int] = None) -> StepResult:
-    """Re-run a sample of each pending contribution's trials here and record what was found
-    (the seed drawn here with ``secrets`` unless ``seed`` is given, for tests)."""
+    """Re-run a sample of each pending contribution's trials here and record what was found."""
     repo = repository_root(repo)
-    registry = _registry(registry)
+    registry = registry or get_registry()
     conf = settings(repo)
     todo, _ = contributions(repo)
     result = StepResult("verify")
@@ -369,14 +345,6 @@ def _judged(result: StepResult, name: str, check, record: dict, total: int, seed
     return {k: v for k, v in record.items() if k != "id"}
 
 
-def _scores(path: Path) -> list:
-    with Store(path, readonly=True) as store:
-        rows = store.scores()
-        for row, versions in zip(rows, store.score_versions(rows)):
-            row["versions"] = versions
-    return rows
-
-
 @locked
 def diff(repo) -> StepResult:
     """Compare the published scores with the staging ones; list only what changes."""
@@ -391,7 +359,8 @@ def diff(repo) -> StepResult:
     if not published.is_file():
         result.lines.append("- nothing published yet: every score is new")
         return append_report(repo, result)
-    before, after = _scores(published), _scores(staging)
+    with Store(published, readonly=True) as a, Store(staging, readonly=True) as b:
+        before, after = versioned_scores(a), versioned_scores(b)
     compared = diff_scores(before, after)
     changed = [c for c in compared if c["a"] != c["b"] or c["decision"] == "not comparable"]
     new = len(after) - len(compared)
@@ -402,14 +371,11 @@ def diff(repo) -> StepResult:
                          "with the contribution(s) | change [interval] | decision |",
                          "|---|---|---|---|---|---|---|---|---|"]
         for c in changed:
-            change = ("" if c["change"] is None else
-                      f"{c['change']:+.4g} [{c['low']:+.4g}, {c['high']:+.4g}]")
             decision = c["decision"] + (f" ({c['reason']})" if c.get("reason") else "")
             # names come from the contributions: code spans; numbers and decisions are ours
             names = [markdown_cell(v) for v in (c["dataset"], c["model"], c["clusterer"],
                                                  c["metric"], c["score"])]
-            numbers = ["" if c["a"] is None else f"{c['a']:.4g}",
-                       "" if c["b"] is None else f"{c['b']:.4g}", change,
+            numbers = [number_text(c["a"]), number_text(c["b"]), change_text(c),
                        markdown_text(decision).replace("|", "\\|")]
             result.lines.append("| " + " | ".join(names + numbers) + " |")
     if any(c["decision"] == "worse" for c in changed):
@@ -420,26 +386,19 @@ def diff(repo) -> StepResult:
 
 
 def _add_verification(target: Path, record: dict, contributor: str, source: str) -> None:
-    """Insert the pipeline's verification of one contribution into ``target``, recorded in
-    the pipeline (a contribution's own were marked as its contributor's by the merge)."""
+    """Insert the pipeline's verification of one contribution into ``target``."""
     row = dict(record, contributor=contributor,
                recorded_in=f"{PIPELINE}: publish verify of {source}")
-    conn = sqlite3.connect(target)
-    try:
+    with closing(sqlite3.connect(target)) as conn, conn:
         present = {r[1] for r in conn.execute('PRAGMA table_info("verifications")')}
-        row = {k: v for k, v in row.items() if k in present}
-        row = {k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()}
-        with conn:
-            conn.execute(f'INSERT OR IGNORE INTO verifications ({", ".join(row)}) '
-                         f'VALUES ({", ".join("?" * len(row))})', list(row.values()))
-    finally:
-        conn.close()
+        insert_row(conn, "verifications", {k: json.dumps(v) if isinstance(v, (dict, list))
+                                           else v for k, v in row.items() if k in present},
+                   "INSERT OR IGNORE")
 
 
 @locked
 def merge(repo, registry=None) -> StepResult:
-    """Merge the pending contributions into the published database, all or nothing: each must
-    merge cleanly and have passed ``verify`` on this content (``.staging/verified.json``)."""
+    """Merge the pending contributions, all or nothing: each merged cleanly and verified."""
     repo = repository_root(repo)
     result = StepResult("merge")
     record = accepted(repo)  # every JSON file's shape checked before anything is written
