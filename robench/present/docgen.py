@@ -7,6 +7,7 @@ docs/results.md lists the block names (:data:`KINDS`, ``NAME@PROFILE``).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -22,10 +23,8 @@ from robench.stats.claims import evaluate, headline, summary
 from robench.storage.readonly import readonly_uri
 from robench.storage.store import decode_row
 
-BLOCK = re.compile(
-    r"(?P<open><!-- generated: (?P<name>[^>]*?) -->)\n(?P<body>.*?)(?P<close><!-- /generated -->)",
-    re.S,
-)
+BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[^>]*?) -->)\n(?P<body>.*?)"
+                   r"(?P<close><!-- /generated -->)", re.S)
 OPEN_MARK = re.compile(r"<!-- generated: ([^>]*?) -->")
 CLOSE_MARK = "<!-- /generated -->"
 #: How every stamp (and so every generated block's body) begins.
@@ -46,16 +45,11 @@ class Results:
     ranks: list = field(default_factory=list)
     configurations: dict = field(default_factory=dict)
 
-    def profile_of(self, run_id) -> str:
-        """Return the profile of a run ("?" if unknown)."""
-        run = self.runs.get(run_id)
-        return _profile(run) if run else "?"
-
     def only(self, profile: Optional[str]) -> "Results":
         """Return the results of the runs with this profile (all of them for None)."""
         if profile is None:
             return self
-        keep = {i for i in self.runs if self.profile_of(i) == profile}
+        keep = {i for i, run in self.runs.items() if _profile(run) == profile}
         configurations = {i: c for i, c in self.configurations.items()
                           if c.get("profile") == profile}
         return Results(self.label, [r for r in self.scores if r.get("run_id") in keep],
@@ -69,13 +63,10 @@ class Results:
         several configurations, the latest run's row)."""
         latest: dict = {}
         for r in self.scores:
-            if (metric is not None and r["metric"] != metric) or (
-                    dataset is not None and r["dataset"] != dataset):
-                continue
-            ident = (r["dataset"], r["model"], r["clusterer"] or "", r["metric"], r["score"])
-            if ident not in latest or (r.get("run_id") or 0) >= (latest[ident].get("run_id")
-                                                                   or 0):
-                latest[ident] = r
+            if metric in (None, r["metric"]) and dataset in (None, r["dataset"]):
+                ident = (r["dataset"], r["model"], r["clusterer"] or "", r["metric"], r["score"])
+                if (r.get("run_id") or 0) >= (latest.get(ident, {}).get("run_id") or 0):
+                    latest[ident] = r
         return list(latest.values())
 
     def seconds(self) -> list:
@@ -93,9 +84,9 @@ def load(path, label: Optional[str] = None) -> Results:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no results database at {path}; run `robench run` first")
-    conn = sqlite3.connect(readonly_uri(path), uri=True)  # leaves no -shm/-wal beside it
-    conn.row_factory = sqlite3.Row
-    try:
+    # read-only: leaves no -shm/-wal beside it
+    with contextlib.closing(sqlite3.connect(readonly_uri(path), uri=True)) as conn:
+        conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA query_only = ON")
         try:
             scores = [decode_row("scores", dict(r)) for r in conn.execute(
@@ -115,8 +106,6 @@ def load(path, label: Optional[str] = None) -> Results:
                 if "configurations" in tables else {}
         except sqlite3.DatabaseError as exc:
             raise DocgenError(f"{path} is not a robench results database ({exc})") from None
-    finally:
-        conn.close()
     return Results(label or str(path), scores, runs, trials, ranks, configurations)
 
 
@@ -173,12 +162,9 @@ def _num(v, pct: bool = False, digits: int = 3) -> str:
 
 
 def _md_table(header: list, rows: list) -> list:
-    def cell(v) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
-    return out
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"] + [
+        "| " + " | ".join(str(v).replace("|", "\\|").replace("\n", " ") for v in r) + " |"
+        for r in rows]
 
 
 def _metric(registry, name: str):
@@ -290,14 +276,11 @@ def render_seconds(results: Results) -> list:
     groups = results.seconds()
     table = [[r["dataset"], r["protocol"], r["model"] or "-", r["trials"], f"{r['total']:.1f}",
               f"{r['mean']:.2f}"] for r in groups]
-    total = sum(r["total"] for r in groups)
-    by_protocol: dict = {}
-    for r in groups:
-        trials, seconds = by_protocol.get(r["protocol"], (0, 0.0))
-        by_protocol[r["protocol"]] = (trials + r["trials"], seconds + r["total"])
-    subtotals = [[p, n, f"{s:.0f}"] for p, (n, s) in sorted(by_protocol.items())]
+    subtotals = [[p, sum(r["trials"] for r in mine), f"{sum(r['total'] for r in mine):.0f}"]
+                 for p in sorted({r["protocol"] for r in groups})
+                 for mine in [[r for r in groups if r["protocol"] == p]]]
     return ([stamp(results), "", f"{sum(r['trials'] for r in groups)} trials, "
-             f"{total:.0f} worker-seconds in all (one worker's seconds; runs use one worker "
+             f"{sum(r['total'] for r in groups):.0f} worker-seconds in all (one worker's seconds; runs use one worker "
              "per core).", ""]
             + _md_table(["protocol", "trials", "worker-seconds"], subtotals) + [""]
             + _md_table(["data set", "protocol", "model", "trials", "seconds", "per trial"],
@@ -336,10 +319,7 @@ def _decided_row(results: Results, key: tuple, pairs: dict, registry) -> list:
     ns = sorted({p["n"] for p in pairs.values() if isinstance(p.get("n"), int)})
     margins = sorted({p["margin"] for p in pairs.values()
                       if isinstance(p.get("margin"), (int, float))})
-    try:
-        paired = registry.get("metrics", metric).paired
-    except UnknownComponentError:  # a metric this install does not have
-        paired = None
+    paired = getattr(_metric(registry, metric), "paired", None)  # None: not installed here
     label = table_label(str((results.configurations.get(configuration) or {}).get("label")
                             or configuration), paired.repeats_knob if paired else None)
     return [dataset, metric, clusterer or "-", label, len(pairs), status.count("ordered"),
@@ -382,16 +362,16 @@ def render(name: str, results: Results, registry) -> Optional[list]:
         results = results.only(profile)
         if not results.runs:
             return None
-    if kind in ("report", "scores"):
-        dataset = args[1] if len(args) > 1 and args[1] else None
-        if kind == "report":
-            return render_report(results, registry, args[0], dataset)
+    metric = args[0] if args else None
+    dataset = args[1] if len(args) > 1 and args[1] else None
+    if kind == "report":
+        return render_report(results, registry, metric, dataset)
+    if kind == "scores":
         names = [s for s in args[2].split(",") if s] if len(args) > 2 else None
-        return render_scores(results, args[0], dataset, names)
-    if kind == "claims":
-        return render_claims(results, registry, args[0] if args else None)
-    if kind == "claims-count":
-        return render_claims_count(results, registry, args[0] if args else None)
+        return render_scores(results, metric, dataset, names)
+    if kind in ("claims", "claims-count"):
+        return (render_claims if kind == "claims" else render_claims_count)(
+            results, registry, metric)
     if kind == "decided":
         return render_decided(results, registry)
     return render_runs(results) if kind == "runs" else render_seconds(results)
@@ -403,12 +383,9 @@ def _check_name(name: str, registry) -> list:
     if kind not in KINDS:
         raise DocgenError(f"unknown block '{name}'; blocks are "
                           + ", ".join(f"'{k}'" for k in KINDS) + " (robench.present.docgen)")
-    if kind in ("report", "scores"):
-        if not args or not args[0]:
-            raise DocgenError(f"block '{name}' needs a metric: {kind}:METRIC[:DATASET]")
-        if _metric(registry, args[0]) is None:
-            raise DocgenError(f"block '{name}': no metric '{args[0]}' is registered")
-    elif kind in ("claims", "claims-count"):
+    if kind in ("report", "scores") and not (args and args[0]):
+        raise DocgenError(f"block '{name}' needs a metric: {kind}:METRIC[:DATASET]")
+    if kind in ("report", "scores", "claims", "claims-count"):
         if args and _metric(registry, args[0]) is None:
             raise DocgenError(f"block '{name}': no metric '{args[0]}' is registered")
     elif args:
@@ -467,9 +444,7 @@ def generate(db_path, out_dir, registry=None, label: Optional[str] = None,
              check: bool = False) -> list:
     """Rewrite the generated blocks of every ``*.md`` under ``out_dir`` from ``db_path``;
     return ``[(path, block names, changed, kept)]`` (``check``: write nothing)."""
-
-    if registry is None:
-        registry = get_registry()
+    registry = get_registry() if registry is None else registry
     out = Path(out_dir)
     if not out.is_dir():
         raise FileNotFoundError(f"no directory {out} to write the documentation into")

@@ -13,7 +13,8 @@ import sys
 import textwrap
 from typing import Optional
 
-from robench.present.formatting import as_dict, interval_label, is_finite, printable, why_not
+from robench.present.formatting import (as_dict, fixed, interval_label, is_finite, percent,
+                                        printable, why_not)
 
 #: Columns when stdout is not a terminal (a pipe, a log file).
 DEFAULT_WIDTH = 100
@@ -59,12 +60,8 @@ def _direction(head: dict, rows: list, metric: str):
 
 def _why_empty(rows: list) -> str:
     """Return the first reason a score row of ``rows`` gives for having no value."""
-    for r in rows:
-        details = r.get("details")
-        why = why_not(as_dict(details) if not isinstance(details, dict) else details)
-        if why:
-            return why
-    return "no value stored"
+    return next((w for w in (why_not(as_dict(r.get("details"))) for r in rows) if w),
+                "no value stored")
 
 
 def _heads(rows: list, sections: dict) -> list:
@@ -72,10 +69,8 @@ def _heads(rows: list, sections: dict) -> list:
     cannot be drawn is left out), each with ``why_empty`` where no row has a value."""
     heads = []
     for metric, section in sections.items():
-        if getattr(section, "headline", None) is None:
-            continue
         mine = [r for r in rows if r["metric"] == metric]
-        if not mine:
+        if getattr(section, "headline", None) is None or not mine:
             continue
         try:
             head = section.headline(mine)
@@ -94,9 +89,7 @@ def _heads(rows: list, sections: dict) -> list:
 
 
 def _value(v, fmt: str) -> str:
-    if not is_finite(v):
-        return "-"
-    return f"{100 * v:.1f}%" if fmt == "pct" else f"{v:.3f}"
+    return percent(v, 1, missing="-") if fmt == "pct" else fixed(v, width=0)
 
 
 def _ranked_cell(row: dict, fmt: str) -> str:
@@ -180,16 +173,14 @@ def _cells(table: dict, models: list) -> list:
     ranked, others = table["ranked"], table["others"]
     cells = []
     for name, model in zip(models, table["models"]):
-        row = [rank_text(ranked["by_model"].get(model)) if ranked else "", name]
-        if ranked:
-            hit = ranked["by_model"].get(model)
-            row.append(_ranked_cell(hit, ranked["format"]) if hit else "-")
+        hit = ranked["by_model"].get(model) if ranked else None
+        row = [rank_text(hit), name, _ranked_cell(hit, ranked["format"]) if hit else "-"] \
+            if ranked else ["", name]
         for h in others:
             hit = h["by_model"].get(model)
-            cell = _value(hit.get("value"), h["format"]) if hit else "-"
-            if hit and hit.get("rank_interval"):  # a column ranked by its own tested pairs
-                cell += f" ({hit['rank_interval']})"
-            row.append(cell)
+            # a column ranked by its own tested pairs shows that rank interval
+            row.append((_value(hit.get("value"), h["format"]) if hit else "-")
+                       + (f" ({hit['rank_interval']})" if hit and hit.get("rank_interval") else ""))
         cells.append(row)
     return cells
 
@@ -226,16 +217,13 @@ def _grid(table: dict, cells: list, models: list, width: int) -> list:
     while shown > 1 and total(shown, min_name) + len(note(shown)) > width:
         shown -= 1  # a very narrow terminal: the last columns go, counted on the header
     name_w = max(min_name, min(name_w, width - total(shown, 0)))
-    head = "  " + ("rank".rjust(rank_w) + " " if ranked else "") + "model".ljust(
-        name_w) + "".join("  " + label.rjust(w)
-                          for label, w in zip(labels[:shown], value_widths[:shown]))
-    lines = [fit((head + note(shown)).rstrip(), width)]
-    for c in cells:
-        line = "  " + (c[0].rjust(rank_w) + " " if ranked else "") + fit(
-            c[1], name_w).ljust(name_w) + "".join(
-                "  " + v.rjust(w) for v, w in zip(c[2:2 + shown], value_widths))
-        lines.append(fit(line.rstrip(), width))
-    return lines
+
+    def line(rank: str, name: str, values: list, after: str = "") -> str:
+        text = "  " + (rank.rjust(rank_w) + " " if ranked else "") + fit(name, name_w).ljust(
+            name_w) + "".join("  " + v.rjust(w) for v, w in zip(values[:shown], value_widths))
+        return fit((text + after).rstrip(), width)
+
+    return [line("rank", "model", labels, note(shown))] + [line(c[0], c[1], c[2:]) for c in cells]
 
 
 def _footer(table: dict, width: int) -> list:
@@ -256,26 +244,18 @@ def columns_text(tables: list) -> str:
     """Return what the summary's columns are, once for all its tables: the rank column's
     source, and each column's direction (higher or lower is better) and baseline."""
     seen: dict = {}
-    rank_of = ""
-    for t in tables:
-        if t["ranked"] and not rank_of:
-            rank_of = t["ranked"]["label"]
-        for h in ([t["ranked"]] if t["ranked"] else []) + list(t["others"]):
-            label = printable(h["label"])
-            if label in seen:
-                continue
-            hib = h.get("higher_is_better")
-            text = label + (": higher is better" if hib else ": lower is better"
-                            if hib is not None else "")
-            if h.get("baseline"):
-                text += f", relative to the baseline model '{printable(h['baseline'])}' (= 1)"
-            seen[label] = text
+    for h in (h for t in tables for h in ([t["ranked"]] if t["ranked"] else []) + t["others"]):
+        label, hib = printable(h["label"]), h.get("higher_is_better")
+        seen.setdefault(label, label + (
+            (": higher is better" if hib else ": lower is better") if hib is not None else "")
+            + (f", relative to the baseline model '{printable(h['baseline'])}' (= 1)"
+               if h.get("baseline") else ""))
     if not seen:
         return ""
-    out = "Columns: "
-    if rank_of:
-        out += f"rank = the {printable(rank_of)} column's rank from every tested pair; "
-    return out + "; ".join(seen.values()) + "."
+    rank_of = next((t["ranked"]["label"] for t in tables if t["ranked"] and t["ranked"]["label"]),
+                   "")
+    return ("Columns: " + (f"rank = the {printable(rank_of)} column's rank from every tested "
+                           "pair; " if rank_of else "") + "; ".join(seen.values()) + ".")
 
 
 def not_run_text(metrics, rows: list, *, budget_spent: bool = False) -> str:
@@ -299,10 +279,8 @@ def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAU
     score; ``tables``: those tables (:func:`dataset_table`); ``rest``: {data set: [metrics
     with scores but no headline column]}.
     """
-    by_dataset = _by_dataset(rows)
     lines, tables, rest = [], [], {}
-    for dataset in sorted(by_dataset, key=str):
-        mine = by_dataset[dataset]
+    for dataset, mine in sorted(_by_dataset(rows).items(), key=lambda item: str(item[0])):
         table = dataset_table(dataset, mine, sections, models)
         if table is not None:
             tables.append(table)
@@ -329,7 +307,6 @@ def has_summary(rows: list, sections: dict, models=None) -> bool:
     """Return whether any data set of ``rows`` has a headline column to summarize."""
     return any(dataset_table(d, mine, sections, models) is not None
                for d, mine in _by_dataset(rows).items())
-
 
 
 def decided_text(tables: list) -> str:
