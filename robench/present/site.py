@@ -69,10 +69,6 @@ def _drawn(what: str, fn, *args, **kwargs):
         return None, f"{what} could not be drawn from the stored scores ({why})."
 
 
-def _note_html(note: str):
-    return markupsafe.Markup('<p class="unavailable">{}</p>').format(note)
-
-
 def _badge_name(model: str, dataset: str, metric: str, used: dict) -> str:
     """Return the file stem of a badge: readable, and never one another badge has."""
     name = f"{page_slug(model)}--{page_slug(dataset)}--{page_slug(metric)}"
@@ -128,11 +124,8 @@ def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jin
     def png_src(context, png_b64):
         return context.get("root", "") + assets.image(png_b64)
 
-    env.filters["model"] = model_link
-    env.filters["png_src"] = png_src
-    env.filters["slug"] = page_slug
-    env.filters["name"] = short_name
-    env.filters["short"] = shorten
+    env.filters.update(model=model_link, png_src=png_src, slug=page_slug, name=short_name,
+                       short=shorten)
     return env
 
 
@@ -185,12 +178,6 @@ def _provenance(rows: list, runs: dict) -> list:
     return out
 
 
-def _direction(higher, baseline) -> str:
-    """Return a headline column's reading: its direction and, where it has one, its baseline."""
-    text = "higher is better" if higher else "lower is better"
-    return text + (f"; relative to the baseline model {baseline} (= 1)" if baseline else "")
-
-
 def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None) -> Optional[dict]:
     """Return one data set's overview: the headline of each section that has a value, merged
     by model. A headline no model has a value in gets no column: it is appended to ``empty``
@@ -208,11 +195,8 @@ def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
     # each headline's rows come best first (tied rows by value): a model's place is its
     # position in the first headline that has it, then in the next ones
     positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in heads]
-
-    def order(model):
-        return ([p.get(model, 10 ** 9) for p in positions], model)
-
-    return {"heads": heads, "models": sorted(models, key=order)}
+    return {"heads": heads, "models": sorted(models, key=lambda m: (
+        [p.get(m, 10 ** 9) for p in positions], m))}
 
 
 def _headline(metric: str, section, mine: list, registry, empty: Optional[list]) -> Optional[dict]:
@@ -229,8 +213,10 @@ def _headline(metric: str, section, mine: list, registry, empty: Optional[list])
             empty.append({"metric": metric, "label": label, "why": why})
         return None
     higher = getattr(_spec(registry, "metrics", metric), "higher_is_better", True)
-    return {"metric": metric, "label": label,
-            "direction": _direction(higher, head.get("baseline")), "rows": head["rows"],
+    baseline = head.get("baseline")  # the direction, and where it has one its baseline
+    return {"metric": metric, "label": label, "rows": head["rows"],
+            "direction": ("higher is better" if higher else "lower is better") + (
+                f"; relative to the baseline model {baseline} (= 1)" if baseline else ""),
             "format": head.get("format", "num"), "note": head.get("note", ""),
             "rule": head.get("rule", ""), "columns": list(section.columns),
             "by_model": {r["model"]: r for r in head["rows"]}, "higher_is_better": higher}
@@ -239,10 +225,8 @@ def _headline(metric: str, section, mine: list, registry, empty: Optional[list])
 def _pivot_other(rows: list, pseudo=frozenset({""})) -> list:
     """Return one table per metric without a section: models down, sub-scores across; the
     scores of a ``pseudo`` model (the data set's own) go to its ``dataset_rows``."""
-    by_metric: dict = defaultdict(list)
-    for r in rows:
-        by_metric[r["metric"]].append(r)
-    return [_pivot_table(metric, every, pseudo) for metric, every in sorted(by_metric.items())]
+    return [_pivot_table(metric, [r for r in rows if r["metric"] == metric], pseudo)
+            for metric in sorted({r["metric"] for r in rows})]
 
 
 def _pivot_table(metric: str, every: list, pseudo) -> dict:
@@ -256,7 +240,11 @@ def _pivot_table(metric: str, every: list, pseudo) -> dict:
     for r in mine:
         cells[r["model"]][(r.get("clusterer") or "", r["score"])] = r
     head = ([c for c in columns if c[1] == metric] or columns[:1] or [None])[0]
-    order = _pivot_order(cells, head)
+    # the models ranked by their head column's estimate
+    order = rank_rows([{"model": m, "value": r.get("value"),
+                        "higher_is_better": r.get("higher_is_better", True)}
+                       for m, r in ((m, cells[m].get(head) or {}) for m in sorted(cells))]
+                      ) if head is not None else []
 
     def label(c):  # a score, its clusterer in brackets
         return c[1] + (f" ({c[0]})" if c[0] else "")
@@ -268,45 +256,26 @@ def _pivot_table(metric: str, every: list, pseudo) -> dict:
             "dataset_rows": own}
 
 
-def _pivot_order(cells: dict, head) -> list:
-    """Return the models of a pivoted table ranked by their ``head`` column's estimate."""
-    if head is None:
-        return []
-    firsts = {m: cells[m].get(head) or {} for m in sorted(cells)}
-    return rank_rows([{"model": m, "value": r.get("value"),
-                       "higher_is_better": r.get("higher_is_better", True)}
-                      for m, r in firsts.items()])
-
-
 def _detail_tables(row: dict) -> list:
     """Return a score's per-class and per-fold tables, titled by metric, score and clusterer."""
     det = row.get("details") if isinstance(row.get("details"), dict) else {}
     what = row["metric"] if row["score"] == row["metric"] else f"{row['metric']} {row['score']}"
     if row.get("clusterer"):
         what += f", sources by {row['clusterer']}"
-    return _per_class_table(what, det.get("per_class")) + _per_fold_table(what, det.get("per_fold"))
-
-
-def _per_class_table(what: str, per_class) -> list:
-    if not (isinstance(per_class, list) and per_class
-            and all(isinstance(c, dict) for c in per_class)):
-        return []
-    keys = sorted({k for c in per_class for k, v in c.items() if is_finite(v)})
-    return [{"title": f"{what}: per class", "columns": ["class"] + keys,
-             "rows": [[str(i)] + [c.get(k) for k in keys] for i, c in enumerate(per_class)]}]
-
-
-def _per_fold_table(what: str, per_fold) -> list:
+    per_class, per_fold, tables = det.get("per_class"), det.get("per_fold"), []
+    if isinstance(per_class, list) and per_class and all(isinstance(c, dict) for c in per_class):
+        keys = sorted({k for c in per_class for k, v in c.items() if is_finite(v)})
+        tables.append({"title": f"{what}: per class", "columns": ["class"] + keys, "rows": [
+            [str(i)] + [c.get(k) for k in keys] for i, c in enumerate(per_class)]})
     series = [(f"{kind} {name}", vals)
               for kind, values in sorted(per_fold.items()) if isinstance(values, dict)
               for name, vals in sorted(values.items()) if isinstance(vals, list)
               ] if isinstance(per_fold, dict) else []
-    if not series:
-        return []
-    n = max(len(s) for _, s in series)
-    return [{"title": f"{what}: per fold", "columns": ["fold"] + [c for c, _ in series],
-             "rows": [[str(i)] + [s[i] if i < len(s) else None for _, s in series]
-                      for i in range(n)]}]
+    if series:
+        tables.append({"title": f"{what}: per fold", "columns": ["fold"] + [c for c, _ in series],
+                       "rows": [[str(i)] + [s[i] if i < len(s) else None for _, s in series]
+                                for i in range(max(len(s) for _, s in series))]})
+    return tables
 
 
 def _strip_images(value):
@@ -314,9 +283,7 @@ def _strip_images(value):
     if isinstance(value, dict):
         return {k: ("(image: see the model page)" if k == "png" and isinstance(v, str)
                     else _strip_images(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_strip_images(v) for v in value]
-    return value
+    return [_strip_images(v) for v in value] if isinstance(value, list) else value
 
 
 EXPORT_COLUMNS = ("dataset", "model", "clusterer", "metric", "metric_version", "score", "value",
@@ -342,21 +309,16 @@ def _downloads(scores: list) -> dict[str, bytes]:
     return {"scores.json": (js + "\n").encode("utf-8"), "scores.csv": buf.getvalue().encode()}
 
 
-def _json_safe(scores: list) -> list:
+def _json_safe(v):
     """Return rows with non-finite floats as None (JSON has no NaN) and control characters in
     text written out (robench.present.formatting.printable): names are shown as text."""
-    def fix(v):
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        if isinstance(v, str):
-            return printable(v, lines=True)
-        if isinstance(v, dict):
-            return {k: fix(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [fix(x) for x in v]
-        return v
-
-    return [fix(s) for s in scores]
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, str):
+        return printable(v, lines=True)
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    return [_json_safe(x) for x in v] if isinstance(v, list) else v
 
 
 def _model_meta(name: str, registry) -> dict:
@@ -465,13 +427,11 @@ def read_site(store: Store, registry, top: int, config: Optional[str],
     for r in scores:
         if is_helper(r, helpers) and r["model"] in model_pages:
             site.per_model[r["model"]].append(r)
-    by_dataset: dict[str, list] = defaultdict(list)
-    skips: dict[str, list] = defaultdict(list)
-    for group, rows in ((by_dataset, site.ranked_scores), (skips, store.skips())):
-        for s in rows:
-            group[s["dataset"]].append(s)
-    for name, rows in sorted(by_dataset.items()):
-        site.datasets.append(_dataset_context(site, name, rows, skips[name], choices))
+    skips = store.skips()
+    site.datasets += [_dataset_context(
+        site, name, [s for s in site.ranked_scores if s["dataset"] == name],
+        [s for s in skips if s["dataset"] == name], choices)
+        for name in sorted({s["dataset"] for s in site.ranked_scores})]
     return site
 
 
@@ -485,20 +445,28 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
     parts, plots, top = [], [], set(top_models)
     for metric, section in site.sections.items():
         mine = [r for r in rows if r["metric"] == metric]
-        part = _section_part(site, name, metric, section, mine, choices) if mine else None
-        if part is not None:
-            parts.append(part)
+        html = _drawn_section(site, section, metric, mine, name) if mine else None
+        if html is not None:  # a section that shows nothing has no part
+            title = section.title or metric
+            parts.append({"metric": metric, "title": title, "id": f"section-{page_slug(metric)}",
+                          "html": markupsafe.Markup(html),
+                          "configuration": _table_used(site, name, metric, title, mine, choices)})
             plots += _section_plots(site, f"{name}-{metric}", section,
                                     [r for r in mine if r["model"] in top])
     shown = {part["metric"] for part in parts}
-    other = [r for r in rows if r["metric"] not in shown]
-    _record_other(site, name, rows, other, choices)
+    other = [r for r in rows if r["metric"] not in shown]  # no family section shows them
+    for metric in sorted({r["metric"] for r in other}):
+        _table_used(site, name, metric, metric, [r for r in other if r["metric"] == metric],
+                    choices)
+    for r in rows:
+        if r["model"] in site.model_pages:
+            site.per_model[r["model"]].append(r)
     _headline_badges(site, name, overview)
     configurations = [{"metric": t["metric"], "text": t["configuration"]}
                       for t in site.tables_used if t["dataset"] == name]
     return {"name": name, "slug": page_slug(name), "overview": overview, "empty_heads": empty,
             "configurations": configurations, "top_models": top_models,
-            "top_set": set(top_models), "sections": parts, "plots": plots,
+            "top_set": top, "sections": parts, "plots": plots,
             "other": _pivot_other(other, site.pseudo),
             "not_applicable": not_applicable(skips, rows),
             "n_models": len({r["model"] for r in rows} - site.pseudo),
@@ -507,31 +475,13 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
             "verification": _verification_text(site.records, dataset=name)}
 
 
-def _record_other(site: Site, name: str, rows: list, other: list, choices: dict) -> None:
-    """Record on ``site`` the tables of the scores no family section shows (``other``), and
-    the rows of each model that has a page."""
-    for r in rows:
-        if r["model"] in site.model_pages:
-            site.per_model[r["model"]].append(r)
-    for metric in sorted({r["metric"] for r in other}):
-        mine = [r for r in other if r["metric"] == metric]
-        site.tables_used.append({"dataset": name, "metric": metric, "title": metric, "configuration":
-                                 _configuration(mine, site.runs, choices.get((name, metric)))})
-
-
-def _section_part(site: Site, name: str, metric: str, section, mine: list,
-                  choices: dict) -> Optional[dict]:
-    """Return a family section of a data set's page (its HTML, or the note that says why it
-    could not be drawn) and record its table on ``site``; None when it shows nothing."""
-    title = section.title or metric
-    html = _drawn_section(site, section, metric, mine, name)
-    if html is None:
-        return None
-    configuration = _configuration(mine, site.runs, choices.get((name, metric)))
+def _table_used(site: Site, name: str, metric: str, title: str, rows: list,
+                choices: dict) -> str:
+    """Record on ``site`` the table of ``rows`` on data set ``name``; return its configuration."""
+    configuration = _configuration(rows, site.runs, choices.get((name, metric)))
     site.tables_used.append({"dataset": name, "metric": metric, "title": title,
                              "configuration": configuration})
-    return {"metric": metric, "title": title, "id": f"section-{page_slug(metric)}",
-            "html": markupsafe.Markup(html), "configuration": configuration}
+    return configuration
 
 
 def _drawn_section(site: Site, section, metric: str, rows: list, dataset: str):
@@ -544,21 +494,18 @@ def _drawn_section(site: Site, section, metric: str, rows: list, dataset: str):
             metric=site.registry.get("metrics", metric), root="../")) if context else None
 
     drawn, note = _drawn(f"The {section.title or metric} section", html)
-    return drawn if note is None else _note_html(note)
+    return drawn if note is None else markupsafe.Markup('<p class="unavailable">{}</p>').format(
+        note)
 
 
 def _section_plots(site: Site, stem: str, section, rows: list, model=None) -> list:
     """Return the plots a family section draws from ``rows``: a data set's (``model`` None)
     or one model's, saved as ``STEM-I``."""
-    if section.plots is None:
-        return []
-    out = []
-    for i, plot in enumerate(_drawn("plots", section.plots, rows)[0] or ()):
-        if isinstance(plot, dict) and plot.get("model") == model:
-            drawn = _drawn("plot", site.assets.plot, plot, f"{stem}-{i}")[0]
-            if drawn is not None:
-                out.append(drawn)
-    return out
+    plots = _drawn("plots", section.plots, rows)[0] if section.plots is not None else None
+    drawn = [_drawn("plot", site.assets.plot, plot, f"{stem}-{i}")[0]
+             for i, plot in enumerate(plots or ())
+             if isinstance(plot, dict) and plot.get("model") == model]
+    return [d for d in drawn if d is not None]
 
 
 def _verification_text(records: list, **which) -> str:
