@@ -227,15 +227,10 @@ def emit_scores(rows, fmt):
     elif fmt == "table":
         for obj in out:
             obj["configuration"] = short(obj["configuration"] or "")
-    emit(cols, [[r[c] for c in cols] for r in out], fmt, objects=out)
-
-
-def emit(cols, rows, fmt, objects=None):
     if fmt == "json":
-        objects = objects if objects is not None else [dict(zip(cols, r)) for r in rows]
-        click.echo(json_text([json_ready(o) for o in objects], indent=2))
+        click.echo(json_text([json_ready(o) for o in out], indent=2))
     else:
-        stream(cols, iter([list(rows)]), fmt)
+        stream(cols, iter([[[r[c] for c in cols] for r in out]]), fmt)
 
 
 def json_ready(value):
@@ -269,32 +264,22 @@ def stream(cols, batches, fmt, json_out=None):
     """Write a query's rows as they are fetched (never the whole result in memory); the table's
     column widths come from the first batch (a longer cell later widens its own line only)."""
     if fmt == "csv":
-        _stream_csv(cols, batches)
-    elif fmt == "json":
-        _stream_json(cols, batches, json_out or JsonStream())
-    else:
-        _stream_table(cols, batches)
-
-
-def _stream_csv(cols, batches) -> None:
-    w = csv.writer(sys.stdout)  # a cell a spreadsheet opens: no formula, no control character
-    w.writerow([csv_cell(c) for c in cols])
-    for batch in batches:
-        w.writerows([csv_cell(v) for v in row] for row in batch)
-
-
-def _stream_json(cols, batches, out) -> None:
-    try:
+        w = csv.writer(sys.stdout)  # a cell a spreadsheet opens: no formula, no control character
+        w.writerow([csv_cell(c) for c in cols])
         for batch in batches:
-            for row in decode_json_cells(batch):
-                out.row(dict(zip(cols, row)))
-    except BaseException as exc:
-        out.stop(exc)
-        raise
-    out.end()
-
-
-def _stream_table(cols, batches) -> None:
+            w.writerows([csv_cell(v) for v in row] for row in batch)
+        return
+    if fmt == "json":
+        out = json_out or JsonStream()
+        try:
+            for batch in batches:
+                for row in decode_json_cells(batch):
+                    out.row(dict(zip(cols, row)))
+        except BaseException as exc:
+            out.stop(exc)
+            raise
+        out.end()
+        return
     first = next(batches, [])
     if not first:
         click.echo("(no rows)")

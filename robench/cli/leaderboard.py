@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-
 from robench.cli.common import (config_option, db_option, friendly_errors)
 from robench.storage.store import Store
 

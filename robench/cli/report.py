@@ -6,7 +6,6 @@ import sys
 
 import click
 
-
 from robench.cli.common import (db_option, friendly_errors, load_registry)
 from robench.present.docgen import generate
 

@@ -15,7 +15,7 @@ from robench.cli.common import (Finite, JsonStream, config_option, db_option, ec
 from robench.data import DatasetError
 from robench.data.references import canonical_reference, checked_reference
 from robench.metric_kit import is_helper, without_helpers
-from robench.present.formatting import fixed, interval_label, printable, rule_lines
+from robench.present.formatting import cut, fixed, interval_label, printable, rule_lines
 from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 from robench.storage.readonly import schema_objects, stream_readonly
 from robench.storage.store import SCHEMA, Store
@@ -71,8 +71,19 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
         with reading_stored_ranks(store):  # the families' tables show the stored ranks
             _print_headline_tables(load_registry(), got["rows"], got["shown"],
                                    whole=metric is not None)
-    _print_verified(got["verified"])
-    _print_helpers(got["helper_rows"], got["helpers"])
+    pseudo = _pseudo_models(load_registry())  # data-set-level scores: no model to verify
+    verified = {k: v for k, v in got["verified"].items() if k[1] not in pseudo}
+    if verified:
+        echo("\nverification (robench verify):")
+        for (d, m), v in sorted(verified.items()):
+            echo(f"  {d} / {m}: {v['text']}")
+    if got["helper_rows"]:
+        echo("helper models (trained by a metric for its own scores; not listed above, "
+             "never ranked; --format json has their scores):")
+        for d in sorted({r["dataset"] for r in got["helper_rows"]}):
+            names = sorted({r["model"] for r in got["helper_rows"] if r["dataset"] == d})
+            by = sorted({m for n in names for m in got["helpers"][(d, n)]})
+            echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
 
 
 def read_results(store, config, *, dataset=None, metric=None, model=None,
@@ -109,32 +120,12 @@ def read_results(store, config, *, dataset=None, metric=None, model=None,
 def _verification(store, rows: list) -> dict:
     """Set each row's ``verification`` (robench verify's status of its data set and model);
     return {(data set, model): status}."""
-    records, verified = verifications(store), {}
+    records = verifications(store)
+    verified = {(d, m): status(records, dataset=d, model=m)
+                for d, m in dict.fromkeys((r["dataset"], r["model"]) for r in rows)}
     for row in rows:
-        pair = (row["dataset"], row["model"])
-        if pair not in verified:
-            verified[pair] = status(records, dataset=pair[0], model=pair[1])
-        row["verification"] = verified[pair]
+        row["verification"] = verified[(row["dataset"], row["model"])]
     return verified
-
-
-def _print_verified(verified: dict) -> None:
-    pseudo = _pseudo_models(load_registry())  # data-set-level scores: no model to verify
-    verified = {k: v for k, v in verified.items() if k[1] not in pseudo}
-    if verified:
-        echo("\nverification (robench verify):")
-        for (d, m), v in sorted(verified.items()):
-            echo(f"  {d} / {m}: {v['text']}")
-
-
-def _print_helpers(helper_rows: list, helpers: dict) -> None:
-    if helper_rows:
-        echo("helper models (trained by a metric for its own scores; not listed above, "
-             "never ranked; --format json has their scores):")
-        for d in sorted({r["dataset"] for r in helper_rows}):
-            names = sorted({r["model"] for r in helper_rows if r["dataset"] == d})
-            by = sorted({m for n in names for m in helpers[(d, n)]})
-            echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
 
 
 def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
@@ -286,9 +277,8 @@ def stored_dataset_name(store, dataset):
 
 def _check_names(store, **given):
     """Refuse a filter value that no stored score has, naming the known ones (exit 2)."""
-    def shown(name, limit=80):  # stored names can be anything: one short, inert line
-        text = printable(name)
-        return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+    def shown(name):  # stored names can be anything: one short, inert line
+        return cut(printable(name), 80)
 
     for column, value in given.items():
         if value is None:

@@ -389,12 +389,10 @@ def _decided_line(tables, adaptive, cfg, report=None) -> str:
 def _race_line(adaptive, cfg, report) -> str:
     """Return what a racing run decided, per metric, and what would decide the rest: the
     undecided tables' next looks and their projected worker time."""
-    by_metric: dict = {}
-    for t in adaptive:
-        by_metric.setdefault(t["metric"], []).append(t)
-    parts = [_decided_part(metric, ts) for metric, ts in by_metric.items()]
-    nexts = [(metric, t) for metric, ts in by_metric.items() for t in ts
-             if t.get("next_look") and _undecided(t)]
+    metrics = list(dict.fromkeys(t["metric"] for t in adaptive))
+    parts = [_decided_part(m, [t for t in adaptive if t["metric"] == m]) for m in metrics]
+    nexts = [(m, t) for m in metrics for t in adaptive
+             if t["metric"] == m and t.get("next_look") and _undecided(t)]
     spent = getattr(report, "budget_spent", False) or any(
         "budget" in (t.get("stopped") or "") for t in adaptive)
     text = ("Decided (racing" + (", time budget spent" if spent else "") + "): "
@@ -420,14 +418,10 @@ def _decided_part(metric: str, tables: list) -> str:
 
 def _next_looks_text(nexts: list, cfg) -> str:
     """Return what the next looks of the undecided tables ([(metric, table)]) would cost."""
-    said, seconds = [], 0.0
-    for metric, t in nexts:
-        nxt = t["next_look"]
-        where = t["dataset"] + (f"/{t['clusterer']}" if t.get("clusterer") else "")
-        said.append(f"{metric} {where} ({nxt['repeats']} repeats of "
-                    f"{', '.join(nxt['models'])}, ~{_duration(nxt['seconds'])}"
-                    f"{power_text(t)})")
-        seconds += nxt["seconds"]
+    said = [f"{metric} {t['dataset']}" + (f"/{t['clusterer']}" if t.get("clusterer") else "")
+            + f" ({t['next_look']['repeats']} repeats of {', '.join(t['next_look']['models'])}, "
+            f"~{_duration(t['next_look']['seconds'])}{power_text(t)})" for metric, t in nexts]
+    seconds = sum((t["next_look"]["seconds"] for _, t in nexts), 0.0)
     jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
     return (f" The next looks would decide more: {'; '.join(said[:6])}"
             + (f"; and {len(said) - 6} more" if len(said) > 6 else "")
@@ -472,12 +466,8 @@ def _print_plan(plan, cfg, db_path):
     click.echo(f"  {'data set':<{width}}  {'model':<{mwidth}}  {'protocol':<14} {'trials':>7} "
                f"{'stored':>7} {'to run':>7} {'estimate':>12}")
     for r in rows:
-        if r["todo"] == 0:
-            est = "-"
-        elif r["unestimated"] == r["todo"]:
-            est = "no data"
-        else:
-            est = _duration(r["seconds"]) + ("+" if r["unestimated"] else "")
+        est = "-" if r["todo"] == 0 else "no data" if r["unestimated"] == r["todo"] else (
+            _duration(r["seconds"]) + ("+" if r["unestimated"] else ""))
         click.echo(f"  {r['dataset']:<{width}}  {r['model']:<{mwidth}}  {r['protocol']:<14} "
                    f"{r['trials']:>7} {r['stored']:>7} {r['todo']:>7} {est:>12}")
     total, n_stored = sum(r["trials"] for r in rows), sum(r["stored"] for r in rows)

@@ -78,10 +78,8 @@ def colour(rank: Optional[int], n_ranked: int, tied: bool = False) -> str:
         return COLOURS["none"]
     if n_ranked < 2:
         return COLOURS["ranked"]
-    if rank == 1 and not tied:
-        return COLOURS["first"]
     if rank == 1:
-        return COLOURS["top"]
+        return COLOURS["top" if tied else "first"]
     return COLOURS["top"] if rank <= max(1, n_ranked // 10) else COLOURS["ranked"]
 
 

@@ -53,6 +53,12 @@ def why_not(details: dict) -> str:
     return str(details.get("error") or "")
 
 
+def cut(value, limit: int) -> str:
+    """Return ``value`` as text of at most ``limit`` characters, a cut marked by an ellipsis."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
 def printable(value, lines: bool = False) -> str:
     """Return ``value`` as text that cannot drive a terminal (:func:`robench.escaping.terminal`:
     C0, DEL, C1 and bidirectional controls written out as ``\\xNN`` or ``\\uNNNN``). With

@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import textwrap
 
-from robench.present.formatting import is_finite, printable
+from robench.present.formatting import cut, is_finite, printable
 
 SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9.5,
           "axes.spines.top": False, "axes.spines.right": False,
@@ -46,8 +46,7 @@ MAX_LEFT = 0.45  # a bar chart's row labels take at most this share of the width
 
 def label(value, limit: int = MAX_LABEL) -> str:
     """Return ``value`` as plot text: control characters escaped, at most ``limit`` long."""
-    text = printable("" if value is None else value)
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+    return cut(printable("" if value is None else value), limit)
 
 
 def style(i: int) -> dict:
@@ -133,8 +132,7 @@ def _left_margin(ax, plot: dict, width: float) -> float:
 
 def _fit(label: str, inches: float) -> str:
     """Return ``label`` cut (with an ellipsis) to what fits in ``inches`` at 9.5 pt."""
-    most = max(4, int(inches / CHAR_IN))
-    return label if len(label) <= most else label[:most - 1] + "\u2026"
+    return cut(label, max(4, int(inches / CHAR_IN)))
 
 
 def _scatter(ax, plot: dict) -> list:

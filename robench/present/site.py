@@ -29,7 +29,7 @@ from robench.present.leaderboard import (environment, not_applicable, registered
 from robench.metric_kit import is_helper, without_helpers
 from robench.escaping import csv_cell, shorten
 from robench.present.badges import headline_badge
-from robench.present.formatting import is_finite, printable, why_not
+from robench.present.formatting import cut, is_finite, printable, why_not
 from robench.storage.store import Store
 from robench.plugins import get_registry
 from robench.present.plots import render_svg
@@ -64,8 +64,7 @@ def _drawn(what: str, fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs), None
     except Exception as exc:  # noqa: BLE001 - whatever stored values make a section raise
-        why = printable(f"{type(exc).__name__}: {exc}")
-        why = why if len(why) <= 200 else why[:199] + "\u2026"
+        why = cut(printable(f"{type(exc).__name__}: {exc}"), 200)
         return None, f"{what} could not be drawn from the stored scores ({why})."
 
 
