@@ -76,11 +76,10 @@ def friendly_errors(fn):
             fail(str(exc))
         except sqlite3.Error as exc:
             db = kwargs.get("db_path") or "the results database"
-            if kwargs.get("db_path"):
-                reason = unwritable(db)
-                if reason:
-                    fail(f"{db} cannot be written: {reason}; pick a --db on a writable disk "
-                          "(results, query and leaderboard read it where it is)")
+            reason = kwargs.get("db_path") and unwritable(db)
+            if reason:
+                fail(f"{db} cannot be written: {reason}; pick a --db on a writable disk "
+                     "(results, query and leaderboard read it where it is)")
             fail(f"{db}: SQLite refused it ({exc}). If the file is damaged or not a robench "
                   "database, move it away or pick another --db; a run resumes from what it "
                   "stored.")
@@ -170,8 +169,7 @@ def print_skips(skipped):
 
 
 def metric_spec(reg, name):
-    """Return the registered metric ``name``, or None: stored by a plugin not installed here,
-    or not a name at all (a contributed database can hold anything)."""
+    """Return the registered metric ``name``, or None (a contributed file holds anything)."""
     try:
         return reg.get("metrics", name) if isinstance(name, str) else None
     except LookupError:
@@ -234,8 +232,7 @@ def emit_scores(rows, fmt):
 
 
 def json_ready(value):
-    """Return ``value`` as strict JSON can hold it: NaN and infinities become null, bytes and
-    other objects text (control characters are escaped by the JSON writer)."""
+    """Return ``value`` as strict JSON holds it (NaN and infinities null, objects text)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -261,8 +258,7 @@ def cell(v):
 
 
 def stream(cols, batches, fmt, json_out=None):
-    """Write a query's rows as they are fetched (never the whole result in memory); the table's
-    column widths come from the first batch (a longer cell later widens its own line only)."""
+    """Write a query's rows as they are fetched; table widths come from the first batch."""
     if fmt == "csv":
         w = csv.writer(sys.stdout)  # a cell a spreadsheet opens: no formula, no control character
         w.writerow([csv_cell(c) for c in cols])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -326,11 +327,8 @@ def migrate(db_path):
     """
     if not os.path.isfile(db_path):
         raise FileNotFoundError(f"no results database at {db_path}")
-    conn = sqlite3.connect(readonly_uri(db_path), uri=True)
-    try:
+    with contextlib.closing(sqlite3.connect(readonly_uri(db_path), uri=True)) as conn:
         before = check_readable(conn, db_path)
-    finally:
-        conn.close()
     size = os.path.getsize(db_path)
     steps = migrate_file(db_path, SCHEMA)
     renamed, kept = rename_file_datasets(db_path)

@@ -88,10 +88,7 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
 
 def read_results(store, config, *, dataset=None, metric=None, model=None,
                  fmt: str = "table") -> dict:
-    """Return what ``robench results`` shows: ``rows`` (the chosen scores with ``helper`` and
-    ``verification``; in json/csv also ranks, ``versions`` and helper models' rows),
-    ``helper_rows``, ``helpers``, ``verified`` ({(data set, model): status}) and ``shown``
-    (the configuration choices of the tables that have rows)."""
+    """Return what ``robench results`` shows: rows, helper rows, helpers, verified, shown."""
     rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
     helpers = store.helper_models()
     if fmt in ("json", "csv"):  # ranks are relative to the whole table: before --model filters
@@ -118,8 +115,7 @@ def read_results(store, config, *, dataset=None, metric=None, model=None,
 
 
 def _verification(store, rows: list) -> dict:
-    """Set each row's ``verification`` (robench verify's status of its data set and model);
-    return {(data set, model): status}."""
+    """Set each row's ``verification``; return {(data set, model): status}."""
     records = verifications(store)
     verified = {(d, m): status(records, dataset=d, model=m)
                 for d, m in dict.fromkeys((r["dataset"], r["model"]) for r in rows)}
@@ -129,8 +125,7 @@ def _verification(store, rows: list) -> dict:
 
 
 def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
-    """Print each data set's tables: per metric the configuration it shows and the family's
-    report of that data set's rows (shortened unless ``whole``, :func:`_table_lines`)."""
+    """Print per data set and metric its configuration and the family's report."""
     choice_of = {(c.dataset, c.metric): c for c in choices}
     pseudo = _pseudo_models(reg)
     for n, ds in enumerate(sorted({r["dataset"] for r in rows}, key=str)):
@@ -161,9 +156,7 @@ def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
 
 
 def _table_lines(reg, ds, metric: str, rows: list, whole: bool):
-    """Return the lines shown for one metric of one data set: its report, or for one longer
-    than ``REPORT_LINES`` (unless ``whole``) its headline table or first tables and where the
-    rest is; None for a metric without a report of its own."""
+    """Return one metric's lines of one data set (shortened unless ``whole``), or None."""
     report = _report(reg, metric, rows)
     if not report:
         return None
@@ -196,8 +189,7 @@ def _report(reg, metric: str, rows: list) -> list:
 
 
 def _first_blocks(lines: list, most: int) -> tuple:
-    """Return (the report's first tables that fit in ``most`` lines, at least one; how many
-    tables are left), a table being what follows a blank line."""
+    """Return (the report's first tables that fit in ``most`` lines, how many are left)."""
     blocks: list = []
     for line in lines:
         if not blocks or (not line.strip() and blocks[-1][-1].strip()):
@@ -213,8 +205,7 @@ def _first_blocks(lines: list, most: int) -> tuple:
 
 
 def _headline_lines(reg, metric: str, rows: list):
-    """Return the metric's headline table as text (the leaderboard overview's ranked table),
-    or None without one."""
+    """Return the metric's headline table as text, or None without one."""
     section = getattr(metric_spec(reg, metric), "leaderboard", None)
     head = section.headline(rows) if section is not None and section.headline else None
     if not head or not head.get("rows"):
@@ -299,8 +290,7 @@ def _check_names(store, **given):
 
 
 def _chosen_scores(store, config, **filters):
-    """Return (score rows of each table's chosen configuration, {(dataset, metric): Choice}),
-    each row with its ``configuration_label``; the choice is made over all models of a table."""
+    """Return (each table's chosen configuration's rows, labelled; the choices)."""
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)
     rows, choices = table_configurations(store.scores(**filters), labels,

@@ -43,8 +43,7 @@ def _multi(name, short, kind):
 
 
 class _RunCommand(click.Command):
-    """``robench run``, whose help ends with what each profile changes, the registered knob
-    sections and the metrics that race."""
+    """``robench run``, whose help ends with its profiles, knob sections, racing metrics."""
 
     def format_epilog(self, ctx, formatter):
         super().format_epilog(ctx, formatter)
@@ -326,8 +325,7 @@ def _print_opt_in(opt_in, profile, width: int = DEFAULT_WIDTH):
 
 
 def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
-    """Print the run's answer, last and short: the headline table of each data set, what is
-    decided and what would decide the rest, the counts, and where the full reports are."""
+    """Print the run's answer, last and short: tables, decisions, counts, what next."""
     out = summary_lines(rows, sections, models=cfg.models, width=width, metrics=cfg.metrics,
                         budget_spent=getattr(report, "budget_spent", False))
     lines = list(out["lines"])
@@ -362,8 +360,7 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
 
 
 def _decided_line(tables, adaptive, cfg, report=None) -> str:
-    """Return what the rank columns decided and what would decide the rest (a profile with
-    more repeats, --until decided, --repeats)."""
+    """Return what the rank columns decided and what would decide the rest."""
     if adaptive:  # racing: its own pair decisions (a decided tie is decided too)
         return _race_line(adaptive, cfg, report)
     text = decided_text(tables)
@@ -387,8 +384,7 @@ def _decided_line(tables, adaptive, cfg, report=None) -> str:
 
 
 def _race_line(adaptive, cfg, report) -> str:
-    """Return what a racing run decided, per metric, and what would decide the rest: the
-    undecided tables' next looks and their projected worker time."""
+    """Return what a racing run decided per metric, and what its next looks would cost."""
     metrics = list(dict.fromkeys(t["metric"] for t in adaptive))
     parts = [_decided_part(m, [t for t in adaptive if t["metric"] == m]) for m in metrics]
     nexts = [(m, t) for m in metrics for t in adaptive
@@ -430,8 +426,7 @@ def _next_looks_text(nexts: list, cfg) -> str:
 
 
 def power_text(table: dict) -> str:
-    """Return "; 80% power for its open pairs at ~N repeats" (the most any undecided pair
-    needs; "" without figures)."""
+    """Return "; 80% power for its open pairs at ~N repeats" ("" without figures)."""
     need = [p["outlook"].get("repeats_80") for p in table.get("pairs") or []
             if p.get("status") == "undecided" and isinstance(p.get("outlook"), dict)]
     if not need:
@@ -542,8 +537,7 @@ def _print_adaptive(tables):
 
 
 def failure_groups(rows: list) -> list:
-    """Return the failed trials grouped by data set and model and the first line of their
-    error, most trials first: [(where, error, [trials])]."""
+    """Return the failed trials as [(where, first error line, [trials])], most first."""
     groups: dict = {}
     for row in rows:
         where = f"{row['dataset']}/{row['model']}"

@@ -29,8 +29,7 @@ BADGE_TEXT = 60
 
 
 def badge_svg(label: str, message: str, colour: str) -> str:
-    """Return a flat SVG badge: ``label`` on grey, ``message`` on ``colour`` (each shortened
-    to :data:`BADGE_TEXT` characters, then escaped)."""
+    """Return a flat SVG badge: ``label`` on grey, ``message`` on ``colour``."""
     label, message = shorten(label, BADGE_TEXT), shorten(message, BADGE_TEXT)
     lw, mw = _width(label), _width(message)
     w = lw + mw
@@ -72,8 +71,7 @@ def headline_message(row: dict, n_ranked: int, pct: bool = False) -> str:
 
 
 def colour(rank: Optional[int], n_ranked: int, tied: bool = False) -> str:
-    """Return the badge colour of a rank among ``n_ranked`` models (a shared first is no win,
-    and neither is a first without a competitor)."""
+    """Return a rank's badge colour (a shared first, or one with no competitor, is no win)."""
     if not rank:
         return COLOURS["none"]
     if n_ranked < 2:

@@ -59,8 +59,7 @@ class Results:
                        configurations)
 
     def rows(self, metric: Optional[str] = None, dataset: Optional[str] = None) -> list:
-        """Return the score rows, optionally of one metric and data set (of a score held in
-        several configurations, the latest run's row)."""
+        """Return the score rows (of ``metric``, ``dataset``), each score's latest run's row."""
         latest: dict = {}
         for r in self.scores:
             if metric in (None, r["metric"]) and dataset in (None, r["dataset"]):
@@ -109,9 +108,6 @@ def load(path, label: Optional[str] = None) -> Results:
     return Results(label or str(path), scores, runs, trials, ranks, configurations)
 
 
-# -- stamps ---------------------------------------------------------------------------------
-
-
 def _profile(run: dict) -> str:
     cfg = run.get("config") or {}
     return str(cfg.get("profile") or "?") if isinstance(cfg, dict) else "?"
@@ -149,9 +145,6 @@ def stamp(results: Results, rows: Optional[list] = None) -> str:
             f"{joined(_profile(r) for r in runs)}; commit {joined(_commit(r) for r in runs)}; "
             f"machine {joined(str(r.get('platform') or 'unknown') for r in runs)}; "
             f"run {run_ids or '-'} ({when}). Do not edit by hand.*")
-
-
-# -- blocks ---------------------------------------------------------------------------------
 
 
 def _num(v, pct: bool = False, digits: int = 3) -> str:
@@ -351,8 +344,7 @@ def split_name(name: str) -> tuple:
 
 
 def render(name: str, results: Results, registry) -> Optional[list]:
-    """Return the lines of the block called ``name`` (without its markers); None (keep it)
-    for ``NAME@PROFILE`` when the database holds no run of that profile."""
+    """Return the lines of the block ``name``; None (keep it) when its profile has no run."""
     name, profile = split_name(name)
     if profile is not None and profile not in PROFILES:
         raise DocgenError(f"block '{name}@{profile}': unknown profile '{profile}'; known: "
@@ -393,9 +385,6 @@ def _check_name(name: str, registry) -> list:
     return [kind, *args]
 
 
-# -- files ----------------------------------------------------------------------------------
-
-
 def check_markers(text: str, where: str) -> None:
     """Raise DocgenError unless every opening marker has its own closing one."""
     depth, line_no = 0, 0
@@ -414,8 +403,7 @@ def check_markers(text: str, where: str) -> None:
 
 def rewrite(text: str, results: Results, registry, where: str = "<text>",
             kept: Optional[list] = None) -> tuple:
-    """Return (new text, block names) with every generated block of ``text`` re-rendered;
-    blocks left as they are (no run of their profile, no rows) are appended to ``kept``."""
+    """Return (new text, block names) with every block re-rendered (``kept``: left as is)."""
     check_markers(text, where)
     names = []
 
@@ -442,8 +430,7 @@ def rewrite(text: str, results: Results, registry, where: str = "<text>",
 
 def generate(db_path, out_dir, registry=None, label: Optional[str] = None,
              check: bool = False) -> list:
-    """Rewrite the generated blocks of every ``*.md`` under ``out_dir`` from ``db_path``;
-    return ``[(path, block names, changed, kept)]`` (``check``: write nothing)."""
+    """Rewrite the blocks of every ``out_dir``/*.md; return [(path, names, changed, kept)]."""
     registry = get_registry() if registry is None else registry
     out = Path(out_dir)
     if not out.is_dir():

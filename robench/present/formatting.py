@@ -12,8 +12,7 @@ from robench.storage.cells import loads
 
 def percent(value, digits: int = 2, *, width: int = 0, sign: bool = True,
             missing: str = "—") -> str:
-    """Return a fraction in [0, 1] as a percentage with ``digits`` decimals (``sign``: with a
-    '%'), right-aligned in ``width``; ``missing`` (aligned too) if it is not a finite number."""
+    """Return a fraction as a percentage, right-aligned in ``width`` (``missing``: not finite)."""
     text = f"{value * 100:.{digits}f}" + ("%" if sign else "") if is_finite(value) else missing
     return text.rjust(width)
 
@@ -60,9 +59,7 @@ def cut(value, limit: int) -> str:
 
 
 def printable(value, lines: bool = False) -> str:
-    """Return ``value`` as text that cannot drive a terminal (:func:`robench.escaping.terminal`:
-    C0, DEL, C1 and bidirectional controls written out as ``\\xNN`` or ``\\uNNNN``). With
-    ``lines``, tabs and line feeds are kept."""
+    """Return ``value`` as text that cannot drive a terminal (``lines``: keep tabs and LF)."""
     return terminal(value, lines=lines)
 
 

@@ -1,9 +1,6 @@
 """The leaderboard's shared pieces: number formats, ranking, and the jinja2 environment.
 
-Accuracies are stored as fractions in [0, 1] and shown as percentages. Each registered metric
-with a :class:`robench.specs.LeaderboardSection` supplies its own part of every data set's
-page (a context builder and a jinja2 template found through a loader chain).
-:func:`robench.present.site.build_site` writes the static site from these pieces.
+Accuracies are stored as fractions in [0, 1] and shown as percentages.
 """
 
 from __future__ import annotations
@@ -30,8 +27,7 @@ _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def environment(sections: dict) -> jinja2.Environment:
-    """Return the jinja2 environment: autoescaping, the number filters, and a loader chain of
-    the core templates and, under ``<metric>/``, each metric section's template folder."""
+    """Return the jinja2 environment: autoescaping, number filters, template loaders."""
     loader = jinja2.ChoiceLoader([
         jinja2.FileSystemLoader(str(_TEMPLATES)),
         jinja2.PrefixLoader({name: jinja2.FileSystemLoader(str(section.templates))
@@ -60,8 +56,7 @@ def format_number(value, digits: int = 3) -> str:
 
 
 def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
-    """Return ``rows`` best first (by each row's ``higher_is_better``), each with a competition
-    rank ("1, 2, 2, 4"); rows without a value come last with none."""
+    """Return ``rows`` best first with competition ranks ("1, 2, 2, 4"), no value last."""
     def order(row):
         value = row.get(value_key)
         if not is_finite(value):
@@ -82,8 +77,7 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
 
 
 def _stored_tables(store: Store) -> list:
-    """Return the stored ranks as tables: [{model: (value, ranking)}], one per data set,
-    metric, configuration and clusterer."""
+    """Return the stored ranks as [{model: ranking}], one per stored table."""
     tables: dict = defaultdict(dict)
     for (dataset, metric, configuration, clusterer, model), ranking in \
             stored_rankings(store).items():
@@ -109,9 +103,7 @@ def _same(a, b) -> bool:
 
 
 def _read_stored(tables: list, rows: list) -> dict:
-    """Return :func:`rank_table`'s answer for ``rows`` from the stored table of the same models
-    and values (else one holding them with those values); where none is stored, every row
-    unranked saying so."""
+    """Return :func:`rank_table`'s answer for ``rows`` from the stored table of them."""
     models = {r["model"] for r in rows}
 
     def agrees(table):
@@ -148,9 +140,7 @@ def _with_stored_rank(row: dict, got: Optional[dict]) -> dict:
 
 
 def adaptive_of(score: dict) -> Optional[dict]:
-    """Return what a raced (``--until decided``) score row says of itself for its table's
-    ranking, None for a fixed-repeats score: repeats, why it stopped, the level and alpha of
-    the look its table stopped at, the margin, the spending and the looks planned."""
+    """Return what a raced score row says of its race for its table's ranking, or None."""
     details = score.get("details") or {}
     ad = details.get("adaptive") if isinstance(details, dict) else None
     if not isinstance(ad, dict):
@@ -199,8 +189,7 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
 
 
 def rank_legend(rules) -> str:
-    """Return the one legend of ranks every view shows: what a rank interval and "—" are, and
-    each distinct rule of the tables shown."""
+    """Return the one legend of ranks every view shows, with the tables' rules."""
     distinct = list(dict.fromkeys(str(r).strip().rstrip(".") for r in rules if r))
     text = ("A rank such as 1-2 is the ranks a model can hold given every tested pair (1 + the "
             "models shown better, to the number ranked - the models shown worse); a single "
@@ -212,9 +201,7 @@ def rank_legend(rules) -> str:
 
 
 def attach_ranks(store: Store, rows: list, sections: dict) -> None:
-    """Add the stored ``ranking`` (:mod:`robench.run.ranking`) to each headline score row, in
-    place; in a file storing no ranks, a ranked metric's (``sections``) rows get
-    ``{"rank": None, "unranked": NOT_COMPUTED}`` (run ``robench migrate``)."""
+    """Add the stored ``ranking`` to each headline score row, in place."""
     stored = stored_rankings(store)
     for r in rows:
         if r.get("score") != r["metric"]:
@@ -242,9 +229,7 @@ def registered_sections(registry) -> dict:
 
 
 def chosen_configurations(store: Store, config: Optional[str] = None) -> tuple[list, dict]:
-    """Return (the scores the leaderboard shows, {(dataset, metric): Choice}): one
-    configuration per table (:func:`robench.run.configurations.choose`; ``config`` picks one by
-    id, prefix, label or 'legacy')."""
+    """Return (the scores the leaderboard shows, {(dataset, metric): Choice})."""
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)
     return table_configurations(store.scores(), labels, resolve(config, labels))

@@ -1,9 +1,6 @@
 """Build the leaderboard as a static, multi-page site from the results database.
 
-Index, data-set, model, models, methods and legends pages, plots, badges and downloads
-(docs/leaderboard.md lists them): relative links, nothing fetched, the same bytes from the
-same database. Each metric's :class:`robench.specs.LeaderboardSection` supplies its section,
-headline and plots; this module only lays them out.
+docs/leaderboard.md lists its pages; each metric's LeaderboardSection supplies its part of them.
 """
 
 from __future__ import annotations
@@ -49,8 +46,7 @@ _TAG = re.compile(r"<[^>]*>")
 
 
 def page_slug(name: str) -> str:
-    """Return a file-name-safe slug of ``name``: the name itself if it is already a plain slug,
-    else its safe characters and a short hash (so two names never share a page)."""
+    """Return a file-name-safe slug of ``name`` (a hash is added unless it is a plain slug)."""
     name = str(name)
     if _SLUG.fullmatch(name) and name not in (".", ".."):
         return name
@@ -59,8 +55,7 @@ def page_slug(name: str) -> str:
 
 
 def _drawn(what: str, fn, *args, **kwargs):
-    """Return ``(fn(*args, **kwargs), None)``, or ``(None, note)`` when it raises: a stored
-    value a section cannot read leaves that part out, the rest of the site is built."""
+    """Return ``(fn(*args), None)``, or ``(None, note)`` when it raises (the rest is built)."""
     try:
         return fn(*args, **kwargs), None
     except Exception as exc:  # noqa: BLE001 - whatever stored values make a section raise
@@ -82,22 +77,19 @@ def _spec(registry, kind: str, name: str):
     return registry.get(kind, name) if name in registry.names(kind) else None
 
 
-class _Assets:
-    """Collect the files of one build (plots and images) under content-derived names."""
-
-    def __init__(self):
-        self.files: dict[str, bytes] = {}
+class _Assets(dict):
+    """The files of one build (plots, images, badges) by name; an image's name is its hash."""
 
     def image(self, png_b64: str) -> str:
         data = base64.b64decode(png_b64)
         name = f"images/{hashlib.sha256(data).hexdigest()[:16]}.png"
-        self.files[name] = data
+        self[name] = data
         return name
 
     def plot(self, plot: dict, stem: str) -> dict:
         svg = render_svg(plot).encode("utf-8")
         name = f"plots/{page_slug(stem)}.svg"
-        self.files[name] = svg
+        self[name] = svg
         return {"src": name, "title": plot.get("title", ""), "alt": plot.get("alt", ""),
                 "caption": plot.get("caption", "")}
 
@@ -129,8 +121,7 @@ def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jin
 
 
 def short_name(name) -> markupsafe.Markup:
-    """Return a stored name for HTML: escaped, shortened as the text views shorten it
-    (:func:`robench.escaping.shorten`), the whole name in a ``title`` where it was cut."""
+    """Return a stored name for HTML: escaped, shortened, whole in a ``title`` where cut."""
     text = str(name)
     short = shorten(text)
     if short == text:
@@ -138,13 +129,8 @@ def short_name(name) -> markupsafe.Markup:
     return markupsafe.Markup('<span title="{}">{}</span>').format(text, short)
 
 
-# ---------------------------------------------------------------------------------- data
-
-
 def _configuration(rows: list, runs: dict, choice=None) -> str:
-    """Return the label of the configuration behind one table's score rows: the chosen
-    configuration's (:mod:`robench.run.configurations`) where there is one, else the runs,
-    profile, seed and n of the rows."""
+    """Return the label of the configuration behind one table's score rows."""
     if choice is not None:
         return choice.text
     ids = sorted({r["run_id"] for r in rows if r.get("run_id") is not None})
@@ -160,9 +146,7 @@ def _configuration(rows: list, runs: dict, choice=None) -> str:
 
 
 def _provenance(rows: list, runs: dict) -> list:
-    """Return the runs behind a model's scores: id, the contributor and source file of a run
-    ``robench merge`` copied in (:meth:`robench.storage.store.Store.runs`), robench version, git
-    revision, when it finished."""
+    """Return the runs behind a model's scores, each with its merge source and versions."""
     out = []
     for run_id in sorted({r["run_id"] for r in rows if r.get("run_id") is not None}):
         run = runs.get(run_id) or {}
@@ -178,9 +162,7 @@ def _provenance(rows: list, runs: dict) -> list:
 
 
 def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None) -> Optional[dict]:
-    """Return one data set's overview: the headline of each section that has a value, merged
-    by model. A headline no model has a value in gets no column: it is appended to ``empty``
-    with why (the first reason its stored scores give), for the page to say in one line."""
+    """Return one data set's overview; a headline no model has a value in goes to ``empty``."""
     heads = []
     for metric, section in sections.items():
         mine = [r for r in rows if r["metric"] == metric]
@@ -199,8 +181,7 @@ def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
 
 
 def _headline(metric: str, section, mine: list, registry, empty: Optional[list]) -> Optional[dict]:
-    """Return a section's headline column of the overview, or None: where no model has a
-    value in it, it is appended to ``empty`` with why."""
+    """Return a section's headline column of the overview, or None (noted in ``empty``)."""
     head = _drawn("headline", section.headline, mine)[0]
     if not (isinstance(head, dict) and head.get("rows")):
         return None
@@ -222,8 +203,7 @@ def _headline(metric: str, section, mine: list, registry, empty: Optional[list])
 
 
 def _pivot_other(rows: list, pseudo=frozenset({""})) -> list:
-    """Return one table per metric without a section: models down, sub-scores across; the
-    scores of a ``pseudo`` model (the data set's own) go to its ``dataset_rows``."""
+    """Return one table per metric without a section: models down, sub-scores across."""
     return [_pivot_table(metric, [r for r in rows if r["metric"] == metric], pseudo)
             for metric in sorted({r["metric"] for r in rows})]
 
@@ -239,7 +219,6 @@ def _pivot_table(metric: str, every: list, pseudo) -> dict:
     for r in mine:
         cells[r["model"]][(r.get("clusterer") or "", r["score"])] = r
     head = ([c for c in columns if c[1] == metric] or columns[:1] or [None])[0]
-    # the models ranked by their head column's estimate
     order = rank_rows([{"model": m, "value": r.get("value"),
                         "higher_is_better": r.get("higher_is_better", True)}
                        for m, r in ((m, cells[m].get(head) or {}) for m in sorted(cells))]
@@ -309,8 +288,7 @@ def _downloads(scores: list) -> dict[str, bytes]:
 
 
 def _json_safe(v):
-    """Return rows with non-finite floats as None (JSON has no NaN) and control characters in
-    text written out (robench.present.formatting.printable): names are shown as text."""
+    """Return ``v`` with non-finite floats as None (JSON has no NaN) and text printable."""
     if isinstance(v, float) and not math.isfinite(v):
         return None
     if isinstance(v, str):
@@ -320,22 +298,8 @@ def _json_safe(v):
     return [_json_safe(x) for x in v] if isinstance(v, list) else v
 
 
-def _model_meta(name: str, registry) -> dict:
-    """Return what the registry knows of a model (or that this installation does not know it)."""
-    spec = _spec(registry, "models", name)
-    if spec is None:
-        return {"name": name, "registered": False, "plugin": "", "plugin_version": "",
-                "version": "", "description": "", "url": "", "params": None, "provenance": ""}
-    return {"name": name, "registered": True, "plugin": spec.plugin,
-            "plugin_version": getattr(registry.infos.get(spec.plugin), "version", "") or "",
-            "version": spec.version, "description": spec.description,
-            "url": spec.url if re.match(r"https?://", spec.url or "") else "",
-            "params": spec.params, "provenance": ""}
-
-
 def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
-    """Move the legends on two or more model pages to ``legends.html``, linked by a hash of
-    their HTML (rewriting ``blocks_of``' sections in place); return that page's entries."""
+    """Move the legends on two or more model pages to legends.html; return its entries."""
     pages_with: dict[str, int] = defaultdict(int)
     title_of: dict[str, str] = {}
     for blocks in blocks_of.values():
@@ -366,9 +330,6 @@ def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
     return [{"id": anchor, "title": title_of[text], "html": markupsafe.Markup(text),
              "pages": pages_with[text]}
             for text, anchor in sorted(shared.items(), key=lambda t: (title_of[t[0]], t[1]))]
-
-
-# ---------------------------------------------------------------------------------- build
 
 
 @dataclass
@@ -404,8 +365,7 @@ class Site:
 
 def read_site(store: Store, registry, top: int, config: Optional[str],
               title: str = DEFAULT_TITLE) -> Site:
-    """Read the scores, runs, verifications and sections a build needs; lay out its data sets.
-    ``title`` is the site's title (shown as given, escaped; a blank one is the default)."""
+    """Read what a build needs and lay out its data sets (a blank ``title``: the default)."""
     chosen, choices = chosen_configurations(store, config)
     scores = _json_safe(chosen)
     # helper models (trained by a metric for its own scores) get pages, never a rank
@@ -435,8 +395,7 @@ def read_site(store: Store, registry, top: int, config: Optional[str],
 
 
 def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: dict) -> dict:
-    """Return one data set's page context: overview, family sections, plots, other scores;
-    record its tables, its models' rows and their headline badges on ``site``."""
+    """Return one data set's page context; record its tables, rows, badges on ``site``."""
     empty: list = []
     overview = _overview(rows, site.sections, site.registry, empty)
     ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - site.pseudo)
@@ -484,8 +443,7 @@ def _table_used(site: Site, name: str, metric: str, title: str, rows: list,
 
 
 def _drawn_section(site: Site, section, metric: str, rows: list, dataset: str):
-    """Return a family section's HTML for ``rows``, the note that says why it could not be
-    drawn, or None when it has nothing to show."""
+    """Return a family section's HTML, the note why it could not be drawn, or None."""
     def html():
         context = section.build(rows)
         return markupsafe.Markup(site.env.get_template(f"{metric}/{section.template}").render(
@@ -498,8 +456,7 @@ def _drawn_section(site: Site, section, metric: str, rows: list, dataset: str):
 
 
 def _section_plots(site: Site, stem: str, section, rows: list, model=None) -> list:
-    """Return the plots a family section draws from ``rows``: a data set's (``model`` None)
-    or one model's, saved as ``STEM-I``."""
+    """Return the plots a section draws from ``rows`` for ``model`` (None: the data set)."""
     plots = _drawn("plots", section.plots, rows)[0] if section.plots is not None else None
     drawn = [_drawn("plot", site.assets.plot, plot, f"{stem}-{i}")[0]
              for i, plot in enumerate(plots or ())
@@ -508,8 +465,7 @@ def _section_plots(site: Site, stem: str, section, rows: list, model=None) -> li
 
 
 def _verification_text(records: list, **which) -> str:
-    """Return a page's verification line, counted over this model's (``model=``) or data
-    set's (``dataset=``) trials, saying how many that verification re-ran in all."""
+    """Return a page's verification line for this model's or data set's trials."""
     found = status(records, **which)
     if "sampled" not in found:
         return found["text"]
@@ -529,7 +485,7 @@ def _headline_badges(site: Site, dataset: str, overview: Optional[dict]) -> None
         for r in h["rows"]:
             if r["model"] in site.model_pages:
                 src = f"badges/{_badge_name(r['model'], dataset, h['metric'], site.badge_names)}.svg"
-                site.assets.files[src] = headline_badge(
+                site.assets[src] = headline_badge(
                     f"robench {h['label']} · {dataset}", r, n_ranked,
                     pct=h["format"] == "pct").encode("utf-8")
                 site.badges[r["model"]].append({"dataset": dataset, "metric": h["metric"],
@@ -552,11 +508,19 @@ def dataset_pages(site: Site) -> dict[str, str]:
 
 def _model_metas(site: Site) -> dict:
     """Return every model's metadata: registry entry, runs, provenance, verification, badges."""
-    metas = {m: _model_meta(m, site.registry) for m in site.model_names}
     helper_of: dict[str, list] = defaultdict(list)
     for (d, m), metrics in sorted(site.helpers.items()):
         helper_of[m].append(f"{', '.join(metrics)} on {d}")
+    metas = {}
     for m in site.model_names:
+        spec = _spec(site.registry, "models", m)  # None: this installation does not know it
+        metas[m] = {"name": m, "registered": False, "plugin": "", "plugin_version": "",
+                    "version": "", "description": "", "url": "", "params": None} if spec is None \
+            else {"name": m, "registered": True, "plugin": spec.plugin, "plugin_version": getattr(
+                site.registry.infos.get(spec.plugin), "version", "") or "",
+                "version": spec.version, "description": spec.description,
+                "url": spec.url if re.match(r"https?://", spec.url or "") else "",
+                "params": spec.params}
         runs = _provenance(site.per_model[m], site.runs)
         # a helper was trained by a metric, not contributed by anyone
         metas[m].update(runs=runs, provenance="" if m in helper_of else "; ".join(
@@ -631,8 +595,7 @@ def methods_page(site: Site) -> dict[str, str]:
 
 
 def write_site(out_dir, files: dict[str, bytes]) -> Path:
-    """Write ``files`` under ``out_dir`` (only those that changed); remove the pages, plots,
-    images and badges of an earlier build that this one no longer has; return index.html."""
+    """Write the changed ``files`` under ``out_dir``, remove stale ones; return index.html."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for sub, ext in _OWNED.items():  # a page of a model no longer in the database goes away
@@ -667,7 +630,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         pages.update(models_page(site, metas))
         pages.update(methods_page(site))
     files = {name: text.encode("utf-8") for name, text in pages.items()}
-    files.update(site.assets.files, **_downloads(site.scores), **{
+    files.update(site.assets, **_downloads(site.scores), **{
         "style.css": STYLE.read_bytes(), "sort.js": SORT_JS.read_bytes()})
     return write_site(out_dir, files)
 

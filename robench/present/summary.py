@@ -1,9 +1,7 @@
 """The headline summary ``robench run`` ends with: per data set one line per model.
 
 Built from the metrics' leaderboard headlines, so every value, rank and interval is the one
-the families' tables show: the rank column is the first headline that ranks by a test (its
-``rule``), the others show their values and their own rank interval where they have one.
-Pure functions: lines of text no wider than ``width``.
+the families' tables show; the rank column is the first headline with a ``rule``.
 """
 
 from __future__ import annotations
@@ -47,8 +45,7 @@ def fit(text: str, width: int) -> str:
 
 
 def _direction(head: dict, rows: list, metric: str):
-    """Return whether a headline's higher values are better: its rows' ``higher_is_better``,
-    else its metric's own score rows', else None (unknown)."""
+    """Return whether a headline's higher values are better (None: unknown)."""
     for source in (head.get("rows") or [],
                    [r for r in rows if r.get("score") == metric], rows):
         found = next((r.get("higher_is_better") for r in source
@@ -65,8 +62,7 @@ def _why_empty(rows: list) -> str:
 
 
 def _heads(rows: list, sections: dict) -> list:
-    """Return the headline columns of one data set's rows, in the sections' order (one that
-    cannot be drawn is left out), each with ``why_empty`` where no row has a value."""
+    """Return the headline columns of one data set's rows, each with its ``why_empty``."""
     heads = []
     for metric, section in sections.items():
         mine = [r for r in rows if r["metric"] == metric]
@@ -102,8 +98,7 @@ def _ranked_cell(row: dict, fmt: str) -> str:
 
 
 def rank_text(row: Optional[dict]) -> str:
-    """Return a rank as the families' tables show it: the rank interval from every tested pair
-    ("1-3"; "1" decided), else "1" / "1=" (shared), "-" (none)."""
+    """Return a rank as the tables show it: "1-3" (its interval), "1", "1=" (shared), "-"."""
     if row is None or row.get("rank") is None:
         return "-"
     if row.get("rank_interval"):
@@ -112,16 +107,14 @@ def rank_text(row: Optional[dict]) -> str:
 
 
 def _ordered(a: dict, b: dict) -> bool:
-    """Whether the rank column orders ``a`` above ``b``: their rank intervals do not overlap
-    where the family gives them (``rank_best``/``rank_worst``), else their ranks differ."""
+    """Return whether the rank column orders ``a`` above ``b`` (intervals apart, or ranks)."""
     if a.get("rank_worst") is not None and b.get("rank_best") is not None:
         return a["rank_worst"] < b["rank_best"]
     return a["rank"] != b["rank"]
 
 
 def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Optional[dict]:
-    """Return one data set's summary table: its headline columns and one entry per model
-    (of ``models`` if given), or None when no metric of the rows has a headline."""
+    """Return one data set's summary table, or None when no metric has a headline."""
     every = _heads(rows, sections)
     # a column no model has a value in (its metric measured nothing here: e.g. a --budget
     # spent before its trials ran) is not drawn as a column of dashes: its line says why
@@ -149,9 +142,7 @@ def _order(names: set, ranked: Optional[dict], heads: list) -> list:
 
 
 def _decided(ranked: dict, names: set) -> tuple[int, int]:
-    """Return (pairs decided, pairs) of the rank column among the models ``names``: every
-    tested pair, ordered or equivalent counting as decided; without stored pairs, adjacent
-    ranks whose intervals do not overlap."""
+    """Return (pairs decided, pairs) of the rank column among the models ``names``."""
     if ranked.get("pairs"):
         tested = [p for p in ranked["pairs"] if set(p.get("pair") or ()) <= names]
         return sum(1 for p in tested if p.get("status") in ("ordered", "equivalent")), len(tested)
@@ -160,8 +151,7 @@ def _decided(ranked: dict, names: set) -> tuple[int, int]:
 
 
 def table_lines(table: dict, width: int) -> list:
-    """Return a data set's summary table as lines no wider than ``width`` (names abbreviated,
-    columns that do not fit left out and counted on the header line)."""
+    """Return a data set's summary table as lines no wider than ``width``."""
     models = [printable(m) for m in table["models"]]
     cells = _cells(table, models)
     return ([fit(printable(table["dataset"]), width)]
@@ -186,8 +176,7 @@ def _cells(table: dict, models: list) -> list:
 
 
 def _labels(table: dict, cells: list) -> list:
-    """Return the value columns' labels: the rank column's with its interval's level where
-    a cell shows one, the others' with "(rank)" where a cell shows its own rank interval."""
+    """Return the value columns' labels, with the interval level or "(rank)" they show."""
     ranked = table["ranked"]
     level = interval_label(ranked["rows"]) if ranked else "95% CI"
     first = 3 if ranked else 2  # where the other columns start in a row of cells
@@ -241,8 +230,7 @@ def _footer(table: dict, width: int) -> list:
 
 
 def columns_text(tables: list) -> str:
-    """Return what the summary's columns are, once for all its tables: the rank column's
-    source, and each column's direction (higher or lower is better) and baseline."""
+    """Return what the summary's columns are: the rank's source, directions, baselines."""
     seen: dict = {}
     for h in (h for t in tables for h in ([t["ranked"]] if t["ranked"] else []) + t["others"]):
         label, hib = printable(h["label"]), h.get("higher_is_better")
@@ -310,8 +298,7 @@ def has_summary(rows: list, sections: dict, models=None) -> bool:
 
 
 def decided_text(tables: list) -> str:
-    """Return what the rank columns decided: the pairs ordered or equivalent of all tested
-    pairs, per data set (adjacent pairs where a section gives only tie ranks)."""
+    """Return what the rank columns decided: pairs ordered or equivalent, per data set."""
     ranked = [t for t in tables if t["ranked"] and t["pairs"]]
     if not ranked:
         return ""
