@@ -115,19 +115,16 @@ def _check_db_path(ctx, param, value):
             raise click.BadParameter(
                 f"{value} is not a regular file (a device, pipe or socket); give the path of a "
                 "database file", ctx, param)
-        for parent in Path(value).parents:
-            if parent.exists():
-                if not parent.is_dir():
-                    raise click.BadParameter(f"{parent} is a file, not a folder", ctx, param)
-                break
+        parent = next((p for p in Path(value).parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise click.BadParameter(f"{parent} is a file, not a folder", ctx, param)
     return value
 
 
 def db_option(fn):
     """Add --db (default ./robench.db or $ROBENCH_DB)."""
     return click.option(
-        "--db", "db_path", default=default_path,
-        callback=_check_db_path,
+        "--db", "db_path", default=default_path, callback=_check_db_path,
         show_default="robench.db or $ROBENCH_DB", type=click.Path(dir_okay=False),
         help="SQLite results database.",
     )(fn)
@@ -161,10 +158,9 @@ def report_broken_plugins(reg):
 
 
 def print_skips(skipped):
-    if not skipped:
-        return
-    click.echo("\nSkipped (not applicable, not counted as failures):")
-    for s in summarize_skips(skipped):
+    if skipped:
+        click.echo("\nSkipped (not applicable, not counted as failures):")
+    for s in summarize_skips(skipped or ()):
         echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
 
 
@@ -182,7 +178,7 @@ def metric_order(reg, names) -> list:
                                            str(name)))
 
 
-def print_reports(reg, rows, fmt="table"):
+def print_reports(reg, rows):
     """Print each metric's report (its own, or a generic table), metrics in display order."""
     by_metric: dict = {}
     for r in rows:
@@ -290,9 +286,8 @@ def stream(cols, batches, fmt, json_out=None):
 
 
 class JsonStream:
-    """Write a JSON array row by row that is valid JSON however it ends: one stopped part way
-    ends with ``{"robench_error": "why it stopped"}``. ``lock`` is held while a row is written
-    (the query's hard time limit takes it before ending the process)."""
+    """Write a JSON array row by row, valid however it ends (``{"robench_error": WHY}`` last);
+    ``lock`` is held while a row is written (the query's hard time limit takes it to exit)."""
 
     def __init__(self, out=None):
         self.out = out or sys.stdout

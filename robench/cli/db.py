@@ -348,5 +348,4 @@ def migrate(db_path):
                f"({size / 1e6:.1f} MB -> {os.path.getsize(db_path) / 1e6:.1f} MB after VACUUM)")
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (merge, verify, diff, metadata, migrate)

@@ -54,5 +54,4 @@ def leaderboard(out_dir, top, title, config, db_path):
                f"({out / 'methods.html'}, {out / 'scores.json'})")
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (leaderboard,)

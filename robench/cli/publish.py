@@ -151,5 +151,4 @@ def publish(step, repo, to, wait, base):
         sys.exit(1)
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (init_leaderboard, publish)

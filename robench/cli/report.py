@@ -49,5 +49,4 @@ def report(out_dir, label, check, db_path):
         sys.exit(1)
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (report,)

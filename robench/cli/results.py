@@ -157,7 +157,8 @@ def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
 
 def _table_lines(reg, ds, metric: str, rows: list, whole: bool):
     """Return one metric's lines of one data set (shortened unless ``whole``), or None."""
-    report = _report(reg, metric, rows)
+    spec = metric_spec(reg, metric)
+    report = "\n".join(spec.report(rows)).split("\n") if getattr(spec, "report", None) else []
     if not report:
         return None
     if whole or len(report) <= REPORT_LINES:
@@ -180,12 +181,6 @@ def _pseudo_models(reg) -> set:
 #: A family's report longer than this many lines is shown by its headline table in the
 #: default view (about a screen per data set); `--metric NAME` prints it whole.
 REPORT_LINES = 20
-
-
-def _report(reg, metric: str, rows: list) -> list:
-    """Return the metric's own report of ``rows`` as lines ([] without one)."""
-    spec = metric_spec(reg, metric)
-    return "\n".join(spec.report(rows)).split("\n") if spec and spec.report is not None else []
 
 
 def _first_blocks(lines: list, most: int) -> tuple:
@@ -214,7 +209,6 @@ def _headline_lines(reg, metric: str, rows: list):
     beside = list(section.columns)
     width = max(18, *(len(str(r["model"])) + 1 for r in head["rows"]))
     intervals = any(r.get("rank_interval") for r in head["rows"])
-    rule = head.get("rule")  # the section's own rule (paired ranks)
     ranked = any(r.get("rank") is not None for r in head["rows"])
     lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: "
              + ("sorted by the estimate" if ranked else "best first, not ranked")
@@ -224,8 +218,8 @@ def _headline_lines(reg, metric: str, rows: list):
              f"{interval_label(head['rows']):>17}"
              + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]
     lines += [_headline_row(r, width, pct, beside) for r in head["rows"]]
-    if rule and len(head["rows"]) > 1:
-        lines += rule_lines(f"{rule}.")
+    if head.get("rule") and len(head["rows"]) > 1:  # the section's own rule (paired ranks)
+        lines += rule_lines(f"{head['rule']}.")
     return lines
 
 
@@ -377,5 +371,4 @@ def _hard_stop(timeout: float, out):
     return timer
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (results, query)

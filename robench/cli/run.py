@@ -248,9 +248,8 @@ def stop_workers(wait: float = 10.0) -> None:
 
 
 def _execute(prepared, registry, db_path, race: dict, *, repeats, rescore):
-    """Run ``prepared`` into ``db_path`` with progress on stderr; return the report. After a
-    Ctrl-C the workers still running are ended and a second Ctrl-C is ignored while the store
-    closes, so the command exits 130 at once and quietly."""
+    """Run ``prepared`` into ``db_path`` with progress; return the report. After a Ctrl-C end the
+    workers, ignore a second Ctrl-C while the store closes: exit 130 at once and quietly."""
     store, progress = Store(db_path), Progress()
     command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     interrupted = True  # until the run returns: a Ctrl-C it did not catch itself
@@ -566,5 +565,4 @@ def _print_failures(rows: list, most: int = 20) -> None:
                "with the whole error)", err=True)
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (run,)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional
 
 from robench.errors import DocgenError, UnknownComponentError  # noqa: F401 (public here too)
-from robench.present.formatting import is_finite, percent
+from robench.present.formatting import is_finite
 from robench.plugins import get_registry
 from robench.run.config import PROFILES
 from robench.stats.claims import evaluate, headline, summary
@@ -115,16 +115,15 @@ def _profile(run: dict) -> str:
 
 def _wall(run: dict) -> Optional[float]:
     try:
-        a = datetime.fromisoformat(str(run["started_at"]).replace("Z", "+00:00"))
-        b = datetime.fromisoformat(str(run["finished_at"]).replace("Z", "+00:00"))
+        a, b = (datetime.fromisoformat(str(run[k]).replace("Z", "+00:00"))
+                for k in ("started_at", "finished_at"))
     except (KeyError, TypeError, ValueError):
         return None
     return (b - a).total_seconds()
 
 
 def _commit(run: dict) -> str:
-    rev = run.get("git_rev")
-    return rev[:10] if rev else "unknown"
+    return (run.get("git_rev") or "")[:10] or "unknown"
 
 
 def stamp(results: Results, rows: Optional[list] = None) -> str:
@@ -134,8 +133,7 @@ def stamp(results: Results, rows: Optional[list] = None) -> str:
     runs = [results.runs[i] for i in ids if i in results.runs]
 
     def joined(values):
-        seen = list(dict.fromkeys(values))
-        return ", ".join(seen) if seen else "unknown"
+        return ", ".join(dict.fromkeys(values)) or "unknown"
 
     dates = sorted({str(r.get("started_at") or "")[:10] for r in runs} - {""})
     when = dates[0] if len(dates) == 1 else (f"{dates[0]} to {dates[-1]}" if dates else "?")
@@ -147,10 +145,9 @@ def stamp(results: Results, rows: Optional[list] = None) -> str:
             f"run {run_ids or '-'} ({when}). Do not edit by hand.*")
 
 
-def _num(v, pct: bool = False, digits: int = 3) -> str:
+def _num(v) -> str:
     if v is None or isinstance(v, (bool, int, float)):
-        return percent(v, 1, sign=False, missing="-") if pct else (
-            f"{v:.{digits}f}" if is_finite(v) else "-")
+        return f"{v:.3f}" if is_finite(v) else "-"
     return str(v)
 
 
@@ -175,15 +172,12 @@ class NoRows(Exception):
         self.lines = lines
 
 
-def _missing(what: str, metric: str) -> list:
-    return [f"No {what} in this database: run `robench run --metric {metric}` and regenerate."]
-
-
 def _scores_of(results: Results, metric: str, dataset: Optional[str], rows: list) -> list:
     """Return ``rows``, or raise NoRows with the note of a block without them."""
     if not rows:
-        raise NoRows([stamp(results, []), ""] + _missing(
-            f"scores of metric '{metric}'" + (f" on '{dataset}'" if dataset else ""), metric))
+        on = f" on '{dataset}'" if dataset else ""
+        raise NoRows([stamp(results, []), "", f"No scores of metric '{metric}'{on} in this "
+                      f"database: run `robench run --metric {metric}` and regenerate."])
     return rows
 
 
@@ -192,7 +186,8 @@ def _claims_of(results: Results, registry, metric: Optional[str], hint: str) -> 
     rows = results.rows(metric)
     claims = evaluate(registry, rows)
     if not claims:
-        raise NoRows([stamp(results, rows), ""] + _missing("scores that decide a claim", hint))
+        raise NoRows([stamp(results, rows), "", "No scores that decide a claim in this database: "
+                      f"run `robench run --metric {hint}` and regenerate."])
     return rows, claims
 
 

@@ -64,9 +64,8 @@ def printable(value, lines: bool = False) -> str:
 
 
 def interval_text(low, high, *, reason=None, floor=None, digits: int = 3) -> tuple:
-    """Return (the interval as text, a note or None) as the tables show it: never clipped (a
-    bound below ``floor`` is noted); without bounds "unbounded" where the stored reason says
-    so (Fieller's), else "none", the note being the reason."""
+    """Return (the interval as text, a note or None): never clipped (a bound below ``floor`` is
+    noted); without bounds "unbounded" where the reason says so (Fieller's), else "none"."""
     if is_finite(low) and is_finite(high):
         text = f"[{low:.{digits}f}, {high:.{digits}f}]"
         if floor is not None and low < floor:
@@ -89,9 +88,8 @@ def rule_lines(rule: str, width: int = RULE_WIDTH) -> list:
 
 
 def interval_label(rows: list) -> str:
-    """Return the one label of a table's intervals: "95% CI" for a fixed run, the level of
-    the look a raced table stopped at otherwise ("96.9% CI": with alpha spent across the
-    looks, the intervals of every look hold together at 95%). Every view labels with it."""
+    """Return the label of a table's intervals: "95% CI", or a raced table's stopping look's
+    level ("96.9% CI": with alpha spent across looks, every look's intervals hold at 95%)."""
     levels = [float(a["level"]) for r in rows
               if isinstance(a := r.get("adaptive"), dict) and a.get("level")]
     if not levels:

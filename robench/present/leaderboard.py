@@ -38,8 +38,7 @@ def environment(sections: dict) -> jinja2.Environment:
     env.filters["pct"] = format_percent
     env.filters["num"] = format_number
     env.filters["rank_legend"] = rank_legend
-    # The site (robench.present.site) replaces these two: a model's name links to its page and a
-    # decoded image becomes a file; here a name is text and an image stays inline.
+    # the site replaces these two (a name links to its page, an image becomes a file)
     env.filters["model"] = markupsafe.escape
     env.filters["png_src"] = lambda png: f"data:image/png;base64,{png}"
     return env
@@ -67,12 +66,9 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
     previous, rank = None, 0
     for position, row in enumerate(ranked, start=1):
         key = order(row)
-        if key[0] == 1:
-            row["rank"] = None
-            continue
-        if key != previous:
+        if key[0] == 0 and key != previous:
             rank, previous = position, key
-        row["rank"] = rank
+        row["rank"] = rank if key[0] == 0 else None
     return ranked
 
 
@@ -87,9 +83,8 @@ def _stored_tables(store: Store) -> list:
 
 @contextlib.contextmanager
 def reading_stored_ranks(store: Store):
-    """Within it, :func:`rank_table` reads the ranks stored with the scores
-    (:mod:`robench.run.ranking`) instead of ranking: what a view (the site, its badges,
-    ``robench results``) wraps its sections' calls in, so no view ranks again."""
+    """Within it, :func:`rank_table` reads the ranks stored with the scores instead of ranking
+    (every view, the site and ``robench results``, wraps its sections in it: none ranks again)."""
     token = _STORED.set(_stored_tables(store))
     try:
         yield
@@ -157,10 +152,8 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
 
     Rows have ``model``, ``value``, ``ci_low``, ``ci_high``, ``higher_is_better`` and where
     known ``samples`` ({repeat: value}), ``cycle`` and ``unranked``. Equivalence is within a
-    race's ``adaptive.precision`` (tested at its looks' level), else ``margin``, else
-    :data:`robench.stats.sequential.PRECISION`. Returns ``{"rows", "rule", "pairs"}``, rows
-    best first with ``rank``, ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``,
-    ``unranked`` (``samples`` dropped); within :func:`reading_stored_ranks`, the stored answer.
+    race's ``adaptive.precision``, else ``margin``, else :data:`~robench.stats.sequential.PRECISION`.
+    Returns ``{"rows", "rule", "pairs"}`` (within :func:`reading_stored_ranks`, as stored).
     """
     stored = _STORED.get()
     if stored is not None:
@@ -217,8 +210,8 @@ def attach_ranks(store: Store, rows: list, sections: dict) -> None:
 def not_applicable(skips: list[dict], rows: list[dict]) -> list[dict]:
     """Return the data set's recorded skips that no stored score contradicts, summarized."""
     scored = {(r["model"], r.get("clusterer") or "", r["metric"]) for r in rows}
-    live = [s for s in skips if (s["model"], s["clusterer"], s["metric"]) not in scored]
-    return summarize_skips(live)
+    return summarize_skips([s for s in skips
+                            if (s["model"], s["clusterer"], s["metric"]) not in scored])
 
 
 def registered_sections(registry) -> dict:

@@ -97,10 +97,7 @@ class _Assets(dict):
 def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jinja2.Environment:
     """Return the leaderboard environment with the site's templates and link filters."""
     env = environment(sections)
-    env.loader = jinja2.ChoiceLoader([
-        jinja2.FileSystemLoader(str(Path(__file__).resolve().parent / "templates" / "site")),
-        env.loader,
-    ])
+    env.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(STYLE.parent)), env.loader])
 
     @jinja2.pass_context
     def model_link(context, name):
@@ -423,9 +420,8 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
     configurations = [{"metric": t["metric"], "text": t["configuration"]}
                       for t in site.tables_used if t["dataset"] == name]
     return {"name": name, "slug": page_slug(name), "overview": overview, "empty_heads": empty,
-            "configurations": configurations, "top_models": top_models,
-            "top_set": top, "sections": parts, "plots": plots,
-            "other": _pivot_other(other, site.pseudo),
+            "configurations": configurations, "top_models": top_models, "top_set": top,
+            "sections": parts, "plots": plots, "other": _pivot_other(other, site.pseudo),
             "not_applicable": not_applicable(skips, rows),
             "n_models": len({r["model"] for r in rows} - site.pseudo),
             "helpers": [{"model": m, "metrics": site.helpers[(name, m)]}
@@ -544,9 +540,7 @@ def _model_blocks(site: Site, model: str) -> list:
             html = _drawn_section(site, section, metric, own, ds["name"]) if own else None
             if html is not None:
                 parts.append({"title": section.title or metric, "html": html})
-            # drawn for each data set's top models only: an SVG costs ~0.1 s, and the
-            # values of every other model are in its tables (build time stays linear
-            # and small at 1,000 models x 5 data sets)
+            # drawn for each data set's top models only (docs/leaderboard.md, "It scales")
             if own and model in ds["top_set"]:
                 plots += _section_plots(site, f"{ds['name']}-{model}-{metric}", section, own, model)
         details = [t for r in mine for t in (_drawn("details", _detail_tables, r)[0] or ())]
@@ -614,11 +608,8 @@ def write_site(out_dir, files: dict[str, bytes]) -> Path:
 
 def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
                config: Optional[str] = None, title: str = DEFAULT_TITLE) -> Path:
-    """Write the static leaderboard site of ``store``'s scores; return index.html.
-
-    Each table shows one configuration (:func:`robench.present.leaderboard.chosen_configurations`;
-    ``config`` picks one); ``title``: a board's ``leaderboard.json`` title.
-    """
+    """Write the static site of ``store``'s scores, one configuration per table (``config``
+    picks one; ``title``: a board's ``leaderboard.json`` title); return index.html."""
     registry = get_registry() if registry is None else registry
     if top < 1:
         raise ValueError(f"--top must be at least 1, got {top}")

@@ -27,9 +27,8 @@ def output_width(stream=None) -> int:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    if not tty:
-        return DEFAULT_WIDTH
-    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns) if tty \
+        else DEFAULT_WIDTH
 
 
 def wrap(text: str, width: int, indent: str = "", subsequent: Optional[str] = None) -> list:
@@ -55,12 +54,6 @@ def _direction(head: dict, rows: list, metric: str):
     return None
 
 
-def _why_empty(rows: list) -> str:
-    """Return the first reason a score row of ``rows`` gives for having no value."""
-    return next((w for w in (why_not(as_dict(r.get("details"))) for r in rows) if w),
-                "no value stored")
-
-
 def _heads(rows: list, sections: dict) -> list:
     """Return the headline columns of one data set's rows, each with its ``why_empty``."""
     heads = []
@@ -79,8 +72,10 @@ def _heads(rows: list, sections: dict) -> list:
                           "by_model": {r["model"]: r for r in head["rows"]},
                           "higher_is_better": _direction(head, mine, metric),
                           "baseline": str(head.get("baseline") or ""),
-                          "why_empty": "" if any(is_finite(r.get("value"))
-                                                 for r in head["rows"]) else _why_empty(mine)})
+                          # the first reason a score row gives for having no value
+                          "why_empty": "" if any(is_finite(r.get("value")) for r in head["rows"])
+                          else next((w for w in (why_not(as_dict(r.get("details")))
+                                                 for r in mine) if w), "no value stored")})
     return heads
 
 
@@ -261,12 +256,8 @@ def not_run_text(metrics, rows: list, *, budget_spent: bool = False) -> str:
 
 def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAULT_WIDTH,
                   metrics=None, budget_spent: bool = False) -> dict:
-    """Return the summary of score rows: ``{"lines", "tables", "rest"}``.
-
-    ``lines``: each data set's table, what the columns are and which of ``metrics`` have no
-    score; ``tables``: those tables (:func:`dataset_table`); ``rest``: {data set: [metrics
-    with scores but no headline column]}.
-    """
+    """Return ``{"lines", "tables", "rest"}``: the summary's lines, its tables
+    (:func:`dataset_table`) and {data set: [metrics with scores but no headline column]}."""
     lines, tables, rest = [], [], {}
     for dataset, mine in sorted(_by_dataset(rows).items(), key=lambda item: str(item[0])):
         table = dataset_table(dataset, mine, sections, models)
