@@ -281,8 +281,7 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
     if fmt == "json":
         click.echo(json_document(found))
     else:
-        lines = markdown_lines(found) if fmt == "markdown" else text_lines(found)
-        click.echo("\n".join(lines))
+        click.echo("\n".join(markdown_lines(found) if fmt == "markdown" else text_lines(found)))
     if found.worse:
         sys.exit(1)
 

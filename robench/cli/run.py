@@ -38,8 +38,7 @@ from robench.storage.store import Store
 def _multi(name, short, kind):
     return click.option(
         f"--{name}", short, f"{kind}_names", multiple=True, metavar="NAME",
-        help=f"A {kind[:-1]} to use (repeatable; default: all). See `robench list {kind}`.",
-    )
+        help=f"A {kind[:-1]} to use (repeatable; default: all). See `robench list {kind}`.")
 
 
 class _RunCommand(click.Command):

@@ -1,8 +1,6 @@
 """SVG badges a contributor can put in a README: a model's rank, score and interval.
 
-Made locally by ``robench leaderboard`` (``badges/*.svg`` beside the pages), no external
-service: a flat two-part badge, its text measured with a fixed per-character width so the same
-scores give the same bytes.
+Text is measured with a fixed per-character width, so the same scores give the same bytes.
 """
 
 from __future__ import annotations

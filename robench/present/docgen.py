@@ -1,8 +1,6 @@
-"""Write the results figures of docs/ from a named results database (``robench report``).
+"""Write the generated blocks of docs/*.md from a named results database (``robench report``).
 
-Only the text between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` is rewritten,
-each block opening with a stamp naming the database, profile, commit and machine of its runs.
-docs/results.md lists the block names (:data:`KINDS`, ``NAME@PROFILE``).
+docs/results.md says what is rewritten, how each block is stamped, and lists the block names.
 """
 
 from __future__ import annotations
@@ -268,8 +266,8 @@ def render_seconds(results: Results) -> list:
                  for p in sorted({r["protocol"] for r in groups})
                  for mine in [[r for r in groups if r["protocol"] == p]]]
     return ([stamp(results), "", f"{sum(r['trials'] for r in groups)} trials, "
-             f"{sum(r['total'] for r in groups):.0f} worker-seconds in all (one worker's seconds; runs use one worker "
-             "per core).", ""]
+             f"{sum(r['total'] for r in groups):.0f} worker-seconds in all (one worker's "
+             "seconds; runs use one worker per core).", ""]
             + _md_table(["protocol", "trials", "worker-seconds"], subtotals) + [""]
             + _md_table(["data set", "protocol", "model", "trials", "seconds", "per trial"],
                         table))

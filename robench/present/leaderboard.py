@@ -152,8 +152,8 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
 
     Rows have ``model``, ``value``, ``ci_low``, ``ci_high``, ``higher_is_better`` and where
     known ``samples`` ({repeat: value}), ``cycle`` and ``unranked``. Equivalence is within a
-    race's ``adaptive.precision``, else ``margin``, else :data:`~robench.stats.sequential.PRECISION`.
-    Returns ``{"rows", "rule", "pairs"}`` (within :func:`reading_stored_ranks`, as stored).
+    race's ``adaptive.precision``, else ``margin``, else :data:`robench.stats.sequential.PRECISION`;
+    returns ``{"rows", "rule", "pairs"}`` (within :func:`reading_stored_ranks`, as stored).
     """
     stored = _STORED.get()
     if stored is not None:

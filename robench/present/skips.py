@@ -1,8 +1,4 @@
-"""Skipped combinations, summarised for people: the CLI after a run and the leaderboard page.
-
-A run records every (dataset, model, clusterer, metric) combination that could not apply, one
-row each (``skips`` table); shown one by one they bury the few distinct reasons.
-"""
+"""Skipped combinations, summarised for people: one row each would bury the few reasons."""
 
 from __future__ import annotations
 

@@ -121,19 +121,16 @@ def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Opti
         names &= set(models)
     if not names and not empty:
         return None
-    order = _order(names, ranked, heads)
+    others = [h for h in heads if h is not ranked]
+    # by position in the rank column, then in the other columns
+    positions = [{r["model"]: i for i, r in enumerate(h["rows"])}
+                 for h in ([ranked] if ranked else []) + others]
+    order = sorted(names, key=lambda m: ([p.get(m, 10 ** 9) for p in positions], str(m)))
     ordered, pairs = _decided(ranked, names) if ranked else (0, 0)
-    return {"dataset": dataset, "ranked": ranked, "others": [h for h in heads if h is not ranked],
+    return {"dataset": dataset, "ranked": ranked, "others": others,
             "empty": empty, "models": order, "ordered": ordered, "pairs": pairs,
             "unranked": [m for m in order if ranked and m in ranked["by_model"]
                          and ranked["by_model"][m].get("rank") is None]}
-
-
-def _order(names: set, ranked: Optional[dict], heads: list) -> list:
-    """Return the models by their position in the rank column, then in the other columns."""
-    order_heads = ([ranked] if ranked else []) + [h for h in heads if h is not ranked]
-    positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in order_heads]
-    return sorted(names, key=lambda m: ([p.get(m, 10 ** 9) for p in positions], str(m)))
 
 
 def _decided(ranked: dict, names: set) -> tuple[int, int]:
