@@ -16,7 +16,6 @@ from robench.data import DatasetError
 from robench.data.references import canonical_reference, checked_reference
 from robench.metric_kit import is_helper, without_helpers
 from robench.present.formatting import cut, fixed, interval_label, printable, rule_lines
-from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
 from robench.storage.readonly import schema_objects, stream_readonly
 from robench.storage.store import SCHEMA, Store
 from robench.storage.verification import status, verifications
@@ -89,11 +88,12 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
 def read_results(store, config, *, dataset=None, metric=None, model=None,
                  fmt: str = "table") -> dict:
     """Return what ``robench results`` shows: rows, helper rows, helpers, verified, shown."""
-    rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
+    # jinja2: imported on use
+    from robench.present.leaderboard import attach_ranks, chosen_configurations, registered_sections
+
+    rows, choices = chosen_configurations(store, config, dataset=dataset, metric=metric)
     helpers = store.helper_models()
     if fmt in ("json", "csv"):  # ranks are relative to the whole table: before --model filters
-        from robench.present.leaderboard import attach_ranks, registered_sections
-
         # the ranks stored with the scores (robench.run.ranking): helpers never have one
         attach_ranks(store, without_helpers(rows, helpers), registered_sections(load_registry()))
     if model is not None:
@@ -281,17 +281,6 @@ def _check_names(store, **given):
             + (f" Did you mean '{shown(close[0])}'?" if close else "")
             + f" Known: {listed or 'none (run `robench run` first)'}",
             param_hint=f"--{column}")
-
-
-def _chosen_scores(store, config, **filters):
-    """Return (each table's chosen configuration's rows, labelled; the choices)."""
-    labels = {i: row.get("label") or i for i, row in store.configurations().items()}
-    labels.setdefault(LEGACY, LEGACY_LABEL)
-    rows, choices = table_configurations(store.scores(**filters), labels,
-                                         resolve(config, labels))
-    for row in rows:
-        row["configuration_label"] = labels.get(row["configuration"], row["configuration"])
-    return rows, choices
 
 
 class _QueryCommand(click.Command):

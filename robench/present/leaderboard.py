@@ -221,8 +221,14 @@ def registered_sections(registry) -> dict:
     return {m.name: m.leaderboard for m in metrics}
 
 
-def chosen_configurations(store: Store, config: Optional[str] = None) -> tuple[list, dict]:
-    """Return (the scores the leaderboard shows, {(dataset, metric): Choice})."""
+def chosen_configurations(store: Store, config: Optional[str] = None,
+                          **filters) -> tuple[list, dict]:
+    """Return (the scores each table shows, with their ``configuration_label``, {(dataset,
+    metric): Choice}); the choice is made over all models of a table."""
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)
-    return table_configurations(store.scores(), labels, resolve(config, labels))
+    rows, choices = table_configurations(store.scores(**filters), labels,
+                                         resolve(config, labels))
+    for row in rows:
+        row["configuration_label"] = labels.get(row["configuration"], row["configuration"])
+    return rows, choices
