@@ -91,5 +91,4 @@ def main():  # pragma: no cover - console script entry
     try:
         cli()
     except BrokenPipeError:  # a command without friendly_errors (help, list) piped to head
-
         reader_gone()

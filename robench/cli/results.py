@@ -103,7 +103,11 @@ def read_results(store, config, *, dataset=None, metric=None, model=None,
     helper_rows = [r for r in rows if r["helper"]]
     if fmt == "table":  # shown apart below: nobody asked for them, so they are not listed
         rows = [r for r in rows if not r["helper"]]
-    verified = _verification(store, rows)
+    records = verifications(store)  # each row's robench verify status, by data set and model
+    verified = {(d, m): status(records, dataset=d, model=m)
+                for d, m in dict.fromkeys((r["dataset"], r["model"]) for r in rows)}
+    for row in rows:
+        row["verification"] = verified[(row["dataset"], row["model"])]
     if fmt != "table":
         for row, versions in zip(rows, store.score_versions(rows)):
             row["versions"] = versions
@@ -112,16 +116,6 @@ def read_results(store, config, *, dataset=None, metric=None, model=None,
                    key=lambda c: (str(c.dataset), str(c.metric)))
     return {"rows": rows, "helper_rows": helper_rows, "helpers": helpers,
             "verified": verified, "shown": shown}
-
-
-def _verification(store, rows: list) -> dict:
-    """Set each row's ``verification``; return {(data set, model): status}."""
-    records = verifications(store)
-    verified = {(d, m): status(records, dataset=d, model=m)
-                for d, m in dict.fromkeys((r["dataset"], r["model"]) for r in rows)}
-    for row in rows:
-        row["verification"] = verified[(row["dataset"], row["model"])]
-    return verified
 
 
 def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
@@ -262,9 +256,6 @@ def stored_dataset_name(store, dataset):
 
 def _check_names(store, **given):
     """Refuse a filter value that no stored score has, naming the known ones (exit 2)."""
-    def shown(name):  # stored names can be anything: one short, inert line
-        return cut(printable(name), 80)
-
     for column, value in given.items():
         if value is None:
             continue
@@ -274,11 +265,12 @@ def _check_names(store, **given):
             continue
         known = [k for k in known if isinstance(k, str)]
         close = difflib.get_close_matches(value, known, n=1)
-        listed = ", ".join(shown(k) for k in known[:50]) + (
+        # stored names can be anything: each one short, inert line
+        listed = ", ".join(cut(printable(k), 80) for k in known[:50]) + (
             f" and {len(known) - 50} more" if len(known) > 50 else "")
         raise click.BadParameter(
-            f"no stored score has {column} '{shown(value)}'."
-            + (f" Did you mean '{shown(close[0])}'?" if close else "")
+            f"no stored score has {column} '{cut(printable(value), 80)}'."
+            + (f" Did you mean '{cut(printable(close[0]), 80)}'?" if close else "")
             + f" Known: {listed or 'none (run `robench run` first)'}",
             param_hint=f"--{column}")
 

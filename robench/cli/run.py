@@ -383,16 +383,30 @@ def _decided_line(tables, adaptive, cfg, report=None) -> str:
 
 def _race_line(adaptive, cfg, report) -> str:
     """Return what a racing run decided per metric, and what its next looks would cost."""
-    metrics = list(dict.fromkeys(t["metric"] for t in adaptive))
-    parts = [_decided_part(m, [t for t in adaptive if t["metric"] == m]) for m in metrics]
+    metrics, parts = list(dict.fromkeys(t["metric"] for t in adaptive)), []
+    for m in metrics:  # "METRIC N of M pairs in K tables": the pairs ordered or equivalent
+        tables = [t for t in adaptive if t["metric"] == m]
+        pairs = [p for t in tables for p in (t.get("pairs") or [])]
+        done = sum(1 for p in pairs if p["status"] != "undecided")
+        parts.append(f"{m} {done} of {len(pairs)} pairs in {len(tables)} "
+                     f"table{'s' if len(tables) != 1 else ''}")
     nexts = [(m, t) for m in metrics for t in adaptive
              if t["metric"] == m and t.get("next_look") and _undecided(t)]
     spent = getattr(report, "budget_spent", False) or any(
         "budget" in (t.get("stopped") or "") for t in adaptive)
     text = ("Decided (racing" + (", time budget spent" if spent else "") + "): "
             + "; ".join(parts) + " (ordered or equivalent).")
-    if nexts:
-        text += _next_looks_text(nexts, cfg)
+    if nexts:  # what the next looks of the undecided tables would cost
+        said = [f"{metric} {t['dataset']}" + (f"/{t['clusterer']}" if t.get("clusterer") else "")
+                + f" ({t['next_look']['repeats']} repeats of "
+                f"{', '.join(t['next_look']['models'])}, ~{_duration(t['next_look']['seconds'])}"
+                f"{power_text(t)})" for metric, t in nexts]
+        seconds = sum((t["next_look"]["seconds"] for _, t in nexts), 0.0)
+        jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
+        text += (f" The next looks would decide more: {'; '.join(said[:6])}"
+                 + (f"; and {len(said) - 6} more" if len(said) > 6 else "")
+                 + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
+                 f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
     elif any(_undecided(t) for t in adaptive):
         text += " The rest reached the maximum repeats: a larger --repeats decides more."
     return text
@@ -400,27 +414,6 @@ def _race_line(adaptive, cfg, report) -> str:
 
 def _undecided(table: dict) -> bool:
     return any(p["status"] == "undecided" for p in table.get("pairs") or [])
-
-
-def _decided_part(metric: str, tables: list) -> str:
-    """Return "METRIC N of M pairs in K tables": the pairs ordered or equivalent."""
-    pairs = [p for t in tables for p in (t.get("pairs") or [])]
-    open_ = sum(1 for p in pairs if p["status"] == "undecided")
-    return (f"{metric} {len(pairs) - open_} of {len(pairs)} pairs in {len(tables)} "
-            f"table{'s' if len(tables) != 1 else ''}")
-
-
-def _next_looks_text(nexts: list, cfg) -> str:
-    """Return what the next looks of the undecided tables ([(metric, table)]) would cost."""
-    said = [f"{metric} {t['dataset']}" + (f"/{t['clusterer']}" if t.get("clusterer") else "")
-            + f" ({t['next_look']['repeats']} repeats of {', '.join(t['next_look']['models'])}, "
-            f"~{_duration(t['next_look']['seconds'])}{power_text(t)})" for metric, t in nexts]
-    seconds = sum((t["next_look"]["seconds"] for _, t in nexts), 0.0)
-    jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
-    return (f" The next looks would decide more: {'; '.join(said[:6])}"
-            + (f"; and {len(said) - 6} more" if len(said) > 6 else "")
-            + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
-            f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
 
 
 def power_text(table: dict) -> str:
