@@ -18,7 +18,7 @@ import click
 from robench.errors import USER_ERRORS
 from robench.escaping import csv_cell, json_text
 from robench.plugins import get_registry
-from robench.present.formatting import printable
+from robench.present.formatting import metric_spec, printable
 from robench.present.skips import summarize_skips
 from robench.run.configurations import short
 from robench.storage.migrations import unwritable
@@ -91,8 +91,7 @@ def friendly_errors(fn):
 
 
 class Finite(click.FloatRange):
-    """A float option within a range that must also be finite (nan passes a plain FloatRange:
-    every comparison with it is false)."""
+    """A float option in a range that must also be finite (nan, never compared, passes a range)."""
 
     name = "float"
 
@@ -104,8 +103,7 @@ class Finite(click.FloatRange):
 
 
 def _check_db_path(ctx, param, value):
-    """Refuse a --db that cannot hold a database file: SQLite's in-memory name (it would keep
-    nothing), a device or pipe, or a path under a file (its folders must be folders)."""
+    """Refuse a --db that cannot hold a database file (``:memory:``, a device, under a file)."""
     if value:
         if value == ":memory:" or value.startswith("file:"):
             raise click.BadParameter(
@@ -162,14 +160,6 @@ def print_skips(skipped):
         click.echo("\nSkipped (not applicable, not counted as failures):")
     for s in summarize_skips(skipped or ()):
         echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
-
-
-def metric_spec(reg, name):
-    """Return the registered metric ``name``, or None (a contributed file holds anything)."""
-    try:
-        return reg.get("metrics", name) if isinstance(name, str) else None
-    except LookupError:
-        return None
 
 
 def metric_order(reg, names) -> list:

@@ -229,9 +229,8 @@ def _headline_row(r: dict, width: int, pct: bool, beside: list) -> str:
 
 
 def stored_dataset_name(store, dataset):
-    """Return the name ``-d`` means in ``store``: a data set given by file (``npz:PATH``) is
-    stored under its stable name (``npz:STEM-FFFFFFFF``), or, in a database not migrated
-    since an older robench, under its absolute path; any other name is returned as given."""
+    """Return the name ``-d`` means in ``store``: a file's (``npz:PATH``) stable name, or its
+    absolute path in a database not migrated since an older robench; any other as given."""
     known = {r[0] for r in store.db.execute("SELECT DISTINCT dataset FROM scores")}
     if dataset is None or dataset in known or ":" not in dataset:
         return dataset

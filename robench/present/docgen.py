@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from robench.errors import DocgenError, UnknownComponentError  # noqa: F401 (public here too)
-from robench.present.formatting import is_finite
+from robench.present.formatting import is_finite, metric_spec
 from robench.plugins import get_registry
 from robench.run.config import PROFILES
 from robench.stats.claims import evaluate, headline, summary
@@ -155,13 +155,6 @@ def _md_table(header: list, rows: list) -> list:
         for r in rows]
 
 
-def _metric(registry, name: str):
-    try:
-        return registry.get("metrics", name)
-    except LookupError:
-        return None
-
-
 class NoRows(Exception):
     """The database holds nothing a block shows; ``lines`` is the note to write instead."""
 
@@ -192,7 +185,7 @@ def _claims_of(results: Results, registry, metric: Optional[str], hint: str) -> 
 def render_report(results: Results, registry, metric: str, dataset: Optional[str]) -> list:
     """Return the lines of a ``report:`` block."""
     rows = _scores_of(results, metric, dataset, results.rows(metric, dataset))
-    spec = _metric(registry, metric)
+    spec = metric_spec(registry, metric)
     if spec is not None and spec.report is not None:
         lines = "\n".join(spec.report(rows)).split("\n")
     else:
@@ -305,7 +298,7 @@ def _decided_row(results: Results, key: tuple, pairs: dict, registry) -> list:
     ns = sorted({p["n"] for p in pairs.values() if isinstance(p.get("n"), int)})
     margins = sorted({p["margin"] for p in pairs.values()
                       if isinstance(p.get("margin"), (int, float))})
-    paired = getattr(_metric(registry, metric), "paired", None)  # None: not installed here
+    paired = getattr(metric_spec(registry, metric), "paired", None)  # None: not installed here
     label = table_label(str((results.configurations.get(configuration) or {}).get("label")
                             or configuration), paired.repeats_knob if paired else None)
     return [dataset, metric, clusterer or "-", label, len(pairs), status.count("ordered"),
@@ -371,7 +364,7 @@ def _check_name(name: str, registry) -> list:
     if kind in ("report", "scores") and not (args and args[0]):
         raise DocgenError(f"block '{name}' needs a metric: {kind}:METRIC[:DATASET]")
     if kind in ("report", "scores", "claims", "claims-count"):
-        if args and _metric(registry, args[0]) is None:
+        if args and metric_spec(registry, args[0]) is None:
             raise DocgenError(f"block '{name}': no metric '{args[0]}' is registered")
     elif args:
         raise DocgenError(f"block '{name}' takes no arguments")

@@ -40,8 +40,7 @@ def as_dict(value) -> dict:
 
 
 def why_not(details: dict) -> str:
-    """Return why a score has no value, from its details: "not applicable: REASON" (said
-    once, whether or not the stored reason already starts with it), else the error, else ""."""
+    """Return why a score has no value: "not applicable: REASON" (said once), its error, or ""."""
     details = details if isinstance(details, dict) else {}
     reason = details.get("not_applicable")
     if reason:
@@ -50,6 +49,14 @@ def why_not(details: dict) -> str:
             text = text[len("not applicable:"):].strip()
         return f"not applicable: {text}"
     return str(details.get("error") or "")
+
+
+def metric_spec(registry, name):
+    """Return the registered metric ``name``, or None (a contributed file holds anything)."""
+    try:
+        return registry.get("metrics", name) if isinstance(name, str) else None
+    except LookupError:
+        return None
 
 
 def cut(value, limit: int) -> str:

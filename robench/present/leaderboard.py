@@ -184,13 +184,11 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
 def rank_legend(rules) -> str:
     """Return the one legend of ranks every view shows, with the tables' rules."""
     distinct = list(dict.fromkeys(str(r).strip().rstrip(".") for r in rules if r))
-    text = ("A rank such as 1-2 is the ranks a model can hold given every tested pair (1 + the "
+    return ("A rank such as 1-2 is the ranks a model can hold given every tested pair (1 + the "
             "models shown better, to the number ranked - the models shown worse); a single "
             "rank is decided; a model without a rank (—) says why beside it, e.g. at chance "
-            "(its score is shown but not ranked).")
-    if distinct:
-        text += " Ranked by: " + "; ".join(distinct) + "."
-    return text
+            "(its score is shown but not ranked)."
+            + (" Ranked by: " + "; ".join(distinct) + "." if distinct else ""))
 
 
 def attach_ranks(store: Store, rows: list, sections: dict) -> None:

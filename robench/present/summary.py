@@ -45,13 +45,10 @@ def fit(text: str, width: int) -> str:
 
 def _direction(head: dict, rows: list, metric: str):
     """Return whether a headline's higher values are better (None: unknown)."""
-    for source in (head.get("rows") or [],
-                   [r for r in rows if r.get("score") == metric], rows):
-        found = next((r.get("higher_is_better") for r in source
-                      if isinstance(r, dict) and r.get("higher_is_better") is not None), None)
-        if found is not None:
-            return bool(found)
-    return None
+    found = next((r["higher_is_better"] for source in (
+        head.get("rows") or [], [r for r in rows if r.get("score") == metric], rows)
+        for r in source if isinstance(r, dict) and r.get("higher_is_better") is not None), None)
+    return None if found is None else bool(found)
 
 
 def _heads(rows: list, sections: dict) -> list:
@@ -170,10 +167,9 @@ def _cells(table: dict, models: list) -> list:
 def _labels(table: dict, cells: list) -> list:
     """Return the value columns' labels, with the interval level or "(rank)" they show."""
     ranked = table["ranked"]
-    level = interval_label(ranked["rows"]) if ranked else "95% CI"
     first = 3 if ranked else 2  # where the other columns start in a row of cells
-    labels = ([f"{ranked['label']}" + (f" [{level}]" if any("[" in c[2] for c in cells)
-                                      else "")] if ranked else []) + [
+    labels = ([f"{ranked['label']}" + (f" [{interval_label(ranked['rows'])}]" if any(
+        "[" in c[2] for c in cells) else "")] if ranked else []) + [
         h["label"] + (" (rank)" if any(c[first + j].endswith(")") for c in cells) else "")
         for j, h in enumerate(table["others"])]
     return [printable(label) for label in labels]
