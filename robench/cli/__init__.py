@@ -56,8 +56,7 @@ class _Group(click.Group):
         """Return the message for an unknown command: closest names first, then the rest."""
         names = self.list_commands(ctx)
         close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.6)
-        close += [n for n in names if n not in close and len(name) > 1
-                  and (n.startswith(name.lower()) or name.lower() in n)]
+        close += [n for n in names if n not in close and len(name) > 1 and name.lower() in n]
         close += [n for n in _MEANT.get(name.lower(), ()) if n not in close]
         text = f"No such command '{printable(name)[:60]}'."
         if close:
@@ -91,5 +90,4 @@ def main():  # pragma: no cover - console script entry
     try:
         cli()
     except BrokenPipeError:  # a command without friendly_errors (help, list) piped to head
-
         reader_gone()

@@ -18,7 +18,7 @@ import click
 from robench.errors import USER_ERRORS
 from robench.escaping import csv_cell, json_text
 from robench.plugins import get_registry
-from robench.present.formatting import printable
+from robench.present.formatting import metric_spec, printable
 from robench.present.skips import summarize_skips
 from robench.run.configurations import short
 from robench.storage.migrations import unwritable
@@ -76,11 +76,10 @@ def friendly_errors(fn):
             fail(str(exc))
         except sqlite3.Error as exc:
             db = kwargs.get("db_path") or "the results database"
-            if kwargs.get("db_path"):
-                reason = unwritable(db)
-                if reason:
-                    fail(f"{db} cannot be written: {reason}; pick a --db on a writable disk "
-                          "(results, query and leaderboard read it where it is)")
+            reason = kwargs.get("db_path") and unwritable(db)
+            if reason:
+                fail(f"{db} cannot be written: {reason}; pick a --db on a writable disk "
+                     "(results, query and leaderboard read it where it is)")
             fail(f"{db}: SQLite refused it ({exc}). If the file is damaged or not a robench "
                   "database, move it away or pick another --db; a run resumes from what it "
                   "stored.")
@@ -92,8 +91,7 @@ def friendly_errors(fn):
 
 
 class Finite(click.FloatRange):
-    """A float option within a range that must also be finite (nan passes a plain FloatRange:
-    every comparison with it is false)."""
+    """A float option in a range that must also be finite (nan, never compared, passes a range)."""
 
     name = "float"
 
@@ -105,8 +103,7 @@ class Finite(click.FloatRange):
 
 
 def _check_db_path(ctx, param, value):
-    """Refuse a --db that cannot hold a database file: SQLite's in-memory name (it would keep
-    nothing), a device or pipe, or a path under a file (its folders must be folders)."""
+    """Refuse a --db that cannot hold a database file (``:memory:``, a device, under a file)."""
     if value:
         if value == ":memory:" or value.startswith("file:"):
             raise click.BadParameter(
@@ -116,19 +113,16 @@ def _check_db_path(ctx, param, value):
             raise click.BadParameter(
                 f"{value} is not a regular file (a device, pipe or socket); give the path of a "
                 "database file", ctx, param)
-        for parent in Path(value).parents:
-            if parent.exists():
-                if not parent.is_dir():
-                    raise click.BadParameter(f"{parent} is a file, not a folder", ctx, param)
-                break
+        parent = next((p for p in Path(value).parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise click.BadParameter(f"{parent} is a file, not a folder", ctx, param)
     return value
 
 
 def db_option(fn):
     """Add --db (default ./robench.db or $ROBENCH_DB)."""
     return click.option(
-        "--db", "db_path", default=default_path,
-        callback=_check_db_path,
+        "--db", "db_path", default=default_path, callback=_check_db_path,
         show_default="robench.db or $ROBENCH_DB", type=click.Path(dir_okay=False),
         help="SQLite results database.",
     )(fn)
@@ -162,20 +156,10 @@ def report_broken_plugins(reg):
 
 
 def print_skips(skipped):
-    if not skipped:
-        return
-    click.echo("\nSkipped (not applicable, not counted as failures):")
-    for s in summarize_skips(skipped):
+    if skipped:
+        click.echo("\nSkipped (not applicable, not counted as failures):")
+    for s in summarize_skips(skipped or ()):
         echo(f"  {s['metric']}: {s['reason']}" + (f" ({s['where']})" if s["where"] else ""))
-
-
-def metric_spec(reg, name):
-    """Return the registered metric ``name``, or None: stored by a plugin not installed here,
-    or not a name at all (a contributed database can hold anything)."""
-    try:
-        return reg.get("metrics", name) if isinstance(name, str) else None
-    except LookupError:
-        return None
 
 
 def metric_order(reg, names) -> list:
@@ -184,7 +168,7 @@ def metric_order(reg, names) -> list:
                                            str(name)))
 
 
-def print_reports(reg, rows, fmt="table"):
+def print_reports(reg, rows):
     """Print each metric's report (its own, or a generic table), metrics in display order."""
     by_metric: dict = {}
     for r in rows:
@@ -227,20 +211,14 @@ def emit_scores(rows, fmt):
     elif fmt == "table":
         for obj in out:
             obj["configuration"] = short(obj["configuration"] or "")
-    emit(cols, [[r[c] for c in cols] for r in out], fmt, objects=out)
-
-
-def emit(cols, rows, fmt, objects=None):
     if fmt == "json":
-        objects = objects if objects is not None else [dict(zip(cols, r)) for r in rows]
-        click.echo(json_text([json_ready(o) for o in objects], indent=2))
+        click.echo(json_text([json_ready(o) for o in out], indent=2))
     else:
-        stream(cols, iter([list(rows)]), fmt)
+        stream(cols, iter([[[r[c] for c in cols] for r in out]]), fmt)
 
 
 def json_ready(value):
-    """Return ``value`` as strict JSON can hold it: NaN and infinities become null, bytes and
-    other objects text (control characters are escaped by the JSON writer)."""
+    """Return ``value`` as strict JSON holds it (NaN and infinities null, objects text)."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
@@ -266,35 +244,24 @@ def cell(v):
 
 
 def stream(cols, batches, fmt, json_out=None):
-    """Write a query's rows as they are fetched (never the whole result in memory); the table's
-    column widths come from the first batch (a longer cell later widens its own line only)."""
+    """Write a query's rows as they are fetched; table widths come from the first batch."""
     if fmt == "csv":
-        _stream_csv(cols, batches)
-    elif fmt == "json":
-        _stream_json(cols, batches, json_out or JsonStream())
-    else:
-        _stream_table(cols, batches)
-
-
-def _stream_csv(cols, batches) -> None:
-    w = csv.writer(sys.stdout)  # a cell a spreadsheet opens: no formula, no control character
-    w.writerow([csv_cell(c) for c in cols])
-    for batch in batches:
-        w.writerows([csv_cell(v) for v in row] for row in batch)
-
-
-def _stream_json(cols, batches, out) -> None:
-    try:
+        w = csv.writer(sys.stdout)  # a cell a spreadsheet opens: no formula, no control character
+        w.writerow([csv_cell(c) for c in cols])
         for batch in batches:
-            for row in decode_json_cells(batch):
-                out.row(dict(zip(cols, row)))
-    except BaseException as exc:
-        out.stop(exc)
-        raise
-    out.end()
-
-
-def _stream_table(cols, batches) -> None:
+            w.writerows([csv_cell(v) for v in row] for row in batch)
+        return
+    if fmt == "json":
+        out = json_out or JsonStream()
+        try:
+            for batch in batches:
+                for row in decode_json_cells(batch):
+                    out.row(dict(zip(cols, row)))
+        except BaseException as exc:
+            out.stop(exc)
+            raise
+        out.end()
+        return
     first = next(batches, [])
     if not first:
         click.echo("(no rows)")
@@ -309,9 +276,8 @@ def _stream_table(cols, batches) -> None:
 
 
 class JsonStream:
-    """Write a JSON array row by row that is valid JSON however it ends: one stopped part way
-    ends with ``{"robench_error": "why it stopped"}``. ``lock`` is held while a row is written
-    (the query's hard time limit takes it before ending the process)."""
+    """Write a JSON array row by row, valid however it ends (``{"robench_error": WHY}`` last);
+    ``lock`` is held while a row is written (the query's hard time limit takes it to exit)."""
 
     def __init__(self, out=None):
         self.out = out or sys.stdout

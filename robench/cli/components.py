@@ -59,12 +59,10 @@ def list_(kind):
     for k in ([kind] if kind else KIND_NAMES):
         echo(f"{k}:")
         for spec in reg.all(k):
-            extra = ""
-            if k == "protocols" and spec.knobs:
-                extra = f" (knobs: --set {spec.section}.*)"
-            elif not getattr(spec, "in_default_run", True) and "opt-in" not in \
-                    spec.description:  # said once, in the description's words where it has them
-                extra = " (opt-in: slow)"
+            # opt-in is said once, in the description's words where it has them
+            extra = (f" (knobs: --set {spec.section}.*)" if k == "protocols" and spec.knobs
+                     else " (opt-in: slow)" if not getattr(spec, "in_default_run", True)
+                     and "opt-in" not in spec.description else "")
             echo(f"  {spec.name:<18} {spec.description}{extra}  [{spec.plugin}]")
         resolvers = {"datasets": ("resolvers", "-d"), "models": ("model-resolvers", "-m")}
         if k in resolvers and reg.all(resolvers[k][0]):
@@ -100,7 +98,7 @@ def knobs(section):
             f"unknown section '{section}'." + (f" Did you mean '{close[0]}'?" if close else "")
             + f" Known: {', '.join(sorted(sections))}", param_hint="SECTION")
     for name, (owner, knob_list) in sorted(sections.items()):
-        if section is not None and name != section:
+        if section not in (None, name):
             continue
         echo(f"{name} ({owner}):")
         for knob in knob_list:
@@ -134,5 +132,4 @@ def plugins():
             click.echo(f"    error: {printable(info.error)}")
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (data, list_, knobs, plugins)

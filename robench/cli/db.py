@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -18,6 +19,7 @@ from robench.errors import VerifyError
 from robench.exchange.diff import diff_databases, json_document, markdown_lines, text_lines
 from robench.exchange.merge import merge_databases
 from robench.exchange.rename import rename_file_datasets
+from robench.present.formatting import cut
 from robench.exchange.verify import DEFAULT_SAMPLE, difference_text, verify as verify_trials
 from robench.run.config import parse_duration
 from robench.run.ranking import refresh_ranks
@@ -26,12 +28,6 @@ from robench.storage.migrations import (CURRENT, SchemaError, check_readable,
                                         migrate as migrate_file)
 from robench.storage.readonly import connect_readonly, readonly_uri
 from robench.storage.store import SCHEMA, Store
-
-
-def _short(value, limit: int = 80) -> str:
-    """Return a stored or incoming value for one line of the merge report."""
-    text = str(value)
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
 @click.command()
@@ -106,14 +102,14 @@ def _print_conflicts(conflicts: list, db_path) -> None:
          "conflicts table:", fg="yellow", err=True)
     for c in conflicts[:20]:
         if c["recomputed"]:
-            values = "; ".join(f"{col} {_short(c['incoming'][col])} claimed, "
-                               f"{_short(c['stored'][col])} recomputed" for col in c["columns"])
+            values = "; ".join(f"{col} {cut(c['incoming'][col], 80)} claimed, "
+                               f"{cut(c['stored'][col], 80)} recomputed" for col in c["columns"])
             echo(f"  score {c['key'][:16]} ({c['label']}) from {c['source']}: not "
                  f"what its trials give here ({c['kept']}): {values}; not copied",
                  err=True)
             continue
-        values = "; ".join(f"{col} kept {_short(c['stored'][col])}, incoming "
-                           f"{_short(c['incoming'][col])}" for col in c["columns"])
+        values = "; ".join(f"{col} kept {cut(c['stored'][col], 80)}, incoming "
+                           f"{cut(c['incoming'][col], 80)}" for col in c["columns"])
         echo(f"  {c['kind'].replace('_', ' ')} {c['key'][:16]} ({c['label']}) from "
              f"{c['source']}: differs in {', '.join(c['columns'])}: {values}; kept "
              f"the one from {c['kept']}", err=True)
@@ -285,8 +281,7 @@ def diff(db_a, db_b, metric, models, anyway, fmt):
     if fmt == "json":
         click.echo(json_document(found))
     else:
-        lines = markdown_lines(found) if fmt == "markdown" else text_lines(found)
-        click.echo("\n".join(lines))
+        click.echo("\n".join(markdown_lines(found) if fmt == "markdown" else text_lines(found)))
     if found.worse:
         sys.exit(1)
 
@@ -331,11 +326,8 @@ def migrate(db_path):
     """
     if not os.path.isfile(db_path):
         raise FileNotFoundError(f"no results database at {db_path}")
-    conn = sqlite3.connect(readonly_uri(db_path), uri=True)
-    try:
+    with contextlib.closing(sqlite3.connect(readonly_uri(db_path), uri=True)) as conn:
         before = check_readable(conn, db_path)
-    finally:
-        conn.close()
     size = os.path.getsize(db_path)
     steps = migrate_file(db_path, SCHEMA)
     renamed, kept = rename_file_datasets(db_path)
@@ -355,5 +347,4 @@ def migrate(db_path):
                f"({size / 1e6:.1f} MB -> {os.path.getsize(db_path) / 1e6:.1f} MB after VACUUM)")
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (merge, verify, diff, metadata, migrate)

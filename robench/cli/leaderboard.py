@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-
 from robench.cli.common import (config_option, db_option, friendly_errors)
 from robench.storage.store import Store
 
@@ -55,5 +54,4 @@ def leaderboard(out_dir, top, title, config, db_path):
                f"({out / 'methods.html'}, {out / 'scores.json'})")
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (leaderboard,)

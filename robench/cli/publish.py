@@ -136,11 +136,9 @@ def publish(step, repo, to, wait, base):
         else:
             names = {"check": pipeline.CHECK, "run": pipeline.RUN}.get(step, (step,))
             results = []
-            for name in names:
-                if name == "validate" and base is not None:
-                    results.append(STEPS[name](repo, base=base))
-                else:
-                    results.append(STEPS[name](repo))
+            for name in names:  # --base is read by validate
+                with_base = {"base": base} if name == "validate" and base is not None else {}
+                results.append(STEPS[name](repo, **with_base))
                 if not results[-1].ok:
                     break
     for r in results:
@@ -153,5 +151,4 @@ def publish(step, repo, to, wait, base):
         sys.exit(1)
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (init_leaderboard, publish)

@@ -6,7 +6,6 @@ import sys
 
 import click
 
-
 from robench.cli.common import (db_option, friendly_errors, load_registry)
 from robench.present.docgen import generate
 
@@ -40,15 +39,13 @@ def report(out_dir, label, check, db_path):
     if not done:
         click.echo(f"no generated blocks in {out_dir}/*.md")
         return
-    stale = [p for p, _, changed, _ in done if changed]
     for path, names, changed, kept in done:
         state = ("stale" if check else "rewritten") if changed else "up to date"
         click.echo(f"{path}: {len(names)} block(s) {state}"
                    + (f"; kept {', '.join(kept)} (nothing for it in this database; its "
                       "stamp names its own)" if kept else ""))
-    if check and stale:
+    if check and any(changed for _, _, changed, _ in done):
         sys.exit(1)
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (report,)

@@ -15,8 +15,7 @@ from robench.cli.common import (Finite, JsonStream, config_option, db_option, ec
 from robench.data import DatasetError
 from robench.data.references import canonical_reference, checked_reference
 from robench.metric_kit import is_helper, without_helpers
-from robench.present.formatting import fixed, interval_label, printable, rule_lines
-from robench.run.configurations import LEGACY, LEGACY_LABEL, resolve, table_configurations
+from robench.present.formatting import cut, fixed, interval_label, printable, rule_lines
 from robench.storage.readonly import schema_objects, stream_readonly
 from robench.storage.store import SCHEMA, Store
 from robench.storage.verification import status, verifications
@@ -71,21 +70,30 @@ def results(dataset, metric, model, all_scores, config, fmt, db_path):
         with reading_stored_ranks(store):  # the families' tables show the stored ranks
             _print_headline_tables(load_registry(), got["rows"], got["shown"],
                                    whole=metric is not None)
-    _print_verified(got["verified"])
-    _print_helpers(got["helper_rows"], got["helpers"])
+    pseudo = _pseudo_models(load_registry())  # data-set-level scores: no model to verify
+    verified = {k: v for k, v in got["verified"].items() if k[1] not in pseudo}
+    if verified:
+        echo("\nverification (robench verify):")
+        for (d, m), v in sorted(verified.items()):
+            echo(f"  {d} / {m}: {v['text']}")
+    if got["helper_rows"]:
+        echo("helper models (trained by a metric for its own scores; not listed above, "
+             "never ranked; --format json has their scores):")
+        for d in sorted({r["dataset"] for r in got["helper_rows"]}):
+            names = sorted({r["model"] for r in got["helper_rows"] if r["dataset"] == d})
+            by = sorted({m for n in names for m in got["helpers"][(d, n)]})
+            echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
 
 
 def read_results(store, config, *, dataset=None, metric=None, model=None,
                  fmt: str = "table") -> dict:
-    """Return what ``robench results`` shows: ``rows`` (the chosen scores with ``helper`` and
-    ``verification``; in json/csv also ranks, ``versions`` and helper models' rows),
-    ``helper_rows``, ``helpers``, ``verified`` ({(data set, model): status}) and ``shown``
-    (the configuration choices of the tables that have rows)."""
-    rows, choices = _chosen_scores(store, config, dataset=dataset, metric=metric)
+    """Return what ``robench results`` shows: rows, helper rows, helpers, verified, shown."""
+    # jinja2: imported on use
+    from robench.present.leaderboard import attach_ranks, chosen_configurations, registered_sections
+
+    rows, choices = chosen_configurations(store, config, dataset=dataset, metric=metric)
     helpers = store.helper_models()
     if fmt in ("json", "csv"):  # ranks are relative to the whole table: before --model filters
-        from robench.present.leaderboard import attach_ranks, registered_sections
-
         # the ranks stored with the scores (robench.run.ranking): helpers never have one
         attach_ranks(store, without_helpers(rows, helpers), registered_sections(load_registry()))
     if model is not None:
@@ -95,7 +103,11 @@ def read_results(store, config, *, dataset=None, metric=None, model=None,
     helper_rows = [r for r in rows if r["helper"]]
     if fmt == "table":  # shown apart below: nobody asked for them, so they are not listed
         rows = [r for r in rows if not r["helper"]]
-    verified = _verification(store, rows)
+    records = verifications(store)  # each row's robench verify status, by data set and model
+    verified = {(d, m): status(records, dataset=d, model=m)
+                for d, m in dict.fromkeys((r["dataset"], r["model"]) for r in rows)}
+    for row in rows:
+        row["verification"] = verified[(row["dataset"], row["model"])]
     if fmt != "table":
         for row, versions in zip(rows, store.score_versions(rows)):
             row["versions"] = versions
@@ -106,40 +118,8 @@ def read_results(store, config, *, dataset=None, metric=None, model=None,
             "verified": verified, "shown": shown}
 
 
-def _verification(store, rows: list) -> dict:
-    """Set each row's ``verification`` (robench verify's status of its data set and model);
-    return {(data set, model): status}."""
-    records, verified = verifications(store), {}
-    for row in rows:
-        pair = (row["dataset"], row["model"])
-        if pair not in verified:
-            verified[pair] = status(records, dataset=pair[0], model=pair[1])
-        row["verification"] = verified[pair]
-    return verified
-
-
-def _print_verified(verified: dict) -> None:
-    pseudo = _pseudo_models(load_registry())  # data-set-level scores: no model to verify
-    verified = {k: v for k, v in verified.items() if k[1] not in pseudo}
-    if verified:
-        echo("\nverification (robench verify):")
-        for (d, m), v in sorted(verified.items()):
-            echo(f"  {d} / {m}: {v['text']}")
-
-
-def _print_helpers(helper_rows: list, helpers: dict) -> None:
-    if helper_rows:
-        echo("helper models (trained by a metric for its own scores; not listed above, "
-             "never ranked; --format json has their scores):")
-        for d in sorted({r["dataset"] for r in helper_rows}):
-            names = sorted({r["model"] for r in helper_rows if r["dataset"] == d})
-            by = sorted({m for n in names for m in helpers[(d, n)]})
-            echo(f"  {d}: {', '.join(names)} (for {', '.join(by)})")
-
-
 def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
-    """Print each data set's tables: per metric the configuration it shows and the family's
-    report of that data set's rows (shortened unless ``whole``, :func:`_table_lines`)."""
+    """Print per data set and metric its configuration and the family's report."""
     choice_of = {(c.dataset, c.metric): c for c in choices}
     pseudo = _pseudo_models(reg)
     for n, ds in enumerate(sorted({r["dataset"] for r in rows}, key=str)):
@@ -170,10 +150,9 @@ def _print_headline_tables(reg, rows, choices, whole: bool = False) -> None:
 
 
 def _table_lines(reg, ds, metric: str, rows: list, whole: bool):
-    """Return the lines shown for one metric of one data set: its report, or for one longer
-    than ``REPORT_LINES`` (unless ``whole``) its headline table or first tables and where the
-    rest is; None for a metric without a report of its own."""
-    report = _report(reg, metric, rows)
+    """Return one metric's lines of one data set (shortened unless ``whole``), or None."""
+    spec = metric_spec(reg, metric)
+    report = "\n".join(spec.report(rows)).split("\n") if getattr(spec, "report", None) else []
     if not report:
         return None
     if whole or len(report) <= REPORT_LINES:
@@ -198,15 +177,8 @@ def _pseudo_models(reg) -> set:
 REPORT_LINES = 20
 
 
-def _report(reg, metric: str, rows: list) -> list:
-    """Return the metric's own report of ``rows`` as lines ([] without one)."""
-    spec = metric_spec(reg, metric)
-    return "\n".join(spec.report(rows)).split("\n") if spec and spec.report is not None else []
-
-
 def _first_blocks(lines: list, most: int) -> tuple:
-    """Return (the report's first tables that fit in ``most`` lines, at least one; how many
-    tables are left), a table being what follows a blank line."""
+    """Return (the report's first tables that fit in ``most`` lines, how many are left)."""
     blocks: list = []
     for line in lines:
         if not blocks or (not line.strip() and blocks[-1][-1].strip()):
@@ -222,8 +194,7 @@ def _first_blocks(lines: list, most: int) -> tuple:
 
 
 def _headline_lines(reg, metric: str, rows: list):
-    """Return the metric's headline table as text (the leaderboard overview's ranked table),
-    or None without one."""
+    """Return the metric's headline table as text, or None without one."""
     section = getattr(metric_spec(reg, metric), "leaderboard", None)
     head = section.headline(rows) if section is not None and section.headline else None
     if not head or not head.get("rows"):
@@ -232,7 +203,6 @@ def _headline_lines(reg, metric: str, rows: list):
     beside = list(section.columns)
     width = max(18, *(len(str(r["model"])) + 1 for r in head["rows"]))
     intervals = any(r.get("rank_interval") for r in head["rows"])
-    rule = head.get("rule")  # the section's own rule (paired ranks)
     ranked = any(r.get("rank") is not None for r in head["rows"])
     lines = [f"\n{rows[0]['dataset']} - {head.get('label') or metric}: "
              + ("sorted by the estimate" if ranked else "best first, not ranked")
@@ -242,8 +212,8 @@ def _headline_lines(reg, metric: str, rows: list):
              f"{interval_label(head['rows']):>17}"
              + "".join(f" {label[:12]:>12}" for _, label, _ in beside)]
     lines += [_headline_row(r, width, pct, beside) for r in head["rows"]]
-    if rule and len(head["rows"]) > 1:
-        lines += rule_lines(f"{rule}.")
+    if head.get("rule") and len(head["rows"]) > 1:  # the section's own rule (paired ranks)
+        lines += rule_lines(f"{head['rule']}.")
     return lines
 
 
@@ -259,9 +229,8 @@ def _headline_row(r: dict, width: int, pct: bool, beside: list) -> str:
 
 
 def stored_dataset_name(store, dataset):
-    """Return the name ``-d`` means in ``store``: a data set given by file (``npz:PATH``) is
-    stored under its stable name (``npz:STEM-FFFFFFFF``), or, in a database not migrated
-    since an older robench, under its absolute path; any other name is returned as given."""
+    """Return the name ``-d`` means in ``store``: a file's (``npz:PATH``) stable name, or its
+    absolute path in a database not migrated since an older robench; any other as given."""
     known = {r[0] for r in store.db.execute("SELECT DISTINCT dataset FROM scores")}
     if dataset is None or dataset in known or ":" not in dataset:
         return dataset
@@ -286,10 +255,6 @@ def stored_dataset_name(store, dataset):
 
 def _check_names(store, **given):
     """Refuse a filter value that no stored score has, naming the known ones (exit 2)."""
-    def shown(name, limit=80):  # stored names can be anything: one short, inert line
-        text = printable(name)
-        return text if len(text) <= limit else text[:limit - 1] + "\u2026"
-
     for column, value in given.items():
         if value is None:
             continue
@@ -299,25 +264,14 @@ def _check_names(store, **given):
             continue
         known = [k for k in known if isinstance(k, str)]
         close = difflib.get_close_matches(value, known, n=1)
-        listed = ", ".join(shown(k) for k in known[:50]) + (
+        # stored names can be anything: each one short, inert line
+        listed = ", ".join(cut(printable(k), 80) for k in known[:50]) + (
             f" and {len(known) - 50} more" if len(known) > 50 else "")
         raise click.BadParameter(
-            f"no stored score has {column} '{shown(value)}'."
-            + (f" Did you mean '{shown(close[0])}'?" if close else "")
+            f"no stored score has {column} '{cut(printable(value), 80)}'."
+            + (f" Did you mean '{cut(printable(close[0]), 80)}'?" if close else "")
             + f" Known: {listed or 'none (run `robench run` first)'}",
             param_hint=f"--{column}")
-
-
-def _chosen_scores(store, config, **filters):
-    """Return (score rows of each table's chosen configuration, {(dataset, metric): Choice}),
-    each row with its ``configuration_label``; the choice is made over all models of a table."""
-    labels = {i: row.get("label") or i for i, row in store.configurations().items()}
-    labels.setdefault(LEGACY, LEGACY_LABEL)
-    rows, choices = table_configurations(store.scores(**filters), labels,
-                                         resolve(config, labels))
-    for row in rows:
-        row["configuration_label"] = labels.get(row["configuration"], row["configuration"])
-    return rows, choices
 
 
 class _QueryCommand(click.Command):
@@ -397,5 +351,4 @@ def _hard_stop(timeout: float, out):
     return timer
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (results, query)

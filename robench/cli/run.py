@@ -38,13 +38,11 @@ from robench.storage.store import Store
 def _multi(name, short, kind):
     return click.option(
         f"--{name}", short, f"{kind}_names", multiple=True, metavar="NAME",
-        help=f"A {kind[:-1]} to use (repeatable; default: all). See `robench list {kind}`.",
-    )
+        help=f"A {kind[:-1]} to use (repeatable; default: all). See `robench list {kind}`.")
 
 
 class _RunCommand(click.Command):
-    """``robench run``, whose help ends with what each profile changes, the registered knob
-    sections and the metrics that race."""
+    """``robench run``, whose help ends with its profiles, knob sections, racing metrics."""
 
     def format_epilog(self, ctx, formatter):
         super().format_epilog(ctx, formatter)
@@ -249,9 +247,8 @@ def stop_workers(wait: float = 10.0) -> None:
 
 
 def _execute(prepared, registry, db_path, race: dict, *, repeats, rescore):
-    """Run ``prepared`` into ``db_path`` with progress on stderr; return the report. After a
-    Ctrl-C the workers still running are ended and a second Ctrl-C is ignored while the store
-    closes, so the command exits 130 at once and quietly."""
+    """Run ``prepared`` into ``db_path`` with progress; return the report. After a Ctrl-C end the
+    workers, ignore a second Ctrl-C while the store closes: exit 130 at once and quietly."""
     store, progress = Store(db_path), Progress()
     command = redact_secrets("robench " + " ".join(sys.argv[1:]) if sys.argv else "robench run")
     interrupted = True  # until the run returns: a Ctrl-C it did not catch itself
@@ -326,8 +323,7 @@ def _print_opt_in(opt_in, profile, width: int = DEFAULT_WIDTH):
 
 
 def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
-    """Print the run's answer, last and short: the headline table of each data set, what is
-    decided and what would decide the rest, the counts, and where the full reports are."""
+    """Print the run's answer, last and short: tables, decisions, counts, what next."""
     out = summary_lines(rows, sections, models=cfg.models, width=width, metrics=cfg.metrics,
                         budget_spent=getattr(report, "budget_spent", False))
     lines = list(out["lines"])
@@ -362,8 +358,7 @@ def _print_summary(rows, sections, report, cfg, *, width, db_path, full):
 
 
 def _decided_line(tables, adaptive, cfg, report=None) -> str:
-    """Return what the rank columns decided and what would decide the rest (a profile with
-    more repeats, --until decided, --repeats)."""
+    """Return what the rank columns decided and what would decide the rest."""
     if adaptive:  # racing: its own pair decisions (a decided tie is decided too)
         return _race_line(adaptive, cfg, report)
     text = decided_text(tables)
@@ -387,20 +382,31 @@ def _decided_line(tables, adaptive, cfg, report=None) -> str:
 
 
 def _race_line(adaptive, cfg, report) -> str:
-    """Return what a racing run decided, per metric, and what would decide the rest: the
-    undecided tables' next looks and their projected worker time."""
-    by_metric: dict = {}
-    for t in adaptive:
-        by_metric.setdefault(t["metric"], []).append(t)
-    parts = [_decided_part(metric, ts) for metric, ts in by_metric.items()]
-    nexts = [(metric, t) for metric, ts in by_metric.items() for t in ts
-             if t.get("next_look") and _undecided(t)]
+    """Return what a racing run decided per metric, and what its next looks would cost."""
+    metrics, parts = list(dict.fromkeys(t["metric"] for t in adaptive)), []
+    for m in metrics:  # "METRIC N of M pairs in K tables": the pairs ordered or equivalent
+        tables = [t for t in adaptive if t["metric"] == m]
+        pairs = [p for t in tables for p in (t.get("pairs") or [])]
+        done = sum(1 for p in pairs if p["status"] != "undecided")
+        parts.append(f"{m} {done} of {len(pairs)} pairs in {len(tables)} "
+                     f"table{'s' if len(tables) != 1 else ''}")
+    nexts = [(m, t) for m in metrics for t in adaptive
+             if t["metric"] == m and t.get("next_look") and _undecided(t)]
     spent = getattr(report, "budget_spent", False) or any(
         "budget" in (t.get("stopped") or "") for t in adaptive)
     text = ("Decided (racing" + (", time budget spent" if spent else "") + "): "
             + "; ".join(parts) + " (ordered or equivalent).")
-    if nexts:
-        text += _next_looks_text(nexts, cfg)
+    if nexts:  # what the next looks of the undecided tables would cost
+        said = [f"{metric} {t['dataset']}" + (f"/{t['clusterer']}" if t.get("clusterer") else "")
+                + f" ({t['next_look']['repeats']} repeats of "
+                f"{', '.join(t['next_look']['models'])}, ~{_duration(t['next_look']['seconds'])}"
+                f"{power_text(t)})" for metric, t in nexts]
+        seconds = sum((t["next_look"]["seconds"] for _, t in nexts), 0.0)
+        jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
+        text += (f" The next looks would decide more: {'; '.join(said[:6])}"
+                 + (f"; and {len(said) - 6} more" if len(said) > 6 else "")
+                 + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
+                 f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
     elif any(_undecided(t) for t in adaptive):
         text += " The rest reached the maximum repeats: a larger --repeats decides more."
     return text
@@ -410,34 +416,8 @@ def _undecided(table: dict) -> bool:
     return any(p["status"] == "undecided" for p in table.get("pairs") or [])
 
 
-def _decided_part(metric: str, tables: list) -> str:
-    """Return "METRIC N of M pairs in K tables": the pairs ordered or equivalent."""
-    pairs = [p for t in tables for p in (t.get("pairs") or [])]
-    open_ = sum(1 for p in pairs if p["status"] == "undecided")
-    return (f"{metric} {len(pairs) - open_} of {len(pairs)} pairs in {len(tables)} "
-            f"table{'s' if len(tables) != 1 else ''}")
-
-
-def _next_looks_text(nexts: list, cfg) -> str:
-    """Return what the next looks of the undecided tables ([(metric, table)]) would cost."""
-    said, seconds = [], 0.0
-    for metric, t in nexts:
-        nxt = t["next_look"]
-        where = t["dataset"] + (f"/{t['clusterer']}" if t.get("clusterer") else "")
-        said.append(f"{metric} {where} ({nxt['repeats']} repeats of "
-                    f"{', '.join(nxt['models'])}, ~{_duration(nxt['seconds'])}"
-                    f"{power_text(t)})")
-        seconds += nxt["seconds"]
-    jobs = max(int(getattr(cfg, "jobs", 1) or 1), 1)
-    return (f" The next looks would decide more: {'; '.join(said[:6])}"
-            + (f"; and {len(said) - 6} more" if len(said) > 6 else "")
-            + f": ~{_duration(seconds)} of worker time, ~{_duration(seconds / jobs)} on "
-            f"{jobs} worker(s); rerun with a larger --budget (stored trials are reused).")
-
-
 def power_text(table: dict) -> str:
-    """Return "; 80% power for its open pairs at ~N repeats" (the most any undecided pair
-    needs; "" without figures)."""
+    """Return "; 80% power for its open pairs at ~N repeats" ("" without figures)."""
     need = [p["outlook"].get("repeats_80") for p in table.get("pairs") or []
             if p.get("status") == "undecided" and isinstance(p.get("outlook"), dict)]
     if not need:
@@ -472,12 +452,8 @@ def _print_plan(plan, cfg, db_path):
     click.echo(f"  {'data set':<{width}}  {'model':<{mwidth}}  {'protocol':<14} {'trials':>7} "
                f"{'stored':>7} {'to run':>7} {'estimate':>12}")
     for r in rows:
-        if r["todo"] == 0:
-            est = "-"
-        elif r["unestimated"] == r["todo"]:
-            est = "no data"
-        else:
-            est = _duration(r["seconds"]) + ("+" if r["unestimated"] else "")
+        est = "-" if r["todo"] == 0 else "no data" if r["unestimated"] == r["todo"] else (
+            _duration(r["seconds"]) + ("+" if r["unestimated"] else ""))
         click.echo(f"  {r['dataset']:<{width}}  {r['model']:<{mwidth}}  {r['protocol']:<14} "
                    f"{r['trials']:>7} {r['stored']:>7} {r['todo']:>7} {est:>12}")
     total, n_stored = sum(r["trials"] for r in rows), sum(r["stored"] for r in rows)
@@ -552,8 +528,7 @@ def _print_adaptive(tables):
 
 
 def failure_groups(rows: list) -> list:
-    """Return the failed trials grouped by data set and model and the first line of their
-    error, most trials first: [(where, error, [trials])]."""
+    """Return the failed trials as [(where, first error line, [trials])], most first."""
     groups: dict = {}
     for row in rows:
         where = f"{row['dataset']}/{row['model']}"
@@ -582,5 +557,4 @@ def _print_failures(rows: list, most: int = 20) -> None:
                "with the whole error)", err=True)
 
 
-#: The commands this module adds to the ``robench`` group.
 COMMANDS = (run,)

@@ -1,8 +1,6 @@
 """SVG badges a contributor can put in a README: a model's rank, score and interval.
 
-Made locally by ``robench leaderboard`` (``badges/*.svg`` beside the pages), no external
-service: a flat two-part badge, its text measured with a fixed per-character width so the same
-scores give the same bytes.
+Text is measured with a fixed per-character width, so the same scores give the same bytes.
 """
 
 from __future__ import annotations
@@ -29,8 +27,7 @@ BADGE_TEXT = 60
 
 
 def badge_svg(label: str, message: str, colour: str) -> str:
-    """Return a flat SVG badge: ``label`` on grey, ``message`` on ``colour`` (each shortened
-    to :data:`BADGE_TEXT` characters, then escaped)."""
+    """Return a flat SVG badge: ``label`` on grey, ``message`` on ``colour``."""
     label, message = shorten(label, BADGE_TEXT), shorten(message, BADGE_TEXT)
     lw, mw = _width(label), _width(message)
     w = lw + mw
@@ -72,16 +69,13 @@ def headline_message(row: dict, n_ranked: int, pct: bool = False) -> str:
 
 
 def colour(rank: Optional[int], n_ranked: int, tied: bool = False) -> str:
-    """Return the badge colour of a rank among ``n_ranked`` models (a shared first is no win,
-    and neither is a first without a competitor)."""
+    """Return a rank's badge colour (a shared first, or one with no competitor, is no win)."""
     if not rank:
         return COLOURS["none"]
     if n_ranked < 2:
         return COLOURS["ranked"]
-    if rank == 1 and not tied:
-        return COLOURS["first"]
     if rank == 1:
-        return COLOURS["top"]
+        return COLOURS["top" if tied else "first"]
     return COLOURS["top"] if rank <= max(1, n_ranked // 10) else COLOURS["ranked"]
 
 

@@ -1,12 +1,11 @@
-"""Write the results figures of docs/ from a named results database (``robench report``).
+"""Write the generated blocks of docs/*.md from a named results database (``robench report``).
 
-Only the text between ``<!-- generated: NAME -->`` and ``<!-- /generated -->`` is rewritten,
-each block opening with a stamp naming the database, profile, commit and machine of its runs.
-docs/results.md lists the block names (:data:`KINDS`, ``NAME@PROFILE``).
+docs/results.md says what is rewritten, how each block is stamped, and lists the block names.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 from dataclasses import dataclass, field
@@ -15,17 +14,15 @@ from pathlib import Path
 from typing import Optional
 
 from robench.errors import DocgenError, UnknownComponentError  # noqa: F401 (public here too)
-from robench.present.formatting import is_finite, percent
+from robench.present.formatting import is_finite, metric_spec
 from robench.plugins import get_registry
 from robench.run.config import PROFILES
 from robench.stats.claims import evaluate, headline, summary
 from robench.storage.readonly import readonly_uri
 from robench.storage.store import decode_row
 
-BLOCK = re.compile(
-    r"(?P<open><!-- generated: (?P<name>[^>]*?) -->)\n(?P<body>.*?)(?P<close><!-- /generated -->)",
-    re.S,
-)
+BLOCK = re.compile(r"(?P<open><!-- generated: (?P<name>[^>]*?) -->)\n(?P<body>.*?)"
+                   r"(?P<close><!-- /generated -->)", re.S)
 OPEN_MARK = re.compile(r"<!-- generated: ([^>]*?) -->")
 CLOSE_MARK = "<!-- /generated -->"
 #: How every stamp (and so every generated block's body) begins.
@@ -46,16 +43,11 @@ class Results:
     ranks: list = field(default_factory=list)
     configurations: dict = field(default_factory=dict)
 
-    def profile_of(self, run_id) -> str:
-        """Return the profile of a run ("?" if unknown)."""
-        run = self.runs.get(run_id)
-        return _profile(run) if run else "?"
-
     def only(self, profile: Optional[str]) -> "Results":
         """Return the results of the runs with this profile (all of them for None)."""
         if profile is None:
             return self
-        keep = {i for i in self.runs if self.profile_of(i) == profile}
+        keep = {i for i, run in self.runs.items() if _profile(run) == profile}
         configurations = {i: c for i, c in self.configurations.items()
                           if c.get("profile") == profile}
         return Results(self.label, [r for r in self.scores if r.get("run_id") in keep],
@@ -65,17 +57,13 @@ class Results:
                        configurations)
 
     def rows(self, metric: Optional[str] = None, dataset: Optional[str] = None) -> list:
-        """Return the score rows, optionally of one metric and data set (of a score held in
-        several configurations, the latest run's row)."""
+        """Return the score rows (of ``metric``, ``dataset``), each score's latest run's row."""
         latest: dict = {}
         for r in self.scores:
-            if (metric is not None and r["metric"] != metric) or (
-                    dataset is not None and r["dataset"] != dataset):
-                continue
-            ident = (r["dataset"], r["model"], r["clusterer"] or "", r["metric"], r["score"])
-            if ident not in latest or (r.get("run_id") or 0) >= (latest[ident].get("run_id")
-                                                                   or 0):
-                latest[ident] = r
+            if metric in (None, r["metric"]) and dataset in (None, r["dataset"]):
+                ident = (r["dataset"], r["model"], r["clusterer"] or "", r["metric"], r["score"])
+                if (r.get("run_id") or 0) >= (latest.get(ident, {}).get("run_id") or 0):
+                    latest[ident] = r
         return list(latest.values())
 
     def seconds(self) -> list:
@@ -93,9 +81,9 @@ def load(path, label: Optional[str] = None) -> Results:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no results database at {path}; run `robench run` first")
-    conn = sqlite3.connect(readonly_uri(path), uri=True)  # leaves no -shm/-wal beside it
-    conn.row_factory = sqlite3.Row
-    try:
+    # read-only: leaves no -shm/-wal beside it
+    with contextlib.closing(sqlite3.connect(readonly_uri(path), uri=True)) as conn:
+        conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA query_only = ON")
         try:
             scores = [decode_row("scores", dict(r)) for r in conn.execute(
@@ -115,12 +103,7 @@ def load(path, label: Optional[str] = None) -> Results:
                 if "configurations" in tables else {}
         except sqlite3.DatabaseError as exc:
             raise DocgenError(f"{path} is not a robench results database ({exc})") from None
-    finally:
-        conn.close()
     return Results(label or str(path), scores, runs, trials, ranks, configurations)
-
-
-# -- stamps ---------------------------------------------------------------------------------
 
 
 def _profile(run: dict) -> str:
@@ -130,16 +113,15 @@ def _profile(run: dict) -> str:
 
 def _wall(run: dict) -> Optional[float]:
     try:
-        a = datetime.fromisoformat(str(run["started_at"]).replace("Z", "+00:00"))
-        b = datetime.fromisoformat(str(run["finished_at"]).replace("Z", "+00:00"))
+        a, b = (datetime.fromisoformat(str(run[k]).replace("Z", "+00:00"))
+                for k in ("started_at", "finished_at"))
     except (KeyError, TypeError, ValueError):
         return None
     return (b - a).total_seconds()
 
 
 def _commit(run: dict) -> str:
-    rev = run.get("git_rev")
-    return rev[:10] if rev else "unknown"
+    return (run.get("git_rev") or "")[:10] or "unknown"
 
 
 def stamp(results: Results, rows: Optional[list] = None) -> str:
@@ -149,8 +131,7 @@ def stamp(results: Results, rows: Optional[list] = None) -> str:
     runs = [results.runs[i] for i in ids if i in results.runs]
 
     def joined(values):
-        seen = list(dict.fromkeys(values))
-        return ", ".join(seen) if seen else "unknown"
+        return ", ".join(dict.fromkeys(values)) or "unknown"
 
     dates = sorted({str(r.get("started_at") or "")[:10] for r in runs} - {""})
     when = dates[0] if len(dates) == 1 else (f"{dates[0]} to {dates[-1]}" if dates else "?")
@@ -162,30 +143,16 @@ def stamp(results: Results, rows: Optional[list] = None) -> str:
             f"run {run_ids or '-'} ({when}). Do not edit by hand.*")
 
 
-# -- blocks ---------------------------------------------------------------------------------
-
-
-def _num(v, pct: bool = False, digits: int = 3) -> str:
+def _num(v) -> str:
     if v is None or isinstance(v, (bool, int, float)):
-        return percent(v, 1, sign=False, missing="-") if pct else (
-            f"{v:.{digits}f}" if is_finite(v) else "-")
+        return f"{v:.3f}" if is_finite(v) else "-"
     return str(v)
 
 
 def _md_table(header: list, rows: list) -> list:
-    def cell(v) -> str:
-        return str(v).replace("|", "\\|").replace("\n", " ")
-
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
-    return out
-
-
-def _metric(registry, name: str):
-    try:
-        return registry.get("metrics", name)
-    except LookupError:
-        return None
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"] + [
+        "| " + " | ".join(str(v).replace("|", "\\|").replace("\n", " ") for v in r) + " |"
+        for r in rows]
 
 
 class NoRows(Exception):
@@ -196,15 +163,12 @@ class NoRows(Exception):
         self.lines = lines
 
 
-def _missing(what: str, metric: str) -> list:
-    return [f"No {what} in this database: run `robench run --metric {metric}` and regenerate."]
-
-
 def _scores_of(results: Results, metric: str, dataset: Optional[str], rows: list) -> list:
     """Return ``rows``, or raise NoRows with the note of a block without them."""
     if not rows:
-        raise NoRows([stamp(results, []), ""] + _missing(
-            f"scores of metric '{metric}'" + (f" on '{dataset}'" if dataset else ""), metric))
+        on = f" on '{dataset}'" if dataset else ""
+        raise NoRows([stamp(results, []), "", f"No scores of metric '{metric}'{on} in this "
+                      f"database: run `robench run --metric {metric}` and regenerate."])
     return rows
 
 
@@ -213,14 +177,15 @@ def _claims_of(results: Results, registry, metric: Optional[str], hint: str) -> 
     rows = results.rows(metric)
     claims = evaluate(registry, rows)
     if not claims:
-        raise NoRows([stamp(results, rows), ""] + _missing("scores that decide a claim", hint))
+        raise NoRows([stamp(results, rows), "", "No scores that decide a claim in this database: "
+                      f"run `robench run --metric {hint}` and regenerate."])
     return rows, claims
 
 
 def render_report(results: Results, registry, metric: str, dataset: Optional[str]) -> list:
     """Return the lines of a ``report:`` block."""
     rows = _scores_of(results, metric, dataset, results.rows(metric, dataset))
-    spec = _metric(registry, metric)
+    spec = metric_spec(registry, metric)
     if spec is not None and spec.report is not None:
         lines = "\n".join(spec.report(rows)).split("\n")
     else:
@@ -290,15 +255,12 @@ def render_seconds(results: Results) -> list:
     groups = results.seconds()
     table = [[r["dataset"], r["protocol"], r["model"] or "-", r["trials"], f"{r['total']:.1f}",
               f"{r['mean']:.2f}"] for r in groups]
-    total = sum(r["total"] for r in groups)
-    by_protocol: dict = {}
-    for r in groups:
-        trials, seconds = by_protocol.get(r["protocol"], (0, 0.0))
-        by_protocol[r["protocol"]] = (trials + r["trials"], seconds + r["total"])
-    subtotals = [[p, n, f"{s:.0f}"] for p, (n, s) in sorted(by_protocol.items())]
+    subtotals = [[p, sum(r["trials"] for r in mine), f"{sum(r['total'] for r in mine):.0f}"]
+                 for p in sorted({r["protocol"] for r in groups})
+                 for mine in [[r for r in groups if r["protocol"] == p]]]
     return ([stamp(results), "", f"{sum(r['trials'] for r in groups)} trials, "
-             f"{total:.0f} worker-seconds in all (one worker's seconds; runs use one worker "
-             "per core).", ""]
+             f"{sum(r['total'] for r in groups):.0f} worker-seconds in all (one worker's "
+             "seconds; runs use one worker per core).", ""]
             + _md_table(["protocol", "trials", "worker-seconds"], subtotals) + [""]
             + _md_table(["data set", "protocol", "model", "trials", "seconds", "per trial"],
                         table))
@@ -336,10 +298,7 @@ def _decided_row(results: Results, key: tuple, pairs: dict, registry) -> list:
     ns = sorted({p["n"] for p in pairs.values() if isinstance(p.get("n"), int)})
     margins = sorted({p["margin"] for p in pairs.values()
                       if isinstance(p.get("margin"), (int, float))})
-    try:
-        paired = registry.get("metrics", metric).paired
-    except UnknownComponentError:  # a metric this install does not have
-        paired = None
+    paired = getattr(metric_spec(registry, metric), "paired", None)  # None: not installed here
     label = table_label(str((results.configurations.get(configuration) or {}).get("label")
                             or configuration), paired.repeats_knob if paired else None)
     return [dataset, metric, clusterer or "-", label, len(pairs), status.count("ordered"),
@@ -371,8 +330,7 @@ def split_name(name: str) -> tuple:
 
 
 def render(name: str, results: Results, registry) -> Optional[list]:
-    """Return the lines of the block called ``name`` (without its markers); None (keep it)
-    for ``NAME@PROFILE`` when the database holds no run of that profile."""
+    """Return the lines of the block ``name``; None (keep it) when its profile has no run."""
     name, profile = split_name(name)
     if profile is not None and profile not in PROFILES:
         raise DocgenError(f"block '{name}@{profile}': unknown profile '{profile}'; known: "
@@ -382,16 +340,16 @@ def render(name: str, results: Results, registry) -> Optional[list]:
         results = results.only(profile)
         if not results.runs:
             return None
-    if kind in ("report", "scores"):
-        dataset = args[1] if len(args) > 1 and args[1] else None
-        if kind == "report":
-            return render_report(results, registry, args[0], dataset)
+    metric = args[0] if args else None
+    dataset = args[1] if len(args) > 1 and args[1] else None
+    if kind == "report":
+        return render_report(results, registry, metric, dataset)
+    if kind == "scores":
         names = [s for s in args[2].split(",") if s] if len(args) > 2 else None
-        return render_scores(results, args[0], dataset, names)
-    if kind == "claims":
-        return render_claims(results, registry, args[0] if args else None)
-    if kind == "claims-count":
-        return render_claims_count(results, registry, args[0] if args else None)
+        return render_scores(results, metric, dataset, names)
+    if kind in ("claims", "claims-count"):
+        return (render_claims if kind == "claims" else render_claims_count)(
+            results, registry, metric)
     if kind == "decided":
         return render_decided(results, registry)
     return render_runs(results) if kind == "runs" else render_seconds(results)
@@ -403,20 +361,14 @@ def _check_name(name: str, registry) -> list:
     if kind not in KINDS:
         raise DocgenError(f"unknown block '{name}'; blocks are "
                           + ", ".join(f"'{k}'" for k in KINDS) + " (robench.present.docgen)")
-    if kind in ("report", "scores"):
-        if not args or not args[0]:
-            raise DocgenError(f"block '{name}' needs a metric: {kind}:METRIC[:DATASET]")
-        if _metric(registry, args[0]) is None:
-            raise DocgenError(f"block '{name}': no metric '{args[0]}' is registered")
-    elif kind in ("claims", "claims-count"):
-        if args and _metric(registry, args[0]) is None:
+    if kind in ("report", "scores") and not (args and args[0]):
+        raise DocgenError(f"block '{name}' needs a metric: {kind}:METRIC[:DATASET]")
+    if kind in ("report", "scores", "claims", "claims-count"):
+        if args and metric_spec(registry, args[0]) is None:
             raise DocgenError(f"block '{name}': no metric '{args[0]}' is registered")
     elif args:
         raise DocgenError(f"block '{name}' takes no arguments")
     return [kind, *args]
-
-
-# -- files ----------------------------------------------------------------------------------
 
 
 def check_markers(text: str, where: str) -> None:
@@ -437,8 +389,7 @@ def check_markers(text: str, where: str) -> None:
 
 def rewrite(text: str, results: Results, registry, where: str = "<text>",
             kept: Optional[list] = None) -> tuple:
-    """Return (new text, block names) with every generated block of ``text`` re-rendered;
-    blocks left as they are (no run of their profile, no rows) are appended to ``kept``."""
+    """Return (new text, block names) with every block re-rendered (``kept``: left as is)."""
     check_markers(text, where)
     names = []
 
@@ -465,11 +416,8 @@ def rewrite(text: str, results: Results, registry, where: str = "<text>",
 
 def generate(db_path, out_dir, registry=None, label: Optional[str] = None,
              check: bool = False) -> list:
-    """Rewrite the generated blocks of every ``*.md`` under ``out_dir`` from ``db_path``;
-    return ``[(path, block names, changed, kept)]`` (``check``: write nothing)."""
-
-    if registry is None:
-        registry = get_registry()
+    """Rewrite the blocks of every ``out_dir``/*.md; return [(path, names, changed, kept)]."""
+    registry = get_registry() if registry is None else registry
     out = Path(out_dir)
     if not out.is_dir():
         raise FileNotFoundError(f"no directory {out} to write the documentation into")

@@ -12,8 +12,7 @@ from robench.storage.cells import loads
 
 def percent(value, digits: int = 2, *, width: int = 0, sign: bool = True,
             missing: str = "—") -> str:
-    """Return a fraction in [0, 1] as a percentage with ``digits`` decimals (``sign``: with a
-    '%'), right-aligned in ``width``; ``missing`` (aligned too) if it is not a finite number."""
+    """Return a fraction as a percentage, right-aligned in ``width`` (``missing``: not finite)."""
     text = f"{value * 100:.{digits}f}" + ("%" if sign else "") if is_finite(value) else missing
     return text.rjust(width)
 
@@ -41,8 +40,7 @@ def as_dict(value) -> dict:
 
 
 def why_not(details: dict) -> str:
-    """Return why a score has no value, from its details: "not applicable: REASON" (said
-    once, whether or not the stored reason already starts with it), else the error, else ""."""
+    """Return why a score has no value: "not applicable: REASON" (said once), its error, or ""."""
     details = details if isinstance(details, dict) else {}
     reason = details.get("not_applicable")
     if reason:
@@ -53,17 +51,28 @@ def why_not(details: dict) -> str:
     return str(details.get("error") or "")
 
 
+def metric_spec(registry, name):
+    """Return the registered metric ``name``, or None (a contributed file holds anything)."""
+    try:
+        return registry.get("metrics", name) if isinstance(name, str) else None
+    except LookupError:
+        return None
+
+
+def cut(value, limit: int) -> str:
+    """Return ``value`` as text of at most ``limit`` characters, a cut marked by an ellipsis."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
 def printable(value, lines: bool = False) -> str:
-    """Return ``value`` as text that cannot drive a terminal (:func:`robench.escaping.terminal`:
-    C0, DEL, C1 and bidirectional controls written out as ``\\xNN`` or ``\\uNNNN``). With
-    ``lines``, tabs and line feeds are kept."""
+    """Return ``value`` as text that cannot drive a terminal (``lines``: keep tabs and LF)."""
     return terminal(value, lines=lines)
 
 
 def interval_text(low, high, *, reason=None, floor=None, digits: int = 3) -> tuple:
-    """Return (the interval as text, a note or None) as the tables show it: never clipped (a
-    bound below ``floor`` is noted); without bounds "unbounded" where the stored reason says
-    so (Fieller's), else "none", the note being the reason."""
+    """Return (the interval as text, a note or None): never clipped (a bound below ``floor`` is
+    noted); without bounds "unbounded" where the reason says so (Fieller's), else "none"."""
     if is_finite(low) and is_finite(high):
         text = f"[{low:.{digits}f}, {high:.{digits}f}]"
         if floor is not None and low < floor:
@@ -86,9 +95,8 @@ def rule_lines(rule: str, width: int = RULE_WIDTH) -> list:
 
 
 def interval_label(rows: list) -> str:
-    """Return the one label of a table's intervals: "95% CI" for a fixed run, the level of
-    the look a raced table stopped at otherwise ("96.9% CI": with alpha spent across the
-    looks, the intervals of every look hold together at 95%). Every view labels with it."""
+    """Return the label of a table's intervals: "95% CI", or a raced table's stopping look's
+    level ("96.9% CI": with alpha spent across looks, every look's intervals hold at 95%)."""
     levels = [float(a["level"]) for r in rows
               if isinstance(a := r.get("adaptive"), dict) and a.get("level")]
     if not levels:

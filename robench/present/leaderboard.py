@@ -1,9 +1,6 @@
 """The leaderboard's shared pieces: number formats, ranking, and the jinja2 environment.
 
-Accuracies are stored as fractions in [0, 1] and shown as percentages. Each registered metric
-with a :class:`robench.specs.LeaderboardSection` supplies its own part of every data set's
-page (a context builder and a jinja2 template found through a loader chain).
-:func:`robench.present.site.build_site` writes the static site from these pieces.
+Accuracies are stored as fractions in [0, 1] and shown as percentages.
 """
 
 from __future__ import annotations
@@ -30,8 +27,7 @@ _TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def environment(sections: dict) -> jinja2.Environment:
-    """Return the jinja2 environment: autoescaping, the number filters, and a loader chain of
-    the core templates and, under ``<metric>/``, each metric section's template folder."""
+    """Return the jinja2 environment: autoescaping, number filters, template loaders."""
     loader = jinja2.ChoiceLoader([
         jinja2.FileSystemLoader(str(_TEMPLATES)),
         jinja2.PrefixLoader({name: jinja2.FileSystemLoader(str(section.templates))
@@ -42,8 +38,7 @@ def environment(sections: dict) -> jinja2.Environment:
     env.filters["pct"] = format_percent
     env.filters["num"] = format_number
     env.filters["rank_legend"] = rank_legend
-    # The site (robench.present.site) replaces these two: a model's name links to its page and a
-    # decoded image becomes a file; here a name is text and an image stays inline.
+    # the site replaces these two (a name links to its page, an image becomes a file)
     env.filters["model"] = markupsafe.escape
     env.filters["png_src"] = lambda png: f"data:image/png;base64,{png}"
     return env
@@ -60,8 +55,7 @@ def format_number(value, digits: int = 3) -> str:
 
 
 def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
-    """Return ``rows`` best first (by each row's ``higher_is_better``), each with a competition
-    rank ("1, 2, 2, 4"); rows without a value come last with none."""
+    """Return ``rows`` best first with competition ranks ("1, 2, 2, 4"), no value last."""
     def order(row):
         value = row.get(value_key)
         if not is_finite(value):
@@ -72,18 +66,14 @@ def rank_rows(rows: list[dict], value_key: str = "value") -> list[dict]:
     previous, rank = None, 0
     for position, row in enumerate(ranked, start=1):
         key = order(row)
-        if key[0] == 1:
-            row["rank"] = None
-            continue
-        if key != previous:
+        if key[0] == 0 and key != previous:
             rank, previous = position, key
-        row["rank"] = rank
+        row["rank"] = rank if key[0] == 0 else None
     return ranked
 
 
 def _stored_tables(store: Store) -> list:
-    """Return the stored ranks as tables: [{model: (value, ranking)}], one per data set,
-    metric, configuration and clusterer."""
+    """Return the stored ranks as [{model: ranking}], one per stored table."""
     tables: dict = defaultdict(dict)
     for (dataset, metric, configuration, clusterer, model), ranking in \
             stored_rankings(store).items():
@@ -93,9 +83,8 @@ def _stored_tables(store: Store) -> list:
 
 @contextlib.contextmanager
 def reading_stored_ranks(store: Store):
-    """Within it, :func:`rank_table` reads the ranks stored with the scores
-    (:mod:`robench.run.ranking`) instead of ranking: what a view (the site, its badges,
-    ``robench results``) wraps its sections' calls in, so no view ranks again."""
+    """Within it, :func:`rank_table` reads the ranks stored with the scores instead of ranking
+    (every view, the site and ``robench results``, wraps its sections in it: none ranks again)."""
     token = _STORED.set(_stored_tables(store))
     try:
         yield
@@ -109,9 +98,7 @@ def _same(a, b) -> bool:
 
 
 def _read_stored(tables: list, rows: list) -> dict:
-    """Return :func:`rank_table`'s answer for ``rows`` from the stored table of the same models
-    and values (else one holding them with those values); where none is stored, every row
-    unranked saying so."""
+    """Return :func:`rank_table`'s answer for ``rows`` from the stored table of them."""
     models = {r["model"] for r in rows}
 
     def agrees(table):
@@ -148,9 +135,7 @@ def _with_stored_rank(row: dict, got: Optional[dict]) -> dict:
 
 
 def adaptive_of(score: dict) -> Optional[dict]:
-    """Return what a raced (``--until decided``) score row says of itself for its table's
-    ranking, None for a fixed-repeats score: repeats, why it stopped, the level and alpha of
-    the look its table stopped at, the margin, the spending and the looks planned."""
+    """Return what a raced score row says of its race for its table's ranking, or None."""
     details = score.get("details") or {}
     ad = details.get("adaptive") if isinstance(details, dict) else None
     if not isinstance(ad, dict):
@@ -167,10 +152,8 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
 
     Rows have ``model``, ``value``, ``ci_low``, ``ci_high``, ``higher_is_better`` and where
     known ``samples`` ({repeat: value}), ``cycle`` and ``unranked``. Equivalence is within a
-    race's ``adaptive.precision`` (tested at its looks' level), else ``margin``, else
-    :data:`robench.stats.sequential.PRECISION`. Returns ``{"rows", "rule", "pairs"}``, rows
-    best first with ``rank``, ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``,
-    ``unranked`` (``samples`` dropped); within :func:`reading_stored_ranks`, the stored answer.
+    race's ``adaptive.precision``, else ``margin``, else :data:`robench.stats.sequential.PRECISION`;
+    returns ``{"rows", "rule", "pairs"}`` (within :func:`reading_stored_ranks`, as stored).
     """
     stored = _STORED.get()
     if stored is not None:
@@ -199,22 +182,17 @@ def rank_table(rows: list, margin: Optional[float] = None) -> dict:
 
 
 def rank_legend(rules) -> str:
-    """Return the one legend of ranks every view shows: what a rank interval and "—" are, and
-    each distinct rule of the tables shown."""
+    """Return the one legend of ranks every view shows, with the tables' rules."""
     distinct = list(dict.fromkeys(str(r).strip().rstrip(".") for r in rules if r))
-    text = ("A rank such as 1-2 is the ranks a model can hold given every tested pair (1 + the "
+    return ("A rank such as 1-2 is the ranks a model can hold given every tested pair (1 + the "
             "models shown better, to the number ranked - the models shown worse); a single "
             "rank is decided; a model without a rank (—) says why beside it, e.g. at chance "
-            "(its score is shown but not ranked).")
-    if distinct:
-        text += " Ranked by: " + "; ".join(distinct) + "."
-    return text
+            "(its score is shown but not ranked)."
+            + (" Ranked by: " + "; ".join(distinct) + "." if distinct else ""))
 
 
 def attach_ranks(store: Store, rows: list, sections: dict) -> None:
-    """Add the stored ``ranking`` (:mod:`robench.run.ranking`) to each headline score row, in
-    place; in a file storing no ranks, a ranked metric's (``sections``) rows get
-    ``{"rank": None, "unranked": NOT_COMPUTED}`` (run ``robench migrate``)."""
+    """Add the stored ``ranking`` to each headline score row, in place."""
     stored = stored_rankings(store)
     for r in rows:
         if r.get("score") != r["metric"]:
@@ -230,8 +208,8 @@ def attach_ranks(store: Store, rows: list, sections: dict) -> None:
 def not_applicable(skips: list[dict], rows: list[dict]) -> list[dict]:
     """Return the data set's recorded skips that no stored score contradicts, summarized."""
     scored = {(r["model"], r.get("clusterer") or "", r["metric"]) for r in rows}
-    live = [s for s in skips if (s["model"], s["clusterer"], s["metric"]) not in scored]
-    return summarize_skips(live)
+    return summarize_skips([s for s in skips
+                            if (s["model"], s["clusterer"], s["metric"]) not in scored])
 
 
 def registered_sections(registry) -> dict:
@@ -241,10 +219,14 @@ def registered_sections(registry) -> dict:
     return {m.name: m.leaderboard for m in metrics}
 
 
-def chosen_configurations(store: Store, config: Optional[str] = None) -> tuple[list, dict]:
-    """Return (the scores the leaderboard shows, {(dataset, metric): Choice}): one
-    configuration per table (:func:`robench.run.configurations.choose`; ``config`` picks one by
-    id, prefix, label or 'legacy')."""
+def chosen_configurations(store: Store, config: Optional[str] = None,
+                          **filters) -> tuple[list, dict]:
+    """Return (the scores each table shows, with their ``configuration_label``, {(dataset,
+    metric): Choice}); the choice is made over all models of a table."""
     labels = {i: row.get("label") or i for i, row in store.configurations().items()}
     labels.setdefault(LEGACY, LEGACY_LABEL)
-    return table_configurations(store.scores(), labels, resolve(config, labels))
+    rows, choices = table_configurations(store.scores(**filters), labels,
+                                         resolve(config, labels))
+    for row in rows:
+        row["configuration_label"] = labels.get(row["configuration"], row["configuration"])
+    return rows, choices

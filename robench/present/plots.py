@@ -23,12 +23,11 @@ from __future__ import annotations
 import io
 import textwrap
 
-from robench.present.formatting import is_finite, printable
+from robench.present.formatting import cut, is_finite, printable
 
 SVG_RC = {"svg.hashsalt": "robench", "svg.fonttype": "none", "font.size": 9.5,
           "axes.spines.top": False, "axes.spines.right": False,
-          # names come from databases anyone can contribute: '$\\foo{$' is a model name, not
-          # mathtext to parse (which raised and stopped the whole leaderboard)
+          # a name is text, never mathtext: '$\\foo{$' raised (docs/guarantees.md)
           "text.parse_math": False, "text.usetex": False}
 #: Longest label drawn; a longer one (a name can be any text) is cut with an ellipsis.
 MAX_LABEL = 80
@@ -46,8 +45,7 @@ MAX_LEFT = 0.45  # a bar chart's row labels take at most this share of the width
 
 def label(value, limit: int = MAX_LABEL) -> str:
     """Return ``value`` as plot text: control characters escaped, at most ``limit`` long."""
-    text = printable("" if value is None else value)
-    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+    return cut(printable("" if value is None else value), limit)
 
 
 def style(i: int) -> dict:
@@ -76,10 +74,7 @@ def render_svg(plot: dict) -> str:
         ax = fig.add_subplot()
         legend = draw(ax, plot) or []
         _label_axes(ax, plot)
-        # fixed margins (inches) instead of tight_layout, which measures every label and took
-        # half of a plot's time: the title wraps to the width, the left margin grows with the
-        # longest row label of a bar chart, the bottom with the legend's rows (the legend goes
-        # under the axes, so no label is ever drawn over a point or another label)
+        # fixed margins in inches, not tight_layout (docs/leaderboard.md, "Plots")
         title = textwrap.wrap(label(plot.get("title") or "", 4 * MAX_LABEL),
                               int((width - 0.2) / CHAR_IN) - 1)
         left = _left_margin(ax, plot, width)
@@ -133,8 +128,7 @@ def _left_margin(ax, plot: dict, width: float) -> float:
 
 def _fit(label: str, inches: float) -> str:
     """Return ``label`` cut (with an ellipsis) to what fits in ``inches`` at 9.5 pt."""
-    most = max(4, int(inches / CHAR_IN))
-    return label if len(label) <= most else label[:most - 1] + "\u2026"
+    return cut(label, max(4, int(inches / CHAR_IN)))
 
 
 def _scatter(ax, plot: dict) -> list:
@@ -144,11 +138,9 @@ def _scatter(ax, plot: dict) -> list:
     legend = []
     for i, p in enumerate(points):
         look = style(i)
-        xerr = yerr = None
-        if is_finite(p.get("x_low")) and is_finite(p.get("x_high")):
-            xerr = [[max(p["x"] - p["x_low"], 0.0)], [max(p["x_high"] - p["x"], 0.0)]]
-        if is_finite(p.get("y_low")) and is_finite(p.get("y_high")):
-            yerr = [[max(p["y"] - p["y_low"], 0.0)], [max(p["y_high"] - p["y"], 0.0)]]
+        xerr, yerr = ([[max(p[a] - p[f"{a}_low"], 0.0)], [max(p[f"{a}_high"] - p[a], 0.0)]]
+                      if is_finite(p.get(f"{a}_low")) and is_finite(p.get(f"{a}_high")) else None
+                      for a in "xy")
         # open markers: a point under another still shows its outline
         handle = ax.errorbar([p["x"]], [p["y"]], xerr=xerr, yerr=yerr, fmt=look["marker"],
                              color=look["color"], markerfacecolor="none", markersize=6,

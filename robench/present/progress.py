@@ -1,8 +1,6 @@
 """Progress of a run on a stream (stderr): what ``robench run`` and ``robench.evaluate`` print.
 
-On a terminal a live bar; otherwise (CI logs, pipes, a notebook) one line per trial with a
-running count, so long runs show progress wherever their output goes. A :class:`Progress` is
-the ``on_event`` callback of :func:`robench.run.execution.execute`.
+On a terminal a live bar; elsewhere (CI logs, pipes, a notebook) one line per trial with a count.
 """
 
 from __future__ import annotations
@@ -97,8 +95,8 @@ class Progress:
             self.echo(f"finding sources: {dataset} / {clusterer}")
 
     def _on_prepare_failed(self, dataset, clusterer, error, protocol=None, **_):
-        what = f" ({protocol})" if protocol else ""
-        self.echo(f"sources failed for {dataset} / {clusterer}{what}: {error}; that protocol's "
+        self.echo(f"sources failed for {dataset} / {clusterer}"
+                  + (f" ({protocol})" if protocol else "") + f": {error}; that protocol's "
                   "trials there are failed, the others run", fg="red")
 
     def _on_trial(self, row, **_):

@@ -1,9 +1,6 @@
 """Build the leaderboard as a static, multi-page site from the results database.
 
-Index, data-set, model, models, methods and legends pages, plots, badges and downloads
-(docs/leaderboard.md lists them): relative links, nothing fetched, the same bytes from the
-same database. Each metric's :class:`robench.specs.LeaderboardSection` supplies its section,
-headline and plots; this module only lays them out.
+docs/leaderboard.md lists its pages; each metric's LeaderboardSection supplies its part of them.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ from robench.present.leaderboard import (environment, not_applicable, registered
 from robench.metric_kit import is_helper, without_helpers
 from robench.escaping import csv_cell, shorten
 from robench.present.badges import headline_badge
-from robench.present.formatting import is_finite, printable, why_not
+from robench.present.formatting import cut, is_finite, printable, why_not
 from robench.storage.store import Store
 from robench.plugins import get_registry
 from robench.present.plots import render_svg
@@ -49,8 +46,7 @@ _TAG = re.compile(r"<[^>]*>")
 
 
 def page_slug(name: str) -> str:
-    """Return a file-name-safe slug of ``name``: the name itself if it is already a plain slug,
-    else its safe characters and a short hash (so two names never share a page)."""
+    """Return a file-name-safe slug of ``name`` (a hash is added unless it is a plain slug)."""
     name = str(name)
     if _SLUG.fullmatch(name) and name not in (".", ".."):
         return name
@@ -59,18 +55,12 @@ def page_slug(name: str) -> str:
 
 
 def _drawn(what: str, fn, *args, **kwargs):
-    """Return ``(fn(*args, **kwargs), None)``, or ``(None, note)`` when it raises: a stored
-    value a section cannot read leaves that part out, the rest of the site is built."""
+    """Return ``(fn(*args), None)``, or ``(None, note)`` when it raises (the rest is built)."""
     try:
         return fn(*args, **kwargs), None
     except Exception as exc:  # noqa: BLE001 - whatever stored values make a section raise
-        why = printable(f"{type(exc).__name__}: {exc}")
-        why = why if len(why) <= 200 else why[:199] + "\u2026"
+        why = cut(printable(f"{type(exc).__name__}: {exc}"), 200)
         return None, f"{what} could not be drawn from the stored scores ({why})."
-
-
-def _note_html(note: str):
-    return markupsafe.Markup('<p class="unavailable">{}</p>').format(note)
 
 
 def _badge_name(model: str, dataset: str, metric: str, used: dict) -> str:
@@ -87,22 +77,19 @@ def _spec(registry, kind: str, name: str):
     return registry.get(kind, name) if name in registry.names(kind) else None
 
 
-class _Assets:
-    """Collect the files of one build (plots and images) under content-derived names."""
-
-    def __init__(self):
-        self.files: dict[str, bytes] = {}
+class _Assets(dict):
+    """The files of one build (plots, images, badges) by name; an image's name is its hash."""
 
     def image(self, png_b64: str) -> str:
         data = base64.b64decode(png_b64)
         name = f"images/{hashlib.sha256(data).hexdigest()[:16]}.png"
-        self.files[name] = data
+        self[name] = data
         return name
 
     def plot(self, plot: dict, stem: str) -> dict:
         svg = render_svg(plot).encode("utf-8")
         name = f"plots/{page_slug(stem)}.svg"
-        self.files[name] = svg
+        self[name] = svg
         return {"src": name, "title": plot.get("title", ""), "alt": plot.get("alt", ""),
                 "caption": plot.get("caption", "")}
 
@@ -110,10 +97,7 @@ class _Assets:
 def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jinja2.Environment:
     """Return the leaderboard environment with the site's templates and link filters."""
     env = environment(sections)
-    env.loader = jinja2.ChoiceLoader([
-        jinja2.FileSystemLoader(str(Path(__file__).resolve().parent / "templates" / "site")),
-        env.loader,
-    ])
+    env.loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(STYLE.parent)), env.loader])
 
     @jinja2.pass_context
     def model_link(context, name):
@@ -128,17 +112,13 @@ def _site_environment(sections: dict, assets: _Assets, model_pages: dict) -> jin
     def png_src(context, png_b64):
         return context.get("root", "") + assets.image(png_b64)
 
-    env.filters["model"] = model_link
-    env.filters["png_src"] = png_src
-    env.filters["slug"] = page_slug
-    env.filters["name"] = short_name
-    env.filters["short"] = shorten
+    env.filters.update(model=model_link, png_src=png_src, slug=page_slug, name=short_name,
+                       short=shorten)
     return env
 
 
 def short_name(name) -> markupsafe.Markup:
-    """Return a stored name for HTML: escaped, shortened as the text views shorten it
-    (:func:`robench.escaping.shorten`), the whole name in a ``title`` where it was cut."""
+    """Return a stored name for HTML: escaped, shortened, whole in a ``title`` where cut."""
     text = str(name)
     short = shorten(text)
     if short == text:
@@ -146,13 +126,8 @@ def short_name(name) -> markupsafe.Markup:
     return markupsafe.Markup('<span title="{}">{}</span>').format(text, short)
 
 
-# ---------------------------------------------------------------------------------- data
-
-
 def _configuration(rows: list, runs: dict, choice=None) -> str:
-    """Return the label of the configuration behind one table's score rows: the chosen
-    configuration's (:mod:`robench.run.configurations`) where there is one, else the runs,
-    profile, seed and n of the rows."""
+    """Return the label of the configuration behind one table's score rows."""
     if choice is not None:
         return choice.text
     ids = sorted({r["run_id"] for r in rows if r.get("run_id") is not None})
@@ -168,9 +143,7 @@ def _configuration(rows: list, runs: dict, choice=None) -> str:
 
 
 def _provenance(rows: list, runs: dict) -> list:
-    """Return the runs behind a model's scores: id, the contributor and source file of a run
-    ``robench merge`` copied in (:meth:`robench.storage.store.Store.runs`), robench version, git
-    revision, when it finished."""
+    """Return the runs behind a model's scores, each with its merge source and versions."""
     out = []
     for run_id in sorted({r["run_id"] for r in rows if r.get("run_id") is not None}):
         run = runs.get(run_id) or {}
@@ -185,16 +158,8 @@ def _provenance(rows: list, runs: dict) -> list:
     return out
 
 
-def _direction(higher, baseline) -> str:
-    """Return a headline column's reading: its direction and, where it has one, its baseline."""
-    text = "higher is better" if higher else "lower is better"
-    return text + (f"; relative to the baseline model {baseline} (= 1)" if baseline else "")
-
-
 def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None) -> Optional[dict]:
-    """Return one data set's overview: the headline of each section that has a value, merged
-    by model. A headline no model has a value in gets no column: it is appended to ``empty``
-    with why (the first reason its stored scores give), for the page to say in one line."""
+    """Return one data set's overview; a headline no model has a value in goes to ``empty``."""
     heads = []
     for metric, section in sections.items():
         mine = [r for r in rows if r["metric"] == metric]
@@ -208,16 +173,12 @@ def _overview(rows: list, sections: dict, registry, empty: Optional[list] = None
     # each headline's rows come best first (tied rows by value): a model's place is its
     # position in the first headline that has it, then in the next ones
     positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in heads]
-
-    def order(model):
-        return ([p.get(model, 10 ** 9) for p in positions], model)
-
-    return {"heads": heads, "models": sorted(models, key=order)}
+    return {"heads": heads, "models": sorted(models, key=lambda m: (
+        [p.get(m, 10 ** 9) for p in positions], m))}
 
 
 def _headline(metric: str, section, mine: list, registry, empty: Optional[list]) -> Optional[dict]:
-    """Return a section's headline column of the overview, or None: where no model has a
-    value in it, it is appended to ``empty`` with why."""
+    """Return a section's headline column of the overview, or None (noted in ``empty``)."""
     head = _drawn("headline", section.headline, mine)[0]
     if not (isinstance(head, dict) and head.get("rows")):
         return None
@@ -229,20 +190,19 @@ def _headline(metric: str, section, mine: list, registry, empty: Optional[list])
             empty.append({"metric": metric, "label": label, "why": why})
         return None
     higher = getattr(_spec(registry, "metrics", metric), "higher_is_better", True)
-    return {"metric": metric, "label": label,
-            "direction": _direction(higher, head.get("baseline")), "rows": head["rows"],
+    baseline = head.get("baseline")  # the direction, and where it has one its baseline
+    return {"metric": metric, "label": label, "rows": head["rows"],
+            "direction": ("higher is better" if higher else "lower is better") + (
+                f"; relative to the baseline model {baseline} (= 1)" if baseline else ""),
             "format": head.get("format", "num"), "note": head.get("note", ""),
             "rule": head.get("rule", ""), "columns": list(section.columns),
             "by_model": {r["model"]: r for r in head["rows"]}, "higher_is_better": higher}
 
 
 def _pivot_other(rows: list, pseudo=frozenset({""})) -> list:
-    """Return one table per metric without a section: models down, sub-scores across; the
-    scores of a ``pseudo`` model (the data set's own) go to its ``dataset_rows``."""
-    by_metric: dict = defaultdict(list)
-    for r in rows:
-        by_metric[r["metric"]].append(r)
-    return [_pivot_table(metric, every, pseudo) for metric, every in sorted(by_metric.items())]
+    """Return one table per metric without a section: models down, sub-scores across."""
+    return [_pivot_table(metric, [r for r in rows if r["metric"] == metric], pseudo)
+            for metric in sorted({r["metric"] for r in rows})]
 
 
 def _pivot_table(metric: str, every: list, pseudo) -> dict:
@@ -256,7 +216,10 @@ def _pivot_table(metric: str, every: list, pseudo) -> dict:
     for r in mine:
         cells[r["model"]][(r.get("clusterer") or "", r["score"])] = r
     head = ([c for c in columns if c[1] == metric] or columns[:1] or [None])[0]
-    order = _pivot_order(cells, head)
+    order = rank_rows([{"model": m, "value": r.get("value"),
+                        "higher_is_better": r.get("higher_is_better", True)}
+                       for m, r in ((m, cells[m].get(head) or {}) for m in sorted(cells))]
+                      ) if head is not None else []
 
     def label(c):  # a score, its clusterer in brackets
         return c[1] + (f" ({c[0]})" if c[0] else "")
@@ -268,45 +231,26 @@ def _pivot_table(metric: str, every: list, pseudo) -> dict:
             "dataset_rows": own}
 
 
-def _pivot_order(cells: dict, head) -> list:
-    """Return the models of a pivoted table ranked by their ``head`` column's estimate."""
-    if head is None:
-        return []
-    firsts = {m: cells[m].get(head) or {} for m in sorted(cells)}
-    return rank_rows([{"model": m, "value": r.get("value"),
-                       "higher_is_better": r.get("higher_is_better", True)}
-                      for m, r in firsts.items()])
-
-
 def _detail_tables(row: dict) -> list:
     """Return a score's per-class and per-fold tables, titled by metric, score and clusterer."""
     det = row.get("details") if isinstance(row.get("details"), dict) else {}
     what = row["metric"] if row["score"] == row["metric"] else f"{row['metric']} {row['score']}"
     if row.get("clusterer"):
         what += f", sources by {row['clusterer']}"
-    return _per_class_table(what, det.get("per_class")) + _per_fold_table(what, det.get("per_fold"))
-
-
-def _per_class_table(what: str, per_class) -> list:
-    if not (isinstance(per_class, list) and per_class
-            and all(isinstance(c, dict) for c in per_class)):
-        return []
-    keys = sorted({k for c in per_class for k, v in c.items() if is_finite(v)})
-    return [{"title": f"{what}: per class", "columns": ["class"] + keys,
-             "rows": [[str(i)] + [c.get(k) for k in keys] for i, c in enumerate(per_class)]}]
-
-
-def _per_fold_table(what: str, per_fold) -> list:
+    per_class, per_fold, tables = det.get("per_class"), det.get("per_fold"), []
+    if isinstance(per_class, list) and per_class and all(isinstance(c, dict) for c in per_class):
+        keys = sorted({k for c in per_class for k, v in c.items() if is_finite(v)})
+        tables.append({"title": f"{what}: per class", "columns": ["class"] + keys, "rows": [
+            [str(i)] + [c.get(k) for k in keys] for i, c in enumerate(per_class)]})
     series = [(f"{kind} {name}", vals)
               for kind, values in sorted(per_fold.items()) if isinstance(values, dict)
               for name, vals in sorted(values.items()) if isinstance(vals, list)
               ] if isinstance(per_fold, dict) else []
-    if not series:
-        return []
-    n = max(len(s) for _, s in series)
-    return [{"title": f"{what}: per fold", "columns": ["fold"] + [c for c, _ in series],
-             "rows": [[str(i)] + [s[i] if i < len(s) else None for _, s in series]
-                      for i in range(n)]}]
+    if series:
+        tables.append({"title": f"{what}: per fold", "columns": ["fold"] + [c for c, _ in series],
+                       "rows": [[str(i)] + [s[i] if i < len(s) else None for _, s in series]
+                                for i in range(max(len(s) for _, s in series))]})
+    return tables
 
 
 def _strip_images(value):
@@ -314,9 +258,7 @@ def _strip_images(value):
     if isinstance(value, dict):
         return {k: ("(image: see the model page)" if k == "png" and isinstance(v, str)
                     else _strip_images(v)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_strip_images(v) for v in value]
-    return value
+    return [_strip_images(v) for v in value] if isinstance(value, list) else value
 
 
 EXPORT_COLUMNS = ("dataset", "model", "clusterer", "metric", "metric_version", "score", "value",
@@ -342,39 +284,19 @@ def _downloads(scores: list) -> dict[str, bytes]:
     return {"scores.json": (js + "\n").encode("utf-8"), "scores.csv": buf.getvalue().encode()}
 
 
-def _json_safe(scores: list) -> list:
-    """Return rows with non-finite floats as None (JSON has no NaN) and control characters in
-    text written out (robench.present.formatting.printable): names are shown as text."""
-    def fix(v):
-        if isinstance(v, float) and not math.isfinite(v):
-            return None
-        if isinstance(v, str):
-            return printable(v, lines=True)
-        if isinstance(v, dict):
-            return {k: fix(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [fix(x) for x in v]
-        return v
-
-    return [fix(s) for s in scores]
-
-
-def _model_meta(name: str, registry) -> dict:
-    """Return what the registry knows of a model (or that this installation does not know it)."""
-    spec = _spec(registry, "models", name)
-    if spec is None:
-        return {"name": name, "registered": False, "plugin": "", "plugin_version": "",
-                "version": "", "description": "", "url": "", "params": None, "provenance": ""}
-    return {"name": name, "registered": True, "plugin": spec.plugin,
-            "plugin_version": getattr(registry.infos.get(spec.plugin), "version", "") or "",
-            "version": spec.version, "description": spec.description,
-            "url": spec.url if re.match(r"https?://", spec.url or "") else "",
-            "params": spec.params, "provenance": ""}
+def _json_safe(v):
+    """Return ``v`` with non-finite floats as None (JSON has no NaN) and text printable."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, str):
+        return printable(v, lines=True)
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    return [_json_safe(x) for x in v] if isinstance(v, list) else v
 
 
 def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
-    """Move the legends on two or more model pages to ``legends.html``, linked by a hash of
-    their HTML (rewriting ``blocks_of``' sections in place); return that page's entries."""
+    """Move the legends on two or more model pages to legends.html; return its entries."""
     pages_with: dict[str, int] = defaultdict(int)
     title_of: dict[str, str] = {}
     for blocks in blocks_of.values():
@@ -405,9 +327,6 @@ def _share_legends(blocks_of: dict[str, list]) -> list[dict]:
     return [{"id": anchor, "title": title_of[text], "html": markupsafe.Markup(text),
              "pages": pages_with[text]}
             for text, anchor in sorted(shared.items(), key=lambda t: (title_of[t[0]], t[1]))]
-
-
-# ---------------------------------------------------------------------------------- build
 
 
 @dataclass
@@ -443,8 +362,7 @@ class Site:
 
 def read_site(store: Store, registry, top: int, config: Optional[str],
               title: str = DEFAULT_TITLE) -> Site:
-    """Read the scores, runs, verifications and sections a build needs; lay out its data sets.
-    ``title`` is the site's title (shown as given, escaped; a blank one is the default)."""
+    """Read what a build needs and lay out its data sets (a blank ``title``: the default)."""
     chosen, choices = chosen_configurations(store, config)
     scores = _json_safe(chosen)
     # helper models (trained by a metric for its own scores) get pages, never a rank
@@ -465,19 +383,16 @@ def read_site(store: Store, registry, top: int, config: Optional[str],
     for r in scores:
         if is_helper(r, helpers) and r["model"] in model_pages:
             site.per_model[r["model"]].append(r)
-    by_dataset: dict[str, list] = defaultdict(list)
-    skips: dict[str, list] = defaultdict(list)
-    for group, rows in ((by_dataset, site.ranked_scores), (skips, store.skips())):
-        for s in rows:
-            group[s["dataset"]].append(s)
-    for name, rows in sorted(by_dataset.items()):
-        site.datasets.append(_dataset_context(site, name, rows, skips[name], choices))
+    skips = store.skips()
+    site.datasets += [_dataset_context(
+        site, name, [s for s in site.ranked_scores if s["dataset"] == name],
+        [s for s in skips if s["dataset"] == name], choices)
+        for name in sorted({s["dataset"] for s in site.ranked_scores})]
     return site
 
 
 def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: dict) -> dict:
-    """Return one data set's page context: overview, family sections, plots, other scores;
-    record its tables, its models' rows and their headline badges on ``site``."""
+    """Return one data set's page context; record its tables, rows, badges on ``site``."""
     empty: list = []
     overview = _overview(rows, site.sections, site.registry, empty)
     ranked = overview["models"] if overview else sorted({r["model"] for r in rows} - site.pseudo)
@@ -485,21 +400,28 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
     parts, plots, top = [], [], set(top_models)
     for metric, section in site.sections.items():
         mine = [r for r in rows if r["metric"] == metric]
-        part = _section_part(site, name, metric, section, mine, choices) if mine else None
-        if part is not None:
-            parts.append(part)
+        html = _drawn_section(site, section, metric, mine, name) if mine else None
+        if html is not None:  # a section that shows nothing has no part
+            title = section.title or metric
+            parts.append({"metric": metric, "title": title, "id": f"section-{page_slug(metric)}",
+                          "html": markupsafe.Markup(html),
+                          "configuration": _table_used(site, name, metric, title, mine, choices)})
             plots += _section_plots(site, f"{name}-{metric}", section,
                                     [r for r in mine if r["model"] in top])
     shown = {part["metric"] for part in parts}
-    other = [r for r in rows if r["metric"] not in shown]
-    _record_other(site, name, rows, other, choices)
+    other = [r for r in rows if r["metric"] not in shown]  # no family section shows them
+    for metric in sorted({r["metric"] for r in other}):
+        _table_used(site, name, metric, metric, [r for r in other if r["metric"] == metric],
+                    choices)
+    for r in rows:
+        if r["model"] in site.model_pages:
+            site.per_model[r["model"]].append(r)
     _headline_badges(site, name, overview)
     configurations = [{"metric": t["metric"], "text": t["configuration"]}
                       for t in site.tables_used if t["dataset"] == name]
     return {"name": name, "slug": page_slug(name), "overview": overview, "empty_heads": empty,
-            "configurations": configurations, "top_models": top_models,
-            "top_set": set(top_models), "sections": parts, "plots": plots,
-            "other": _pivot_other(other, site.pseudo),
+            "configurations": configurations, "top_models": top_models, "top_set": top,
+            "sections": parts, "plots": plots, "other": _pivot_other(other, site.pseudo),
             "not_applicable": not_applicable(skips, rows),
             "n_models": len({r["model"] for r in rows} - site.pseudo),
             "helpers": [{"model": m, "metrics": site.helpers[(name, m)]}
@@ -507,36 +429,17 @@ def _dataset_context(site: Site, name: str, rows: list, skips: list, choices: di
             "verification": _verification_text(site.records, dataset=name)}
 
 
-def _record_other(site: Site, name: str, rows: list, other: list, choices: dict) -> None:
-    """Record on ``site`` the tables of the scores no family section shows (``other``), and
-    the rows of each model that has a page."""
-    for r in rows:
-        if r["model"] in site.model_pages:
-            site.per_model[r["model"]].append(r)
-    for metric in sorted({r["metric"] for r in other}):
-        mine = [r for r in other if r["metric"] == metric]
-        site.tables_used.append({"dataset": name, "metric": metric, "title": metric, "configuration":
-                                 _configuration(mine, site.runs, choices.get((name, metric)))})
-
-
-def _section_part(site: Site, name: str, metric: str, section, mine: list,
-                  choices: dict) -> Optional[dict]:
-    """Return a family section of a data set's page (its HTML, or the note that says why it
-    could not be drawn) and record its table on ``site``; None when it shows nothing."""
-    title = section.title or metric
-    html = _drawn_section(site, section, metric, mine, name)
-    if html is None:
-        return None
-    configuration = _configuration(mine, site.runs, choices.get((name, metric)))
+def _table_used(site: Site, name: str, metric: str, title: str, rows: list,
+                choices: dict) -> str:
+    """Record on ``site`` the table of ``rows`` on data set ``name``; return its configuration."""
+    configuration = _configuration(rows, site.runs, choices.get((name, metric)))
     site.tables_used.append({"dataset": name, "metric": metric, "title": title,
                              "configuration": configuration})
-    return {"metric": metric, "title": title, "id": f"section-{page_slug(metric)}",
-            "html": markupsafe.Markup(html), "configuration": configuration}
+    return configuration
 
 
 def _drawn_section(site: Site, section, metric: str, rows: list, dataset: str):
-    """Return a family section's HTML for ``rows``, the note that says why it could not be
-    drawn, or None when it has nothing to show."""
+    """Return a family section's HTML, the note why it could not be drawn, or None."""
     def html():
         context = section.build(rows)
         return markupsafe.Markup(site.env.get_template(f"{metric}/{section.template}").render(
@@ -544,26 +447,21 @@ def _drawn_section(site: Site, section, metric: str, rows: list, dataset: str):
             metric=site.registry.get("metrics", metric), root="../")) if context else None
 
     drawn, note = _drawn(f"The {section.title or metric} section", html)
-    return drawn if note is None else _note_html(note)
+    return drawn if note is None else markupsafe.Markup('<p class="unavailable">{}</p>').format(
+        note)
 
 
 def _section_plots(site: Site, stem: str, section, rows: list, model=None) -> list:
-    """Return the plots a family section draws from ``rows``: a data set's (``model`` None)
-    or one model's, saved as ``STEM-I``."""
-    if section.plots is None:
-        return []
-    out = []
-    for i, plot in enumerate(_drawn("plots", section.plots, rows)[0] or ()):
-        if isinstance(plot, dict) and plot.get("model") == model:
-            drawn = _drawn("plot", site.assets.plot, plot, f"{stem}-{i}")[0]
-            if drawn is not None:
-                out.append(drawn)
-    return out
+    """Return the plots a section draws from ``rows`` for ``model`` (None: the data set)."""
+    plots = _drawn("plots", section.plots, rows)[0] if section.plots is not None else None
+    drawn = [_drawn("plot", site.assets.plot, plot, f"{stem}-{i}")[0]
+             for i, plot in enumerate(plots or ())
+             if isinstance(plot, dict) and plot.get("model") == model]
+    return [d for d in drawn if d is not None]
 
 
 def _verification_text(records: list, **which) -> str:
-    """Return a page's verification line, counted over this model's (``model=``) or data
-    set's (``dataset=``) trials, saying how many that verification re-ran in all."""
+    """Return a page's verification line for this model's or data set's trials."""
     found = status(records, **which)
     if "sampled" not in found:
         return found["text"]
@@ -583,7 +481,7 @@ def _headline_badges(site: Site, dataset: str, overview: Optional[dict]) -> None
         for r in h["rows"]:
             if r["model"] in site.model_pages:
                 src = f"badges/{_badge_name(r['model'], dataset, h['metric'], site.badge_names)}.svg"
-                site.assets.files[src] = headline_badge(
+                site.assets[src] = headline_badge(
                     f"robench {h['label']} · {dataset}", r, n_ranked,
                     pct=h["format"] == "pct").encode("utf-8")
                 site.badges[r["model"]].append({"dataset": dataset, "metric": h["metric"],
@@ -606,11 +504,19 @@ def dataset_pages(site: Site) -> dict[str, str]:
 
 def _model_metas(site: Site) -> dict:
     """Return every model's metadata: registry entry, runs, provenance, verification, badges."""
-    metas = {m: _model_meta(m, site.registry) for m in site.model_names}
     helper_of: dict[str, list] = defaultdict(list)
     for (d, m), metrics in sorted(site.helpers.items()):
         helper_of[m].append(f"{', '.join(metrics)} on {d}")
+    metas = {}
     for m in site.model_names:
+        spec = _spec(site.registry, "models", m)  # None: this installation does not know it
+        metas[m] = {"name": m, "registered": False, "plugin": "", "plugin_version": "",
+                    "version": "", "description": "", "url": "", "params": None} if spec is None \
+            else {"name": m, "registered": True, "plugin": spec.plugin, "plugin_version": getattr(
+                site.registry.infos.get(spec.plugin), "version", "") or "",
+                "version": spec.version, "description": spec.description,
+                "url": spec.url if re.match(r"https?://", spec.url or "") else "",
+                "params": spec.params}
         runs = _provenance(site.per_model[m], site.runs)
         # a helper was trained by a metric, not contributed by anyone
         metas[m].update(runs=runs, provenance="" if m in helper_of else "; ".join(
@@ -634,9 +540,7 @@ def _model_blocks(site: Site, model: str) -> list:
             html = _drawn_section(site, section, metric, own, ds["name"]) if own else None
             if html is not None:
                 parts.append({"title": section.title or metric, "html": html})
-            # drawn for each data set's top models only: an SVG costs ~0.1 s, and the
-            # values of every other model are in its tables (build time stays linear
-            # and small at 1,000 models x 5 data sets)
+            # drawn for each data set's top models only (docs/leaderboard.md, "It scales")
             if own and model in ds["top_set"]:
                 plots += _section_plots(site, f"{ds['name']}-{model}-{metric}", section, own, model)
         details = [t for r in mine for t in (_drawn("details", _detail_tables, r)[0] or ())]
@@ -685,8 +589,7 @@ def methods_page(site: Site) -> dict[str, str]:
 
 
 def write_site(out_dir, files: dict[str, bytes]) -> Path:
-    """Write ``files`` under ``out_dir`` (only those that changed); remove the pages, plots,
-    images and badges of an earlier build that this one no longer has; return index.html."""
+    """Write the changed ``files`` under ``out_dir``, remove stale ones; return index.html."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for sub, ext in _OWNED.items():  # a page of a model no longer in the database goes away
@@ -705,11 +608,8 @@ def write_site(out_dir, files: dict[str, bytes]) -> Path:
 
 def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
                config: Optional[str] = None, title: str = DEFAULT_TITLE) -> Path:
-    """Write the static leaderboard site of ``store``'s scores; return index.html.
-
-    Each table shows one configuration (:func:`robench.present.leaderboard.chosen_configurations`;
-    ``config`` picks one); ``title``: a board's ``leaderboard.json`` title.
-    """
+    """Write the static site of ``store``'s scores, one configuration per table (``config``
+    picks one; ``title``: a board's ``leaderboard.json`` title); return index.html."""
     registry = get_registry() if registry is None else registry
     if top < 1:
         raise ValueError(f"--top must be at least 1, got {top}")
@@ -721,7 +621,7 @@ def build_site(store: Store, out_dir, registry=None, top: int = DEFAULT_TOP,
         pages.update(models_page(site, metas))
         pages.update(methods_page(site))
     files = {name: text.encode("utf-8") for name, text in pages.items()}
-    files.update(site.assets.files, **_downloads(site.scores), **{
+    files.update(site.assets, **_downloads(site.scores), **{
         "style.css": STYLE.read_bytes(), "sort.js": SORT_JS.read_bytes()})
     return write_site(out_dir, files)
 

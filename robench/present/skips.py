@@ -1,8 +1,4 @@
-"""Skipped combinations, summarised for people: the CLI after a run and the leaderboard page.
-
-A run records every (dataset, model, clusterer, metric) combination that could not apply, one
-row each (``skips`` table); shown one by one they bury the few distinct reasons.
-"""
+"""Skipped combinations, summarised for people: one row each would bury the few reasons."""
 
 from __future__ import annotations
 
@@ -10,11 +6,8 @@ from typing import Iterable
 
 
 def summarize_skips(skipped: Iterable[dict]) -> list[dict]:
-    """Group skip rows by (metric, reason); name what each reason does not already name.
-
-    Returns dicts with ``metric``, ``reason`` and ``where`` ("models: a, b" and/or "data sets:
-    x, y", empty when the reason names them all), in first-seen order.
-    """
+    """Group skip rows by (metric, reason) in first-seen order; ``where`` names the models
+    and data sets the reason does not ("models: a, b; data sets: x, y")."""
     groups: dict = {}
     for s in skipped:
         groups.setdefault((s["metric"], s["reason"]), []).append(s)

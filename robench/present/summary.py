@@ -1,9 +1,7 @@
 """The headline summary ``robench run`` ends with: per data set one line per model.
 
 Built from the metrics' leaderboard headlines, so every value, rank and interval is the one
-the families' tables show: the rank column is the first headline that ranks by a test (its
-``rule``), the others show their values and their own rank interval where they have one.
-Pure functions: lines of text no wider than ``width``.
+the families' tables show; the rank column is the first headline with a ``rule``.
 """
 
 from __future__ import annotations
@@ -13,7 +11,8 @@ import sys
 import textwrap
 from typing import Optional
 
-from robench.present.formatting import as_dict, interval_label, is_finite, printable, why_not
+from robench.present.formatting import (as_dict, fixed, interval_label, is_finite, percent,
+                                        printable, why_not)
 
 #: Columns when stdout is not a terminal (a pipe, a log file).
 DEFAULT_WIDTH = 100
@@ -28,9 +27,8 @@ def output_width(stream=None) -> int:
         tty = stream.isatty()
     except (AttributeError, ValueError):
         tty = False
-    if not tty:
-        return DEFAULT_WIDTH
-    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
+    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns) if tty \
+        else DEFAULT_WIDTH
 
 
 def wrap(text: str, width: int, indent: str = "", subsequent: Optional[str] = None) -> list:
@@ -46,36 +44,19 @@ def fit(text: str, width: int) -> str:
 
 
 def _direction(head: dict, rows: list, metric: str):
-    """Return whether a headline's higher values are better: its rows' ``higher_is_better``,
-    else its metric's own score rows', else None (unknown)."""
-    for source in (head.get("rows") or [],
-                   [r for r in rows if r.get("score") == metric], rows):
-        found = next((r.get("higher_is_better") for r in source
-                      if isinstance(r, dict) and r.get("higher_is_better") is not None), None)
-        if found is not None:
-            return bool(found)
-    return None
-
-
-def _why_empty(rows: list) -> str:
-    """Return the first reason a score row of ``rows`` gives for having no value."""
-    for r in rows:
-        details = r.get("details")
-        why = why_not(as_dict(details) if not isinstance(details, dict) else details)
-        if why:
-            return why
-    return "no value stored"
+    """Return whether a headline's higher values are better (None: unknown)."""
+    found = next((r["higher_is_better"] for source in (
+        head.get("rows") or [], [r for r in rows if r.get("score") == metric], rows)
+        for r in source if isinstance(r, dict) and r.get("higher_is_better") is not None), None)
+    return None if found is None else bool(found)
 
 
 def _heads(rows: list, sections: dict) -> list:
-    """Return the headline columns of one data set's rows, in the sections' order (one that
-    cannot be drawn is left out), each with ``why_empty`` where no row has a value."""
+    """Return the headline columns of one data set's rows, each with its ``why_empty``."""
     heads = []
     for metric, section in sections.items():
-        if getattr(section, "headline", None) is None:
-            continue
         mine = [r for r in rows if r["metric"] == metric]
-        if not mine:
+        if getattr(section, "headline", None) is None or not mine:
             continue
         try:
             head = section.headline(mine)
@@ -88,15 +69,15 @@ def _heads(rows: list, sections: dict) -> list:
                           "by_model": {r["model"]: r for r in head["rows"]},
                           "higher_is_better": _direction(head, mine, metric),
                           "baseline": str(head.get("baseline") or ""),
-                          "why_empty": "" if any(is_finite(r.get("value"))
-                                                 for r in head["rows"]) else _why_empty(mine)})
+                          # the first reason a score row gives for having no value
+                          "why_empty": "" if any(is_finite(r.get("value")) for r in head["rows"])
+                          else next((w for w in (why_not(as_dict(r.get("details")))
+                                                 for r in mine) if w), "no value stored")})
     return heads
 
 
 def _value(v, fmt: str) -> str:
-    if not is_finite(v):
-        return "-"
-    return f"{100 * v:.1f}%" if fmt == "pct" else f"{v:.3f}"
+    return percent(v, 1, missing="-") if fmt == "pct" else fixed(v, width=0)
 
 
 def _ranked_cell(row: dict, fmt: str) -> str:
@@ -109,8 +90,7 @@ def _ranked_cell(row: dict, fmt: str) -> str:
 
 
 def rank_text(row: Optional[dict]) -> str:
-    """Return a rank as the families' tables show it: the rank interval from every tested pair
-    ("1-3"; "1" decided), else "1" / "1=" (shared), "-" (none)."""
+    """Return a rank as the tables show it: "1-3" (its interval), "1", "1=" (shared), "-"."""
     if row is None or row.get("rank") is None:
         return "-"
     if row.get("rank_interval"):
@@ -119,16 +99,14 @@ def rank_text(row: Optional[dict]) -> str:
 
 
 def _ordered(a: dict, b: dict) -> bool:
-    """Whether the rank column orders ``a`` above ``b``: their rank intervals do not overlap
-    where the family gives them (``rank_best``/``rank_worst``), else their ranks differ."""
+    """Return whether the rank column orders ``a`` above ``b`` (intervals apart, or ranks)."""
     if a.get("rank_worst") is not None and b.get("rank_best") is not None:
         return a["rank_worst"] < b["rank_best"]
     return a["rank"] != b["rank"]
 
 
 def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Optional[dict]:
-    """Return one data set's summary table: its headline columns and one entry per model
-    (of ``models`` if given), or None when no metric of the rows has a headline."""
+    """Return one data set's summary table, or None when no metric has a headline."""
     every = _heads(rows, sections)
     # a column no model has a value in (its metric measured nothing here: e.g. a --budget
     # spent before its trials ran) is not drawn as a column of dashes: its line says why
@@ -140,25 +118,20 @@ def dataset_table(dataset: str, rows: list, sections: dict, models=None) -> Opti
         names &= set(models)
     if not names and not empty:
         return None
-    order = _order(names, ranked, heads)
+    others = [h for h in heads if h is not ranked]
+    # by position in the rank column, then in the other columns
+    positions = [{r["model"]: i for i, r in enumerate(h["rows"])}
+                 for h in ([ranked] if ranked else []) + others]
+    order = sorted(names, key=lambda m: ([p.get(m, 10 ** 9) for p in positions], str(m)))
     ordered, pairs = _decided(ranked, names) if ranked else (0, 0)
-    return {"dataset": dataset, "ranked": ranked, "others": [h for h in heads if h is not ranked],
+    return {"dataset": dataset, "ranked": ranked, "others": others,
             "empty": empty, "models": order, "ordered": ordered, "pairs": pairs,
             "unranked": [m for m in order if ranked and m in ranked["by_model"]
                          and ranked["by_model"][m].get("rank") is None]}
 
 
-def _order(names: set, ranked: Optional[dict], heads: list) -> list:
-    """Return the models by their position in the rank column, then in the other columns."""
-    order_heads = ([ranked] if ranked else []) + [h for h in heads if h is not ranked]
-    positions = [{r["model"]: i for i, r in enumerate(h["rows"])} for h in order_heads]
-    return sorted(names, key=lambda m: ([p.get(m, 10 ** 9) for p in positions], str(m)))
-
-
 def _decided(ranked: dict, names: set) -> tuple[int, int]:
-    """Return (pairs decided, pairs) of the rank column among the models ``names``: every
-    tested pair, ordered or equivalent counting as decided; without stored pairs, adjacent
-    ranks whose intervals do not overlap."""
+    """Return (pairs decided, pairs) of the rank column among the models ``names``."""
     if ranked.get("pairs"):
         tested = [p for p in ranked["pairs"] if set(p.get("pair") or ()) <= names]
         return sum(1 for p in tested if p.get("status") in ("ordered", "equivalent")), len(tested)
@@ -167,8 +140,7 @@ def _decided(ranked: dict, names: set) -> tuple[int, int]:
 
 
 def table_lines(table: dict, width: int) -> list:
-    """Return a data set's summary table as lines no wider than ``width`` (names abbreviated,
-    columns that do not fit left out and counted on the header line)."""
+    """Return a data set's summary table as lines no wider than ``width``."""
     models = [printable(m) for m in table["models"]]
     cells = _cells(table, models)
     return ([fit(printable(table["dataset"]), width)]
@@ -180,28 +152,24 @@ def _cells(table: dict, models: list) -> list:
     ranked, others = table["ranked"], table["others"]
     cells = []
     for name, model in zip(models, table["models"]):
-        row = [rank_text(ranked["by_model"].get(model)) if ranked else "", name]
-        if ranked:
-            hit = ranked["by_model"].get(model)
-            row.append(_ranked_cell(hit, ranked["format"]) if hit else "-")
+        hit = ranked["by_model"].get(model) if ranked else None
+        row = [rank_text(hit), name, _ranked_cell(hit, ranked["format"]) if hit else "-"] \
+            if ranked else ["", name]
         for h in others:
             hit = h["by_model"].get(model)
-            cell = _value(hit.get("value"), h["format"]) if hit else "-"
-            if hit and hit.get("rank_interval"):  # a column ranked by its own tested pairs
-                cell += f" ({hit['rank_interval']})"
-            row.append(cell)
+            # a column ranked by its own tested pairs shows that rank interval
+            row.append((_value(hit.get("value"), h["format"]) if hit else "-")
+                       + (f" ({hit['rank_interval']})" if hit and hit.get("rank_interval") else ""))
         cells.append(row)
     return cells
 
 
 def _labels(table: dict, cells: list) -> list:
-    """Return the value columns' labels: the rank column's with its interval's level where
-    a cell shows one, the others' with "(rank)" where a cell shows its own rank interval."""
+    """Return the value columns' labels, with the interval level or "(rank)" they show."""
     ranked = table["ranked"]
-    level = interval_label(ranked["rows"]) if ranked else "95% CI"
     first = 3 if ranked else 2  # where the other columns start in a row of cells
-    labels = ([f"{ranked['label']}" + (f" [{level}]" if any("[" in c[2] for c in cells)
-                                      else "")] if ranked else []) + [
+    labels = ([f"{ranked['label']}" + (f" [{interval_label(ranked['rows'])}]" if any(
+        "[" in c[2] for c in cells) else "")] if ranked else []) + [
         h["label"] + (" (rank)" if any(c[first + j].endswith(")") for c in cells) else "")
         for j, h in enumerate(table["others"])]
     return [printable(label) for label in labels]
@@ -226,16 +194,13 @@ def _grid(table: dict, cells: list, models: list, width: int) -> list:
     while shown > 1 and total(shown, min_name) + len(note(shown)) > width:
         shown -= 1  # a very narrow terminal: the last columns go, counted on the header
     name_w = max(min_name, min(name_w, width - total(shown, 0)))
-    head = "  " + ("rank".rjust(rank_w) + " " if ranked else "") + "model".ljust(
-        name_w) + "".join("  " + label.rjust(w)
-                          for label, w in zip(labels[:shown], value_widths[:shown]))
-    lines = [fit((head + note(shown)).rstrip(), width)]
-    for c in cells:
-        line = "  " + (c[0].rjust(rank_w) + " " if ranked else "") + fit(
-            c[1], name_w).ljust(name_w) + "".join(
-                "  " + v.rjust(w) for v, w in zip(c[2:2 + shown], value_widths))
-        lines.append(fit(line.rstrip(), width))
-    return lines
+
+    def line(rank: str, name: str, values: list, after: str = "") -> str:
+        text = "  " + (rank.rjust(rank_w) + " " if ranked else "") + fit(name, name_w).ljust(
+            name_w) + "".join("  " + v.rjust(w) for v, w in zip(values[:shown], value_widths))
+        return fit((text + after).rstrip(), width)
+
+    return [line("rank", "model", labels, note(shown))] + [line(c[0], c[1], c[2:]) for c in cells]
 
 
 def _footer(table: dict, width: int) -> list:
@@ -253,29 +218,20 @@ def _footer(table: dict, width: int) -> list:
 
 
 def columns_text(tables: list) -> str:
-    """Return what the summary's columns are, once for all its tables: the rank column's
-    source, and each column's direction (higher or lower is better) and baseline."""
+    """Return what the summary's columns are: the rank's source, directions, baselines."""
     seen: dict = {}
-    rank_of = ""
-    for t in tables:
-        if t["ranked"] and not rank_of:
-            rank_of = t["ranked"]["label"]
-        for h in ([t["ranked"]] if t["ranked"] else []) + list(t["others"]):
-            label = printable(h["label"])
-            if label in seen:
-                continue
-            hib = h.get("higher_is_better")
-            text = label + (": higher is better" if hib else ": lower is better"
-                            if hib is not None else "")
-            if h.get("baseline"):
-                text += f", relative to the baseline model '{printable(h['baseline'])}' (= 1)"
-            seen[label] = text
+    for h in (h for t in tables for h in ([t["ranked"]] if t["ranked"] else []) + t["others"]):
+        label, hib = printable(h["label"]), h.get("higher_is_better")
+        seen.setdefault(label, label + (
+            (": higher is better" if hib else ": lower is better") if hib is not None else "")
+            + (f", relative to the baseline model '{printable(h['baseline'])}' (= 1)"
+               if h.get("baseline") else ""))
     if not seen:
         return ""
-    out = "Columns: "
-    if rank_of:
-        out += f"rank = the {printable(rank_of)} column's rank from every tested pair; "
-    return out + "; ".join(seen.values()) + "."
+    rank_of = next((t["ranked"]["label"] for t in tables if t["ranked"] and t["ranked"]["label"]),
+                   "")
+    return ("Columns: " + (f"rank = the {printable(rank_of)} column's rank from every tested "
+                           "pair; " if rank_of else "") + "; ".join(seen.values()) + ".")
 
 
 def not_run_text(metrics, rows: list, *, budget_spent: bool = False) -> str:
@@ -293,16 +249,10 @@ def not_run_text(metrics, rows: list, *, budget_spent: bool = False) -> str:
 
 def summary_lines(rows: list, sections: dict, *, models=None, width: int = DEFAULT_WIDTH,
                   metrics=None, budget_spent: bool = False) -> dict:
-    """Return the summary of score rows: ``{"lines", "tables", "rest"}``.
-
-    ``lines``: each data set's table, what the columns are and which of ``metrics`` have no
-    score; ``tables``: those tables (:func:`dataset_table`); ``rest``: {data set: [metrics
-    with scores but no headline column]}.
-    """
-    by_dataset = _by_dataset(rows)
+    """Return ``{"lines", "tables", "rest"}``: the summary's lines, its tables
+    (:func:`dataset_table`) and {data set: [metrics with scores but no headline column]}."""
     lines, tables, rest = [], [], {}
-    for dataset in sorted(by_dataset, key=str):
-        mine = by_dataset[dataset]
+    for dataset, mine in sorted(_by_dataset(rows).items(), key=lambda item: str(item[0])):
         table = dataset_table(dataset, mine, sections, models)
         if table is not None:
             tables.append(table)
@@ -331,10 +281,8 @@ def has_summary(rows: list, sections: dict, models=None) -> bool:
                for d, mine in _by_dataset(rows).items())
 
 
-
 def decided_text(tables: list) -> str:
-    """Return what the rank columns decided: the pairs ordered or equivalent of all tested
-    pairs, per data set (adjacent pairs where a section gives only tie ranks)."""
+    """Return what the rank columns decided: pairs ordered or equivalent, per data set."""
     ranked = [t for t in tables if t["ranked"] and t["pairs"]]
     if not ranked:
         return ""
