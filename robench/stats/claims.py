@@ -12,9 +12,8 @@ decisions. docs/claims.md has the rules and why.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 from collections import Counter
-from dataclasses import replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -153,13 +152,7 @@ def matched(what: str, verdicts: list, unit: str, figure: str = "", size: str = 
 
 
 def controlled(claim: Claim, control: Control) -> Claim:
-    """Return the claim judged against its control (docs/claims.md).
-
-    A decided verdict stays evidence only when the control differs in at least :data:`POWER`
-    of its draws; otherwise the row becomes :data:`BY_CONSTRUCTION` (or :data:`ALGEBRA`,
-    :data:`CONFOUNDED`) and keeps the rule's verdict in ``evidence["rule verdict"]``.
-    """
-
+    """Return the claim judged against its control (docs/claims.md, "The controls")."""
     out = replace(claim, control=control.text())
     if claim.verdict not in DECIDED or control.verdict is None:
         return out
@@ -187,7 +180,6 @@ def controlled_all(claim: Claim, controls: list) -> Claim:
         texts.append(out.control)
         if out.kind != "evidence":
             break
-
     return replace(out, control="; then ".join(texts))
 
 
@@ -415,14 +407,9 @@ def fmt(row: Optional[dict], pct: bool = False) -> str:
 
 def evaluate(registry, rows: list) -> list:
     """Return every registered metric's claims decided on the score rows (dicts), in order."""
-    out = []
     metrics = sorted(registry.all("metrics"), key=lambda m: (m.display_order, m.name))
-    for metric in metrics:
-        if metric.claims is None:
-            continue
-        mine = [r for r in rows if r.get("metric") == metric.name]
-        out.extend(metric.claims(mine))
-    return out
+    return [claim for m in metrics if m.claims is not None
+            for claim in m.claims([r for r in rows if r.get("metric") == m.name])]
 
 
 class OrderingPart:

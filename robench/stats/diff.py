@@ -35,21 +35,10 @@ _ROUNDING = 1e-9
 _IDENTITY = ("dataset", "model", "clusterer", "metric", "score")
 
 
-def _own(version) -> str:
-    """Return a component's own version from 'plugin-version/component-version'."""
-    return str(version or "").rpartition("/")[2]
-
-
 def _components(versions: dict) -> dict:
-    return {name: value if name.endswith("_content") else _own(value)
+    """Return {component: its own version} ('plugin-version/component-version' -> the last)."""
+    return {name: value if name.endswith("_content") else str(value or "").rpartition("/")[2]
             for name, value in (versions or {}).get("components", {}).items()}
-
-
-def _half_width(row: dict) -> Optional[float]:
-    lo, hi = row.get("ci_low"), row.get("ci_high")
-    if lo is None or hi is None:
-        return None
-    return max(float(hi) - float(lo), 0.0) / 2.0
 
 
 def repeat_samples(row: dict) -> dict:
@@ -168,22 +157,18 @@ def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True,
         else:
             method = f"paired by repeat ({n} repeats)"
     else:
-        widths = [w for w in (_half_width(a), _half_width(b)) if w is not None]
+        widths = [max(float(r["ci_high"]) - float(r["ci_low"]), 0.0) / 2.0 for r in (a, b)
+                  if r.get("ci_low") is not None and r.get("ci_high") is not None]
         half = math.sqrt(sum(w * w for w in widths)) if widths else 0.0
         low, high = change - half, change + half
         method = "independent intervals"
     if abs(change) <= _ROUNDING * max(1.0, abs(va), abs(vb)):
         change = 0.0
     out.update(change=change, low=low, high=high, method=method)
-    if change == 0.0:
-        decision = "same"
-    elif low <= 0.0 <= high:
-        decision = "within noise"
-    else:
-        up = low > 0
-        hib = a.get("higher_is_better")
-        decision = "changed" if hib is None else ("better" if up == bool(hib) else "worse")
-    out["decision"] = decision
+    hib = a.get("higher_is_better")
+    out["decision"] = ("same" if change == 0.0 else "within noise" if low <= 0.0 <= high
+                       else "changed" if hib is None
+                       else "better" if (low > 0) == bool(hib) else "worse")
     notes = why + ([note] if note else [])
     if notes:
         out["reason"] = "; ".join(notes)
@@ -193,10 +178,8 @@ def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True,
 def _flat(value, prefix: str = "") -> dict:
     """Return a nested dict as {dotted path: leaf value}."""
     if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            out.update(_flat(v, f"{prefix}{k}."))
-        return out
+        return {path: leaf for k, v in value.items()
+                for path, leaf in _flat(v, f"{prefix}{k}.").items()}
     return {prefix.rstrip("."): value}
 
 

@@ -112,6 +112,13 @@ def mean_interval(values: Sequence, level: float = LEVEL, *,
 SKEW_SE = 1.0
 
 
+def skewness(x: np.ndarray) -> float:
+    """Return the sample skewness m3 / m2^1.5 of x (0 without spread)."""
+    c = x - x.mean()
+    m2 = float((c * c).mean())
+    return float((c ** 3).mean()) / m2 ** 1.5 if m2 > 0 else 0.0
+
+
 def skewness_se(n):
     """Return ``sqrt(6 (n - 2) / ((n + 1)(n + 3)))``: a sample skewness's se (0.62 at n = 6)."""
     n = np.asarray(n, float)
@@ -162,13 +169,9 @@ def skewed_mean_interval(values: Sequence, level: float = LEVEL, *,
     if not plain.defined:
         return Interval(plain.estimate, None, None, "hall", level, plain.df, plain.n,
                         plain.reason)
-    mean, sd = float(x.mean()), float(x.std(ddof=1))
-    c = x - mean
-    m2 = float((c * c).mean())
-    g = float((c ** 3).mean()) / m2 ** 1.5 if m2 > 0 else 0.0
-    root = math.sqrt(n)
-    lo, hi = skew_corrected_bounds(mean, sd / root, float(t_quantile(level, n - 1)), g / root,
-                                   float(skewness_se(n)) / root, k)
+    mean, sd, root = float(x.mean()), float(x.std(ddof=1)), math.sqrt(n)
+    lo, hi = skew_corrected_bounds(mean, sd / root, float(t_quantile(level, n - 1)),
+                                   skewness(x) / root, float(skewness_se(n)) / root, k)
     lo, hi = float(lo), float(hi)
     if bounds is not None:
         lo, hi = max(lo, bounds[0]), min(hi, bounds[1])

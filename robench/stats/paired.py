@@ -160,10 +160,6 @@ def shows_above(xa, ia, xb, ib, *, delta: float = 0.0, alpha=ALPHA,
                        cycle=cycle)["reject"]
 
 
-def _pairs(m: int) -> list:
-    return [(a, b) for a in range(m) for b in range(a + 1, m)]
-
-
 def compare_all(x, i, *, alpha=ALPHA, precision: Optional[float] = None,
                 cycle: Optional[int] = None, looks: int = 1,
                 higher_is_better: bool = True) -> dict:
@@ -177,7 +173,7 @@ def compare_all(x, i, *, alpha=ALPHA, precision: Optional[float] = None,
     """
     x, i = np.asarray(x, float), np.asarray(i, float)
     m = x.shape[-2]
-    pairs = _pairs(m)
+    pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
     lead = x.shape[:-2]
     status = np.zeros(lead + (len(pairs),), int)
     degraded = np.full(lead + (len(pairs),), -1)

@@ -35,7 +35,6 @@ CHANCE_MARGIN = 0.1
 def chance_margin() -> float:
     """Return the chance bar's relevance margin: ``ROBENCH_CHANCE_MARGIN`` where set (a number
     in [0, 1)), else :data:`CHANCE_MARGIN`. Every path that ranks reads it here."""
-
     raw = os.environ.get("ROBENCH_CHANCE_MARGIN")
     if raw is None or raw.strip() == "":
         return CHANCE_MARGIN
@@ -93,7 +92,6 @@ def chance_reason(value, low, high, chance: Optional[float], basis: str, *,
 
 def equivalence_margin(metric: str, default: float) -> float:
     """Return ``metric``'s equivalence margin: its ``ROBENCH_MARGIN`` entry, else ``default``."""
-
     raw = os.environ.get(MARGIN_ENV) or ""
     for item in raw.split(","):
         if not item.strip():
@@ -150,10 +148,8 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
             x[m, col[k]], i[m, col[k]] = num, den
     cycles = {r.get("cycle") for r in ranked}
     cycle = cycles.pop() if len(cycles) == 1 else None
-    cycle = (int(cycle) if by_index and isinstance(cycle, (int, float)) and cycle >= 2
-             else None)
-    pairs = []
-    m = len(ranked)
+    cycle = int(cycle) if by_index and isinstance(cycle, (int, float)) and cycle >= 2 else None
+    pairs, m = [], len(ranked)
     best, worst = [1] * m, [m] * m
     if m > 1:
         res = compare_all(x, i, alpha=alpha, precision=precision, cycle=cycle, looks=looks,
@@ -161,20 +157,16 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
         best, worst = res["best"].tolist(), res["worst"].tolist()
         back = {c: k for k, c in col.items()}
         for k, (a, b) in enumerate(res["pairs"]):
-            st = int(res["status"][k])
+            st, bad = int(res["status"][k]), int(res["degraded"][k])
             common = complete_cycles(np.isfinite(x[a]) & np.isfinite(i[a]) & np.isfinite(x[b])
                                      & np.isfinite(i[b]), cycle)  # the repeats the test used
-            bad = int(res["degraded"][k])
             status = {1: ORDERED, -1: ORDERED, 2: EQUIVALENT}.get(st, UNDECIDED)
-            pairs.append({"pair": [ranked[a]["model"], ranked[b]["model"]],
-                          "status": status,
-                          "above": (ranked[a]["model"] if st == 1 else ranked[b]["model"]
-                                    if st == -1 else None),
+            repeat = back.get(bad) if bad >= 0 else None
+            pairs.append({"pair": [ranked[a]["model"], ranked[b]["model"]], "status": status,
+                          "above": {1: ranked[a]["model"], -1: ranked[b]["model"]}.get(st),
                           "difference": float(ranked[a]["value"]) - float(ranked[b]["value"]),
-                          "n": int(common.sum()), "margin": precision,
-                          "degraded_repeat": back.get(bad) if bad >= 0 else None,
-                          "verdict": verdict_text(status, precision,
-                                                  back.get(bad) if bad >= 0 else None)})
+                          "n": int(common.sum()), "margin": precision, "degraded_repeat": repeat,
+                          "verdict": verdict_text(status, precision, repeat)})
     for j, r in enumerate(ranked):
         r.update(rank=j + 1, rank_best=int(best[j]), rank_worst=int(worst[j]),
                  rank_interval=rank_text(int(best[j]), int(worst[j])),
@@ -184,11 +176,6 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
     design = "balanced" if cycle else "any"
     return {"rows": ranked + rest, "pairs": pairs, "tests": len(pairs), "design": design,
             "cycle": cycle, "rule": rule_text(len(pairs), alpha, cycle, precision)}
-
-
-def _num(v) -> Optional[float]:
-    v = float(v)
-    return v if math.isfinite(v) else None
 
 
 def _samples(s) -> dict:

@@ -27,7 +27,6 @@ ALPHA = 0.05
 PRECISION = 0.01
 
 UNDECIDED, ORDERED, EQUIVALENT = "undecided", "ordered", "equivalent"
-STATUS = (UNDECIDED, ORDERED, EQUIVALENT)  # codes 0, 1, 2 in the arrays below
 
 
 def looks(max_repeats: int, first: int = FIRST_LOOK) -> list:
@@ -168,20 +167,6 @@ def cycle_looks(max_repeats: int, cycle: Optional[int], first: int = FIRST_LOOK)
     return plan or [max_repeats]
 
 
-def _t(level: float, df):
-    df = np.asarray(df, float)
-    with np.errstate(invalid="ignore"):
-        return np.where(df >= 1, t_quantile(level, np.maximum(df, 1)), np.nan)
-
-
-def sample_skewness(psi, ok, n):
-    """Return the sample skewness m3 / m2^1.5 of per-repeat values with mean 0 over ``ok``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        m2 = np.where(ok, psi ** 2, 0.0).sum(-1) / n
-        m3 = np.where(ok, psi ** 3, 0.0).sum(-1) / n
-        return np.where(m2 > 0, m3 / m2 ** 1.5, 0.0)
-
-
 def paired_difference(xa, ia, xb, ib, level: float, *, skew_corrected: bool = True) -> dict:
     """Return the paired delta-method interval of ``rho_a - rho_b`` (arrays over leading axes).
 
@@ -197,8 +182,10 @@ def paired_difference(xa, ia, xb, ib, level: float, *, skew_corrected: bool = Tr
     d, psi, n = influence(xa, ia, xb, ib, ok)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt((psi ** 2).sum(-1) / (n - 1)) / np.sqrt(n)
-        t = _t(level, n - 1)
-        g = sample_skewness(psi, ok, n)
+        df = np.asarray(n - 1, float)
+        t = np.where(df >= 1, t_quantile(level, np.maximum(df, 1)), np.nan)
+        m2 = (psi ** 2).sum(-1) / n  # psi is 0 outside ok: the sample skewness m3 / m2^1.5
+        g = np.where(m2 > 0, (psi ** 3).sum(-1) / n / m2 ** 1.5, 0.0)
         if skew_corrected:
             root_n = np.sqrt(n)
             lo, hi = skew_corrected_bounds(d, se, t, g / root_n, skewness_se(n) / root_n)
@@ -254,11 +241,9 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
             low, high, _ = fieller_bounds(_nanmean(x[:, 0]), _nanvar(x[:, 0]), nx,
                                           _nanmean(i[:, 0]), _nanvar(i[:, 0]), ni, level)
             decided = (high - low) / 2 < precision
-        return {"order": order, "estimate": est, "pairs": [],
-                "status": np.zeros((runs, 0), int), "degraded": np.zeros((runs, 0), int),
-                "best": np.ones((runs, 1), int),
-                "worst": np.ones((runs, 1), int), "decided": decided,
-                "open": ~decided[:, None]}
+        return {"order": order, "estimate": est, "pairs": [], "status": np.zeros((runs, 0), int),
+                "degraded": np.zeros((runs, 0), int), "best": np.ones((runs, 1), int),
+                "worst": np.ones((runs, 1), int), "decided": decided, "open": ~decided[:, None]}
     res = compare_all(x, i, alpha=alpha, precision=precision, cycle=cycle, looks=looks,
                       higher_is_better=higher_is_better)
     undecided = res["status"] == 0
