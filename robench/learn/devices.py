@@ -64,10 +64,7 @@ def mps_available() -> bool:
 
 
 def resolve_device(request: str = "auto") -> str:
-    """Return the concrete device for ``request`` (``auto``: cuda, else mps, else cpu).
-
-    A device that is not there raises :class:`DeviceError` saying so.
-    """
+    """Return the concrete device for ``request`` (``auto``: cuda, else mps, else cpu)."""
     device = check_syntax(request)
     if device == "auto":
         if cuda_count():

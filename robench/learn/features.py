@@ -72,10 +72,7 @@ _META_ATTRS = ("history_", "n_epochs_", "best_epoch_", "train_accuracy_", "val_a
 
 
 def train_reference(classifier, X, y, X_val, y_val, *, key: Optional[str] = None) -> tuple:
-    """Fit ``classifier`` (validation (X_val, y_val)); return (classifier, hit).
-
-    A torch classifier's weights and log are cached under ``key``; others are always fitted.
-    """
+    """Fit ``classifier``; return (classifier, hit): a torch one cached under ``key``."""
     if key is None or not _is_torch(classifier):
         return classifier.fit(X, y, X_val, y_val), False
     import torch
@@ -134,11 +131,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def feature_space(classifier) -> tuple:
-    """Return (FeatureSpace, None) for a fitted classifier, or (None, why it has none).
-
-    ``coverage_space()`` if defined; else a torch module's ``conv_features`` /
-    ``from_conv_features``, or ``features`` and ``head``.
-    """
+    """Return (FeatureSpace, None) for a fitted classifier, or (None, why it has none)."""
     own = getattr(classifier, "coverage_space", None)
     if callable(own):
         return own(), None
@@ -159,7 +152,6 @@ def feature_space(classifier) -> tuple:
     else:
         return None, (f"{type(module).__name__} exposes neither conv_features/"
                       "from_conv_features nor features/head, so coverage does not apply")
-
 
     def batched(fn):
         def apply(A):

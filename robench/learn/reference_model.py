@@ -38,13 +38,7 @@ def reference_split(y, *, seed: int, test_size: float, val_fraction: float) -> t
 
 
 def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> dict:
-    """Build and train (or load from the cache) the reference model of a trial spec.
-
-    ``spec``: ``seed``, ``model``, ``versions["model"]``, ``params`` (``test_size``,
-    ``val_fraction``, ``train``). ``build(ctx)`` builds the classifier (default: the registered
-    model); ``applicable(clf)`` says why it does not apply. Returns a dict: fit, val, test, clf,
-    hit, model_key, not_applicable and ``base`` (the trial row's sizes).
-    """
+    """Build and train (or load from the cache) the reference model of a trial spec."""
 
     params, seed = spec["params"], int(spec["seed"])
     y = dataset.y

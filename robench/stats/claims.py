@@ -226,10 +226,7 @@ def n_for_power(distance: float, sd: float, n: int = 2, side: float = SIDE,
 
 def repeats_needed(n: int, half_width: float, distance: float,
                    side: float = SIDE) -> Optional[int]:
-    """Return the repeats at which a bound ``distance`` away is cleared with :data:`POWER`, or None.
-
-    From an interval of ``half_width`` at ``n`` (two-sided, each side at ``side``).
-    """
+    """Return the repeats at which a bound ``distance`` away is cleared with :data:`POWER`."""
     if not (n and n >= 2 and half_width and half_width > 0 and distance and abs(distance) > 0
             and math.isfinite(half_width) and math.isfinite(distance)):
         return None
@@ -247,11 +244,7 @@ def tost_need(res: dict) -> Optional[int]:
 
 
 def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
-    """Return "what would decide it" with a number, or that the budget cannot.
-
-    ``unit``: "repeats" (budget :data:`PAPER_REPEATS`), "models" or "folds" (:data:`BUDGET_FACTOR`
-    x the standard profile's). ``need`` None: no planning figure; ``why`` says why.
-    """
+    """Return "what would decide it" with a number, or that the budget cannot."""
     standard = {"models": STANDARD_MODELS, "folds": STANDARD_FOLDS}.get(unit, STANDARD_REPEATS)
     head = {"models": MORE_MODELS, "folds": MORE_REPEATS + " (of the K-fold CV: more folds)"
             }.get(unit, MORE_REPEATS)
@@ -319,11 +312,7 @@ def _num(v) -> Optional[float]:
 
 
 def compare(a: dict, b: dict) -> tuple:
-    """Return (verdict, why) for "a is greater than b" from two independent rows with intervals.
-
-    Holds when a's interval lies wholly above b's, does not hold when wholly below, undecided
-    when they overlap (the why gives :func:`repeats_to_separate`) or one is missing.
-    """
+    """Return (verdict, why) for "a is greater than b" from two rows' intervals."""
     va, vb = _num(a.get("value")), _num(b.get("value"))
     if va is None or vb is None:
         return UNDECIDED, "a value is missing"
@@ -343,11 +332,7 @@ def compare(a: dict, b: dict) -> tuple:
 
 
 def repeats_to_separate(a: dict, b: dict, limit: int = 100_000) -> Optional[int]:
-    """Return the repeats at which two rows' t intervals would stop overlapping, or None.
-
-    Each row's sd is recovered from its interval and ``n``; a planning figure at the observed
-    means and spreads. None where the estimates are equal or it would take more than ``limit``.
-    """
+    """Return the repeats at which two rows' t intervals would stop overlapping, or None."""
 
     def scale(row):
         n, lo, hi = row.get("n"), _num(row.get("ci_low")), _num(row.get("ci_high"))
@@ -413,13 +398,7 @@ def evaluate(registry, rows: list) -> list:
 
 
 class OrderingPart:
-    """One paired part "a above b" of an ordering claim, decided at any level.
-
-    ``xa, ia, xb, ib``: per repeat each side's numerator and denominator (NaN where missing),
-    decided by :func:`robench.stats.paired.shows_above` (``cycle``: the balanced design's) or,
-    with ``cycle=1`` (i.i.d. reference models), Student's t. Called with a one-sided level:
-    HOLDS, FAILS, EQUIVALENT (both within ``margin`` shown) or UNDECIDED.
-    """
+    """One paired part "a above b" of an ordering claim, decided at any one-sided level."""
 
     def __init__(self, xa, ia, xb, ib, *, cycle=None, margin: Optional[float] = None):
         self.v = [np.asarray(v, float) for v in (xa, ia, xb, ib)]

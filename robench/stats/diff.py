@@ -42,12 +42,7 @@ def _components(versions: dict) -> dict:
 
 
 def repeat_samples(row: dict) -> dict:
-    """Return a score's per-repeat values {repeat: (numerator, denominator)} ({} if unknown).
-
-    Reads ``details`` of a ratio of means (``acc_exclusive``/``acc_inclusive`` with their
-    ``repeats_*`` lists) or a mean (``per_repeat`` with ``repeats``; denominator 1); positions
-    stand for repeats only where no repeat list is stored.
-    """
+    """Return a score's per-repeat values {repeat: (numerator, denominator)} ({} if unknown)."""
     details = row.get("details")
     if isinstance(details, str):
         try:
@@ -85,11 +80,7 @@ def _gives(samples: dict, value) -> bool:
 
 
 def _paired(a: dict, b: dict, repeats=None) -> tuple:
-    """Return ((low, high, n, change, (a, b)) of the paired interval of b - a, or None, why not).
-
-    ``repeats``: pair on these only (an extension's shared ones); ``change`` is B's ratio of
-    means over them minus A's, and (a, b) those two values.
-    """
+    """Return ((low, high, n, change, (a, b)) of the paired interval of b - a, or None, why not)."""
     sa, sb = repeat_samples(a), repeat_samples(b)
     if not sa or not sb:
         return None, None if repeats is None else "no per-repeat values: not paired"
@@ -114,12 +105,7 @@ def _paired(a: dict, b: dict, repeats=None) -> tuple:
 
 def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True,
             repeats=None) -> dict:
-    """Return the comparison of two score rows with the same identity.
-
-    Rows may carry ``versions`` (:meth:`robench.storage.store.Store.score_versions`).
-    ``anyway``: compare rows that are not comparable (reason kept); ``paired``: allow pairing
-    by repeat; ``repeats``: pair on those repeats only (an extension) and report the change there.
-    """
+    """Return the comparison of two score rows with the same identity (rows may carry versions)."""
     out = {c: a.get(c) for c in _IDENTITY}
     out.update(configuration=a.get("configuration"), a=a.get("value"), b=b.get("value"),
                change=None, low=None, high=None, reason=None, method=None)
@@ -211,11 +197,7 @@ def configuration_differences(one: Optional[dict], other: Optional[dict]) -> lis
 
 
 def _extension(ta: dict, tb: dict) -> Optional[dict]:
-    """Return how two score groups' trials ({trial key: repeat}) nest, or None where they do not.
-
-    One side extends the other when its trial keys include all of the other's. Returns
-    {"shared": repeats both hold, "more_a": only A's, "more_b": only B's}.
-    """
+    """Return how two score groups' trials ({trial key: repeat}) nest, or None where they do not."""
     if not ta or not tb:
         return None
     keys_a, keys_b = set(ta), set(tb)

@@ -31,13 +31,7 @@ def _clean(values) -> np.ndarray:
 
 def difference_interval(a: Sequence, b: Sequence, level: float, *, paired: bool,
                         skew_corrected: bool = True) -> dict:
-    """Return the ``level`` interval of mean(a) - mean(b): estimate, low, high, se, df, n.
-
-    ``paired``: ``a[r]``, ``b[r]`` of one unit (None: missing; a pair needs both), else two
-    independent samples (Welch). ``skew_corrected`` (default): Hall's bounds, skewness one se
-    either way (two samples: :data:`TWO_SAMPLE_SKEW_SE`); else Student's. Bounds None with
-    ``reason`` below 2 values (per sample or pair) or without spread.
-    """
+    """Return the ``level`` interval of mean(a) - mean(b): paired or Welch, Hall's or Student's."""
     if paired:
         pairs = [(float(x), float(y)) for x, y in zip(a, b) if x is not None and y is not None]
         d = np.asarray([x - y for x, y in pairs if math.isfinite(x) and math.isfinite(y)], float)
@@ -84,11 +78,7 @@ def difference_interval(a: Sequence, b: Sequence, level: float, *, paired: bool,
 
 def equivalence(a: Sequence, b: Sequence, margin: float, *, paired: bool,
                 alpha: float = ALPHA) -> dict:
-    """Return the TOST decision on |mean(a) - mean(b)| < ``margin`` with its evidence.
-
-    ``status``: EQUIVALENT (``1 - 2 alpha`` interval inside the margin), NOT_EQUIVALENT (wholly
-    outside), else UNDECIDED; the interval's fields and ``repeats`` (:func:`repeats_to_decide`).
-    """
+    """Return the TOST decision on |mean(a) - mean(b)| < ``margin`` with its evidence."""
     if not margin > 0:
         raise ValueError(f"the equivalence margin must be > 0, got {margin}")
     iv = difference_interval(a, b, 1 - 2 * alpha, paired=paired)
@@ -106,11 +96,7 @@ def equivalence(a: Sequence, b: Sequence, margin: float, *, paired: bool,
 
 def repeats_to_decide(distance: float, sd: float, n: int, level: float,
                       limit: int = 100_000) -> Optional[int]:
-    """Return the smallest n' >= n whose ``level`` t half-width is below ``|distance|``, or None.
-
-    A planning figure at the observed spread; None when the distance or spread is 0 or
-    undefined, or above ``limit``.
-    """
+    """Return the smallest n' >= n whose ``level`` t half-width is below ``|distance|``."""
     distance = abs(float(distance))
     if not (distance > 0 and sd is not None and sd > 0 and math.isfinite(sd)):
         return None

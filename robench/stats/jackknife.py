@@ -18,10 +18,7 @@ LEVEL = 0.95
 
 
 def pseudo_interval(full: float, loo: Sequence, level: float = LEVEL) -> dict:
-    """Return the jackknife t interval from a statistic and its leave-one-out values.
-
-    Bounds None with ``reason`` when n < 3, a value is not finite, or there is no spread.
-    """
+    """Return the jackknife t interval from a statistic and its leave-one-out values."""
 
     loo = np.asarray(loo, float)
     n = int(loo.size)
@@ -155,11 +152,7 @@ def _offdiagonal_mean(matrices: list, drop: Optional[tuple] = None) -> float:
 
 
 def distance_ratio(shifted: list, random: list, level: float = LEVEL) -> dict:
-    """Return mean pairwise distance of shifted folds / of random folds, jackknifed by fold.
-
-    ``shifted``, ``random``: per repeat a K x K matrix of fold distances (None: missing).
-    Returns ``ratio``, ``low``, ``high``, ``folds`` (n_shifted, n_random).
-    """
+    """Return mean pairwise distance of shifted folds / of random folds, jackknifed by fold."""
 
     def units(mats):
         return [(m, i) for m, mat in enumerate(mats) for i in range(len(mat))]

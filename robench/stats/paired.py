@@ -150,12 +150,7 @@ def balanced_test(xa, ia, xb, ib, delta, alpha, cycle: int) -> dict:
 
 def shows_above(xa, ia, xb, ib, *, delta: float = 0.0, alpha=ALPHA,
                 cycle: Optional[int] = None, looks: int = 1) -> np.ndarray:
-    """Return whether the repeats show ``rho_a - rho_b > delta`` at level ``alpha``.
-
-    Inputs (..., R): per repeat each model's numerator and denominator (a mean: denominator 1),
-    NaN where missing. ``cycle``: the balanced design's cycle length or None (independent
-    repeats). ``looks``: planned looks, each at ``alpha / looks`` (Bonferroni).
-    """
+    """Return whether the repeats show ``rho_a - rho_b > delta`` at ``alpha / looks``."""
     return paired_test(xa, ia, xb, ib, delta, np.asarray(alpha, float) / looks,
                        cycle=cycle)["reject"]
 
@@ -233,10 +228,7 @@ SHAPES = ("normal", "gamma2", "exponential", "lognormal", "hard")
 
 
 def source_effects(rng, runs: int, k: int, shape: str, p_hard: Optional[float] = None):
-    """Return (runs, k) source effects of ``shape`` (:data:`SHAPES`; sd 1, mean exactly 0).
-
-    Skewed shapes are left-skewed (a few sources far harder); ``hard``: one source of k = 1/p.
-    """
+    """Return (runs, k) source effects of ``shape`` (:data:`SHAPES`; sd 1, mean exactly 0)."""
     if shape == "hard":
         p = 1.0 / k
         s = np.full((runs, k), math.sqrt(p / (1 - p)))

@@ -64,11 +64,7 @@ def chance_level(n_classes: Optional[int], majority: Optional[float] = None) -> 
 def chance_reason(value, low, high, chance: Optional[float], basis: str, *,
                   values: Sequence = (), interval_reason: Optional[str] = None,
                   name: str = "E[AccI]", margin: Optional[float] = None) -> Optional[str]:
-    """Return why an accuracy is not shown above chance plus the margin (None: it is).
-
-    Shown above when its interval's low bound clears the bar (without one: all repeats equal
-    and above it); the reason starts with "at chance".
-    """
+    """Return why an accuracy is not shown above chance plus the margin (None: it is)."""
     if chance is None:
         return None  # nothing to compare with: ranked as before, the basis says why
     margin = chance_margin() if margin is None else float(margin)

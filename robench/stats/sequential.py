@@ -138,11 +138,7 @@ def boundaries(fractions: Sequence[float], alpha: float = ALPHA, kind: str = "ob
 
 def look_alphas(repeats: Sequence[int], max_repeats: int, alpha: float = ALPHA,
                 kind: str = "obf") -> list:
-    """Return the familywise level of each look (alpha spent by looks, alpha/2 per direction).
-
-    ``repeats``: repeats at each look so far (fraction ``n / max_repeats``). Pass a level as
-    :func:`table_look`'s ``alpha`` with ``looks=1``; earlier levels do not depend on later looks.
-    """
+    """Return the familywise level of each look (alpha spent by looks, alpha/2 per direction)."""
     from scipy import stats
 
     if max_repeats < 1:
@@ -220,14 +216,7 @@ def _nanvar(a):
 
 def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: bool = True, *,
                cycle: Optional[int] = None, looks: int = 1) -> dict:
-    """Return one look's decision for tables of models, vectorised over runs.
-
-    ``x``, ``i``: shape ``(runs, models, R)``, NaN where not run; every pair gets
-    :func:`robench.stats.paired.compare_all`. Returns ``order`` and ``estimate`` (runs, M),
-    ``pairs``, per pair ``status`` and ``degraded`` (as compare_all), ``best``/``worst``,
-    ``decided`` (runs,): no pair undecided, ``open`` (runs, M): models in an undecided pair (one
-    model: decided when its Fieller half-width at ``1 - alpha / looks`` is below ``precision``).
-    """
+    """Return one look's decision for tables of models (runs, M, R), vectorised over runs."""
     x, i = np.asarray(x, float), np.asarray(i, float)
     runs, m, _ = x.shape
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -257,10 +246,7 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
 
 
 def decide_power(d: float, sd: float, n: int, alpha: float, margin: Optional[float]) -> float:
-    """Return the probability that a pair (difference ``d``, spread ``sd``) is decided at ``n``.
-
-    Ordered two-sided at ``alpha`` or equivalent within ``margin`` by TOST (normal approximation).
-    """
+    """Return the probability that a pair is ordered or shown equivalent at ``n`` repeats."""
     from scipy import stats
 
     if not (n >= 2 and sd > 0 and math.isfinite(sd) and math.isfinite(d)):

@@ -89,12 +89,7 @@ def _rebuild(conn, table: str, create: str, fill: Optional[dict] = None) -> None
 
 
 def _to_v2(conn, schema: str) -> None:
-    """Foreign keys, metric definitions once, human-readable columns first, a trial's sources.
-
-    Every table is rebuilt in declared order with its foreign keys; a run id naming no run
-    becomes NULL; ``scores.definition`` moves to ``metrics``; a source-aware trial gains
-    ``clustering``, the one stored clustering of its data set, clusterer, k and seed (else NULL).
-    """
+    """Foreign keys, metric definitions once, human-readable columns first, a trial's sources."""
     creates = {m.group(1): s for s in _statements(schema) if (m := _CREATE.match(s))}
     tables = _tables(conn)
     for table in sorted(tables & set(creates) - {"runs"}):
@@ -226,9 +221,8 @@ def _write_refused(path, exc) -> SchemaError:
 
 
 def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
-    """Create or migrate the database at ``path`` to :data:`CURRENT` with ``schema``
-    (:data:`robench.storage.store.SCHEMA`) in one transaction, then VACUUM it if it is free;
-    return the steps applied. SchemaError for a file not robench's or newer than it."""
+    """Create or migrate the database at ``path`` to :data:`CURRENT` in one transaction
+    (VACUUM after, if free); return the steps applied."""
     path = Path(path)
     try:
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)

@@ -384,13 +384,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _encode_json(value: Any) -> Optional[str]:
-    """Return ``value`` as JSON text; a string is taken to be JSON already."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(_plain(value), sort_keys=True, allow_nan=False, default=str)
-
-
 def encode_row(table: str, row: dict) -> dict:
     """Return a copy of ``row`` ready for SQLite: JSON columns encoded, scalars made plain
     (idempotent); ValueError for an undeclared column or a dict/list in a non-JSON one."""
@@ -407,8 +400,9 @@ def encode_row(table: str, row: dict) -> dict:
     json_columns = JSON_COLUMNS[table]
     out = {}
     for name, value in row.items():
-        if name in json_columns:
-            out[name] = _encode_json(value)
+        if name in json_columns:  # a string is taken to be JSON already
+            out[name] = (value if value is None or isinstance(value, str) else
+                         json.dumps(_plain(value), sort_keys=True, allow_nan=False, default=str))
             continue
         value = _plain(value)
         if isinstance(value, (dict, list)):
@@ -729,9 +723,8 @@ class Store:
         return rows
 
     def helper_models(self) -> dict[tuple, list]:
-        """Return {(dataset, model): [metrics]} of the helper models among the scored ones:
-        with trials and scores on a data set with score groups, but named by none of them
-        (a pseudo-model without trials, or the empty name, is no helper)."""
+        """Return {(dataset, model): [metrics]} of scored models with trials that no score
+        group names, on a data set with score groups (a pseudo-model or '' is no helper)."""
         if not self.db["score_groups"].exists():
             return {}
         asked, grouped = set(), set()
@@ -750,12 +743,20 @@ class Store:
         return out
 
     def score_versions(self, rows: list[dict]) -> list[dict]:
-        """Return, per score row, the versions behind it: robench and the plugin versions of
-        the run that computed it, and the component versions (dataset, model, clusterer,
-        protocol) its trials were keyed with (from one trial of its score group)."""
+        """Return per score row the robench, plugin and component versions behind it."""
         run_ids = {r["run_id"] for r in rows if r.get("run_id") is not None}
         runs = {r["id"]: r for r in self.runs(run_ids)} if run_ids else {}
-        first_trial = self._first_trials()
+        first_trial = {}  # {(dataset, model, clusterer, metric, configuration): a trial key}
+        groups = self.db["score_groups"]
+        if groups.exists():
+            config = ("configuration" if "configuration" in groups.columns_dict
+                      else "NULL AS configuration")
+            for g in self._select(f"SELECT dataset, model, clusterer, metric, {config}, "
+                                  "trial_keys FROM score_groups", []):
+                keys = cells.decoded(g["trial_keys"]) or []
+                if keys:
+                    first_trial[(g["dataset"], g["model"], g["clusterer"], g["metric"],
+                                 g["configuration"] or LEGACY)] = keys[0]
         trials = self.db["trials"]
         versions = {}
         if trials.exists() and {"key", "versions"} <= set(trials.columns_dict):
@@ -772,21 +773,6 @@ class Store:
                         "plugins": run.get("plugin_versions") or {},
                         "components": versions.get(key) or {}})
         return out
-
-    def _first_trials(self) -> dict:
-        """Return {(dataset, model, clusterer, metric, configuration): a trial key} of groups."""
-        if not self.db["score_groups"].exists():
-            return {}
-        config = ("configuration" if "configuration" in self.db["score_groups"].columns_dict
-                  else "NULL AS configuration")
-        sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
-        first = {}
-        for g in self._select(sql, []):
-            keys = cells.decoded(g["trial_keys"]) or []
-            if keys:
-                first[(g["dataset"], g["model"], g["clusterer"], g["metric"],
-                       g["configuration"] or LEGACY)] = keys[0]
-        return first
 
     # -- configurations ---------------------------------------------------------------------
 
@@ -862,10 +848,7 @@ class Store:
                 clauses.append(f'"{name}" IS NULL')
             elif isinstance(value, (list, tuple, set, frozenset)):
                 values = [_plain(v) for v in value]
-                if not values:
-                    clauses.append("0")
-                    continue
-                clauses.append(f'"{name}" IN ({", ".join("?" * len(values))})')
+                clauses.append(f'"{name}" IN ({", ".join("?" * len(values))})' if values else "0")
                 params.extend(values)
             else:
                 clauses.append(f'"{name}" = ?')
