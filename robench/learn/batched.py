@@ -47,8 +47,6 @@ class FitJob:
     rng_after: Optional[torch.Tensor] = field(default=None, repr=False)
 
 
-# --- deferring a trial's fit and replaying it ------------------------------------------------
-
 def deferring(jobs: list):
     """Record the first ``TorchClassifier.fit`` in the block into ``jobs`` and stop the trial there."""
     def hook(clf, X, y, X_val, y_val):
@@ -81,9 +79,6 @@ def replaying(job: FitJob):
     return fit_hook(hook)
 
 
-# --- what can be batched ---------------------------------------------------------------------
-
-
 def batchable(clf) -> bool:
     """Return whether ``clf`` trains exactly like :meth:`TorchClassifier.fit` (batchable)."""
     return (isinstance(clf, TorchClassifier) and type(clf).fit is TorchClassifier.fit
@@ -99,9 +94,6 @@ def architecture(module: nn.Module) -> Optional[tuple]:
     if getattr(module, "penalty", None) is not None or any(True for _ in module.buffers()):
         return None
     return (type(module),) + tuple((n, tuple(p.shape)) for n, p in module.named_parameters())
-
-
-# --- stacked forward passes --------------------------------------------------------------------
 
 
 def _linear(params: dict, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -181,9 +173,6 @@ def stacked_forward(module: nn.Module):
     return vmap(lambda p, x: functional_call(base, p, (x,)))
 
 
-# --- the rows each model reads -----------------------------------------------------------------
-
-
 class _Pool:
     """The rows of several models' splits, gathered once onto the device (model i's row j
     is pool row ``offsets[i] + j``)."""
@@ -210,9 +199,6 @@ class _Pool:
         """Return (inputs as float32, labels) of pool positions ``local`` (any shape)."""
         x = self.X[local if self.rows is None else self.rows[local]]
         return as_float(x), self.y[local]
-
-
-# --- the batched training ----------------------------------------------------------------------
 
 
 class _Member:

@@ -40,12 +40,10 @@ def features(classifier, X: np.ndarray, *, key: Optional[str] = None) -> np.ndar
     check_model_input(X, type(classifier).__name__, "rows whose features are read")
 
     def compute():
-        if _is_torch(classifier):
-            Z = classifier.features(X)
-        else:
-            parts = [np.asarray(classifier.features(X[s:s + FEATURE_BATCH]))
-                     for s in range(0, max(len(X), 1), FEATURE_BATCH)]
-            Z = np.concatenate(parts) if parts else np.zeros((0, 0))
+        # max(..., 1): an empty X still makes one (empty) call
+        Z = classifier.features(X) if _is_torch(classifier) else np.concatenate(
+            [np.asarray(classifier.features(X[s:s + FEATURE_BATCH]))
+             for s in range(0, max(len(X), 1), FEATURE_BATCH)])
         return {"Z": np.asarray(Z, dtype=np.float32).reshape(len(X), -1)}
 
     if key is None:
@@ -101,8 +99,6 @@ def train_reference(classifier, X, y, X_val, y_val, *, key: Optional[str] = None
             setattr(classifier, attr, value)
     return classifier, hit
 
-
-# --- a layer and its head ----------------------------------------------------------------------
 
 #: Rows per forward pass when encoding or applying a head.
 SPACE_BATCH = 1024

@@ -184,11 +184,7 @@ def controlled_all(claim: Claim, controls: list) -> Claim:
 
 
 def decide_parts(parts: list, alpha: float = SIDE) -> str:
-    """Return the verdict of a claim made of parts, each ``part(level) -> verdict``.
-
-    Holds when every part holds at ``alpha`` (intersection-union); does not hold when some part
-    does at ``alpha / m`` (Bonferroni); equivalent when every part is at ``alpha``; else undecided.
-    """
+    """Return the verdict of a claim made of parts, each ``part(level) -> verdict`` (docs/claims.md)."""
     if not parts:
         return UNDECIDED
     m = len(parts)
@@ -248,11 +244,10 @@ def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
     standard = {"models": STANDARD_MODELS, "folds": STANDARD_FOLDS}.get(unit, STANDARD_REPEATS)
     head = {"models": MORE_MODELS, "folds": MORE_REPEATS + " (of the K-fold CV: more folds)"
             }.get(unit, MORE_REPEATS)
-    if unit in ("models", "folds"):
-        budget = BUDGET_FACTOR * standard
-        over = f"over {BUDGET_FACTOR}x the standard profile's {standard}"
-    else:
-        budget, over = PAPER_REPEATS, f"over the paper profile's {PAPER_REPEATS}"
+    zoo = unit in ("models", "folds")
+    budget = BUDGET_FACTOR * standard if zoo else PAPER_REPEATS
+    over = (f"over {BUDGET_FACTOR}x the standard profile's {standard}" if zoo
+            else f"over the paper profile's {PAPER_REPEATS}")
     if need is None:
         why = why or "no interval, or an estimate on its bound, at this size"
         return f"{head}: no planning figure ({why}); at least {standard} to plan from"
@@ -333,7 +328,6 @@ def compare(a: dict, b: dict) -> tuple:
 
 def repeats_to_separate(a: dict, b: dict, limit: int = 100_000) -> Optional[int]:
     """Return the repeats at which two rows' t intervals would stop overlapping, or None."""
-
     def scale(row):
         n, lo, hi = row.get("n"), _num(row.get("ci_low")), _num(row.get("ci_high"))
         if not isinstance(n, int) or n < 2 or lo is None or hi is None:

@@ -71,9 +71,6 @@ def smallest_fitting(fits, lo: int, limit: int) -> Optional[int]:
     return hi
 
 
-# --- a single mean ----------------------------------------------------------------------------
-
-
 def mean_interval(values: Sequence, level: float = LEVEL, *,
                   bounds: Optional[tuple] = None) -> Interval:
     """Return Student's t interval of the mean of ``values`` (None entries are skipped).
@@ -100,8 +97,6 @@ def mean_interval(values: Sequence, level: float = LEVEL, *,
         lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
     return Interval(mean, lo, hi, "t", level, float(n - 1), (n,))
 
-
-# --- a mean whose values may be skewed --------------------------------------------------------
 
 #: Standard errors of the estimated skewness allowed for by :func:`skew_corrected_bounds`.
 SKEW_SE = 1.0
@@ -163,9 +158,6 @@ def skewed_mean_interval(values: Sequence, level: float = LEVEL, *,
     if bounds is not None:
         lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
     return Interval(mean, lo, hi, "hall", level, float(n - 1), (n,))
-
-
-# --- a ratio of two independent means ---------------------------------------------------------
 
 
 def welch_df(var_x, n_x, var_i, n_i, rho):

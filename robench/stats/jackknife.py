@@ -19,7 +19,6 @@ LEVEL = 0.95
 
 def pseudo_interval(full: float, loo: Sequence, level: float = LEVEL) -> dict:
     """Return the jackknife t interval from a statistic and its leave-one-out values."""
-
     loo = np.asarray(loo, float)
     n = int(loo.size)
     out = {"n": n, "full": float(full), "level": level}
@@ -113,7 +112,6 @@ def _log_variances_left_out(x: np.ndarray) -> list:
 
 def sd_ratio_independent(a: Sequence, b: Sequence, level: float = LEVEL) -> dict:
     """Return sd(a) / sd(b) of two independent samples with Miller's jackknife interval."""
-
     xa = np.asarray([float(v) for v in a if v is not None], float)
     xb = np.asarray([float(v) for v in b if v is not None], float)
     out = {"n": [int(xa.size), int(xb.size)], "level": level}
@@ -153,7 +151,6 @@ def _offdiagonal_mean(matrices: list, drop: Optional[tuple] = None) -> float:
 
 def distance_ratio(shifted: list, random: list, level: float = LEVEL) -> dict:
     """Return mean pairwise distance of shifted folds / of random folds, jackknifed by fold."""
-
     def units(mats):
         return [(m, i) for m, mat in enumerate(mats) for i in range(len(mat))]
 

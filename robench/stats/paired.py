@@ -68,12 +68,7 @@ def influence(xa, ia, xb, ib, use):
 
 
 def degraded_repeats(psi, use, cycle: Optional[int] = None, z: float = DEGRADED_Z):
-    """Return the repeats (mask like ``use``) whose paired difference looks degraded.
-
-    Far: more than ``z`` robust sd (1.4826 MAD, else 1.2533 mean absolute deviation) from the
-    median; with a ``cycle``, far values that recur at least half as far in every complete cycle
-    are the census, not flagged. Nothing is flagged below :data:`DEGRADED_MIN_N` repeats.
-    """
+    """Return the repeats (mask like ``use``) whose paired difference looks degraded."""
     psi, use = np.asarray(psi, float), np.asarray(use, bool)
     n = use.sum(-1, keepdims=True)
     vals = np.where(use, psi, np.nan)
@@ -220,8 +215,6 @@ def chance_bar(chance: float, margin: float) -> float:
     """Return the accuracy a model must be shown above to be ranked: chance + margin x the rest."""
     return float(chance) + float(margin) * (1.0 - float(chance))
 
-
-# --- simulation: null pairs on the shapes the design produces ---------------------------------
 
 #: Source-effect shapes of the simulations (mean 0, sd 1; negative = a harder source).
 SHAPES = ("normal", "gamma2", "exponential", "lognormal", "hard")

@@ -29,9 +29,6 @@ MARGIN_ENV = "ROBENCH_MARGIN"
 CHANCE_MARGIN = 0.1
 
 
-# --- chance -------------------------------------------------------------------------------
-
-
 def chance_margin() -> float:
     """Return the chance bar's relevance margin: ``ROBENCH_CHANCE_MARGIN`` where set (a number
     in [0, 1)), else :data:`CHANCE_MARGIN`. Every path that ranks reads it here."""
@@ -103,9 +100,6 @@ def equivalence_margin(metric: str, default: float) -> float:
         if name.strip() == metric:
             return number
     return float(default)
-
-
-# --- the rule -------------------------------------------------------------------------------
 
 
 def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,

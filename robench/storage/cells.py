@@ -44,7 +44,8 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
 def loads(text: str, limit: int = MAX_JSON_DEPTH, constants: bool = False) -> Any:
     """Return ``json.loads(text)``; ValueError (TooDeep) if it nests deeper than ``limit``,
     never RecursionError. ``NaN`` and ``Infinity`` read as None, or as floats with ``constants``."""
-    parse_constant = float if constants else _no_constant
+    # NaN and Infinity are not JSON (robench writes with allow_nan=False): read them as missing
+    parse_constant = float if constants else (lambda name: None)
     if text.count("[") + text.count("{") > limit:  # only then can it be too deep
         try:
             value = json.loads(text, parse_constant=parse_constant)
@@ -54,11 +55,6 @@ def loads(text: str, limit: int = MAX_JSON_DEPTH, constants: bool = False) -> An
             raise TooDeep(f"JSON nested deeper than {limit} levels")
         return value
     return json.loads(text, parse_constant=parse_constant)
-
-
-def _no_constant(name: str) -> None:
-    # NaN and Infinity are not JSON (robench writes with allow_nan=False): read them as missing
-    return None
 
 
 def decoded(text: Any, otherwise: Any = None) -> Any:

@@ -426,12 +426,10 @@ def decode_row(table: str, row: dict) -> dict:
             row[name] = cells.decoded(value)
             continue
         kind = declared.get(name)
-        if kind == "REAL":
-            if type(value) is not float or not math.isfinite(value):
-                row[name] = cells.number(value)
-        elif kind == "INTEGER":
-            if type(value) is not int:
-                row[name] = cells.integer(value)
+        if kind == "REAL" and (type(value) is not float or not math.isfinite(value)):
+            row[name] = cells.number(value)
+        elif kind == "INTEGER" and type(value) is not int:
+            row[name] = cells.integer(value)
         elif kind == "TEXT" and type(value) is not str:
             row[name] = cells.text(value)
     if table == "scores" and row.get("higher_is_better") is not None:
@@ -641,8 +639,7 @@ class Store:
         where, params = self._where("trials", filters)
         order = "dataset, model, clusterer, protocol, kind, repeat, key"
         if keys is None:
-            sql = f"SELECT * FROM trials {where} ORDER BY {order}"
-            rows = self._select(sql, params)
+            rows = self._select(f"SELECT * FROM trials {where} ORDER BY {order}", params)
         else:
             rows = self._select_keys("trials", keys, where, params)
             # None sorts last and is never compared with a value, so mixed columns cannot clash
