@@ -273,8 +273,7 @@ class EpochLedger:
         module.load_state_dict(self.best_state)
         module.eval()
         clf.module_, clf.device_, clf.history_ = module, str(device), self.history
-        clf.best_epoch_ = self.best_epoch
-        clf.n_epochs_ = len(self.history)
+        clf.best_epoch_, clf.n_epochs_ = self.best_epoch, len(self.history)
         clf.val_accuracy_ = self.best_key[0]
         clf.train_accuracy_ = clf._train_accuracy(Xt, yt)
 

@@ -183,10 +183,8 @@ def configuration_differences(one: Optional[dict], other: Optional[dict]) -> lis
                 return value
         return value
 
-    out = []
-    for key in ("profile", "seed", "repeats", "sources"):
-        if one.get(key) != other.get(key):
-            out.append(f"{key} {one.get(key)} vs {other.get(key)}")
+    out = [f"{key} {one.get(key)} vs {other.get(key)}"
+           for key in ("profile", "seed", "repeats", "sources") if one.get(key) != other.get(key)]
     for key in ("knobs", "description"):  # the description only where nothing else differs
         if key == "description" and out:
             break

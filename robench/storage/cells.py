@@ -80,10 +80,8 @@ def number(value: Any) -> Any:
 
 def integer(value: Any) -> Any:
     """Return an INTEGER cell as an int, else None (a whole finite float becomes an int)."""
-    if isinstance(value, bool):
+    if isinstance(value, int):  # a bool too
         return int(value)
-    if isinstance(value, int):
-        return value
     if (isinstance(value, float) and math.isfinite(value) and value.is_integer()
             and -2**63 <= value < 2**63):  # an id SQLite can be asked about again
         return int(value)
