@@ -184,7 +184,7 @@ def controlled_all(claim: Claim, controls: list) -> Claim:
 
 
 def decide_parts(parts: list, alpha: float = SIDE) -> str:
-    """Return the verdict of a claim made of parts, each ``part(level) -> verdict`` (docs/claims.md)."""
+    """Return the verdict of a claim of parts, each ``part(level) -> verdict`` (docs/claims.md)."""
     if not parts:
         return UNDECIDED
     m = len(parts)

@@ -87,17 +87,15 @@ def source_aware_null(seed: int, repeats: int = 10, k: int = 5, shuffled: bool =
     order = {c: np.concatenate([rng.permutation(k) for _ in range(-(-repeats // k))])
              for c in classes}
     out = {"acc_inclusive": [], "acc_exclusive": [], "acc_random": []}
-    n = len(y)
+
+    def accuracy(test):  # trained on the other points
+        return nearest_mean_accuracy(X, y, np.flatnonzero(~test), np.flatnonzero(test))
+
     for r in range(repeats):
         held = src == np.array([order[c][r] for c in classes])[np.searchsorted(classes, y)]
-        out["acc_exclusive"].append(nearest_mean_accuracy(X, y, np.flatnonzero(~held),
-                                                          np.flatnonzero(held)))
-        test = _share_per_group(y * k + src, test_share, rng)
-        out["acc_inclusive"].append(nearest_mean_accuracy(X, y, np.flatnonzero(~test),
-                                                          np.flatnonzero(test)))
-        test = rng.random(n) < test_share
-        out["acc_random"].append(nearest_mean_accuracy(X, y, np.flatnonzero(~test),
-                                                       np.flatnonzero(test)))
+        out["acc_exclusive"].append(accuracy(held))
+        out["acc_inclusive"].append(accuracy(_share_per_group(y * k + src, test_share, rng)))
+        out["acc_random"].append(accuracy(rng.random(len(y)) < test_share))
     return {key: np.array(v) for key, v in out.items()}
 
 

@@ -75,9 +75,8 @@ def mean_interval(values: Sequence, level: float = LEVEL, *,
                   bounds: Optional[tuple] = None) -> Interval:
     """Return Student's t interval of the mean of ``values`` (None entries are skipped).
 
-    ``bounds=(lo, hi)`` clips it to the range the quantity can take (``(0, 1)`` for an
-    accuracy). Method "t"; bounds None (with ``reason``) without two values or when all are
-    equal (a zero-width interval would claim a certainty the repeats cannot give).
+    Bounds None (with ``reason``) without two values or when all are equal: a zero-width interval
+    would claim a certainty the repeats cannot give.
     """
     x = _values(values)
     n = int(x.size)

@@ -99,11 +99,8 @@ def paired_test(xa, ia, xb, ib, delta, alpha, *, cycle: Optional[int] = None,
                 skew_se: Optional[float] = SKEW_SE, check: Optional[bool] = None) -> dict:
     """Return the one-sided skew-corrected paired t test of ``rho_a - rho_b > delta``.
 
-    Inputs of shape (..., R), NaN where a repeat is missing; the repeats both models have, in
-    complete cycles of ``cycle`` where given. ``skew_se``: standard errors of skewness allowed
-    towards the lower tail (None: Student's bound); without spread, rejected when ``d > delta``.
-    ``check`` (default: on with a cycle >= 2): a pair with a degraded repeat is not rejected.
-    Returns ``reject``, ``d``, ``se``, ``n``, ``degraded`` (first flagged repeat, -1 for none).
+    Inputs (..., R), NaN where missing; ``skew_se`` None: Student's bound; ``check`` (default: a
+    cycle >= 2) leaves a pair with a degraded repeat unrejected. ``degraded``: its first one, or -1.
     """
     xa, ia, xb, ib = np.broadcast_arrays(*(np.asarray(v, float) for v in (xa, ia, xb, ib)))
     ok = np.isfinite(xa) & np.isfinite(ia) & np.isfinite(xb) & np.isfinite(ib)

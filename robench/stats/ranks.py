@@ -112,12 +112,6 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
     design's, or None) and ``unranked`` (why not, or None). ``precision``: the equivalence
     margin (None: no TOST); ``looks``: the planned looks of the ``--until decided`` run whose
     repeats these are (tests at ``alpha / looks``, as it ran them).
-
-    Returns ``rows`` (the dicts copied, ranked by estimate then unranked, each with ``rank``
-    (a point estimate), ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``,
-    ``unranked``), ``pairs`` (``pair``, ``status``, ``difference``, ``n``, ``margin``,
-    ``degraded_repeat``, ``verdict``: :func:`verdict_text`), ``tests`` (pairs Holm corrected
-    over), ``design`` and ``rule`` (one sentence).
     """
     sign = 1.0 if higher_is_better else -1.0
     rows = [dict(m) for m in models]
