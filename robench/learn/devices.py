@@ -126,9 +126,7 @@ def device_label(device=None) -> str:
 
 def worker_gpus(device: str, workers: int) -> list:
     """Return one ``CUDA_VISIBLE_DEVICES`` per worker (plain ``cuda``, several GPUs), else []."""
-    if device != "cuda":
-        return []
-    n = cuda_count()
+    n = cuda_count() if device == "cuda" else 0
     if n < 2:
         return []
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -90,11 +90,8 @@ def train_reference(classifier, X, y, X_val, y_val, *, key: Optional[str] = None
         state = {k[len(_STATE):]: torch.from_numpy(np.array(v)) for k, v in arrays.items()
                  if k.startswith(_STATE)}
         module.load_state_dict(state)
-
         device = torch_device()
-        module.to(device).eval()
-        classifier.module_ = module
-        classifier.device_ = str(device)
+        classifier.module_, classifier.device_ = module.to(device).eval(), str(device)
         for attr, value in json.loads(str(arrays["meta"])).items():
             setattr(classifier, attr, value)
     return classifier, hit

@@ -223,11 +223,9 @@ def calibrate_bias(model: JoinModel, Z_train: np.ndarray, y_train: np.ndarray, *
             labels = solve(len(Zs), uv, base + b, solver)
             ari = float(adjusted_rand_score(ys, labels))
             k = int(labels.max() + 1) if labels.size else 0
-            if criterion == "ari":
-                objective = (ari,)
-            else:  # closest effective number of clusters first, then the best ARI
-                objective = (-round(abs(effective_clusters(labels) - n_classes), 6), ari)
-            scores[b] = (ari, k, objective)
+            # ari, or the closest effective number of clusters first, then the best ARI
+            scores[b] = (ari, k, (ari,) if criterion == "ari" else
+                         (-round(abs(effective_clusters(labels) - n_classes), 6), ari))
         return scores[b][2]
 
     if grid is not None:
@@ -306,10 +304,7 @@ def multicut_fit_predict(Z, k: int, *, seed: int, true_sources=None, knn: int = 
             best = (labels, m)
         if m == k:
             break
-        if m > k:
-            lo = q  # too many clusters: attract more
-        else:
-            hi = q
+        lo, hi = (q, hi) if m > k else (lo, q)  # too many clusters: attract more
     labels = best[0]
     sizes = np.bincount(labels)
     small = sizes[labels] < 2

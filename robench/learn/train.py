@@ -52,10 +52,8 @@ def set_torch_threads(n: int) -> None:
     if not _interop_threads_set:
         # torch accepts the inter-op pool size once, and only before any parallel work ran;
         # a later call raises RuntimeError, which only means the pool already exists.
-        try:
+        with contextlib.suppress(RuntimeError):
             torch.set_num_interop_threads(n)
-        except RuntimeError:
-            pass
         _interop_threads_set = True
 
 

@@ -62,14 +62,7 @@ MORE_REPEATS, MORE_MODELS, MORE_DATA = "more repeats", "more models", "more data
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper and what robench's scores say about it.
-
-    ``paper`` (short title), ``claim`` (one line), ``paper_figure`` (what the paper reports),
-    ``dataset``, ``figure`` (robench's, with its interval), ``verdict`` (:data:`VERDICTS`),
-    ``why`` (one line of evidence), ``evidence`` (the numbers decided from), ``would_decide``
-    (for an undecided claim: :data:`MORE_REPEATS`, :data:`MORE_MODELS` or :data:`MORE_DATA`,
-    with a number where the rule gives one), ``control`` (as shown) and ``level``.
-    """
+    """One claim of a paper and what robench's scores say about it (a row of docs/claims.md)."""
 
     paper: str
     claim: str
@@ -100,13 +93,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class Control:
-    """The same computation where the claimed property is absent, and its verdicts.
-
-    ``what`` (in a few words), ``verdict`` (the modal verdict over its draws; None where no
-    control applies, ``figure`` says why), ``figure``, ``algebra`` (it plants the formula's own
-    assumption), ``verdicts`` (every draw's; empty: one deterministic draw), ``size`` (the row's
-    own or larger), ``confounder`` (a simpler quantity that could explain the result).
-    """
+    """The same computation where the claimed property is absent, and its draws' verdicts."""
 
     what: str
     verdict: Optional[str]

@@ -248,8 +248,7 @@ def diff_scores(rows_a: list, rows_b: list, *, configs_a: Optional[dict] = None,
     for ident in sorted(set(ia) & set(ib)):
         common = sorted(set(ia[ident]) & set(ib[ident]), key=str)
         if common:
-            for config in common:
-                out.append(compare(ia[ident][config], ib[ident][config], anyway=anyway))
+            out.extend(compare(ia[ident][c], ib[ident][c], anyway=anyway) for c in common)
             continue
         ka, kb = sorted(ia[ident], key=str), sorted(ib[ident], key=str)
         nested = next(((x, y, e) for x in ka for y in kb
@@ -258,8 +257,8 @@ def diff_scores(rows_a: list, rows_b: list, *, configs_a: Optional[dict] = None,
         if nested is not None:
             x, y, ext = nested
             row = compare(ia[ident][x], ib[ident][y], repeats=ext["shared"])
-            note = _extension_note(ext)
-            row["reason"] = note + ("; " + row["reason"] if row.get("reason") else "")
+            row["reason"] = _extension_note(ext) + ("; " + row["reason"] if row.get("reason")
+                                                     else "")
             row.update(extends=len(ext["more_b"]) - len(ext["more_a"]),
                        shared_repeats=len(ext["shared"]))
             out.append(row)

@@ -167,12 +167,10 @@ def paired_difference(xa, ia, xb, ib, level: float, *, skew_corrected: bool = Tr
     """Return the paired delta-method interval of ``rho_a - rho_b`` (arrays over leading axes).
 
     Inputs ``(..., R)``: per repeat each model's exclusive (x) and inclusive (i) accuracies,
-    NaN where not run; repeats complete for both count. Returns ``d``, ``low``, ``high``,
-    ``se``, ``n``, ``skewness``; bounds NaN where n < 2, a mean AccI is 0 or there is no spread,
-    [0, 0] where both models' accuracies are identical in every common repeat.
-    ``skew_corrected`` (default): Hall's bounds, skewness one se towards each side (Student's
-    missed 1.9% one-sided instead of 0.5% at 99% on a Gamma(2) effect: docs/adaptive.md).
-    """
+    NaN where not run. Bounds NaN where n < 2, a mean AccI is 0 or there is no spread, [0, 0]
+    where both models' accuracies are identical in every common repeat. ``skew_corrected``:
+    Hall's bounds, skewness one se towards each side (Student's missed 1.9% one-sided instead
+    of 0.5% at 99% on a Gamma(2) effect: docs/adaptive.md)."""
     xa, ia, xb, ib = (np.asarray(v, float) for v in (xa, ia, xb, ib))
     ok = np.isfinite(xa) & np.isfinite(ia) & np.isfinite(xb) & np.isfinite(ib)
     d, psi, n = influence(xa, ia, xb, ib, ok)
