@@ -365,9 +365,8 @@ class TorchClassifier:
         return cls(functools.partial(build_module, ctx), **params)
 
     def __repr__(self) -> str:
-        return (f"TorchClassifier(seed={self.seed}, max_epochs={self.max_epochs}, "
-                f"patience={self.patience}, batch_size={self.batch_size}, lr={self.lr}, "
-                f"weight_decay={self.weight_decay})")
+        budget = ", ".join(f"{name}={getattr(self, name)}" for name in ("seed", *DEFAULT_TRAIN))
+        return f"TorchClassifier({budget})"
 
     def fit(self, X, y, X_val, y_val) -> "TorchClassifier":
         """Train on (X, y), stop early and pick the restored epoch on (X_val, y_val) alone."""

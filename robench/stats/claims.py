@@ -190,9 +190,7 @@ def n_for_power(distance: float, sd: float, n: int = 2, side: float = SIDE,
                 power: float = POWER, limit: int = 100_000) -> Optional[int]:
     """Return the smallest m >= n at which a one-sided t test at ``side`` rejects with ``power``.
 
-    Approximation ``(t_{1-side} + t_{power}) sd / sqrt(m) <= |distance|``, df = m - 1; None
-    beyond ``limit``. (Half-width = distance is only 62-65% power; 80% needs ~1.4-2x that n.)
-    """
+    Approximation ``(t_{1-side} + t_{power}) sd / sqrt(m) <= |distance|`` (docs/claims.md)."""
     from scipy import stats
 
     distance = abs(float(distance)) if distance is not None else 0.0
@@ -273,9 +271,9 @@ def headline(claims: list) -> str:
     """Return the counts in one sentence (the README's line), from :func:`counts`."""
     n = counts(claims)
     return (f"of {n['rows']} claims {n['evidence']} {_are(n['evidence'])} evidence "
-            f"({n[HOLDS]} hold, "
-            f"{n[FAILS]} do not hold, {n[EQUIVALENT]} equivalent, {n[UNDECIDED]} undecided; "
-            f"at most {n['bound']:.2f} expected false decisions, a pre-data bound), "
+            f"({n[HOLDS]} hold, {n[FAILS]} do not hold, {n[EQUIVALENT]} equivalent, "
+            f"{n[UNDECIDED]} undecided; at most {n['bound']:.2f} expected false decisions, a "
+            "pre-data bound), "
             f"{n['by construction']} come out the same without the property (by "
             f"construction), {n['confounded']} {_are(n['confounded'])} explained by a simpler "
             f"quantity (confounded) and {n['algebra']} "

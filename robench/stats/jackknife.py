@@ -49,11 +49,8 @@ def _z(r: float) -> float:
 
 def dependent_correlations(y: Sequence, x1: Sequence, x2: Sequence,
                            level: float = LEVEL) -> dict:
-    """Return r(y, x1) vs r(y, x2) over the same units, with a jackknife interval (Fisher's z).
-
-    Returns ``r1``, ``r2``, ``r12`` (x1 vs x2), ``n``, ``low``/``high`` (None with ``reason``):
-    x1 predicts y better than x2 when ``low > 0``, worse when ``high < 0``.
-    """
+    """Return r(y, x1) vs r(y, x2) over the same units, with a jackknife interval (Fisher's z):
+    x1 predicts y better than x2 when ``low > 0``, worse when ``high < 0``."""
     y, x1, x2 = (np.asarray(v, float) for v in (y, x1, x2))
     n = int(y.size)
     if not (x1.size == x2.size == n):

@@ -165,8 +165,7 @@ def compare_all(x, i, *, alpha=ALPHA, precision: Optional[float] = None,
     status = np.zeros(lead + (len(pairs),), int)
     degraded = np.full(lead + (len(pairs),), -1)
     if pairs:
-        a_idx = np.array([a for a, _ in pairs])
-        b_idx = np.array([b for _, b in pairs])
+        a_idx, b_idx = np.array(pairs).T
         xa, ia, xb, ib = x[..., a_idx, :], i[..., a_idx, :], x[..., b_idx, :], i[..., b_idx, :]
         n_p = len(pairs)
         done = np.zeros(lead + (n_p,), bool)

@@ -9,9 +9,10 @@ docs/intervals.md ("Ranks") has the rule and why. Pure functions of numbers and 
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Optional, Sequence
 import os
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -170,10 +171,8 @@ def _samples(s) -> dict:
     for k, v in s.items():
         pair = tuple(v) if isinstance(v, (list, tuple)) else (v, 1.0)
         if len(pair) == 2 and all(is_finite(u) for u in pair):
-            try:
+            with contextlib.suppress(TypeError, ValueError):
                 k = int(k)
-            except (TypeError, ValueError):
-                pass
             out[k] = (float(pair[0]), float(pair[1]))
     return out
 

@@ -22,8 +22,7 @@ class TooDeep(ValueError):
 
 
 def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
-    """Return how deep lists and dicts nest in ``value`` (0 for a scalar), counting up to
-    ``limit + 1`` at most (iterative: no recursion however deep)."""
+    """Return how deep lists and dicts nest in ``value`` (iterative; stops past ``limit``)."""
     deepest = 0
     stack = [(value, 1)]
     while stack:

@@ -55,8 +55,7 @@ def _to_v1(conn) -> None:
                      (LEGACY,))
     if "inputs" not in _columns(conn, "scores"):
         conn.execute("ALTER TABLE scores ADD COLUMN inputs TEXT")
-    n_legacy = conn.execute("SELECT count(*) FROM scores").fetchone()[0]
-    if n_legacy:
+    if conn.execute("SELECT count(*) FROM scores").fetchone()[0]:  # legacy scores
         conn.execute(
             "INSERT OR IGNORE INTO configurations (id, label, description) VALUES (?, ?, ?)",
             (LEGACY, LEGACY_LABEL, '{"legacy": true}'))
@@ -176,8 +175,7 @@ def schema_version(conn) -> int:
 
 
 def check_readable(conn, path) -> int:
-    """Return the schema version of an open database; SchemaError naming ``path`` if it is not
-    robench's (another application id, no runs and scores tables, a newer version)."""
+    """Return the schema version of an open database; SchemaError if it is not robench's."""
     try:
         app = int(conn.execute("PRAGMA application_id").fetchone()[0])
         version = schema_version(conn)
@@ -197,8 +195,7 @@ def check_readable(conn, path) -> int:
 
 
 def unwritable(path) -> Optional[str]:
-    """Return why robench cannot write the database at ``path`` (None if it can, as far as
-    the file system says): a read-only file system, or a file or folder it may not write."""
+    """Return why robench cannot write the database at ``path`` (None: it can, as far as known)."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     try:

@@ -70,8 +70,7 @@ def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connect
 
 
 def decode_json_cells(rows: list[tuple]) -> list[tuple]:
-    """Return rows with every text cell holding a JSON object or array decoded (text nested
-    deeper than robench.storage.cells.MAX_JSON_DEPTH stays text)."""
+    """Return rows with every text cell holding a JSON object or array decoded."""
     def cell(value):
         if isinstance(value, str) and value[:1] in "{[":
             return cells.decoded(value, otherwise=value)  # not JSON, or too deep: the text

@@ -545,8 +545,7 @@ class Store:
         return int(table.last_pk)
 
     def mark_killed_runs(self) -> list[dict]:
-        """Mark ``killed`` every run of this host still ``running`` whose process is gone;
-        return the rows marked (id, pid, pid_started, started_at)."""
+        """Mark ``killed`` each ``running`` run of this host whose process is gone; return them."""
         if "pid" not in self.db["runs"].columns_dict:
             return []
         with self._write():
@@ -574,8 +573,7 @@ class Store:
             self.db["runs"].update(run_id, updates)
 
     def runs(self, ids: Optional[Iterable[int]] = None) -> list[dict]:
-        """Return run rows (all, or those with the given ids), oldest first, JSON decoded, with
-        the ``contributor``, ``source`` and ``source_run_id`` of a merged one (else None)."""
+        """Return run rows (all, or ``ids``), oldest first, decoded, with a merged one's origin."""
         where, params = self._where("runs", {} if ids is None else {"id": list(ids)})
         rows = self._select(f"SELECT * FROM runs {where} ORDER BY id", params)
         merged = self.contributions()
@@ -653,8 +651,7 @@ class Store:
 
     def save_score_groups(self, score_rows: list[dict], groups: list[dict],
                           metrics: Iterable[dict] = ()) -> None:
-        """Upsert score rows (:func:`robench.run.scoring.score_row`), score-group records and
-        the ``metrics`` rows they point to (a stored one kept) in one transaction."""
+        """Upsert score rows, score-group records and the ``metrics`` rows they use, at once."""
         score_rows = [encode_row("scores", row) for row in score_rows]
         groups = [encode_row("score_groups", g) for g in groups]
         metrics = [encode_row("metrics", m) for m in metrics]
@@ -724,10 +721,9 @@ class Store:
         group names, on a data set with score groups (a pseudo-model or '' is no helper)."""
         if not self.db["score_groups"].exists():
             return {}
-        asked, grouped = set(), set()
-        for r in self._select("SELECT DISTINCT dataset, model FROM score_groups", []):
-            asked.add((r["dataset"], r["model"]))
-            grouped.add(r["dataset"])
+        asked = {(r["dataset"], r["model"]) for r in self._select(
+            "SELECT DISTINCT dataset, model FROM score_groups", [])}
+        grouped = {dataset for dataset, _ in asked}
         trained = {(r["dataset"], r["model"]) for r in self._select(
             "SELECT DISTINCT dataset, model FROM trials", [])}
         out: dict[tuple, list] = {}
@@ -825,10 +821,8 @@ class Store:
         if not missing:
             return rows
         used = {name for row in rows for name, value in row.items() if value is not None}
-        for name in missing:
-            if name in used:
-                sqltype = COLUMNS[table][name]
-                self.db.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {sqltype}')
+        for name in (name for name in missing if name in used):
+            self.db.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {COLUMNS[table][name]}')
         unused = set(missing) - used
         return [{k: v for k, v in row.items() if k not in unused} for row in rows]
 
@@ -854,8 +848,7 @@ class Store:
 
     def _select_keys(self, table: str, keys: Iterable[str], where: str = "", params=(),
                      columns: str = "*") -> list[dict]:
-        """Return ``columns`` of the rows of ``table`` whose ``key`` is among ``keys`` and that
-        the clause ``where`` (with ``params``) selects, not decoded."""
+        """Return ``columns`` of the ``table`` rows whose ``key`` is in ``keys`` (and ``where``)."""
         rows = []
         joiner = "AND" if where else "WHERE"
         for chunk in key_chunks(keys):
