@@ -164,8 +164,7 @@ class JoinModel:
         lr = LogisticRegression(C=1e4, max_iter=1000, class_weight="balanced")
         lr.fit(((d - self.d_mean_) / self.d_std_)[:, None], same)
         self.coef_, self.intercept_ = float(lr.coef_[0, 0]), float(lr.intercept_[0])
-        self.n_pairs_ = int(same.size)
-        self.join_fraction_ = float(same.mean())
+        self.n_pairs_, self.join_fraction_ = int(same.size), float(same.mean())
         return self
 
     def p_join(self, d: np.ndarray) -> np.ndarray:

@@ -238,9 +238,8 @@ class EpochLedger:
         self.clf = clf
         self.history: list = []
         self.best_key: Optional[tuple] = None
-        self.best_epoch = 0
         self.best_state: Optional[dict] = None
-        self.stale = 0
+        self.best_epoch, self.stale = 0, 0
 
     def close_epoch(self, loss_sum, correct, n: int, val_loss: float, val_accuracy: float,
                     snapshot) -> bool:

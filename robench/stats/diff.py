@@ -207,15 +207,11 @@ def _extension(ta: dict, tb: dict) -> Optional[dict]:
 
 
 def _extension_note(ext: dict) -> str:
-    def repeats(n):
-        return f"{n} repeat{'s' if n != 1 else ''}"
-
     more_a, more_b = len(ext["more_a"]), len(ext["more_b"])
-    if more_b and not more_a:
-        return f"B extends A by {repeats(more_b)}"
-    if more_a and not more_b:
-        return f"A extends B by {repeats(more_a)}"
-    return "the same trials in another configuration"
+    if bool(more_a) == bool(more_b):
+        return "the same trials in another configuration"
+    side, n = ("B extends A", more_b) if more_b else ("A extends B", more_a)
+    return f"{side} by {n} repeat{'s' if n != 1 else ''}"
 
 
 def _label(configs: Optional[dict], config) -> str:

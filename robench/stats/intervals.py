@@ -219,8 +219,7 @@ def ratio_interval(x: Sequence, i: Sequence, level: float = LEVEL, *,
     if method not in METHODS:
         raise ValueError(f"unknown ratio interval method {method!r}; use one of {METHODS}")
     xs, is_ = _values(x), _values(i)
-    n_x, n_i = int(xs.size), int(is_.size)
-    ns = (n_x, n_i)
+    ns = n_x, n_i = int(xs.size), int(is_.size)
     if n_x == 0 or n_i == 0:
         return Interval(None, None, None, method, level, None, ns,
                         "no values in the " + ("numerator" if n_x == 0 else "denominator"))

@@ -27,12 +27,9 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
+        if not isinstance(item, (dict, list)):
             continue
+        children = item.values() if isinstance(item, dict) else item
         deepest = max(deepest, depth)
         if deepest > limit:
             return deepest
