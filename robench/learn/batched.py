@@ -261,8 +261,7 @@ class _Stack:
     def take_sums(self, sel) -> tuple:
         """Return and reset the epoch's (loss sums, rows right) of positions ``sel``."""
         sums, hits = self.loss_sum[sel].tolist(), self.correct[sel].tolist()
-        self.loss_sum[sel] = 0
-        self.correct[sel] = 0
+        self.loss_sum[sel] = self.correct[sel] = 0
         return sums, hits
 
     def keep(self, kept) -> None:

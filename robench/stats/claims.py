@@ -190,7 +190,9 @@ def n_for_power(distance: float, sd: float, n: int = 2, side: float = SIDE,
                 power: float = POWER, limit: int = 100_000) -> Optional[int]:
     """Return the smallest m >= n at which a one-sided t test at ``side`` rejects with ``power``.
 
-    Approximation ``(t_{1-side} + t_{power}) sd / sqrt(m) <= |distance|`` (docs/claims.md)."""
+    Approximation ``(t_{1-side} + t_{power}) sd / sqrt(m) <= |distance|``, df = m - 1; None
+    beyond ``limit``. (Half-width = distance is only 62-65% power; 80% needs ~1.4-2x that n.)
+    """
     from scipy import stats
 
     distance = abs(float(distance)) if distance is not None else 0.0
