@@ -47,13 +47,8 @@ class FitJob:
     rng_after: Optional[torch.Tensor] = field(default=None, repr=False)
 
 
-# --- deferring a trial's fit and replaying it ------------------------------------------------
-
 def deferring(jobs: list):
-    """Record the first ``TorchClassifier.fit`` in the block into ``jobs`` and stop the trial there.
-
-    It raises :class:`FitDeferred`, or :class:`NotBatchable` where :func:`batchable` says no.
-    """
+    """Record the first ``TorchClassifier.fit`` in the block into ``jobs`` and stop the trial there."""
     def hook(clf, X, y, X_val, y_val):
         if not batchable(clf):
             raise NotBatchable(f"{type(clf).__name__} cannot be trained in a batch")
@@ -64,11 +59,7 @@ def deferring(jobs: list):
 
 
 def replaying(job: FitJob):
-    """Answer the first ``TorchClassifier.fit`` call in the block with ``job``'s trained model.
-
-    Torch's random state is left as ``fit`` would leave it; later calls, and one with another
-    seed or other row counts, train as usual. A context manager.
-    """
+    """Answer the first ``TorchClassifier.fit`` in the block with ``job``'s trained model."""
     used = []
 
     def hook(clf, X, y, X_val, y_val):
@@ -88,9 +79,6 @@ def replaying(job: FitJob):
     return fit_hook(hook)
 
 
-# --- what can be batched ---------------------------------------------------------------------
-
-
 def batchable(clf) -> bool:
     """Return whether ``clf`` trains exactly like :meth:`TorchClassifier.fit` (batchable)."""
     return (isinstance(clf, TorchClassifier) and type(clf).fit is TorchClassifier.fit
@@ -108,20 +96,10 @@ def architecture(module: nn.Module) -> Optional[tuple]:
     return (type(module),) + tuple((n, tuple(p.shape)) for n, p in module.named_parameters())
 
 
-# --- stacked forward passes --------------------------------------------------------------------
-
-
-class _VmapForward:
-    """logits[M, B, C] of M stacked models on x[M, B, F], via vmap over functional_call."""
-
-    def __init__(self, module: nn.Module):
-        from torch.func import functional_call, vmap
-
-        base = copy.deepcopy(module).to("meta")
-        self._call = vmap(lambda p, x: functional_call(base, p, (x,)))
-
-    def __call__(self, params: dict, x: torch.Tensor) -> torch.Tensor:
-        return self._call(params, x)
+def _linear(params: dict, name: str, x: torch.Tensor) -> torch.Tensor:
+    """Return every stacked model's layer ``name`` applied to its rows x[M, B, in]."""
+    return torch.baddbmm(params[name + ".bias"].unsqueeze(1), x,
+                         params[name + ".weight"].transpose(1, 2))
 
 
 class _ConvNetForward:
@@ -163,10 +141,7 @@ class _ConvNetForward:
             else:
                 z = torch.relu(z)
         z = z.reshape(b, m, -1).transpose(0, 1)  # [M, B, C*h*w], each model's flattening
-        z = torch.relu(torch.baddbmm(params["fc.1.bias"].unsqueeze(1), z,
-                                     params["fc.1.weight"].transpose(1, 2)))
-        return torch.baddbmm(params["head.bias"].unsqueeze(1), z,
-                             params["head.weight"].transpose(1, 2))
+        return _linear(params, "head", torch.relu(_linear(params, "fc.1", z)))
 
 
 class _MLPForward:
@@ -182,10 +157,8 @@ class _MLPForward:
 
     def __call__(self, params: dict, x: torch.Tensor) -> torch.Tensor:
         for name in self.layers:
-            x = torch.relu(torch.baddbmm(params[name + ".bias"].unsqueeze(1), x,
-                                         params[name + ".weight"].transpose(1, 2)))
-        return torch.baddbmm(params["head.bias"].unsqueeze(1), x,
-                             params["head.weight"].transpose(1, 2))
+            x = torch.relu(_linear(params, name, x))
+        return _linear(params, "head", x)
 
 
 def stacked_forward(module: nn.Module):
@@ -194,22 +167,15 @@ def stacked_forward(module: nn.Module):
         return _ConvNetForward(module)
     if type(module) is MLP:
         return _MLPForward(module)
-    return _VmapForward(module)
+    from torch.func import functional_call, vmap  # any other module: vmap over functional_call
 
-
-# --- the rows each model reads -----------------------------------------------------------------
-
-
-def _tensor(X):
-    X = as_inputs(X)
-    return torch.from_numpy(np.asarray(X)) if isinstance(X, Rows) else X
+    base = copy.deepcopy(module).to("meta")
+    return vmap(lambda p, x: functional_call(base, p, (x,)))
 
 
 class _Pool:
-    """The rows of several models' splits, gathered once onto the device.
-
-    Model i's local row j is pool row ``offsets[i] + j``; views of one data set share its rows.
-    """
+    """The rows of several models' splits, gathered once onto the device (model i's row j
+    is pool row ``offsets[i] + j``)."""
 
     def __init__(self, splits: list, labels: list, device):
         self.offsets = np.cumsum([0] + [len(s) for s in splits])[:-1]
@@ -225,16 +191,14 @@ class _Pool:
             self.X = torch.from_numpy(np.ascontiguousarray(ds.take(used))).to(device)
             self.rows = torch.from_numpy(where.astype(np.int64)).to(device)
         else:
-            self.X = torch.cat([_tensor(s) for s in splits]).to(device)
+            self.X = torch.cat([torch.from_numpy(np.asarray(s)) if isinstance(s, Rows)
+                                else as_inputs(s) for s in splits]).to(device)
             self.rows = None
 
     def take(self, local: torch.Tensor):
         """Return (inputs as float32, labels) of pool positions ``local`` (any shape)."""
         x = self.X[local if self.rows is None else self.rows[local]]
         return as_float(x), self.y[local]
-
-
-# --- the batched training ----------------------------------------------------------------------
 
 
 class _Member:
@@ -297,8 +261,7 @@ class _Stack:
     def take_sums(self, sel) -> tuple:
         """Return and reset the epoch's (loss sums, rows right) of positions ``sel``."""
         sums, hits = self.loss_sum[sel].tolist(), self.correct[sel].tolist()
-        self.loss_sum[sel] = 0
-        self.correct[sel] = 0
+        self.loss_sum[sel] = self.correct[sel] = 0
         return sums, hits
 
     def keep(self, kept) -> None:
@@ -345,11 +308,7 @@ def _build(jobs: list, device) -> list:
 
 
 def fit_many(jobs: list, device=None) -> None:
-    """Train every job's classifier in one batched computation; each ``job.clf`` ends up fitted.
-
-    The classifiers must be :func:`batchable`, of one :func:`architecture`, and share
-    ``batch_size``, ``lr`` and ``weight_decay``; a ValueError says which does not.
-    """
+    """Train every job's classifier in one batched computation; each ``job.clf`` ends up fitted."""
     if not jobs:
         return
     device = torch.device(device) if device is not None else torch_device()
@@ -363,20 +322,14 @@ def fit_many(jobs: list, device=None) -> None:
                for i, (job, offset, size) in enumerate(zip(jobs, train.offsets, train.sizes))]
     active = members  # the models still training, in stack order
     while active:
-        local, weight, ended = _next_batches(active, device)
+        local, weight, ends = zip(*(m.next_batch() for m in active))
+        local, weight = (torch.stack(v).to(device, non_blocking=True) for v in (local, weight))
         stack.step(forward, *train.take(local), weight)
+        ended = [pos for pos, end in enumerate(ends) if end]  # stack positions ending an epoch
         if ended:
             active = _close_epochs(stack, forward, val, active, ended, device)
     for job, module, member in zip(jobs, modules, members):
         member.ledger.finish(module, device, as_inputs(job.X), as_labels(job.y))
-
-
-def _next_batches(members: list, device) -> tuple:
-    """Return the next pool positions and row weights, and the stack positions ending an epoch."""
-    local, weight, ended = zip(*(m.next_batch() for m in members))
-    return (torch.stack(local).to(device, non_blocking=True),
-            torch.stack(weight).to(device, non_blocking=True),
-            [pos for pos, end in enumerate(ended) if end])
 
 
 def _close_epochs(stack: _Stack, forward, val: _Pool, active: list, ended: list,
@@ -403,16 +356,13 @@ def _evaluate(forward, params, pool: _Pool, models: list, device) -> tuple:
     longest = max(sizes)
     loss = torch.zeros(len(models), dtype=torch.float64, device=device)
     hits = torch.zeros(len(models), dtype=torch.float64, device=device)
+    offsets = torch.tensor([int(pool.offsets[i]) for i in models])[:, None]
     for start in range(0, longest, EVAL_BATCH_SIZE):
         width = min(EVAL_BATCH_SIZE, longest - start)
         cols = torch.arange(start, start + width)
-        local, weight = [], []
-        for i, size in zip(models, sizes):
-            valid = cols < size
-            local.append(torch.where(valid, cols, 0) + int(pool.offsets[i]))
-            weight.append(valid)
-        local = torch.stack(local).to(device)
-        weight = torch.stack(weight).to(device)
+        valid = torch.stack([cols < size for size in sizes])
+        local = (torch.where(valid, cols, 0) + offsets).to(device)
+        weight = valid.to(device)
         x, y = pool.take(local)
         logits = forward(params, x)
         per_row = nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten(),

@@ -64,10 +64,7 @@ def mps_available() -> bool:
 
 
 def resolve_device(request: str = "auto") -> str:
-    """Return the concrete device for ``request`` (``auto``: cuda, else mps, else cpu).
-
-    A device that is not there raises :class:`DeviceError` saying so.
-    """
+    """Return the concrete device for ``request`` (``auto``: cuda, else mps, else cpu)."""
     device = check_syntax(request)
     if device == "auto":
         if cuda_count():
@@ -129,9 +126,7 @@ def device_label(device=None) -> str:
 
 def worker_gpus(device: str, workers: int) -> list:
     """Return one ``CUDA_VISIBLE_DEVICES`` per worker (plain ``cuda``, several GPUs), else []."""
-    if device != "cuda":
-        return []
-    n = cuda_count()
+    n = cuda_count() if device == "cuda" else 0
     if n < 2:
         return []
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")

@@ -40,12 +40,10 @@ def features(classifier, X: np.ndarray, *, key: Optional[str] = None) -> np.ndar
     check_model_input(X, type(classifier).__name__, "rows whose features are read")
 
     def compute():
-        if _is_torch(classifier):
-            Z = classifier.features(X)
-        else:
-            parts = [np.asarray(classifier.features(X[s:s + FEATURE_BATCH]))
-                     for s in range(0, max(len(X), 1), FEATURE_BATCH)]
-            Z = np.concatenate(parts) if parts else np.zeros((0, 0))
+        # max(..., 1): an empty X still makes one (empty) call
+        Z = classifier.features(X) if _is_torch(classifier) else np.concatenate(
+            [np.asarray(classifier.features(X[s:s + FEATURE_BATCH]))
+             for s in range(0, max(len(X), 1), FEATURE_BATCH)])
         return {"Z": np.asarray(Z, dtype=np.float32).reshape(len(X), -1)}
 
     if key is None:
@@ -72,10 +70,7 @@ _META_ATTRS = ("history_", "n_epochs_", "best_epoch_", "train_accuracy_", "val_a
 
 
 def train_reference(classifier, X, y, X_val, y_val, *, key: Optional[str] = None) -> tuple:
-    """Fit ``classifier`` (validation (X_val, y_val)); return (classifier, hit).
-
-    A torch classifier's weights and log are cached under ``key``; others are always fitted.
-    """
+    """Fit ``classifier``; return (classifier, hit): a torch one cached under ``key``."""
     if key is None or not _is_torch(classifier):
         return classifier.fit(X, y, X_val, y_val), False
     import torch
@@ -95,17 +90,12 @@ def train_reference(classifier, X, y, X_val, y_val, *, key: Optional[str] = None
         state = {k[len(_STATE):]: torch.from_numpy(np.array(v)) for k, v in arrays.items()
                  if k.startswith(_STATE)}
         module.load_state_dict(state)
-
         device = torch_device()
-        module.to(device).eval()
-        classifier.module_ = module
-        classifier.device_ = str(device)
+        classifier.module_, classifier.device_ = module.to(device).eval(), str(device)
         for attr, value in json.loads(str(arrays["meta"])).items():
             setattr(classifier, attr, value)
     return classifier, hit
 
-
-# --- a layer and its head ----------------------------------------------------------------------
 
 #: Rows per forward pass when encoding or applying a head.
 SPACE_BATCH = 1024
@@ -134,11 +124,7 @@ def softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def feature_space(classifier) -> tuple:
-    """Return (FeatureSpace, None) for a fitted classifier, or (None, why it has none).
-
-    ``coverage_space()`` if defined; else a torch module's ``conv_features`` /
-    ``from_conv_features``, or ``features`` and ``head``.
-    """
+    """Return (FeatureSpace, None) for a fitted classifier, or (None, why it has none)."""
     own = getattr(classifier, "coverage_space", None)
     if callable(own):
         return own(), None
@@ -159,7 +145,6 @@ def feature_space(classifier) -> tuple:
     else:
         return None, (f"{type(module).__name__} exposes neither conv_features/"
                       "from_conv_features nor features/head, so coverage does not apply")
-
 
     def batched(fn):
         def apply(A):

@@ -16,8 +16,6 @@ import numpy as np
 
 #: Neighbours per node of the kNN graph.
 DEFAULT_KNN = 10
-#: Nodes above which points are stratified-subsampled before building the graph.
-DEFAULT_MAX_NODES = 2000
 _P_CLIP = 1e-6
 GRAPHS = ("knn", "complete")
 SCALES = ("none", "knn-median")
@@ -79,15 +77,6 @@ def local_scale(Z: np.ndarray, knn: int = DEFAULT_KNN) -> float:
     return m if m > 0 else 1.0
 
 
-def graph_edges(Z: np.ndarray, graph: str = "knn", knn: int = DEFAULT_KNN) -> tuple:
-    """Return (uv, squared distances) of the ``"knn"`` or ``"complete"`` graph of ``Z``."""
-    if graph == "knn":
-        return knn_edges(Z, knn)
-    if graph == "complete":
-        return complete_edges(Z)
-    raise ValueError(f"unknown multicut graph {graph!r}; use one of {GRAPHS}")
-
-
 def solve(n_nodes: int, uv: np.ndarray, costs: np.ndarray, solver: str = "gaec") -> np.ndarray:
     """Return multicut node labels (renumbered 0..m-1) for edge costs (> 0 attracts)."""
     from bioimage_cpp.graph import UndirectedGraph
@@ -124,13 +113,7 @@ def stratified_subsample(y: np.ndarray, cap, seed: int) -> np.ndarray:
 
 
 class JoinModel:
-    """Logistic regression p_join(d) on squared feature distances of graph edges.
-
-    ``bias`` is added to every cost (> 0 joins more); ``seed`` draws the extra random pairs
-    (single-label edges) and a complete graph's subset beyond ``MAX_FIT_PAIRS``; ``graph`` and
-    ``scale`` (:data:`GRAPHS`, :data:`SCALES`: ``knn-median`` divides by :func:`local_scale`)
-    are those of the graph the costs will be used on.
-    """
+    """Logistic regression p_join(d) on squared feature distances of graph edges."""
 
     def __init__(self, knn: int = DEFAULT_KNN, bias: float = 0.0, seed: int = 0,
                  graph: str = "knn", scale: str = "none"):
@@ -145,7 +128,9 @@ class JoinModel:
         """Return (uv, distances) of ``Z``'s graph, in the units the model works in."""
         if self.scale not in SCALES:
             raise ValueError(f"unknown distance scale {self.scale!r}; use one of {SCALES}")
-        uv, d = graph_edges(Z, self.graph, self.knn)
+        if self.graph not in GRAPHS:
+            raise ValueError(f"unknown multicut graph {self.graph!r}; use one of {GRAPHS}")
+        uv, d = knn_edges(Z, self.knn) if self.graph == "knn" else complete_edges(Z)
         if self.scale == "knn-median" and len(d):
             d = d / local_scale(Z, self.knn)
         return uv, d
@@ -179,8 +164,7 @@ class JoinModel:
         lr = LogisticRegression(C=1e4, max_iter=1000, class_weight="balanced")
         lr.fit(((d - self.d_mean_) / self.d_std_)[:, None], same)
         self.coef_, self.intercept_ = float(lr.coef_[0, 0]), float(lr.intercept_[0])
-        self.n_pairs_ = int(same.size)
-        self.join_fraction_ = float(same.mean())
+        self.n_pairs_, self.join_fraction_ = int(same.size), float(same.mean())
         return self
 
     def p_join(self, d: np.ndarray) -> np.ndarray:
@@ -216,24 +200,12 @@ def effective_clusters(labels: np.ndarray) -> float:
     return float(np.exp(-(p * np.log(p)).sum()))
 
 
-def _ari(labels: np.ndarray, y: np.ndarray) -> float:
-    from sklearn.metrics import adjusted_rand_score
-
-    return float(adjusted_rand_score(y, labels))
-
-
 def calibrate_bias(model: JoinModel, Z_train: np.ndarray, y_train: np.ndarray, *,
                    n_nodes: int, knn: int = DEFAULT_KNN, solver: str = "gaec", seed: int = 0,
                    grid=None, criterion: str = "effective_clusters") -> tuple:
-    """Return (bias, report): the bias whose multicut of training features best fits the classes.
+    """Return (bias, report): the bias whose multicut of training features best fits the classes."""
+    from sklearn.metrics import adjusted_rand_score
 
-    The graph is built on a stratified subsample of ``n_nodes`` training rows (the test graph's
-    size); each bias is scored by ``criterion`` (effective clusters closest to the classes, then
-    ARI; or ARI). ``grid`` is searched as given, else :data:`CALIBRATION_RANGE` coarse then fine
-    (:data:`CALIBRATION_STEPS`) around the best. Among equal best scores the middle bias is taken.
-    ``model``'s own bias is ignored. ``report``: ``train_nodes``, ``train_ari``,
-    ``train_n_clusters`` at the chosen bias and ``searched`` [bias, ARI, n_clusters] triples.
-    """
     Z_train, y_train = np.asarray(Z_train, dtype=np.float64), np.asarray(y_train)
     sub = stratified_subsample(y_train, int(n_nodes), seed)
     Zs, ys = Z_train[sub], y_train[sub]
@@ -248,12 +220,11 @@ def calibrate_bias(model: JoinModel, Z_train: np.ndarray, y_train: np.ndarray, *
         b = round(float(b), 6)
         if b not in scores:
             labels = solve(len(Zs), uv, base + b, solver)
-            ari, k = _ari(labels, ys), int(labels.max() + 1) if labels.size else 0
-            if criterion == "ari":
-                objective = (ari,)
-            else:  # closest effective number of clusters first, then the best ARI
-                objective = (-round(abs(effective_clusters(labels) - n_classes), 6), ari)
-            scores[b] = (ari, k, objective)
+            ari = float(adjusted_rand_score(ys, labels))
+            k = int(labels.max() + 1) if labels.size else 0
+            # ari, or the closest effective number of clusters first, then the best ARI
+            scores[b] = (ari, k, (ari,) if criterion == "ari" else
+                         (-round(abs(effective_clusters(labels) - n_classes), 6), ari))
         return scores[b][2]
 
     if grid is not None:
@@ -281,12 +252,7 @@ def calibrate_bias(model: JoinModel, Z_train: np.ndarray, y_train: np.ndarray, *
 def multicut_supervised(Z_test, Z_train, y_train, *, knn: int = DEFAULT_KNN, bias=0.0,
                         solver: str = "gaec", seed: int = 0, graph: str = "knn",
                         criterion: str = "effective_clusters", scale: str = "none") -> tuple:
-    """Cluster ``Z_test`` by multicut with costs learned on labelled ``Z_train``.
-
-    ``bias``: a number or ``"calibrated"`` (:func:`calibrate_bias` at the test graph's size).
-    Returns (labels, info): the join model's fit, the graph's size, the bias (and, calibrated,
-    ``calibration``), ``n_clusters`` and ``n_singletons``.
-    """
+    """Cluster ``Z_test`` by multicut with costs learned on labelled ``Z_train``."""
     if graph not in GRAPHS:
         raise ValueError(f"unknown multicut graph {graph!r}; use one of {GRAPHS}")
     calibrated = isinstance(bias, str)
@@ -318,18 +284,9 @@ def multicut_supervised(Z_test, Z_train, y_train, *, knn: int = DEFAULT_KNN, bia
     return labels, info
 
 
-def _clusters_at(n, uv, d, scale, t, solver):
-    labels = solve(n, uv, (t - d) / scale, solver)
-    sizes = np.bincount(labels)
-    return labels, int((sizes >= 2).sum())
-
-
 def multicut_fit_predict(Z, k: int, *, seed: int, true_sources=None, knn: int = DEFAULT_KNN,
                          solver: str = "gaec", max_iter: int = 30) -> np.ndarray:
-    """Cluster rows of ``Z`` by multicut without labels, aiming at ``k`` clusters.
-
-    ``true_sources`` is ignored; ``seed`` is unused (GAEC is deterministic) but accepted.
-    """
+    """Cluster rows of ``Z`` by multicut without labels, aiming at ``k`` clusters."""
     Z = np.asarray(Z, dtype=np.float64)
     n = Z.shape[0]
     if n <= 1:
@@ -340,15 +297,13 @@ def multicut_fit_predict(Z, k: int, *, seed: int, true_sources=None, knn: int = 
     best = None
     for _ in range(max_iter):
         q = (lo + hi) / 2
-        labels, m = _clusters_at(n, uv, d, scale, float(np.quantile(d, q)), solver)
+        labels = solve(n, uv, (float(np.quantile(d, q)) - d) / scale, solver)
+        m = int((np.bincount(labels) >= 2).sum())  # clusters of at least 2 members
         if best is None or abs(m - k) < abs(best[1] - k):
             best = (labels, m)
         if m == k:
             break
-        if m > k:
-            lo = q  # too many clusters: attract more
-        else:
-            hi = q
+        lo, hi = (q, hi) if m > k else (lo, q)  # too many clusters: attract more
     labels = best[0]
     sizes = np.bincount(labels)
     small = sizes[labels] < 2

@@ -38,14 +38,7 @@ def reference_split(y, *, seed: int, test_size: float, val_fraction: float) -> t
 
 
 def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> dict:
-    """Build and train (or load from the cache) the reference model of a trial spec.
-
-    ``spec``: ``seed``, ``model``, ``versions["model"]``, ``params`` (``test_size``,
-    ``val_fraction``, ``train``). ``build(ctx)`` builds the classifier (default: the registered
-    model); ``applicable(clf)`` says why it does not apply. Returns a dict: fit, val, test, clf,
-    hit, model_key, not_applicable and ``base`` (the trial row's sizes).
-    """
-
+    """Build and train (or load from the cache) the reference model of a trial spec."""
     params, seed = spec["params"], int(spec["seed"])
     y = dataset.y
     fit, val, test = reference_split(y, seed=seed, test_size=params["test_size"],
@@ -75,18 +68,13 @@ def fit_reference(spec: dict, env, dataset, *, applicable=None, build=None) -> d
 
 def trial_row(base: dict, clf, accuracy: float, extra: dict, t0: float) -> dict:
     """Return the stored row of a reference-model trial: sizes, accuracy, training log, extra."""
-    return {
-        **base,
-        "accuracy": accuracy,
-        "train_accuracy": _maybe_float(getattr(clf, "train_accuracy_", None)),
-        "val_accuracy": _maybe_float(getattr(clf, "val_accuracy_", None)),
-        "epochs": int(getattr(clf, "n_epochs_", 0) or 0),
-        "best_epoch": int(getattr(clf, "best_epoch_", 0) or 0),
-        "history": list(getattr(clf, "history_", []) or []),
-        "not_applicable": None,
-        "extra": extra,
-        "seconds": time.perf_counter() - t0,
-    }
+    return {**base, "accuracy": accuracy,
+            "train_accuracy": _maybe_float(getattr(clf, "train_accuracy_", None)),
+            "val_accuracy": _maybe_float(getattr(clf, "val_accuracy_", None)),
+            "epochs": int(getattr(clf, "n_epochs_", 0) or 0),
+            "best_epoch": int(getattr(clf, "best_epoch_", 0) or 0),
+            "history": list(getattr(clf, "history_", []) or []), "not_applicable": None,
+            "extra": extra, "seconds": time.perf_counter() - t0}
 
 
 def not_applicable_row(base: dict, reason: str, t0: float) -> dict:

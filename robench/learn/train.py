@@ -52,10 +52,8 @@ def set_torch_threads(n: int) -> None:
     if not _interop_threads_set:
         # torch accepts the inter-op pool size once, and only before any parallel work ran;
         # a later call raises RuntimeError, which only means the pool already exists.
-        try:
+        with contextlib.suppress(RuntimeError):
             torch.set_num_interop_threads(n)
-        except RuntimeError:
-            pass
         _interop_threads_set = True
 
 
@@ -66,11 +64,7 @@ if os.environ.get("ROBENCH_TORCH_THREADS"):
 
 
 def training_budget(train: dict) -> dict:
-    """Return the training budget in ``train`` with defaults filled and unknown keys dropped.
-
-    One value for every key of :data:`DEFAULT_TRAIN` (keys such as shifted-cv's ``mc_samples``
-    are left out), ready for ``TorchClassifier(build_module, seed=..., **budget)``.
-    """
+    """Return the training budget in ``train`` with defaults filled and unknown keys dropped."""
     train = train or {}
     return {key: train.get(key, default) for key, default in DEFAULT_TRAIN.items()}
 
@@ -80,9 +74,7 @@ def as_inputs(X):
     if isinstance(X, Rows):
         return X
     X = np.asarray(X)
-    if X.dtype == np.uint8:
-        return torch.from_numpy(np.ascontiguousarray(X))
-    return torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
+    return torch.from_numpy(np.ascontiguousarray(X, None if X.dtype == np.uint8 else np.float32))
 
 
 def _take(X, idx) -> torch.Tensor:
@@ -94,9 +86,7 @@ def _take(X, idx) -> torch.Tensor:
 
 def as_float(x: torch.Tensor) -> torch.Tensor:
     """Return a batch as float32: uint8 pixels / 255 rounded once, as ``pixels_to_float`` does."""
-    if x.dtype == torch.uint8:
-        return x.to(torch.float32).div_(255)
-    return x
+    return x.to(torch.float32).div_(255) if x.dtype == torch.uint8 else x
 
 
 def as_labels(y) -> torch.Tensor:
@@ -148,12 +138,7 @@ def _max_pool2x2_values(x: torch.Tensor) -> torch.Tensor:
 
 
 class ConvNet(nn.Module):
-    """Stack of conv-ReLU-maxpool blocks, one ReLU fully connected layer and a linear head.
-
-    A block skips its pool where it would shrink the map below 2x2 (8x8 digits and 28x28 MNIST
-    alike). ``image_shape``: ``(C, H, W)``; inputs arrive flat. ``channels``: each block's output
-    channels; ``fc_width``: the penultimate feature width.
-    """
+    """Stack of conv-ReLU-maxpool blocks, one ReLU fully connected layer and a linear head."""
 
     def __init__(self, image_shape: tuple, n_classes: int, channels: tuple = (32, 64),
                  fc_width: int = 128):
@@ -247,19 +232,14 @@ class FusedAdam:
 
 
 class EpochLedger:
-    """One model's epochs: its history, its best validation epoch and that epoch's weights.
-
-    Shared by :meth:`TorchClassifier.fit` and :func:`robench.learn.batched.fit_many`; only the
-    validation result decides (accuracy, then lower loss, then the earlier epoch).
-    """
+    """One model's epochs: its history, its best validation epoch and that epoch's weights."""
 
     def __init__(self, clf: "TorchClassifier"):
         self.clf = clf
         self.history: list = []
         self.best_key: Optional[tuple] = None
-        self.best_epoch = 0
         self.best_state: Optional[dict] = None
-        self.stale = 0
+        self.best_epoch, self.stale = 0, 0
 
     def close_epoch(self, loss_sum, correct, n: int, val_loss: float, val_accuracy: float,
                     snapshot) -> bool:
@@ -290,8 +270,7 @@ class EpochLedger:
         module.load_state_dict(self.best_state)
         module.eval()
         clf.module_, clf.device_, clf.history_ = module, str(device), self.history
-        clf.best_epoch_ = self.best_epoch
-        clf.n_epochs_ = len(self.history)
+        clf.best_epoch_, clf.n_epochs_ = self.best_epoch, len(self.history)
         clf.val_accuracy_ = self.best_key[0]
         clf.train_accuracy_ = clf._train_accuracy(Xt, yt)
 
@@ -385,9 +364,8 @@ class TorchClassifier:
         return cls(functools.partial(build_module, ctx), **params)
 
     def __repr__(self) -> str:
-        return (f"TorchClassifier(seed={self.seed}, max_epochs={self.max_epochs}, "
-                f"patience={self.patience}, batch_size={self.batch_size}, lr={self.lr}, "
-                f"weight_decay={self.weight_decay})")
+        budget = ", ".join(f"{name}={getattr(self, name)}" for name in ("seed", *DEFAULT_TRAIN))
+        return f"TorchClassifier({budget})"
 
     def fit(self, X, y, X_val, y_val) -> "TorchClassifier":
         """Train on (X, y), stop early and pick the restored epoch on (X_val, y_val) alone."""

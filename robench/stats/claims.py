@@ -12,9 +12,8 @@ decisions. docs/claims.md has the rules and why.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
 from collections import Counter
-from dataclasses import replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -63,14 +62,7 @@ MORE_REPEATS, MORE_MODELS, MORE_DATA = "more repeats", "more models", "more data
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper and what robench's scores say about it.
-
-    ``paper`` (short title), ``claim`` (one line), ``paper_figure`` (what the paper reports),
-    ``dataset``, ``figure`` (robench's, with its interval), ``verdict`` (:data:`VERDICTS`),
-    ``why`` (one line of evidence), ``evidence`` (the numbers decided from), ``would_decide``
-    (for an undecided claim: :data:`MORE_REPEATS`, :data:`MORE_MODELS` or :data:`MORE_DATA`,
-    with a number where the rule gives one), ``control`` (as shown) and ``level``.
-    """
+    """One claim of a paper and what robench's scores say about it (a row of docs/claims.md)."""
 
     paper: str
     claim: str
@@ -101,13 +93,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class Control:
-    """The same computation where the claimed property is absent, and its verdicts.
-
-    ``what`` (in a few words), ``verdict`` (the modal verdict over its draws; None where no
-    control applies, ``figure`` says why), ``figure``, ``algebra`` (it plants the formula's own
-    assumption), ``verdicts`` (every draw's; empty: one deterministic draw), ``size`` (the row's
-    own or larger), ``confounder`` (a simpler quantity that could explain the result).
-    """
+    """The same computation where the claimed property is absent, and its draws' verdicts."""
 
     what: str
     verdict: Optional[str]
@@ -153,13 +139,7 @@ def matched(what: str, verdicts: list, unit: str, figure: str = "", size: str = 
 
 
 def controlled(claim: Claim, control: Control) -> Claim:
-    """Return the claim judged against its control (docs/claims.md).
-
-    A decided verdict stays evidence only when the control differs in at least :data:`POWER`
-    of its draws; otherwise the row becomes :data:`BY_CONSTRUCTION` (or :data:`ALGEBRA`,
-    :data:`CONFOUNDED`) and keeps the rule's verdict in ``evidence["rule verdict"]``.
-    """
-
+    """Return the claim judged against its control (docs/claims.md, "The controls")."""
     out = replace(claim, control=control.text())
     if claim.verdict not in DECIDED or control.verdict is None:
         return out
@@ -187,16 +167,11 @@ def controlled_all(claim: Claim, controls: list) -> Claim:
         texts.append(out.control)
         if out.kind != "evidence":
             break
-
     return replace(out, control="; then ".join(texts))
 
 
 def decide_parts(parts: list, alpha: float = SIDE) -> str:
-    """Return the verdict of a claim made of parts, each ``part(level) -> verdict``.
-
-    Holds when every part holds at ``alpha`` (intersection-union); does not hold when some part
-    does at ``alpha / m`` (Bonferroni); equivalent when every part is at ``alpha``; else undecided.
-    """
+    """Return the verdict of a claim of parts, each ``part(level) -> verdict`` (docs/claims.md)."""
     if not parts:
         return UNDECIDED
     m = len(parts)
@@ -234,10 +209,7 @@ def n_for_power(distance: float, sd: float, n: int = 2, side: float = SIDE,
 
 def repeats_needed(n: int, half_width: float, distance: float,
                    side: float = SIDE) -> Optional[int]:
-    """Return the repeats at which a bound ``distance`` away is cleared with :data:`POWER`, or None.
-
-    From an interval of ``half_width`` at ``n`` (two-sided, each side at ``side``).
-    """
+    """Return the repeats at which a bound ``distance`` away is cleared with :data:`POWER`."""
     if not (n and n >= 2 and half_width and half_width > 0 and distance and abs(distance) > 0
             and math.isfinite(half_width) and math.isfinite(distance)):
         return None
@@ -255,19 +227,14 @@ def tost_need(res: dict) -> Optional[int]:
 
 
 def would(need: Optional[int], unit: str = "repeats", why: str = "") -> str:
-    """Return "what would decide it" with a number, or that the budget cannot.
-
-    ``unit``: "repeats" (budget :data:`PAPER_REPEATS`), "models" or "folds" (:data:`BUDGET_FACTOR`
-    x the standard profile's). ``need`` None: no planning figure; ``why`` says why.
-    """
+    """Return "what would decide it" with a number, or that the budget cannot."""
     standard = {"models": STANDARD_MODELS, "folds": STANDARD_FOLDS}.get(unit, STANDARD_REPEATS)
     head = {"models": MORE_MODELS, "folds": MORE_REPEATS + " (of the K-fold CV: more folds)"
             }.get(unit, MORE_REPEATS)
-    if unit in ("models", "folds"):
-        budget = BUDGET_FACTOR * standard
-        over = f"over {BUDGET_FACTOR}x the standard profile's {standard}"
-    else:
-        budget, over = PAPER_REPEATS, f"over the paper profile's {PAPER_REPEATS}"
+    zoo = unit in ("models", "folds")
+    budget = BUDGET_FACTOR * standard if zoo else PAPER_REPEATS
+    over = (f"over {BUDGET_FACTOR}x the standard profile's {standard}" if zoo
+            else f"over the paper profile's {PAPER_REPEATS}")
     if need is None:
         why = why or "no interval, or an estimate on its bound, at this size"
         return f"{head}: no planning figure ({why}); at least {standard} to plan from"
@@ -306,9 +273,9 @@ def headline(claims: list) -> str:
     """Return the counts in one sentence (the README's line), from :func:`counts`."""
     n = counts(claims)
     return (f"of {n['rows']} claims {n['evidence']} {_are(n['evidence'])} evidence "
-            f"({n[HOLDS]} hold, "
-            f"{n[FAILS]} do not hold, {n[EQUIVALENT]} equivalent, {n[UNDECIDED]} undecided; "
-            f"at most {n['bound']:.2f} expected false decisions, a pre-data bound), "
+            f"({n[HOLDS]} hold, {n[FAILS]} do not hold, {n[EQUIVALENT]} equivalent, "
+            f"{n[UNDECIDED]} undecided; at most {n['bound']:.2f} expected false decisions, a "
+            "pre-data bound), "
             f"{n['by construction']} come out the same without the property (by "
             f"construction), {n['confounded']} {_are(n['confounded'])} explained by a simpler "
             f"quantity (confounded) and {n['algebra']} "
@@ -327,11 +294,7 @@ def _num(v) -> Optional[float]:
 
 
 def compare(a: dict, b: dict) -> tuple:
-    """Return (verdict, why) for "a is greater than b" from two independent rows with intervals.
-
-    Holds when a's interval lies wholly above b's, does not hold when wholly below, undecided
-    when they overlap (the why gives :func:`repeats_to_separate`) or one is missing.
-    """
+    """Return (verdict, why) for "a is greater than b" from two rows' intervals."""
     va, vb = _num(a.get("value")), _num(b.get("value"))
     if va is None or vb is None:
         return UNDECIDED, "a value is missing"
@@ -351,12 +314,7 @@ def compare(a: dict, b: dict) -> tuple:
 
 
 def repeats_to_separate(a: dict, b: dict, limit: int = 100_000) -> Optional[int]:
-    """Return the repeats at which two rows' t intervals would stop overlapping, or None.
-
-    Each row's sd is recovered from its interval and ``n``; a planning figure at the observed
-    means and spreads. None where the estimates are equal or it would take more than ``limit``.
-    """
-
+    """Return the repeats at which two rows' t intervals would stop overlapping, or None."""
     def scale(row):
         n, lo, hi = row.get("n"), _num(row.get("ci_low")), _num(row.get("ci_high"))
         if not isinstance(n, int) or n < 2 or lo is None or hi is None:
@@ -415,24 +373,13 @@ def fmt(row: Optional[dict], pct: bool = False) -> str:
 
 def evaluate(registry, rows: list) -> list:
     """Return every registered metric's claims decided on the score rows (dicts), in order."""
-    out = []
     metrics = sorted(registry.all("metrics"), key=lambda m: (m.display_order, m.name))
-    for metric in metrics:
-        if metric.claims is None:
-            continue
-        mine = [r for r in rows if r.get("metric") == metric.name]
-        out.extend(metric.claims(mine))
-    return out
+    return [claim for m in metrics if m.claims is not None
+            for claim in m.claims([r for r in rows if r.get("metric") == m.name])]
 
 
 class OrderingPart:
-    """One paired part "a above b" of an ordering claim, decided at any level.
-
-    ``xa, ia, xb, ib``: per repeat each side's numerator and denominator (NaN where missing),
-    decided by :func:`robench.stats.paired.shows_above` (``cycle``: the balanced design's) or,
-    with ``cycle=1`` (i.i.d. reference models), Student's t. Called with a one-sided level:
-    HOLDS, FAILS, EQUIVALENT (both within ``margin`` shown) or UNDECIDED.
-    """
+    """One paired part "a above b" of an ordering claim, decided at any one-sided level."""
 
     def __init__(self, xa, ia, xb, ib, *, cycle=None, margin: Optional[float] = None):
         self.v = [np.asarray(v, float) for v in (xa, ia, xb, ib)]

@@ -79,10 +79,7 @@ def _share_per_group(group: np.ndarray, share: float, rng) -> np.ndarray:
 
 def source_aware_null(seed: int, repeats: int = 10, k: int = 5, shuffled: bool = False,
                       test_share: float = 0.2) -> dict:
-    """Return per-repeat ``acc_inclusive``, ``acc_exclusive``, ``acc_random`` on a null data set.
-
-    Protocol 2's balanced design: every cycle of k repeats holds each class's sources out once.
-    """
+    """Return per-repeat accuracies of protocol 2's balanced design on a null data set."""
     rng = np.random.default_rng(seed)
     X, y = gaussian_classes(rng)
     src = per_class_sources(X, y, k, rng, shuffled)
@@ -90,17 +87,15 @@ def source_aware_null(seed: int, repeats: int = 10, k: int = 5, shuffled: bool =
     order = {c: np.concatenate([rng.permutation(k) for _ in range(-(-repeats // k))])
              for c in classes}
     out = {"acc_inclusive": [], "acc_exclusive": [], "acc_random": []}
-    n = len(y)
+
+    def accuracy(test):  # trained on the other points
+        return nearest_mean_accuracy(X, y, np.flatnonzero(~test), np.flatnonzero(test))
+
     for r in range(repeats):
         held = src == np.array([order[c][r] for c in classes])[np.searchsorted(classes, y)]
-        out["acc_exclusive"].append(nearest_mean_accuracy(X, y, np.flatnonzero(~held),
-                                                          np.flatnonzero(held)))
-        test = _share_per_group(y * k + src, test_share, rng)
-        out["acc_inclusive"].append(nearest_mean_accuracy(X, y, np.flatnonzero(~test),
-                                                          np.flatnonzero(test)))
-        test = rng.random(n) < test_share
-        out["acc_random"].append(nearest_mean_accuracy(X, y, np.flatnonzero(~test),
-                                                       np.flatnonzero(test)))
+        out["acc_exclusive"].append(accuracy(held))
+        out["acc_inclusive"].append(accuracy(_share_per_group(y * k + src, test_share, rng)))
+        out["acc_random"].append(accuracy(rng.random(len(y)) < test_share))
     return {key: np.array(v) for key, v in out.items()}
 
 
@@ -118,11 +113,7 @@ def w1(A: np.ndarray, B: np.ndarray, rng, size: int = 100) -> float:
 
 def shifted_null(seed: int, k: int = 5, repeats: int = 2, shuffled: bool = False,
                  val_share: float = 0.2, distances: bool = True) -> dict:
-    """Return shifted (source j of every class = fold j) and random K-fold results, per fold.
-
-    Each: {"val": [...], "test": [...], "matrices": [...]} (pairwise W1 between folds only with
-    ``distances``).
-    """
+    """Return shifted (source j of every class = fold j) and random K-fold results, per fold."""
     rng = np.random.default_rng(seed)
     out = {kind: {"val": [], "test": [], "matrices": []} for kind in ("shifted", "random")}
     for _ in range(repeats):

@@ -35,30 +35,14 @@ _ROUNDING = 1e-9
 _IDENTITY = ("dataset", "model", "clusterer", "metric", "score")
 
 
-def _own(version) -> str:
-    """Return a component's own version from 'plugin-version/component-version'."""
-    return str(version or "").rpartition("/")[2]
-
-
 def _components(versions: dict) -> dict:
-    return {name: value if name.endswith("_content") else _own(value)
+    """Return {component: its own version} ('plugin-version/component-version' -> the last)."""
+    return {name: value if name.endswith("_content") else str(value or "").rpartition("/")[2]
             for name, value in (versions or {}).get("components", {}).items()}
 
 
-def _half_width(row: dict) -> Optional[float]:
-    lo, hi = row.get("ci_low"), row.get("ci_high")
-    if lo is None or hi is None:
-        return None
-    return max(float(hi) - float(lo), 0.0) / 2.0
-
-
 def repeat_samples(row: dict) -> dict:
-    """Return a score's per-repeat values {repeat: (numerator, denominator)} ({} if unknown).
-
-    Reads ``details`` of a ratio of means (``acc_exclusive``/``acc_inclusive`` with their
-    ``repeats_*`` lists) or a mean (``per_repeat`` with ``repeats``; denominator 1); positions
-    stand for repeats only where no repeat list is stored.
-    """
+    """Return a score's per-repeat values {repeat: (numerator, denominator)} ({} if unknown)."""
     details = row.get("details")
     if isinstance(details, str):
         try:
@@ -96,11 +80,7 @@ def _gives(samples: dict, value) -> bool:
 
 
 def _paired(a: dict, b: dict, repeats=None) -> tuple:
-    """Return ((low, high, n, change, (a, b)) of the paired interval of b - a, or None, why not).
-
-    ``repeats``: pair on these only (an extension's shared ones); ``change`` is B's ratio of
-    means over them minus A's, and (a, b) those two values.
-    """
+    """Return ((low, high, n, change, (a, b)) of the paired interval of b - a, or None, why not)."""
     sa, sb = repeat_samples(a), repeat_samples(b)
     if not sa or not sb:
         return None, None if repeats is None else "no per-repeat values: not paired"
@@ -125,12 +105,7 @@ def _paired(a: dict, b: dict, repeats=None) -> tuple:
 
 def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True,
             repeats=None) -> dict:
-    """Return the comparison of two score rows with the same identity.
-
-    Rows may carry ``versions`` (:meth:`robench.storage.store.Store.score_versions`).
-    ``anyway``: compare rows that are not comparable (reason kept); ``paired``: allow pairing
-    by repeat; ``repeats``: pair on those repeats only (an extension) and report the change there.
-    """
+    """Return the comparison of two score rows with the same identity (rows may carry versions)."""
     out = {c: a.get(c) for c in _IDENTITY}
     out.update(configuration=a.get("configuration"), a=a.get("value"), b=b.get("value"),
                change=None, low=None, high=None, reason=None, method=None)
@@ -168,22 +143,18 @@ def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True,
         else:
             method = f"paired by repeat ({n} repeats)"
     else:
-        widths = [w for w in (_half_width(a), _half_width(b)) if w is not None]
+        widths = [max(float(r["ci_high"]) - float(r["ci_low"]), 0.0) / 2.0 for r in (a, b)
+                  if r.get("ci_low") is not None and r.get("ci_high") is not None]
         half = math.sqrt(sum(w * w for w in widths)) if widths else 0.0
         low, high = change - half, change + half
         method = "independent intervals"
     if abs(change) <= _ROUNDING * max(1.0, abs(va), abs(vb)):
         change = 0.0
     out.update(change=change, low=low, high=high, method=method)
-    if change == 0.0:
-        decision = "same"
-    elif low <= 0.0 <= high:
-        decision = "within noise"
-    else:
-        up = low > 0
-        hib = a.get("higher_is_better")
-        decision = "changed" if hib is None else ("better" if up == bool(hib) else "worse")
-    out["decision"] = decision
+    hib = a.get("higher_is_better")
+    out["decision"] = ("same" if change == 0.0 else "within noise" if low <= 0.0 <= high
+                       else "changed" if hib is None
+                       else "better" if (low > 0) == bool(hib) else "worse")
     notes = why + ([note] if note else [])
     if notes:
         out["reason"] = "; ".join(notes)
@@ -193,10 +164,8 @@ def compare(a: dict, b: dict, *, anyway: bool = False, paired: bool = True,
 def _flat(value, prefix: str = "") -> dict:
     """Return a nested dict as {dotted path: leaf value}."""
     if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            out.update(_flat(v, f"{prefix}{k}."))
-        return out
+        return {path: leaf for k, v in value.items()
+                for path, leaf in _flat(v, f"{prefix}{k}.").items()}
     return {prefix.rstrip("."): value}
 
 
@@ -214,10 +183,8 @@ def configuration_differences(one: Optional[dict], other: Optional[dict]) -> lis
                 return value
         return value
 
-    out = []
-    for key in ("profile", "seed", "repeats", "sources"):
-        if one.get(key) != other.get(key):
-            out.append(f"{key} {one.get(key)} vs {other.get(key)}")
+    out = [f"{key} {one.get(key)} vs {other.get(key)}"
+           for key in ("profile", "seed", "repeats", "sources") if one.get(key) != other.get(key)]
     for key in ("knobs", "description"):  # the description only where nothing else differs
         if key == "description" and out:
             break
@@ -228,11 +195,7 @@ def configuration_differences(one: Optional[dict], other: Optional[dict]) -> lis
 
 
 def _extension(ta: dict, tb: dict) -> Optional[dict]:
-    """Return how two score groups' trials ({trial key: repeat}) nest, or None where they do not.
-
-    One side extends the other when its trial keys include all of the other's. Returns
-    {"shared": repeats both hold, "more_a": only A's, "more_b": only B's}.
-    """
+    """Return how two score groups' trials ({trial key: repeat}) nest, or None where they do not."""
     if not ta or not tb:
         return None
     keys_a, keys_b = set(ta), set(tb)
@@ -244,15 +207,11 @@ def _extension(ta: dict, tb: dict) -> Optional[dict]:
 
 
 def _extension_note(ext: dict) -> str:
-    def repeats(n):
-        return f"{n} repeat{'s' if n != 1 else ''}"
-
     more_a, more_b = len(ext["more_a"]), len(ext["more_b"])
-    if more_b and not more_a:
-        return f"B extends A by {repeats(more_b)}"
-    if more_a and not more_b:
-        return f"A extends B by {repeats(more_a)}"
-    return "the same trials in another configuration"
+    if bool(more_a) == bool(more_b):
+        return "the same trials in another configuration"
+    side, n = ("B extends A", more_b) if more_b else ("A extends B", more_a)
+    return f"{side} by {n} repeat{'s' if n != 1 else ''}"
 
 
 def _label(configs: Optional[dict], config) -> str:
@@ -285,8 +244,7 @@ def diff_scores(rows_a: list, rows_b: list, *, configs_a: Optional[dict] = None,
     for ident in sorted(set(ia) & set(ib)):
         common = sorted(set(ia[ident]) & set(ib[ident]), key=str)
         if common:
-            for config in common:
-                out.append(compare(ia[ident][config], ib[ident][config], anyway=anyway))
+            out.extend(compare(ia[ident][c], ib[ident][c], anyway=anyway) for c in common)
             continue
         ka, kb = sorted(ia[ident], key=str), sorted(ib[ident], key=str)
         nested = next(((x, y, e) for x in ka for y in kb
@@ -295,8 +253,8 @@ def diff_scores(rows_a: list, rows_b: list, *, configs_a: Optional[dict] = None,
         if nested is not None:
             x, y, ext = nested
             row = compare(ia[ident][x], ib[ident][y], repeats=ext["shared"])
-            note = _extension_note(ext)
-            row["reason"] = note + ("; " + row["reason"] if row.get("reason") else "")
+            row["reason"] = _extension_note(ext) + ("; " + row["reason"] if row.get("reason")
+                                                     else "")
             row.update(extends=len(ext["more_b"]) - len(ext["more_a"]),
                        shared_repeats=len(ext["shared"]))
             out.append(row)

@@ -11,8 +11,8 @@ import math
 from typing import Optional, Sequence
 
 import numpy as np
-from robench.stats.intervals import (skew_corrected_bounds, skewness_se, smallest_fitting,
-                                     t_quantile)
+from robench.stats.intervals import (skew_corrected_bounds, skewness, skewness_se,
+                                     smallest_fitting, t_quantile)
 
 #: Level of each one-sided test (the interval checked against the margin is 1 - 2 alpha).
 ALPHA = 0.05
@@ -29,31 +29,12 @@ def _clean(values) -> np.ndarray:
                       float)
 
 
-def _paired(a, b) -> np.ndarray:
-    pairs = [(float(x), float(y)) for x, y in zip(a, b) if x is not None and y is not None]
-    pairs = [(x, y) for x, y in pairs if math.isfinite(x) and math.isfinite(y)]
-    return np.asarray([x - y for x, y in pairs], float)
-
-
-def _skew(x: np.ndarray) -> float:
-    """Return the sample skewness m3 / m2^1.5 of x (0 without spread)."""
-    c = x - x.mean()
-    m2 = float((c * c).mean())
-    return float((c ** 3).mean()) / m2 ** 1.5 if m2 > 0 else 0.0
-
-
 def difference_interval(a: Sequence, b: Sequence, level: float, *, paired: bool,
                         skew_corrected: bool = True) -> dict:
-    """Return the ``level`` interval of mean(a) - mean(b): estimate, low, high, se, df, n.
-
-    ``paired``: ``a[r]``, ``b[r]`` of one unit (None: missing; a pair needs both), else two
-    independent samples (Welch). ``skew_corrected`` (default): Hall's bounds, skewness one se
-    either way (two samples: :data:`TWO_SAMPLE_SKEW_SE`); else Student's. Bounds None with
-    ``reason`` below 2 values (per sample or pair) or without spread.
-    """
-
+    """Return the ``level`` interval of mean(a) - mean(b): paired or Welch, Hall's or Student's."""
     if paired:
-        d = _paired(a, b)
+        pairs = [(float(x), float(y)) for x, y in zip(a, b) if x is not None and y is not None]
+        d = np.asarray([x - y for x, y in pairs if math.isfinite(x) and math.isfinite(y)], float)
         n = int(d.size)
         out = {"paired": True, "n": n, "estimate": float(d.mean()) if n else None}
         if n < 2:
@@ -61,7 +42,7 @@ def difference_interval(a: Sequence, b: Sequence, level: float, *, paired: bool,
                     "reason": f"{n} complete pair(s): a spread needs at least 2"}
         sd = float(d.std(ddof=1))
         se, df = sd / math.sqrt(n), float(n - 1)
-        skew, skew_se = _skew(d) / math.sqrt(n), float(skewness_se(n)) / math.sqrt(n)
+        skew, skew_se = skewness(d) / math.sqrt(n), float(skewness_se(n)) / math.sqrt(n)
         out["sd"] = sd
     else:
         xa, xb = _clean(a), _clean(b)
@@ -78,7 +59,7 @@ def difference_interval(a: Sequence, b: Sequence, level: float, *, paired: bool,
               if se > 0 else float(min(n) - 1))
         if se > 0:
             ka, kb = sa ** 3 / n[0] ** 2, sb ** 3 / n[1] ** 2
-            skew = (_skew(xa) * ka - _skew(xb) * kb) / se ** 3
+            skew = (skewness(xa) * ka - skewness(xb) * kb) / se ** 3
             skew_se = math.hypot(ka * float(skewness_se(n[0])),
                                  kb * float(skewness_se(n[1]))) / se ** 3
         out["sd"] = math.sqrt(sa * sa + sb * sb)
@@ -97,11 +78,7 @@ def difference_interval(a: Sequence, b: Sequence, level: float, *, paired: bool,
 
 def equivalence(a: Sequence, b: Sequence, margin: float, *, paired: bool,
                 alpha: float = ALPHA) -> dict:
-    """Return the TOST decision on |mean(a) - mean(b)| < ``margin`` with its evidence.
-
-    ``status``: EQUIVALENT (``1 - 2 alpha`` interval inside the margin), NOT_EQUIVALENT (wholly
-    outside), else UNDECIDED; the interval's fields and ``repeats`` (:func:`repeats_to_decide`).
-    """
+    """Return the TOST decision on |mean(a) - mean(b)| < ``margin`` with its evidence."""
     if not margin > 0:
         raise ValueError(f"the equivalence margin must be > 0, got {margin}")
     iv = difference_interval(a, b, 1 - 2 * alpha, paired=paired)
@@ -109,12 +86,8 @@ def equivalence(a: Sequence, b: Sequence, margin: float, *, paired: bool,
     lo, hi, est = iv["low"], iv["high"], iv["estimate"]
     if lo is None:
         return {**out, "status": UNDECIDED, "repeats": None}
-    if -margin < lo and hi < margin:
-        status = EQUIVALENT
-    elif lo > margin or hi < -margin:
-        status = NOT_EQUIVALENT
-    else:
-        status = UNDECIDED
+    status = (EQUIVALENT if -margin < lo and hi < margin
+              else NOT_EQUIVALENT if lo > margin or hi < -margin else UNDECIDED)
     n_now = iv["n"] if paired else min(iv["n"])
     need = (None if status != UNDECIDED
             else repeats_to_decide(abs(est) - margin, iv["sd"], n_now, 1 - 2 * alpha))
@@ -123,11 +96,7 @@ def equivalence(a: Sequence, b: Sequence, margin: float, *, paired: bool,
 
 def repeats_to_decide(distance: float, sd: float, n: int, level: float,
                       limit: int = 100_000) -> Optional[int]:
-    """Return the smallest n' >= n whose ``level`` t half-width is below ``|distance|``, or None.
-
-    A planning figure at the observed spread; None when the distance or spread is 0 or
-    undefined, or above ``limit``.
-    """
+    """Return the smallest n' >= n whose ``level`` t half-width is below ``|distance|``."""
     distance = abs(float(distance))
     if not (distance > 0 and sd is not None and sd > 0 and math.isfinite(sd)):
         return None

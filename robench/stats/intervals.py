@@ -22,12 +22,7 @@ METHODS = ("fieller", "delta")
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate with its confidence interval, or None bounds and the reason.
-
-    ``estimate`` (None only without data), ``low``/``high`` (both None without a finite
-    interval), ``method`` ("t", "hall", "fieller" or "delta"), ``level``, ``df`` (of the t
-    quantile), ``n`` ((n,) or (n_x, n_i)), ``reason`` (why the bounds are None).
-    """
+    """A point estimate with its confidence interval, or None bounds and the ``reason``."""
 
     estimate: Optional[float]
     low: Optional[float]
@@ -76,16 +71,12 @@ def smallest_fitting(fits, lo: int, limit: int) -> Optional[int]:
     return hi
 
 
-# --- a single mean ----------------------------------------------------------------------------
-
-
 def mean_interval(values: Sequence, level: float = LEVEL, *,
                   bounds: Optional[tuple] = None) -> Interval:
     """Return Student's t interval of the mean of ``values`` (None entries are skipped).
 
-    ``bounds=(lo, hi)`` clips it to the range the quantity can take (``(0, 1)`` for an
-    accuracy). Method "t"; bounds None (with ``reason``) without two values or when all are
-    equal (a zero-width interval would claim a certainty the repeats cannot give).
+    Bounds None (with ``reason``) without two values or when all are equal: a zero-width interval
+    would claim a certainty the repeats cannot give.
     """
     x = _values(values)
     n = int(x.size)
@@ -106,10 +97,15 @@ def mean_interval(values: Sequence, level: float = LEVEL, *,
     return Interval(mean, lo, hi, "t", level, float(n - 1), (n,))
 
 
-# --- a mean whose values may be skewed --------------------------------------------------------
-
 #: Standard errors of the estimated skewness allowed for by :func:`skew_corrected_bounds`.
 SKEW_SE = 1.0
+
+
+def skewness(x: np.ndarray) -> float:
+    """Return the sample skewness m3 / m2^1.5 of x (0 without spread)."""
+    c = x - x.mean()
+    m2 = float((c * c).mean())
+    return float((c ** 3).mean()) / m2 ** 1.5 if m2 > 0 else 0.0
 
 
 def skewness_se(n):
@@ -133,11 +129,7 @@ def _hall_quantile(t, u):
 
 
 def skew_corrected_bounds(estimate, se, t, skew, skew_se, k: float = SKEW_SE):
-    """Return (low, high): Hall's skewness-corrected interval of a mean-like estimate.
-
-    The skewness u is taken ``k`` standard errors lower for the lower bound and higher for the
-    upper (``u = skew ∓ k skew_se``). Vectorised; with skew = skew_se = 0 it is Student's.
-    """
+    """Return (low, high): Hall's interval, skewness ``k`` se towards each bound."""
     estimate, se = np.asarray(estimate, float), np.asarray(se, float)
     low = estimate - se * _hall_quantile(t, np.asarray(skew) - k * np.asarray(skew_se))
     high = estimate - se * _hall_quantile(-np.asarray(t), np.asarray(skew) + k * np.asarray(skew_se))
@@ -151,31 +143,20 @@ SKEWED_MEAN_SKEW_SE = 2.0
 def skewed_mean_interval(values: Sequence, level: float = LEVEL, *,
                          bounds: Optional[tuple] = None,
                          k: float = SKEWED_MEAN_SKEW_SE) -> Interval:
-    """Return Hall's skew-corrected interval of the mean of ``values`` (None entries skipped).
-
-    The mean's skewness is allowed ``k`` standard errors either way (docs/intervals.md,
-    "Purity-ratio's interval"). Method ``"hall"``; otherwise as :func:`mean_interval`.
-    """
+    """Return Hall's skew-corrected interval of the mean (docs/intervals.md)."""
     x = _values(values)
     n = int(x.size)
     plain = mean_interval(values, level, bounds=bounds)
     if not plain.defined:
         return Interval(plain.estimate, None, None, "hall", level, plain.df, plain.n,
                         plain.reason)
-    mean, sd = float(x.mean()), float(x.std(ddof=1))
-    c = x - mean
-    m2 = float((c * c).mean())
-    g = float((c ** 3).mean()) / m2 ** 1.5 if m2 > 0 else 0.0
-    root = math.sqrt(n)
-    lo, hi = skew_corrected_bounds(mean, sd / root, float(t_quantile(level, n - 1)), g / root,
-                                   float(skewness_se(n)) / root, k)
+    mean, sd, root = float(x.mean()), float(x.std(ddof=1)), math.sqrt(n)
+    lo, hi = skew_corrected_bounds(mean, sd / root, float(t_quantile(level, n - 1)),
+                                   skewness(x) / root, float(skewness_se(n)) / root, k)
     lo, hi = float(lo), float(hi)
     if bounds is not None:
         lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
     return Interval(mean, lo, hi, "hall", level, float(n - 1), (n,))
-
-
-# --- a ratio of two independent means ---------------------------------------------------------
 
 
 def welch_df(var_x, n_x, var_i, n_i, rho):
@@ -205,11 +186,7 @@ def _ratio_terms(mean_x, var_x, n_x, mean_i, var_i, n_i, level, df):
 
 
 def fieller_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL, df=None):
-    """Return (low, high, df) of Fieller's interval for mu_x / mu_i from summary statistics.
-
-    Vectorised over means and sample variances (ddof 1); ``n_x``, ``n_i`` >= 2. NaN where the
-    set is unbounded (Ibar not significantly different from 0) or both variances are 0.
-    """
+    """Return (low, high, df) of Fieller's interval for mu_x / mu_i (NaN: unbounded)."""
     mean_x, var_x, mean_i, var_i, rho, df, t = _ratio_terms(mean_x, var_x, n_x, mean_i, var_i,
                                                            n_i, level, df)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -238,18 +215,11 @@ def delta_bounds(mean_x, var_x, n_x, mean_i, var_i, n_i, level: float = LEVEL, d
 
 def ratio_interval(x: Sequence, i: Sequence, level: float = LEVEL, *,
                    method: str = "fieller") -> Interval:
-    """Return the interval of mu_x / mu_i from two independent samples (None entries skipped).
-
-    ``x``, ``i``: numerator and denominator samples (for rho: AccX and AccI), lengths may
-    differ; ``method``: "fieller" (default) or "delta", both with Welch-Satterthwaite df.
-    ``estimate`` = mean(x) / mean(i); bounds None, with ``reason``, when a sample has fewer than
-    2 values, both have zero spread, mean(i) is 0, or (Fieller) it is not significantly above 0.
-    """
+    """Return the interval of mu_x / mu_i from two independent samples (None skipped)."""
     if method not in METHODS:
         raise ValueError(f"unknown ratio interval method {method!r}; use one of {METHODS}")
     xs, is_ = _values(x), _values(i)
-    n_x, n_i = int(xs.size), int(is_.size)
-    ns = (n_x, n_i)
+    ns = n_x, n_i = int(xs.size), int(is_.size)
     if n_x == 0 or n_i == 0:
         return Interval(None, None, None, method, level, None, ns,
                         "no values in the " + ("numerator" if n_x == 0 else "denominator"))

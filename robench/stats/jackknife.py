@@ -18,11 +18,7 @@ LEVEL = 0.95
 
 
 def pseudo_interval(full: float, loo: Sequence, level: float = LEVEL) -> dict:
-    """Return the jackknife t interval from a statistic and its leave-one-out values.
-
-    Bounds None with ``reason`` when n < 3, a value is not finite, or there is no spread.
-    """
-
+    """Return the jackknife t interval from a statistic and its leave-one-out values."""
     loo = np.asarray(loo, float)
     n = int(loo.size)
     out = {"n": n, "full": float(full), "level": level}
@@ -53,11 +49,8 @@ def _z(r: float) -> float:
 
 def dependent_correlations(y: Sequence, x1: Sequence, x2: Sequence,
                            level: float = LEVEL) -> dict:
-    """Return r(y, x1) vs r(y, x2) over the same units, with a jackknife interval (Fisher's z).
-
-    Returns ``r1``, ``r2``, ``r12`` (x1 vs x2), ``n``, ``low``/``high`` (None with ``reason``):
-    x1 predicts y better than x2 when ``low > 0``, worse when ``high < 0``.
-    """
+    """Return r(y, x1) vs r(y, x2) over the same units, with a jackknife interval (Fisher's z):
+    x1 predicts y better than x2 when ``low > 0``, worse when ``high < 0``."""
     y, x1, x2 = (np.asarray(v, float) for v in (y, x1, x2))
     n = int(y.size)
     if not (x1.size == x2.size == n):
@@ -76,17 +69,14 @@ def dependent_correlations(y: Sequence, x1: Sequence, x2: Sequence,
 def sd_ratio_paired(a: Sequence, b: Sequence, level: float = LEVEL) -> dict:
     """Return sd(a) / sd(b) of paired values with a jackknife interval (pairs left out)."""
     pairs = [(float(x), float(y)) for x, y in zip(a, b) if x is not None and y is not None]
-    pa = np.asarray([p[0] for p in pairs], float)
-    pb = np.asarray([p[1] for p in pairs], float)
+    pa, pb = (np.asarray([p[k] for p in pairs], float) for k in (0, 1))
     n = int(pa.size)
     out = {"n": n, "level": level}
     if n < 3:
-        return {**out, "ratio": None, "low": None, "high": None,
-                "reason": f"{n} complete pair(s): a jackknife needs at least 3"}
+        return _no_interval(out, None, f"{n} complete pair(s): a jackknife needs at least 3")
     va, vb = float(pa.var(ddof=1)), float(pb.var(ddof=1))
     if not (va > 0 and vb > 0):
-        return {**out, "ratio": None if not vb > 0 else 0.0, "low": None, "high": None,
-                "reason": "a side has no spread"}
+        return _no_interval(out, None if not vb > 0 else 0.0, "a side has no spread")
     keep = ~np.eye(n, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         loo = [math.log(float(pa[k].var(ddof=1)) / float(pb[k].var(ddof=1)))
@@ -95,9 +85,13 @@ def sd_ratio_paired(a: Sequence, b: Sequence, level: float = LEVEL) -> dict:
     iv = pseudo_interval(math.log(va / vb), loo, level)
     ratio = math.sqrt(va / vb)
     if iv["low"] is None:
-        return {**out, "ratio": ratio, "low": None, "high": None, "reason": iv["reason"]}
+        return _no_interval(out, ratio, iv["reason"])
     return {**out, "ratio": ratio, "low": math.exp(iv["low"] / 2),
             "high": math.exp(iv["high"] / 2), "log_se": iv["se"]}
+
+
+def _no_interval(out: dict, ratio, reason: str) -> dict:
+    return {**out, "ratio": ratio, "low": None, "high": None, "reason": reason}
 
 
 def _jackknife_variance(loo) -> float:
@@ -116,23 +110,19 @@ def _log_variances_left_out(x: np.ndarray) -> list:
 
 def sd_ratio_independent(a: Sequence, b: Sequence, level: float = LEVEL) -> dict:
     """Return sd(a) / sd(b) of two independent samples with Miller's jackknife interval."""
-
     xa = np.asarray([float(v) for v in a if v is not None], float)
     xb = np.asarray([float(v) for v in b if v is not None], float)
     out = {"n": [int(xa.size), int(xb.size)], "level": level}
     if min(xa.size, xb.size) < 3:
-        return {**out, "ratio": None, "low": None, "high": None,
-                "reason": "fewer than 3 values on a side: no jackknife interval"}
+        return _no_interval(out, None, "fewer than 3 values on a side: no jackknife interval")
     va, vb = float(xa.var(ddof=1)), float(xb.var(ddof=1))
     if not (va > 0 and vb > 0):
-        return {**out, "ratio": None, "low": None, "high": None,
-                "reason": "a side has no spread"}
+        return _no_interval(out, None, "a side has no spread")
     var = (_jackknife_variance(_log_variances_left_out(xa))
            + _jackknife_variance(_log_variances_left_out(xb)))
     ratio = math.sqrt(va / vb)
     if not (math.isfinite(var) and var > 0):
-        return {**out, "ratio": ratio, "low": None, "high": None,
-                "reason": "a leave-one-out variance is 0: no interval"}
+        return _no_interval(out, ratio, "a leave-one-out variance is 0: no interval")
     half = float(t_quantile(level, min(xa.size, xb.size) - 1)) * math.sqrt(var)
     theta = math.log(va / vb)
     return {**out, "ratio": ratio, "low": math.exp((theta - half) / 2),
@@ -141,26 +131,15 @@ def sd_ratio_independent(a: Sequence, b: Sequence, level: float = LEVEL) -> dict
 
 def _offdiagonal_mean(matrices: list, drop: Optional[tuple] = None) -> float:
     """Mean of the off-diagonal entries over the matrices, fold ``drop = (m, i)`` left out."""
-    vals = []
-    for m, mat in enumerate(matrices):
-        k = len(mat)
-        for i in range(k):
-            for j in range(k):
-                if i == j or (drop is not None and drop[0] == m and drop[1] in (i, j)):
-                    continue
-                v = mat[i][j]
-                if v is not None and math.isfinite(float(v)):
-                    vals.append(float(v))
+    vals = [float(mat[i][j]) for m, mat in enumerate(matrices)
+            for i in range(len(mat)) for j in range(len(mat))
+            if i != j and not (drop is not None and drop[0] == m and drop[1] in (i, j))
+            and mat[i][j] is not None and math.isfinite(float(mat[i][j]))]
     return float(np.mean(vals)) if vals else float("nan")
 
 
 def distance_ratio(shifted: list, random: list, level: float = LEVEL) -> dict:
-    """Return mean pairwise distance of shifted folds / of random folds, jackknifed by fold.
-
-    ``shifted``, ``random``: per repeat a K x K matrix of fold distances (None: missing).
-    Returns ``ratio``, ``low``, ``high``, ``folds`` (n_shifted, n_random).
-    """
-
+    """Return mean pairwise distance of shifted folds / of random folds, jackknifed by fold."""
     def units(mats):
         return [(m, i) for m, mat in enumerate(mats) for i in range(len(mat))]
 
@@ -168,19 +147,16 @@ def distance_ratio(shifted: list, random: list, level: float = LEVEL) -> dict:
     us, ur = units(shifted), units(random)
     out = {"folds": [len(us), len(ur)], "level": level}
     if not (s_full > 0 and r_full > 0):
-        return {**out, "ratio": None, "low": None, "high": None,
-                "reason": "no positive mean distance on a side"}
+        return _no_interval(out, None, "no positive mean distance on a side")
     ratio = s_full / r_full
     if len(us) < 3 or len(ur) < 3:
-        return {**out, "ratio": ratio, "low": None, "high": None,
-                "reason": "fewer than 3 folds on a side: no jackknife interval"}
-
+        return _no_interval(out, ratio, "fewer than 3 folds on a side: no jackknife interval")
     with np.errstate(divide="ignore", invalid="ignore"):
         var = (_jackknife_variance([math.log(_offdiagonal_mean(shifted, u)) for u in us])
                + _jackknife_variance([math.log(_offdiagonal_mean(random, u)) for u in ur]))
     if not (math.isfinite(var) and var > 0):
-        return {**out, "ratio": ratio, "low": None, "high": None,
-                "reason": "the leave-one-fold-out values have no spread or are undefined"}
+        return _no_interval(out, ratio,
+                            "the leave-one-fold-out values have no spread or are undefined")
     df = min(len(us), len(ur)) - 1
     half = float(t_quantile(level, df)) * math.sqrt(var)
     theta = math.log(ratio)

@@ -68,12 +68,7 @@ def influence(xa, ia, xb, ib, use):
 
 
 def degraded_repeats(psi, use, cycle: Optional[int] = None, z: float = DEGRADED_Z):
-    """Return the repeats (mask like ``use``) whose paired difference looks degraded.
-
-    Far: more than ``z`` robust sd (1.4826 MAD, else 1.2533 mean absolute deviation) from the
-    median; with a ``cycle``, far values that recur at least half as far in every complete cycle
-    are the census, not flagged. Nothing is flagged below :data:`DEGRADED_MIN_N` repeats.
-    """
+    """Return the repeats (mask like ``use``) whose paired difference looks degraded."""
     psi, use = np.asarray(psi, float), np.asarray(use, bool)
     n = use.sum(-1, keepdims=True)
     vals = np.where(use, psi, np.nan)
@@ -104,11 +99,8 @@ def paired_test(xa, ia, xb, ib, delta, alpha, *, cycle: Optional[int] = None,
                 skew_se: Optional[float] = SKEW_SE, check: Optional[bool] = None) -> dict:
     """Return the one-sided skew-corrected paired t test of ``rho_a - rho_b > delta``.
 
-    Inputs of shape (..., R), NaN where a repeat is missing; the repeats both models have, in
-    complete cycles of ``cycle`` where given. ``skew_se``: standard errors of skewness allowed
-    towards the lower tail (None: Student's bound); without spread, rejected when ``d > delta``.
-    ``check`` (default: on with a cycle >= 2): a pair with a degraded repeat is not rejected.
-    Returns ``reject``, ``d``, ``se``, ``n``, ``degraded`` (first flagged repeat, -1 for none).
+    Inputs (..., R), NaN where missing; ``skew_se`` None: Student's bound; ``check`` (default: a
+    cycle >= 2) leaves a pair with a degraded repeat unrejected. ``degraded``: its first one, or -1.
     """
     xa, ia, xb, ib = np.broadcast_arrays(*(np.asarray(v, float) for v in (xa, ia, xb, ib)))
     ok = np.isfinite(xa) & np.isfinite(ia) & np.isfinite(xb) & np.isfinite(ib)
@@ -150,18 +142,9 @@ def balanced_test(xa, ia, xb, ib, delta, alpha, cycle: int) -> dict:
 
 def shows_above(xa, ia, xb, ib, *, delta: float = 0.0, alpha=ALPHA,
                 cycle: Optional[int] = None, looks: int = 1) -> np.ndarray:
-    """Return whether the repeats show ``rho_a - rho_b > delta`` at level ``alpha``.
-
-    Inputs (..., R): per repeat each model's numerator and denominator (a mean: denominator 1),
-    NaN where missing. ``cycle``: the balanced design's cycle length or None (independent
-    repeats). ``looks``: planned looks, each at ``alpha / looks`` (Bonferroni).
-    """
+    """Return whether the repeats show ``rho_a - rho_b > delta`` at ``alpha / looks``."""
     return paired_test(xa, ia, xb, ib, delta, np.asarray(alpha, float) / looks,
                        cycle=cycle)["reject"]
-
-
-def _pairs(m: int) -> list:
-    return [(a, b) for a in range(m) for b in range(a + 1, m)]
 
 
 def compare_all(x, i, *, alpha=ALPHA, precision: Optional[float] = None,
@@ -177,13 +160,12 @@ def compare_all(x, i, *, alpha=ALPHA, precision: Optional[float] = None,
     """
     x, i = np.asarray(x, float), np.asarray(i, float)
     m = x.shape[-2]
-    pairs = _pairs(m)
+    pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
     lead = x.shape[:-2]
     status = np.zeros(lead + (len(pairs),), int)
     degraded = np.full(lead + (len(pairs),), -1)
     if pairs:
-        a_idx = np.array([a for a, _ in pairs])
-        b_idx = np.array([b for _, b in pairs])
+        a_idx, b_idx = np.array(pairs).T
         xa, ia, xb, ib = x[..., a_idx, :], i[..., a_idx, :], x[..., b_idx, :], i[..., b_idx, :]
         n_p = len(pairs)
         done = np.zeros(lead + (n_p,), bool)
@@ -230,17 +212,12 @@ def chance_bar(chance: float, margin: float) -> float:
     return float(chance) + float(margin) * (1.0 - float(chance))
 
 
-# --- simulation: null pairs on the shapes the design produces ---------------------------------
-
 #: Source-effect shapes of the simulations (mean 0, sd 1; negative = a harder source).
 SHAPES = ("normal", "gamma2", "exponential", "lognormal", "hard")
 
 
 def source_effects(rng, runs: int, k: int, shape: str, p_hard: Optional[float] = None):
-    """Return (runs, k) source effects of ``shape`` (:data:`SHAPES`; sd 1, mean exactly 0).
-
-    Skewed shapes are left-skewed (a few sources far harder); ``hard``: one source of k = 1/p.
-    """
+    """Return (runs, k) source effects of ``shape`` (:data:`SHAPES`; sd 1, mean exactly 0)."""
     if shape == "hard":
         p = 1.0 / k
         s = np.full((runs, k), math.sqrt(p / (1 - p)))

@@ -27,12 +27,8 @@ def _standardise(v: np.ndarray) -> np.ndarray:
 
 
 def correlation_test(x: Sequence, y: Sequence, seed: int = 0) -> dict:
-    """Return Pearson's r of (x, y) with exact one-sided permutation p-values.
-
-    ``p_greater``: the share of pairings with r at least the observed (counting it);
-    ``p_less``: at most. ``exact``: enumerated (n <= :data:`EXACT_MAX`) or Monte Carlo
-    (``(1 + hits) / (1 + DRAWS)``). NaN r and p = 1 with fewer than 3 values or no spread.
-    """
+    """Return Pearson's r of (x, y) with one-sided permutation p-values ``p_greater``, ``p_less``
+    (every pairing up to :data:`EXACT_MAX` values, else Monte Carlo; counting the observed r)."""
     x, y = np.asarray(x, float), np.asarray(y, float)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]

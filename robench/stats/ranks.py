@@ -9,9 +9,10 @@ docs/intervals.md ("Ranks") has the rule and why. Pure functions of numbers and 
 
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import Optional, Sequence
 import os
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -29,13 +30,9 @@ MARGIN_ENV = "ROBENCH_MARGIN"
 CHANCE_MARGIN = 0.1
 
 
-# --- chance -------------------------------------------------------------------------------
-
-
 def chance_margin() -> float:
     """Return the chance bar's relevance margin: ``ROBENCH_CHANCE_MARGIN`` where set (a number
     in [0, 1)), else :data:`CHANCE_MARGIN`. Every path that ranks reads it here."""
-
     raw = os.environ.get("ROBENCH_CHANCE_MARGIN")
     if raw is None or raw.strip() == "":
         return CHANCE_MARGIN
@@ -65,11 +62,7 @@ def chance_level(n_classes: Optional[int], majority: Optional[float] = None) -> 
 def chance_reason(value, low, high, chance: Optional[float], basis: str, *,
                   values: Sequence = (), interval_reason: Optional[str] = None,
                   name: str = "E[AccI]", margin: Optional[float] = None) -> Optional[str]:
-    """Return why an accuracy is not shown above chance plus the margin (None: it is).
-
-    Shown above when its interval's low bound clears the bar (without one: all repeats equal
-    and above it); the reason starts with "at chance".
-    """
+    """Return why an accuracy is not shown above chance plus the margin (None: it is)."""
     if chance is None:
         return None  # nothing to compare with: ranked as before, the basis says why
     margin = chance_margin() if margin is None else float(margin)
@@ -93,7 +86,6 @@ def chance_reason(value, low, high, chance: Optional[float], basis: str, *,
 
 def equivalence_margin(metric: str, default: float) -> float:
     """Return ``metric``'s equivalence margin: its ``ROBENCH_MARGIN`` entry, else ``default``."""
-
     raw = os.environ.get(MARGIN_ENV) or ""
     for item in raw.split(","):
         if not item.strip():
@@ -111,9 +103,6 @@ def equivalence_margin(metric: str, default: float) -> float:
     return float(default)
 
 
-# --- the rule -------------------------------------------------------------------------------
-
-
 def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
                 alpha: float = ALPHA, precision: Optional[float] = None,
                 looks: int = 1) -> dict:
@@ -124,12 +113,6 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
     design's, or None) and ``unranked`` (why not, or None). ``precision``: the equivalence
     margin (None: no TOST); ``looks``: the planned looks of the ``--until decided`` run whose
     repeats these are (tests at ``alpha / looks``, as it ran them).
-
-    Returns ``rows`` (the dicts copied, ranked by estimate then unranked, each with ``rank``
-    (a point estimate), ``rank_best``, ``rank_worst``, ``rank_interval``, ``tied``,
-    ``unranked``), ``pairs`` (``pair``, ``status``, ``difference``, ``n``, ``margin``,
-    ``degraded_repeat``, ``verdict``: :func:`verdict_text`), ``tests`` (pairs Holm corrected
-    over), ``design`` and ``rule`` (one sentence).
     """
     sign = 1.0 if higher_is_better else -1.0
     rows = [dict(m) for m in models]
@@ -150,10 +133,8 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
             x[m, col[k]], i[m, col[k]] = num, den
     cycles = {r.get("cycle") for r in ranked}
     cycle = cycles.pop() if len(cycles) == 1 else None
-    cycle = (int(cycle) if by_index and isinstance(cycle, (int, float)) and cycle >= 2
-             else None)
-    pairs = []
-    m = len(ranked)
+    cycle = int(cycle) if by_index and isinstance(cycle, (int, float)) and cycle >= 2 else None
+    pairs, m = [], len(ranked)
     best, worst = [1] * m, [m] * m
     if m > 1:
         res = compare_all(x, i, alpha=alpha, precision=precision, cycle=cycle, looks=looks,
@@ -161,20 +142,16 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
         best, worst = res["best"].tolist(), res["worst"].tolist()
         back = {c: k for k, c in col.items()}
         for k, (a, b) in enumerate(res["pairs"]):
-            st = int(res["status"][k])
+            st, bad = int(res["status"][k]), int(res["degraded"][k])
             common = complete_cycles(np.isfinite(x[a]) & np.isfinite(i[a]) & np.isfinite(x[b])
                                      & np.isfinite(i[b]), cycle)  # the repeats the test used
-            bad = int(res["degraded"][k])
             status = {1: ORDERED, -1: ORDERED, 2: EQUIVALENT}.get(st, UNDECIDED)
-            pairs.append({"pair": [ranked[a]["model"], ranked[b]["model"]],
-                          "status": status,
-                          "above": (ranked[a]["model"] if st == 1 else ranked[b]["model"]
-                                    if st == -1 else None),
+            repeat = back.get(bad) if bad >= 0 else None
+            pairs.append({"pair": [ranked[a]["model"], ranked[b]["model"]], "status": status,
+                          "above": {1: ranked[a]["model"], -1: ranked[b]["model"]}.get(st),
                           "difference": float(ranked[a]["value"]) - float(ranked[b]["value"]),
-                          "n": int(common.sum()), "margin": precision,
-                          "degraded_repeat": back.get(bad) if bad >= 0 else None,
-                          "verdict": verdict_text(status, precision,
-                                                  back.get(bad) if bad >= 0 else None)})
+                          "n": int(common.sum()), "margin": precision, "degraded_repeat": repeat,
+                          "verdict": verdict_text(status, precision, repeat)})
     for j, r in enumerate(ranked):
         r.update(rank=j + 1, rank_best=int(best[j]), rank_worst=int(worst[j]),
                  rank_interval=rank_text(int(best[j]), int(worst[j])),
@@ -186,11 +163,6 @@ def rank_models(models: Sequence[dict], *, higher_is_better: bool = True,
             "cycle": cycle, "rule": rule_text(len(pairs), alpha, cycle, precision)}
 
 
-def _num(v) -> Optional[float]:
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
 def _samples(s) -> dict:
     """Return {repeat: (numerator, denominator)} of a model's per-repeat values ({} if none)."""
     if not isinstance(s, dict):
@@ -199,10 +171,8 @@ def _samples(s) -> dict:
     for k, v in s.items():
         pair = tuple(v) if isinstance(v, (list, tuple)) else (v, 1.0)
         if len(pair) == 2 and all(is_finite(u) for u in pair):
-            try:
+            with contextlib.suppress(TypeError, ValueError):
                 k = int(k)
-            except (TypeError, ValueError):
-                pass
             out[k] = (float(pair[0]), float(pair[1]))
     return out
 

@@ -27,7 +27,6 @@ ALPHA = 0.05
 PRECISION = 0.01
 
 UNDECIDED, ORDERED, EQUIVALENT = "undecided", "ordered", "equivalent"
-STATUS = (UNDECIDED, ORDERED, EQUIVALENT)  # codes 0, 1, 2 in the arrays below
 
 
 def looks(max_repeats: int, first: int = FIRST_LOOK) -> list:
@@ -139,11 +138,7 @@ def boundaries(fractions: Sequence[float], alpha: float = ALPHA, kind: str = "ob
 
 def look_alphas(repeats: Sequence[int], max_repeats: int, alpha: float = ALPHA,
                 kind: str = "obf") -> list:
-    """Return the familywise level of each look (alpha spent by looks, alpha/2 per direction).
-
-    ``repeats``: repeats at each look so far (fraction ``n / max_repeats``). Pass a level as
-    :func:`table_look`'s ``alpha`` with ``looks=1``; earlier levels do not depend on later looks.
-    """
+    """Return the familywise level of each look (alpha spent by looks, alpha/2 per direction)."""
     from scipy import stats
 
     if max_repeats < 1:
@@ -168,37 +163,23 @@ def cycle_looks(max_repeats: int, cycle: Optional[int], first: int = FIRST_LOOK)
     return plan or [max_repeats]
 
 
-def _t(level: float, df):
-    df = np.asarray(df, float)
-    with np.errstate(invalid="ignore"):
-        return np.where(df >= 1, t_quantile(level, np.maximum(df, 1)), np.nan)
-
-
-def sample_skewness(psi, ok, n):
-    """Return the sample skewness m3 / m2^1.5 of per-repeat values with mean 0 over ``ok``."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        m2 = np.where(ok, psi ** 2, 0.0).sum(-1) / n
-        m3 = np.where(ok, psi ** 3, 0.0).sum(-1) / n
-        return np.where(m2 > 0, m3 / m2 ** 1.5, 0.0)
-
-
 def paired_difference(xa, ia, xb, ib, level: float, *, skew_corrected: bool = True) -> dict:
     """Return the paired delta-method interval of ``rho_a - rho_b`` (arrays over leading axes).
 
     Inputs ``(..., R)``: per repeat each model's exclusive (x) and inclusive (i) accuracies,
-    NaN where not run; repeats complete for both count. Returns ``d``, ``low``, ``high``,
-    ``se``, ``n``, ``skewness``; bounds NaN where n < 2, a mean AccI is 0 or there is no spread,
-    [0, 0] where both models' accuracies are identical in every common repeat.
-    ``skew_corrected`` (default): Hall's bounds, skewness one se towards each side (Student's
-    missed 1.9% one-sided instead of 0.5% at 99% on a Gamma(2) effect: docs/adaptive.md).
-    """
+    NaN where not run. Bounds NaN where n < 2, a mean AccI is 0 or there is no spread, [0, 0]
+    where both models' accuracies are identical in every common repeat. ``skew_corrected``:
+    Hall's bounds, skewness one se towards each side (Student's missed 1.9% one-sided instead
+    of 0.5% at 99% on a Gamma(2) effect: docs/adaptive.md)."""
     xa, ia, xb, ib = (np.asarray(v, float) for v in (xa, ia, xb, ib))
     ok = np.isfinite(xa) & np.isfinite(ia) & np.isfinite(xb) & np.isfinite(ib)
     d, psi, n = influence(xa, ia, xb, ib, ok)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt((psi ** 2).sum(-1) / (n - 1)) / np.sqrt(n)
-        t = _t(level, n - 1)
-        g = sample_skewness(psi, ok, n)
+        df = np.asarray(n - 1, float)
+        t = np.where(df >= 1, t_quantile(level, np.maximum(df, 1)), np.nan)
+        m2 = (psi ** 2).sum(-1) / n  # psi is 0 outside ok: the sample skewness m3 / m2^1.5
+        g = np.where(m2 > 0, (psi ** 3).sum(-1) / n / m2 ** 1.5, 0.0)
         if skew_corrected:
             root_n = np.sqrt(n)
             lo, hi = skew_corrected_bounds(d, se, t, g / root_n, skewness_se(n) / root_n)
@@ -233,14 +214,7 @@ def _nanvar(a):
 
 def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: bool = True, *,
                cycle: Optional[int] = None, looks: int = 1) -> dict:
-    """Return one look's decision for tables of models, vectorised over runs.
-
-    ``x``, ``i``: shape ``(runs, models, R)``, NaN where not run; every pair gets
-    :func:`robench.stats.paired.compare_all`. Returns ``order`` and ``estimate`` (runs, M),
-    ``pairs``, per pair ``status`` and ``degraded`` (as compare_all), ``best``/``worst``,
-    ``decided`` (runs,): no pair undecided, ``open`` (runs, M): models in an undecided pair (one
-    model: decided when its Fieller half-width at ``1 - alpha / looks`` is below ``precision``).
-    """
+    """Return one look's decision for tables of models (runs, M, R), vectorised over runs."""
     x, i = np.asarray(x, float), np.asarray(i, float)
     runs, m, _ = x.shape
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -254,11 +228,9 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
             low, high, _ = fieller_bounds(_nanmean(x[:, 0]), _nanvar(x[:, 0]), nx,
                                           _nanmean(i[:, 0]), _nanvar(i[:, 0]), ni, level)
             decided = (high - low) / 2 < precision
-        return {"order": order, "estimate": est, "pairs": [],
-                "status": np.zeros((runs, 0), int), "degraded": np.zeros((runs, 0), int),
-                "best": np.ones((runs, 1), int),
-                "worst": np.ones((runs, 1), int), "decided": decided,
-                "open": ~decided[:, None]}
+        return {"order": order, "estimate": est, "pairs": [], "status": np.zeros((runs, 0), int),
+                "degraded": np.zeros((runs, 0), int), "best": np.ones((runs, 1), int),
+                "worst": np.ones((runs, 1), int), "decided": decided, "open": ~decided[:, None]}
     res = compare_all(x, i, alpha=alpha, precision=precision, cycle=cycle, looks=looks,
                       higher_is_better=higher_is_better)
     undecided = res["status"] == 0
@@ -272,10 +244,7 @@ def table_look(x, i, precision: float, alpha: float = ALPHA, higher_is_better: b
 
 
 def decide_power(d: float, sd: float, n: int, alpha: float, margin: Optional[float]) -> float:
-    """Return the probability that a pair (difference ``d``, spread ``sd``) is decided at ``n``.
-
-    Ordered two-sided at ``alpha`` or equivalent within ``margin`` by TOST (normal approximation).
-    """
+    """Return the probability that a pair is ordered or shown equivalent at ``n`` repeats."""
     from scipy import stats
 
     if not (n >= 2 and sd > 0 and math.isfinite(sd) and math.isfinite(d)):

@@ -22,18 +22,14 @@ class TooDeep(ValueError):
 
 
 def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
-    """Return how deep lists and dicts nest in ``value`` (0 for a scalar), counting up to
-    ``limit + 1`` at most (iterative: no recursion however deep)."""
+    """Return how deep lists and dicts nest in ``value`` (iterative; stops past ``limit``)."""
     deepest = 0
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
+        if not isinstance(item, (dict, list)):
             continue
+        children = item.values() if isinstance(item, dict) else item
         deepest = max(deepest, depth)
         if deepest > limit:
             return deepest
@@ -44,7 +40,8 @@ def json_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> int:
 def loads(text: str, limit: int = MAX_JSON_DEPTH, constants: bool = False) -> Any:
     """Return ``json.loads(text)``; ValueError (TooDeep) if it nests deeper than ``limit``,
     never RecursionError. ``NaN`` and ``Infinity`` read as None, or as floats with ``constants``."""
-    parse_constant = float if constants else _no_constant
+    # NaN and Infinity are not JSON (robench writes with allow_nan=False): read them as missing
+    parse_constant = float if constants else (lambda name: None)
     if text.count("[") + text.count("{") > limit:  # only then can it be too deep
         try:
             value = json.loads(text, parse_constant=parse_constant)
@@ -54,11 +51,6 @@ def loads(text: str, limit: int = MAX_JSON_DEPTH, constants: bool = False) -> An
             raise TooDeep(f"JSON nested deeper than {limit} levels")
         return value
     return json.loads(text, parse_constant=parse_constant)
-
-
-def _no_constant(name: str) -> None:
-    # NaN and Infinity are not JSON (robench writes with allow_nan=False): read them as missing
-    return None
 
 
 def decoded(text: Any, otherwise: Any = None) -> Any:
@@ -84,10 +76,8 @@ def number(value: Any) -> Any:
 
 def integer(value: Any) -> Any:
     """Return an INTEGER cell as an int, else None (a whole finite float becomes an int)."""
-    if isinstance(value, bool):
+    if isinstance(value, int):  # a bool too
         return int(value)
-    if isinstance(value, int):
-        return value
     if (isinstance(value, float) and math.isfinite(value) and value.is_integer()
             and -2**63 <= value < 2**63):  # an id SQLite can be asked about again
         return int(value)

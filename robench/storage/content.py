@@ -42,9 +42,7 @@ def _volatile(name: str) -> bool:
 
 def _number(value: Any) -> Any:
     # SQLite's column affinity turns 1 into 1.0 in a REAL column: compare numbers as numbers
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)):  # a bool too: 0 or 1
         value = float(value)
         return int(value) if value.is_integer() else value
     return value

@@ -205,12 +205,6 @@ UNITS = {"trials": {"seconds": "s"}, "clusterings": {"seconds": "s"},
          "trial_summary": {"seconds": "s"}}
 
 
-def describe_column(table: str, column: str) -> str:
-    """Return the description of one column (KeyError if it has none)."""
-    own = COLUMNS.get(table, {})
-    return own[column] if column in own else _COMMON[column]
-
-
 def build_metadata(path) -> dict:
     """Return datasette metadata (tables, views, columns, metric definitions) of ``path``."""
     path = Path(path)
@@ -224,25 +218,18 @@ def build_metadata(path) -> dict:
             if name not in TABLES:
                 continue
             columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+            described = {**_COMMON, **COLUMNS.get(name, {})}
             entry = {"description": TABLES[name] + (" (a view)" if kind == "view" else ""),
-                     "columns": {c: describe_column(name, c) for c in columns
-                                 if c in COLUMNS.get(name, {}) or c in _COMMON}}
+                     "columns": {c: described[c] for c in columns if c in described}}
             units = {c: u for c, u in UNITS.get(name, {}).items() if c in columns}
             if units:
                 entry["units"] = units
             tables[name] = entry
-        names = {n for n, _ in objects}
-        definitions = []
-        if "metrics" in names:
-            definitions = conn.execute(
-                "SELECT name, version, definition FROM metrics ORDER BY name, version").fetchall()
-        elif "scores" in names and "definition" in [
-                r[1] for r in conn.execute("PRAGMA table_info(scores)")]:
-            definitions = conn.execute("SELECT DISTINCT metric, metric_version, definition "
-                                       "FROM scores ORDER BY 1, 2").fetchall()
+        definitions = conn.execute("SELECT name, version, definition FROM metrics ORDER BY "
+                                   "name, version").fetchall() if "metrics" in tables else []
     finally:
         conn.close()
-    if definitions and "metrics" in tables:
+    if definitions:
         tables["metrics"]["description"] += " Stored: " + "; ".join(
             f"{n} v{v}: {d}" for n, v, d in definitions)
     return {

@@ -55,8 +55,7 @@ def _to_v1(conn) -> None:
                      (LEGACY,))
     if "inputs" not in _columns(conn, "scores"):
         conn.execute("ALTER TABLE scores ADD COLUMN inputs TEXT")
-    n_legacy = conn.execute("SELECT count(*) FROM scores").fetchone()[0]
-    if n_legacy:
+    if conn.execute("SELECT count(*) FROM scores").fetchone()[0]:  # legacy scores
         conn.execute(
             "INSERT OR IGNORE INTO configurations (id, label, description) VALUES (?, ?, ?)",
             (LEGACY, LEGACY_LABEL, '{"legacy": true}'))
@@ -89,12 +88,7 @@ def _rebuild(conn, table: str, create: str, fill: Optional[dict] = None) -> None
 
 
 def _to_v2(conn, schema: str) -> None:
-    """Foreign keys, metric definitions once, human-readable columns first, a trial's sources.
-
-    Every table is rebuilt in declared order with its foreign keys; a run id naming no run
-    becomes NULL; ``scores.definition`` moves to ``metrics``; a source-aware trial gains
-    ``clustering``, the one stored clustering of its data set, clusterer, k and seed (else NULL).
-    """
+    """Foreign keys, metric definitions once, human-readable columns first, a trial's sources."""
     creates = {m.group(1): s for s in _statements(schema) if (m := _CREATE.match(s))}
     tables = _tables(conn)
     for table in sorted(tables & set(creates) - {"runs"}):
@@ -181,8 +175,7 @@ def schema_version(conn) -> int:
 
 
 def check_readable(conn, path) -> int:
-    """Return the schema version of an open database; SchemaError naming ``path`` if it is not
-    robench's (another application id, no runs and scores tables, a newer version)."""
+    """Return the schema version of an open database; SchemaError if it is not robench's."""
     try:
         app = int(conn.execute("PRAGMA application_id").fetchone()[0])
         version = schema_version(conn)
@@ -202,8 +195,7 @@ def check_readable(conn, path) -> int:
 
 
 def unwritable(path) -> Optional[str]:
-    """Return why robench cannot write the database at ``path`` (None if it can, as far as
-    the file system says): a read-only file system, or a file or folder it may not write."""
+    """Return why robench cannot write the database at ``path`` (None: it can, as far as known)."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     try:
@@ -226,9 +218,8 @@ def _write_refused(path, exc) -> SchemaError:
 
 
 def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
-    """Create or migrate the database at ``path`` to :data:`CURRENT` with ``schema``
-    (:data:`robench.storage.store.SCHEMA`) in one transaction, then VACUUM it if it is free;
-    return the steps applied. SchemaError for a file not robench's or newer than it."""
+    """Create or migrate the database at ``path`` to :data:`CURRENT` in one transaction
+    (VACUUM after, if free); return the steps applied."""
     path = Path(path)
     try:
         conn = sqlite3.connect(str(path), isolation_level=None, timeout=timeout)

@@ -70,8 +70,7 @@ def connect_readonly(path, *, check_same_thread: bool = True) -> sqlite3.Connect
 
 
 def decode_json_cells(rows: list[tuple]) -> list[tuple]:
-    """Return rows with every text cell holding a JSON object or array decoded (text nested
-    deeper than robench.storage.cells.MAX_JSON_DEPTH stays text)."""
+    """Return rows with every text cell holding a JSON object or array decoded."""
     def cell(value):
         if isinstance(value, str) and value[:1] in "{[":
             return cells.decoded(value, otherwise=value)  # not JSON, or too deep: the text
@@ -110,17 +109,15 @@ _UPDATE = 23
 _SCHEMA_TABLES = {"sqlite_master", "sqlite_temp_master", "sqlite_schema", "sqlite_temp_schema"}
 # PRAGMAs that only read. Anything else (an assignment, or a side effect like wal_checkpoint
 # or optimize) is refused.
-_READ_PRAGMAS = {
+_READ_PRAGMAS_WITH_ARGUMENT = {
     "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
     "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+}  # fmt: skip
+_READ_PRAGMAS = _READ_PRAGMAS_WITH_ARGUMENT | {
     "database_list", "collation_list", "function_list", "module_list", "pragma_list",
     "compile_options", "page_count", "page_size", "freelist_count", "data_version",
     "encoding", "user_version", "schema_version", "application_id", "journal_mode",
     "foreign_keys", "query_only", "auto_vacuum",
-}  # fmt: skip
-_READ_PRAGMAS_WITH_ARGUMENT = {
-    "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-    "foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
 }  # fmt: skip
 
 
@@ -153,13 +150,7 @@ def _refusal(kind: str) -> ReadOnlyQueryError:
 
 def stream_readonly(path, sql: str, params=(), timeout: float = DEFAULT_TIMEOUT,
                     batch_size: int = 1000) -> tuple[list[str], Iterator[list[tuple]]]:
-    """Run one read-only SQL statement; return (columns, an iterator of row batches).
-
-    Rows are fetched ``batch_size`` at a time; the connection closes with the iterator. The
-    time limit (``timeout`` seconds; 0 or None: none) covers the statement until its last row.
-    Raises ReadOnlyQueryError for a write, FileNotFoundError, SchemaError, QueryTimeout, and
-    ValueError (SQLite's message) for invalid SQL; the iterator raises what fetching finds.
-    """
+    """Run one read-only SQL statement; return (columns, an iterator of row batches)."""
     path = Path(path)
     keyword = _first_keyword(sql)
     if keyword in _WRITE_KEYWORDS:

@@ -384,13 +384,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _encode_json(value: Any) -> Optional[str]:
-    """Return ``value`` as JSON text; a string is taken to be JSON already."""
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(_plain(value), sort_keys=True, allow_nan=False, default=str)
-
-
 def encode_row(table: str, row: dict) -> dict:
     """Return a copy of ``row`` ready for SQLite: JSON columns encoded, scalars made plain
     (idempotent); ValueError for an undeclared column or a dict/list in a non-JSON one."""
@@ -407,8 +400,9 @@ def encode_row(table: str, row: dict) -> dict:
     json_columns = JSON_COLUMNS[table]
     out = {}
     for name, value in row.items():
-        if name in json_columns:
-            out[name] = _encode_json(value)
+        if name in json_columns:  # a string is taken to be JSON already
+            out[name] = (value if value is None or isinstance(value, str) else
+                         json.dumps(_plain(value), sort_keys=True, allow_nan=False, default=str))
             continue
         value = _plain(value)
         if isinstance(value, (dict, list)):
@@ -432,12 +426,10 @@ def decode_row(table: str, row: dict) -> dict:
             row[name] = cells.decoded(value)
             continue
         kind = declared.get(name)
-        if kind == "REAL":
-            if type(value) is not float or not math.isfinite(value):
-                row[name] = cells.number(value)
-        elif kind == "INTEGER":
-            if type(value) is not int:
-                row[name] = cells.integer(value)
+        if kind == "REAL" and (type(value) is not float or not math.isfinite(value)):
+            row[name] = cells.number(value)
+        elif kind == "INTEGER" and type(value) is not int:
+            row[name] = cells.integer(value)
         elif kind == "TEXT" and type(value) is not str:
             row[name] = cells.text(value)
     if table == "scores" and row.get("higher_is_better") is not None:
@@ -553,8 +545,7 @@ class Store:
         return int(table.last_pk)
 
     def mark_killed_runs(self) -> list[dict]:
-        """Mark ``killed`` every run of this host still ``running`` whose process is gone;
-        return the rows marked (id, pid, pid_started, started_at)."""
+        """Mark ``killed`` each ``running`` run of this host whose process is gone; return them."""
         if "pid" not in self.db["runs"].columns_dict:
             return []
         with self._write():
@@ -582,8 +573,7 @@ class Store:
             self.db["runs"].update(run_id, updates)
 
     def runs(self, ids: Optional[Iterable[int]] = None) -> list[dict]:
-        """Return run rows (all, or those with the given ids), oldest first, JSON decoded, with
-        the ``contributor``, ``source`` and ``source_run_id`` of a merged one (else None)."""
+        """Return run rows (all, or ``ids``), oldest first, decoded, with a merged one's origin."""
         where, params = self._where("runs", {} if ids is None else {"id": list(ids)})
         rows = self._select(f"SELECT * FROM runs {where} ORDER BY id", params)
         merged = self.contributions()
@@ -647,8 +637,7 @@ class Store:
         where, params = self._where("trials", filters)
         order = "dataset, model, clusterer, protocol, kind, repeat, key"
         if keys is None:
-            sql = f"SELECT * FROM trials {where} ORDER BY {order}"
-            rows = self._select(sql, params)
+            rows = self._select(f"SELECT * FROM trials {where} ORDER BY {order}", params)
         else:
             rows = self._select_keys("trials", keys, where, params)
             # None sorts last and is never compared with a value, so mixed columns cannot clash
@@ -662,8 +651,7 @@ class Store:
 
     def save_score_groups(self, score_rows: list[dict], groups: list[dict],
                           metrics: Iterable[dict] = ()) -> None:
-        """Upsert score rows (:func:`robench.run.scoring.score_row`), score-group records and
-        the ``metrics`` rows they point to (a stored one kept) in one transaction."""
+        """Upsert score rows, score-group records and the ``metrics`` rows they use, at once."""
         score_rows = [encode_row("scores", row) for row in score_rows]
         groups = [encode_row("score_groups", g) for g in groups]
         metrics = [encode_row("metrics", m) for m in metrics]
@@ -729,15 +717,13 @@ class Store:
         return rows
 
     def helper_models(self) -> dict[tuple, list]:
-        """Return {(dataset, model): [metrics]} of the helper models among the scored ones:
-        with trials and scores on a data set with score groups, but named by none of them
-        (a pseudo-model without trials, or the empty name, is no helper)."""
+        """Return {(dataset, model): [metrics]} of scored models with trials that no score
+        group names, on a data set with score groups (a pseudo-model or '' is no helper)."""
         if not self.db["score_groups"].exists():
             return {}
-        asked, grouped = set(), set()
-        for r in self._select("SELECT DISTINCT dataset, model FROM score_groups", []):
-            asked.add((r["dataset"], r["model"]))
-            grouped.add(r["dataset"])
+        asked = {(r["dataset"], r["model"]) for r in self._select(
+            "SELECT DISTINCT dataset, model FROM score_groups", [])}
+        grouped = {dataset for dataset, _ in asked}
         trained = {(r["dataset"], r["model"]) for r in self._select(
             "SELECT DISTINCT dataset, model FROM trials", [])}
         out: dict[tuple, list] = {}
@@ -750,12 +736,20 @@ class Store:
         return out
 
     def score_versions(self, rows: list[dict]) -> list[dict]:
-        """Return, per score row, the versions behind it: robench and the plugin versions of
-        the run that computed it, and the component versions (dataset, model, clusterer,
-        protocol) its trials were keyed with (from one trial of its score group)."""
+        """Return per score row the robench, plugin and component versions behind it."""
         run_ids = {r["run_id"] for r in rows if r.get("run_id") is not None}
         runs = {r["id"]: r for r in self.runs(run_ids)} if run_ids else {}
-        first_trial = self._first_trials()
+        first_trial = {}  # {(dataset, model, clusterer, metric, configuration): a trial key}
+        groups = self.db["score_groups"]
+        if groups.exists():
+            config = ("configuration" if "configuration" in groups.columns_dict
+                      else "NULL AS configuration")
+            for g in self._select(f"SELECT dataset, model, clusterer, metric, {config}, "
+                                  "trial_keys FROM score_groups", []):
+                keys = cells.decoded(g["trial_keys"]) or []
+                if keys:
+                    first_trial[(g["dataset"], g["model"], g["clusterer"], g["metric"],
+                                 g["configuration"] or LEGACY)] = keys[0]
         trials = self.db["trials"]
         versions = {}
         if trials.exists() and {"key", "versions"} <= set(trials.columns_dict):
@@ -772,21 +766,6 @@ class Store:
                         "plugins": run.get("plugin_versions") or {},
                         "components": versions.get(key) or {}})
         return out
-
-    def _first_trials(self) -> dict:
-        """Return {(dataset, model, clusterer, metric, configuration): a trial key} of groups."""
-        if not self.db["score_groups"].exists():
-            return {}
-        config = ("configuration" if "configuration" in self.db["score_groups"].columns_dict
-                  else "NULL AS configuration")
-        sql = f"SELECT dataset, model, clusterer, metric, {config}, trial_keys FROM score_groups"
-        first = {}
-        for g in self._select(sql, []):
-            keys = cells.decoded(g["trial_keys"]) or []
-            if keys:
-                first[(g["dataset"], g["model"], g["clusterer"], g["metric"],
-                       g["configuration"] or LEGACY)] = keys[0]
-        return first
 
     # -- configurations ---------------------------------------------------------------------
 
@@ -842,10 +821,8 @@ class Store:
         if not missing:
             return rows
         used = {name for row in rows for name, value in row.items() if value is not None}
-        for name in missing:
-            if name in used:
-                sqltype = COLUMNS[table][name]
-                self.db.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {sqltype}')
+        for name in (name for name in missing if name in used):
+            self.db.execute(f'ALTER TABLE "{table}" ADD COLUMN "{name}" {COLUMNS[table][name]}')
         unused = set(missing) - used
         return [{k: v for k, v in row.items() if k not in unused} for row in rows]
 
@@ -862,10 +839,7 @@ class Store:
                 clauses.append(f'"{name}" IS NULL')
             elif isinstance(value, (list, tuple, set, frozenset)):
                 values = [_plain(v) for v in value]
-                if not values:
-                    clauses.append("0")
-                    continue
-                clauses.append(f'"{name}" IN ({", ".join("?" * len(values))})')
+                clauses.append(f'"{name}" IN ({", ".join("?" * len(values))})' if values else "0")
                 params.extend(values)
             else:
                 clauses.append(f'"{name}" = ?')
@@ -874,8 +848,7 @@ class Store:
 
     def _select_keys(self, table: str, keys: Iterable[str], where: str = "", params=(),
                      columns: str = "*") -> list[dict]:
-        """Return ``columns`` of the rows of ``table`` whose ``key`` is among ``keys`` and that
-        the clause ``where`` (with ``params``) selects, not decoded."""
+        """Return ``columns`` of the ``table`` rows whose ``key`` is in ``keys`` (and ``where``)."""
         rows = []
         joiner = "AND" if where else "WHERE"
         for chunk in key_chunks(keys):

@@ -61,16 +61,26 @@ def verifications(store) -> list:
 
 
 def status(records: list, *, dataset: Optional[str] = None, model: Optional[str] = None) -> dict:
-    """Return the newest verification (own records first, then a contributor's) that re-ran
-    trials of ``model`` and/or ``dataset``: ``{"verified", "sampled", "mismatched", "host",
-    "date", "recorded_in", "text", "record_verified", "record_sampled"}`` (the record_ counts
-    over all it re-ran), or ``{"text": "not verified"}``."""
+    """Return the newest verification (own records first) that re-ran trials of ``model``
+    and/or ``dataset``, or ``{"text": "not verified"}``."""
     ordered = ([r for r in reversed(records) if own_record(r)]
                + [r for r in reversed(records) if not own_record(r)])
     for record in ordered:
         mine = _rerun(record, dataset, model)
-        if mine:
-            return _status_of(record, mine)
+        if not mine:
+            continue
+        k = sum(t["outcome"] == "match" for t in mine)
+        date = str(record.get("finished_at") or "")[:10]
+        where = record.get("recorded_in")
+        text = f"verified {k} of {len(mine)} sampled trials on {record.get('host')}, {date}"
+        if where:
+            text += (f" (recorded in {where})" if own_record(record)
+                     else f" (as reported by {where}, not re-run here)")
+        every = _rerun(record)
+        return {"verified": k, "sampled": len(mine), "mismatched": len(mine) - k,
+                "record_verified": sum(t["outcome"] == "match" for t in every),
+                "record_sampled": len(every), "host": record.get("host"), "date": date,
+                "recorded_in": where, "text": text}
     return {"text": "not verified"}
 
 
@@ -81,18 +91,3 @@ def _rerun(record: dict, dataset: Optional[str] = None, model: Optional[str] = N
             and (model is None or t.get("model") == model)
             and t.get("outcome") in ("match", "mismatch")]
 
-
-def _status_of(record: dict, mine: list) -> dict:
-    """Return :func:`status`'s answer from ``record`` and the trials ``mine`` it covers."""
-    k = sum(t["outcome"] == "match" for t in mine)
-    date = str(record.get("finished_at") or "")[:10]
-    where = record.get("recorded_in")
-    text = f"verified {k} of {len(mine)} sampled trials on {record.get('host')}, {date}"
-    if where:
-        text += (f" (recorded in {where})" if own_record(record)
-                 else f" (as reported by {where}, not re-run here)")
-    every = _rerun(record)
-    return {"verified": k, "sampled": len(mine), "mismatched": len(mine) - k,
-            "record_verified": sum(t["outcome"] == "match" for t in every),
-            "record_sampled": len(every), "host": record.get("host"), "date": date,
-            "recorded_in": where, "text": text}
