@@ -56,23 +56,18 @@ def terminal(value: Any, lines: bool = False) -> str:
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # a carriage return in character data is read back as a line feed unless referenced
 _XML_TEXT = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", 0x0D: "&#13;"}
-_XML_ATTR = {**_XML_TEXT, ord('"'): "&quot;", ord("'"): "&#39;", 0x09: "&#9;", 0x0A: "&#10;",
-             0x0D: "&#13;"}
+_XML_ATTR = {**_XML_TEXT, ord('"'): "&quot;", ord("'"): "&#39;", 0x09: "&#9;", 0x0A: "&#10;"}
 
 
-def _xml_visible(text: str) -> str:
-    # a character XML cannot hold even as a reference is shown as its code, never dropped
-    return _XML_FORBIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def xml_text(value: Any) -> str:
+def xml_text(value: Any, table: dict = _XML_TEXT) -> str:
     """Return ``value`` as XML character data (between tags)."""
-    return _xml_visible(str(value)).translate(_XML_TEXT)
+    # a character XML cannot hold even as a reference is shown as its code, never dropped
+    return _XML_FORBIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", str(value)).translate(table)
 
 
 def xml_attr(value: Any) -> str:
     """Return ``value`` for a quoted XML attribute value (either quote)."""
-    return _xml_visible(str(value)).translate(_XML_ATTR)
+    return xml_text(value, _XML_ATTR)
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -83,12 +78,6 @@ _MD_PUNCTUATION = re.compile(r"([\\`*_\[\]<>!|~&#$])")
 # what starts a block at the beginning of a line (list, quote, heading underline, ordered list)
 _MD_BULLET = re.compile(r"^([-+=])")
 _MD_ORDERED = re.compile(r"^(\d+)([.)])")
-
-
-def _one_line(value: Any) -> str:
-    # control characters (newlines first: a new line can start a heading, a list or raw HTML)
-    # are written out as in a terminal
-    return terminal(value)
 
 
 #: Characters of a name a Markdown code span shows (:func:`shorten` beyond): a contribution's
@@ -104,7 +93,9 @@ def markdown_code(value: Any, limit: int = MARKDOWN_NAME) -> str:
     The fence is one backtick longer than the longest run inside; text that starts or ends with a
     backtick or a space is padded (CommonMark strips one from each side).
     """
-    text = _one_line(shorten(value, limit))
+    # control characters (newlines first: a new line can start a heading, a list or raw HTML)
+    # are written out as in a terminal
+    text = terminal(shorten(value, limit))
     if not text:
         return ""
     fence = "`" * (max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
@@ -124,7 +115,7 @@ def markdown_text(value: Any, limit: int = MARKDOWN_PROSE) -> str:
     Inline-syntax punctuation and a leading block marker are backslash-escaped; ``@`` mentions
     are broken by a word joiner (GitHub links ``@name`` even when the ``@`` is escaped).
     """
-    text = _MD_PUNCTUATION.sub(r"\\\1", _one_line(shorten(value, limit)))
+    text = _MD_PUNCTUATION.sub(r"\\\1", terminal(shorten(value, limit)))
     text = _MD_ORDERED.sub(r"\1\\\2", _MD_BULLET.sub(r"\\\1", text))
     return text.replace("@", "@\u2060")
 

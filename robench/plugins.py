@@ -45,12 +45,8 @@ DEFAULT_PLUGINS = (
 ENTRY_POINT_GROUP = "robench"
 
 
-class _Wrong(PluginError):
-    """A plugin registered something robench cannot use (wrong type, a reference-like name)."""
-
-
-class _Duplicate(PluginError):
-    """A plugin registered a component name another plugin registered first."""
+class _Refused(PluginError):
+    """A registration robench refuses (wrong type, a reference-like or taken name): said as is."""
 
 
 @dataclass
@@ -165,7 +161,7 @@ def plugin_code(what: str, seconds: Optional[float]):
             unwatch_sigint(previous)
 
 
-def hook_names(pm=None) -> list:
+def hook_names() -> list:
     """Return the names of every hook robench defines (from hookspecs, not from callers)."""
     marker = f"{ENTRY_POINT_GROUP}_spec"
     return sorted(n for n, f in vars(hookspecs).items() if hasattr(f, marker))
@@ -178,7 +174,7 @@ def check_hooks(pm) -> None:
     except pluggy.PluginValidationError as exc:
         raise PluginError(
             f"plugin '{pm.get_name(exc.plugin)}' implements a hook robench does not define "
-            f"(misspelt?): {exc}. Known hooks: {', '.join(hook_names(pm))}"
+            f"(misspelt?): {exc}. Known hooks: {', '.join(hook_names())}"
         ) from exc
 
 
@@ -213,23 +209,23 @@ class Registry:
 
         def register(spec):
             if not isinstance(spec, spec_cls):
-                raise _Wrong(
+                raise _Refused(
                     f"plugin '{plugin_name}' registered {shown(spec)} with {KINDS[kind][0]}; "
                     f"expected a {spec_cls.__name__}"
                 )
             if kind in ("datasets", "models") and ":" in spec.name:
                 what, scheme = ("data set", "dataset") if kind == "datasets" else ("model",) * 2
-                raise _Wrong(
+                raise _Refused(
                     f"plugin '{plugin_name}' registered {what} '{spec.name}': a registered "
                     f"name is a slug; SCHEME:TARGET references come from {scheme} resolvers "
                     f"(register_{scheme}_resolvers)")
             if kind == "resolvers" and isinstance(spec, ModelResolverSpec):
-                raise _Wrong(
+                raise _Refused(
                     f"plugin '{plugin_name}' registered model resolver '{spec.name}' with "
                     "register_dataset_resolvers; register it with register_model_resolvers")
             if spec.name in table:
                 other = table[spec.name].plugin
-                raise _Duplicate(
+                raise _Refused(
                     f"duplicate {kind[:-1]} name '{spec.name}': already registered by plugin "
                     f"'{other}'; plugin '{plugin_name}' is disabled. Rename its {kind[:-1]}."
                 )
@@ -246,7 +242,7 @@ class Registry:
             # a duplicate (the later registration loses) or a wrong registration says so
             # itself; anything else the hook raised (a PluginError included) is described
             info.status = "failed"
-            info.error = (str(exc) if type(exc) in (_Duplicate, _Wrong)
+            info.error = (str(exc) if type(exc) is _Refused
                           else f"{hook} raised {describe(exc)}")
 
     def names(self, kind: str) -> list:
@@ -394,12 +390,9 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
     registry.recipe = {
         "modules": list(modules),
         "load_entrypoints": load_entrypoints if load_entrypoints is not None else not _called_from_test(),
-        "builtins": builtins,
+        "builtins": builtins,  # references: {a file data set's stable name: where it was read}
+        **{k: dict(v) for k, v in (("verdicts", verdicts), ("references", references)) if v},
     }
-    if verdicts:
-        registry.recipe["verdicts"] = dict(verdicts)
-    if references:  # {stable name of a file data set: the reference it was read from}
-        registry.recipe["references"] = dict(references)
     return registry
 
 
