@@ -9,6 +9,7 @@ and a second call trains nothing. Estimators are named ``sklearn:CLASS(changed p
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import json
 import sys
@@ -77,8 +78,7 @@ class SklearnClassifier:
         from sklearn.base import clone
 
         model = clone(self.estimator)
-        if "random_state" in model.get_params(deep=False) and \
-                model.get_params(deep=False)["random_state"] is None:
+        if model.get_params(deep=False).get("random_state", 0) is None:
             model.set_params(random_state=self.seed)
         self.model_ = model.fit(X, y)
         self.history_, self.n_epochs_, self.best_epoch_ = [], 0, 0
@@ -138,16 +138,11 @@ def sklearn_model_spec(estimator, name: Optional[str] = None) -> ModelSpec:
     """Return the ModelSpec of a scikit-learn estimator (named by :func:`sklearn_model_name`)."""
     import sklearn
 
-    params = estimator.get_params(deep=True)
-    cls = type(estimator).__name__
-    if name is None:
-        name = sklearn_model_name(estimator)
-
-    def build(ctx: ModelContext):
-        return SklearnClassifier(estimator, seed=ctx.seed)
-
-    return ModelSpec(name, build, f"scikit-learn {estimator!r} (robench.evaluate)",
-                     version=f"sklearn-{sklearn.__version__}+{_digest(cls, params)}",
+    digest = _digest(type(estimator).__name__, estimator.get_params(deep=True))
+    return ModelSpec(sklearn_model_name(estimator) if name is None else name,
+                     lambda ctx: SklearnClassifier(estimator, seed=ctx.seed),
+                     f"scikit-learn {estimator!r} (robench.evaluate)",
+                     version=f"sklearn-{sklearn.__version__}+{digest}",
                      has_features=False, plugin=_API_PLUGIN)
 
 
@@ -323,15 +318,11 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
                        jobs=jobs, device=device)
     execution.check(prepared, reg, **race)
     db = db or default_path()
-    store = Store(db)
-    try:
+    with Store(db) as store:
         report = execution.execute(prepared, reg, store, **race, max_repeats=repeats,
                                    command=f"robench.evaluate({mname!r}, {dname!r})",
                                    on_event=Progress() if progress else None, rescore=rescore)
-    finally:
-        store.close()
-    rows = _rows(report, db)
-    return _as_frame(rows) if _want_frame(as_frame) else rows
+    return _as_frame(_rows(report, db), as_frame)
 
 
 def _add_data(registry, data, data_name: Optional[str]) -> tuple:
@@ -411,17 +402,10 @@ def _check_settings(settings: dict, registry) -> dict:
     return out
 
 
-def _want_frame(as_frame) -> bool:
-    if as_frame is not None:
-        return bool(as_frame)
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _as_frame(rows: Rows):
+def _as_frame(rows: Rows, as_frame):
+    """Return ``rows`` as a pandas DataFrame where asked (default: when pandas is installed)."""
+    if not (as_frame if as_frame is not None else importlib.util.find_spec("pandas")):
+        return rows
     import pandas as pd
 
     frame = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))
