@@ -33,8 +33,7 @@ class SVMClassifier:
     has_features = False
 
     def __init__(self, *, seed: int = 0, C: float = 1.0):
-        self.seed = seed
-        self.C = C
+        self.seed, self.C = seed, C
 
     def __repr__(self) -> str:
         return f"SVMClassifier(seed={self.seed}, C={self.C})"
@@ -45,9 +44,7 @@ class SVMClassifier:
 
         self.model_ = SVC(kernel="rbf", gamma="scale", C=self.C, random_state=self.seed)
         self.model_.fit(X, y)
-        self.history_ = []
-        self.n_epochs_ = 0
-        self.best_epoch_ = 0
+        self.history_, self.n_epochs_, self.best_epoch_ = [], 0, 0
         self.train_accuracy_ = self._train_accuracy(X, y)
         self.val_accuracy_ = (self.score(X_val, y_val)
                               if X_val is not None and len(X_val) else None)

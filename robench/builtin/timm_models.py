@@ -83,19 +83,14 @@ def local_weights(arch: str) -> tuple:
         return cfg.file, os.path.basename(cfg.file)
     tried = []
     if cfg.hf_hub_id:
-        try:
-            from huggingface_hub import try_to_load_from_cache
-        except ImportError:  # pragma: no cover - a timm dependency
-            try_to_load_from_cache = None
-        if try_to_load_from_cache is not None:
-            cache = os.environ.get("HF_HUB_CACHE") or None
-            names = (cfg.hf_hub_filename,) if cfg.hf_hub_filename else HUB_FILES
-            for name in names:
-                found = try_to_load_from_cache(cfg.hf_hub_id, name, cache_dir=cache)
-                if isinstance(found, str) and os.path.isfile(found):
-                    return found, cfg.hf_hub_id
-            tried.append(f"the Hugging Face hub cache ({cache or 'default'}) for "
-                         f"{cfg.hf_hub_id}")
+        from huggingface_hub import try_to_load_from_cache  # a timm dependency
+
+        cache = os.environ.get("HF_HUB_CACHE") or None
+        for name in (cfg.hf_hub_filename,) if cfg.hf_hub_filename else HUB_FILES:
+            found = try_to_load_from_cache(cfg.hf_hub_id, name, cache_dir=cache)
+            if isinstance(found, str) and os.path.isfile(found):
+                return found, cfg.hf_hub_id
+        tried.append(f"the Hugging Face hub cache ({cache or 'default'}) for {cfg.hf_hub_id}")
     if cfg.url:
         import torch.hub
 
@@ -109,13 +104,6 @@ def local_weights(arch: str) -> tuple:
         f"(looked in {'; '.join(tried)}); robench never downloads weights at run time. Fetch "
         f"them once where a network exists: python -c \"import timm; "
         f"timm.create_model('{arch}', pretrained=True)\", or drop pretrained=1")
-
-
-def _fixed_input_size(arch: str) -> bool:
-    import timm
-
-    cfg = timm.models.get_pretrained_cfg(arch)
-    return bool(cfg is not None and cfg.fixed_input_size)
 
 
 def make_timm_net(arch: str, image_shape: tuple, n_classes: int, *, pretrained: bool,
@@ -136,7 +124,8 @@ def make_timm_net(arch: str, image_shape: tuple, n_classes: int, *, pretrained: 
             super().__init__()
             self.image_shape, self.input_hw, self.arch = (c, h, w), hw, arch
             kwargs = {}
-            if _fixed_input_size(arch):
+            fixed = timm.models.get_pretrained_cfg(arch)
+            if fixed is not None and fixed.fixed_input_size:
                 kwargs["img_size"] = hw
             if pretrained:
                 # the file by path: timm reads it, no hub lookup, no network

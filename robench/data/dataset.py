@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mmap
 import os
@@ -298,10 +299,8 @@ class _FileRows:
 
     def __del__(self):
         if getattr(self, "_fd", None) is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self._fd)
-            except OSError:
-                pass
 
 
 def validate(ds: Dataset) -> None:

@@ -86,9 +86,8 @@ class MetricCase(Case):
     def __init__(self, spec: MetricSpec, registry, *, dataset, model, clusterer, repeats, k,
                  seed, settings):
         super().__init__("metric", spec)
-        self.registry, self.dataset, self.repeats, self.k, self.seed = (
-            registry, dataset, repeats, k, seed)
-        self.settings = settings
+        self.registry, self.dataset, self.repeats, self.k, self.seed, self.settings = (
+            registry, dataset, repeats, k, seed, settings)
         self.model = model if model is not None else ("mlp" if spec.needs_features else "svm")
         self.clusterer = (clusterer or "kmeans") if spec.uses_clusterer else None
         self.combo = f"({dataset}, {self.model}, {clusterer or self.clusterer or '-'})"
