@@ -258,10 +258,8 @@ class Registry:
         try:
             return self._by_kind[kind][name]
         except KeyError:
-            if kind == "datasets" and isinstance(name, str) and ":" in name:
-                return self.resolve_dataset(name)
-            if kind == "models" and isinstance(name, str) and ":" in name:
-                return self.resolve_model(name)
+            if kind in ("datasets", "models") and isinstance(name, str) and ":" in name:
+                return (self.resolve_dataset if kind == "datasets" else self.resolve_model)(name)
             raise UnknownComponentError(kind, name, list(self._by_kind[kind])) from None
 
     def resolve_dataset(self, reference: str):

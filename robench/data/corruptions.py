@@ -67,10 +67,7 @@ def _library(name: str):
     import imagecorruptions.corruptions as lib
     from imagecorruptions import corruption_dict
 
-    if name == "spatter":
-        yield spatter
-        return
-    fn = corruption_dict[name]
+    fn = spatter if name == "spatter" else corruption_dict[name]
     if name != "frost":
         yield fn
         return
