@@ -30,9 +30,7 @@ def nonfinite_rows(arrays) -> int:
             return 0
         return sum(nonfinite_rows(b) for b in arrays.batches(CHECK_BATCH))
     a = np.asarray(arrays)
-    if a.size == 0:
-        return 0
-    if not np.issubdtype(a.dtype, np.floating) and not np.issubdtype(a.dtype, np.complexfloating):
+    if a.size == 0 or not np.issubdtype(a.dtype, np.inexact):
         return 0  # integers and booleans cannot hold NaN or inf
     if a.ndim == 0:
         return int(not np.isfinite(a))

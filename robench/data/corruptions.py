@@ -235,9 +235,8 @@ def corrupted_sets(images: np.ndarray, specs: list, severities, seed: int, *, fi
                                 severities, seed)
             path = cache_dir() / _NAMESPACE / f"{key}.npz"
             lock = path.with_suffix(".lock")
-            if not path.exists():
-                if not _try_lock(lock, timeout):
-                    continue
+            if not path.exists() and not _try_lock(lock, timeout):
+                continue
             try:
                 arrays = _finite_entry(key, sp, images, severities, seed)
             finally:

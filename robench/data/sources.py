@@ -88,9 +88,7 @@ def find_sources(dataset, clusterer_spec, clusterer_version: str, k: int, seed: 
             Xc = dataset.rows(idx)  # float32 rows of this class only
             raw = clusterer_spec.fit_predict(Xc, k, seed=seed, true_sources=true)
             infos.append(getattr(raw, "info", None))
-            labels = np.asarray(raw)
-            _, labels = np.unique(labels, return_inverse=True)
-            labels = labels.ravel()
+            labels = np.unique(np.asarray(raw), return_inverse=True)[1].ravel()
             m = int(labels.max()) + 1
             k_per_class[c] = m
             if 1 < m < idx.size:

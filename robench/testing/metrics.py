@@ -277,12 +277,9 @@ def tiny_run(registry, spec: MetricSpec, *, dataset: str, model: str,
              db: Path) -> tuple:
     """Run one metric on one combination in-process; return (report, trial rows, error or None)."""
 
-    if settings is None:
-        sections = {}
-    elif isinstance(settings, dict):
-        sections = {name: dict(knobs) for name, knobs in settings.items()}
-    else:
-        sections = parse_settings(list(settings), registry)
+    sections = ({name: dict(knobs) for name, knobs in (settings or {}).items()}
+                if settings is None or isinstance(settings, dict)
+                else parse_settings(list(settings), registry))
     cfg = RunConfig(datasets=[dataset], models=[model],
                     clusterers=[clusterer] if clusterer else [], metrics=[spec.name],
                     repeats=repeats, k=k, seed=seed, executor="local", jobs=1,
