@@ -50,15 +50,6 @@ def _digest(*parts) -> str:
 # --- models -------------------------------------------------------------------------------------
 
 
-def _is_sklearn(model) -> bool:
-    return all(callable(getattr(model, a, None)) for a in ("fit", "predict", "get_params"))
-
-
-def _is_torch_module(model) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(model, torch.nn.Module)
-
-
 class SklearnClassifier:
     """Adapter: a scikit-learn estimator as a robench classifier (fresh clone per fit).
 
@@ -342,11 +333,11 @@ def _add_model(registry, model, name: Optional[str], dname: str, seed: int) -> t
         return registry.get("models", model).name, []
     if isinstance(model, ModelSpec):
         spec = model
-    elif _is_torch_module(model):
+    elif (torch := sys.modules.get("torch")) is not None and isinstance(model, torch.nn.Module):
         raise TypeError("evaluate: pass a factory (the module's class, or a function "
                         "returning a fresh module), not a module instance: every trial "
                         "trains a freshly initialised module")
-    elif _is_sklearn(model):
+    elif all(callable(getattr(model, a, None)) for a in ("fit", "predict", "get_params")):
         spec = sklearn_model_spec(model, name)
     elif callable(model):
         loaded = registry.load_dataset(dname)

@@ -169,8 +169,7 @@ def _mlp_params_text() -> str:
     on = ", ".join(f"{mlp_params(c * hh * ww, 10, _MLP_HIDDEN):,} on {label}"
                    for label, (c, hh, ww) in _SIZES)
     return (f"{h1}·d + {h2 + 1}·C + {h1 + (h1 + 1) * h2:,} for d input features and C "
-            "classes: "
-            f"{on} (10 classes)")
+            f"classes: {on} (10 classes)")
 
 
 def _cnn_params_text(depth: int) -> str:
@@ -184,24 +183,16 @@ def _cnn_params_text(depth: int) -> str:
 def register_models(register):
     """Register svm, mlp, cnn-1, cnn-2 and cnn-3."""
     register(ModelSpec(
-        name="svm",
-        build=build_svm,
-        description="RBF SVM (scikit-learn SVC, gamma='scale', C=1); ignores the validation "
-                    "split (no early stopping) and has no feature space",
-        version="1",
-        requires_image=False,
-        has_features=False,
+        "svm", build_svm, "RBF SVM (scikit-learn SVC, gamma='scale', C=1); ignores the "
+        "validation split (no early stopping) and has no feature space",
+        version="1", requires_image=False, has_features=False,
         params="none fixed: it keeps support vectors (training rows, d values each) and "
                "their dual coefficients, as many as the data needs",
     ))
     register(ModelSpec(
-        name="mlp",
-        build=build_mlp,
-        description="MLP, two ReLU hidden layers 256-128, Adam, early stopping on validation "
-                    "accuracy; features: 128-d last hidden layer",
-        version="2",  # 2: fused Adam step
-        requires_image=False,
-        params=_mlp_params_text(),
+        "mlp", build_mlp, "MLP, two ReLU hidden layers 256-128, Adam, early stopping on "
+        "validation accuracy; features: 128-d last hidden layer",
+        version="2", requires_image=False, params=_mlp_params_text(),  # 2: fused Adam step
     ))
     for depth in (1, 2, 3):
         channels = "-".join(str(c) for c in CNN_CHANNELS[:depth])
@@ -213,7 +204,5 @@ def register_models(register):
                         "features: 128-d fc layer",
             # 2: fused Adam step; 3: channels-last end to end (robench.learn.train.ConvNet), which
             # rounds differently: every cnn trial retrains once (docs/profile.md)
-            version="3",
-            requires_image=True,
-            params=_cnn_params_text(depth),
+            version="3", requires_image=True, params=_cnn_params_text(depth),
         ))

@@ -209,29 +209,20 @@ def resolve_timm(target: str, options: dict) -> ModelSpec:
     shape = f"{opts['size']}x{opts['size']}" if opts["size"] else \
         f"upsampled to >= {opts['min_size']} px"
     return ModelSpec(
-        name="timm",  # replaced by the canonical reference
-        build=functools.partial(build_timm, arch=target, options=opts, weights=weights),
-        description=(f"timm {target} ({'pretrained, local cache' if opts['pretrained'] else 'random init'}"
-                     f", inputs {shape}), linear head, Adam, early stopping on validation; "
-                     "features: timm's pre-logits"),
-        version=version,
-        requires_image=True,
-        has_features=True,
-    )
+        "timm",  # replaced by the canonical reference
+        functools.partial(build_timm, arch=target, options=opts, weights=weights),
+        f"timm {target} ({'pretrained, local cache' if opts['pretrained'] else 'random init'}"
+        f", inputs {shape}), linear head, Adam, early stopping on validation; "
+        "features: timm's pre-logits", version=version, requires_image=True, has_features=True)
 
 
 @hookimpl
 def register_model_resolvers(register):
     """Register the ``timm:`` model reference scheme."""
     register(ModelResolverSpec(
-        name="timm",
-        resolve=resolve_timm,
-        description="any timm architecture (timm.list_models()); random init unless "
-                    "pretrained=1 and the weights are in the local cache (never downloaded); "
-                    f"images upsampled to >= min_size px (default {DEFAULT_MIN_SIZE}) or resized "
-                    "to size x size; features from timm's pre-logits",
-        syntax=SYNTAX,
-        options=("pretrained", "min_size", "size"),
-        examples=EXAMPLES,
-        version="1",
+        "timm", resolve_timm, "any timm architecture (timm.list_models()); random init unless "
+        "pretrained=1 and the weights are in the local cache (never downloaded); images "
+        f"upsampled to >= min_size px (default {DEFAULT_MIN_SIZE}) or resized to size x size; "
+        "features from timm's pre-logits", syntax=SYNTAX, options=("pretrained", "min_size", "size"),
+        examples=EXAMPLES, version="1",
     ))

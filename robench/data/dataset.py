@@ -335,25 +335,20 @@ def validate(ds: Dataset) -> None:
             f"data set '{ds.name}': sources must have one id per sample "
             f"({y.shape[0]}), got shape {ds.sources.shape}"
         )
-    _check_image_shape(ds, X.shape[1])
-    if ds.class_names and len(ds.class_names) != len(classes):
-        raise DatasetError(
-            f"data set '{ds.name}': {len(ds.class_names)} class names for {len(classes)} classes"
-        )
-
-
-def _check_image_shape(ds: Dataset, features: int) -> None:
-    """Raise DatasetError unless ``ds.image_shape`` is (C, H, W) of ``features``; make it ints."""
     if ds.image_shape is not None:
         shape = tuple(int(s) for s in ds.image_shape)
-        if len(shape) != 3 or int(np.prod(shape)) != features:
+        if len(shape) != 3 or int(np.prod(shape)) != X.shape[1]:
             raise DatasetError(
                 f"data set '{ds.name}': image_shape {ds.image_shape} must be (C, H, W) "
-                f"with C*H*W == {features} features"
+                f"with C*H*W == {X.shape[1]} features"
             )
         ds.image_shape = shape
     elif ds.pixels:
         raise DatasetError(f"data set '{ds.name}': pixels=True needs an image_shape")
+    if ds.class_names and len(ds.class_names) != len(classes):
+        raise DatasetError(
+            f"data set '{ds.name}': {len(ds.class_names)} class names for {len(classes)} classes"
+        )
 
 
 def _all_finite(X: np.ndarray, chunk: int = 1 << 22) -> bool:
