@@ -47,9 +47,6 @@ def _digest(*parts) -> str:
     return hashlib.sha256(blob).hexdigest()[:8]
 
 
-# --- models -------------------------------------------------------------------------------------
-
-
 class SklearnClassifier:
     """Adapter: a scikit-learn estimator as a robench classifier (fresh clone per fit).
 
@@ -181,9 +178,6 @@ def torch_model_spec(factory, ctx: ModelContext, name: Optional[str] = None) -> 
                      plugin=_API_PLUGIN, requires_image=False)
 
 
-# --- data ---------------------------------------------------------------------------------------
-
-
 def _codes(values, what: str):
     values = np.asarray(values)
     if values.ndim != 1:
@@ -224,9 +218,6 @@ def dataset_spec(ds) -> DatasetSpec:
                        has_sources=ds.sources is not None, is_image=ds.image_shape is not None,
                        image_shape=ds.image_shape, fingerprint=ds.fingerprint,
                        plugin=_API_PLUGIN)
-
-
-# --- evaluate -----------------------------------------------------------------------------------
 
 
 def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers=None,

@@ -15,7 +15,6 @@ import math
 import re
 from typing import Any
 
-# ---------------------------------------------------------------------------- length
 
 #: Characters of stored text (a name, a file name, a reason) one line of a report shows.
 SHORT = 80
@@ -33,7 +32,6 @@ def shorten(value: Any, limit: int = SHORT) -> str:
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return text[:max(1, limit - 10)] + "\u2026#" + digest
 
-# --------------------------------------------------------------------------- terminal
 
 #: Bidirectional formatting characters: they reorder how a line is shown (Trojan Source).
 BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
@@ -49,8 +47,6 @@ def terminal(value: Any, lines: bool = False) -> str:
     """Return ``value`` as text that cannot drive a terminal (one line; ``lines``: LF, tab kept)."""
     return str(value).translate(_TERMINAL_LINES if lines else _TERMINAL)
 
-
-# -------------------------------------------------------------------------------- XML
 
 # XML 1.0 allows tab, LF, CR and everything from U+0020 except surrogates, U+FFFE and U+FFFF
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -69,8 +65,6 @@ def xml_attr(value: Any) -> str:
     """Return ``value`` for a quoted XML attribute value (either quote)."""
     return xml_text(value, _XML_ATTR)
 
-
-# --------------------------------------------------------------------------- Markdown
 
 _BACKTICKS = re.compile("`+")
 # what can open emphasis, code, links, images, raw HTML, entities, tables or strikethrough
@@ -120,8 +114,6 @@ def markdown_text(value: Any, limit: int = MARKDOWN_PROSE) -> str:
     return text.replace("@", "@\u2060")
 
 
-# -------------------------------------------------------------------------------- CSV
-
 #: First characters that make a spreadsheet read a cell as a formula (OWASP CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 
@@ -136,9 +128,6 @@ def csv_cell(value: Any) -> Any:
     if text.startswith(FORMULA_PREFIXES):
         text = "'" + text
     return terminal(text, lines=True)
-
-
-# ------------------------------------------------------------------------------- JSON
 
 
 def finite(value: Any) -> Any:

@@ -164,9 +164,6 @@ def arrays_dataset(name: str, X, y, groups=None, *, shape=None, class_names=None
                    image_shape=image_shape, class_names=names, pixels=pixels)
 
 
-# --------------------------------------------------------------------------- npz / npy
-
-
 def _check_header(fh, where: str) -> None:
     """Refuse an .npy whose header asks for more memory than the ceiling (nothing is read)."""
     try:
@@ -243,9 +240,6 @@ def resolve_npy(target: str, options: dict):
     return file_dataset_spec(data, f"arrays from {target}/X.npy, y.npy")
 
 
-# ------------------------------------------------------------------------------------ csv
-
-
 def _read_csv(path: Path, name: str, target: str, groups_col) -> Dataset:
     import pandas as pd
 
@@ -303,9 +297,6 @@ def resolve_csv(target: str, options: dict):
                        lambda: _read_csv(Path(target), name, options["target"],
                                          options.get("groups")))
     return file_dataset_spec(data, f"table {target}, target column '{options['target']}'")
-
-
-# ---------------------------------------------------------------------------- imagefolder
 
 
 def _image_files(root: str) -> list:

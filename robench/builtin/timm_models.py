@@ -223,6 +223,6 @@ def register_model_resolvers(register):
         "timm", resolve_timm, "any timm architecture (timm.list_models()); random init unless "
         "pretrained=1 and the weights are in the local cache (never downloaded); images "
         f"upsampled to >= min_size px (default {DEFAULT_MIN_SIZE}) or resized to size x size; "
-        "features from timm's pre-logits", syntax=SYNTAX, options=("pretrained", "min_size", "size"),
-        examples=EXAMPLES, version="1",
+        "features from timm's pre-logits", syntax=SYNTAX,
+        options=("pretrained", "min_size", "size"), examples=EXAMPLES, version="1",
     ))

@@ -268,9 +268,6 @@ def run_checks(checks: Iterable[Check], *, expected_failures: Optional[Mapping] 
     return report
 
 
-# --- what several kinds check or use --------------------------------------------------------
-
-
 def check_spec_fields(case: Case, callables: tuple, flags: tuple) -> None:
     """Check the fields every spec has: slug name, description, version, callables, flags."""
     spec = case.spec

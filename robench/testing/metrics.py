@@ -269,9 +269,6 @@ RULES = {"spec": spec_fields, "spec-protocol": spec_protocol, "run": run, "score
          "failed-trials": failed_trials, "empty-group": empty_group}
 
 
-# --- the one place that knows the runner, the run configuration and the store ---------------
-
-
 def tiny_run(registry, spec: MetricSpec, *, dataset: str, model: str,
              clusterer: Optional[str], repeats: int, k: int, seed: int, settings,
              db: Path) -> tuple:

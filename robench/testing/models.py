@@ -90,9 +90,6 @@ def check_model(model: Union[str, ModelSpec], registry=None, *,
                       expected_failures=expected_failures, collect_all=collect_all)
 
 
-# --- what the checks of one model share ------------------------------------------------------
-
-
 @dataclass
 class Fit:
     """One training of the model through robench's fit path, as the spy saw it."""
@@ -263,8 +260,6 @@ class Spy:
             return out
         return np.zeros(len(X), dtype=np.int64)
 
-
-# --- the rules --------------------------------------------------------------------------------
 
 PREDICT_FIX = ("return np.asarray(pred, dtype=np.int64), one class index per row "
                "(a torch model: logits.argmax(1))")
@@ -560,9 +555,6 @@ RULES = {
     "predict-does-not-learn": predict_does_not_learn, "deterministic": deterministic,
     "build-fresh": build_fresh, "accuracy": accuracy,
 }
-
-
-# --- the fitted state, as digests --------------------------------------------------------------
 
 
 def _state_digest(obj) -> dict:
