@@ -87,8 +87,7 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
     infos: dict = {}
     if builtins:
         for modname in DEFAULT_PLUGINS:
-            mod = importlib.import_module(modname)
-            pm.register(mod, name=modname)
+            pm.register(importlib.import_module(modname), name=modname)
             infos[modname] = PluginInfo(modname, robench.__version__, source="builtin")
     if load_entrypoints is None:
         load_entrypoints = not _called_from_test()
@@ -108,12 +107,11 @@ def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
         verdicts = probe(eps) if eps else {}
     pm.robench_verdicts = verdicts  # make_registry keeps them in its recipe
     for ep in eps:
-        name = ep.name
-        version = _dist(getattr(ep, "dist", None), "version")
-        found = {"source": "entry point", "distribution": _dist(getattr(ep, "dist", None), "name")}
+        name, dist = ep.name, getattr(ep, "dist", None)
+        found = {"version": _dist(dist, "version"), "source": "entry point",
+                 "distribution": _dist(dist, "name")}
         if verdicts.get(name):
-            infos[name] = PluginInfo(name, version, status="failed", error=verdicts[name],
-                                     **found)
+            infos[name] = PluginInfo(name, status="failed", error=verdicts[name], **found)
             continue
         try:
             # pluggy's own load_setuptools_entrypoints does not guard ep.load(): one
@@ -128,14 +126,13 @@ def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
             except PluginError:
                 pm.unregister(name=name)  # a misspelt hook disables only this plugin
                 raise
-            infos[name] = PluginInfo(name, version, **found)
+            infos[name] = PluginInfo(name, **found)
         except BaseException as exc:  # noqa: BLE001 - the plugin's, even an exit
             if isinstance(exc, KeyboardInterrupt) and not getattr(exc, "plugins_own", False):
                 raise
             if pm.get_plugin(name) is not None:
                 pm.unregister(name=name)
-            infos[name] = PluginInfo(name, version, status="failed", error=describe(exc),
-                                     **found)
+            infos[name] = PluginInfo(name, status="failed", error=describe(exc), **found)
 
 
 class PluginTimeout(BaseException):
@@ -187,8 +184,7 @@ class Registry:
         self.infos = dict(infos or {})
         self._by_kind: dict = {kind: {} for kind in KINDS}
         for kind, (hookname, spec_cls) in KINDS.items():
-            hook = getattr(pm.hook, hookname)
-            for impl in hook.get_hookimpls():
+            for impl in getattr(pm.hook, hookname).get_hookimpls():
                 self._collect(kind, spec_cls, impl)
         # A plugin whose hook raised is disabled whole: drop what it registered before failing.
         failed = {n for n, i in self.infos.items() if i.status != "ok"}
@@ -211,8 +207,7 @@ class Registry:
             if not isinstance(spec, spec_cls):
                 raise _Refused(
                     f"plugin '{plugin_name}' registered {shown(spec)} with {KINDS[kind][0]}; "
-                    f"expected a {spec_cls.__name__}"
-                )
+                    f"expected a {spec_cls.__name__}")
             if kind in ("datasets", "models") and ":" in spec.name:
                 what, scheme = ("data set", "dataset") if kind == "datasets" else ("model",) * 2
                 raise _Refused(
@@ -224,11 +219,10 @@ class Registry:
                     f"plugin '{plugin_name}' registered model resolver '{spec.name}' with "
                     "register_dataset_resolvers; register it with register_model_resolvers")
             if spec.name in table:
-                other = table[spec.name].plugin
                 raise _Refused(
                     f"duplicate {kind[:-1]} name '{spec.name}': already registered by plugin "
-                    f"'{other}'; plugin '{plugin_name}' is disabled. Rename its {kind[:-1]}."
-                )
+                    f"'{table[spec.name].plugin}'; plugin '{plugin_name}' is disabled. Rename "
+                    f"its {kind[:-1]}.")
             table[spec.name] = replace(spec, plugin=plugin_name)
             info.components.setdefault(kind, []).append(spec.name)
 
@@ -286,12 +280,11 @@ class Registry:
 
         Another plugin's name is a PluginError; the same plugin's earlier one is replaced.
         """
-        table = self._by_kind[kind]
-        existing = table.get(spec.name)
+        existing = self._by_kind[kind].get(spec.name)
         if existing is not None and existing.plugin != spec.plugin:
             raise PluginError(f"{kind[:-1]} name '{spec.name}' is already registered by plugin "
                               f"'{existing.plugin}'; choose another name")
-        table[spec.name] = spec
+        self._by_kind[kind][spec.name] = spec
         self._datasets.pop(spec.name, None)
 
     def resolve_model(self, reference: str):
@@ -307,7 +300,6 @@ class Registry:
         A ``load()`` that raises (anything) or returns no Dataset is a DatasetError naming it, and
         is not tried again; a TrialTimeout or Ctrl-C is raised as it is and not remembered.
         """
-
         if name in self._dataset_errors:
             raise self._dataset_errors[name]
         if name not in self._datasets:
@@ -397,7 +389,6 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
 def probe_child(names: list) -> int:
     """The probe's child process (robench.plugin_probe): load each named entry point on a
     fresh manager, call its hooks, report each one's fate on the probe's file descriptor."""
-
     out = os.fdopen(int(os.environ.pop("ROBENCH_PROBE_FD")), "w", buffering=1,
                     encoding="utf-8")
     watch_sigint()
@@ -425,7 +416,6 @@ def probe_child(names: list) -> int:
 
 def _probe_one(ep) -> Optional[str]:
     """Return why entry point ``ep`` cannot be used, or None (KeyboardInterrupt propagates)."""
-
     try:
         plugin = ep.load()
         pm = pluggy.PluginManager(ENTRY_POINT_GROUP)

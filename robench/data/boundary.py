@@ -24,7 +24,6 @@ CHECK_BATCH = 4096
 
 def nonfinite_rows(arrays) -> int:
     """Return how many rows of ``arrays`` hold a NaN or inf (Rows read in batches, never copied)."""
-
     if isinstance(arrays, Rows):
         if not np.issubdtype(arrays.dtype, np.inexact):
             return 0

@@ -273,7 +273,6 @@ def tiny_run(registry, spec: MetricSpec, *, dataset: str, model: str,
              clusterer: Optional[str], repeats: int, k: int, seed: int, settings,
              db: Path) -> tuple:
     """Run one metric on one combination in-process; return (report, trial rows, error or None)."""
-
     sections = ({name: dict(knobs) for name, knobs in (settings or {}).items()}
                 if settings is None or isinstance(settings, dict)
                 else parse_settings(list(settings), registry))
