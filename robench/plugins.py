@@ -158,20 +158,15 @@ def plugin_code(what: str, seconds: Optional[float]):
             unwatch_sigint(previous)
 
 
-def hook_names() -> list:
-    """Return the names of every hook robench defines (from hookspecs, not from callers)."""
-    marker = f"{ENTRY_POINT_GROUP}_spec"
-    return sorted(n for n, f in vars(hookspecs).items() if hasattr(f, marker))
-
-
 def check_hooks(pm) -> None:
     """Raise PluginError if a registered plugin implements a hook robench does not define."""
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
+        known = sorted(n for n, f in vars(hookspecs).items() if hasattr(f, "robench_spec"))
         raise PluginError(
             f"plugin '{pm.get_name(exc.plugin)}' implements a hook robench does not define "
-            f"(misspelt?): {exc}. Known hooks: {', '.join(hook_names())}"
+            f"(misspelt?): {exc}. Known hooks: {', '.join(known)}"
         ) from exc
 
 

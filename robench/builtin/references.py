@@ -262,10 +262,8 @@ def _read_csv(path: Path, name: str, target: str, groups_col) -> Dataset:
     classes = sorted(y_raw.unique().tolist(), key=lambda v: (isinstance(v, str), v))
     codes = {c: i for i, c in enumerate(classes)}
     y = y_raw.map(codes).to_numpy(dtype=np.int64)
-    groups = None
-    if groups_col is not None:
-        g = frame[groups_col]
-        _, groups = np.unique(g.astype(str).to_numpy(), return_inverse=True)
+    groups = None if groups_col is None else np.unique(
+        frame[groups_col].astype(str).to_numpy(), return_inverse=True)[1]
     features = frame.drop(columns=[c for c in (target, groups_col) if c is not None])
     if features.shape[1] == 0:
         raise DatasetError(f"{where}: no feature columns besides the target '{target}'")
