@@ -139,8 +139,7 @@ def build_cnn(ctx: ModelContext, depth: int):
 
 
 def mlp_params(n_features: int, n_classes: int, hidden: tuple = (256, 128)) -> int:
-    """Return the trainable parameters of :class:`robench.learn.train.MLP`: each layer's weights
-    and biases."""
+    """Return the trainable parameters (weights, biases) of :class:`robench.learn.train.MLP`."""
     widths = (int(n_features), *hidden, int(n_classes))
     return sum((a + 1) * b for a, b in zip(widths, widths[1:]))
 

@@ -241,8 +241,7 @@ def corrupted_sets(images: np.ndarray, specs: list, severities, seed: int, *, fi
                 arrays = _finite_entry(key, sp, images, severities, seed)
             finally:
                 lock.unlink(missing_ok=True)
-            for s in severities:
-                out[(name, s)] = arrays[f"s{s}"]
+            out.update({(name, s): arrays[f"s{s}"] for s in severities})
             del pending[name]
             progressed = True
         if pending and not progressed:
@@ -276,11 +275,9 @@ def _try_lock(lock: Path, timeout: float) -> bool:
     try:
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             if time.time() - lock.stat().st_mtime > timeout:
                 lock.unlink(missing_ok=True)  # its holder died: take over next round
-        except FileNotFoundError:
-            pass
         return False
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)

@@ -139,8 +139,7 @@ def _remember(name: str, reference: str) -> None:
 
 
 def remembered(name: str):
-    """Return the reference the data set ``name`` was last read from on this machine, or
-    None."""
+    """Return the reference data set ``name`` was last read from on this machine, or None."""
     try:
         found = json.loads(_index_path(name).read_text())
     except (OSError, ValueError):
