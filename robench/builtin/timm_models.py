@@ -83,14 +83,17 @@ def local_weights(arch: str) -> tuple:
         return cfg.file, os.path.basename(cfg.file)
     tried = []
     if cfg.hf_hub_id:
-        from huggingface_hub import try_to_load_from_cache  # a timm dependency
-
-        cache = os.environ.get("HF_HUB_CACHE") or None
-        for name in (cfg.hf_hub_filename,) if cfg.hf_hub_filename else HUB_FILES:
-            found = try_to_load_from_cache(cfg.hf_hub_id, name, cache_dir=cache)
-            if isinstance(found, str) and os.path.isfile(found):
-                return found, cfg.hf_hub_id
-        tried.append(f"the Hugging Face hub cache ({cache or 'default'}) for {cfg.hf_hub_id}")
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # pragma: no cover - a timm dependency
+            try_to_load_from_cache = None
+        if try_to_load_from_cache is not None:
+            cache = os.environ.get("HF_HUB_CACHE") or None
+            for name in (cfg.hf_hub_filename,) if cfg.hf_hub_filename else HUB_FILES:
+                found = try_to_load_from_cache(cfg.hf_hub_id, name, cache_dir=cache)
+                if isinstance(found, str) and os.path.isfile(found):
+                    return found, cfg.hf_hub_id
+            tried.append(f"the Hugging Face hub cache ({cache or 'default'}) for {cfg.hf_hub_id}")
     if cfg.url:
         import torch.hub
 
