@@ -323,7 +323,6 @@ def parse_size(text: str, ref: str) -> tuple:
         parts = []
     if len(parts) == 1:
         parts = parts * 2
-
     if len(parts) != 2 or min(parts) < 1 or max(parts) > MAX_IMAGE_SIDE:
         raise DatasetError(f"{ref}: size must be N or HxW (integers from 1 to {MAX_IMAGE_SIDE}),"
                            f" got '{text[:40]}'")
@@ -406,11 +405,8 @@ def resolve_imagefolder(target: str, options: dict):
         raise DatasetError(f"{ref}: mode must be gray or rgb, got '{mode}'")
     name = reference_name("imagefolder", target, options)
 
-    def files():
-        found = _image_files(target)
-        return [Path(target)] + [p for _, p in found]
-
-    data = FileDataset(name, files, lambda: _read_imagefolder(target, name, size, mode))
+    data = FileDataset(name, lambda: [Path(target)] + [p for _, p in _image_files(target)],
+                       lambda: _read_imagefolder(target, name, size, mode))
     return file_dataset_spec(data, f"images under {target}, one folder per class")
 
 

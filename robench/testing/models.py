@@ -414,9 +414,8 @@ def fitted_attributes(case: ModelCase) -> None:
         case.fail("fitted-attributes", f"best_epoch_={best} exceeds n_epochs_={n_epochs}")
     for name, optional in (("train_accuracy_", False), ("val_accuracy_", True)):
         v = attr(name)
-        if v is None and optional:
-            continue
-        if not isinstance(v, (float, int, np.floating)) or not 0.0 <= float(v) <= 1.0:
+        if (v is not None or not optional) and (
+                not isinstance(v, (float, int, np.floating)) or not 0.0 <= float(v) <= 1.0):
             case.fail("fitted-attributes", f"{name} is {v!r}, not a fraction in [0, 1]")
 
 
