@@ -1,9 +1,7 @@
 """``robench.evaluate``: score a model on data from Python, without writing a plugin.
 
-It plans, runs and stores through what ``robench run`` uses, so the trial keys are the same
-and a second call trains nothing. Estimators are named ``sklearn:CLASS(changed params)``,
-``nn.Module`` factories ``torch:QUALNAME`` (versioned by their source), arrays
-``arrays:SHAPE-FINGERPRINT``; docs/data-and-models.md ("From Python") has the rules.
+It plans, runs and stores through what ``robench run`` uses (the same trial keys: a second call
+trains nothing); docs/data-and-models.md ("From Python") has how models and arrays are named.
 """
 
 from __future__ import annotations

@@ -121,11 +121,7 @@ def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
             if pm.is_registered(plugin) or pm.get_plugin(name) is not None:
                 continue
             pm.register(plugin, name=name)
-            try:
-                check_hooks(pm)
-            except PluginError:
-                pm.unregister(name=name)  # a misspelt hook disables only this plugin
-                raise
+            check_hooks(pm)  # a misspelt hook disables only this plugin (unregistered below)
             infos[name] = PluginInfo(name, **found)
         except BaseException as exc:  # noqa: BLE001 - the plugin's, even an exit
             if isinstance(exc, KeyboardInterrupt) and not getattr(exc, "plugins_own", False):
@@ -183,9 +179,8 @@ class Registry:
                 self._collect(kind, spec_cls, impl)
         # A plugin whose hook raised is disabled whole: drop what it registered before failing.
         failed = {n for n, i in self.infos.items() if i.status != "ok"}
-        for table in self._by_kind.values():
-            for name in [n for n, spec in table.items() if spec.plugin in failed]:
-                del table[name]
+        self._by_kind = {kind: {n: spec for n, spec in table.items() if spec.plugin not in failed}
+                         for kind, table in self._by_kind.items()}
         for name in failed:
             self.infos[name].components = {}
         self._datasets: dict = {}

@@ -124,10 +124,7 @@ class Dataset:
         Rows of a memory-mapped data set are read with ``preadv``, never through the map: one
         touched row could map 2 MiB into RSS (docs/data-and-models.md, "Memory").
         """
-        idx = np.asarray(idx)
-        if idx.dtype == bool:
-            idx = np.flatnonzero(idx)
-        idx = idx.astype(np.intp, copy=False).reshape(-1)
+        idx = _positions(idx, self.n_samples).reshape(-1)
         reader = self._reader()
         if reader is None:
             return self.raw[idx]
@@ -220,14 +217,6 @@ class Rows:
     def dtype(self):
         return self.dataset.raw.dtype
 
-    def _positions(self, key) -> np.ndarray:
-        if isinstance(key, slice):
-            return np.arange(*key.indices(len(self)), dtype=np.intp)
-        key = np.asarray(key)
-        if key.dtype == bool:
-            return np.flatnonzero(key)
-        return key.astype(np.intp, copy=False)
-
     def __getitem__(self, key) -> np.ndarray:
         """Return the rows at positions ``key`` (a slice, or integer / boolean positions)."""
         if isinstance(key, (int, np.integer)):
@@ -236,7 +225,7 @@ class Rows:
             start, stop, step = key.indices(len(self))
             if step == 1:  # consecutive rows: one read
                 return self.dataset.take(np.arange(start, max(start, stop)))
-        pos = self._positions(key)
+        pos = _positions(key, len(self))
         return self.dataset.take(pos if self.idx is None else self.idx[pos])
 
     def batches(self, size: int):
@@ -247,6 +236,14 @@ class Rows:
     def __array__(self, dtype=None, copy=None):
         out = self[:]
         return out if dtype is None else out.astype(dtype, copy=False)
+
+
+def _positions(key, n: int) -> np.ndarray:
+    """Return the integer positions of a slice (of ``n`` rows), a boolean mask or positions."""
+    if isinstance(key, slice):
+        return np.arange(*key.indices(n), dtype=np.intp)
+    key = np.asarray(key)
+    return np.flatnonzero(key) if key.dtype == bool else key.astype(np.intp, copy=False)
 
 
 class _FileRows:
