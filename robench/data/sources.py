@@ -80,8 +80,7 @@ def find_sources(dataset, clusterer_spec, clusterer_version: str, k: int, seed: 
         groups = np.empty(y.shape[0], dtype=np.int64)
         k_per_class = np.zeros(dataset.n_classes, dtype=np.int64)
         sil = np.full(dataset.n_classes, np.nan)
-        offset = 0
-        infos = []
+        offset, infos = 0, []
         for c in range(dataset.n_classes):
             idx = np.flatnonzero(y == c)
             true = dataset.sources[idx] if dataset.sources is not None else None
