@@ -1,14 +1,13 @@
 """``robench.evaluate``: score a model on data from Python, without writing a plugin.
 
-It plans, runs and stores through what ``robench run`` uses, so the trial keys are the same
-and a second call trains nothing. Estimators are named ``sklearn:CLASS(changed params)``,
-``nn.Module`` factories ``torch:QUALNAME`` (versioned by their source), arrays
-``arrays:SHAPE-FINGERPRINT``; docs/data-and-models.md ("From Python") has the rules.
+It plans, runs and stores through what ``robench run`` uses (the same trial keys: a second call
+trains nothing); docs/data-and-models.md ("From Python") has how models and arrays are named.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
 import json
 import sys
@@ -46,18 +45,6 @@ def _digest(*parts) -> str:
     return hashlib.sha256(blob).hexdigest()[:8]
 
 
-# --- models -------------------------------------------------------------------------------------
-
-
-def _is_sklearn(model) -> bool:
-    return all(callable(getattr(model, a, None)) for a in ("fit", "predict", "get_params"))
-
-
-def _is_torch_module(model) -> bool:
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(model, torch.nn.Module)
-
-
 class SklearnClassifier:
     """Adapter: a scikit-learn estimator as a robench classifier (fresh clone per fit).
 
@@ -77,8 +64,7 @@ class SklearnClassifier:
         from sklearn.base import clone
 
         model = clone(self.estimator)
-        if "random_state" in model.get_params(deep=False) and \
-                model.get_params(deep=False)["random_state"] is None:
+        if model.get_params(deep=False).get("random_state", 0) is None:
             model.set_params(random_state=self.seed)
         self.model_ = model.fit(X, y)
         self.history_, self.n_epochs_, self.best_epoch_ = [], 0, 0
@@ -138,16 +124,11 @@ def sklearn_model_spec(estimator, name: Optional[str] = None) -> ModelSpec:
     """Return the ModelSpec of a scikit-learn estimator (named by :func:`sklearn_model_name`)."""
     import sklearn
 
-    params = estimator.get_params(deep=True)
-    cls = type(estimator).__name__
-    if name is None:
-        name = sklearn_model_name(estimator)
-
-    def build(ctx: ModelContext):
-        return SklearnClassifier(estimator, seed=ctx.seed)
-
-    return ModelSpec(name, build, f"scikit-learn {estimator!r} (robench.evaluate)",
-                     version=f"sklearn-{sklearn.__version__}+{_digest(cls, params)}",
+    digest = _digest(type(estimator).__name__, estimator.get_params(deep=True))
+    return ModelSpec(sklearn_model_name(estimator) if name is None else name,
+                     lambda ctx: SklearnClassifier(estimator, seed=ctx.seed),
+                     f"scikit-learn {estimator!r} (robench.evaluate)",
+                     version=f"sklearn-{sklearn.__version__}+{digest}",
                      has_features=False, plugin=_API_PLUGIN)
 
 
@@ -195,9 +176,6 @@ def torch_model_spec(factory, ctx: ModelContext, name: Optional[str] = None) -> 
                      plugin=_API_PLUGIN, requires_image=False)
 
 
-# --- data ---------------------------------------------------------------------------------------
-
-
 def _codes(values, what: str):
     values = np.asarray(values)
     if values.ndim != 1:
@@ -238,9 +216,6 @@ def dataset_spec(ds) -> DatasetSpec:
                        has_sources=ds.sources is not None, is_image=ds.image_shape is not None,
                        image_shape=ds.image_shape, fingerprint=ds.fingerprint,
                        plugin=_API_PLUGIN)
-
-
-# --- evaluate -----------------------------------------------------------------------------------
 
 
 def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers=None,
@@ -323,15 +298,11 @@ def evaluate(model, data, metrics: Optional[Iterable[str]] = None, *, clusterers
                        jobs=jobs, device=device)
     execution.check(prepared, reg, **race)
     db = db or default_path()
-    store = Store(db)
-    try:
+    with Store(db) as store:
         report = execution.execute(prepared, reg, store, **race, max_repeats=repeats,
                                    command=f"robench.evaluate({mname!r}, {dname!r})",
                                    on_event=Progress() if progress else None, rescore=rescore)
-    finally:
-        store.close()
-    rows = _rows(report, db)
-    return _as_frame(rows) if _want_frame(as_frame) else rows
+    return _as_frame(_rows(report, db), as_frame)
 
 
 def _add_data(registry, data, data_name: Optional[str]) -> tuple:
@@ -351,11 +322,11 @@ def _add_model(registry, model, name: Optional[str], dname: str, seed: int) -> t
         return registry.get("models", model).name, []
     if isinstance(model, ModelSpec):
         spec = model
-    elif _is_torch_module(model):
+    elif (torch := sys.modules.get("torch")) is not None and isinstance(model, torch.nn.Module):
         raise TypeError("evaluate: pass a factory (the module's class, or a function "
                         "returning a fresh module), not a module instance: every trial "
                         "trains a freshly initialised module")
-    elif _is_sklearn(model):
+    elif all(callable(getattr(model, a, None)) for a in ("fit", "predict", "get_params")):
         spec = sklearn_model_spec(model, name)
     elif callable(model):
         loaded = registry.load_dataset(dname)
@@ -411,17 +382,10 @@ def _check_settings(settings: dict, registry) -> dict:
     return out
 
 
-def _want_frame(as_frame) -> bool:
-    if as_frame is not None:
-        return bool(as_frame)
-    try:
-        import pandas  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _as_frame(rows: Rows):
+def _as_frame(rows: Rows, as_frame):
+    """Return ``rows`` as a pandas DataFrame where asked (default: when pandas is installed)."""
+    if not (as_frame if as_frame is not None else importlib.util.find_spec("pandas")):
+        return rows
     import pandas as pd
 
     frame = pd.DataFrame(list(rows), columns=list(ROW_COLUMNS))

@@ -15,7 +15,6 @@ import math
 import re
 from typing import Any
 
-# ---------------------------------------------------------------------------- length
 
 #: Characters of stored text (a name, a file name, a reason) one line of a report shows.
 SHORT = 80
@@ -33,7 +32,6 @@ def shorten(value: Any, limit: int = SHORT) -> str:
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return text[:max(1, limit - 10)] + "\u2026#" + digest
 
-# --------------------------------------------------------------------------- terminal
 
 #: Bidirectional formatting characters: they reorder how a line is shown (Trojan Source).
 BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
@@ -50,32 +48,23 @@ def terminal(value: Any, lines: bool = False) -> str:
     return str(value).translate(_TERMINAL_LINES if lines else _TERMINAL)
 
 
-# -------------------------------------------------------------------------------- XML
-
 # XML 1.0 allows tab, LF, CR and everything from U+0020 except surrogates, U+FFFE and U+FFFF
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 # a carriage return in character data is read back as a line feed unless referenced
 _XML_TEXT = {ord("&"): "&amp;", ord("<"): "&lt;", ord(">"): "&gt;", 0x0D: "&#13;"}
-_XML_ATTR = {**_XML_TEXT, ord('"'): "&quot;", ord("'"): "&#39;", 0x09: "&#9;", 0x0A: "&#10;",
-             0x0D: "&#13;"}
+_XML_ATTR = {**_XML_TEXT, ord('"'): "&quot;", ord("'"): "&#39;", 0x09: "&#9;", 0x0A: "&#10;"}
 
 
-def _xml_visible(text: str) -> str:
-    # a character XML cannot hold even as a reference is shown as its code, never dropped
-    return _XML_FORBIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def xml_text(value: Any) -> str:
+def xml_text(value: Any, table: dict = _XML_TEXT) -> str:
     """Return ``value`` as XML character data (between tags)."""
-    return _xml_visible(str(value)).translate(_XML_TEXT)
+    # a character XML cannot hold even as a reference is shown as its code, never dropped
+    return _XML_FORBIDDEN.sub(lambda m: f"\\u{ord(m.group()):04x}", str(value)).translate(table)
 
 
 def xml_attr(value: Any) -> str:
     """Return ``value`` for a quoted XML attribute value (either quote)."""
-    return _xml_visible(str(value)).translate(_XML_ATTR)
+    return xml_text(value, _XML_ATTR)
 
-
-# --------------------------------------------------------------------------- Markdown
 
 _BACKTICKS = re.compile("`+")
 # what can open emphasis, code, links, images, raw HTML, entities, tables or strikethrough
@@ -83,12 +72,6 @@ _MD_PUNCTUATION = re.compile(r"([\\`*_\[\]<>!|~&#$])")
 # what starts a block at the beginning of a line (list, quote, heading underline, ordered list)
 _MD_BULLET = re.compile(r"^([-+=])")
 _MD_ORDERED = re.compile(r"^(\d+)([.)])")
-
-
-def _one_line(value: Any) -> str:
-    # control characters (newlines first: a new line can start a heading, a list or raw HTML)
-    # are written out as in a terminal
-    return terminal(value)
 
 
 #: Characters of a name a Markdown code span shows (:func:`shorten` beyond): a contribution's
@@ -104,7 +87,9 @@ def markdown_code(value: Any, limit: int = MARKDOWN_NAME) -> str:
     The fence is one backtick longer than the longest run inside; text that starts or ends with a
     backtick or a space is padded (CommonMark strips one from each side).
     """
-    text = _one_line(shorten(value, limit))
+    # control characters (newlines first: a new line can start a heading, a list or raw HTML)
+    # are written out as in a terminal
+    text = terminal(shorten(value, limit))
     if not text:
         return ""
     fence = "`" * (max((len(m) for m in _BACKTICKS.findall(text)), default=0) + 1)
@@ -124,12 +109,10 @@ def markdown_text(value: Any, limit: int = MARKDOWN_PROSE) -> str:
     Inline-syntax punctuation and a leading block marker are backslash-escaped; ``@`` mentions
     are broken by a word joiner (GitHub links ``@name`` even when the ``@`` is escaped).
     """
-    text = _MD_PUNCTUATION.sub(r"\\\1", _one_line(shorten(value, limit)))
+    text = _MD_PUNCTUATION.sub(r"\\\1", terminal(shorten(value, limit)))
     text = _MD_ORDERED.sub(r"\1\\\2", _MD_BULLET.sub(r"\\\1", text))
     return text.replace("@", "@\u2060")
 
-
-# -------------------------------------------------------------------------------- CSV
 
 #: First characters that make a spreadsheet read a cell as a formula (OWASP CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -145,9 +128,6 @@ def csv_cell(value: Any) -> Any:
     if text.startswith(FORMULA_PREFIXES):
         text = "'" + text
     return terminal(text, lines=True)
-
-
-# ------------------------------------------------------------------------------- JSON
 
 
 def finite(value: Any) -> Any:

@@ -110,9 +110,8 @@ def _read(path: Optional[str]) -> Optional[dict]:
             data = json.load(fh)
     except (OSError, ValueError, RecursionError):
         return None
-    if isinstance(data, dict) and all(isinstance(v, (str, type(None))) for v in data.values()):
-        return data
-    return None
+    ok = isinstance(data, dict) and all(isinstance(v, (str, type(None))) for v in data.values())
+    return data if ok else None
 
 
 def _write(path: Optional[str], data: dict) -> None:
@@ -142,18 +141,15 @@ def verdicts(eps, timeout: Optional[float] = None) -> dict:
         return cached
     timeout = plugin_timeout() if timeout is None else timeout
     results: dict = {}
-    complete = True
-    todo = [ep.name for ep in eps]
+    complete, todo = True, [ep.name for ep in eps]
     while todo:
         got, finished = _probe_round(todo, timeout)
         if got is None:  # the child could not run at all: judge nothing
             return results
         results.update(got)
-        if not finished:
-            complete = False
         left = [n for n in todo if n not in results]
+        complete = complete and finished and len(left) < len(todo)
         if len(left) == len(todo):  # no progress: never loop for ever
-            complete = False
             break
         todo = left
     if complete:
@@ -164,8 +160,7 @@ def verdicts(eps, timeout: Optional[float] = None) -> dict:
 def _probe_round(names: list, timeout: float) -> tuple:
     """Run one child over ``names``; return ({name: verdict}, whether it ended normally)."""
     read_fd, write_fd = os.pipe()
-    env = dict(os.environ)
-    env["ROBENCH_PROBE_FD"] = str(write_fd)
+    env = {**os.environ, "ROBENCH_PROBE_FD": str(write_fd)}
     try:
         # the child imports this robench, wherever it is, whatever folder it starts in
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -181,10 +176,8 @@ def _probe_round(names: list, timeout: float) -> tuple:
         return None, False
     os.close(write_fd)
     results: dict = {}
-    current = None
-    buffer = b""
+    current, buffer, finished = None, b"", False
     deadline = time.monotonic() + timeout
-    finished = False
     try:
         with os.fdopen(read_fd, "rb", buffering=0) as pipe:
             while True:

@@ -45,12 +45,8 @@ DEFAULT_PLUGINS = (
 ENTRY_POINT_GROUP = "robench"
 
 
-class _Wrong(PluginError):
-    """A plugin registered something robench cannot use (wrong type, a reference-like name)."""
-
-
-class _Duplicate(PluginError):
-    """A plugin registered a component name another plugin registered first."""
+class _Refused(PluginError):
+    """A registration robench refuses (wrong type, a reference-like or taken name): said as is."""
 
 
 @dataclass
@@ -91,8 +87,7 @@ def make_plugin_manager(load_entrypoints: Optional[bool] = None, builtins: bool 
     infos: dict = {}
     if builtins:
         for modname in DEFAULT_PLUGINS:
-            mod = importlib.import_module(modname)
-            pm.register(mod, name=modname)
+            pm.register(importlib.import_module(modname), name=modname)
             infos[modname] = PluginInfo(modname, robench.__version__, source="builtin")
     if load_entrypoints is None:
         load_entrypoints = not _called_from_test()
@@ -112,12 +107,11 @@ def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
         verdicts = probe(eps) if eps else {}
     pm.robench_verdicts = verdicts  # make_registry keeps them in its recipe
     for ep in eps:
-        name = ep.name
-        version = _dist(getattr(ep, "dist", None), "version")
-        found = {"source": "entry point", "distribution": _dist(getattr(ep, "dist", None), "name")}
+        name, dist = ep.name, getattr(ep, "dist", None)
+        found = {"version": _dist(dist, "version"), "source": "entry point",
+                 "distribution": _dist(dist, "name")}
         if verdicts.get(name):
-            infos[name] = PluginInfo(name, version, status="failed", error=verdicts[name],
-                                     **found)
+            infos[name] = PluginInfo(name, status="failed", error=verdicts[name], **found)
             continue
         try:
             # pluggy's own load_setuptools_entrypoints does not guard ep.load(): one
@@ -127,19 +121,14 @@ def _load_entrypoints(pm, infos: dict, verdicts: Optional[dict]) -> None:
             if pm.is_registered(plugin) or pm.get_plugin(name) is not None:
                 continue
             pm.register(plugin, name=name)
-            try:
-                check_hooks(pm)
-            except PluginError:
-                pm.unregister(name=name)  # a misspelt hook disables only this plugin
-                raise
-            infos[name] = PluginInfo(name, version, **found)
+            check_hooks(pm)  # a misspelt hook disables only this plugin (unregistered below)
+            infos[name] = PluginInfo(name, **found)
         except BaseException as exc:  # noqa: BLE001 - the plugin's, even an exit
             if isinstance(exc, KeyboardInterrupt) and not getattr(exc, "plugins_own", False):
                 raise
             if pm.get_plugin(name) is not None:
                 pm.unregister(name=name)
-            infos[name] = PluginInfo(name, version, status="failed", error=describe(exc),
-                                     **found)
+            infos[name] = PluginInfo(name, status="failed", error=describe(exc), **found)
 
 
 class PluginTimeout(BaseException):
@@ -165,20 +154,15 @@ def plugin_code(what: str, seconds: Optional[float]):
             unwatch_sigint(previous)
 
 
-def hook_names(pm=None) -> list:
-    """Return the names of every hook robench defines (from hookspecs, not from callers)."""
-    marker = f"{ENTRY_POINT_GROUP}_spec"
-    return sorted(n for n, f in vars(hookspecs).items() if hasattr(f, marker))
-
-
 def check_hooks(pm) -> None:
     """Raise PluginError if a registered plugin implements a hook robench does not define."""
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
+        known = sorted(n for n, f in vars(hookspecs).items() if hasattr(f, "robench_spec"))
         raise PluginError(
             f"plugin '{pm.get_name(exc.plugin)}' implements a hook robench does not define "
-            f"(misspelt?): {exc}. Known hooks: {', '.join(hook_names(pm))}"
+            f"(misspelt?): {exc}. Known hooks: {', '.join(known)}"
         ) from exc
 
 
@@ -191,14 +175,12 @@ class Registry:
         self.infos = dict(infos or {})
         self._by_kind: dict = {kind: {} for kind in KINDS}
         for kind, (hookname, spec_cls) in KINDS.items():
-            hook = getattr(pm.hook, hookname)
-            for impl in hook.get_hookimpls():
+            for impl in getattr(pm.hook, hookname).get_hookimpls():
                 self._collect(kind, spec_cls, impl)
         # A plugin whose hook raised is disabled whole: drop what it registered before failing.
         failed = {n for n, i in self.infos.items() if i.status != "ok"}
-        for table in self._by_kind.values():
-            for name in [n for n, spec in table.items() if spec.plugin in failed]:
-                del table[name]
+        self._by_kind = {kind: {n: spec for n, spec in table.items() if spec.plugin not in failed}
+                         for kind, table in self._by_kind.items()}
         for name in failed:
             self.infos[name].components = {}
         self._datasets: dict = {}
@@ -213,26 +195,24 @@ class Registry:
 
         def register(spec):
             if not isinstance(spec, spec_cls):
-                raise _Wrong(
+                raise _Refused(
                     f"plugin '{plugin_name}' registered {shown(spec)} with {KINDS[kind][0]}; "
-                    f"expected a {spec_cls.__name__}"
-                )
+                    f"expected a {spec_cls.__name__}")
             if kind in ("datasets", "models") and ":" in spec.name:
                 what, scheme = ("data set", "dataset") if kind == "datasets" else ("model",) * 2
-                raise _Wrong(
+                raise _Refused(
                     f"plugin '{plugin_name}' registered {what} '{spec.name}': a registered "
                     f"name is a slug; SCHEME:TARGET references come from {scheme} resolvers "
                     f"(register_{scheme}_resolvers)")
             if kind == "resolvers" and isinstance(spec, ModelResolverSpec):
-                raise _Wrong(
+                raise _Refused(
                     f"plugin '{plugin_name}' registered model resolver '{spec.name}' with "
                     "register_dataset_resolvers; register it with register_model_resolvers")
             if spec.name in table:
-                other = table[spec.name].plugin
-                raise _Duplicate(
+                raise _Refused(
                     f"duplicate {kind[:-1]} name '{spec.name}': already registered by plugin "
-                    f"'{other}'; plugin '{plugin_name}' is disabled. Rename its {kind[:-1]}."
-                )
+                    f"'{table[spec.name].plugin}'; plugin '{plugin_name}' is disabled. Rename "
+                    f"its {kind[:-1]}.")
             table[spec.name] = replace(spec, plugin=plugin_name)
             info.components.setdefault(kind, []).append(spec.name)
 
@@ -246,7 +226,7 @@ class Registry:
             # a duplicate (the later registration loses) or a wrong registration says so
             # itself; anything else the hook raised (a PluginError included) is described
             info.status = "failed"
-            info.error = (str(exc) if type(exc) in (_Duplicate, _Wrong)
+            info.error = (str(exc) if type(exc) is _Refused
                           else f"{hook} raised {describe(exc)}")
 
     def names(self, kind: str) -> list:
@@ -262,10 +242,8 @@ class Registry:
         try:
             return self._by_kind[kind][name]
         except KeyError:
-            if kind == "datasets" and isinstance(name, str) and ":" in name:
-                return self.resolve_dataset(name)
-            if kind == "models" and isinstance(name, str) and ":" in name:
-                return self.resolve_model(name)
+            if kind in ("datasets", "models") and isinstance(name, str) and ":" in name:
+                return (self.resolve_dataset if kind == "datasets" else self.resolve_model)(name)
             raise UnknownComponentError(kind, name, list(self._by_kind[kind])) from None
 
     def resolve_dataset(self, reference: str):
@@ -292,12 +270,11 @@ class Registry:
 
         Another plugin's name is a PluginError; the same plugin's earlier one is replaced.
         """
-        table = self._by_kind[kind]
-        existing = table.get(spec.name)
+        existing = self._by_kind[kind].get(spec.name)
         if existing is not None and existing.plugin != spec.plugin:
             raise PluginError(f"{kind[:-1]} name '{spec.name}' is already registered by plugin "
                               f"'{existing.plugin}'; choose another name")
-        table[spec.name] = spec
+        self._by_kind[kind][spec.name] = spec
         self._datasets.pop(spec.name, None)
 
     def resolve_model(self, reference: str):
@@ -313,7 +290,6 @@ class Registry:
         A ``load()`` that raises (anything) or returns no Dataset is a DatasetError naming it, and
         is not tried again; a TrialTimeout or Ctrl-C is raised as it is and not remembered.
         """
-
         if name in self._dataset_errors:
             raise self._dataset_errors[name]
         if name not in self._datasets:
@@ -394,19 +370,15 @@ def make_registry(modules=(), load_entrypoints: Optional[bool] = None, builtins:
     registry.recipe = {
         "modules": list(modules),
         "load_entrypoints": load_entrypoints if load_entrypoints is not None else not _called_from_test(),
-        "builtins": builtins,
+        "builtins": builtins,  # references: {a file data set's stable name: where it was read}
+        **{k: dict(v) for k, v in (("verdicts", verdicts), ("references", references)) if v},
     }
-    if verdicts:
-        registry.recipe["verdicts"] = dict(verdicts)
-    if references:  # {stable name of a file data set: the reference it was read from}
-        registry.recipe["references"] = dict(references)
     return registry
 
 
 def probe_child(names: list) -> int:
     """The probe's child process (robench.plugin_probe): load each named entry point on a
     fresh manager, call its hooks, report each one's fate on the probe's file descriptor."""
-
     out = os.fdopen(int(os.environ.pop("ROBENCH_PROBE_FD")), "w", buffering=1,
                     encoding="utf-8")
     watch_sigint()
@@ -434,7 +406,6 @@ def probe_child(names: list) -> int:
 
 def _probe_one(ep) -> Optional[str]:
     """Return why entry point ``ep`` cannot be used, or None (KeyboardInterrupt propagates)."""
-
     try:
         plugin = ep.load()
         pm = pluggy.PluginManager(ENTRY_POINT_GROUP)

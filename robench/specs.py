@@ -26,6 +26,13 @@ def check_slug(name: str) -> str:
     return name
 
 
+class _Slug:
+    """A spec whose ``name`` is a lowercase slug, checked when it is made."""
+
+    def __post_init__(self):
+        check_slug(self.name)
+
+
 class Classifier(Protocol):
     """What a model's ``build`` returns: a small scikit-learn-like estimator."""
 
@@ -74,7 +81,7 @@ class DatasetSpec:
 
 
 @dataclass(frozen=True)
-class ResolverSpec:
+class ResolverSpec(_Slug):
     """A data set reference scheme: ``-d SCHEME:TARGET?KEY=VALUE&...`` needs no plugin per data set.
 
     ``resolve(target, options)`` returns the :class:`DatasetSpec` (renamed to the canonical
@@ -90,9 +97,6 @@ class ResolverSpec:
     takes_path: bool = True
     version: str = "1"
     plugin: str = ""
-
-    def __post_init__(self):
-        check_slug(self.name)
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,7 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
-class ClustererSpec:
+class ClustererSpec(_Slug):
     """A clusterer: ``fit_predict(Z, k, seed=..., true_sources=...)`` returns labels in [0, k)."""
 
     name: str
@@ -173,9 +177,6 @@ class ClustererSpec:
     # clusters_per_class(dataset, k) -> clusters per class when known without clustering
     # (the oracle's true sources); None: k in every class (expected_clusters)
     clusters_per_class: Optional[Callable[["Dataset", int], Any]] = None
-
-    def __post_init__(self):
-        check_slug(self.name)
 
     def not_applicable(self, dataset_spec: DatasetSpec) -> Optional[str]:
         """Return why this clusterer cannot run on the data set, or None if it can."""
@@ -248,7 +249,7 @@ class PairedComparison:
 
 
 @dataclass(frozen=True)
-class MetricSpec:
+class MetricSpec(_Slug):
     """A metric: the trials of one protocol, grouped, turned into scores.
 
     ``aggregate(group, trials)`` returns a list of :class:`Score` for the group's key (dataset,
@@ -281,9 +282,6 @@ class MetricSpec:
     # how ``--until decided`` races its tables (None: run once at the maximum repeats)
     paired: Optional[PairedComparison] = None
 
-    def __post_init__(self):
-        check_slug(self.name)
-
     @classmethod
     def from_module(cls, module, *, protocol, **wiring) -> "MetricSpec":
         """Return the spec of the metric ``module`` defines (the family kit's one constructor).
@@ -293,11 +291,7 @@ class MetricSpec:
         ``paired_values`` and ``interval_at`` (with ``REPEATS_KNOB``, ``MARGIN``, ``PAIRED_KINDS``).
         ``protocol``: its module or name; ``wiring`` (``report``, ``claims``, ``leaderboard``) wins.
         """
-        fields = {field: getattr(module, attr) for field, attr in _METRIC_MODULE.items()
-                  if hasattr(module, attr)}
-        missing = [attr for attr in _METRIC_REQUIRED if not hasattr(module, attr)]
-        if missing:
-            raise TypeError(f"metric module {module.__name__} defines no {', '.join(missing)}")
+        fields = _module_fields(module, "metric", _METRIC_MODULE)
         pair = [hasattr(module, name) for name in ("paired_values", "interval_at")]
         if any(pair) and not all(pair):
             raise TypeError(f"metric module {module.__name__}: a paired comparison needs both "
@@ -308,7 +302,6 @@ class MetricSpec:
                 repeats_knob=getattr(module, "REPEATS_KNOB", None),
                 margin=getattr(module, "MARGIN", None),
                 kinds=getattr(module, "PAIRED_KINDS", None))
-        fields["version"] = str(fields["version"])
         fields["protocol"] = protocol if isinstance(protocol, str) else protocol.NAME
         return cls(**{**fields, **wiring})
 
@@ -321,7 +314,6 @@ _METRIC_MODULE = {
     "in_default_run": "IN_DEFAULT_RUN", "display_order": "DISPLAY_ORDER",
     "references": "REFERENCES", "moved_from": "MOVED_FROM", "applies_to": "applies_to",
 }
-_METRIC_REQUIRED = ("METRIC", "VERSION", "DEFINITION", "DESCRIPTION", "aggregate")
 
 
 class _Unset:
@@ -446,13 +438,7 @@ class ProtocolSpec:
 
         Reads the names of :data:`_PROTOCOL_MODULE`; optional callables come only from ``wiring``.
         """
-        missing = [attr for attr in _PROTOCOL_REQUIRED if not hasattr(module, attr)]
-        if missing:
-            raise TypeError(f"protocol module {module.__name__} defines no {', '.join(missing)}")
-        fields = {field: getattr(module, attr) for field, attr in _PROTOCOL_MODULE.items()
-                  if hasattr(module, attr)}
-        fields["version"] = str(fields["version"])
-        return cls(**{**fields, **wiring})
+        return cls(**{**_module_fields(module, "protocol", _PROTOCOL_MODULE), **wiring})
 
 
 #: ProtocolSpec field -> the name a protocol module gives it (ProtocolSpec.from_module).
@@ -461,11 +447,20 @@ _PROTOCOL_MODULE = {
     "run": "run", "section": "SECTION", "knobs": "KNOBS", "after": "AFTER",
     "trial_versions": "TRIAL_VERSIONS",
 }
-_PROTOCOL_REQUIRED = ("NAME", "VERSION", "DESCRIPTION", "plan", "run")
+
+
+def _module_fields(module, kind: str, names: dict) -> dict:
+    """Return {field: value} of the ``names`` ``module`` defines (the first five are required)."""
+    missing = [attr for attr in tuple(names.values())[:5] if not hasattr(module, attr)]
+    if missing:
+        raise TypeError(f"{kind} module {module.__name__} defines no {', '.join(missing)}")
+    fields = {field: getattr(module, attr) for field, attr in names.items()
+              if hasattr(module, attr)}
+    return {**fields, "version": str(fields["version"])}
 
 
 @dataclass(frozen=True)
-class ExecutorSpec:
+class ExecutorSpec(_Slug):
     """An executor: ``create(registry, jobs=N, **options)`` returns a robench.run.executors.Executor."""
 
     name: str
@@ -474,12 +469,9 @@ class ExecutorSpec:
     version: str = "1"
     plugin: str = ""
 
-    def __post_init__(self):
-        check_slug(self.name)
-
 
 @dataclass(frozen=True)
-class CorruptionSpec:
+class CorruptionSpec(_Slug):
     """An image corruption: ``apply(images, severity, seed)`` returns corrupted copies.
 
     ``images``: ``(n, C, H, W)`` float32 in ``[0, 1]``; ``severity`` in ``1..severities``; the
@@ -494,9 +486,6 @@ class CorruptionSpec:
     family: str = ""  # noise | blur | weather | digital | extra
     imagenet_c: bool = True  # one of the 15 ImageNet-C test corruptions (False: the 4 extra)
     plugin: str = ""
-
-    def __post_init__(self):
-        check_slug(self.name)
 
     def not_applicable(self, dataset_spec: DatasetSpec) -> Optional[str]:
         """Return why this corruption cannot run on the data set, or None if it can."""

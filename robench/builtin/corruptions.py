@@ -25,7 +25,6 @@ _NOTES = {"spatter": "; robench's copy, an empty liquid mask means no spatter"}
 @hookimpl
 def register_corruptions(register):
     """Register gaussian-noise ... saturate (imagecorruptions-imaug, called per image)."""
-
     for family, names in list(IMAGENET_C.items()) + [("extra", EXTRA)]:
         for lib_name in names:
             register(CorruptionSpec(

@@ -38,26 +38,19 @@ def _shape_field(cls: int, u: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.nd
     bar = lambda d: np.exp(-((d / w) ** 2))  # noqa: E731 - a stroke of width w along d == 0
     r = np.sqrt(u**2 + v**2)
     inside = lambda a: (np.abs(a) < 0.75).astype(np.float32)  # noqa: E731
-    kind = cls % 10
-    if kind == 0:
-        return bar(v) * inside(u)  # horizontal bar
-    if kind == 1:
-        return bar(u) * inside(v)  # vertical bar
-    if kind == 2:
-        return bar(r - 0.55)  # ring
-    if kind == 3:
-        return np.maximum(bar(v) * inside(u), bar(u) * inside(v))  # plus
-    if kind == 4:
-        return bar((u - v) / np.sqrt(2)) * inside((u + v) / np.sqrt(2))  # diagonal
-    if kind == 5:
-        return np.exp(-((r / (2.5 * w)) ** 2))  # blob
-    if kind == 6:
-        return np.maximum(bar(np.abs(u) - 0.5), bar(np.abs(v) - 0.5)) * inside(u) * inside(v)  # square
-    if kind == 7:
-        return np.maximum(bar(v + 0.4), bar(v - 0.4)) * inside(u)  # two bars
-    if kind == 8:
-        return bar(r - 0.55) * (v < 0)  # arc
-    return np.maximum(bar((u - v) / np.sqrt(2)), bar((u + v) / np.sqrt(2))) * inside(r)  # cross
+    shapes = (
+        lambda: bar(v) * inside(u),  # horizontal bar
+        lambda: bar(u) * inside(v),  # vertical bar
+        lambda: bar(r - 0.55),  # ring
+        lambda: np.maximum(bar(v) * inside(u), bar(u) * inside(v)),  # plus
+        lambda: bar((u - v) / np.sqrt(2)) * inside((u + v) / np.sqrt(2)),  # diagonal
+        lambda: np.exp(-((r / (2.5 * w)) ** 2)),  # blob
+        lambda: np.maximum(bar(np.abs(u) - 0.5), bar(np.abs(v) - 0.5)) * inside(u) * inside(v),
+        lambda: np.maximum(bar(v + 0.4), bar(v - 0.4)) * inside(u),  # two bars
+        lambda: bar(r - 0.55) * (v < 0),  # arc
+        lambda: np.maximum(bar((u - v) / np.sqrt(2)), bar((u + v) / np.sqrt(2))) * inside(r),
+    )  # 6: square, 9: cross
+    return shapes[cls % 10]()
 
 
 def make_synthetic_sources(

@@ -33,8 +33,7 @@ class SVMClassifier:
     has_features = False
 
     def __init__(self, *, seed: int = 0, C: float = 1.0):
-        self.seed = seed
-        self.C = C
+        self.seed, self.C = seed, C
 
     def __repr__(self) -> str:
         return f"SVMClassifier(seed={self.seed}, C={self.C})"
@@ -45,9 +44,7 @@ class SVMClassifier:
 
         self.model_ = SVC(kernel="rbf", gamma="scale", C=self.C, random_state=self.seed)
         self.model_.fit(X, y)
-        self.history_ = []
-        self.n_epochs_ = 0
-        self.best_epoch_ = 0
+        self.history_, self.n_epochs_, self.best_epoch_ = [], 0, 0
         self.train_accuracy_ = self._train_accuracy(X, y)
         self.val_accuracy_ = (self.score(X_val, y_val)
                               if X_val is not None and len(X_val) else None)
@@ -142,8 +139,7 @@ def build_cnn(ctx: ModelContext, depth: int):
 
 
 def mlp_params(n_features: int, n_classes: int, hidden: tuple = (256, 128)) -> int:
-    """Return the trainable parameters of :class:`robench.learn.train.MLP`: each layer's weights
-    and biases."""
+    """Return the trainable parameters (weights, biases) of :class:`robench.learn.train.MLP`."""
     widths = (int(n_features), *hidden, int(n_classes))
     return sum((a + 1) * b for a, b in zip(widths, widths[1:]))
 
@@ -172,8 +168,7 @@ def _mlp_params_text() -> str:
     on = ", ".join(f"{mlp_params(c * hh * ww, 10, _MLP_HIDDEN):,} on {label}"
                    for label, (c, hh, ww) in _SIZES)
     return (f"{h1}·d + {h2 + 1}·C + {h1 + (h1 + 1) * h2:,} for d input features and C "
-            "classes: "
-            f"{on} (10 classes)")
+            f"classes: {on} (10 classes)")
 
 
 def _cnn_params_text(depth: int) -> str:
@@ -187,24 +182,16 @@ def _cnn_params_text(depth: int) -> str:
 def register_models(register):
     """Register svm, mlp, cnn-1, cnn-2 and cnn-3."""
     register(ModelSpec(
-        name="svm",
-        build=build_svm,
-        description="RBF SVM (scikit-learn SVC, gamma='scale', C=1); ignores the validation "
-                    "split (no early stopping) and has no feature space",
-        version="1",
-        requires_image=False,
-        has_features=False,
+        "svm", build_svm, "RBF SVM (scikit-learn SVC, gamma='scale', C=1); ignores the "
+        "validation split (no early stopping) and has no feature space",
+        version="1", requires_image=False, has_features=False,
         params="none fixed: it keeps support vectors (training rows, d values each) and "
                "their dual coefficients, as many as the data needs",
     ))
     register(ModelSpec(
-        name="mlp",
-        build=build_mlp,
-        description="MLP, two ReLU hidden layers 256-128, Adam, early stopping on validation "
-                    "accuracy; features: 128-d last hidden layer",
-        version="2",  # 2: fused Adam step
-        requires_image=False,
-        params=_mlp_params_text(),
+        "mlp", build_mlp, "MLP, two ReLU hidden layers 256-128, Adam, early stopping on "
+        "validation accuracy; features: 128-d last hidden layer",
+        version="2", requires_image=False, params=_mlp_params_text(),  # 2: fused Adam step
     ))
     for depth in (1, 2, 3):
         channels = "-".join(str(c) for c in CNN_CHANNELS[:depth])
@@ -216,7 +203,5 @@ def register_models(register):
                         "features: 128-d fc layer",
             # 2: fused Adam step; 3: channels-last end to end (robench.learn.train.ConvNet), which
             # rounds differently: every cnn trial retrains once (docs/profile.md)
-            version="3",
-            requires_image=True,
-            params=_cnn_params_text(depth),
+            version="3", requires_image=True, params=_cnn_params_text(depth),
         ))

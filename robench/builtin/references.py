@@ -5,7 +5,9 @@ Parsed once and cached (robench.data.references.FileDataset); docs/data-and-mode
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import math
 import os
 import zipfile
 from pathlib import Path
@@ -14,7 +16,7 @@ import numpy as np
 
 from robench import hookimpl
 from robench.data import Dataset, DatasetError
-from robench.data.references import FileDataset, file_dataset_spec, reference_name
+from robench.data.references import FileDataset, file_dataset_spec, npy_header, reference_name
 from robench.specs import ResolverSpec
 from robench.data.dataset import MAX_IMAGE_SIDE, check_memory
 
@@ -162,21 +164,13 @@ def arrays_dataset(name: str, X, y, groups=None, *, shape=None, class_names=None
                    image_shape=image_shape, class_names=names, pixels=pixels)
 
 
-# --------------------------------------------------------------------------- npz / npy
-
-
 def _check_header(fh, where: str) -> None:
     """Refuse an .npy whose header asks for more memory than the ceiling (nothing is read)."""
-
     try:
-        version = np.lib.format.read_magic(fh)
-        shape, _, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0(fh))
+        shape, _, dtype = npy_header(fh)
     except Exception:  # noqa: BLE001 - not an .npy header: np.load says why
         return
-    values = 1
-    for n in shape:
-        values *= int(n)
+    values = math.prod(int(n) for n in shape)  # Python ints: a hostile shape cannot overflow
     check_memory(max(values, values * dtype.itemsize // 4), where, f"an array of shape {shape}")
 
 
@@ -216,9 +210,9 @@ def resolve_npz(target: str, options: dict):
 
 def _npy_files(folder: str) -> list:
     d = _need_dir(folder, "a folder with X.npy, y.npy and optionally groups.npy")
-    files = [_need_file(str(d / f), "X.npy (n, d) or image arrays, as npz:'s X")
-             if f == "X.npy" else _need_file(str(d / f), "y.npy (n,) integer labels")
-             for f in ("X.npy", "y.npy")]
+    files = [_need_file(str(d / f), what) for f, what in (
+        ("X.npy", "X.npy (n, d) or image arrays, as npz:'s X"),
+        ("y.npy", "y.npy (n,) integer labels"))]
     if (d / "groups.npy").exists():
         files.append(d / "groups.npy")
     return files
@@ -246,9 +240,6 @@ def resolve_npy(target: str, options: dict):
     return file_dataset_spec(data, f"arrays from {target}/X.npy, y.npy")
 
 
-# ------------------------------------------------------------------------------------ csv
-
-
 def _read_csv(path: Path, name: str, target: str, groups_col) -> Dataset:
     import pandas as pd
 
@@ -271,10 +262,8 @@ def _read_csv(path: Path, name: str, target: str, groups_col) -> Dataset:
     classes = sorted(y_raw.unique().tolist(), key=lambda v: (isinstance(v, str), v))
     codes = {c: i for i, c in enumerate(classes)}
     y = y_raw.map(codes).to_numpy(dtype=np.int64)
-    groups = None
-    if groups_col is not None:
-        g = frame[groups_col]
-        _, groups = np.unique(g.astype(str).to_numpy(), return_inverse=True)
+    groups = None if groups_col is None else np.unique(
+        frame[groups_col].astype(str).to_numpy(), return_inverse=True)[1]
     features = frame.drop(columns=[c for c in (target, groups_col) if c is not None])
     if features.shape[1] == 0:
         raise DatasetError(f"{where}: no feature columns besides the target '{target}'")
@@ -308,9 +297,6 @@ def resolve_csv(target: str, options: dict):
     return file_dataset_spec(data, f"table {target}, target column '{options['target']}'")
 
 
-# ---------------------------------------------------------------------------- imagefolder
-
-
 def _image_files(root: str) -> list:
     """Return [(class name, path)] of ROOT/CLASS/FILE images, classes sorted (as ImageFolder)."""
     d = _need_dir(root, "one sub-folder per class holding its image files")
@@ -337,16 +323,10 @@ def parse_size(text: str, ref: str) -> tuple:
         parts = []
     if len(parts) == 1:
         parts = parts * 2
-
     if len(parts) != 2 or min(parts) < 1 or max(parts) > MAX_IMAGE_SIDE:
         raise DatasetError(f"{ref}: size must be N or HxW (integers from 1 to {MAX_IMAGE_SIDE}),"
                            f" got '{text[:40]}'")
     return tuple(parts)
-
-
-def _bomb(exc) -> str:
-    return (f"its header claims more pixels than PIL decodes safely ({exc}); a decompression "
-            "bomb, or an image far larger than a benchmark needs: shrink it")
 
 
 def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
@@ -377,37 +357,42 @@ def _read_imagefolder(root: str, name: str, size, mode) -> Dataset:
 GREY_MODES = {"1", "L", "LA", "I", "I;16", "F", "P;L"}
 
 
-def _header(p) -> tuple:
-    """Return (mode, size) of image file ``p`` from its header."""
+@contextlib.contextmanager
+def _image(p, header: bool = False):
+    """Open image file ``p`` with PIL; DatasetError saying why it cannot be (``header``: sizing)."""
     from PIL import Image, UnidentifiedImageError
 
     try:
         with Image.open(p) as im:
-            return im.mode, im.size
-    except UnidentifiedImageError:
-        raise DatasetError(f"cannot read image {p}: not an image format PIL can decode "
-                           "(a damaged or mislabelled file)") from None
+            yield im
     except Image.DecompressionBombError as exc:
-        raise DatasetError(f"refused image {p}: {_bomb(exc)}") from None
-    except OSError as exc:
+        raise DatasetError(f"refused image {p}: its header claims more pixels than PIL decodes "
+                           f"safely ({exc}); a decompression bomb, or an image far larger than "
+                           "a benchmark needs: shrink it") from None
+    except OSError as exc:  # UnidentifiedImageError included
+        if not header:
+            raise DatasetError(f"cannot read image {p} ({type(exc).__name__}: a damaged or "
+                               "truncated file)") from None
+        if isinstance(exc, UnidentifiedImageError):
+            raise DatasetError(f"cannot read image {p}: not an image format PIL can decode "
+                               "(a damaged or mislabelled file)") from None
         raise DatasetError(f"cannot read image {p}: {exc}") from None
+
+
+def _header(p) -> tuple:
+    """Return (mode, size) of image file ``p`` from its header."""
+    with _image(p, header=True) as im:
+        return im.mode, im.size
 
 
 def _pixels(p, pil_mode: str, w: int, h: int) -> np.ndarray:
     """Return image file ``p`` as uint8 (C, h, w) in ``pil_mode``, resized where it differs."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image
 
-    try:
-        with Image.open(p) as im:
-            im = im.convert(pil_mode)
-            if im.size != (w, h):
-                im = im.resize((w, h), Image.Resampling.BILINEAR)
-            arr = np.asarray(im, dtype=np.uint8)
-    except Image.DecompressionBombError as exc:
-        raise DatasetError(f"refused image {p}: {_bomb(exc)}") from None
-    except (UnidentifiedImageError, OSError) as exc:
-        raise DatasetError(f"cannot read image {p} ({type(exc).__name__}: a damaged or "
-                           "truncated file)") from None
+    with _image(p) as im:
+        im = im.convert(pil_mode)
+        arr = np.asarray(im if im.size == (w, h) else im.resize((w, h), Image.Resampling.BILINEAR),
+                         dtype=np.uint8)
     return arr[None] if arr.ndim == 2 else arr.transpose(2, 0, 1)
 
 
@@ -420,36 +405,25 @@ def resolve_imagefolder(target: str, options: dict):
         raise DatasetError(f"{ref}: mode must be gray or rgb, got '{mode}'")
     name = reference_name("imagefolder", target, options)
 
-    def files():
-        found = _image_files(target)
-        return [Path(target)] + [p for _, p in found]
-
-    data = FileDataset(name, files, lambda: _read_imagefolder(target, name, size, mode))
+    data = FileDataset(name, lambda: [Path(target)] + [p for _, p in _image_files(target)],
+                       lambda: _read_imagefolder(target, name, size, mode))
     return file_dataset_spec(data, f"images under {target}, one folder per class")
 
 
 @hookimpl
 def register_dataset_resolvers(register):
     """Register npz:, npy:, csv: and imagefolder:."""
-    register(ResolverSpec(
-        "npz", resolve_npz,
-        "NumPy .npz with X, y and optional groups (true source ids: the oracle clusterer "
-        "applies); uint8 images are scaled to [0, 1]",
-        syntax="npz:PATH[?shape=C,H,W]", options=("shape",),
-    ))
-    register(ResolverSpec(
-        "npy", resolve_npy,
-        "a folder of X.npy, y.npy and optional groups.npy (as npz:)",
-        syntax="npy:FOLDER[?shape=C,H,W]", options=("shape",),
-    ))
-    register(ResolverSpec(
-        "csv", resolve_csv,
-        "a CSV table: numeric feature columns, a categorical target column, optionally a "
-        "column of true source ids",
-        syntax="csv:PATH?target=COLUMN[&groups=COLUMN]", options=("target", "groups"),
-    ))
-    register(ResolverSpec(
-        "imagefolder", resolve_imagefolder,
-        "ROOT/CLASS/IMAGE files (as torchvision's ImageFolder), resized to one size, grey or RGB",
-        syntax="imagefolder:ROOT[?size=N|HxW][&mode=gray|rgb]", options=("size", "mode"),
-    ))
+    for scheme, resolver, description, syntax, options in (
+        ("npz", resolve_npz, "NumPy .npz with X, y and optional groups (true source ids: the "
+         "oracle clusterer applies); uint8 images are scaled to [0, 1]",
+         "npz:PATH[?shape=C,H,W]", ("shape",)),
+        ("npy", resolve_npy, "a folder of X.npy, y.npy and optional groups.npy (as npz:)",
+         "npy:FOLDER[?shape=C,H,W]", ("shape",)),
+        ("csv", resolve_csv, "a CSV table: numeric feature columns, a categorical target column, "
+         "optionally a column of true source ids",
+         "csv:PATH?target=COLUMN[&groups=COLUMN]", ("target", "groups")),
+        ("imagefolder", resolve_imagefolder, "ROOT/CLASS/IMAGE files (as torchvision's "
+         "ImageFolder), resized to one size, grey or RGB",
+         "imagefolder:ROOT[?size=N|HxW][&mode=gray|rgb]", ("size", "mode")),
+    ):
+        register(ResolverSpec(scheme, resolver, description, syntax=syntax, options=options))

@@ -89,13 +89,11 @@ def local_weights(arch: str) -> tuple:
             try_to_load_from_cache = None
         if try_to_load_from_cache is not None:
             cache = os.environ.get("HF_HUB_CACHE") or None
-            names = (cfg.hf_hub_filename,) if cfg.hf_hub_filename else HUB_FILES
-            for name in names:
+            for name in (cfg.hf_hub_filename,) if cfg.hf_hub_filename else HUB_FILES:
                 found = try_to_load_from_cache(cfg.hf_hub_id, name, cache_dir=cache)
                 if isinstance(found, str) and os.path.isfile(found):
                     return found, cfg.hf_hub_id
-            tried.append(f"the Hugging Face hub cache ({cache or 'default'}) for "
-                         f"{cfg.hf_hub_id}")
+            tried.append(f"the Hugging Face hub cache ({cache or 'default'}) for {cfg.hf_hub_id}")
     if cfg.url:
         import torch.hub
 
@@ -109,13 +107,6 @@ def local_weights(arch: str) -> tuple:
         f"(looked in {'; '.join(tried)}); robench never downloads weights at run time. Fetch "
         f"them once where a network exists: python -c \"import timm; "
         f"timm.create_model('{arch}', pretrained=True)\", or drop pretrained=1")
-
-
-def _fixed_input_size(arch: str) -> bool:
-    import timm
-
-    cfg = timm.models.get_pretrained_cfg(arch)
-    return bool(cfg is not None and cfg.fixed_input_size)
 
 
 def make_timm_net(arch: str, image_shape: tuple, n_classes: int, *, pretrained: bool,
@@ -136,7 +127,8 @@ def make_timm_net(arch: str, image_shape: tuple, n_classes: int, *, pretrained: 
             super().__init__()
             self.image_shape, self.input_hw, self.arch = (c, h, w), hw, arch
             kwargs = {}
-            if _fixed_input_size(arch):
+            fixed = timm.models.get_pretrained_cfg(arch)
+            if fixed is not None and fixed.fixed_input_size:
                 kwargs["img_size"] = hw
             if pretrained:
                 # the file by path: timm reads it, no hub lookup, no network
@@ -220,29 +212,20 @@ def resolve_timm(target: str, options: dict) -> ModelSpec:
     shape = f"{opts['size']}x{opts['size']}" if opts["size"] else \
         f"upsampled to >= {opts['min_size']} px"
     return ModelSpec(
-        name="timm",  # replaced by the canonical reference
-        build=functools.partial(build_timm, arch=target, options=opts, weights=weights),
-        description=(f"timm {target} ({'pretrained, local cache' if opts['pretrained'] else 'random init'}"
-                     f", inputs {shape}), linear head, Adam, early stopping on validation; "
-                     "features: timm's pre-logits"),
-        version=version,
-        requires_image=True,
-        has_features=True,
-    )
+        "timm",  # replaced by the canonical reference
+        functools.partial(build_timm, arch=target, options=opts, weights=weights),
+        f"timm {target} ({'pretrained, local cache' if opts['pretrained'] else 'random init'}"
+        f", inputs {shape}), linear head, Adam, early stopping on validation; "
+        "features: timm's pre-logits", version=version, requires_image=True, has_features=True)
 
 
 @hookimpl
 def register_model_resolvers(register):
     """Register the ``timm:`` model reference scheme."""
     register(ModelResolverSpec(
-        name="timm",
-        resolve=resolve_timm,
-        description="any timm architecture (timm.list_models()); random init unless "
-                    "pretrained=1 and the weights are in the local cache (never downloaded); "
-                    f"images upsampled to >= min_size px (default {DEFAULT_MIN_SIZE}) or resized "
-                    "to size x size; features from timm's pre-logits",
-        syntax=SYNTAX,
-        options=("pretrained", "min_size", "size"),
-        examples=EXAMPLES,
-        version="1",
+        "timm", resolve_timm, "any timm architecture (timm.list_models()); random init unless "
+        "pretrained=1 and the weights are in the local cache (never downloaded); images "
+        f"upsampled to >= min_size px (default {DEFAULT_MIN_SIZE}) or resized to size x size; "
+        "features from timm's pre-logits", syntax=SYNTAX,
+        options=("pretrained", "min_size", "size"), examples=EXAMPLES, version="1",
     ))

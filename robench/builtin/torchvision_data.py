@@ -146,9 +146,7 @@ def _split(cls, name: str, root: Path, split: str):
 
 
 def load(name: str, split: str, n, root: Path, ref: str) -> Dataset:
-    """Read ``name`` with torchvision's class and return it as a robench Dataset."""
-
-    _present(name, split, root)
+    """Read ``name`` (its files checked by the caller) with torchvision's class as a Dataset."""
     cls = torchvision_class(name)
     parts = [_split(cls, name, root, s) for s in (("train", "test") if split == "all"
                                                     else (split,))]

@@ -24,15 +24,12 @@ CHECK_BATCH = 4096
 
 def nonfinite_rows(arrays) -> int:
     """Return how many rows of ``arrays`` hold a NaN or inf (Rows read in batches, never copied)."""
-
     if isinstance(arrays, Rows):
         if not np.issubdtype(arrays.dtype, np.inexact):
             return 0
         return sum(nonfinite_rows(b) for b in arrays.batches(CHECK_BATCH))
     a = np.asarray(arrays)
-    if a.size == 0:
-        return 0
-    if not np.issubdtype(a.dtype, np.floating) and not np.issubdtype(a.dtype, np.complexfloating):
+    if a.size == 0 or not np.issubdtype(a.dtype, np.inexact):
         return 0  # integers and booleans cannot hold NaN or inf
     if a.ndim == 0:
         return int(not np.isfinite(a))

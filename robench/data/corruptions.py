@@ -67,10 +67,7 @@ def _library(name: str):
     import imagecorruptions.corruptions as lib
     from imagecorruptions import corruption_dict
 
-    if name == "spatter":
-        yield spatter
-        return
-    fn = corruption_dict[name]
+    fn = spatter if name == "spatter" else corruption_dict[name]
     if name != "frost":
         yield fn
         return
@@ -238,15 +235,13 @@ def corrupted_sets(images: np.ndarray, specs: list, severities, seed: int, *, fi
                                 severities, seed)
             path = cache_dir() / _NAMESPACE / f"{key}.npz"
             lock = path.with_suffix(".lock")
-            if not path.exists():
-                if not _try_lock(lock, timeout):
-                    continue
+            if not path.exists() and not _try_lock(lock, timeout):
+                continue
             try:
                 arrays = _finite_entry(key, sp, images, severities, seed)
             finally:
                 lock.unlink(missing_ok=True)
-            for s in severities:
-                out[(name, s)] = arrays[f"s{s}"]
+            out.update({(name, s): arrays[f"s{s}"] for s in severities})
             del pending[name]
             progressed = True
         if pending and not progressed:
@@ -280,11 +275,9 @@ def _try_lock(lock: Path, timeout: float) -> bool:
     try:
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             if time.time() - lock.stat().st_mtime > timeout:
                 lock.unlink(missing_ok=True)  # its holder died: take over next round
-        except FileNotFoundError:
-            pass
         return False
     os.write(fd, str(os.getpid()).encode())
     os.close(fd)

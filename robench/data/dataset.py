@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import mmap
 import os
@@ -123,10 +124,7 @@ class Dataset:
         Rows of a memory-mapped data set are read with ``preadv``, never through the map: one
         touched row could map 2 MiB into RSS (docs/data-and-models.md, "Memory").
         """
-        idx = np.asarray(idx)
-        if idx.dtype == bool:
-            idx = np.flatnonzero(idx)
-        idx = idx.astype(np.intp, copy=False).reshape(-1)
+        idx = _positions(idx, self.n_samples).reshape(-1)
         reader = self._reader()
         if reader is None:
             return self.raw[idx]
@@ -219,14 +217,6 @@ class Rows:
     def dtype(self):
         return self.dataset.raw.dtype
 
-    def _positions(self, key) -> np.ndarray:
-        if isinstance(key, slice):
-            return np.arange(*key.indices(len(self)), dtype=np.intp)
-        key = np.asarray(key)
-        if key.dtype == bool:
-            return np.flatnonzero(key)
-        return key.astype(np.intp, copy=False)
-
     def __getitem__(self, key) -> np.ndarray:
         """Return the rows at positions ``key`` (a slice, or integer / boolean positions)."""
         if isinstance(key, (int, np.integer)):
@@ -235,7 +225,7 @@ class Rows:
             start, stop, step = key.indices(len(self))
             if step == 1:  # consecutive rows: one read
                 return self.dataset.take(np.arange(start, max(start, stop)))
-        pos = self._positions(key)
+        pos = _positions(key, len(self))
         return self.dataset.take(pos if self.idx is None else self.idx[pos])
 
     def batches(self, size: int):
@@ -246,6 +236,14 @@ class Rows:
     def __array__(self, dtype=None, copy=None):
         out = self[:]
         return out if dtype is None else out.astype(dtype, copy=False)
+
+
+def _positions(key, n: int) -> np.ndarray:
+    """Return the integer positions of a slice (of ``n`` rows), a boolean mask or positions."""
+    if isinstance(key, slice):
+        return np.arange(*key.indices(n), dtype=np.intp)
+    key = np.asarray(key)
+    return np.flatnonzero(key) if key.dtype == bool else key.astype(np.intp, copy=False)
 
 
 class _FileRows:
@@ -298,10 +296,8 @@ class _FileRows:
 
     def __del__(self):
         if getattr(self, "_fd", None) is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(self._fd)
-            except OSError:
-                pass
 
 
 def validate(ds: Dataset) -> None:
@@ -336,25 +332,20 @@ def validate(ds: Dataset) -> None:
             f"data set '{ds.name}': sources must have one id per sample "
             f"({y.shape[0]}), got shape {ds.sources.shape}"
         )
-    _check_image_shape(ds, X.shape[1])
-    if ds.class_names and len(ds.class_names) != len(classes):
-        raise DatasetError(
-            f"data set '{ds.name}': {len(ds.class_names)} class names for {len(classes)} classes"
-        )
-
-
-def _check_image_shape(ds: Dataset, features: int) -> None:
-    """Raise DatasetError unless ``ds.image_shape`` is (C, H, W) of ``features``; make it ints."""
     if ds.image_shape is not None:
         shape = tuple(int(s) for s in ds.image_shape)
-        if len(shape) != 3 or int(np.prod(shape)) != features:
+        if len(shape) != 3 or int(np.prod(shape)) != X.shape[1]:
             raise DatasetError(
                 f"data set '{ds.name}': image_shape {ds.image_shape} must be (C, H, W) "
-                f"with C*H*W == {features} features"
+                f"with C*H*W == {X.shape[1]} features"
             )
         ds.image_shape = shape
     elif ds.pixels:
         raise DatasetError(f"data set '{ds.name}': pixels=True needs an image_shape")
+    if ds.class_names and len(ds.class_names) != len(classes):
+        raise DatasetError(
+            f"data set '{ds.name}': {len(ds.class_names)} class names for {len(classes)} classes"
+        )
 
 
 def _all_finite(X: np.ndarray, chunk: int = 1 << 22) -> bool:

@@ -14,7 +14,6 @@ from robench.data.references import checked_reference, reference_name
 
 def resolve_model(registry, reference: str):
     """Return the ModelSpec ``reference`` names; its name is the canonical reference."""
-
     resolver, target, options = checked_reference(registry, "model-resolvers", reference,
                                                   "model", ModelReferenceError, "models")
     spec = resolver.resolve(target, dict(options))

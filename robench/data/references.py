@@ -73,7 +73,6 @@ def checked_reference(registry, resolvers: str, reference: str, what: str = "dat
     ``extra``, robench's own for path resolvers); else ``error`` in one line (``listing``: the
     ``robench list`` kind). Model references use it too.
     """
-
     scheme, target, options = parse_reference(reference, what, error)
     try:
         resolver = registry.get(resolvers, scheme)
@@ -140,8 +139,7 @@ def _remember(name: str, reference: str) -> None:
 
 
 def remembered(name: str):
-    """Return the reference the data set ``name`` was last read from on this machine, or
-    None."""
+    """Return the reference data set ``name`` was last read from on this machine, or None."""
     try:
         found = json.loads(_index_path(name).read_text())
     except (OSError, ValueError):
@@ -164,9 +162,9 @@ def resolve(registry, reference: str):
     resolver, target, options = checked_reference(registry, "resolvers", reference,
                                                   extra=("name",))
     given = options.pop("name", None) if resolver.takes_path else None
-    name = canonical_reference(resolver, target, options)
     if resolver.takes_path:
         target = os.path.abspath(os.path.expanduser(target))
+    name = reference_name(resolver.name, target, options)
     spec = resolver.resolve(target, dict(options))
     if resolver.takes_path:
         located = reference_name(resolver.name, target,
@@ -223,13 +221,11 @@ class FileDataset:
 
     def entry(self) -> Path:
         """Return the cache folder of the files as they are now, parsing them if it is missing."""
-
         key = content_key("file-dataset", self.version, self.name, file_stamps(self.files()))
         path = _cache_root() / key
         if (path / "meta.json").exists():
             return path
-        ds = self.parse()
-        _write_entry(path, ds)
+        _write_entry(path, self.parse())
         return path
 
     def meta(self) -> dict:
@@ -268,10 +264,7 @@ class FileDataset:
 def _read_as_float(path: Path, chunk: int = 4096) -> np.ndarray:
     """Read a uint8 .npy as float32 pixels chunk by chunk (no uint8 copy of the whole array)."""
     with open(path, "rb") as f:
-        major, _ = np.lib.format.read_magic(f)
-        read_header = (np.lib.format.read_array_header_1_0 if major == 1
-                       else np.lib.format.read_array_header_2_0)
-        shape, fortran, dtype = read_header(f)
+        shape, fortran, dtype = npy_header(f)
         if dtype != np.uint8 or fortran or len(shape) != 2:
             raise DatasetError(f"{path}: expected a C-ordered 2-D uint8 array")
         out = np.empty(shape, dtype=np.float32)
@@ -281,6 +274,13 @@ def _read_as_float(path: Path, chunk: int = 4096) -> np.ndarray:
             buf = np.frombuffer(f.read(n * row), dtype=np.uint8).reshape(n, row)
             out[start:start + n] = pixels_to_float(buf)
     return out
+
+
+def npy_header(f) -> tuple:
+    """Return (shape, fortran order, dtype) from the header of the .npy file open as ``f``."""
+    major, _ = np.lib.format.read_magic(f)
+    return (np.lib.format.read_array_header_1_0 if major == 1
+            else np.lib.format.read_array_header_2_0)(f)
 
 
 def mmap_threshold() -> int:
@@ -319,8 +319,6 @@ def _write_entry(path: Path, ds: Dataset) -> None:
 
 def file_dataset_spec(file_data: FileDataset, description: str, version: str = "1"):
     """Return the DatasetSpec of a FileDataset (parsed now if it is not cached yet)."""
-
-
     meta = file_data.meta()
     # a parsed copy in the cache is held to the ceiling in force now, too
     check_memory(int(meta.get("n_samples") or 0) * int(meta.get("n_features") or 0),

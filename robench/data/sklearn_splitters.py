@@ -36,12 +36,6 @@ class _SourceSplit(BaseCrossValidator):
                              test_size=getattr(self, "test_size", 0.2))
             yield np.flatnonzero(~mask), np.flatnonzero(mask)
 
-    def _iter_test_masks(self, X=None, y=None, groups=None):  # pragma: no cover - split overrides
-        for _, test in self.split(X, y, groups):
-            mask = np.zeros(len(y), dtype=bool)
-            mask[test] = True
-            yield mask
-
 
 class SourceExclusiveSplit(_SourceSplit):
     """Repeated source-exclusive split: per class, one whole source is the test set.
@@ -57,8 +51,7 @@ class SourceExclusiveSplit(_SourceSplit):
     _kind = "exclusive"
 
     def __init__(self, n_repeats=10, random_state=None):
-        self.n_repeats = n_repeats
-        self.random_state = random_state
+        self.n_repeats, self.random_state = n_repeats, random_state
 
 
 class SourceInclusiveSplit(_SourceSplit):
@@ -77,6 +70,4 @@ class SourceInclusiveSplit(_SourceSplit):
     _kind = "inclusive"
 
     def __init__(self, n_repeats=10, test_size=0.2, random_state=None):
-        self.n_repeats = n_repeats
-        self.test_size = test_size
-        self.random_state = random_state
+        self.n_repeats, self.test_size, self.random_state = n_repeats, test_size, random_state

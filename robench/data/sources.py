@@ -80,17 +80,14 @@ def find_sources(dataset, clusterer_spec, clusterer_version: str, k: int, seed: 
         groups = np.empty(y.shape[0], dtype=np.int64)
         k_per_class = np.zeros(dataset.n_classes, dtype=np.int64)
         sil = np.full(dataset.n_classes, np.nan)
-        offset = 0
-        infos = []
+        offset, infos = 0, []
         for c in range(dataset.n_classes):
             idx = np.flatnonzero(y == c)
             true = dataset.sources[idx] if dataset.sources is not None else None
             Xc = dataset.rows(idx)  # float32 rows of this class only
             raw = clusterer_spec.fit_predict(Xc, k, seed=seed, true_sources=true)
             infos.append(getattr(raw, "info", None))
-            labels = np.asarray(raw)
-            _, labels = np.unique(labels, return_inverse=True)
-            labels = labels.ravel()
+            labels = np.unique(np.asarray(raw), return_inverse=True)[1].ravel()
             m = int(labels.max()) + 1
             k_per_class[c] = m
             if 1 < m < idx.size:

@@ -34,28 +34,9 @@ def _check(y, groups):
     return y, groups
 
 
-def exclusive_test_mask(y, groups, rng: np.random.Generator) -> np.ndarray:
-    """Return a test mask holding, for every class, all samples of one random source (>= 2 each)."""
-    y, groups = _check(y, groups)
-    mask = np.zeros(y.shape[0], dtype=bool)
-    for c in np.unique(y):
-        in_class = y == c
-        sources = np.unique(groups[in_class])
-        if sources.size < 2:
-            raise ValueError(
-                f"class {c} has {sources.size} source(s); the exclusive split needs at least 2"
-            )
-        held_out = rng.choice(sources)
-        mask |= in_class & (groups == held_out)
-    return mask
-
-
-def balanced_exclusive_test_mask(y, groups, *, seed: int, repeat: int) -> np.ndarray:
-    """Return the balanced design's exclusive test mask: sources held out in rotation.
-
-    Repeat r is position ``r % k`` of cycle ``r // k`` in a permutation of each class's sources
-    drawn afresh per (seed, cycle, class) (docs/intervals.md says why).
-    """
+def _held_out_mask(y, groups, pick) -> np.ndarray:
+    """Return a test mask holding, for every class, all samples of its source ``pick(class
+    index, its sources)`` (>= 2 each)."""
     y, groups = _check(y, groups)
     mask = np.zeros(y.shape[0], dtype=bool)
     for c_index, c in enumerate(np.unique(y)):
@@ -65,12 +46,28 @@ def balanced_exclusive_test_mask(y, groups, *, seed: int, repeat: int) -> np.nda
             raise ValueError(
                 f"class {c} has {sources.size} source(s); the exclusive split needs at least 2"
             )
-        k = sources.size
-        cycle, position = divmod(int(repeat), k)
-        perm = np.random.default_rng(
-            [int(seed), cycle, KIND_CODES["exclusive"], _BALANCED_STREAM, c_index]).permutation(k)
-        mask |= in_class & (groups == sources[perm[position]])
+        mask |= in_class & (groups == pick(c_index, sources))
     return mask
+
+
+def exclusive_test_mask(y, groups, rng: np.random.Generator) -> np.ndarray:
+    """Return a test mask holding, for every class, all samples of one random source (>= 2 each)."""
+    return _held_out_mask(y, groups, lambda _, sources: rng.choice(sources))
+
+
+def balanced_exclusive_test_mask(y, groups, *, seed: int, repeat: int) -> np.ndarray:
+    """Return the balanced design's exclusive test mask: sources held out in rotation.
+
+    Repeat r is position ``r % k`` of cycle ``r // k`` in a permutation of each class's sources
+    drawn afresh per (seed, cycle, class) (docs/intervals.md says why).
+    """
+    def pick(c_index: int, sources: np.ndarray):
+        cycle, position = divmod(int(repeat), sources.size)
+        return sources[np.random.default_rng(
+            [int(seed), cycle, KIND_CODES["exclusive"], _BALANCED_STREAM, c_index]
+        ).permutation(sources.size)[position]]
+
+    return _held_out_mask(y, groups, pick)
 
 
 def balanced_cycle(y, groups) -> int:

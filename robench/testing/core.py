@@ -205,12 +205,8 @@ class Check:
         case = self.case
         case.current = self.name
         try:
-            self.function(case)
-        except (ConformanceError, unittest.SkipTest):
-            raise
-        except Exception as exc:  # noqa: BLE001 - the check met an error: it is the finding
-            raise ConformanceError(case.component, self.name,
-                                   f"the check raised {type(exc).__name__}: {exc}") from exc
+            with case.calling(self.name, "the check"):  # an error the check met is the finding
+                self.function(case)
         finally:
             case.current = None
 
@@ -270,9 +266,6 @@ def run_checks(checks: Iterable[Check], *, expected_failures: Optional[Mapping] 
         error.report = report
         raise error
     return report
-
-
-# --- what several kinds check or use --------------------------------------------------------
 
 
 def check_spec_fields(case: Case, callables: tuple, flags: tuple) -> None:

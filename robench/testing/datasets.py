@@ -62,7 +62,7 @@ def synthetic_dataset(n_classes: int = 3, n_per_class: int = 40, *, n_features: 
 def dataset_checks(dataset: Union[str, DatasetSpec], registry=None):
     """Yield the checks of one data set, in order (``load()`` runs once, then once again)."""
     spec, _ = resolve("datasets", DatasetSpec, dataset, registry)
-    case = DatasetCase(spec)
+    case = DatasetCase("data set", spec)
     yield from make_checks(case, "dataset", ((name, RULES[name]) for name in DATASET_CHECKS))
 
 
@@ -93,9 +93,6 @@ def check_dataset(dataset: Union[str, DatasetSpec], registry=None, *,
 
 class DatasetCase(Case):
     """One data set under check; ``loaded`` is its first ``load()``."""
-
-    def __init__(self, spec: DatasetSpec):
-        super().__init__("data set", spec)
 
     @shared(owner="load")
     def loaded(self):

@@ -86,9 +86,8 @@ class MetricCase(Case):
     def __init__(self, spec: MetricSpec, registry, *, dataset, model, clusterer, repeats, k,
                  seed, settings):
         super().__init__("metric", spec)
-        self.registry, self.dataset, self.repeats, self.k, self.seed = (
-            registry, dataset, repeats, k, seed)
-        self.settings = settings
+        self.registry, self.dataset, self.repeats, self.k, self.seed, self.settings = (
+            registry, dataset, repeats, k, seed, settings)
         self.model = model if model is not None else ("mlp" if spec.needs_features else "svm")
         self.clusterer = (clusterer or "kmeans") if spec.uses_clusterer else None
         self.combo = f"({dataset}, {self.model}, {clusterer or self.clusterer or '-'})"
@@ -270,20 +269,13 @@ RULES = {"spec": spec_fields, "spec-protocol": spec_protocol, "run": run, "score
          "failed-trials": failed_trials, "empty-group": empty_group}
 
 
-# --- the one place that knows the runner, the run configuration and the store ---------------
-
-
 def tiny_run(registry, spec: MetricSpec, *, dataset: str, model: str,
              clusterer: Optional[str], repeats: int, k: int, seed: int, settings,
              db: Path) -> tuple:
     """Run one metric on one combination in-process; return (report, trial rows, error or None)."""
-
-    if settings is None:
-        sections = {}
-    elif isinstance(settings, dict):
-        sections = {name: dict(knobs) for name, knobs in settings.items()}
-    else:
-        sections = parse_settings(list(settings), registry)
+    sections = ({name: dict(knobs) for name, knobs in (settings or {}).items()}
+                if settings is None or isinstance(settings, dict)
+                else parse_settings(list(settings), registry))
     cfg = RunConfig(datasets=[dataset], models=[model],
                     clusterers=[clusterer] if clusterer else [], metrics=[spec.name],
                     repeats=repeats, k=k, seed=seed, executor="local", jobs=1,

@@ -90,9 +90,6 @@ def check_model(model: Union[str, ModelSpec], registry=None, *,
                       expected_failures=expected_failures, collect_all=collect_all)
 
 
-# --- what the checks of one model share ------------------------------------------------------
-
-
 @dataclass
 class Fit:
     """One training of the model through robench's fit path, as the spy saw it."""
@@ -110,7 +107,6 @@ class Training:
     fit: Optional[Fit]  # the training the other checks read; None if none worked
     build_problem: str = ""  # build(ctx) returned something without fit or predict
     error: Optional[Exception] = None  # what training with the unused knobs raised
-    without_knobs_worked: bool = False
 
 
 class BuildRefused(Exception):
@@ -163,7 +159,7 @@ class ModelCase(Case):
     def fit_once(self, budget: dict) -> Fit:
         """Build and train the model once through robench's fit path, spied on."""
         ds, (train_idx, val_idx, test_idx) = self.data, self.split
-        built = []
+        built = []  # the spy of the one build
 
         def build(ctx):
             inner = self.spec.build(ctx)
@@ -171,15 +167,13 @@ class ModelCase(Case):
             if missing:
                 raise BuildRefused(f"build(ctx) returned {type(inner).__name__}, which has no "
                                    f"{' or '.join(missing)} method")
-            spy = Spy(inner, ds)
-            built.append(spy)
-            return spy
+            built.append(Spy(inner, ds))
+            return built[-1]
 
         result = _robench_fit_path()(dataclasses.replace(self.spec, build=build), ds,
                                      train_idx, val_idx, test_idx, seed=self.seed,
                                      train_budget=budget)
-        spy = built[0]
-        return Fit(spy._kit_inner, spy, result, dict(budget))
+        return Fit(built[0]._kit_inner, built[0], result, dict(budget))
 
     @shared(owner="fit")
     def training(self) -> Training:
@@ -195,7 +189,7 @@ class ModelCase(Case):
                 plain = self.fit_once(dict(self.train))
             except Exception:  # noqa: BLE001 - fails either way: report the first error
                 return Training(None, error=exc)
-            return Training(plain, error=exc, without_knobs_worked=True)
+            return Training(plain, error=exc)
 
     @property
     def first(self) -> Fit:
@@ -222,8 +216,7 @@ class ModelCase(Case):
     @property
     def predictions(self) -> list:
         """[(rows, what predict returned)]: the fit path's prediction pass, then the test rows."""
-        recorded = list(self.first.spy._kit_predictions)
-        return recorded + [(len(self.test_rows), self.test_predictions)]
+        return [*self.first.spy._kit_predictions, (len(self.test_rows), self.test_predictions)]
 
 
 def _robench_fit_path():
@@ -261,17 +254,12 @@ class Spy:
 
     def predict(self, X):
         out = self._kit_inner.predict(X)
-        self._kit_predictions.append((len(X), _copy(out)))
+        self._kit_predictions.append(
+            (len(X), np.array(out, copy=True) if isinstance(out, np.ndarray) else out))
         if _label_problem(out, len(X), self._kit_dataset.n_classes) is None:
             return out
         return np.zeros(len(X), dtype=np.int64)
 
-
-def _copy(out):
-    return np.array(out, copy=True) if isinstance(out, np.ndarray) else out
-
-
-# --- the rules --------------------------------------------------------------------------------
 
 PREDICT_FIX = ("return np.asarray(pred, dtype=np.int64), one class index per row "
                "(a torch model: logits.argmax(1))")
@@ -299,10 +287,7 @@ def _label_problem(out, n: int, n_classes: int, only: Optional[str] = None):
         found.append(("predict-range", f"predict returned classes in [{out.min()}, "
                       f"{out.max()}]; expected 0..{n_classes - 1} (ctx.n_classes={n_classes})",
                       "map outputs to class indices 0..ctx.n_classes-1"))
-    for problem in found:
-        if only is None or problem[0] == only:
-            return problem
-    return None
+    return next((problem for problem in found if only in (None, problem[0])), None)
 
 
 def predict_rule(rule: str):
@@ -429,9 +414,8 @@ def fitted_attributes(case: ModelCase) -> None:
         case.fail("fitted-attributes", f"best_epoch_={best} exceeds n_epochs_={n_epochs}")
     for name, optional in (("train_accuracy_", False), ("val_accuracy_", True)):
         v = attr(name)
-        if v is None and optional:
-            continue
-        if not isinstance(v, (float, int, np.floating)) or not 0.0 <= float(v) <= 1.0:
+        if (v is not None or not optional) and (
+                not isinstance(v, (float, int, np.floating)) or not 0.0 <= float(v) <= 1.0):
             case.fail("fitted-attributes", f"{name} is {v!r}, not a fraction in [0, 1]")
 
 
@@ -570,9 +554,6 @@ RULES = {
     "predict-does-not-learn": predict_does_not_learn, "deterministic": deterministic,
     "build-fresh": build_fresh, "accuracy": accuracy,
 }
-
-
-# --- the fitted state, as digests --------------------------------------------------------------
 
 
 def _state_digest(obj) -> dict:

@@ -80,13 +80,9 @@ def check_all(registry=None, *, plugin: Optional[str] = None,
         :class:`ConformanceError`.
     """
     registry = registry if registry is not None else default_registry()
-    reports = {}
-    for kind in kinds:
-        for spec in registry.all(kind):
-            if plugin is None or spec.plugin == plugin:
-                reports[(kind, spec.name)] = KINDS[kind][2](spec.name, registry,
-                                                            collect_all=collect_all)
-    return reports
+    return {(kind, spec.name): KINDS[kind][2](spec.name, registry, collect_all=collect_all)
+            for kind in kinds for spec in registry.all(kind)
+            if plugin is None or spec.plugin == plugin}
 
 
 def parametrize_with_checks(components: Iterable, registry=None,
