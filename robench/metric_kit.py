@@ -13,9 +13,6 @@ from typing import Iterable, Optional, Sequence, Union
 Level = Union[str, Sequence[str]]
 
 
-# --- trial triage ----------------------------------------------------------------------------
-
-
 def error_line(trial: dict) -> Optional[str]:
     """Return the first line of a trial row's error, or None when it records none."""
     error = trial.get("error")
@@ -49,9 +46,6 @@ def by_repeat(trials: Iterable[dict], protocol: Optional[str] = None) -> dict:
     return {r: out[r] for r in sorted(out)}
 
 
-# --- the score index -------------------------------------------------------------------------
-
-
 def _key(row: dict, level: Level):
     if isinstance(level, str):
         return row.get(level)
@@ -72,9 +66,6 @@ def score_index(rows: Iterable[dict], metric: Optional[str] = None,
             node = node.setdefault(_key(r, level), {})
         node[r["score"]] = r
     return out
-
-
-# --- helper models ---------------------------------------------------------------------------
 
 
 def is_helper(row: dict, helpers) -> bool:

@@ -92,7 +92,7 @@ def _cache_file(eps) -> Optional[str]:
         here = os.path.dirname(os.path.abspath(robench.__file__))
         own = []  # the code that judges: a changed robench judges again
         for rel in ("plugins.py", "plugin_probe.py", "specs.py", "hookspecs.py",
-                    os.path.join("run", "guard.py")):
+                    os.path.join("process", "guard.py")):
             st = os.stat(os.path.join(here, rel))
             own.append([rel, st.st_size, st.st_mtime_ns])
         key = content_key("plugin-probe", robench.__version__, sys.executable, own,

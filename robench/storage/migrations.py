@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from contextlib import suppress
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -236,11 +237,9 @@ def migrate(path, schema: str, timeout: float = 60.0) -> list[tuple[int, str]]:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        if applied:
-            try:  # a rebuilt table leaves its old pages free: give them back
+        if applied:  # a rebuilt table leaves its old pages free: give them back, unless
+            with suppress(sqlite3.OperationalError):  # another connection is reading
                 conn.execute("VACUUM")
-            except sqlite3.OperationalError:  # another connection is reading: leave it
-                pass
         return applied
     finally:
         conn.close()

@@ -16,7 +16,7 @@ import os
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -337,15 +337,12 @@ _OPEN_COLUMNS = {"trials": "extra", "scores": "details", "clusterings": "details
 def _declared_columns(schema: str) -> dict[str, dict[str, str]]:
     """Return {table: {column: declared type}} of the tables ``schema`` creates, in order."""
     # SQLite parses the schema itself, so the SQL above stays the one declaration.
-    conn = sqlite3.connect(":memory:")
-    try:
+    with closing(sqlite3.connect(":memory:")) as conn:
         conn.executescript(schema)
         tables = [row[0] for row in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
         return {table: {row[1]: row[2] for row in conn.execute(f'PRAGMA table_info("{table}")')}
                 for table in tables}
-    finally:
-        conn.close()
 
 
 #: Every table's declared columns with their SQLite types, in schema order.

@@ -35,8 +35,6 @@ def mix_name(mix) -> str:
     return f"{int(mix[0])}-{int(mix[1])}"
 
 
-# --- calibrated confidence: temperature scaling on the validation split ------------------------
-
 #: Search range of the temperature, relative to the logits' own scale (see fit_temperature).
 TEMPERATURE_RANGE = (1e-3, 1e3)
 
@@ -118,9 +116,6 @@ def calibrated_space(space: FeatureSpace, calibration: Calibration) -> FeatureSp
     """Return ``space`` with its head's logits calibrated (same layer, encoder, predictions)."""
     return FeatureSpace(space.layer, space.description, space.encode,
                         lambda Z: calibration.logits(space.logits(Z)))
-
-
-# --- test-set quality metrics --------------------------------------------------------------------
 
 
 def equivalence_partitioning(y: np.ndarray, n_classes: int) -> np.ndarray:
@@ -230,9 +225,6 @@ def summarize_pbc(pbc: np.ndarray) -> dict:
             "pairs_covered": float((sym[iu] > 0).mean()) if iu[0].size else None}
 
 
-# --- covariate shift ---------------------------------------------------------------------------
-
-
 def gmm_js(A: np.ndarray, B: np.ndarray, *, n_components: int = 10,
            covariance_type: str = "diag", n_mc: int = 2000, seed: int = 0) -> dict:
     """Return the Jensen-Shannon divergence / ln 2 of GMMs fitted to A and to B, in [0, 1].
@@ -289,9 +281,6 @@ def covariate_shift(Z_train, y_train, Z_test, y_test, n_classes: int, *, dims: i
             null.append(None)
     return {"js": js, "se": se, "null": null, "dims": d,
             "explained_variance": float(pca.explained_variance_ratio_.sum())}
-
-
-# --- coverage-guided generation --------------------------------------------------------------
 
 
 class NoSeeds(ValueError):
@@ -422,9 +411,6 @@ def coverage_guided_accuracy(acc_by_mix: dict) -> Optional[float]:
     """Return the mean of the mixes' accuracies (None if any mix has none)."""
     vals = list(acc_by_mix.values())
     return None if not vals or any(v is None for v in vals) else float(np.mean(vals))
-
-
-# --- seeing it: a decoder from features to images --------------------------------------------
 
 
 def train_decoder(Z: np.ndarray, images: np.ndarray, *, seed: int, epochs: int = 6,

@@ -99,9 +99,6 @@ def settings(cfg) -> dict:
     return knobs
 
 
-# --- planning --------------------------------------------------------------------------------
-
-
 def _member(registry, name: str):
     """Return ("registered", ModelSpec) or ("zoo", ZooMember) for a zoo name."""
     if name in registry.names("models") or ":" in name:  # a reference: timm:ARCH, ...
@@ -158,9 +155,6 @@ def plan(combo: Combo, cfg, registry) -> list:
     names = [combo.model.name] + [n for n in zoo if n != combo.model.name]
     return [{**trial_spec(combo.dataset, name, cfg, registry, r), "zoo": list(zoo)}
             for name in names for r in range(int(cfg.repeats))]
-
-
-# --- the trial ---------------------------------------------------------------------------------
 
 
 def multicut_bias(knobs: dict):
@@ -281,9 +275,6 @@ def _adversarial(clf, dataset, test, knobs, seed) -> dict:
                             deepfool_iter=int(knobs["deepfool_iter"]),
                             deepfool_grads=int(knobs.get("deepfool_grads", 10)))
     return {**res, "n": int(len(idx)), "epsilons": list(knobs["epsilons"])}
-
-
-# --- the science: pure functions ---------------------------------------------------------------
 
 
 def cluster_accuracy(table) -> float:

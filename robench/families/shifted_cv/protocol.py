@@ -35,9 +35,6 @@ NUM_ITERMAX = 1_000_000
 MAX_NUM_ITERMAX = 100_000_000
 
 
-# --- planning --------------------------------------------------------------------------------
-
-
 SECTION = "shifted_cv"
 
 #: The protocol's knobs (``--set shifted_cv.KEY=VALUE``): quick is a smoke-test scale,
@@ -170,9 +167,6 @@ def prepare(combo: Combo, cfg, registry, dataset) -> dict:
             "silhouette": src.silhouette, "details": details, "seconds": src.seconds}
 
 
-# --- folds: pure functions -------------------------------------------------------------------
-
-
 def merge_folds(y, groups, n_folds: int, *, repeat: int, n_repeats: int, seed: int) -> np.ndarray:
     """Return the fold (0..K-1) of every sample: Algorithm 2's merge of per-class sub-domains
     (``groups``), each class's shuffled per repeat when ``n_repeats`` > 1 (docs/shifted-cv.md)."""
@@ -231,9 +225,6 @@ def partition(spec: dict, dataset, registry) -> tuple:
     rng = np.random.default_rng([int(spec["seed"]), int(spec["repeat"]),
                                  KIND_CODES[spec["kind"]], int(p["fold"]), 1])
     return fold_partition(folds, dataset.y, p["fold"], p["val_fraction"], rng)
-
-
-# --- running ---------------------------------------------------------------------------------
 
 
 def _test_curve(X_test, y_test):
@@ -325,9 +316,6 @@ def run_wasserstein(spec: dict, env) -> dict:
             "seconds": time.perf_counter() - t0}
 
 
-# --- Wasserstein distances: pure functions ---------------------------------------------------
-
-
 def wasserstein1(a, b, *, num_itermax: int = NUM_ITERMAX,
                  max_num_itermax: int = MAX_NUM_ITERMAX) -> tuple:
     """Return (exact W1 between the uniform empirical measures of point clouds a and b, info),
@@ -389,9 +377,6 @@ def ratio_of_offdiagonal_means(shifted, random) -> float | None:
     """Return mean off-diagonal distance of the shifted folds / that of the random folds."""
     a, b = mean_offdiagonal(shifted), mean_offdiagonal(random)
     return None if a is None or b is None or b <= 0 else a / b
-
-
-# --- the science: summaries over fold trials -------------------------------------------------
 
 
 def summarize(trials: list, clusterer: str) -> dict:

@@ -36,9 +36,6 @@ _ORDER_STREAM = 2
 FULL = "full"
 
 
-# --- planning --------------------------------------------------------------------------------
-
-
 SECTION = "adequacy"
 
 #: The sweep's knobs (``--set adequacy.KEY=VALUE``); repeats null = the run's repeats.
@@ -99,9 +96,6 @@ def plan(combo: Combo, cfg, registry) -> list:
 
 #: Sources are found (or loaded from cache) exactly as the source-aware protocol does.
 prepare = source_aware.prepare
-
-
-# --- partitions ------------------------------------------------------------------------------
 
 
 def stratified_order(idx, y, rng: np.random.Generator) -> np.ndarray:
@@ -171,9 +165,6 @@ def run(spec: dict, env) -> dict:
                         spec["params"]["size"])
     budget = scaled_budget(spec["params"]["train"], len(fit), len(fit_full))
     return fit_and_score(model_spec, dataset, fit, val, test, seed=seed, train_budget=budget)
-
-
-# --- the science: pure functions over trial rows ---------------------------------------------
 
 
 def size_label(row: dict):

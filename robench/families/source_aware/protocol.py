@@ -121,9 +121,6 @@ def _groups(spec: dict, dataset, env_registry):
                         spec["seed"]).groups
 
 
-# --- the science: pure functions over accuracies -------------------------------------------
-
-
 def ratio_of_means(acc_x, acc_i) -> float:
     """Return rho = E[AccX] / E[AccI] (paper eq. 3: 1 - (E[AccI] - E[AccX]) / E[AccI])."""
     acc_x, acc_i = np.asarray(acc_x, float), np.asarray(acc_i, float)
