@@ -224,12 +224,11 @@ def _check_database(path) -> None:
         conn = connect_readonly(path)
     except SchemaError as exc:
         raise VerifyError(str(exc)) from None
-    try:
-        found = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
-    except sqlite3.DatabaseError as exc:
-        found = str(exc)
-    finally:
-        conn.close()
+    with contextlib.closing(conn):
+        try:
+            found = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            found = str(exc)
     if found != "ok":
         raise VerifyError(f"{path} is damaged (SQLite: {found}); nothing was re-run or "
                           "recorded")

@@ -267,13 +267,16 @@ class ProcessExecutor(Executor):
             finally:
                 self.close()
 
+    def _submit(self, spec):  # a seam: tests/reliability/test_contained.py orders crashes here
+        return self._pool.submit(execute_trial, spec, None, self.trial_timeout)
+
     def _fill(self, futures: dict, pending, limit: int) -> bool:
         """Submit specs from ``pending`` until ``limit`` are in flight; True if the pool broke
         (``submit`` itself can raise it: the spec it refused never ran, back to ``pending``)."""
         while pending and len(futures) < limit:
             spec = pending.popleft()
             try:
-                futures[self._pool.submit(execute_trial, spec, None, self.trial_timeout)] = spec
+                futures[self._submit(spec)] = spec
             except BrokenProcessPool:
                 pending.appendleft(spec)
                 return True

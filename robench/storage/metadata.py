@@ -8,6 +8,7 @@ format is datasette's (``databases.NAME.tables.TABLE`` with ``description``, ``c
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from robench.storage.readonly import connect_readonly
 
@@ -208,8 +209,7 @@ UNITS = {"trials": {"seconds": "s"}, "clusterings": {"seconds": "s"},
 def build_metadata(path) -> dict:
     """Return datasette metadata (tables, views, columns, metric definitions) of ``path``."""
     path = Path(path)
-    conn = connect_readonly(path)
-    try:
+    with closing(connect_readonly(path)) as conn:
         objects = conn.execute("SELECT name, type FROM sqlite_master WHERE type IN "
                                "('table', 'view') AND name NOT LIKE 'sqlite_%' "
                                "ORDER BY name").fetchall()
@@ -227,8 +227,6 @@ def build_metadata(path) -> dict:
             tables[name] = entry
         definitions = conn.execute("SELECT name, version, definition FROM metrics ORDER BY "
                                    "name, version").fetchall() if "metrics" in tables else []
-    finally:
-        conn.close()
     if definitions:
         tables["metrics"]["description"] += " Stored: " + "; ".join(
             f"{n} v{v}: {d}" for n, v, d in definitions)
