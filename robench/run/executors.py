@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import abc
 import collections
-import contextlib
 import json
 import logging
 import multiprocessing as mp
@@ -23,6 +22,7 @@ import uuid
 from typing import Iterable, Iterator, Optional
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from threadpoolctl import threadpool_limits
 from robench.data.cache import cache_dir, set_cache_dir
 from robench.learn.devices import claim_worker_gpu, device_label, using_device, worker_gpus
 from robench.plugins import make_registry
@@ -48,9 +48,7 @@ def limit_threads(threads: int = TRIAL_THREADS) -> None:
     threads = max(1, int(threads))
     os.environ.update(dict.fromkeys(("ROBENCH_TORCH_THREADS", *THREAD_VARIABLES), str(threads)))
     if any(m in sys.modules for m in ("numpy", "scipy", "sklearn")):
-        with contextlib.suppress(ImportError):  # threadpoolctl: a scikit-learn dependency
-            from threadpoolctl import threadpool_limits
-            threadpool_limits(threads)
+        threadpool_limits(threads)
     if "robench.learn.train" in sys.modules:
         sys.modules["robench.learn.train"].set_torch_threads(threads)
     elif "torch" in sys.modules:
