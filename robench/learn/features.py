@@ -131,7 +131,7 @@ def feature_space(classifier) -> tuple:
     module = getattr(classifier, "module_", None)
     if module is None:
         return None, (f"{type(classifier).__name__} has no learned feature space with a head "
-                      "to evaluate, so feature-space coverage does not apply")
+                      "to evaluate, so a metric on its feature space does not apply")
     import torch
 
     if callable(getattr(module, "conv_features", None)) and callable(
@@ -143,8 +143,8 @@ def feature_space(classifier) -> tuple:
         enc, head, layer = module.features, module.head, "penultimate"
         desc = "penultimate layer (input of the final linear layer)"
     else:
-        return None, (f"{type(module).__name__} exposes neither conv_features/"
-                      "from_conv_features nor features/head, so coverage does not apply")
+        return None, (f"{type(module).__name__} exposes neither conv_features/from_conv_features"
+                      " nor features/head, so a metric on its feature space does not apply")
 
     def batched(fn):
         def apply(A):

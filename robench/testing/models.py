@@ -345,7 +345,7 @@ def unused_train_knobs(case: ModelCase) -> None:
             "unused-train-knobs",
             f"build(ctx) or fit raised {type(exc).__name__}: {exc} when ctx.train held keys "
             f"the model does not use ({', '.join(sorted(UNUSED_TRAIN_KNOBS))}), and worked "
-            "without them; protocols add their own knobs (shifted-cv sends mc_samples)",
+            "without them; protocols add their own knobs (mc_samples, for one)",
             "read only the keys you need: robench.learn.train.TorchClassifier.from_context(ctx, "
             "build_module), or robench.learn.train.training_budget(ctx.train), never **ctx.train")
 
@@ -471,8 +471,8 @@ def features_head(case: ModelCase) -> None:
         skip("no feature space")
     if getattr(inner, "module_", None) is None and not callable(
             getattr(inner, "coverage_space", None)):
-        skip("not a torch classifier (no module_) and no coverage_space(): coverage records "
-             "it as not applicable")
+        skip("not a torch classifier (no module_) and no coverage_space(): a metric on its "
+             "feature space records it as not applicable")
 
     Xt, n_classes = case.test_rows, case.data.n_classes
     with case.calling("features-head", "robench.learn.features.feature_space(classifier)"):
