@@ -86,6 +86,15 @@ def rows(db, sql, params=()) -> list:
         conn.close()
 
 
+def trials_stored(db) -> int:
+    """Return how many trials ``db`` holds; 0 before the file or its tables exist (a polling
+    reader can open the file between its creation and the schema's)."""
+    try:
+        return rows(db, "SELECT COUNT(*) FROM trials")[0][0] if db.exists() else 0
+    except sqlite3.OperationalError:
+        return 0
+
+
 def integrity(db) -> str:
     """Return SQLite's integrity check of ``db`` ('ok' when sound)."""
     return rows(db, "PRAGMA integrity_check")[0][0]

@@ -8,7 +8,7 @@ import time
 from click.testing import CliRunner
 
 from robench.cli import cli
-from tests.reliability.cli import HOSTILE, integrity, rows, start
+from tests.reliability.cli import HOSTILE, integrity, rows, start, trials_stored
 
 
 def test_ctrl_c_while_planning_exits_130(tiny_registry, tmp_path, monkeypatch):
@@ -33,7 +33,7 @@ def test_ctrl_c_during_trials_exits_130_with_a_consistent_database(tmp_path):
                   "--trial-timeout", "0", "--db", str(db)], tmp_path, plugins=HOSTILE)
     end = time.monotonic() + 120
     while time.monotonic() < end:
-        if db.exists() and rows(db, "SELECT COUNT(*) FROM trials")[0][0] >= 3:
+        if trials_stored(db) >= 3:
             break
         time.sleep(0.2)
     time.sleep(0.5)  # inside the hanging trial now
@@ -63,7 +63,7 @@ def test_a_second_ctrl_c_during_a_race_exits_quietly(tmp_path):
     try:
         end = time.monotonic() + 120
         while time.monotonic() < end:
-            if db.exists() and rows(db, "SELECT COUNT(*) FROM trials")[0][0] >= 3:
+            if trials_stored(db) >= 3:
                 break
             time.sleep(0.2)
         time.sleep(0.5)  # the hanging trial is in flight on a worker now
